@@ -1,0 +1,79 @@
+"""triton_dist.runtime: the host side of triton-dist.
+
+```python
+torch.distributed.init_process_group("nccl")
+torch.cuda.set_device(local_rank)
+triton_dist.runtime.init()                  # symmetric heap + device context for triton_dist kernels
+x = triton_dist.runtime.zeros(1024, dtype=torch.float32)   # same offset on every rank
+my_kernel[grid](x, ...)                     # kernels use dl.symm_at(x_ptr, peer), dl.notify, dl.wait
+triton_dist.runtime.barrier()
+triton_dist.runtime.finalize()
+```
+
+Importing this package registers the context installer with Triton's ``kernel_load_end_hook``, so a kernel that
+uses triton_dist primitives and is loaded before ``init()`` fails with an error that says so.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from triton_dist.runtime.block_allocator import HeapExhaustedError
+from triton_dist.runtime.tensors import (
+    empty,
+    empty_like,
+    full,
+    heap_stats,
+    is_symmetric,
+    ones,
+    peer_tensor,
+    rand,
+    randn,
+    require_symmetric,
+    verify_symmetric,
+    zeros,
+    zeros_like,
+)
+from triton_dist.runtime.world import (
+    World,
+    barrier,
+    current_world,
+    finalize,
+    init,
+    install_context_hook,
+    is_initialized,
+)
+
+
+def barrier_on_device(stream: torch.cuda.Stream | None = None) -> None:
+    """Enqueue a cross-rank barrier kernel on ``stream`` (default: current); see ``device_barrier.py``."""
+    from triton_dist.runtime.device_barrier import barrier_on_device as launch
+
+    launch(stream)
+
+
+install_context_hook()
+
+__all__ = [
+    "HeapExhaustedError",
+    "World",
+    "barrier",
+    "barrier_on_device",
+    "current_world",
+    "empty",
+    "empty_like",
+    "finalize",
+    "full",
+    "heap_stats",
+    "init",
+    "is_initialized",
+    "is_symmetric",
+    "ones",
+    "peer_tensor",
+    "rand",
+    "randn",
+    "require_symmetric",
+    "verify_symmetric",
+    "zeros",
+    "zeros_like",
+]

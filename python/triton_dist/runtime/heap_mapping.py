@@ -1,0 +1,50 @@
+"""What a symmetric heap looks like from one process: its own heap, and every rank's heap as mapped here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from triton_dist.runtime.context_abi import HEAP_BASE_ALIGNMENT
+
+
+@dataclass(frozen=True)
+class HeapMapping:
+    """One rank's view of the symmetric heap.
+
+    ``peers[r]`` is a uint8 tensor over rank ``r``'s heap *as mapped in this process* (``peers[rank]`` is this
+    rank's own heap); every view has exactly ``heap_size`` bytes. ``keepalive`` holds whatever keeps the mappings
+    valid (allocation, rendezvous handle).
+    """
+
+    rank: int
+    world_size: int
+    heap_size: int
+    device: torch.device
+    peers: tuple[torch.Tensor, ...]
+    keepalive: object = None
+
+    @property
+    def local(self) -> torch.Tensor:
+        """This rank's own heap."""
+        return self.peers[self.rank]
+
+    @property
+    def bases(self) -> list[int]:
+        """``bases[r]``: the address of rank ``r``'s heap in this process (what the device context holds)."""
+        return [view.data_ptr() for view in self.peers]
+
+    def problems(self) -> list[str]:
+        """Everything wrong with this mapping (empty if it is usable): sizes, dtypes and base alignment."""
+        found = []
+        if len(self.peers) != self.world_size:
+            found.append(f"{len(self.peers)} heap views for {self.world_size} ranks")
+        for peer, view in enumerate(self.peers):
+            if view.dtype != torch.uint8 or view.dim() != 1 or view.numel() != self.heap_size:
+                found.append(f"rank {peer}'s heap view is {view.dtype}{list(view.shape)}, not uint8[{self.heap_size}]")
+            if view.data_ptr() % HEAP_BASE_ALIGNMENT:
+                found.append(
+                    f"rank {peer}'s heap is mapped at {view.data_ptr():#x}, not {HEAP_BASE_ALIGNMENT}-byte aligned"
+                )
+        return found

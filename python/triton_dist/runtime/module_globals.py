@@ -1,0 +1,146 @@
+"""Finding a named global in a loaded GPU module and writing bytes into it, through the CUDA or HIP driver.
+
+Both classes take the driver library as an argument so that tests can pass a fake with the same functions. The
+write goes through a private non-blocking stream: a plain ``cuMemcpyHtoD`` would wait for every kernel already
+running on the legacy default stream, and such a kernel may itself be waiting for a peer that needs this process to
+load (and launch) its next kernel first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Protocol
+
+NOT_FOUND = 500
+"""``CUDA_ERROR_NOT_FOUND`` and ``hipErrorNotFound``: the module has no global of that name."""
+
+_NON_BLOCKING_STREAM = 1  # CU_STREAM_NON_BLOCKING == hipStreamNonBlocking
+
+
+class ModuleGlobals(Protocol):
+    """What the context installer needs from a GPU driver."""
+
+    backend: str
+
+    def lookup(self, module: int, name: str) -> tuple[int, int] | None:
+        """``(device address, size in bytes)`` of global ``name`` in ``module``, or None if the module lacks it."""
+        ...
+
+    def write(self, address: int, payload: bytes) -> None:
+        """Copy ``payload`` to device memory at ``address`` and wait until it has landed."""
+        ...
+
+
+def _declare(lib: Any, name: str, restype: Any, argtypes: list[Any]) -> Any:
+    function = getattr(lib, name)
+    if isinstance(function, ctypes._CFuncPtr):  # a real library; a fake keeps its Python signature
+        function.restype = restype
+        function.argtypes = argtypes
+    return function
+
+
+class _DriverGlobals:
+    backend = ""
+    _get_global = ""
+    _create_stream = ""
+    _copy_async = ""
+    _synchronize = ""
+    _destroy_stream = ""
+
+    def __init__(self, lib: Any) -> None:
+        self._lib = lib
+        pointer_u64 = ctypes.POINTER(ctypes.c_uint64)
+        pointer_size = ctypes.POINTER(ctypes.c_size_t)
+        pointer_handle = ctypes.POINTER(ctypes.c_void_p)
+        self._get = _declare(
+            lib, self._get_global, ctypes.c_int, [pointer_u64, pointer_size, ctypes.c_void_p, ctypes.c_char_p]
+        )
+        self._stream_create = _declare(lib, self._create_stream, ctypes.c_int, [pointer_handle, ctypes.c_uint])
+        self._copy = _declare(
+            lib, self._copy_async, ctypes.c_int, [ctypes.c_uint64, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        )
+        self._sync = _declare(lib, self._synchronize, ctypes.c_int, [ctypes.c_void_p])
+        self._stream_destroy = _declare(lib, self._destroy_stream, ctypes.c_int, [ctypes.c_void_p])
+
+    def error_string(self, code: int) -> str:
+        raise NotImplementedError
+
+    def _check(self, code: int, call: str) -> None:
+        if code != 0:
+            message = self.error_string(code)
+            raise RuntimeError(f"{self.backend} driver call {call} failed with error {code} ({message})")
+
+    def lookup(self, module: int, name: str) -> tuple[int, int] | None:
+        address = ctypes.c_uint64(0)
+        size = ctypes.c_size_t(0)
+        code = self._get(ctypes.pointer(address), ctypes.pointer(size), ctypes.c_void_p(module), name.encode())
+        if code == NOT_FOUND:
+            return None
+        self._check(code, f"{self._get_global}(module={module:#x}, {name!r})")
+        return address.value, size.value
+
+    def write(self, address: int, payload: bytes) -> None:
+        stream = ctypes.c_void_p(0)
+        self._check(self._stream_create(ctypes.pointer(stream), _NON_BLOCKING_STREAM), self._create_stream)
+        try:
+            host = ctypes.create_string_buffer(payload, len(payload))
+            self._check(
+                self._copy(ctypes.c_uint64(address), host, ctypes.c_size_t(len(payload)), stream), self._copy_async
+            )
+            self._check(self._sync(stream), self._synchronize)
+        finally:
+            self._stream_destroy(stream)
+
+
+class CudaModuleGlobals(_DriverGlobals):
+    """Module globals through the CUDA driver API (``libcuda.so.1``)."""
+
+    backend = "cuda"
+    _get_global = "cuModuleGetGlobal_v2"
+    _create_stream = "cuStreamCreate"
+    _copy_async = "cuMemcpyHtoDAsync_v2"
+    _synchronize = "cuStreamSynchronize"
+    _destroy_stream = "cuStreamDestroy_v2"
+
+    def __init__(self, lib: Any | None = None) -> None:
+        super().__init__(lib if lib is not None else ctypes.CDLL("libcuda.so.1"))
+        self._error_string = _declare(
+            self._lib, "cuGetErrorString", ctypes.c_int, [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        )
+
+    def error_string(self, code: int) -> str:
+        message = ctypes.c_char_p()
+        if self._error_string(code, ctypes.pointer(message)) != 0 or not message.value:
+            return "unknown error"
+        return message.value.decode(errors="replace")
+
+
+def _hip_runtime_path() -> str:
+    # Load the very library Triton loaded, so module handles mean the same thing to both.
+    try:
+        from triton.backends.amd.driver import _get_path_to_hip_runtime_dylib
+
+        return _get_path_to_hip_runtime_dylib()
+    except (ImportError, RuntimeError):
+        return "libamdhip64.so"
+
+
+class HipModuleGlobals(_DriverGlobals):
+    """Module globals through the HIP runtime (``libamdhip64.so``)."""
+
+    backend = "hip"
+    _get_global = "hipModuleGetGlobal"
+    _create_stream = "hipStreamCreateWithFlags"
+    _copy_async = "hipMemcpyHtoDAsync"
+    _synchronize = "hipStreamSynchronize"
+    _destroy_stream = "hipStreamDestroy"
+
+    def __init__(self, lib: Any | None = None) -> None:
+        super().__init__(lib if lib is not None else ctypes.CDLL(_hip_runtime_path()))
+        self._error_string = _declare(self._lib, "hipGetErrorString", ctypes.c_char_p, [ctypes.c_int])
+
+    def error_string(self, code: int) -> str:
+        message = self._error_string(code)
+        if isinstance(message, bytes):
+            return message.decode(errors="replace")
+        return str(message) if message else "unknown error"

@@ -1,0 +1,77 @@
+"""The GPU heap: one PyTorch symmetric-memory allocation per rank (CUDA IPC backend), mapped into every peer.
+
+Works with torch 2.11 and 2.13: it uses only ``_symmetric_memory.empty``, ``rendezvous`` and the handle's
+``rank``, ``world_size``, ``buffer_ptrs``, ``buffer_size`` and ``get_buffer``, which both versions have. The
+allocation asks for 4 KiB more than the heap, and the heap starts at the first page boundary inside it: the backend
+may place its own signal pad in front of the data, and the bytes in front are the same on every rank, so the same
+offset is page aligned in every peer mapping too (``HeapMapping.problems`` checks it).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from triton_dist.runtime.context_abi import HEAP_BASE_ALIGNMENT
+from triton_dist.runtime.heap_mapping import HeapMapping
+
+_BACKEND = "CUDA"
+_MULTICAST_OFF = "TORCH_SYMM_MEM_DISABLE_MULTICAST"
+
+
+def _use_ipc_backend(symm_mem: object, device: torch.device) -> None:
+    get_backend = getattr(symm_mem, "get_backend", None)
+    set_backend = getattr(symm_mem, "set_backend", None)
+    current = get_backend(device) if get_backend is not None else None
+    if current in (None, _BACKEND) or set_backend is None:
+        return
+    try:
+        set_backend(_BACKEND)
+    except RuntimeError as error:
+        raise RuntimeError(
+            f"torch symmetric memory already uses the {current} backend in this process; triton_dist needs the "
+            f"{_BACKEND} (IPC) backend: set TORCH_SYMMMEM={_BACKEND} or call triton_dist.init() before other "
+            f"symmetric-memory allocations"
+        ) from error
+
+
+def map_symmetric_memory_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> HeapMapping:
+    """Allocate this rank's heap with torch symmetric memory and map every peer's heap (a collective)."""
+    from torch.distributed import _symmetric_memory as symm_mem
+
+    # triton_dist never uses multicast objects, and creating them hangs on some NVSwitch systems.
+    os.environ.setdefault(_MULTICAST_OFF, "1")
+    _use_ipc_backend(symm_mem, device)
+    with torch.cuda.device(device):
+        allocation = symm_mem.empty(heap_size + HEAP_BASE_ALIGNMENT, dtype=torch.uint8, device=device)
+        handle = symm_mem.rendezvous(allocation, group.group_name)
+    rank, world_size = handle.rank, handle.world_size
+    buffer_ptrs = [int(ptr) for ptr in handle.buffer_ptrs]
+    start = (-allocation.data_ptr()) % HEAP_BASE_ALIGNMENT
+    offset_in_buffer = allocation.data_ptr() + start - buffer_ptrs[rank]
+    if offset_in_buffer < 0 or offset_in_buffer + heap_size > handle.buffer_size:
+        raise RuntimeError(
+            f"torch symmetric memory returned a tensor at {allocation.data_ptr():#x} outside its buffer "
+            f"[{buffer_ptrs[rank]:#x}, +{handle.buffer_size}); this torch version's layout is not supported"
+        )
+    peers = []
+    for peer in range(world_size):
+        if peer == rank:
+            peers.append(allocation[start : start + heap_size])
+            continue
+        if not buffer_ptrs[peer]:
+            raise RuntimeError(
+                f"rank {rank} cannot map rank {peer}'s heap: triton_dist needs every rank of the group on one node "
+                f"with peer access (NVLink / xGMI)"
+            )
+        peers.append(handle.get_buffer(peer, (heap_size,), torch.uint8, offset_in_buffer))
+    return HeapMapping(
+        rank=rank,
+        world_size=world_size,
+        heap_size=heap_size,
+        device=device,
+        peers=tuple(peers),
+        keepalive=(allocation, handle),
+    )

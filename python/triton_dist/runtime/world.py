@@ -1,0 +1,202 @@
+"""The process-wide runtime state: ``init()``, ``finalize()``, the host-side ``barrier()``.
+
+``init()`` builds the symmetric heap over a torch.distributed process group, installs the device context that
+Triton modules read, and allocates the runtime's own flags. There is at most one initialized world per process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from triton_dist.runtime.context_abi import MAX_RANKS, pack_context
+from triton_dist.runtime.context_installer import ContextInstaller
+from triton_dist.runtime.device_sync import synchronize_stream
+from triton_dist.runtime.heap_mapping import HeapMapping
+from triton_dist.runtime.rank_agreement import check_same_setup, raise_if_any_rank_failed
+from triton_dist.runtime.settings import resolve_heap_size, resolve_timeout
+from triton_dist.runtime.symmetric_heap import SymmetricHeap
+
+
+@dataclass
+class World:
+    """An initialized triton_dist runtime: the process group, this rank's symmetric heap, and runtime flags."""
+
+    group: dist.ProcessGroup
+    heap: SymmetricHeap
+    timeout_s: float
+    barrier_flags: torch.Tensor
+    """One int32 flag per rank, on the heap: ``barrier_on_device`` sets peers' flags to the current epoch."""
+    barrier_epoch: int = 0
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the group (``dl.rank()`` in kernels)."""
+        return self.heap.rank
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks in the group (``dl.num_ranks()`` in kernels)."""
+        return self.heap.world_size
+
+    @property
+    def device(self) -> torch.device:
+        """The device the heap lives on."""
+        return self.heap.device
+
+
+context_installer = ContextInstaller()
+"""The process's ``kernel_load_end_hook``; see ``context_installer.py``."""
+
+_world: World | None = None
+
+
+def install_context_hook() -> None:
+    """Register the context installer with Triton (idempotent)."""
+    from triton import knobs
+
+    knobs.runtime.kernel_load_end_hook.add(context_installer)
+
+
+def remove_context_hook() -> None:
+    """Unregister the context installer from Triton (idempotent)."""
+    from triton import knobs
+
+    knobs.runtime.kernel_load_end_hook.remove(context_installer)
+
+
+def is_initialized() -> bool:
+    """Whether ``init()`` has run (and ``finalize()`` has not)."""
+    return _world is not None
+
+
+def current_world() -> World:
+    """The initialized world; raises a RuntimeError that says to call ``triton_dist.init()`` otherwise."""
+    if _world is None:
+        raise RuntimeError(
+            "triton_dist is not initialized: call torch.distributed.init_process_group(...) and then "
+            "triton_dist.init() first"
+        )
+    return _world
+
+
+def _resolve_device(device: torch.device | str | int | None) -> torch.device:
+    if device is None:
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "triton_dist.init() found no GPU; the symmetric heap needs CUDA or ROCm devices "
+                "(device='cpu' gives a host-only heap for testing)"
+            )
+        return torch.device("cuda", torch.cuda.current_device())
+    device = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    if device.type not in ("cuda", "cpu"):
+        raise ValueError(f"the symmetric heap lives on a cuda (or, for testing, cpu) device, not {device}")
+    return device
+
+
+def _map_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> HeapMapping:
+    if device.type == "cpu":
+        from triton_dist.runtime.shared_file_mapping import map_shared_file_heap
+
+        return map_shared_file_heap(heap_size, group)
+    from triton_dist.runtime.symm_mem_mapping import map_symmetric_memory_heap
+
+    return map_symmetric_memory_heap(heap_size, group, device)
+
+
+def init(
+    group: dist.ProcessGroup | None = None,
+    heap_size: int | str | None = None,
+    *,
+    device: torch.device | str | int | None = None,
+    timeout_s: float | None = None,
+) -> World:
+    """Set up triton_dist on every rank of ``group`` (a collective; call it on all ranks, in the same order).
+
+    Args:
+        group: the process group whose ranks share the heap (default: the world). ``dl.rank()`` and
+            ``dl.num_ranks()`` in kernels are the rank and size in this group. All ranks must be on one node.
+        heap_size: bytes of symmetric memory per rank (int, or a string such as ``"4G"``); default
+            ``$TRITON_DIST_HEAP_SIZE`` or 1 GiB. Every symmetric tensor comes out of this heap.
+        device: the heap's device; default the current CUDA device (set it with ``torch.cuda.set_device`` first).
+            ``"cpu"`` builds a host-only heap from shared-memory files, for testing host code without GPUs.
+        timeout_s: how long host-side waits (``barrier()``) may take before raising; default
+            ``$TRITON_DIST_TIMEOUT_S`` or 300.
+
+    Calling ``init()`` again with the same arguments returns the existing world.
+    """
+    global _world
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError(
+            "triton_dist.init() needs an initialized torch.distributed process group: call "
+            "torch.distributed.init_process_group(...) first (for example under torchrun)"
+        )
+    group = group if group is not None else dist.group.WORLD
+    heap_size = resolve_heap_size(heap_size)
+    timeout_s = resolve_timeout(timeout_s)
+    device = _resolve_device(device)
+    if _world is not None:
+        if _world.group is group and _world.heap.heap_size == heap_size and _world.device == device:
+            return _world
+        raise RuntimeError(
+            f"triton_dist is already initialized (heap_size={_world.heap.heap_size}, device={_world.device}); "
+            f"call triton_dist.finalize() before initializing with heap_size={heap_size}, device={device}"
+        )
+    world_size = dist.get_world_size(group)
+    if world_size > MAX_RANKS:
+        raise RuntimeError(f"triton_dist supports at most {MAX_RANKS} ranks, the group has {world_size}")
+    check_same_setup(group, world_size=world_size, heap_size=heap_size, device_type=device.type)
+
+    mapping = _map_heap(heap_size, group, device)
+    problems = mapping.problems()
+    if mapping.rank != dist.get_rank(group):
+        problems.append(f"symmetric memory reports rank {mapping.rank}, the process group {dist.get_rank(group)}")
+    raise_if_any_rank_failed(group, problems, "mapping the symmetric heap")
+    heap = SymmetricHeap(mapping)
+
+    if device.type == "cuda":
+        context_installer.set_context(pack_context(heap.rank, heap.world_size, heap.bases), device.index)
+    install_context_hook()
+    flags = heap.empty((heap.world_size,), torch.int32)
+    flags.zero_()
+    _world = World(group=group, heap=heap, timeout_s=timeout_s, barrier_flags=flags)
+    barrier()
+    return _world
+
+
+def barrier() -> None:
+    """Host-side barrier: wait for this rank's queued device work, then for every rank to get here.
+
+    After it returns, all work queued on every rank's current stream before the call has finished, so host code
+    may read or reset symmetric tensors. Raises ``TimeoutError`` instead of hanging when device work never ends.
+    """
+    world = current_world()
+    what = f"triton_dist.barrier() on rank {world.rank}"
+    synchronize_stream(world.device, world.timeout_s, what)
+    on_gpu = world.device.type == "cuda" and "nccl" in str(dist.get_backend(world.group))
+    token = torch.zeros(1, device=world.device if on_gpu else "cpu")
+    dist.all_reduce(token, group=world.group)
+    if on_gpu:
+        synchronize_stream(world.device, world.timeout_s, what)
+
+
+def finalize() -> None:
+    """Tear down: barrier (if the process group still exists), drop the heap, unregister the hook. Idempotent.
+
+    Symmetric tensors still referenced afterwards keep their local memory alive, but peers may have freed theirs:
+    views of other ranks (``peer_tensor``) and kernels using ``dl.symm_at`` must not be used after ``finalize()``.
+    """
+    global _world
+    if _world is None:
+        return
+    try:
+        if dist.is_initialized():
+            barrier()
+    finally:
+        context_installer.clear_context()
+        remove_context_hook()
+        _world = None
