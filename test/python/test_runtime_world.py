@@ -1,0 +1,138 @@
+"""init / finalize / barrier / symmetric tensors across real processes, on the host-only (CPU) heap.
+
+Each test starts a small gloo world with torch.multiprocessing; the ranks' heaps are shared-memory files mapped by
+every rank, so peer views cross real process boundaries as they do on GPUs.
+"""
+
+import os
+import tempfile
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import triton_dist.runtime as rt
+from triton_dist.runtime.block_allocator import HeapExhaustedError
+from triton_dist.runtime.world import context_installer
+
+TIMEOUT_S = 120
+
+
+def run_ranks(worker, world_size, *args):
+    """Run ``worker(rank, world_size, store_path, *args)`` in ``world_size`` processes; fail on error or hang."""
+    with tempfile.TemporaryDirectory() as directory:
+        store = os.path.join(directory, "store")
+        context = mp.start_processes(
+            _bootstrap, args=(worker, world_size, store, args), nprocs=world_size, join=False, start_method="spawn"
+        )
+        deadline = time.monotonic() + TIMEOUT_S
+        while not context.join(timeout=1):
+            if time.monotonic() > deadline:
+                for process in context.processes:
+                    process.kill()
+                pytest.fail(f"{worker.__name__} did not finish within {TIMEOUT_S} s (deadlock?)")
+
+
+def _bootstrap(rank, worker, world_size, store, args):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
+    try:
+        worker(rank, world_size, *args)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_init_without_a_process_group_says_what_to_do():
+    assert not dist.is_initialized()
+    with pytest.raises(RuntimeError, match=r"init_process_group\(\.\.\.\) first"):
+        rt.init(device="cpu")
+    with pytest.raises(RuntimeError, match=r"not initialized: call .*triton_dist.init\(\)"):
+        rt.empty(4)
+    assert not rt.is_symmetric(torch.zeros(4))
+
+
+def _lifecycle(rank, world_size):
+    world = rt.init(heap_size="1M", device="cpu")
+    assert (world.rank, world.world_size) == (rank, world_size)
+    assert rt.init(heap_size=1 << 20, device="cpu") is world, "init() with the same arguments is idempotent"
+    bases = world.heap.bases
+    assert len(set(bases)) == world_size and all(base % 4096 == 0 for base in bases)
+    assert not context_installer.has_context, "a CPU heap installs no device context"
+
+    ring = rt.zeros(64, dtype=torch.float32)
+    grid = rt.full((3, 4), 7, dtype=torch.int16)
+    rt.verify_symmetric(ring, grid)
+    assert rt.is_symmetric(ring) and rt.is_symmetric(grid[1:, ::2])
+    assert torch.equal(grid, torch.full((3, 4), 7, dtype=torch.int16))
+
+    # Every rank writes into its right neighbour's tensor through the peer view, then reads what its left
+    # neighbour wrote into its own.
+    right, left = (rank + 1) % world_size, (rank - 1) % world_size
+    rt.peer_tensor(ring, right).copy_(torch.arange(64, dtype=torch.float32) + 1000 * rank)
+    rt.barrier()
+    assert torch.equal(ring, torch.arange(64, dtype=torch.float32) + 1000 * left)
+
+    with pytest.raises(ValueError, match=r"scratch must be a symmetric tensor.*outside this rank's symmetric heap"):
+        rt.require_symmetric(torch.zeros(3), "scratch")
+    with pytest.raises(HeapExhaustedError, match=r"requested 2097152 bytes.*heap_size"):
+        rt.empty(1 << 21, dtype=torch.uint8)
+    with pytest.raises(RuntimeError, match="already initialized"):
+        rt.init(heap_size="2M", device="cpu")
+
+    used = rt.heap_stats()["used"]
+    del grid
+    assert rt.heap_stats()["used"] < used, "a dead tensor's block returns to the heap"
+
+    rt.finalize()
+    rt.finalize()
+    assert not rt.is_initialized()
+    with pytest.raises(RuntimeError, match="not initialized"):
+        rt.zeros(1)
+    assert ring.sum().item() == sum(range(64)) + 64 * 1000 * left, "local memory outlives finalize()"
+
+    again = rt.init(heap_size="64K", device="cpu")
+    assert again is not world and again.heap.heap_size == 64 * 1024
+    rt.finalize()
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_lifecycle_across_processes(world_size):
+    run_ranks(_lifecycle, world_size)
+
+
+def _mismatched_allocation_order(rank, world_size):
+    rt.init(heap_size="1M", device="cpu")
+    if rank == 0:
+        extra = rt.empty(1000, dtype=torch.uint8)  # noqa: F841 (only rank 0 allocates it)
+    shared = rt.empty(10, dtype=torch.float32)
+    with pytest.raises(RuntimeError, match=r"verify_symmetric failed.*tensors\[0\].*on rank 1"):
+        rt.verify_symmetric(shared)
+    rt.finalize()
+
+
+def test_verify_symmetric_catches_different_allocation_orders():
+    run_ranks(_mismatched_allocation_order, 2)
+
+
+def _disagreeing_heap_sizes(rank, world_size):
+    with pytest.raises(RuntimeError, match=r"heap_size differs between ranks \(rank 0: 1048576, rank 1: 2097152\)"):
+        rt.init(heap_size=(rank + 1) << 20, device="cpu")
+    assert not rt.is_initialized()
+
+
+def test_ranks_disagreeing_on_heap_size_fail_together():
+    run_ranks(_disagreeing_heap_sizes, 2)
+
+
+def _cpu_barrier_on_device_is_refused(rank, world_size):
+    rt.init(heap_size="64K", device="cpu")
+    with pytest.raises(RuntimeError, match="needs a GPU heap"):
+        rt.barrier_on_device()
+    rt.finalize()
+
+
+def test_barrier_on_device_needs_a_gpu_heap():
+    pytest.importorskip("triton_dist.language", reason="triton_dist.language (the frontend) is not in the tree yet")
+    run_ranks(_cpu_barrier_on_device_is_refused, 2)
