@@ -5,6 +5,7 @@
 #   bash scripts/gpu_check.sh                 # sizes from the GPUs present (2, and 4 if there are 4+)
 #   GPU_CHECK_SIZES="2" bash scripts/gpu_check.sh
 #   GPU_CHECK_QUICK=1 bash scripts/gpu_check.sh   # fewer rounds and sizes (a smoke run)
+#   GPU_CHECK_TUNE=1 bash scripts/gpu_check.sh    # also sweep the all-gather launch parameters (~5 more minutes)
 #
 # Needs the device libraries (python/triton_dist/_device/*.bc, from scripts/build.sh) but no compiled extension.
 set -uo pipefail
@@ -121,6 +122,10 @@ for n in $SIZES; do
   run_step "$n" allgather_push 180 examples/allgather_push.py $AG_ARGS
   run_step "$n" allgather_pull 180 examples/allgather_pull.py $AG_ARGS
 done
+if [ "${GPU_CHECK_TUNE:-0}" = 1 ]; then
+  last=$(echo $SIZES | awk '{print $NF}')
+  run_step "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128
+fi
 
 {
   echo
