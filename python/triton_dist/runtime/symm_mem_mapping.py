@@ -9,6 +9,7 @@ offset is page aligned in every peer mapping too (``HeapMapping.problems`` check
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -44,7 +45,7 @@ def map_symmetric_memory_heap(heap_size: int, group: dist.ProcessGroup, device: 
     # triton_dist never uses multicast objects, and creating them hangs on some NVSwitch systems.
     os.environ.setdefault(_MULTICAST_OFF, "1")
     _use_ipc_backend(symm_mem, device)
-    with torch.cuda.device(device):
+    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
         allocation = symm_mem.empty(heap_size + HEAP_BASE_ALIGNMENT, dtype=torch.uint8, device=device)
         handle = symm_mem.rendezvous(allocation, group.group_name)
     rank, world_size = handle.rank, handle.world_size
