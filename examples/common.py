@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from triton_dist import runtime as rt
+from triton_dist.runtime.settings import resolve_timeout
 
 _START = time.monotonic()
 
@@ -36,15 +37,19 @@ def log0(message: str) -> None:
         log(message)
 
 
-def setup(heap_size: int | str = "1G", timeout_s: float = 120.0) -> rt.World:
-    """Bind this process to GPU ``$LOCAL_RANK``, start NCCL and triton_dist; returns the world."""
+def setup(heap_size: int | str = "1G", timeout_s: float | None = None) -> rt.World:
+    """Bind this process to GPU ``$LOCAL_RANK``, start NCCL and triton_dist; returns the world.
+
+    ``timeout_s`` bounds host-side waits (default ``$TRITON_DIST_TIMEOUT_S`` or 300 s); NCCL gets twice that.
+    """
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if not torch.cuda.is_available() or torch.cuda.device_count() <= local_rank:
         found = torch.cuda.device_count()
         raise SystemExit(f"this script needs a GPU per rank (LOCAL_RANK={local_rank}, {found} GPUs visible)")
     torch.cuda.set_device(local_rank)
+    timeout_s = resolve_timeout(timeout_s)
     dist.init_process_group(
-        "nccl", device_id=torch.device("cuda", local_rank), timeout=timedelta(seconds=max(timeout_s, 60))
+        "nccl", device_id=torch.device("cuda", local_rank), timeout=timedelta(seconds=2 * timeout_s)
     )
     world = rt.init(heap_size=heap_size, timeout_s=timeout_s)
     log(
@@ -80,6 +85,8 @@ class Checks:
         """Run ``body``; an exception counts as a failure of ``name`` (and is logged), not a crash."""
         try:
             body()
+        except (TimeoutError, dist.DistBackendError):
+            raise  # a rank is stuck or gone: later collectives would only hang
         except Exception as error:  # noqa: BLE001 (report and go on to the next check)
             self.check(name, False, f"raised {type(error).__name__}: {error}")
 

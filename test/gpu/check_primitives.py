@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import socket
 import subprocess
 import sys
 import textwrap
@@ -294,8 +295,7 @@ def check_bad_input(checks: Checks, world: rt.World) -> None:
     checks.check("a plain tensor is not symmetric", not rt.is_symmetric(plain))
     peer_view = rt.peer_tensor(rt.zeros(4), (world.rank + 1) % world.world_size)
     checks.check("a view of a peer's heap is not in this rank's heap", not rt.is_symmetric(peer_view))
-    if world.rank == 0:
-        check_subprocess_errors(checks)
+    check_subprocess_errors(checks)  # on every rank (its own GPU), so the ranks stay in step
     rt.barrier()
 
 
@@ -347,7 +347,9 @@ def check_subprocess_errors(checks: Checks) -> None:
         "init_process_group" in result.stdout and "ERROR" in result.stdout,
         textwrap.shorten(result.stdout + result.stderr, 300),
     )
-    env["PORT"] = str(29_000 + random.randrange(1000))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        env["PORT"] = str(probe.getsockname()[1])
     result = subprocess.run(
         [sys.executable, "-c", KERNEL_BEFORE_INIT], env=env, capture_output=True, text=True, timeout=300
     )
