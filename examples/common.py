@@ -17,6 +17,7 @@ import torch
 import torch.distributed as dist
 
 from triton_dist import runtime as rt
+from triton_dist.runtime.device_sync import synchronize_stream
 from triton_dist.runtime.settings import resolve_timeout
 
 _START = time.monotonic()
@@ -96,6 +97,12 @@ class Checks:
         total = int(failures.item())
         log(f"{self.passed} passed, {len(self.failed)} failed here; {total} failures over all ranks")
         return 1 if total else 0
+
+
+def sync(what: str = "device work") -> None:
+    """Wait for this rank's current stream, raising TimeoutError (not hanging) past the runtime's timeout."""
+    world = rt.current_world()
+    synchronize_stream(world.device, world.timeout_s, f"{what} on rank {world.rank}")
 
 
 def max_over_ranks(value: float) -> float:

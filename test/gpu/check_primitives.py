@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples"))
 
 import triton_dist.language as dl  # noqa: E402
-from common import Checks, log, log0, main_guard, setup, teardown  # noqa: E402
+from common import Checks, log, log0, main_guard, setup, sync, teardown  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 
@@ -146,7 +146,7 @@ def check_reads(checks: Checks, world: rt.World) -> None:
                 for scalar_form in (False, True):
                     out = torch.full((n,), POISON, device="cuda").to(dtype)
                     read_peer[(triton.cdiv(n, 1024),)](src, out, n, peer, SCALAR_FORM=scalar_form, BLOCK=1024)
-                    torch.cuda.synchronize()
+                    sync("read_peer")
                     form = "symm_at(ptr)+offs" if scalar_form else "symm_at(ptr+offs)"
                     checks.check(f"read {n} x {dtype} from rank {peer} via {form}", torch.equal(out, expected))
                 peer_view = rt.peer_tensor(src, peer)
@@ -207,7 +207,7 @@ def check_gpu_scope(checks: Checks, world: rt.World) -> None:
     rt.barrier()
     for round_index in range(1, 11):
         add_to_self_then_wait[(programs,)](counter, programs * round_index, num_warps=4)
-    torch.cuda.synchronize()
+    sync("add_to_self_then_wait")
     got = counter.item()
     checks.check(f"gpu-scope notify add from {programs} programs x 10 rounds", got == programs * 10, f"{got}")
 
@@ -225,7 +225,7 @@ def check_consume_token(checks: Checks, world: rt.World) -> None:
         inbox.fill_(float(POISON))
         rt.barrier_on_device()
         pass_right[(1,)](src, inbox, flag, out, n, epoch, BLOCK=1024, num_warps=4)
-        torch.cuda.synchronize()
+        sync("pass_right")
         if not torch.equal(out, make_data(left, epoch, n, torch.float32)):
             log(f"pass_right epoch {epoch}: wrong data from rank {left}")
             good = False
