@@ -41,13 +41,23 @@ class FakeHandle:
 class FakeSymmetricMemory:
     """Page-aligned blocks of [signal pad | data] for every rank; this process is ``rank``."""
 
-    def __init__(self, monkeypatch, rank=0, world_size=3, backend="CUDA", peer_unmapped=None, refuse_switch=False):
+    def __init__(
+        self,
+        monkeypatch,
+        rank=0,
+        world_size=3,
+        backend="CUDA",
+        peer_unmapped=None,
+        refuse_switch=False,
+        needs_group_registration=False,
+    ):
         self.rank, self.world_size, self.backend = rank, world_size, backend
+        self.registered = not needs_group_registration
         self.peer_unmapped = peer_unmapped
         self.refuse_switch = refuse_switch
         self.calls = []
         self.handle = None
-        for name in ("empty", "rendezvous", "get_backend", "set_backend"):
+        for name in ("empty", "rendezvous", "get_backend", "set_backend", "enable_symm_mem_for_group"):
             monkeypatch.setattr(symm_mem, name, getattr(self, name))
 
     def empty(self, size, dtype, device):
@@ -60,10 +70,16 @@ class FakeSymmetricMemory:
 
     def rendezvous(self, tensor, group):
         self.calls.append(("rendezvous", group))
+        if not self.registered:
+            raise RuntimeError(f"get_group_info: no group info associated with the group name {group}")
         self.handle = FakeHandle(self.rank, self.blocks, self.size)
         if self.peer_unmapped is not None:
             self.handle.buffer_ptrs[self.peer_unmapped] = 0
         return self.handle
+
+    def enable_symm_mem_for_group(self, group_name):
+        self.calls.append(("enable_symm_mem_for_group", group_name))
+        self.registered = True
 
     def get_backend(self, device):
         return self.backend
@@ -121,3 +137,22 @@ def test_a_peer_without_a_mapping_is_reported(monkeypatch):
     FakeSymmetricMemory(monkeypatch, rank=0, world_size=3, peer_unmapped=2)
     with pytest.raises(RuntimeError, match=r"cannot map rank 2's heap.*one node"):
         map_symmetric_memory_heap(4096, Group(), torch.device("cpu"))
+
+
+def test_a_group_is_registered_where_torch_still_requires_it(monkeypatch):
+    fake = FakeSymmetricMemory(monkeypatch, needs_group_registration=True)
+    mapping = map_symmetric_memory_heap(4096, Group(), torch.device("cpu"))
+    assert fake.calls[1:] == [("rendezvous", "7"), ("enable_symm_mem_for_group", "7"), ("rendezvous", "7")]
+    assert mapping.problems() == []
+
+
+def test_other_rendezvous_errors_propagate(monkeypatch):
+    fake = FakeSymmetricMemory(monkeypatch)
+
+    def broken(tensor, group):
+        raise RuntimeError("CUDASymmetricMemory::rendezvous: detected allocations from overlapping devices")
+
+    monkeypatch.setattr(symm_mem, "rendezvous", broken)
+    with pytest.raises(RuntimeError, match="overlapping devices"):
+        map_symmetric_memory_heap(4096, Group(), torch.device("cpu"))
+    assert ("enable_symm_mem_for_group", "7") not in fake.calls

@@ -1,7 +1,8 @@
 """The GPU heap: one PyTorch symmetric-memory allocation per rank (CUDA IPC backend), mapped into every peer.
 
-Works with torch 2.11 and 2.13: it uses only ``_symmetric_memory.empty``, ``rendezvous`` and the handle's
-``rank``, ``world_size``, ``buffer_ptrs``, ``buffer_size`` and ``get_buffer``, which both versions have. The
+Works with torch 2.11 and 2.13: it uses only ``_symmetric_memory.empty``, ``rendezvous`` (registering the group
+first where a release still needs that) and the handle's ``rank``, ``world_size``, ``buffer_ptrs``, ``buffer_size``
+and ``get_buffer``, which both versions have. The
 allocation asks for 4 KiB more than the heap, and the heap starts at the first page boundary inside it: the backend
 may place its own signal pad in front of the data, and the bytes in front are the same on every rank, so the same
 offset is page aligned in every peer mapping too (``HeapMapping.problems`` checks it).
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -22,7 +25,7 @@ _BACKEND = "CUDA"
 _MULTICAST_OFF = "TORCH_SYMM_MEM_DISABLE_MULTICAST"
 
 
-def _use_ipc_backend(symm_mem: object, device: torch.device) -> None:
+def _use_ipc_backend(symm_mem: Any, device: torch.device) -> None:
     get_backend = getattr(symm_mem, "get_backend", None)
     set_backend = getattr(symm_mem, "set_backend", None)
     current = get_backend(device) if get_backend is not None else None
@@ -38,6 +41,21 @@ def _use_ipc_backend(symm_mem: object, device: torch.device) -> None:
         ) from error
 
 
+def _rendezvous(symm_mem: Any, allocation: torch.Tensor, group_name: str) -> Any:
+    try:
+        return symm_mem.rendezvous(allocation, group_name)
+    except RuntimeError as error:
+        # Older torch releases needed the group registered first; it fails the same way on every rank, before
+        # any exchange, so retrying after registering keeps the ranks in step.
+        enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
+        if "group info" not in str(error) or enable is None:
+            raise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        enable(group_name)
+    return symm_mem.rendezvous(allocation, group_name)
+
+
 def map_symmetric_memory_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> HeapMapping:
     """Allocate this rank's heap with torch symmetric memory and map every peer's heap (a collective)."""
     from torch.distributed import _symmetric_memory as symm_mem
@@ -47,7 +65,7 @@ def map_symmetric_memory_heap(heap_size: int, group: dist.ProcessGroup, device: 
     _use_ipc_backend(symm_mem, device)
     with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
         allocation = symm_mem.empty(heap_size + HEAP_BASE_ALIGNMENT, dtype=torch.uint8, device=device)
-        handle = symm_mem.rendezvous(allocation, group.group_name)
+        handle = _rendezvous(symm_mem, allocation, group.group_name)
     rank, world_size = handle.rank, handle.world_size
     buffer_ptrs = [int(ptr) for ptr in handle.buffer_ptrs]
     start = (-allocation.data_ptr()) % HEAP_BASE_ALIGNMENT
