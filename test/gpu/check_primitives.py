@@ -336,7 +336,10 @@ dist.destroy_process_group()
 
 
 def check_subprocess_errors(checks: Checks) -> None:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=str(torch.cuda.current_device()))
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    device = torch.cuda.current_device()
+    this_gpu = visible.split(",")[device] if visible else str(device)  # the subprocess sees only this rank's GPU
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=this_gpu)
     for variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
         env.pop(variable, None)
     result = subprocess.run(
