@@ -126,12 +126,20 @@ def test_non_heap_tensors_are_recognized():
 
 
 def test_a_tensor_straddling_the_heap_end_is_not_symmetric():
-    (heap,) = make_heaps(1, 64 * 1024)
-    base = heap.mapping.local
-    straddling = torch.empty(0, dtype=torch.uint8).set_(base.untyped_storage(), base.storage_offset() + 60_000, (8192,))
-    assert heap.offset_of(straddling) is None
-    inside = torch.empty(0, dtype=torch.uint8).set_(base.untyped_storage(), base.storage_offset() + 100, (64,))
-    assert heap.offset_of(inside) == 100
+    heap_size = 64 * 1024
+    memory = torch.zeros(heap_size + 3 * 4096, dtype=torch.uint8)  # room after the heap, inside one storage
+    start = (-memory.data_ptr()) % 4096
+    view = memory[start : start + heap_size]
+    heap = SymmetricHeap(HeapMapping(0, 1, heap_size, torch.device("cpu"), (view,)))
+
+    def window(offset, size):
+        return torch.empty(0, dtype=torch.uint8).set_(memory.untyped_storage(), start + offset, (size,))
+
+    assert heap.offset_of(window(heap_size - 100, 200)) is None
+    assert heap.offset_of(window(heap_size, 1)) is None
+    assert heap.offset_of(window(100, 64)) == 100
+    assert heap.offset_of(window(heap_size - 64, 64)) == heap_size - 64
+    assert heap.offset_of(window(heap_size, 0)) is None, "an empty tensor at the end address is outside"
 
 
 def test_unaligned_mapping_is_rejected():
