@@ -1,0 +1,156 @@
+//===- DistributedOps.td - the `distributed` ops -----------*- tablegen -*-===//
+//
+// Operand order, names and defaults follow the kernel-author API (triton_dist.language):
+//   rank(axis=-1), num_ranks(axis=-1), symm_at(ptr, rank),
+//   wait(barrierPtrs, numBarriers, scope, semantic, waitValue=1), consume_token(value, token),
+//   notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRITON_DIST_DIALECT_DISTRIBUTED_IR_OPS_TD
+#define TRITON_DIST_DIALECT_DISTRIBUTED_IR_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Dialect/LLVMIR/LLVMTypes.td"
+include "TritonDistributed/Dialect/Distributed/IR/DistributedDialect.td"
+include "TritonDistributed/Dialect/Distributed/IR/DistributedEnums.td"
+include "TritonDistributed/Dialect/Distributed/IR/DistributedTypes.td"
+
+// Symmetric objects live in global memory: generic (0) or global (1) LLVM pointers. The verifiers reject others.
+defvar Distributed_Ptr = LLVM_AnyPointer;
+defvar Distributed_FlagValue = AnyTypeOf<[I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// get_rank / get_num_ranks
+//===----------------------------------------------------------------------===//
+
+class Distributed_RankQueryOp<string mnemonic> : Distributed_Op<mnemonic, [Pure]> {
+  let arguments = (ins DefaultValuedAttr<I32Attr, "-1">:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "(`axis` `(` $axis^ `)`)? attr-dict";
+  let hasVerifier = 1;
+}
+
+def Distributed_GetRankOp : Distributed_RankQueryOp<"get_rank"> {
+  let summary = "the rank of this process";
+  let description = [{
+    The rank of the calling process along mesh axis `axis`; `axis = -1` (the default, elided when printed) means
+    the whole world. It is fixed for the lifetime of a kernel launch, so the op is pure.
+
+    ```mlir
+    %me = distributed.get_rank
+    ```
+  }];
+}
+
+def Distributed_GetNumRanksOp : Distributed_RankQueryOp<"get_num_ranks"> {
+  let summary = "the number of ranks";
+  let description = [{
+    The number of ranks along mesh axis `axis`; `axis = -1` (the default) means the world size.
+
+    ```mlir
+    %world = distributed.get_num_ranks
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// symm_at
+//===----------------------------------------------------------------------===//
+
+def Distributed_SymmAtOp : Distributed_Op<"symm_at", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "the address of the same symmetric object on another rank";
+  let description = [{
+    `%ptr` points into this rank's symmetric heap; the result points to the same byte of rank `%rank`'s heap, as
+    mapped in this process: `ptr - heap_base[me] + heap_base[rank]`. Heap bases are 4096-byte aligned, so the
+    result keeps the alignment of `%ptr`. Loads and stores through the result are ordinary memory accesses.
+
+    ```mlir
+    %peer_slot = distributed.symm_at %slot, %peer : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins Distributed_Ptr:$ptr, I32:$rank);
+  let results = (outs Distributed_Ptr:$result);
+  let assemblyFormat = "$ptr `,` $rank attr-dict `:` type($ptr)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// wait
+//===----------------------------------------------------------------------===//
+
+def Distributed_WaitOp : Distributed_Op<"wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "spin until flags reach a value";
+  let description = [{
+    Returns once each of the `%num_barriers` consecutive flag words starting at `%barriers` (words of the type of
+    `%wait_value`) equals `%wait_value`. Every thread of the program (CTA / workgroup) executes the op and returns
+    together. With `semantic(acquire)`, every thread is ordered, at `scope`, after the writes that preceded the
+    release that set the flags; with `semantic(relaxed)`, only the flag values are guaranteed.
+
+    The returned token feeds `distributed.consume_token`. The op is modelled as reading and writing memory, so
+    no memory access moves across it.
+
+    ```mlir
+    %token = distributed.wait %flags, %n, %epoch scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+    ```
+  }];
+  let arguments = (ins Distributed_Ptr:$barriers, I32:$num_barriers, Distributed_FlagValue:$wait_value,
+                       Distributed_MemSyncScope:$scope, Distributed_MemSemantic:$semantic);
+  let results = (outs Distributed_TokenType:$token);
+  let assemblyFormat = [{
+    $barriers `,` $num_barriers `,` $wait_value `scope` `(` $scope `)` `semantic` `(` $semantic `)` attr-dict
+    `:` type($barriers) `,` type($wait_value)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// consume_token
+//===----------------------------------------------------------------------===//
+
+def Distributed_ConsumeTokenOp : Distributed_Op<"consume_token", [Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "tie a value to a wait";
+  let description = [{
+    Returns `%value`, made data-dependent on `%token`: anything computed from the result (a load through a
+    pointer, say) cannot be hoisted above the `distributed.wait` that produced the token, by MLIR or by LLVM.
+    The lowering hides the identity behind an opaque register copy, so it is never folded away.
+
+    ```mlir
+    %inbox = distributed.consume_token %slot, %token : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[I32, I64, F32, F64, LLVM_AnyPointer]>:$value, Distributed_TokenType:$token);
+  let results = (outs AnyTypeOf<[I32, I64, F32, F64, LLVM_AnyPointer]>:$result);
+  let assemblyFormat = "$value `,` $token attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
+// notify
+//===----------------------------------------------------------------------===//
+
+def Distributed_NotifyOp : Distributed_Op<"notify", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "set or add to a flag on another rank, with release ordering";
+  let description = [{
+    Every thread of the program executes the op. The program first synchronizes, then one thread writes
+    (`sig_op(set)`) or atomically adds (`sig_op(add)`) `%signal` to the flag at `symm_at(%ptr, %rank)`, with
+    release ordering: every write the program made before the op is visible to a thread that observes the flag
+    with acquire ordering. `comm_scope(gpu)` releases at device scope (the flag is on this GPU);
+    `comm_scope(intra_node)` and `comm_scope(inter_node)` at system scope.
+
+    ```mlir
+    distributed.notify %flag, %peer, %one sig_op(set) comm_scope(intra_node) : !llvm.ptr<1>, i32
+    ```
+  }];
+  let arguments = (ins Distributed_Ptr:$ptr, I32:$rank, Distributed_FlagValue:$signal,
+                       DefaultValuedAttr<Distributed_SignalOp, "::mlir::triton_dist::SignalOp::set">:$sig_op,
+                       DefaultValuedAttr<Distributed_CommScope,
+                                         "::mlir::triton_dist::CommScope::inter_node">:$comm_scope);
+  let assemblyFormat = [{
+    $ptr `,` $rank `,` $signal `sig_op` `(` $sig_op `)` `comm_scope` `(` $comm_scope `)` attr-dict
+    `:` type($ptr) `,` type($signal)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TRITON_DIST_DIALECT_DISTRIBUTED_IR_OPS_TD

@@ -1,0 +1,72 @@
+//===- Ops.cpp - verifiers of the `distributed` ops -----------------------===//
+
+#include "TritonDistributed/Dialect/Distributed/IR/Dialect.h"
+
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::triton_dist;
+
+namespace {
+
+// Symmetric heaps are global memory: a generic or global-space pointer.
+LogicalResult verifySymmetricPointer(Operation *op, Value ptr, StringRef what) {
+  auto type = cast<LLVM::LLVMPointerType>(ptr.getType());
+  unsigned space = type.getAddressSpace();
+  if (space == 0 || space == 1)
+    return success();
+  return op->emitOpError() << what
+                           << " must point to global memory (address space 0 "
+                              "or 1), got address space "
+                           << space;
+}
+
+// A rank known at compile time must name a rank: it cannot be negative.
+LogicalResult verifyRankOperand(Operation *op, Value rank) {
+  APInt value;
+  if (matchPattern(rank, m_ConstantInt(&value)) && value.isNegative())
+    return op->emitOpError() << "rank must be non-negative, got "
+                             << value.getSExtValue();
+  return success();
+}
+
+LogicalResult verifyAxis(Operation *op, int32_t axis) {
+  if (axis < -1)
+    return op->emitOpError()
+           << "axis must be -1 (the whole world) or a mesh axis >= 0, got "
+           << axis;
+  return success();
+}
+
+} // namespace
+
+LogicalResult GetRankOp::verify() { return verifyAxis(*this, getAxis()); }
+
+LogicalResult GetNumRanksOp::verify() { return verifyAxis(*this, getAxis()); }
+
+LogicalResult SymmAtOp::verify() {
+  if (failed(verifySymmetricPointer(*this, getPtr(), "ptr")))
+    return failure();
+  return verifyRankOperand(*this, getRank());
+}
+
+LogicalResult WaitOp::verify() {
+  if (failed(verifySymmetricPointer(*this, getBarriers(), "barriers")))
+    return failure();
+  APInt count;
+  if (matchPattern(getNumBarriers(), m_ConstantInt(&count)) &&
+      !count.isStrictlyPositive())
+    return emitOpError() << "num_barriers must be positive, got "
+                         << count.getSExtValue();
+  return success();
+}
+
+LogicalResult NotifyOp::verify() {
+  if (failed(verifySymmetricPointer(*this, getPtr(), "ptr")))
+    return failure();
+  return verifyRankOperand(*this, getRank());
+}
+
+#define GET_OP_CLASSES
+#include "TritonDistributed/Dialect/Distributed/IR/DistributedOps.cpp.inc"
