@@ -72,7 +72,7 @@ def Distributed_SymmAtOp : Distributed_Op<"symm_at", [Pure, AllTypesMatch<["ptr"
   }];
   let arguments = (ins Distributed_Ptr:$ptr, I32:$rank);
   let results = (outs Distributed_Ptr:$result);
-  let assemblyFormat = "$ptr `,` $rank attr-dict `:` type($ptr)";
+  let assemblyFormat = "$ptr `,` $rank attr-dict `:` qualified(type($ptr))";
   let hasVerifier = 1;
 }
 
@@ -100,7 +100,7 @@ def Distributed_WaitOp : Distributed_Op<"wait", [MemoryEffects<[MemRead, MemWrit
   let results = (outs Distributed_TokenType:$token);
   let assemblyFormat = [{
     $barriers `,` $num_barriers `,` $wait_value `scope` `(` $scope `)` `semantic` `(` $semantic `)` attr-dict
-    `:` type($barriers) `,` type($wait_value)
+    `:` qualified(type($barriers)) `,` type($wait_value)
   }];
   let hasVerifier = 1;
 }
@@ -122,7 +122,7 @@ def Distributed_ConsumeTokenOp : Distributed_Op<"consume_token", [Pure, AllTypes
   }];
   let arguments = (ins AnyTypeOf<[I32, I64, F32, F64, LLVM_AnyPointer]>:$value, Distributed_TokenType:$token);
   let results = (outs AnyTypeOf<[I32, I64, F32, F64, LLVM_AnyPointer]>:$result);
-  let assemblyFormat = "$value `,` $token attr-dict `:` type($value)";
+  let assemblyFormat = "$value `,` $token attr-dict `:` qualified(type($value))";
 }
 
 //===----------------------------------------------------------------------===//
@@ -148,7 +148,7 @@ def Distributed_NotifyOp : Distributed_Op<"notify", [MemoryEffects<[MemRead, Mem
                                          "::mlir::triton_dist::CommScope::inter_node">:$comm_scope);
   let assemblyFormat = [{
     $ptr `,` $rank `,` $signal `sig_op` `(` $sig_op `)` `comm_scope` `(` $comm_scope `)` attr-dict
-    `:` type($ptr) `,` type($signal)
+    `:` qualified(type($ptr)) `,` type($signal)
   }];
   let hasVerifier = 1;
 }

@@ -8,7 +8,7 @@ include "TritonDistributed/Dialect/Distributed/IR/DistributedDialect.td"
 
 def Distributed_TokenType : TypeDef<TritonDistributed_Dialect, "Token"> {
   let mnemonic = "token";
-  let summary = "proof that a distributed.wait has returned";
+  let summary = "token returned by distributed.wait";
   let description = [{
     Produced by `distributed.wait` and accepted by `distributed.consume_token`. A value passed through
     `consume_token` with this token depends on the wait, so nothing computed from it can be moved above the wait.

@@ -1,0 +1,162 @@
+// Every verifier rule of the `distributed` dialect, and the type constraints ODS enforces.
+// RUN: triton-dist-opt %s --split-input-file --verify-diagnostics
+
+func.func @axis_below_minus_one() -> i32 {
+  // expected-error @+1 {{'distributed.get_rank' op axis must be -1 (the whole world) or a mesh axis >= 0, got -2}}
+  %r = distributed.get_rank axis(-2)
+  return %r : i32
+}
+
+// -----
+
+func.func @num_ranks_axis_below_minus_one() -> i32 {
+  // expected-error @+1 {{'distributed.get_num_ranks' op axis must be -1 (the whole world) or a mesh axis >= 0, got -7}}
+  %r = distributed.get_num_ranks axis(-7)
+  return %r : i32
+}
+
+// -----
+
+func.func @symm_at_shared_memory(%p: !llvm.ptr<3>, %rank: i32) -> !llvm.ptr<3> {
+  // expected-error @+1 {{'distributed.symm_at' op ptr must point to global memory (address space 0 or 1), got address space 3}}
+  %q = distributed.symm_at %p, %rank : !llvm.ptr<3>
+  return %q : !llvm.ptr<3>
+}
+
+// -----
+
+func.func @symm_at_negative_rank(%p: !llvm.ptr<1>) -> !llvm.ptr<1> {
+  %rank = arith.constant -1 : i32
+  // expected-error @+1 {{'distributed.symm_at' op rank must be non-negative, got -1}}
+  %q = distributed.symm_at %p, %rank : !llvm.ptr<1>
+  return %q : !llvm.ptr<1>
+}
+
+// -----
+
+func.func @symm_at_not_a_pointer(%p: i64, %rank: i32) {
+  // expected-error @+1 {{'distributed.symm_at' op operand #0 must be LLVM pointer type, but got 'i64'}}
+  %q = "distributed.symm_at"(%p, %rank) : (i64, i32) -> i64
+  return
+}
+
+// -----
+
+func.func @symm_at_rank_not_i32(%p: !llvm.ptr<1>, %rank: i64) {
+  // expected-error @+1 {{'distributed.symm_at' op operand #1 must be 32-bit signless integer, but got 'i64'}}
+  %q = "distributed.symm_at"(%p, %rank) : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>
+  return
+}
+
+// -----
+
+func.func @wait_zero_barriers(%flags: !llvm.ptr<1>, %v: i32) {
+  %zero = arith.constant 0 : i32
+  // expected-error @+1 {{'distributed.wait' op num_barriers must be positive, got 0}}
+  %t = distributed.wait %flags, %zero, %v scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @wait_shared_memory(%flags: !llvm.ptr<3>, %n: i32, %v: i32) {
+  // expected-error @+1 {{'distributed.wait' op barriers must point to global memory (address space 0 or 1), got address space 3}}
+  %t = distributed.wait %flags, %n, %v scope(cta) semantic(acquire) : !llvm.ptr<3>, i32
+  return
+}
+
+// -----
+
+func.func @wait_bad_scope(%flags: !llvm.ptr<1>, %n: i32, %v: i32) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'scope' [cta, gpu, sys]}}
+  %t = distributed.wait %flags, %n, %v scope(system) semantic(acquire) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @wait_bad_semantic(%flags: !llvm.ptr<1>, %n: i32, %v: i32) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'semantic' [acquire, relaxed]}}
+  %t = distributed.wait %flags, %n, %v scope(sys) semantic(release) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @wait_value_not_i32_or_i64(%flags: !llvm.ptr<1>, %n: i32, %v: i16) {
+  // expected-error @+1 {{'distributed.wait' op operand #2 must be 32-bit signless integer or 64-bit signless integer, but got 'i16'}}
+  %t = distributed.wait %flags, %n, %v scope(sys) semantic(acquire) : !llvm.ptr<1>, i16
+  return
+}
+
+// -----
+
+func.func @consume_token_without_a_token(%v: i32, %not_a_token: i32) {
+  // expected-error @+1 {{'distributed.consume_token' op operand #1 must be token returned by distributed.wait, but got 'i32'}}
+  %r = "distributed.consume_token"(%v, %not_a_token) : (i32, i32) -> i32
+  return
+}
+
+// -----
+
+func.func @consume_token_generic_form_type_mismatch(%v: i32, %t: !distributed.token) {
+  // expected-error @+1 {{'distributed.consume_token' op failed to verify that all of {value, result} have same type}}
+  %r = "distributed.consume_token"(%v, %t) : (i32, !distributed.token) -> i64
+  return
+}
+
+// -----
+
+func.func @consume_token_unsupported_type(%v: i8, %t: !distributed.token) {
+  // expected-error @+1 {{'distributed.consume_token' op operand #0 must be 32-bit signless integer or 64-bit signless integer or 32-bit float or 64-bit float or LLVM pointer type, but got 'i8'}}
+  %r = distributed.consume_token %v, %t : i8
+  return
+}
+
+// -----
+
+func.func @notify_negative_rank(%flag: !llvm.ptr<1>, %s: i32) {
+  %rank = arith.constant -3 : i32
+  // expected-error @+1 {{'distributed.notify' op rank must be non-negative, got -3}}
+  distributed.notify %flag, %rank, %s sig_op(set) comm_scope(intra_node) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @notify_shared_memory(%flag: !llvm.ptr<3>, %rank: i32, %s: i32) {
+  // expected-error @+1 {{'distributed.notify' op ptr must point to global memory (address space 0 or 1), got address space 3}}
+  distributed.notify %flag, %rank, %s sig_op(set) comm_scope(gpu) : !llvm.ptr<3>, i32
+  return
+}
+
+// -----
+
+func.func @notify_bad_sig_op(%flag: !llvm.ptr<1>, %rank: i32, %s: i32) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'sig_op' [set, add]}}
+  distributed.notify %flag, %rank, %s sig_op(xor) comm_scope(gpu) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @notify_bad_comm_scope(%flag: !llvm.ptr<1>, %rank: i32, %s: i32) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'comm_scope' [gpu, intra_node, inter_node]}}
+  distributed.notify %flag, %rank, %s sig_op(set) comm_scope(cluster) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @notify_float_signal(%flag: !llvm.ptr<1>, %rank: i32, %s: f32) {
+  // expected-error @+1 {{'distributed.notify' op operand #2 must be 32-bit signless integer or 64-bit signless integer, but got 'f32'}}
+  distributed.notify %flag, %rank, %s sig_op(add) comm_scope(gpu) : !llvm.ptr<1>, f32
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown  type `flag` in dialect `distributed`}}
+func.func @unknown_type(%x: !distributed.flag) {
+  return
+}
