@@ -1,0 +1,49 @@
+"""triton_dist.compiler: linking the triton_dist device library into kernels compiled by the stock Triton wheel.
+
+Importing :mod:`triton_dist.language` installs the hook; nothing here needs a GPU or torch.
+
+- :func:`install_stages_hook` / :func:`uninstall_stages_hook`: the ``add_stages_inspection_hook`` that adds the
+  library to the ``llir`` stage's ``extern_libs`` (chaining any hook installed before it).
+- :func:`library_path`, :func:`device_lib_dir`: where the bitcode is (``$TRITON_DIST_DEVICE_LIB_DIR`` overrides).
+- ``DEVICE_LIBRARY_KEY``: the object that puts the libraries' content into every using kernel's cache key.
+"""
+
+from __future__ import annotations
+
+from triton_dist.compiler.cache_key import DEVICE_LIBRARY_KEY, DeviceLibraryKey, frontend_digest
+from triton_dist.compiler.device_library import (
+    DEFAULT_DEVICE_LIB_DIR,
+    DEVICE_LIB_DIR_ENV,
+    LIB_NAME,
+    LIBRARY_FILES,
+    DeviceLibraryMissingError,
+    device_lib_dir,
+    libraries_digest,
+    library_path,
+    require_library,
+)
+from triton_dist.compiler.stages_hook import (
+    DeviceLibraryLinker,
+    install_stages_hook,
+    installed_hook,
+    uninstall_stages_hook,
+)
+
+__all__ = [
+    "DEFAULT_DEVICE_LIB_DIR",
+    "DEVICE_LIBRARY_KEY",
+    "DEVICE_LIB_DIR_ENV",
+    "LIBRARY_FILES",
+    "LIB_NAME",
+    "DeviceLibraryKey",
+    "DeviceLibraryLinker",
+    "DeviceLibraryMissingError",
+    "device_lib_dir",
+    "frontend_digest",
+    "install_stages_hook",
+    "installed_hook",
+    "libraries_digest",
+    "library_path",
+    "require_library",
+    "uninstall_stages_hook",
+]

@@ -1,0 +1,74 @@
+"""Where the device libraries of docs/abi.md are, and a digest of their content for Triton's cache key.
+
+The build (``scripts/build.sh``) writes one LLVM bitcode file per target into ``python/triton_dist/_device/``.
+``$TRITON_DIST_DEVICE_LIB_DIR`` points the compiler at another directory holding files of the same names (a
+development build, a test's modified copy); it is read on every call, never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+LIB_NAME = "triton_dist"
+"""The ``extern_libs`` name Triton links the library under; every ABI symbol contains it (the AMD backend links a
+library only when an unresolved symbol contains its name)."""
+
+SYMBOL_PREFIX = "__triton_dist_"
+DEVICE_LIB_DIR_ENV = "TRITON_DIST_DEVICE_LIB_DIR"
+DEFAULT_DEVICE_LIB_DIR = Path(__file__).resolve().parents[1] / "_device"
+
+LIBRARY_FILES = {
+    "cuda": "triton_dist.nvptx64.bc",
+    "hip": "triton_dist.amdgcn.bc",
+}
+"""Triton backend name (``GPUTarget.backend``) -> bitcode file name."""
+
+
+class DeviceLibraryMissingError(RuntimeError):
+    """A kernel calls triton_dist primitives but the device library for its target has not been built."""
+
+
+def device_lib_dir() -> Path:
+    """The directory the compiler links from: ``$TRITON_DIST_DEVICE_LIB_DIR`` if set, else the package's ``_device``."""
+    override = os.environ.get(DEVICE_LIB_DIR_ENV)
+    return Path(override).expanduser().resolve() if override else DEFAULT_DEVICE_LIB_DIR
+
+
+def library_path(backend: str) -> Path:
+    """The bitcode file for Triton backend ``backend`` ("cuda" or "hip"); it may not exist (see ``require``)."""
+    try:
+        name = LIBRARY_FILES[backend]
+    except KeyError:
+        raise ValueError(f"triton_dist has device libraries for the cuda and hip backends, not {backend!r}") from None
+    return device_lib_dir() / name
+
+
+def require_library(backend: str) -> Path:
+    """``library_path(backend)``, or a ``DeviceLibraryMissingError`` that says how to build it."""
+    path = library_path(backend)
+    if not path.is_file():
+        where = f" (${DEVICE_LIB_DIR_ENV} is set)" if os.environ.get(DEVICE_LIB_DIR_ENV) else ""
+        raise DeviceLibraryMissingError(
+            f"the triton_dist device library {path}{where} does not exist, so kernels that call triton_dist "
+            f"primitives cannot be linked for the {backend} backend: build it with scripts/build.sh"
+        )
+    return path
+
+
+def libraries_digest() -> str:
+    """SHA-256 over the content of every target's library (or the fact that it is missing) and its file name.
+
+    Computed on every call: a rebuilt library changes the digest in a process that started before the rebuild.
+    """
+    digest = hashlib.sha256()
+    directory = device_lib_dir()
+    for backend, name in sorted(LIBRARY_FILES.items()):
+        digest.update(f"{backend}:{name}:".encode())
+        try:
+            digest.update(hashlib.sha256((directory / name).read_bytes()).digest())
+        except FileNotFoundError:
+            digest.update(b"missing")
+        digest.update(b";")
+    return digest.hexdigest()

@@ -1,0 +1,92 @@
+"""Links the triton_dist device library into every kernel Triton compiles, through a stages inspection hook.
+
+Triton's backends call ``knobs.runtime.add_stages_inspection_hook(backend, stages, options, language, capability)``
+at the end of ``add_stages``. The hook installed here replaces the ``llir`` stage by one that runs the backend's own
+``make_llir`` with options whose ``extern_libs`` also hold ``("triton_dist", <bitcode>)``, so the library is linked
+exactly like libdevice / ocml: after TTGIR -> LLVM IR, with LinkOnlyNeeded, then internalized and inlined at O3. A
+kernel that calls no primitive pulls nothing from the library. A hook installed before this one is chained: it runs
+after ours, on the stages we have already set, so it can wrap our ``llir`` stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from triton import knobs
+
+from triton_dist.compiler.device_library import (
+    LIB_NAME,
+    LIBRARY_FILES,
+    SYMBOL_PREFIX,
+    DeviceLibraryMissingError,
+    require_library,
+)
+
+_OUR_STAGE = "__triton_dist_llir__"
+
+
+def _with_library(options: Any, path: str) -> Any:
+    libs = tuple((name, lib) for name, lib in (options.extern_libs or ()) if name != LIB_NAME)
+    return dataclasses.replace(options, extern_libs=libs + ((LIB_NAME, path),))
+
+
+def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[Any, dict], str]:
+    """The ``llir`` stage with the library added to ``options`` (each backend's ``make_llir`` signature)."""
+    target = backend.target.backend
+
+    def llir(src: Any, metadata: dict) -> str:
+        try:
+            path = str(require_library(target))
+        except DeviceLibraryMissingError:
+            if SYMBOL_PREFIX in str(src):
+                raise
+            # This kernel calls no primitive: compile it as Triton would, without the (unbuilt) library.
+            path = None
+        linked = _with_library(options, path) if path is not None else options
+        if target == "cuda":
+            return backend.make_llir(src, metadata, linked, capability)
+        return backend.make_llir(src, metadata, linked)
+
+    setattr(llir, _OUR_STAGE, True)
+    return llir
+
+
+class DeviceLibraryLinker:
+    """The stages inspection hook; ``previous`` is the hook that was installed before it (or None)."""
+
+    def __init__(self, previous: Callable[..., Any] | None = None) -> None:
+        self.previous = previous
+
+    def __call__(self, backend: Any, stages: dict, options: Any, language: Any, capability: Any = None) -> None:
+        if (
+            backend.target.backend in LIBRARY_FILES
+            and "llir" in stages
+            and not getattr(stages["llir"], _OUR_STAGE, False)
+        ):
+            stages["llir"] = _make_llir(backend, options, capability)
+        if self.previous is not None:
+            self.previous(backend, stages, options, language, capability)
+
+
+def installed_hook() -> DeviceLibraryLinker | None:
+    """Our hook if it is the one Triton calls now, else None."""
+    hook = knobs.runtime.add_stages_inspection_hook
+    return hook if isinstance(hook, DeviceLibraryLinker) else None
+
+
+def install_stages_hook() -> DeviceLibraryLinker:
+    """Install the linking hook (idempotent); a different hook already installed is chained, not replaced."""
+    hook = installed_hook()
+    if hook is None:
+        hook = DeviceLibraryLinker(previous=knobs.runtime.add_stages_inspection_hook)
+        knobs.runtime.add_stages_inspection_hook = hook
+    return hook
+
+
+def uninstall_stages_hook() -> None:
+    """Put back the hook that was installed before ours (no-op when ours is not the current hook)."""
+    hook = installed_hook()
+    if hook is not None:
+        knobs.runtime.add_stages_inspection_hook = hook.previous
