@@ -15,10 +15,10 @@ import argparse
 import torch
 import triton
 import triton.language as tl
-import triton_dist.language as dl
 from allgather_driver import Launch, Variant, run
 from common import main_guard
 
+import triton_dist.language as dl
 from triton_dist import runtime as rt
 
 

@@ -14,9 +14,9 @@ import argparse
 import torch
 import triton
 import triton.language as tl
-import triton_dist.language as dl
 from common import Checks, log0, main_guard, max_over_ranks, setup, teardown, time_us
 
+import triton_dist.language as dl
 from triton_dist import runtime as rt
 
 

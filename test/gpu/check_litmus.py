@@ -25,9 +25,9 @@ import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-import triton_dist.language as dl  # noqa: E402
 from common import Checks, log, log0, main_guard, setup, teardown  # noqa: E402
 
+import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 
 TILE = 4096

@@ -23,9 +23,9 @@ import triton.language as tl
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples"))
 
-import triton_dist.language as dl  # noqa: E402
 from common import Checks, log, log0, main_guard, setup, sync, teardown  # noqa: E402
 
+import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 
 POISON = -7777
