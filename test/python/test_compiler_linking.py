@@ -1,0 +1,184 @@
+"""triton_dist.compiler: the stages hook links the device library (chaining a hook installed before it), a missing
+library is a clear error only for kernels that need it, and the library's content is part of every using kernel's
+cache key."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import triton
+import triton.language as tl
+from dl_compile import TARGETS, compile_kernel, need_library
+from triton import knobs
+from triton.compiler import ASTSource
+from triton.language.extra import libdevice
+
+import triton_dist.language as dl
+from triton_dist import compiler
+
+
+@triton.jit
+def uses_rank(out_ptr):
+    tl.store(out_ptr, dl.rank())
+
+
+@triton.jit
+def plain(out_ptr):
+    tl.store(out_ptr, 7)
+
+
+def calls_a_helper():
+    """A kernel whose primitive is in a ``@triton.jit`` helper (both new: Triton memoizes each one's key)."""
+
+    @triton.jit
+    def helper():
+        return dl.num_ranks()
+
+    @triton.jit
+    def kernel(out_ptr):
+        tl.store(out_ptr, helper())
+
+    return kernel
+
+
+@triton.jit
+def uses_libdevice(x_ptr):
+    tl.store(x_ptr, libdevice.pow(tl.load(x_ptr), 2.5))
+
+
+OUT = {"out_ptr": "*i32"}
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    """A private Triton cache, so every compile here runs the stages (a cache hit skips ``add_stages``)."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+
+
+@pytest.fixture
+def restore_hook():
+    saved = knobs.runtime.add_stages_inspection_hook
+    yield
+    knobs.runtime.add_stages_inspection_hook = saved
+
+
+def fresh(kernel):
+    """A new JITFunction for the same Python function: Triton memoizes ``cache_key`` per JITFunction object."""
+    return triton.jit(kernel.fn)
+
+
+def key(kernel) -> str:
+    return ASTSource(fn=kernel() if kernel is calls_a_helper else fresh(kernel), signature=OUT).hash()
+
+
+def test_importing_the_language_installs_the_hook_once():
+    hook = compiler.installed_hook()
+    assert hook is not None and knobs.runtime.add_stages_inspection_hook is hook
+    assert compiler.install_stages_hook() is hook
+
+
+class RecordingHook:
+    """A hook someone installed before triton_dist: it wraps the llir stage and counts."""
+
+    def __init__(self):
+        self.calls = []
+        self.llir_runs = 0
+
+    def __call__(self, backend, stages, options, language, capability):
+        self.calls.append((backend.target.backend, getattr(stages["llir"], "__triton_dist_llir__", False)))
+        inner = stages["llir"]
+
+        def llir(src, metadata):
+            self.llir_runs += 1
+            return inner(src, metadata)
+
+        stages["llir"] = llir
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_the_hook_chains_the_previous_hook(target_name, restore_hook, fresh_cache):
+    compiler.uninstall_stages_hook()
+    previous = RecordingHook()
+    knobs.runtime.add_stages_inspection_hook = previous
+    ours = compiler.install_stages_hook()
+    assert ours.previous is previous and knobs.runtime.add_stages_inspection_hook is ours
+    assert compiler.install_stages_hook() is ours, "installing again does not stack a second hook"
+
+    compile_kernel(fresh(plain), OUT, target_name)
+    backend = TARGETS[target_name][1]
+    assert previous.calls == [(backend, True)], "the previous hook runs after ours, on our llir stage"
+    assert previous.llir_runs == 1
+
+    need_library(target_name)
+    compiled = compile_kernel(fresh(uses_rank), OUT, target_name)
+    assert previous.llir_runs == 2 and "__triton_dist_context" in compiled.asm[TARGETS[target_name][2]]
+
+    compiler.uninstall_stages_hook()
+    assert knobs.runtime.add_stages_inspection_hook is previous
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_a_missing_library_is_an_error_only_for_kernels_that_need_it(target_name, tmp_path, monkeypatch, fresh_cache):
+    monkeypatch.setenv(compiler.DEVICE_LIB_DIR_ENV, str(tmp_path / "empty"))
+    with pytest.raises(compiler.DeviceLibraryMissingError, match=r"does not exist.*scripts/build\.sh"):
+        compile_kernel(fresh(uses_rank), OUT, target_name)
+    compile_kernel(fresh(plain), OUT, target_name)  # no primitive: compiles without the library
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_kernels_without_primitives_take_nothing_from_the_library(target_name):
+    """Linked next to libdevice / ocml, the library contributes nothing (not even the context) to other kernels."""
+    need_library(target_name)
+    compiled = compile_kernel(uses_libdevice, {"x_ptr": "*fp32"}, target_name)
+    assert "__triton_dist" not in compiled.asm[TARGETS[target_name][2]]
+
+
+def test_library_content_is_in_the_cache_key(tmp_path, monkeypatch):
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    monkeypatch.setenv(compiler.DEVICE_LIB_DIR_ENV, str(libs))
+    missing = (key(uses_rank), key(calls_a_helper), key(plain))
+    for name in compiler.LIBRARY_FILES.values():
+        (libs / name).write_bytes(b"version one")
+    one = (key(uses_rank), key(calls_a_helper), key(plain))
+    (libs / compiler.LIBRARY_FILES["hip"]).write_bytes(b"version two")
+    two = (key(uses_rank), key(calls_a_helper), key(plain))
+    assert len({missing[0], one[0], two[0]}) == 3, "a kernel calling a primitive is keyed on the library bytes"
+    assert len({missing[1], one[1], two[1]}) == 3, "so is a kernel calling a helper that calls one"
+    assert missing[2] == one[2] == two[2], "a kernel without primitives is not"
+
+
+def _llvm_tool(name: str) -> str:
+    for candidate in (f"/usr/lib/llvm-22/bin/{name}", shutil.which(f"{name}-22")):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    pytest.skip(f"{name} (LLVM 22) is not installed")
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_a_rebuilt_library_is_recompiled_and_linked(target_name, tmp_path, monkeypatch, fresh_cache):
+    """Same kernel, a library with different content: a different cache key, and the new library in the binary."""
+    need_library(target_name)
+    backend = TARGETS[target_name][1]
+    original = compiler.library_path(backend)
+    marker = f"triton_dist cache-key marker {tmp_path.name}"
+    text = subprocess.run(
+        [_llvm_tool("llvm-dis"), str(original), "-o", "-"], check=True, capture_output=True, text=True
+    ).stdout
+    rebuilt = tmp_path / "rebuilt"
+    rebuilt.mkdir()
+    for name in compiler.LIBRARY_FILES.values():
+        if (original.parent / name).is_file():
+            shutil.copy(original.parent / name, rebuilt / name)
+    source = tmp_path / "library.ll"
+    source.write_text(f'{text}\nmodule asm "// {marker}"\n')  # module asm is linked into every using kernel
+    subprocess.run([_llvm_tool("llvm-as"), str(source), "-o", str(rebuilt / original.name)], check=True)
+
+    before = key(uses_rank)
+    monkeypatch.setenv(compiler.DEVICE_LIB_DIR_ENV, str(rebuilt))
+    assert key(uses_rank) != before
+    compiled = compile_kernel(fresh(uses_rank), OUT, target_name)
+    assert marker in compiled.asm[TARGETS[target_name][2]]

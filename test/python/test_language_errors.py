@@ -1,0 +1,213 @@
+"""Misusing a primitive is a CompilationError at the kernel line that called it, with a message naming the problem.
+
+These errors come from the code generator (before anything is linked), so the tests run without a device library.
+"""
+
+from __future__ import annotations
+
+import pytest
+import triton
+import triton.language as tl
+from dl_compile import TARGETS, compile_kernel
+from triton.compiler.errors import CompilationError
+
+import triton_dist.language as dl
+
+
+@triton.jit
+def bad_wait_scope(flag_ptr):
+    dl.wait(flag_ptr, 1, "system", "acquire")
+
+
+@triton.jit
+def bad_wait_semantic(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "release")
+
+
+@triton.jit
+def wait_scope_not_a_string(flag_ptr):
+    dl.wait(flag_ptr, 1, 3, "acquire")
+
+
+@triton.jit
+def bad_sig_op(flag_ptr):
+    dl.notify(flag_ptr, 0, signal=1, sig_op="xor")
+
+
+@triton.jit
+def bad_comm_scope(flag_ptr, SCOPE: tl.constexpr):
+    dl.notify(flag_ptr, 0, comm_scope=SCOPE)
+
+
+@triton.jit
+def symm_at_on_an_integer(flag_ptr, n):
+    dl.symm_at(n, 0)
+
+
+@triton.jit
+def symm_at_on_a_constant(flag_ptr):
+    dl.symm_at(42, 0)
+
+
+@triton.jit
+def notify_on_an_integer(flag_ptr, n):
+    dl.notify(n, 0)
+
+
+@triton.jit
+def wait_on_an_integer(flag_ptr, n):
+    dl.wait(n, 1, "sys", "acquire")
+
+
+@triton.jit
+def wait_on_a_tensor_of_pointers(flag_ptr):
+    dl.wait(flag_ptr + tl.arange(0, 4), 4, "sys", "acquire")
+
+
+@triton.jit
+def wait_on_float_flags(data_ptr):
+    dl.wait(data_ptr, 1, "sys", "acquire")
+
+
+@triton.jit
+def notify_float_flags(data_ptr):
+    dl.notify(data_ptr, 0)
+
+
+@triton.jit
+def consume_an_integer_token(flag_ptr, n):
+    dl.consume_token(flag_ptr, n)
+
+
+@triton.jit
+def consume_a_pointer_token(flag_ptr):
+    dl.consume_token(flag_ptr, flag_ptr)
+
+
+@triton.jit
+def consume_into_a_float(flag_ptr, data_ptr):
+    token = dl.wait(flag_ptr, 1, "sys", "acquire")
+    dl.consume_token(tl.load(data_ptr), token)
+
+
+@triton.jit
+def float_signal(flag_ptr):
+    dl.notify(flag_ptr, 0, signal=1.5)
+
+
+@triton.jit
+def float_tensor_signal(flag_ptr, data_ptr):
+    dl.notify(flag_ptr, 0, signal=tl.load(data_ptr))
+
+
+@triton.jit
+def tensor_signal_for_a_scalar_flag(flag_ptr):
+    dl.notify(flag_ptr, 0, signal=tl.arange(0, 4))
+
+
+@triton.jit
+def float_wait_value(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=2.0)
+
+
+@triton.jit
+def wait_value_too_large(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=1 << 40)
+
+
+@triton.jit
+def float_num_barriers(flag_ptr):
+    dl.wait(flag_ptr, 2.0, "sys", "acquire")
+
+
+@triton.jit
+def pointer_num_barriers(flag_ptr):
+    dl.wait(flag_ptr, flag_ptr, "sys", "acquire")
+
+
+@triton.jit
+def tensor_num_barriers(flag_ptr):
+    dl.wait(flag_ptr, tl.arange(0, 2), "sys", "acquire")
+
+
+@triton.jit
+def rank_axis_zero(out_ptr):
+    tl.store(out_ptr, dl.rank(axis=0))
+
+
+@triton.jit
+def num_ranks_axis_one(out_ptr):
+    tl.store(out_ptr, dl.num_ranks(1))
+
+
+@triton.jit
+def negative_peer(flag_ptr):
+    dl.symm_at(flag_ptr, -1)
+
+
+@triton.jit
+def float_peer(flag_ptr):
+    dl.notify(flag_ptr, 1.0)
+
+
+@triton.jit
+def block_pointer(data_ptr):
+    block = tl.make_block_ptr(data_ptr, (16,), (1,), (0,), (16,), (0,))
+    dl.symm_at(block, 0)
+
+
+I32 = {"flag_ptr": "*i32"}
+I32_N = {"flag_ptr": "*i32", "n": "i32"}
+FP32 = {"data_ptr": "*fp32"}
+
+# kernel, signature, constexprs, (phrases the message must contain)
+CASES = [
+    (bad_wait_scope, I32, {}, ("dl.wait", "scope must be one of ['cta', 'gpu', 'sys']", "'system'")),
+    (bad_wait_semantic, I32, {}, ("dl.wait", "semantic must be one of ['acquire', 'relaxed']", "'release'")),
+    (wait_scope_not_a_string, I32, {}, ("dl.wait", "scope must be a string")),
+    (bad_sig_op, I32, {}, ("dl.notify", "sig_op must be one of ['set', 'add']", "'xor'")),
+    (bad_comm_scope, I32, {"SCOPE": "node"}, ("dl.notify", "comm_scope must be one of", "'node'")),
+    (symm_at_on_an_integer, I32_N, {}, ("dl.symm_at", "ptr must be a pointer or a tensor of pointers", "int32")),
+    (symm_at_on_a_constant, I32, {}, ("dl.symm_at", "ptr must be a pointer", "42")),
+    (notify_on_an_integer, I32_N, {}, ("dl.notify", "ptr must be a pointer")),
+    (wait_on_an_integer, I32_N, {}, ("dl.wait", "barrierPtrs must be a scalar pointer")),
+    (wait_on_a_tensor_of_pointers, I32, {}, ("dl.wait", "barrierPtrs must be a scalar pointer", "shape [4]")),
+    (wait_on_float_flags, FP32, {}, ("dl.wait", "must point to int32 or int64 flags", "fp32")),
+    (notify_float_flags, FP32, {}, ("dl.notify", "must point to int32 or int64 flags", "fp32")),
+    (consume_an_integer_token, I32_N, {}, ("dl.consume_token", "token must be the value returned by dl.wait")),
+    (consume_a_pointer_token, I32, {}, ("dl.consume_token", "token must be the value returned by dl.wait")),
+    (consume_into_a_float, {"flag_ptr": "*i32", "data_ptr": "*fp32"}, {}, ("value must be a pointer or an integer",)),
+    (float_signal, I32, {}, ("dl.notify", "signal must be an integer", "1.5")),
+    (float_tensor_signal, {"flag_ptr": "*i32", "data_ptr": "*fp32"}, {}, ("dl.notify", "signal must be an integer")),
+    (tensor_signal_for_a_scalar_flag, I32, {}, ("dl.notify", "signal must be a scalar integer")),
+    (float_wait_value, I32, {}, ("dl.wait", "waitValue must be an integer", "2.0")),
+    (wait_value_too_large, I32, {}, ("dl.wait", "waitValue=1099511627776 does not fit in the int32 flags")),
+    (float_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "2.0")),
+    (pointer_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "pointer")),
+    (tensor_num_barriers, I32, {}, ("dl.wait", "numBarriers must be a scalar integer")),
+    (rank_axis_zero, {"out_ptr": "*i32"}, {}, ("dl.rank", "only axis=-1", "axis=0")),
+    (num_ranks_axis_one, {"out_ptr": "*i32"}, {}, ("dl.num_ranks", "only axis=-1", "axis=1")),
+    (negative_peer, I32, {}, ("dl.symm_at", "rank must be >= 0", "-1")),
+    (float_peer, I32, {}, ("dl.notify", "rank must be an integer")),
+    (block_pointer, FP32, {}, ("dl.symm_at", "block pointer")),
+]
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+@pytest.mark.parametrize(("kernel", "signature", "constexprs", "phrases"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_misuse_is_a_compilation_error_at_the_call(kernel, signature, constexprs, phrases, target_name):
+    with pytest.raises(CompilationError) as caught:
+        compile_kernel(kernel, signature, target_name, constexprs)
+    error = caught.value
+    for phrase in phrases:
+        assert phrase in error.error_message, f"{phrase!r} not in {error.error_message!r}"
+    # The error points at the kernel line that called the primitive (line numbers count from the `def`).
+    assert error.src == kernel.src
+    line = kernel.src.splitlines()[error.node.lineno - 1]
+    assert "dl." in line, f"the error points at {line!r}"
+    assert f"at {error.node.lineno}:" in str(error) and line.strip() in str(error)
+
+
+def test_primitives_outside_a_kernel_say_so():
+    with pytest.raises(ValueError, match="triton.jit"):
+        dl.rank()
