@@ -1,0 +1,314 @@
+//===- MlirModule.cpp - triton_dist._C._mlir: IR text in, IR text out -----===//
+//
+// A small pybind11 module over Debian's shared libMLIR: parse IR text with the `distributed` dialect and everything
+// triton-dist-opt knows, verify it, run a textual pass pipeline on it, translate it to LLVM IR.
+//
+// Nothing here throws into Python for a problem with the IR: every entry point returns its result together with
+// the diagnostics MLIR emitted (severity, location, message, notes), captured by a ScopedDiagnosticHandler, and
+// the typed wrapper (python/triton_dist/mlir.py) turns errors into a Python exception. Every Module owns its own
+// MLIRContext (single-threaded), so modules never share state.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TritonDistributed/Registration.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+using namespace mlir;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Diagnostics
+//===----------------------------------------------------------------------===//
+
+/// Where a diagnostic points: "file:line:col" when the location has one, MLIR's own spelling otherwise.
+struct Place {
+  std::string text;
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+/// Finds the first file/line/column inside a (possibly nested) location.
+std::optional<FileLineColLoc> findFileLineCol(Location loc) {
+  if (auto flc = dyn_cast<FileLineColLoc>(loc))
+    return flc;
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return findFileLineCol(name.getChildLoc());
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return findFileLineCol(callSite.getCallee());
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      if (auto flc = findFileLineCol(inner))
+        return flc;
+  }
+  return std::nullopt;
+}
+
+Place describe(Location loc) {
+  Place place;
+  if (auto flc = findFileLineCol(loc)) {
+    place.file = flc->getFilename().str();
+    place.line = static_cast<int>(flc->getLine());
+    place.column = static_cast<int>(flc->getColumn());
+    place.text = place.file + ":" + std::to_string(place.line) + ":" + std::to_string(place.column);
+    return place;
+  }
+  llvm::raw_string_ostream os(place.text);
+  loc.print(os);
+  return place;
+}
+
+const char *severityName(DiagnosticSeverity severity) {
+  switch (severity) {
+  case DiagnosticSeverity::Error:
+    return "error";
+  case DiagnosticSeverity::Warning:
+    return "warning";
+  case DiagnosticSeverity::Remark:
+    return "remark";
+  case DiagnosticSeverity::Note:
+    return "note";
+  }
+  return "error";
+}
+
+/// One diagnostic as it crosses into Python:
+/// (severity, location text, file, line, column, message, [(note location text, note message), ...]).
+using PyDiagnostic = std::tuple<std::string, std::string, std::string, int, int, std::string,
+                                std::vector<std::pair<std::string, std::string>>>;
+
+/// Collects every diagnostic emitted in a context while it is alive; nothing reaches stderr.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext *context)
+      : handler(context, [this](Diagnostic &diag) {
+          record(diag);
+          return success();
+        }) {}
+
+  /// Adds a diagnostic that did not come from MLIR's engine (a pipeline syntax error, say).
+  void add(const std::string &severity, const std::string &where, const std::string &message) {
+    diagnostics.emplace_back(severity, where, "", 0, 0, message,
+                             std::vector<std::pair<std::string, std::string>>{});
+  }
+
+  bool hasErrors() const {
+    for (const PyDiagnostic &diag : diagnostics)
+      if (std::get<0>(diag) == "error")
+        return true;
+    return false;
+  }
+
+  std::vector<PyDiagnostic> take() { return std::move(diagnostics); }
+
+private:
+  void record(Diagnostic &diag) {
+    Place place = describe(diag.getLocation());
+    std::vector<std::pair<std::string, std::string>> notes;
+    for (Diagnostic &note : diag.getNotes())
+      notes.emplace_back(describe(note.getLocation()).text, note.str());
+    diagnostics.emplace_back(severityName(diag.getSeverity()), place.text, place.file, place.line, place.column,
+                             diag.str(), std::move(notes));
+  }
+
+  // Declared before the handler: the handler's callback writes into it.
+  std::vector<PyDiagnostic> diagnostics;
+  ScopedDiagnosticHandler handler;
+};
+
+//===----------------------------------------------------------------------===//
+// Contexts and modules
+//===----------------------------------------------------------------------===//
+
+/// The dialects and translations every context gets, and the pass registration (a process-wide registry in
+/// libMLIR), done once.
+const DialectRegistry &registry() {
+  static const DialectRegistry *instance = [] {
+    auto *reg = new DialectRegistry();
+    triton_dist::registerAllDialects(*reg);
+    triton_dist::registerAllPasses();
+    return reg;
+  }();
+  return *instance;
+}
+
+std::unique_ptr<MLIRContext> makeContext() {
+  auto context = std::make_unique<MLIRContext>(registry(), MLIRContext::Threading::DISABLED);
+  // A verifier error names its location; the whole operation printed after it would bury the message.
+  context->printOpOnDiagnostic(false);
+  context->printStackTraceOnDiagnostic(false);
+  return context;
+}
+
+/// A parsed module and the context that owns it. Python sees it as triton_dist._C._mlir.Module.
+class PyModule {
+public:
+  PyModule(std::unique_ptr<MLIRContext> context, OwningOpRef<ModuleOp> module)
+      : context(std::move(context)), module(std::move(module)) {}
+
+  ModuleOp get() { return *module; }
+  MLIRContext *getContext() { return context.get(); }
+
+  std::string print(bool generic, bool debugInfo) {
+    OpPrintingFlags flags;
+    if (generic)
+      flags.printGenericOpForm();
+    if (debugInfo)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, flags);
+    return text;
+  }
+
+private:
+  // The module is destroyed before the context that owns its storage.
+  std::unique_ptr<MLIRContext> context;
+  OwningOpRef<ModuleOp> module;
+};
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+std::pair<std::unique_ptr<PyModule>, std::vector<PyDiagnostic>> parse(const std::string &text,
+                                                                     const std::string &sourceName, bool verify) {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  OwningOpRef<ModuleOp> module;
+  std::vector<PyDiagnostic> diagnostics;
+  {
+    DiagnosticCollector collector(context.get());
+    ParserConfig config(context.get(), /*verifyAfterParse=*/verify);
+    module = parseSourceString<ModuleOp>(text, config, sourceName);
+    if (!module && !collector.hasErrors())
+      collector.add("error", sourceName, "could not parse the module");
+    diagnostics = collector.take();
+  }
+  if (!module)
+    return {nullptr, std::move(diagnostics)};
+  return {std::make_unique<PyModule>(std::move(context), std::move(module)), std::move(diagnostics)};
+}
+
+std::pair<bool, std::vector<PyDiagnostic>> verifyModule(PyModule &module) {
+  DiagnosticCollector collector(module.getContext());
+  bool ok = succeeded(mlir::verify(module.get()));
+  if (!ok && !collector.hasErrors())
+    collector.add("error", "<module>", "the module does not verify");
+  return {ok, collector.take()};
+}
+
+/// Accepts "builtin.module(a,b)" or a bare "a,b" (anchored on builtin.module).
+std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> runPipeline(PyModule &module,
+                                                                             const std::string &pipeline) {
+  DiagnosticCollector collector(module.getContext());
+  llvm::StringRef passes = llvm::StringRef(pipeline).trim();
+  llvm::StringRef anchor = ModuleOp::getOperationName();
+  if (passes.starts_with(anchor) && passes.drop_front(anchor.size()).ltrim().starts_with("(")) {
+    passes = passes.drop_front(anchor.size()).ltrim().drop_front(1);
+    if (!passes.consume_back(")")) {
+      collector.add("error", "<pipeline>", "unbalanced parentheses in pass pipeline '" + pipeline + "'");
+      return {std::nullopt, collector.take()};
+    }
+  }
+
+  PassManager pm(module.getContext(), anchor);
+  std::string parseErrors;
+  llvm::raw_string_ostream errorStream(parseErrors);
+  if (failed(parsePassPipeline(passes, pm, errorStream))) {
+    collector.add("error", "<pipeline>",
+                  "invalid pass pipeline '" + pipeline + "': " + llvm::StringRef(parseErrors).trim().str());
+    return {std::nullopt, collector.take()};
+  }
+
+  // Run on a copy: the Module object stays what was parsed.
+  OwningOpRef<ModuleOp> work(module.get().clone());
+  if (failed(pm.run(*work))) {
+    if (!collector.hasErrors())
+      collector.add("error", "<pipeline>", "pass pipeline '" + pipeline + "' failed");
+    return {std::nullopt, collector.take()};
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  work->print(os);
+  return {std::move(text), collector.take()};
+}
+
+std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> translateToLLVMIR(PyModule &module) {
+  DiagnosticCollector collector(module.getContext());
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module.get(), llvmContext);
+  if (!llvmModule) {
+    if (!collector.hasErrors())
+      collector.add("error", "<module>", "translation to LLVM IR failed");
+    return {std::nullopt, collector.take()};
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvmModule->print(os, /*AAW=*/nullptr);
+  return {std::move(text), collector.take()};
+}
+
+std::vector<std::string> dialectNames() {
+  std::vector<std::string> names;
+  for (llvm::StringRef name : registry().getDialectNames())
+    names.push_back(name.str());
+  return names;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_mlir, m) {
+  m.doc() = "triton-dist's MLIR tools (the `distributed` dialect over Debian's libMLIR). Use triton_dist.mlir.";
+  m.attr("LLVM_VERSION") = LLVM_VERSION_STRING;
+
+  py::class_<PyModule>(m, "Module", "A parsed MLIR module and the MLIRContext that owns it.")
+      .def("to_string", &PyModule::print, py::arg("generic") = false, py::arg("debug_info") = false,
+           "The module's textual IR (pretty form unless generic=True; locations with debug_info=True).");
+
+  // Parsing builds a fresh context, so other threads may run meanwhile. The functions that take a Module keep the
+  // GIL: its (single-threaded) context must not be used from two threads at once.
+  m.def(
+      "parse",
+      [](const std::string &text, const std::string &sourceName, bool verify) {
+        py::gil_scoped_release release;
+        return parse(text, sourceName, verify);
+      },
+      py::arg("text"), py::arg("source_name") = "<string>", py::arg("verify") = true,
+      "Parses a module: (Module or None, diagnostics).");
+  m.def("verify", &verifyModule, py::arg("module"), "Verifies a module: (ok, diagnostics).");
+  m.def("run_pipeline", &runPipeline, py::arg("module"), py::arg("pipeline"),
+        "Runs a textual pass pipeline on a copy of the module: (IR text or None, diagnostics).");
+  m.def("translate_to_llvmir", &translateToLLVMIR, py::arg("module"),
+        "Translates an LLVM-dialect module to LLVM IR: (LLVM IR text or None, diagnostics).");
+  m.def("dialects", &dialectNames, "The dialects a module may use.");
+}

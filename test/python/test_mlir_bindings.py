@@ -1,0 +1,351 @@
+"""The Python bindings of the dialect (triton_dist.mlir over triton_dist._C._mlir, built from lib/Python).
+
+Without the compiled module (no scripts/build.sh, or a machine without MLIR) the tests that need it skip visibly;
+the ones that check the package works without it always run.
+"""
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from triton_dist import mlir
+
+REPO = Path(__file__).resolve().parents[2]
+RING_STEP = REPO / "examples" / "ir" / "ring_step.mlir"
+
+needs_mlir = pytest.mark.skipif(
+    not mlir.is_available(), reason="triton_dist._C._mlir is not built (run scripts/build.sh)"
+)
+
+# Every op of the dialect, each attribute value and operand type the ODS allows, in the printer's own spelling
+# (so printing the parsed module gives this text back).
+EVERY_OP = """\
+module {
+  func.func @every_op(%arg0: !llvm.ptr<1>, %arg1: !llvm.ptr, %arg2: i32, %arg3: i64, %arg4: f32, %arg5: f64) {
+    %0 = distributed.get_rank
+    %1 = distributed.get_rank axis(2)
+    %2 = distributed.get_num_ranks
+    %3 = distributed.get_num_ranks axis(0)
+    %4 = distributed.symm_at %arg0, %0 : !llvm.ptr<1>
+    %5 = distributed.symm_at %arg1, %2 : !llvm.ptr
+    %6 = distributed.wait %arg0, %arg2, %arg2 scope(cta) semantic(acquire) : !llvm.ptr<1>, i32
+    %7 = distributed.wait %arg1, %arg2, %arg3 scope(gpu) semantic(relaxed) : !llvm.ptr, i64
+    %8 = distributed.wait %arg0, %arg2, %arg2 scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+    %9 = distributed.consume_token %arg0, %8 : !llvm.ptr<1>
+    %10 = distributed.consume_token %arg2, %6 : i32
+    %11 = distributed.consume_token %arg3, %7 : i64
+    %12 = distributed.consume_token %arg4, %8 : f32
+    %13 = distributed.consume_token %arg5, %8 : f64
+    distributed.notify %arg0, %0, %arg2 sig_op(set) comm_scope(gpu) : !llvm.ptr<1>, i32
+    distributed.notify %arg1, %1, %arg3 sig_op(add) comm_scope(intra_node) : !llvm.ptr, i64
+    distributed.notify %arg0, %2, %arg2 sig_op(add) comm_scope(inter_node) : !llvm.ptr<1>, i32
+    return
+  }
+}
+"""
+
+OPS = ["get_rank", "get_num_ranks", "symm_at", "wait", "consume_token", "notify"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Parsing and printing
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@needs_mlir
+def test_round_trip_of_every_op():
+    module = mlir.parse(EVERY_OP)
+    assert str(module) == EVERY_OP
+    for op in OPS:
+        assert f"distributed.{op}" in str(module)
+    # The generic form parses back to the same module.
+    generic = module.to_string(generic=True)
+    assert '"distributed.wait"' in generic
+    assert str(mlir.parse(generic)) == EVERY_OP
+
+
+@needs_mlir
+def test_defaults_are_elided_when_printed():
+    module = mlir.parse("func.func @f() -> i32 {\n  %r = distributed.get_rank axis(-1)\n  return %r : i32\n}\n")
+    assert "distributed.get_rank\n" in str(module)
+    assert "axis" not in str(module)
+
+
+@needs_mlir
+def test_debug_info_prints_locations():
+    module = mlir.parse("func.func @f() {\n  %r = distributed.get_rank\n  return\n}\n", source_name="f.mlir")
+    assert 'loc("f.mlir":2:' in module.to_string(debug_info=True)
+
+
+@needs_mlir
+def test_dialects_include_distributed_and_its_targets():
+    names = mlir.dialects()
+    for name in ("distributed", "llvm", "nvvm", "rocdl", "func", "arith", "scf", "cf"):
+        assert name in names
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Errors carry their locations
+# ----------------------------------------------------------------------------------------------------------------
+
+BAD_WAIT = """\
+func.func @bad(%flags: !llvm.ptr<1>) {
+  %zero = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %t = distributed.wait %flags, %zero, %one scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+  return
+}
+"""
+
+
+@needs_mlir
+def test_verifier_failure_raises_with_location_and_message():
+    with pytest.raises(mlir.MLIRError) as info:
+        mlir.parse(BAD_WAIT, source_name="bad.mlir")
+    err = info.value
+    assert len(err.errors) == 1
+    diag = err.errors[0]
+    assert (diag.file, diag.line, diag.column) == ("bad.mlir", 4, 8)
+    assert diag.location == "bad.mlir:4:8"
+    assert "'distributed.wait' op num_barriers must be positive, got 0" in diag.message
+    message = str(err)
+    assert "bad.mlir:4:8: error: 'distributed.wait' op num_barriers must be positive, got 0" in message
+    # The offending line and a caret under the op.
+    assert "    " + BAD_WAIT.splitlines()[3] in message
+    assert "\n" + " " * (4 + 7) + "^" in message
+
+
+@needs_mlir
+def test_verify_after_an_unverified_parse():
+    module = mlir.parse(BAD_WAIT, source_name="bad.mlir", verify=False)
+    assert "distributed.wait" in str(module)  # an invalid module still prints (in the generic form)
+    with pytest.raises(mlir.MLIRError, match=r"bad\.mlir:4:8: error: .*num_barriers must be positive"):
+        module.verify()
+    mlir.verify(mlir.parse(EVERY_OP))  # a valid one passes
+
+
+@needs_mlir
+@pytest.mark.parametrize(
+    ("text", "line", "column", "message"),
+    [
+        # A missing `semantic(...)` clause.
+        (
+            "func.func @f(%p: !llvm.ptr<1>, %n: i32) {\n  %t = distributed.wait %p, %n, %n scope(sys) : "
+            "!llvm.ptr<1>, i32\n  return\n}\n",
+            2,
+            47,
+            "expected 'semantic'",
+        ),
+        # An enum value that does not exist.
+        (
+            "func.func @f(%p: !llvm.ptr<1>, %n: i32) {\n  distributed.notify %p, %n, %n sig_op(xor) "
+            "comm_scope(gpu) : !llvm.ptr<1>, i32\n  return\n}\n",
+            2,
+            40,
+            "enum values for attribute 'sig_op' [set, add]",
+        ),
+        # An op the dialect does not have.
+        ("func.func @f() {\n  %r = distributed.get_world\n  return\n}\n", 2, 8, "distributed.get_world"),
+        # Plain syntax.
+        ("func.func @f( {\n", 1, 14, "expected non-function type"),
+    ],
+)
+def test_malformed_ir_raises_with_location(text, line, column, message):
+    with pytest.raises(mlir.MLIRError) as info:
+        mlir.parse(text, source_name="malformed.mlir")
+    errors = info.value.errors
+    assert errors, str(info.value)
+    assert (errors[0].file, errors[0].line) == ("malformed.mlir", line), str(info.value)
+    assert errors[0].column == column, str(info.value)
+    assert message in errors[0].message
+    assert str(info.value).startswith("parsing malformed.mlir failed:\nmalformed.mlir:")
+
+
+@needs_mlir
+def test_parse_file_names_the_file(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(BAD_WAIT)
+    with pytest.raises(mlir.MLIRError, match=rf"{path}:4:8: error:"):
+        mlir.parse_file(path)
+    assert "distributed.notify" in str(mlir.parse_file(RING_STEP))
+
+
+@needs_mlir
+def test_wrong_argument_type_is_a_type_error():
+    with pytest.raises(TypeError):
+        mlir.parse(b"module {}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Pipelines and translation
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@needs_mlir
+@pytest.mark.parametrize(("target", "dialect"), [("nvvm", "nvvm"), ("rocdl", "rocdl")])
+def test_ring_step_lowers_to_llvm_and_translates(target, dialect):
+    module = mlir.parse_file(RING_STEP)
+    before = str(module)
+    lowered = mlir.run_pipeline(module, mlir.lowering_pipeline(target))
+    assert str(module) == before  # the Module is not changed by the pipeline
+    assert "distributed." not in lowered
+    assert "llvm.func @ring_step" in lowered
+    assert "__triton_dist_context" in lowered
+    llvm_ir = mlir.translate_to_llvmir(lowered)
+    assert "define i32 @ring_step(ptr addrspace(1)" in llvm_ir
+    assert "@__triton_dist_context" in llvm_ir
+    assert " fence " in llvm_ir or "atomic" in llvm_ir or "atom." in llvm_ir
+
+
+@needs_mlir
+def test_pipeline_spellings():
+    module = mlir.parse("func.func @f() -> i32 {\n  %c = arith.constant 7 : i32\n  return %c : i32\n}\n")
+    anchored = mlir.run_pipeline(module, "builtin.module(convert-arith-to-llvm,convert-func-to-llvm)")
+    bare = mlir.run_pipeline(module, " convert-arith-to-llvm, convert-func-to-llvm ")
+    nested = mlir.run_pipeline(
+        module, "builtin.module(func.func(canonicalize),convert-arith-to-llvm,convert-func-to-llvm)"
+    )
+    assert anchored == bare == nested
+    assert "llvm.func @f() -> i32" in anchored
+    assert "define i32 @f()" in mlir.translate_to_llvmir(anchored)
+
+
+@needs_mlir
+def test_invalid_pipeline_raises():
+    with pytest.raises(mlir.MLIRError, match="no-such-pass"):
+        mlir.run_pipeline("module {}", "builtin.module(no-such-pass)")
+    with pytest.raises(mlir.MLIRError, match="unbalanced"):
+        mlir.run_pipeline("module {}", "builtin.module(canonicalize")
+
+
+@needs_mlir
+@pytest.mark.parametrize("target", ["nvvm", "rocdl"])
+def test_failing_pass_raises_with_location(target):
+    # The runtime context only describes the whole world: the lowering rejects a mesh axis, at the op.
+    text = "func.func @f() -> i32 {\n  %r = distributed.get_rank axis(1)\n  return %r : i32\n}\n"
+    with pytest.raises(mlir.MLIRError) as info:
+        mlir.run_pipeline(mlir.parse(text, source_name="axis.mlir"), mlir.lowering_pipeline(target))
+    assert info.value.errors[0].location == "axis.mlir:2:8"
+    assert "mesh axis 1 is not supported" in info.value.errors[0].message
+    assert "%r = distributed.get_rank axis(1)" in str(info.value)
+
+
+@needs_mlir
+def test_translating_unlowered_ops_raises_with_location():
+    with pytest.raises(mlir.MLIRError) as info:
+        mlir.translate_to_llvmir(mlir.parse_file(RING_STEP))
+    assert info.value.errors[0].file == str(RING_STEP)
+    assert info.value.errors[0].line > 0
+
+
+@needs_mlir
+def test_warnings_do_not_raise():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mlir.run_pipeline(EVERY_OP, "canonicalize")
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip"])
+def test_lowering_pipeline_names(target):
+    name = {"cuda": "nvvm", "hip": "rocdl"}[target]
+    assert f"convert-distributed-to-{name}" in mlir.lowering_pipeline(name)
+    with pytest.raises(ValueError):
+        mlir.lowering_pipeline(target)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# One process with Triton (Triton bundles its own LLVM; ours is Debian's libLLVM/libMLIR)
+# ----------------------------------------------------------------------------------------------------------------
+
+SAME_PROCESS = """
+import sys
+order = sys.argv[1]
+if order == "triton-first":
+    import triton
+    from triton_dist._C import _mlir  # noqa: F401
+else:
+    from triton_dist._C import _mlir  # noqa: F401
+    import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from triton_dist import mlir
+
+@triton.jit
+def add_one(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+def compile_triton(target):
+    src = ASTSource(fn=add_one, signature={"x_ptr": "*fp32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 64})
+    return triton.compile(src, target=target).asm
+
+def use_mlir():
+    text = "func.func @f() -> i32 {\\n  %c = arith.constant 5 : i32\\n  return %c : i32\\n}\\n"
+    ir = mlir.run_pipeline(text, "convert-arith-to-llvm,convert-func-to-llvm")
+    assert "ret i32 5" in mlir.translate_to_llvmir(ir)
+    try:
+        mlir.parse("func.func @f( {", source_name="x.mlir")
+    except mlir.MLIRError as err:
+        assert "x.mlir:1:" in str(err)
+    else:
+        raise AssertionError("no MLIRError")
+
+use_mlir()
+assert ".version" in compile_triton(GPUTarget("cuda", 90, 32))["ptx"]
+assert "amdgcn" in compile_triton(GPUTarget("hip", "gfx942", 64))["amdgcn"]
+use_mlir()
+print("OK", order)
+"""
+
+
+@needs_mlir
+@pytest.mark.parametrize("order", ["triton-first", "mlir-first"])
+def test_same_process_as_triton(order, tmp_path):
+    script = tmp_path / "same_process.py"  # @triton.jit needs its source in a file
+    script.write_text(SAME_PROCESS)
+    env_path = str(REPO / "python")
+    result = subprocess.run(
+        [sys.executable, str(script), order],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": env_path, "TRITON_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"OK {order}" in result.stdout
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Without the compiled module (the GPU machines)
+# ----------------------------------------------------------------------------------------------------------------
+
+WITHOUT_EXTENSION = """
+import sys
+sys.modules["triton_dist._C._mlir"] = None  # as if it were never built
+import triton_dist
+from triton_dist import mlir
+assert not mlir.is_available()
+try:
+    mlir.parse("module {}")
+except ImportError as err:
+    assert "scripts/build.sh" in str(err), err
+    print("OK")
+"""
+
+
+def test_package_works_without_the_extension():
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXTENSION],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO / "python")},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == "OK"
