@@ -75,6 +75,11 @@ def notify_float_flags(data_ptr):
 
 
 @triton.jit
+def notify_const_flags(flag_ptr):
+    dl.notify(flag_ptr, 0)
+
+
+@triton.jit
 def consume_an_integer_token(flag_ptr, n):
     dl.consume_token(flag_ptr, n)
 
@@ -174,6 +179,7 @@ CASES = [
     (wait_on_a_tensor_of_pointers, I32, {}, ("dl.wait", "barrierPtrs must be a scalar pointer", "shape [4]")),
     (wait_on_float_flags, FP32, {}, ("dl.wait", "must point to int32 or int64 flags", "fp32")),
     (notify_float_flags, FP32, {}, ("dl.notify", "must point to int32 or int64 flags", "fp32")),
+    (notify_const_flags, {"flag_ptr": "*ki32"}, {}, ("dl.notify", "ptr points to const data")),
     (consume_an_integer_token, I32_N, {}, ("dl.consume_token", "token must be the value returned by dl.wait")),
     (consume_a_pointer_token, I32, {}, ("dl.consume_token", "token must be the value returned by dl.wait")),
     (consume_into_a_float, {"flag_ptr": "*i32", "data_ptr": "*fp32"}, {}, ("value must be a pointer or an integer",)),
