@@ -4,8 +4,10 @@ cache key."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,13 @@ def fresh(kernel):
 
 def key(kernel) -> str:
     return ASTSource(fn=kernel() if kernel is calls_a_helper else fresh(kernel), signature=OUT).hash()
+
+
+def test_the_frontend_imports_without_torch():
+    """Kernel modules import triton_dist.language; that must not import torch (or initialize CUDA)."""
+    code = "import sys, triton_dist.language, triton_dist.compiler; assert 'torch' not in sys.modules"
+    python = str(Path(compiler.__file__).resolve().parents[2])
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": python})
 
 
 def test_importing_the_language_installs_the_hook_once():
