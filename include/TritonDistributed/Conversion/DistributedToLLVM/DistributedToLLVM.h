@@ -1,0 +1,67 @@
+//===- DistributedToLLVM.h - the shared lowering core -----------*- C++ -*-===//
+//
+// The target-independent lowering of the `distributed` dialect to the LLVM
+// dialect. A target supplies its hooks (TargetInfoBase); the NVVM and ROCDL
+// passes are thin wrappers around lowerDistributedToLLVM().
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_DISTRIBUTEDTOLLVM_H
+#define TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_DISTRIBUTEDTOLLVM_H
+
+#include "TritonDistributed/Conversion/DistributedToLLVM/TargetInfoBase.h"
+
+#include <string>
+
+namespace mlir {
+class LLVMTypeConverter;
+class ModuleOp;
+class RewritePatternSet;
+class TypeConverter;
+
+namespace triton_dist {
+
+/// How the polling lanes of `distributed.wait` back off: `tightPolls` polls
+/// back to back, then a sleep between polls that starts at `minSleepNs` and
+/// doubles up to `maxSleepNs` (0: never sleep).
+struct WaitBackoff {
+  unsigned tightPolls = 16;
+  unsigned minSleepNs = 32;
+  unsigned maxSleepNs = 256;
+};
+
+struct LoweringOptions {
+  WaitBackoff backoff;
+  /// When non-empty, stamped on the module as `llvm.target_triple` /
+  /// `llvm.data_layout` (the device-library build uses them).
+  std::string triple;
+  std::string dataLayout;
+};
+
+/// `!distributed.token` -> i32.
+void populateDistributedTypeConversion(TypeConverter &converter);
+
+/// The conversion patterns of the six `distributed` ops. Patterns that read
+/// the runtime context expect `@__triton_dist_context` to exist in the module
+/// (see getOrInsertContextGlobal).
+void populateDistributedToLLVMPatterns(LLVMTypeConverter &converter,
+                                       RewritePatternSet &patterns,
+                                       const TargetInfoBase &target,
+                                       const WaitBackoff &backoff);
+
+/// Emits a located error for every `distributed` op under `root` the lowering
+/// cannot handle (a mesh axis other than -1, control flow needed inside a
+/// single-block region). Fails when it emitted any.
+LogicalResult checkLowerable(Operation *root);
+
+/// The whole lowering both passes run: checks, declares the context, converts
+/// every `distributed` op (and the token type on function, call, branch and
+/// scf boundaries), stamps the triple / data layout.
+LogicalResult lowerDistributedToLLVM(ModuleOp module,
+                                     const TargetInfoBase &target,
+                                     const LoweringOptions &options);
+
+} // namespace triton_dist
+} // namespace mlir
+
+#endif // TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_DISTRIBUTEDTOLLVM_H

@@ -1,0 +1,47 @@
+//===- RuntimeContext.h - the per-module runtime context --------*- C++ -*-===//
+//
+// The external global the runtime fills once per loaded module (docs/abi.md):
+//
+//   @__triton_dist_context = externally_initialized addrspace(1) global
+//                            { i32, i32, [256 x i64] } zeroinitializer
+//
+// holding this rank, the world size and the heap base of every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_RUNTIMECONTEXT_H
+#define TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_RUNTIMECONTEXT_H
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir {
+namespace triton_dist {
+
+/// The symbol name of the context global.
+inline constexpr llvm::StringLiteral kContextSymbol = "__triton_dist_context";
+/// The length of the heap_bases array.
+inline constexpr unsigned kMaxRanks = 256;
+/// The address space of the context and of symmetric heaps (global memory).
+inline constexpr unsigned kGlobalAddressSpace = 1;
+
+/// `!llvm.struct<(i32, i32, array<256 x i64>)>`: rank, num_ranks, heap_bases.
+LLVM::LLVMStructType getContextType(MLIRContext *context);
+
+/// Returns the module's `@__triton_dist_context`, inserting the definition the
+/// ABI prescribes when the module has no such symbol. A symbol of that name
+/// with another type, address space or kind gets a located error and failure.
+FailureOr<LLVM::GlobalOp> getOrInsertContextGlobal(ModuleOp module);
+
+/// Loads of the context's fields at the builder's insertion point. The context
+/// does not change while a kernel runs, so the loads are marked invariant.
+Value loadContextRank(OpBuilder &b, Location loc);
+Value loadContextNumRanks(OpBuilder &b, Location loc);
+/// heap_bases[rank] as an i64; `rank` is an i32.
+Value loadContextHeapBase(OpBuilder &b, Location loc, Value rank);
+
+} // namespace triton_dist
+} // namespace mlir
+
+#endif // TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_RUNTIMECONTEXT_H

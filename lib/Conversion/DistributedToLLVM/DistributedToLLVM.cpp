@@ -1,0 +1,439 @@
+//===- DistributedToLLVM.cpp - the shared lowering core -------------------===//
+//
+// Lowers the six `distributed` ops to the LLVM dialect through a target's
+// hooks (TargetInfoBase). Every op is executed by every thread of the program.
+//
+//   get_rank / get_num_ranks  invariant loads of the runtime context
+//   symm_at                   addr - heap_bases[me] + heap_bases[rank]
+//   wait                      lanes of the first warp poll the flag words
+//                             (lane l: words l, l+W, ...) with atomic loads and
+//                             backoff, then the program barrier; the token is
+//                             an opaque i32 produced after the barrier
+//   consume_token             an opaque register copy of the value that also
+//                             reads the token
+//   notify                    the program barrier, then thread 0 stores or adds
+//                             the signal with release ordering
+//
+//===----------------------------------------------------------------------===//
+
+#include "TritonDistributed/Conversion/DistributedToLLVM/DistributedToLLVM.h"
+
+#include "TritonDistributed/Conversion/DistributedToLLVM/RuntimeContext.h"
+
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::triton_dist;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+Value createI32Constant(OpBuilder &b, Location loc, int64_t value) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                  b.getI32IntegerAttr(value));
+}
+
+/// Symmetric heaps are global memory: memory operations use a global pointer,
+/// a generic one is cast (a no-op on both targets for global addresses).
+Value castToGlobal(OpBuilder &b, Location loc, Value ptr) {
+  auto type = cast<LLVM::LLVMPointerType>(ptr.getType());
+  if (type.getAddressSpace() == kGlobalAddressSpace)
+    return ptr;
+  return LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace),
+      ptr);
+}
+
+/// `ptr - heap_bases[me] + heap_bases[rank]`, computed on the integer address
+/// so that the result is the same byte of the other heap (heap bases are
+/// 4096-byte aligned: the alignment of `ptr` carries over).
+Value translateToRank(OpBuilder &b, Location loc, Value ptr, Value rank) {
+  Type i64 = b.getI64Type();
+  Value me = loadContextRank(b, loc);
+  Value myBase = loadContextHeapBase(b, loc, me);
+  Value peerBase = loadContextHeapBase(b, loc, rank);
+  Value address = LLVM::PtrToIntOp::create(b, loc, i64, ptr);
+  Value offset = LLVM::SubOp::create(b, loc, address, myBase);
+  Value moved = LLVM::AddOp::create(b, loc, offset, peerBase);
+  return LLVM::IntToPtrOp::create(b, loc, ptr.getType(), moved);
+}
+
+MemSyncScope getReleaseScope(CommScope scope) {
+  switch (scope) {
+  case CommScope::gpu:
+    return MemSyncScope::gpu;
+  case CommScope::intra_node:
+  case CommScope::inter_node:
+    return MemSyncScope::sys;
+  }
+  llvm_unreachable("unknown comm scope");
+}
+
+/// Ops that become control flow need a region that can hold several blocks.
+bool needsMultiBlockRegion(Operation *op) { return isa<WaitOp, NotifyOp>(op); }
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+template <typename SourceOp>
+class DistributedPattern : public ConvertOpToLLVMPattern<SourceOp> {
+public:
+  DistributedPattern(const LLVMTypeConverter &converter,
+                     const TargetInfoBase &target)
+      : ConvertOpToLLVMPattern<SourceOp>(converter), target(target) {}
+
+protected:
+  const TargetInfoBase &target;
+};
+
+template <typename SourceOp>
+class RankQueryLowering : public DistributedPattern<SourceOp> {
+public:
+  using DistributedPattern<SourceOp>::DistributedPattern;
+
+  LogicalResult
+  matchAndRewrite(SourceOp op, typename SourceOp::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (static_cast<int32_t>(op.getAxis()) != -1)
+      return rewriter.notifyMatchFailure(op, "mesh axes are not supported");
+    Location loc = op.getLoc();
+    Value result = std::is_same_v<SourceOp, GetRankOp>
+                       ? loadContextRank(rewriter, loc)
+                       : loadContextNumRanks(rewriter, loc);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+class SymmAtLowering : public DistributedPattern<SymmAtOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  LogicalResult
+  matchAndRewrite(SymmAtOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op,
+                       translateToRank(rewriter, op.getLoc(), adaptor.getPtr(),
+                                       adaptor.getRank()));
+    return success();
+  }
+};
+
+class WaitLowering : public DistributedPattern<WaitOp> {
+public:
+  WaitLowering(const LLVMTypeConverter &converter, const TargetInfoBase &target,
+               const WaitBackoff &backoff)
+      : DistributedPattern(converter, target), backoff(backoff) {}
+
+  // entry:           cond_br tid < W, word(tid), done
+  // word(i):         cond_br i < n, poll(0, minSleep), done
+  // poll(k, ns):     v = atomic load flags[i]; cond_br v == value, next, retry
+  // retry:           cond_br k < tightPolls, poll(k + 1, ns), sleep
+  // sleep:           sleep(ns); br poll(k, min(2 ns, maxSleep))
+  // next:            br word(i + W)
+  // done:            program barrier; token
+  LogicalResult
+  matchAndRewrite(WaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    Value flags = castToGlobal(rewriter, loc, adaptor.getBarriers());
+    Value count = adaptor.getNumBarriers();
+    Value expected = adaptor.getWaitValue();
+    Type flagType = expected.getType();
+    auto globalPtr = cast<LLVM::LLVMPointerType>(flags.getType());
+    bool sleeps = backoff.maxSleepNs != 0;
+    unsigned firstSleep = std::min(backoff.minSleepNs, backoff.maxSleepNs);
+
+    Value tid = target.getThreadId(rewriter, loc);
+    Value warpSize = target.getWarpSize(rewriter, loc);
+    Value polls = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult,
+                                       tid, warpSize);
+
+    Block *entry = rewriter.getInsertionBlock();
+    Block *done = rewriter.splitBlock(entry, op->getIterator());
+    Block *word = rewriter.createBlock(done, {i32}, {loc});
+    Block *poll = rewriter.createBlock(done, {i32, i32}, {loc, loc});
+    Block *retry = sleeps ? rewriter.createBlock(done) : nullptr;
+    Block *sleep = sleeps ? rewriter.createBlock(done) : nullptr;
+    Block *next = rewriter.createBlock(done);
+
+    rewriter.setInsertionPointToEnd(entry);
+    LLVM::CondBrOp::create(rewriter, loc, polls, word, ValueRange{tid}, done,
+                           ValueRange{});
+
+    rewriter.setInsertionPointToEnd(word);
+    Value index = word->getArgument(0);
+    Value inRange = LLVM::ICmpOp::create(
+        rewriter, loc, LLVM::ICmpPredicate::slt, index, count);
+    Value flag = LLVM::GEPOp::create(rewriter, loc, globalPtr, flagType, flags,
+                                     ArrayRef<LLVM::GEPArg>{index});
+    Value zero = createI32Constant(rewriter, loc, 0);
+    Value initialSleep = createI32Constant(rewriter, loc, firstSleep);
+    LLVM::CondBrOp::create(rewriter, loc, inRange, poll,
+                           ValueRange{zero, initialSleep}, done, ValueRange{});
+
+    rewriter.setInsertionPointToEnd(poll);
+    Value attempt = poll->getArgument(0);
+    Value sleepNs = poll->getArgument(1);
+    Value seen = target.createPollLoad(rewriter, loc, flagType, flag,
+                                       op.getScope(), op.getSemantic());
+    Value arrived = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                                         seen, expected);
+    if (sleeps) {
+      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, retry,
+                             ValueRange{});
+
+      rewriter.setInsertionPointToEnd(retry);
+      Value tight = LLVM::ICmpOp::create(
+          rewriter, loc, LLVM::ICmpPredicate::ult, attempt,
+          createI32Constant(rewriter, loc, backoff.tightPolls));
+      Value nextAttempt = LLVM::AddOp::create(
+          rewriter, loc, attempt, createI32Constant(rewriter, loc, 1));
+      LLVM::CondBrOp::create(rewriter, loc, tight, poll,
+                             ValueRange{nextAttempt, sleepNs}, sleep,
+                             ValueRange{});
+
+      rewriter.setInsertionPointToEnd(sleep);
+      target.createSleep(rewriter, loc, sleepNs);
+      Value doubled = LLVM::ShlOp::create(rewriter, loc, sleepNs,
+                                          createI32Constant(rewriter, loc, 1));
+      Value capped = LLVM::UMinOp::create(
+          rewriter, loc, doubled,
+          createI32Constant(rewriter, loc, backoff.maxSleepNs));
+      LLVM::BrOp::create(rewriter, loc, ValueRange{attempt, capped}, poll);
+    } else {
+      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, poll,
+                             ValueRange{attempt, sleepNs});
+    }
+
+    rewriter.setInsertionPointToEnd(next);
+    Value nextIndex = LLVM::AddOp::create(rewriter, loc, index, warpSize);
+    LLVM::BrOp::create(rewriter, loc, ValueRange{nextIndex}, word);
+
+    rewriter.setInsertionPointToStart(done);
+    target.createProgramBarrier(rewriter, loc);
+    rewriter.replaceOp(op, target.createToken(rewriter, loc));
+    return success();
+  }
+
+private:
+  WaitBackoff backoff;
+};
+
+class ConsumeTokenLowering : public DistributedPattern<ConsumeTokenOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  LogicalResult
+  matchAndRewrite(ConsumeTokenOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value value = adaptor.getValue();
+    Value token = adaptor.getToken();
+    Type type = value.getType();
+    Value result;
+    if (isa<IntegerType>(type)) {
+      result = target.createOpaqueCopy(rewriter, loc, value, token);
+    } else if (auto floatType = dyn_cast<FloatType>(type)) {
+      Type intType = rewriter.getIntegerType(floatType.getWidth());
+      Value bits = LLVM::BitcastOp::create(rewriter, loc, intType, value);
+      Value copy = target.createOpaqueCopy(rewriter, loc, bits, token);
+      result = LLVM::BitcastOp::create(rewriter, loc, type, copy);
+    } else if (isa<LLVM::LLVMPointerType>(type)) {
+      Type i64 = rewriter.getI64Type();
+      Value address = LLVM::PtrToIntOp::create(rewriter, loc, i64, value);
+      Value copy = target.createOpaqueCopy(rewriter, loc, address, token);
+      result = LLVM::IntToPtrOp::create(rewriter, loc, type, copy);
+    } else {
+      return rewriter.notifyMatchFailure(op, "unsupported value type");
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+class NotifyLowering : public DistributedPattern<NotifyOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  // current: program barrier; cond_br tid == 0, signal, done
+  // signal:  release store / add of the signal at symm_at(ptr, rank); br done
+  LogicalResult
+  matchAndRewrite(NotifyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    target.createProgramBarrier(rewriter, loc);
+    Value tid = target.getThreadId(rewriter, loc);
+    Value isLeader =
+        LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid,
+                             createI32Constant(rewriter, loc, 0));
+
+    Block *current = rewriter.getInsertionBlock();
+    Block *done = rewriter.splitBlock(current, op->getIterator());
+    Block *signal = rewriter.createBlock(done);
+    rewriter.setInsertionPointToEnd(current);
+    LLVM::CondBrOp::create(rewriter, loc, isLeader, signal, ValueRange{}, done,
+                           ValueRange{});
+
+    rewriter.setInsertionPointToEnd(signal);
+    Value peerFlag = castToGlobal(
+        rewriter, loc,
+        translateToRank(rewriter, loc, adaptor.getPtr(), adaptor.getRank()));
+    MemSyncScope scope = getReleaseScope(op.getCommScope());
+    if (op.getSigOp() == SignalOp::set)
+      target.createReleaseStore(rewriter, loc, peerFlag, adaptor.getSignal(),
+                                scope);
+    else
+      target.createReleaseAdd(rewriter, loc, peerFlag, adaptor.getSignal(),
+                              scope);
+    LLVM::BrOp::create(rewriter, loc, ValueRange{}, done);
+
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// The identity on every type but `!distributed.token`, for the ops the token
+/// may cross (function signatures, calls, returns, branches, scf).
+class TokenTypeConverter : public TypeConverter {
+public:
+  TokenTypeConverter() {
+    addConversion([](Type type) { return type; });
+    populateDistributedTypeConversion(*this);
+    auto cast = [](OpBuilder &b, Type type, ValueRange inputs,
+                   Location loc) -> Value {
+      return UnrealizedConversionCastOp::create(b, loc, type, inputs)
+          .getResult(0);
+    };
+    addSourceMaterialization(cast);
+    addTargetMaterialization(cast);
+  }
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+void mlir::triton_dist::populateDistributedTypeConversion(
+    TypeConverter &converter) {
+  converter.addConversion([](TokenType type) -> Type {
+    return IntegerType::get(type.getContext(), 32);
+  });
+}
+
+void mlir::triton_dist::populateDistributedToLLVMPatterns(
+    LLVMTypeConverter &converter, RewritePatternSet &patterns,
+    const TargetInfoBase &target, const WaitBackoff &backoff) {
+  patterns.add<RankQueryLowering<GetRankOp>, RankQueryLowering<GetNumRanksOp>,
+               SymmAtLowering, ConsumeTokenLowering, NotifyLowering>(converter,
+                                                                     target);
+  patterns.add<WaitLowering>(converter, target, backoff);
+}
+
+LogicalResult mlir::triton_dist::checkLowerable(Operation *root) {
+  bool ok = true;
+  root->walk([&](Operation *op) {
+    if (!isa<TritonDistributedDialect>(op->getDialect()))
+      return;
+    int32_t axis = -1;
+    if (auto rank = dyn_cast<GetRankOp>(op))
+      axis = rank.getAxis();
+    else if (auto numRanks = dyn_cast<GetNumRanksOp>(op))
+      axis = numRanks.getAxis();
+    if (axis != -1) {
+      op->emitError() << "mesh axis " << axis
+                      << " is not supported by the lowering: the runtime "
+                         "context only describes the whole world (axis -1)";
+      ok = false;
+    }
+    Operation *parent = op->getParentOp();
+    if (needsMultiBlockRegion(op) && parent &&
+        parent->hasTrait<OpTrait::SingleBlock>()) {
+      op->emitError() << "lowers to control flow, which the single-block "
+                         "region of '"
+                      << parent->getName()
+                      << "' cannot hold; lower structured control flow to the "
+                         "cf dialect first (--convert-scf-to-cf)";
+      ok = false;
+    }
+  });
+  return success(ok);
+}
+
+LogicalResult
+mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
+                                          const TargetInfoBase &target,
+                                          const LoweringOptions &options) {
+  MLIRContext *context = module.getContext();
+  if (failed(checkLowerable(module)))
+    return failure();
+
+  bool readsContext = false;
+  module.walk([&](Operation *op) {
+    if (isa<GetRankOp, GetNumRanksOp, SymmAtOp, NotifyOp>(op)) {
+      readsContext = true;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (readsContext && failed(getOrInsertContextGlobal(module)))
+    return failure();
+
+  LLVMTypeConverter llvmConverter(context);
+  populateDistributedTypeConversion(llvmConverter);
+  TokenTypeConverter tokenConverter;
+
+  ConversionTarget conversionTarget(*context);
+  conversionTarget.addIllegalDialect<TritonDistributedDialect>();
+  conversionTarget.addLegalDialect<LLVM::LLVMDialect>();
+  target.addLegalDialects(conversionTarget);
+  conversionTarget.markUnknownOpDynamicallyLegal([&](Operation *op) {
+    if (auto function = dyn_cast<FunctionOpInterface>(op))
+      if (!tokenConverter.isLegal(function.getArgumentTypes()) ||
+          !tokenConverter.isLegal(function.getResultTypes()))
+        return false;
+    if (!tokenConverter.isLegal(op))
+      return false;
+    for (Region &region : op->getRegions())
+      if (!tokenConverter.isLegal(&region))
+        return false;
+    return true;
+  });
+
+  RewritePatternSet patterns(context);
+  populateDistributedToLLVMPatterns(llvmConverter, patterns, target,
+                                    options.backoff);
+  populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(
+      patterns, tokenConverter);
+  populateCallOpTypeConversionPattern(patterns, tokenConverter);
+  populateReturnOpTypeConversionPattern(patterns, tokenConverter);
+  populateBranchOpInterfaceTypeConversionPattern(patterns, tokenConverter);
+  scf::populateSCFStructuralTypeConversions(tokenConverter, patterns);
+
+  if (failed(applyPartialConversion(module, conversionTarget,
+                                    std::move(patterns))))
+    return failure();
+
+  if (!options.triple.empty())
+    module->setAttr(LLVM::LLVMDialect::getTargetTripleAttrName(),
+                    StringAttr::get(context, options.triple));
+  if (!options.dataLayout.empty())
+    module->setAttr(LLVM::LLVMDialect::getDataLayoutAttrName(),
+                    StringAttr::get(context, options.dataLayout));
+  return success();
+}

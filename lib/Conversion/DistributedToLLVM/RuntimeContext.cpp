@@ -1,0 +1,97 @@
+//===- RuntimeContext.cpp - the per-module runtime context ----------------===//
+
+#include "TritonDistributed/Conversion/DistributedToLLVM/RuntimeContext.h"
+
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::triton_dist;
+
+namespace {
+enum ContextField : int32_t {
+  kRankField = 0,
+  kNumRanksField = 1,
+  kHeapBasesField = 2
+};
+
+Type getGlobalPtrType(MLIRContext *context) {
+  return LLVM::LLVMPointerType::get(context, kGlobalAddressSpace);
+}
+
+Value getContextAddress(OpBuilder &b, Location loc) {
+  return LLVM::AddressOfOp::create(b, loc, getGlobalPtrType(b.getContext()),
+                                   kContextSymbol);
+}
+
+Value loadField(OpBuilder &b, Location loc, Type type,
+                ArrayRef<LLVM::GEPArg> indices) {
+  MLIRContext *context = b.getContext();
+  Value field = LLVM::GEPOp::create(
+      b, loc, getGlobalPtrType(context), getContextType(context),
+      getContextAddress(b, loc), indices, LLVM::GEPNoWrapFlags::inbounds);
+  return LLVM::LoadOp::create(b, loc, type, field,
+                              type.getIntOrFloatBitWidth() / 8,
+                              /*isVolatile=*/false, /*isNonTemporal=*/false,
+                              /*isInvariant=*/true);
+}
+} // namespace
+
+LLVM::LLVMStructType mlir::triton_dist::getContextType(MLIRContext *context) {
+  auto i32 = IntegerType::get(context, 32);
+  auto i64 = IntegerType::get(context, 64);
+  return LLVM::LLVMStructType::getLiteral(
+      context, {i32, i32, LLVM::LLVMArrayType::get(i64, kMaxRanks)});
+}
+
+FailureOr<LLVM::GlobalOp>
+mlir::triton_dist::getOrInsertContextGlobal(ModuleOp module) {
+  MLIRContext *context = module.getContext();
+  LLVM::LLVMStructType type = getContextType(context);
+  if (Operation *existing =
+          SymbolTable::lookupSymbolIn(module, kContextSymbol)) {
+    auto global = dyn_cast<LLVM::GlobalOp>(existing);
+    if (!global)
+      return existing->emitError()
+             << "'" << kContextSymbol
+             << "' names the triton-dist runtime context and must be an "
+                "llvm.mlir.global";
+    if (global.getGlobalType() != type ||
+        global.getAddrSpace() != kGlobalAddressSpace || global.getConstant() ||
+        global.getLinkage() != LLVM::Linkage::External)
+      return global.emitError()
+             << "the triton-dist runtime context must be a non-constant "
+                "external global of type "
+             << type << " in address space " << kGlobalAddressSpace;
+    // The runtime writes it after the module is loaded: no optimizer may fold
+    // its initializer into loads.
+    if (!global.getExternallyInitialized() &&
+        (global.getValue() || !global.getInitializerRegion().empty()))
+      global.setExternallyInitialized(true);
+    return global;
+  }
+
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  Location loc = module.getLoc();
+  auto global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false,
+                                       LLVM::Linkage::External, kContextSymbol,
+                                       /*value=*/Attribute(), /*alignment=*/8,
+                                       kGlobalAddressSpace);
+  global.setExternallyInitialized(true);
+  b.createBlock(&global.getInitializerRegion());
+  Value zero = LLVM::ZeroOp::create(b, loc, type);
+  LLVM::ReturnOp::create(b, loc, zero);
+  return global;
+}
+
+Value mlir::triton_dist::loadContextRank(OpBuilder &b, Location loc) {
+  return loadField(b, loc, b.getI32Type(), {0, kRankField});
+}
+
+Value mlir::triton_dist::loadContextNumRanks(OpBuilder &b, Location loc) {
+  return loadField(b, loc, b.getI32Type(), {0, kNumRanksField});
+}
+
+Value mlir::triton_dist::loadContextHeapBase(OpBuilder &b, Location loc,
+                                             Value rank) {
+  return loadField(b, loc, b.getI64Type(), {0, kHeapBasesField, rank});
+}

@@ -1,0 +1,43 @@
+//===- TargetInfo.h - ROCDL hooks of the distributed lowering ---*- C++ -*-===//
+//
+// AMD GPUs (AMDGPU, wave32 or wave64).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRITON_DIST_CONVERSION_DISTRIBUTEDTOROCDL_TARGETINFO_H
+#define TRITON_DIST_CONVERSION_DISTRIBUTEDTOROCDL_TARGETINFO_H
+
+#include "TritonDistributed/Conversion/DistributedToLLVM/TargetInfoBase.h"
+
+namespace mlir {
+namespace triton_dist {
+
+class ROCDLTargetInfo final : public TargetInfoBase {
+public:
+  StringRef getName() const override { return "ROCDL"; }
+  void addLegalDialects(ConversionTarget &target) const override;
+
+  /// workitem.id.x.
+  Value getThreadId(OpBuilder &b, Location loc) const override;
+  /// llvm.amdgcn.wavefrontsize, which the backend folds for the subtarget.
+  Value getWarpSize(OpBuilder &b, Location loc) const override;
+  /// Workgroup release fence, s_barrier, workgroup acquire fence.
+  void createProgramBarrier(OpBuilder &b, Location loc) const override;
+  /// `s_sleep 1` (64 clocks) repeated about nanoseconds / 32 times: s_sleep
+  /// only takes an immediate.
+  void createSleep(RewriterBase &rewriter, Location loc,
+                   Value nanoseconds) const override;
+
+  /// "workgroup", "agent", "" (system).
+  StringRef getSyncScope(MemSyncScope scope) const override;
+
+  /// `v_mov_b32 %v, 0` with side effects.
+  Value createToken(OpBuilder &b, Location loc) const override;
+  /// "v": a value may differ between the lanes of a wave.
+  StringRef getRegisterConstraint(unsigned bitWidth) const override;
+};
+
+} // namespace triton_dist
+} // namespace mlir
+
+#endif // TRITON_DIST_CONVERSION_DISTRIBUTEDTOROCDL_TARGETINFO_H

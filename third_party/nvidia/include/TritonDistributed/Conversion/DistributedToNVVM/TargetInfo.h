@@ -1,0 +1,47 @@
+//===- TargetInfo.h - NVVM hooks of the distributed lowering ----*- C++ -*-===//
+//
+// NVIDIA GPUs (NVPTX, sm_70 and newer: PTX scoped memory operations).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TRITON_DIST_CONVERSION_DISTRIBUTEDTONVVM_TARGETINFO_H
+#define TRITON_DIST_CONVERSION_DISTRIBUTEDTONVVM_TARGETINFO_H
+
+#include "TritonDistributed/Conversion/DistributedToLLVM/TargetInfoBase.h"
+
+namespace mlir {
+namespace triton_dist {
+
+class NVVMTargetInfo final : public TargetInfoBase {
+public:
+  StringRef getName() const override { return "NVVM"; }
+  void addLegalDialects(ConversionTarget &target) const override;
+
+  /// %tid.x.
+  Value getThreadId(OpBuilder &b, Location loc) const override;
+  /// 32.
+  Value getWarpSize(OpBuilder &b, Location loc) const override;
+  /// bar.sync 0.
+  void createProgramBarrier(OpBuilder &b, Location loc) const override;
+  /// nanosleep.u32.
+  void createSleep(RewriterBase &rewriter, Location loc,
+                   Value nanoseconds) const override;
+
+  /// "block", "device", "" (system).
+  StringRef getSyncScope(MemSyncScope scope) const override;
+  /// `atom.release.<cta|gpu|sys>.global.add.<u32|u64>` as inline PTX: the
+  /// NVPTX backend of LLVM 22 emits a release `atomicrmw` as a plain
+  /// (relaxed, .gpu) `atom.global.add`.
+  void createReleaseAdd(OpBuilder &b, Location loc, Value ptr, Value value,
+                        MemSyncScope scope) const override;
+
+  /// `mov.u32 %r, 0;` with side effects.
+  Value createToken(OpBuilder &b, Location loc) const override;
+  /// "r" (32 bits), "l" (64 bits).
+  StringRef getRegisterConstraint(unsigned bitWidth) const override;
+};
+
+} // namespace triton_dist
+} // namespace mlir
+
+#endif // TRITON_DIST_CONVERSION_DISTRIBUTEDTONVVM_TARGETINFO_H
