@@ -140,7 +140,7 @@ public:
   // entry:           cond_br tid < W, word(tid), done
   // word(i):         cond_br i < n, poll(0, minSleep), done
   // poll(k, ns):     v = atomic load flags[i]; cond_br v == value, next, retry
-  // retry:           cond_br k < tightPolls, poll(k + 1, ns), sleep
+  // retry:           cond_br k + 1 < tightPolls, poll(k + 1, ns), sleep
   // sleep:           sleep(ns); br poll(k, min(2 ns, maxSleep))
   // next:            br word(i + W)
   // done:            program barrier; token
@@ -197,11 +197,11 @@ public:
                              ValueRange{});
 
       rewriter.setInsertionPointToEnd(retry);
-      Value tight = LLVM::ICmpOp::create(
-          rewriter, loc, LLVM::ICmpPredicate::ult, attempt,
-          createI32Constant(rewriter, loc, backoff.tightPolls));
       Value nextAttempt = LLVM::AddOp::create(
           rewriter, loc, attempt, createI32Constant(rewriter, loc, 1));
+      Value tight = LLVM::ICmpOp::create(
+          rewriter, loc, LLVM::ICmpPredicate::ult, nextAttempt,
+          createI32Constant(rewriter, loc, backoff.tightPolls));
       LLVM::CondBrOp::create(rewriter, loc, tight, poll,
                              ValueRange{nextAttempt, sleepNs}, sleep,
                              ValueRange{});
