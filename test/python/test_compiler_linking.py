@@ -138,6 +138,24 @@ def test_a_missing_library_is_an_error_only_for_kernels_that_need_it(target_name
 
 
 @pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_an_unreadable_library_is_a_clear_error(target_name, tmp_path, monkeypatch, fresh_cache):
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / compiler.LIBRARY_FILES[TARGETS[target_name][1]]).write_bytes(b"not bitcode")
+    monkeypatch.setenv(compiler.DEVICE_LIB_DIR_ENV, str(libs))
+    with pytest.raises(compiler.DeviceLibraryUnreadableError, match=r"cannot read the triton_dist device library"):
+        compile_kernel(fresh(uses_rank), OUT, target_name)
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+def test_the_device_library_links_into_a_kernel(target_name):
+    """The library (as built) is bitcode that Triton's own LLVM reads and links: the context global shows up."""
+    need_library(target_name)
+    compiled = compile_kernel(uses_rank, OUT, target_name)
+    assert "__triton_dist_context" in compiled.asm[TARGETS[target_name][2]]
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
 def test_kernels_without_primitives_take_nothing_from_the_library(target_name):
     """Linked next to libdevice / ocml, the library contributes nothing (not even the context) to other kernels."""
     need_library(target_name)

@@ -30,6 +30,10 @@ class DeviceLibraryMissingError(RuntimeError):
     """A kernel calls triton_dist primitives but the device library for its target has not been built."""
 
 
+class DeviceLibraryUnreadableError(RuntimeError):
+    """The device library exists but the LLVM inside Triton cannot parse it."""
+
+
 def device_lib_dir() -> Path:
     """The directory the compiler links from: ``$TRITON_DIST_DEVICE_LIB_DIR`` if set, else the package's ``_device``."""
     override = os.environ.get(DEVICE_LIB_DIR_ENV)

@@ -21,6 +21,7 @@ from triton_dist.compiler.device_library import (
     LIBRARY_FILES,
     SYMBOL_PREFIX,
     DeviceLibraryMissingError,
+    DeviceLibraryUnreadableError,
     require_library,
 )
 
@@ -45,9 +46,19 @@ def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[
             # This kernel calls no primitive: compile it as Triton would, without the (unbuilt) library.
             path = None
         linked = _with_library(options, path) if path is not None else options
-        if target == "cuda":
-            return backend.make_llir(src, metadata, linked, capability)
-        return backend.make_llir(src, metadata, linked)
+        try:
+            if target == "cuda":
+                return backend.make_llir(src, metadata, linked, capability)
+            return backend.make_llir(src, metadata, linked)
+        except ValueError as error:
+            if path is None or path not in str(error):
+                raise
+            raise DeviceLibraryUnreadableError(
+                f"Triton's LLVM cannot read the triton_dist device library {path} ({error}). It must be bitcode "
+                "that the LLVM bundled with triton==3.6.0 can parse: a newer LLVM can write attributes the older "
+                "reader does not know (LLVM 22 tags llvm.umin/umax/... with 'nocreateundeforpoison'). Rebuild it "
+                "with scripts/build.sh from a device library that avoids them (docs/abi.md)."
+            ) from error
 
     setattr(llir, _OUR_STAGE, True)
     return llir
