@@ -23,6 +23,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/ControlFlow/Transforms/StructuralTypeConversions.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -210,9 +211,14 @@ public:
       target.createSleep(rewriter, loc, sleepNs);
       Value doubled = LLVM::ShlOp::create(rewriter, loc, sleepNs,
                                           createI32Constant(rewriter, loc, 1));
-      Value capped = LLVM::UMinOp::create(
-          rewriter, loc, doubled,
-          createI32Constant(rewriter, loc, backoff.maxSleepNs));
+      // icmp + select, not llvm.intr.umin: LLVM 22.1 gives min/max intrinsics
+      // an attribute (nocreateundeforpoison) that Triton 3.6's LLVM cannot
+      // read, and a library it cannot parse links into no kernel.
+      Value cap = createI32Constant(rewriter, loc, backoff.maxSleepNs);
+      Value belowCap = LLVM::ICmpOp::create(
+          rewriter, loc, LLVM::ICmpPredicate::ult, doubled, cap);
+      Value capped =
+          LLVM::SelectOp::create(rewriter, loc, belowCap, doubled, cap);
       LLVM::BrOp::create(rewriter, loc, ValueRange{attempt, capped}, poll);
     } else {
       LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, poll,
@@ -404,15 +410,9 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
   target.addLegalDialects(conversionTarget);
   conversionTarget.markUnknownOpDynamicallyLegal([&](Operation *op) {
     if (auto function = dyn_cast<FunctionOpInterface>(op))
-      if (!tokenConverter.isLegal(function.getArgumentTypes()) ||
-          !tokenConverter.isLegal(function.getResultTypes()))
-        return false;
-    if (!tokenConverter.isLegal(op))
-      return false;
-    for (Region &region : op->getRegions())
-      if (!tokenConverter.isLegal(&region))
-        return false;
-    return true;
+      return tokenConverter.isLegal(function.getArgumentTypes()) &&
+             tokenConverter.isLegal(function.getResultTypes());
+    return tokenConverter.isLegal(op);
   });
 
   RewritePatternSet patterns(context);
@@ -422,7 +422,7 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
       patterns, tokenConverter);
   populateCallOpTypeConversionPattern(patterns, tokenConverter);
   populateReturnOpTypeConversionPattern(patterns, tokenConverter);
-  populateBranchOpInterfaceTypeConversionPattern(patterns, tokenConverter);
+  cf::populateCFStructuralTypeConversions(tokenConverter, patterns);
   scf::populateSCFStructuralTypeConversions(tokenConverter, patterns);
 
   if (failed(applyPartialConversion(module, conversionTarget,

@@ -57,10 +57,13 @@ void ROCDLTargetInfo::createSleep(RewriterBase &rewriter, Location loc,
     return LLVM::ConstantOp::create(rewriter, loc, i32,
                                     rewriter.getI32IntegerAttr(value));
   };
-  Value naps = LLVM::UMaxOp::create(
-      rewriter, loc,
-      LLVM::LShrOp::create(rewriter, loc, nanoseconds, constant(5)),
-      constant(1));
+  // icmp + select, not llvm.intr.umax (see the backoff in the shared core:
+  // Triton 3.6's LLVM cannot read the attributes LLVM 22.1 puts on it).
+  Value scaled = LLVM::LShrOp::create(rewriter, loc, nanoseconds, constant(5));
+  Value positive = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ugt,
+                                        scaled, constant(1));
+  Value naps =
+      LLVM::SelectOp::create(rewriter, loc, positive, scaled, constant(1));
 
   Block *current = rewriter.getInsertionBlock();
   Block *rest = rewriter.splitBlock(current, rewriter.getInsertionPoint());

@@ -1,0 +1,85 @@
+// RUN: triton-dist-opt --convert-distributed-to-nvvm --split-input-file --verify-diagnostics %s
+// RUN: triton-dist-opt --convert-distributed-to-rocdl --split-input-file --verify-diagnostics %s
+
+// What the lowerings cannot handle: a located error on the op, and the pass fails (no crash, no partial output).
+
+func.func @rank_on_mesh_axis() -> i32 {
+  // expected-error @+1 {{mesh axis 0 is not supported by the lowering: the runtime context only describes the whole world (axis -1)}}
+  %0 = distributed.get_rank axis(0)
+  return %0 : i32
+}
+
+// -----
+
+func.func @num_ranks_on_mesh_axis() -> i32 {
+  // expected-error @+1 {{mesh axis 1 is not supported by the lowering}}
+  %0 = distributed.get_num_ranks axis(1)
+  return %0 : i32
+}
+
+// -----
+
+// wait becomes a loop, which the single block of an scf.for body cannot hold.
+func.func @wait_in_scf_for(%flags: !llvm.ptr<1>, %lb: index, %ub: index, %step: index) {
+  %one = arith.constant 1 : i32
+  scf.for %i = %lb to %ub step %step {
+    // expected-error @+1 {{lowers to control flow, which the single-block region of 'scf.for' cannot hold; lower structured control flow to the cf dialect first (--convert-scf-to-cf)}}
+    %t = distributed.wait %flags, %one, %one scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+  }
+  return
+}
+
+// -----
+
+func.func @notify_in_scf_if(%flag: !llvm.ptr<1>, %peer: i32, %cond: i1) {
+  %one = arith.constant 1 : i32
+  scf.if %cond {
+    // expected-error @+1 {{lowers to control flow, which the single-block region of 'scf.if' cannot hold}}
+    distributed.notify %flag, %peer, %one sig_op(set) comm_scope(intra_node) : !llvm.ptr<1>, i32
+  }
+  return
+}
+
+// -----
+
+// The context's name is taken by something that is not a global.
+// expected-error @+1 {{'__triton_dist_context' names the triton-dist runtime context and must be an llvm.mlir.global}}
+llvm.func @__triton_dist_context()
+
+func.func @rank() -> i32 {
+  %0 = distributed.get_rank
+  return %0 : i32
+}
+
+// -----
+
+// expected-error @+1 {{the triton-dist runtime context must be a non-constant external global of type '!llvm.struct<(i32, i32, array<256 x i64>)>' in address space 1}}
+llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, array<128 x i64>)>
+
+func.func @rank() -> i32 {
+  %0 = distributed.get_rank
+  return %0 : i32
+}
+
+// -----
+
+// expected-error @+1 {{the triton-dist runtime context must be a non-constant external global}}
+llvm.mlir.global external @__triton_dist_context() : !llvm.struct<(i32, i32, array<256 x i64>)>
+
+func.func @num_ranks() -> i32 {
+  %0 = distributed.get_num_ranks
+  return %0 : i32
+}
+
+// -----
+
+// expected-error @+1 {{the triton-dist runtime context must be a non-constant external global}}
+llvm.mlir.global internal @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, array<256 x i64>)> {
+  %0 = llvm.mlir.zero : !llvm.struct<(i32, i32, array<256 x i64>)>
+  llvm.return %0 : !llvm.struct<(i32, i32, array<256 x i64>)>
+}
+
+func.func @symm_at(%ptr: !llvm.ptr<1>, %peer: i32) -> !llvm.ptr<1> {
+  %0 = distributed.symm_at %ptr, %peer : !llvm.ptr<1>
+  return %0 : !llvm.ptr<1>
+}
