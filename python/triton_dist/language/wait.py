@@ -32,9 +32,10 @@ def wait(
     access after the wait, by every thread of the program, see what the writers did before their release
     (``notify``); "relaxed" only waits.
 
-    Every thread of the program takes part: thread t polls flags t, t+T, ... (T threads per program), then the
-    program synchronizes (``bar.sync`` / ``s_barrier``). The wait is a plain equality test: it never returns while
-    a flag holds another value, so use values that only grow (epochs) or reset flags between uses.
+    Every thread of the program calls it: the lanes of the first warp / wavefront poll (lane l checks flags l,
+    l+W, ...; W = warp / wave size) with backoff, the others go straight to the program barrier (``bar.sync`` /
+    ``s_barrier``) that ends the wait. The test is equality: it never returns while a flag holds another value,
+    so use values that only grow (epochs) or reset flags between uses.
 
     Returns a token for :func:`consume_token`.
     """
