@@ -17,6 +17,8 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%device_lib_dir", os.path.join(config.triton_dist_obj_root, "device")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+# `not` and `count` are plain commands in RUN lines: find them in LLVM 22, not on the system PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.triton_dist_tools_dir, config.llvm_tools_dir]
 tools = [
