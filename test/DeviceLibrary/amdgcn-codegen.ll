@@ -1,0 +1,140 @@
+; The built AMD device library compiles for gfx942 (wave64) and gfx1100 (wave32), and each ABI name gets the scope
+; and ordering it names (gfx942 cache bits: workgroup sc0, agent sc1, system sc0 sc1).
+; RUN: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 %device_lib_dir/triton_dist.amdgcn.bc -o - | FileCheck %s
+; RUN: llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx1100 %device_lib_dir/triton_dist.amdgcn.bc -o - | FileCheck %s --check-prefix=WAVE32
+
+; WAVE32-LABEL: __triton_dist_wait_sys_acquire_i32:
+; WAVE32:         v_cmpx_gt_u32_e32 32, v{{[0-9]+}}
+; WAVE32:         v_add_nc_u32_e32 v{{[0-9]+}}, 32, v{{[0-9]+}}
+; WAVE32:         s_barrier
+
+; CHECK-LABEL: __triton_dist_rank:
+; CHECK-LABEL: __triton_dist_num_ranks:
+; CHECK-LABEL: __triton_dist_symm_at:
+; CHECK-LABEL: __triton_dist_wait_cta_acquire_i32:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dword v{{.*}}, off sc0{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_cta_acquire_i64:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dwordx2 v{{.*}}, off sc0{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i32:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dword v{{.*}}, off sc0{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i64:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dwordx2 v{{.*}}, off sc0{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i32:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dword v{{.*}}, off sc1{{$}}
+; CHECK-NEXT:    s_waitcnt vmcnt(0)
+; CHECK-NEXT:    buffer_inv sc1
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i64:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dwordx2 v{{.*}}, off sc1{{$}}
+; CHECK-NEXT:    s_waitcnt vmcnt(0)
+; CHECK-NEXT:    buffer_inv sc1
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i32:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dword v{{.*}}, off sc1{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i64:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dwordx2 v{{.*}}, off sc1{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_sys_acquire_i32:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dword v{{.*}}, off sc0 sc1{{$}}
+; CHECK-NEXT:    s_waitcnt vmcnt(0)
+; CHECK-NEXT:    buffer_inv sc0 sc1
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_sys_acquire_i64:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dwordx2 v{{.*}}, off sc0 sc1{{$}}
+; CHECK-NEXT:    s_waitcnt vmcnt(0)
+; CHECK-NEXT:    buffer_inv sc0 sc1
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i32:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dword v{{.*}}, off sc0 sc1{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i64:
+; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
+; CHECK:         global_load_dwordx2 v{{.*}}, off sc0 sc1{{$}}
+; CHECK-NOT:     buffer_inv
+; CHECK:         s_sleep 1
+; CHECK:         s_barrier
+; CHECK-LABEL: __triton_dist_notify_set_gpu_i32:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc1
+; CHECK-NEXT:    global_store_dword v{{.*}}, off sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_set_gpu_i64:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc1
+; CHECK-NEXT:    global_store_dwordx2 v{{.*}}, off sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_set_intra_node_i32:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_store_dword v{{.*}}, off sc0 sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_set_intra_node_i64:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_store_dwordx2 v{{.*}}, off sc0 sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_set_inter_node_i32:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_store_dword v{{.*}}, off sc0 sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_set_inter_node_i64:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_store_dwordx2 v{{.*}}, off sc0 sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_add_gpu_i32:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc1
+; CHECK-NEXT:    global_atomic_add v{{.*}}, off{{$}}
+; CHECK-LABEL: __triton_dist_notify_add_gpu_i64:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc1
+; CHECK-NEXT:    global_atomic_add_x2 v{{.*}}, off{{$}}
+; CHECK-LABEL: __triton_dist_notify_add_intra_node_i32:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_atomic_add v{{.*}}, off sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_add_intra_node_i64:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_atomic_add_x2 v{{.*}}, off sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_add_inter_node_i32:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_atomic_add v{{.*}}, off sc1{{$}}
+; CHECK-LABEL: __triton_dist_notify_add_inter_node_i64:
+; CHECK:         s_barrier
+; CHECK:         buffer_wbl2 sc0 sc1
+; CHECK-NEXT:    global_atomic_add_x2 v{{.*}}, off sc1{{$}}
+; CHECK-LABEL: __triton_dist_consume_token:
+; CHECK-NOT:     global_load
+; CHECK:         s_setpc_b64

@@ -1,0 +1,101 @@
+; The built NVIDIA device library compiles for sm_90, and each ABI name gets the scope and ordering it names.
+; RUN: llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 %device_lib_dir/triton_dist.nvptx64.bc -o - | FileCheck %s
+
+; CHECK: .visible .global .align 8 .b8 __triton_dist_context[2056];
+; CHECK-LABEL: __triton_dist_rank()
+; CHECK:         ld.global.nc.b32 %{{r[0-9]+}}, [__triton_dist_context];
+; CHECK-LABEL: __triton_dist_num_ranks()
+; CHECK:         ld.global.nc.b32 %{{r[0-9]+}}, [__triton_dist_context+4];
+; CHECK-LABEL: __triton_dist_symm_at(
+; CHECK:         sub.s64
+; CHECK:         add.s64
+; CHECK-LABEL: __triton_dist_wait_cta_acquire_i32(
+; CHECK:         ld.acquire.cta.global.b32
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_cta_acquire_i64(
+; CHECK:         ld.acquire.cta.global.b64
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i32(
+; CHECK:         ld.relaxed.cta.global.b32
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i64(
+; CHECK:         ld.relaxed.cta.global.b64
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i32(
+; CHECK:         ld.acquire.gpu.global.b32
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i64(
+; CHECK:         ld.acquire.gpu.global.b64
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i32(
+; CHECK:         ld.relaxed.gpu.global.b32
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i64(
+; CHECK:         ld.relaxed.gpu.global.b64
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_sys_acquire_i32(
+; CHECK:         ld.acquire.sys.global.b32
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_sys_acquire_i64(
+; CHECK:         ld.acquire.sys.global.b64
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i32(
+; CHECK:         ld.relaxed.sys.global.b32
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i64(
+; CHECK:         ld.relaxed.sys.global.b64
+; CHECK:         nanosleep.u32
+; CHECK:         bar.sync 0;
+; CHECK-LABEL: __triton_dist_notify_set_gpu_i32(
+; CHECK:         bar.sync 0;
+; CHECK:         st.release.gpu.global.b32
+; CHECK-LABEL: __triton_dist_notify_set_gpu_i64(
+; CHECK:         bar.sync 0;
+; CHECK:         st.release.gpu.global.b64
+; CHECK-LABEL: __triton_dist_notify_set_intra_node_i32(
+; CHECK:         bar.sync 0;
+; CHECK:         st.release.sys.global.b32
+; CHECK-LABEL: __triton_dist_notify_set_intra_node_i64(
+; CHECK:         bar.sync 0;
+; CHECK:         st.release.sys.global.b64
+; CHECK-LABEL: __triton_dist_notify_set_inter_node_i32(
+; CHECK:         bar.sync 0;
+; CHECK:         st.release.sys.global.b32
+; CHECK-LABEL: __triton_dist_notify_set_inter_node_i64(
+; CHECK:         bar.sync 0;
+; CHECK:         st.release.sys.global.b64
+; CHECK-LABEL: __triton_dist_notify_add_gpu_i32(
+; CHECK:         bar.sync 0;
+; CHECK:         atom.release.gpu.global.add.u32
+; CHECK-LABEL: __triton_dist_notify_add_gpu_i64(
+; CHECK:         bar.sync 0;
+; CHECK:         atom.release.gpu.global.add.u64
+; CHECK-LABEL: __triton_dist_notify_add_intra_node_i32(
+; CHECK:         bar.sync 0;
+; CHECK:         atom.release.sys.global.add.u32
+; CHECK-LABEL: __triton_dist_notify_add_intra_node_i64(
+; CHECK:         bar.sync 0;
+; CHECK:         atom.release.sys.global.add.u64
+; CHECK-LABEL: __triton_dist_notify_add_inter_node_i32(
+; CHECK:         bar.sync 0;
+; CHECK:         atom.release.sys.global.add.u32
+; CHECK-LABEL: __triton_dist_notify_add_inter_node_i64(
+; CHECK:         bar.sync 0;
+; CHECK:         atom.release.sys.global.add.u64
+; consume_token: the value goes straight back through an empty inline asm.
+; CHECK-LABEL: __triton_dist_consume_token(
+; CHECK:         ld.param.b64 %[[VALUE:rd[0-9]+]], [__triton_dist_consume_token_param_0];
+; CHECK:         // begin inline asm
+; CHECK-NEXT:    // end inline asm
+; CHECK-NEXT:    st.param.b64 [func_retval0], %[[VALUE]];
