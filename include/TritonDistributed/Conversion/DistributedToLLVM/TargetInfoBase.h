@@ -29,9 +29,6 @@ class TargetInfoBase {
 public:
   virtual ~TargetInfoBase();
 
-  /// The target's name in diagnostics ("NVVM", "ROCDL").
-  virtual StringRef getName() const = 0;
-
   /// Marks the dialects the hooks create (NVVM, ROCDL) legal.
   virtual void addLegalDialects(ConversionTarget &target) const = 0;
 

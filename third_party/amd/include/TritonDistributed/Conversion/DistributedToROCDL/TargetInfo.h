@@ -14,7 +14,6 @@ namespace triton_dist {
 
 class ROCDLTargetInfo final : public TargetInfoBase {
 public:
-  StringRef getName() const override { return "ROCDL"; }
   void addLegalDialects(ConversionTarget &target) const override;
 
   /// workitem.id.x.

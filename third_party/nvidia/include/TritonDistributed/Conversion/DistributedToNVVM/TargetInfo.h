@@ -14,7 +14,6 @@ namespace triton_dist {
 
 class NVVMTargetInfo final : public TargetInfoBase {
 public:
-  StringRef getName() const override { return "NVVM"; }
   void addLegalDialects(ConversionTarget &target) const override;
 
   /// %tid.x.
