@@ -73,8 +73,8 @@ def _one_size(
     world = rt.current_world()
     out_bytes = size_mib << 20
     shard_elems = out_bytes // 2 // world.world_size
-    shard = (rt.empty if variant.shard_on_heap else _torch_empty)((shard_elems,), torch.bfloat16)
-    out = (rt.empty if variant.out_on_heap else _torch_empty)((shard_elems * world.world_size,), torch.bfloat16)
+    shard = (rt.empty if variant.shard_on_heap else _torch_empty)((shard_elems,), dtype=torch.bfloat16)
+    out = (rt.empty if variant.out_on_heap else _torch_empty)((shard_elems * world.world_size,), dtype=torch.bfloat16)
     reference = torch.empty_like(out)
     launch = variant.make_launch(args, shard, out, ctas_per_peer)
 

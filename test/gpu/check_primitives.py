@@ -12,6 +12,7 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -181,6 +182,7 @@ def check_set_wait(checks: Checks, world: rt.World) -> None:
                 rt.barrier()
                 got = flags.tolist()
                 checks.check(f"notify set {dtype} {scope} = {value}", got == [value] * world.world_size, f"{got}")
+                rt.barrier()  # every rank has read this round's flags before any rank sets the next round's
 
 
 def check_add_wait(checks: Checks, world: rt.World) -> None:
@@ -353,9 +355,11 @@ def check_subprocess_errors(checks: Checks) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         env["PORT"] = str(probe.getsockname()[1])
-    result = subprocess.run(
-        [sys.executable, "-c", KERNEL_BEFORE_INIT], env=env, capture_output=True, text=True, timeout=300
-    )
+    # Triton reads a @jit function's source from its file, so the script must be a file, not `python -c`.
+    with tempfile.TemporaryDirectory() as scratch:
+        script = Path(scratch) / "kernel_before_init.py"
+        script.write_text(KERNEL_BEFORE_INIT)
+        result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     output = result.stdout + result.stderr
     checks.check(
         "a triton_dist kernel loaded before init() raises 'call triton_dist.init() first'",
