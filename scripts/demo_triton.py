@@ -49,7 +49,7 @@ TARGETS = {
 PATTERNS = {
     "sm_90": [
         ("runtime context (rank, num_ranks, heap bases)", r"__triton_dist_context"),
-        ("16-byte vector access (symm_at keeps alignment)", r"\b(ld|st)\.global\.v4\."),
+        ("16-byte vector access (also through symm_at / consume_token)", r"\b(ld|st)\.global\.v4\."),
         ("program barrier (notify, wait)", r"\bbar\.sync\b|\bbarrier\.sync\b"),
         ("notify: release", r"\.release\.|\bfence\.|\bmembar\."),
         ("wait: acquire poll", r"\.acquire\.|\bld\.relaxed\.|\bld\.volatile\."),
@@ -58,7 +58,7 @@ PATTERNS = {
     ],
     "gfx942": [
         ("runtime context (rank, num_ranks, heap bases)", r"__triton_dist_context"),
-        ("16-byte vector access (symm_at keeps alignment)", r"global_(load|store)_dwordx4"),
+        ("16-byte vector access (also through symm_at / consume_token)", r"global_(load|store)_dwordx4"),
         ("program barrier (notify, wait)", r"\bs_barrier\b"),
         ("notify: release (L2 write-back)", r"\bbuffer_wbl2\b"),
         ("system-scope flag access (notify store / wait poll)", r"global_(load|store)_dword\b.*\bsc0 sc1"),
