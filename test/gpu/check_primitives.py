@@ -316,25 +316,43 @@ import torch.distributed as dist
 import triton_dist.language as dl
 from triton_dist import runtime as rt
 
+def step(what):
+    print("STEP:", what, flush=True)
+
 @triton.jit
 def who(out_ptr):
     tl.store(out_ptr, dl.rank() * 100 + dl.num_ranks())
 
 out = torch.full((1,), -1, dtype=torch.int32, device="cuda")
+step("launch before init")
 try:
     who[(1,)](out)
     torch.cuda.synchronize()
     print("NO ERROR")
 except RuntimeError as error:
     print("ERROR:", error)
+step("init_process_group")
 dist.init_process_group("nccl", init_method="tcp://127.0.0.1:" + os.environ["PORT"], rank=0, world_size=1)
+step("triton_dist.init")
 rt.init(heap_size="16M")
+step("launch after init")
 who[(1,)](out)
 torch.cuda.synchronize()
-print("AFTER INIT:", out.item())
+print("AFTER INIT:", out.item(), flush=True)
+step("finalize")
 rt.finalize()
 dist.destroy_process_group()
+step("done")
 """
+
+
+SUBPROCESS_TIMEOUT_S = 90
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode(errors="replace")
 
 
 def check_subprocess_errors(checks: Checks) -> None:
@@ -359,17 +377,23 @@ def check_subprocess_errors(checks: Checks) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         script = Path(scratch) / "kernel_before_init.py"
         script.write_text(KERNEL_BEFORE_INIT)
-        result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
-    output = result.stdout + result.stderr
+        try:
+            result = subprocess.run(
+                [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S
+            )
+            stdout, output = result.stdout, result.stdout + result.stderr
+        except subprocess.TimeoutExpired as expired:  # report how far it got instead of hanging the whole check
+            stdout = _text(expired.stdout)
+            output = f"TIMEOUT after {SUBPROCESS_TIMEOUT_S}s; " + stdout + _text(expired.stderr)
     checks.check(
         "a triton_dist kernel loaded before init() raises 'call triton_dist.init() first'",
-        "before triton_dist.init()" in result.stdout,
+        "before triton_dist.init()" in stdout,
         textwrap.shorten(output, 400),
     )
     checks.check(
         "init() then fills the module that was loaded too early (rank 0 of 1)",
-        "AFTER INIT: 1" in result.stdout,
-        textwrap.shorten(output[-400:], 400),
+        "AFTER INIT: 1" in stdout,
+        textwrap.shorten(output[-600:], 600),
     )
 
 
