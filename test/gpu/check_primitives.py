@@ -360,8 +360,12 @@ def check_subprocess_errors(checks: Checks) -> None:
     device = torch.cuda.current_device()
     this_gpu = visible.split(",")[device] if visible else str(device)  # the subprocess sees only this rank's GPU
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=this_gpu)
-    for variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
-        env.pop(variable, None)
+    # Drop torchrun's variables: with TORCHELASTIC_USE_AGENT_STORE set, init_process_group("tcp://...") connects as
+    # a client to torchrun's store instead of serving its own, and waits forever for a server on that port.
+    launcher = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+                "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT")
+    for variable in [name for name in env if name in launcher or name.startswith("TORCHELASTIC_")]:
+        env.pop(variable)
     result = subprocess.run(
         [sys.executable, "-c", INIT_WITHOUT_GROUP], env=env, capture_output=True, text=True, timeout=120
     )
