@@ -362,8 +362,19 @@ def check_subprocess_errors(checks: Checks) -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=this_gpu)
     # Drop torchrun's variables: with TORCHELASTIC_USE_AGENT_STORE set, init_process_group("tcp://...") connects as
     # a client to torchrun's store instead of serving its own, and waits forever for a server on that port.
-    launcher = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
-                "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT")
+    launcher = (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "GROUP_WORLD_SIZE",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "ROLE_NAME",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+    )
     for variable in [name for name in env if name in launcher or name.startswith("TORCHELASTIC_")]:
         env.pop(variable)
     result = subprocess.run(
