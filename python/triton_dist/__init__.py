@@ -3,8 +3,77 @@
 Kernel authors import :mod:`triton_dist.language` (as ``dl``) inside kernels and use this package's runtime on the
 host: ``triton_dist.init()`` after ``torch.distributed.init_process_group``, symmetric tensors from
 ``triton_dist.empty`` / ``zeros``, ``triton_dist.barrier()``, and ``triton_dist.finalize()``.
+
+The runtime names are loaded on first use, so ``import triton_dist.language`` (what kernels need to compile) does not
+import torch or touch a GPU.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_RUNTIME_NAMES = (
+    "HeapExhaustedError",
+    "World",
+    "barrier",
+    "barrier_on_device",
+    "current_world",
+    "empty",
+    "empty_like",
+    "finalize",
+    "full",
+    "heap_stats",
+    "init",
+    "is_initialized",
+    "is_symmetric",
+    "ones",
+    "peer_tensor",
+    "rand",
+    "randn",
+    "require_symmetric",
+    "verify_symmetric",
+    "zeros",
+    "zeros_like",
+)
+
+if TYPE_CHECKING:
+    from triton_dist.runtime import (  # noqa: F401
+        HeapExhaustedError,
+        World,
+        barrier,
+        barrier_on_device,
+        current_world,
+        empty,
+        empty_like,
+        finalize,
+        full,
+        heap_stats,
+        init,
+        is_initialized,
+        is_symmetric,
+        ones,
+        peer_tensor,
+        rand,
+        randn,
+        require_symmetric,
+        verify_symmetric,
+        zeros,
+        zeros_like,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    """``triton_dist.init`` and the other runtime names, imported from :mod:`triton_dist.runtime` on first use."""
+    if name in _RUNTIME_NAMES:
+        return getattr(importlib.import_module("triton_dist.runtime"), name)
+    raise AttributeError(f"module 'triton_dist' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_RUNTIME_NAMES])
+
+
+__all__ = ["__version__", *_RUNTIME_NAMES]
