@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_RUNTIME_NAMES = (
+RUNTIME_NAMES = (  # the public names of triton_dist.runtime, importable from the package root
     "HeapExhaustedError",
     "World",
     "barrier",
@@ -67,13 +67,13 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """``triton_dist.init`` and the other runtime names, imported from :mod:`triton_dist.runtime` on first use."""
-    if name in _RUNTIME_NAMES:
+    if name in RUNTIME_NAMES:
         return getattr(importlib.import_module("triton_dist.runtime"), name)
     raise AttributeError(f"module 'triton_dist' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_RUNTIME_NAMES])
+    return sorted([*globals(), *RUNTIME_NAMES])
 
 
-__all__ = ["__version__", *_RUNTIME_NAMES]
+__all__ = ["__version__", *RUNTIME_NAMES]

@@ -12,10 +12,14 @@ from triton_dist import runtime
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
 
-@pytest.mark.parametrize("name", triton_dist._RUNTIME_NAMES)
+@pytest.mark.parametrize("name", triton_dist.RUNTIME_NAMES)
 def test_runtime_names_are_reexported(name):
     assert getattr(triton_dist, name) is getattr(runtime, name)
     assert name in dir(triton_dist)
+
+
+def test_runtime_all_is_the_same_list():
+    assert sorted(runtime.__all__) == sorted(triton_dist.RUNTIME_NAMES)
 
 
 def test_unknown_name_raises_attribute_error_naming_it():
