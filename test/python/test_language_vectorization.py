@@ -102,23 +102,21 @@ def test_loads_through_a_consumed_pointer_are_16_byte_vectors(target_name):
     assert _matching(lines, VECTOR_STORE[target_name]), "\n".join(lines)
 
 
-def test_loads_through_a_consumed_pointer_stay_after_the_wait_ptx():
-    """In PTX order: the first acquire poll, the barrier that ends the wait, then the data load. (The polling loop's
-    later iterations may be laid out after the kernel's return; what matters is that the load is not above them.)"""
-    need_real_library("sm_90")
-    signature = {"flag_ptr": "*i32", "data_ptr": "*bf16", "out_ptr": "*bf16"}
-    lines = _lines(wait_then_load, signature, "sm_90", {"BLOCK": block("bf16", "sm_90")}, ("data_ptr", "out_ptr"))
-    poll = index_of(lines, r"\bld\.acquire\.sys\b")
-    load = index_of(lines, VECTOR_LOAD["sm_90"])
-    barrier = index_of(lines[:load], r"\bbar(rier)?\.sync\b", last=True) if load >= 0 else -1
-    assert 0 <= poll < barrier < load, "\n".join(lines)
+# Per target: the instruction that makes the poll an acquire, and the barrier that ends the wait.
+WAIT_ACQUIRE = {"sm_90": r"\bld\.acquire\.sys\b", "gfx942": r"\bbuffer_inv\b"}
+WAIT_BARRIER = {"sm_90": r"\bbar(rier)?\.sync\b", "gfx942": r"\bs_barrier\b"}
 
 
-def test_loads_through_a_consumed_pointer_stay_after_the_wait_amdgcn():
-    need_real_library("gfx942")
+@pytest.mark.parametrize("target_name", sorted(WAIT_ACQUIRE))
+def test_loads_through_a_consumed_pointer_stay_after_the_wait(target_name):
+    """In assembly order: the first acquire of the poll, the barrier that ends the wait, then the data load. (The
+    polling loop's later iterations may be laid out after the kernel's return; what matters is that the load is not
+    above them.)"""
+    need_real_library(target_name)
     signature = {"flag_ptr": "*i32", "data_ptr": "*bf16", "out_ptr": "*bf16"}
-    lines = _lines(wait_then_load, signature, "gfx942", {"BLOCK": block("bf16", "gfx942")}, ("data_ptr", "out_ptr"))
-    acquire = index_of(lines, r"\bbuffer_inv\b")
-    load = index_of(lines, VECTOR_LOAD["gfx942"])
-    barrier = index_of(lines[:load], r"\bs_barrier\b", last=True) if load >= 0 else -1
+    constexprs = {"BLOCK": block("bf16", target_name)}
+    lines = _lines(wait_then_load, signature, target_name, constexprs, ("data_ptr", "out_ptr"))
+    acquire = index_of(lines, WAIT_ACQUIRE[target_name])
+    load = index_of(lines, VECTOR_LOAD[target_name])
+    barrier = index_of(lines[:load], WAIT_BARRIER[target_name], last=True) if load >= 0 else -1
     assert 0 <= acquire < barrier < load, "\n".join(lines)
