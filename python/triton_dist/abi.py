@@ -1,0 +1,68 @@
+"""The device-library ABI of docs/abi.md, on the Python side: the one home of every fact the frontend, the compiler
+hook and the runtime share with the C++ lowering (``RuntimeContext.h``) and the built bitcode.
+
+A test (``test/python/test_abi_agreement.py``) reads the built libraries and checks them against this module, so the
+two sides cannot drift apart silently.
+
+```
+@__triton_dist_context = addrspace(1) externally_initialized global
+    { i32 rank, i32 num_ranks, i64 heap_size, [256 x i64] heap_bases }     ; 2064 bytes
+```
+"""
+
+from __future__ import annotations
+
+import struct
+
+LIB_NAME = "triton_dist"
+"""The ``extern_libs`` name Triton links the library under; every ABI symbol contains it (the AMD backend links a
+library only when an unresolved symbol contains its name)."""
+
+SYMBOL_PREFIX = "__triton_dist_"
+CONTEXT_SYMBOL = "__triton_dist_context"
+MAX_RANKS = 256
+"""The length of the context's ``heap_bases`` array: the largest world size."""
+
+HEAP_BASE_ALIGNMENT = 4096
+"""Every heap base is page aligned (checked at ``init()``), so a translated pointer keeps its alignment."""
+
+CONTEXT_LAYOUT = struct.Struct(f"<iiq{MAX_RANKS}q")
+"""rank (i32, offset 0), num_ranks (i32, offset 4; 0 = never filled), heap_size (i64 bytes, offset 8),
+heap_bases[MAX_RANKS] (i64, offset 16 + 8 r)."""
+CONTEXT_BYTES = CONTEXT_LAYOUT.size
+CONTEXT_HEAP_SIZE_OFFSET = 8
+CONTEXT_HEAP_BASES_OFFSET = 16
+
+# Functions of the device library (docs/abi.md has the semantics of each).
+RANK = "__triton_dist_rank"  # () -> i32
+NUM_RANKS = "__triton_dist_num_ranks"  # () -> i32
+SYMM_AT = "__triton_dist_symm_at"  # (i64 addr, i32 rank) -> i64
+CONSUME_TOKEN = "__triton_dist_consume_token"  # (i64 value, i32 token) -> i64
+HEAP_OFFSET = "__triton_dist_heap_offset"  # (i64 addr) -> i64: addr - heap_bases[rank]
+HEAP_SIZE = "__triton_dist_heap_size"  # () -> i64
+
+SCOPES = ("cta", "gpu", "sys")
+SEMANTICS = ("acquire", "relaxed")
+COMPARISONS = ("eq", "ne", "ge", "gt", "le", "lt")
+"""``dl.wait``'s tests of a flag against the wait value (signed, as NVSHMEM's ``signal_wait_until``)."""
+SIG_OPS = ("set", "add")
+COMM_SCOPES = ("gpu", "intra_node", "inter_node")
+FLAG_TYPES = ("i32", "i64")
+
+
+def wait_symbol(scope: str, semantic: str, cmp: str, flag: str) -> str:
+    """``__triton_dist_wait_{scope}_{semantic}_{cmp}_{flag}``: (i64 addr, i32 n, iN value) -> i32 token."""
+    return f"{SYMBOL_PREFIX}wait_{scope}_{semantic}_{cmp}_{flag}"
+
+
+def notify_symbol(sig_op: str, comm_scope: str, flag: str) -> str:
+    """``__triton_dist_notify_{sig_op}_{comm_scope}_{flag}``: (i64 addr, i32 rank, iN signal) -> i32 (0)."""
+    return f"{SYMBOL_PREFIX}notify_{sig_op}_{comm_scope}_{flag}"
+
+
+def all_symbols() -> list[str]:
+    """Every function the device library defines, sorted (the agreement test compares the built library to it)."""
+    names = [RANK, NUM_RANKS, SYMM_AT, CONSUME_TOKEN, HEAP_OFFSET, HEAP_SIZE]
+    names += [wait_symbol(s, m, c, f) for s in SCOPES for m in SEMANTICS for c in COMPARISONS for f in FLAG_TYPES]
+    names += [notify_symbol(o, c, f) for o in SIG_OPS for c in COMM_SCOPES for f in FLAG_TYPES]
+    return sorted(names)
