@@ -6,38 +6,53 @@ import json
 
 import pytest
 
-from triton_dist.runtime.context_abi import CONTEXT_BYTES, CONTEXT_SYMBOL, MAX_RANKS, pack_context, unpack_context
+from triton_dist.abi import (
+    CONTEXT_BYTES,
+    CONTEXT_HEAP_BASES_OFFSET,
+    CONTEXT_HEAP_SIZE_OFFSET,
+    CONTEXT_SYMBOL,
+    MAX_RANKS,
+)
+from triton_dist.runtime.context_abi import pack_context, unpack_context
 from triton_dist.runtime.context_installer import ContextInstaller
 from triton_dist.runtime.module_globals import NOT_FOUND, CudaModuleGlobals, HipModuleGlobals
 
 BASES = [0x7F0000000000 + rank * 0x40000000 for rank in range(4)]
 
 
+HEAP_SIZE = 3 << 30
+
+
 def test_context_layout_matches_the_abi():
-    payload = pack_context(2, 4, BASES)
-    assert len(payload) == CONTEXT_BYTES == 2056
+    payload = pack_context(2, 4, HEAP_SIZE, BASES)
+    assert len(payload) == CONTEXT_BYTES == 2064
     assert int.from_bytes(payload[0:4], "little") == 2
     assert int.from_bytes(payload[4:8], "little") == 4
+    assert CONTEXT_HEAP_SIZE_OFFSET == 8
+    assert int.from_bytes(payload[8:16], "little") == HEAP_SIZE
+    assert CONTEXT_HEAP_BASES_OFFSET == 16
     for rank, base in enumerate(BASES):
-        assert int.from_bytes(payload[8 + 8 * rank : 16 + 8 * rank], "little") == base
-    assert payload[8 + 8 * 4 :] == bytes(8 * (MAX_RANKS - 4))
-    assert unpack_context(payload) == (2, 4, BASES)
+        assert int.from_bytes(payload[16 + 8 * rank : 24 + 8 * rank], "little") == base
+    assert payload[16 + 8 * 4 :] == bytes(8 * (MAX_RANKS - 4))
+    assert unpack_context(payload) == (2, 4, HEAP_SIZE, BASES)
 
 
 @pytest.mark.parametrize(
-    ("rank", "num_ranks", "bases", "message"),
+    ("rank", "num_ranks", "heap_size", "bases", "message"),
     [
-        (4, 4, BASES, "out of range"),
-        (0, 0, [], "num_ranks"),
-        (0, 300, [4096] * 300, "num_ranks"),
-        (0, 4, BASES[:3], "expected 4 heap bases"),
-        (0, 2, [4096, 4096 + 64], "rank 1"),
-        (0, 1, [0], "rank 0"),
+        (4, 4, HEAP_SIZE, BASES, "out of range"),
+        (0, 0, HEAP_SIZE, [], "num_ranks"),
+        (0, 300, HEAP_SIZE, [4096] * 300, "num_ranks"),
+        (0, 4, HEAP_SIZE, BASES[:3], "expected 4 heap bases"),
+        (0, 2, HEAP_SIZE, [4096, 4096 + 64], "rank 1"),
+        (0, 1, HEAP_SIZE, [0], "rank 0"),
+        (0, 1, 0, [4096], "heap_size"),
+        (0, 1, 4096 + 8, [4096], "heap_size"),
     ],
 )
-def test_bad_context_values_are_rejected(rank, num_ranks, bases, message):
+def test_bad_context_values_are_rejected(rank, num_ranks, heap_size, bases, message):
     with pytest.raises(ValueError, match=message):
-        pack_context(rank, num_ranks, bases)
+        pack_context(rank, num_ranks, heap_size, bases)
 
 
 class FakeDevice:
@@ -154,16 +169,16 @@ def test_driver_errors_name_the_call_and_the_error(fake):
 
 def test_hook_fills_modules_that_have_the_context(fake, tmp_path):
     device, _, installer = fake
-    installer.set_context(pack_context(1, 4, BASES), device_index=0)
+    installer.set_context(pack_context(1, 4, HEAP_SIZE, BASES), device_index=0)
     address = device.add_module(11)
-    load(installer, 11, metadata_group(tmp_path, f".visible .global .align 8 .b8 {CONTEXT_SYMBOL}[2056];"))
-    assert unpack_context(device.memory[address]) == (1, 4, BASES)
+    load(installer, 11, metadata_group(tmp_path, f".visible .global .align 8 .b8 {CONTEXT_SYMBOL}[{CONTEXT_BYTES}];"))
+    assert unpack_context(device.memory[address]) == (1, 4, HEAP_SIZE, BASES)
     assert 11 in installer.filled
 
 
 def test_hook_ignores_modules_without_the_context(fake, tmp_path):
     device, _, installer = fake
-    installer.set_context(pack_context(0, 2, BASES[:2]), device_index=0)
+    installer.set_context(pack_context(0, 2, HEAP_SIZE, BASES[:2]), device_index=0)
     load(installer, 12, metadata_group(tmp_path, ".visible .entry add_kernel()"))
     load(installer, None, {}, "unloaded")
     assert device.memory == {} and installer.filled == {}
@@ -171,17 +186,20 @@ def test_hook_ignores_modules_without_the_context(fake, tmp_path):
 
 def test_hook_rejects_a_module_whose_context_is_not_visible_to_the_driver(fake, tmp_path):
     _, _, installer = fake
-    installer.set_context(pack_context(0, 2, BASES[:2]), device_index=0)
-    group = metadata_group(tmp_path, f".global .align 8 .b8 {CONTEXT_SYMBOL}[2056]; // internalized")
+    installer.set_context(pack_context(0, 2, HEAP_SIZE, BASES[:2]), device_index=0)
+    group = metadata_group(tmp_path, f".global .align 8 .b8 {CONTEXT_SYMBOL}[{CONTEXT_BYTES}]; // internalized")
     with pytest.raises(RuntimeError, match="external linkage"):
         load(installer, 13, group, "uses_dl")
 
 
 def test_hook_rejects_a_stale_library(fake, tmp_path):
     device, _, installer = fake
-    installer.set_context(pack_context(0, 2, BASES[:2]), device_index=0)
+    installer.set_context(pack_context(0, 2, HEAP_SIZE, BASES[:2]), device_index=0)
     device.add_module(14, size=CONTEXT_BYTES - 8)
-    with pytest.raises(RuntimeError, match=r"2048 bytes in the loaded module but the runtime writes 2056.*stale"):
+    with pytest.raises(
+        RuntimeError,
+        match=rf"{CONTEXT_BYTES - 8} bytes in the loaded module but the runtime writes {CONTEXT_BYTES}.*stale",
+    ):
         load(installer, 14, metadata_group(tmp_path, CONTEXT_SYMBOL), "old_kernel")
 
 
@@ -191,29 +209,29 @@ def test_module_loaded_before_init_raises_and_is_filled_by_init(fake, tmp_path):
     with pytest.raises(RuntimeError, match=r"'early'.*before triton_dist.init\(\)"):
         load(installer, 15, metadata_group(tmp_path, CONTEXT_SYMBOL), "early")
     assert address not in device.memory
-    installer.set_context(pack_context(3, 4, BASES), device_index=0)
-    assert unpack_context(device.memory[address]) == (3, 4, BASES)
+    installer.set_context(pack_context(3, 4, HEAP_SIZE, BASES), device_index=0)
+    assert unpack_context(device.memory[address]) == (3, 4, HEAP_SIZE, BASES)
     assert installer.pending == {} and 15 in installer.filled
 
 
 def test_reinit_refills_every_known_module(fake, tmp_path):
     device, _, installer = fake
-    installer.set_context(pack_context(0, 2, BASES[:2]), device_index=0)
+    installer.set_context(pack_context(0, 2, HEAP_SIZE, BASES[:2]), device_index=0)
     addresses = [device.add_module(module) for module in (21, 22)]
     for module in (21, 22):
         load(installer, module, metadata_group(tmp_path, CONTEXT_SYMBOL))
     installer.clear_context()
     new_bases = [base + 0x1000 for base in BASES]
-    installer.set_context(pack_context(1, 4, new_bases), device_index=0)
+    installer.set_context(pack_context(1, 4, HEAP_SIZE, new_bases), device_index=0)
     for address in addresses:
-        assert unpack_context(device.memory[address]) == (1, 4, new_bases)
+        assert unpack_context(device.memory[address]) == (1, 4, HEAP_SIZE, new_bases)
 
 
 def test_module_loaded_on_another_device_is_rejected(tmp_path):
     device = FakeDevice()
     driver = CudaModuleGlobals(FakeCudaLib(device))
     installer = ContextInstaller(module_globals=lambda: driver, current_device=lambda: 1)
-    installer.set_context(pack_context(0, 2, BASES[:2]), device_index=0)
+    installer.set_context(pack_context(0, 2, HEAP_SIZE, BASES[:2]), device_index=0)
     device.add_module(31)
     with pytest.raises(RuntimeError, match="loaded on cuda:1 but the symmetric heap lives on cuda:0"):
         load(installer, 31, metadata_group(tmp_path, CONTEXT_SYMBOL))

@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 
-from triton_dist.runtime.context_abi import CONTEXT_BYTES, CONTEXT_SYMBOL, pack_context, unpack_context
+from triton_dist.abi import CONTEXT_BYTES, CONTEXT_SYMBOL
+from triton_dist.runtime.context_abi import pack_context, unpack_context
 from triton_dist.runtime.module_globals import CudaModuleGlobals, HipModuleGlobals
 
 COMPILER = shutil.which("cc") or shutil.which("clang") or shutil.which("gcc")
@@ -27,10 +28,10 @@ static int copies_on_non_blocking_stream;
 #define STREAM_BASE 0x7000
 
 static int get_global(uint64_t *address, size_t *bytes, void *module, const char *name) {
-  if (module != MODULE || strcmp(name, "__triton_dist_context") != 0)
+  if (module != MODULE || strcmp(name, CONTEXT_SYMBOL) != 0)
     return 500;
   *address = (uint64_t)(uintptr_t)device_memory;
-  *bytes = 2056;
+  *bytes = CONTEXT_BYTES;
   return 0;
 }
 static int create_stream(void **stream, unsigned int flags) {
@@ -73,7 +74,8 @@ def fake_driver(tmp_path_factory):
     source = directory / "fake_driver.c"
     source.write_text(FAKE_DRIVER)
     library = directory / "libfake_driver.so"
-    subprocess.run([COMPILER, "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], check=True)
+    abi_facts = [f'-DCONTEXT_SYMBOL="{CONTEXT_SYMBOL}"', f"-DCONTEXT_BYTES={CONTEXT_BYTES}"]
+    subprocess.run([COMPILER, "-shared", "-fPIC", "-O1", *abi_facts, "-o", str(library), str(source)], check=True)
     lib = ctypes.CDLL(str(library))
     lib.fake_device_memory.restype = ctypes.c_uint64
     return lib
@@ -87,10 +89,15 @@ def test_lookup_and_write_through_a_c_library(fake_driver, globals_class):
     assert driver.lookup(0x9999, CONTEXT_SYMBOL) is None
     address, size = driver.lookup(0x1234, CONTEXT_SYMBOL)
     assert (address, size) == (fake_driver.fake_device_memory(), CONTEXT_BYTES)
-    payload = pack_context(1, 2, [0x7000_0000_0000, 0x7000_4000_0000])
+    payload = pack_context(1, 2, 1 << 30, [0x7000_0000_0000, 0x7000_4000_0000])
     driver.write(address, payload)
     assert fake_driver.fake_copies() == before + 1
-    assert unpack_context(ctypes.string_at(address, CONTEXT_BYTES)) == (1, 2, [0x7000_0000_0000, 0x7000_4000_0000])
+    assert unpack_context(ctypes.string_at(address, CONTEXT_BYTES)) == (
+        1,
+        2,
+        1 << 30,
+        [0x7000_0000_0000, 0x7000_4000_0000],
+    )
 
 
 @pytest.mark.parametrize(

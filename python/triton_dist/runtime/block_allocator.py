@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import bisect
 
+from triton_dist.abi import HEAP_BASE_ALIGNMENT
+
 MIN_ALIGNMENT = 256
 """Every block starts on a multiple of this many bytes (and its size is rounded up to it)."""
 
-LARGE_ALIGNMENT = 4096
-"""Blocks of at least ``LARGE_BLOCK_BYTES`` start on a page boundary."""
+LARGE_ALIGNMENT = HEAP_BASE_ALIGNMENT
+"""Blocks of at least ``LARGE_BLOCK_BYTES`` start on a page boundary (the heap base is page aligned)."""
 
 LARGE_BLOCK_BYTES = 64 * 1024
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from triton_dist.runtime.context_abi import CONTEXT_BYTES, CONTEXT_SYMBOL
+from triton_dist.abi import CONTEXT_BYTES, CONTEXT_SYMBOL
 from triton_dist.runtime.module_globals import CudaModuleGlobals, HipModuleGlobals, ModuleGlobals
 
 _ASM_SUFFIXES = (".ptx", ".amdgcn", ".llir")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import torch
 
-from triton_dist.runtime.context_abi import HEAP_BASE_ALIGNMENT
+from triton_dist.abi import HEAP_BASE_ALIGNMENT
 
 
 @dataclass(frozen=True)

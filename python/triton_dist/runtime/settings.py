@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+from triton_dist.abi import HEAP_BASE_ALIGNMENT
+
 DEFAULT_HEAP_SIZE = 1 << 30
 HEAP_SIZE_ENV = "TRITON_DIST_HEAP_SIZE"
 DEFAULT_TIMEOUT_S = 300.0
@@ -23,7 +25,8 @@ def parse_size(text: str) -> int:
 
 
 def resolve_heap_size(heap_size: int | str | None) -> int:
-    """The heap size in bytes: the argument, else ``$TRITON_DIST_HEAP_SIZE``, else 1 GiB; rounded up to 4 KiB."""
+    """The heap size in bytes: the argument, else ``$TRITON_DIST_HEAP_SIZE``, else 1 GiB; rounded up to a whole
+    number of ``HEAP_BASE_ALIGNMENT`` pages."""
     source = "heap_size"
     if heap_size is None:
         env = os.environ.get(HEAP_SIZE_ENV)
@@ -31,7 +34,7 @@ def resolve_heap_size(heap_size: int | str | None) -> int:
     size = parse_size(heap_size) if isinstance(heap_size, str) else int(heap_size)
     if size <= 0:
         raise ValueError(f"{source} must be a positive number of bytes, got {heap_size!r}")
-    return (size + 4095) // 4096 * 4096
+    return -(-size // HEAP_BASE_ALIGNMENT) * HEAP_BASE_ALIGNMENT
 
 
 def resolve_timeout(timeout_s: float | None) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from triton_dist.runtime.context_abi import HEAP_BASE_ALIGNMENT
+from triton_dist.abi import HEAP_BASE_ALIGNMENT
 from triton_dist.runtime.heap_mapping import HeapMapping
 
 _BACKEND = "CUDA"

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from triton_dist.runtime.context_abi import MAX_RANKS, pack_context
+from triton_dist.abi import MAX_RANKS
+from triton_dist.runtime.context_abi import pack_context
 from triton_dist.runtime.context_installer import ContextInstaller
 from triton_dist.runtime.device_sync import synchronize_stream
 from triton_dist.runtime.heap_mapping import HeapMapping
@@ -159,7 +160,9 @@ def init(
     heap = SymmetricHeap(mapping)
 
     if device.type == "cuda":
-        context_installer.set_context(pack_context(heap.rank, heap.world_size, heap.bases), device.index)
+        context_installer.set_context(
+            pack_context(heap.rank, heap.world_size, heap.heap_size, heap.bases), device.index
+        )
     install_context_hook()
     flags = heap.empty((heap.world_size,), torch.int32)
     flags.zero_()
