@@ -17,8 +17,8 @@ import torch
 import torch.distributed as dist
 
 from triton_dist import runtime as rt
-from triton_dist.runtime.device_sync import synchronize_stream
-from triton_dist.runtime.settings import resolve_timeout
+from triton_dist.runtime.world.settings import resolve_timeout
+from triton_dist.runtime.world.stream_sync import synchronize_stream
 
 _START = time.monotonic()
 

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from triton_dist.runtime.block_allocator import (
+from triton_dist.runtime.heap.allocator import (
     LARGE_ALIGNMENT,
     LARGE_BLOCK_BYTES,
     MIN_ALIGNMENT,

@@ -13,9 +13,9 @@ from triton_dist.abi import (
     CONTEXT_SYMBOL,
     MAX_RANKS,
 )
-from triton_dist.runtime.context_abi import pack_context, unpack_context
-from triton_dist.runtime.context_installer import ContextInstaller
-from triton_dist.runtime.module_globals import NOT_FOUND, CudaModuleGlobals, HipModuleGlobals
+from triton_dist.runtime.context.installer import ContextInstaller
+from triton_dist.runtime.context.module_globals import NOT_FOUND, CudaModuleGlobals, HipModuleGlobals
+from triton_dist.runtime.context.payload import pack_context, unpack_context
 
 BASES = [0x7F0000000000 + rank * 0x40000000 for rank in range(4)]
 
@@ -241,7 +241,7 @@ def test_importing_the_runtime_registers_the_hook_with_triton():
     from triton import knobs
 
     import triton_dist.runtime  # noqa: F401
-    from triton_dist.runtime.world import context_installer, install_context_hook, remove_context_hook
+    from triton_dist.runtime.context.installer import context_installer, install_context_hook, remove_context_hook
 
     chain = knobs.runtime.kernel_load_end_hook
     assert context_installer in chain.calls

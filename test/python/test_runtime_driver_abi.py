@@ -11,8 +11,8 @@ import subprocess
 import pytest
 
 from triton_dist.abi import CONTEXT_BYTES, CONTEXT_SYMBOL
-from triton_dist.runtime.context_abi import pack_context, unpack_context
-from triton_dist.runtime.module_globals import CudaModuleGlobals, HipModuleGlobals
+from triton_dist.runtime.context.module_globals import CudaModuleGlobals, HipModuleGlobals
+from triton_dist.runtime.context.payload import pack_context, unpack_context
 
 COMPILER = shutil.which("cc") or shutil.which("clang") or shutil.which("gcc")
 

@@ -14,6 +14,8 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
+from triton_dist.abi import CONTEXT_SYMBOL
+
 pytest.importorskip("triton_dist.language", reason="triton_dist.language (the frontend) is not in the tree yet")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +24,7 @@ TARGETS = {
     "sm_90": (GPUTarget("cuda", 90, 32), "triton_dist.nvptx64.bc", "ptx"),
     "gfx942": (GPUTarget("hip", "gfx942", 64), "triton_dist.amdgcn.bc", "amdgcn"),
 }
-CONTEXT = "__triton_dist_context"
+CONTEXT = CONTEXT_SYMBOL
 
 
 def load(relative_path: str):
@@ -51,7 +53,7 @@ def compile_kernel(kernel, signature, constexprs, target_name):
 I32 = "i32"
 # (file, kernel, runtime signature, constexprs, uses the context)
 KERNELS = [
-    ("python/triton_dist/runtime/device_barrier.py", "_barrier_kernel", {"flags_ptr": "*i32", "epoch": I32}, {}),
+    ("python/triton_dist/runtime/world/device_barrier.py", "_barrier_kernel", {"flags_ptr": "*i32", "epoch": I32}, {}),
     ("examples/ping_pong.py", "ping_pong", {"flag_ptr": "*i32", "rounds": I32, "first": I32}, {"SERVE": True}),
     (
         "examples/allgather_push.py",

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from triton_dist.runtime.block_allocator import HeapExhaustedError
-from triton_dist.runtime.heap_mapping import HeapMapping
-from triton_dist.runtime.symmetric_heap import SymmetricHeap
+from triton_dist.runtime.heap.allocator import HeapExhaustedError
+from triton_dist.runtime.heap.mapping import HeapMapping
+from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
@@ -169,8 +169,8 @@ def test_tensors_alive_at_interpreter_exit_do_not_crash():
     helper = textwrap.dedent(
         """
         import torch
-        from triton_dist.runtime.heap_mapping import HeapMapping
-        from triton_dist.runtime.symmetric_heap import SymmetricHeap
+        from triton_dist.runtime.heap.mapping import HeapMapping
+        from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
 
         def make_heaps(world_size, heap_size):
             buffer = torch.zeros(heap_size + 4096, dtype=torch.uint8)

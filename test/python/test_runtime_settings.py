@@ -2,7 +2,7 @@
 
 import pytest
 
-from triton_dist.runtime.settings import (
+from triton_dist.runtime.world.settings import (
     DEFAULT_HEAP_SIZE,
     HEAP_SIZE_ENV,
     TIMEOUT_ENV,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.distributed import _symmetric_memory as symm_mem
 
-from triton_dist.runtime.symm_mem_mapping import map_symmetric_memory_heap
+from triton_dist.runtime.heap.symm_mem import map_symmetric_memory_heap
 
 SIGNAL_PAD = 1024
 

@@ -14,8 +14,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 import triton_dist.runtime as rt
-from triton_dist.runtime.block_allocator import HeapExhaustedError
-from triton_dist.runtime.world import context_installer
+from triton_dist.runtime.context.installer import context_installer
+from triton_dist.runtime.heap.allocator import HeapExhaustedError
 
 TIMEOUT_S = 120
 

@@ -12,14 +12,26 @@ triton_dist.runtime.finalize()
 
 Importing this package registers the context installer with Triton's ``kernel_load_end_hook``, so a kernel that
 uses triton_dist primitives and is loaded before ``init()`` fails with an error that says so.
+
+Layout, one concern per subpackage:
+
+- ``heap/``: the symmetric heap: mapping every rank's memory (``mapping``, ``symm_mem``, ``shared_file``), the
+  offset allocator (``allocator``), heap blocks as torch tensors (``block_tensor``, ``symmetric_heap``) and the
+  public constructors (``tensors``).
+- ``context/``: the device context of docs/abi.md: its bytes (``payload``), writing a module's global through the
+  driver (``module_globals``), and the ``kernel_load_end_hook`` that fills every loaded module (``installer``).
+- ``world/``: the world and its synchronization: ``init``/``finalize`` (``lifecycle``), their knobs
+  (``settings``), collective agreement between ranks (``rank_agreement``), host- and device-side barriers
+  (``lifecycle.barrier``, ``device_barrier``, ``stream_sync``).
 """
 
 from __future__ import annotations
 
 import torch
 
-from triton_dist.runtime.block_allocator import HeapExhaustedError
-from triton_dist.runtime.tensors import (
+from triton_dist.runtime.context.installer import install_context_hook
+from triton_dist.runtime.heap.allocator import HeapExhaustedError
+from triton_dist.runtime.heap.tensors import (
     empty,
     empty_like,
     full,
@@ -34,20 +46,19 @@ from triton_dist.runtime.tensors import (
     zeros,
     zeros_like,
 )
-from triton_dist.runtime.world import (
+from triton_dist.runtime.world.lifecycle import (
     World,
     barrier,
     current_world,
     finalize,
     init,
-    install_context_hook,
     is_initialized,
 )
 
 
 def barrier_on_device(stream: torch.cuda.Stream | None = None) -> None:
-    """Enqueue a cross-rank barrier kernel on ``stream`` (default: current); see ``device_barrier.py``."""
-    from triton_dist.runtime.device_barrier import barrier_on_device as launch
+    """Enqueue a cross-rank barrier kernel on ``stream`` (default: current); see ``world/device_barrier.py``."""
+    from triton_dist.runtime.world.device_barrier import barrier_on_device as launch
 
     launch(stream)
 

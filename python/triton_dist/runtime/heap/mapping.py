@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 
 from triton_dist.abi import HEAP_BASE_ALIGNMENT
 
@@ -48,3 +49,18 @@ class HeapMapping:
                     f"rank {peer}'s heap is mapped at {view.data_ptr():#x}, not {HEAP_BASE_ALIGNMENT}-byte aligned"
                 )
         return found
+
+
+def map_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> HeapMapping:
+    """Allocate this rank's ``heap_size``-byte heap on ``device`` and map every peer's (a collective).
+
+    GPU heaps come from torch symmetric memory (``symm_mem.py``); a CPU heap from shared-memory files
+    (``shared_file.py``, for testing host code without GPUs).
+    """
+    if device.type == "cpu":
+        from triton_dist.runtime.heap.shared_file import map_shared_file_heap
+
+        return map_shared_file_heap(heap_size, group)
+    from triton_dist.runtime.heap.symm_mem import map_symmetric_memory_heap
+
+    return map_symmetric_memory_heap(heap_size, group, device)

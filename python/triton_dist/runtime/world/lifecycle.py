@@ -1,7 +1,9 @@
 """The process-wide runtime state: ``init()``, ``finalize()``, the host-side ``barrier()``.
 
-``init()`` builds the symmetric heap over a torch.distributed process group, installs the device context that
-Triton modules read, and allocates the runtime's own flags. There is at most one initialized world per process.
+``init(heap_size=...)`` reads, in order: the knobs (``settings.resolve_heap_size`` / ``resolve_timeout``), a
+collective check that every rank asked for the same thing (``rank_agreement``), the heap's memory
+(``heap.mapping.map_heap``) wrapped in a ``heap.symmetric_heap.SymmetricHeap``, and the device context written into
+every Triton module (``context.installer.publish_context``). There is at most one initialized world per process.
 """
 
 from __future__ import annotations
@@ -12,13 +14,17 @@ import torch
 import torch.distributed as dist
 
 from triton_dist.abi import MAX_RANKS
-from triton_dist.runtime.context_abi import pack_context
-from triton_dist.runtime.context_installer import ContextInstaller
-from triton_dist.runtime.device_sync import synchronize_stream
-from triton_dist.runtime.heap_mapping import HeapMapping
-from triton_dist.runtime.rank_agreement import check_same_setup, raise_if_any_rank_failed
-from triton_dist.runtime.settings import resolve_heap_size, resolve_timeout
-from triton_dist.runtime.symmetric_heap import SymmetricHeap
+from triton_dist.runtime.context.installer import (
+    install_context_hook,
+    publish_context,
+    remove_context_hook,
+    withdraw_context,
+)
+from triton_dist.runtime.heap.mapping import map_heap
+from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
+from triton_dist.runtime.world.rank_agreement import check_same_setup, raise_if_any_rank_failed
+from triton_dist.runtime.world.settings import resolve_heap_size, resolve_timeout
+from triton_dist.runtime.world.stream_sync import synchronize_stream
 
 
 @dataclass
@@ -48,24 +54,7 @@ class World:
         return self.heap.device
 
 
-context_installer = ContextInstaller()
-"""The process's ``kernel_load_end_hook``; see ``context_installer.py``."""
-
 _world: World | None = None
-
-
-def install_context_hook() -> None:
-    """Register the context installer with Triton (idempotent)."""
-    from triton import knobs
-
-    knobs.runtime.kernel_load_end_hook.add(context_installer)
-
-
-def remove_context_hook() -> None:
-    """Unregister the context installer from Triton (idempotent)."""
-    from triton import knobs
-
-    knobs.runtime.kernel_load_end_hook.remove(context_installer)
 
 
 def is_initialized() -> bool:
@@ -97,16 +86,6 @@ def _resolve_device(device: torch.device | str | int | None) -> torch.device:
     if device.type not in ("cuda", "cpu"):
         raise ValueError(f"the symmetric heap lives on a cuda (or, for testing, cpu) device, not {device}")
     return device
-
-
-def _map_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> HeapMapping:
-    if device.type == "cpu":
-        from triton_dist.runtime.shared_file_mapping import map_shared_file_heap
-
-        return map_shared_file_heap(heap_size, group)
-    from triton_dist.runtime.symm_mem_mapping import map_symmetric_memory_heap
-
-    return map_symmetric_memory_heap(heap_size, group, device)
 
 
 def init(
@@ -152,7 +131,7 @@ def init(
         raise RuntimeError(f"triton_dist supports at most {MAX_RANKS} ranks, the group has {world_size}")
     check_same_setup(group, world_size=world_size, heap_size=heap_size, device_type=device.type)
 
-    mapping = _map_heap(heap_size, group, device)
+    mapping = map_heap(heap_size, group, device)
     problems = mapping.problems()
     if mapping.rank != dist.get_rank(group):
         problems.append(f"symmetric memory reports rank {mapping.rank}, the process group {dist.get_rank(group)}")
@@ -160,9 +139,7 @@ def init(
     heap = SymmetricHeap(mapping)
 
     if device.type == "cuda":
-        context_installer.set_context(
-            pack_context(heap.rank, heap.world_size, heap.heap_size, heap.bases), device.index
-        )
+        publish_context(heap.rank, heap.world_size, heap.heap_size, heap.bases, device.index)
     install_context_hook()
     flags = heap.empty((heap.world_size,), torch.int32)
     flags.zero_()
@@ -200,6 +177,6 @@ def finalize() -> None:
         if dist.is_initialized():
             barrier()
     finally:
-        context_installer.clear_context()
+        withdraw_context()
         remove_context_hook()
         _world = None

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from triton_dist.runtime.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
-from triton_dist.runtime.symmetric_heap import Shape
-from triton_dist.runtime.world import current_world, is_initialized
+from triton_dist.runtime.heap.symmetric_heap import Shape
+from triton_dist.runtime.world.lifecycle import current_world, is_initialized
+from triton_dist.runtime.world.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
 
 
 def empty(*shape: Shape, dtype: torch.dtype | None = None) -> torch.Tensor:

@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from triton_dist.abi import HEAP_BASE_ALIGNMENT
-from triton_dist.runtime.heap_mapping import HeapMapping
+from triton_dist.runtime.heap.mapping import HeapMapping
 
 _BACKEND = "CUDA"
 _MULTICAST_OFF = "TORCH_SYMM_MEM_DISABLE_MULTICAST"

@@ -11,7 +11,7 @@ import torch
 import triton
 
 import triton_dist.language as dl
-from triton_dist.runtime.world import current_world
+from triton_dist.runtime.world.lifecycle import current_world
 
 
 @triton.jit(do_not_specialize=["epoch"])

@@ -10,12 +10,13 @@ new heap's bases, and it remembers modules loaded before ``init()`` so that ``in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from triton_dist.abi import CONTEXT_BYTES, CONTEXT_SYMBOL
-from triton_dist.runtime.module_globals import CudaModuleGlobals, HipModuleGlobals, ModuleGlobals
+from triton_dist.runtime.context.module_globals import CudaModuleGlobals, HipModuleGlobals, ModuleGlobals
+from triton_dist.runtime.context.payload import pack_context
 
 _ASM_SUFFIXES = (".ptx", ".amdgcn", ".llir")
 
@@ -145,3 +146,32 @@ class ContextInstaller:
             )
         driver.write(address, self._context)
         self.filled[module] = loaded
+
+
+context_installer = ContextInstaller()
+"""The process's ``kernel_load_end_hook`` (one per process: Triton's hook chain calls it for every loaded kernel)."""
+
+
+def install_context_hook() -> None:
+    """Register the context installer with Triton's ``kernel_load_end_hook`` (idempotent)."""
+    from triton import knobs
+
+    knobs.runtime.kernel_load_end_hook.add(context_installer)
+
+
+def remove_context_hook() -> None:
+    """Unregister the context installer from Triton (idempotent)."""
+    from triton import knobs
+
+    knobs.runtime.kernel_load_end_hook.remove(context_installer)
+
+
+def publish_context(rank: int, num_ranks: int, heap_size: int, heap_bases: Sequence[int], device_index: int) -> None:
+    """Write this process's context into every module loaded so far and every module loaded from now on."""
+    context_installer.set_context(pack_context(rank, num_ranks, heap_size, heap_bases), device_index)
+    install_context_hook()
+
+
+def withdraw_context() -> None:
+    """Stop filling modules (at ``finalize()``); see ``ContextInstaller.clear_context``."""
+    context_installer.clear_context()

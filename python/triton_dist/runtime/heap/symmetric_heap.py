@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import torch
 
-from triton_dist.runtime.block_allocator import BlockAllocator
-from triton_dist.runtime.block_tensor import BlockTensorFactory
-from triton_dist.runtime.heap_mapping import HeapMapping
+from triton_dist.runtime.heap.allocator import BlockAllocator
+from triton_dist.runtime.heap.block_tensor import BlockTensorFactory
+from triton_dist.runtime.heap.mapping import HeapMapping
 
 Shape = int | Sequence[int] | torch.Size
 

@@ -14,7 +14,7 @@ import uuid
 import torch
 import torch.distributed as dist
 
-from triton_dist.runtime.heap_mapping import HeapMapping
+from triton_dist.runtime.heap.mapping import HeapMapping
 
 
 def _shared_dir() -> str:

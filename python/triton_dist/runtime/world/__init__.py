@@ -1,0 +1,1 @@
+"""The world: ``init``/``finalize``, agreement between ranks, and barriers (host- and device-side)."""
