@@ -1,0 +1,513 @@
+"""AllGather + GEMM, overlapped: ``ag_gemm(a, b)`` = ``all_gather(a) @ b``.
+
+Rank r holds A_r [M_local, K] and B [K, N]; the result is C [W * M_local, N] (rows of rank s at s * M_local),
+optionally with the gathered A [W * M_local, K]. bf16 or fp16, any world size.
+
+How one call runs (all on the GPU, no host synchronization, so it can be captured in a CUDA graph):
+
+1. ``_begin_kernel`` (current stream): advances this op's epoch counter in device memory (every rank's counter
+   moves in step, so epochs never need the host) and passes a device barrier with the peers: after it every peer
+   has finished its previous call, so its receive buffer is free.
+2. The producer pushes this rank's A, chunk by chunk (``chunk_tiles * BLOCK_M`` rows), into slot r of every peer's
+   symmetric receive buffer and sets one flag per chunk (and per pushing program) on that peer to the epoch:
+   - ``"ce"``: ``copy_`` on a side stream (the copy engine), each followed by a one-program flag kernel;
+   - ``"sm"``: ``_push_kernel`` on ``push_ctas`` SMs (vector stores through ``dl.symm_at``, then ``dl.notify``).
+   Rank r sends to r - 1 first, then r - 2, ...: rank r receives from r + 1 first.
+3. The persistent GEMM (``_ag_gemm_tma_kernel``, or the pointer kernel where there is no TMA) first computes the
+   rows of its own shard straight from ``a`` (no wait, no copy), then the peers' rows in arrival order, each tile
+   after ``dl.wait`` on its chunk's flags (acquire) and ``dl.consume_token`` on the row it loads from.
+
+Zero-copy: ``a`` and ``b`` may be ordinary torch tensors; only the peers' shards travel, into a receive buffer on
+the symmetric heap that the op keeps per (shape, dtype) and reuses. Nothing is staged.
+
+The configuration (tile shape, chunk size, producer, or the plain NCCL + cuBLAS path where fusion cannot win)
+comes from :mod:`triton_dist.ops.tuning`. ``ag_gemm`` is the torch custom op ``torch.ops.triton_dist.ag_gemm``;
+it works under ``torch.compile`` and in CUDA graphs once the same shapes ran eagerly (the first call for a shape
+allocates its buffers and checks with the peers that every rank passes the same shapes and dtypes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+from triton_dist import runtime as rt
+from triton_dist.ops import tuning
+from triton_dist.ops.matmul import (
+    check_operands,
+    config_for_target,
+    grouped_tile,
+    num_sms,
+    ptr_mainloop,
+    ptr_store,
+    tma_mainloop,
+    tma_store,
+)
+from triton_dist.ops.tuning import OverlapConfig
+
+# ----------------------------------------------------------------------------------------------------- kernels
+
+
+@triton.jit
+def wait_at_least(flag_ptr, value):
+    """Spin (acquire, system scope) until the int32 at ``flag_ptr`` is >= ``value``."""
+    while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") < value:
+        pass
+
+
+@triton.jit
+def _begin_kernel(epoch_ptr, barrier_ptr):
+    """Advance the epoch and pass a barrier with every peer (flags compared with >=, so never reset)."""
+    epoch = tl.load(epoch_ptr) + 1
+    tl.store(epoch_ptr, epoch)
+    me = dl.rank()
+    world = dl.num_ranks()
+    for peer in range(0, world):
+        dl.notify(barrier_ptr + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+    for peer in range(0, world):
+        wait_at_least(barrier_ptr + peer, epoch)
+
+
+@triton.jit
+def _flag_kernel(flags_ptr, index, dst, epoch_ptr):
+    """Set flag ``index`` on rank ``dst`` to the current epoch (after the copy before it on the stream)."""
+    dl.notify(flags_ptr + index, dst, signal=tl.load(epoch_ptr), sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _push_kernel(a_ptr, recv_ptr, flags_ptr, epoch_ptr, M_LOCAL, K, CHUNK_ROWS, num_chunks, BLOCK: tl.constexpr):
+    """Push this rank's shard into slot ``rank`` of every peer's receive buffer, chunk by chunk.
+
+    Every program copies its share of each chunk and sets its own flag of that chunk on the peer, so the GEMM
+    waits for ``num_programs`` flags per chunk.
+    """
+    me = dl.rank()
+    world = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    shard = M_LOCAL.to(tl.int64) * K
+    my_slot = recv_ptr + me.to(tl.int64) * shard
+    for chunk in range(0, num_chunks):
+        lo = chunk.to(tl.int64) * CHUNK_ROWS * K
+        hi = tl.minimum(lo + CHUNK_ROWS.to(tl.int64) * K, shard)
+        share = tl.cdiv(tl.cdiv(hi - lo, programs), BLOCK) * BLOCK
+        mine_lo = lo + pid * share
+        mine_hi = tl.minimum(mine_lo + share, hi)
+        for step in range(1, world):
+            dst = (me - step + world) % world
+            for start in range(mine_lo, mine_hi, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < mine_hi
+                values = tl.load(a_ptr + offsets, mask=mask)
+                tl.store(dl.symm_at(my_slot + offsets, dst), values, mask=mask)
+            index = (me * num_chunks + chunk) * programs + pid
+            dl.notify(flags_ptr + index, dst, signal=epoch, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _fence_async_proxy(value):
+    """Order this thread's earlier (generic-proxy) acquire before its later TMA (async-proxy) reads."""
+    return tl.inline_asm_elementwise(
+        "fence.proxy.async.global;\n\tmov.b32 $0, $1;", "=r,r", [value], dtype=tl.int32, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def _peer_tile(tile, first_peer_tile, me, world, num_m, num_n, GROUP_M: tl.constexpr):
+    """(segment, pid_m, pid_n) of global tile ``tile`` of the peer phase: segments me + 1, me + 2, ... in turn."""
+    tiles_per_segment = num_m * num_n
+    index = tile - first_peer_tile
+    segment = (me + 1 + index // tiles_per_segment) % world
+    pid_m, pid_n = grouped_tile(index % tiles_per_segment, num_m, num_n, GROUP_M)
+    return segment, pid_m, pid_n
+
+
+@triton.jit
+def _first_peer_tile(pid, programs, own_tiles):
+    """The first tile index >= own_tiles that program ``pid`` meets walking pid, pid + programs, ..."""
+    own_done = tl.maximum(own_tiles - pid + programs - 1, 0) // programs
+    return pid + own_done * programs
+
+
+@triton.jit
+def _ag_gemm_tma_kernel(
+    a_desc,
+    recv_desc,
+    b_desc,
+    c_desc,
+    flags_ptr,
+    epoch_ptr,
+    M_LOCAL,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SPLIT_N: tl.constexpr,
+    CHUNK_TILES: tl.constexpr,
+    FLAGS_PER_CHUNK: tl.constexpr,
+):
+    me = dl.rank()
+    world = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    num_m = tl.cdiv(M_LOCAL, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    num_chunks = tl.cdiv(num_m, CHUNK_TILES)
+    own_tiles = num_m * num_n
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    own_row = me * M_LOCAL
+    # Own shard first: its rows come straight from `a`, nothing to wait for.
+    for tile in tl.range(pid, own_tiles, programs, flatten=True):
+        pid_m, pid_n = grouped_tile(tile, num_m, num_n, GROUP_M)
+        acc = tma_mainloop(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        tma_store(c_desc, acc, own_row + pid_m * BLOCK_M, pid_n * BLOCK_N, SPLIT_N)
+    # Then the peers' rows, each tile after its chunk's flags hold this call's epoch. Not flattened: a flattened
+    # loop would prefetch the next tile's rows before that tile's wait.
+    first = _first_peer_tile(pid, programs, own_tiles)
+    for tile in range(first, world * own_tiles, programs):
+        segment, pid_m, pid_n = _peer_tile(tile, own_tiles, me, world, num_m, num_n, GROUP_M)
+        chunk = pid_m // CHUNK_TILES
+        token = dl.wait(
+            flags_ptr + (segment * num_chunks + chunk) * FLAGS_PER_CHUNK, FLAGS_PER_CHUNK, "sys", "acquire", epoch
+        )
+        row = dl.consume_token(segment * M_LOCAL + pid_m * BLOCK_M, token)
+        row = _fence_async_proxy(row)
+        acc = tma_mainloop(recv_desc, b_desc, row, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        tma_store(c_desc, acc, segment * M_LOCAL + pid_m * BLOCK_M, pid_n * BLOCK_N, SPLIT_N)
+
+
+@triton.jit
+def _ag_gemm_ptr_kernel(
+    a_ptr,
+    recv_ptr,
+    b_ptr,
+    c_ptr,
+    flags_ptr,
+    epoch_ptr,
+    M_LOCAL,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    CHUNK_TILES: tl.constexpr,
+    FLAGS_PER_CHUNK: tl.constexpr,
+):
+    """The same schedule with masked pointer loads: any M_LOCAL, and targets without TMA."""
+    me = dl.rank()
+    world = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    num_m = tl.cdiv(M_LOCAL, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    num_chunks = tl.cdiv(num_m, CHUNK_TILES)
+    own_tiles = num_m * num_n
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    segment_a = M_LOCAL.to(tl.int64) * K
+    segment_c = M_LOCAL.to(tl.int64) * N
+    for tile in range(pid, own_tiles, programs):
+        pid_m, pid_n = grouped_tile(tile, num_m, num_n, GROUP_M)
+        acc = ptr_mainloop(
+            a_ptr, b_ptr, M_LOCAL, N, K, K, 1, N, 1, pid_m * BLOCK_M, pid_n * BLOCK_N, BLOCK_M, BLOCK_N, BLOCK_K
+        )
+        ptr_store(c_ptr + me * segment_c, acc, M_LOCAL, N, N, 1, pid_m * BLOCK_M, pid_n * BLOCK_N, BLOCK_M, BLOCK_N)
+    first = _first_peer_tile(pid, programs, own_tiles)
+    for tile in range(first, world * own_tiles, programs):
+        segment, pid_m, pid_n = _peer_tile(tile, own_tiles, me, world, num_m, num_n, GROUP_M)
+        chunk = pid_m // CHUNK_TILES
+        token = dl.wait(
+            flags_ptr + (segment * num_chunks + chunk) * FLAGS_PER_CHUNK, FLAGS_PER_CHUNK, "sys", "acquire", epoch
+        )
+        src = dl.consume_token(recv_ptr + segment * segment_a, token)
+        acc = ptr_mainloop(
+            src, b_ptr, M_LOCAL, N, K, K, 1, N, 1, pid_m * BLOCK_M, pid_n * BLOCK_N, BLOCK_M, BLOCK_N, BLOCK_K
+        )
+        ptr_store(
+            c_ptr + segment * segment_c, acc, M_LOCAL, N, N, 1, pid_m * BLOCK_M, pid_n * BLOCK_N, BLOCK_M, BLOCK_N
+        )
+
+
+# ------------------------------------------------------------------------------------------------ host state
+
+
+class AgGemmError(ValueError):
+    """Bad input to ``ag_gemm`` (raised on the host before anything is launched)."""
+
+
+@dataclasses.dataclass
+class _Workspace:
+    """Buffers of one (M_local, N, K, dtype, config) problem: receive buffer, flags, epoch, barrier."""
+
+    recv: torch.Tensor  # [W * M_local, K], symmetric; slot s holds rank s's shard once its flags are set
+    flags: torch.Tensor  # int32, symmetric: (segment, chunk, pushing program)
+    epoch: torch.Tensor  # int32 [1], this rank's epoch counter
+    barrier: torch.Tensor  # int32 [W], symmetric
+    num_chunks: int
+    flags_per_chunk: int
+    peer_recv: dict[int, torch.Tensor]
+
+
+_workspaces: dict[tuple[Any, ...], _Workspace] = {}
+_side_streams: dict[int, torch.cuda.Stream] = {}
+_checked: set[tuple[Any, ...]] = set()
+
+
+def _side_stream(device: torch.device) -> torch.cuda.Stream:
+    if device.index not in _side_streams:
+        _side_streams[device.index] = torch.cuda.Stream(device=device)
+    return _side_streams[device.index]
+
+
+def _capturing() -> bool:
+    return torch.cuda.is_current_stream_capturing()
+
+
+def check_inputs(a: torch.Tensor, b: torch.Tensor) -> rt.World:
+    """Local checks of ``ag_gemm``'s operands (types, dtypes, shapes, layout, device); returns the world."""
+    if not rt.is_initialized():
+        raise RuntimeError("ag_gemm: call triton_dist.init() first (it needs the symmetric heap)")
+    world = rt.current_world()
+    try:
+        check_operands(a, b, "ag_gemm")
+    except (TypeError, ValueError) as error:
+        raise AgGemmError(str(error)) from None
+    if a.device != world.device:
+        raise AgGemmError(f"ag_gemm: the operands are on {a.device}, but this rank's heap is on {world.device}")
+    return world
+
+
+def _check_same_on_all_ranks(world: rt.World, signature: tuple[Any, ...]) -> None:
+    """Raise on every rank unless all ranks call with the same shapes and dtypes (once per signature)."""
+    if signature in _checked:
+        return
+    if _capturing():
+        raise RuntimeError(
+            "ag_gemm: the first call with these shapes is being captured in a CUDA graph; run it once eagerly "
+            "first (it allocates its buffers and checks the shapes with the peers)"
+        )
+    gathered: list[Any] = [None] * world.world_size
+    dist.all_gather_object(gathered, signature, group=world.group)
+    if any(other != signature for other in gathered):
+        described = "; ".join(f"rank {r}: a {s[0]} b {s[1]} {s[2]}" for r, s in enumerate(gathered))
+        raise AgGemmError(f"ag_gemm: ranks disagree on shapes or dtypes ({described}); all must pass the same")
+    _checked.add(signature)
+
+
+def _workspace(world: rt.World, a: torch.Tensor, n: int, config: OverlapConfig) -> _Workspace:
+    m_local, k = a.shape
+    block_m = config.matmul.block_m
+    num_chunks = triton.cdiv(triton.cdiv(m_local, block_m), config.chunk_tiles)
+    flags_per_chunk = config.push_ctas if config.producer == "sm" else 1
+    ws_key = (m_local, k, a.dtype, num_chunks, flags_per_chunk)
+    found = _workspaces.get(ws_key)
+    if found is not None:
+        return found
+    if _capturing():
+        raise RuntimeError("ag_gemm: needs new buffers while a CUDA graph is being captured; run it eagerly first")
+    w = world.world_size
+    try:
+        recv = rt.empty(w * m_local, k, dtype=a.dtype)
+        flags = rt.zeros(w * num_chunks * flags_per_chunk, dtype=torch.int32)
+        barrier = rt.zeros(w, dtype=torch.int32)
+    except rt.HeapExhaustedError as error:
+        need = w * m_local * k * a.element_size()
+        raise rt.HeapExhaustedError(
+            f"ag_gemm: the symmetric heap has no room for the receive buffer ({need >> 20} MiB for "
+            f"{w} x [{m_local}, {k}] {a.dtype}); pass a larger heap_size to triton_dist.init() ({error})"
+        ) from None
+    epoch = torch.zeros(1, dtype=torch.int32, device=world.device)
+    rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
+    peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
+    found = _Workspace(recv, flags, epoch, barrier, num_chunks, flags_per_chunk, peer_recv)
+    _workspaces[ws_key] = found
+    return found
+
+
+@functools.cache
+def _gpu_name(device_index: int) -> str:
+    return torch.cuda.get_device_name(device_index)
+
+
+def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: int, device: torch.device) -> Any:
+    """The configuration ``ag_gemm`` uses for this problem (tuned, else the cost model), for the current target."""
+    config, _ = tuning.choose(
+        "ag_gemm",
+        m_local * world_size,
+        n * world_size,
+        k,
+        dtype,
+        torch.empty((), dtype=dtype).element_size(),
+        world_size,
+        _gpu_name(device.index),
+    )
+    return config
+
+
+def _use_tma(config: OverlapConfig, m_local: int) -> bool:
+    target = triton.runtime.driver.active.get_current_target()
+    mm = config_for_target(config.matmul, target)
+    # TMA stores of the own shard write whole BLOCK_M rows of C: only when tiles do not cross shard boundaries.
+    return mm.use_tma and m_local % mm.block_m == 0
+
+
+def _launch_fused(
+    world: rt.World, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: OverlapConfig
+) -> _Workspace:
+    m_local, k = a.shape
+    n = b.shape[1]
+    ws = _workspace(world, a, n, config)
+    device = a.device
+    main = torch.cuda.current_stream(device)
+    _begin_kernel[(1,)](ws.epoch, ws.barrier, num_warps=1)
+    mm = config.matmul
+    target = triton.runtime.driver.active.get_current_target()
+    sms = num_sms(device.index)
+    reserved = config.push_ctas if config.producer == "sm" else 1
+    chunk_rows = config.chunk_tiles * mm.block_m
+    side = _side_stream(device)
+    side.wait_stream(main)
+    if config.producer == "sm":
+        with torch.cuda.stream(side):
+            _push_kernel[(config.push_ctas,)](
+                a, ws.recv, ws.flags, ws.epoch, m_local, k, chunk_rows, ws.num_chunks, BLOCK=8192, num_warps=16
+            )
+    if _use_tma(config, m_local):
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        bm, bn, bk = mm.block_m, mm.block_n, mm.block_k
+        grid = (max(1, min(sms - reserved, triton.cdiv(m_local, bm) * triton.cdiv(n, bn) * world.world_size)),)
+        _ag_gemm_tma_kernel[grid](
+            TensorDescriptor.from_tensor(a, [bm, bk]),
+            TensorDescriptor.from_tensor(ws.recv, [bm, bk]),
+            TensorDescriptor.from_tensor(b, [bk, bn]),
+            TensorDescriptor.from_tensor(c, [bm, bn // mm.split_n]),
+            ws.flags,
+            ws.epoch,
+            m_local,
+            n,
+            k,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=mm.group_m,
+            SPLIT_N=mm.split_n,
+            CHUNK_TILES=config.chunk_tiles,
+            FLAGS_PER_CHUNK=ws.flags_per_chunk,
+            num_stages=mm.num_stages,
+            num_warps=mm.num_warps,
+        )
+    else:
+        fallback = config_for_target(dataclasses.replace(mm, use_tma=False), target)
+        grid = (
+            max(
+                1,
+                min(
+                    sms - reserved,
+                    triton.cdiv(m_local, fallback.block_m) * triton.cdiv(n, fallback.block_n) * world.world_size,
+                ),
+            ),
+        )
+        _ag_gemm_ptr_kernel[grid](
+            a,
+            ws.recv,
+            b,
+            c,
+            ws.flags,
+            ws.epoch,
+            m_local,
+            n,
+            k,
+            BLOCK_M=fallback.block_m,
+            BLOCK_N=fallback.block_n,
+            BLOCK_K=fallback.block_k,
+            GROUP_M=fallback.group_m,
+            CHUNK_TILES=config.chunk_tiles * mm.block_m // fallback.block_m,
+            FLAGS_PER_CHUNK=ws.flags_per_chunk,
+            num_stages=fallback.num_stages,
+            num_warps=fallback.num_warps,
+        )
+    if config.producer == "ce":
+        me, w = world.rank, world.world_size
+        with torch.cuda.stream(side):
+            for chunk in range(ws.num_chunks):
+                lo = chunk * chunk_rows
+                hi = min(lo + chunk_rows, m_local)
+                for step in range(1, w):
+                    dst = (me - step) % w
+                    ws.peer_recv[dst][me * m_local + lo : me * m_local + hi].copy_(a[lo:hi])
+                    _flag_kernel[(1,)](ws.flags, me * ws.num_chunks + chunk, dst, ws.epoch, num_warps=1)
+    main.wait_stream(side)
+    return ws
+
+
+def ag_gemm_impl(
+    a: torch.Tensor, b: torch.Tensor, return_gathered: bool = False, config: OverlapConfig | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``ag_gemm`` without the custom-op wrapper; ``config`` overrides the tuned choice (benchmarks, tuning)."""
+    world = check_inputs(a, b)
+    m_local, k = a.shape
+    n = b.shape[1]
+    w = world.world_size
+    _check_same_on_all_ranks(world, (tuple(a.shape), tuple(b.shape), str(a.dtype)))
+    if config is None:
+        config = choose_config(m_local, n, k, a.dtype, w, a.device)
+    c = torch.empty((w * m_local, n), dtype=a.dtype, device=a.device)
+    if config.backend == "nccl" or m_local == 0 or n == 0:
+        gathered = torch.empty((w * m_local, k), dtype=a.dtype, device=a.device)
+        dist.all_gather_into_tensor(gathered, a, group=world.group)
+        torch.matmul(gathered, b, out=c)
+        return c, (gathered if return_gathered else None)
+    with torch.cuda.device(a.device):
+        ws = _launch_fused(world, a, b, c, config)
+    if not return_gathered:
+        return c, None
+    gathered = ws.recv.clone()
+    gathered[world.rank * m_local : (world.rank + 1) * m_local].copy_(a)
+    return c, gathered
+
+
+# -------------------------------------------------------------------------------------------- the custom op
+
+
+@torch.library.custom_op("triton_dist::ag_gemm", mutates_args=())
+def _ag_gemm_op(a: torch.Tensor, b: torch.Tensor, return_gathered: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    c, gathered = ag_gemm_impl(a, b, return_gathered)
+    if gathered is None:
+        gathered = a.new_empty((0, a.shape[1]))
+    return c, gathered
+
+
+@_ag_gemm_op.register_fake
+def _(a: torch.Tensor, b: torch.Tensor, return_gathered: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    w = rt.current_world().world_size
+    rows = w * a.shape[0]
+    gathered_rows = rows if return_gathered else 0
+    return a.new_empty((rows, b.shape[1])), a.new_empty((gathered_rows, a.shape[1]))
+
+
+def ag_gemm(
+    a: torch.Tensor, b: torch.Tensor, *, return_gathered: bool = False
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """C = all_gather(a) @ b across all ranks of the triton_dist world, overlapped.
+
+    ``a``: this rank's rows [M_local, K]; ``b``: [K, N]; both bf16 or fp16, contiguous, on this rank's GPU, the
+    same shapes and dtype on every rank (checked with the peers on the first call per shape). Returns C
+    [W * M_local, N], and with ``return_gathered=True`` also all_gather(a) [W * M_local, K].
+
+    Every rank must call it the same number of times (it synchronizes with the peers on the GPU).
+    Raises ``AgGemmError`` (a ValueError) naming the problem for bad input, ``HeapExhaustedError`` when the heap
+    cannot hold the receive buffer.
+    """
+    c, gathered = torch.ops.triton_dist.ag_gemm(a, b, return_gathered)
+    return (c, gathered) if return_gathered else c
