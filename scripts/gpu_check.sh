@@ -6,6 +6,8 @@
 #   GPU_CHECK_SIZES="2" bash scripts/gpu_check.sh
 #   GPU_CHECK_QUICK=1 bash scripts/gpu_check.sh   # fewer rounds and sizes (a smoke run)
 #   GPU_CHECK_TUNE=1 bash scripts/gpu_check.sh    # also sweep the all-gather launch parameters (~5 more minutes)
+#   GPU_CHECK_ONLY="primitives copy_engine" bash scripts/gpu_check.sh   # only the named steps
+#   GPU_CHECK_MEASURE=1 bash scripts/gpu_check.sh # the copy-engine step also times its flag writers
 #
 # Needs the device libraries (python/triton_dist/_device/*.bc, from scripts/build.sh) but no compiled extension.
 set -uo pipefail
@@ -31,7 +33,7 @@ say() { echo "[gpu_check +$(($(date +%s) - START))s] $*"; }
   echo "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "- software: $("$PYTHON" -c 'import sys, torch, triton; print(f"python {sys.version.split()[0]}, torch {torch.__version__}, triton {triton.__version__}")' 2>&1)"
   echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ local changes)')"
-  echo "- command: \`$0 $*\` (GPU_CHECK_SIZES=${GPU_CHECK_SIZES:-auto}, GPU_CHECK_QUICK=${GPU_CHECK_QUICK:-0})"
+  echo "- command: \`$0 $*\` (GPU_CHECK_SIZES=${GPU_CHECK_SIZES:-auto}, GPU_CHECK_QUICK=${GPU_CHECK_QUICK:-0}, GPU_CHECK_ONLY=${GPU_CHECK_ONLY:-all})"
   echo "- env: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TRITON_DIST_TIMEOUT_S=$TRITON_DIST_TIMEOUT_S"
   echo
 } >"$TABLE"
@@ -75,8 +77,13 @@ fi
 
 if [ "${GPU_CHECK_QUICK:-0}" = 1 ]; then
   LITMUS_ARGS="--rounds 20000"; PING_ARGS="--rounds 2000 --launches 20"; AG_ARGS="--sizes-mib 1 128 --iters 20"
+  COPY_ARGS="--rounds 500"
 else
   LITMUS_ARGS="--rounds 100000"; PING_ARGS="--rounds 10000 --launches 20"; AG_ARGS="--sizes-mib 1 8 64 128 --iters 20"
+  COPY_ARGS="--rounds 2000"
+fi
+if [ "${GPU_CHECK_MEASURE:-0}" = 1 ]; then
+  COPY_ARGS="$COPY_ARGS --measure --results-md $LOGDIR/copy_engine.md"
 fi
 
 echo "| ranks | step | result | seconds | details |" >>"$TABLE"
@@ -86,6 +93,9 @@ echo "|---|---|---|---|---|" >>"$TABLE"
 run_step() {
   local ranks="$1" name="$2" limit="$3" script="$4"
   shift 4
+  if [ -n "${GPU_CHECK_ONLY:-}" ] && [[ " $GPU_CHECK_ONLY " != *" $name "* ]]; then
+    return 0
+  fi
   local log="$LOGDIR/${ranks}gpu_${name}.log" began status result details
   say "== $name on $ranks GPUs (timeout ${limit}s): $script $*"
   began=$(date +%s)
@@ -118,6 +128,7 @@ run_step() {
 for n in $SIZES; do
   run_step "$n" primitives 240 test/gpu/check_primitives.py
   run_step "$n" litmus 180 test/gpu/check_litmus.py $LITMUS_ARGS
+  run_step "$n" copy_engine 240 test/gpu/check_copy_engine.py $COPY_ARGS
   run_step "$n" ping_pong 120 examples/ping_pong.py $PING_ARGS
   run_step "$n" allgather_push 180 examples/allgather_push.py $AG_ARGS
   run_step "$n" allgather_pull 180 examples/allgather_pull.py $AG_ARGS

@@ -135,7 +135,39 @@ KERNELS = [
             "TILE": 4096,
         },
     ),
+    ("test/gpu/check_copy_engine.py", "acknowledge", {"ack_ptr": "*i32", "left": I32, "epoch": I32}, {}),
 ]
+
+# Kernels that only wait on local flags: they need no context (no rank, no heap base), only to compile.
+WAIT_ONLY_KERNELS = [
+    ("test/gpu/check_copy_engine.py", "wait_for_ack", {"ack_ptr": "*i32", "epoch": I32}, {}),
+    (
+        "test/gpu/check_copy_engine.py",
+        "consume_chunks",
+        {
+            "dst_ptr": "*i32",
+            "flags_ptr": "*i32",
+            "seeds_ptr": "*i32",
+            "result_ptr": "*i32",
+            "left": I32,
+            "epoch": I32,
+            "chunk_elems": I32,
+        },
+        {"SEMANTIC": "acquire", "BLOCK": 1024},
+    ),
+]
+
+
+@pytest.mark.parametrize("target_name", sorted(TARGETS))
+@pytest.mark.parametrize(
+    ("path", "name", "signature", "constexprs"), WAIT_ONLY_KERNELS, ids=[k[1] for k in WAIT_ONLY_KERNELS]
+)
+def test_wait_only_kernel_compiles(path, name, signature, constexprs, target_name):
+    kernel = getattr(load(path), name)
+    assembly = compile_kernel(kernel, signature, constexprs, target_name).asm[TARGETS[target_name][2]]
+    # A system-scope acquire poll: ld.acquire.sys on NVIDIA, a system-coherent load + cache invalidate on AMD.
+    needle = "ld.acquire.sys.global" if target_name == "sm_90" else "buffer_inv sc0 sc1"
+    assert needle in assembly
 
 
 @pytest.mark.parametrize("target_name", sorted(TARGETS))

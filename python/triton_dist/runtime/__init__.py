@@ -20,6 +20,8 @@ Layout, one concern per subpackage:
   public constructors (``tensors``).
 - ``context/``: the device context of docs/abi.md: its bytes (``payload``), writing a module's global through the
   driver (``module_globals``), and the ``kernel_load_end_hook`` that fills every loaded module (``installer``).
+- ``copy_engine``: chunk copies on a stream, each followed by a flag write a kernel can ``dl.wait`` for
+  (``copy_chunks_with_flags``; its Triton flag kernel is ``flag_kernel``).
 - ``world/``: the world and its synchronization: ``init``/``finalize`` (``lifecycle``), their knobs
   (``settings``), collective agreement between ranks (``rank_agreement``), host- and device-side barriers
   (``lifecycle.barrier``, ``device_barrier``, ``stream_sync``).
@@ -30,6 +32,7 @@ from __future__ import annotations
 import torch
 
 from triton_dist.runtime.context.installer import install_context_hook
+from triton_dist.runtime.copy_engine import copy_chunks_with_flags
 from triton_dist.runtime.heap.allocator import HeapExhaustedError
 from triton_dist.runtime.heap.tensors import (
     empty,
@@ -70,6 +73,7 @@ __all__ = [
     "World",
     "barrier",
     "barrier_on_device",
+    "copy_chunks_with_flags",
     "current_world",
     "empty",
     "empty_like",
