@@ -148,20 +148,20 @@ def _ag_gemm_tma_kernel(
     M_LOCAL,
     N,
     K,
+    chunk_tiles,
+    flags_per_chunk,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     SPLIT_N: tl.constexpr,
-    CHUNK_TILES: tl.constexpr,
-    FLAGS_PER_CHUNK: tl.constexpr,
 ):
     me = dl.rank()
     world = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     num_m = tl.cdiv(M_LOCAL, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
-    num_chunks = tl.cdiv(num_m, CHUNK_TILES)
+    num_chunks = tl.cdiv(num_m, chunk_tiles)
     own_tiles = num_m * num_n
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -176,9 +176,9 @@ def _ag_gemm_tma_kernel(
     first = _first_peer_tile(pid, programs, own_tiles)
     for tile in range(first, world * own_tiles, programs):
         segment, pid_m, pid_n = _peer_tile(tile, own_tiles, me, world, num_m, num_n, GROUP_M)
-        chunk = pid_m // CHUNK_TILES
+        chunk = pid_m // chunk_tiles
         token = dl.wait(
-            flags_ptr + (segment * num_chunks + chunk) * FLAGS_PER_CHUNK, FLAGS_PER_CHUNK, "sys", "acquire", epoch
+            flags_ptr + (segment * num_chunks + chunk) * flags_per_chunk, flags_per_chunk, "sys", "acquire", epoch
         )
         row = dl.consume_token(segment * M_LOCAL + pid_m * BLOCK_M, token)
         row = _fence_async_proxy(row)
@@ -197,12 +197,12 @@ def _ag_gemm_ptr_kernel(
     M_LOCAL,
     N,
     K,
+    chunk_tiles,
+    flags_per_chunk,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    CHUNK_TILES: tl.constexpr,
-    FLAGS_PER_CHUNK: tl.constexpr,
 ):
     """The same schedule with masked pointer loads: any M_LOCAL, and targets without TMA."""
     me = dl.rank()
@@ -210,7 +210,7 @@ def _ag_gemm_ptr_kernel(
     epoch = tl.load(epoch_ptr)
     num_m = tl.cdiv(M_LOCAL, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
-    num_chunks = tl.cdiv(num_m, CHUNK_TILES)
+    num_chunks = tl.cdiv(num_m, chunk_tiles)
     own_tiles = num_m * num_n
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -225,9 +225,9 @@ def _ag_gemm_ptr_kernel(
     first = _first_peer_tile(pid, programs, own_tiles)
     for tile in range(first, world * own_tiles, programs):
         segment, pid_m, pid_n = _peer_tile(tile, own_tiles, me, world, num_m, num_n, GROUP_M)
-        chunk = pid_m // CHUNK_TILES
+        chunk = pid_m // chunk_tiles
         token = dl.wait(
-            flags_ptr + (segment * num_chunks + chunk) * FLAGS_PER_CHUNK, FLAGS_PER_CHUNK, "sys", "acquire", epoch
+            flags_ptr + (segment * num_chunks + chunk) * flags_per_chunk, flags_per_chunk, "sys", "acquire", epoch
         )
         src = dl.consume_token(recv_ptr + segment * segment_a, token)
         acc = ptr_mainloop(
@@ -253,8 +253,6 @@ class _Workspace:
     flags: torch.Tensor  # int32, symmetric: (segment, chunk, pushing program)
     epoch: torch.Tensor  # int32 [1], this rank's epoch counter
     barrier: torch.Tensor  # int32 [W], symmetric
-    num_chunks: int
-    flags_per_chunk: int
     peer_recv: dict[int, torch.Tensor]
 
 
@@ -275,13 +273,13 @@ def _capturing() -> bool:
 
 def check_inputs(a: torch.Tensor, b: torch.Tensor) -> rt.World:
     """Local checks of ``ag_gemm``'s operands (types, dtypes, shapes, layout, device); returns the world."""
-    if not rt.is_initialized():
-        raise RuntimeError("ag_gemm: call triton_dist.init() first (it needs the symmetric heap)")
-    world = rt.current_world()
     try:
         check_operands(a, b, "ag_gemm")
     except (TypeError, ValueError) as error:
         raise AgGemmError(str(error)) from None
+    if not rt.is_initialized():
+        raise RuntimeError("ag_gemm: call triton_dist.init() first (it needs the symmetric heap)")
+    world = rt.current_world()
     if a.device != world.device:
         raise AgGemmError(f"ag_gemm: the operands are on {a.device}, but this rank's heap is on {world.device}")
     return world
@@ -304,21 +302,29 @@ def _check_same_on_all_ranks(world: rt.World, signature: tuple[Any, ...]) -> Non
     _checked.add(signature)
 
 
-def _workspace(world: rt.World, a: torch.Tensor, n: int, config: OverlapConfig) -> _Workspace:
+MAX_PUSH_CTAS = 64
+MIN_BLOCK_M = 64
+
+
+def _workspace(world: rt.World, a: torch.Tensor) -> _Workspace:
+    """The buffers for shards like ``a`` ([M_local, K], its dtype), allocated on first use and kept.
+
+    The flags have room for the finest chunking (one ``MIN_BLOCK_M`` tile row per chunk) times the most pushing
+    programs, so every configuration shares them: a flag counts only when it equals the current epoch, and the
+    epoch moves on every call, so a flag left by another configuration never matches.
+    """
     m_local, k = a.shape
-    block_m = config.matmul.block_m
-    num_chunks = triton.cdiv(triton.cdiv(m_local, block_m), config.chunk_tiles)
-    flags_per_chunk = config.push_ctas if config.producer == "sm" else 1
-    ws_key = (m_local, k, a.dtype, num_chunks, flags_per_chunk)
+    ws_key = (m_local, k, a.dtype)
     found = _workspaces.get(ws_key)
     if found is not None:
         return found
     if _capturing():
         raise RuntimeError("ag_gemm: needs new buffers while a CUDA graph is being captured; run it eagerly first")
     w = world.world_size
+    max_chunks = triton.cdiv(m_local, MIN_BLOCK_M)
     try:
         recv = rt.empty(w * m_local, k, dtype=a.dtype)
-        flags = rt.zeros(w * num_chunks * flags_per_chunk, dtype=torch.int32)
+        flags = rt.zeros(w * max_chunks * MAX_PUSH_CTAS, dtype=torch.int32)
         barrier = rt.zeros(w, dtype=torch.int32)
     except rt.HeapExhaustedError as error:
         need = w * m_local * k * a.element_size()
@@ -329,7 +335,7 @@ def _workspace(world: rt.World, a: torch.Tensor, n: int, config: OverlapConfig) 
     epoch = torch.zeros(1, dtype=torch.int32, device=world.device)
     rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
     peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
-    found = _Workspace(recv, flags, epoch, barrier, num_chunks, flags_per_chunk, peer_recv)
+    found = _Workspace(recv, flags, epoch, barrier, peer_recv)
     _workspaces[ws_key] = found
     return found
 
@@ -366,7 +372,9 @@ def _launch_fused(
 ) -> _Workspace:
     m_local, k = a.shape
     n = b.shape[1]
-    ws = _workspace(world, a, n, config)
+    ws = _workspace(world, a)
+    if config.matmul.block_m < MIN_BLOCK_M or config.push_ctas > MAX_PUSH_CTAS:
+        raise AgGemmError(f"ag_gemm: block_m must be >= {MIN_BLOCK_M} and push_ctas <= {MAX_PUSH_CTAS}: {config}")
     device = a.device
     main = torch.cuda.current_stream(device)
     _begin_kernel[(1,)](ws.epoch, ws.barrier, num_warps=1)
@@ -375,12 +383,14 @@ def _launch_fused(
     sms = num_sms(device.index)
     reserved = config.push_ctas if config.producer == "sm" else 1
     chunk_rows = config.chunk_tiles * mm.block_m
+    num_chunks = triton.cdiv(m_local, chunk_rows)
+    flags_per_chunk = config.push_ctas if config.producer == "sm" else 1
     side = _side_stream(device)
     side.wait_stream(main)
     if config.producer == "sm":
         with torch.cuda.stream(side):
             _push_kernel[(config.push_ctas,)](
-                a, ws.recv, ws.flags, ws.epoch, m_local, k, chunk_rows, ws.num_chunks, BLOCK=8192, num_warps=16
+                a, ws.recv, ws.flags, ws.epoch, m_local, k, chunk_rows, num_chunks, BLOCK=8192, num_warps=16
             )
     if _use_tma(config, m_local):
         from triton.tools.tensor_descriptor import TensorDescriptor
@@ -397,13 +407,13 @@ def _launch_fused(
             m_local,
             n,
             k,
+            config.chunk_tiles,
+            flags_per_chunk,
             BLOCK_M=bm,
             BLOCK_N=bn,
             BLOCK_K=bk,
             GROUP_M=mm.group_m,
             SPLIT_N=mm.split_n,
-            CHUNK_TILES=config.chunk_tiles,
-            FLAGS_PER_CHUNK=ws.flags_per_chunk,
             num_stages=mm.num_stages,
             num_warps=mm.num_warps,
         )
@@ -428,25 +438,25 @@ def _launch_fused(
             m_local,
             n,
             k,
+            config.chunk_tiles * mm.block_m // fallback.block_m,
+            flags_per_chunk,
             BLOCK_M=fallback.block_m,
             BLOCK_N=fallback.block_n,
             BLOCK_K=fallback.block_k,
             GROUP_M=fallback.group_m,
-            CHUNK_TILES=config.chunk_tiles * mm.block_m // fallback.block_m,
-            FLAGS_PER_CHUNK=ws.flags_per_chunk,
             num_stages=fallback.num_stages,
             num_warps=fallback.num_warps,
         )
     if config.producer == "ce":
         me, w = world.rank, world.world_size
         with torch.cuda.stream(side):
-            for chunk in range(ws.num_chunks):
+            for chunk in range(num_chunks):
                 lo = chunk * chunk_rows
                 hi = min(lo + chunk_rows, m_local)
                 for step in range(1, w):
                     dst = (me - step) % w
                     ws.peer_recv[dst][me * m_local + lo : me * m_local + hi].copy_(a[lo:hi])
-                    _flag_kernel[(1,)](ws.flags, me * ws.num_chunks + chunk, dst, ws.epoch, num_warps=1)
+                    _flag_kernel[(1,)](ws.flags, me * num_chunks + chunk, dst, ws.epoch, num_warps=1)
     main.wait_stream(side)
     return ws
 

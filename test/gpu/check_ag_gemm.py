@@ -1,0 +1,279 @@
+"""GPU correctness of ``triton_dist.ops.ag_gemm`` against torch (all_gather + matmul in fp32), any world size.
+
+    torchrun --nproc-per-node=2 test/gpu/check_ag_gemm.py [--quick]
+
+Every case uses fresh random data (a different seed per rank and case), poisons the output buffers first (the
+op allocates its output; the receive buffer is filled with NaN before the first call), and compares with a
+torch reference: bf16 and fp16; shapes that are multiples of the tiles and shapes that are not (M_local, N, K);
+both producers (copy engine, SM push) and both GEMM paths (TMA, masked pointers); return_gathered; the
+torch custom op under torch.compile; replays of a captured CUDA graph with new inputs each time (the epochs
+advance on the device); and bad input (mismatched shapes/dtypes across ranks, non-contiguous, wrong device,
+exhausted heap) raising named errors before anything is launched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "examples"))
+
+from common import Checks, log, main_guard, setup, sync, teardown  # noqa: E402
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops import ag_gemm as ag_module  # noqa: E402
+from triton_dist.ops.ag_gemm import AgGemmError, ag_gemm, ag_gemm_impl  # noqa: E402
+from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul  # noqa: E402
+from triton_dist.ops.tuning import OverlapConfig  # noqa: E402
+
+TOL = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (1e-2, 1e-2)}
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    world = rt.current_world()
+    gathered = torch.empty((world.world_size * a.shape[0], a.shape[1]), dtype=a.dtype, device=a.device)
+    dist.all_gather_into_tensor(gathered, a)
+    return (gathered.float() @ b.float()), gathered
+
+
+def close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> tuple[bool, str]:
+    rtol, atol = TOL[dtype]
+    if out.shape != ref.shape:
+        return False, f"shape {list(out.shape)} != {list(ref.shape)}"
+    if not torch.isfinite(out.float()).all():
+        return False, "non-finite values (a poisoned or unwritten region)"
+    err = (out.float() - ref).abs()
+    scale = ref.abs().max().item() + 1e-6
+    bad = err > atol * scale + rtol * ref.abs()
+    return (not bad.any().item()), f"max abs err {err.max().item():.3g} (scale {scale:.3g}), {int(bad.sum())} bad"
+
+
+def make_inputs(m_local: int, n: int, k: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator(device="cuda").manual_seed(seed * 1000 + rt.current_world().rank)
+    a = torch.randn(m_local, k, dtype=dtype, device="cuda", generator=gen) / k**0.25
+    gen_b = torch.Generator(device="cuda").manual_seed(seed)  # B is the same on every rank (as in the op's use)
+    b = torch.randn(k, n, dtype=dtype, device="cuda", generator=gen_b) / k**0.25
+    return a, b
+
+
+def poison_receive_buffers() -> None:
+    for ws in ag_module._workspaces.values():
+        ws.recv.fill_(float("nan"))
+    torch.cuda.synchronize()
+
+
+def case(
+    checks: Checks,
+    name: str,
+    m_local: int,
+    n: int,
+    k: int,
+    dtype: torch.dtype,
+    config: OverlapConfig | None,
+    seed: int,
+    return_gathered: bool = False,
+) -> None:
+    def body() -> None:
+        a, b = make_inputs(m_local, n, k, dtype, seed)
+        ag_gemm_impl(a, b, config=config)  # allocate the workspace, then poison it and run for real
+        sync()
+        poison_receive_buffers()
+        rt.barrier()
+        a, b = make_inputs(m_local, n, k, dtype, seed + 1)
+        c, gathered = ag_gemm_impl(a, b, return_gathered=return_gathered, config=config)
+        sync(name)
+        ref, ref_gathered = reference(a, b)
+        ok, detail = close(c, ref, dtype)
+        if return_gathered:
+            same = gathered is not None and torch.equal(gathered, ref_gathered)
+            ok, detail = ok and same, detail + f", gathered {'equal' if same else 'DIFFERS'}"
+        checks.check(name, ok, detail)
+
+    checks.run(name, body)
+
+
+def check_custom_op(checks: Checks, dtype: torch.dtype) -> None:
+    def body() -> None:
+        a, b = make_inputs(1024, 1536, 2048, dtype, 77)
+        c = torch.ops.triton_dist.ag_gemm(a, b, False)[0]
+        ok, detail = close(c, reference(a, b)[0], dtype)
+        checks.check(f"custom op eager {dtype}", ok, detail)
+
+        compiled = torch.compile(lambda x, y: ag_gemm(x, y) * 2.0, fullgraph=True)
+        a, b = make_inputs(1024, 1536, 2048, dtype, 78)
+        c = compiled(a, b)
+        ok, detail = close(c, 2.0 * reference(a, b)[0], dtype)
+        checks.check(f"torch.compile(fullgraph) {dtype}", ok, detail)
+
+    checks.run(f"custom op {dtype}", body)
+
+
+def check_cuda_graph(checks: Checks, producer: str) -> None:
+    name = f"CUDA graph, 5 replays with new inputs ({producer})"
+
+    def body() -> None:
+        dtype = torch.bfloat16
+        config = OverlapConfig(producer=producer, chunk_tiles=2, push_ctas=8)
+        a, b = make_inputs(2048, 2048, 1024, dtype, 90)
+        for _ in range(2):
+            ag_gemm_impl(a, b, config=config)  # warm-up: compile, allocate
+        sync()
+        static_a, static_b = a.clone(), b.clone()
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+            static_c, _ = ag_gemm_impl(static_a, static_b, config=config)
+        torch.cuda.current_stream().wait_stream(stream)
+        sync()
+        results = []
+        for replay in range(5):
+            a, b = make_inputs(2048, 2048, 1024, dtype, 91 + replay)
+            static_a.copy_(a)
+            static_b.copy_(b)
+            static_c.fill_(float("nan"))
+            rt.barrier()
+            graph.replay()
+            sync(name)
+            results.append(close(static_c, reference(a, b)[0], dtype))
+        ok = all(r[0] for r in results)
+        checks.check(name, ok, "; ".join(r[1] for r in results))
+
+    checks.run(name, body)
+
+
+def expect_error(checks: Checks, name: str, error: type[BaseException], words: str, fn) -> None:  # noqa: ANN001
+    try:
+        fn()
+    except error as raised:
+        text = str(raised)
+        checks.check(name, words in text, f"{type(raised).__name__}: {text[:160]}")
+        return
+    except Exception as raised:  # noqa: BLE001
+        checks.check(name, False, f"raised {type(raised).__name__} instead of {error.__name__}: {raised}")
+        return
+    checks.check(name, False, f"no error (expected {error.__name__} mentioning {words!r})")
+
+
+def check_bad_inputs(checks: Checks) -> None:
+    world = rt.current_world()
+    a, b = make_inputs(256, 256, 256, torch.bfloat16, 5)
+    expect_error(checks, "non-contiguous a", AgGemmError, "contiguous", lambda: ag_gemm(a.t().contiguous().t(), b))
+    expect_error(checks, "dtype mismatch a/b", AgGemmError, "same dtype", lambda: ag_gemm(a, b.half()))
+    expect_error(checks, "fp32 input", AgGemmError, "bfloat16 or float16", lambda: ag_gemm(a.float(), b.float()))
+    expect_error(checks, "a on the CPU", AgGemmError, "cpu", lambda: ag_gemm(a.cpu(), b.cpu()))
+    expect_error(checks, "inner dims", AgGemmError, "a.shape[1] must equal", lambda: ag_gemm(a, b[:128]))
+    if torch.cuda.device_count() > 1:
+        other = torch.device("cuda", (world.device.index + 1) % torch.cuda.device_count())
+        expect_error(checks, "wrong GPU", AgGemmError, "heap is on", lambda: ag_gemm(a.to(other), b.to(other)))
+    # Shapes that differ between ranks: every rank must raise (no hang, no wrong answer).
+    rows = 256 + 128 * world.rank
+    a2, b2 = make_inputs(rows, 256, 256, torch.bfloat16, 6)
+    expect_error(checks, "shapes differ across ranks", AgGemmError, "ranks disagree", lambda: ag_gemm(a2, b2))
+    dt = torch.bfloat16 if world.rank == 0 else torch.float16
+    a3, b3 = make_inputs(256, 256, 256, dt, 7)
+    expect_error(checks, "dtypes differ across ranks", AgGemmError, "ranks disagree", lambda: ag_gemm(a3, b3))
+    heap = world.heap.heap_size
+    big_rows = heap // (world.world_size * 8192 * 2) + 128
+    a4 = torch.empty(big_rows, 8192, dtype=torch.bfloat16, device="cuda")
+    b4 = torch.empty(8192, 256, dtype=torch.bfloat16, device="cuda")
+    cfg = OverlapConfig()
+    expect_error(
+        checks, "exhausted heap", rt.HeapExhaustedError, "receive buffer", lambda: ag_gemm_impl(a4, b4, config=cfg)
+    )
+
+
+def check_matmul(checks: Checks) -> None:
+    for dtype in (torch.bfloat16, torch.float16):
+        for m, n, k in ((1000, 1000, 1000), (4096, 2048, 4096), (777, 520, 1032)):
+            for config in (
+                HOPPER_CANDIDATES[0],
+                HOPPER_CANDIDATES[2],
+                MatmulConfig(use_tma=False, block_n=128, block_k=32, num_stages=2),
+            ):
+                name = f"matmul {m}x{n}x{k} {dtype} {config.short()}"
+
+                def body(m=m, n=n, k=k, dtype=dtype, config=config, name=name) -> None:
+                    a = torch.randn(m, k, dtype=dtype, device="cuda")
+                    b = torch.randn(k, n, dtype=dtype, device="cuda")
+                    out = torch.full((m, n), float("nan"), dtype=dtype, device="cuda")
+                    matmul(a, b, out=out, config=config)
+                    ok, detail = close(out, a.float() @ b.float(), dtype)
+                    checks.check(name, ok, detail)
+
+                checks.run(name, body)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    setup(heap_size="2G")
+    checks = Checks()
+    check_matmul(checks)
+    seed = 10
+    ce = OverlapConfig(producer="ce", chunk_tiles=2)
+    sm = OverlapConfig(producer="sm", chunk_tiles=2, push_ctas=8)
+    pointer = OverlapConfig(matmul=MatmulConfig(use_tma=False, block_n=128, block_k=32, num_stages=2), chunk_tiles=3)
+    small_tiles = OverlapConfig(matmul=HOPPER_CANDIDATES[2], chunk_tiles=1, producer="sm", push_ctas=4)
+    cases = [
+        ("tiles divide, ce", 1024, 2048, 2048, ce),
+        ("tiles divide, sm push", 1024, 2048, 2048, sm),
+        ("N, K not tile multiples, ce", 1024, 1000, 1544, ce),
+        ("M_local not a tile multiple (pointer path), sm", 1000, 1032, 1000, sm),
+        ("pointer GEMM, ce", 640, 768, 520, pointer),
+        ("128x128 tiles, chunk of 1 tile, sm4", 512, 640, 1024, small_tiles),
+        ("seed shape per rank slice, ce", 4096, 2048, 12288, ce),
+        ("nccl fallback", 1000, 1000, 1000, OverlapConfig(backend="nccl")),
+        ("tuned / cost-model choice", 4096, 2048, 4096, None),
+    ]
+    if args.quick:
+        cases = cases[:4]
+    for dtype in (torch.bfloat16, torch.float16):
+        for label, m_local, n, k, config in cases:
+            seed += 2
+            case(checks, f"{label} [{m_local}x{n}x{k} {dtype}]", m_local, n, k, dtype, config, seed)
+    case(checks, "return_gathered, ce", 1024, 1024, 1536, torch.bfloat16, ce, 200, return_gathered=True)
+    case(
+        checks,
+        "return_gathered, nccl",
+        1000,
+        1024,
+        1536,
+        torch.bfloat16,
+        OverlapConfig(backend="nccl"),
+        202,
+        return_gathered=True,
+    )
+
+    # Many calls back to back without host synchronization (epochs, barrier, buffer reuse).
+    def back_to_back() -> None:
+        inputs = [make_inputs(2048, 2048, 2048, torch.bfloat16, 300 + i) for i in range(8)]
+        outs = [ag_gemm_impl(a, b, config=sm if i % 2 else ce)[0] for i, (a, b) in enumerate(inputs)]
+        sync("back-to-back calls")
+        results = [close(c, reference(a, b)[0], torch.bfloat16) for c, (a, b) in zip(outs, inputs, strict=True)]
+        checks.check(
+            "8 calls back to back, producers alternating",
+            all(r[0] for r in results),
+            "; ".join(r[1] for r in results[:3]),
+        )
+
+    checks.run("back to back", back_to_back)
+    for dtype in (torch.bfloat16, torch.float16):
+        check_custom_op(checks, dtype)
+    check_cuda_graph(checks, "ce")
+    check_cuda_graph(checks, "sm")
+    check_bad_inputs(checks)
+    log("done")
+    code = checks.exit_code()
+    teardown()
+    return code
+
+
+if __name__ == "__main__":
+    main_guard(main)
