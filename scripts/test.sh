@@ -9,7 +9,7 @@ BUILD_DIR=${TRITON_DIST_BUILD_DIR:-build}
 export TRITON_DIST_BUILD_DIR="$BUILD_DIR"
 
 echo "== ruff"
-python3 -m ruff check python test examples bench scripts
+python3 -m ruff check python test examples bench scripts tools
 
 echo "== lit (test/)"
 /usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test"

@@ -1,0 +1,1 @@
+%r = distributed.get_rank

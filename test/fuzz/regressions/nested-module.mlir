@@ -1,0 +1,8 @@
+module {
+  module @inner {
+    func.func @rank() -> i32 {
+      %r = distributed.get_rank
+      return %r : i32
+    }
+  }
+}
