@@ -1,0 +1,212 @@
+"""All-reduce latency and bandwidth: triton_dist.ops.all_reduce vs NCCL and PyTorch symmetric memory, one run.
+
+    torchrun --nproc-per-node=2 bench/all_reduce.py [--tune] [--out-dir bench/results]
+
+For each message size (bf16, 8 KiB .. 64 MiB) and each implementation, two timings, both the median of >= 20
+timed runs after warm-up and the max over ranks:
+
+- eager: CUDA events around one call, after ``torch.cuda.synchronize()`` + ``dist.barrier()`` (includes the host
+  launch cost, as the issue's baseline table);
+- graphed: ``calls`` calls captured in one CUDA graph, replayed; per-call time = replay time / calls.
+
+Implementations: ``dist.all_reduce`` (NCCL), ``torch.ops.symm_mem.one_shot_all_reduce`` /
+``two_shot_all_reduce_`` (input already in a symm-mem buffer), ``triton_dist.ops.all_reduce`` (input off the heap:
+the kernel stages it), and at <= 1 MiB the one-shot kernel reading a heap input in place (no staging; a benchmark
+variant, valid here because the input never changes) to show what the fused staging copy costs.
+
+``--tune`` first runs ``all_reduce.tune`` over the sizes (the table it prints is what ``DEFAULT_TABLES`` holds).
+Writes ``all_reduce.md``, ``all_reduce.png`` and ``all_reduce.json`` to ``--out-dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "examples"))
+
+from common import log0, main_guard, setup, teardown  # noqa: E402
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops import all_reduce  # noqa: E402
+
+ar_module = sys.modules["triton_dist.ops.all_reduce"]
+SYMM_OPS = torch.ops.symm_mem
+
+SIZES = [8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20]
+SIZES += [2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20]
+
+
+def eager_us(fn: Callable[[], object], iters: int, warmup: int = 5) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    worst = torch.tensor([statistics.median(times)], dtype=torch.float64, device="cuda")
+    dist.all_reduce(worst, op=dist.ReduceOp.MAX)
+    return float(worst.item())
+
+
+def human(nbytes: int) -> str:
+    return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tune", action="store_true", help="tune the config table first")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
+    args = parser.parse_args()
+    world = setup(heap_size="1G")
+    world_size = world.world_size
+    group_name = dist.group.WORLD.group_name
+    dtype = torch.bfloat16
+    started = time.time()
+
+    tuned = []
+    if args.tune:
+        tuned = ar_module.tune(SIZES, dtype)
+        log0("tuned table (bytes, config, graphed us):")
+        for nbytes, config, us in tuned:
+            c = config
+            log0(f"  TUNED ({nbytes}, AllReduceConfig({c.algo!r}, {c.programs}, {c.num_warps})), {us:.2f}")
+
+    symm_mem = None
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+    except ImportError as error:
+        log0(f"INFO symm_mem unavailable: {error}")
+
+    rows = []
+    for nbytes in SIZES:
+        n = nbytes // 2
+        x = torch.randn(n, device="cuda").to(dtype)
+        out = torch.empty_like(x)
+        impls: dict[str, Callable[[], object]] = {
+            "NCCL": lambda x=x: dist.all_reduce(x),
+            "triton_dist": lambda x=x, out=out: all_reduce(x, out=out),
+        }
+        if symm_mem is not None:
+            try:
+                buf = symm_mem.empty(n, dtype=dtype, device="cuda")
+                symm_mem.rendezvous(buf, group_name)
+                buf.copy_(x)
+                impls["symm-mem one-shot"] = lambda buf=buf: SYMM_OPS.one_shot_all_reduce(buf, "sum", group_name)
+                impls["symm-mem two-shot"] = lambda buf=buf: SYMM_OPS.two_shot_all_reduce_(buf, "sum", group_name)
+            except Exception as error:  # noqa: BLE001 (a baseline that cannot run is reported, not fatal)
+                log0(f"INFO symm_mem at {nbytes}: {type(error).__name__}: {error}")
+        if nbytes <= 1 << 20:
+            heap_x = rt.empty(n, dtype=dtype).copy_(x)
+            config = ar_module.select_config(nbytes, x.device, world_size)
+            one_shot = ar_module.AllReduceConfig("one_shot", config.programs, config.num_warps)
+            ar_module._check_device_and_agreement(heap_x, one_shot)
+            impls["one-shot staged"] = lambda x=x, out=out, c=one_shot: ar_module._launch(x, out, c)
+            impls["one-shot in place (no staging)"] = lambda h=heap_x, out=out, c=one_shot: ar_module._launch(
+                h, out, c, stage=False
+            )
+        row = {"bytes": nbytes, "config": str(ar_module.select_config(nbytes, x.device, world_size))}
+        for name, fn in impls.items():
+            try:
+                row[f"{name} eager"] = eager_us(fn, args.iters)
+                row[f"{name} graphed"] = ar_module.graphed_us(fn, replays=args.iters)
+            except Exception as error:  # noqa: BLE001
+                log0(f"INFO {name} at {nbytes} failed: {type(error).__name__}: {error}")
+        rows.append(row)
+        log0(f"RESULT {human(nbytes)}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float)))
+        rt.barrier()
+
+    if world.rank == 0:
+        write_results(Path(args.out_dir), rows, tuned, world_size, started)
+    rt.barrier()
+    teardown()
+    return 0
+
+
+def write_results(out_dir: Path, rows: list[dict], tuned: list, world_size: int, started: float) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gpu = torch.cuda.get_device_name()
+    date = datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    command = f"torchrun --nproc-per-node={world_size} bench/all_reduce.py " + " ".join(sys.argv[1:])
+    names = ["NCCL", "symm-mem one-shot", "symm-mem two-shot", "triton_dist"]
+    lines = [
+        f"# all_reduce, {world_size} x {gpu}, bf16",
+        "",
+        f"- date: {date}; machine: {socket.gethostname()}, {world_size} x {gpu}; torch {torch.__version__}",
+        f"- command: `{command}` (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1)",
+        "- µs per call, median of >= 20 timed runs after warm-up, max over ranks. eager: events around one call after",
+        "  a barrier; graphed: 10 calls per CUDA graph, replayed. bus bw = 2 (W-1)/W x bytes / time (graphed).",
+        "",
+        "| bytes | " + " | ".join(f"{n} eager | {n} graphed" for n in names) + " | ours/NCCL graphed | ours/best"
+        " symm graphed | ours bus GB/s | NCCL bus GB/s | config |",
+        "|---" * (2 * len(names) + 6) + "|",
+    ]
+    for row in rows:
+        cells = [human(row["bytes"])]
+        for name in names:
+            for mode in ("eager", "graphed"):
+                cells.append(f"{row.get(f'{name} {mode}', float('nan')):.1f}")
+        ours = row.get("triton_dist graphed", float("nan"))
+        nccl = row.get("NCCL graphed", float("nan"))
+        symm = min(row.get(f"symm-mem {a} graphed", float("inf")) for a in ("one-shot", "two-shot"))
+        factor = 2 * (world_size - 1) / world_size * row["bytes"] / 1e3
+        cells += [f"{ours / nccl:.2f}", f"{ours / symm:.2f}", f"{factor / ours:.0f}", f"{factor / nccl:.0f}"]
+        cells.append(row["config"])
+        lines.append("| " + " | ".join(cells) + " |")
+    staged = [r for r in rows if "one-shot in place (no staging) graphed" in r]
+    if staged:
+        lines += ["", "Cost of staging an off-heap input (one-shot, same launch shape), µs graphed:", ""]
+        lines += ["| bytes | staged in-kernel | heap input read in place | difference |", "|---|---|---|---|"]
+        for r in staged:
+            a, b = r.get("one-shot staged graphed", float("nan")), r["one-shot in place (no staging) graphed"]
+            lines.append(f"| {human(r['bytes'])} | {a:.1f} | {b:.1f} | {a - b:+.1f} |")
+    if tuned:
+        lines += ["", "Tuned table (`--tune`): bytes -> config, graphed µs", ""]
+        lines += [f"- {human(b)}: {c}, {us:.1f}" for b, c, us in tuned]
+    (out_dir / "all_reduce.md").write_text("\n".join(lines) + "\n")
+    (out_dir / "all_reduce.json").write_text(json.dumps({"rows": rows, "date": date, "command": command}, indent=1))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        sizes = [r["bytes"] for r in rows]
+        for ax, mode in zip(axes, ("eager", "graphed"), strict=True):
+            for name in names:
+                ax.plot(sizes, [r.get(f"{name} {mode}", float("nan")) for r in rows], marker="o", label=name)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("message bytes (bf16)")
+            ax.set_ylabel("µs per all-reduce")
+            ax.set_title(f"{mode}, {world_size} x {gpu}")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend()
+        fig.suptitle(f"all_reduce ({date})")
+        fig.tight_layout()
+        fig.savefig(out_dir / "all_reduce.png", dpi=120)
+    except ImportError as error:
+        print(f"INFO no PNG: {error}")
+
+
+if __name__ == "__main__":
+    main_guard(main)

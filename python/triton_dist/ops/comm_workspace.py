@@ -1,0 +1,82 @@
+"""Per-program symmetric workspaces for the decode-time collectives (all-reduce, GEMM + all-reduce).
+
+A workspace has ``slots`` independent slots; program ``c`` of a launch owns slot ``c`` on every rank and talks only
+to program ``c`` of the other ranks. A slot holds:
+
+- an int32 **epoch counter** (device memory): the program reads it when it starts, uses ``epoch + 1, epoch + 2, ...``
+  for its rounds of flag traffic, and writes the last value back when it ends. The next launch (stream-ordered)
+  continues from there, so the host never passes an epoch: a CUDA-graph replay advances the flags exactly as an
+  eager call does. Every rank launches the same grid for the same call, so slot ``c``'s counter moves in lock
+  step on all ranks; a slot no program of a call uses keeps its value everywhere.
+- ``flags_per_slot`` int32 **flags** on the symmetric heap, written by peers with ``dl.notify(..., signal=epoch)``
+  and waited on with ``dl.wait(..., waitValue=epoch)``.
+- ``region_bytes`` bytes of symmetric **data** that peers read or write through ``dl.symm_at``.
+
+Because a slot is used by one program index only, two calls with different sizes or grids never touch each other's
+data: the ordering argument of each kernel (see ``all_reduce.py``) only needs program ``c``'s rounds on all ranks.
+
+Workspaces are allocated on the first call (a collective: every rank makes its first call of an op together) and
+live until ``triton_dist.finalize()``. They cannot be created while a CUDA graph is being captured (zeroing the
+flags would become part of the graph): run the op once eagerly first, as every CUDA-graph user warms up anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from triton_dist import runtime as rt
+
+
+@dataclass(frozen=True)
+class SlotWorkspace:
+    """The tensors of one workspace (see the module docstring); all int32 flags and epochs start at 0."""
+
+    epochs: torch.Tensor
+    """int32 [slots], this rank's epoch counter per slot (not read by peers)."""
+    flags: torch.Tensor
+    """int32 [slots, flags_per_slot], symmetric."""
+    data: torch.Tensor
+    """uint8 [slots, region_bytes], symmetric; kernels view it as the element type they move."""
+
+    @property
+    def slots(self) -> int:
+        return self.flags.shape[0]
+
+    @property
+    def region_bytes(self) -> int:
+        return self.data.shape[1]
+
+    def data_as(self, dtype: torch.dtype) -> torch.Tensor:
+        """The data region as a flat tensor of ``dtype`` (slot ``c`` starts at ``c * region_bytes / itemsize``)."""
+        return self.data.view(-1).view(dtype)
+
+
+_workspaces: dict[tuple[str, int, int, int], tuple[rt.World, SlotWorkspace]] = {}
+
+
+def slot_workspace(name: str, slots: int, flags_per_slot: int, region_bytes: int) -> SlotWorkspace:
+    """The workspace ``name`` of the current world, created (collectively, zeroed, then a barrier) on first use."""
+    world = rt.current_world()
+    key = (name, slots, flags_per_slot, region_bytes)
+    found = _workspaces.get(key)
+    if found is not None and found[0] is world:
+        return found[1]
+    if region_bytes % 16:
+        raise ValueError(f"{name}: region_bytes must be a multiple of 16, got {region_bytes}")
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"{name}: its symmetric workspace does not exist yet and cannot be created during CUDA-graph capture "
+            "(zeroing its flags would be captured too); call the op once outside the graph first (a warm-up)"
+        )
+    for stale in [k for k, (owner, _) in _workspaces.items() if owner is not world]:  # a finalized world's
+        del _workspaces[stale]
+    workspace = SlotWorkspace(
+        epochs=rt.zeros(slots, dtype=torch.int32),
+        flags=rt.zeros(slots, flags_per_slot, dtype=torch.int32),
+        data=rt.empty(slots, region_bytes, dtype=torch.uint8),
+    )
+    rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
+    _workspaces[key] = (world, workspace)
+    return workspace

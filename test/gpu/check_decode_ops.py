@@ -1,0 +1,240 @@
+"""The decode-time ops on GPUs: fresh random data, poisoned outputs, torch references; eager, CUDA graph and
+torch.compile; bad input raising before launch.
+
+    torchrun --nproc-per-node=N test/gpu/check_decode_ops.py [--only all_reduce,gemm_ar]
+
+Exit code 0 iff every check passed on every rank. Each check logs PASS/FAIL per rank; a failing check does not stop
+the others (a hang does: every kernel wait is bounded by the runtime's timeout through ``sync``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "examples"))
+
+from common import Checks, log0, main_guard, setup, sync, teardown  # noqa: E402
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops import all_reduce  # noqa: E402
+from triton_dist.ops.all_reduce import AllReduceConfig, _run  # noqa: E402
+
+TOLERANCE = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float32: (1e-5, 1e-5)}
+"""(rtol, atol) of a W-term fp32 sum rounded once to the dtype, against torch's fp32 sum of the same inputs."""
+
+
+def rank_data(owner: int, tag: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Rank ``owner``'s input for check ``tag``; every rank can regenerate it for the reference."""
+    generator = torch.Generator(device="cuda").manual_seed(1_000_003 * owner + 7919 * tag + sum(shape))
+    return torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32).to(dtype)
+
+
+def reference_sum(tag: int, shape: tuple[int, ...], dtype: torch.dtype, world_size: int) -> torch.Tensor:
+    total = torch.zeros(shape, dtype=torch.float32, device="cuda")
+    for owner in range(world_size):
+        total += rank_data(owner, tag, shape, dtype).float()
+    return total.to(dtype)
+
+
+def poisoned(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+
+
+def same_on_all_ranks(tensor: torch.Tensor) -> bool:
+    digest = hashlib.sha256(tensor.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes()).hexdigest()
+    everyone: list[str | None] = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, digest)
+    return len(set(everyone)) == 1
+
+
+def close(out: torch.Tensor, ref: torch.Tensor) -> tuple[bool, str]:
+    rtol, atol = TOLERANCE[ref.dtype]
+    if torch.isnan(out).any():
+        return False, f"{int(torch.isnan(out).sum())} NaN (poison) elements left"
+    diff = (out.float() - ref.float()).abs()
+    bound = atol + rtol * ref.float().abs()
+    bad = int((diff > bound).sum())
+    return bad == 0, f"max |diff| {float(diff.max()) if diff.numel() else 0:.3g}, {bad} elements out of tolerance"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# all_reduce
+
+
+AR_CASES = [  # (numel, dtype, forced config or None)
+    (1, torch.bfloat16, None),
+    (7, torch.float32, None),
+    (4096, torch.bfloat16, None),
+    (4096, torch.bfloat16, AllReduceConfig("one_shot", 1, 4)),
+    (4096, torch.bfloat16, AllReduceConfig("two_shot", 1, 4)),
+    (65_539, torch.float16, AllReduceConfig("one_shot", 8, 4)),
+    (65_539, torch.float16, AllReduceConfig("two_shot", 8, 8)),
+    (1 << 19, torch.bfloat16, None),
+    (1 << 20, torch.float32, AllReduceConfig("one_shot", 2, 8)),  # many flag rounds per program (parity)
+    (3_000_017, torch.bfloat16, AllReduceConfig("two_shot", 4, 8)),  # rounds, ragged last chunk
+    (1 << 23, torch.bfloat16, None),
+    (1 << 24, torch.float32, None),
+]
+
+
+def check_all_reduce_eager(checks: Checks, world: rt.World) -> None:
+    for tag, (numel, dtype, config) in enumerate(AR_CASES):
+        for on_heap in (False, True):
+            shape = (numel,)
+            mine = rank_data(world.rank, tag, shape, dtype)
+            x = rt.empty(numel, dtype=dtype).copy_(mine) if on_heap else mine.clone()
+            out = poisoned(shape, dtype)
+            _run(x, out, "sum", config)
+            sync("all_reduce")
+            ok, detail = close(out, reference_sum(tag, shape, dtype, world.world_size))
+            what = f"all_reduce {numel} x {dtype} {config or 'auto'} x {'on' if on_heap else 'off'} heap"
+            checks.check(what, ok, detail)
+            checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(out))
+            checks.check(f"{what}: input untouched", torch.equal(x, mine))
+
+
+def check_all_reduce_api(checks: Checks, world: rt.World) -> None:
+    shape = (8, 1024)
+    for tag, dtype in enumerate((torch.bfloat16, torch.float16, torch.float32), start=100):
+        x = rank_data(world.rank, tag, shape, dtype)
+        ref = reference_sum(tag, shape, dtype, world.world_size)
+        ok, detail = close(all_reduce(x), ref)
+        checks.check(f"all_reduce(x) {list(shape)} {dtype}", ok, detail)
+        out = poisoned(shape, dtype)
+        returned = all_reduce(x, out=out)
+        ok, detail = close(out, ref)
+        checks.check(f"all_reduce(x, out=out) {dtype}", ok and returned is out, detail)
+        inplace = x.clone()
+        all_reduce(inplace, out=inplace)
+        ok, detail = close(inplace, ref)
+        checks.check(f"all_reduce(x, out=x) in place {dtype}", ok, detail)
+    # Many back-to-back calls of different sizes and algorithms: the epochs and double buffers must keep up.
+    last: dict[int, torch.Tensor] = {}
+    configs = [None, AllReduceConfig("one_shot", 4, 4), AllReduceConfig("two_shot", 4, 4)]
+    for i in range(60):
+        numel = (1000, 33_000, 250_000)[i % 3]
+        x = rank_data(world.rank, 200 + i % 3, (numel,), torch.bfloat16)
+        out = poisoned((numel,), torch.bfloat16)
+        _run(x, out, "sum", configs[(i // 3) % 3])
+        last[numel] = out
+    sync("60 all_reduce calls")
+    for j, (numel, out) in enumerate(sorted(last.items())):
+        ok, detail = close(out, reference_sum(200 + j, (numel,), torch.bfloat16, world.world_size))
+        checks.check(f"60 back-to-back calls: last {numel}-element result", ok, detail)
+
+
+def check_all_reduce_graph(checks: Checks, world: rt.World) -> None:
+    sizes = [(4096,), (4, 8192), (1 << 20,)]
+    dtype = torch.bfloat16
+    static_in = [torch.empty(s, dtype=dtype, device="cuda") for s in sizes]
+    static_out = [torch.empty(s, dtype=dtype, device="cuda") for s in sizes]
+    for x, out in zip(static_in, static_out, strict=True):  # warm-up: workspace, compile, rank agreement
+        x.normal_()
+        all_reduce(x, out=out)
+    sync("graph warm-up")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for x, out in zip(static_in, static_out, strict=True):
+            all_reduce(x, out=out)
+            all_reduce(out, out=out)  # twice: sum over ranks of (W * sum)
+    for replay in range(5):
+        tag = 300 + replay
+        for x, out, shape in zip(static_in, static_out, sizes, strict=True):
+            x.copy_(rank_data(world.rank, tag, shape, dtype))
+            out.fill_(float("nan"))
+        graph.replay()
+        sync("graph replay")
+        for out, shape in zip(static_out, sizes, strict=True):
+            ref = sum(rank_data(o, tag, shape, dtype).float() for o in range(world.world_size))
+            ref = (ref.to(dtype).float() * world.world_size).to(dtype)
+            ok, detail = close(out, ref)
+            checks.check(f"CUDA graph replay {replay}: two chained all_reduces of {list(shape)}", ok, detail)
+
+
+def check_all_reduce_compile(checks: Checks, world: rt.World) -> None:
+    def layer(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return all_reduce(x @ w).relu() + 1.0
+
+    compiled = torch.compile(layer, fullgraph=True)
+    dtype = torch.bfloat16
+    x = rank_data(world.rank, 400, (16, 256), dtype)
+    w = rank_data(0, 401, (256, 512), dtype)  # the same weight everywhere
+    partial = x @ w
+    gathered = [torch.empty_like(partial) for _ in range(world.world_size)]
+    dist.all_gather(gathered, partial)
+    ref = (sum(p.float() for p in gathered).to(dtype).relu() + 1.0).to(dtype)
+    ok, detail = close(compiled(x, w), ref)
+    checks.check("torch.compile(fullgraph=True) of matmul -> all_reduce -> relu", ok, detail)
+    cudagraphed = torch.compile(layer, mode="reduce-overhead", fullgraph=True)
+    for _ in range(3):  # warm-up runs, then recorded, then replayed
+        result = cudagraphed(x, w).clone()
+    ok, detail = close(result, ref)
+    checks.check("torch.compile(mode='reduce-overhead') replays", ok, detail)
+
+
+def expect_error(checks: Checks, name: str, error: type[BaseException], call: Callable[[], object], text: str) -> None:
+    try:
+        call()
+    except error as raised:
+        checks.check(f"bad input: {name}", text in str(raised), f"{type(raised).__name__}: {raised}")
+        return
+    except Exception as raised:  # noqa: BLE001
+        checks.check(f"bad input: {name}", False, f"raised {type(raised).__name__}: {raised}, not {error.__name__}")
+        return
+    checks.check(f"bad input: {name}", False, "no error")
+
+
+def check_all_reduce_bad_input(checks: Checks, world: rt.World) -> None:
+    x = torch.randn(1024, device="cuda", dtype=torch.bfloat16)
+    expect_error(checks, "int32 tensor", TypeError, lambda: all_reduce(x.int()), "bfloat16, float16 or float32")
+    expect_error(checks, "op='max'", ValueError, lambda: all_reduce(x, "max"), "op must be one of")
+    expect_error(
+        checks, "out of another shape", ValueError, lambda: all_reduce(x, out=torch.empty_like(x)[:10]), "out must be"
+    )
+    expect_error(checks, "non-contiguous x", ValueError, lambda: all_reduce(x.view(32, 32).t()), "contiguous")
+    expect_error(checks, "CPU tensor", ValueError, lambda: all_reduce(x.cpu()), "symmetric heap is on")
+    # Ranks calling with different sizes: every rank raises (a collective check on a size's first call).
+    mismatched = torch.randn(5000 + world.rank, device="cuda", dtype=torch.bfloat16)
+    expect_error(checks, "sizes differ across ranks", RuntimeError, lambda: all_reduce(mismatched), "disagree")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+GROUPS: dict[str, list[tuple[str, Callable[[Checks, rt.World], None]]]] = {
+    "all_reduce": [
+        ("all_reduce eager", check_all_reduce_eager),
+        ("all_reduce API", check_all_reduce_api),
+        ("all_reduce CUDA graph", check_all_reduce_graph),
+        ("all_reduce torch.compile", check_all_reduce_compile),
+        ("all_reduce bad input", check_all_reduce_bad_input),
+    ],
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ", ".join(GROUPS))
+    args = parser.parse_args()
+    world = setup(heap_size="1G")
+    checks = Checks()
+    for group in args.only.split(","):
+        for name, check in GROUPS[group]:
+            log0(f"--- {name}")
+            checks.run(name, lambda check=check: check(checks, world))
+            rt.barrier()
+    code = checks.exit_code()
+    teardown()
+    return code
+
+
+if __name__ == "__main__":
+    main_guard(main)

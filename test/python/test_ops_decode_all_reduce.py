@@ -1,0 +1,154 @@
+"""triton_dist.ops.all_reduce without GPUs: the kernels compile for sm_90 and gfx942 with 16-byte vector accesses
+and the flag protocol, launch shapes fit the workspace, configs are chosen as documented, bad input raises before
+any launch, and the custom op traces with fake tensors (what torch.compile does)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+from dl_compile import assembly, compile_kernel, need_library
+
+import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
+
+ar = sys.modules["triton_dist.ops.all_reduce"]
+AllReduceConfig = ar.AllReduceConfig
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+COMMON = {"x_ptr": "", "out_ptr": "", "data_ptr": "", "flags_ptr": "*i32", "epochs_ptr": "*i32", "n": "i32"}
+
+
+def _signature(kernel_name: str, dtype: str) -> dict[str, str]:
+    signature = {k: (v or f"*{dtype}") for k, v in COMMON.items()}
+    if kernel_name == "two_shot":
+        signature["chunk"] = "i32"
+    signature["flags_stride"] = "i32"
+    return signature
+
+
+@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("kernel_name", ["one_shot", "two_shot"])
+def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, target):
+    need_library(target)
+    itemsize = torch.empty((), dtype=DTYPES[dtype]).element_size()
+    config = AllReduceConfig(kernel_name, 8, 4)
+    shape = ar.launch_shape(1 << 20, itemsize, 2, config)
+    kernel = ar._one_shot_kernel if kernel_name == "one_shot" else ar._two_shot_kernel
+    constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block}
+    if kernel_name == "one_shot":
+        constexprs["STAGE"] = True
+    aligned = ("x_ptr", "out_ptr", "data_ptr", "n") + (("chunk",) if kernel_name == "two_shot" else ())
+    compiled = compile_kernel(kernel, _signature(kernel_name, dtype), target, constexprs, aligned, num_warps=4)
+    asm = assembly(compiled, target)
+    if target == "sm_90":
+        assert "ld.global.v4.b32" in asm and "st.global.v4.b32" in asm, "16-byte vector accesses expected"
+        assert "st.release.sys" in asm or "fence.acq_rel.sys" in asm or "fence.sc.sys" in asm  # notify
+        assert "ld.acquire.sys" in asm  # wait
+    else:
+        assert "global_load_dwordx4" in asm or "buffer_load_dwordx4" in asm
+        assert "global_store_dwordx4" in asm or "buffer_store_dwordx4" in asm
+
+
+@pytest.mark.parametrize("algo", ["one_shot", "two_shot"])
+@pytest.mark.parametrize("itemsize", [2, 4])
+@pytest.mark.parametrize("world_size", [2, 3, 8])
+@pytest.mark.parametrize("numel", [1, 7, 4096, 65_539, 1 << 20, 3_000_017, 1 << 25])
+@pytest.mark.parametrize("programs", [1, 16, 128])
+def test_launch_shape_fits_workspace_and_covers_message(algo, itemsize, world_size, numel, programs):
+    config = AllReduceConfig(algo, programs, 8)
+    shape = ar.launch_shape(numel, itemsize, world_size, config)
+    assert 1 <= shape.programs <= min(programs, ar.SLOTS)
+    assert shape.round % shape.block == 0 and shape.round & (shape.round - 1) == 0
+    if algo == "one_shot":
+        assert 2 * shape.round * itemsize <= ar.ONE_SHOT_REGION_BYTES  # two parity halves
+        length = numel
+    else:
+        assert 2 * world_size * shape.round * itemsize <= ar.TWO_SHOT_REGION_BYTES  # inbox + gather buffer
+        assert shape.chunk % ar.CHUNK_ALIGN == 0 and shape.chunk * world_size >= numel
+        length = shape.chunk
+    rounds = -(-length // shape.round)
+    assert shape.programs == min(programs, rounds)  # programs loop over the rounds: all of the message is covered
+
+
+def test_config_selection_table_then_heuristic(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ar, "_cache_loaded", False)
+    monkeypatch.setattr(ar, "_tables", {})
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    device = torch.device("cuda", 0)
+    assert ar.select_config(8 << 10, device, 2) == ar.heuristic_config(8 << 10, 2)
+    assert ar.heuristic_config(8 << 10, 2).algo == "one_shot"
+    assert ar.heuristic_config(64 << 20, 2).algo == "two_shot"
+    table = [(64 << 10, AllReduceConfig("one_shot", 2, 4)), (1 << 20, AllReduceConfig("two_shot", 16, 8))]
+    monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), table)
+    assert ar.select_config(1000, device, 2) == table[0][1]
+    assert ar.select_config(64 << 10, device, 2) == table[0][1]
+    assert ar.select_config((64 << 10) + 1, device, 2) == table[1][1]
+    assert ar.select_config(1 << 30, device, 2) == table[1][1]  # past the last row: the last row
+    assert ar.select_config(1000, device, 4) == ar.heuristic_config(1000, 4)  # no table for 4 ranks
+    # A tuning cache overrides the committed table.
+    (tmp_path / "all_reduce_tuning.json").write_text(
+        '{"Fake GPU|2": [[1073741824, {"algo": "two_shot", "programs": 4, "num_warps": 4}]]}'
+    )
+    monkeypatch.setattr(ar, "_cache_loaded", False)
+    assert ar.select_config(1000, device, 2) == AllReduceConfig("two_shot", 4, 4)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "text"),
+    [
+        ({"algo": "three_shot", "programs": 1}, ValueError, "algo must be one of"),
+        ({"algo": "one_shot", "programs": 0}, ValueError, "programs must be in"),
+        ({"algo": "one_shot", "programs": 1, "num_warps": 3}, ValueError, "num_warps"),
+    ],
+)
+def test_bad_config(kwargs, error, text):
+    with pytest.raises(error, match=text):
+        AllReduceConfig(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "text"),
+    [
+        (lambda: (torch.zeros(8, dtype=torch.int32), "sum", None), TypeError, "bfloat16, float16 or float32"),
+        (lambda: (torch.zeros(8), "max", None), ValueError, "op must be one of"),
+        (lambda: (torch.zeros(8, 8).t(), "sum", None), ValueError, "must be contiguous"),
+        (lambda: ("not a tensor", "sum", None), TypeError, "must be a torch.Tensor"),
+        (lambda: (torch.zeros(8), "sum", torch.zeros(9)), ValueError, "out must be a contiguous"),
+        (lambda: (torch.zeros(8), "sum", torch.zeros(8, dtype=torch.float16)), ValueError, "out must be"),
+    ],
+)
+def test_bad_input_raises_before_launch(make, error, text):
+    x, op, out = make()
+    with pytest.raises(error, match=text):
+        ar.check_inputs(x, op, out)
+    if isinstance(x, torch.Tensor):  # the public function raises the same, before touching the runtime
+        with pytest.raises(error, match=text):
+            triton_dist.ops.all_reduce(x, op, out=out)
+
+
+def test_not_initialized_is_an_error_that_says_so():
+    with pytest.raises(RuntimeError, match="triton_dist.init"):
+        triton_dist.ops.all_reduce(torch.zeros(8))
+
+
+def test_custom_op_traces_with_fake_tensors():
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def layer(x: torch.Tensor) -> torch.Tensor:
+        return triton_dist.ops.all_reduce(x * 2).relu()
+
+    graph = make_fx(layer, tracing_mode="fake")(torch.randn(4, 64, dtype=torch.bfloat16))
+    calls = [node.target for node in graph.graph.nodes if node.op == "call_function"]
+    assert torch.ops.triton_dist.all_reduce.default in calls
+    out_graph = make_fx(lambda x, o: triton_dist.ops.all_reduce(x, out=o), tracing_mode="fake")(
+        torch.randn(16), torch.empty(16)
+    )
+    assert any(n.target == torch.ops.triton_dist.all_reduce_out.default for n in out_graph.graph.nodes)
+
+
+def test_all_reduce_is_the_function_not_the_module():
+    assert callable(triton_dist.ops.all_reduce)
+    assert triton_dist.ops.all_reduce.__module__ == "triton_dist.ops.all_reduce"
