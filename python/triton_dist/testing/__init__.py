@@ -1,0 +1,68 @@
+"""triton_dist.testing: what tests, examples and benchmarks of multi-GPU kernels share.
+
+```python
+from triton_dist import testing
+
+world = testing.setup_distributed(heap_size="1G")     # under torchrun: GPU per rank, NCCL, triton_dist.init()
+out = testing.poison_(torch.empty_like(ref))          # NaN / sentinel: unwritten elements cannot pass
+my_kernel[grid](x, out, ...)
+testing.assert_close(out, ref)                        # per-dtype tolerances, names the worst element
+ms = testing.bench(lambda: my_kernel[grid](x, out))   # median of >= 20 runs, max over ranks
+testing.write_markdown("bench/results/mine.md", "My kernel", ["size", "ms"], rows)
+compiled = testing.compile_for(my_kernel, {"x_ptr": "*fp32", "n": "i32"}, target="gfx942")   # no GPU needed
+testing.teardown()
+```
+
+- ``distributed``: torchrun glue (``setup_distributed``, ``teardown``, ``rank_print``/``rank0_print``,
+  ``Checks`` for pass/fail tallies, ``main_guard``, ``sync``, ``max_over_ranks``, ``all_ranks_true``).
+- ``timing``: ``bench`` (CUDA events, warm-up, median of >= 20 runs, ranks started together, max over ranks,
+  optionally CUDA-graph replays) and ``bench_samples``.
+- ``correctness``: ``poison_``, ``tolerances``, ``assert_close`` against a torch reference,
+  ``allclose_across_ranks``.
+- ``reporting``: markdown tables and PNG charts (matplotlib, imported on first use) for bench/results/.
+- ``compile``: ``compile_for`` a kernel for sm_90 / gfx942 on a machine without GPUs.
+
+Importing this package imports torch but touches no GPU.
+"""
+
+from __future__ import annotations
+
+from triton_dist.testing.compile import assembly, compile_for
+from triton_dist.testing.correctness import allclose_across_ranks, assert_close, poison_, tolerances
+from triton_dist.testing.distributed import (
+    Checks,
+    all_ranks_true,
+    main_guard,
+    max_over_ranks,
+    rank0_print,
+    rank_print,
+    setup_distributed,
+    sync,
+    teardown,
+)
+from triton_dist.testing.reporting import markdown_table, write_chart, write_markdown
+from triton_dist.testing.timing import MIN_TIMED_RUNS, bench, bench_samples
+
+__all__ = [
+    "MIN_TIMED_RUNS",
+    "Checks",
+    "all_ranks_true",
+    "allclose_across_ranks",
+    "assembly",
+    "assert_close",
+    "bench",
+    "bench_samples",
+    "compile_for",
+    "main_guard",
+    "markdown_table",
+    "max_over_ranks",
+    "poison_",
+    "rank0_print",
+    "rank_print",
+    "setup_distributed",
+    "sync",
+    "teardown",
+    "tolerances",
+    "write_chart",
+    "write_markdown",
+]

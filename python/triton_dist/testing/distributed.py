@@ -1,0 +1,152 @@
+"""torchrun glue: one process per GPU, NCCL and ``triton_dist.init()``, rank-tagged output, pass/fail tallies.
+
+Scripts run under ``torchrun --nproc-per-node=N script.py`` (or ``python -m torch.distributed.run ...``), which
+sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and the rendezvous address that ``setup_distributed`` reads.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+from triton_dist import runtime as rt
+from triton_dist.runtime.world.settings import resolve_timeout
+from triton_dist.runtime.world.stream_sync import synchronize_stream
+
+_START = time.monotonic()
+
+
+def _rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", 0))
+
+
+def rank_print(message: str) -> None:
+    """Print ``message`` on this rank, tagged with the rank and the seconds since the script started."""
+    print(f"[{time.monotonic() - _START:7.2f}s rank {_rank()}] {message}", flush=True)
+
+
+def rank0_print(message: str) -> None:
+    """``rank_print`` on rank 0 only (for summaries every rank would print alike)."""
+    if _rank() == 0:
+        rank_print(message)
+
+
+def setup_distributed(heap_size: int | str = "1G", timeout_s: float | None = None, *, device: str = "cuda") -> rt.World:
+    """Bind this process to GPU ``$LOCAL_RANK``, start the process group and triton_dist; returns the world.
+
+    ``timeout_s`` bounds host-side waits (default ``$TRITON_DIST_TIMEOUT_S`` or 300 s); the process group gets
+    twice that. ``device="cpu"`` starts gloo and a host-only heap instead (for testing host code without GPUs).
+    Raises ``SystemExit`` naming what is missing when this rank has no GPU.
+    """
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    timeout_s = resolve_timeout(timeout_s)
+    timeout = timedelta(seconds=2 * timeout_s)
+    if device == "cpu":
+        dist.init_process_group("gloo", timeout=timeout)
+        world = rt.init(heap_size=heap_size, timeout_s=timeout_s, device="cpu")
+        rank_print(f"initialized: {world.world_size} ranks, host-only heap {world.heap.heap_size >> 20} MiB")
+        return world
+    if device != "cuda":
+        raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
+    if not torch.cuda.is_available() or torch.cuda.device_count() <= local_rank:
+        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        raise SystemExit(f"this script needs a GPU per rank (LOCAL_RANK={local_rank}, {found} GPUs visible)")
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank), timeout=timeout)
+    world = rt.init(heap_size=heap_size, timeout_s=timeout_s)
+    rank_print(
+        f"initialized: {world.world_size} ranks, {torch.cuda.get_device_name()} (cuda:{local_rank}), "
+        f"heap {world.heap.heap_size >> 20} MiB at {world.heap.bases[world.rank]:#x}"
+    )
+    return world
+
+
+def teardown() -> None:
+    """``triton_dist.finalize()`` and destroy the process group (each only if it exists)."""
+    rt.finalize()
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def _reduce_device() -> str:
+    backend = str(dist.get_backend()) if dist.is_initialized() else ""
+    return "cuda" if "nccl" in backend else "cpu"
+
+
+def max_over_ranks(value: float) -> float:
+    """The largest ``value`` over all ranks (a collective; ``value`` itself without a process group)."""
+    if not dist.is_initialized():
+        return float(value)
+    tensor = torch.tensor([value], dtype=torch.float64, device=_reduce_device())
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return float(tensor.item())
+
+
+def all_ranks_true(ok: bool) -> bool:
+    """Whether ``ok`` holds on every rank (a collective): the same answer everywhere, so ranks branch alike."""
+    if not dist.is_initialized():
+        return bool(ok)
+    tensor = torch.tensor([1 if ok else 0], dtype=torch.int32, device=_reduce_device())
+    dist.all_reduce(tensor, op=dist.ReduceOp.MIN)
+    return bool(tensor.item())
+
+
+def sync(what: str = "device work") -> None:
+    """Wait for this rank's current stream, raising TimeoutError (not hanging) past the runtime's timeout."""
+    world = rt.current_world()
+    synchronize_stream(world.device, world.timeout_s, f"{what} on rank {world.rank}")
+
+
+class Checks:
+    """A tally of named pass/fail results; ``exit_code`` is non-zero if any check failed on any rank."""
+
+    def __init__(self) -> None:
+        self.failed: list[str] = []
+        self.passed = 0
+
+    def check(self, name: str, ok: bool, detail: str = "") -> bool:
+        """Record and print ``PASS name`` or ``FAIL name`` (with ``detail``); returns ``ok``."""
+        ok = bool(ok)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed.append(name)
+        rank_print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}")
+        return ok
+
+    def run(self, name: str, body: Callable[[], None]) -> None:
+        """Run ``body``; an exception counts as a failure of ``name`` (and is printed), not a crash.
+
+        Timeouts and lost ranks are re-raised: once a rank is stuck or gone, later collectives would only hang.
+        """
+        try:
+            body()
+        except (TimeoutError, dist.DistBackendError):
+            raise
+        except Exception as error:  # noqa: BLE001 (report and go on to the next check)
+            self.check(name, False, f"raised {type(error).__name__}: {error}")
+
+    def exit_code(self) -> int:
+        """0 iff no rank recorded a failure (a collective); prints this rank's tally and the total."""
+        failures = torch.tensor([len(self.failed)], dtype=torch.int64, device=_reduce_device())
+        if dist.is_initialized():
+            dist.all_reduce(failures)
+        total = int(failures.item())
+        rank_print(f"{self.passed} passed, {len(self.failed)} failed here; {total} failures over all ranks")
+        return 1 if total else 0
+
+
+def main_guard(main: Callable[[], int]) -> None:
+    """Run ``main`` and exit with its code; an uncaught exception is printed as ``FATAL ...`` and re-raised."""
+    try:
+        code = main()
+    except BaseException as error:
+        rank_print(f"FATAL {type(error).__name__}: {error}")
+        raise
+    sys.exit(code)
