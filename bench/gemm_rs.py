@@ -1,0 +1,216 @@
+"""GEMM + reduce-scatter on the seed shapes: ours beside torch.matmul + NCCL, PyTorch's fused op, and the bound.
+
+    torchrun --nproc-per-node=2 bench/gemm_rs.py [--shapes "M,N,K;..."] [--dtype bfloat16] [--reps 30] [--tune]
+
+Per shape (global M, N, K; rank r holds A_r [M, K/W] and B_r [K/W, N]), all in one run, each the median of
+``--reps`` calls after warm-up (device barrier before each call, max over ranks; bench/overlap_timing.py):
+
+- ours: ``triton_dist.ops.gemm_rs`` (the torch custom op, configuration from the tuned table or the cost model);
+- matmul + NCCL: ``torch.matmul`` then ``dist.reduce_scatter_tensor`` (bf16 partials, as PyTorch's fused op);
+- torch fused: ``torch.ops.symm_mem.fused_matmul_reduce_scatter``;
+- matmul alone (cuBLAS) and NCCL reduce-scatter alone; overlap bound = max of the two; ours / bound.
+
+``--tune`` first times every candidate of ``gemm_rs.CANDIDATES`` (GEMM tiles x fused or two-kernel reduction x
+fp32 or input-dtype partials x when to flag) per shape, checks each against an fp32 reference, stores the fastest
+correct one in the tuning table (``--table``, default the user cache of ``ops.tuning``) and writes
+``bench/results/gemm_rs_tune.md``; the main table then uses it. Writes bench/results/gemm_rs.md and gemm_rs.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from overlap_timing import (  # noqa: E402
+    RESULTS,
+    bar_chart,
+    describe_machine,
+    log0,
+    markdown_table,
+    parse_shapes,
+    setup_distributed,
+    time_ms,
+)
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops import tuning  # noqa: E402
+from triton_dist.ops.tuning import geomean  # noqa: E402
+
+grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
+
+
+def torch_fused(group_name: str):  # noqa: ANN201
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+
+        symm_mem.enable_symm_mem_for_group(group_name)
+    except Exception as error:  # noqa: BLE001
+        log0(f"torch symmetric memory unavailable: {error}")
+        return None
+
+    def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.ops.symm_mem.fused_matmul_reduce_scatter(a, b, "sum", scatter_dim=0, group_name=group_name)
+
+    return run
+
+
+def normwise_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """max over ranks of ||out - ref|| / ||ref||."""
+    value = torch.tensor([float((out.float() - ref).norm() / ref.norm())], dtype=torch.float64, device="cuda")
+    if not torch.isfinite(value).all():
+        value.fill_(float("inf"))
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return float(value.item())
+
+
+def tune_shape(
+    a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, args: argparse.Namespace, rows: list[list[object]]
+) -> tuple[grs.GemmRSConfig, float]:
+    """Time every candidate on this problem; returns the fastest one whose error is within the dtype's bound."""
+    m, k_local = a.shape
+    n = b.shape[1]
+    limit = 8e-3 if a.dtype == torch.bfloat16 else 1.5e-3
+    best: tuple[float, grs.GemmRSConfig] | None = None
+    for config in grs.CANDIDATES:
+        try:
+            out = grs.gemm_rs_with(a, b, config)
+            err = normwise_error(out, ref)
+            ms = time_ms(lambda config=config: grs.gemm_rs_with(a, b, config), args.warmup, args.reps)
+        except Exception as error:  # noqa: BLE001 (a candidate that does not compile or fit is skipped)
+            log0(f"  {config.short()}: failed: {type(error).__name__}: {str(error)[:300]}")
+            rows.append([f"{m},{n},{k_local * rt.current_world().world_size}", config.short(), "failed", "", ""])
+            grs.clear_workspaces()
+            continue
+        ok = err <= limit
+        log0(f"  {config.short()}: {ms:.3f} ms, normwise err {err:.2e}{'' if ok else ' (REJECTED)'}")
+        rows.append([f"{m},{n},{k_local * rt.current_world().world_size}", config.short(), f"{ms:.3f}", f"{err:.1e}",
+                     "ok" if ok else "rejected"])  # fmt: skip
+        if ok and (best is None or ms < best[0]):
+            best = (ms, config)
+        grs.clear_workspaces()
+    if best is None:
+        return grs.FALLBACK, float("nan")
+    return best[1], best[0]
+
+
+def bench_shape(
+    m: int,
+    n: int,
+    k: int,
+    dtype: torch.dtype,
+    args: argparse.Namespace,
+    fused_op: Any,
+    table_path: Path,
+    tune_rows: list[list[object]],
+) -> tuple[list[object], dict[str, float]]:
+    """One row of the table (and, with --tune, the sweep of this shape); returns the row and the speedups."""
+    world = rt.current_world()
+    w = world.world_size
+    k_local = k // w
+    generator = torch.Generator(device="cuda").manual_seed(1234 + world.rank)
+    a = torch.randn(m, k_local, generator=generator, device="cuda").to(dtype)
+    b = (torch.randn(k_local, n, generator=generator, device="cuda") / k**0.5).to(dtype)
+    partial32 = a.float() @ b.float()
+    ref = partial32.new_empty(m // w, n)
+    dist.reduce_scatter_tensor(ref, partial32)
+    del partial32
+    log0(f"shape {m},{n},{k} ({args.dtype}, per rank [{m}, {k_local}] x [{k_local}, {n}])")
+    if args.tune:
+        best, best_ms = tune_shape(a, b, ref, args, tune_rows)
+        entry_key = grs.tuning_key(m, n, k_local, dtype, w, a.device)
+        if world.rank == 0:
+            tuning.store(table_path, entry_key, best, {"ms": best_ms})  # type: ignore[arg-type]
+        dist.barrier()
+        log0(f"  tuned: {best.short()} ({best_ms:.3f} ms) -> {table_path}")
+    config = grs.choose_config(m, n, k_local, dtype, w, a.device)
+    err_ours = normwise_error(grs.gemm_rs(a, b), ref)
+    err_base = normwise_error(grs.matmul_reduce_scatter(a, b), ref)
+    t_ours = time_ms(lambda: grs.gemm_rs(a, b), args.warmup, args.reps)
+    t_base = time_ms(lambda: grs.matmul_reduce_scatter(a, b), args.warmup, args.reps)
+    t_mm = time_ms(lambda: a @ b, args.warmup, args.reps)
+    partial = a @ b
+    rs_out = torch.empty(m // w, n, dtype=dtype, device="cuda")
+    t_rs = time_ms(lambda: dist.reduce_scatter_tensor(rs_out, partial), args.warmup, args.reps)
+    t_fused = float("nan")
+    if fused_op is not None:
+        try:
+            fused_op(a, b)
+            t_fused = time_ms(lambda: fused_op(a, b), args.warmup, args.reps)
+        except Exception as error:  # noqa: BLE001
+            log0(f"  torch fused failed: {error}")
+    bound = max(t_mm, t_rs)
+    row = [f"{m},{n},{k}", f"{t_ours:.3f}", config.short(), f"{t_base:.3f}", f"{t_fused:.3f}", f"{t_mm:.3f}",
+           f"{t_rs:.3f}", f"{bound:.3f}", f"{t_ours / bound:.3f}", f"{t_base / t_ours:.3f}",
+           f"{t_fused / t_ours:.3f}", f"{err_ours:.1e}", f"{err_base:.1e}"]  # fmt: skip
+    log0("  " + " | ".join(str(x) for x in row))
+    return row, {"ours": t_base / t_ours, "torch fused": t_base / t_fused, "overlap bound": t_base / bound}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shapes", default=None, help='"M,N,K;..." (global N and K); default: the seed shapes')
+    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--heap-size", default="3G")
+    parser.add_argument("--tune", action="store_true", help="time every candidate configuration first")
+    parser.add_argument("--table", default=None, help="tuning table to store into (default: the user cache)")
+    parser.add_argument("--out-dir", default=str(RESULTS))
+    parser.add_argument("--name", default="gemm_rs", help="file name stem of the results")
+    args = parser.parse_args()
+    setup_distributed(args.heap_size)
+    world = rt.current_world()
+    w = world.world_size
+    dtype = getattr(torch, args.dtype)
+    out_dir = Path(args.out_dir)
+    table_path = Path(args.table) if args.table else tuning.cache_path()
+    fused_op = torch_fused(dist.group.WORLD.group_name)
+    headers = ["M,N,K", "ours ms", "config", "mm+NCCL ms", "torch fused ms", "mm alone ms", "NCCL RS alone ms",
+               "bound ms", "ours/bound", "speedup vs mm+NCCL", "vs torch fused", "err ours", "err mm+NCCL"]  # fmt: skip
+    rows: list[list[object]] = []
+    tune_rows: list[list[object]] = []
+    speedups: dict[str, list[float]] = {"ours": [], "torch fused": [], "overlap bound": []}
+    labels = []
+    for m, n, k in parse_shapes(args.shapes):
+        row, ratios = bench_shape(m, n, k, dtype, args, fused_op, table_path, tune_rows)
+        rows.append(row)
+        labels.append(f"{m},{n},{k}")
+        for name, value in ratios.items():
+            speedups[name].append(value)
+        grs.clear_workspaces()
+    geo = {name: geomean(values) for name, values in speedups.items()}
+    summary = (
+        f"Geo-mean speedup over torch.matmul + NCCL reduce_scatter: ours {geo['ours']:.3f}x, torch fused "
+        f"{geo['torch fused']:.3f}x, overlap bound {geo['overlap bound']:.3f}x."
+    )
+    log0(summary)
+    if world.rank == 0:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        lines = [f"# GEMM + reduce-scatter ({args.dtype}, {w} ranks)", "", *describe_machine(), "",
+                 f"Times in ms: median of {args.reps} calls after {args.warmup} warm-up calls, device barrier before "
+                 "each call, max over ranks. err: normwise relative error against an fp32 reference (fp32 products "
+                 "reduced in fp32).", "", markdown_table(headers, rows), "", summary, ""]  # fmt: skip
+        (out_dir / f"{args.name}.md").write_text("\n".join(lines))
+        bar_chart(out_dir / f"{args.name}.png", f"GEMM+RS speedup over torch.matmul + NCCL ({w} ranks, {args.dtype})",
+                  labels, speedups, "speedup (x)", line=1.0)  # fmt: skip
+        if args.tune:
+            tune_lines = [f"# GEMM + reduce-scatter tuning ({args.dtype}, {w} ranks)", "", *describe_machine(), "",
+                          markdown_table(["M,N,K", "config", "ms", "err", "verdict"], tune_rows), ""]  # fmt: skip
+            (out_dir / f"{args.name}_tune.md").write_text("\n".join(tune_lines))
+        (out_dir / f"{args.name}.json").write_text(json.dumps({"headers": headers, "rows": rows, "geo": geo}, indent=1))
+    dist.barrier()
+    rt.finalize()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,613 @@
+"""GEMM + reduce-scatter: ``gemm_rs(a, b)`` returns this rank's row shard of ``sum_r A_r @ B_r``, reduced in fp32.
+
+Rank r holds A_r [M, K/W] and B_r [K/W, N]; the result on rank r is rows ``[r * M/W, (r + 1) * M/W)`` of the sum
+over ranks, [M/W, N], in A's dtype (bf16 or fp16). Semantics as ``torch.ops.symm_mem.fused_matmul_reduce_scatter``
+with ``scatter_dim=0``.
+
+How (one persistent kernel, ``_gemm_rs_kernel``): every rank walks the W row shards of its partial product in the
+order ``rank + 1, rank + 2, ..., rank`` (staggered, so at any time each rank pushes to a different peer, and its own
+shard comes last). A tile of a peer's shard is computed and stored in fp32 (or the input dtype: ``partial_dtype``)
+straight into that peer's symmetric scratch (``dl.symm_at`` stores), then flagged there (``dl.notify``, one int32
+flag per (tile, source rank) holding the call's epoch). A tile of its own shard is computed last; its epilogue waits
+for the W - 1 flags of that tile (``dl.wait``), which the peers set long before because they computed this shard
+first, adds the received partials in fp32 and stores the output. The ``DEFER_NOTIFY`` variant flags a pushed tile
+only after the next tile's main loop, so the release never waits for its own stores to drain over NVLink.
+
+The two-kernel variant (``fused=False``) stores the own shard's partial locally and leaves the sum to a second,
+memory-bound kernel (``_reduce_partials_kernel``); kept to compare against.
+
+Inputs are read only by their own rank, so ordinary torch tensors work without staging: nothing has to be on the
+symmetric heap except the op's workspace (scratch, flags), which is allocated collectively the first time each
+shape is seen. Calls are told apart by an epoch that lives on the device (``Workspace.epoch``, incremented by a
+one-element add before each launch), so the op works inside CUDA graphs and under ``torch.compile`` without a host
+sync. Scratch and flags are double-buffered by the epoch's parity: a rank can be at most one call ahead of any peer
+(its own shard waits for every peer's contribution to the same call), so a peer's next call never overwrites data
+this call has not read yet.
+
+Where fusion cannot win (tiny problems, no TMA, rows that are not 16-byte multiples) the cost model picks
+``torch.matmul`` + NCCL ``reduce_scatter_tensor`` (``GemmRSConfig.fallback``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+from triton_dist.ops import tuning
+from triton_dist.ops.matmul import (
+    MatmulConfig,
+    config_for_target,
+    grouped_tile,
+    num_sms,
+    ptr_mainloop,
+    tma_mainloop,
+)
+
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+PARTIAL_DTYPES = ("float32", "input")
+CHECK_ENV = "TRITON_DIST_GEMM_RS_CHECK"
+"""``always``: check that every rank passed the same shapes and dtypes on every eager call (a collective, ~50 us);
+by default only the first call of each shape is checked (it allocates the workspace, a collective anyway)."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Device code
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _tile_part(base, part, row0, col0, num_rows, N, stride, LOAD: tl.constexpr):
+    """Store ``part`` at (row0, col0) of the [num_rows, N] matrix at ``base`` (or, LOAD, return part + that block)."""
+    rows = row0 + tl.arange(0, part.shape[0])
+    cols = col0 + tl.arange(0, part.shape[1])
+    mask = (rows[:, None] < num_rows) & (cols[None, :] < N)
+    ptrs = base + rows[:, None].to(tl.int64) * stride + cols[None, :]
+    if LOAD:
+        return part + tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(ptrs, part.to(base.dtype.element_ty), mask=mask)
+    return part
+
+
+@triton.jit
+def _halves(acc, SPLIT_N: tl.constexpr):
+    """The tile as (left, right) column halves when SPLIT_N == 2 (right is unused otherwise)."""
+    if SPLIT_N == 2:
+        BLOCK_M: tl.constexpr = acc.shape[0]
+        BLOCK_N: tl.constexpr = acc.shape[1]
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+    else:
+        left = acc
+        right = acc
+    return left, right
+
+
+@triton.jit
+def _store_tile(base, acc, row0, col0, num_rows, N, stride, SPLIT_N: tl.constexpr):
+    left, right = _halves(acc, SPLIT_N)
+    _tile_part(base, left, row0, col0, num_rows, N, stride, False)
+    if SPLIT_N == 2:
+        _tile_part(base, right, row0, col0 + acc.shape[1] // 2, num_rows, N, stride, False)
+
+
+@triton.jit
+def _add_received(part, tile_flags, scratch, slot_elems, me, W, epoch, row0, col0, num_rows, N):
+    """``part`` plus every peer's partial of the same block, each read once that peer's flag holds ``epoch``."""
+    for s in range(1, W):
+        token = dl.wait(tile_flags + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
+        received = dl.consume_token(scratch + (s - 1) * slot_elems, token)
+        part = _tile_part(received, part, row0, col0, num_rows, N, N, True)
+    return part
+
+
+@triton.jit
+def _notify_pushed(flags, local, W, me, dest, epoch):
+    """Flag (tile ``local``, source ``me``) on rank ``dest``: its partial is in dest's scratch."""
+    dl.notify(flags + local * W + me, dest, signal=epoch, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _gemm_rs_kernel(
+    a,
+    b,
+    out_ptr,
+    scratch_ptr,
+    flags_ptr,
+    epoch_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_om,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SPLIT_N: tl.constexpr,
+    USE_TMA: tl.constexpr,
+    FUSED: tl.constexpr,
+    DEFER_NOTIFY: tl.constexpr,
+    FLATTEN: tl.constexpr = True,
+):
+    """Persistent GEMM over the W row shards in staggered order; peers' tiles pushed, own tiles reduced.
+
+    ``a``/``b`` are TMA descriptors (USE_TMA) or pointers. ``scratch_ptr``: symmetric [2, slots, M/W, N] (slot
+    ``s - 1`` receives rank ``rank + s``'s partial; slot W - 1 holds the own partial when not FUSED).
+    ``flags_ptr``: symmetric int32 [2, tiles per shard, W]. ``epoch_ptr``: this call's epoch (device scalar).
+    """
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    shard_m = M // W
+    num_m = tl.cdiv(shard_m, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_m * num_n
+    slot_elems = shard_m.to(tl.int64) * N
+    slots = W
+    if FUSED:
+        slots = W - 1
+    flags = flags_ptr + parity * tiles * W
+    scratch = scratch_ptr + parity * slots * slot_elems
+    pending_local = -1
+    pending_dest = 0
+    for t in tl.range(tl.program_id(0), W * tiles, tl.num_programs(0), flatten=FLATTEN):
+        step = t // tiles
+        local = t - step * tiles
+        dest = (me + 1 + step) % W
+        pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        if USE_TMA:
+            acc = tma_mainloop(a, b, dest * shard_m + off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        else:
+            acc = ptr_mainloop(
+                a, b, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, dest * shard_m + off_m, off_n,
+                BLOCK_M, BLOCK_N, BLOCK_K,
+            )  # fmt: skip
+        if DEFER_NOTIFY:
+            # The previous pushed tile's stores had this whole main loop to drain: flag it now.
+            if pending_local >= 0:
+                _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
+            pending_local = -1
+        if dest != me:
+            peer_slot = (me - dest - 1 + W) % W
+            remote = dl.symm_at(scratch + peer_slot * slot_elems, dest)
+            _store_tile(remote, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
+            if DEFER_NOTIFY:
+                pending_local = local
+                pending_dest = dest
+            else:
+                _notify_pushed(flags, local, W, me, dest, epoch)
+        elif FUSED:
+            left, right = _halves(acc, SPLIT_N)
+            left = _add_received(left, flags + local * W, scratch, slot_elems, me, W, epoch, off_m, off_n, shard_m, N)
+            _tile_part(out_ptr, left, off_m, off_n, shard_m, N, stride_om, False)
+            if SPLIT_N == 2:
+                right_n = off_n + BLOCK_N // 2
+                right = _add_received(
+                    right, flags + local * W, scratch, slot_elems, me, W, epoch, off_m, right_n, shard_m, N
+                )
+                _tile_part(out_ptr, right, off_m, right_n, shard_m, N, stride_om, False)
+        else:
+            _store_tile(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
+    if DEFER_NOTIFY:
+        if pending_local >= 0:
+            _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
+
+
+@triton.jit
+def _reduce_partials_kernel(
+    out_ptr,
+    scratch_ptr,
+    flags_ptr,
+    epoch_ptr,
+    M,
+    N,
+    stride_om,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """Second kernel of the two-kernel variant: out tile = own partial + every peer's, once their flags are set."""
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    shard_m = M // W
+    num_m = tl.cdiv(shard_m, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_m * num_n
+    slot_elems = shard_m.to(tl.int64) * N
+    flags = flags_ptr + parity * tiles * W
+    scratch = scratch_ptr + parity * W * slot_elems
+    for local in range(tl.program_id(0), tiles, tl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc = _tile_part(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, True)
+        acc = _add_received(acc, flags + local * W, scratch, slot_elems, me, W, epoch, off_m, off_n, shard_m, N)
+        _tile_part(out_ptr, acc, off_m, off_n, shard_m, N, stride_om, False)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Configuration and cost model
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GemmRSConfig:
+    """How ``gemm_rs`` runs: the GEMM tile configuration and the communication choices tuned with it.
+
+    - ``matmul``: tile shape, stages, warps, epilogue split, TMA or pointer loads (``ops.matmul.MatmulConfig``).
+    - ``fused``: True reduces in the own tiles' epilogue; False writes partials and reduces in a second kernel.
+    - ``partial_dtype``: "float32" pushes fp32 partial tiles (exact fp32 reduction of the fp32 accumulators);
+      "input" pushes them in A's dtype (half the NVLink bytes, each partial rounded once before the fp32 sum).
+    - ``defer_notify``: flag a pushed tile after the next tile's main loop instead of right after its stores.
+    - ``flatten``: let Triton flatten the persistent tile loop with the K loop (the next tile's loads overlap this
+      tile's epilogue). Not applied where Triton 3.6 cannot (a fused epilogue with one column block, no TMA).
+    - ``fallback``: ignore the rest and run ``torch.matmul`` + NCCL ``reduce_scatter_tensor``.
+    """
+
+    matmul: MatmulConfig = MatmulConfig(128, 256, 64, 8, 3, 8, False, 2)
+    fused: bool = True
+    partial_dtype: str = "float32"
+    defer_notify: bool = True
+    flatten: bool = True
+    fallback: bool = False
+
+    def __post_init__(self) -> None:
+        if self.partial_dtype not in PARTIAL_DTYPES:
+            raise ValueError(f"GemmRSConfig: partial_dtype must be one of {PARTIAL_DTYPES}, got {self.partial_dtype!r}")
+
+    def short(self) -> str:
+        if self.fallback:
+            return "torch.matmul+nccl"
+        mode = "fused" if self.fused else "2kernel"
+        part = "f32" if self.partial_dtype == "float32" else "in"
+        flat = "" if self.flatten else "-noflat"
+        return f"{self.matmul.short()}-{mode}-{part}{'-defer' if self.defer_notify else ''}{flat}"
+
+    def flattens(self) -> bool:
+        """Whether the kernel is compiled with a flattened tile loop (see ``flatten``)."""
+        # Triton 3.6's loop fusion fails on the fused epilogue's peer loop when it is the only one (SPLIT_N 1).
+        return self.flatten and self.matmul.use_tma and not (self.fused and self.matmul.split_n == 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "matmul": self.matmul.as_dict()}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> GemmRSConfig:
+        values = dict(values)
+        values["matmul"] = MatmulConfig.from_dict(values.get("matmul", {}))
+        return cls(**values)
+
+
+FALLBACK = GemmRSConfig(fallback=True)
+
+# The joint search space (bench/gemm_rs.py --tune and scripts/gpu_gemm_rs_check.sh): GEMM tiles x reduction mode x
+# partial precision x when to flag. Tiles stay within Hopper's 227 KiB of shared memory with an fp32 epilogue.
+_TILES = (
+    MatmulConfig(128, 256, 64, 8, 3, 8, False, 2),
+    MatmulConfig(128, 256, 64, 16, 3, 8, False, 2),
+    MatmulConfig(128, 128, 64, 8, 4, 8, False, 1),
+    MatmulConfig(128, 128, 128, 8, 3, 8, False, 1),
+)
+CANDIDATES = (
+    *(GemmRSConfig(_TILES[0], True, partial, defer) for partial in PARTIAL_DTYPES for defer in (True, False)),
+    GemmRSConfig(_TILES[0], True, "float32", True, flatten=False),
+    GemmRSConfig(_TILES[0], False, "float32", True),
+    GemmRSConfig(_TILES[0], False, "input", True),
+    *(GemmRSConfig(tile, True, partial, True) for tile in _TILES[1:] for partial in PARTIAL_DTYPES),
+)
+
+
+def tuning_key(m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int, device: torch.device) -> str:
+    """The key of this problem in ``ops.tuning``'s tables (global M, N, K, as the issue's shape list)."""
+    return tuning.key("gemm_rs", m, n, k_local * world_size, dtype, world_size, torch.cuda.get_device_name(device))
+
+
+def lookup_tuned(key: str) -> GemmRSConfig | None:
+    """The configuration ``bench/gemm_rs.py --tune`` stored for ``key`` (user cache, then the package table)."""
+    for path in (tuning.cache_path(), tuning.PACKAGE_TABLE):
+        entry = tuning._read(path).get(key)
+        if entry is not None:
+            return GemmRSConfig.from_dict(entry["config"])
+    return None
+
+
+def choose_config(
+    m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int, device: torch.device, target: Any = None
+) -> GemmRSConfig:
+    """The tuned configuration for this problem if one is stored, else the cost model's pick (``ops.tuning``).
+
+    ``target`` (a triton ``GPUTarget``) defaults to the current device's.
+
+    The cost model (``tuning.cost_model("gemm_rs", ...)``) keeps NCCL + cuBLAS where fusion is not expected to be
+    at least 5% faster; rows that TMA cannot load (K/W or N not a multiple of 16 bytes) and world size 1 also take
+    the fallback.
+    """
+    if target is None:
+        target = triton.runtime.driver.active.get_current_target()
+    element_size = torch.empty((), dtype=dtype).element_size()
+    aligned = (k_local * element_size) % 16 == 0 and (n * element_size) % 16 == 0
+    if world_size == 1 or not aligned:
+        return FALLBACK
+    if target.backend == "cuda" and device.type == "cuda":
+        tuned = lookup_tuned(tuning_key(m, n, k_local, dtype, world_size, device))
+        if tuned is not None:
+            return tuned
+    modelled, _ = tuning.cost_model("gemm_rs", m, n, k_local * world_size, element_size, world_size)
+    if modelled.backend == "nccl":
+        return FALLBACK
+    default = GemmRSConfig()
+    return dataclasses.replace(default, matmul=config_for_target(default.matmul, target))
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Workspace
+# ----------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Workspace:
+    """Symmetric scratch and flags for one (shape, dtype, partial precision, mode), and the device-side epoch."""
+
+    scratch: torch.Tensor
+    flags: torch.Tensor
+    epoch: torch.Tensor
+
+
+_workspaces: dict[tuple[Any, ...], Workspace] = {}
+
+
+def _world() -> Any:
+    from triton_dist.runtime import current_world
+
+    return current_world()
+
+
+_agreed: set[tuple[Any, ...]] = set()
+
+
+def _check_same_on_all_ranks(world: Any, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> None:
+    """Raise the same ValueError on every rank unless all ranks pass the same shapes, dtypes and configuration.
+
+    A collective, run the first time this rank sees a signature (and on every eager call with
+    ``TRITON_DIST_GEMM_RS_CHECK=always``), before anything is allocated or launched.
+    """
+    signature = (tuple(a.shape), tuple(b.shape), a.dtype, config)
+    capturing = torch.cuda.is_current_stream_capturing()
+    if signature in _agreed and (capturing or os.environ.get(CHECK_ENV) != "always"):
+        return
+    if capturing:
+        raise RuntimeError(
+            f"gemm_rs: first call with a={list(a.shape)}, b={list(b.shape)} ({a.dtype}) inside CUDA-graph capture; "
+            "it checks the shapes with the peers and allocates a symmetric workspace, which capture cannot do: "
+            "run the op once eagerly with these shapes before capturing"
+        )
+    what = {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
+    _agree(world, what)
+    _agreed.add(signature)
+
+
+def _agree(world: Any, what: dict[str, Any]) -> None:
+    from triton_dist.runtime.world.rank_agreement import gather_from_ranks
+
+    gathered = gather_from_ranks(what, world.group)
+    problems = []
+    for key in what:
+        values = [view.get(key) for view in gathered]
+        if len(set(map(repr, values))) > 1:
+            problems.append(f"{key}: " + ", ".join(f"rank {r}: {v}" for r, v in enumerate(values)))
+    if problems:
+        raise ValueError("gemm_rs: ranks passed different inputs (" + "; ".join(problems) + ")")
+
+
+def _workspace(world: Any, m: int, n: int, k_local: int, dtype: torch.dtype, config: GemmRSConfig) -> Workspace:
+    partial = torch.float32 if config.partial_dtype == "float32" else dtype
+    slots = world.world_size - 1 if config.fused else world.world_size
+    tiles = triton.cdiv(m // world.world_size, config.matmul.block_m) * triton.cdiv(n, config.matmul.block_n)
+    key = (m, n, k_local, dtype, partial, slots, tiles)
+    found = _workspaces.get(key)
+    if found is not None:
+        return found
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"gemm_rs: first call with shape a=[{m}, {k_local}], b=[{k_local}, {n}] ({dtype}) inside CUDA-graph "
+            "capture; its symmetric workspace is allocated collectively, which capture cannot do: run the op once "
+            "eagerly with these shapes before capturing"
+        )
+    from triton_dist.runtime.heap.allocator import HeapExhaustedError
+    from triton_dist.runtime.world.rank_agreement import raise_if_any_rank_failed
+
+    shard = m // world.world_size
+    scratch_bytes = 2 * slots * shard * n * torch.empty((), dtype=partial).element_size()
+    problems: list[str] = []
+    scratch = flags = None
+    try:
+        scratch = world.heap.empty((2, slots, shard, n), partial)
+        flags = world.heap.empty((2, tiles, world.world_size), torch.int32)
+    except HeapExhaustedError as error:
+        free = world.heap.stats().get("largest_free_block", 0)
+        problems.append(
+            f"the symmetric heap is exhausted: gemm_rs needs {scratch_bytes / 2**20:.1f} MiB of scratch for "
+            f"a=[{m}, {k_local}], b=[{k_local}, {n}] ({config.partial_dtype} partials) and the largest free block is "
+            f"{free / 2**20:.1f} MiB; raise TRITON_DIST_HEAP_SIZE / triton_dist.init(heap_size=...) ({error})"
+        )
+    raise_if_any_rank_failed(world.group, problems, "gemm_rs workspace")
+    assert scratch is not None and flags is not None
+    flags.zero_()
+    epoch = torch.zeros((), dtype=torch.int32, device=world.device)
+    from triton_dist.runtime import barrier
+
+    barrier()  # every rank's flags are zero before any rank's first push can set one
+    workspace = Workspace(scratch=scratch, flags=flags, epoch=epoch)
+    _workspaces[key] = workspace
+    return workspace
+
+
+def clear_workspaces() -> None:
+    """Free every gemm_rs workspace (a collective: call on all ranks, outside CUDA-graph capture)."""
+    from triton_dist.runtime import barrier
+
+    barrier()
+    _workspaces.clear()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Host entry points
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def check_inputs(a: Any, b: Any, world_size: int, device: torch.device) -> None:
+    """Raise TypeError/ValueError naming the problem unless ``gemm_rs(a, b)`` can run on this rank."""
+    for name, tensor in (("a", a), ("b", b)):
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"gemm_rs: {name} must be a torch.Tensor, got {type(tensor).__name__}")
+        if tensor.dim() != 2:
+            raise ValueError(f"gemm_rs: {name} must be 2-D, got shape {list(tensor.shape)}")
+        if tensor.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"gemm_rs: {name} must be bfloat16 or float16, got {tensor.dtype}")
+        if not tensor.is_contiguous():
+            raise ValueError(f"gemm_rs: {name} must be contiguous (row-major), got strides {tensor.stride()}")
+        if tensor.device != device:
+            raise ValueError(f"gemm_rs: {name} is on {tensor.device}, but this rank's triton_dist device is {device}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"gemm_rs: a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"gemm_rs: a is {list(a.shape)} and b is {list(b.shape)}: a.shape[1] (K/W) must equal b.shape[0]"
+        )
+    if a.shape[0] % world_size:
+        raise ValueError(f"gemm_rs: a has {a.shape[0]} rows, not a multiple of the world size {world_size}")
+
+
+def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmRSConfig, ws: Workspace) -> None:
+    m, k = a.shape
+    n = b.shape[1]
+    world_size = m // out.shape[0] if out.shape[0] else 1
+    tile = config.matmul
+    tiles = triton.cdiv(out.shape[0], tile.block_m) * triton.cdiv(n, tile.block_n)
+    if tile.use_tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        a_arg: Any = TensorDescriptor.from_tensor(a, [tile.block_m, tile.block_k])
+        b_arg: Any = TensorDescriptor.from_tensor(b, [tile.block_k, tile.block_n])
+    else:
+        a_arg, b_arg = a, b
+    programs = min(num_sms(a.device.index), world_size * tiles)
+    ws.epoch.add_(1)
+    _gemm_rs_kernel[(programs,)](
+        a_arg, b_arg, out, ws.scratch, ws.flags, ws.epoch,
+        m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
+        BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m,
+        SPLIT_N=tile.split_n, USE_TMA=tile.use_tma, FUSED=config.fused, DEFER_NOTIFY=config.defer_notify,
+        FLATTEN=config.flattens(), num_stages=tile.num_stages, num_warps=tile.num_warps,
+    )  # fmt: skip
+    if not config.fused:
+        _reduce_partials_kernel[(min(num_sms(a.device.index), tiles),)](
+            out, ws.scratch, ws.flags, ws.epoch, m, n, out.stride(0),
+            BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, GROUP_M=tile.group_m, num_warps=8,
+        )  # fmt: skip
+
+
+def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group: Any = None) -> torch.Tensor:
+    """The baseline and fallback: ``torch.matmul`` then NCCL ``reduce_scatter_tensor`` (in A's dtype)."""
+    world_size = dist.get_world_size(group)
+    partial = a @ b
+    out = partial.new_empty((a.shape[0] // world_size, b.shape[1]))
+    dist.reduce_scatter_tensor(out, partial, group=group)
+    return out
+
+
+_chosen: dict[tuple[Any, ...], GemmRSConfig] = {}  # choose_config per problem, so the table is read once
+
+
+def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
+    """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op."""
+    world = _world()
+    check_inputs(a, b, world.world_size, world.device)
+    m, k_local = a.shape
+    n = b.shape[1]
+    if config is None:
+        config_key = (m, n, k_local, a.dtype, world.world_size, a.device)
+        config = _chosen.get(config_key)
+        if config is None:
+            config = _chosen[config_key] = choose_config(m, n, k_local, a.dtype, world.world_size, a.device)
+    _check_same_on_all_ranks(world, a, b, config)
+    if config.fallback:
+        return matmul_reduce_scatter(a, b, world.group)
+    ws = _workspace(world, m, n, k_local, a.dtype, config)
+    out = torch.empty((m // world.world_size, n), dtype=a.dtype, device=a.device)
+    if out.numel() == 0:
+        return out
+    if k_local == 0:
+        return out.zero_()
+    with torch.cuda.device(a.device):
+        _launch(a, b, out, config, ws)
+    return out
+
+
+@torch.library.custom_op("triton_dist::gemm_rs", mutates_args=())
+def _gemm_rs_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return gemm_rs_with(a, b)
+
+
+@_gemm_rs_op.register_fake
+def _gemm_rs_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    from triton_dist.runtime import is_initialized
+
+    world_size = _world().world_size if is_initialized() else dist.get_world_size()
+    return a.new_empty((a.shape[0] // world_size, b.shape[1]))
+
+
+def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """This rank's row shard of ``sum over ranks of a @ b``: [M/W, N] in a's dtype, reduced in fp32.
+
+    Call on every rank of the triton_dist world (after ``triton_dist.init()``) with A_r [M, K/W] and B_r [K/W, N],
+    bf16 or fp16, contiguous, on this rank's device; M a multiple of the world size. Ordinary torch tensors are fine
+    (the op reads them only on their own rank). The first call of each shape allocates a workspace on the
+    symmetric heap collectively and checks that every rank passed the same shapes and dtypes; run it once eagerly
+    before capturing a CUDA graph. A torch custom op (``torch.ops.triton_dist.gemm_rs``): works under
+    ``torch.compile`` and in CUDA graphs.
+    """
+    return torch.ops.triton_dist.gemm_rs(a, b)
+
+
+def workspace_bytes(m: int, n: int, dtype: torch.dtype, world_size: int, config: GemmRSConfig) -> int:
+    """Symmetric-heap bytes one shape's workspace takes (scratch + flags), per rank."""
+    partial = 4 if config.partial_dtype == "float32" else torch.empty((), dtype=dtype).element_size()
+    slots = world_size - 1 if config.fused else world_size
+    shard = m // world_size
+    tiles = math.ceil(shard / config.matmul.block_m) * math.ceil(n / config.matmul.block_n)
+    return 2 * slots * shard * n * partial + 2 * tiles * world_size * 4
+
+
+__all__ = [
+    "CANDIDATES",
+    "FALLBACK",
+    "GemmRSConfig",
+    "check_inputs",
+    "choose_config",
+    "clear_workspaces",
+    "lookup_tuned",
+    "gemm_rs",
+    "gemm_rs_with",
+    "matmul_reduce_scatter",
+    "tuning_key",
+    "workspace_bytes",
+]

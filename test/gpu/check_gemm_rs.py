@@ -1,0 +1,260 @@
+"""GPU checks of ``triton_dist.ops.gemm_rs``: every kernel variant against an fp32 torch reference, CUDA graphs,
+torch.compile, and the bad-input errors.
+
+    torchrun --nproc-per-node=N test/gpu/check_gemm_rs.py [--quick]     (N >= 2; exit code 0 iff all passed)
+
+Every call gets fresh random inputs. Before each call the op's symmetric scratch (where peers push partial tiles)
+is filled with NaN on every rank and the caching allocator's free memory with NaN, so a partial that was never
+pushed, read before it arrived, or an output element never written shows up as NaN. Each variant runs three times
+in a row, so both halves of the double-buffered scratch and flags are used and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "examples"))
+
+from common import Checks, log, log0, main_guard, setup, sync, teardown  # noqa: E402
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops.matmul import MatmulConfig  # noqa: E402
+
+grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
+
+TOLERANCE = {torch.bfloat16: (3e-2, 3e-2, 8e-3), torch.float16: (4e-3, 4e-3, 1.5e-3)}
+"""(atol, rtol, normwise relative error) per output dtype, for outputs of unit scale."""
+
+# (M, N, K global): multiples of the tiles, and shapes that are not (the shard's rows, N, K/W all ragged).
+SHAPES = [(1024, 768, 1024), (8 * 130, 8 * 75, 8 * 66), (4096, 2048, 4096)]
+QUICK_SHAPES = [(1024, 768, 1024), (8 * 130, 8 * 75, 8 * 66)]
+
+VARIANTS = [
+    grs.GemmRSConfig(),
+    grs.GemmRSConfig(defer_notify=False),
+    grs.GemmRSConfig(partial_dtype="input"),
+    grs.GemmRSConfig(flatten=False),
+    grs.GemmRSConfig(fused=False),
+    grs.GemmRSConfig(fused=False, partial_dtype="input"),
+    grs.GemmRSConfig(MatmulConfig(128, 128, 64, 8, 4, 8, False, 1)),
+    grs.GemmRSConfig(MatmulConfig(128, 128, 128, 8, 3, 8, False, 1), partial_dtype="input"),
+    grs.GemmRSConfig(MatmulConfig(128, 128, 32, 8, 2, 8, False, 1, use_tma=False)),  # the no-TMA (AMD) kernel
+    grs.FALLBACK,
+]
+
+
+def inputs(m: int, n: int, k: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """This rank's A_r [M, K/W], B_r [K/W, N], scaled so the reduced output is of unit scale."""
+    world = rt.current_world()
+    generator = torch.Generator(device="cuda").manual_seed(seed * 1000 + world.rank)
+    k_local = k // world.world_size
+    a = torch.randn(m, k_local, generator=generator, device="cuda").to(dtype)
+    b = (torch.randn(k_local, n, generator=generator, device="cuda") / k**0.5).to(dtype)
+    return a, b
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """This rank's shard of sum_r A_r @ B_r, computed in fp32 and reduced in fp32 by NCCL."""
+    world = rt.current_world()
+    partial = a.float() @ b.float()
+    out = partial.new_empty((a.shape[0] // world.world_size, b.shape[1]))
+    dist.reduce_scatter_tensor(out, partial)
+    return out
+
+
+def poison_everything() -> None:
+    """NaN into every workspace's scratch (all ranks, then a barrier) and into the allocator's free memory."""
+    for workspace in grs._workspaces.values():
+        workspace.scratch.fill_(float("nan"))
+    free = torch.cuda.mem_get_info()[0]
+    blob = torch.empty(max(free // 8, 1 << 20) // 4, dtype=torch.float32, device="cuda").fill_(float("nan"))
+    del blob
+    rt.barrier()
+
+
+def compare(checks: Checks, name: str, out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> bool:
+    atol, rtol, norm_tol = TOLERANCE[dtype]
+    if out.shape != ref.shape or out.dtype != dtype:
+        return checks.check(name, False, f"got {out.dtype} {list(out.shape)}, want {dtype} {list(ref.shape)}")
+    outf = out.float()
+    finite = bool(torch.isfinite(outf).all())
+    err = (outf - ref).abs()
+    bad = int((err > atol + rtol * ref.abs()).sum()) if finite else out.numel()
+    rel = float((outf - ref).norm() / ref.norm()) if finite else float("inf")
+    ok = finite and bad == 0 and rel <= norm_tol
+    return checks.check(name, ok, f"max abs err {float(err.max()):.2e}, normwise {rel:.2e}, {bad} out of tolerance")
+
+
+def check_variants(checks: Checks, shapes: list[tuple[int, int, int]], dtypes: list[torch.dtype]) -> None:
+    seed = 0
+    for m, n, k in shapes:
+        for dtype in dtypes:
+            for config in VARIANTS:
+                name = f"{config.short()} {m}x{n}x{k} {str(dtype)[6:]}"
+
+                def body(
+                    config: grs.GemmRSConfig = config,
+                    name: str = name,
+                    shape: tuple[int, int, int] = (m, n, k),
+                    dtype: torch.dtype = dtype,
+                ) -> None:
+                    nonlocal seed
+                    for call in range(3):
+                        seed += 1
+                        a, b = inputs(*shape, dtype, seed)
+                        ref = reference(a, b)
+                        if call == 0:
+                            grs.gemm_rs_with(a, b, config)  # allocate the workspace, then poison it
+                            sync(name)
+                        poison_everything()
+                        out = grs.gemm_rs_with(a, b, config)
+                        sync(name)
+                        if not compare(checks, f"{name} call {call}", out, ref, dtype):
+                            return
+
+                checks.run(name, body)
+            grs.clear_workspaces()
+
+
+def check_default_op(checks: Checks) -> None:
+    """The custom op with its own configuration choice, eager, under torch.compile, and in a CUDA graph."""
+    m, n, k = 4096, 2048, 4096  # large enough that the cost model picks the fused kernel
+    for dtype in (torch.bfloat16, torch.float16):
+        a, b = inputs(m, n, k, dtype, 900)
+        chosen = grs.choose_config(
+            m, n, k // rt.current_world().world_size, dtype, rt.current_world().world_size, a.device
+        )
+        checks.check(f"op picks the fused kernel at {m}x{n}x{k}", not chosen.fallback, chosen.short())
+        compare(checks, f"op eager {str(dtype)[6:]}", grs.gemm_rs(a, b), reference(a, b), dtype)
+
+        def compiled_body(dtype: torch.dtype = dtype) -> None:
+            fn = torch.compile(lambda x, y: grs.gemm_rs(x * 2, y) + 1.0, fullgraph=True)
+            for call in range(2):
+                a, b = inputs(m, n, k, dtype, 910 + call)
+                ref = reference(a * 2, b) + 1.0
+                poison_everything()
+                out = fn(a, b)
+                sync("compiled")
+                compare(checks, f"op torch.compile {str(dtype)[6:]} call {call}", out, ref, dtype)
+
+        checks.run(f"op torch.compile {dtype}", compiled_body)
+
+        def graph_body(dtype: torch.dtype = dtype) -> None:
+            static_a, static_b = inputs(m, n, k, dtype, 920)
+            grs.gemm_rs(static_a, static_b)  # warm-up (allocates the workspace) before capture
+            sync("graph warm-up")
+            graph = torch.cuda.CUDAGraph()
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                with torch.cuda.graph(graph, stream=stream):
+                    static_out = grs.gemm_rs(static_a, static_b)
+            torch.cuda.current_stream().wait_stream(stream)
+            rt.barrier()
+            for replay in range(4):
+                a, b = inputs(m, n, k, dtype, 930 + replay)
+                static_a.copy_(a)
+                static_b.copy_(b)
+                ref = reference(a, b)
+                poison_everything()
+                static_out.fill_(float("nan"))
+                graph.replay()
+                sync("graph replay")
+                compare(checks, f"op CUDA graph {str(dtype)[6:]} replay {replay}", static_out, ref, dtype)
+            # An eager call between replays keeps the device-side epochs in step.
+            a, b = inputs(m, n, k, dtype, 940)
+            compare(checks, f"op eager after graph {str(dtype)[6:]}", grs.gemm_rs(a, b), reference(a, b), dtype)
+            static_a.copy_(a)
+            static_b.copy_(b)
+            graph.replay()
+            sync("graph replay")
+            compare(checks, f"op CUDA graph after eager {str(dtype)[6:]}", static_out, reference(a, b), dtype)
+
+        checks.run(f"op CUDA graph {dtype}", graph_body)
+    grs.clear_workspaces()
+
+
+def expect_error(checks: Checks, name: str, fn, kind: type[BaseException], words: list[str]) -> None:  # noqa: ANN001
+    try:
+        fn()
+    except kind as error:
+        text = str(error)
+        missing = [word for word in words if word not in text]
+        checks.check(
+            name, not missing, f"{type(error).__name__}: {text[:200]}" + (f" (missing {missing})" if missing else "")
+        )
+        return
+    except Exception as error:  # noqa: BLE001
+        checks.check(name, False, f"raised {type(error).__name__} instead of {kind.__name__}: {error}")
+        return
+    checks.check(name, False, f"no {kind.__name__} raised")
+
+
+def check_bad_input(checks: Checks) -> None:
+    world = rt.current_world()
+    me = world.rank
+    a, b = inputs(512, 256, 512, torch.bfloat16, 5)
+    expect_error(
+        checks, "bad: non-contiguous a", lambda: grs.gemm_rs(a.t().contiguous().t(), b), ValueError, ["contiguous"]
+    )
+    expect_error(checks, "bad: a on the CPU", lambda: grs.gemm_rs(a.cpu(), b), ValueError, ["cpu"])
+    expect_error(checks, "bad: dtype mix", lambda: grs.gemm_rs(a, b.half()), TypeError, ["same dtype"])
+    expect_error(checks, "bad: float32", lambda: grs.gemm_rs(a.float(), b.float()), TypeError, ["bfloat16"])
+    expect_error(checks, "bad: K mismatch", lambda: grs.gemm_rs(a, b[:-8].contiguous()), ValueError, ["b.shape[0]"])
+    expect_error(
+        checks, "bad: M not a multiple of W", lambda: grs.gemm_rs(a[:-1].contiguous(), b), ValueError, ["multiple"]
+    )
+    # Shapes that differ between ranks: every rank raises (no hang, no launch).
+    n_here = 256 + 8 * me
+    a2, _ = inputs(512, n_here, 512, torch.bfloat16, 6)
+    b2 = torch.randn(a2.shape[1], n_here, device="cuda", dtype=torch.bfloat16)
+    expect_error(
+        checks, "bad: N differs between ranks", lambda: grs.gemm_rs(a2, b2), ValueError, ["ranks passed different"]
+    )
+    dtype_here = torch.bfloat16 if me == 0 else torch.float16
+    a3, b3 = inputs(640, 384, 640, dtype_here, 7)
+    expect_error(checks, "bad: dtype differs between ranks", lambda: grs.gemm_rs(a3, b3), ValueError, ["dtype"])
+    # A problem whose scratch does not fit in the heap: a clear error on every rank, before any launch.
+    shard_rows = world.heap.heap_size // (2 * 4096 * 4) + 128  # fp32 double-buffered scratch > the whole heap
+    a4 = torch.randn(shard_rows * world.world_size, 64, device="cuda", dtype=torch.bfloat16)
+    b4 = torch.randn(64, 4096, device="cuda", dtype=torch.bfloat16)
+    expect_error(
+        checks,
+        "bad: heap exhausted",
+        lambda: grs.gemm_rs_with(a4, b4, grs.GemmRSConfig()),
+        RuntimeError,
+        ["exhausted", "heap"],
+    )
+    # The op still works afterwards.
+    compare(checks, "good call after bad ones", grs.gemm_rs(a, b), reference(a, b), torch.bfloat16)
+    sync("after bad input")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="fewer shapes")
+    args = parser.parse_args()
+    world = setup(heap_size="2G")
+    if world.world_size < 2:
+        raise SystemExit("check_gemm_rs needs at least 2 ranks")
+    checks = Checks()
+    shapes = QUICK_SHAPES if args.quick else SHAPES
+    log0(f"gemm_rs: {len(VARIANTS)} variants x {len(shapes)} shapes x 2 dtypes, 3 calls each")
+    check_variants(checks, shapes, [torch.bfloat16, torch.float16])
+    check_default_op(checks)
+    check_bad_input(checks)
+    log(f"RESULT gemm_rs checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
+    code = checks.exit_code()
+    teardown()
+    return code
+
+
+if __name__ == "__main__":
+    main_guard(main)

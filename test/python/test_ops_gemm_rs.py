@@ -1,0 +1,189 @@
+"""``triton_dist.ops.gemm_rs`` without a GPU: its kernels compile for sm_90 (TMA + wgmma, remote pushes, release
+flags, acquire waits) and gfx942 (the pointer fallback), and the host side rejects bad input before any launch.
+
+The GPU behaviour (correctness against torch, CUDA graphs, torch.compile, errors that need peers) is checked by
+test/gpu/check_gemm_rs.py under torchrun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+import pytest
+import torch
+import torch.distributed as dist
+from dl_compile import assembly, compile_kernel, context_is_defined_and_used, need_library
+from triton.backends.compiler import GPUTarget
+
+from triton_dist.ops.matmul import MatmulConfig
+
+grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
+
+SCALARS = {"M": "i32", "N": "i32", "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
+           "stride_bn": "i32", "stride_om": "i32"}  # fmt: skip
+ALIGNED = ("out_ptr", "scratch_ptr", "flags_ptr", "N", "stride_om")
+
+
+def gemm_rs_signature(config: grs.GemmRSConfig, dtype: str = "bf16") -> dict[str, str]:
+    tile = config.matmul
+    if tile.use_tma:
+        operands = {
+            "a": f"tensordesc<{dtype}[{tile.block_m}, {tile.block_k}]>",
+            "b": f"tensordesc<{dtype}[{tile.block_k}, {tile.block_n}]>",
+        }
+    else:
+        operands = {"a": f"*{dtype}", "b": f"*{dtype}"}
+    partial = "fp32" if config.partial_dtype == "float32" else dtype
+    return {**operands, "out_ptr": f"*{dtype}", "scratch_ptr": f"*{partial}", "flags_ptr": "*i32",
+            "epoch_ptr": "*i32", **SCALARS}  # fmt: skip
+
+
+def compile_gemm_rs(config: grs.GemmRSConfig, target_name: str, dtype: str = "bf16"):  # noqa: ANN201
+    tile = config.matmul
+    constexprs = {
+        "BLOCK_M": tile.block_m, "BLOCK_N": tile.block_n, "BLOCK_K": tile.block_k, "GROUP_M": tile.group_m,
+        "SPLIT_N": tile.split_n, "USE_TMA": tile.use_tma, "FUSED": config.fused,
+        "DEFER_NOTIFY": config.defer_notify, "FLATTEN": config.flattens(),
+    }  # fmt: skip
+    return compile_kernel(
+        grs._gemm_rs_kernel,
+        gemm_rs_signature(config, dtype),
+        target_name,
+        constexprs=constexprs,
+        aligned=ALIGNED,
+        num_warps=tile.num_warps,
+    )
+
+
+HOPPER_SHARED_MEMORY = 232448  # bytes a Hopper program may use (227 KiB)
+
+
+@pytest.mark.parametrize("config", grs.CANDIDATES, ids=lambda c: c.short())
+def test_every_candidate_compiles_for_sm90_within_shared_memory(config):
+    need_library("sm_90")
+    compiled = compile_gemm_rs(config, "sm_90")
+    assert compiled.metadata.shared <= HOPPER_SHARED_MEMORY, f"{config.short()} needs {compiled.metadata.shared} B"
+    asm = assembly(compiled, "sm_90")
+    assert "wgmma.mma_async" in asm, "the main loop runs on the tensor cores"
+    assert "cp.async.bulk.tensor" in asm, "A and B tiles come in through TMA"
+    assert context_is_defined_and_used(asm, "sm_90")
+    waits = "ld.acquire.sys" in asm or "ld.global.acquire.sys" in asm
+    assert waits == config.fused, "own tiles poll their peers' flags with system-scope acquire (fused only)"
+    assert "release.sys" in asm, "pushed tiles are flagged with a system-scope release"
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("fused", [True, False])
+def test_pointer_fallback_compiles_for_gfx942(dtype, fused):
+    need_library("gfx942")
+    config = grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, torch.device("cpu"), GPUTarget("hip", "gfx942", 64))
+    assert not config.fallback and not config.matmul.use_tma, "AMD has no TMA: the pointer kernel"
+    config = dataclasses.replace(config, fused=fused)
+    compiled = compile_gemm_rs(config, "gfx942", dtype)
+    asm = assembly(compiled, "gfx942")
+    assert context_is_defined_and_used(asm, "gfx942")
+    assert "v_mfma" in asm, "the main loop runs on the matrix cores"
+
+
+def test_reduce_kernel_compiles_for_both_targets():
+    for target_name in ("sm_90", "gfx942"):
+        need_library(target_name)
+        compiled = compile_kernel(
+            grs._reduce_partials_kernel,
+            {
+                "out_ptr": "*bf16",
+                "scratch_ptr": "*fp32",
+                "flags_ptr": "*i32",
+                "epoch_ptr": "*i32",
+                "M": "i32",
+                "N": "i32",
+                "stride_om": "i32",
+            },  # fmt: skip
+            target_name,
+            constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "GROUP_M": 8},
+            num_warps=8,
+        )
+        assert context_is_defined_and_used(assembly(compiled, target_name), target_name)
+
+
+def test_config_round_trips_and_rejects_unknown_partial_dtype():
+    config = grs.GemmRSConfig(MatmulConfig(128, 128, 64, 8, 4, 8, False, 1), fused=False, partial_dtype="input")
+    assert grs.GemmRSConfig.from_dict(config.as_dict()) == config
+    assert "2kernel" in config.short() and "in" in config.short()
+    with pytest.raises(ValueError, match="partial_dtype"):
+        grs.GemmRSConfig(partial_dtype="float64")
+    assert grs.FALLBACK.short() == "torch.matmul+nccl"
+    assert len({c.short() for c in grs.CANDIDATES}) == len(grs.CANDIDATES), "candidate names are unique"
+
+
+def test_flatten_is_dropped_where_triton_cannot_flatten():
+    one_block = grs.GemmRSConfig(MatmulConfig(128, 128, 64, 8, 4, 8, False, 1))
+    assert not one_block.flattens()
+    assert dataclasses.replace(one_block, fused=False).flattens()
+    assert grs.GemmRSConfig().flattens()
+    assert not grs.GemmRSConfig(flatten=False).flattens()
+
+
+def test_choose_config_falls_back_where_fusion_cannot_run_or_win():
+    hopper = GPUTarget("cuda", 90, 32)
+    cpu = torch.device("cpu")
+    assert grs.choose_config(4096, 2048, 2048, torch.bfloat16, 1, cpu, hopper).fallback, "one rank: no reduction"
+    assert grs.choose_config(4096, 2050, 2048, torch.bfloat16, 2, cpu, hopper).fallback, "N rows not 16-byte aligned"
+    assert grs.choose_config(4096, 2048, 2044, torch.bfloat16, 2, cpu, hopper).fallback, "K/W not 16-byte aligned"
+    assert grs.choose_config(256, 256, 128, torch.bfloat16, 2, cpu, hopper).fallback, "too small to win"
+    chosen = grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, cpu, hopper)
+    assert not chosen.fallback and chosen.matmul.use_tma
+
+
+def test_workspace_bytes_counts_double_buffered_scratch_and_flags():
+    config = grs.GemmRSConfig()
+    tiles = (4096 // 128) * (4096 // 256)
+    assert grs.workspace_bytes(8192, 4096, torch.bfloat16, 2, config) == 2 * 4096 * 4096 * 4 + 2 * tiles * 2 * 4
+    two_kernel = dataclasses.replace(config, fused=False, partial_dtype="input")
+    assert grs.workspace_bytes(8192, 4096, torch.bfloat16, 2, two_kernel) == 2 * 2 * 4096 * 4096 * 2 + 2 * tiles * 2 * 4
+
+
+def _operands(m: int = 64, k: int = 32, n: int = 48, dtype: torch.dtype = torch.bfloat16):
+    return torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [
+        (lambda a, b: (a.t().contiguous().t(), b), ValueError, "contiguous"),
+        (lambda a, b: (a, b.half()), TypeError, "same dtype"),
+        (lambda a, b: (a.float(), b.float()), TypeError, "bfloat16 or float16"),
+        (lambda a, b: (a, b[:-1]), ValueError, "a.shape[1]"),
+        (lambda a, b: (a[:-1], b), ValueError, "multiple of the world size"),
+        (lambda a, b: (a[None], b), ValueError, "2-D"),
+        (lambda a, b: (a.float().numpy(), b), TypeError, "torch.Tensor"),
+        (lambda a, b: (a.to("meta"), b), ValueError, "meta"),
+    ],
+    ids=["non-contiguous", "dtype-mix", "float32", "k-mismatch", "rows", "3-d", "numpy", "wrong-device"],
+)
+def test_bad_input_is_rejected_before_launch(make, error, words):
+    a, b = make(*_operands())
+    with pytest.raises(error, match=words.replace("[", r"\[").replace("]", r"\]")):
+        grs.check_inputs(a, b, 2, torch.device("cpu"))
+
+
+def test_good_input_passes_the_checks():
+    grs.check_inputs(*_operands(), 2, torch.device("cpu"))
+    grs.check_inputs(*_operands(dtype=torch.float16), 4, torch.device("cpu"))
+
+
+def test_custom_op_is_registered_with_a_fake_that_shards_rows():
+    assert hasattr(torch.ops.triton_dist, "gemm_rs")
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        with FakeTensorMode():
+            a = torch.empty(96, 32, dtype=torch.bfloat16)
+            b = torch.empty(32, 40, dtype=torch.bfloat16)
+            out = torch.ops.triton_dist.gemm_rs(a, b)
+        assert out.shape == (96, 40) and out.dtype == torch.bfloat16
+    finally:
+        dist.destroy_process_group()
