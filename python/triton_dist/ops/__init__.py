@@ -12,6 +12,7 @@ from __future__ import annotations
 # ``all_reduce`` is the function, not the submodule of the same name: importing the function (after Python bound
 # the submodule to the name) rebinds it, and later imports of the submodule leave it alone.
 from triton_dist.ops.all_reduce import all_reduce
+from triton_dist.ops.gemm_rs import gemm_rs
 from triton_dist.ops.matmul import MatmulConfig, matmul
 
-__all__ = ["MatmulConfig", "all_reduce", "matmul"]
+__all__ = ["MatmulConfig", "all_reduce", "gemm_rs", "matmul"]
