@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The decode ops' GPU run in one go: correctness checks, then the benchmarks, each under torchrun and a timeout,
-# bench results (markdown, PNG, JSON) and one combined log, decode.log, in $OUT (when set; else a temp dir): few
-# files, as the device machine returns at most 8. Exit code 0 iff every step passed.
+# bench results (markdown, PNG, JSON), summary.txt and steps.log (every step's output, appended as it runs, so a
+# killed run still leaves its logs) in $OUT (when set; else a temp dir): few files, as the device machine returns at
+# most 8. DECODE_BUDGET_S (default 340) bounds the whole run: each step's timeout is cut to the time left and a step
+# with under 30 s left is skipped. Exit code 0 iff every step passed.
 #
 #   bash scripts/gpu_decode_check.sh                          # checks + benchmarks
 #   DECODE_STEPS="check_all_reduce bench_all_reduce" bash scripts/gpu_decode_check.sh
@@ -18,43 +20,45 @@ RANKS="${DECODE_RANKS:-2}"
 RESULTS="${OUT:-$(mktemp -d /tmp/gpu_decode.XXXXXX)}"
 LOGDIR="$(mktemp -d /tmp/gpu_decode_logs.XXXXXX)"
 mkdir -p "$RESULTS"
+STEPLOG="$RESULTS/steps.log"
+BUDGET="${DECODE_BUDGET_S:-340}"
 STEPS="${DECODE_STEPS:-check_all_reduce check_gemm_ar bench_all_reduce bench_gemm_ar}"
 START=$(date +%s)
 FAILED=0
-say() { echo "[gpu_decode +$(($(date +%s) - START))s] $*" | tee -a "$LOGDIR/summary.txt"; }
+say() { echo "[gpu_decode +$(($(date +%s) - START))s] $*" | tee -a "$RESULTS/summary.txt"; }
 say "date $(date -u '+%Y-%m-%d %H:%M:%S UTC'), host $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null)"
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee -a "$LOGDIR/summary.txt"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee -a "$RESULTS/summary.txt"
 
 # step <name> <timeout seconds> <script> [args...]
 step() {
   local name="$1" limit="$2" script="$3"
   shift 3
   if [ ! -f "$script" ]; then say "$name: SKIP ($script not present)"; return; fi
+  local left=$((BUDGET - ($(date +%s) - START) - 5))
+  [ "$left" -lt "$limit" ] && limit="$left"
+  if [ "$limit" -lt 30 ]; then say "$name: SKIP (only ${left}s of DECODE_BUDGET_S left)"; FAILED=1; return; fi
   say "== $name (timeout ${limit}s): $script $*"
-  timeout -k 15 "$limit" "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node="$RANKS" \
-    "$script" "$@" >"$LOGDIR/$name.log" 2>&1
-  local status=$?
+  echo "===== $name: $script $*" >>"$STEPLOG"
+  timeout -k 10 "$limit" "$PYTHON" -m torch.distributed.run --standalone --nproc-per-node="$RANKS" \
+    "$script" "$@" 2>&1 | tee "$LOGDIR/$name.log" >>"$STEPLOG"
+  local status=${PIPESTATUS[0]}
   if [ "$status" = 0 ]; then say "$name: PASS"; else say "$name: FAIL (exit $status)"; FAILED=1; fi
   grep -hE 'RESULT|FAIL |TUNED|INFO|FATAL|failures over all ranks' "$LOGDIR/$name.log" | sort -u | head -80 \
-    | tee -a "$LOGDIR/summary.txt"
+    | tee -a "$RESULTS/summary.txt"
   [ "$status" = 0 ] || tail -n 30 "$LOGDIR/$name.log"
 }
 
 TUNE_ARG=""; [ "${DECODE_TUNE:-0}" = 1 ] && TUNE_ARG="--tune"
 for s in $STEPS; do
   case "$s" in
-    check_all_reduce) step "$s" 200 test/gpu/check_decode_ops.py --only all_reduce ;;
-    check_gemm_ar) step "$s" 150 test/gpu/check_decode_ops.py --only gemm_ar ;;
+    check_all_reduce) step "$s" 130 test/gpu/check_decode_ops.py --only all_reduce ;;
+    check_gemm_ar) step "$s" 90 test/gpu/check_decode_ops.py --only gemm_ar ;;
     check_flash_decode) step "$s" 150 test/gpu/check_decode_ops.py --only flash_decode ;;
-    bench_all_reduce) step "$s" 220 bench/all_reduce.py $TUNE_ARG --out-dir "$RESULTS" ;;
-    bench_gemm_ar) step "$s" 150 bench/gemm_ar.py --out-dir "$RESULTS" ;;
+    bench_all_reduce) step "$s" 200 bench/all_reduce.py $TUNE_ARG --out-dir "$RESULTS" ;;
+    bench_gemm_ar) step "$s" 200 bench/gemm_ar.py --out-dir "$RESULTS" ;;
     bench_flash_decode) step "$s" 150 bench/flash_decode.py --out-dir "$RESULTS" ;;
     *) say "unknown step $s"; FAILED=1 ;;
   esac
 done
 say "total $(($(date +%s) - START)) s, overall $([ "$FAILED" = 0 ] && echo PASS || echo FAIL)"
-{
-  cat "$LOGDIR/summary.txt"
-  for log in "$LOGDIR"/*.log; do echo; echo "===== $(basename "$log") (last 600 lines)"; tail -n 600 "$log"; done
-} >"$RESULTS/decode.log"
 exit "$FAILED"

@@ -26,6 +26,8 @@ from common import Checks, log0, main_guard, setup, sync, teardown  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.ops.all_reduce import AllReduceConfig, _run  # noqa: E402
+from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar  # noqa: E402
+from triton_dist.ops.gemm_ar import _run as _run_gemm_ar  # noqa: E402
 
 TOLERANCE = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float32: (1e-5, 1e-5)}
 """(rtol, atol) of a W-term fp32 sum rounded once to the dtype, against torch's fp32 sum of the same inputs."""
@@ -207,6 +209,118 @@ def check_all_reduce_bad_input(checks: Checks, world: rt.World) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# gemm_ar
+
+
+GEMM_AR_CASES = [  # (M, N, K per rank, dtype, forced config or None)
+    (1, 512, 256, torch.bfloat16, None),
+    (8, 1000, 320, torch.bfloat16, None),  # ragged N
+    (5, 64, 48, torch.float16, None),  # K smaller than a block
+    (33, 640, 1024, torch.bfloat16, None),
+    (128, 2048, 4096, torch.bfloat16, None),
+    (256, 1024, 512, torch.float16, None),
+    (256, 4096, 256, torch.bfloat16, GemmARConfig(16, 16, 64)),  # 4096 tiles on 256 programs: 16 rounds each
+    (64, 768, 512, torch.bfloat16, GemmARConfig(64, 64, 128, 4, 3, exchange=False)),  # GEMM only (own rank)
+]
+
+
+def gemm_ar_operands(owner: int, tag: int, m: int, n: int, k: int, dtype: torch.dtype):
+    a = rank_data(owner, tag, (m, k), dtype)
+    b = (rank_data(owner, tag + 50_000, (k, n), torch.float32) / k**0.5).to(dtype)
+    return a, b
+
+
+def gemm_ar_reference(tag: int, m: int, n: int, k: int, dtype: torch.dtype, owners: list[int]) -> torch.Tensor:
+    total = torch.zeros((m, n), dtype=torch.float32, device="cuda")
+    for owner in owners:
+        a, b = gemm_ar_operands(owner, tag, m, n, k, dtype)
+        total += a.float() @ b.float()
+    return total.to(dtype)
+
+
+def close_gemm(out: torch.Tensor, ref: torch.Tensor) -> tuple[bool, str]:
+    """Partials are rounded to the dtype before the sum: allow a few ulps of the largest term."""
+    if torch.isnan(out).any():
+        return False, f"{int(torch.isnan(out).sum())} NaN (poison) elements left"
+    diff = (out.float() - ref.float()).abs()
+    ulp = 2.0**-7 if ref.dtype == torch.bfloat16 else 2.0**-10
+    bound = 2 * ulp * (ref.float().abs() + ref.float().abs().max() * 0.05)
+    bad = int((diff > bound).sum())
+    return bad == 0, f"max |diff| {float(diff.max()):.3g}, {bad} elements out of tolerance"
+
+
+def check_gemm_ar_eager(checks: Checks, world: rt.World) -> None:
+    for tag, (m, n, k, dtype, config) in enumerate(GEMM_AR_CASES, start=500):
+        a, b = gemm_ar_operands(world.rank, tag, m, n, k, dtype)
+        out = poisoned((m, n), dtype)
+        _run_gemm_ar(a, b, out, config)
+        sync("gemm_ar")
+        owners = list(range(world.world_size)) if config is None or config.exchange else [world.rank]
+        ok, detail = close_gemm(out, gemm_ar_reference(tag, m, n, k, dtype, owners))
+        what = f"gemm_ar M={m} N={n} K/W={k} {dtype} {config or 'default'}"
+        checks.check(what, ok, detail)
+        if config is None or config.exchange:
+            checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(out))
+    a, b = gemm_ar_operands(world.rank, 600, 16, 384, 256, torch.bfloat16)
+    ref = gemm_ar_reference(600, 16, 384, 256, torch.bfloat16, list(range(world.world_size)))
+    ok, detail = close_gemm(gemm_ar(a, b), ref)
+    checks.check("gemm_ar(a, b) through torch.ops", ok, detail)
+
+
+def check_gemm_ar_graph_and_compile(checks: Checks, world: rt.World) -> None:
+    m, n, k, dtype = 8, 1024, 512, torch.bfloat16
+    a_in = torch.empty((m, k), dtype=dtype, device="cuda")
+    b_in = torch.empty((k, n), dtype=dtype, device="cuda")
+    a_in.normal_()
+    b_in.normal_()
+    gemm_ar(a_in, b_in)  # warm-up: workspace, compile, rank agreement
+    sync("gemm_ar graph warm-up")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        first = gemm_ar(a_in, b_in)
+        second = gemm_ar(a_in, b_in)
+    everyone = list(range(world.world_size))
+    for replay in range(4):
+        tag = 700 + replay
+        a, b = gemm_ar_operands(world.rank, tag, m, n, k, dtype)
+        a_in.copy_(a)
+        b_in.copy_(b)
+        first.fill_(float("nan"))
+        second.fill_(float("nan"))
+        graph.replay()
+        sync("gemm_ar graph replay")
+        ref = gemm_ar_reference(tag, m, n, k, dtype, everyone)
+        ok1, detail1 = close_gemm(first, ref)
+        ok2, _ = close_gemm(second, ref)
+        checks.check(
+            f"gemm_ar CUDA graph replay {replay} (two calls)", ok1 and ok2 and torch.equal(first, second), detail1
+        )
+
+    compiled = torch.compile(lambda a, b: gemm_ar(a, b).float().square(), fullgraph=True)
+    a, b = gemm_ar_operands(world.rank, 800, m, n, k, dtype)
+    ref = gemm_ar_reference(800, m, n, k, dtype, everyone)
+    got = compiled(a, b)
+    ok = bool(torch.allclose(got, ref.float().square(), rtol=5e-2, atol=5e-2))
+    checks.check(
+        "gemm_ar under torch.compile(fullgraph=True)",
+        ok,
+        f"max diff {float((got - ref.float().square()).abs().max()):.3g}",
+    )
+
+
+def check_gemm_ar_bad_input(checks: Checks, world: rt.World) -> None:
+    a = torch.randn(4, 64, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(64, 128, device="cuda", dtype=torch.bfloat16)
+    expect_error(checks, "gemm_ar K mismatch", ValueError, lambda: gemm_ar(a, b[:32]), "must equal")
+    expect_error(checks, "gemm_ar fp32", TypeError, lambda: gemm_ar(a.float(), b.float()), "bfloat16 or float16")
+    expect_error(checks, "gemm_ar mixed dtypes", TypeError, lambda: gemm_ar(a, b.half()), "same dtype")
+    expect_error(checks, "gemm_ar column-major b", ValueError, lambda: gemm_ar(a, b.t().contiguous().t()), "row-major")
+    expect_error(checks, "gemm_ar 3-D a", ValueError, lambda: gemm_ar(a[None], b), "2-D")
+    odd = torch.randn(4 + world.rank, 64, device="cuda", dtype=torch.bfloat16)
+    expect_error(checks, "gemm_ar M differs across ranks", RuntimeError, lambda: gemm_ar(odd, b), "disagree")
+
+
+# ---------------------------------------------------------------------------------------------------------------
 
 
 GROUPS: dict[str, list[tuple[str, Callable[[Checks, rt.World], None]]]] = {
@@ -216,6 +330,11 @@ GROUPS: dict[str, list[tuple[str, Callable[[Checks, rt.World], None]]]] = {
         ("all_reduce CUDA graph", check_all_reduce_graph),
         ("all_reduce torch.compile", check_all_reduce_compile),
         ("all_reduce bad input", check_all_reduce_bad_input),
+    ],
+    "gemm_ar": [
+        ("gemm_ar eager", check_gemm_ar_eager),
+        ("gemm_ar CUDA graph + torch.compile", check_gemm_ar_graph_and_compile),
+        ("gemm_ar bad input", check_gemm_ar_bad_input),
     ],
 }
 

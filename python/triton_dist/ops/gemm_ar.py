@@ -1,0 +1,274 @@
+"""``gemm_ar(a, b)``: the row-parallel linear layer of decoding, ``sum over ranks of a @ b``, in one kernel.
+
+```python
+# a: [M, K / W] (this rank's slice of the activations), b: [K / W, N] (this rank's rows of the weight)
+y = triton_dist.ops.gemm_ar(a, b)          # [M, N], the same on every rank
+```
+
+Each program computes output tiles ``[BLOCK_M, BLOCK_N]`` of ``a @ b`` in fp32 (a K loop over this rank's slice, the
+loads software-pipelined by Triton), rounds the partial tile to the output dtype and pushes it into every rank's
+copy of its slot buffer (remote 16-byte stores through ``dl.symm_at``, row ``rank``), tells every rank
+(``dl.notify`` with the slot's epoch), waits for every rank's partial of the same tile (``dl.wait``) and sums the
+``W`` partials from its own memory in rank order, in fp32. So the all-reduce of each tile starts as soon as that
+tile is computed on every rank, with no separate launch and no host involvement; every rank sums the same values in
+the same order, so the result is bit-identical across ranks.
+
+The partials travel in the output dtype (as with ``torch.matmul`` followed by an all-reduce of its output). The
+slot buffers and flags are double-buffered by epoch parity, with the same ordering argument as the one-shot
+all-reduce (``ops/all_reduce.py``); the epochs live on the device (``ops/comm_workspace.py``), so CUDA graphs
+replay correctly.
+
+Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_ar``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+from triton_dist import runtime as rt
+from triton_dist.ops.comm_workspace import slot_workspace
+from triton_dist.runtime.world.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
+
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+SLOTS = 256
+"""The most programs one launch uses; more tiles are taken in turns (one flag round per tile)."""
+MAX_TILE_ELEMS = 128 * 64
+"""The largest BLOCK_M x BLOCK_N a config may use (the slot buffers are sized for it)."""
+
+
+@dataclass(frozen=True)
+class GemmARConfig:
+    """Tile shape and launch parameters. ``exchange=False`` skips the all-reduce (the GEMM alone, for measuring)."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 4
+    exchange: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "block_n", "block_k"):
+            value = getattr(self, name)
+            if value < 16 or value & (value - 1):
+                raise ValueError(f"gemm_ar: {name} must be a power of two >= 16, got {value}")
+        if self.block_m * self.block_n > MAX_TILE_ELEMS:
+            raise ValueError(
+                f"gemm_ar: block_m * block_n must be <= {MAX_TILE_ELEMS}, got {self.block_m * self.block_n}"
+            )
+
+
+def default_config(m: int, n: int, k: int) -> GemmARConfig:
+    """Small tiles for small M (enough programs to stream the weight at full bandwidth), larger ones for larger M."""
+    if m <= 16:
+        return GemmARConfig(16, 64, 128, 4, 4)
+    if m <= 32:
+        return GemmARConfig(32, 64, 128, 4, 4)
+    if m <= 64:
+        return GemmARConfig(64, 64, 128, 4, 4)
+    return GemmARConfig(128, 64, 64, 4, 4)
+
+
+@triton.jit
+def _gemm_ar_kernel(
+    a_ptr,
+    b_ptr,
+    out_ptr,
+    data_ptr,
+    flags_ptr,
+    epochs_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bk,
+    stride_om,
+    flags_stride,
+    REGION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    EXCHANGE: tl.constexpr,
+):
+    slot = tl.program_id(0)
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    epoch = tl.load(epochs_ptr + slot)
+    slot_data = data_ptr + slot * REGION  # [2 parities][ranks][BLOCK_M * BLOCK_N]
+    slot_flags = flags_ptr + slot * flags_stride  # [2 parities][ranks]
+    TILE: tl.constexpr = BLOCK_M * BLOCK_N
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    in_tile = rows[:, None] * BLOCK_N + cols[None, :]
+    for tile in range(slot, tl.cdiv(M, BLOCK_M) * tiles_n, tl.num_programs(0)):
+        rm = (tile // tiles_n) * BLOCK_M + rows
+        rn = (tile % tiles_n) * BLOCK_N + cols
+        a_ptrs = a_ptr + rm[:, None] * stride_am + ks[None, :]
+        b_ptrs = b_ptr + ks[:, None] * stride_bk + rn[None, :]
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, K, BLOCK_K):
+            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (k + ks[None, :] < K), other=0.0)
+            b = tl.load(b_ptrs, mask=(k + ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K
+            b_ptrs += BLOCK_K * stride_bk
+        row_ok = rm[:, None] < M
+        out_ptrs = out_ptr + rm[:, None] * stride_om + rn[None, :]
+        out_mask = row_ok & (rn[None, :] < N)
+        if EXCHANGE:
+            epoch += 1
+            parity = epoch % 2
+            partials = slot_data + parity * (ranks * TILE)
+            partial = acc.to(out_ptr.dtype.element_ty)
+            for peer in range(0, ranks):
+                tl.store(dl.symm_at(partials + me * TILE + in_tile, peer), partial, mask=row_ok)
+            flags = slot_flags + parity * ranks
+            for peer in range(0, ranks):
+                dl.notify(flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+            token = dl.wait(flags, ranks, "sys", "acquire", waitValue=epoch)
+            partials = dl.consume_token(partials, token)
+            total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for peer in range(0, ranks):
+                total += tl.load(partials + peer * TILE + in_tile, mask=row_ok, other=0.0).to(tl.float32)
+            tl.store(out_ptrs, total.to(out_ptr.dtype.element_ty), mask=out_mask)
+        else:
+            tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
+    tl.store(epochs_ptr + slot, epoch)
+
+
+def _workspace_region_bytes(world_size: int) -> int:
+    return 2 * world_size * MAX_TILE_ELEMS * 2  # two parities x ranks x the largest tile of 2-byte elements
+
+
+def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig) -> None:
+    """Enqueue the kernel on the current stream (no checks; ``gemm_ar`` checks)."""
+    world_size = rt.current_world().world_size
+    m, k = a.shape
+    n = b.shape[1]
+    region_bytes = _workspace_region_bytes(world_size)
+    ws = slot_workspace("gemm_ar", SLOTS, 2 * world_size, region_bytes)
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    _gemm_ar_kernel[(min(tiles, SLOTS),)](
+        a,
+        b,
+        out,
+        ws.data_as(a.dtype),
+        ws.flags,
+        ws.epochs,
+        m,
+        n,
+        k,
+        a.stride(0),
+        b.stride(0),
+        out.stride(0),
+        ws.flags.shape[1],
+        REGION=region_bytes // a.element_size(),
+        BLOCK_M=config.block_m,
+        BLOCK_N=config.block_n,
+        BLOCK_K=config.block_k,
+        EXCHANGE=config.exchange,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
+
+
+def check_inputs(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> None:
+    """Raise a TypeError/ValueError naming the problem (shapes and dtypes only; fake tensors pass through)."""
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"gemm_ar: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"gemm_ar: {name} must be 2-D, got shape {list(t.shape)}")
+        if t.dtype not in SUPPORTED_DTYPES:
+            raise TypeError(f"gemm_ar: {name} must be bfloat16 or float16, got {t.dtype}")
+        if t.stride(1) != 1:
+            raise ValueError(f"gemm_ar: {name} must be row-major (stride 1 along dim 1), got strides {t.stride()}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"gemm_ar: a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+    if a.device != b.device:
+        raise ValueError(f"gemm_ar: a is on {a.device} but b is on {b.device}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"gemm_ar: a is {list(a.shape)} and b is {list(b.shape)}: a.shape[1] (this rank's K slice) must equal "
+            "b.shape[0]"
+        )
+    if out is not None:
+        shape = (a.shape[0], b.shape[1])
+        if tuple(out.shape) != shape or out.dtype != a.dtype or out.device != a.device or out.stride(1) != 1:
+            raise ValueError(
+                f"gemm_ar: out must be a row-major {a.dtype} tensor of shape {list(shape)} on {a.device}, got "
+                f"{out.dtype} {list(out.shape)} with strides {out.stride()} on {out.device}"
+            )
+
+
+_agreed: set[tuple] = set()
+
+
+def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmARConfig) -> None:
+    """On the heap's device; on the first call of a (M, N, K, dtype, config), every rank agrees (a collective)."""
+    world = rt.current_world()
+    if a.device != world.device:
+        raise ValueError(f"gemm_ar: a is on {a.device}, but this rank's symmetric heap is on {world.device}")
+    signature = (a.shape[0], b.shape[1], a.shape[1], a.dtype, config)
+    if signature in _agreed:
+        return
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"gemm_ar: first call with a {list(a.shape)} @ b {list(b.shape)} during CUDA-graph capture; the ranks' "
+            "agreement on the shapes is checked (a collective) on the first call: call it once before capturing"
+        )
+    mine = (a.shape[0], b.shape[1], a.shape[1], str(a.dtype), asdict(config))
+    everyone = gather_from_ranks(mine, world.group)
+    problems = [
+        f"rank {rank} calls gemm_ar with (M, N, K/W, dtype, config)={theirs}, rank {world.rank} with {mine}"
+        for rank, theirs in enumerate(everyone)
+        if theirs != mine
+    ]
+    raise_if_any_rank_failed(world.group, problems[:1], "gemm_ar: ranks disagree on the shapes")
+    _agreed.add(signature)
+
+
+def _run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig | None = None) -> None:
+    check_inputs(a, b, out)
+    if config is None:
+        config = default_config(a.shape[0], b.shape[1], a.shape[1])
+    _check_device_and_agreement(a, b, config)
+    if out.numel() == 0:
+        return
+    if a.shape[1] == 0:
+        out.zero_()
+        return
+    with torch.cuda.device(a.device):
+        _launch(a, b, out, config)
+
+
+@torch.library.custom_op("triton_dist::gemm_ar", mutates_args=())
+def _gemm_ar_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    _run(a, b, out)
+    return out
+
+
+@_gemm_ar_op.register_fake
+def _gemm_ar_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    check_inputs(a, b)
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def gemm_ar(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``sum over ranks of a @ b`` on every rank, GEMM and all-reduce in one kernel (``torch.ops.triton_dist``).
+
+    ``a``: [M, K_local] row-major, ``b``: [K_local, N] row-major, both bf16 or fp16 on this rank's GPU (anywhere in
+    memory). Every rank passes its own K slice with the same M, K_local and N (checked collectively on the first
+    call of each shape). Accumulates in fp32; partial tiles are rounded to the dtype before the cross-rank sum (as
+    an all-reduce of ``a @ b``'s output would be), the sum itself is fp32. Returns [M, N], bit-identical on every
+    rank. Needs ``triton_dist.init()``; CUDA-graph capture works once the shape has been called eagerly.
+    """
+    return torch.ops.triton_dist.gemm_ar(a, b)
