@@ -75,13 +75,13 @@ def _begin_kernel(epoch_ptr, barrier_ptr):
         wait_at_least(barrier_ptr + peer, epoch)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["index", "dst"])
 def _flag_kernel(flags_ptr, index, dst, epoch_ptr):
     """Set flag ``index`` on rank ``dst`` to the current epoch (after the copy before it on the stream)."""
     dl.notify(flags_ptr + index, dst, signal=tl.load(epoch_ptr), sig_op="set", comm_scope="intra_node")
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["M_LOCAL", "K", "CHUNK_ROWS", "num_chunks"])
 def _push_kernel(a_ptr, recv_ptr, flags_ptr, epoch_ptr, M_LOCAL, K, CHUNK_ROWS, num_chunks, BLOCK: tl.constexpr):
     """Push this rank's shard into slot ``rank`` of every peer's receive buffer, chunk by chunk.
 
@@ -302,7 +302,23 @@ def _check_same_on_all_ranks(world: rt.World, signature: tuple[Any, ...]) -> Non
     _checked.add(signature)
 
 
+def _load_producer_kernels(
+    world: rt.World, a: torch.Tensor, recv: torch.Tensor, flags: torch.Tensor, epoch: torch.Tensor
+) -> None:
+    """Launch the producer kernels once, harmlessly, so they are loaded before any GEMM of this op can spin.
+
+    With CUDA's lazy module loading (the default), the first launch of a kernel loads its module, and that load
+    can wait for the kernels running on the GPU. A flag kernel loaded for the first time while this rank's GEMM
+    spins on the peer's flags, and the peer's flag kernel waiting the same way, would block both ranks forever.
+    Both launches below change nothing: the flag kernel writes flag 0 of this rank with the epoch it already holds
+    (0, before any call), the push kernel gets zero chunks.
+    """
+    _flag_kernel[(1,)](flags, 0, world.rank, epoch, num_warps=1)
+    _push_kernel[(1,)](a, recv, flags, epoch, a.shape[0], a.shape[1], MIN_BLOCK_M, 0, BLOCK=PUSH_BLOCK, num_warps=16)
+
+
 MAX_PUSH_CTAS = 64
+PUSH_BLOCK = 8192
 MIN_BLOCK_M = 64
 
 
@@ -333,6 +349,7 @@ def _workspace(world: rt.World, a: torch.Tensor) -> _Workspace:
             f"{w} x [{m_local}, {k}] {a.dtype}); pass a larger heap_size to triton_dist.init() ({error})"
         ) from None
     epoch = torch.zeros(1, dtype=torch.int32, device=world.device)
+    _load_producer_kernels(world, a, recv, flags, epoch)
     rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
     peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
     found = _Workspace(recv, flags, epoch, barrier, peer_recv)
@@ -390,7 +407,7 @@ def _launch_fused(
     if config.producer == "sm":
         with torch.cuda.stream(side):
             _push_kernel[(config.push_ctas,)](
-                a, ws.recv, ws.flags, ws.epoch, m_local, k, chunk_rows, num_chunks, BLOCK=8192, num_warps=16
+                a, ws.recv, ws.flags, ws.epoch, m_local, k, chunk_rows, num_chunks, BLOCK=PUSH_BLOCK, num_warps=16
             )
     if _use_tma(config, m_local):
         from triton.tools.tensor_descriptor import TensorDescriptor
