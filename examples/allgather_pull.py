@@ -16,10 +16,10 @@ import torch
 import triton
 import triton.language as tl
 from allgather_driver import Launch, Variant, run
-from common import main_guard
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
+from triton_dist.testing import main_guard
 
 
 @triton.jit(do_not_specialize=["epoch"])

@@ -14,10 +14,10 @@ import argparse
 import torch
 import triton
 import triton.language as tl
-from common import Checks, log0, main_guard, max_over_ranks, setup, teardown, time_us
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
+from triton_dist.testing import Checks, bench, main_guard, rank0_print, setup_distributed, teardown
 
 
 @triton.jit(do_not_specialize=["first"])
@@ -55,7 +55,7 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=20, help="timed launches (median reported)")
     args = parser.parse_args()
 
-    world = setup(heap_size="64M")
+    world = setup_distributed(heap_size="64M")
     checks = Checks()
     if world.world_size < 2:
         raise SystemExit("ping_pong needs at least 2 ranks")
@@ -81,10 +81,11 @@ def main() -> int:
 
     results = {}
     for name, launch in (("triton_dist notify/wait", launch_dl), ("triton atomics (baseline)", launch_atomics)):
-        launch_us = time_us(launch, iters=args.launches, warmup=2)
-        per_round = max_over_ranks(launch_us / args.rounds if playing else 0.0)
+        per_round = bench(launch, warmup=2, rep=args.launches) * 1000.0 / args.rounds  # max over ranks: the players
         results[name] = per_round
-        log0(f"{name}: {per_round:.3f} us per round trip (median of {args.launches} launches x {args.rounds} rounds)")
+        rank0_print(
+            f"{name}: {per_round:.3f} us per round trip (median of {args.launches} launches x {args.rounds} rounds)"
+        )
 
     rt.barrier()
     if playing:
@@ -92,7 +93,7 @@ def main() -> int:
         expected = [state["dl"] - 1, state["atomics"] - 1]
         checks.check("every round trip completed", final == expected, f"flags {final}, expected {expected}")
     ours, baseline = results["triton_dist notify/wait"], results["triton atomics (baseline)"]
-    log0(
+    rank0_print(
         f"RESULT ping_pong ranks={world.world_size} triton_dist_us={ours:.3f} baseline_us={baseline:.3f} "
         f"speedup={baseline / ours:.2f}x (goal <= 4.1 us; reference on 4xH200: baseline 6.9, floor 3.72)"
     )

@@ -26,22 +26,26 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-
-from common import Checks, log, log0, main_guard, max_over_ranks, setup, teardown  # noqa: E402
-
 import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.runtime.copy_engine import copy_chunks_with_flags, flag_writer_for, stream_memop_available  # noqa: E402
+from triton_dist.testing import (
+    Checks,
+    main_guard,
+    max_over_ranks,
+    rank0_print,
+    rank_print,
+    setup_distributed,
+    teardown,
+    write_markdown,
+)
 
 BLOCK = 1024
 NUM_CHUNKS = 16
@@ -237,9 +241,11 @@ def litmus(world: rt.World, checks: Checks, rounds: int, chunk_bytes: int) -> No
             f"{total} stale elements (max over ranks) in {chunks} chunks; 0 would mean the test cannot fail",
         )
     else:
-        log(f"INFO {name}: {total} stale elements (max over ranks) in {chunks} chunks")
+        rank_print(f"INFO {name}: {total} stale elements (max over ranks) in {chunks} chunks")
     stale, chunks = ring.run_eager(control_rounds, writer, semantic="relaxed")
-    log(f"INFO relaxed-wait control ({writer}, {chunk_bytes >> 10} KiB chunks): {stale} stale in {chunks} chunks")
+    rank_print(
+        f"INFO relaxed-wait control ({writer}, {chunk_bytes >> 10} KiB chunks): {stale} stale in {chunks} chunks"
+    )
 
 
 class Timer:
@@ -338,7 +344,7 @@ def measure_chunk_size(world: rt.World, timer: Timer, chunk_bytes: int, num_chun
             "capturable": capturable,
         }
         rows.append(row)
-        log0(
+        rank0_print(
             f"RESULT copy_engine writer={writer} chunk={row['chunk']} us/chunk: eager GPU {row['eager_gpu']:.2f} "
             f"(copies alone {row['copies_gpu']:.2f}), graph {row['graph_gpu']:.2f} (copies alone "
             f"{row['copies_graph']:.2f}), host enqueue {row['host']:.2f} (copies alone {row['copies_host']:.2f}), "
@@ -355,28 +361,22 @@ def measure(world: rt.World, results_md: str | None, reps: int = 20, num_chunks:
         rows += measure_chunk_size(world, timer, chunk_bytes, num_chunks)
     if not results_md or world.rank != 0:
         return
-    lines = [
-        f"# copy_chunks_with_flags: flag writers, {num_chunks} chunks per call to the right peer's memory",
-        "",
-        f"- command: `torchrun --nproc-per-node={world.world_size} test/gpu/check_copy_engine.py --measure`",
-        f"- machine: {world.world_size} x {torch.cuda.get_device_name()}, torch {torch.__version__}, "
-        f"triton {triton.__version__}, date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-        f"- method: CUDA events, median of {reps} runs after 3 warm-ups, max over ranks, divided by the chunk "
-        "count; eager GPU time with the host enqueued ahead (behind a sleep kernel); host = CPU enqueue time",
-        "",
-        "| writer | chunk | eager GPU µs/chunk | copies alone | graph GPU µs/chunk | copies alone (graph) "
-        "| host enqueue µs/chunk | copies alone (host) | capturable |",
-        "|---|---|---|---|---|---|---|---|---|",
+    notes = [
+        f"command: `torchrun --nproc-per-node={world.world_size} test/gpu/check_copy_engine.py --measure`",
+        f"machine: {world.world_size} x {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+        f"triton {triton.__version__}",
+        f"method: CUDA events, median of {reps} runs after 3 warm-ups, max over ranks, divided by the chunk count; "
+        "eager GPU time with the host enqueued ahead (behind a sleep kernel); host = CPU enqueue time",
     ]
-    for row in rows:
-        lines.append(
-            f"| {row['writer']} | {row['chunk']} | {row['eager_gpu']:.2f} | {row['copies_gpu']:.2f} | "
-            f"{row['graph_gpu']:.2f} | {row['copies_graph']:.2f} | {row['host']:.2f} | {row['copies_host']:.2f} | "
-            f"{row['capturable']} |"
-        )
-    Path(results_md).parent.mkdir(parents=True, exist_ok=True)
-    Path(results_md).write_text("\n".join(lines) + "\n")
-    log0(f"wrote {results_md}")
+    headers = [
+        "writer", "chunk", "eager GPU µs/chunk", "copies alone", "graph GPU µs/chunk", "copies alone (graph)",
+        "host enqueue µs/chunk", "copies alone (host)", "capturable",
+    ]  # fmt: skip
+    keys = ["writer", "chunk", "eager_gpu", "copies_gpu", "graph_gpu", "copies_graph", "host", "copies_host"]
+    table = [[row[key] for key in keys] + [row["capturable"]] for row in rows]
+    title = f"copy_chunks_with_flags: flag writers, {num_chunks} chunks per call into the right peer's memory"
+    write_markdown(results_md, title, headers, table, notes)
+    rank0_print(f"wrote {results_md}")
 
 
 def main() -> int:
@@ -386,9 +386,11 @@ def main() -> int:
     parser.add_argument("--results-md", default=None, help="write the measurement table here (rank 0)")
     args = parser.parse_args()
 
-    world = setup(heap_size="256M")
+    world = setup_distributed(heap_size="256M")
     checks = Checks()
-    log0(f"flag writers: {', '.join(writers())} (stream memory operations available: {stream_memop_available()})")
+    rank0_print(
+        f"flag writers: {', '.join(writers())} (stream memory operations available: {stream_memop_available()})"
+    )
     for chunk_bytes in CHUNK_BYTES:
         litmus(world, checks, args.rounds, chunk_bytes)
     if args.measure:

@@ -15,20 +15,15 @@ for information only (it shows whether this machine exposes stale reads at all w
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-
-from common import Checks, log, log0, main_guard, setup, teardown  # noqa: E402
-
 import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.testing import Checks, main_guard, rank0_print, rank_print, setup_distributed, teardown
 
 TILE = 4096
 
@@ -129,11 +124,16 @@ def run_config(world: rt.World, name: str, rounds: int, launches: int, semantic:
         )  # fmt: skip
         rt.barrier()
         stale, done = result.tolist()
-        log0(f"  {name} ({semantic}) launch {index + 1}/{launches}: {done} rounds, {stale} stale elements so far")
+        rank0_print(
+            f"  {name} ({semantic}) launch {index + 1}/{launches}: {done} rounds, {stale} stale elements so far"
+        )
     elapsed = time.monotonic() - started
     stale, done = result.tolist()
-    log(f"{name} ({semantic}): {done} rounds in {elapsed:.2f} s ({elapsed / max(done, 1) * 1e6:.2f} us/round incl. "
-        f"launch overhead), {stale} stale elements")  # fmt: skip
+    per_round = elapsed / max(done, 1) * 1e6
+    rank_print(
+        f"{name} ({semantic}): {done} rounds in {elapsed:.2f} s ({per_round:.2f} us/round incl. launch overhead), "
+        f"{stale} stale elements"
+    )
     return stale, done
 
 
@@ -145,10 +145,10 @@ def main() -> int:
     args = parser.parse_args()
     rounds = args.rounds // args.launches * args.launches
 
-    world = setup(heap_size="64M")
+    world = setup_distributed(heap_size="64M")
     checks = Checks()
     for name in CONFIGS:
-        log0(f"--- litmus {name}: {rounds} rounds of a {TILE}-element int32 tile")
+        rank0_print(f"--- litmus {name}: {rounds} rounds of a {TILE}-element int32 tile")
 
         def body(name: str = name) -> None:
             stale, done = run_config(world, name, rounds, args.launches)
@@ -156,9 +156,9 @@ def main() -> int:
 
         checks.run(f"litmus {name}", body)
     if not args.no_control:
-        log0("--- control: sys-push with a relaxed wait (information only, not a check)")
+        rank0_print("--- control: sys-push with a relaxed wait (information only, not a check)")
         stale, done = run_config(world, "sys-push", min(rounds, 20_000), 1, semantic="relaxed")
-        log(f"INFO relaxed-wait control: {stale} stale elements in {done} rounds")
+        rank_print(f"INFO relaxed-wait control: {stale} stale elements in {done} rounds")
     code = checks.exit_code()
     teardown()
     return code

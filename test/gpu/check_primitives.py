@@ -22,12 +22,10 @@ import triton
 import triton.language as tl
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "examples"))
-
-from common import Checks, log, log0, main_guard, setup, sync, teardown  # noqa: E402
 
 import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.testing import Checks, main_guard, rank0_print, rank_print, setup_distributed, sync, teardown  # noqa: E402
 
 POISON = -7777
 
@@ -229,7 +227,7 @@ def check_consume_token(checks: Checks, world: rt.World) -> None:
         pass_right[(1,)](src, inbox, flag, out, n, epoch, BLOCK=1024, num_warps=4)
         sync("pass_right")
         if not torch.equal(out, make_data(left, epoch, n, torch.float32)):
-            log(f"pass_right epoch {epoch}: wrong data from rank {left}")
+            rank_print(f"pass_right epoch {epoch}: wrong data from rank {left}")
             good = False
     checks.check("wait + consume_token: 50 rounds of data passed right arrive intact", good)
 
@@ -276,7 +274,7 @@ def check_device_barrier(checks: Checks, world: rt.World) -> None:
         read_stamps[(1,)](stamps, out)
         rt.barrier_on_device()  # nobody overwrites its stamp before everyone has read it
         if out.tolist() != [round_index] * world.world_size:
-            log(f"barrier_on_device round {round_index}: read stamps {out.tolist()}")
+            rank_print(f"barrier_on_device round {round_index}: read stamps {out.tolist()}")
             good = False
     rt.barrier()
     checks.check("barrier_on_device orders writes before it against reads after it on every rank", good)
@@ -413,9 +411,9 @@ def check_subprocess_errors(checks: Checks) -> None:
 
 
 def main() -> int:
-    world = setup(heap_size="256M")
+    world = setup_distributed(heap_size="256M")
     checks = Checks()
-    log0(f"checking primitives on {world.world_size} ranks")
+    rank0_print(f"checking primitives on {world.world_size} ranks")
     for name, check in (
         ("context", check_context),
         ("symm_at reads", check_reads),
@@ -428,7 +426,7 @@ def main() -> int:
         ("barrier_on_device", check_device_barrier),
         ("bad input", check_bad_input),
     ):
-        log0(f"--- {name}")
+        rank0_print(f"--- {name}")
         checks.run(name, lambda check=check: check(checks, world))
         rt.barrier()
     code = checks.exit_code()

@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < 2, reason=f"needs at le
 SCRIPTS = [
     ("test/gpu/check_primitives.py", [], 300),
     ("test/gpu/check_litmus.py", ["--rounds", "100000"], 240),
+    ("test/gpu/check_copy_engine.py", ["--rounds", "2000"], 300),
     ("examples/ping_pong.py", [], 180),
     ("examples/allgather_push.py", ["--sizes-mib", "1", "128"], 240),
     ("examples/allgather_pull.py", ["--sizes-mib", "1", "128"], 240),

@@ -14,8 +14,10 @@ Two ways to write the flag, chosen by ``flag_writer``:
   before the flag to every observer.
 
 ``"auto"`` picks the stream memory operation where it exists (CUDA with cuda-bindings installed) and the kernel
-otherwise. Measured on 2 x H200 (test/gpu/check_copy_engine.py --measure; the numbers are in
-bench/results/copy_engine.md): see that file for the per-chunk cost of each writer, eager and graph-replayed.
+otherwise: it occupies no SM (the point of a copy-engine producer), costs the host one driver call instead of a
+Triton launch, and needs no compilation. That pick is by design, NOT yet by measurement: the GPU comparison
+(``GPU_CHECK_ONLY=copy_engine GPU_CHECK_MEASURE=1 scripts/gpu_check.sh`` runs test/gpu/check_copy_engine.py
+--measure: per-chunk GPU time eager and graph-replayed, host enqueue time, capturability) has not run yet.
 """
 
 from __future__ import annotations
