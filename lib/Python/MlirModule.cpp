@@ -10,9 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TritonDistributed/Conversion/DistributedToLLVM/RuntimeContext.h"
 #include "TritonDistributed/Registration.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
@@ -278,6 +280,21 @@ std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> translateToLLVM
   return {std::move(text), collector.take()};
 }
 
+/// The ABI facts the lowering is compiled with (RuntimeContext.h), for the test that compares them with
+/// python/triton_dist/abi.py: (context symbol, max ranks, context type as MLIR prints it, context size in bytes
+/// under the default data layout, which both targets share for its i32/i64 fields).
+std::tuple<std::string, unsigned, std::string, uint64_t> contextABI() {
+  std::unique_ptr<MLIRContext> context = makeContext();
+  context->loadDialect<LLVM::LLVMDialect>();
+  LLVM::LLVMStructType type = triton_dist::getContextType(context.get());
+  std::string spelling;
+  llvm::raw_string_ostream os(spelling);
+  os << Type(type);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context.get()));
+  uint64_t bytes = DataLayout(*module).getTypeSize(type).getFixedValue();
+  return {triton_dist::kContextSymbol.str(), triton_dist::kMaxRanks, spelling, bytes};
+}
+
 std::vector<std::string> dialectNames() {
   std::vector<std::string> names;
   for (llvm::StringRef name : registry().getDialectNames())
@@ -311,4 +328,6 @@ PYBIND11_MODULE(_mlir, m) {
   m.def("translate_to_llvmir", &translateToLLVMIR, py::arg("module"),
         "Translates an LLVM-dialect module to LLVM IR: (LLVM IR text or None, diagnostics).");
   m.def("dialects", &dialectNames, "The dialects a module may use.");
+  m.def("context_abi", &contextABI,
+        "The runtime context the lowering targets: (symbol, max ranks, MLIR type, size in bytes).");
 }

@@ -26,10 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "ContextABI",
     "Diagnostic",
     "MLIRError",
     "MLIRWarning",
     "Module",
+    "context_abi",
     "dialects",
     "is_available",
     "lowering_pipeline",
@@ -227,6 +229,23 @@ def translate_to_llvmir(ir: str | Module) -> str:
 def dialects() -> list[str]:
     """The dialects IR may use: ``distributed`` and what its lowerings and the device library need."""
     return list(_native().dialects())
+
+
+@dataclass(frozen=True)
+class ContextABI:
+    """The runtime context as the C++ lowering is compiled with it (``RuntimeContext.h``); ``triton_dist.abi`` is
+    the Python side of the same facts, and a test keeps the two equal."""
+
+    symbol: str  # the global's name, "__triton_dist_context"
+    max_ranks: int  # the length of heap_bases
+    mlir_type: str  # e.g. "!llvm.struct<(i32, i32, i64, array<256 x i64>)>"
+    size_bytes: int
+
+
+def context_abi() -> ContextABI:
+    """The context symbol, table size, type and size the compiled lowering uses."""
+    symbol, max_ranks, mlir_type, size_bytes = _native().context_abi()
+    return ContextABI(symbol, max_ranks, mlir_type, size_bytes)
 
 
 _TARGET_PASSES = {

@@ -10,8 +10,8 @@
 // printed). Scope and ordering of every memory operation are checked exactly.
 
 // The context global of docs/abi.md, declared once.
-// CHECK:       llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32, alignment = 8 : i64, externally_initialized} : !llvm.struct<(i32, i32, array<256 x i64>)> {
-// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.zero : !llvm.struct<(i32, i32, array<256 x i64>)>
+// CHECK:       llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32, alignment = 8 : i64, externally_initialized} : !llvm.struct<(i32, i32, i64, array<256 x i64>)> {
+// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
 // CHECK-NEXT:    llvm.return %[[Z]]
 // CHECK-NOT:   llvm.mlir.global
 // CHECK-NOT:   distributed.
@@ -29,7 +29,7 @@
 
 // CHECK-LABEL: func.func @rank() -> i32
 // CHECK:         %[[CTX:.*]] = llvm.mlir.addressof @__triton_dist_context : !llvm.ptr<1>
-// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 0] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, array<256 x i64>)>
+// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 0] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>)>
 // CHECK:         %[[RANK:.*]] = llvm.load %[[FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:         return %[[RANK]] : i32
 func.func @rank() -> i32 {
@@ -39,7 +39,7 @@ func.func @rank() -> i32 {
 
 // CHECK-LABEL: func.func @num_ranks() -> i32
 // CHECK:         %[[CTX:.*]] = llvm.mlir.addressof @__triton_dist_context : !llvm.ptr<1>
-// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, array<256 x i64>)>
+// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>)>
 // CHECK:         %[[NUM:.*]] = llvm.load %[[FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:         return %[[NUM]] : i32
 func.func @num_ranks() -> i32 {
@@ -50,9 +50,9 @@ func.func @num_ranks() -> i32 {
 // CHECK-LABEL: func.func @symm_at_global(
 // CHECK-SAME:      %[[PTR:.*]]: !llvm.ptr<1>, %[[PEER:.*]]: i32)
 // CHECK:         %[[ME:.*]] = llvm.load %{{.*}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
-// CHECK:         %[[MY_SLOT:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 2, %[[ME]]]
+// CHECK:         %[[MY_SLOT:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 3, %[[ME]]]
 // CHECK:         %[[MY_BASE:.*]] = llvm.load %[[MY_SLOT]] invariant {alignment = 8 : i64} : !llvm.ptr<1> -> i64
-// CHECK:         %[[PEER_SLOT:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 2, %[[PEER]]]
+// CHECK:         %[[PEER_SLOT:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 3, %[[PEER]]]
 // CHECK:         %[[PEER_BASE:.*]] = llvm.load %[[PEER_SLOT]] invariant {alignment = 8 : i64} : !llvm.ptr<1> -> i64
 // CHECK:         %[[ADDR:.*]] = llvm.ptrtoint %[[PTR]] : !llvm.ptr<1> to i64
 // CHECK:         %[[OFFSET:.*]] = llvm.sub %[[ADDR]], %[[MY_BASE]] : i64
@@ -174,7 +174,7 @@ func.func @wait_generic_ptr(%flags: !llvm.ptr, %n: i32, %value: i32) -> !distrib
 // CHECK-NEXT:    %[[LEADER:.*]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
 // CHECK-NEXT:    llvm.cond_br %[[LEADER]], ^[[SIGNAL_BB:.*]], ^[[DONE:.*]]
 // CHECK:       ^[[SIGNAL_BB]]:
-// CHECK:         llvm.getelementptr inbounds %{{.*}}[0, 2, %[[PEER]]]
+// CHECK:         llvm.getelementptr inbounds %{{.*}}[0, 3, %[[PEER]]]
 // CHECK:         %[[ADDR:.*]] = llvm.ptrtoint %[[PTR]] : !llvm.ptr<1> to i64
 // CHECK:         %[[TARGET:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
 // CHECK-NEXT:    llvm.store %[[SIGNAL]], %[[TARGET]] atomic syncscope("device") release {alignment = 4 : i64} : i32, !llvm.ptr<1>

@@ -53,7 +53,7 @@ func.func @rank() -> i32 {
 
 // -----
 
-// expected-error @+1 {{the triton-dist runtime context must be a non-constant external global of type '!llvm.struct<(i32, i32, array<256 x i64>)>' in address space 1}}
+// expected-error @+1 {{the triton-dist runtime context must be a non-constant external global of type '!llvm.struct<(i32, i32, i64, array<256 x i64>)>' in address space 1}}
 llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, array<128 x i64>)>
 
 func.func @rank() -> i32 {
@@ -64,7 +64,7 @@ func.func @rank() -> i32 {
 // -----
 
 // expected-error @+1 {{the triton-dist runtime context must be a non-constant external global}}
-llvm.mlir.global external @__triton_dist_context() : !llvm.struct<(i32, i32, array<256 x i64>)>
+llvm.mlir.global external @__triton_dist_context() : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
 
 func.func @num_ranks() -> i32 {
   %0 = distributed.get_num_ranks
@@ -74,9 +74,9 @@ func.func @num_ranks() -> i32 {
 // -----
 
 // expected-error @+1 {{the triton-dist runtime context must be a non-constant external global}}
-llvm.mlir.global internal @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, array<256 x i64>)> {
-  %0 = llvm.mlir.zero : !llvm.struct<(i32, i32, array<256 x i64>)>
-  llvm.return %0 : !llvm.struct<(i32, i32, array<256 x i64>)>
+llvm.mlir.global internal @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>)> {
+  %0 = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+  llvm.return %0 : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
 }
 
 func.func @symm_at(%ptr: !llvm.ptr<1>, %peer: i32) -> !llvm.ptr<1> {

@@ -7,24 +7,14 @@
 
 ; CHECK: target datalayout = "e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9"
 ; CHECK: target triple = "amdgcn-amd-amdhsa"
-; CHECK: @__triton_dist_context = addrspace(1) externally_initialized global { i32, i32, [256 x i64] } zeroinitializer, align 8
+; CHECK: @__triton_dist_context = addrspace(1) externally_initialized global { i32, i32, i64, [256 x i64] } zeroinitializer, align 8
 
 ; CHECK: define i32 @__triton_dist_rank() #[[INLINE:[0-9]+]] {
 ; CHECK: define i32 @__triton_dist_num_ranks() #[[INLINE]] {
 ; CHECK: define i64 @__triton_dist_symm_at(i64 %{{.*}}, i32 %{{.*}}) #[[INLINE]] {
-; CHECK: define i32 @__triton_dist_wait_cta_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER:[0-9]+]] {
-; CHECK: define i32 @__triton_dist_wait_cta_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_cta_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_cta_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_notify_set_gpu_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i64 @__triton_dist_heap_offset(i64 %{{.*}}) #[[INLINE]] {
+; CHECK: define i64 @__triton_dist_heap_size() #[[INLINE]] {
+; CHECK: define i32 @__triton_dist_notify_set_gpu_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER:[0-9]+]] {
 ; CHECK: define i32 @__triton_dist_notify_set_gpu_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_notify_set_intra_node_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_notify_set_intra_node_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
@@ -37,12 +27,112 @@
 ; CHECK: define i32 @__triton_dist_notify_add_inter_node_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_notify_add_inter_node_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i64 @__triton_dist_consume_token(i64 %{{.*}}, i32 %{{.*}}) #[[INLINE]] {
+; The generated wait functions; the names without a comparison call the `eq` ones (kept until the frontend
+; calls the new names).
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_acquire_eq_i32(
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_acquire_eq_i64(
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_relaxed_eq_i32(
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_cta_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_relaxed_eq_i64(
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_acquire_eq_i32(
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_acquire_eq_i64(
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_relaxed_eq_i32(
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_relaxed_eq_i64(
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_acquire_eq_i32(
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_acquire_eq_i64(
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_relaxed_eq_i32(
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK: define i32 @__triton_dist_wait_sys_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
+; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_relaxed_eq_i64(
 ; CHECK-DAG: attributes #[[INLINE]] = { alwaysinline }
 ; CHECK-DAG: attributes #[[BARRIER]] = { alwaysinline convergent }
 
-; Exactly the ABI symbols are defined (llvm-nm sorts by name).
+; Exactly the ABI symbols are defined (llvm-nm sorts by name), and the wait names without a comparison.
 ; SYMBOLS: T __triton_dist_consume_token
 ; SYMBOLS-NEXT: D __triton_dist_context
+; SYMBOLS-NEXT: T __triton_dist_heap_offset
+; SYMBOLS-NEXT: T __triton_dist_heap_size
 ; SYMBOLS-NEXT: T __triton_dist_notify_add_gpu_i32
 ; SYMBOLS-NEXT: T __triton_dist_notify_add_gpu_i64
 ; SYMBOLS-NEXT: T __triton_dist_notify_add_inter_node_i32
@@ -58,18 +148,90 @@
 ; SYMBOLS-NEXT: T __triton_dist_num_ranks
 ; SYMBOLS-NEXT: T __triton_dist_rank
 ; SYMBOLS-NEXT: T __triton_dist_symm_at
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_eq_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_eq_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_ge_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_ge_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_gt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_gt_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_le_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_le_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_lt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_lt_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_ne_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_ne_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_eq_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_eq_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_ge_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_ge_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_gt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_gt_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_le_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_le_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_lt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_lt_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_ne_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_ne_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_eq_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_eq_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_ge_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_ge_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_gt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_gt_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_le_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_le_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_lt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_lt_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_ne_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_ne_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_eq_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_eq_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_ge_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_ge_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_gt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_gt_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_le_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_le_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_lt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_lt_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_ne_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_ne_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_eq_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_eq_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_ge_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_ge_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_gt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_gt_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_le_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_le_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_lt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_lt_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_ne_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_ne_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_eq_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_eq_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_ge_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_ge_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_gt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_gt_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_le_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_le_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_lt_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_lt_i64
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_ne_i32
+; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_ne_i64
 ; SYMBOLS-NOT: {{.}}
 
 ; Bitcode the LLVM inside Triton 3.6 can read: LLVM 22.1 tags min/max intrinsics with 'nocreateundeforpoison',

@@ -160,3 +160,49 @@ func.func @notify_float_signal(%flag: !llvm.ptr<1>, %rank: i32, %s: f32) {
 func.func @unknown_type(%x: !distributed.flag) {
   return
 }
+
+// -----
+
+func.func @wait_bad_comparison(%flags: !llvm.ptr<1>, %n: i32, %v: i32) {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'cmp' [eq, ne, ge, gt, le, lt]}}
+  %t = distributed.wait %flags, %n, %v scope(sys) semantic(acquire) cmp(uge) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+// No flag is greater than the largest signed value: the wait could never return.
+func.func @wait_gt_max(%flags: !llvm.ptr<1>, %n: i32) {
+  %max = arith.constant 2147483647 : i32
+  // expected-error @+1 {{'distributed.wait' op no i32 flag is greater than 2147483647: the wait (cmp gt) could never return}}
+  %t = distributed.wait %flags, %n, %max scope(sys) semantic(acquire) cmp(gt) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @wait_lt_min(%flags: !llvm.ptr<1>, %n: i32) {
+  %min = arith.constant -9223372036854775808 : i64
+  // expected-error @+1 {{'distributed.wait' op no i64 flag is less than -9223372036854775808: the wait (cmp lt) could never return}}
+  %t = distributed.wait %flags, %n, %min scope(sys) semantic(acquire) cmp(lt) : !llvm.ptr<1>, i64
+  return
+}
+
+// -----
+
+// The bounds themselves are fine for the other comparisons.
+func.func @wait_bounds_ok(%flags: !llvm.ptr<1>, %n: i32) {
+  %max = arith.constant 2147483647 : i32
+  %min = arith.constant -2147483648 : i32
+  %a = distributed.wait %flags, %n, %max scope(sys) semantic(acquire) cmp(ge) : !llvm.ptr<1>, i32
+  %b = distributed.wait %flags, %n, %min scope(sys) semantic(acquire) cmp(le) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+func.func @heap_offset_shared_memory(%p: !llvm.ptr<3>) -> i64 {
+  // expected-error @+1 {{'distributed.heap_offset' op ptr must point to global memory (address space 0 or 1), got address space 3}}
+  %o = distributed.heap_offset %p : !llvm.ptr<3>
+  return %o : i64
+}

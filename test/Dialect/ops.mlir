@@ -38,6 +38,37 @@ func.func @wait_every_scope_and_semantic(%flags: !llvm.ptr<1>, %n: i32, %v32: i3
   return
 }
 
+// The comparison is printed only when it is not the default `eq`.
+// CHECK-LABEL: func.func @wait_every_comparison
+// CHECK-SAME: (%[[FLAGS:.*]]: !llvm.ptr<1>, %[[N:.*]]: i32, %[[V32:.*]]: i32, %[[V64:.*]]: i64)
+func.func @wait_every_comparison(%flags: !llvm.ptr<1>, %n: i32, %v32: i32, %v64: i64) {
+  // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V32]] scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+  %eq = distributed.wait %flags, %n, %v32 scope(sys) semantic(acquire) cmp(eq) : !llvm.ptr<1>, i32
+  // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V32]] scope(sys) semantic(acquire) cmp(ne) : !llvm.ptr<1>, i32
+  %ne = distributed.wait %flags, %n, %v32 scope(sys) semantic(acquire) cmp(ne) : !llvm.ptr<1>, i32
+  // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V64]] scope(gpu) semantic(acquire) cmp(ge) : !llvm.ptr<1>, i64
+  %ge = distributed.wait %flags, %n, %v64 scope(gpu) semantic(acquire) cmp(ge) : !llvm.ptr<1>, i64
+  // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V32]] scope(cta) semantic(relaxed) cmp(gt) : !llvm.ptr<1>, i32
+  %gt = distributed.wait %flags, %n, %v32 scope(cta) semantic(relaxed) cmp(gt) : !llvm.ptr<1>, i32
+  // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V64]] scope(sys) semantic(relaxed) cmp(le) : !llvm.ptr<1>, i64
+  %le = distributed.wait %flags, %n, %v64 scope(sys) semantic(relaxed) cmp(le) : !llvm.ptr<1>, i64
+  // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V32]] scope(sys) semantic(acquire) cmp(lt) : !llvm.ptr<1>, i32
+  %lt = distributed.wait %flags, %n, %v32 scope(sys) semantic(acquire) cmp(lt) : !llvm.ptr<1>, i32
+  return
+}
+
+// CHECK-LABEL: func.func @heap_queries
+// CHECK-SAME: (%[[GLOBAL:.*]]: !llvm.ptr<1>, %[[GENERIC:.*]]: !llvm.ptr)
+func.func @heap_queries(%global: !llvm.ptr<1>, %generic: !llvm.ptr) -> (i64, i64, i64) {
+  // CHECK-NEXT: distributed.heap_offset %[[GLOBAL]] : !llvm.ptr<1>
+  %a = distributed.heap_offset %global : !llvm.ptr<1>
+  // CHECK-NEXT: distributed.heap_offset %[[GENERIC]] : !llvm.ptr
+  %b = distributed.heap_offset %generic : !llvm.ptr
+  // CHECK-NEXT: distributed.get_heap_size{{$}}
+  %size = distributed.get_heap_size
+  return %a, %b, %size : i64, i64, i64
+}
+
 // CHECK-LABEL: func.func @consume_token
 func.func @consume_token(%flags: !llvm.ptr<1>, %slot: !llvm.ptr<1>, %i: i64, %f: f32) -> (!llvm.ptr<1>, i64, f32) {
   %one = arith.constant 1 : i32

@@ -40,6 +40,10 @@ module {
     %11 = distributed.consume_token %arg3, %7 : i64
     %12 = distributed.consume_token %arg4, %8 : f32
     %13 = distributed.consume_token %arg5, %8 : f64
+    %14 = distributed.wait %arg0, %arg2, %arg3 scope(sys) semantic(acquire) cmp(ge) : !llvm.ptr<1>, i64
+    %15 = distributed.wait %arg1, %arg2, %arg2 scope(gpu) semantic(relaxed) cmp(lt) : !llvm.ptr, i32
+    %16 = distributed.heap_offset %arg0 : !llvm.ptr<1>
+    %17 = distributed.get_heap_size
     distributed.notify %arg0, %0, %arg2 sig_op(set) comm_scope(gpu) : !llvm.ptr<1>, i32
     distributed.notify %arg1, %1, %arg3 sig_op(add) comm_scope(intra_node) : !llvm.ptr, i64
     distributed.notify %arg0, %2, %arg2 sig_op(add) comm_scope(inter_node) : !llvm.ptr<1>, i32
@@ -48,7 +52,7 @@ module {
 }
 """
 
-OPS = ["get_rank", "get_num_ranks", "symm_at", "wait", "consume_token", "notify"]
+OPS = ["get_rank", "get_num_ranks", "symm_at", "heap_offset", "get_heap_size", "wait", "consume_token", "notify"]
 
 
 # ----------------------------------------------------------------------------------------------------------------

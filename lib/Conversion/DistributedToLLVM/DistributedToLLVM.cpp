@@ -1,14 +1,17 @@
 //===- DistributedToLLVM.cpp - the shared lowering core -------------------===//
 //
-// Lowers the six `distributed` ops to the LLVM dialect through a target's
-// hooks (TargetInfoBase). Every op is executed by every thread of the program.
+// Lowers the `distributed` ops to the LLVM dialect through a target's hooks
+// (TargetInfoBase). Every op is executed by every thread of the program.
 //
 //   get_rank / get_num_ranks  invariant loads of the runtime context
+//   get_heap_size             likewise
 //   symm_at                   addr - heap_bases[me] + heap_bases[rank]
+//   heap_offset               addr - heap_bases[me]
 //   wait                      lanes of the first warp poll the flag words
 //                             (lane l: words l, l+W, ...) with atomic loads and
-//                             backoff, then the program barrier; the token is
-//                             an opaque i32 produced after the barrier
+//                             backoff until `flag <cmp> value` (signed), then
+//                             the program barrier; the token is an opaque i32
+//                             produced after the barrier
 //   consume_token             an opaque register copy of the value that also
 //                             reads the token
 //   notify                    the program barrier, then thread 0 stores or adds
@@ -68,6 +71,25 @@ Value translateToRank(OpBuilder &b, Location loc, Value ptr, Value rank) {
   Value offset = LLVM::SubOp::create(b, loc, address, myBase);
   Value moved = LLVM::AddOp::create(b, loc, offset, peerBase);
   return LLVM::IntToPtrOp::create(b, loc, ptr.getType(), moved);
+}
+
+/// `flag <cmp> value`, signed.
+LLVM::ICmpPredicate getPollPredicate(WaitComparison cmp) {
+  switch (cmp) {
+  case WaitComparison::eq:
+    return LLVM::ICmpPredicate::eq;
+  case WaitComparison::ne:
+    return LLVM::ICmpPredicate::ne;
+  case WaitComparison::ge:
+    return LLVM::ICmpPredicate::sge;
+  case WaitComparison::gt:
+    return LLVM::ICmpPredicate::sgt;
+  case WaitComparison::le:
+    return LLVM::ICmpPredicate::sle;
+  case WaitComparison::lt:
+    return LLVM::ICmpPredicate::slt;
+  }
+  llvm_unreachable("unknown wait comparison");
 }
 
 MemSyncScope getReleaseScope(CommScope scope) {
@@ -132,6 +154,35 @@ public:
   }
 };
 
+class HeapOffsetLowering : public DistributedPattern<HeapOffsetOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  LogicalResult
+  matchAndRewrite(HeapOffsetOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value me = loadContextRank(rewriter, loc);
+    Value myBase = loadContextHeapBase(rewriter, loc, me);
+    Value address = LLVM::PtrToIntOp::create(rewriter, loc,
+                                             rewriter.getI64Type(), adaptor.getPtr());
+    rewriter.replaceOp(op, LLVM::SubOp::create(rewriter, loc, address, myBase));
+    return success();
+  }
+};
+
+class GetHeapSizeLowering : public DistributedPattern<GetHeapSizeOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  LogicalResult
+  matchAndRewrite(GetHeapSizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, loadContextHeapSize(rewriter, op.getLoc()));
+    return success();
+  }
+};
+
 class WaitLowering : public DistributedPattern<WaitOp> {
 public:
   WaitLowering(const LLVMTypeConverter &converter, const TargetInfoBase &target,
@@ -191,8 +242,8 @@ public:
     Value sleepNs = poll->getArgument(1);
     Value seen = target.createPollLoad(rewriter, loc, flagType, flag,
                                        op.getScope(), op.getSemantic());
-    Value arrived = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
-                                         seen, expected);
+    Value arrived = LLVM::ICmpOp::create(
+        rewriter, loc, getPollPredicate(op.getCmp()), seen, expected);
     if (sleeps) {
       LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, retry,
                              ValueRange{});
@@ -346,8 +397,8 @@ void mlir::triton_dist::populateDistributedToLLVMPatterns(
     LLVMTypeConverter &converter, RewritePatternSet &patterns,
     const TargetInfoBase &target, const WaitBackoff &backoff) {
   patterns.add<RankQueryLowering<GetRankOp>, RankQueryLowering<GetNumRanksOp>,
-               SymmAtLowering, ConsumeTokenLowering, NotifyLowering>(converter,
-                                                                     target);
+               SymmAtLowering, HeapOffsetLowering, GetHeapSizeLowering,
+               ConsumeTokenLowering, NotifyLowering>(converter, target);
   patterns.add<WaitLowering>(converter, target, backoff);
 }
 
@@ -391,7 +442,8 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
 
   bool readsContext = false;
   module.walk([&](Operation *op) {
-    if (isa<GetRankOp, GetNumRanksOp, SymmAtOp, NotifyOp>(op)) {
+    if (isa<GetRankOp, GetNumRanksOp, GetHeapSizeOp, SymmAtOp, HeapOffsetOp,
+            NotifyOp>(op)) {
       readsContext = true;
       return WalkResult::interrupt();
     }

@@ -11,7 +11,8 @@ namespace {
 enum ContextField : int32_t {
   kRankField = 0,
   kNumRanksField = 1,
-  kHeapBasesField = 2
+  kHeapSizeField = 2,
+  kHeapBasesField = 3
 };
 
 Type getGlobalPtrType(MLIRContext *context) {
@@ -40,7 +41,7 @@ LLVM::LLVMStructType mlir::triton_dist::getContextType(MLIRContext *context) {
   auto i32 = IntegerType::get(context, 32);
   auto i64 = IntegerType::get(context, 64);
   return LLVM::LLVMStructType::getLiteral(
-      context, {i32, i32, LLVM::LLVMArrayType::get(i64, kMaxRanks)});
+      context, {i32, i32, i64, LLVM::LLVMArrayType::get(i64, kMaxRanks)});
 }
 
 FailureOr<LLVM::GlobalOp>
@@ -89,6 +90,10 @@ Value mlir::triton_dist::loadContextRank(OpBuilder &b, Location loc) {
 
 Value mlir::triton_dist::loadContextNumRanks(OpBuilder &b, Location loc) {
   return loadField(b, loc, b.getI32Type(), {0, kNumRanksField});
+}
+
+Value mlir::triton_dist::loadContextHeapSize(OpBuilder &b, Location loc) {
+  return loadField(b, loc, b.getI64Type(), {0, kHeapSizeField});
 }
 
 Value mlir::triton_dist::loadContextHeapBase(OpBuilder &b, Location loc,

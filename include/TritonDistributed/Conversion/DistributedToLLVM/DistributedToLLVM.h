@@ -41,7 +41,7 @@ struct LoweringOptions {
 /// `!distributed.token` -> i32.
 void populateDistributedTypeConversion(TypeConverter &converter);
 
-/// The conversion patterns of the six `distributed` ops. Patterns that read
+/// The conversion patterns of the `distributed` ops. Patterns that read
 /// the runtime context expect `@__triton_dist_context` to exist in the module
 /// (see getOrInsertContextGlobal).
 void populateDistributedToLLVMPatterns(LLVMTypeConverter &converter,

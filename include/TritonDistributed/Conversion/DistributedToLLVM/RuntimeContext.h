@@ -3,14 +3,17 @@
 // The external global the runtime fills once per loaded module (docs/abi.md):
 //
 //   @__triton_dist_context = externally_initialized addrspace(1) global
-//                            { i32, i32, [256 x i64] } zeroinitializer
+//                            { i32, i32, i64, [256 x i64] } zeroinitializer
 //
-// holding this rank, the world size and the heap base of every rank.
+// holding this rank, the world size, the heap size and the heap base of every
+// rank (ABI v2: 2064 bytes, heap_bases at byte 16).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_RUNTIMECONTEXT_H
 #define TRITON_DIST_CONVERSION_DISTRIBUTEDTOLLVM_RUNTIMECONTEXT_H
+
+#include "TritonDistributed/Dialect/Distributed/IR/Dialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -21,12 +24,12 @@ namespace triton_dist {
 
 /// The symbol name of the context global.
 inline constexpr llvm::StringLiteral kContextSymbol = "__triton_dist_context";
-/// The length of the heap_bases array.
-inline constexpr unsigned kMaxRanks = 256;
+/// The length of the heap_bases array is kMaxRanks (Dialect.h).
 /// The address space of the context and of symmetric heaps (global memory).
 inline constexpr unsigned kGlobalAddressSpace = 1;
 
-/// `!llvm.struct<(i32, i32, array<256 x i64>)>`: rank, num_ranks, heap_bases.
+/// `!llvm.struct<(i32, i32, i64, array<256 x i64>)>`: rank, num_ranks,
+/// heap_size, heap_bases.
 LLVM::LLVMStructType getContextType(MLIRContext *context);
 
 /// Returns the module's `@__triton_dist_context`, inserting the definition the
@@ -38,6 +41,8 @@ FailureOr<LLVM::GlobalOp> getOrInsertContextGlobal(ModuleOp module);
 /// does not change while a kernel runs, so the loads are marked invariant.
 Value loadContextRank(OpBuilder &b, Location loc);
 Value loadContextNumRanks(OpBuilder &b, Location loc);
+/// The heap size in bytes, as an i64.
+Value loadContextHeapSize(OpBuilder &b, Location loc);
 /// heap_bases[rank] as an i64; `rank` is an i32.
 Value loadContextHeapBase(OpBuilder &b, Location loc, Value rank);
 

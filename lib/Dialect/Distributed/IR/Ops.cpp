@@ -22,12 +22,20 @@ LogicalResult verifySymmetricPointer(Operation *op, Value ptr, StringRef what) {
                            << space;
 }
 
-// A rank known at compile time must name a rank: it cannot be negative.
+// A rank known at compile time must name a rank: it cannot be negative, and
+// the heap-base table has kMaxRanks entries.
 LogicalResult verifyRankOperand(Operation *op, Value rank) {
   APInt value;
-  if (matchPattern(rank, m_ConstantInt(&value)) && value.isNegative())
-    return op->emitOpError() << "rank must be non-negative, got "
-                             << value.getSExtValue();
+  if (!matchPattern(rank, m_ConstantInt(&value)))
+    return success();
+  if (value.isNegative())
+    return op->emitOpError()
+           << "rank must be non-negative, got " << value.getSExtValue();
+  if (value.uge(kMaxRanks))
+    return op->emitOpError()
+           << "rank must be below " << kMaxRanks
+           << " (the largest world size the runtime context describes), got "
+           << value.getZExtValue();
   return success();
 }
 
@@ -51,6 +59,10 @@ LogicalResult SymmAtOp::verify() {
   return verifyRankOperand(*this, getRank());
 }
 
+LogicalResult HeapOffsetOp::verify() {
+  return verifySymmetricPointer(*this, getPtr(), "ptr");
+}
+
 LogicalResult WaitOp::verify() {
   if (failed(verifySymmetricPointer(*this, getBarriers(), "barriers")))
     return failure();
@@ -59,6 +71,18 @@ LogicalResult WaitOp::verify() {
       !count.isStrictlyPositive())
     return emitOpError() << "num_barriers must be positive, got "
                          << count.getSExtValue();
+  // A wait no flag value satisfies would spin forever.
+  APInt value;
+  if (matchPattern(getWaitValue(), m_ConstantInt(&value))) {
+    WaitComparison cmp = getCmp();
+    if ((cmp == WaitComparison::gt && value.isMaxSignedValue()) ||
+        (cmp == WaitComparison::lt && value.isMinSignedValue()))
+      return emitOpError()
+             << "no i" << value.getBitWidth() << " flag is "
+             << (cmp == WaitComparison::gt ? "greater" : "less") << " than "
+             << value.getSExtValue() << ": the wait (cmp " << stringifyEnum(cmp)
+             << ") could never return";
+  }
   return success();
 }
 

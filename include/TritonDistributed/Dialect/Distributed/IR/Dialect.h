@@ -14,6 +14,14 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir {
+namespace triton_dist {
+/// The largest world size: the length of the runtime context's heap-base
+/// table (docs/abi.md). A rank known at compile time must be below it.
+inline constexpr unsigned kMaxRanks = 256;
+} // namespace triton_dist
+} // namespace mlir
+
 #include "TritonDistributed/Dialect/Distributed/IR/DistributedDialect.h.inc"
 #include "TritonDistributed/Dialect/Distributed/IR/DistributedEnums.h.inc"
 

@@ -30,6 +30,23 @@ def Distributed_MemSemantic : I32EnumAttr<"MemSemantic",
   let cppNamespace = "::mlir::triton_dist";
 }
 
+def Distributed_WaitComparison : I32EnumAttr<"WaitComparison",
+    "how a wait compares each flag with the wait value", [
+      I32EnumAttrCase<"eq", 0>,
+      I32EnumAttrCase<"ne", 1>,
+      I32EnumAttrCase<"ge", 2>,
+      I32EnumAttrCase<"gt", 3>,
+      I32EnumAttrCase<"le", 4>,
+      I32EnumAttrCase<"lt", 5>,
+    ]> {
+  let cppNamespace = "::mlir::triton_dist";
+  let description = [{
+    A flag satisfies the wait when `flag <cmp> wait_value` holds, comparing the two as signed integers of the flag's
+    width (as NVSHMEM's `signal_wait_until`). `ge` awaits a counter that peers add to: it returns however far the
+    counter overshoots.
+  }];
+}
+
 def Distributed_SignalOp : I32EnumAttr<"SignalOp",
     "how notify updates the flag", [
       I32EnumAttrCase<"set", 0>,

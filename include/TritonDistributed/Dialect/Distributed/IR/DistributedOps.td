@@ -2,7 +2,7 @@
 //
 // Operand order, names and defaults follow the kernel-author API (triton_dist.language):
 //   rank(axis=-1), num_ranks(axis=-1), symm_at(ptr, rank),
-//   wait(barrierPtrs, numBarriers, scope, semantic, waitValue=1), consume_token(value, token),
+//   wait(barrierPtrs, numBarriers, scope, semantic, waitValue=1, cmp="eq"), consume_token(value, token),
 //   notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node").
 //
 //===----------------------------------------------------------------------===//
@@ -77,14 +77,48 @@ def Distributed_SymmAtOp : Distributed_Op<"symm_at", [Pure, AllTypesMatch<["ptr"
 }
 
 //===----------------------------------------------------------------------===//
+// heap_offset / get_heap_size
+//===----------------------------------------------------------------------===//
+
+def Distributed_HeapOffsetOp : Distributed_Op<"heap_offset", [Pure]> {
+  let summary = "the byte offset of a pointer in this rank's symmetric heap";
+  let description = [{
+    `ptr - heap_base[me]` as an i64: the offset at which every rank holds the same symmetric object. It lies in
+    `[0, heap_size)` exactly when `%ptr` points into this rank's heap (compare with `distributed.get_heap_size`).
+
+    ```mlir
+    %offset = distributed.heap_offset %slot : !llvm.ptr<1>
+    ```
+  }];
+  let arguments = (ins Distributed_Ptr:$ptr);
+  let results = (outs I64:$offset);
+  let assemblyFormat = "$ptr attr-dict `:` qualified(type($ptr))";
+  let hasVerifier = 1;
+}
+
+def Distributed_GetHeapSizeOp : Distributed_Op<"get_heap_size", [Pure]> {
+  let summary = "the size in bytes of every rank's symmetric heap";
+  let description = [{
+    The size of the symmetric heap (the same on every rank), fixed for the lifetime of a kernel launch.
+
+    ```mlir
+    %bytes = distributed.get_heap_size
+    ```
+  }];
+  let results = (outs I64:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
 // wait
 //===----------------------------------------------------------------------===//
 
 def Distributed_WaitOp : Distributed_Op<"wait", [MemoryEffects<[MemRead, MemWrite]>]> {
-  let summary = "spin until flags reach a value";
+  let summary = "spin until flags compare true with a value";
   let description = [{
     Returns once each of the `%num_barriers` consecutive flag words starting at `%barriers` (words of the type of
-    `%wait_value`) equals `%wait_value`. Every thread of the program (CTA / workgroup) executes the op and returns
+    `%wait_value`) satisfies `flag <cmp> %wait_value`, compared as signed integers; `cmp` defaults to `eq` and is
+    printed only when it is not `eq`. Every thread of the program (CTA / workgroup) executes the op and returns
     together. With `semantic(acquire)`, every thread is ordered, at `scope`, after the writes that preceded the
     release that set the flags; with `semantic(relaxed)`, only the flag values are guaranteed.
 
@@ -93,14 +127,20 @@ def Distributed_WaitOp : Distributed_Op<"wait", [MemoryEffects<[MemRead, MemWrit
 
     ```mlir
     %token = distributed.wait %flags, %n, %epoch scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+    %counted = distributed.wait %counter, %one, %expected scope(sys) semantic(acquire) cmp(ge) : !llvm.ptr<1>, i64
     ```
+
+    A comparison that no flag value can satisfy (`gt` the largest or `lt` the smallest signed value, with a constant
+    `%wait_value`) would spin forever and is rejected by the verifier.
   }];
   let arguments = (ins Distributed_Ptr:$barriers, I32:$num_barriers, Distributed_FlagValue:$wait_value,
-                       Distributed_MemSyncScope:$scope, Distributed_MemSemantic:$semantic);
+                       Distributed_MemSyncScope:$scope, Distributed_MemSemantic:$semantic,
+                       DefaultValuedAttr<Distributed_WaitComparison,
+                                         "::mlir::triton_dist::WaitComparison::eq">:$cmp);
   let results = (outs Distributed_TokenType:$token);
   let assemblyFormat = [{
-    $barriers `,` $num_barriers `,` $wait_value `scope` `(` $scope `)` `semantic` `(` $semantic `)` attr-dict
-    `:` qualified(type($barriers)) `,` type($wait_value)
+    $barriers `,` $num_barriers `,` $wait_value `scope` `(` $scope `)` `semantic` `(` $semantic `)`
+    (`cmp` `(` $cmp^ `)`)? attr-dict `:` qualified(type($barriers)) `,` type($wait_value)
   }];
   let hasVerifier = 1;
 }
