@@ -35,3 +35,30 @@ def test_importing_the_package_does_not_import_torch():
 def test_init_without_a_process_group_names_the_fix():
     with pytest.raises(RuntimeError, match="init_process_group"):
         triton_dist.init()
+
+
+def test_testing_api_is_public_and_documented():
+    import inspect
+
+    from triton_dist import testing
+
+    for name in testing.__all__:
+        value = getattr(testing, name)
+        if callable(value):
+            assert inspect.getdoc(value), f"triton_dist.testing.{name} has no docstring"
+    # The pinned contract other code is written against.
+    assert {"warmup", "rep"} <= set(inspect.signature(testing.bench).parameters)
+    assert list(inspect.signature(testing.assert_close).parameters)[:3] == ["out", "ref", "dtype"]
+    assert list(inspect.signature(testing.compile_for).parameters)[:3] == ["kernel", "signature", "target"]
+    assert list(inspect.signature(runtime.copy_chunks_with_flags).parameters) == [
+        "copies",
+        "flags",
+        "values",
+        "stream",
+        "flag_writer",
+    ]
+
+
+def test_importing_testing_touches_no_gpu():
+    code = "import torch, triton_dist.testing; assert not torch.cuda.is_initialized(), 'CUDA was initialized'"
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(PYTHON_DIR), "PATH": ""})
