@@ -288,10 +288,10 @@ def check_operands(a: Any, b: Any, op: str) -> None:
         raise TypeError(f"{op}: a and b must have the same dtype, got {a.dtype} and {b.dtype}")
     if a.device != b.device:
         raise ValueError(f"{op}: a is on {a.device} but b is on {b.device}")
-    if a.device.type != "cuda":
-        raise ValueError(f"{op}: the operands must be on a GPU, got {a.device}")
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"{op}: a is {list(a.shape)} and b is {list(b.shape)}: a.shape[1] must equal b.shape[0]")
+    if a.device.type != "cuda":
+        raise ValueError(f"{op}: the operands must be on a GPU, got {a.device}")
     if (a.shape[1] * a.element_size()) % 16 or (b.shape[1] * b.element_size()) % 16:
         raise ValueError(
             f"{op}: rows must be 16-byte multiples for TMA (K={a.shape[1]}, N={b.shape[1]} must be multiples of 8)"

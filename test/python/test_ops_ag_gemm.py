@@ -1,0 +1,121 @@
+"""triton_dist.ops.ag_gemm without a GPU: its kernels compile for sm_90 (TMA path) and gfx942 (pointer fallback),
+the custom op is registered with a fake implementation, bad operands raise named errors before anything runs,
+and the tuning table / cost model choose configurations as documented."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+import torch
+from dl_compile import TARGETS, assembly, compile_kernel, need_library
+
+from triton_dist.ops import tuning
+from triton_dist.ops.matmul import HOPPER_CANDIDATES
+from triton_dist.ops.tuning import OverlapConfig
+
+ag = importlib.import_module("triton_dist.ops.ag_gemm")
+
+GEMM_INTS = {"M_LOCAL": "i32", "N": "i32", "K": "i32", "chunk_tiles": "i32", "flags_per_chunk": "i32"}
+
+
+def test_tma_kernel_waits_with_acquire_and_fences_before_tma_loads() -> None:
+    need_library("sm_90")
+    signature = {
+        "a_desc": "tensordesc<bf16[128,64]>",
+        "recv_desc": "tensordesc<bf16[128,64]>",
+        "b_desc": "tensordesc<bf16[64,256]>",
+        "c_desc": "tensordesc<bf16[128,128]>",
+        "flags_ptr": "*i32",
+        "epoch_ptr": "*i32",
+        **GEMM_INTS,
+    }
+    constexprs = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2)
+    ptx = assembly(compile_kernel(ag._ag_gemm_tma_kernel, signature, "sm_90", constexprs, num_warps=8), "sm_90")
+    assert "wgmma.mma_async" in ptx
+    assert "ld.acquire.sys" in ptx, "the peer rows are read after an acquire of their chunk flag"
+    assert "fence.proxy.async.global" in ptx, "TMA (async proxy) reads are fenced after the generic acquire"
+    assert "cp.async.bulk.tensor" in ptx
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_pointer_kernel_and_producers_compile(target: str) -> None:
+    need_library(target)
+    pointer_signature = {
+        **{name: "*fp16" for name in ("a_ptr", "recv_ptr", "b_ptr", "c_ptr")},
+        "flags_ptr": "*i32",
+        "epoch_ptr": "*i32",
+        **GEMM_INTS,
+    }
+    constexprs = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8)
+    text = assembly(compile_kernel(ag._ag_gemm_ptr_kernel, pointer_signature, target, constexprs, num_warps=8), target)
+    assert ("mfma" in text) if target == "gfx942" else ("mma" in text)
+    push_signature = {
+        "a_ptr": "*bf16",
+        "recv_ptr": "*bf16",
+        "flags_ptr": "*i32",
+        "epoch_ptr": "*i32",
+        **{name: "i32" for name in ("M_LOCAL", "K", "CHUNK_ROWS", "num_chunks")},
+    }
+    compile_kernel(ag._push_kernel, push_signature, target, {"BLOCK": ag.PUSH_BLOCK}, num_warps=16)
+    compile_kernel(ag._begin_kernel, {"epoch_ptr": "*i32", "barrier_ptr": "*i32"}, target, {}, num_warps=1)
+    flag_signature = {"flags_ptr": "*i32", "index": "i32", "dst": "i32", "epoch_ptr": "*i32"}
+    compile_kernel(ag._flag_kernel, flag_signature, target, {}, num_warps=1)
+
+
+def test_custom_op_is_registered() -> None:
+    assert hasattr(torch.ops.triton_dist, "ag_gemm")
+    schema = str(torch.ops.triton_dist.ag_gemm.default._schema)
+    assert "Tensor a" in schema and "bool return_gathered" in schema
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "words"),
+    [
+        (torch.zeros(8, 8, dtype=torch.bfloat16).t(), torch.zeros(8, 8, dtype=torch.bfloat16), "contiguous"),
+        (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(8, 8, dtype=torch.float16), "same dtype"),
+        (torch.zeros(4, 8, dtype=torch.float32), torch.zeros(8, 8, dtype=torch.float32), "bfloat16 or float16"),
+        (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(16, 8, dtype=torch.bfloat16), "must equal"),
+        (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(8, 8, dtype=torch.bfloat16), "GPU"),
+    ],
+)
+def test_bad_operands_raise_named_errors(a: torch.Tensor, b: torch.Tensor, words: str) -> None:
+    with pytest.raises(ag.AgGemmError, match=words):
+        ag.ag_gemm(a, b)
+
+
+def test_tuned_table_wins_over_cost_model(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
+    config = OverlapConfig(matmul=HOPPER_CANDIDATES[2], chunk_tiles=8, producer="sm", push_ctas=32)
+    entry = tuning.key("ag_gemm", 4096, 1024, 2048, torch.float16, 2, "GPU X")
+    tuning.store(tuning.cache_path(), entry, config, {"ms": 1.0})
+    assert json.loads(tuning.cache_path().read_text())[entry]["config"]["chunk_tiles"] == 8
+    chosen, source = tuning.choose("ag_gemm", 4096, 1024, 2048, torch.float16, 2, 2, "GPU X")
+    assert (chosen, source) == (config, "tuned")
+    chosen, source = tuning.choose("ag_gemm", 4096, 1024, 2048, torch.float16, 2, 2, "GPU Y")
+    assert source == "cost model"
+
+
+def test_cost_model_picks_fusion_only_where_it_can_win() -> None:
+    big, estimate = tuning.cost_model("ag_gemm", 8192, 4096, 12288, 2, 2)
+    assert big.backend == "fused" and estimate["fused_ms"] < estimate["baseline_ms"]
+    small, _ = tuning.cost_model("ag_gemm", 128, 256, 256, 2, 2)  # 64 rows per rank: below one tile
+    assert small.backend == "nccl"
+    single, _ = tuning.cost_model("ag_gemm", 8192, 4096, 12288, 2, 1)
+    assert single.backend == "nccl"
+    # Tiny problems: the fused op's fixed costs (barrier, flag kernels) exceed what overlap can save.
+    tiny, estimate = tuning.cost_model("ag_gemm", 1024, 256, 256, 2, 2)
+    assert tiny.backend == "nccl", estimate
+    # Communication-bound: the copy-engine push of one shard beats NCCL's all-gather, so fusion still wins.
+    comm_bound, estimate = tuning.cost_model("ag_gemm", 65536, 16, 8192, 2, 2)
+    assert comm_bound.backend == "fused" and estimate["fused_ms"] < estimate["baseline_ms"]
+
+
+def test_overlap_config_validates() -> None:
+    with pytest.raises(ValueError, match="producer"):
+        OverlapConfig(producer="dma")
+    with pytest.raises(ValueError, match="backend"):
+        OverlapConfig(backend="nvshmem")
+    config = OverlapConfig(producer="sm", push_ctas=8)
+    assert OverlapConfig.from_dict(json.loads(json.dumps(config.as_dict()))) == config
