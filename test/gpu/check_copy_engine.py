@@ -50,6 +50,8 @@ from triton_dist.testing import (
 BLOCK = 1024
 NUM_CHUNKS = 16
 CHUNK_BYTES = (4 << 10, 64 << 10, 1 << 20)
+CAPTURE_MODE = "thread_local"
+"""Only this thread's CUDA calls may break a capture: NCCL's watchdog thread may query events meanwhile."""
 
 
 @triton.jit
@@ -177,10 +179,10 @@ class Ring:
     def run_graph(self, rounds_per_graph: int, replays: int, writer: str) -> tuple:
         self.reset(generation=2)
         producer_graph, consumer_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
-        with torch.cuda.graph(producer_graph, stream=self.producer):
+        with torch.cuda.graph(producer_graph, stream=self.producer, capture_error_mode=CAPTURE_MODE):
             for epoch in range(1, rounds_per_graph + 1):
                 self.produce(epoch, writer, flag_first=False)
-        with torch.cuda.graph(consumer_graph, stream=self.consumer):
+        with torch.cuda.graph(consumer_graph, stream=self.consumer, capture_error_mode=CAPTURE_MODE):
             for epoch in range(1, rounds_per_graph + 1):
                 self.consume(epoch, "acquire")
         stale = chunks = 0
@@ -284,7 +286,7 @@ class Timer:
     def graph(self, launch: Callable[[], None]) -> tuple[float | None, str]:
         graph = torch.cuda.CUDAGraph()
         try:
-            with torch.cuda.graph(graph, stream=self.stream):
+            with torch.cuda.graph(graph, stream=self.stream, capture_error_mode=CAPTURE_MODE):
                 launch()
         except Exception as error:  # noqa: BLE001 (reported: the writer cannot be captured)
             torch.cuda.synchronize()

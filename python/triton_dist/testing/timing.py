@@ -56,7 +56,8 @@ def bench_samples(
     if cuda_graph:
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: NCCL's watchdog thread may query events while this thread captures.
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             fn()
         graph.replay()  # the first replay uploads the graph
         launch = graph.replay
