@@ -102,3 +102,36 @@ def test_fuzz_cases(tmp_path: Path):
     )
     if summary["known_open_hits"]:
         pytest.xfail(f"known-open findings hit (test/fuzz/known_open.json): {summary['known_open_hits']}")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The oracle itself: what counts as a finding, and what the allow-list matches
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def test_classify_tells_findings_from_diagnostics():
+    assert oracle.classify(0, "") is None
+    assert oracle.classify(1, "<stdin>:1:1: error: expected operation name") is None
+    assert oracle.classify(-11, "") == "signal SIGSEGV"
+    assert oracle.classify(-6, "") == "signal SIGABRT"
+    assert oracle.classify(None, "") == "timeout"
+    assert oracle.classify(1, "") == "no diagnostic"
+    assert oracle.classify(1, "error: x\nLLVM ERROR: out of memory") == "fatal error"
+    assert oracle.classify(1, "triton-dist-opt: Foo.cpp:12: Assertion `x' failed.") == "assertion"
+
+
+def test_allow_list_matches_only_its_shape():
+    known = [{"id": "k", "stage": "translate", "symptom": "SIGSEGV", "shape": "module_level_op"}]
+    finding = {"stage": "bindings.translate_to_llvmir(after x)", "symptom": "signal SIGSEGV"}
+    assert run.match_known(finding, "%r = distributed.get_rank\n", known) == "k"
+    assert run.match_known(finding, "module {\n  %r = distributed.get_rank\n}\n", known) == "k"
+    in_function = "func.func @f() -> i32 {\n  %r = distributed.get_rank\n  return %r : i32\n}\n"
+    assert run.match_known(finding, in_function, known) is None
+    assert run.match_known({**finding, "symptom": "timeout"}, "%r = distributed.get_rank\n", known) is None
+    assert run.max_nesting("[" * 1200 + "]" * 1200) == 1200
+
+
+def test_a_crash_is_a_finding():
+    """A process killed by a signal is reported as such (not as a diagnostic)."""
+    rc, _, err = oracle.run_tool(["python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], "", 10)
+    assert oracle.classify(rc, err) == "signal SIGSEGV"

@@ -71,11 +71,20 @@ def classify(returncode: int | None, stderr: str) -> str | None:
     return None
 
 
+# A crashing LLVM tool symbolizes its stack trace with llvm-symbolizer: seconds per crash, for nothing we read.
+TOOL_ENV = {**os.environ, "LLVM_DISABLE_SYMBOLIZATION": "1"}
+
+
 def run_tool(args: list[str], text: str, timeout: float) -> tuple[int | None, str, str]:
     """Runs a tool with `text` on stdin: (returncode or None on timeout, stdout, stderr)."""
     try:
         proc = subprocess.run(
-            args, input=text.encode("utf-8", "surrogatepass"), capture_output=True, timeout=timeout, check=False
+            args,
+            input=text.encode("utf-8", "surrogatepass"),
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            env=TOOL_ENV,
         )
     except subprocess.TimeoutExpired:
         return None, "", ""
