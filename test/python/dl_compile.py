@@ -17,13 +17,14 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from triton_dist import compiler
+from triton_dist import abi, compiler
+from triton_dist.compiler import Checks, override_checks
 
 TARGETS = {
     "sm_90": (GPUTarget("cuda", 90, 32), "cuda", "ptx"),
     "gfx942": (GPUTarget("hip", "gfx942", 64), "hip", "amdgcn"),
 }
-CONTEXT = "__triton_dist_context"
+CONTEXT = abi.CONTEXT_SYMBOL
 
 
 def need_library(target_name: str) -> None:
@@ -50,8 +51,17 @@ def compile_kernel(
     constexprs: Mapping[str, Any] | None = None,
     aligned: tuple[str, ...] = (),
     num_warps: int = 4,
+    checks: Checks | None = None,
 ) -> Any:
-    """``triton.compile`` for ``target_name``; the arguments named in ``aligned`` are specialized 16-divisible."""
+    """``triton.compile`` for ``target_name``; the arguments named in ``aligned`` are specialized 16-divisible.
+
+    ``checks`` compiles with that level of device-side checks instead of the process's (on a fresh ``JITFunction``
+    of the same source: Triton memoizes a kernel's cache key, which holds the level).
+    """
+    if checks is not None:
+        with override_checks(checks):
+            fresh = triton.jit(kernel.fn)
+            return compile_kernel(fresh, signature, target_name, constexprs, aligned, num_warps)
     constexprs = dict(constexprs or {})
     attrs = {(kernel.arg_names.index(name),): [["tt.divisibility", 16]] for name in aligned}
     full_signature = {**signature, **{name: "constexpr" for name in constexprs}}

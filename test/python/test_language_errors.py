@@ -1,6 +1,8 @@
 """Misusing a primitive is a CompilationError at the kernel line that called it, with a message naming the problem.
 
 These errors come from the code generator (before anything is linked), so the tests run without a device library.
+They run ``isolated`` (conftest.py): each in a forked child, so a form that Triton's builder would abort on fails
+its own test instead of killing pytest.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from dl_compile import TARGETS, compile_kernel
 from triton.compiler.errors import CompilationError
 
 import triton_dist.language as dl
+
+pytestmark = pytest.mark.isolated
 
 
 @triton.jit
@@ -156,12 +160,84 @@ def float_peer(flag_ptr):
 
 
 @triton.jit
+def consume_a_block_pointer(flag_ptr):
+    token = dl.wait(flag_ptr, 1, "sys", "acquire")
+    dl.consume_token(tl.make_block_ptr(flag_ptr, (16,), (1,), (0,), (16,), (0,)), token)
+
+
+@triton.jit
 def block_pointer(data_ptr):
     block = tl.make_block_ptr(data_ptr, (16,), (1,), (0,), (16,), (0,))
     dl.symm_at(block, 0)
 
 
+@triton.jit
+def wait_value_wraps(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=3000000000)
+
+
+@triton.jit
+def num_barriers_wraps(flag_ptr):
+    dl.wait(flag_ptr, 3000000000, "sys", "acquire")
+
+
+@triton.jit
+def signal_wraps(flag_ptr):
+    dl.notify(flag_ptr, 0, signal=3000000000)
+
+
+@triton.jit
+def negative_signal_for_unsigned_flags(flag_ptr):
+    dl.notify(flag_ptr, 0, signal=-1)
+
+
+@triton.jit
+def rank_wraps(flag_ptr):
+    dl.symm_at(flag_ptr, 3000000000)
+
+
+@triton.jit
+def rank_far_too_large(flag_ptr):
+    dl.symm_at(flag_ptr, 1 << 40)
+
+
+@triton.jit
+def rank_beyond_the_heap_table(flag_ptr):
+    dl.notify(flag_ptr, 300)
+
+
+@triton.jit
+def symm_at_shared_memory(flag_ptr):
+    dl.symm_at(flag_ptr.to(tl.pointer_type(tl.int32, 3), bitcast=True), 0)
+
+
+@triton.jit
+def bad_cmp(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "acquire", cmp="geq")
+
+
+@triton.jit
+def ordered_cmp_on_unsigned_flags(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "acquire", 4, cmp="ge")
+
+
+@triton.jit
+def two_dimensional_ranks(flag_ptr):
+    dl.notify(flag_ptr, tl.arange(0, 2)[:, None] + tl.arange(0, 2)[None, :])
+
+
+@triton.jit
+def ranks_and_flags_of_other_shapes(flag_ptr):
+    dl.notify(flag_ptr + tl.arange(0, 8), tl.arange(0, 4))
+
+
+@triton.jit
+def float_ranks(data_ptr, flag_ptr):
+    dl.notify(flag_ptr, tl.load(data_ptr + tl.arange(0, 4)))
+
+
 I32 = {"flag_ptr": "*i32"}
+FP32_I32 = {"data_ptr": "*fp32", "flag_ptr": "*i32"}
 I32_N = {"flag_ptr": "*i32", "n": "i32"}
 FP32 = {"data_ptr": "*fp32"}
 
@@ -188,6 +264,19 @@ CASES = [
     (tensor_signal_for_a_scalar_flag, I32, {}, ("dl.notify", "signal must be a scalar integer")),
     (float_wait_value, I32, {}, ("dl.wait", "waitValue must be an integer", "2.0")),
     (wait_value_too_large, I32, {}, ("dl.wait", "waitValue=1099511627776 does not fit in the int32 flags")),
+    (wait_value_wraps, I32, {}, ("dl.wait", "waitValue=3000000000 does not fit in the int32 flags")),
+    (num_barriers_wraps, I32, {}, ("dl.wait", "numBarriers=3000000000 does not fit in the ABI's numBarriers type")),
+    (signal_wraps, I32, {}, ("dl.notify", "signal=3000000000 does not fit in the int32 flags")),
+    (negative_signal_for_unsigned_flags, {"flag_ptr": "*u32"}, {}, ("dl.notify", "signal=-1 does not fit")),
+    (rank_wraps, I32, {}, ("dl.symm_at", "rank=3000000000 does not fit in the ABI's rank type (int32")),
+    (rank_far_too_large, I32, {}, ("dl.symm_at", "rank=1099511627776 does not fit in the ABI's rank type (int32")),
+    (rank_beyond_the_heap_table, I32, {}, ("dl.notify", "rank=300 is beyond the largest world (256 ranks)")),
+    (symm_at_shared_memory, I32, {}, ("dl.symm_at", "address space 3,", "shared memory")),
+    (bad_cmp, I32, {}, ("dl.wait", "cmp must be one of ['eq', 'ne', 'ge', 'gt', 'le', 'lt']", "'geq'")),
+    (ordered_cmp_on_unsigned_flags, {"flag_ptr": "*u32"}, {}, ("dl.wait", "cmp='ge' compares signed", "uint32")),
+    (two_dimensional_ranks, I32, {}, ("dl.notify", "a tensor of ranks must be 1-D")),
+    (ranks_and_flags_of_other_shapes, I32, {}, ("dl.notify", "a tensor of the ranks' shape [4]")),
+    (float_ranks, FP32_I32, {}, ("dl.notify", "rank must be an integer or a 1-D tensor of integers")),
     (float_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "2.0")),
     (pointer_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "pointer")),
     (tensor_num_barriers, I32, {}, ("dl.wait", "numBarriers must be a scalar integer")),
@@ -196,6 +285,7 @@ CASES = [
     (negative_peer, I32, {}, ("dl.symm_at", "rank must be >= 0", "-1")),
     (float_peer, I32, {}, ("dl.notify", "rank must be an integer")),
     (block_pointer, FP32, {}, ("dl.symm_at", "block pointer")),
+    (consume_a_block_pointer, I32, {}, ("dl.consume_token", "block pointer")),
 ]
 
 
@@ -217,3 +307,113 @@ def test_misuse_is_a_compilation_error_at_the_call(kernel, signature, constexprs
 def test_primitives_outside_a_kernel_say_so():
     with pytest.raises(ValueError, match="triton.jit"):
         dl.rank()
+
+
+@triton.jit
+def misuse(flag_ptr, data_ptr, CALL: tl.constexpr, FORM: tl.constexpr):
+    """``CALL`` passes the value ``FORM`` where a primitive expects something else (each a static branch)."""
+    if FORM == "block_pointer":
+        bad = tl.make_block_ptr(flag_ptr, (16,), (1,), (0,), (16,), (0,))
+    elif FORM == "tensor_descriptor":
+        bad = tl.make_tensor_descriptor(data_ptr, [16], [1], [16])
+    elif FORM == "tuple":
+        bad = (flag_ptr, 1)
+    elif FORM == "token":
+        bad = dl.wait(flag_ptr, 1, "sys", "acquire")
+    elif FORM == "string":
+        bad: tl.constexpr = "sys"
+    elif FORM == "none":
+        bad = None
+    elif FORM == "float":
+        bad = 1.5
+    else:
+        bad = tl.int32
+    if CALL == "symm_at.ptr":
+        dl.symm_at(bad, 0)
+    elif CALL == "symm_at.rank":
+        dl.symm_at(flag_ptr, bad)
+    elif CALL == "notify.ptr":
+        dl.notify(bad, 0)
+    elif CALL == "notify.rank":
+        dl.notify(flag_ptr, bad)
+    elif CALL == "notify.signal":
+        dl.notify(flag_ptr, 0, signal=bad)
+    elif CALL == "notify.sig_op":
+        dl.notify(flag_ptr, 0, sig_op=bad)
+    elif CALL == "wait.barrierPtrs":
+        dl.wait(bad, 1, "sys", "acquire")
+    elif CALL == "wait.numBarriers":
+        dl.wait(flag_ptr, bad, "sys", "acquire")
+    elif CALL == "wait.waitValue":
+        dl.wait(flag_ptr, 1, "sys", "acquire", bad)
+    elif CALL == "wait.cmp":
+        dl.wait(flag_ptr, 1, "sys", "acquire", cmp=bad)
+    elif CALL == "consume_token.value":
+        dl.consume_token(bad, dl.wait(flag_ptr, 1, "sys", "acquire"))
+    elif CALL == "consume_token.token":
+        dl.consume_token(flag_ptr, bad)
+    elif CALL == "rank.axis":
+        dl.rank(bad)
+    else:
+        dl.num_ranks(bad)
+
+
+MISUSE_CALLS = [
+    "symm_at.ptr",
+    "symm_at.rank",
+    "notify.ptr",
+    "notify.rank",
+    "notify.signal",
+    "notify.sig_op",
+    "wait.barrierPtrs",
+    "wait.numBarriers",
+    "wait.waitValue",
+    "wait.cmp",
+    "consume_token.value",
+    "consume_token.token",
+    "rank.axis",
+    "num_ranks.axis",
+]
+MISUSE_FORMS = ["block_pointer", "tensor_descriptor", "tuple", "token", "string", "none", "float", "dtype"]
+VALID = {("consume_token.token", "token"), ("notify.sig_op", "string"), ("wait.cmp", "string")}
+MISUSES = [(call, form) for call in MISUSE_CALLS for form in MISUSE_FORMS if (call, form) not in VALID]
+
+
+@pytest.mark.parametrize(("call", "form"), MISUSES, ids=[f"{call}-{form}" for call, form in MISUSES])
+def test_every_argument_form_the_builder_cannot_take_is_a_compilation_error(call, form):
+    """No form Triton's builder cannot take reaches it (it would abort the process): each is a CompilationError at
+    the primitive's line, naming the primitive and the argument."""
+    primitive, argument = call.split(".")
+    with pytest.raises(CompilationError) as caught:
+        compile_kernel(misuse, {"flag_ptr": "*i32", "data_ptr": "*fp32"}, "sm_90", {"CALL": call, "FORM": form})
+    error = caught.value
+    message = error.error_message
+    assert message.startswith(f"dl.{primitive}: "), message
+    assert argument in message or (argument == "signal" and "sig" in message), message
+    line = misuse.src.splitlines()[error.node.lineno - 1]
+    assert f"dl.{primitive}(" in line, f"the error points at {line!r}"
+
+
+def test_an_abort_in_an_isolated_test_fails_only_that_test(tmp_path):
+    """The conftest's ``isolated`` marker: a test whose process aborts fails, and pytest goes on to the next."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    shutil.copy(here / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(here / "dl_compile.py", tmp_path / "dl_compile.py")
+    (tmp_path / "test_abort.py").write_text(
+        "import os\nimport pytest\n\n\n@pytest.mark.isolated\ndef test_aborts():\n    os.abort()\n\n\n"
+        "@pytest.mark.isolated\ndef test_passes():\n    assert 1 + 1 == 2\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_abort.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "killed by SIGABRT" in result.stdout, result.stdout + result.stderr
+    assert "1 failed, 1 passed" in result.stdout, result.stdout + result.stderr

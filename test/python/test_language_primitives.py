@@ -23,6 +23,7 @@ from dl_compile import (
 )
 
 import triton_dist.language as dl
+from triton_dist import abi
 
 TARGET_NAMES = sorted(TARGETS)
 FLAG_TYPES = {"i32": "*i32", "i64": "*i64"}
@@ -92,7 +93,7 @@ def test_wait_compiles(scope, semantic, flag, target_name):
     need_library(target_name)
     signature = {"flags_ptr": FLAG_TYPES[flag], "n": "i32", "value": flag}
     compiled = compile_kernel(wait_kernel, signature, target_name, {"SCOPE": scope, "SEMANTIC": semantic})
-    assert f"__triton_dist_wait_{scope}_{semantic}_{flag}" in compiled.asm["ttir"]
+    assert abi.wait_symbol(scope, semantic, "eq", flag) in compiled.asm["ttir"]
     assert "__triton_dist_wait" not in assembly(compiled, target_name), "the library call must be inlined"
 
 
@@ -115,7 +116,7 @@ def test_defaults_and_consume_token_compile(target_name):
     need_library(target_name)
     compiled = compile_kernel(default_arguments_kernel, {"flag_ptr": "*i32"}, target_name)
     ttir = compiled.asm["ttir"]
-    assert "__triton_dist_notify_set_inter_node_i32" in ttir and "__triton_dist_wait_sys_acquire_i32" in ttir
+    assert "__triton_dist_notify_set_inter_node_i32" in ttir and abi.wait_symbol("sys", "acquire", "eq", "i32") in ttir
     signature = {"flag_ptr": "*i32", "data_ptr": "*fp32", "out_ptr": "*fp32", "index": "i32"}
     compiled = compile_kernel(consume_kernel, signature, target_name)
     assert compiled.asm["ttir"].count("__triton_dist_consume_token") == 2  # the pointer and the integer

@@ -6,11 +6,15 @@ Importing :mod:`triton_dist.language` installs the hook; nothing here needs a GP
   library to the ``llir`` stage's ``extern_libs`` (chaining any hook installed before it).
 - :func:`library_path`, :func:`device_lib_dir`: where the bitcode is (``$TRITON_DIST_DEVICE_LIB_DIR`` overrides).
 - ``DEVICE_LIBRARY_KEY``: the object that puts the libraries' content into every using kernel's cache key.
+- :func:`check_level` / :func:`override_checks` / ``Checks``: which device-side checks kernels get
+  (``TRITON_DIST_DEBUG``); :func:`ensure_context_hook`: registers the runtime's context hook.
 """
 
 from __future__ import annotations
 
 from triton_dist.compiler.cache_key import DEVICE_LIBRARY_KEY, DeviceLibraryKey, frontend_digest
+from triton_dist.compiler.checks import DEBUG_ENV, Checks, check_level, override_checks
+from triton_dist.compiler.context_hook import ensure_context_hook
 from triton_dist.compiler.device_library import (
     DEFAULT_DEVICE_LIB_DIR,
     DEVICE_LIB_DIR_ENV,
@@ -31,21 +35,26 @@ from triton_dist.compiler.stages_hook import (
 )
 
 __all__ = [
+    "DEBUG_ENV",
     "DEFAULT_DEVICE_LIB_DIR",
     "DEVICE_LIBRARY_KEY",
     "DEVICE_LIB_DIR_ENV",
     "LIBRARY_FILES",
     "LIB_NAME",
+    "Checks",
     "DeviceLibraryKey",
     "DeviceLibraryLinker",
     "DeviceLibraryMissingError",
     "DeviceLibraryUnreadableError",
+    "check_level",
     "device_lib_dir",
+    "ensure_context_hook",
     "frontend_digest",
     "install_stages_hook",
     "installed_hook",
     "libraries_digest",
     "library_path",
+    "override_checks",
     "require_library",
     "uninstall_stages_hook",
 ]

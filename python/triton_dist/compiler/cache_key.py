@@ -8,8 +8,13 @@ folds in the ``cache_key`` of any ``JITCallable``. Each primitive therefore carr
 frontend, so rebuilding the library (or editing the frontend) recompiles every kernel that uses it. The code
 generator still treats the primitives as builtins (it checks ``__triton_builtin__``).
 
-Triton memoizes a kernel's ``cache_key`` on the ``JITFunction`` object, so a library rebuilt while a process runs
-takes effect for kernels that process has not hashed yet, and for every kernel in the next process.
+The key also holds the level of device-side checks (``checks.py``: ``TRITON_DIST_DEBUG``), and computing it
+registers the runtime's context hook (``context_hook.py``): Triton hashes a kernel before every first launch in a
+process, whether the compiled kernel then comes from its cache or is compiled anew.
+
+Triton memoizes a kernel's ``cache_key`` on the ``JITFunction`` object, so a library rebuilt (or
+``TRITON_DIST_DEBUG`` changed) while a process runs takes effect for kernels that process has not hashed yet, and
+for every kernel in the next process.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from pathlib import Path
 from triton.runtime.jit import JITCallable
 
 import triton_dist
+from triton_dist.compiler.checks import check_level
+from triton_dist.compiler.context_hook import ensure_context_hook
 from triton_dist.compiler.device_library import libraries_digest
 
 _PACKAGE = Path(triton_dist.__file__).resolve().parent
@@ -52,7 +59,9 @@ class DeviceLibraryKey(JITCallable):
 
     @property
     def cache_key(self) -> str:
-        return hashlib.sha256(f"{libraries_digest()}-{frontend_digest()}".encode()).hexdigest()
+        ensure_context_hook()
+        key = f"{libraries_digest()}-{frontend_digest()}-checks={check_level().name}"
+        return hashlib.sha256(key.encode()).hexdigest()
 
     def __repr__(self) -> str:
         return "<triton_dist device library key>"

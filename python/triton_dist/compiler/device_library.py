@@ -11,11 +11,22 @@ import hashlib
 import os
 from pathlib import Path
 
-LIB_NAME = "triton_dist"
-"""The ``extern_libs`` name Triton links the library under; every ABI symbol contains it (the AMD backend links a
-library only when an unresolved symbol contains its name)."""
+from triton_dist.abi import LIB_NAME, SYMBOL_PREFIX
 
-SYMBOL_PREFIX = "__triton_dist_"
+__all__ = [
+    "DEFAULT_DEVICE_LIB_DIR",
+    "DEVICE_LIB_DIR_ENV",
+    "LIBRARY_FILES",
+    "LIB_NAME",
+    "SYMBOL_PREFIX",
+    "DeviceLibraryMissingError",
+    "DeviceLibraryUnreadableError",
+    "device_lib_dir",
+    "libraries_digest",
+    "library_path",
+    "require_library",
+]
+
 DEVICE_LIB_DIR_ENV = "TRITON_DIST_DEVICE_LIB_DIR"
 DEFAULT_DEVICE_LIB_DIR = Path(__file__).resolve().parents[1] / "_device"
 

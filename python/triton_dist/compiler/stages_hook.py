@@ -5,7 +5,8 @@ at the end of ``add_stages``. The hook installed here replaces the ``llir`` stag
 ``make_llir`` with options whose ``extern_libs`` also hold ``("triton_dist", <bitcode>)``, so the library is linked
 exactly like libdevice / ocml: after TTGIR -> LLVM IR, with LinkOnlyNeeded, then internalized and inlined at O3. A
 kernel that calls no primitive pulls nothing from the library. A hook installed before this one is chained: it runs
-after ours, on the stages we have already set, so it can wrap our ``llir`` stage.
+after ours, on the stages we have already set, so it can wrap our ``llir`` stage. Linking a kernel that calls a
+primitive also registers the runtime's context hook (``context_hook.py``), for kernels compiled from IR.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 
 from triton import knobs
 
+from triton_dist.abi import LIB_NAME, SYMBOL_PREFIX
+from triton_dist.compiler.context_hook import ensure_context_hook
 from triton_dist.compiler.device_library import (
-    LIB_NAME,
     LIBRARY_FILES,
-    SYMBOL_PREFIX,
     DeviceLibraryMissingError,
     DeviceLibraryUnreadableError,
     require_library,
@@ -38,10 +39,13 @@ def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[
     target = backend.target.backend
 
     def llir(src: Any, metadata: dict) -> str:
+        uses_library = SYMBOL_PREFIX in str(src)
+        if uses_library:
+            ensure_context_hook()
         try:
             path = str(require_library(target))
         except DeviceLibraryMissingError:
-            if SYMBOL_PREFIX in str(src):
+            if uses_library:
                 raise
             # This kernel calls no primitive: compile it as Triton would, without the (unbuilt) library.
             path = None

@@ -14,7 +14,7 @@ def kernel(x_ptr, flags_ptr, ...):
 
 Each primitive is a Triton builtin that calls a function of the triton_dist device library (docs/abi.md);
 importing this package installs the compiler hook that links the library into every kernel Triton compiles.
-Reference: docs/language.md. Nothing here needs torch or a GPU.
+Reference: docs/language.md. Nothing here needs torch or a GPU. ``dir(dl)`` lists the API and nothing else.
 """
 
 from __future__ import annotations
@@ -38,3 +38,7 @@ __all__ = [
     "wait_token",
     "wait_token_type",
 ]
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,6 +1,12 @@
 """Argument checks for the primitives: each raises a ``TypeError``/``ValueError`` whose message names the
 primitive, the argument and the problem. Triton's code generator turns it into a ``CompilationError`` pointing at the
-kernel line that called the primitive."""
+kernel line that called the primitive.
+
+Every value a primitive hands to Triton's builder goes through one of these checks first: Triton's builder asserts
+(and aborts the process) on forms it cannot take, such as a block pointer where a pointer is expected.
+
+``builder`` is Triton's ``TritonSemantic`` (what Triton passes builtins as ``_semantic``).
+"""
 
 from __future__ import annotations
 
@@ -8,25 +14,38 @@ from collections.abc import Sequence
 from typing import Any
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr, base_value
+from triton.language.core import _unwrap_if_constexpr, base_value, tensor_descriptor_base
+from triton.language.semantic import TritonSemantic
 
-SCOPES = ("cta", "gpu", "sys")
-SEMANTICS = ("acquire", "relaxed")
-SIG_OPS = ("set", "add")
-COMM_SCOPES = ("gpu", "intra_node", "inter_node")
+from triton_dist import abi
+from triton_dist.language.token import wait_token
+
 FLAG_TYPES = {"int32": "i32", "uint32": "i32", "int64": "i64", "uint64": "i64"}
 """Flag element type -> the ABI suffix of the wait/notify symbol that works on it."""
+
+GLOBAL_ADDRESS_SPACE = 1
+"""Triton's address space of global memory: the only memory a peer can reach (shared memory is per program)."""
 
 
 def describe(value: Any) -> str:
     """How an error message names an argument: its type and, for constants, its value."""
     value = _unwrap_if_constexpr(value)
     if isinstance(value, tl.tensor):
+        if value.dtype.is_ptr() and value.dtype.element_ty.is_block():
+            return "a block pointer (tl.make_block_ptr)"
         if value.type.is_block():
             return f"a tensor of {value.dtype} with shape {[int(dim) for dim in value.type.shape]}"
         return f"a scalar {value.dtype}"
+    if isinstance(value, wait_token):
+        return "a wait token (from dl.wait)"
+    if isinstance(value, tensor_descriptor_base):
+        return "a tensor descriptor (tl.make_tensor_descriptor)"
+    if isinstance(value, tl.tuple):
+        return f"a tuple of {len(value)} values"
     if isinstance(value, base_value):
-        return f"a {value.type!r}"
+        return f"a {type(value).__name__}"
+    if isinstance(value, tl.dtype):
+        return f"the type {value}"
     return f"{value!r} ({type(value).__name__})"
 
 
@@ -51,13 +70,27 @@ def world_axis(axis: Any, primitive: str) -> None:
         raise ValueError(f"dl.{primitive}: only axis=-1 (all ranks of the world) is supported for now, got axis={axis}")
 
 
+def _is_pointer(value: Any) -> bool:
+    return isinstance(value, tl.tensor) and value.dtype.is_ptr()
+
+
 def pointer(value: Any, primitive: str, name: str, scalar_only: bool = False) -> tl.tensor:
-    """A pointer (a scalar pointer or, unless ``scalar_only``, a tensor of pointers) to ordinary elements."""
-    if not isinstance(value, tl.tensor) or not value.dtype.is_ptr():
+    """A pointer (a scalar pointer or, unless ``scalar_only``, a tensor of pointers) to ordinary elements in global
+    memory."""
+    if _is_pointer(value) and value.dtype.element_ty.is_block():
+        raise TypeError(
+            f"dl.{primitive}: {name} is a block pointer (tl.make_block_ptr), which is not supported: pass the base "
+            "pointer (and build the block pointer from the result)"
+        )
+    if not _is_pointer(value):
         what = "a scalar pointer" if scalar_only else "a pointer or a tensor of pointers"
         raise TypeError(f"dl.{primitive}: {name} must be {what}, got {describe(value)}")
-    if value.dtype.element_ty.is_block():
-        raise TypeError(f"dl.{primitive}: {name} is a block pointer (tl.make_block_ptr), which is not supported")
+    address_space = _unwrap_if_constexpr(value.dtype.address_space)
+    if address_space != GLOBAL_ADDRESS_SPACE:
+        raise TypeError(
+            f"dl.{primitive}: {name} points to address space {address_space}, but only global memory "
+            f"(address space {GLOBAL_ADDRESS_SPACE}) is symmetric: shared memory cannot be reached from another rank"
+        )
     if scalar_only and value.type.is_block():
         raise TypeError(
             f"dl.{primitive}: {name} must be a scalar pointer (the base of the flags), got {describe(value)}"
@@ -74,42 +107,85 @@ def flag_suffix(ptr: tl.tensor, primitive: str, name: str) -> str:
     return suffix
 
 
-def _fit(value: int, dtype: tl.dtype, primitive: str, name: str) -> int:
+def _constant_in_range(value: int, dtype: tl.dtype, primitive: str, name: str, what: str) -> int:
+    """``value`` if ``dtype`` (an integer type) holds it; never wraps."""
     bits = dtype.primitive_bitwidth
-    if not -(1 << (bits - 1)) <= value < (1 << bits):
-        raise ValueError(f"dl.{primitive}: {name}={value} does not fit in the {dtype} flags")
-    if dtype.is_int_signed() and value >= 1 << (bits - 1):
-        value -= 1 << bits
-    if dtype.is_int_unsigned() and value < 0:
-        value += 1 << bits
+    low, high = (0, 1 << bits) if dtype.is_int_unsigned() else (-(1 << (bits - 1)), 1 << (bits - 1))
+    if not low <= value < high:
+        raise ValueError(f"dl.{primitive}: {name}={value} does not fit in {what} ({dtype}: {low} to {high - 1})")
     return value
 
 
 def integer(
-    value: Any, dtype: tl.dtype, primitive: str, name: str, semantic: Any, scalar_only: bool = True
+    value: Any,
+    dtype: tl.dtype,
+    primitive: str,
+    name: str,
+    builder: TritonSemantic,
+    what: str,
+    scalar_only: bool = True,
 ) -> tl.tensor:
-    """An integer argument (a Python int / constexpr, or an integer tensor), converted to ``dtype``."""
+    """An integer argument (a Python int / constexpr, or an integer tensor), converted to ``dtype``.
+
+    ``what`` names the type a constant must fit in, for the message ("the int32 flags", "the ABI's int32 rank").
+    """
     value = _unwrap_if_constexpr(value)
     if isinstance(value, int) and not isinstance(value, bool):
-        return semantic.scalar_constant(_fit(value, dtype, primitive, name), dtype)
+        return builder.scalar_constant(_constant_in_range(value, dtype, primitive, name, what), dtype)
     if not isinstance(value, tl.tensor) or not value.dtype.is_int() or value.dtype.is_bool():
         raise TypeError(f"dl.{primitive}: {name} must be an integer, got {describe(value)}")
     if scalar_only and value.type.is_block():
         raise TypeError(f"dl.{primitive}: {name} must be a scalar integer, got {describe(value)}")
-    return semantic.cast(value, dtype)
+    return builder.cast(value, dtype)
 
 
-def rank_operand(value: Any, primitive: str, semantic: Any) -> tl.tensor:
-    """A rank: a non-negative integer constant or a scalar integer tensor, as the ABI's i32."""
-    raw = _unwrap_if_constexpr(value)
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw < 0:
-        raise ValueError(f"dl.{primitive}: rank must be >= 0, got {raw}")
-    return integer(value, tl.int32, primitive, "rank", semantic)
-
-
-def count_operand(value: Any, primitive: str, name: str, semantic: Any) -> tl.tensor:
-    """A number of flags: a non-negative integer constant or a scalar integer tensor, as the ABI's i32."""
+def _non_negative(value: Any, primitive: str, name: str) -> None:
     raw = _unwrap_if_constexpr(value)
     if isinstance(raw, int) and not isinstance(raw, bool) and raw < 0:
         raise ValueError(f"dl.{primitive}: {name} must be >= 0, got {raw}")
-    return integer(value, tl.int32, primitive, name, semantic)
+
+
+def rank_operand(value: Any, primitive: str, builder: TritonSemantic) -> tl.tensor:
+    """A rank: a non-negative integer constant below ``abi.MAX_RANKS`` or a scalar integer tensor, as the ABI's
+    i32."""
+    _non_negative(value, primitive, "rank")
+    raw = _unwrap_if_constexpr(value)
+    if isinstance(raw, int) and not isinstance(raw, bool) and (1 << 31) > raw >= abi.MAX_RANKS:
+        raise ValueError(f"dl.{primitive}: rank={raw} is beyond the largest world ({abi.MAX_RANKS} ranks)")
+    return integer(value, tl.int32, primitive, "rank", builder, "the ABI's rank type")
+
+
+def rank_list_operand(value: Any, primitive: str, builder: TritonSemantic) -> tl.tensor:
+    """A 1-D integer tensor of ranks, as the ABI's i32."""
+    if not isinstance(value, tl.tensor) or not value.dtype.is_int() or value.dtype.is_bool():
+        raise TypeError(f"dl.{primitive}: rank must be an integer or a 1-D tensor of integers, got {describe(value)}")
+    if len(value.type.shape) != 1:
+        raise TypeError(f"dl.{primitive}: a tensor of ranks must be 1-D, got {describe(value)}")
+    return builder.cast(value, tl.int32)
+
+
+def count_operand(value: Any, primitive: str, name: str, builder: TritonSemantic) -> tl.tensor:
+    """A number of flags: a non-negative integer constant or a scalar integer tensor, as the ABI's i32."""
+    _non_negative(value, primitive, name)
+    return integer(value, tl.int32, primitive, name, builder, f"the ABI's {name} type")
+
+
+def flag_value(
+    value: Any, flag_type: tl.dtype, primitive: str, name: str, builder: TritonSemantic, scalar_only: bool = True
+) -> tl.tensor:
+    """A value written to or compared with flags of ``flag_type``."""
+    return integer(value, flag_type, primitive, name, builder, f"the {flag_type} flags", scalar_only)
+
+
+def consumable(value: Any, primitive: str, builder: TritonSemantic) -> tl.tensor:
+    """A value ``consume_token`` can tie to a token: a pointer (tensor) to global memory, or an integer."""
+    raw = _unwrap_if_constexpr(value)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if not -(1 << 63) <= raw < 1 << 64:
+            raise ValueError(f"dl.{primitive}: value={raw} does not fit in 64 bits")
+        return builder.to_tensor(raw)
+    if _is_pointer(value):
+        return pointer(value, primitive, "value")
+    if isinstance(value, tl.tensor) and value.dtype.is_int() and not value.dtype.is_bool():
+        return value
+    raise TypeError(f"dl.{primitive}: value must be a pointer or an integer (scalar or tensor), got {describe(value)}")

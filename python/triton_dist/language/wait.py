@@ -1,17 +1,19 @@
-"""``dl.wait`` (spin until flags reach a value) and ``dl.consume_token`` (tie a value to that wait)."""
+"""``dl.wait`` (spin until flags pass a test) and ``dl.consume_token`` (tie a value to that wait)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import triton.language as tl
-from triton.language.core import _unwrap_if_constexpr
 from triton.language.semantic import TritonSemantic
 
-from triton_dist.language import _abi, _validate
+from triton_dist import abi
+from triton_dist.language import _abi, _guards, _validate
 from triton_dist.language._primitive import primitive
 from triton_dist.language.symmetric import OFFSET_DIVISIBILITY
 from triton_dist.language.token import wait_token
+
+_ORDERED = ("ge", "gt", "le", "lt")
 
 
 @primitive
@@ -21,33 +23,54 @@ def wait(
     scope: str,
     semantic: str,
     waitValue: Any = 1,  # noqa: N803
+    cmp: str = "eq",
     _semantic: TritonSemantic | None = None,
+    _generator: Any = None,
 ) -> wait_token:
-    """Spin until each of the ``numBarriers`` consecutive flags at ``barrierPtrs`` equals ``waitValue``.
+    """Spin until each of the ``numBarriers`` consecutive flags at ``barrierPtrs`` satisfies ``flag <cmp> waitValue``.
 
-    ``barrierPtrs`` is a scalar pointer to int32 or int64 flags in this rank's memory (usually on the symmetric
-    heap, written by peers with :func:`notify`); ``waitValue`` is cast to the flag type; ``numBarriers`` is a
-    scalar integer. ``scope`` ("cta", "gpu", "sys") is how far the writers may be: "sys" for other GPUs or the
-    host, "gpu" for other programs on this GPU, "cta" for this program. ``semantic`` "acquire" makes every memory
-    access after the wait, by every thread of the program, see what the writers did before their release
-    (``notify``); "relaxed" only waits.
+    ``barrierPtrs`` is a scalar pointer to int32 or int64 flags in this rank's symmetric heap (written by peers with
+    :func:`notify`); ``waitValue`` is cast to the flag type (a constant must fit in it); ``numBarriers`` is a scalar
+    integer. ``scope`` ("cta", "gpu", "sys") is how far the writers may be: "sys" for other GPUs or the host, "gpu"
+    for other programs on this GPU, "cta" for this program. ``semantic`` is the memory ordering: "acquire" makes
+    every memory access after the wait, by every thread of the program, see what the writers did before their
+    release (``notify``); "relaxed" only waits.
+
+    ``cmp`` is the test, a signed comparison as NVSHMEM's ``signal_wait_until``: "eq" (the default), "ne", "ge",
+    "gt", "le", "lt". "ge" suits counters and epochs: flags that peers ``notify(..., sig_op="add")`` to, or that
+    only grow, are awaited with ``waitValue`` = the count expected by now, and an overshoot (a peer already one
+    round ahead) still satisfies the test where "eq" would spin forever. Ordered comparisons need signed flags
+    (int32 / int64).
 
     Every thread of the program calls it: the lanes of the first warp / wavefront poll (lane l checks flags l,
     l+W, ...; W = warp / wave size) with backoff, the others go straight to the program barrier (``bar.sync`` /
-    ``s_barrier``) that ends the wait. The test is equality: it never returns while a flag holds another value,
-    so use values that only grow (epochs) or reset flags between uses.
+    ``s_barrier``) that ends the wait. It never returns while a flag fails the test, so use values that only grow
+    (epochs) rather than resetting flags between uses.
+
+    Checks (docs/language.md, "Guards"): the kernel stops with a message if the context is not initialized or
+    ``barrierPtrs`` is not in the symmetric heap.
 
     Returns a token for :func:`consume_token`.
     """
-    scope = _validate.choice(scope, "wait", "scope", _validate.SCOPES)
-    semantic = _validate.choice(semantic, "wait", "semantic", _validate.SEMANTICS)
+    builder = _semantic
+    scope = _validate.choice(scope, "wait", "scope", abi.SCOPES)
+    semantic = _validate.choice(semantic, "wait", "semantic", abi.SEMANTICS)
+    cmp = _validate.choice(cmp, "wait", "cmp", abi.COMPARISONS)
     ptr = _validate.pointer(barrierPtrs, "wait", "barrierPtrs", scalar_only=True)
     flag = _validate.flag_suffix(ptr, "wait", "barrierPtrs")
-    count = _validate.count_operand(numBarriers, "wait", "numBarriers", _semantic)
-    value = _validate.integer(waitValue, ptr.dtype.element_ty, "wait", "waitValue", _semantic)
-    address = _semantic.cast(ptr, tl.int64)
-    symbol = _abi.wait_symbol(scope, semantic, flag)
-    token = _abi.call(symbol, [address, count, value], tl.int32, pure=False, semantic=_semantic)
+    flag_type = ptr.dtype.element_ty
+    if cmp in _ORDERED and flag_type.is_int_unsigned():
+        raise TypeError(
+            f"dl.wait: cmp={cmp!r} compares signed, but barrierPtrs points to {flag_type} flags: use int32 / int64 "
+            "flags (or cmp 'eq' / 'ne')"
+        )
+    count = _validate.count_operand(numBarriers, "wait", "numBarriers", builder)
+    value = _validate.flag_value(waitValue, flag_type, "wait", "waitValue", builder)
+    _guards.require_context("wait", builder, _generator)
+    _guards.require_in_heap(ptr, "wait", "barrierPtrs", builder, _generator)
+    address = builder.cast(ptr, tl.int64)
+    symbol = abi.wait_symbol(scope, semantic, cmp, flag)
+    token = _abi.call(symbol, [address, count, value], tl.int32, pure=False, builder=builder)
     return wait_token(token.handle)
 
 
@@ -62,26 +85,17 @@ def consume_token(value: Any, token: wait_token, _semantic: TritonSemantic | Non
 
     Cost: nothing at run time beyond the dependency (an add of an opaque zero for pointers).
     """
+    builder = _semantic
     if not isinstance(token, wait_token):
         raise TypeError(
             f"dl.consume_token: token must be the value returned by dl.wait, got {_validate.describe(token)}"
         )
-    raw = _unwrap_if_constexpr(value)
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = _semantic.to_tensor(raw)
-    usable = isinstance(value, tl.tensor) and (
-        value.dtype.is_ptr() or (value.dtype.is_int() and not value.dtype.is_bool())
-    )
-    if not usable:
-        raise TypeError(
-            "dl.consume_token: value must be a pointer or an integer (scalar or tensor), "
-            f"got {_validate.describe(value)}"
-        )
+    value = _validate.consumable(value, "consume_token", builder)
     if value.dtype.is_ptr():
-        zero = _semantic.scalar_constant(0, tl.int64)
-        offset = _abi.call(_abi.CONSUME_TOKEN, [zero, token.as_i32()], tl.int64, pure=True, semantic=_semantic)
-        offset = _semantic.multiple_of(offset, [OFFSET_DIVISIBILITY])
-        return _semantic.add(value, offset, sanitize_overflow=False)
-    wide = _semantic.cast(value, tl.int64)
-    tied = _abi.call(_abi.CONSUME_TOKEN, [wide, token.as_i32()], tl.int64, pure=True, semantic=_semantic)
-    return _semantic.cast(tied, value.dtype)
+        zero = builder.scalar_constant(0, tl.int64)
+        offset = _abi.call(abi.CONSUME_TOKEN, [zero, token.as_i32()], tl.int64, pure=True, builder=builder)
+        offset = builder.multiple_of(offset, [OFFSET_DIVISIBILITY])
+        return builder.add(value, offset, sanitize_overflow=False)
+    wide = builder.cast(value, tl.int64)
+    tied = _abi.call(abi.CONSUME_TOKEN, [wide, token.as_i32()], tl.int64, pure=True, builder=builder)
+    return builder.cast(tied, value.dtype)
