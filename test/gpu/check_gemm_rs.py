@@ -12,6 +12,8 @@ in a row, so both halves of the double-buffered scratch and flags are used and r
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import importlib
 import sys
 from pathlib import Path
@@ -38,6 +40,8 @@ QUICK_SHAPES = [(1024, 768, 1024), (8 * 130, 8 * 75, 8 * 66)]
 
 VARIANTS = [
     grs.GemmRSConfig(),
+    grs.CUBLAS_CE,
+    dataclasses.replace(grs.CUBLAS_CE, producer="direct"),
     grs.GemmRSConfig(defer_notify=False),
     grs.GemmRSConfig(partial_dtype="input"),
     grs.GemmRSConfig(flatten=False),
@@ -48,7 +52,7 @@ VARIANTS = [
     grs.GemmRSConfig(MatmulConfig(128, 128, 32, 8, 2, 8, False, 1, use_tma=False)),  # the no-TMA (AMD) kernel
     grs.FALLBACK,
 ]
-QUICK_VARIANTS = [VARIANTS[i] for i in (0, 1, 2, 4, 8, 9)]
+QUICK_VARIANTS = [VARIANTS[i] for i in (0, 1, 2, 3, 4, 6, 10, 11)]
 
 
 def inputs(m: int, n: int, k: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,9 +75,11 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def poison_everything() -> None:
-    """NaN into every workspace's scratch (all ranks, then a barrier) and into the allocator's free memory."""
+    """NaN into every workspace's buffers (all ranks, then a barrier) and into the allocator's free memory."""
     for workspace in grs._workspaces.values():
-        workspace.scratch.fill_(float("nan"))
+        for name in ("scratch", "recv", "send", "own"):
+            if hasattr(workspace, name):
+                getattr(workspace, name).fill_(float("nan"))
     free = torch.cuda.mem_get_info()[0]
     blob = torch.empty(max(free // 8, 1 << 20) // 4, dtype=torch.float32, device="cuda").fill_(float("nan"))
     del blob
@@ -99,7 +105,7 @@ def check_variants(
     seed = 0
     for m, n, k in shapes:
         for dtype in dtypes:
-            for config in variants if dtype == dtypes[0] else variants[:1]:
+            for config in variants if dtype == dtypes[0] else variants[:2]:
                 name = f"{config.short()} {m}x{n}x{k} {str(dtype)[6:]}"
 
                 def body(
@@ -128,13 +134,13 @@ def check_variants(
 
 def check_default_op(checks: Checks) -> None:
     """The custom op with its own configuration choice, eager, under torch.compile, and in a CUDA graph."""
-    m, n, k = 4096, 2048, 4096  # large enough that the cost model picks the fused kernel
+    m, n, k = 4096, 2048, 4096  # large enough that the cost model picks an overlapped path
     for dtype in (torch.bfloat16, torch.float16):
         a, b = inputs(m, n, k, dtype, 900)
         chosen = grs.choose_config(
             m, n, k // rt.current_world().world_size, dtype, rt.current_world().world_size, a.device
         )
-        checks.check(f"op picks the fused kernel at {m}x{n}x{k}", not chosen.fallback, chosen.short())
+        checks.check(f"op picks an overlapped path at {m}x{n}x{k}", not chosen.fallback, chosen.short())
         compare(checks, f"op eager {str(dtype)[6:]}", grs.gemm_rs(a, b), reference(a, b), dtype)
 
         def compiled_body(dtype: torch.dtype = dtype) -> None:
@@ -149,16 +155,16 @@ def check_default_op(checks: Checks) -> None:
 
         checks.run(f"op torch.compile {dtype}", compiled_body)
 
-        def graph_body(dtype: torch.dtype = dtype) -> None:
+        def graph_body(dtype: torch.dtype = dtype, op=grs.gemm_rs, label: str = "op") -> None:  # noqa: ANN001
             static_a, static_b = inputs(m, n, k, dtype, 920)
-            grs.gemm_rs(static_a, static_b)  # warm-up (allocates the workspace) before capture
+            op(static_a, static_b)  # warm-up (allocates the workspace) before capture
             sync("graph warm-up")
             graph = torch.cuda.CUDAGraph()
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
                 with torch.cuda.graph(graph, stream=stream):
-                    static_out = grs.gemm_rs(static_a, static_b)
+                    static_out = op(static_a, static_b)
             torch.cuda.current_stream().wait_stream(stream)
             rt.barrier()
             for replay in range(4):
@@ -170,17 +176,20 @@ def check_default_op(checks: Checks) -> None:
                 static_out.fill_(float("nan"))
                 graph.replay()
                 sync("graph replay")
-                compare(checks, f"op CUDA graph {str(dtype)[6:]} replay {replay}", static_out, ref, dtype)
+                compare(checks, f"{label} CUDA graph {str(dtype)[6:]} replay {replay}", static_out, ref, dtype)
             # An eager call between replays keeps the device-side epochs in step.
             a, b = inputs(m, n, k, dtype, 940)
-            compare(checks, f"op eager after graph {str(dtype)[6:]}", grs.gemm_rs(a, b), reference(a, b), dtype)
+            compare(checks, f"{label} eager after graph {str(dtype)[6:]}", op(a, b), reference(a, b), dtype)
             static_a.copy_(a)
             static_b.copy_(b)
             graph.replay()
             sync("graph replay")
-            compare(checks, f"op CUDA graph after eager {str(dtype)[6:]}", static_out, reference(a, b), dtype)
+            compare(checks, f"{label} CUDA graph after eager {str(dtype)[6:]}", static_out, reference(a, b), dtype)
 
         checks.run(f"op CUDA graph {dtype}", graph_body)
+        if dtype == torch.bfloat16:
+            triton_kernel = functools.partial(grs.gemm_rs_with, config=grs.GemmRSConfig())
+            checks.run("triton kernel CUDA graph", functools.partial(graph_body, dtype, triton_kernel, "triton"))
     grs.clear_workspaces()
 
 
@@ -250,7 +259,7 @@ def main() -> int:
     checks = Checks()
     shapes = QUICK_SHAPES if args.quick else SHAPES
     variants = QUICK_VARIANTS if args.quick else VARIANTS
-    log0(f"gemm_rs: {len(variants)} variants x {len(shapes)} shapes in bf16 (fp16: the default), 3 calls each")
+    log0(f"gemm_rs: {len(variants)} variants x {len(shapes)} shapes in bf16 (fp16: the first two), 3 calls each")
     check_variants(checks, shapes, [torch.bfloat16, torch.float16], variants)
     check_default_op(checks)
     check_bad_input(checks)

@@ -59,7 +59,7 @@ def compile_gemm_rs(config: grs.GemmRSConfig, target_name: str, dtype: str = "bf
 HOPPER_SHARED_MEMORY = 232448  # bytes a Hopper program may use (227 KiB)
 
 
-@pytest.mark.parametrize("config", grs.CANDIDATES, ids=lambda c: c.short())
+@pytest.mark.parametrize("config", [c for c in grs.CANDIDATES if c.gemm == "triton"], ids=lambda c: c.short())
 def test_every_candidate_compiles_for_sm90_within_shared_memory(config):
     need_library("sm_90")
     compiled = compile_gemm_rs(config, "sm_90")
@@ -84,6 +84,39 @@ def test_pointer_fallback_compiles_for_gfx942(dtype, fused):
     asm = assembly(compiled, "gfx942")
     assert context_is_defined_and_used(asm, "gfx942")
     assert "v_mfma" in asm, "the main loop runs on the matrix cores"
+
+
+@pytest.mark.parametrize("target_name", ["sm_90", "gfx942"])
+def test_cublas_path_kernels_compile(target_name):
+    need_library(target_name)
+    kernels = [
+        (grs._cublas_begin_kernel, {"epoch_ptr": "*i32", "ack_ptr": "*i32"}),
+        (grs._cublas_wait_ack_kernel, {"ack_ptr": "*i32", "epoch_ptr": "*i32", "peer": "i32"}),
+        (grs._cublas_flag_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32", "peer": "i32"}),
+    ]
+    for kernel, signature in kernels:
+        assert context_is_defined_and_used(
+            assembly(compile_kernel(kernel, signature, target_name), target_name), target_name
+        )
+    reduce = compile_kernel(
+        grs._cublas_reduce_kernel,
+        {
+            "out_ptr": "*bf16",
+            "own_ptr": "*bf16",
+            "recv_ptr": "*bf16",
+            "flags_ptr": "*i32",
+            "epoch_ptr": "*i32",
+            "numel": "i32",
+        },  # fmt: skip
+        target_name,
+        constexprs={"BLOCK": 4096},
+        aligned=("out_ptr", "own_ptr", "recv_ptr", "numel"),
+        num_warps=8,
+    )
+    asm = assembly(reduce, target_name)
+    if target_name == "sm_90":
+        assert "ld.global.v4" in asm or "ld.global.nc.v4" in asm, "16-byte loads of the partials"
+        assert "ld.acquire.sys" in asm or "ld.global.acquire.sys" in asm
 
 
 def test_reduce_kernel_compiles_for_both_targets():
@@ -114,6 +147,9 @@ def test_config_round_trips_and_rejects_unknown_partial_dtype():
     with pytest.raises(ValueError, match="partial_dtype"):
         grs.GemmRSConfig(partial_dtype="float64")
     assert grs.FALLBACK.short() == "torch.matmul+nccl"
+    assert grs.CUBLAS_CE.short() == "cublas-ce"
+    with pytest.raises(ValueError, match="producer"):
+        grs.GemmRSConfig(gemm="cublas", producer="nvlink")
     assert len({c.short() for c in grs.CANDIDATES}) == len(grs.CANDIDATES), "candidate names are unique"
 
 
@@ -127,13 +163,23 @@ def test_flatten_is_dropped_where_triton_cannot_flatten():
 
 def test_choose_config_falls_back_where_fusion_cannot_run_or_win():
     hopper = GPUTarget("cuda", 90, 32)
+    amd = GPUTarget("hip", "gfx942", 64)
     cpu = torch.device("cpu")
     assert grs.choose_config(4096, 2048, 2048, torch.bfloat16, 1, cpu, hopper).fallback, "one rank: no reduction"
-    assert grs.choose_config(4096, 2050, 2048, torch.bfloat16, 2, cpu, hopper).fallback, "N rows not 16-byte aligned"
-    assert grs.choose_config(4096, 2048, 2044, torch.bfloat16, 2, cpu, hopper).fallback, "K/W not 16-byte aligned"
     assert grs.choose_config(256, 256, 128, torch.bfloat16, 2, cpu, hopper).fallback, "too small to win"
-    chosen = grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, cpu, hopper)
-    assert not chosen.fallback and chosen.matmul.use_tma
+    assert grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, cpu, hopper) == grs.CUBLAS_CE
+    assert grs.choose_config(4096, 2050, 2044, torch.bfloat16, 2, cpu, hopper) == grs.CUBLAS_CE, "cuBLAS: any shape"
+    assert grs.choose_config(4096, 2050, 2048, torch.bfloat16, 2, cpu, amd).fallback, "N rows not 16-byte aligned"
+    assert grs.choose_config(4096, 2048, 2044, torch.bfloat16, 2, cpu, amd).fallback, "K/W not 16-byte aligned"
+    chosen = grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, cpu, amd)
+    assert not chosen.fallback and chosen.gemm == "triton" and not chosen.matmul.use_tma
+
+
+def test_cost_model_prefers_the_overlap_for_large_shards_only():
+    large = grs.estimate_cublas_path_ms(8192, 4096, 6144, 2, 2)
+    assert large["cublas_path_ms"] < large["baseline_ms"] < large["gemm_ms"] + 0.3
+    small = grs.estimate_cublas_path_ms(128, 128, 128, 2, 2)
+    assert small["cublas_path_ms"] > small["baseline_ms"]
 
 
 def test_workspace_bytes_counts_double_buffered_scratch_and_flags():

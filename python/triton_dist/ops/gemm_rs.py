@@ -54,6 +54,8 @@ from triton_dist.ops.matmul import (
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 PARTIAL_DTYPES = ("float32", "input")
+GEMMS = ("triton", "cublas")
+PRODUCERS = ("ce", "direct")
 CHECK_ENV = "TRITON_DIST_GEMM_RS_CHECK"
 """``always``: check that every rank passed the same shapes and dtypes on every eager call (a collective, ~50 us);
 by default only the first call of each shape is checked (it allocates the workspace, a collective anyway)."""
@@ -243,6 +245,48 @@ def _reduce_partials_kernel(
         _tile_part(out_ptr, acc, off_m, off_n, shard_m, N, stride_om, False)
 
 
+@triton.jit
+def _cublas_begin_kernel(epoch_ptr, ack_ptr):
+    """Start a call of the cuBLAS path: advance the epoch; tell every peer this rank has read the last call's data.
+
+    ``ack_ptr``: symmetric int32 [W]; ack[r] on rank p = the last call whose partials from p rank r has consumed.
+    Stream order puts this after the previous call's reduction, so the peers may overwrite their slot here.
+    """
+    me = dl.rank()
+    epoch = tl.load(epoch_ptr) + 1
+    tl.store(epoch_ptr, epoch)
+    for s in range(1, dl.num_ranks()):
+        dl.notify(ack_ptr + me, (me + s) % dl.num_ranks(), signal=epoch - 1, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _cublas_wait_ack_kernel(ack_ptr, epoch_ptr, peer):
+    """Wait until ``peer`` has consumed this rank's previous partial (its receive slot is free again)."""
+    dl.wait(ack_ptr + peer, 1, "sys", "acquire", waitValue=tl.load(epoch_ptr) - 1)
+
+
+@triton.jit
+def _cublas_flag_kernel(flags_ptr, epoch_ptr, peer):
+    """Flag on ``peer``: this rank's partial for it has landed (stream-ordered after the copy or the GEMM)."""
+    dl.notify(flags_ptr + dl.rank(), peer, signal=tl.load(epoch_ptr), sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _cublas_reduce_kernel(out_ptr, own_ptr, recv_ptr, flags_ptr, epoch_ptr, numel, BLOCK: tl.constexpr):
+    """out = own partial + every peer's received partial, in fp32, once every peer's flag holds this epoch."""
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < numel
+    acc = tl.load(own_ptr + offsets, mask=mask).to(tl.float32)
+    for s in range(1, W):
+        token = dl.wait(flags_ptr + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
+        received = dl.consume_token(recv_ptr + (s - 1) * numel, token)
+        acc += tl.load(received + offsets, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Configuration and cost model
 # ----------------------------------------------------------------------------------------------------------------
@@ -259,6 +303,13 @@ class GemmRSConfig:
     - ``defer_notify``: flag a pushed tile after the next tile's main loop instead of right after its stores.
     - ``flatten``: let Triton flatten the persistent tile loop with the K loop (the next tile's loads overlap this
       tile's epilogue). Not applied where Triton 3.6 cannot (a fused epilogue with one column block, no TMA).
+    - ``gemm``: "triton" (the persistent kernel above; every field but ``producer`` applies) or "cublas": per
+      destination shard one ``torch.matmul`` (peers' shards first, in the staggered order), each peer's partial
+      sent while the next shard's GEMM runs, then ``_cublas_reduce_kernel`` adds the received partials (input
+      dtype, summed in fp32). Only ``producer`` applies to it.
+    - ``producer`` (cuBLAS only): "ce" computes a peer's partial locally and a side stream copies it into the
+      peer's receive slot (the copy engine: no SM taken from the GEMMs); "direct" lets cuBLAS write it straight
+      into the peer's memory.
     - ``fallback``: ignore the rest and run ``torch.matmul`` + NCCL ``reduce_scatter_tensor``.
     """
 
@@ -267,15 +318,23 @@ class GemmRSConfig:
     partial_dtype: str = "float32"
     defer_notify: bool = True
     flatten: bool = True
+    gemm: str = "triton"
+    producer: str = "ce"
     fallback: bool = False
 
     def __post_init__(self) -> None:
         if self.partial_dtype not in PARTIAL_DTYPES:
             raise ValueError(f"GemmRSConfig: partial_dtype must be one of {PARTIAL_DTYPES}, got {self.partial_dtype!r}")
+        if self.gemm not in GEMMS:
+            raise ValueError(f"GemmRSConfig: gemm must be one of {GEMMS}, got {self.gemm!r}")
+        if self.producer not in PRODUCERS:
+            raise ValueError(f"GemmRSConfig: producer must be one of {PRODUCERS}, got {self.producer!r}")
 
     def short(self) -> str:
         if self.fallback:
             return "torch.matmul+nccl"
+        if self.gemm == "cublas":
+            return f"cublas-{self.producer}"
         mode = "fused" if self.fused else "2kernel"
         part = "f32" if self.partial_dtype == "float32" else "in"
         flat = "" if self.flatten else "-noflat"
@@ -306,7 +365,10 @@ _TILES = (
     MatmulConfig(128, 128, 64, 8, 4, 8, False, 1),
     MatmulConfig(128, 128, 128, 8, 3, 8, False, 1),
 )
+CUBLAS_CE = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="ce")
 CANDIDATES = (
+    CUBLAS_CE,
+    GemmRSConfig(partial_dtype="input", gemm="cublas", producer="direct"),
     *(GemmRSConfig(_TILES[0], True, partial, defer) for partial in PARTIAL_DTYPES for defer in (True, False)),
     GemmRSConfig(_TILES[0], True, "float32", True, flatten=False),
     GemmRSConfig(_TILES[0], False, "float32", True),
@@ -329,29 +391,53 @@ def lookup_tuned(key: str) -> GemmRSConfig | None:
     return None
 
 
+def estimate_cublas_path_ms(m: int, n: int, k_local: int, element_size: int, world_size: int) -> dict[str, float]:
+    """The cost model of the cuBLAS path against torch.matmul + NCCL, in ms (``tuning.Machine``'s rates).
+
+    Both run the same cuBLAS GEMMs. The baseline adds NCCL's reduce-scatter of the whole [M, N] partial; the
+    cuBLAS path adds what its sends cannot hide under the own shard's GEMM, the reduction kernel (three passes over
+    the shard) and its fixed costs (five small kernels, one device sync point).
+    """
+    machine = tuning.Machine()
+    shard_bytes = (m // world_size) * n * element_size
+    gemm = 2.0 * m * n * k_local / (machine.gemm_tflops * 1e9)
+    sends = (world_size - 1) * shard_bytes / (machine.push_gbps * 1e6)
+    exposed = max(0.0, sends - gemm / world_size)
+    reduce = (world_size + 1) * shard_bytes / (3.0e12 / 1e3)
+    fused = gemm + exposed + reduce + _CUBLAS_PATH_FIXED_MS
+    nccl = m * n * element_size / (_NCCL_REDUCE_SCATTER_GBPS * 1e6) + machine.launch_overhead_ms
+    return {"cublas_path_ms": fused, "baseline_ms": gemm + nccl, "gemm_ms": gemm}
+
+
+_CUBLAS_PATH_FIXED_MS = 0.05  # six small launches and a flag round trip; host-bound at small sizes
+_NCCL_REDUCE_SCATTER_GBPS = 360.0  # input bytes / time; 2 x H200: 64 MiB in 0.168 ms (bench/results/gemm_rs.md)
+
+
 def choose_config(
     m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int, device: torch.device, target: Any = None
 ) -> GemmRSConfig:
-    """The tuned configuration for this problem if one is stored, else the cost model's pick (``ops.tuning``).
+    """The tuned configuration for this problem if one is stored, else the cost model's pick.
 
-    ``target`` (a triton ``GPUTarget``) defaults to the current device's.
-
-    The cost model (``tuning.cost_model("gemm_rs", ...)``) keeps NCCL + cuBLAS where fusion is not expected to be
-    at least 5% faster; rows that TMA cannot load (K/W or N not a multiple of 16 bytes) and world size 1 also take
-    the fallback.
+    ``target`` (a triton ``GPUTarget``) defaults to the current device's. On NVIDIA the untuned choice is the
+    cuBLAS path where :func:`estimate_cublas_path_ms` expects it at least 5% faster than torch.matmul + NCCL, else
+    that baseline. Elsewhere (AMD) it is the Triton kernel where ``tuning.cost_model("gemm_rs", ...)`` picks
+    fusion and TMA-free loads can run it (rows of 16-byte multiples), else the baseline. One rank: the baseline.
     """
     if target is None:
         target = triton.runtime.driver.active.get_current_target()
-    element_size = torch.empty((), dtype=dtype).element_size()
-    aligned = (k_local * element_size) % 16 == 0 and (n * element_size) % 16 == 0
-    if world_size == 1 or not aligned:
+    if world_size == 1:
         return FALLBACK
-    if target.backend == "cuda" and device.type == "cuda":
-        tuned = lookup_tuned(tuning_key(m, n, k_local, dtype, world_size, device))
-        if tuned is not None:
-            return tuned
+    element_size = torch.empty((), dtype=dtype).element_size()
+    if target.backend == "cuda":
+        if device.type == "cuda":
+            tuned = lookup_tuned(tuning_key(m, n, k_local, dtype, world_size, device))
+            if tuned is not None:
+                return tuned
+        estimate = estimate_cublas_path_ms(m, n, k_local, element_size, world_size)
+        return CUBLAS_CE if estimate["cublas_path_ms"] < 0.95 * estimate["baseline_ms"] else FALLBACK
+    aligned = (k_local * element_size) % 16 == 0 and (n * element_size) % 16 == 0
     modelled, _ = tuning.cost_model("gemm_rs", m, n, k_local * world_size, element_size, world_size)
-    if modelled.backend == "nccl":
+    if modelled.backend == "nccl" or not aligned:
         return FALLBACK
     default = GemmRSConfig()
     return dataclasses.replace(default, matmul=config_for_target(default.matmul, target))
@@ -371,7 +457,7 @@ class Workspace:
     epoch: torch.Tensor
 
 
-_workspaces: dict[tuple[Any, ...], Workspace] = {}
+_workspaces: dict[tuple[Any, ...], Any] = {}
 
 
 def _world() -> Any:
@@ -458,6 +544,97 @@ def _workspace(world: Any, m: int, n: int, k_local: int, dtype: torch.dtype, con
     workspace = Workspace(scratch=scratch, flags=flags, epoch=epoch)
     _workspaces[key] = workspace
     return workspace
+
+
+@dataclass
+class CublasWorkspace:
+    """The cuBLAS path's buffers for one (shape, dtype): receive slots, flags, acks (symmetric), local partials."""
+
+    recv: torch.Tensor  # symmetric [W - 1, M/W, N]: slot s - 1 receives rank (rank + s)'s partial
+    flags: torch.Tensor  # symmetric int32 [W]: flags[r] = the epoch whose partial from rank r has landed
+    ack: torch.Tensor  # symmetric int32 [W]: ack[r] = the last epoch whose partial from here rank r consumed
+    epoch: torch.Tensor  # int32 [1], this rank's epoch counter
+    send: torch.Tensor  # [W - 1, M/W, N]: the peers' partials before the copy ("ce")
+    own: torch.Tensor  # [M/W, N]: the own shard's partial
+    peer_recv: dict[int, torch.Tensor]  # rank -> that rank's receive buffer, viewed from here
+
+
+def _cublas_workspace(world: Any, m: int, n: int, dtype: torch.dtype) -> CublasWorkspace:
+    key = ("cublas", m, n, dtype)
+    found = _workspaces.get(key)
+    if found is not None:
+        return found
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError("gemm_rs: needs new buffers while a CUDA graph is being captured; run it eagerly first")
+    from triton_dist import runtime as rt
+    from triton_dist.runtime.heap.allocator import HeapExhaustedError
+    from triton_dist.runtime.world.rank_agreement import raise_if_any_rank_failed
+
+    w = world.world_size
+    shard = m // w
+    problems: list[str] = []
+    recv = flags = ack = None
+    try:
+        recv = rt.empty(w - 1, shard, n, dtype=dtype)
+        flags = rt.zeros(w, dtype=torch.int32)
+        ack = rt.zeros(w, dtype=torch.int32)
+    except HeapExhaustedError as error:
+        need = (w - 1) * shard * n * torch.empty((), dtype=dtype).element_size()
+        problems.append(
+            f"the symmetric heap is exhausted: gemm_rs needs {need / 2**20:.1f} MiB of receive buffer for M={m}, "
+            f"N={n} ({dtype}); raise TRITON_DIST_HEAP_SIZE / triton_dist.init(heap_size=...) ({error})"
+        )
+    raise_if_any_rank_failed(world.group, problems, "gemm_rs workspace")
+    assert recv is not None and flags is not None and ack is not None
+    rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
+    found = CublasWorkspace(
+        recv=recv,
+        flags=flags,
+        ack=ack,
+        epoch=torch.zeros(1, dtype=torch.int32, device=world.device),
+        send=torch.empty((w - 1, shard, n), dtype=dtype, device=world.device),
+        own=torch.empty((shard, n), dtype=dtype, device=world.device),
+        peer_recv={r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank},
+    )
+    _workspaces[key] = found
+    return found
+
+
+_side_streams: dict[int, torch.cuda.Stream] = {}
+
+
+def _launch_cublas(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmRSConfig, world: Any) -> None:
+    """The cuBLAS path (see ``GemmRSConfig.gemm``): peers' shards first, each sent while the next GEMM runs."""
+    w, me = world.world_size, world.rank
+    shard = out.shape[0]
+    ws = _cublas_workspace(world, a.shape[0], b.shape[1], a.dtype)
+    main = torch.cuda.current_stream(a.device)
+    side = _side_streams.get(a.device.index)
+    if side is None:
+        side = _side_streams[a.device.index] = torch.cuda.Stream(a.device)
+    _cublas_begin_kernel[(1,)](ws.epoch, ws.ack, num_warps=1)
+    for s in range(1, w):
+        peer = (me + s) % w
+        slot = (me - peer - 1) % w  # this rank's slot in the peer's receive buffer
+        rows = a[peer * shard : (peer + 1) * shard]
+        if config.producer == "direct":
+            _cublas_wait_ack_kernel[(1,)](ws.ack, ws.epoch, peer, num_warps=1)
+            torch.mm(rows, b, out=ws.peer_recv[peer][slot])
+            _cublas_flag_kernel[(1,)](ws.flags, ws.epoch, peer, num_warps=1)
+            continue
+        torch.mm(rows, b, out=ws.send[s - 1])
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            _cublas_wait_ack_kernel[(1,)](ws.ack, ws.epoch, peer, num_warps=1)
+            ws.peer_recv[peer][slot].copy_(ws.send[s - 1], non_blocking=True)
+            _cublas_flag_kernel[(1,)](ws.flags, ws.epoch, peer, num_warps=1)
+    torch.mm(a[me * shard : (me + 1) * shard], b, out=ws.own)
+    block = 4096
+    _cublas_reduce_kernel[(triton.cdiv(out.numel(), block),)](
+        out, ws.own, ws.recv, ws.flags, ws.epoch, out.numel(), BLOCK=block, num_warps=8
+    )
+    if config.producer == "ce":
+        main.wait_stream(side)  # the side stream rejoins (CUDA-graph capture needs it; ws.send is free again)
 
 
 def clear_workspaces() -> None:
@@ -551,14 +728,16 @@ def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None =
     _check_same_on_all_ranks(world, a, b, config)
     if config.fallback:
         return matmul_reduce_scatter(a, b, world.group)
-    ws = _workspace(world, m, n, k_local, a.dtype, config)
     out = torch.empty((m // world.world_size, n), dtype=a.dtype, device=a.device)
     if out.numel() == 0:
         return out
     if k_local == 0:
         return out.zero_()
     with torch.cuda.device(a.device):
-        _launch(a, b, out, config, ws)
+        if config.gemm == "cublas":
+            _launch_cublas(a, b, out, config, world)
+        else:
+            _launch(a, b, out, config, _workspace(world, m, n, k_local, a.dtype, config))
     return out
 
 
@@ -604,6 +783,7 @@ __all__ = [
     "check_inputs",
     "choose_config",
     "clear_workspaces",
+    "estimate_cublas_path_ms",
     "lookup_tuned",
     "gemm_rs",
     "gemm_rs_with",
