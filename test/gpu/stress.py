@@ -314,7 +314,8 @@ def run_item(item: Item, iters: int, every: int, graph: bool, timeout_what: str)
         testing.sync(f"{timeout_what} warm-up on the capture stream")
         rt.barrier()
         cuda_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(cuda_graph):
+        # thread_local: NCCL's watchdog thread may query events while this thread captures.
+        with torch.cuda.graph(cuda_graph, capture_error_mode="thread_local"):
             item.step()
         replay = cuda_graph.replay
         rt.barrier()
