@@ -8,6 +8,7 @@ test/gpu/check_copy_engine.py.
 import enum
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import triton
@@ -38,6 +39,7 @@ def pair(n=4):
         ([(torch.zeros(4), "x")], torch.zeros(1, dtype=torch.int32), [1], "two tensors, got Tensor and str"),
         ([(torch.zeros(4), torch.zeros(5))], torch.zeros(1, dtype=torch.int32), [1], r"shape \[4\] != source shape"),
         ([pair()], torch.zeros(1, dtype=torch.int32), [1], "flags must be on a GPU"),
+        ([pair()], torch.zeros(1, dtype=torch.int32), [np.int32(-5)], "flags must be on a GPU"),  # values accepted
     ],
 )
 def test_bad_arguments_name_the_problem(copies, flags, values, message):

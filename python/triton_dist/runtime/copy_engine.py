@@ -22,6 +22,7 @@ Triton launch, and needs no compilation. That pick is by design, NOT yet by meas
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -123,8 +124,8 @@ def _check_arguments(
     if len(copies) > flags.numel():
         raise ValueError(f"got {len(copies)} copies but only {flags.numel()} flags; flag i follows copy i")
     for index, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, int) or not _INT32_MIN <= value <= _INT32_MAX:
-            raise ValueError(f"values[{index}] must be an int32 (a Python int in [-2**31, 2**31)), got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not _INT32_MIN <= value <= _INT32_MAX:
+            raise ValueError(f"values[{index}] must be an int32 (an integer in [-2**31, 2**31)), got {value!r}")
     for index, pair in enumerate(copies):
         if not (isinstance(pair, tuple | list) and len(pair) == 2):
             raise ValueError(f"copies[{index}] must be a (destination, source) pair of tensors, got {pair!r}")
@@ -180,4 +181,4 @@ def copy_chunks_with_flags(
     with torch.cuda.device(flags.device), torch.cuda.stream(stream):
         for index, ((destination, source), value) in enumerate(zip(copies, values, strict=True)):
             destination.copy_(source, non_blocking=True)
-            write_flag(stream, flags, index, value)
+            write_flag(stream, flags, index, int(value))
