@@ -103,6 +103,12 @@ def main() -> int:
         t_ours_gemm = float("nan")
         if config.backend == "fused":
             t_ours_gemm = time_ms(lambda g=gathered, b=b, mm=config.matmul: matmul(g, b, config=mm), reps=args.reps)
+        t_no_comm = float("nan")
+        if config.backend == "fused":
+            t_no_comm = time_ms(
+                lambda a=a, b=b, config=config: ag_module.ag_gemm_impl(a, b, config=config, _no_comm=True),
+                reps=args.reps,
+            )
         t_fused = float("nan")
         if fused is not None:
             try:
@@ -117,7 +123,8 @@ def main() -> int:
         vs_fused.append(t_fused / t_ours)
         rows.append([
             f"{m},{n},{k}", f"{t_ours:.3f}", f"{t_base:.3f}", f"{t_fused:.3f}", f"{t_cublas:.3f}",
-            f"{t_ours_gemm:.3f}", f"{t_nccl:.3f}", f"{t_push:.3f}", f"{bound:.3f}", f"{speedup:.3f}",
+            f"{t_ours_gemm:.3f}", f"{t_no_comm:.3f}", f"{t_nccl:.3f}", f"{t_push:.3f}", f"{bound:.3f}",
+            f"{speedup:.3f}",
             f"{t_fused / t_ours:.3f}", f"{t_ours / bound:.3f}", config.short(), "ok" if ok else f"WRONG {err:.3g}",
         ])  # fmt: skip
         log0(" | ".join(rows[-1]))
@@ -125,7 +132,8 @@ def main() -> int:
         torch.cuda.empty_cache()
     headers = [
         "M,N,K", "ours ms", "NCCL+cuBLAS ms", "torch fused ms", "cuBLAS mm alone", "our GEMM alone",
-        "NCCL AG alone", "CE push alone", "overlap bound", "speedup vs NCCL+cuBLAS", "speedup vs torch fused",
+        "fused kernel, no comm", "NCCL AG alone", "CE push alone", "overlap bound", "speedup vs NCCL+cuBLAS",
+        "speedup vs torch fused",
         "ours / bound", "config", "check",
     ]  # fmt: skip
     suffix = f"_{args.tag}" if args.tag else ""

@@ -60,8 +60,6 @@ def test_pointer_kernel_and_producers_compile(target: str) -> None:
     }
     compile_kernel(ag._push_kernel, push_signature, target, {"BLOCK": ag.PUSH_BLOCK}, num_warps=16)
     compile_kernel(ag._begin_kernel, {"epoch_ptr": "*i32", "barrier_ptr": "*i32"}, target, {}, num_warps=1)
-    flag_signature = {"flags_ptr": "*i32", "index": "i32", "dst": "i32", "epoch_ptr": "*i32"}
-    compile_kernel(ag._flag_kernel, flag_signature, target, {}, num_warps=1)
 
 
 def test_custom_op_is_registered() -> None:

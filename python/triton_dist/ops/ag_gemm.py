@@ -10,7 +10,9 @@ How one call runs (all on the GPU, no host synchronization, so it can be capture
    has finished its previous call, so its receive buffer is free.
 2. The producer pushes this rank's A, chunk by chunk (``chunk_tiles * BLOCK_M`` rows), into slot r of every peer's
    symmetric receive buffer and sets one flag per chunk (and per pushing program) on that peer to the epoch:
-   - ``"ce"``: ``copy_`` on a side stream (the copy engine), each followed by a one-program flag kernel;
+   - ``"ce"``: ``copy_`` on a side stream (the copy engine), each followed by a 4-byte copy of this rank's epoch
+     counter into the peer's flag (the value is read on the device, so a CUDA graph replays it correctly, and
+     no SM is needed);
    - ``"sm"``: ``_push_kernel`` on ``push_ctas`` SMs (vector stores through ``dl.symm_at``, then ``dl.notify``).
    Rank r sends to r - 1 first, then r - 2, ...: rank r receives from r + 1 first.
 3. The persistent GEMM (``_ag_gemm_tma_kernel``, or the pointer kernel where there is no TMA) first computes the
@@ -73,12 +75,6 @@ def _begin_kernel(epoch_ptr, barrier_ptr):
         dl.notify(barrier_ptr + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
     for peer in range(0, world):
         wait_at_least(barrier_ptr + peer, epoch)
-
-
-@triton.jit(do_not_specialize=["index", "dst"])
-def _flag_kernel(flags_ptr, index, dst, epoch_ptr):
-    """Set flag ``index`` on rank ``dst`` to the current epoch (after the copy before it on the stream)."""
-    dl.notify(flags_ptr + index, dst, signal=tl.load(epoch_ptr), sig_op="set", comm_scope="intra_node")
 
 
 @triton.jit(do_not_specialize=["M_LOCAL", "K", "CHUNK_ROWS", "num_chunks"])
@@ -254,6 +250,7 @@ class _Workspace:
     epoch: torch.Tensor  # int32 [1], this rank's epoch counter
     barrier: torch.Tensor  # int32 [W], symmetric
     peer_recv: dict[int, torch.Tensor]
+    peer_flags: dict[int, torch.Tensor]
 
 
 _workspaces: dict[tuple[Any, ...], _Workspace] = {}
@@ -310,10 +307,8 @@ def _load_producer_kernels(
     With CUDA's lazy module loading (the default), the first launch of a kernel loads its module, and that load
     can wait for the kernels running on the GPU. A flag kernel loaded for the first time while this rank's GEMM
     spins on the peer's flags, and the peer's flag kernel waiting the same way, would block both ranks forever.
-    Both launches below change nothing: the flag kernel writes flag 0 of this rank with the epoch it already holds
-    (0, before any call), the push kernel gets zero chunks.
+    The launch below changes nothing: the push kernel gets zero chunks.
     """
-    _flag_kernel[(1,)](flags, 0, world.rank, epoch, num_warps=1)
     _push_kernel[(1,)](a, recv, flags, epoch, a.shape[0], a.shape[1], MIN_BLOCK_M, 0, BLOCK=PUSH_BLOCK, num_warps=16)
 
 
@@ -352,7 +347,8 @@ def _workspace(world: rt.World, a: torch.Tensor) -> _Workspace:
     _load_producer_kernels(world, a, recv, flags, epoch)
     rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
     peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
-    found = _Workspace(recv, flags, epoch, barrier, peer_recv)
+    peer_flags = {r: rt.peer_tensor(flags, r) for r in range(w) if r != world.rank}
+    found = _Workspace(recv, flags, epoch, barrier, peer_recv, peer_flags)
     _workspaces[ws_key] = found
     return found
 
@@ -362,8 +358,12 @@ def _gpu_name(device_index: int) -> str:
     return torch.cuda.get_device_name(device_index)
 
 
+@functools.cache
 def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: int, device: torch.device) -> Any:
-    """The configuration ``ag_gemm`` uses for this problem (tuned, else the cost model), for the current target."""
+    """The configuration ``ag_gemm`` uses for this problem (tuned, else the cost model), for the current target.
+
+    Remembered per problem for the life of the process (tuning files are read once per shape, not per call).
+    """
     config, _ = tuning.choose(
         "ag_gemm",
         m_local * world_size,
@@ -385,7 +385,7 @@ def _use_tma(config: OverlapConfig, m_local: int) -> bool:
 
 
 def _launch_fused(
-    world: rt.World, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: OverlapConfig
+    world: rt.World, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: OverlapConfig, no_comm: bool = False
 ) -> _Workspace:
     m_local, k = a.shape
     n = b.shape[1]
@@ -398,13 +398,16 @@ def _launch_fused(
     mm = config.matmul
     target = triton.runtime.driver.active.get_current_target()
     sms = num_sms(device.index)
-    reserved = config.push_ctas if config.producer == "sm" else 1
+    reserved = config.push_ctas if config.producer == "sm" else 0
     chunk_rows = config.chunk_tiles * mm.block_m
     num_chunks = triton.cdiv(m_local, chunk_rows)
     flags_per_chunk = config.push_ctas if config.producer == "sm" else 1
+    w_all = world.world_size
     side = _side_stream(device)
+    if no_comm:  # diagnosis only (bench/ag_gemm.py): every flag already holds the epoch, nothing travels
+        ws.flags[: w_all * num_chunks * flags_per_chunk].copy_(ws.epoch.expand(w_all * num_chunks * flags_per_chunk))
     side.wait_stream(main)
-    if config.producer == "sm":
+    if config.producer == "sm" and not no_comm:
         with torch.cuda.stream(side):
             _push_kernel[(config.push_ctas,)](
                 a, ws.recv, ws.flags, ws.epoch, m_local, k, chunk_rows, num_chunks, BLOCK=PUSH_BLOCK, num_warps=16
@@ -464,7 +467,7 @@ def _launch_fused(
             num_stages=fallback.num_stages,
             num_warps=fallback.num_warps,
         )
-    if config.producer == "ce":
+    if config.producer == "ce" and not no_comm:
         me, w = world.rank, world.world_size
         with torch.cuda.stream(side):
             for chunk in range(num_chunks):
@@ -473,15 +476,24 @@ def _launch_fused(
                 for step in range(1, w):
                     dst = (me - step) % w
                     ws.peer_recv[dst][me * m_local + lo : me * m_local + hi].copy_(a[lo:hi])
-                    _flag_kernel[(1,)](ws.flags, me * num_chunks + chunk, dst, ws.epoch, num_warps=1)
+                    flag = me * num_chunks + chunk
+                    ws.peer_flags[dst][flag : flag + 1].copy_(ws.epoch)  # stream-ordered after the chunk
     main.wait_stream(side)
     return ws
 
 
 def ag_gemm_impl(
-    a: torch.Tensor, b: torch.Tensor, return_gathered: bool = False, config: OverlapConfig | None = None
+    a: torch.Tensor,
+    b: torch.Tensor,
+    return_gathered: bool = False,
+    config: OverlapConfig | None = None,
+    _no_comm: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``ag_gemm`` without the custom-op wrapper; ``config`` overrides the tuned choice (benchmarks, tuning)."""
+    """``ag_gemm`` without the custom-op wrapper; ``config`` overrides the tuned choice (benchmarks, tuning).
+
+    ``_no_comm`` (diagnosis only, wrong results): the fused kernel runs with every flag already set and no
+    producer, which separates the cost of the concurrent communication from that of the kernel's schedule.
+    """
     world = check_inputs(a, b)
     m_local, k = a.shape
     n = b.shape[1]
@@ -496,7 +508,7 @@ def ag_gemm_impl(
         torch.matmul(gathered, b, out=c)
         return c, (gathered if return_gathered else None)
     with torch.cuda.device(a.device):
-        ws = _launch_fused(world, a, b, c, config)
+        ws = _launch_fused(world, a, b, c, config, no_comm=_no_comm)
     if not return_gathered:
         return c, None
     gathered = ws.recv.clone()
