@@ -7,9 +7,9 @@ Each rank produces for its right neighbour and consumes from its left one, every
   producer stream  fill the local source with this round's values; wait until the right rank acknowledged round
                    r-1; ``copy_chunks_with_flags`` copies chunk i into the right rank's destination (through its
                    peer view) and then sets the right rank's flag i to r
-  consumer stream  one program per chunk: ``dl.wait(flags + i, 1, "sys", "acquire", r)``, then read chunk i and
-                   count the elements that are not this round's values (stale reads); then acknowledge round r to
-                   the left rank
+  consumer stream  one program per chunk: ``dl.wait(flags + i, 1, "sys", "acquire", r, cmp="ge")``, then read
+                   chunk i and count the elements that are not this round's values (stale reads); then acknowledge
+                   round r to the left rank
 
 The values depend on a seed kept in device memory, the round and the element, so a chunk left over from an
 earlier round or run never passes for this one. Every flag writer runs over several chunk sizes, eagerly and
@@ -77,7 +77,7 @@ def fill_source(src_ptr, seeds_ptr, me, epoch, n, BLOCK: tl.constexpr):
 @triton.jit(do_not_specialize=["epoch"])
 def wait_for_ack(ack_ptr, epoch):
     """The right rank has read round epoch - 1 from our copies: its destination may be overwritten."""
-    dl.wait(ack_ptr, 1, "sys", "acquire", waitValue=epoch - 1)
+    dl.wait(ack_ptr, 1, "sys", "acquire", waitValue=epoch - 1, cmp="ge")
 
 
 @triton.jit(do_not_specialize=["left", "epoch", "chunk_elems"])
@@ -85,7 +85,7 @@ def consume_chunks(
     dst_ptr, flags_ptr, seeds_ptr, result_ptr, left, epoch, chunk_elems, SEMANTIC: tl.constexpr, BLOCK: tl.constexpr
 ):
     chunk = tl.program_id(0)
-    token = dl.wait(flags_ptr + chunk, 1, "sys", SEMANTIC, waitValue=epoch)
+    token = dl.wait(flags_ptr + chunk, 1, "sys", SEMANTIC, waitValue=epoch, cmp="ge")
     base = dl.consume_token(dst_ptr + chunk * chunk_elems, token)
     seed = tl.load(seeds_ptr + left)
     stale = 0
