@@ -249,3 +249,83 @@ def test_tokens_flow_through_if_for_and_helpers(target_name):
     compiled = compile_kernel(token_through_control_flow, signature, target_name, {"FIRST": True})
     ttir = compiled.asm["ttir"]
     assert ttir.count("__triton_dist_wait_") == 3 and "__triton_dist_consume_token" in ttir
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# dl.wait(..., cmp=...): one library function per comparison.
+
+
+@triton.jit(do_not_specialize=["value"])
+def wait_cmp_kernel(flags_ptr, n, value, CMP: tl.constexpr):
+    dl.wait(flags_ptr, n, "sys", "acquire", waitValue=value, cmp=CMP)
+
+
+@pytest.mark.parametrize("target_name", TARGET_NAMES)
+@pytest.mark.parametrize("flag", sorted(FLAG_TYPES))
+@pytest.mark.parametrize("cmp", abi.COMPARISONS)
+def test_wait_comparisons_call_and_inline_their_library_function(cmp, flag, target_name):
+    need_library(target_name)
+    signature = {"flags_ptr": FLAG_TYPES[flag], "n": "i32", "value": flag}
+    compiled = compile_kernel(wait_cmp_kernel, signature, target_name, {"CMP": cmp})
+    assert abi.wait_symbol("sys", "acquire", cmp, flag) in compiled.asm["ttir"]
+    assert "__triton_dist_wait" not in assembly(compiled, target_name), "the library call must be inlined"
+
+
+@pytest.mark.parametrize("cmp", abi.COMPARISONS)
+def test_ordered_wait_comparisons_are_signed_ptx_instructions(cmp):
+    """With 64-bit flags the flag test is the only 64-bit comparison of the kernel: signed for ordered tests."""
+    need_real_library("sm_90")
+    compiled = compile_kernel(wait_cmp_kernel, {"flags_ptr": "*i64", "n": "i32", "value": "i64"}, "sm_90", {"CMP": cmp})
+    compares = set(re.findall(r"\bsetp\.(\w+)\.([su]64|b64)\b", assembly(compiled, "sm_90")))
+    ordered = {op for op, kind in compares if kind == "s64"}
+    if cmp in ("eq", "ne"):
+        assert not ordered and any(op in ("eq", "ne") and kind == "b64" for op, kind in compares), compares
+    else:
+        assert ordered, compares
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# dl.notify to a tensor of ranks: one barrier, one release write per listed rank.
+
+
+@triton.jit(do_not_specialize=["signal"])
+def notify_ranks_kernel(flags_ptr, signal, WORLD: tl.constexpr, OP: tl.constexpr, COMM: tl.constexpr):
+    dl.notify(flags_ptr + dl.rank(), tl.arange(0, WORLD), signal=signal, sig_op=OP, comm_scope=COMM)
+
+
+@pytest.mark.parametrize("target_name", TARGET_NAMES)
+@pytest.mark.parametrize("op", ["set", "add"])
+def test_notify_to_a_tensor_of_ranks_is_one_barrier_and_one_release_atomic_per_rank(op, target_name):
+    need_library(target_name)
+    signature = {"flags_ptr": "*i32", "signal": "i32"}
+    constexprs = {"WORLD": 8, "OP": op, "COMM": "intra_node"}
+    compiled = compile_kernel(notify_ranks_kernel, signature, target_name, constexprs, num_warps=4)
+    ttir = compiled.asm["ttir"]
+    assert "__triton_dist_notify" not in ttir, "no loop of scalar notifies"
+    assert ttir.count(abi.SYMM_AT) == 1, "the flag's address on every listed rank comes from one elementwise call"
+    rmw = "exch" if op == "set" else "add"
+    assert len(re.findall(rf"tt\.atomic_rmw {rmw}, release, sys", ttir)) == 1, ttir
+    assert ttir.count("gpu.barrier") == 1, ttir
+    lines = assembly(compiled, target_name).splitlines()
+    if target_name == "sm_90":
+        atomics = [line for line in lines if re.search(r"\b(atom|red)\.", line)]
+        assert atomics and all(".sys" in line and "release" in line for line in atomics), "\n".join(atomics)
+        assert all(line.strip().startswith("@") for line in atomics), "replicated ranks are masked off"
+        barriers = [i for i, line in enumerate(lines) if re.search(r"\bbar(rier)?\.sync\b", line)]
+        assert len(barriers) == 1 and barriers[0] < index_of(lines, r"\b(atom|red)\."), "\n".join(lines)
+    else:
+        atomic = index_of(lines, r"\bglobal_atomic_(swap|add)\b")
+        assert atomic >= 0 and 0 <= index_of(lines[:atomic], r"\bbuffer_wbl2\b.*\bsc1\b")
+        assert 0 <= index_of(lines[:atomic], r"\bs_barrier\b")
+
+
+@triton.jit
+def notify_pairs_kernel(flags_ptr, WORLD: tl.constexpr):
+    ranks = tl.arange(0, WORLD)
+    dl.notify(flags_ptr + ranks, ranks, signal=ranks + 1, sig_op="add", comm_scope="gpu")
+
+
+def test_notify_pairs_flags_and_ranks_elementwise():
+    need_library("sm_90")
+    compiled = compile_kernel(notify_pairs_kernel, {"flags_ptr": "*i32"}, "sm_90", {"WORLD": 4})
+    assert re.search(r"tt\.atomic_rmw add, release, gpu", compiled.asm["ttir"])
