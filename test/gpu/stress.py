@@ -147,10 +147,11 @@ def allgather_item(world: rt.World, graph: bool, push: bool) -> Item:
     args = argparse.Namespace(block=4096, num_warps=8)
     grid = (AG_CTAS_PER_PEER, w)
     example = allgather_push if push else allgather_pull
+    # Eager: the example's own launcher (its flags, host epochs). Graph: the device-epoch wrapper, flags of its own.
     launch = example.make_launch(args, shard, out, AG_CTAS_PER_PEER) if not graph else None
-    if push:
+    if graph and push:
         flags = rt.zeros(w * AG_CTAS_PER_PEER, dtype=torch.int32)
-    else:
+    elif graph:
         ready = rt.zeros(w, dtype=torch.int32)
         done = rt.zeros(w * AG_CTAS_PER_PEER, dtype=torch.int32)
     rt.barrier()
