@@ -37,8 +37,7 @@ from overlap_timing import (  # noqa: E402
 )
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops import ag_gemm as ag_module  # noqa: E402
-from triton_dist.ops.ag_gemm import ag_gemm, choose_config  # noqa: E402
+from triton_dist.ops.ag_gemm import _workspace, ag_gemm, ag_gemm_impl, choose_config  # noqa: E402
 from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
 
@@ -92,7 +91,7 @@ def main() -> int:
         t_base = time_ms(baseline, reps=args.reps)
         t_cublas = time_ms(lambda g=gathered, b=b: g @ b, reps=args.reps)
         t_nccl = time_ms(lambda g=gathered, a=a: dist.all_gather_into_tensor(g, a), reps=args.reps)
-        ws = ag_module._workspace(world, a)
+        ws = _workspace(world, a)
         peers = [(me - s) % w for s in range(1, w)]
 
         def push_alone(a=a, ws=ws, peers=peers, rows=slice(me * m_local, (me + 1) * m_local)) -> None:
@@ -106,7 +105,7 @@ def main() -> int:
         t_no_comm = float("nan")
         if config.backend == "fused":
             t_no_comm = time_ms(
-                lambda a=a, b=b, config=config: ag_module.ag_gemm_impl(a, b, config=config, _no_comm=True),
+                lambda a=a, b=b, config=config: ag_gemm_impl(a, b, config=config, _no_comm=True),
                 reps=args.reps,
             )
         t_fused = float("nan")

@@ -26,8 +26,7 @@ sys.path.insert(0, str(REPO / "examples"))
 from common import Checks, log, main_guard, setup, sync, teardown  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops import ag_gemm as ag_module  # noqa: E402
-from triton_dist.ops.ag_gemm import AgGemmError, ag_gemm, ag_gemm_impl  # noqa: E402
+from triton_dist.ops.ag_gemm import AgGemmError, _workspaces, ag_gemm, ag_gemm_impl  # noqa: E402
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul  # noqa: E402
 from triton_dist.ops.tuning import OverlapConfig  # noqa: E402
 
@@ -62,7 +61,7 @@ def make_inputs(m_local: int, n: int, k: int, dtype: torch.dtype, seed: int) -> 
 
 
 def poison_receive_buffers() -> None:
-    for ws in ag_module._workspaces.values():
+    for ws in _workspaces.values():
         ws.recv.fill_(float("nan"))
     torch.cuda.synchronize()
 
