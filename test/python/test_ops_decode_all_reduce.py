@@ -4,6 +4,7 @@ any launch, and the custom op traces with fake tensors (what torch.compile does)
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -28,15 +29,15 @@ def _signature(kernel_name: str, dtype: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
-@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize(("dtype", "world"), [("bf16", 2), ("fp16", 0), ("fp32", 8)])  # WORLD=0: notify loop
 @pytest.mark.parametrize("kernel_name", ["one_shot", "two_shot"])
-def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, target):
+def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, world, target):
     need_library(target)
     itemsize = torch.empty((), dtype=DTYPES[dtype]).element_size()
     config = AllReduceConfig(kernel_name, 8, 4)
     shape = ar.launch_shape(1 << 20, itemsize, 2, config)
     kernel = ar._one_shot_kernel if kernel_name == "one_shot" else ar._two_shot_kernel
-    constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block}
+    constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block, "WORLD": world}
     if kernel_name == "one_shot":
         constexprs["STAGE"] = True
     aligned = ("x_ptr", "out_ptr", "data_ptr", "n") + (("chunk",) if kernel_name == "two_shot" else ())
@@ -44,7 +45,8 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, targ
     asm = assembly(compiled, target)
     if target == "sm_90":
         assert "ld.global.v4.b32" in asm and "st.global.v4.b32" in asm, "16-byte vector accesses expected"
-        assert "st.release.sys" in asm or "fence.acq_rel.sys" in asm or "fence.sc.sys" in asm  # notify
+        notifies = re.findall(r"st\.release\.sys|atom\.global\.sys\.release\.exch|fence\.(acq_rel|sc)\.sys", asm)
+        assert notifies, "a system-scope release (dl.notify) expected"
         assert "ld.acquire.sys" in asm  # wait
     else:
         assert "global_load_dwordx4" in asm or "buffer_load_dwordx4" in asm
@@ -55,11 +57,15 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, targ
 @pytest.mark.parametrize("itemsize", [2, 4])
 @pytest.mark.parametrize("world_size", [2, 3, 8])
 @pytest.mark.parametrize("numel", [1, 7, 4096, 65_539, 1 << 20, 3_000_017, 1 << 25])
-@pytest.mark.parametrize("programs", [1, 16, 128])
+@pytest.mark.parametrize("programs", [1, 16, 128, 256])
 def test_launch_shape_fits_workspace_and_covers_message(algo, itemsize, world_size, numel, programs):
+    if programs > ar.SLOTS[algo]:
+        with pytest.raises(ValueError, match="programs must be in"):
+            AllReduceConfig(algo, programs, 8)
+        return
     config = AllReduceConfig(algo, programs, 8)
     shape = ar.launch_shape(numel, itemsize, world_size, config)
-    assert 1 <= shape.programs <= min(programs, ar.SLOTS)
+    assert 1 <= shape.programs <= min(programs, ar.SLOTS[algo])
     assert shape.round % shape.block == 0 and shape.round & (shape.round - 1) == 0
     if algo == "one_shot":
         assert 2 * shape.round * itemsize <= ar.ONE_SHOT_REGION_BYTES  # two parity halves
@@ -76,6 +82,7 @@ def test_config_selection_table_then_heuristic(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(ar, "_cache_loaded", False)
     monkeypatch.setattr(ar, "_tables", {})
+    monkeypatch.setattr(ar, "_selected", {})  # the per-size memo
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
     device = torch.device("cuda", 0)
     assert ar.select_config(8 << 10, device, 2) == ar.heuristic_config(8 << 10, 2)
@@ -83,6 +90,7 @@ def test_config_selection_table_then_heuristic(monkeypatch, tmp_path):
     assert ar.heuristic_config(64 << 20, 2).algo == "two_shot"
     table = [(64 << 10, AllReduceConfig("one_shot", 2, 4)), (1 << 20, AllReduceConfig("two_shot", 16, 8))]
     monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), table)
+    ar._selected.clear()
     assert ar.select_config(1000, device, 2) == table[0][1]
     assert ar.select_config(64 << 10, device, 2) == table[0][1]
     assert ar.select_config((64 << 10) + 1, device, 2) == table[1][1]
@@ -93,6 +101,7 @@ def test_config_selection_table_then_heuristic(monkeypatch, tmp_path):
         '{"Fake GPU|2": [[1073741824, {"algo": "two_shot", "programs": 4, "num_warps": 4}]]}'
     )
     monkeypatch.setattr(ar, "_cache_loaded", False)
+    ar._selected.clear()
     assert ar.select_config(1000, device, 2) == AllReduceConfig("two_shot", 4, 4)
 
 
@@ -147,6 +156,11 @@ def test_custom_op_traces_with_fake_tensors():
         torch.randn(16), torch.empty(16)
     )
     assert any(n.target == torch.ops.triton_dist.all_reduce_out.default for n in out_graph.graph.nodes)
+
+
+@pytest.mark.parametrize(("world_size", "expected"), [(1, 1), (2, 2), (3, 0), (4, 4), (6, 0), (8, 8)])
+def test_notify_world_is_the_power_of_two_world_or_zero(world_size, expected):
+    assert ar.notify_world(world_size) == expected
 
 
 def test_all_reduce_is_the_function_not_the_module():

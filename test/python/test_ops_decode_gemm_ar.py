@@ -4,6 +4,8 @@ traces with fake tensors."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from dl_compile import assembly, compile_kernel, need_library
@@ -40,20 +42,22 @@ def test_kernel_compiles(m, target):
         "BLOCK_N": config.block_n,
         "BLOCK_K": config.block_k,
         "EXCHANGE": True,
+        "WORLD": 2,
     }
     compiled = compile_kernel(_gemm_ar_kernel, SIGNATURE, target, constexprs, ALIGNED, num_warps=config.num_warps)
     asm = assembly(compiled, target)
     if target == "sm_90":
         assert "mma" in asm  # tensor cores (mma.sync or wgmma)
         assert "cp.async" in asm  # software-pipelined operand loads
-        assert "ld.acquire.sys" in asm and ("st.release.sys" in asm or "fence" in asm)
+        assert "ld.acquire.sys" in asm  # dl.wait
+        assert re.search(r"st\.release\.sys|atom\.global\.sys\.release|fence\.(acq_rel|sc)\.sys", asm)  # notify
     else:
         assert "v_mfma" in asm
 
 
 def test_exchange_off_compiles_without_flags():
     need_library("sm_90")
-    constexprs = {"REGION": 16384, "BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 128, "EXCHANGE": False}
+    constexprs = {"REGION": 16384, "BLOCK_M": 16, "BLOCK_N": 64, "BLOCK_K": 128, "EXCHANGE": False, "WORLD": 2}
     asm = assembly(compile_kernel(_gemm_ar_kernel, SIGNATURE, "sm_90", constexprs, ALIGNED), "sm_90")
     assert "ld.acquire.sys" not in asm
 

@@ -51,18 +51,21 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops.comm_workspace import slot_workspace
+from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.runtime.world.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 SUPPORTED_OPS = ("sum",)
 ALGORITHMS = ("one_shot", "two_shot")
 
-SLOTS = 128
-"""Program slots per workspace: the most programs one launch uses."""
+SLOTS = {"one_shot": 256, "two_shot": 128}
+"""Program slots per workspace, per algorithm: the most programs one launch uses (one-shot: two per SM, so one
+program's loads overlap another's flag wait)."""
 ONE_SHOT_REGION_BYTES = 64 << 10
 """Per slot: two staging halves (epoch parity) of 32 KiB; a program moves up to 32 KiB per flag round."""
 TWO_SHOT_REGION_BYTES = 256 << 10
@@ -83,14 +86,26 @@ class AllReduceConfig:
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
             raise ValueError(f"all_reduce: algo must be one of {list(ALGORITHMS)}, got {self.algo!r}")
-        if not 1 <= self.programs <= SLOTS:
-            raise ValueError(f"all_reduce: programs must be in [1, {SLOTS}], got {self.programs}")
+        if not 1 <= self.programs <= SLOTS[self.algo]:
+            most = SLOTS[self.algo]
+            raise ValueError(f"all_reduce: {self.algo} programs must be in [1, {most}], got {self.programs}")
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ValueError(f"all_reduce: num_warps must be a power of two <= 16, got {self.num_warps}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernels
+
+
+@triton.jit
+def _notify_every_rank(flag_ptr, epoch, ranks, WORLD: tl.constexpr):
+    """Set ``flag_ptr`` to ``epoch`` on every rank (release). ``WORLD`` = the world size when it is a power of two:
+    one ``dl.notify`` to a tensor of ranks (one barrier, the ranks' writes in parallel); else 0: one per rank."""
+    if WORLD > 0:
+        dl.notify(flag_ptr, tl.arange(0, WORLD), signal=epoch, sig_op="set", comm_scope="intra_node")
+    else:
+        for peer in range(0, ranks):
+            dl.notify(flag_ptr, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
 
 
 @triton.jit
@@ -106,6 +121,7 @@ def _one_shot_kernel(
     ROUND: tl.constexpr,
     BLOCK: tl.constexpr,
     STAGE: tl.constexpr,
+    WORLD: tl.constexpr,
 ):
     slot = tl.program_id(0)
     me = dl.rank()
@@ -126,8 +142,7 @@ def _one_shot_kernel(
         else:  # x is on the heap and stays unchanged (benchmarks of the staging cost only)
             staged = x_ptr + base
         flags = slot_flags + parity * ranks
-        for peer in range(0, ranks):
-            dl.notify(flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+        _notify_every_rank(flags + me, epoch, ranks, WORLD)
         token = dl.wait(flags, ranks, "sys", "acquire", waitValue=epoch)
         staged = dl.consume_token(staged, token)
         for s in range(0, ROUND, BLOCK):
@@ -153,6 +168,7 @@ def _two_shot_kernel(
     REGION: tl.constexpr,
     ROUND: tl.constexpr,
     BLOCK: tl.constexpr,
+    WORLD: tl.constexpr,
 ):
     slot = tl.program_id(0)
     me = dl.rank()
@@ -172,8 +188,7 @@ def _two_shot_kernel(
                 offs = s + tl.arange(0, BLOCK)
                 mask = (base + offs < chunk) & (peer * chunk + base + offs < n)
                 tl.store(remote + offs, tl.load(x_ptr + peer * chunk + base + offs, mask=mask), mask=mask)
-        for peer in range(0, ranks):
-            dl.notify(scatter_flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+        _notify_every_rank(scatter_flags + me, epoch, ranks, WORLD)
         token = dl.wait(scatter_flags, ranks, "sys", "acquire", waitValue=epoch)
         arrived = dl.consume_token(inbox, token)
         # Reduce my chunk's slice; store it here and push it into every peer's gather buffer, row `me`.
@@ -188,8 +203,7 @@ def _two_shot_kernel(
             for peer in range(0, ranks):
                 if peer != me:
                     tl.store(dl.symm_at(gathered + me * ROUND + offs, peer), reduced, mask=mask)
-        for peer in range(0, ranks):
-            dl.notify(gather_flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+        _notify_every_rank(gather_flags + me, epoch, ranks, WORLD)
         token = dl.wait(gather_flags, ranks, "sys", "acquire", waitValue=epoch)
         landed = dl.consume_token(gathered, token)
         # All-gather: copy every other owner's reduced slice into out.
@@ -240,42 +254,44 @@ def launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceCo
     return LaunchShape(round_, block, programs, region_bytes // itemsize, chunk)
 
 
+def notify_world(world_size: int) -> int:
+    """The kernels' ``WORLD``: the world size if it is a power of two (one tensor-of-ranks notify), else 0."""
+    return world_size if world_size & (world_size - 1) == 0 else 0
+
+
+_plans: dict[tuple, LaunchPlan] = {}
+
+
 def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: bool = True) -> None:
     """Enqueue the kernel on the current stream (x, out: contiguous, same dtype and size; no checks)."""
-    world_size = rt.current_world().world_size
+    key = (x.numel(), x.dtype, x.device, x.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0, config, stage)
+    plan = _plans.get(key)
+    world = rt.current_world()
+    if plan is not None and plan.world is world:
+        plan.launch(x.device, x, out)
+        return
+    world_size = world.world_size
     shape = launch_shape(x.numel(), x.element_size(), world_size, config)
-    if config.algo == "one_shot":
-        ws = slot_workspace("all_reduce.one_shot", SLOTS, 2 * world_size, ONE_SHOT_REGION_BYTES)
-        _one_shot_kernel[(shape.programs,)](
-            x,
-            out,
-            ws.data_as(x.dtype),
-            ws.flags,
-            ws.epochs,
-            x.numel(),
-            ws.flags.shape[1],
-            REGION=shape.region_elems,
-            ROUND=shape.round,
-            BLOCK=shape.block,
-            STAGE=stage,
-            num_warps=config.num_warps,
-        )
-    else:
-        ws = slot_workspace("all_reduce.two_shot", SLOTS, 2 * world_size, TWO_SHOT_REGION_BYTES)
-        _two_shot_kernel[(shape.programs,)](
-            x,
-            out,
-            ws.data_as(x.dtype),
-            ws.flags,
-            ws.epochs,
-            x.numel(),
-            shape.chunk,
-            ws.flags.shape[1],
-            REGION=shape.region_elems,
-            ROUND=shape.round,
-            BLOCK=shape.block,
-            num_warps=config.num_warps,
-        )
+    one_shot = config.algo == "one_shot"
+    region_bytes = ONE_SHOT_REGION_BYTES if one_shot else TWO_SHOT_REGION_BYTES
+    ws = slot_workspace(f"all_reduce.{config.algo}", SLOTS[config.algo], 2 * world_size, region_bytes)
+    kernel = _one_shot_kernel if one_shot else _two_shot_kernel
+    named = {
+        "x_ptr": x,
+        "out_ptr": out,
+        "data_ptr": ws.data_as(x.dtype),
+        "flags_ptr": ws.flags,
+        "epochs_ptr": ws.epochs,
+        "n": x.numel(),
+        "chunk": shape.chunk,
+        "flags_stride": ws.flags.shape[1],
+        "REGION": shape.region_elems,
+        "ROUND": shape.round,
+        "BLOCK": shape.block,
+        "STAGE": stage,
+        "WORLD": notify_world(world_size),
+    }
+    _plans[key] = first_launch(kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -284,7 +300,23 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
 Table = list[tuple[int, AllReduceConfig]]
 """(largest message in bytes, config) rows, ascending; the first row whose bound covers the message applies."""
 
-DEFAULT_TABLES: dict[tuple[str, int], Table] = {}
+_C = AllReduceConfig
+DEFAULT_TABLES: dict[tuple[str, int], Table] = {
+    # 2 x H200 (NV18), bench/all_reduce.py --tune, graphed, bf16 (bench/results/all_reduce.md has the run).
+    ("NVIDIA H200", 2): [
+        (8 << 10, _C("one_shot", 2, 4)),
+        (16 << 10, _C("one_shot", 4, 4)),
+        (32 << 10, _C("one_shot", 8, 4)),
+        (64 << 10, _C("one_shot", 16, 4)),
+        (128 << 10, _C("one_shot", 32, 4)),
+        (256 << 10, _C("one_shot", 64, 4)),
+        (512 << 10, _C("one_shot", 128, 4)),
+        (1 << 20, _C("one_shot", 128, 8)),
+        (2 << 20, _C("one_shot", 128, 8)),
+        (4 << 20, _C("one_shot", 128, 8)),
+        (64 << 20, _C("two_shot", 128, 8)),
+    ],
+}
 """Committed tables measured by ``bench/all_reduce.py --tune``, keyed by (GPU name, world size)."""
 
 
@@ -292,7 +324,7 @@ def heuristic_config(nbytes: int, world_size: int) -> AllReduceConfig:
     """A reasonable config without measurements: one-shot up to 256 KiB (less for many ranks), else two-shot."""
     if nbytes <= (512 << 10) // max(1, world_size):
         return AllReduceConfig("one_shot", max(1, min(32, nbytes // (8 << 10))), 4)
-    return AllReduceConfig("two_shot", max(8, min(SLOTS, nbytes // (64 << 10))), 8)
+    return AllReduceConfig("two_shot", max(8, min(SLOTS["two_shot"], nbytes // (64 << 10))), 8)
 
 
 def _cache_path() -> Path:
@@ -321,10 +353,19 @@ def _load_cached_tables() -> None:
 
 
 _cache_loaded = False
+_selected: dict[tuple[int, torch.device, int], AllReduceConfig] = {}
 
 
 def select_config(nbytes: int, device: torch.device, world_size: int) -> AllReduceConfig:
     """The config for a message of ``nbytes``: tuned cache, else the committed table, else the heuristic."""
+    memo = (nbytes, device, world_size)
+    found = _selected.get(memo)
+    if found is None:
+        found = _selected[memo] = _select_config(nbytes, device, world_size)
+    return found
+
+
+def _select_config(nbytes: int, device: torch.device, world_size: int) -> AllReduceConfig:
     global _cache_loaded
     if not _cache_loaded:
         _load_cached_tables()
@@ -370,7 +411,7 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
     """x is on this rank's heap device; the first call of each (size, dtype) checks all ranks agree (collective).
 
     A rank that launched with another size would read past its peers' data or wait forever for flags; the check
-    makes that a RuntimeError on every rank instead. Later calls of the same signature cost nothing.
+    makes that a RuntimeError on every rank instead. Later calls of the same signature cost a set lookup.
     """
     world = rt.current_world()
     if x.device != world.device:
@@ -397,13 +438,18 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
 def _run(x: torch.Tensor, out: torch.Tensor, op: str, config: AllReduceConfig | None = None) -> None:
     check_inputs(x, op, out)
     world = rt.current_world()
+    if x.device != world.device:  # before anything asks the device for its properties
+        raise ValueError(f"all_reduce: x is on {x.device}, but this rank's symmetric heap is on {world.device}")
     if config is None:
         config = select_config(x.numel() * x.element_size(), x.device, world.world_size)
     _check_device_and_agreement(x, config)
     if x.numel() == 0:
         return
-    with torch.cuda.device(x.device):
+    if x.device.index == torch.cuda.current_device():
         _launch(x, out, config)
+    else:
+        with torch.cuda.device(x.device):
+            _launch(x, out, config)
 
 
 @torch.library.custom_op("triton_dist::all_reduce", mutates_args=())
@@ -429,6 +475,12 @@ def _all_reduce_out_fake(x: torch.Tensor, out: torch.Tensor, op: str) -> None:
     check_inputs(x, op, out)
 
 
+def plain_eager(x: torch.Tensor) -> bool:
+    """Whether a call with ``x`` may skip the dispatcher: a plain tensor, no compiler tracing, no dispatch mode
+    (fake tensors, make_fx, functionalization and torch.compile all need the registered op)."""
+    return type(x) is torch.Tensor and not torch.compiler.is_compiling() and _get_current_dispatch_mode() is None
+
+
 def all_reduce(x: torch.Tensor, op: str = "sum", *, out: torch.Tensor | None = None) -> torch.Tensor:
     """The sum of ``x`` over every rank of the triton_dist world, on every rank (``torch.ops.triton_dist``).
 
@@ -439,11 +491,18 @@ def all_reduce(x: torch.Tensor, op: str = "sum", *, out: torch.Tensor | None = N
 
     Needs ``triton_dist.init()``. Enqueued on the current stream without host synchronization; CUDA-graph capture
     works once the size has been called eagerly (the first call allocates the workspace and checks the ranks
-    agree).
+    agree). Under ``torch.compile`` this is the custom op; eager calls run its implementation directly (the same
+    function), skipping the dispatcher's few tens of µs, which would dominate a decode-size all-reduce.
     """
+    if not plain_eager(x):
+        if out is None:
+            return torch.ops.triton_dist.all_reduce(x, op)
+        torch.ops.triton_dist.all_reduce_out(x, out, op)
+        return out
     if out is None:
-        return torch.ops.triton_dist.all_reduce(x, op)
-    torch.ops.triton_dist.all_reduce_out(x, out, op)
+        check_inputs(x, op)
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    _run(x, out, op)
     return out
 
 
@@ -460,7 +519,7 @@ def graphed_us(fn: object, calls: int = 10, replays: int = 20, warmup: int = 3) 
             fn()  # type: ignore[operator]
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # NCCL's watchdog may query events meanwhile
         for _ in range(calls):
             fn()  # type: ignore[operator]
     for _ in range(warmup):
@@ -486,7 +545,9 @@ def candidate_configs(nbytes: int, itemsize: int, world_size: int) -> list[AllRe
         if algo == "one_shot" and nbytes > (8 << 20):
             continue  # many flag rounds per program; two-shot wins by far
         for num_warps in (4, 8):
-            for programs in (1, 2, 4, 8, 16, 32, 64, 128):
+            for programs in (1, 2, 4, 8, 16, 32, 64, 128, 256):
+                if programs > SLOTS[algo]:
+                    continue
                 config = AllReduceConfig(algo, programs, num_warps)
                 shape = launch_shape(numel, itemsize, world_size, config)
                 found.setdefault((algo, shape, num_warps), config)
@@ -518,6 +579,7 @@ def tune(
         rows.append((nbytes, best[1], best[0]))
     key = _table_key(world.device, world.world_size)
     _tables[key] = [(nbytes, config) for nbytes, config, _ in rows]
+    _selected.clear()
     if write_cache and world.rank == 0:
         path = _cache_path()
         path.parent.mkdir(parents=True, exist_ok=True)

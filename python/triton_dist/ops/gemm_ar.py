@@ -31,7 +31,9 @@ import triton.language as tl
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
+from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.comm_workspace import slot_workspace
+from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.runtime.world.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -94,6 +96,7 @@ def _gemm_ar_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     EXCHANGE: tl.constexpr,
+    WORLD: tl.constexpr,
 ):
     slot = tl.program_id(0)
     me = dl.rank()
@@ -130,8 +133,7 @@ def _gemm_ar_kernel(
             for peer in range(0, ranks):
                 tl.store(dl.symm_at(partials + me * TILE + in_tile, peer), partial, mask=row_ok)
             flags = slot_flags + parity * ranks
-            for peer in range(0, ranks):
-                dl.notify(flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+            _notify_every_rank(flags + me, epoch, ranks, WORLD)
             token = dl.wait(flags, ranks, "sys", "acquire", waitValue=epoch)
             partials = dl.consume_token(partials, token)
             total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -147,36 +149,47 @@ def _workspace_region_bytes(world_size: int) -> int:
     return 2 * world_size * MAX_TILE_ELEMS * 2  # two parities x ranks x the largest tile of 2-byte elements
 
 
+_plans: dict[tuple, LaunchPlan] = {}
+
+
 def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig) -> None:
     """Enqueue the kernel on the current stream (no checks; ``gemm_ar`` checks)."""
-    world_size = rt.current_world().world_size
+    aligned = tuple(t.data_ptr() % 16 == 0 for t in (a, b, out))
+    key = (a.shape, b.shape, a.stride(0), b.stride(0), out.stride(0), a.dtype, a.device, aligned, config)
+    plan = _plans.get(key)
+    world = rt.current_world()
+    if plan is not None and plan.world is world:
+        plan.launch(a.device, a, b, out)
+        return
     m, k = a.shape
     n = b.shape[1]
-    region_bytes = _workspace_region_bytes(world_size)
-    ws = slot_workspace("gemm_ar", SLOTS, 2 * world_size, region_bytes)
+    region_bytes = _workspace_region_bytes(world.world_size)
+    ws = slot_workspace("gemm_ar", SLOTS, 2 * world.world_size, region_bytes)
     tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
-    _gemm_ar_kernel[(min(tiles, SLOTS),)](
-        a,
-        b,
-        out,
-        ws.data_as(a.dtype),
-        ws.flags,
-        ws.epochs,
-        m,
-        n,
-        k,
-        a.stride(0),
-        b.stride(0),
-        out.stride(0),
-        ws.flags.shape[1],
-        REGION=region_bytes // a.element_size(),
-        BLOCK_M=config.block_m,
-        BLOCK_N=config.block_n,
-        BLOCK_K=config.block_k,
-        EXCHANGE=config.exchange,
-        num_warps=config.num_warps,
-        num_stages=config.num_stages,
-    )
+    named = {
+        "a_ptr": a,
+        "b_ptr": b,
+        "out_ptr": out,
+        "data_ptr": ws.data_as(a.dtype),
+        "flags_ptr": ws.flags,
+        "epochs_ptr": ws.epochs,
+        "M": m,
+        "N": n,
+        "K": k,
+        "stride_am": a.stride(0),
+        "stride_bk": b.stride(0),
+        "stride_om": out.stride(0),
+        "flags_stride": ws.flags.shape[1],
+        "REGION": region_bytes // a.element_size(),
+        "BLOCK_M": config.block_m,
+        "BLOCK_N": config.block_n,
+        "BLOCK_K": config.block_k,
+        "EXCHANGE": config.exchange,
+        "WORLD": notify_world(world.world_size),
+    }
+    grid = (min(tiles, SLOTS), 1, 1)
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    _plans[key] = first_launch(_gemm_ar_kernel, grid, named, 3, **options)
 
 
 def check_inputs(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> None:
@@ -245,8 +258,11 @@ def _run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConf
     if a.shape[1] == 0:
         out.zero_()
         return
-    with torch.cuda.device(a.device):
+    if a.device.index == torch.cuda.current_device():
         _launch(a, b, out, config)
+    else:
+        with torch.cuda.device(a.device):
+            _launch(a, b, out, config)
 
 
 @torch.library.custom_op("triton_dist::gemm_ar", mutates_args=())
@@ -269,6 +285,12 @@ def gemm_ar(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     memory). Every rank passes its own K slice with the same M, K_local and N (checked collectively on the first
     call of each shape). Accumulates in fp32; partial tiles are rounded to the dtype before the cross-rank sum (as
     an all-reduce of ``a @ b``'s output would be), the sum itself is fp32. Returns [M, N], bit-identical on every
-    rank. Needs ``triton_dist.init()``; CUDA-graph capture works once the shape has been called eagerly.
+    rank. Needs ``triton_dist.init()``; CUDA-graph capture works once the shape has been called eagerly. Eager calls
+    run the custom op's implementation directly (as ``all_reduce`` does); traced calls use the op.
     """
-    return torch.ops.triton_dist.gemm_ar(a, b)
+    if not plain_eager(a):
+        return torch.ops.triton_dist.gemm_ar(a, b)
+    check_inputs(a, b)
+    out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    _run(a, b, out)
+    return out
