@@ -11,8 +11,7 @@ How one call runs (all on the GPU, no host synchronization, so it can be capture
 2. The producer pushes this rank's A, chunk by chunk (``chunk_tiles * BLOCK_M`` rows), into slot r of every peer's
    symmetric receive buffer and sets one flag per chunk (and per pushing program) on that peer to the epoch:
    - ``"ce"``: ``copy_`` on a side stream (the copy engine), each followed by a 4-byte copy of this rank's epoch
-     counter into the peer's flag (the value is read on the device, so a CUDA graph replays it correctly, and
-     no SM is needed);
+     counter into the peer's flag (the value is read on the device, so a CUDA graph replays it correctly);
    - ``"sm"``: ``_push_kernel`` on ``push_ctas`` SMs (vector stores through ``dl.symm_at``, then ``dl.notify``).
    Rank r sends to r - 1 first, then r - 2, ...: rank r receives from r + 1 first.
 3. The persistent GEMM (``_ag_gemm_tma_kernel``, or the pointer kernel where there is no TMA) first computes the
@@ -398,7 +397,9 @@ def _launch_fused(
     mm = config.matmul
     target = triton.runtime.driver.active.get_current_target()
     sms = num_sms(device.index)
-    reserved = config.push_ctas if config.producer == "sm" else 0
+    # One SM stays free beside the copy engine too: should the driver run a small copy (the 4-byte flag copies)
+    # as a kernel, it must not queue behind GEMM programs that spin on that very flag.
+    reserved = config.push_ctas if config.producer == "sm" else 1
     chunk_rows = config.chunk_tiles * mm.block_m
     num_chunks = triton.cdiv(m_local, chunk_rows)
     flags_per_chunk = config.push_ctas if config.producer == "sm" else 1
