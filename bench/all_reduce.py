@@ -33,13 +33,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from triton_dist import runtime as rt
+from triton_dist.ops import all_reduce
+from triton_dist.testing import main_guard, rank0_print, setup_distributed, teardown
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "examples"))
-
-from common import log0, main_guard, setup, teardown  # noqa: E402
-
-from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops import all_reduce  # noqa: E402
 
 ar_module = sys.modules["triton_dist.ops.all_reduce"]
 SYMM_OPS = torch.ops.symm_mem
@@ -76,7 +74,7 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
     args = parser.parse_args()
-    world = setup(heap_size="1G")
+    world = setup_distributed(heap_size="1G")
     world_size = world.world_size
     group_name = dist.group.WORLD.group_name
     dtype = torch.bfloat16
@@ -85,16 +83,16 @@ def main() -> int:
     tuned = []
     if args.tune:
         tuned = ar_module.tune(SIZES, dtype)
-        log0("tuned table (bytes, config, graphed us):")
+        rank0_print("tuned table (bytes, config, graphed us):")
         for nbytes, config, us in tuned:
             c = config
-            log0(f"  TUNED ({nbytes}, AllReduceConfig({c.algo!r}, {c.programs}, {c.num_warps})), {us:.2f}")
+            rank0_print(f"  TUNED ({nbytes}, AllReduceConfig({c.algo!r}, {c.programs}, {c.num_warps})), {us:.2f}")
 
     symm_mem = None
     try:
         import torch.distributed._symmetric_memory as symm_mem
     except ImportError as error:
-        log0(f"INFO symm_mem unavailable: {error}")
+        rank0_print(f"INFO symm_mem unavailable: {error}")
 
     rows = []
     for nbytes in SIZES:
@@ -113,7 +111,7 @@ def main() -> int:
                 impls["symm-mem one-shot"] = lambda buf=buf: SYMM_OPS.one_shot_all_reduce(buf, "sum", group_name)
                 impls["symm-mem two-shot"] = lambda buf=buf: SYMM_OPS.two_shot_all_reduce_(buf, "sum", group_name)
             except Exception as error:  # noqa: BLE001 (a baseline that cannot run is reported, not fatal)
-                log0(f"INFO symm_mem at {nbytes}: {type(error).__name__}: {error}")
+                rank0_print(f"INFO symm_mem at {nbytes}: {type(error).__name__}: {error}")
         if nbytes <= 1 << 20:
             heap_x = rt.empty(n, dtype=dtype).copy_(x)
             config = ar_module.select_config(nbytes, x.device, world_size)
@@ -129,9 +127,11 @@ def main() -> int:
                 row[f"{name} eager"] = eager_us(fn, args.iters)
                 row[f"{name} graphed"] = ar_module.graphed_us(fn, replays=args.iters)
             except Exception as error:  # noqa: BLE001
-                log0(f"INFO {name} at {nbytes} failed: {type(error).__name__}: {error}")
+                rank0_print(f"INFO {name} at {nbytes} failed: {type(error).__name__}: {error}")
         rows.append(row)
-        log0(f"RESULT {human(nbytes)}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float)))
+        rank0_print(
+            f"RESULT {human(nbytes)}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
+        )
         rt.barrier()
 
     if world.rank == 0:

@@ -30,15 +30,14 @@ import torch
 import torch.distributed as dist
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "examples"))
 sys.path.insert(0, str(REPO / "bench"))
 
 from all_reduce import eager_us  # noqa: E402
-from common import log0, main_guard, setup, teardown  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
 from triton_dist.ops.gemm_ar import GemmARConfig, _check_device_and_agreement, _launch  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed, teardown  # noqa: E402
 
 LAYERS = [
     ("Llama-3-70B o_proj", 8192, 8192),
@@ -66,7 +65,7 @@ def main() -> int:
     parser.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
     parser.add_argument("--ms", type=int, nargs="*", default=MS)
     args = parser.parse_args()
-    world = setup(heap_size="2G")
+    world = setup_distributed(heap_size="2G")
     world_size = world.world_size
     group_name = dist.group.WORLD.group_name
     dtype = torch.bfloat16
@@ -111,13 +110,13 @@ def main() -> int:
                     row[f"{name} graphed"] = graphed_us(fn, replays=args.iters)
                     row[f"{name} eager"] = eager_us(fn, args.iters)
                 except Exception as error:  # noqa: BLE001 (a baseline that cannot run is reported, not fatal)
-                    log0(f"INFO {name} {layer} M={m}: {type(error).__name__}: {error}")
+                    rank0_print(f"INFO {name} {layer} M={m}: {type(error).__name__}: {error}")
             symm = min(row.get(f"matmul + symm {a} graphed", float("inf")) for a in ("one-shot", "two-shot"))
             row["matmul + symm best graphed"] = symm
             row["speedup vs NCCL graphed"] = row.get("matmul + NCCL graphed", float("nan")) / row["gemm_ar graphed"]
             row["speedup vs symm graphed"] = symm / row["gemm_ar graphed"]
             rows.append(row)
-            log0(
+            rank0_print(
                 f"RESULT {layer} M={m}: gemm_ar {row['gemm_ar graphed']:.1f} us ({row['config']}), GEMM only "
                 f"{row['gemm_ar GEMM only graphed']:.1f}, matmul {row.get('matmul graphed', 0):.1f}, matmul+NCCL "
                 f"{row.get('matmul + NCCL graphed', 0):.1f}, matmul+symm {symm:.1f} -> "

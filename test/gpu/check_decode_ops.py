@@ -11,23 +11,17 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "examples"))
-
-from common import Checks, log0, main_guard, setup, sync, teardown  # noqa: E402
-
-from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops import all_reduce  # noqa: E402
-from triton_dist.ops.all_reduce import AllReduceConfig, _run  # noqa: E402
-from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar  # noqa: E402
-from triton_dist.ops.gemm_ar import _run as _run_gemm_ar  # noqa: E402
+from triton_dist import runtime as rt
+from triton_dist.ops import all_reduce
+from triton_dist.ops.all_reduce import AllReduceConfig, _run
+from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar
+from triton_dist.ops.gemm_ar import _run as _run_gemm_ar
+from triton_dist.testing import Checks, main_guard, poison_, rank0_print, setup_distributed, sync, teardown
 
 TOLERANCE = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float32: (1e-5, 1e-5)}
 """(rtol, atol) of a W-term fp32 sum rounded once to the dtype, against torch's fp32 sum of the same inputs."""
@@ -47,7 +41,7 @@ def reference_sum(tag: int, shape: tuple[int, ...], dtype: torch.dtype, world_si
 
 
 def poisoned(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+    return poison_(torch.empty(shape, dtype=dtype, device="cuda"))
 
 
 def same_on_all_ranks(tensor: torch.Tensor) -> bool:
@@ -151,7 +145,7 @@ def check_all_reduce_graph(checks: Checks, world: rt.World) -> None:
         tag = 300 + replay
         for x, out, shape in zip(static_in, static_out, sizes, strict=True):
             x.copy_(rank_data(world.rank, tag, shape, dtype))
-            out.fill_(float("nan"))
+            poison_(out)
         graph.replay()
         sync("graph replay")
         for out, shape in zip(static_out, sizes, strict=True):
@@ -293,8 +287,8 @@ def check_gemm_ar_graph_and_compile(checks: Checks, world: rt.World) -> None:
         a, b = gemm_ar_operands(world.rank, tag, m, n, k, dtype)
         a_in.copy_(a)
         b_in.copy_(b)
-        first.fill_(float("nan"))
-        second.fill_(float("nan"))
+        poison_(first)
+        poison_(second)
         graph.replay()
         sync("gemm_ar graph replay")
         ref = gemm_ar_reference(tag, m, n, k, dtype, everyone)
@@ -347,11 +341,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ", ".join(GROUPS))
     args = parser.parse_args()
-    world = setup(heap_size="1G")
+    world = setup_distributed(heap_size="1G")
     checks = Checks()
     for group in args.only.split(","):
         for name, check in GROUPS[group]:
-            log0(f"--- {name}")
+            rank0_print(f"--- {name}")
             checks.run(name, lambda check=check: check(checks, world))
             rt.barrier()
     code = checks.exit_code()
