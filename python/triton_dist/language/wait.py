@@ -83,7 +83,8 @@ def consume_token(value: Any, token: wait_token, _semantic: TritonSemantic | Non
     shape and equals it; pointers keep their alignment, so loads through them still vectorize. Without it, the
     compiler may move a load whose address does not depend on the wait above the wait.
 
-    Cost: nothing at run time beyond the dependency (an add of an opaque zero for pointers).
+    Cost: nothing at run time beyond the dependency (an add of an opaque zero for pointers). It reads no context,
+    so it carries no device-side check (the :func:`wait` that made the token has them).
     """
     builder = _semantic
     if not isinstance(token, wait_token):
