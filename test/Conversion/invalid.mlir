@@ -19,11 +19,12 @@ func.func @num_ranks_on_mesh_axis() -> i32 {
 
 // -----
 
-// wait becomes a loop, which the single block of an scf.for body cannot hold.
+// wait becomes a loop, which only a function body's region is known to hold; scf regions go to cf first.
 func.func @wait_in_scf_for(%flags: !llvm.ptr<1>, %lb: index, %ub: index, %step: index) {
   %one = arith.constant 1 : i32
+  // expected-note @+1 {{the region's op}}
   scf.for %i = %lb to %ub step %step {
-    // expected-error @+1 {{lowers to control flow, which the single-block region of 'scf.for' cannot hold; lower structured control flow to the cf dialect first (--convert-scf-to-cf)}}
+    // expected-error @+1 {{'distributed.wait' op lowers to control flow (several blocks), but its region belongs to 'scf.for', not to a function body; lower structured control flow to the cf dialect first (--convert-scf-to-cf)}}
     %t = distributed.wait %flags, %one, %one scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
   }
   return
@@ -33,11 +34,59 @@ func.func @wait_in_scf_for(%flags: !llvm.ptr<1>, %lb: index, %ub: index, %step: 
 
 func.func @notify_in_scf_if(%flag: !llvm.ptr<1>, %peer: i32, %cond: i1) {
   %one = arith.constant 1 : i32
+  // expected-note @+1 {{the region's op}}
   scf.if %cond {
-    // expected-error @+1 {{lowers to control flow, which the single-block region of 'scf.if' cannot hold}}
+    // expected-error @+1 {{'distributed.notify' op lowers to control flow (several blocks), but its region belongs to 'scf.if'}}
     distributed.notify %flag, %peer, %one sig_op(set) comm_scope(intra_node) : !llvm.ptr<1>, i32
   }
   return
+}
+
+// -----
+
+// scf.reduce has no SingleBlock trait, but its region must stay one block all the same.
+func.func @wait_in_scf_reduce(%flags: !llvm.ptr<1>, %lb: index, %ub: index, %st: index, %init: i32) -> i32 {
+  %s = scf.parallel (%i) = (%lb) to (%ub) step (%st) init (%init) -> i32 {
+    // expected-note @+1 {{the region's op}}
+    scf.reduce(%init : i32) {
+    ^bb0(%l: i32, %r: i32):
+      // expected-error @+1 {{'distributed.wait' op lowers to control flow (several blocks), but its region belongs to 'scf.reduce', not to a function body; lower structured control flow to the cf dialect first (--convert-scf-to-cf)}}
+      %t = distributed.wait %flags, %r, %r scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+      %sum = arith.addi %l, %r : i32
+      scf.reduce.return %sum : i32
+    }
+  }
+  return %s : i32
+}
+
+// -----
+
+// Ops directly in a module: lowering them would leave instructions outside any function.
+// expected-error @+1 {{'distributed.get_rank' op is outside any function: it lowers to instructions, and LLVM IR has instructions only in function bodies}}
+%r = distributed.get_rank
+
+// -----
+
+%ptr = llvm.mlir.zero : !llvm.ptr<1>
+%one = arith.constant 1 : i32
+// expected-error @+1 {{'distributed.symm_at' op is outside any function}}
+%peer = distributed.symm_at %ptr, %one : !llvm.ptr<1>
+
+// -----
+
+%flags = llvm.mlir.zero : !llvm.ptr<1>
+%one = arith.constant 1 : i32
+// expected-error @+1 {{'distributed.wait' op is outside any function}}
+%t = distributed.wait %flags, %one, %one scope(sys) semantic(acquire) : !llvm.ptr<1>, i32
+
+// -----
+
+// expected-error @+1 {{'llvm.target_triple' must be a string, got 42 : i32}}
+module attributes {llvm.target_triple = 42 : i32} {
+  func.func @rank() -> i32 {
+    %r = distributed.get_rank
+    return %r : i32
+  }
 }
 
 // -----

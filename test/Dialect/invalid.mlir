@@ -206,3 +206,31 @@ func.func @heap_offset_shared_memory(%p: !llvm.ptr<3>) -> i64 {
   %o = distributed.heap_offset %p : !llvm.ptr<3>
   return %o : i64
 }
+
+// -----
+
+// The heap-base table has 256 entries (kMaxRanks): a constant rank past it would index out of bounds.
+func.func @symm_at_rank_past_the_table(%ptr: !llvm.ptr<1>) -> !llvm.ptr<1> {
+  %rank = arith.constant 300 : i32
+  // expected-error @+1 {{'distributed.symm_at' op rank must be below 256 (the largest world size the runtime context describes), got 300}}
+  %0 = distributed.symm_at %ptr, %rank : !llvm.ptr<1>
+  return %0 : !llvm.ptr<1>
+}
+
+// -----
+
+func.func @notify_rank_at_the_table_size(%flag: !llvm.ptr<1>, %s: i32) {
+  %rank = arith.constant 256 : i32
+  // expected-error @+1 {{'distributed.notify' op rank must be below 256}}
+  distributed.notify %flag, %rank, %s sig_op(set) comm_scope(gpu) : !llvm.ptr<1>, i32
+  return
+}
+
+// -----
+
+// The last entry is fine.
+func.func @symm_at_last_rank(%ptr: !llvm.ptr<1>) -> !llvm.ptr<1> {
+  %rank = arith.constant 255 : i32
+  %0 = distributed.symm_at %ptr, %rank : !llvm.ptr<1>
+  return %0 : !llvm.ptr<1>
+}

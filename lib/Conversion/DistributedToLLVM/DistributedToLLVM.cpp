@@ -30,7 +30,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -105,6 +107,30 @@ MemSyncScope getReleaseScope(CommScope scope) {
 
 /// Ops that become control flow need a region that can hold several blocks.
 bool needsMultiBlockRegion(Operation *op) { return isa<WaitOp, NotifyOp>(op); }
+
+bool readsContext(Operation *op) {
+  return isa<GetRankOp, GetNumRanksOp, GetHeapSizeOp, SymmAtOp, HeapOffsetOp,
+             NotifyOp>(op);
+}
+
+/// A wait or notify splits its block: only a function body is known to hold
+/// several blocks. Emits the reason when `op` is elsewhere.
+LogicalResult checkMultiBlockRegion(Operation *op) {
+  Operation *owner = op->getParentOp();
+  if (isa<FunctionOpInterface>(owner))
+    return success();
+  InFlightDiagnostic diag = op->emitOpError();
+  diag << "lowers to control flow (several blocks), but its region belongs "
+          "to '"
+       << owner->getName() << "', not to a function body";
+  if (isa_and_nonnull<scf::SCFDialect>(owner->getDialect()))
+    diag << "; lower structured control flow to the cf dialect first "
+            "(--convert-scf-to-cf)";
+  else
+    diag << "; move the op out of that region";
+  diag.attachNote(owner->getLoc()) << "the region's op";
+  return failure();
+}
 
 //===----------------------------------------------------------------------===//
 // Patterns
@@ -405,7 +431,7 @@ void mlir::triton_dist::populateDistributedToLLVMPatterns(
 LogicalResult mlir::triton_dist::checkLowerable(Operation *root) {
   bool ok = true;
   root->walk([&](Operation *op) {
-    if (!isa<TritonDistributedDialect>(op->getDialect()))
+    if (!isa_and_nonnull<TritonDistributedDialect>(op->getDialect()))
       return;
     int32_t axis = -1;
     if (auto rank = dyn_cast<GetRankOp>(op))
@@ -418,14 +444,37 @@ LogicalResult mlir::triton_dist::checkLowerable(Operation *root) {
                          "context only describes the whole world (axis -1)";
       ok = false;
     }
-    Operation *parent = op->getParentOp();
-    if (needsMultiBlockRegion(op) && parent &&
-        parent->hasTrait<OpTrait::SingleBlock>()) {
-      op->emitError() << "lowers to control flow, which the single-block "
-                         "region of '"
-                      << parent->getName()
-                      << "' cannot hold; lower structured control flow to the "
-                         "cf dialect first (--convert-scf-to-cf)";
+    if (!op->getParentOfType<FunctionOpInterface>()) {
+      op->emitOpError() << "is outside any function: it lowers to "
+                           "instructions, and LLVM IR has instructions only in "
+                           "function bodies";
+      ok = false;
+      return;
+    }
+    if (needsMultiBlockRegion(op) && failed(checkMultiBlockRegion(op)))
+      ok = false;
+  });
+  return success(ok);
+}
+
+LogicalResult mlir::triton_dist::checkTargetAttributes(ModuleOp module,
+                                                      const TargetInfoBase &target) {
+  bool ok = true;
+  module.walk([&](ModuleOp scope) {
+    for (StringRef name : {LLVM::LLVMDialect::getTargetTripleAttrName(),
+                           LLVM::LLVMDialect::getDataLayoutAttrName()}) {
+      Attribute attr = scope->getAttr(name);
+      if (attr && !isa<StringAttr>(attr)) {
+        scope.emitError() << "'" << name << "' must be a string, got " << attr;
+        ok = false;
+      }
+    }
+    auto triple = scope->getAttrOfType<StringAttr>(
+        LLVM::LLVMDialect::getTargetTripleAttrName());
+    if (triple && !target.acceptsTriple(triple.getValue())) {
+      scope.emitError() << "the module targets '" << triple.getValue()
+                        << "', but this lowering emits code for '"
+                        << target.getTriple() << "'";
       ok = false;
     }
   });
@@ -437,20 +486,24 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
                                           const TargetInfoBase &target,
                                           const LoweringOptions &options) {
   MLIRContext *context = module.getContext();
-  if (failed(checkLowerable(module)))
+  if (failed(checkTargetAttributes(module, target)) ||
+      failed(checkLowerable(module)))
     return failure();
 
-  bool readsContext = false;
+  // `llvm.mlir.addressof` resolves in the nearest symbol table: each module
+  // (nested ones included) that holds a reader gets its own declaration.
+  llvm::SetVector<Operation *> contextScopes;
   module.walk([&](Operation *op) {
-    if (isa<GetRankOp, GetNumRanksOp, GetHeapSizeOp, SymmAtOp, HeapOffsetOp,
-            NotifyOp>(op)) {
-      readsContext = true;
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
+    if (!readsContext(op))
+      return;
+    // An unregistered op on the way up might be a symbol table: MLIR then
+    // gives none, and the enclosing module is the best guess.
+    Operation *scope = SymbolTable::getNearestSymbolTable(op);
+    contextScopes.insert(scope ? scope : op->getParentOfType<ModuleOp>());
   });
-  if (readsContext && failed(getOrInsertContextGlobal(module)))
-    return failure();
+  for (Operation *scope : contextScopes)
+    if (failed(getOrInsertContextGlobal(scope)))
+      return failure();
 
   LLVMTypeConverter llvmConverter(context);
   populateDistributedTypeConversion(llvmConverter);

@@ -45,11 +45,11 @@ LLVM::LLVMStructType mlir::triton_dist::getContextType(MLIRContext *context) {
 }
 
 FailureOr<LLVM::GlobalOp>
-mlir::triton_dist::getOrInsertContextGlobal(ModuleOp module) {
-  MLIRContext *context = module.getContext();
+mlir::triton_dist::getOrInsertContextGlobal(Operation *symbolTable) {
+  MLIRContext *context = symbolTable->getContext();
   LLVM::LLVMStructType type = getContextType(context);
   if (Operation *existing =
-          SymbolTable::lookupSymbolIn(module, kContextSymbol)) {
+          SymbolTable::lookupSymbolIn(symbolTable, kContextSymbol)) {
     auto global = dyn_cast<LLVM::GlobalOp>(existing);
     if (!global)
       return existing->emitError()
@@ -71,8 +71,8 @@ mlir::triton_dist::getOrInsertContextGlobal(ModuleOp module) {
     return global;
   }
 
-  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-  Location loc = module.getLoc();
+  OpBuilder b = OpBuilder::atBlockBegin(&symbolTable->getRegion(0).front());
+  Location loc = symbolTable->getLoc();
   auto global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false,
                                        LLVM::Linkage::External, kContextSymbol,
                                        /*value=*/Attribute(), /*alignment=*/8,

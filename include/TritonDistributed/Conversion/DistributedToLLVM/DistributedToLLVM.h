@@ -50,9 +50,16 @@ void populateDistributedToLLVMPatterns(LLVMTypeConverter &converter,
                                        const WaitBackoff &backoff);
 
 /// Emits a located error for every `distributed` op under `root` the lowering
-/// cannot handle (a mesh axis other than -1, control flow needed inside a
-/// single-block region). Fails when it emitted any.
+/// cannot handle (a mesh axis other than -1, an op outside any function, a
+/// wait or notify outside a function body's region). Fails when it emitted
+/// any.
 LogicalResult checkLowerable(Operation *root);
+
+/// Emits a located error for each module (nested ones included) whose
+/// `llvm.target_triple` or `llvm.data_layout` is not a string, or whose triple
+/// names another architecture than `target`'s. Fails when it emitted any.
+LogicalResult checkTargetAttributes(ModuleOp module,
+                                    const TargetInfoBase &target);
 
 /// The whole lowering both passes run: checks, declares the context, converts
 /// every `distributed` op (and the token type on function, call, branch and

@@ -32,10 +32,11 @@ inline constexpr unsigned kGlobalAddressSpace = 1;
 /// heap_size, heap_bases.
 LLVM::LLVMStructType getContextType(MLIRContext *context);
 
-/// Returns the module's `@__triton_dist_context`, inserting the definition the
-/// ABI prescribes when the module has no such symbol. A symbol of that name
-/// with another type, address space or kind gets a located error and failure.
-FailureOr<LLVM::GlobalOp> getOrInsertContextGlobal(ModuleOp module);
+/// Returns the `@__triton_dist_context` of `symbolTable` (a module: the nearest
+/// symbol table of the ops that read it), inserting the definition the ABI
+/// prescribes when it has no such symbol. A symbol of that name with another
+/// type, address space or kind gets a located error and failure.
+FailureOr<LLVM::GlobalOp> getOrInsertContextGlobal(Operation *symbolTable);
 
 /// Loads of the context's fields at the builder's insertion point. The context
 /// does not change while a kernel runs, so the loads are marked invariant.

@@ -32,6 +32,14 @@ public:
   /// Marks the dialects the hooks create (NVVM, ROCDL) legal.
   virtual void addLegalDialects(ConversionTarget &target) const = 0;
 
+  /// The target triple the device library is built for, e.g.
+  /// "nvptx64-nvidia-cuda"; named in diagnostics.
+  virtual StringRef getTriple() const = 0;
+
+  /// Whether code for this target may go into a module whose
+  /// `llvm.target_triple` is `triple` (its architecture is this target's).
+  virtual bool acceptsTriple(StringRef triple) const = 0;
+
   //===--------------------------------------------------------------------===//
   // Threads
   //===--------------------------------------------------------------------===//

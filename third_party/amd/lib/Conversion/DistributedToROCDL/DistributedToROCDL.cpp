@@ -14,6 +14,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/TargetParser/Triple.h"
 
 namespace mlir {
 namespace triton_dist {
@@ -31,6 +32,12 @@ using namespace mlir::triton_dist;
 
 void ROCDLTargetInfo::addLegalDialects(ConversionTarget &target) const {
   target.addLegalDialect<ROCDL::ROCDLDialect>();
+}
+
+StringRef ROCDLTargetInfo::getTriple() const { return "amdgcn-amd-amdhsa"; }
+
+bool ROCDLTargetInfo::acceptsTriple(StringRef triple) const {
+  return llvm::Triple(triple).isAMDGCN();
 }
 
 Value ROCDLTargetInfo::getThreadId(OpBuilder &b, Location loc) const {

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/TargetParser/Triple.h"
 
 namespace mlir {
 namespace triton_dist {
@@ -31,6 +32,12 @@ using namespace mlir::triton_dist;
 
 void NVVMTargetInfo::addLegalDialects(ConversionTarget &target) const {
   target.addLegalDialect<NVVM::NVVMDialect>();
+}
+
+StringRef NVVMTargetInfo::getTriple() const { return "nvptx64-nvidia-cuda"; }
+
+bool NVVMTargetInfo::acceptsTriple(StringRef triple) const {
+  return llvm::Triple(triple).isNVPTX();
 }
 
 Value NVVMTargetInfo::getThreadId(OpBuilder &b, Location loc) const {

@@ -16,6 +16,11 @@ class ROCDLTargetInfo final : public TargetInfoBase {
 public:
   void addLegalDialects(ConversionTarget &target) const override;
 
+  /// "amdgcn-amd-amdhsa".
+  StringRef getTriple() const override;
+  /// Architectures amdgcn.
+  bool acceptsTriple(StringRef triple) const override;
+
   /// workitem.id.x.
   Value getThreadId(OpBuilder &b, Location loc) const override;
   /// llvm.amdgcn.wavefrontsize, which the backend folds for the subtarget.

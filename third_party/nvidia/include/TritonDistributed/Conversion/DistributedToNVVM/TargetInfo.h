@@ -16,6 +16,11 @@ class NVVMTargetInfo final : public TargetInfoBase {
 public:
   void addLegalDialects(ConversionTarget &target) const override;
 
+  /// "nvptx64-nvidia-cuda".
+  StringRef getTriple() const override;
+  /// Architectures nvptx, nvptx64.
+  bool acceptsTriple(StringRef triple) const override;
+
   /// %tid.x.
   Value getThreadId(OpBuilder &b, Location loc) const override;
   /// 32.
