@@ -188,8 +188,9 @@ def check_default_op(checks: Checks) -> None:
 
         checks.run(f"op CUDA graph {dtype}", graph_body)
         if dtype == torch.bfloat16:
-            triton_kernel = functools.partial(grs.gemm_rs_with, config=grs.GemmRSConfig())
-            checks.run("triton kernel CUDA graph", functools.partial(graph_body, dtype, triton_kernel, "triton"))
+            for label, config in (("triton", grs.GemmRSConfig()), ("cublas-ce", grs.CUBLAS_CE)):
+                op = functools.partial(grs.gemm_rs_with, config=config)
+                checks.run(f"{label} CUDA graph", functools.partial(graph_body, dtype, op, label))
     grs.clear_workspaces()
 
 

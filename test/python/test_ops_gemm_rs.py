@@ -8,7 +8,9 @@ test/gpu/check_gemm_rs.py under torchrun.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
+import re
 
 import pytest
 import torch
@@ -98,25 +100,24 @@ def test_cublas_path_kernels_compile(target_name):
         assert context_is_defined_and_used(
             assembly(compile_kernel(kernel, signature, target_name), target_name), target_name
         )
+    wait = assembly(
+        compile_kernel(grs._cublas_wait_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32"}, target_name), target_name
+    )
+    assert context_is_defined_and_used(wait, target_name)
     reduce = compile_kernel(
         grs._cublas_reduce_kernel,
-        {
-            "out_ptr": "*bf16",
-            "own_ptr": "*bf16",
-            "recv_ptr": "*bf16",
-            "flags_ptr": "*i32",
-            "epoch_ptr": "*i32",
-            "numel": "i32",
-        },  # fmt: skip
+        {"out_ptr": "*bf16", "own_ptr": "*bf16", "recv_ptr": "*bf16", "numel": "i32", "num_received": "i32"},
         target_name,
         constexprs={"BLOCK": 4096},
         aligned=("out_ptr", "own_ptr", "recv_ptr", "numel"),
         num_warps=8,
     )
     asm = assembly(reduce, target_name)
+    assert "__triton_dist_context" not in asm, "the reduction waits for nothing: no spinning programs"
     if target_name == "sm_90":
-        assert "ld.global.v4" in asm or "ld.global.nc.v4" in asm, "16-byte loads of the partials"
-        assert "ld.acquire.sys" in asm or "ld.global.acquire.sys" in asm
+        assert re.search(r"ld\.global(\.nc)?\.v4", asm), "16-byte loads of the partials"
+    if target_name == "sm_90":
+        assert "ld.acquire.sys" in wait or "ld.global.acquire.sys" in wait
 
 
 def test_reduce_kernel_compiles_for_both_targets():
@@ -162,24 +163,23 @@ def test_flatten_is_dropped_where_triton_cannot_flatten():
 
 
 def test_choose_config_falls_back_where_fusion_cannot_run_or_win():
-    hopper = GPUTarget("cuda", 90, 32)
-    amd = GPUTarget("hip", "gfx942", 64)
     cpu = torch.device("cpu")
-    assert grs.choose_config(4096, 2048, 2048, torch.bfloat16, 1, cpu, hopper).fallback, "one rank: no reduction"
-    assert grs.choose_config(256, 256, 128, torch.bfloat16, 2, cpu, hopper).fallback, "too small to win"
-    assert grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, cpu, hopper) == grs.CUBLAS_CE
-    assert grs.choose_config(4096, 2050, 2044, torch.bfloat16, 2, cpu, hopper) == grs.CUBLAS_CE, "cuBLAS: any shape"
-    assert grs.choose_config(4096, 2050, 2048, torch.bfloat16, 2, cpu, amd).fallback, "N rows not 16-byte aligned"
-    assert grs.choose_config(4096, 2048, 2044, torch.bfloat16, 2, cpu, amd).fallback, "K/W not 16-byte aligned"
-    chosen = grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, cpu, amd)
-    assert not chosen.fallback and chosen.gemm == "triton" and not chosen.matmul.use_tma
+    for target in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
+        pick = functools.partial(grs.choose_config, dtype=torch.bfloat16, device=cpu, target=target)
+        assert pick(4096, 2048, 2048, world_size=1).fallback, "one rank: no reduction"
+        assert pick(8192, 4096, 6144, world_size=2).fallback, "the GEMM dominates: measured slower than the baseline"
+        assert pick(4096, 2050, 2048, world_size=2).fallback, "N rows not 16-byte aligned"
+        assert pick(4096, 2048, 2044, world_size=2).fallback, "K/W not 16-byte aligned"
+        chosen = pick(4096, 2048, 2048, world_size=2)
+        assert not chosen.fallback and chosen.gemm == "triton", "communication-heavy: the fused kernel"
+        assert chosen.matmul.use_tma == (target.backend == "cuda"), "AMD has no TMA: the pointer kernel"
 
 
-def test_cost_model_prefers_the_overlap_for_large_shards_only():
-    large = grs.estimate_cublas_path_ms(8192, 4096, 6144, 2, 2)
-    assert large["cublas_path_ms"] < large["baseline_ms"] < large["gemm_ms"] + 0.3
-    small = grs.estimate_cublas_path_ms(128, 128, 128, 2, 2)
-    assert small["cublas_path_ms"] > small["baseline_ms"]
+def test_cost_model_matches_the_measured_seed_shape():
+    # 2 x H200, bench/results/gemm_rs.md: 8192,4096,12288 ran 0.693 ms fused vs 0.690 ms for torch.matmul + NCCL.
+    estimate = grs.estimate_ms(8192, 4096, 6144, 2, 2)
+    assert abs(estimate["triton_ms"] - estimate["baseline_ms"]) < 0.1 * estimate["baseline_ms"]
+    assert "torch.matmul+nccl" in grs.FALLBACK.short() and grs.FALLBACK in grs.CANDIDATES, "the tuner times it"
 
 
 def test_workspace_bytes_counts_double_buffered_scratch_and_flags():
