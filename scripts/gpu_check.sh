@@ -135,6 +135,7 @@ for n in $SIZES; do
   run_step "$n" ag_gemm 300 test/gpu/check_ag_gemm.py
   run_step "$n" memory_model 180 test/gpu/check_memory_model.py
   run_step "$n" decode_ops 240 test/gpu/check_decode_ops.py
+  run_step "$n" gemm_rs 300 test/gpu/check_gemm_rs.py $([ "${GPU_CHECK_QUICK:-0}" = 1 ] && echo --quick)
 done
 if [ "${GPU_CHECK_TUNE:-0}" = 1 ]; then
   last=$(echo $SIZES | awk '{print $NF}')
