@@ -80,6 +80,8 @@ def tune_shape(
     limit = 8e-3 if a.dtype == torch.bfloat16 else 1.5e-3
     best: tuple[float, grs.GemmRSConfig] | None = None
     for config in grs.CANDIDATES:
+        if args.candidates == "triton" and config.gemm == "cublas":
+            continue
         try:
             out = grs.gemm_rs_with(a, b, config)
             err = normwise_error(out, ref)
@@ -162,6 +164,9 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--heap-size", default="3G")
     parser.add_argument("--tune", action="store_true", help="time every candidate configuration first")
+    parser.add_argument(
+        "--candidates", default="all", choices=["all", "triton"], help="'triton': leave the cuBLAS path out of --tune"
+    )
     parser.add_argument("--table", default=None, help="tuning table to store into (default: the user cache)")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--name", default="gemm_rs", help="file name stem of the results")

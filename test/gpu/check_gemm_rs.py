@@ -262,6 +262,9 @@ def main() -> int:
     variants = QUICK_VARIANTS if args.quick else VARIANTS
     log0(f"gemm_rs: {len(variants)} variants x {len(shapes)} shapes in bf16 (fp16: the first two), 3 calls each")
     check_variants(checks, shapes, [torch.bfloat16, torch.float16], variants)
+    # The cuBLAS path at a [4096, 4096] shard: where waiting inside its wide reduction kernel once deadlocked.
+    cublas = [grs.CUBLAS_CE, dataclasses.replace(grs.CUBLAS_CE, producer="direct")]
+    check_variants(checks, [(8192, 4096, 2048)], [torch.bfloat16], cublas)
     check_default_op(checks)
     check_bad_input(checks)
     log(f"RESULT gemm_rs checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
