@@ -8,7 +8,9 @@ Per shape (global M, N, K; rank r holds A_r [M, K/W] and B_r [K/W, N]), all in o
 - ours: ``triton_dist.ops.gemm_rs`` (the torch custom op, configuration from the tuned table or the cost model);
 - matmul + NCCL: ``torch.matmul`` then ``dist.reduce_scatter_tensor`` (bf16 partials, as PyTorch's fused op);
 - torch fused: ``torch.ops.symm_mem.fused_matmul_reduce_scatter``;
-- matmul alone (cuBLAS) and NCCL reduce-scatter alone; overlap bound = max of the two; ours / bound.
+- matmul alone (cuBLAS) and NCCL reduce-scatter alone; overlap bound = max of the two; ours / bound;
+- diagnostics of the fused Triton kernel (the tuner's fastest, or the default): its time, its time with every push
+  kept local and no flags (``gemm_rs.launch_without_communication``), and our GEMM alone (``ops.matmul``).
 
 ``--tune`` first times every candidate of ``gemm_rs.CANDIDATES`` (GEMM tiles x fused or two-kernel reduction x
 fp32 or input-dtype partials x when to flag) per shape, checks each against an fp32 reference, stores the fastest
@@ -42,6 +44,7 @@ from overlap_timing import (  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import tuning  # noqa: E402
+from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
@@ -73,12 +76,17 @@ def normwise_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 def tune_shape(
     a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, args: argparse.Namespace, rows: list[list[object]]
-) -> tuple[grs.GemmRSConfig, float]:
-    """Time every candidate on this problem; returns the fastest one whose error is within the dtype's bound."""
+) -> tuple[grs.GemmRSConfig, float, grs.GemmRSConfig | None]:
+    """Time every candidate on this problem.
+
+    Returns the fastest candidate whose error is within the dtype's bound, its time, and the fastest fused Triton
+    candidate (for the diagnostics), if any.
+    """
     m, k_local = a.shape
     n = b.shape[1]
     limit = 8e-3 if a.dtype == torch.bfloat16 else 1.5e-3
     best: tuple[float, grs.GemmRSConfig] | None = None
+    best_triton: tuple[float, grs.GemmRSConfig] | None = None
     for config in grs.CANDIDATES:
         if args.candidates == "triton" and config.gemm == "cublas":
             continue
@@ -97,10 +105,13 @@ def tune_shape(
                      "ok" if ok else "rejected"])  # fmt: skip
         if ok and (best is None or ms < best[0]):
             best = (ms, config)
+        if ok and config.gemm == "triton" and config.fused and (best_triton is None or ms < best_triton[0]):
+            best_triton = (ms, config)
         grs.clear_workspaces()
+    triton_config = best_triton[1] if best_triton else None
     if best is None:
-        return grs.FALLBACK, float("nan")
-    return best[1], best[0]
+        return grs.FALLBACK, float("nan"), triton_config
+    return best[1], best[0], triton_config
 
 
 def bench_shape(
@@ -125,8 +136,10 @@ def bench_shape(
     dist.reduce_scatter_tensor(ref, partial32)
     del partial32
     log0(f"shape {m},{n},{k} ({args.dtype}, per rank [{m}, {k_local}] x [{k_local}, {n}])")
+    diagnosed = grs.GemmRSConfig(partial_dtype="input")
     if args.tune:
-        best, best_ms = tune_shape(a, b, ref, args, tune_rows)
+        best, best_ms, best_triton = tune_shape(a, b, ref, args, tune_rows)
+        diagnosed = best_triton or diagnosed
         entry_key = grs.tuning_key(m, n, k_local, dtype, w, a.device)
         if world.rank == 0:
             tuning.store(table_path, entry_key, best, {"ms": best_ms})  # type: ignore[arg-type]
@@ -148,10 +161,17 @@ def bench_shape(
             t_fused = time_ms(lambda: fused_op(a, b), args.warmup, args.reps)
         except Exception as error:  # noqa: BLE001
             log0(f"  torch fused failed: {error}")
+    # Where the fused Triton kernel's time goes: the same kernel without NVLink pushes or flags, and our GEMM alone
+    # (ops.matmul, same tile configuration, TMA-store epilogue, no partial sums).
+    t_triton = time_ms(lambda: grs.gemm_rs_with(a, b, diagnosed), args.warmup, args.reps)
+    t_no_comm = time_ms(lambda: grs.launch_without_communication(a, b, diagnosed), args.warmup, args.reps)
+    t_our_gemm = time_ms(lambda: matmul(a, b, config=diagnosed.matmul), args.warmup, args.reps)
+    grs.clear_workspaces()
     bound = max(t_mm, t_rs)
     row = [f"{m},{n},{k}", f"{t_ours:.3f}", config.short(), f"{t_base:.3f}", f"{t_fused:.3f}", f"{t_mm:.3f}",
            f"{t_rs:.3f}", f"{bound:.3f}", f"{t_ours / bound:.3f}", f"{t_base / t_ours:.3f}",
-           f"{t_fused / t_ours:.3f}", f"{err_ours:.1e}", f"{err_base:.1e}"]  # fmt: skip
+           f"{t_fused / t_ours:.3f}", f"{err_ours:.1e}", f"{err_base:.1e}", diagnosed.short(), f"{t_triton:.3f}",
+           f"{t_no_comm:.3f}", f"{t_our_gemm:.3f}"]  # fmt: skip
     log0("  " + " | ".join(str(x) for x in row))
     return row, {"ours": t_base / t_ours, "torch fused": t_base / t_fused, "overlap bound": t_base / bound}
 
@@ -179,7 +199,8 @@ def main() -> int:
     table_path = Path(args.table) if args.table else tuning.cache_path()
     fused_op = torch_fused(dist.group.WORLD.group_name)
     headers = ["M,N,K", "ours ms", "config", "mm+NCCL ms", "torch fused ms", "mm alone ms", "NCCL RS alone ms",
-               "bound ms", "ours/bound", "speedup vs mm+NCCL", "vs torch fused", "err ours", "err mm+NCCL"]  # fmt: skip
+               "bound ms", "ours/bound", "speedup vs mm+NCCL", "vs torch fused", "err ours", "err mm+NCCL",
+               "Triton fused config", "its ms", "its ms without comm", "our GEMM alone ms"]  # fmt: skip
     rows: list[list[object]] = []
     tune_rows: list[list[object]] = []
     speedups: dict[str, list[float]] = {"ours": [], "torch fused": [], "overlap bound": []}

@@ -41,9 +41,10 @@ def gemm_rs_signature(config: grs.GemmRSConfig, dtype: str = "bf16") -> dict[str
             "epoch_ptr": "*i32", **SCALARS}  # fmt: skip
 
 
-def compile_gemm_rs(config: grs.GemmRSConfig, target_name: str, dtype: str = "bf16"):  # noqa: ANN201
+def compile_gemm_rs(config: grs.GemmRSConfig, target_name: str, dtype: str = "bf16", local_only: bool = False):  # noqa: ANN201
     tile = config.matmul
     constexprs = {
+        "LOCAL_ONLY": local_only,
         "BLOCK_M": tile.block_m, "BLOCK_N": tile.block_n, "BLOCK_K": tile.block_k, "GROUP_M": tile.group_m,
         "SPLIT_N": tile.split_n, "USE_TMA": tile.use_tma, "FUSED": config.fused,
         "DEFER_NOTIFY": config.defer_notify, "FLATTEN": config.flattens(),
@@ -73,6 +74,13 @@ def test_every_candidate_compiles_for_sm90_within_shared_memory(config):
     waits = "ld.acquire.sys" in asm or "ld.global.acquire.sys" in asm
     assert waits == config.fused, "own tiles poll their peers' flags with system-scope acquire (fused only)"
     assert "release.sys" in asm, "pushed tiles are flagged with a system-scope release"
+
+
+def test_the_no_communication_diagnostic_neither_flags_nor_waits():
+    need_library("sm_90")
+    asm = assembly(compile_gemm_rs(grs.GemmRSConfig(partial_dtype="input"), "sm_90", local_only=True), "sm_90")
+    assert "wgmma.mma_async" in asm and "cp.async.bulk.tensor" in asm, "the same GEMM"
+    assert "release.sys" not in asm and "acquire.sys" not in asm, "no flag written or polled"
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])

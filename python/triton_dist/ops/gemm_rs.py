@@ -115,11 +115,15 @@ def _store_tile(base, acc, row0, col0, num_rows, N, stride, SPLIT_N: tl.constexp
 
 
 @triton.jit
-def _add_received(part, tile_flags, scratch, slot_elems, me, W, epoch, row0, col0, num_rows, N):
+def _add_received(
+    part, tile_flags, scratch, slot_elems, me, W, epoch, row0, col0, num_rows, N, NO_WAIT: tl.constexpr = False
+):
     """``part`` plus every peer's partial of the same block, each read once that peer's flag holds ``epoch``."""
     for s in range(1, W):
-        token = dl.wait(tile_flags + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
-        received = dl.consume_token(scratch + (s - 1) * slot_elems, token)
+        received = scratch + (s - 1) * slot_elems
+        if not NO_WAIT:
+            token = dl.wait(tile_flags + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
+            received = dl.consume_token(received, token)
         part = _tile_part(received, part, row0, col0, num_rows, N, N, True)
     return part
 
@@ -155,12 +159,15 @@ def _gemm_rs_kernel(
     FUSED: tl.constexpr,
     DEFER_NOTIFY: tl.constexpr,
     FLATTEN: tl.constexpr = True,
+    LOCAL_ONLY: tl.constexpr = False,
 ):
     """Persistent GEMM over the W row shards in staggered order; peers' tiles pushed, own tiles reduced.
 
     ``a``/``b`` are TMA descriptors (USE_TMA) or pointers. ``scratch_ptr``: symmetric [2, slots, M/W, N] (slot
     ``s - 1`` receives rank ``rank + s``'s partial; slot W - 1 holds the own partial when not FUSED).
     ``flags_ptr``: symmetric int32 [2, tiles per shard, W]. ``epoch_ptr``: this call's epoch (device scalar).
+    ``LOCAL_ONLY`` (a diagnostic, see ``launch_without_communication``): pushes land in this rank's own scratch and
+    nothing is flagged or awaited; the same GEMM and memory traffic without NVLink or flags. Wrong results.
     """
     me = dl.rank()
     W = dl.num_ranks()
@@ -192,33 +199,40 @@ def _gemm_rs_kernel(
                 a, b, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, dest * shard_m + off_m, off_n,
                 BLOCK_M, BLOCK_N, BLOCK_K,
             )  # fmt: skip
-        if DEFER_NOTIFY:
+        if DEFER_NOTIFY and not LOCAL_ONLY:
             # The previous pushed tile's stores had this whole main loop to drain: flag it now.
             if pending_local >= 0:
                 _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
             pending_local = -1
         if dest != me:
             peer_slot = (me - dest - 1 + W) % W
-            remote = dl.symm_at(scratch + peer_slot * slot_elems, dest)
+            store_rank = dest
+            if LOCAL_ONLY:
+                store_rank = me
+            remote = dl.symm_at(scratch + peer_slot * slot_elems, store_rank)
             _store_tile(remote, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
-            if DEFER_NOTIFY:
-                pending_local = local
-                pending_dest = dest
-            else:
-                _notify_pushed(flags, local, W, me, dest, epoch)
+            if not LOCAL_ONLY:
+                if DEFER_NOTIFY:
+                    pending_local = local
+                    pending_dest = dest
+                else:
+                    _notify_pushed(flags, local, W, me, dest, epoch)
         elif FUSED:
             left, right = _halves(acc, SPLIT_N)
-            left = _add_received(left, flags + local * W, scratch, slot_elems, me, W, epoch, off_m, off_n, shard_m, N)
+            tile_flags = flags + local * W
+            left = _add_received(
+                left, tile_flags, scratch, slot_elems, me, W, epoch, off_m, off_n, shard_m, N, LOCAL_ONLY
+            )
             _tile_part(out_ptr, left, off_m, off_n, shard_m, N, stride_om, False)
             if SPLIT_N == 2:
                 right_n = off_n + BLOCK_N // 2
                 right = _add_received(
-                    right, flags + local * W, scratch, slot_elems, me, W, epoch, off_m, right_n, shard_m, N
+                    right, tile_flags, scratch, slot_elems, me, W, epoch, off_m, right_n, shard_m, N, LOCAL_ONLY
                 )
                 _tile_part(out_ptr, right, off_m, right_n, shard_m, N, stride_om, False)
         else:
             _store_tile(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
-    if DEFER_NOTIFY:
+    if DEFER_NOTIFY and not LOCAL_ONLY:
         if pending_local >= 0:
             _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
 
@@ -693,7 +707,9 @@ def check_inputs(a: Any, b: Any, world_size: int, device: torch.device) -> None:
         raise ValueError(f"gemm_rs: a has {a.shape[0]} rows, not a multiple of the world size {world_size}")
 
 
-def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmRSConfig, ws: Workspace) -> None:
+def _launch(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmRSConfig, ws: Workspace, local_only: bool = False
+) -> None:
     m, k = a.shape
     n = b.shape[1]
     world_size = m // out.shape[0] if out.shape[0] else 1
@@ -707,19 +723,39 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmRSC
     else:
         a_arg, b_arg = a, b
     programs = min(num_sms(a.device.index), world_size * tiles)
-    ws.epoch.add_(1)
+    if not local_only:
+        ws.epoch.add_(1)
     _gemm_rs_kernel[(programs,)](
         a_arg, b_arg, out, ws.scratch, ws.flags, ws.epoch,
         m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0),
         BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, BLOCK_K=tile.block_k, GROUP_M=tile.group_m,
         SPLIT_N=tile.split_n, USE_TMA=tile.use_tma, FUSED=config.fused, DEFER_NOTIFY=config.defer_notify,
-        FLATTEN=config.flattens(), num_stages=tile.num_stages, num_warps=tile.num_warps,
+        FLATTEN=config.flattens(), LOCAL_ONLY=local_only, num_stages=tile.num_stages, num_warps=tile.num_warps,
     )  # fmt: skip
     if not config.fused:
         _reduce_partials_kernel[(min(num_sms(a.device.index), tiles),)](
             out, ws.scratch, ws.flags, ws.epoch, m, n, out.stride(0),
             BLOCK_M=tile.block_m, BLOCK_N=tile.block_n, GROUP_M=tile.group_m, num_warps=8,
         )  # fmt: skip
+
+
+def launch_without_communication(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> torch.Tensor:
+    """Diagnostic: the Triton kernel of ``config`` with every push stored locally and no flag set or awaited.
+
+    Same GEMM, same stores and loads, no NVLink traffic and no synchronization, so its time beside ``gemm_rs``'s
+    says what the communication costs. The result is meaningless and no epoch is used up; call it on every rank
+    alike (the first call of a shape allocates the workspace, a collective).
+    """
+    world = _world()
+    check_inputs(a, b, world.world_size, world.device)
+    if config.fallback or config.gemm != "triton" or not config.fused:
+        raise ValueError(f"launch_without_communication: needs a fused Triton configuration, got {config.short()}")
+    m, k_local = a.shape
+    ws = _workspace(world, m, b.shape[1], k_local, a.dtype, config)
+    out = torch.empty((m // world.world_size, b.shape[1]), dtype=a.dtype, device=a.device)
+    with torch.cuda.device(a.device):
+        _launch(a, b, out, config, ws, local_only=True)
+    return out
 
 
 def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group: Any = None) -> torch.Tensor:
@@ -807,6 +843,7 @@ __all__ = [
     "lookup_tuned",
     "gemm_rs",
     "gemm_rs_with",
+    "launch_without_communication",
     "matmul_reduce_scatter",
     "tuning_key",
     "workspace_bytes",
