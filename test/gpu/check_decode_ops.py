@@ -19,6 +19,8 @@ import torch.distributed as dist
 from triton_dist import runtime as rt
 from triton_dist.ops import all_reduce
 from triton_dist.ops.all_reduce import AllReduceConfig, _run
+from triton_dist.ops.flash_decode import FlashDecodeConfig, flash_decode
+from triton_dist.ops.flash_decode import _run as _run_flash_decode
 from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar
 from triton_dist.ops.gemm_ar import _run as _run_gemm_ar
 from triton_dist.testing import Checks, main_guard, poison_, rank0_print, setup_distributed, sync, teardown
@@ -319,6 +321,138 @@ def check_gemm_ar_bad_input(checks: Checks, world: rt.World) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# flash_decode
+
+
+FLASH_CASES = [  # (batch, q_heads, kv_heads, local_len, dtype, config or None, lengths per rank: "full" / "varied")
+    (1, 64, 8, 4096, torch.bfloat16, None, "full"),
+    (4, 32, 8, 1000, torch.bfloat16, None, "varied"),  # one sequence has no tokens on rank 1
+    (8, 8, 8, 2048, torch.bfloat16, FlashDecodeConfig(splits=7), "varied"),  # one query head per KV head
+    (3, 16, 1, 777, torch.float16, FlashDecodeConfig(splits=1), "varied"),  # 16 query heads per KV head
+    (2, 64, 8, 65_536, torch.bfloat16, None, "varied"),
+]
+
+
+def flash_inputs(tag: int, batch: int, q_heads: int, kv_heads: int, local_len: int, dtype: torch.dtype, rank: int):
+    q = rank_data(0, tag, (batch, q_heads, 128), dtype)  # the same query on every rank
+    k = rank_data(rank, tag + 1, (batch, kv_heads, local_len, 128), dtype)
+    v = rank_data(rank, tag + 2, (batch, kv_heads, local_len, 128), dtype)
+    return q, k, v
+
+
+def flash_lengths(pattern: str, batch: int, local_len: int, rank: int) -> torch.Tensor:
+    if pattern == "full":
+        values = [local_len] * batch
+    else:  # varied per sequence and rank; sequence 1 has no tokens on rank 1
+        values = [(local_len * (b + 1) // batch + 37 * rank * (b + 1)) % (local_len + 1) for b in range(batch)]
+        if batch > 1 and rank == 1:
+            values[1] = 0
+    return torch.tensor(values, dtype=torch.int32, device="cuda")
+
+
+def close_flash(out: torch.Tensor, ref: torch.Tensor) -> tuple[bool, str]:
+    """Attention outputs are weighted means of V, often much smaller than 1: tolerances scale with the output
+    (2% of each element plus 1% of the largest; bf16 P @ V and output rounding stay well inside)."""
+    if torch.isnan(out).any():
+        return False, f"{int(torch.isnan(out).sum())} NaN (poison) elements left"
+    diff = (out.float() - ref.float()).abs()
+    bound = 2e-2 * ref.float().abs() + 1e-2 * float(ref.float().abs().max()) + 1e-6
+    bad = int((diff > bound).sum())
+    return (
+        bad == 0,
+        f"max |diff| {float(diff.max()):.3g} (max |ref| {float(ref.abs().max()):.3g}), {bad} out of tolerance",
+    )
+
+
+def flash_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """SDPA over the whole cache: every rank's valid tokens of each sequence, gathered."""
+    world_size = dist.get_world_size()
+    gathered = {}
+    for name, t in (("k", k), ("v", v), ("lengths", lengths)):
+        gathered[name] = [torch.empty_like(t) for _ in range(world_size)]
+        dist.all_gather(gathered[name], t.contiguous())
+    outs = []
+    for b in range(q.shape[0]):
+        keys = torch.cat([gathered["k"][r][b, :, : int(gathered["lengths"][r][b])] for r in range(world_size)], 1)
+        values = torch.cat([gathered["v"][r][b, :, : int(gathered["lengths"][r][b])] for r in range(world_size)], 1)
+        if keys.shape[1] == 0:
+            outs.append(torch.zeros(q.shape[1], q.shape[2], device="cuda"))
+            continue
+        attn = torch.nn.functional.scaled_dot_product_attention(
+            q[b].float()[None, :, None, :], keys.float()[None], values.float()[None], enable_gqa=True
+        )
+        outs.append(attn[0, :, 0, :])
+    return torch.stack(outs).to(q.dtype)
+
+
+def check_flash_decode_eager(checks: Checks, world: rt.World) -> None:
+    for tag, (batch, q_heads, kv_heads, local_len, dtype, config, pattern) in enumerate(FLASH_CASES, start=900):
+        q, k, v = flash_inputs(tag * 10, batch, q_heads, kv_heads, local_len, dtype, world.rank)
+        lengths = flash_lengths(pattern, batch, local_len, world.rank)
+        out = poisoned((batch, q_heads, 128), dtype)
+        _run_flash_decode(q, k, v, lengths, out, None, config)
+        sync("flash_decode")
+        ok, detail = close_flash(out, flash_reference(q, k, v, lengths))
+        what = f"flash_decode B={batch} Hq={q_heads} Hkv={kv_heads} local={local_len} {dtype} {config} {pattern}"
+        checks.check(what, ok, detail)
+        checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(out))
+    q, k, v = flash_inputs(990, 2, 8, 2, 64, torch.bfloat16, world.rank)
+    nothing = torch.zeros(2, dtype=torch.int32, device="cuda")
+    out = flash_decode(q, k, v, nothing)
+    checks.check("flash_decode with no tokens anywhere gives zeros", bool((out == 0).all()))
+
+
+def check_flash_decode_graph_and_compile(checks: Checks, world: rt.World) -> None:
+    batch, q_heads, kv_heads, local_len, dtype = 4, 32, 8, 2048, torch.bfloat16
+    q_in, k_in, v_in = (torch.zeros_like(t) for t in flash_inputs(1000, batch, q_heads, kv_heads, local_len, dtype, 0))
+    len_in = flash_lengths("varied", batch, local_len, world.rank)
+    flash_decode(q_in, k_in, v_in, len_in)  # warm-up: workspace, compile, rank agreement
+    sync("flash_decode graph warm-up")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        first = flash_decode(q_in, k_in, v_in, len_in)
+        second = flash_decode(q_in, k_in, v_in, len_in)
+    for replay in range(3):
+        q, k, v = flash_inputs(1010 + 10 * replay, batch, q_heads, kv_heads, local_len, dtype, world.rank)
+        for dst, src in ((q_in, q), (k_in, k), (v_in, v)):
+            dst.copy_(src)
+        poison_(first)
+        poison_(second)
+        graph.replay()
+        sync("flash_decode graph replay")
+        ok, detail = close_flash(first, flash_reference(q, k, v, len_in))
+        same = torch.equal(first, second)
+        checks.check(f"flash_decode CUDA graph replay {replay} (two calls)", ok and same, detail)
+    compiled = torch.compile(lambda q, k, v, n: flash_decode(q, k, v, n) * 2, fullgraph=True)
+    q, k, v = flash_inputs(1100, batch, q_heads, kv_heads, local_len, dtype, world.rank)
+    ok, detail = close_flash(compiled(q, k, v, len_in), (flash_reference(q, k, v, len_in).float() * 2).to(dtype))
+    checks.check("flash_decode under torch.compile(fullgraph=True)", ok, detail)
+
+
+def check_flash_decode_bad_input(checks: Checks, world: rt.World) -> None:
+    q, k, v = flash_inputs(1200, 2, 8, 2, 64, torch.bfloat16, world.rank)
+    n = torch.full((2,), 64, dtype=torch.int32, device="cuda")
+    expect_error(
+        checks,
+        "head dim 64",
+        ValueError,
+        lambda: flash_decode(q[..., :64], k[..., :64], v[..., :64], n),
+        "head_dim 128",
+    )
+    expect_error(
+        checks, "q heads not a multiple", ValueError, lambda: flash_decode(q[:, :7], k, v, n), "multiple of kv_heads"
+    )
+    expect_error(checks, "int64 lengths", ValueError, lambda: flash_decode(q, k, v, n.long()), "int32")
+    expect_error(checks, "k and v differ", ValueError, lambda: flash_decode(q, k, v[:, :, :32], n), "same shape")
+    expect_error(checks, "fp32", TypeError, lambda: flash_decode(q.float(), k.float(), v.float(), n), "bfloat16")
+    expect_error(checks, "batch mismatch", ValueError, lambda: flash_decode(q[:1], k, v, n[:1]), "batch")
+    odd_k = torch.zeros(2, 2, 64 + world.rank, 128, dtype=torch.bfloat16, device="cuda")
+    expect_error(
+        checks, "cache shapes differ across ranks", RuntimeError, lambda: flash_decode(q, odd_k, odd_k, n), "disagree"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
 
 
 GROUPS: dict[str, list[tuple[str, Callable[[Checks, rt.World], None]]]] = {
@@ -333,6 +467,11 @@ GROUPS: dict[str, list[tuple[str, Callable[[Checks, rt.World], None]]]] = {
         ("gemm_ar eager", check_gemm_ar_eager),
         ("gemm_ar CUDA graph + torch.compile", check_gemm_ar_graph_and_compile),
         ("gemm_ar bad input", check_gemm_ar_bad_input),
+    ],
+    "flash_decode": [
+        ("flash_decode eager", check_flash_decode_eager),
+        ("flash_decode CUDA graph + torch.compile", check_flash_decode_graph_and_compile),
+        ("flash_decode bad input", check_flash_decode_bad_input),
     ],
 }
 

@@ -5,17 +5,20 @@
 - :func:`all_reduce` (``ops/all_reduce.py``): one-launch one-shot / two-shot all-reduce for decode-size messages.
 - :func:`gemm_ar` (``ops/gemm_ar.py``): sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce
   in one kernel.
+- :func:`flash_decode` (``ops/flash_decode.py``): decode attention over a KV cache split across ranks along the
+  sequence, partial results combined inside the one kernel.
 - ``ops/tuning.py``: the joint (GEMM tile x chunk x producer x tile order) configurations, their on-disk cache and
   the cost model for shapes never tuned.
 """
 
 from __future__ import annotations
 
-# ``all_reduce`` / ``gemm_ar`` are the functions, not the submodules of the same name: importing the function
-# (after Python bound the submodule to the name) rebinds it, and later imports of the submodule leave it alone.
+# ``all_reduce`` / ``gemm_ar`` / ``flash_decode`` are the functions, not the submodules of the same name: importing
+# the function (after Python bound the submodule to the name) rebinds it; later submodule imports leave it alone.
 from triton_dist.ops.all_reduce import all_reduce
+from triton_dist.ops.flash_decode import flash_decode
 from triton_dist.ops.gemm_ar import gemm_ar
 from triton_dist.ops.gemm_rs import gemm_rs
 from triton_dist.ops.matmul import MatmulConfig, matmul
 
-__all__ = ["MatmulConfig", "all_reduce", "gemm_ar", "gemm_rs", "matmul"]
+__all__ = ["MatmulConfig", "all_reduce", "flash_decode", "gemm_ar", "gemm_rs", "matmul"]
