@@ -34,10 +34,12 @@ purpose: its spinning programs filled every SM and starved the peer-bound flag k
 deadlocked both ranks (2 x H200, shard [4096, 4096]).
 
 Measured on 2 x H200 (bench/results/gemm_rs.md): the fused kernel is correct but slower than torch.matmul + NCCL
-on the seed shapes (0.84-1.00x): its Triton GEMM alone runs at 0.85-0.93 of cuBLAS, more than the reduce-scatter it
-hides. So untuned shapes go to the cost model (:func:`estimate_ms`, measured constants), which keeps
-``torch.matmul`` + NCCL ``reduce_scatter_tensor`` (``GemmRSConfig.fallback``) unless the communication share is
-large enough for the fused kernel to win; the tuner (``bench/gemm_rs.py --tune``) times every candidate including
+on the seed shapes (0.84-1.00x), 1.14-1.34x cuBLAS's matmul alone. The ablations point at the epilogue's NVLink
+stores: bytes pushed cost their full link time (the warps that store a tile are the ones that issue the next tile's
+MMAs; Triton 3.6 does not warp-specialize this kernel on Hopper), and release fences after them cost more.
+So untuned shapes go to the cost model (:func:`estimate_ms`, measured constants), which keeps ``torch.matmul`` +
+NCCL ``reduce_scatter_tensor`` (``GemmRSConfig.fallback``) unless the communication share is large enough for the
+fused kernel to win; the tuner (``bench/gemm_rs.py --tune``) times every candidate including
 that baseline and the cuBLAS path and stores the fastest.
 """
 
@@ -437,7 +439,7 @@ def estimate_ms(m: int, n: int, k_local: int, element_size: int, world_size: int
     """The cost model: the Triton kernel's and torch.matmul + NCCL's expected time, in ms.
 
     Both scale with cuBLAS's GEMM time at ``tuning.Machine().gemm_tflops``. The Triton kernel costs a measured
-    multiple of it (its GEMM reaches 0.85-0.93 of cuBLAS, the pushes and flags the rest); the baseline adds NCCL's
+    multiple of it (1.14-1.33 on the 2 x H200 seed shapes, pushes included); the baseline adds NCCL's
     reduce-scatter of the whole [M, N] partial at its measured bandwidth and a launch overhead.
     """
     machine = tuning.Machine()
