@@ -11,10 +11,25 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include "llvm/Support/thread.h"
+
+#include <optional>
+
+/// MLIR's parser, verifier, passes and printer recurse once per nesting level
+/// of the input: input nested a few thousand levels deep (regions, attribute
+/// brackets) overflows the 8 MiB main-thread stack. The driver runs on a
+/// thread with this much stack instead (reserved, touched only as used).
+constexpr unsigned kDriverStackBytes = 1024u << 20;
+
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::triton_dist::registerAllDialects(registry);
   mlir::triton_dist::registerAllPasses();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "triton-dist optimizer driver\n", registry));
+  int status = 0;
+  llvm::thread driver(std::optional<unsigned>(kDriverStackBytes), [&] {
+    status = mlir::asMainReturnCode(mlir::MlirOptMain(
+        argc, argv, "triton-dist optimizer driver\n", registry));
+  });
+  driver.join();
+  return status;
 }

@@ -8,6 +8,11 @@
 // the typed wrapper (python/triton_dist/mlir.py) turns errors into a Python exception. Every Module owns its own
 // MLIRContext (single-threaded), so modules never share state.
 //
+// Nor may bad input take the Python process down. MLIR's parser, printer, verifier and passes recurse once per
+// level of nesting, so every entry point runs on a thread with a large stack (kWorkerStackBytes), and parse()
+// first refuses text nested deeper than kMaxNestingDepth with a located diagnostic. Errors that MLIR only prints
+// (a pass option that does not parse) are captured from stderr and returned as diagnostics.
+//
 //===----------------------------------------------------------------------===//
 
 #include "TritonDistributed/Conversion/DistributedToLLVM/RuntimeContext.h"
@@ -28,6 +33,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/Config/llvm-config.h"
+#include "llvm/Support/thread.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
@@ -35,6 +41,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,10 +50,101 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 namespace py = pybind11;
 using namespace mlir;
 
 namespace {
+
+//===----------------------------------------------------------------------===//
+// Deep input
+//===----------------------------------------------------------------------===//
+
+/// The stack of the thread every entry point runs on: enough for kMaxNestingDepth levels of nested regions
+/// through the parser, the verifier, the passes and the printer.
+constexpr unsigned kWorkerStackBytes = 1024u << 20;
+
+/// Deeper bracket nesting than this is refused before parsing (real IR nests a few dozen levels).
+constexpr unsigned kMaxNestingDepth = 10000;
+
+/// Runs `fn` on a fresh thread with a kWorkerStackBytes stack and waits for it.
+template <typename Fn>
+auto onLargeStack(Fn &&fn) -> decltype(fn()) {
+  std::optional<decltype(fn())> result;
+  llvm::thread worker(std::optional<unsigned>(kWorkerStackBytes), [&] { result.emplace(fn()); });
+  worker.join();
+  return std::move(*result);
+}
+
+/// Where the bracket nesting of IR text ((, [, {, <) first exceeds `limit`, as (line, column), ignoring strings
+/// and comments; std::nullopt when it never does.
+std::optional<std::pair<int, int>> findExcessiveNesting(llvm::StringRef text, unsigned limit) {
+  unsigned depth = 0;
+  int line = 1, column = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (c == '"') { // skip the string, escapes included
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\')
+          ++i;
+        else if (text[i] == '\n')
+          break;
+      }
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      while (i + 1 < text.size() && text[i + 1] != '\n')
+        ++i;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > limit)
+        return std::make_pair(line, column);
+    } else if (c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-'))) {
+      depth = depth ? depth - 1 : 0;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Captures what is written to file descriptor 2 (LLVM's errs() and C's stderr) while alive.
+class StderrCapture {
+public:
+  StderrCapture() {
+    std::fflush(stderr);
+    llvm::errs().flush();
+    file = std::tmpfile();
+    saved = file ? ::dup(2) : -1;
+    if (saved >= 0)
+      ::dup2(fileno(file), 2);
+  }
+  ~StderrCapture() { release(); }
+
+  /// Restores stderr and returns what was written meanwhile.
+  std::string release() {
+    std::string captured;
+    if (saved < 0)
+      return captured;
+    llvm::errs().flush();
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    saved = -1;
+    std::rewind(file);
+    char buffer[4096];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0)
+      captured.append(buffer, n);
+    std::fclose(file);
+    file = nullptr;
+    return captured;
+  }
+
+private:
+  std::FILE *file = nullptr;
+  int saved = -1;
+};
 
 //===----------------------------------------------------------------------===//
 // Diagnostics
@@ -208,6 +306,15 @@ std::pair<std::unique_ptr<PyModule>, std::vector<PyDiagnostic>> parse(const std:
   std::unique_ptr<MLIRContext> context = makeContext();
   OwningOpRef<ModuleOp> module;
   std::vector<PyDiagnostic> diagnostics;
+  if (auto where = findExcessiveNesting(text, kMaxNestingDepth)) {
+    diagnostics.emplace_back("error", sourceName + ":" + std::to_string(where->first) + ":" +
+                                          std::to_string(where->second),
+                             sourceName, where->first, where->second,
+                             "nesting deeper than " + std::to_string(kMaxNestingDepth) +
+                                 " levels of brackets; refused before parsing",
+                             std::vector<std::pair<std::string, std::string>>{});
+    return {nullptr, std::move(diagnostics)};
+  }
   {
     DiagnosticCollector collector(context.get());
     ParserConfig config(context.get(), /*verifyAfterParse=*/verify);
@@ -246,9 +353,15 @@ std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> runPipeline(PyM
   PassManager pm(module.getContext(), anchor);
   std::string parseErrors;
   llvm::raw_string_ostream errorStream(parseErrors);
-  if (failed(parsePassPipeline(passes, pm, errorStream))) {
-    collector.add("error", "<pipeline>",
-                  "invalid pass pipeline '" + pipeline + "': " + llvm::StringRef(parseErrors).trim().str());
+  // A pass option that does not parse is reported on stderr by LLVM's option parser, not to errorStream.
+  StderrCapture optionErrors;
+  bool parsed = succeeded(parsePassPipeline(passes, pm, errorStream));
+  std::string printed = llvm::StringRef(optionErrors.release()).trim().ltrim(": ").str();
+  if (!parsed) {
+    std::string reason = llvm::StringRef(parseErrors).trim().str();
+    if (!printed.empty())
+      reason = printed + (reason.empty() ? "" : "\n" + reason);
+    collector.add("error", "<pipeline>", "invalid pass pipeline '" + pipeline + "': " + reason);
     return {std::nullopt, collector.take()};
   }
 
@@ -265,8 +378,31 @@ std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> runPipeline(PyM
   return {std::move(text), collector.take()};
 }
 
+/// What LLVM IR cannot express and MLIR's translation does not check (it crashes instead): an op with operands or
+/// results directly in a module (LLVM IR has values only inside functions), a target triple or data layout that is
+/// not a string. Emits a located error for each.
+LogicalResult checkTranslatable(ModuleOp top) {
+  bool ok = true;
+  top.walk([&](ModuleOp module) {
+    for (llvm::StringRef name : {LLVM::LLVMDialect::getTargetTripleAttrName(), LLVM::LLVMDialect::getDataLayoutAttrName()})
+      if (Attribute attr = module->getAttr(name); attr && !isa<StringAttr>(attr)) {
+        module.emitError() << "'" << name << "' must be a string to translate to LLVM IR, got " << attr;
+        ok = false;
+      }
+    for (Operation &op : module.getBody()->getOperations())
+      if (op.getNumOperands() || op.getNumResults()) {
+        op.emitError() << "'" << op.getName()
+                       << "' is directly in a module: LLVM IR has values and instructions only inside functions";
+        ok = false;
+      }
+  });
+  return success(ok);
+}
+
 std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> translateToLLVMIR(PyModule &module) {
   DiagnosticCollector collector(module.getContext());
+  if (failed(checkTranslatable(module.get())))
+    return {std::nullopt, collector.take()};
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module.get(), llvmContext);
   if (!llvmModule) {
@@ -309,7 +445,12 @@ PYBIND11_MODULE(_mlir, m) {
   m.attr("LLVM_VERSION") = LLVM_VERSION_STRING;
 
   py::class_<PyModule>(m, "Module", "A parsed MLIR module and the MLIRContext that owns it.")
-      .def("to_string", &PyModule::print, py::arg("generic") = false, py::arg("debug_info") = false,
+      .def(
+          "to_string",
+          [](PyModule &module, bool generic, bool debugInfo) {
+            return onLargeStack([&] { return module.print(generic, debugInfo); });
+          },
+          py::arg("generic") = false, py::arg("debug_info") = false,
            "The module's textual IR (pretty form unless generic=True; locations with debug_info=True).");
 
   // Parsing builds a fresh context, so other threads may run meanwhile. The functions that take a Module keep the
@@ -318,15 +459,25 @@ PYBIND11_MODULE(_mlir, m) {
       "parse",
       [](const std::string &text, const std::string &sourceName, bool verify) {
         py::gil_scoped_release release;
-        return parse(text, sourceName, verify);
+        return onLargeStack([&] { return parse(text, sourceName, verify); });
       },
       py::arg("text"), py::arg("source_name") = "<string>", py::arg("verify") = true,
       "Parses a module: (Module or None, diagnostics).");
-  m.def("verify", &verifyModule, py::arg("module"), "Verifies a module: (ok, diagnostics).");
-  m.def("run_pipeline", &runPipeline, py::arg("module"), py::arg("pipeline"),
-        "Runs a textual pass pipeline on a copy of the module: (IR text or None, diagnostics).");
-  m.def("translate_to_llvmir", &translateToLLVMIR, py::arg("module"),
-        "Translates an LLVM-dialect module to LLVM IR: (LLVM IR text or None, diagnostics).");
+  m.def(
+      "verify", [](PyModule &module) { return onLargeStack([&] { return verifyModule(module); }); },
+      py::arg("module"), "Verifies a module: (ok, diagnostics).");
+  m.def(
+      "run_pipeline",
+      [](PyModule &module, const std::string &pipeline) {
+        return onLargeStack([&] { return runPipeline(module, pipeline); });
+      },
+      py::arg("module"), py::arg("pipeline"),
+      "Runs a textual pass pipeline on a copy of the module: (IR text or None, diagnostics).");
+  m.def(
+      "translate_to_llvmir",
+      [](PyModule &module) { return onLargeStack([&] { return translateToLLVMIR(module); }); },
+      py::arg("module"), "Translates an LLVM-dialect module to LLVM IR: (LLVM IR text or None, diagnostics).");
+  m.attr("MAX_NESTING_DEPTH") = kMaxNestingDepth;
   m.def("dialects", &dialectNames, "The dialects a module may use.");
   m.def("context_abi", &contextABI,
         "The runtime context the lowering targets: (symbol, max ranks, MLIR type, size in bytes).");

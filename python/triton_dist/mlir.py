@@ -198,11 +198,22 @@ def parse_file(path: str | os.PathLike, verify: bool = True) -> Module:
 
 
 def _as_module(ir: str | Module) -> Module:
-    return ir if isinstance(ir, Module) else parse(ir)
+    if isinstance(ir, Module):
+        return ir
+    if isinstance(ir, str):
+        return parse(ir)
+    raise TypeError(f"expected IR text (str) or a Module, not {type(ir).__name__}")
 
 
-def verify(module: Module) -> None:
-    """Runs the verifier; raises :class:`MLIRError` with the failing op's location and message."""
+def verify(ir: str | Module) -> None:
+    """Runs the verifier on IR text or a :class:`Module` parsed with ``verify=False``; raises :class:`MLIRError`
+    with the failing op's location and message."""
+    if isinstance(ir, str):
+        module = parse(ir, verify=False)
+    elif isinstance(ir, Module):
+        module = ir
+    else:
+        raise TypeError(f"verify() takes IR text (str) or a Module, not {type(ir).__name__}")
     ok, raw = _native().verify(module._native)
     _check(f"verifying {module.source_name}", ok, raw, module.source, module.source_name)
 

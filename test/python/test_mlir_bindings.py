@@ -253,6 +253,124 @@ def test_warnings_do_not_raise():
         mlir.run_pipeline(EVERY_OP, "canonicalize")
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# What a fuzzer found (issue 9 A11): every case ends in a result or an MLIRError, never a dead process
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _run_isolated(code: str) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter, so that a crash fails the test instead of killing pytest."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+
+
+@needs_mlir
+def test_deep_nesting_parses_or_raises_without_killing_the_process():
+    result = _run_isolated(
+        r"""
+from triton_dist import mlir
+deep_if = "func.func @deep(%c: i1) {\n" + "scf.if %c {\n" * 4000 + "}\n" * 4000 + "return\n}\n"
+lowered = mlir.run_pipeline(mlir.parse(deep_if), "convert-scf-to-cf")
+assert lowered.count("cf.cond_br") == 4000, lowered.count("cf.cond_br")
+brackets = "module attributes {test.a = " + "[" * 9000 + "]" * 9000 + "} {}"
+assert "[" * 9000 in str(mlir.parse(brackets))
+for text in ("module attributes {test.a = " + "[" * 20000 + "]" * 20000 + "} {}",
+             "func.func @deep(%c: i1) {\n" + "scf.if %c {\n" * 20000 + "}\n" * 20000 + "return\n}\n"):
+    try:
+        mlir.parse(text)
+    except mlir.MLIRError as err:
+        assert "nesting deeper than 10000 levels" in err.errors[0].message, err
+        assert err.errors[0].line >= 1 and err.errors[0].column >= 1
+    else:
+        raise AssertionError("20,000 levels parsed")
+print("survived")
+"""
+    )
+    assert result.returncode == 0, f"exit {result.returncode}: {result.stderr[-2000:]}"
+    assert result.stdout.strip() == "survived"
+
+
+@needs_mlir
+def test_nesting_limit_ignores_brackets_in_strings_and_comments():
+    text = "// " + "[" * 20000 + '\nmodule attributes {test.s = "' + "(" * 20000 + '"} {}\n'
+    assert "test.s" in str(mlir.parse(text))
+
+
+@needs_mlir
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [("tight-polls=abc", "'abc' value invalid for uint argument"), ("no-such-option=1", "no-such-option")],
+)
+def test_bad_pass_option_raises_with_the_reason(options, reason, capfd):
+    with pytest.raises(mlir.MLIRError) as info:
+        mlir.run_pipeline("module {}", f"convert-distributed-to-nvvm{{{options}}}")
+    assert reason in info.value.errors[0].message
+    assert "convert-distributed-to-nvvm" in info.value.errors[0].message
+    assert reason not in capfd.readouterr().err  # captured, not printed
+
+
+@needs_mlir
+def test_verify_accepts_text_like_run_pipeline():
+    mlir.verify("module {}")
+    with pytest.raises(mlir.MLIRError, match="num_barriers must be positive"):
+        mlir.verify(
+            "func.func @f(%p: !llvm.ptr<1>, %v: i32) {\n  %z = arith.constant 0 : i32\n"
+            "  %t = distributed.wait %p, %z, %v scope(sys) semantic(acquire) : !llvm.ptr<1>, i32\n  return\n}\n"
+        )
+    with pytest.raises(TypeError, match="not int"):
+        mlir.verify(3)
+    with pytest.raises(TypeError, match="not bytes"):
+        mlir.run_pipeline(b"module {}", "canonicalize")
+
+
+@needs_mlir
+@pytest.mark.parametrize("target", ["nvvm", "rocdl"])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("%r = distributed.get_rank\n", "'distributed.get_rank' op is outside any function"),
+        (
+            "%p = llvm.mlir.zero : !llvm.ptr<1>\n%one = arith.constant 1 : i32\n"
+            "%q = distributed.symm_at %p, %one : !llvm.ptr<1>\n",
+            "'distributed.symm_at' op is outside any function",
+        ),
+        ("module attributes {llvm.target_triple = 42 : i32} {}\n", "'llvm.target_triple' must be a string"),
+    ],
+)
+def test_module_level_ops_and_bad_triples_are_rejected_by_the_lowering(target, text, message):
+    with pytest.raises(mlir.MLIRError) as info:
+        mlir.run_pipeline(text, mlir.lowering_pipeline(target))
+    assert message in info.value.errors[0].message
+    assert info.value.errors[0].line == (3 if "symm_at" in text else 1)
+
+
+@needs_mlir
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("%p = llvm.mlir.zero : !llvm.ptr<1>\n", "'llvm.mlir.zero' is directly in a module"),
+        ("module attributes {llvm.target_triple = 42 : i32} {}\n", "'llvm.target_triple' must be a string"),
+    ],
+)
+def test_translation_rejects_what_llvm_ir_cannot_hold(text, message):
+    with pytest.raises(mlir.MLIRError) as info:
+        mlir.translate_to_llvmir(text)
+    assert message in info.value.errors[0].message
+    assert info.value.errors[0].line == 1
+
+
+@needs_mlir
+def test_foreign_triple_is_rejected_by_each_lowering():
+    nvptx = 'module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"} {}\n'
+    amdgcn = 'module attributes {llvm.target_triple = "amdgcn-amd-amdhsa"} {}\n'
+    mlir.run_pipeline(nvptx, mlir.lowering_pipeline("nvvm"))
+    mlir.run_pipeline(amdgcn, mlir.lowering_pipeline("rocdl"))
+    with pytest.raises(mlir.MLIRError, match="targets 'amdgcn-amd-amdhsa'"):
+        mlir.run_pipeline(amdgcn, mlir.lowering_pipeline("nvvm"))
+    with pytest.raises(mlir.MLIRError, match="targets 'nvptx64-nvidia-cuda'"):
+        mlir.run_pipeline(nvptx, mlir.lowering_pipeline("rocdl"))
+
+
 @pytest.mark.parametrize("target", ["cuda", "hip"])
 def test_lowering_pipeline_names(target):
     name = {"cuda": "nvvm", "hip": "rocdl"}[target]
