@@ -2,6 +2,7 @@
 
 - :func:`matmul` (``ops/matmul.py``): the persistent Hopper GEMM the fused ops are built from, standalone.
 - :func:`ag_gemm` (``ops/ag_gemm.py``): C = all_gather(A) @ B, overlapping the gather with the GEMM.
+- :func:`gemm_rs` (``ops/gemm_rs.py``): this rank's row shard of sum over ranks of A_r @ B_r (GEMM + reduce-scatter).
 - :func:`all_reduce` (``ops/all_reduce.py``): one-launch one-shot / two-shot all-reduce for decode-size messages.
 - :func:`gemm_ar` (``ops/gemm_ar.py``): sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce
   in one kernel.
@@ -13,12 +14,13 @@
 
 from __future__ import annotations
 
-# ``all_reduce`` / ``gemm_ar`` / ``flash_decode`` are the functions, not the submodules of the same name: importing
-# the function (after Python bound the submodule to the name) rebinds it; later submodule imports leave it alone.
+# Each op's name is bound to the function, not to the submodule of the same name: importing the function (after
+# Python bound the submodule to the name) rebinds it, and later submodule imports leave it alone.
+from triton_dist.ops.ag_gemm import ag_gemm
 from triton_dist.ops.all_reduce import all_reduce
 from triton_dist.ops.flash_decode import flash_decode
 from triton_dist.ops.gemm_ar import gemm_ar
 from triton_dist.ops.gemm_rs import gemm_rs
 from triton_dist.ops.matmul import MatmulConfig, matmul
 
-__all__ = ["MatmulConfig", "all_reduce", "flash_decode", "gemm_ar", "gemm_rs", "matmul"]
+__all__ = ["MatmulConfig", "ag_gemm", "all_reduce", "flash_decode", "gemm_ar", "gemm_rs", "matmul"]
