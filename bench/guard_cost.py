@@ -133,8 +133,8 @@ def main() -> int:
             passes = " / ".join(f"{t * scale:.3f}" for t in times[level])
             cost = best / base - 1.0
             rows.append((name, level.name, passes, f"{best * scale:.3f}", f"{cost:+.2%}"))
-            line = f"{name:24s} {level.name:8s} {unit} per pass: {passes}  best {best * scale:.3f}  {cost:+.2%}"
-            testing.rank0_print(line)
+            line = f"{name} checks={level.name} {unit} per pass: {passes} best {best * scale:.3f} cost {cost:+.2%}"
+            testing.rank0_print(f"RESULT guard_cost {line}")
 
     if world.world_size >= 2:
         times = time_levels(ping_pong_launchers(args.rounds), args.iters)

@@ -137,6 +137,9 @@ for n in $SIZES; do
   run_step "$n" decode_ops 240 test/gpu/check_decode_ops.py
   run_step "$n" gemm_rs 300 test/gpu/check_gemm_rs.py $([ "${GPU_CHECK_QUICK:-0}" = 1 ] && echo --quick)
 done
+first=$(echo $SIZES | awk '{print $1}')
+run_step "$first" guards 300 test/gpu/check_guards.py
+run_step "$first" guard_cost 300 bench/guard_cost.py --results "$LOGDIR/guard_cost"
 if [ "${GPU_CHECK_TUNE:-0}" = 1 ]; then
   last=$(echo $SIZES | awk '{print $NF}')
   run_step "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128

@@ -264,3 +264,34 @@ def test_the_interpreter_says_distributed_kernels_are_not_supported(tmp_path):
     output = result.stdout + result.stderr
     assert "dl.rank: distributed kernels are not supported by Triton's interpreter (TRITON_INTERPRET=1)" in output
     assert "Did you forget" not in output, output
+
+
+def test_the_gpu_guard_check_expects_the_messages_its_kernels_carry(tmp_path):
+    """test/gpu/check_guards.py looks for exact messages in the GPU's output: its kernels, compiled here for
+    sm_90, carry each of them (so the GPU check cannot fail, or pass, on a stale spelling)."""
+    import importlib.util
+
+    need_library("sm_90")
+    spec = importlib.util.spec_from_file_location("check_guards", REPO / "test" / "gpu" / "check_guards.py")
+    check_guards = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_guards)
+    module_path = tmp_path / "guard_kernels.py"  # Triton reads @jit source from a file
+    module_path.write_text(check_guards.PRELUDE)
+    spec = importlib.util.spec_from_file_location("guard_kernels", module_path)
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    checker = (REPO / "test" / "gpu" / "check_guards.py").read_text()
+    pull_scalar = compile_kernel(kernels.pull, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, "sm_90", {"TENSOR": False})
+    pull_tensor = compile_kernel(
+        kernels.pull, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, "sm_90", {"TENSOR": True}, checks=Checks.DEBUG
+    )
+    wait_on = compile_kernel(kernels.wait_on, {"flag_ptr": "*i32"}, "sm_90")
+    expected = [
+        (pull_scalar, context_message("rank", "pull")),
+        (pull_scalar, heap_message("symm_at", "pull", "ptr").removeprefix("triton_dist: ")),
+        (pull_tensor, heap_message("symm_at", "pull", "ptr").removeprefix("triton_dist: ")),
+        (wait_on, heap_message("wait", "wait_on", "barrierPtrs").removeprefix("triton_dist: ")),
+    ]
+    for compiled, message in expected:
+        assert any(message in m for m in _assert_messages(compiled.asm["ttir"])), message
+        assert message.removeprefix("triton_dist: ") in checker, message
