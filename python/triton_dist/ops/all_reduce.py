@@ -18,6 +18,10 @@ Two algorithms, both one launch, both without host synchronization (so they can 
   for large messages. Stores rather than loads cross NVLink because stores reach full bandwidth with far fewer
   programs (the reference measurements: ~325 GB/s from 16 CTAs, where loads need ~66).
 
+Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
+world size is a power of two, a loop of notifies otherwise. Calls after the first of a size launch the compiled
+kernel through a cached ``LaunchPlan`` (``launch_plan.py``), skipping Triton's per-call argument binding.
+
 Every rank sums the ranks' values in the same order (rank 0, 1, ...), and a two-shot chunk is reduced by one rank
 only, so all ranks get bit-identical results.
 
