@@ -236,6 +236,16 @@ def float_ranks(data_ptr, flag_ptr):
     dl.notify(flag_ptr, tl.load(data_ptr + tl.arange(0, 4)))
 
 
+@triton.jit
+def mask_for_a_scalar_notify(flag_ptr):
+    dl.notify(flag_ptr, 1, mask=dl.rank() > 0)
+
+
+@triton.jit
+def integer_mask(flag_ptr):
+    dl.notify(flag_ptr, tl.arange(0, 4), mask=tl.arange(0, 4))
+
+
 I32 = {"flag_ptr": "*i32"}
 FP32_I32 = {"data_ptr": "*fp32", "flag_ptr": "*i32"}
 I32_N = {"flag_ptr": "*i32", "n": "i32"}
@@ -277,6 +287,8 @@ CASES = [
     (two_dimensional_ranks, I32, {}, ("dl.notify", "a tensor of ranks must be 1-D")),
     (ranks_and_flags_of_other_shapes, I32, {}, ("dl.notify", "a tensor of the ranks' shape [4]")),
     (float_ranks, FP32_I32, {}, ("dl.notify", "rank must be an integer or a 1-D tensor of integers")),
+    (mask_for_a_scalar_notify, I32, {}, ("dl.notify", "mask applies to the tensor forms only")),
+    (integer_mask, I32, {}, ("dl.notify", "mask must be a boolean tensor", "int32")),
     (float_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "2.0")),
     (pointer_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "pointer")),
     (tensor_num_barriers, I32, {}, ("dl.wait", "numBarriers must be a scalar integer")),
@@ -338,6 +350,8 @@ def misuse(flag_ptr, data_ptr, CALL: tl.constexpr, FORM: tl.constexpr):
         dl.notify(flag_ptr, bad)
     elif CALL == "notify.signal":
         dl.notify(flag_ptr, 0, signal=bad)
+    elif CALL == "notify.mask":
+        dl.notify(flag_ptr + tl.arange(0, 4), 0, mask=bad)
     elif CALL == "notify.sig_op":
         dl.notify(flag_ptr, 0, sig_op=bad)
     elif CALL == "wait.barrierPtrs":
@@ -365,6 +379,7 @@ MISUSE_CALLS = [
     "notify.rank",
     "notify.signal",
     "notify.sig_op",
+    "notify.mask",
     "wait.barrierPtrs",
     "wait.numBarriers",
     "wait.waitValue",
@@ -375,7 +390,7 @@ MISUSE_CALLS = [
     "num_ranks.axis",
 ]
 MISUSE_FORMS = ["block_pointer", "tensor_descriptor", "tuple", "token", "string", "none", "float", "dtype"]
-VALID = {("consume_token.token", "token"), ("notify.sig_op", "string"), ("wait.cmp", "string")}
+VALID = {("consume_token.token", "token"), ("notify.sig_op", "string"), ("wait.cmp", "string"), ("notify.mask", "none")}
 MISUSES = [(call, form) for call in MISUSE_CALLS for form in MISUSE_FORMS if (call, form) not in VALID]
 
 

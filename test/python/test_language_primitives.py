@@ -329,3 +329,22 @@ def test_notify_pairs_flags_and_ranks_elementwise():
     need_library("sm_90")
     compiled = compile_kernel(notify_pairs_kernel, {"flags_ptr": "*i32"}, "sm_90", {"WORLD": 4})
     assert re.search(r"tt\.atomic_rmw add, release, gpu", compiled.asm["ttir"])
+
+
+@triton.jit(do_not_specialize=["signal"])
+def notify_some_ranks_kernel(flags_ptr, signal, BLOCK: tl.constexpr):
+    ranks = tl.arange(0, BLOCK)
+    dl.notify(flags_ptr + dl.rank(), ranks, signal=signal, mask=ranks < dl.num_ranks())
+
+
+@pytest.mark.parametrize("target_name", TARGET_NAMES)
+def test_notify_to_ranks_under_a_mask_skips_the_masked_ranks(target_name):
+    """A world that is not a power of two: ranks tl.arange(0, 8) masked to those below num_ranks()."""
+    need_library(target_name)
+    signature = {"flags_ptr": "*i32", "signal": "i32"}
+    compiled = compile_kernel(notify_some_ranks_kernel, signature, target_name, {"BLOCK": 8})
+    ttir = compiled.asm["ttir"]
+    atomic = re.search(r"tt\.atomic_rmw exch, release, sys, (%\w+), (%\w+), (%\w+)", ttir)
+    assert atomic is not None, ttir
+    mask = atomic.group(3)
+    assert re.search(rf"{re.escape(mask)} = arith\.cmpi slt", ttir), "the atomic's mask is the rank comparison"

@@ -47,11 +47,15 @@ def require_context(primitive: str, builder: TritonSemantic, generator: Any) -> 
     )
 
 
-def require_in_heap(ptr: tl.tensor, primitive: str, name: str, builder: TritonSemantic, generator: Any) -> None:
-    """Stop the kernel unless ``ptr`` (each element of it, for a tensor) points into this rank's symmetric heap.
+def require_in_heap(
+    ptr: tl.tensor, primitive: str, name: str, builder: TritonSemantic, generator: Any, mask: tl.tensor | None = None
+) -> None:
+    """Stop the kernel unless ``ptr`` (each element of it where ``mask`` holds, for a tensor) points into this
+    rank's symmetric heap.
 
     Scalars are checked from ``Checks.DEFAULT`` on, tensors of pointers only at ``Checks.DEBUG``: a tensor's
-    masked-off lanes may legitimately point past the end of the heap, which only the debug level forbids.
+    masked-off lanes may legitimately point past the end of the heap, and a primitive without a ``mask`` argument
+    cannot tell them apart, so only the debug level forbids them.
     """
     level = check_level()
     if level < Checks.DEFAULT or (ptr.type.is_block() and level < Checks.DEBUG):
@@ -60,6 +64,8 @@ def require_in_heap(ptr: tl.tensor, primitive: str, name: str, builder: TritonSe
     offset = _abi.call(abi.HEAP_OFFSET, [address], tl.int64, pure=True, builder=builder)
     size = _abi.call(abi.HEAP_SIZE, [], tl.int64, pure=True, builder=builder)
     inside = builder.less_than(builder.bitcast(offset, tl.uint64), builder.bitcast(size, tl.uint64))
+    if mask is not None and ptr.type.is_block():
+        inside = builder.or_(inside, builder.not_(mask))
     _check(
         inside,
         f"triton_dist: dl.{primitive} in kernel {kernel_name(generator)}: {name} does not point into this rank's "

@@ -189,3 +189,25 @@ def consumable(value: Any, primitive: str, builder: TritonSemantic) -> tl.tensor
     if isinstance(value, tl.tensor) and value.dtype.is_int() and not value.dtype.is_bool():
         return value
     raise TypeError(f"dl.{primitive}: value must be a pointer or an integer (scalar or tensor), got {describe(value)}")
+
+
+def element_mask(value: Any, primitive: str, builder: TritonSemantic) -> tl.tensor | None:
+    """An optional mask of a tensor form: None, a boolean constant or a boolean tensor (broadcast by the user)."""
+    raw = _unwrap_if_constexpr(value)
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        return builder.to_tensor(raw)
+    if not isinstance(raw, tl.tensor) or not raw.dtype.is_int1():
+        raise TypeError(f"dl.{primitive}: mask must be a boolean tensor, got {describe(raw)}")
+    return raw
+
+
+def no_mask(value: Any, primitive: str) -> None:
+    """The scalar forms take no mask (wrap the call in an ``if``)."""
+    if _unwrap_if_constexpr(value) is not None:
+        raise TypeError(
+            f"dl.{primitive}: mask applies to the tensor forms only; for a scalar ptr and rank, put the call under an "
+            "`if` instead"
+        )
+    return None

@@ -29,6 +29,7 @@ def notify(
     signal: Any = 1,
     sig_op: str = "set",
     comm_scope: str = "inter_node",
+    mask: Any = None,
     _semantic: TritonSemantic | None = None,
     _generator: Any = None,
 ) -> None:
@@ -53,7 +54,9 @@ def notify(
       peer. A rank listed twice is written twice (which counts twice for "add").
 
     In the tensor forms the writes are Triton's own release atomics (``tl.atomic_xchg`` / ``tl.atomic_add``), which
-    take care that replicated tensor elements are written once; ``signal`` may then be a tensor of the same shape.
+    take care that replicated tensor elements are written once; ``signal`` may then be a tensor of the same shape,
+    and ``mask`` (a boolean tensor of that shape) skips the elements where it is False, e.g. the ranks beyond
+    ``num_ranks()`` of a ``tl.arange(0, BLOCK)`` rounded up to a power of two. A scalar notify takes no mask.
 
     Checks (docs/language.md, "Guards"): the kernel stops with a message if the context is not initialized or a
     scalar ``ptr`` is not in the symmetric heap (tensors of pointers too, with ``TRITON_DIST_DEBUG=1``).
@@ -75,9 +78,11 @@ def notify(
             )
     else:
         targets = _validate.rank_operand(rank, "notify", builder)
+    is_tensor_form = ptr.type.is_block() or targets.type.is_block()
+    mask = _validate.element_mask(mask, "notify", builder) if is_tensor_form else _validate.no_mask(mask, "notify")
     _guards.require_context("notify", builder, _generator)
-    _guards.require_in_heap(ptr, "notify", "ptr", builder, _generator)
-    if not ptr.type.is_block() and not targets.type.is_block():
+    _guards.require_in_heap(ptr, "notify", "ptr", builder, _generator, mask)
+    if not is_tensor_form:
         value = _validate.flag_value(signal, flag_type, "notify", "signal", builder)
         address = builder.cast(ptr, tl.int64)
         symbol = abi.notify_symbol(sig_op, comm_scope, flag)
@@ -92,5 +97,5 @@ def notify(
     remote = translate(ptr, targets, builder)
     tl.debug_barrier(_semantic=builder)
     atomic = tl.atomic_xchg if sig_op == "set" else tl.atomic_add
-    atomic(remote, value, sem="release", scope=_ATOMIC_SCOPE[comm_scope], _semantic=builder)
+    atomic(remote, value, mask=mask, sem="release", scope=_ATOMIC_SCOPE[comm_scope], _semantic=builder)
     return None
