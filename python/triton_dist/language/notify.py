@@ -80,10 +80,10 @@ def notify(
         targets = _validate.rank_operand(rank, "notify", builder)
     is_tensor_form = ptr.type.is_block() or targets.type.is_block()
     mask = _validate.element_mask(mask, "notify", builder) if is_tensor_form else _validate.no_mask(mask, "notify")
+    value = _validate.flag_value(signal, flag_type, "notify", "signal", builder, scalar_only=not is_tensor_form)
     _guards.require_context("notify", builder, _generator)
     _guards.require_in_heap(ptr, "notify", "ptr", builder, _generator, mask)
     if not is_tensor_form:
-        value = _validate.flag_value(signal, flag_type, "notify", "signal", builder)
         address = builder.cast(ptr, tl.int64)
         symbol = abi.notify_symbol(sig_op, comm_scope, flag)
         _abi.call(symbol, [address, targets, value], tl.int32, pure=False, builder=builder)
@@ -93,7 +93,6 @@ def notify(
     # whenever the tensor has fewer elements than the program has threads, so an "add" would count twice. Triton's
     # atomics mask out the replicas. The barrier orders every thread's earlier accesses before the release atomics
     # (release is cumulative over what the barrier made visible to the writing threads).
-    value = _validate.flag_value(signal, flag_type, "notify", "signal", builder, scalar_only=False)
     remote = translate(ptr, targets, builder)
     tl.debug_barrier(_semantic=builder)
     atomic = tl.atomic_xchg if sig_op == "set" else tl.atomic_add
