@@ -2,9 +2,9 @@
 # The README's main job: show a small distributed kernel at every stage of the lowering.
 #
 #   (a) examples/ir/ring_step.mlir, written in the `distributed` dialect
-#   (b) after --convert-distributed-to-nvvm and the upstream passes to the LLVM dialect
+#   (b) after the pipeline --triton-dist-lower-to-nvvm (our lowering and the upstream passes to the LLVM dialect)
 #   (c) PTX for sm_90 (mlir-translate + llc)
-#   (d) after --convert-distributed-to-rocdl and the passes to the LLVM dialect
+#   (d) after the pipeline --triton-dist-lower-to-rocdl
 #   (e) AMDGCN for gfx942 (mlir-translate + llc)
 #   (f) a plain @triton.jit kernel using triton_dist.language, compiled by the stock Triton wheel for sm_90 and
 #       gfx942: the PTX / AMDGCN lines that implement the primitives (scripts/demo_triton.py)
@@ -26,10 +26,11 @@ for tool in "$OPT" "$LLVM_BIN/mlir-translate" "$LLVM_BIN/llc"; do
   fi
 done
 
-# The same pipeline as triton_dist.mlir.lowering_pipeline(): structured control flow goes to cf first (wait lowers
-# to a polling loop, which needs a multi-block region), then our lowering, then the upstream conversions to LLVM.
+# The named pipeline registered in C++ (triton_dist.mlir.lowering_pipeline() names it too): structured control flow
+# goes to cf first (wait lowers to a polling loop, which needs a multi-block region), then our lowering, then the
+# upstream conversions to LLVM.
 pipeline() {
-  echo "builtin.module(convert-scf-to-cf,convert-distributed-to-$1,convert-arith-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)"
+  echo "builtin.module(triton-dist-lower-to-$1)"
 }
 
 heading() {

@@ -16,7 +16,8 @@ namespace triton_dist {
 /// library sources use (func, arith, scf, cf), and their translations to LLVM IR.
 void registerAllDialects(DialectRegistry &registry);
 
-/// The lowering passes of the `distributed` dialect and the upstream passes a pipeline to LLVM needs
+/// The passes of each target (convert-distributed-to-{nvvm,rocdl}, triton-dist-set-{nvptx,amdgcn}-target), the
+/// named pipelines triton-dist-lower-to-{nvvm,rocdl}, and the upstream passes a pipeline to LLVM needs
 /// (canonicalize, cse, convert-{scf,cf,arith,func}-to-llvm, reconcile-unrealized-casts).
 void registerAllPasses();
 

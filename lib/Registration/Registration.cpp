@@ -2,7 +2,8 @@
 
 #include "TritonDistributed/Registration.h"
 
-#include "TritonDistributed/Conversion/Passes.h"
+#include "TritonDistributed/Conversion/DistributedToNVVM/Passes.h"
+#include "TritonDistributed/Conversion/DistributedToROCDL/Passes.h"
 #include "TritonDistributed/Dialect/Distributed/IR/Dialect.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -40,7 +41,10 @@ void mlir::triton_dist::registerAllDialects(DialectRegistry &registry) {
 }
 
 void mlir::triton_dist::registerAllPasses() {
-  registerTritonDistributedConversionPasses();
+  registerTritonDistributedToNVVMPasses();
+  registerTritonDistributedToROCDLPasses();
+  registerLowerToNVVMPipeline();
+  registerLowerToROCDLPipeline();
   registerCanonicalizerPass();
   registerCSEPass();
   registerSymbolDCEPass();

@@ -259,22 +259,17 @@ def context_abi() -> ContextABI:
     return ContextABI(symbol, max_ranks, mlir_type, size_bytes)
 
 
-_TARGET_PASSES = {
-    "nvvm": "convert-distributed-to-nvvm",
-    "rocdl": "convert-distributed-to-rocdl",
-}
+_TARGETS = ("nvvm", "rocdl")
 
 
 def lowering_pipeline(target: str) -> str:
     """The pipeline that lowers a ``distributed`` module (func/arith/scf/cf around it) to the LLVM dialect.
 
-    Structured control flow goes to ``cf`` first: ``wait`` lowers to a polling loop, which needs a region that may
-    hold several blocks. ``target`` is ``"nvvm"`` (NVIDIA) or ``"rocdl"`` (AMD). The result translates with
-    :func:`translate_to_llvmir`.
+    It names the pipeline registered in C++, ``triton-dist-lower-to-{nvvm,rocdl}`` (structured control flow to
+    ``cf`` first, since ``wait`` lowers to a polling loop; the target's lowering; the upstream conversions to LLVM),
+    which ``triton-dist-opt`` and the device-library build run too. ``target`` is ``"nvvm"`` (NVIDIA) or
+    ``"rocdl"`` (AMD). The result translates with :func:`translate_to_llvmir`.
     """
-    if target not in _TARGET_PASSES:
-        raise ValueError(f"target must be one of {sorted(_TARGET_PASSES)}, not {target!r}")
-    return (
-        f"builtin.module(convert-scf-to-cf,{_TARGET_PASSES[target]},convert-arith-to-llvm,convert-cf-to-llvm,"
-        "convert-func-to-llvm,reconcile-unrealized-casts)"
-    )
+    if target not in _TARGETS:
+        raise ValueError(f"target must be one of {list(_TARGETS)}, not {target!r}")
+    return f"builtin.module(triton-dist-lower-to-{target})"

@@ -18,7 +18,7 @@ func.func @num_ranks_axis_below_minus_one() -> i32 {
 // -----
 
 func.func @symm_at_shared_memory(%p: !llvm.ptr<3>, %rank: i32) -> !llvm.ptr<3> {
-  // expected-error @+1 {{'distributed.symm_at' op ptr must point to global memory (address space 0 or 1), got address space 3}}
+  // expected-error @+1 {{'distributed.symm_at' op operand #0 must be LLVM pointer to global memory (address space 0 or 1), but got '!llvm.ptr<3>'}}
   %q = distributed.symm_at %p, %rank : !llvm.ptr<3>
   return %q : !llvm.ptr<3>
 }
@@ -35,7 +35,7 @@ func.func @symm_at_negative_rank(%p: !llvm.ptr<1>) -> !llvm.ptr<1> {
 // -----
 
 func.func @symm_at_not_a_pointer(%p: i64, %rank: i32) {
-  // expected-error @+1 {{'distributed.symm_at' op operand #0 must be LLVM pointer type, but got 'i64'}}
+  // expected-error @+1 {{'distributed.symm_at' op operand #0 must be LLVM pointer to global memory (address space 0 or 1), but got 'i64'}}
   %q = "distributed.symm_at"(%p, %rank) : (i64, i32) -> i64
   return
 }
@@ -60,7 +60,7 @@ func.func @wait_zero_barriers(%flags: !llvm.ptr<1>, %v: i32) {
 // -----
 
 func.func @wait_shared_memory(%flags: !llvm.ptr<3>, %n: i32, %v: i32) {
-  // expected-error @+1 {{'distributed.wait' op barriers must point to global memory (address space 0 or 1), got address space 3}}
+  // expected-error @+1 {{'distributed.wait' op operand #0 must be LLVM pointer to global memory (address space 0 or 1), but got '!llvm.ptr<3>'}}
   %t = distributed.wait %flags, %n, %v scope(cta) semantic(acquire) : !llvm.ptr<3>, i32
   return
 }
@@ -125,7 +125,7 @@ func.func @notify_negative_rank(%flag: !llvm.ptr<1>, %s: i32) {
 // -----
 
 func.func @notify_shared_memory(%flag: !llvm.ptr<3>, %rank: i32, %s: i32) {
-  // expected-error @+1 {{'distributed.notify' op ptr must point to global memory (address space 0 or 1), got address space 3}}
+  // expected-error @+1 {{'distributed.notify' op operand #0 must be LLVM pointer to global memory (address space 0 or 1), but got '!llvm.ptr<3>'}}
   distributed.notify %flag, %rank, %s sig_op(set) comm_scope(gpu) : !llvm.ptr<3>, i32
   return
 }
@@ -202,7 +202,7 @@ func.func @wait_bounds_ok(%flags: !llvm.ptr<1>, %n: i32) {
 // -----
 
 func.func @heap_offset_shared_memory(%p: !llvm.ptr<3>) -> i64 {
-  // expected-error @+1 {{'distributed.heap_offset' op ptr must point to global memory (address space 0 or 1), got address space 3}}
+  // expected-error @+1 {{'distributed.heap_offset' op operand #0 must be LLVM pointer to global memory (address space 0 or 1), but got '!llvm.ptr<3>'}}
   %o = distributed.heap_offset %p : !llvm.ptr<3>
   return %o : i64
 }

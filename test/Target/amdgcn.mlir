@@ -1,4 +1,4 @@
-// RUN: triton-dist-opt --convert-distributed-to-rocdl --convert-arith-to-llvm --convert-cf-to-llvm --convert-func-to-llvm --reconcile-unrealized-casts %s \
+// RUN: triton-dist-opt --triton-dist-lower-to-rocdl %s \
 // RUN:   | mlir-translate --mlir-to-llvmir \
 // RUN:   | llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 \
 // RUN:   | FileCheck %s

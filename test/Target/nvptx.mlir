@@ -1,4 +1,4 @@
-// RUN: triton-dist-opt --convert-distributed-to-nvvm --convert-arith-to-llvm --convert-cf-to-llvm --convert-func-to-llvm --reconcile-unrealized-casts %s \
+// RUN: triton-dist-opt --triton-dist-lower-to-nvvm %s \
 // RUN:   | mlir-translate --mlir-to-llvmir \
 // RUN:   | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 \
 // RUN:   | FileCheck %s

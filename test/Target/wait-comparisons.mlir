@@ -1,8 +1,8 @@
-// RUN: triton-dist-opt --convert-distributed-to-nvvm --convert-arith-to-llvm --convert-cf-to-llvm --convert-func-to-llvm --reconcile-unrealized-casts %s \
+// RUN: triton-dist-opt --triton-dist-lower-to-nvvm %s \
 // RUN:   | mlir-translate --mlir-to-llvmir \
 // RUN:   | llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 \
 // RUN:   | FileCheck %s --check-prefix=NVPTX
-// RUN: triton-dist-opt --convert-distributed-to-rocdl --convert-arith-to-llvm --convert-cf-to-llvm --convert-func-to-llvm --reconcile-unrealized-casts %s \
+// RUN: triton-dist-opt --triton-dist-lower-to-rocdl %s \
 // RUN:   | mlir-translate --mlir-to-llvmir \
 // RUN:   | llc -mtriple=amdgcn-amd-amdhsa -mcpu=gfx942 \
 // RUN:   | FileCheck %s --check-prefix=GFX942

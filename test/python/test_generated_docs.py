@@ -17,7 +17,10 @@ BUILD = REPO / os.environ.get("TRITON_DIST_BUILD_DIR", "build")
 GENERATED = REPO / "docs" / "generated"
 DOCS = {
     "DistributedDialect.md": "include/TritonDistributed/Dialect/Distributed/IR/DistributedDialect.md",
-    "DistributedPasses.md": "include/TritonDistributed/Conversion/DistributedPasses.md",
+    "DistributedToNVVMPasses.md": "third_party/nvidia/include/TritonDistributed/Conversion/DistributedToNVVM/"
+    "DistributedToNVVMPasses.md",
+    "DistributedToROCDLPasses.md": "third_party/amd/include/TritonDistributed/Conversion/DistributedToROCDL/"
+    "DistributedToROCDLPasses.md",
 }
 
 
@@ -49,8 +52,18 @@ def test_git_has_the_reference(name):
 
 def test_every_op_is_documented():
     text = (GENERATED / "DistributedDialect.md").read_text()
-    for op in ("get_rank", "get_num_ranks", "symm_at", "wait", "consume_token", "notify"):
+    for op in (
+        "get_rank",
+        "get_num_ranks",
+        "symm_at",
+        "heap_offset",
+        "get_heap_size",
+        "wait",
+        "consume_token",
+        "notify",
+    ):
         assert f"### `distributed.{op}`" in text
-    passes = (GENERATED / "DistributedPasses.md").read_text()
-    for name in ("convert-distributed-to-nvvm", "convert-distributed-to-rocdl"):
-        assert f"### `-{name}`" in passes
+    for target, arch in (("NVVM", "nvptx"), ("ROCDL", "amdgcn")):
+        passes = (GENERATED / f"DistributedTo{target}Passes.md").read_text()
+        for name in (f"convert-distributed-to-{target.lower()}", f"triton-dist-set-{arch}-target"):
+            assert f"### `-{name}`" in passes

@@ -374,9 +374,21 @@ def test_foreign_triple_is_rejected_by_each_lowering():
 @pytest.mark.parametrize("target", ["cuda", "hip"])
 def test_lowering_pipeline_names(target):
     name = {"cuda": "nvvm", "hip": "rocdl"}[target]
-    assert f"convert-distributed-to-{name}" in mlir.lowering_pipeline(name)
+    assert mlir.lowering_pipeline(name) == f"builtin.module(triton-dist-lower-to-{name})"
     with pytest.raises(ValueError):
         mlir.lowering_pipeline(target)
+
+
+@needs_mlir
+@pytest.mark.parametrize("target", ["nvvm", "rocdl"])
+def test_named_pipeline_is_the_pass_sequence_it_stands_for(target):
+    # The named pipeline (registered in C++) is the one home of the sequence; it equals the passes spelled out.
+    spelled = (
+        f"builtin.module(convert-scf-to-cf,convert-distributed-to-{target},convert-arith-to-llvm,"
+        "convert-cf-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)"
+    )
+    module = mlir.parse_file(RING_STEP)
+    assert mlir.run_pipeline(module, mlir.lowering_pipeline(target)) == mlir.run_pipeline(module, spelled)
 
 
 # ----------------------------------------------------------------------------------------------------------------

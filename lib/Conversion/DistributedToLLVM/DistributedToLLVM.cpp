@@ -530,15 +530,5 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
   cf::populateCFStructuralTypeConversions(tokenConverter, patterns);
   scf::populateSCFStructuralTypeConversions(tokenConverter, patterns);
 
-  if (failed(applyPartialConversion(module, conversionTarget,
-                                    std::move(patterns))))
-    return failure();
-
-  if (!options.triple.empty())
-    module->setAttr(LLVM::LLVMDialect::getTargetTripleAttrName(),
-                    StringAttr::get(context, options.triple));
-  if (!options.dataLayout.empty())
-    module->setAttr(LLVM::LLVMDialect::getDataLayoutAttrName(),
-                    StringAttr::get(context, options.dataLayout));
-  return success();
+  return applyPartialConversion(module, conversionTarget, std::move(patterns));
 }

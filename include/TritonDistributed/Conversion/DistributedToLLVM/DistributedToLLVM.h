@@ -2,7 +2,8 @@
 //
 // The target-independent lowering of the `distributed` dialect to the LLVM
 // dialect. A target supplies its hooks (TargetInfoBase); the NVVM and ROCDL
-// passes are thin wrappers around lowerDistributedToLLVM().
+// passes instantiate LowerDistributedPass (TargetPasses.h), a thin wrapper
+// around lowerDistributedToLLVM().
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +12,6 @@
 
 #include "TritonDistributed/Conversion/DistributedToLLVM/TargetInfoBase.h"
 
-#include <string>
 
 namespace mlir {
 class LLVMTypeConverter;
@@ -32,10 +32,6 @@ struct WaitBackoff {
 
 struct LoweringOptions {
   WaitBackoff backoff;
-  /// When non-empty, stamped on the module as `llvm.target_triple` /
-  /// `llvm.data_layout` (the device-library build uses them).
-  std::string triple;
-  std::string dataLayout;
 };
 
 /// `!distributed.token` -> i32.
@@ -63,7 +59,7 @@ LogicalResult checkTargetAttributes(ModuleOp module,
 
 /// The whole lowering both passes run: checks, declares the context, converts
 /// every `distributed` op (and the token type on function, call, branch and
-/// scf boundaries), stamps the triple / data layout.
+/// scf boundaries).
 LogicalResult lowerDistributedToLLVM(ModuleOp module,
                                      const TargetInfoBase &target,
                                      const LoweringOptions &options);

@@ -36,6 +36,10 @@ public:
   /// "nvptx64-nvidia-cuda"; named in diagnostics.
   virtual StringRef getTriple() const = 0;
 
+  /// The data layout of that triple (clang-22's), stamped on the device
+  /// library.
+  virtual StringRef getDataLayout() const = 0;
+
   /// Whether code for this target may go into a module whose
   /// `llvm.target_triple` is `triple` (its architecture is this target's).
   virtual bool acceptsTriple(StringRef triple) const = 0;

@@ -10,18 +10,6 @@ using namespace mlir::triton_dist;
 
 namespace {
 
-// Symmetric heaps are global memory: a generic or global-space pointer.
-LogicalResult verifySymmetricPointer(Operation *op, Value ptr, StringRef what) {
-  auto type = cast<LLVM::LLVMPointerType>(ptr.getType());
-  unsigned space = type.getAddressSpace();
-  if (space == 0 || space == 1)
-    return success();
-  return op->emitOpError() << what
-                           << " must point to global memory (address space 0 "
-                              "or 1), got address space "
-                           << space;
-}
-
 // A rank known at compile time must name a rank: it cannot be negative, and
 // the heap-base table has kMaxRanks entries.
 LogicalResult verifyRankOperand(Operation *op, Value rank) {
@@ -53,19 +41,9 @@ LogicalResult GetRankOp::verify() { return verifyAxis(*this, getAxis()); }
 
 LogicalResult GetNumRanksOp::verify() { return verifyAxis(*this, getAxis()); }
 
-LogicalResult SymmAtOp::verify() {
-  if (failed(verifySymmetricPointer(*this, getPtr(), "ptr")))
-    return failure();
-  return verifyRankOperand(*this, getRank());
-}
-
-LogicalResult HeapOffsetOp::verify() {
-  return verifySymmetricPointer(*this, getPtr(), "ptr");
-}
+LogicalResult SymmAtOp::verify() { return verifyRankOperand(*this, getRank()); }
 
 LogicalResult WaitOp::verify() {
-  if (failed(verifySymmetricPointer(*this, getBarriers(), "barriers")))
-    return failure();
   APInt count;
   if (matchPattern(getNumBarriers(), m_ConstantInt(&count)) &&
       !count.isStrictlyPositive())
@@ -86,11 +64,7 @@ LogicalResult WaitOp::verify() {
   return success();
 }
 
-LogicalResult NotifyOp::verify() {
-  if (failed(verifySymmetricPointer(*this, getPtr(), "ptr")))
-    return failure();
-  return verifyRankOperand(*this, getRank());
-}
+LogicalResult NotifyOp::verify() { return verifyRankOperand(*this, getRank()); }
 
 #define GET_OP_CLASSES
 #include "TritonDistributed/Dialect/Distributed/IR/DistributedOps.cpp.inc"

@@ -17,8 +17,11 @@ include "TritonDistributed/Dialect/Distributed/IR/DistributedDialect.td"
 include "TritonDistributed/Dialect/Distributed/IR/DistributedEnums.td"
 include "TritonDistributed/Dialect/Distributed/IR/DistributedTypes.td"
 
-// Symmetric objects live in global memory: generic (0) or global (1) LLVM pointers. The verifiers reject others.
-defvar Distributed_Ptr = LLVM_AnyPointer;
+// Symmetric objects live in global memory: generic (0) or global (1) LLVM pointers.
+def Distributed_Ptr : Type<
+    And<[LLVM_AnyPointer.predicate,
+         CPred<"::llvm::cast<::mlir::LLVM::LLVMPointerType>($_self).getAddressSpace() <= 1">]>,
+    "LLVM pointer to global memory (address space 0 or 1)", "::mlir::LLVM::LLVMPointerType">;
 defvar Distributed_FlagValue = AnyTypeOf<[I32, I64]>;
 
 //===----------------------------------------------------------------------===//
@@ -93,7 +96,6 @@ def Distributed_HeapOffsetOp : Distributed_Op<"heap_offset", [Pure]> {
   let arguments = (ins Distributed_Ptr:$ptr);
   let results = (outs I64:$offset);
   let assemblyFormat = "$ptr attr-dict `:` qualified(type($ptr))";
-  let hasVerifier = 1;
 }
 
 def Distributed_GetHeapSizeOp : Distributed_Op<"get_heap_size", [Pure]> {

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TritonDistributed/Conversion/DistributedToROCDL/TargetInfo.h"
+#include "TargetInfo.h"
 
-#include "TritonDistributed/Conversion/DistributedToLLVM/DistributedToLLVM.h"
-#include "TritonDistributed/Conversion/Passes.h"
+#include "TritonDistributed/Conversion/DistributedToROCDL/Passes.h"
+#include "TritonDistributed/Conversion/DistributedToLLVM/TargetPasses.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
@@ -19,7 +19,8 @@
 namespace mlir {
 namespace triton_dist {
 #define GEN_PASS_DEF_CONVERTDISTRIBUTEDTOROCDL
-#include "TritonDistributed/Conversion/Passes.h.inc"
+#define GEN_PASS_DEF_SETDISTRIBUTEDROCDLTARGET
+#include "TritonDistributed/Conversion/DistributedToROCDL/Passes.h.inc"
 } // namespace triton_dist
 } // namespace mlir
 
@@ -35,6 +36,10 @@ void ROCDLTargetInfo::addLegalDialects(ConversionTarget &target) const {
 }
 
 StringRef ROCDLTargetInfo::getTriple() const { return "amdgcn-amd-amdhsa"; }
+
+StringRef ROCDLTargetInfo::getDataLayout() const {
+  return "e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9";
+}
 
 bool ROCDLTargetInfo::acceptsTriple(StringRef triple) const {
   return llvm::Triple(triple).isAMDGCN();
@@ -113,24 +118,37 @@ Value ROCDLTargetInfo::createToken(OpBuilder &b, Location loc) const {
 StringRef ROCDLTargetInfo::getRegisterConstraint(unsigned) const { return "v"; }
 
 //===----------------------------------------------------------------------===//
-// Pass
+// Passes and pipeline
 //===----------------------------------------------------------------------===//
 
 namespace {
 struct ConvertDistributedToROCDL
-    : public triton_dist::impl::ConvertDistributedToROCDLBase<
-          ConvertDistributedToROCDL> {
-  using Base::Base;
+    : public LowerDistributedPass<ConvertDistributedToROCDL, ROCDLTargetInfo,
+                                  triton_dist::impl::ConvertDistributedToROCDLBase> {
+  using Wrapper::Wrapper;
+};
 
-  void runOnOperation() override {
-    LoweringOptions options;
-    options.backoff.tightPolls = tightPolls;
-    options.backoff.maxSleepNs = maxSleepNs;
-    options.triple = triple;
-    options.dataLayout = dataLayout;
-    ROCDLTargetInfo target;
-    if (failed(lowerDistributedToLLVM(getOperation(), target, options)))
-      signalPassFailure();
-  }
+struct SetDistributedROCDLTarget
+    : public SetTargetPass<SetDistributedROCDLTarget, ROCDLTargetInfo,
+                           triton_dist::impl::SetDistributedROCDLTargetBase> {
+  using Wrapper::Wrapper;
 };
 } // namespace
+
+void mlir::triton_dist::registerLowerToROCDLPipeline() {
+  PassPipelineRegistration<LowerToLLVMPipelineOptions>(
+      "triton-dist-lower-to-rocdl",
+      "Lower a `distributed` module (func/arith/scf/cf around it) to the LLVM "
+      "and ROCDL dialects, ready to translate to LLVM IR",
+      [](OpPassManager &pm, const LowerToLLVMPipelineOptions &options) {
+        TargetPassFactories factories;
+        factories.createLowering = [](const WaitBackoff &backoff) {
+          ConvertDistributedToROCDLOptions lowering;
+          lowering.tightPolls = backoff.tightPolls;
+          lowering.maxSleepNs = backoff.maxSleepNs;
+          return createConvertDistributedToROCDL(lowering);
+        };
+        factories.createSetTarget = [] { return createSetDistributedROCDLTarget(); };
+        buildLowerToLLVMPipeline(pm, options, factories);
+      });
+}

@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TritonDistributed/Conversion/DistributedToNVVM/TargetInfo.h"
+#include "TargetInfo.h"
 
-#include "TritonDistributed/Conversion/DistributedToLLVM/DistributedToLLVM.h"
-#include "TritonDistributed/Conversion/Passes.h"
+#include "TritonDistributed/Conversion/DistributedToNVVM/Passes.h"
+#include "TritonDistributed/Conversion/DistributedToLLVM/TargetPasses.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -19,7 +19,8 @@
 namespace mlir {
 namespace triton_dist {
 #define GEN_PASS_DEF_CONVERTDISTRIBUTEDTONVVM
-#include "TritonDistributed/Conversion/Passes.h.inc"
+#define GEN_PASS_DEF_SETDISTRIBUTEDNVVMTARGET
+#include "TritonDistributed/Conversion/DistributedToNVVM/Passes.h.inc"
 } // namespace triton_dist
 } // namespace mlir
 
@@ -35,6 +36,10 @@ void NVVMTargetInfo::addLegalDialects(ConversionTarget &target) const {
 }
 
 StringRef NVVMTargetInfo::getTriple() const { return "nvptx64-nvidia-cuda"; }
+
+StringRef NVVMTargetInfo::getDataLayout() const {
+  return "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64";
+}
 
 bool NVVMTargetInfo::acceptsTriple(StringRef triple) const {
   return llvm::Triple(triple).isNVPTX();
@@ -113,24 +118,37 @@ StringRef NVVMTargetInfo::getRegisterConstraint(unsigned bitWidth) const {
 }
 
 //===----------------------------------------------------------------------===//
-// Pass
+// Passes and pipeline
 //===----------------------------------------------------------------------===//
 
 namespace {
 struct ConvertDistributedToNVVM
-    : public triton_dist::impl::ConvertDistributedToNVVMBase<
-          ConvertDistributedToNVVM> {
-  using Base::Base;
+    : public LowerDistributedPass<ConvertDistributedToNVVM, NVVMTargetInfo,
+                                  triton_dist::impl::ConvertDistributedToNVVMBase> {
+  using Wrapper::Wrapper;
+};
 
-  void runOnOperation() override {
-    LoweringOptions options;
-    options.backoff.tightPolls = tightPolls;
-    options.backoff.maxSleepNs = maxSleepNs;
-    options.triple = triple;
-    options.dataLayout = dataLayout;
-    NVVMTargetInfo target;
-    if (failed(lowerDistributedToLLVM(getOperation(), target, options)))
-      signalPassFailure();
-  }
+struct SetDistributedNVVMTarget
+    : public SetTargetPass<SetDistributedNVVMTarget, NVVMTargetInfo,
+                           triton_dist::impl::SetDistributedNVVMTargetBase> {
+  using Wrapper::Wrapper;
 };
 } // namespace
+
+void mlir::triton_dist::registerLowerToNVVMPipeline() {
+  PassPipelineRegistration<LowerToLLVMPipelineOptions>(
+      "triton-dist-lower-to-nvvm",
+      "Lower a `distributed` module (func/arith/scf/cf around it) to the LLVM "
+      "and NVVM dialects, ready to translate to LLVM IR",
+      [](OpPassManager &pm, const LowerToLLVMPipelineOptions &options) {
+        TargetPassFactories factories;
+        factories.createLowering = [](const WaitBackoff &backoff) {
+          ConvertDistributedToNVVMOptions lowering;
+          lowering.tightPolls = backoff.tightPolls;
+          lowering.maxSleepNs = backoff.maxSleepNs;
+          return createConvertDistributedToNVVM(lowering);
+        };
+        factories.createSetTarget = [] { return createSetDistributedNVVMTarget(); };
+        buildLowerToLLVMPipeline(pm, options, factories);
+      });
+}

@@ -18,6 +18,8 @@ public:
 
   /// "amdgcn-amd-amdhsa".
   StringRef getTriple() const override;
+  /// clang-22's data layout for that triple.
+  StringRef getDataLayout() const override;
   /// Architectures amdgcn.
   bool acceptsTriple(StringRef triple) const override;
 

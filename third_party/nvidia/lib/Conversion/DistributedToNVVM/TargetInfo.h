@@ -18,6 +18,8 @@ public:
 
   /// "nvptx64-nvidia-cuda".
   StringRef getTriple() const override;
+  /// clang-22's data layout for that triple.
+  StringRef getDataLayout() const override;
   /// Architectures nvptx, nvptx64.
   bool acceptsTriple(StringRef triple) const override;
 
