@@ -1,8 +1,10 @@
 //===- triton-dist-opt.cpp - mlir-opt with the `distributed` dialect ------===//
 //
-// An mlir-opt-style driver: the `distributed` dialect, its lowering passes, and the upstream dialects and passes
-// the lowering produces or needs (func, arith, scf, cf, LLVM, NVVM, ROCDL and their conversions). The usual
-// flags work: --split-input-file, --verify-diagnostics, --pass-pipeline, --mlir-print-ir-after-all.
+// An mlir-opt-style driver: the `distributed` dialect, its lowering passes, and
+// the upstream dialects and passes the lowering produces or needs (func, arith,
+// scf, cf, LLVM, NVVM, ROCDL and their conversions). The usual flags work:
+// --split-input-file, --verify-diagnostics, --pass-pipeline,
+// --mlir-print-ir-after-all.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,13 +6,14 @@ cd "$(dirname "$0")/.."
 
 need_apt=0
 for tool in /usr/lib/llvm-22/bin/mlir-tblgen /usr/lib/llvm-22/bin/llc /usr/lib/llvm-22/bin/clang++ \
-  /usr/lib/llvm-22/bin/ld.lld /usr/lib/llvm-22/lib/cmake/mlir/MLIRConfig.cmake /usr/bin/ninja /usr/bin/cmake; do
+  /usr/lib/llvm-22/bin/ld.lld /usr/lib/llvm-22/bin/clang-format /usr/lib/llvm-22/lib/cmake/mlir/MLIRConfig.cmake \
+  /usr/bin/ninja /usr/bin/cmake; do
   [ -e "$tool" ] || need_apt=1
 done
 if [ "$need_apt" = 1 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-    libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22 cmake ninja-build >/dev/null
+    libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 clang-format-22 lld-22 cmake ninja-build >/dev/null
 fi
 
 python3 -m pip install -q --disable-pip-version-check -r requirements.txt

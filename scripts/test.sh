@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: style (ruff), the lit/FileCheck suite of the C++ dialect, passes and device libraries,
+# Runs the whole test suite: style (ruff, clang-format), the lit/FileCheck suite of the C++ dialect, passes and device libraries,
 # and the Python tests (CPU compile tests for sm_90 and gfx942; GPU tests skip visibly on machines without GPUs).
 # Expects scripts/setup.sh and scripts/build.sh to have run; TRITON_DIST_BUILD_DIR picks the build directory
 # (default: build), for lit and for the tests that compare against the build (the generated docs).
@@ -10,6 +10,14 @@ export TRITON_DIST_BUILD_DIR="$BUILD_DIR"
 
 echo "== ruff"
 python3 -m ruff check python test examples bench scripts tools
+
+echo "== clang-format (.clang-format: LLVM style)"
+CLANG_FORMAT=/usr/lib/llvm-22/bin/clang-format
+if [ ! -x "$CLANG_FORMAT" ]; then
+  echo "test: $CLANG_FORMAT not found: run scripts/setup.sh (it installs clang-format-22)" >&2
+  exit 1
+fi
+git ls-files -z '*.cpp' '*.h' | xargs -0 "$CLANG_FORMAT" --dry-run --Werror
 
 echo "== lit (test/)"
 /usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test"

@@ -1,17 +1,22 @@
 //===- MlirModule.cpp - triton_dist._C._mlir: IR text in, IR text out -----===//
 //
-// A small pybind11 module over Debian's shared libMLIR: parse IR text with the `distributed` dialect and everything
-// triton-dist-opt knows, verify it, run a textual pass pipeline on it, translate it to LLVM IR.
+// A small pybind11 module over Debian's shared libMLIR: parse IR text with the
+// `distributed` dialect and everything triton-dist-opt knows, verify it, run a
+// textual pass pipeline on it, translate it to LLVM IR.
 //
-// Nothing here throws into Python for a problem with the IR: every entry point returns its result together with
-// the diagnostics MLIR emitted (severity, location, message, notes), captured by a ScopedDiagnosticHandler, and
-// the typed wrapper (python/triton_dist/mlir.py) turns errors into a Python exception. Every Module owns its own
-// MLIRContext (single-threaded), so modules never share state.
+// Nothing here throws into Python for a problem with the IR: every entry point
+// returns its result together with the diagnostics MLIR emitted (severity,
+// location, message, notes), captured by a ScopedDiagnosticHandler, and the
+// typed wrapper (python/triton_dist/mlir.py) turns errors into a Python
+// exception. Every Module owns its own MLIRContext (single-threaded), so
+// modules never share state.
 //
-// Nor may bad input take the Python process down. MLIR's parser, printer, verifier and passes recurse once per
-// level of nesting, so every entry point runs on a thread with a large stack (kWorkerStackBytes), and parse()
-// first refuses text nested deeper than kMaxNestingDepth with a located diagnostic. Errors that MLIR only prints
-// (a pass option that does not parse) are captured from stderr and returned as diagnostics.
+// Nor may bad input take the Python process down. MLIR's parser, printer,
+// verifier and passes recurse once per level of nesting, so every entry point
+// runs on a thread with a large stack (kWorkerStackBytes), and parse() first
+// refuses text nested deeper than kMaxNestingDepth with a located diagnostic.
+// Errors that MLIR only prints (a pass option that does not parse) are captured
+// from stderr and returned as diagnostics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +24,6 @@
 #include "TritonDistributed/Registration.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Location.h"
@@ -27,16 +31,17 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/DataLayoutInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/Config/llvm-config.h"
-#include "llvm/Support/thread.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/thread.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -61,25 +66,29 @@ namespace {
 // Deep input
 //===----------------------------------------------------------------------===//
 
-/// The stack of the thread every entry point runs on: enough for kMaxNestingDepth levels of nested regions
-/// through the parser, the verifier, the passes and the printer.
+/// The stack of the thread every entry point runs on: enough for
+/// kMaxNestingDepth levels of nested regions through the parser, the verifier,
+/// the passes and the printer.
 constexpr unsigned kWorkerStackBytes = 1024u << 20;
 
-/// Deeper bracket nesting than this is refused before parsing (real IR nests a few dozen levels).
+/// Deeper bracket nesting than this is refused before parsing (real IR nests a
+/// few dozen levels).
 constexpr unsigned kMaxNestingDepth = 10000;
 
 /// Runs `fn` on a fresh thread with a kWorkerStackBytes stack and waits for it.
-template <typename Fn>
-auto onLargeStack(Fn &&fn) -> decltype(fn()) {
+template <typename Fn> auto onLargeStack(Fn &&fn) -> decltype(fn()) {
   std::optional<decltype(fn())> result;
-  llvm::thread worker(std::optional<unsigned>(kWorkerStackBytes), [&] { result.emplace(fn()); });
+  llvm::thread worker(std::optional<unsigned>(kWorkerStackBytes),
+                      [&] { result.emplace(fn()); });
   worker.join();
   return std::move(*result);
 }
 
-/// Where the bracket nesting of IR text ((, [, {, <) first exceeds `limit`, as (line, column), ignoring strings
-/// and comments; std::nullopt when it never does.
-std::optional<std::pair<int, int>> findExcessiveNesting(llvm::StringRef text, unsigned limit) {
+/// Where the bracket nesting of IR text ((, [, {, <) first exceeds `limit`, as
+/// (line, column), ignoring strings and comments; std::nullopt when it never
+/// does.
+std::optional<std::pair<int, int>> findExcessiveNesting(llvm::StringRef text,
+                                                        unsigned limit) {
   unsigned depth = 0;
   int line = 1, column = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -101,14 +110,16 @@ std::optional<std::pair<int, int>> findExcessiveNesting(llvm::StringRef text, un
     } else if (c == '(' || c == '[' || c == '{' || c == '<') {
       if (++depth > limit)
         return std::make_pair(line, column);
-    } else if (c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-'))) {
+    } else if (c == ')' || c == ']' || c == '}' ||
+               (c == '>' && (i == 0 || text[i - 1] != '-'))) {
       depth = depth ? depth - 1 : 0;
     }
   }
   return std::nullopt;
 }
 
-/// Captures what is written to file descriptor 2 (LLVM's errs() and C's stderr) while alive.
+/// Captures what is written to file descriptor 2 (LLVM's errs() and C's stderr)
+/// while alive.
 class StderrCapture {
 public:
   StderrCapture() {
@@ -150,7 +161,8 @@ private:
 // Diagnostics
 //===----------------------------------------------------------------------===//
 
-/// Where a diagnostic points: "file:line:col" when the location has one, MLIR's own spelling otherwise.
+/// Where a diagnostic points: "file:line:col" when the location has one, MLIR's
+/// own spelling otherwise.
 struct Place {
   std::string text;
   std::string file;
@@ -180,7 +192,8 @@ Place describe(Location loc) {
     place.file = flc->getFilename().str();
     place.line = static_cast<int>(flc->getLine());
     place.column = static_cast<int>(flc->getColumn());
-    place.text = place.file + ":" + std::to_string(place.line) + ":" + std::to_string(place.column);
+    place.text = place.file + ":" + std::to_string(place.line) + ":" +
+                 std::to_string(place.column);
     return place;
   }
   llvm::raw_string_ostream os(place.text);
@@ -203,11 +216,14 @@ const char *severityName(DiagnosticSeverity severity) {
 }
 
 /// One diagnostic as it crosses into Python:
-/// (severity, location text, file, line, column, message, [(note location text, note message), ...]).
-using PyDiagnostic = std::tuple<std::string, std::string, std::string, int, int, std::string,
-                                std::vector<std::pair<std::string, std::string>>>;
+/// (severity, location text, file, line, column, message, [(note location text,
+/// note message), ...]).
+using PyDiagnostic =
+    std::tuple<std::string, std::string, std::string, int, int, std::string,
+               std::vector<std::pair<std::string, std::string>>>;
 
-/// Collects every diagnostic emitted in a context while it is alive; nothing reaches stderr.
+/// Collects every diagnostic emitted in a context while it is alive; nothing
+/// reaches stderr.
 class DiagnosticCollector {
 public:
   explicit DiagnosticCollector(MLIRContext *context)
@@ -216,10 +232,13 @@ public:
           return success();
         }) {}
 
-  /// Adds a diagnostic that did not come from MLIR's engine (a pipeline syntax error, say).
-  void add(const std::string &severity, const std::string &where, const std::string &message) {
-    diagnostics.emplace_back(severity, where, "", 0, 0, message,
-                             std::vector<std::pair<std::string, std::string>>{});
+  /// Adds a diagnostic that did not come from MLIR's engine (a pipeline syntax
+  /// error, say).
+  void add(const std::string &severity, const std::string &where,
+           const std::string &message) {
+    diagnostics.emplace_back(
+        severity, where, "", 0, 0, message,
+        std::vector<std::pair<std::string, std::string>>{});
   }
 
   bool hasErrors() const {
@@ -237,8 +256,9 @@ private:
     std::vector<std::pair<std::string, std::string>> notes;
     for (Diagnostic &note : diag.getNotes())
       notes.emplace_back(describe(note.getLocation()).text, note.str());
-    diagnostics.emplace_back(severityName(diag.getSeverity()), place.text, place.file, place.line, place.column,
-                             diag.str(), std::move(notes));
+    diagnostics.emplace_back(severityName(diag.getSeverity()), place.text,
+                             place.file, place.line, place.column, diag.str(),
+                             std::move(notes));
   }
 
   // Declared before the handler: the handler's callback writes into it.
@@ -250,8 +270,8 @@ private:
 // Contexts and modules
 //===----------------------------------------------------------------------===//
 
-/// The dialects and translations every context gets, and the pass registration (a process-wide registry in
-/// libMLIR), done once.
+/// The dialects and translations every context gets, and the pass registration
+/// (a process-wide registry in libMLIR), done once.
 const DialectRegistry &registry() {
   static const DialectRegistry *instance = [] {
     auto *reg = new DialectRegistry();
@@ -263,14 +283,17 @@ const DialectRegistry &registry() {
 }
 
 std::unique_ptr<MLIRContext> makeContext() {
-  auto context = std::make_unique<MLIRContext>(registry(), MLIRContext::Threading::DISABLED);
-  // A verifier error names its location; the whole operation printed after it would bury the message.
+  auto context = std::make_unique<MLIRContext>(
+      registry(), MLIRContext::Threading::DISABLED);
+  // A verifier error names its location; the whole operation printed after it
+  // would bury the message.
   context->printOpOnDiagnostic(false);
   context->printStackTraceOnDiagnostic(false);
   return context;
 }
 
-/// A parsed module and the context that owns it. Python sees it as triton_dist._C._mlir.Module.
+/// A parsed module and the context that owns it. Python sees it as
+/// triton_dist._C._mlir.Module.
 class PyModule {
 public:
   PyModule(std::unique_ptr<MLIRContext> context, OwningOpRef<ModuleOp> module)
@@ -301,18 +324,20 @@ private:
 // Entry points
 //===----------------------------------------------------------------------===//
 
-std::pair<std::unique_ptr<PyModule>, std::vector<PyDiagnostic>> parse(const std::string &text,
-                                                                     const std::string &sourceName, bool verify) {
+std::pair<std::unique_ptr<PyModule>, std::vector<PyDiagnostic>>
+parse(const std::string &text, const std::string &sourceName, bool verify) {
   std::unique_ptr<MLIRContext> context = makeContext();
   OwningOpRef<ModuleOp> module;
   std::vector<PyDiagnostic> diagnostics;
   if (auto where = findExcessiveNesting(text, kMaxNestingDepth)) {
-    diagnostics.emplace_back("error", sourceName + ":" + std::to_string(where->first) + ":" +
-                                          std::to_string(where->second),
-                             sourceName, where->first, where->second,
-                             "nesting deeper than " + std::to_string(kMaxNestingDepth) +
-                                 " levels of brackets; refused before parsing",
-                             std::vector<std::pair<std::string, std::string>>{});
+    diagnostics.emplace_back(
+        "error",
+        sourceName + ":" + std::to_string(where->first) + ":" +
+            std::to_string(where->second),
+        sourceName, where->first, where->second,
+        "nesting deeper than " + std::to_string(kMaxNestingDepth) +
+            " levels of brackets; refused before parsing",
+        std::vector<std::pair<std::string, std::string>>{});
     return {nullptr, std::move(diagnostics)};
   }
   {
@@ -325,7 +350,8 @@ std::pair<std::unique_ptr<PyModule>, std::vector<PyDiagnostic>> parse(const std:
   }
   if (!module)
     return {nullptr, std::move(diagnostics)};
-  return {std::make_unique<PyModule>(std::move(context), std::move(module)), std::move(diagnostics)};
+  return {std::make_unique<PyModule>(std::move(context), std::move(module)),
+          std::move(diagnostics)};
 }
 
 std::pair<bool, std::vector<PyDiagnostic>> verifyModule(PyModule &module) {
@@ -337,15 +363,18 @@ std::pair<bool, std::vector<PyDiagnostic>> verifyModule(PyModule &module) {
 }
 
 /// Accepts "builtin.module(a,b)" or a bare "a,b" (anchored on builtin.module).
-std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> runPipeline(PyModule &module,
-                                                                             const std::string &pipeline) {
+std::pair<std::optional<std::string>, std::vector<PyDiagnostic>>
+runPipeline(PyModule &module, const std::string &pipeline) {
   DiagnosticCollector collector(module.getContext());
   llvm::StringRef passes = llvm::StringRef(pipeline).trim();
   llvm::StringRef anchor = ModuleOp::getOperationName();
-  if (passes.starts_with(anchor) && passes.drop_front(anchor.size()).ltrim().starts_with("(")) {
+  if (passes.starts_with(anchor) &&
+      passes.drop_front(anchor.size()).ltrim().starts_with("(")) {
     passes = passes.drop_front(anchor.size()).ltrim().drop_front(1);
     if (!passes.consume_back(")")) {
-      collector.add("error", "<pipeline>", "unbalanced parentheses in pass pipeline '" + pipeline + "'");
+      collector.add("error", "<pipeline>",
+                    "unbalanced parentheses in pass pipeline '" + pipeline +
+                        "'");
       return {std::nullopt, collector.take()};
     }
   }
@@ -353,15 +382,18 @@ std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> runPipeline(PyM
   PassManager pm(module.getContext(), anchor);
   std::string parseErrors;
   llvm::raw_string_ostream errorStream(parseErrors);
-  // A pass option that does not parse is reported on stderr by LLVM's option parser, not to errorStream.
+  // A pass option that does not parse is reported on stderr by LLVM's option
+  // parser, not to errorStream.
   StderrCapture optionErrors;
   bool parsed = succeeded(parsePassPipeline(passes, pm, errorStream));
-  std::string printed = llvm::StringRef(optionErrors.release()).trim().ltrim(": ").str();
+  std::string printed =
+      llvm::StringRef(optionErrors.release()).trim().ltrim(": ").str();
   if (!parsed) {
     std::string reason = llvm::StringRef(parseErrors).trim().str();
     if (!printed.empty())
       reason = printed + (reason.empty() ? "" : "\n" + reason);
-    collector.add("error", "<pipeline>", "invalid pass pipeline '" + pipeline + "': " + reason);
+    collector.add("error", "<pipeline>",
+                  "invalid pass pipeline '" + pipeline + "': " + reason);
     return {std::nullopt, collector.take()};
   }
 
@@ -369,7 +401,8 @@ std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> runPipeline(PyM
   OwningOpRef<ModuleOp> work(module.get().clone());
   if (failed(pm.run(*work))) {
     if (!collector.hasErrors())
-      collector.add("error", "<pipeline>", "pass pipeline '" + pipeline + "' failed");
+      collector.add("error", "<pipeline>",
+                    "pass pipeline '" + pipeline + "' failed");
     return {std::nullopt, collector.take()};
   }
   std::string text;
@@ -378,33 +411,41 @@ std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> runPipeline(PyM
   return {std::move(text), collector.take()};
 }
 
-/// What LLVM IR cannot express and MLIR's translation does not check (it crashes instead): an op with operands or
-/// results directly in a module (LLVM IR has values only inside functions), a target triple or data layout that is
+/// What LLVM IR cannot express and MLIR's translation does not check (it
+/// crashes instead): an op with operands or results directly in a module (LLVM
+/// IR has values only inside functions), a target triple or data layout that is
 /// not a string. Emits a located error for each.
 LogicalResult checkTranslatable(ModuleOp top) {
   bool ok = true;
   top.walk([&](ModuleOp module) {
-    for (llvm::StringRef name : {LLVM::LLVMDialect::getTargetTripleAttrName(), LLVM::LLVMDialect::getDataLayoutAttrName()})
-      if (Attribute attr = module->getAttr(name); attr && !isa<StringAttr>(attr)) {
-        module.emitError() << "'" << name << "' must be a string to translate to LLVM IR, got " << attr;
+    for (llvm::StringRef name : {LLVM::LLVMDialect::getTargetTripleAttrName(),
+                                 LLVM::LLVMDialect::getDataLayoutAttrName()})
+      if (Attribute attr = module->getAttr(name);
+          attr && !isa<StringAttr>(attr)) {
+        module.emitError() << "'" << name
+                           << "' must be a string to translate to LLVM IR, got "
+                           << attr;
         ok = false;
       }
     for (Operation &op : module.getBody()->getOperations())
       if (op.getNumOperands() || op.getNumResults()) {
         op.emitError() << "'" << op.getName()
-                       << "' is directly in a module: LLVM IR has values and instructions only inside functions";
+                       << "' is directly in a module: LLVM IR has values and "
+                          "instructions only inside functions";
         ok = false;
       }
   });
   return success(ok);
 }
 
-std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> translateToLLVMIR(PyModule &module) {
+std::pair<std::optional<std::string>, std::vector<PyDiagnostic>>
+translateToLLVMIR(PyModule &module) {
   DiagnosticCollector collector(module.getContext());
   if (failed(checkTranslatable(module.get())))
     return {std::nullopt, collector.take()};
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module.get(), llvmContext);
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module.get(), llvmContext);
   if (!llvmModule) {
     if (!collector.hasErrors())
       collector.add("error", "<module>", "translation to LLVM IR failed");
@@ -416,9 +457,10 @@ std::pair<std::optional<std::string>, std::vector<PyDiagnostic>> translateToLLVM
   return {std::move(text), collector.take()};
 }
 
-/// The ABI facts the lowering is compiled with (RuntimeContext.h), for the test that compares them with
-/// python/triton_dist/abi.py: (context symbol, max ranks, context type as MLIR prints it, context size in bytes
-/// under the default data layout, which both targets share for its i32/i64 fields).
+/// The ABI facts the lowering is compiled with (RuntimeContext.h), for the test
+/// that compares them with python/triton_dist/abi.py: (context symbol, max
+/// ranks, context type as MLIR prints it, context size in bytes under the
+/// default data layout, which both targets share for its i32/i64 fields).
 std::tuple<std::string, unsigned, std::string, uint64_t> contextABI() {
   std::unique_ptr<MLIRContext> context = makeContext();
   context->loadDialect<LLVM::LLVMDialect>();
@@ -426,9 +468,11 @@ std::tuple<std::string, unsigned, std::string, uint64_t> contextABI() {
   std::string spelling;
   llvm::raw_string_ostream os(spelling);
   os << Type(type);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(context.get()));
+  OwningOpRef<ModuleOp> module =
+      ModuleOp::create(UnknownLoc::get(context.get()));
   uint64_t bytes = DataLayout(*module).getTypeSize(type).getFixedValue();
-  return {triton_dist::kContextSymbol.str(), triton_dist::kMaxRanks, spelling, bytes};
+  return {triton_dist::kContextSymbol.str(), triton_dist::kMaxRanks, spelling,
+          bytes};
 }
 
 std::vector<std::string> dialectNames() {
@@ -441,30 +485,39 @@ std::vector<std::string> dialectNames() {
 } // namespace
 
 PYBIND11_MODULE(_mlir, m) {
-  m.doc() = "triton-dist's MLIR tools (the `distributed` dialect over Debian's libMLIR). Use triton_dist.mlir.";
+  m.doc() = "triton-dist's MLIR tools (the `distributed` dialect over Debian's "
+            "libMLIR). Use triton_dist.mlir.";
   m.attr("LLVM_VERSION") = LLVM_VERSION_STRING;
 
-  py::class_<PyModule>(m, "Module", "A parsed MLIR module and the MLIRContext that owns it.")
+  py::class_<PyModule>(m, "Module",
+                       "A parsed MLIR module and the MLIRContext that owns it.")
       .def(
           "to_string",
           [](PyModule &module, bool generic, bool debugInfo) {
-            return onLargeStack([&] { return module.print(generic, debugInfo); });
+            return onLargeStack(
+                [&] { return module.print(generic, debugInfo); });
           },
           py::arg("generic") = false, py::arg("debug_info") = false,
-           "The module's textual IR (pretty form unless generic=True; locations with debug_info=True).");
+          "The module's textual IR (pretty form unless generic=True; locations "
+          "with debug_info=True).");
 
-  // Parsing builds a fresh context, so other threads may run meanwhile. The functions that take a Module keep the
-  // GIL: its (single-threaded) context must not be used from two threads at once.
+  // Parsing builds a fresh context, so other threads may run meanwhile. The
+  // functions that take a Module keep the GIL: its (single-threaded) context
+  // must not be used from two threads at once.
   m.def(
       "parse",
       [](const std::string &text, const std::string &sourceName, bool verify) {
         py::gil_scoped_release release;
         return onLargeStack([&] { return parse(text, sourceName, verify); });
       },
-      py::arg("text"), py::arg("source_name") = "<string>", py::arg("verify") = true,
+      py::arg("text"), py::arg("source_name") = "<string>",
+      py::arg("verify") = true,
       "Parses a module: (Module or None, diagnostics).");
   m.def(
-      "verify", [](PyModule &module) { return onLargeStack([&] { return verifyModule(module); }); },
+      "verify",
+      [](PyModule &module) {
+        return onLargeStack([&] { return verifyModule(module); });
+      },
       py::arg("module"), "Verifies a module: (ok, diagnostics).");
   m.def(
       "run_pipeline",
@@ -472,13 +525,19 @@ PYBIND11_MODULE(_mlir, m) {
         return onLargeStack([&] { return runPipeline(module, pipeline); });
       },
       py::arg("module"), py::arg("pipeline"),
-      "Runs a textual pass pipeline on a copy of the module: (IR text or None, diagnostics).");
+      "Runs a textual pass pipeline on a copy of the module: (IR text or None, "
+      "diagnostics).");
   m.def(
       "translate_to_llvmir",
-      [](PyModule &module) { return onLargeStack([&] { return translateToLLVMIR(module); }); },
-      py::arg("module"), "Translates an LLVM-dialect module to LLVM IR: (LLVM IR text or None, diagnostics).");
+      [](PyModule &module) {
+        return onLargeStack([&] { return translateToLLVMIR(module); });
+      },
+      py::arg("module"),
+      "Translates an LLVM-dialect module to LLVM IR: (LLVM IR text or None, "
+      "diagnostics).");
   m.attr("MAX_NESTING_DEPTH") = kMaxNestingDepth;
   m.def("dialects", &dialectNames, "The dialects a module may use.");
   m.def("context_abi", &contextABI,
-        "The runtime context the lowering targets: (symbol, max ranks, MLIR type, size in bytes).");
+        "The runtime context the lowering targets: (symbol, max ranks, MLIR "
+        "type, size in bytes).");
 }

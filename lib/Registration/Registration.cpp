@@ -26,9 +26,8 @@
 
 void mlir::triton_dist::registerAllDialects(DialectRegistry &registry) {
   registry.insert<TritonDistributedDialect, arith::ArithDialect,
-                  cf::ControlFlowDialect, func::FuncDialect,
-                  LLVM::LLVMDialect, NVVM::NVVMDialect, ROCDL::ROCDLDialect,
-                  scf::SCFDialect>();
+                  cf::ControlFlowDialect, func::FuncDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect, ROCDL::ROCDLDialect, scf::SCFDialect>();
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);

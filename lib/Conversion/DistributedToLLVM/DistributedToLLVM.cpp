@@ -190,8 +190,8 @@ public:
     Location loc = op.getLoc();
     Value me = loadContextRank(rewriter, loc);
     Value myBase = loadContextHeapBase(rewriter, loc, me);
-    Value address = LLVM::PtrToIntOp::create(rewriter, loc,
-                                             rewriter.getI64Type(), adaptor.getPtr());
+    Value address = LLVM::PtrToIntOp::create(
+        rewriter, loc, rewriter.getI64Type(), adaptor.getPtr());
     rewriter.replaceOp(op, LLVM::SubOp::create(rewriter, loc, address, myBase));
     return success();
   }
@@ -457,8 +457,9 @@ LogicalResult mlir::triton_dist::checkLowerable(Operation *root) {
   return success(ok);
 }
 
-LogicalResult mlir::triton_dist::checkTargetAttributes(ModuleOp module,
-                                                      const TargetInfoBase &target) {
+LogicalResult
+mlir::triton_dist::checkTargetAttributes(ModuleOp module,
+                                         const TargetInfoBase &target) {
   bool ok = true;
   module.walk([&](ModuleOp scope) {
     for (StringRef name : {LLVM::LLVMDialect::getTargetTripleAttrName(),

@@ -12,9 +12,10 @@
 using namespace mlir;
 using namespace mlir::triton_dist;
 
-LogicalResult mlir::triton_dist::setTargetAttributes(
-    ModuleOp module, const TargetInfoBase &target, StringRef triple,
-    StringRef dataLayout) {
+LogicalResult
+mlir::triton_dist::setTargetAttributes(ModuleOp module,
+                                       const TargetInfoBase &target,
+                                       StringRef triple, StringRef dataLayout) {
   if (triple.empty())
     triple = target.getTriple();
   if (dataLayout.empty())
@@ -30,9 +31,9 @@ LogicalResult mlir::triton_dist::setTargetAttributes(
     auto wanted = StringAttr::get(context, value);
     if (Attribute existing = module->getAttr(name);
         existing && existing != wanted)
-      return module.emitError() << "the module already has " << name << " = "
-                                << existing << "; refusing to replace it by "
-                                << wanted;
+      return module.emitError()
+             << "the module already has " << name << " = " << existing
+             << "; refusing to replace it by " << wanted;
     module->setAttr(name, wanted);
   }
   return success();

@@ -12,7 +12,6 @@
 
 #include "TritonDistributed/Conversion/DistributedToLLVM/TargetInfoBase.h"
 
-
 namespace mlir {
 class LLVMTypeConverter;
 class ModuleOp;

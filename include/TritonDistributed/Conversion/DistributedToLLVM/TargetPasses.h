@@ -4,7 +4,8 @@
 // and instantiates their bodies from here, so the NVVM and ROCDL passes share
 // one runOnOperation each:
 //
-//   --convert-distributed-to-<dialect>   the op lowering (lowerDistributedToLLVM)
+//   --convert-distributed-to-<dialect>   the op lowering
+//   (lowerDistributedToLLVM)
 //   --triton-dist-set-<arch>-target      stamps llvm.target_triple and
 //                                        llvm.data_layout (the device-library
 //                                        build), a step of its own

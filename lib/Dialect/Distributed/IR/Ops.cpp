@@ -55,11 +55,11 @@ LogicalResult WaitOp::verify() {
     WaitComparison cmp = getCmp();
     if ((cmp == WaitComparison::gt && value.isMaxSignedValue()) ||
         (cmp == WaitComparison::lt && value.isMinSignedValue()))
-      return emitOpError()
-             << "no i" << value.getBitWidth() << " flag is "
-             << (cmp == WaitComparison::gt ? "greater" : "less") << " than "
-             << value.getSExtValue() << ": the wait (cmp " << stringifyEnum(cmp)
-             << ") could never return";
+      return emitOpError() << "no i" << value.getBitWidth() << " flag is "
+                           << (cmp == WaitComparison::gt ? "greater" : "less")
+                           << " than " << value.getSExtValue()
+                           << ": the wait (cmp " << stringifyEnum(cmp)
+                           << ") could never return";
   }
   return success();
 }

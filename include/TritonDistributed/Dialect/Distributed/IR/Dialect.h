@@ -1,6 +1,7 @@
 //===- Dialect.h - the `distributed` dialect --------------------*- C++ -*-===//
 //
-// The one header users of the dialect include: the dialect, its token type, enums and ops.
+// The one header users of the dialect include: the dialect, its token type,
+// enums and ops.
 //
 //===----------------------------------------------------------------------===//
 

@@ -8,8 +8,8 @@
 
 #include "TargetInfo.h"
 
-#include "TritonDistributed/Conversion/DistributedToROCDL/Passes.h"
 #include "TritonDistributed/Conversion/DistributedToLLVM/TargetPasses.h"
+#include "TritonDistributed/Conversion/DistributedToROCDL/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
@@ -38,7 +38,10 @@ void ROCDLTargetInfo::addLegalDialects(ConversionTarget &target) const {
 StringRef ROCDLTargetInfo::getTriple() const { return "amdgcn-amd-amdhsa"; }
 
 StringRef ROCDLTargetInfo::getDataLayout() const {
-  return "e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9";
+  return "e-m:e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-"
+         "p7:160:256:256:32-p8:128:128:128:48-p9:192:256:256:32-i64:64-v16:16-"
+         "v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-"
+         "v2048:2048-n32:64-S32-A5-G1-ni:7:8:9";
 }
 
 bool ROCDLTargetInfo::acceptsTriple(StringRef triple) const {
@@ -123,8 +126,9 @@ StringRef ROCDLTargetInfo::getRegisterConstraint(unsigned) const { return "v"; }
 
 namespace {
 struct ConvertDistributedToROCDL
-    : public LowerDistributedPass<ConvertDistributedToROCDL, ROCDLTargetInfo,
-                                  triton_dist::impl::ConvertDistributedToROCDLBase> {
+    : public LowerDistributedPass<
+          ConvertDistributedToROCDL, ROCDLTargetInfo,
+          triton_dist::impl::ConvertDistributedToROCDLBase> {
   using Wrapper::Wrapper;
 };
 
@@ -148,7 +152,9 @@ void mlir::triton_dist::registerLowerToROCDLPipeline() {
           lowering.maxSleepNs = backoff.maxSleepNs;
           return createConvertDistributedToROCDL(lowering);
         };
-        factories.createSetTarget = [] { return createSetDistributedROCDLTarget(); };
+        factories.createSetTarget = [] {
+          return createSetDistributedROCDLTarget();
+        };
         buildLowerToLLVMPipeline(pm, options, factories);
       });
 }

@@ -8,8 +8,8 @@
 
 #include "TargetInfo.h"
 
-#include "TritonDistributed/Conversion/DistributedToNVVM/Passes.h"
 #include "TritonDistributed/Conversion/DistributedToLLVM/TargetPasses.h"
+#include "TritonDistributed/Conversion/DistributedToNVVM/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -123,8 +123,9 @@ StringRef NVVMTargetInfo::getRegisterConstraint(unsigned bitWidth) const {
 
 namespace {
 struct ConvertDistributedToNVVM
-    : public LowerDistributedPass<ConvertDistributedToNVVM, NVVMTargetInfo,
-                                  triton_dist::impl::ConvertDistributedToNVVMBase> {
+    : public LowerDistributedPass<
+          ConvertDistributedToNVVM, NVVMTargetInfo,
+          triton_dist::impl::ConvertDistributedToNVVMBase> {
   using Wrapper::Wrapper;
 };
 
@@ -148,7 +149,9 @@ void mlir::triton_dist::registerLowerToNVVMPipeline() {
           lowering.maxSleepNs = backoff.maxSleepNs;
           return createConvertDistributedToNVVM(lowering);
         };
-        factories.createSetTarget = [] { return createSetDistributedNVVMTarget(); };
+        factories.createSetTarget = [] {
+          return createSetDistributedNVVMTarget();
+        };
         buildLowerToLLVMPipeline(pm, options, factories);
       });
 }

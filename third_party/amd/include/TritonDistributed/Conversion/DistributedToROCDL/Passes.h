@@ -1,4 +1,5 @@
-//===- Passes.h - the ROCDL target's passes and pipeline ------------*- C++ -*-===//
+//===- Passes.h - the ROCDL target's passes and pipeline ------------*- C++
+//-*-===//
 //
 // --convert-distributed-to-rocdl, --triton-dist-set-amdgcn-target and the named
 // pipeline --triton-dist-lower-to-rocdl (TargetPasses.h has their bodies).

@@ -1,4 +1,5 @@
-//===- Passes.h - the NVVM target's passes and pipeline ------------*- C++ -*-===//
+//===- Passes.h - the NVVM target's passes and pipeline ------------*- C++
+//-*-===//
 //
 // --convert-distributed-to-nvvm, --triton-dist-set-nvptx-target and the named
 // pipeline --triton-dist-lower-to-nvvm (TargetPasses.h has their bodies).
