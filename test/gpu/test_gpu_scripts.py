@@ -1,10 +1,13 @@
-"""pytest entry to the GPU checks and examples: each runs under torchrun on up to 4 local GPUs.
+"""pytest entry to the GPU checks and examples, and CPU tests of ``scripts/gpu_check.sh``.
 
-``scripts/gpu_check.sh`` is the full acceptance run (2 and 4 GPUs, logs, results table); this file lets
-``pytest test/gpu`` run the same scripts once, and skips visibly on machines with fewer than 2 GPUs.
+``scripts/gpu_check.sh`` is the one GPU entry point (checks on 2 and 4 GPUs, the ops benchmarks and tuning, logs,
+results table); the GPU tests here run the same check scripts once under torchrun on up to 4 local GPUs and skip
+visibly on machines with fewer than 2 GPUs. The CPU tests run the shell script in its dry-run mode
+(``GPU_CHECK_DRY_RUN=1``), which prints and tabulates the steps it would run.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 GPUS = torch.cuda.device_count() if torch.cuda.is_available() else 0
 RANKS = min(GPUS, 4)
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(GPUS < 2, reason=f"needs at least 2 GPUs, found {GPUS}")]
 
 SCRIPTS = [
     ("test/gpu/check_primitives.py", [], 300),
@@ -29,6 +31,8 @@ SCRIPTS = [
 
 
 @pytest.mark.parametrize(("script", "args", "timeout_s"), SCRIPTS, ids=[Path(s).stem for s, _, _ in SCRIPTS])
+@pytest.mark.gpu
+@pytest.mark.skipif(GPUS < 2, reason=f"needs at least 2 GPUs, found {GPUS}")
 def test_script_passes_under_torchrun(script, args, timeout_s):
     env = dict(
         os.environ,
@@ -43,3 +47,102 @@ def test_script_passes_under_torchrun(script, args, timeout_s):
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
     assert " 0 failures over all ranks" in output, output[-6000:]
+
+
+CHECK_STEPS = [
+    "primitives",
+    "litmus",
+    "copy_engine",
+    "ping_pong",
+    "allgather_push",
+    "allgather_pull",
+    "ag_gemm",
+    "memory_model",
+    "decode_ops",
+    "gemm_rs",
+]
+ONCE_STEPS = ["guards", "guard_cost"]
+BENCH_STEPS = [
+    "bench_matmul",
+    "bench_ag_gemm",
+    "bench_gemm_rs",
+    "bench_all_reduce",
+    "bench_gemm_ar",
+    "bench_flash_decode",
+]
+TUNE_STEPS = ["allgather_tune", "tune_ag_gemm", "tune_gemm_rs"]
+ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\w+) \| \d+ \| (.*) \|$")
+
+
+def dry_run(tmp_path: Path, **env: str) -> tuple[int, str, list[tuple[str, str, str, str]]]:
+    """Runs ``scripts/gpu_check.sh`` dry with OUT=tmp_path; returns (exit code, stdout, table rows)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GPU_CHECK_")}
+    environment.update(GPU_CHECK_DRY_RUN="1", OUT=str(tmp_path), **env)
+    result = subprocess.run(
+        ["bash", "scripts/gpu_check.sh"], cwd=REPO, env=environment, capture_output=True, text=True, timeout=60
+    )
+    table = (tmp_path / "gpu_check.md").read_text()
+    rows = [m.groups() for line in table.splitlines() if (m := ROW.match(line))]
+    return result.returncode, result.stdout + result.stderr, rows
+
+
+def test_dry_run_lists_the_checks_on_each_size(tmp_path):
+    code, output, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2 4")
+    assert code == 0, output
+    expected = [(n, s) for n in ("2", "4") for s in CHECK_STEPS] + [("2", s) for s in ONCE_STEPS]
+    assert [(r[0], r[1]) for r in rows] == expected
+    assert all(r[2] == "DRY" for r in rows)
+    assert "Overall: PASS" in (tmp_path / "gpu_check.md").read_text()
+
+
+def test_bench_and_tune_modes_add_their_steps_once(tmp_path):
+    code, output, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2 4", GPU_CHECK_BENCH="1", GPU_CHECK_TUNE="1")
+    assert code == 0, output
+    names = [r[1] for r in rows]
+    for name in BENCH_STEPS + TUNE_STEPS:
+        assert names.count(name) == 1, name
+    by_name = {r[1]: r for r in rows}
+    assert by_name["bench_matmul"][0] == "1"  # one process, no torchrun
+    assert by_name["tune_ag_gemm"][0] == "2" and by_name["allgather_tune"][0] == "4"
+    assert "--tune" in by_name["bench_all_reduce"][3] and "--tune" in by_name["tune_gemm_rs"][3]
+    # the GEMM tiles come before the AG+GEMM sweep that starts from them, the sweep before its benchmark
+    assert names.index("bench_matmul") < names.index("tune_ag_gemm") < names.index("bench_ag_gemm")
+
+
+def test_every_step_names_a_script_in_the_tree(tmp_path):
+    _, _, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2", GPU_CHECK_BENCH="1", GPU_CHECK_TUNE="1")
+    for _, name, _, command in rows:
+        script = command.strip("` ").split()[0]
+        assert (REPO / script).is_file(), f"step {name} runs {script}, which is missing"
+
+
+def test_only_runs_the_named_steps_and_passes_the_shapes(tmp_path):
+    code, output, rows = dry_run(
+        tmp_path,
+        GPU_CHECK_SIZES="2",
+        GPU_CHECK_ONLY="gemm_rs bench_gemm_rs",
+        GPU_CHECK_SHAPES="8192,4096,12288",
+        GPU_CHECK_QUICK="1",
+    )
+    assert code == 0, output
+    assert [r[1] for r in rows] == ["gemm_rs", "bench_gemm_rs"]
+    assert "--quick" in rows[0][3]
+    assert "--shapes 8192,4096,12288" in rows[1][3]
+
+
+def test_budget_skips_steps_and_fails_the_run(tmp_path):
+    code, _, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2", GPU_CHECK_ONLY="primitives litmus", GPU_CHECK_BUDGET_S="35")
+    assert code == 1
+    assert [(r[1], r[2]) for r in rows] == [("primitives", "SKIP"), ("litmus", "SKIP")]
+
+
+def test_output_is_few_files(tmp_path):
+    # The device machine returns at most 8 files from $OUT: the table and one archive.
+    dry_run(tmp_path, GPU_CHECK_SIZES="2")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu_check.md", "gpu_check.tgz"]
+
+
+def test_too_few_gpus_fails_visibly(tmp_path):
+    code, output, _ = dry_run(tmp_path, GPU_CHECK_SIZES=" ")
+    assert code == 1
+    assert "need at least 2" in (tmp_path / "gpu_check.md").read_text()
