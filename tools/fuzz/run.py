@@ -33,11 +33,23 @@ REPO = Path(__file__).resolve().parents[2]
 KNOWN_OPEN = REPO / "test" / "fuzz" / "known_open.json"
 
 _worker: oracle.BindingsWorker | None = None
+_known: list[dict] = []
+INPUT_KEPT = 20_000  # characters of a failing input kept in the summary (the case number reproduces all of it)
 
 
-def _init_pool(bindings: bool = True) -> None:
-    global _worker
+def _init_pool(bindings: bool = True, known: list[dict] | None = None) -> None:
+    global _worker, _known
     _worker = oracle.BindingsWorker() if bindings else None
+    _known = known or []
+
+
+def _annotate(record: dict) -> dict:
+    """Matches each finding against the allow-list on the whole input (in the pool worker), then trims the input."""
+    for finding in record["findings"]:
+        finding["known"] = match_known(finding, record["input"], _known)
+    if record["input"] is not None:
+        record["input"] = record["input"][:INPUT_KEPT]
+    return record
 
 
 def make_ir_case(seed: int, index: int, size: str) -> tuple[str, str]:
@@ -58,14 +70,16 @@ def run_ir_cases(args: tuple[int, list[int], str, float]) -> list[dict]:
     cases = [make_ir_case(seed, k, size) for k in indices]
     outcomes = oracle.check_batch([text for _, text in cases], _worker, timeout=timeout, options_seed=indices[0])
     return [
-        {
-            "kind": "ir",
-            "index": index,
-            "origin": origin,
-            "stages": outcome.stages,
-            "findings": [f.to_json() for f in outcome.findings],
-            "input": text if outcome.findings else None,
-        }
+        _annotate(
+            {
+                "kind": "ir",
+                "index": index,
+                "origin": origin,
+                "stages": outcome.stages,
+                "findings": [f.to_json() for f in outcome.findings],
+                "input": text if outcome.findings else None,
+            }
+        )
         for index, (origin, text), outcome in zip(indices, cases, outcomes, strict=True)
     ]
 
@@ -100,14 +114,16 @@ def run_garbage_case(args: tuple[int, int, float]) -> dict:
     if _worker is None:
         return {"kind": "garbage", "index": index, "origin": "garbage", "stages": {}, "findings": [], "input": None}
     stages, findings = check_calls(calls, _worker, timeout)
-    return {
-        "kind": "garbage",
-        "index": index,
-        "origin": "garbage",
-        "stages": stages,
-        "findings": findings,
-        "input": repr(calls) if findings else None,
-    }
+    return _annotate(
+        {
+            "kind": "garbage",
+            "index": index,
+            "origin": "garbage",
+            "stages": stages,
+            "findings": findings,
+            "input": repr(calls) if findings else None,
+        }
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -201,7 +217,7 @@ def run_batch(
     known = load_known() if known is None else known
     started = time.monotonic()
     results: list[dict] = []
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_pool, initargs=(bindings,)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_pool, initargs=(bindings, known)) as pool:
         indices = list(range(first, first + cases))
         work = [
             pool.submit(run_ir_cases, (seed, indices[k : k + batch], size, timeout))
@@ -230,7 +246,7 @@ def run_batch(
             if r["kind"] == "ir":
                 per_stage.setdefault(stage, Counter())[end] += 1
         for f in r["findings"]:
-            kid = match_known(f, r["input"], known)
+            kid = f.get("known")
             if kid:
                 known_hits[kid] += 1
             else:
