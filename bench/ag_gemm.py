@@ -25,14 +25,15 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overlap_timing import (  # noqa: E402
+from _common import (  # noqa: E402
     RESULTS,
+    add_shape_arguments,
     bar_chart,
     describe_machine,
+    enable_torch_symm_mem,
     log0,
     markdown_table,
     parse_shapes,
-    setup_distributed,
     time_ms,
 )
 
@@ -40,15 +41,11 @@ from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.ag_gemm import _workspace, ag_gemm, ag_gemm_impl, choose_config  # noqa: E402
 from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
+from triton_dist.testing import setup_distributed  # noqa: E402
 
 
 def torch_fused(group_name: str):  # noqa: ANN201
-    try:
-        import torch.distributed._symmetric_memory as symm_mem
-
-        symm_mem.enable_symm_mem_for_group(group_name)
-    except Exception as error:  # noqa: BLE001
-        log0(f"torch symmetric memory unavailable: {error}")
+    if not enable_torch_symm_mem(group_name):
         return None
 
     def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -59,9 +56,7 @@ def torch_fused(group_name: str):  # noqa: ANN201
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--shapes", default="")
-    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
-    parser.add_argument("--reps", type=int, default=30)
+    add_shape_arguments(parser, reps=30)
     parser.add_argument("--tag", default="")
     args = parser.parse_args()
     setup_distributed("6G")

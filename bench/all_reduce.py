@@ -21,47 +21,26 @@ Writes ``all_reduce.md``, ``all_reduce.png`` and ``all_reduce.json`` to ``--out-
 from __future__ import annotations
 
 import argparse
-import json
-import socket
-import statistics
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-from triton_dist import runtime as rt
-from triton_dist.ops import all_reduce
-from triton_dist.testing import main_guard, rank0_print, setup_distributed, teardown
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_decode_arguments, describe_machine, eager_us, panel_chart, run_date, write_json  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops import all_reduce  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed, teardown  # noqa: E402
 
 ar_module = sys.modules["triton_dist.ops.all_reduce"]
 SYMM_OPS = torch.ops.symm_mem
 
 SIZES = [8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20]
 SIZES += [2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20]
-
-
-def eager_us(fn: Callable[[], object], iters: int, warmup: int = 5) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        torch.cuda.synchronize()
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    worst = torch.tensor([statistics.median(times)], dtype=torch.float64, device="cuda")
-    dist.all_reduce(worst, op=dist.ReduceOp.MAX)
-    return float(worst.item())
 
 
 def human(nbytes: int) -> str:
@@ -71,8 +50,7 @@ def human(nbytes: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="tune the config table first")
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
+    add_decode_arguments(parser)
     args = parser.parse_args()
     world = setup_distributed(heap_size="1G")
     world_size = world.world_size
@@ -144,14 +122,11 @@ def main() -> int:
 def write_results(out_dir: Path, rows: list[dict], tuned: list, world_size: int, started: float) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     gpu = torch.cuda.get_device_name()
-    date = datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = f"torchrun --nproc-per-node={world_size} bench/all_reduce.py " + " ".join(sys.argv[1:])
     names = ["NCCL", "symm-mem one-shot", "symm-mem two-shot", "triton_dist"]
     lines = [
         f"# all_reduce, {world_size} x {gpu}, bf16",
         "",
-        f"- date: {date}; machine: {socket.gethostname()}, {world_size} x {gpu}; torch {torch.__version__}",
-        f"- command: `{command}` (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1)",
+        *describe_machine(started),
         "- µs per call, median of >= 20 timed runs after warm-up, max over ranks. eager: events around one call after",
         "  a barrier; graphed: 10 calls per CUDA graph, replayed. bus bw = 2 (W-1)/W x bytes / time (graphed).",
         "",
@@ -182,30 +157,21 @@ def write_results(out_dir: Path, rows: list[dict], tuned: list, world_size: int,
         lines += ["", "Tuned table (`--tune`): bytes -> config, graphed µs", ""]
         lines += [f"- {human(b)}: {c}, {us:.1f}" for b, c, us in tuned]
     (out_dir / "all_reduce.md").write_text("\n".join(lines) + "\n")
-    (out_dir / "all_reduce.json").write_text(json.dumps({"rows": rows, "date": date, "command": command}, indent=1))
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-        sizes = [r["bytes"] for r in rows]
-        for ax, mode in zip(axes, ("eager", "graphed"), strict=True):
-            for name in names:
-                ax.plot(sizes, [r.get(f"{name} {mode}", float("nan")) for r in rows], marker="o", label=name)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xlabel("message bytes (bf16)")
-            ax.set_ylabel("µs per all-reduce")
-            ax.set_title(f"{mode}, {world_size} x {gpu}")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend()
-        fig.suptitle(f"all_reduce ({date})")
-        fig.tight_layout()
-        fig.savefig(out_dir / "all_reduce.png", dpi=120)
-    except ImportError as error:
-        print(f"INFO no PNG: {error}")
+    write_json(out_dir / "all_reduce.json", rows, started)
+    sizes = [r["bytes"] for r in rows]
+    panels = [
+        (f"{mode}, {world_size} x {gpu}", sizes, {n: [r.get(f"{n} {mode}", float("nan")) for r in rows] for n in names})
+        for mode in ("eager", "graphed")
+    ]
+    panel_chart(
+        out_dir / "all_reduce.png",
+        panels,
+        title=f"all_reduce ({run_date(started)})",
+        xlabel="message bytes (bf16)",
+        ylabel="µs per all-reduce",
+        panel_size=(6.5, 4.5),
+        logy=True,
+    )
 
 
 if __name__ == "__main__":

@@ -20,22 +20,17 @@ Writes ``flash_decode.md``, ``flash_decode.png``, ``flash_decode.json`` to ``--o
 from __future__ import annotations
 
 import argparse
-import json
-import socket
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F  # noqa: N812
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-
-from all_reduce import eager_us  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_decode_arguments, describe_machine, eager_us, panel_chart, run_date, write_json  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import flash_decode  # noqa: E402
@@ -75,8 +70,7 @@ def sdpa_then_nccl(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, world_size
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
+    add_decode_arguments(parser)
     args = parser.parse_args()
     world = setup_distributed(heap_size="1G")
     world_size = world.world_size
@@ -136,14 +130,11 @@ def main() -> int:
 def write_results(out_dir: Path, rows: list[dict], world_size: int, started: float) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     gpu = torch.cuda.get_device_name()
-    date = datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = f"torchrun --nproc-per-node={world_size} bench/flash_decode.py " + " ".join(sys.argv[1:])
     nan = float("nan")
     lines = [
         f"# flash_decode, {world_size} x {gpu}, bf16, GQA {Q_HEADS}/{KV_HEADS} heads, head dim {DIM}",
         "",
-        f"- date: {date}; machine: {socket.gethostname()}, {world_size} x {gpu}; torch {torch.__version__}",
-        f"- command: `{command}` (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1)",
+        *describe_machine(started),
         "- µs per call; graphed: 10 calls per CUDA graph, median of >= 20 replays; eager: events around one call",
         "  after a barrier, median of >= 20; max over ranks. Context = total tokens, split evenly over the ranks.",
         "",
@@ -159,31 +150,21 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
             f"{r.get('flash_decode eager', nan):.1f} | {r.get('SDPA + NCCL eager', nan):.1f} |"
         )
     (out_dir / "flash_decode.md").write_text("\n".join(lines) + "\n")
-    (out_dir / "flash_decode.json").write_text(json.dumps({"rows": rows, "date": date, "command": command}, indent=1))
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, len(BATCHES), figsize=(6 * len(BATCHES), 4))
-        for ax, batch in zip(axes, BATCHES, strict=True):
-            sel = [r for r in rows if r["batch"] == batch]
-            ctx = [r["context"] for r in sel]
-            for key in ("flash_decode graphed", "single GPU graphed", "SDPA + NCCL graphed"):
-                ax.plot(ctx, [r.get(key, nan) for r in sel], marker="o", label=key.replace(" graphed", ""))
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.set_xlabel("total context (tokens)")
-            ax.set_ylabel("µs per decode step (graphed)")
-            ax.set_title(f"batch {batch}")
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend()
-        fig.suptitle(f"flash_decode, {world_size} x {gpu} ({date})")
-        fig.tight_layout()
-        fig.savefig(out_dir / "flash_decode.png", dpi=120)
-    except ImportError as error:
-        print(f"INFO no PNG: {error}")
+    write_json(out_dir / "flash_decode.json", rows, started)
+    keys = ("flash_decode graphed", "single GPU graphed", "SDPA + NCCL graphed")
+    panels = []
+    for batch in BATCHES:
+        sel = [r for r in rows if r["batch"] == batch]
+        series = {k.replace(" graphed", ""): [r.get(k, nan) for r in sel] for k in keys}
+        panels.append((f"batch {batch}", [r["context"] for r in sel], series))
+    panel_chart(
+        out_dir / "flash_decode.png",
+        panels,
+        title=f"flash_decode, {world_size} x {gpu} ({run_date(started)})",
+        xlabel="total context (tokens)",
+        ylabel="µs per decode step (graphed)",
+        logy=True,
+    )
 
 
 if __name__ == "__main__":

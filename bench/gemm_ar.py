@@ -17,22 +17,17 @@ Writes ``gemm_ar.md``, ``gemm_ar.png``, ``gemm_ar.json`` to ``--out-dir``.
 from __future__ import annotations
 
 import argparse
-import json
-import socket
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-
-from all_reduce import eager_us  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import add_decode_arguments, describe_machine, eager_us, panel_chart, run_date, write_json  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
@@ -61,8 +56,7 @@ def candidates(m: int) -> list[GemmARConfig]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iters", type=int, default=20)
-    parser.add_argument("--out-dir", default=str(REPO / "bench" / "results"))
+    add_decode_arguments(parser)
     parser.add_argument("--ms", type=int, nargs="*", default=MS)
     args = parser.parse_args()
     world = setup_distributed(heap_size="2G")
@@ -133,14 +127,11 @@ def main() -> int:
 def write_results(out_dir: Path, rows: list[dict], world_size: int, started: float) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     gpu = torch.cuda.get_device_name()
-    date = datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%d %H:%M UTC")
-    command = f"torchrun --nproc-per-node={world_size} bench/gemm_ar.py " + " ".join(sys.argv[1:])
     nan = float("nan")
     lines = [
         f"# gemm_ar (row-parallel decode linear), {world_size} x {gpu}, bf16",
         "",
-        f"- date: {date}; machine: {socket.gethostname()}, {world_size} x {gpu}; torch {torch.__version__}",
-        f"- command: `{command}` (NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1)",
+        *describe_machine(started),
         "- µs per call; graphed: 10 calls per CUDA graph, median of >= 20 replays; eager: events around one call",
         "  after a barrier, median of >= 20; max over ranks. Each rank: [M, K/W] @ [K/W, N].",
         "",
@@ -157,30 +148,23 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
             f"| {r['config']} |"
         )
     (out_dir / "gemm_ar.md").write_text("\n".join(lines) + "\n")
-    (out_dir / "gemm_ar.json").write_text(json.dumps({"rows": rows, "date": date, "command": command}, indent=1))
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, len(LAYERS), figsize=(4.2 * len(LAYERS), 4), sharey=False)
-        for ax, (layer, _, _) in zip(axes, LAYERS, strict=True):
-            sel = [r for r in rows if r["layer"] == layer]
-            ms = [r["M"] for r in sel]
-            for key in ("gemm_ar graphed", "matmul + NCCL graphed", "matmul + symm best graphed", "matmul graphed"):
-                ax.plot(ms, [r.get(key, nan) for r in sel], marker="o", label=key.replace(" graphed", ""))
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("M (tokens)")
-            ax.set_ylabel("µs per layer (graphed)")
-            ax.set_title(layer)
-            ax.grid(True, alpha=0.3)
-        axes[0].legend(fontsize=8)
-        fig.suptitle(f"gemm_ar vs matmul + all-reduce, {world_size} x {gpu} ({date})")
-        fig.tight_layout()
-        fig.savefig(out_dir / "gemm_ar.png", dpi=120)
-    except ImportError as error:
-        print(f"INFO no PNG: {error}")
+    write_json(out_dir / "gemm_ar.json", rows, started)
+    keys = ("gemm_ar graphed", "matmul + NCCL graphed", "matmul + symm best graphed", "matmul graphed")
+    panels = []
+    for layer, _, _ in LAYERS:
+        sel = [r for r in rows if r["layer"] == layer]
+        panels.append(
+            (layer, [r["M"] for r in sel], {k.replace(" graphed", ""): [r.get(k, nan) for r in sel] for k in keys})
+        )
+    panel_chart(
+        out_dir / "gemm_ar.png",
+        panels,
+        title=f"gemm_ar vs matmul + all-reduce, {world_size} x {gpu} ({run_date(started)})",
+        xlabel="M (tokens)",
+        ylabel="µs per layer (graphed)",
+        panel_size=(4.2, 4),
+        legend_on_first_only=True,
+    )
 
 
 if __name__ == "__main__":

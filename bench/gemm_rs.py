@@ -3,7 +3,7 @@
     torchrun --nproc-per-node=2 bench/gemm_rs.py [--shapes "M,N,K;..."] [--dtype bfloat16] [--reps 30] [--tune]
 
 Per shape (global M, N, K; rank r holds A_r [M, K/W] and B_r [K/W, N]), all in one run, each the median of
-``--reps`` calls after warm-up (device barrier before each call, max over ranks; bench/overlap_timing.py):
+``--reps`` calls after warm-up (device barrier before each call, max over ranks; bench/_common.py):
 
 - ours: ``triton_dist.ops.gemm_rs`` (the torch custom op, configuration from the tuned table or the cost model);
 - matmul + NCCL: ``torch.matmul`` then ``dist.reduce_scatter_tensor`` (bf16 partials, as PyTorch's fused op);
@@ -31,14 +31,15 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overlap_timing import (  # noqa: E402
+from _common import (  # noqa: E402
     RESULTS,
+    add_shape_arguments,
     bar_chart,
     describe_machine,
+    enable_torch_symm_mem,
     log0,
     markdown_table,
     parse_shapes,
-    setup_distributed,
     time_ms,
 )
 
@@ -46,17 +47,13 @@ from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import tuning  # noqa: E402
 from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
+from triton_dist.testing import setup_distributed  # noqa: E402
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
 
 
 def torch_fused(group_name: str):  # noqa: ANN201
-    try:
-        import torch.distributed._symmetric_memory as symm_mem
-
-        symm_mem.enable_symm_mem_for_group(group_name)
-    except Exception as error:  # noqa: BLE001
-        log0(f"torch symmetric memory unavailable: {error}")
+    if not enable_torch_symm_mem(group_name):
         return None
 
     def run(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -178,9 +175,7 @@ def bench_shape(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shapes", default=None, help='"M,N,K;..." (global N and K); default: the seed shapes')
-    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
-    parser.add_argument("--reps", type=int, default=30)
+    add_shape_arguments(parser, reps=30)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--heap-size", default="3G")
     parser.add_argument("--tune", action="store_true", help="time every candidate configuration first")

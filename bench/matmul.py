@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overlap_timing import RESULTS, SEED_SHAPES, bar_chart, describe_machine, markdown_table, time_ms  # noqa: E402
+from _common import RESULTS, SEED_SHAPES, bar_chart, describe_machine, markdown_table, time_ms  # noqa: E402
 
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402

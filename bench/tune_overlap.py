@@ -25,13 +25,14 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from overlap_timing import RESULTS, log0, parse_shapes, setup_distributed, time_ms  # noqa: E402
+from _common import RESULTS, add_shape_arguments, log0, parse_shapes, time_ms  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import tuning  # noqa: E402
 from triton_dist.ops.ag_gemm import ag_gemm_impl  # noqa: E402
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig  # noqa: E402
 from triton_dist.ops.tuning import OverlapConfig  # noqa: E402
+from triton_dist.testing import setup_distributed  # noqa: E402
 
 
 def gemm_candidates(m: int, n_local: int, k: int, tag: str) -> list[MatmulConfig]:
@@ -56,9 +57,7 @@ def variants(gemms: list[MatmulConfig], quick: bool) -> list[OverlapConfig]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--shapes", default="")
-    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
-    parser.add_argument("--reps", type=int, default=20)
+    add_shape_arguments(parser, reps=20)
     parser.add_argument("--quick", action="store_true", help="fewer chunk sizes and producers")
     parser.add_argument("--write-package-table", action="store_true")
     parser.add_argument("--matmul-tag", default="", help="suffix of bench/results/matmul_best*.json to start from")
