@@ -99,40 +99,59 @@ OUR_NAME = re.compile(r"distributed|triton-dist|triton_dist")
 
 
 @cache
-def discover_passes() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(our passes, our named pipelines) as `triton-dist-opt --help` lists them."""
+def _help_entries() -> tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...]:
+    """(section, name, ((option, kind), ...)) of our passes and pipelines in `triton-dist-opt --help`."""
     proc = subprocess.run([str(opt_path()), "--help"], capture_output=True, text=True, check=False)
-    passes: list[str] = []
-    pipelines: list[str] = []
+    entries: list[tuple[str, str, list[tuple[str, str]]]] = []
     section = None
     for line in proc.stdout.splitlines():
         stripped = line.strip()
-        if stripped == "Passes:":
-            section = passes
-            continue
-        if stripped == "Pass Pipelines:":
-            section = pipelines
+        if stripped in ("Passes:", "Pass Pipelines:"):
+            section = stripped
             continue
         if section is None:
             continue
-        m = re.match(r"^ {6}--([a-z0-9-]+)\s", line)
-        if m:
-            if OUR_NAME.search(m.group(1)) or OUR_NAME.search(line[m.end() :].lower()):
-                section.append(m.group(1))
+        entry = re.match(r"^ {6}--([a-z0-9-]+)\s", line)
+        option = re.match(r"^ {8}--([a-z0-9-]+)(=<(\w+)>)?\s", line)
+        if entry:
+            ours = OUR_NAME.search(entry.group(1)) or OUR_NAME.search(line[entry.end() :].lower())
+            entries.append((section, entry.group(1), []) if ours else ("", "", []))
+        elif option and entries and entries[-1][1]:
+            entries[-1][2].append((option.group(1), option.group(3) or "bool"))
         elif re.match(r"^ {2}--", line):
             section = None
-    return tuple(passes), tuple(pipelines)
+    return tuple((sec, name, tuple(opts)) for sec, name, opts in entries if name)
 
 
-def pass_option_variants(name: str) -> list[str]:
-    """Option strings worth trying on our passes (empty, edge values, bad values)."""
-    return [
-        "",
-        "tight-polls=0 max-sleep-ns=0",
-        "tight-polls=4294967295 max-sleep-ns=4294967295",
-        'triple=amdgcn-amd-amdhsa data-layout="e"',
-        'triple="" data-layout="garbage"',
-    ]
+def discover_passes() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(our passes, our named pipelines) as `triton-dist-opt --help` lists them."""
+    entries = _help_entries()
+    return (
+        tuple(name for sec, name, _ in entries if sec == "Passes:"),
+        tuple(name for sec, name, _ in entries if sec == "Pass Pipelines:"),
+    )
+
+
+# Values worth trying per option kind: edges and garbage (a bad value must be a diagnostic).
+OPTION_VALUES = {
+    "uint": ["0", "1", "4294967295", "-1"],
+    "long": ["0", "-5", "9223372036854775807"],
+    "string": ['""', "garbage", "amdgcn-amd-amdhsa", "nvptx64-nvidia-cuda", '"e-p:64:64"'],
+    "bool": ["true", "false", "maybe"],
+}
+
+
+def pass_option_variants(name: str, seed: int) -> list[str]:
+    """Option strings for pass or pipeline `name`: none, and (seeded) one or two of its options set to edge values."""
+    import random  # noqa: PLC0415
+
+    options = next((opts for _, n, opts in _help_entries() if n == name), ())
+    rng = random.Random(f"{name}:{seed}")
+    variants = [""]
+    if options:
+        picked = rng.sample(list(options), k=min(len(options), rng.randint(1, 2)))
+        variants.append(" ".join(f"{opt}={rng.choice(OPTION_VALUES.get(kind, ['1']))}" for opt, kind in picked))
+    return variants
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -260,16 +279,15 @@ def _run_batched(args: list[str], texts: list[str | None], stage: str, outcomes:
 
 
 def tool_runs(options_seed: int = 0) -> list[tuple[str, list[str], str]]:
-    """(stage, triton-dist-opt arguments, the same as a pipeline for the bindings): plain, each pass (with one
-    option variant, rotating with the seed), each named pipeline, the lowering pipeline of each target."""
+    """(stage, triton-dist-opt arguments, the same as a pipeline for the bindings): plain, each pass and named
+    pipeline (without options, or with one or two of its options at edge values, by the seed), and the lowering
+    pipeline of each target where triton-dist-opt has no named one."""
     passes, named = discover_passes()
-    variants = pass_option_variants("")
     runs: list[tuple[str, list[str], str]] = [("opt", [], "")]
-    for k, p in enumerate(passes):
+    for k, p in enumerate((*passes, *named)):
+        variants = pass_option_variants(p, options_seed)
         opts = variants[(options_seed + k) % len(variants)]
         runs.append((f"opt --{p}", [f"--{p}" + (f"={opts}" if opts else "")], p + (f"{{{opts}}}" if opts else "")))
-    for p in named:
-        runs.append((f"opt --{p}", [f"--{p}"], p))
     for target, pipeline in lowering_pipelines().items():
         if pipeline not in named:
             runs.append((f"opt lowering({target})", [f"--pass-pipeline={pipeline}"], pipeline))
