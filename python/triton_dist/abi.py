@@ -33,6 +33,20 @@ CONTEXT_BYTES = CONTEXT_LAYOUT.size
 CONTEXT_HEAP_SIZE_OFFSET = 8
 CONTEXT_HEAP_BASES_OFFSET = 16
 
+WAIT_TIMEOUT_SYMBOL = "__triton_dist_wait_timeout"
+"""The wait watchdog's record: a global of its own (addrspace 1, external, zero-initialized) in every module that
+holds a watched ``distributed.wait`` (``timeout_ns`` attribute or the lowering's ``wait-timeout-ns`` option). The
+device library is built without a watchdog, so it defines no such global today."""
+
+WAIT_TIMEOUT_LAYOUT = struct.Struct("<iiiiqqqiiq")
+"""state (i32, offset 0: 0 none, 1 being written, 2 written; the writer publishes 2 with a system-scope release),
+rank (i32, 4), program id x (i32, 8), flag index (i32, 12: the word of the n awaited that timed out),
+flag address (i64, 16: that word's address), expected value (i64, 24, sign-extended), last value seen (i64, 32,
+sign-extended), comparison (i32, 40: index into COMPARISONS), flag width in bits (i32, 44: 32 or 64),
+timeout in ns (i64, 48). 56 bytes. The first lane to time out fills it; every lane that times out then traps."""
+WAIT_TIMEOUT_BYTES = WAIT_TIMEOUT_LAYOUT.size
+WAIT_TIMEOUT_WRITTEN = 2
+
 # Functions of the device library (docs/abi.md has the semantics of each).
 RANK = "__triton_dist_rank"  # () -> i32
 NUM_RANKS = "__triton_dist_num_ranks"  # () -> i32

@@ -234,3 +234,11 @@ func.func @symm_at_last_rank(%ptr: !llvm.ptr<1>) -> !llvm.ptr<1> {
   %0 = distributed.symm_at %ptr, %rank : !llvm.ptr<1>
   return %0 : !llvm.ptr<1>
 }
+
+// -----
+
+func.func @wait_zero_timeout(%flags: !llvm.ptr<1>, %n: i32, %v: i32) {
+  // expected-error @+1 {{'distributed.wait' op timeout_ns must be positive, got 0}}
+  %t = distributed.wait %flags, %n, %v scope(sys) semantic(acquire) {timeout_ns = 0 : i64} : !llvm.ptr<1>, i32
+  return
+}

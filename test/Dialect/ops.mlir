@@ -54,6 +54,9 @@ func.func @wait_every_comparison(%flags: !llvm.ptr<1>, %n: i32, %v32: i32, %v64:
   %le = distributed.wait %flags, %n, %v64 scope(sys) semantic(relaxed) cmp(le) : !llvm.ptr<1>, i64
   // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V32]] scope(sys) semantic(acquire) cmp(lt) : !llvm.ptr<1>, i32
   %lt = distributed.wait %flags, %n, %v32 scope(sys) semantic(acquire) cmp(lt) : !llvm.ptr<1>, i32
+  // The watchdog's timeout is an attribute of the dictionary.
+  // CHECK-NEXT: distributed.wait %[[FLAGS]], %[[N]], %[[V64]] scope(sys) semantic(acquire) cmp(ge) {timeout_ns = 1000000 : i64} : !llvm.ptr<1>, i64
+  %watched = distributed.wait %flags, %n, %v64 scope(sys) semantic(acquire) cmp(ge) {timeout_ns = 1000000 : i64} : !llvm.ptr<1>, i64
   return
 }
 

@@ -111,3 +111,22 @@ def test_lowering_constants_match_abi():
     assert native.mlir_type == f"!llvm.struct<(i32, i32, i64, array<{abi.MAX_RANKS} x i64>)>"
     # The heap bases follow rank, num_ranks and heap_size: byte 16.
     assert abi.CONTEXT_LAYOUT.size - 8 * abi.MAX_RANKS == abi.CONTEXT_HEAP_BASES_OFFSET
+
+
+@needs_mlir
+def test_watchdog_record_matches_the_layout():
+    # A watched wait makes the lowering define the record; its type is WAIT_TIMEOUT_LAYOUT's.
+    text = (
+        "func.func @f(%p: !llvm.ptr<1>, %n: i32, %v: i32) -> !distributed.token {\n"
+        "  %t = distributed.wait %p, %n, %v scope(sys) semantic(acquire) {timeout_ns = 1000 : i64}"
+        " : !llvm.ptr<1>, i32\n  return %t : !distributed.token\n}\n"
+    )
+    for target in ("nvvm", "rocdl"):
+        ir = mlir.translate_to_llvmir(mlir.run_pipeline(text, mlir.lowering_pipeline(target)))
+        match = re.search(
+            rf"^@{abi.WAIT_TIMEOUT_SYMBOL} = addrspace\(1\) externally_initialized global (\{{[^}}]*\}})", ir, re.M
+        )
+        assert match, ir
+        assert match.group(1) == _llvm_struct_of(abi.WAIT_TIMEOUT_LAYOUT.format)
+    assert abi.WAIT_TIMEOUT_BYTES == 56
+    assert abi.COMPARISONS.index("ge") == 2  # the record's cmp field is the WaitComparison enum value

@@ -212,14 +212,18 @@ public:
 class WaitLowering : public DistributedPattern<WaitOp> {
 public:
   WaitLowering(const LLVMTypeConverter &converter, const TargetInfoBase &target,
-               const WaitBackoff &backoff)
-      : DistributedPattern(converter, target), backoff(backoff) {}
+               const LoweringOptions &options)
+      : DistributedPattern(converter, target), backoff(options.backoff),
+        defaultTimeoutNs(options.waitTimeoutNs) {}
 
   // entry:           cond_br tid < W, word(tid), done
   // word(i):         cond_br i < n, poll(0, minSleep), done
   // poll(k, ns):     v = atomic load flags[i]; cond_br v == value, next, retry
   // retry:           cond_br k + 1 < tightPolls, poll(k + 1, ns), sleep
   // sleep:           sleep(ns); br poll(k, min(2 ns, maxSleep))
+  // With a timeout, a failed poll first goes through
+  // check:           cond_br (now - start) * period > timeout, expire, retry
+  // expire:          claim and fill @__triton_dist_wait_timeout; trap
   // next:            br word(i + W)
   // done:            program barrier; token
   LogicalResult
@@ -235,15 +239,20 @@ public:
     bool sleeps = backoff.maxSleepNs != 0;
     unsigned firstSleep = std::min(backoff.minSleepNs, backoff.maxSleepNs);
 
+    uint64_t timeoutNs = op.getTimeoutNs().value_or(defaultTimeoutNs);
+
     Value tid = target.getThreadId(rewriter, loc);
     Value warpSize = target.getWarpSize(rewriter, loc);
     Value polls = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult,
                                        tid, warpSize);
+    Value start = timeoutNs ? readSteadyCounter(rewriter, loc) : Value();
 
     Block *entry = rewriter.getInsertionBlock();
     Block *done = rewriter.splitBlock(entry, op->getIterator());
     Block *word = rewriter.createBlock(done, {i32}, {loc});
     Block *poll = rewriter.createBlock(done, {i32, i32}, {loc, loc});
+    Block *check = timeoutNs ? rewriter.createBlock(done) : nullptr;
+    Block *expire = timeoutNs ? rewriter.createBlock(done) : nullptr;
     Block *retry = sleeps ? rewriter.createBlock(done) : nullptr;
     Block *sleep = sleeps ? rewriter.createBlock(done) : nullptr;
     Block *next = rewriter.createBlock(done);
@@ -270,10 +279,39 @@ public:
                                        op.getScope(), op.getSemantic());
     Value arrived = LLVM::ICmpOp::create(
         rewriter, loc, getPollPredicate(op.getCmp()), seen, expected);
-    if (sleeps) {
-      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, retry,
+    // Where a failed poll goes on: the next tight poll / sleep, or a spin.
+    Block *missed = sleeps ? retry : poll;
+    SmallVector<Value> missedArgs;
+    if (!sleeps)
+      missedArgs = {attempt, sleepNs};
+    if (timeoutNs) {
+      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, check,
                              ValueRange{});
+      rewriter.setInsertionPointToEnd(check);
+      Type i64 = rewriter.getI64Type();
+      Value ticks = LLVM::SubOp::create(
+          rewriter, loc, readSteadyCounter(rewriter, loc), start);
+      Value elapsed = LLVM::MulOp::create(
+          rewriter, loc, ticks,
+          LLVM::ConstantOp::create(
+              rewriter, loc, i64,
+              rewriter.getI64IntegerAttr(target.getSteadyCounterPeriodNs())));
+      Value limit = LLVM::ConstantOp::create(
+          rewriter, loc, i64,
+          rewriter.getI64IntegerAttr(static_cast<int64_t>(timeoutNs)));
+      Value expired = LLVM::ICmpOp::create(
+          rewriter, loc, LLVM::ICmpPredicate::ugt, elapsed, limit);
+      LLVM::CondBrOp::create(rewriter, loc, expired, expire, ValueRange{},
+                             missed, missedArgs);
 
+      rewriter.setInsertionPointToEnd(expire);
+      recordTimeout(rewriter, loc, op, flag, index, expected, seen, limit);
+    } else {
+      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, missed,
+                             missedArgs);
+    }
+
+    if (sleeps) {
       rewriter.setInsertionPointToEnd(retry);
       Value nextAttempt = LLVM::AddOp::create(
           rewriter, loc, attempt, createI32Constant(rewriter, loc, 1));
@@ -297,9 +335,6 @@ public:
       Value capped =
           LLVM::SelectOp::create(rewriter, loc, belowCap, doubled, cap);
       LLVM::BrOp::create(rewriter, loc, ValueRange{attempt, capped}, poll);
-    } else {
-      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, poll,
-                             ValueRange{attempt, sleepNs});
     }
 
     rewriter.setInsertionPointToEnd(next);
@@ -313,7 +348,71 @@ public:
   }
 
 private:
+  static Value readSteadyCounter(OpBuilder &b, Location loc) {
+    return LLVM::CallIntrinsicOp::create(
+               b, loc, b.getI64Type(),
+               b.getStringAttr("llvm.readsteadycounter"), ValueRange{})
+        .getResult(0);
+  }
+
+  // The first lane to time out claims the record (state 0 -> 1), fills it and
+  // publishes it (state 2, release at system scope, so the host sees the
+  // fields); every lane that times out then traps.
+  void recordTimeout(ConversionPatternRewriter &rewriter, Location loc,
+                     WaitOp op, Value flag, Value index, Value expected,
+                     Value seen, Value timeout) const {
+    Type i64 = rewriter.getI64Type();
+    Block *expire = rewriter.getInsertionBlock();
+    Region *region = expire->getParent();
+    Block *claimed =
+        rewriter.createBlock(region, std::next(expire->getIterator()));
+    Block *trap =
+        rewriter.createBlock(region, std::next(claimed->getIterator()));
+    rewriter.setInsertionPointToEnd(expire);
+    Value state = getWaitTimeoutField(rewriter, loc, kTimeoutState);
+    auto claim = LLVM::AtomicCmpXchgOp::create(
+        rewriter, loc, state, createI32Constant(rewriter, loc, 0),
+        createI32Constant(rewriter, loc, 1), LLVM::AtomicOrdering::monotonic,
+        LLVM::AtomicOrdering::monotonic);
+    Value won = LLVM::ExtractValueOp::create(rewriter, loc, claim, 1);
+    LLVM::CondBrOp::create(rewriter, loc, won, claimed, ValueRange{}, trap,
+                           ValueRange{});
+
+    rewriter.setInsertionPointToEnd(claimed);
+    auto store = [&](WaitTimeoutField field, Value value) {
+      LLVM::StoreOp::create(rewriter, loc, value,
+                            getWaitTimeoutField(rewriter, loc, field));
+    };
+    auto widen = [&](Value value) -> Value {
+      return value.getType() == i64
+                 ? value
+                 : LLVM::SExtOp::create(rewriter, loc, i64, value).getResult();
+    };
+    store(kTimeoutRank, loadContextRank(rewriter, loc));
+    store(kTimeoutProgramId, target.getProgramId(rewriter, loc));
+    store(kTimeoutFlagIndex, index);
+    store(kTimeoutFlagAddress,
+          LLVM::PtrToIntOp::create(rewriter, loc, i64, flag));
+    store(kTimeoutExpected, widen(expected));
+    store(kTimeoutLastSeen, widen(seen));
+    store(kTimeoutComparison,
+          createI32Constant(rewriter, loc, static_cast<int32_t>(op.getCmp())));
+    store(kTimeoutFlagBits,
+          createI32Constant(rewriter, loc,
+                            expected.getType().getIntOrFloatBitWidth()));
+    store(kTimeoutNs, timeout);
+    target.createReleaseStore(
+        rewriter, loc, getWaitTimeoutField(rewriter, loc, kTimeoutState),
+        createI32Constant(rewriter, loc, 2), MemSyncScope::sys);
+    LLVM::BrOp::create(rewriter, loc, ValueRange{}, trap);
+
+    rewriter.setInsertionPointToEnd(trap);
+    LLVM::Trap::create(rewriter, loc);
+    LLVM::UnreachableOp::create(rewriter, loc);
+  }
+
   WaitBackoff backoff;
+  uint64_t defaultTimeoutNs;
 };
 
 class ConsumeTokenLowering : public DistributedPattern<ConsumeTokenOp> {
@@ -421,11 +520,11 @@ void mlir::triton_dist::populateDistributedTypeConversion(
 
 void mlir::triton_dist::populateDistributedToLLVMPatterns(
     LLVMTypeConverter &converter, RewritePatternSet &patterns,
-    const TargetInfoBase &target, const WaitBackoff &backoff) {
+    const TargetInfoBase &target, const LoweringOptions &options) {
   patterns.add<RankQueryLowering<GetRankOp>, RankQueryLowering<GetNumRanksOp>,
                SymmAtLowering, HeapOffsetLowering, GetHeapSizeLowering,
                ConsumeTokenLowering, NotifyLowering>(converter, target);
-  patterns.add<WaitLowering>(converter, target, backoff);
+  patterns.add<WaitLowering>(converter, target, options);
 }
 
 LogicalResult mlir::triton_dist::checkLowerable(Operation *root) {
@@ -493,17 +592,28 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
 
   // `llvm.mlir.addressof` resolves in the nearest symbol table: each module
   // (nested ones included) that holds a reader gets its own declaration.
-  llvm::SetVector<Operation *> contextScopes;
+  // A watched wait reads the context (its rank) and writes the record.
+  llvm::SetVector<Operation *> contextScopes, recordScopes;
   module.walk([&](Operation *op) {
-    if (!readsContext(op))
+    auto wait = dyn_cast<WaitOp>(op);
+    bool watched =
+        wait && wait.getTimeoutNs().value_or(options.waitTimeoutNs) != 0;
+    if (!readsContext(op) && !watched)
       return;
     // An unregistered op on the way up might be a symbol table: MLIR then
     // gives none, and the enclosing module is the best guess.
     Operation *scope = SymbolTable::getNearestSymbolTable(op);
-    contextScopes.insert(scope ? scope : op->getParentOfType<ModuleOp>());
+    if (!scope)
+      scope = op->getParentOfType<ModuleOp>();
+    contextScopes.insert(scope);
+    if (watched)
+      recordScopes.insert(scope);
   });
   for (Operation *scope : contextScopes)
     if (failed(getOrInsertContextGlobal(scope)))
+      return failure();
+  for (Operation *scope : recordScopes)
+    if (failed(getOrInsertWaitTimeoutGlobal(scope)))
       return failure();
 
   LLVMTypeConverter llvmConverter(context);
@@ -522,8 +632,7 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
   });
 
   RewritePatternSet patterns(context);
-  populateDistributedToLLVMPatterns(llvmConverter, patterns, target,
-                                    options.backoff);
+  populateDistributedToLLVMPatterns(llvmConverter, patterns, target, options);
   populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(
       patterns, tokenConverter);
   populateCallOpTypeConversionPattern(patterns, tokenConverter);

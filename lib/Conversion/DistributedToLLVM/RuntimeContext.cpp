@@ -100,3 +100,51 @@ Value mlir::triton_dist::loadContextHeapBase(OpBuilder &b, Location loc,
                                              Value rank) {
   return loadField(b, loc, b.getI64Type(), {0, kHeapBasesField, rank});
 }
+
+LLVM::LLVMStructType
+mlir::triton_dist::getWaitTimeoutType(MLIRContext *context) {
+  auto i32 = IntegerType::get(context, 32);
+  auto i64 = IntegerType::get(context, 64);
+  return LLVM::LLVMStructType::getLiteral(
+      context, {i32, i32, i32, i32, i64, i64, i64, i32, i32, i64});
+}
+
+FailureOr<LLVM::GlobalOp>
+mlir::triton_dist::getOrInsertWaitTimeoutGlobal(Operation *symbolTable) {
+  MLIRContext *context = symbolTable->getContext();
+  LLVM::LLVMStructType type = getWaitTimeoutType(context);
+  if (Operation *existing =
+          SymbolTable::lookupSymbolIn(symbolTable, kWaitTimeoutSymbol)) {
+    auto global = dyn_cast<LLVM::GlobalOp>(existing);
+    if (!global || global.getGlobalType() != type ||
+        global.getAddrSpace() != kGlobalAddressSpace || global.getConstant())
+      return existing->emitError()
+             << "'" << kWaitTimeoutSymbol
+             << "' names the triton-dist wait watchdog's record and must be a "
+                "non-constant global of type "
+             << type << " in address space " << kGlobalAddressSpace;
+    return global;
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(&symbolTable->getRegion(0).front());
+  Location loc = symbolTable->getLoc();
+  auto global = LLVM::GlobalOp::create(
+      b, loc, type, /*isConstant=*/false, LLVM::Linkage::External,
+      kWaitTimeoutSymbol, /*value=*/Attribute(), /*alignment=*/8,
+      kGlobalAddressSpace);
+  // The host may clear it between launches.
+  global.setExternallyInitialized(true);
+  b.createBlock(&global.getInitializerRegion());
+  Value zero = LLVM::ZeroOp::create(b, loc, type);
+  LLVM::ReturnOp::create(b, loc, zero);
+  return global;
+}
+
+Value mlir::triton_dist::getWaitTimeoutField(OpBuilder &b, Location loc,
+                                             WaitTimeoutField field) {
+  MLIRContext *context = b.getContext();
+  Value record = LLVM::AddressOfOp::create(b, loc, getGlobalPtrType(context),
+                                           kWaitTimeoutSymbol);
+  return LLVM::GEPOp::create(
+      b, loc, getGlobalPtrType(context), getWaitTimeoutType(context), record,
+      ArrayRef<LLVM::GEPArg>{0, field}, LLVM::GEPNoWrapFlags::inbounds);
+}

@@ -42,11 +42,12 @@ mlir::triton_dist::setTargetAttributes(ModuleOp module,
 void mlir::triton_dist::buildLowerToLLVMPipeline(
     OpPassManager &pm, const LowerToLLVMPipelineOptions &options,
     const TargetPassFactories &target) {
-  WaitBackoff backoff;
-  backoff.tightPolls = options.tightPolls;
-  backoff.maxSleepNs = options.maxSleepNs;
+  LoweringOptions lowering;
+  lowering.backoff.tightPolls = options.tightPolls;
+  lowering.backoff.maxSleepNs = options.maxSleepNs;
+  lowering.waitTimeoutNs = options.waitTimeoutNs;
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(target.createLowering(backoff));
+  pm.addPass(target.createLowering(lowering));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());

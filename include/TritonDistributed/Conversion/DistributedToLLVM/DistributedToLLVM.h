@@ -31,6 +31,10 @@ struct WaitBackoff {
 
 struct LoweringOptions {
   WaitBackoff backoff;
+  /// The watchdog of `distributed.wait` ops without a `timeout_ns` attribute:
+  /// nanoseconds a polling lane waits before it records the wait and traps; 0:
+  /// no watchdog.
+  uint64_t waitTimeoutNs = 0;
 };
 
 /// `!distributed.token` -> i32.
@@ -42,7 +46,7 @@ void populateDistributedTypeConversion(TypeConverter &converter);
 void populateDistributedToLLVMPatterns(LLVMTypeConverter &converter,
                                        RewritePatternSet &patterns,
                                        const TargetInfoBase &target,
-                                       const WaitBackoff &backoff);
+                                       const LoweringOptions &options);
 
 /// Emits a located error for every `distributed` op under `root` the lowering
 /// cannot handle (a mesh axis other than -1, an op outside any function, a

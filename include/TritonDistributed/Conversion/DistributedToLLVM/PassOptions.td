@@ -16,6 +16,9 @@ defvar Distributed_LoweringOptions = [
          "polls of a flag word made back to back before the first sleep">,
   Option<"maxSleepNs", "max-sleep-ns", "unsigned", /*default=*/"256",
          "cap, in nanoseconds, of the sleep between two polls (it starts at 32 ns and doubles); 0: never sleep">,
+  Option<"waitTimeoutNs", "wait-timeout-ns", "uint64_t", /*default=*/"0",
+         "watchdog of the waits without a `timeout_ns` attribute: after this many nanoseconds a polling lane "
+         "records the wait in @__triton_dist_wait_timeout and traps; 0: no watchdog">,
 ];
 
 // The target a set-target pass stamps on the module; empty: the target's own (its TargetInfo).

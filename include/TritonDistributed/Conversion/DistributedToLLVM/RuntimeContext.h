@@ -38,6 +38,40 @@ LLVM::LLVMStructType getContextType(MLIRContext *context);
 /// type, address space or kind gets a located error and failure.
 FailureOr<LLVM::GlobalOp> getOrInsertContextGlobal(Operation *symbolTable);
 
+/// The symbol name of the wait watchdog's record (docs/abi.md): a separate
+/// global, so that the context keeps the size the runtime writes.
+inline constexpr llvm::StringLiteral kWaitTimeoutSymbol =
+    "__triton_dist_wait_timeout";
+
+/// The fields of the watchdog record, in order (all naturally aligned, 56
+/// bytes): state (i32: 0 none, 1 being written, 2 written), rank, program id,
+/// flag index (i32 each), flag address, expected value, last value seen (i64
+/// each, values sign-extended), comparison (i32, WaitComparison), flag width
+/// in bits (i32), timeout in ns (i64).
+enum WaitTimeoutField : int32_t {
+  kTimeoutState = 0,
+  kTimeoutRank,
+  kTimeoutProgramId,
+  kTimeoutFlagIndex,
+  kTimeoutFlagAddress,
+  kTimeoutExpected,
+  kTimeoutLastSeen,
+  kTimeoutComparison,
+  kTimeoutFlagBits,
+  kTimeoutNs,
+};
+
+/// `!llvm.struct<(i32, i32, i32, i32, i64, i64, i64, i32, i32, i64)>`.
+LLVM::LLVMStructType getWaitTimeoutType(MLIRContext *context);
+
+/// Returns the `@__triton_dist_wait_timeout` of `symbolTable`, inserting a
+/// zero-initialized external global in address space 1 when missing; a
+/// symbol of that name that is something else gets a located error.
+FailureOr<LLVM::GlobalOp> getOrInsertWaitTimeoutGlobal(Operation *symbolTable);
+
+/// The address of field `field` of the watchdog record.
+Value getWaitTimeoutField(OpBuilder &b, Location loc, WaitTimeoutField field);
+
 /// Loads of the context's fields at the builder's insertion point. The context
 /// does not change while a kernel runs, so the loads are marked invariant.
 Value loadContextRank(OpBuilder &b, Location loc);

@@ -52,6 +52,12 @@ public:
   /// one-dimensional, as Triton launches them: this is the x thread index.
   virtual Value getThreadId(OpBuilder &b, Location loc) const = 0;
 
+  /// The calling program's index (x), as an i32: for the watchdog's record.
+  virtual Value getProgramId(OpBuilder &b, Location loc) const = 0;
+
+  /// Nanoseconds per tick of `llvm.readsteadycounter` on this target.
+  virtual unsigned getSteadyCounterPeriodNs() const = 0;
+
   /// Threads per warp / wavefront, as an i32 (a constant, or a value the
   /// backend folds for the subtarget).
   virtual Value getWarpSize(OpBuilder &b, Location loc) const = 0;

@@ -49,6 +49,7 @@ public:
     LoweringOptions options;
     options.backoff.tightPolls = this->tightPolls;
     options.backoff.maxSleepNs = this->maxSleepNs;
+    options.waitTimeoutNs = this->waitTimeoutNs;
     Target target;
     if (failed(lowerDistributedToLLVM(this->getOperation(), target, options)))
       this->signalPassFailure();
@@ -84,6 +85,11 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("cap, in nanoseconds, of the sleep between two polls; 0: "
                      "never sleep"),
       llvm::cl::init(WaitBackoff().maxSleepNs)};
+  PassOptions::Option<uint64_t> waitTimeoutNs{
+      *this, "wait-timeout-ns",
+      llvm::cl::desc("watchdog of the waits without a timeout_ns attribute, "
+                     "in nanoseconds; 0: none"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> setTarget{
       *this, "set-target",
       llvm::cl::desc("finally stamp the target's triple and data layout on the "
@@ -93,7 +99,7 @@ struct LowerToLLVMPipelineOptions
 
 /// A target's passes, as the pipeline needs them.
 struct TargetPassFactories {
-  std::function<std::unique_ptr<Pass>(const WaitBackoff &)> createLowering;
+  std::function<std::unique_ptr<Pass>(const LoweringOptions &)> createLowering;
   std::function<std::unique_ptr<Pass>()> createSetTarget;
 };
 

@@ -49,6 +49,8 @@ LogicalResult WaitOp::verify() {
       !count.isStrictlyPositive())
     return emitOpError() << "num_barriers must be positive, got "
                          << count.getSExtValue();
+  if (std::optional<int64_t> timeout = getTimeoutNs(); timeout && *timeout <= 0)
+    return emitOpError() << "timeout_ns must be positive, got " << *timeout;
   // A wait no flag value satisfies would spin forever.
   APInt value;
   if (matchPattern(getWaitValue(), m_ConstantInt(&value))) {

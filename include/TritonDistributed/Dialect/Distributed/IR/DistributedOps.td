@@ -134,11 +134,21 @@ def Distributed_WaitOp : Distributed_Op<"wait", [MemoryEffects<[MemRead, MemWrit
 
     A comparison that no flag value can satisfy (`gt` the largest or `lt` the smallest signed value, with a constant
     `%wait_value`) would spin forever and is rejected by the verifier.
+
+    Watchdog: with `timeout_ns` (or the lowering's `wait-timeout-ns` option), a polling lane that has waited longer
+    than that many nanoseconds writes what it waited for into the global `@__triton_dist_wait_timeout` (rank,
+    program id, flag index and address, expected and last seen value, comparison; docs/abi.md) and traps, so a
+    stuck wait stops the kernel instead of freezing the GPU.
+
+    ```mlir
+    %t = distributed.wait %flags, %n, %v scope(sys) semantic(acquire) {timeout_ns = 5000000000 : i64} : !llvm.ptr<1>, i32
+    ```
   }];
   let arguments = (ins Distributed_Ptr:$barriers, I32:$num_barriers, Distributed_FlagValue:$wait_value,
                        Distributed_MemSyncScope:$scope, Distributed_MemSemantic:$semantic,
                        DefaultValuedAttr<Distributed_WaitComparison,
-                                         "::mlir::triton_dist::WaitComparison::eq">:$cmp);
+                                         "::mlir::triton_dist::WaitComparison::eq">:$cmp,
+                       OptionalAttr<I64Attr>:$timeout_ns);
   let results = (outs Distributed_TokenType:$token);
   let assemblyFormat = [{
     $barriers `,` $num_barriers `,` $wait_value `scope` `(` $scope `)` `semantic` `(` $semantic `)`

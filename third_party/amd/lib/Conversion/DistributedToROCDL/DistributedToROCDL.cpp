@@ -52,6 +52,10 @@ Value ROCDLTargetInfo::getThreadId(OpBuilder &b, Location loc) const {
   return ROCDL::ThreadIdXOp::create(b, loc, b.getI32Type());
 }
 
+Value ROCDLTargetInfo::getProgramId(OpBuilder &b, Location loc) const {
+  return ROCDL::BlockIdXOp::create(b, loc, b.getI32Type());
+}
+
 Value ROCDLTargetInfo::getWarpSize(OpBuilder &b, Location loc) const {
   return ROCDL::WavefrontSizeOp::create(b, loc, b.getI32Type());
 }
@@ -146,10 +150,11 @@ void mlir::triton_dist::registerLowerToROCDLPipeline() {
       "and ROCDL dialects, ready to translate to LLVM IR",
       [](OpPassManager &pm, const LowerToLLVMPipelineOptions &options) {
         TargetPassFactories factories;
-        factories.createLowering = [](const WaitBackoff &backoff) {
+        factories.createLowering = [](const LoweringOptions &options) {
           ConvertDistributedToROCDLOptions lowering;
-          lowering.tightPolls = backoff.tightPolls;
-          lowering.maxSleepNs = backoff.maxSleepNs;
+          lowering.tightPolls = options.backoff.tightPolls;
+          lowering.maxSleepNs = options.backoff.maxSleepNs;
+          lowering.waitTimeoutNs = options.waitTimeoutNs;
           return createConvertDistributedToROCDL(lowering);
         };
         factories.createSetTarget = [] {

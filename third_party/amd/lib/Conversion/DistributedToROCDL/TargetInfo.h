@@ -25,6 +25,10 @@ public:
 
   /// workitem.id.x.
   Value getThreadId(OpBuilder &b, Location loc) const override;
+  /// workgroup.id.x.
+  Value getProgramId(OpBuilder &b, Location loc) const override;
+  /// 10: s_memrealtime counts at 100 MHz.
+  unsigned getSteadyCounterPeriodNs() const override { return 10; }
   /// llvm.amdgcn.wavefrontsize, which the backend folds for the subtarget.
   Value getWarpSize(OpBuilder &b, Location loc) const override;
   /// Workgroup release fence, s_barrier, workgroup acquire fence.

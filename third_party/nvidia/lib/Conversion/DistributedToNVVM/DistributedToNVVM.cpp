@@ -49,6 +49,10 @@ Value NVVMTargetInfo::getThreadId(OpBuilder &b, Location loc) const {
   return NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
 }
 
+Value NVVMTargetInfo::getProgramId(OpBuilder &b, Location loc) const {
+  return NVVM::BlockIdXOp::create(b, loc, b.getI32Type());
+}
+
 Value NVVMTargetInfo::getWarpSize(OpBuilder &b, Location loc) const {
   return LLVM::ConstantOp::create(b, loc, b.getI32Type(),
                                   b.getI32IntegerAttr(32));
@@ -143,10 +147,11 @@ void mlir::triton_dist::registerLowerToNVVMPipeline() {
       "and NVVM dialects, ready to translate to LLVM IR",
       [](OpPassManager &pm, const LowerToLLVMPipelineOptions &options) {
         TargetPassFactories factories;
-        factories.createLowering = [](const WaitBackoff &backoff) {
+        factories.createLowering = [](const LoweringOptions &options) {
           ConvertDistributedToNVVMOptions lowering;
-          lowering.tightPolls = backoff.tightPolls;
-          lowering.maxSleepNs = backoff.maxSleepNs;
+          lowering.tightPolls = options.backoff.tightPolls;
+          lowering.maxSleepNs = options.backoff.maxSleepNs;
+          lowering.waitTimeoutNs = options.waitTimeoutNs;
           return createConvertDistributedToNVVM(lowering);
         };
         factories.createSetTarget = [] {

@@ -25,6 +25,10 @@ public:
 
   /// %tid.x.
   Value getThreadId(OpBuilder &b, Location loc) const override;
+  /// %ctaid.x.
+  Value getProgramId(OpBuilder &b, Location loc) const override;
+  /// 1: %globaltimer counts nanoseconds.
+  unsigned getSteadyCounterPeriodNs() const override { return 1; }
   /// 32.
   Value getWarpSize(OpBuilder &b, Location loc) const override;
   /// bar.sync 0.
