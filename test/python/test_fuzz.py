@@ -116,6 +116,8 @@ def test_classify_tells_findings_from_diagnostics():
     assert oracle.classify(-6, "") == "signal SIGABRT"
     assert oracle.classify(None, "") == "timeout"
     assert oracle.classify(1, "") == "no diagnostic"
+    option_error = "triton-dist-opt: for the --tight-polls option: '-1' value invalid for uint argument!"
+    assert oracle.classify(1, option_error) is None
     assert oracle.classify(1, "error: x\nLLVM ERROR: out of memory") == "fatal error"
     assert oracle.classify(1, "triton-dist-opt: Foo.cpp:12: Assertion `x' failed.") == "assertion"
 

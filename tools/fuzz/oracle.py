@@ -1,8 +1,9 @@
 """Runs one input through every tool and classifies how each run ended.
 
 A run may end in success or in a diagnostic ("error:" on stderr and a non-zero exit). Anything else is a finding:
-a signal (segfault, abort), an LLVM assertion / fatal error / stack dump, a timeout, or a failure without any
-diagnostic. For the Python bindings, the only exceptions allowed are `MLIRError` (with its diagnostics) and
+a signal (segfault, abort), an LLVM assertion / fatal error / stack dump, a timeout, or a failure that says
+nothing (a non-zero exit with an empty stderr; a command-line error such as "'-1' value invalid for uint argument"
+is a diagnostic). For the Python bindings, the only exceptions allowed are `MLIRError` (with its diagnostics) and
 `TypeError` / `ValueError` naming a bad argument; a dead worker process is a crash.
 """
 
@@ -66,7 +67,7 @@ def classify(returncode: int | None, stderr: str) -> str | None:
             return f"signal {-returncode}"
     if any(marker in stderr for marker in CRASH_MARKERS):
         return "assertion" if "Assertion" in stderr or "UNREACHABLE" in stderr else "fatal error"
-    if returncode != 0 and "error" not in stderr:
+    if returncode != 0 and not stderr.strip():
         return "no diagnostic"
     return None
 
