@@ -25,11 +25,11 @@ from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.testing import (  # noqa: E402
     Checks,
     bench,
+    finish,
     main_guard,
     poison_,
     rank0_print,
     setup_distributed,
-    teardown,
 )
 
 
@@ -80,9 +80,7 @@ def main() -> int:
     rank0_print(f"best configurations at {args.size_mib} MiB on {world.world_size} ranks (NCCL {nccl_us:.1f} us):")
     for gbs, us, name in sorted(rows, reverse=True)[:10]:
         rank0_print(f"RESULT tune {name}: {us:.1f} us {gbs:.1f} GB/s vs_nccl={nccl_us / us:.1%}")
-    code = checks.exit_code()
-    teardown()
-    return code
+    return finish(checks)
 
 
 if __name__ == "__main__":

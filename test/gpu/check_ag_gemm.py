@@ -14,21 +14,17 @@ exhausted heap) raising named errors before anything is launched.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "examples"))
-
-from common import Checks, log, main_guard, setup, sync, teardown  # noqa: E402
-
-from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops.ag_gemm import AgGemmError, _workspaces, ag_gemm, ag_gemm_impl  # noqa: E402
-from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul  # noqa: E402
-from triton_dist.ops.tuning import OverlapConfig  # noqa: E402
+from triton_dist import runtime as rt
+from triton_dist.ops.ag_gemm import AgGemmError, _workspaces, ag_gemm, ag_gemm_impl
+from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul
+from triton_dist.ops.tuning import OverlapConfig
+from triton_dist.testing import Checks, finish, main_guard, sync
+from triton_dist.testing import rank_print as log
+from triton_dist.testing import setup_distributed as setup
 
 TOL = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (1e-2, 1e-2)}
 
@@ -147,16 +143,7 @@ def check_cuda_graph(checks: Checks, producer: str) -> None:
 
 
 def expect_error(checks: Checks, name: str, error: type[BaseException], words: str, fn) -> None:  # noqa: ANN001
-    try:
-        fn()
-    except error as raised:
-        text = str(raised)
-        checks.check(name, words in text, f"{type(raised).__name__}: {text[:160]}")
-        return
-    except Exception as raised:  # noqa: BLE001
-        checks.check(name, False, f"raised {type(raised).__name__} instead of {error.__name__}: {raised}")
-        return
-    checks.check(name, False, f"no error (expected {error.__name__} mentioning {words!r})")
+    checks.expect_error(name, error, fn, words)
 
 
 def check_bad_inputs(checks: Checks) -> None:
@@ -269,9 +256,7 @@ def main() -> int:
     check_cuda_graph(checks, "sm")
     check_bad_inputs(checks)
     log("done")
-    code = checks.exit_code()
-    teardown()
-    return code
+    return finish(checks)
 
 
 if __name__ == "__main__":

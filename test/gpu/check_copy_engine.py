@@ -38,12 +38,12 @@ from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.runtime.copy_engine import copy_chunks_with_flags, flag_writer_for, stream_memop_available  # noqa: E402
 from triton_dist.testing import (
     Checks,
+    finish,
     main_guard,
     max_over_ranks,
     rank0_print,
     rank_print,
     setup_distributed,
-    teardown,
     write_markdown,
 )
 
@@ -397,9 +397,7 @@ def main() -> int:
         litmus(world, checks, args.rounds, chunk_bytes)
     if args.measure:
         checks.run("copy-engine measurement", lambda: measure(world, args.results_md))
-    code = checks.exit_code()
-    teardown()
-    return code
+    return finish(checks)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from triton_dist.ops.flash_decode import FlashDecodeConfig, flash_decode
 from triton_dist.ops.flash_decode import _run as _run_flash_decode
 from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar
 from triton_dist.ops.gemm_ar import _run as _run_gemm_ar
-from triton_dist.testing import Checks, main_guard, poison_, rank0_print, setup_distributed, sync, teardown
+from triton_dist.testing import Checks, finish, main_guard, poison_, setup_distributed, sync
 
 TOLERANCE = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float32: (1e-5, 1e-5)}
 """(rtol, atol) of a W-term fp32 sum rounded once to the dtype, against torch's fp32 sum of the same inputs."""
@@ -179,15 +179,7 @@ def check_all_reduce_compile(checks: Checks, world: rt.World) -> None:
 
 
 def expect_error(checks: Checks, name: str, error: type[BaseException], call: Callable[[], object], text: str) -> None:
-    try:
-        call()
-    except error as raised:
-        checks.check(f"bad input: {name}", text in str(raised), f"{type(raised).__name__}: {raised}")
-        return
-    except Exception as raised:  # noqa: BLE001
-        checks.check(f"bad input: {name}", False, f"raised {type(raised).__name__}: {raised}, not {error.__name__}")
-        return
-    checks.check(f"bad input: {name}", False, "no error")
+    checks.expect_error(f"bad input: {name}", error, call, text)
 
 
 def check_all_reduce_bad_input(checks: Checks, world: rt.World) -> None:
@@ -483,13 +475,8 @@ def main() -> int:
     world = setup_distributed(heap_size="1G")
     checks = Checks()
     for group in args.only.split(","):
-        for name, check in GROUPS[group]:
-            rank0_print(f"--- {name}")
-            checks.run(name, lambda check=check: check(checks, world))
-            rt.barrier()
-    code = checks.exit_code()
-    teardown()
-    return code
+        checks.run_each(GROUPS[group], world)
+    return finish(checks)
 
 
 if __name__ == "__main__":

@@ -15,19 +15,16 @@ import argparse
 import dataclasses
 import functools
 import importlib
-import sys
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "examples"))
-
-from common import Checks, log, log0, main_guard, setup, sync, teardown  # noqa: E402
-
-from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops.matmul import MatmulConfig  # noqa: E402
+from triton_dist import runtime as rt
+from triton_dist.ops.matmul import MatmulConfig
+from triton_dist.testing import Checks, finish, main_guard, sync
+from triton_dist.testing import rank0_print as log0
+from triton_dist.testing import rank_print as log
+from triton_dist.testing import setup_distributed as setup
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
 
@@ -195,19 +192,7 @@ def check_default_op(checks: Checks) -> None:
 
 
 def expect_error(checks: Checks, name: str, fn, kind: type[BaseException], words: list[str]) -> None:  # noqa: ANN001
-    try:
-        fn()
-    except kind as error:
-        text = str(error)
-        missing = [word for word in words if word not in text]
-        checks.check(
-            name, not missing, f"{type(error).__name__}: {text[:200]}" + (f" (missing {missing})" if missing else "")
-        )
-        return
-    except Exception as error:  # noqa: BLE001
-        checks.check(name, False, f"raised {type(error).__name__} instead of {kind.__name__}: {error}")
-        return
-    checks.check(name, False, f"no {kind.__name__} raised")
+    checks.expect_error(name, kind, fn, *words)
 
 
 def check_bad_input(checks: Checks) -> None:
@@ -268,9 +253,7 @@ def main() -> int:
     check_default_op(checks)
     check_bad_input(checks)
     log(f"RESULT gemm_rs checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
-    code = checks.exit_code()
-    teardown()
-    return code
+    return finish(checks)
 
 
 if __name__ == "__main__":

@@ -108,28 +108,13 @@ def _free_port() -> str:
         return str(probe.getsockname()[1])
 
 
-_LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "GROUP_WORLD_SIZE",
-    "ROLE_RANK",
-    "ROLE_WORLD_SIZE",
-    "ROLE_NAME",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-)
-
-
 def run_case(body: str, extra_env: dict[str, str] | None = None) -> str:
     """Run PRELUDE + ``body`` in a fresh Python on this process's first visible GPU; returns stdout + stderr."""
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), PORT=_free_port(), PYTHONUNBUFFERED="1")
-    env.update(extra_env or {})
+    from triton_dist.testing import env_without_launcher
+
     # A world of one of its own: torchrun's variables would make init_process_group join torchrun's store.
-    for name in [name for name in env if name.startswith("TORCHELASTIC_") or name in _LAUNCHER_VARIABLES]:
-        env.pop(name)
+    env = dict(env_without_launcher(), PYTHONPATH=str(REPO / "python"), PORT=_free_port(), PYTHONUNBUFFERED="1")
+    env.update(extra_env or {})
     with tempfile.TemporaryDirectory() as scratch:
         script = Path(scratch) / "case.py"  # Triton reads @jit source from a file
         script.write_text(PRELUDE + body)

@@ -23,7 +23,7 @@ import triton.language as tl
 
 import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.testing import Checks, main_guard, rank0_print, rank_print, setup_distributed, teardown
+from triton_dist.testing import Checks, finish, main_guard, rank0_print, rank_print, setup_distributed
 
 TILE = 4096
 
@@ -159,9 +159,7 @@ def main() -> int:
         rank0_print("--- control: sys-push with a relaxed wait (information only, not a check)")
         stale, done = run_config(world, "sys-push", min(rounds, 20_000), 1, semantic="relaxed")
         rank_print(f"INFO relaxed-wait control: {stale} stale elements in {done} rounds")
-    code = checks.exit_code()
-    teardown()
-    return code
+    return finish(checks)
 
 
 if __name__ == "__main__":

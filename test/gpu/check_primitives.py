@@ -25,7 +25,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.testing import Checks, main_guard, rank0_print, rank_print, setup_distributed, sync, teardown  # noqa: E402
+from triton_dist.testing import (  # noqa: E402
+    Checks,
+    env_without_launcher,
+    finish,
+    main_guard,
+    rank0_print,
+    rank_print,
+    setup_distributed,
+    sync,
+)
 
 POISON = -7777
 
@@ -357,24 +366,8 @@ def check_subprocess_errors(checks: Checks) -> None:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     device = torch.cuda.current_device()
     this_gpu = visible.split(",")[device] if visible else str(device)  # the subprocess sees only this rank's GPU
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=this_gpu)
-    # Drop torchrun's variables: with TORCHELASTIC_USE_AGENT_STORE set, init_process_group("tcp://...") connects as
-    # a client to torchrun's store instead of serving its own, and waits forever for a server on that port.
-    launcher = (
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "LOCAL_WORLD_SIZE",
-        "GROUP_RANK",
-        "GROUP_WORLD_SIZE",
-        "ROLE_RANK",
-        "ROLE_WORLD_SIZE",
-        "ROLE_NAME",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-    )
-    for variable in [name for name in env if name in launcher or name.startswith("TORCHELASTIC_")]:
-        env.pop(variable)
+    # Without torchrun's variables: the subprocess starts a process group of its own.
+    env = dict(env_without_launcher(), PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=this_gpu)
     result = subprocess.run(
         [sys.executable, "-c", INIT_WITHOUT_GROUP], env=env, capture_output=True, text=True, timeout=120
     )
@@ -414,7 +407,7 @@ def main() -> int:
     world = setup_distributed(heap_size="256M")
     checks = Checks()
     rank0_print(f"checking primitives on {world.world_size} ranks")
-    for name, check in (
+    cases = (
         ("context", check_context),
         ("symm_at reads", check_reads),
         ("symm_at writes", check_writes),
@@ -425,13 +418,9 @@ def main() -> int:
         ("tensor-of-pointers notify", check_vector_notify),
         ("barrier_on_device", check_device_barrier),
         ("bad input", check_bad_input),
-    ):
-        rank0_print(f"--- {name}")
-        checks.run(name, lambda check=check: check(checks, world))
-        rt.barrier()
-    code = checks.exit_code()
-    teardown()
-    return code
+    )
+    checks.run_each(cases, world)
+    return finish(checks)
 
 
 if __name__ == "__main__":

@@ -206,3 +206,43 @@ def test_bench_insists_on_enough_runs():
         testing.bench(lambda: None, rep=5)
     with pytest.raises(ValueError, match="at least one untimed call"):
         testing.bench(lambda: None, warmup=0)
+
+
+def test_expect_error_wants_the_named_exception_and_words(capsys):
+    def raises(error: BaseException):
+        def call():
+            raise error
+
+        return call
+
+    checks = testing.Checks()
+    assert checks.expect_error("right", ValueError, raises(ValueError("a.shape[1] must equal b")), "a.shape", "b")
+    assert not checks.expect_error("word missing", ValueError, raises(ValueError("bad shape")), "contiguous")
+    assert not checks.expect_error("other type", ValueError, raises(TypeError("contiguous")), "contiguous")
+    assert not checks.expect_error("no error", ValueError, lambda: None)
+    assert (checks.passed, checks.failed) == (1, ["word missing", "other type", "no error"])
+    output = capsys.readouterr().out
+    assert "missing ['contiguous']" in output and "raised TypeError instead of ValueError" in output
+    assert "no ValueError raised" in output
+
+
+def test_run_each_passes_the_tally_and_arguments_and_survives_a_raise():
+    seen = []
+
+    def good(checks, world):
+        seen.append(world)
+        checks.check("good", True)
+
+    def bad(checks, world):
+        raise RuntimeError("boom")
+
+    checks = testing.Checks()
+    checks.run_each([("good", good), ("bad", bad)], "the world")
+    assert seen == ["the world"]
+    assert (checks.passed, checks.failed) == (1, ["bad"])
+
+
+def test_env_without_launcher_drops_torchrun_variables_only():
+    env = {"RANK": "1", "MASTER_PORT": "29500", "TORCHELASTIC_USE_AGENT_STORE": "True", "PATH": "/bin", "PORT": "7"}
+    assert testing.env_without_launcher(env) == {"PATH": "/bin", "PORT": "7"}
+    assert "PATH" in testing.env_without_launcher()

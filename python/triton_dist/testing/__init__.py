@@ -14,7 +14,8 @@ testing.teardown()
 ```
 
 - ``distributed``: torchrun glue (``setup_distributed``, ``teardown``, ``rank_print``/``rank0_print``,
-  ``Checks`` for pass/fail tallies, ``main_guard``, ``sync``, ``max_over_ranks``, ``all_ranks_true``).
+  ``Checks`` for pass/fail tallies (``check``, ``run``, ``run_each``, ``expect_error``), ``finish``, ``main_guard``,
+  ``env_without_launcher`` for child processes, ``sync``, ``max_over_ranks``, ``all_ranks_true``).
 - ``timing``: ``bench`` (CUDA events, warm-up, median of >= 20 runs, ranks started together, max over ranks,
   optionally CUDA-graph replays) and ``bench_samples``.
 - ``correctness``: ``poison_``, ``tolerances``, ``assert_close`` against a torch reference,
@@ -32,6 +33,8 @@ from triton_dist.testing.correctness import allclose_across_ranks, assert_close,
 from triton_dist.testing.distributed import (
     Checks,
     all_ranks_true,
+    env_without_launcher,
+    finish,
     main_guard,
     max_over_ranks,
     rank0_print,
@@ -53,6 +56,8 @@ __all__ = [
     "bench",
     "bench_samples",
     "compile_for",
+    "env_without_launcher",
+    "finish",
     "main_guard",
     "markdown_table",
     "max_over_ranks",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 
 import torch
@@ -132,6 +132,32 @@ class Checks:
         except Exception as error:  # noqa: BLE001 (report and go on to the next check)
             self.check(name, False, f"raised {type(error).__name__}: {error}")
 
+    def expect_error(self, name: str, error: type[BaseException], call: Callable[[], object], *words: str) -> bool:
+        """Check that ``call()`` raises ``error`` whose message contains every one of ``words``; returns the result.
+
+        Bad input must fail with an exception that names the problem: any other exception, or none, fails ``name``.
+        """
+        try:
+            call()
+        except error as raised:
+            text = str(raised)
+            missing = [word for word in words if word not in text]
+            detail = f"{type(raised).__name__}: {text[:200]}" + (f" (missing {missing})" if missing else "")
+            return self.check(name, not missing, detail)
+        except Exception as raised:  # noqa: BLE001 (the wrong exception is a failed check, not a crash)
+            return self.check(name, False, f"raised {type(raised).__name__} instead of {error.__name__}: {raised}")
+        return self.check(name, False, f"no {error.__name__} raised")
+
+    def run_each(self, cases: Iterable[tuple[str, Callable[..., None]]], *args: object) -> None:
+        """``run`` every ``(name, check)`` as ``check(self, *args)``, announced on rank 0, ranks synced after each."""
+        for name, check in cases:
+            rank0_print(f"--- {name}")
+            self.run(name, lambda check=check: check(self, *args))
+            if rt.is_initialized():
+                rt.barrier()
+            elif dist.is_initialized():
+                dist.barrier()
+
     def exit_code(self) -> int:
         """0 iff no rank recorded a failure (a collective); prints this rank's tally and the total."""
         failures = torch.tensor([len(self.failed)], dtype=torch.int64, device=_reduce_device())
@@ -140,6 +166,39 @@ class Checks:
         total = int(failures.item())
         rank_print(f"{self.passed} passed, {len(self.failed)} failed here; {total} failures over all ranks")
         return 1 if total else 0
+
+
+def finish(checks: Checks) -> int:
+    """The end of a check script: ``checks.exit_code()`` (a collective), then ``teardown()``; returns the code."""
+    code = checks.exit_code()
+    teardown()
+    return code
+
+
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "ROLE_NAME",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+"""What torchrun sets for each rank (besides ``TORCHELASTIC_*``)."""
+
+
+def env_without_launcher(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default ``os.environ``) without torchrun's variables, for a child process that starts its own group.
+
+    With ``TORCHELASTIC_USE_AGENT_STORE`` inherited, the child's ``init_process_group("tcp://...")`` connects as a
+    client to torchrun's store instead of serving its own, and waits forever for a server on that port.
+    """
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items() if k not in LAUNCHER_VARIABLES and not k.startswith("TORCHELASTIC_")}
 
 
 def main_guard(main: Callable[[], int]) -> None:
