@@ -1,5 +1,8 @@
 """Helpers of the triton_dist.language tests: compile a kernel for sm_90 / gfx942 on the CPU, read its assembly.
 
+Compiling and reading assembly are ``triton_dist.testing.compile_for`` / ``assembly``; this module adds what only the
+tests need: skipping without a device library, a per-call level of device-side checks, and assembly searches.
+
 Which device library the tests link: ``triton_dist.compiler.library_path`` (the package's ``_device`` directory,
 or ``$TRITON_DIST_DEVICE_LIB_DIR``). Tests that need a library skip, saying why, when it is not built. Tests that
 assert instruction spellings (which only the real library decides) also skip unless the library is the one built
@@ -14,16 +17,16 @@ from typing import Any
 
 import pytest
 import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
 
-from triton_dist import abi, compiler
+from triton_dist import abi, compiler, testing
 from triton_dist.compiler import Checks, override_checks
+from triton_dist.testing.compile import gpu_target
 
 TARGETS = {
-    "sm_90": (GPUTarget("cuda", 90, 32), "cuda", "ptx"),
-    "gfx942": (GPUTarget("hip", "gfx942", 64), "hip", "amdgcn"),
+    name: (gpu_target(name), vendor, asm)
+    for name, vendor, asm in (("sm_90", "cuda", "ptx"), ("gfx942", "hip", "amdgcn"))
 }
+"""target name -> (GPUTarget, device-library vendor, final assembly key of ``CompiledKernel.asm``)."""
 CONTEXT = abi.CONTEXT_SYMBOL
 
 
@@ -53,7 +56,8 @@ def compile_kernel(
     num_warps: int = 4,
     checks: Checks | None = None,
 ) -> Any:
-    """``triton.compile`` for ``target_name``; the arguments named in ``aligned`` are specialized 16-divisible.
+    """``testing.compile_for`` ``target_name``; only the arguments named in ``aligned`` are specialized 16-divisible
+    (``compile_for`` aligns every pointer by default; these tests say which).
 
     ``checks`` compiles with that level of device-side checks instead of the process's (on a fresh ``JITFunction``
     of the same source: Triton memoizes a kernel's cache key, which holds the level).
@@ -62,26 +66,15 @@ def compile_kernel(
         with override_checks(checks):
             fresh = triton.jit(kernel.fn)
             return compile_kernel(fresh, signature, target_name, constexprs, aligned, num_warps)
-    constexprs = dict(constexprs or {})
-    attrs = {(kernel.arg_names.index(name),): [["tt.divisibility", 16]] for name in aligned}
-    full_signature = {**signature, **{name: "constexpr" for name in constexprs}}
-    source = ASTSource(fn=kernel, signature=full_signature, constexprs=constexprs, attrs=attrs)
-    return triton.compile(source, target=TARGETS[target_name][0], options={"num_warps": num_warps})
+    return testing.compile_for(
+        kernel, signature, target_name, constexprs=constexprs, aligned=aligned, num_warps=num_warps
+    )
 
 
 def assembly(compiled: Any, target_name: str) -> str:
     """The final assembly (PTX or AMDGCN) without debug sections, comments and ``.loc``/``.file`` lines."""
-    text = compiled.asm[TARGETS[target_name][2]]
-    comment = "//" if target_name == "sm_90" else ";"
-    lines = []
-    for line in text.splitlines():
-        if line.strip().startswith(".section") and "debug" in line:
-            break
-        line = line.split(comment, 1)[0].rstrip()
-        if not line.strip() or line.strip().startswith((".loc", ".file", ".cfi")):
-            continue
-        lines.append(line)
-    return "\n".join(lines)
+    del target_name  # the compiled kernel knows its target
+    return testing.assembly(compiled)
 
 
 def index_of(lines: list[str], pattern: str, last: bool = False) -> int:
