@@ -137,3 +137,15 @@ def test_a_crash_is_a_finding():
     """A process killed by a signal is reported as such (not as a diagnostic)."""
     rc, _, err = oracle.run_tool(["python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], "", 10)
     assert oracle.classify(rc, err) == "signal SIGSEGV"
+
+
+def test_a_binding_that_prints_is_a_finding():
+    """The bindings worker captures fd 2 around each call: printing instead of raising is reported."""
+    import os
+
+    from tools.fuzz import bindings_worker
+
+    stages: dict[str, str] = {}
+    bindings_worker.attempt(stages, "quiet", lambda: 1)
+    bindings_worker.attempt(stages, "prints", lambda: os.write(2, b"error: this belongs in the exception\n"))
+    assert stages == {"quiet": "ok", "prints": "wrote to stderr"}

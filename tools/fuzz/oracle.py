@@ -174,7 +174,7 @@ class BindingsWorker:
         )
         self.stderr_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            [sys.executable, "-X", "faulthandler", "-m", "tools.fuzz.bindings_worker"],
+            [sys.executable, "-m", "tools.fuzz.bindings_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.stderr_file,
