@@ -397,7 +397,8 @@ class GemmRSConfig:
 FALLBACK = GemmRSConfig(fallback=True)
 
 # The joint search space (bench/gemm_rs.py --tune, the tune_gemm_rs step of scripts/gpu_check.sh): GEMM tiles x
-# reduction mode x partial precision x when to flag. Tiles stay within Hopper's 227 KiB of shared memory with an fp32 epilogue.
+# reduction mode x partial precision x when to flag. Tiles stay within Hopper's 227 KiB of shared memory with an
+# fp32 epilogue.
 _TILES = (
     MatmulConfig(128, 256, 64, 8, 3, 8, False, 2),
     MatmulConfig(128, 256, 64, 16, 3, 8, False, 2),
