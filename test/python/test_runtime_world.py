@@ -136,3 +136,22 @@ def _cpu_barrier_on_device_is_refused(rank, world_size):
 def test_barrier_on_device_needs_a_gpu_heap():
     pytest.importorskip("triton_dist.language", reason="triton_dist.language (the frontend) is not in the tree yet")
     run_ranks(_cpu_barrier_on_device_is_refused, 2)
+
+
+def _ops_call_agreement(rank, world_size):
+    from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
+
+    group = dist.group.WORLD
+    wording = dict(
+        op="my_op", fields="(numel, dtype)", disagreement="ranks disagree on the message", capture_message="-"
+    )
+    check_ranks_call_alike(group, rank, (1024, "torch.bfloat16"), **wording)  # every rank alike: no error
+    with pytest.raises(RuntimeError) as raised:
+        check_ranks_call_alike(group, rank, (1024 + rank, "torch.bfloat16"), **wording)
+    text = str(raised.value)
+    assert text.startswith("my_op: ranks disagree on the message failed on 2 rank(s)"), text
+    assert f"rank {1 - rank} calls my_op with (numel, dtype)=({1024 + 1 - rank}, 'torch.bfloat16')" in text, text
+
+
+def test_ops_first_call_agreement_fails_on_every_rank_naming_the_difference():
+    run_ranks(_ops_call_agreement, 2)

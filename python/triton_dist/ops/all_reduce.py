@@ -61,7 +61,7 @@ import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops.comm_workspace import slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
-from triton_dist.runtime.world.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
+from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 SUPPORTED_OPS = ("sum",)
@@ -423,19 +423,16 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
     signature = (x.numel(), x.dtype, config)
     if signature in _agreed:
         return
-    if torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            f"all_reduce: first call with {x.numel()} x {x.dtype} during CUDA-graph capture; the ranks' agreement "
-            "on the size is checked (a collective) on the first call of each size: call it once before capturing"
-        )
-    everyone = gather_from_ranks((x.numel(), str(x.dtype), asdict(config)), world.group)
-    mine = everyone[world.rank]
-    problems = [
-        f"rank {rank} calls all_reduce with (numel, dtype, config)={theirs}, rank {world.rank} with {mine}"
-        for rank, theirs in enumerate(everyone)
-        if theirs != mine
-    ]
-    raise_if_any_rank_failed(world.group, problems[:1], "all_reduce: ranks disagree on the message")
+    check_ranks_call_alike(
+        world.group,
+        world.rank,
+        (x.numel(), str(x.dtype), asdict(config)),
+        op="all_reduce",
+        fields="(numel, dtype, config)",
+        disagreement="ranks disagree on the message",
+        capture_message=f"all_reduce: first call with {x.numel()} x {x.dtype} during CUDA-graph capture; the ranks' "
+        "agreement on the size is checked (a collective) on the first call of each size: call it once before capturing",
+    )
     _agreed.add(signature)
 
 

@@ -43,7 +43,7 @@ import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
-from triton_dist.runtime.world.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
+from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 HEAD_DIM = 128
@@ -305,20 +305,16 @@ def _check_agreement(q: torch.Tensor, k: torch.Tensor, config: FlashDecodeConfig
     signature = (tuple(q.shape), tuple(k.shape), q.dtype, config, splits)
     if signature in _agreed:
         return
-    if torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            "flash_decode: first call with these shapes during CUDA-graph capture; the ranks' agreement is checked "
-            "(a collective) on the first call of each shape: call it once before capturing"
-        )
-    mine = (list(q.shape), list(k.shape), str(q.dtype), asdict(config), splits)
-    everyone = gather_from_ranks(mine, world.group)
-    problems = [
-        f"rank {r} calls flash_decode with (q shape, k/v shape, dtype, config, splits)={theirs}, rank "
-        f"{world.rank} with {mine}"
-        for r, theirs in enumerate(everyone)
-        if theirs != mine
-    ]
-    raise_if_any_rank_failed(world.group, problems[:1], "flash_decode: ranks disagree on the shapes")
+    check_ranks_call_alike(
+        world.group,
+        world.rank,
+        (list(q.shape), list(k.shape), str(q.dtype), asdict(config), splits),
+        op="flash_decode",
+        fields="(q shape, k/v shape, dtype, config, splits)",
+        disagreement="ranks disagree on the shapes",
+        capture_message="flash_decode: first call with these shapes during CUDA-graph capture; the ranks' agreement "
+        "is checked (a collective) on the first call of each shape: call it once before capturing",
+    )
     _agreed.add(signature)
 
 

@@ -34,7 +34,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.comm_workspace import slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
-from triton_dist.runtime.world.rank_agreement import gather_from_ranks, raise_if_any_rank_failed
+from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 SLOTS = 256
@@ -232,19 +232,16 @@ def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmAR
     signature = (a.shape[0], b.shape[1], a.shape[1], a.dtype, config)
     if signature in _agreed:
         return
-    if torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            f"gemm_ar: first call with a {list(a.shape)} @ b {list(b.shape)} during CUDA-graph capture; the ranks' "
-            "agreement on the shapes is checked (a collective) on the first call: call it once before capturing"
-        )
-    mine = (a.shape[0], b.shape[1], a.shape[1], str(a.dtype), asdict(config))
-    everyone = gather_from_ranks(mine, world.group)
-    problems = [
-        f"rank {rank} calls gemm_ar with (M, N, K/W, dtype, config)={theirs}, rank {world.rank} with {mine}"
-        for rank, theirs in enumerate(everyone)
-        if theirs != mine
-    ]
-    raise_if_any_rank_failed(world.group, problems[:1], "gemm_ar: ranks disagree on the shapes")
+    check_ranks_call_alike(
+        world.group,
+        world.rank,
+        (a.shape[0], b.shape[1], a.shape[1], str(a.dtype), asdict(config)),
+        op="gemm_ar",
+        fields="(M, N, K/W, dtype, config)",
+        disagreement="ranks disagree on the shapes",
+        capture_message=f"gemm_ar: first call with a {list(a.shape)} @ b {list(b.shape)} during CUDA-graph capture; "
+        "the ranks' agreement on the shapes is checked (a collective) on the first call: call it once before capturing",
+    )
     _agreed.add(signature)
 
 

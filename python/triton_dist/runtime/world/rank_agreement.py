@@ -18,6 +18,29 @@ def gather_from_ranks(value: Any, group: dist.ProcessGroup) -> list[Any]:
     return gathered
 
 
+def check_ranks_call_alike(
+    group: dist.ProcessGroup, rank: int, mine: Any, *, op: str, fields: str, disagreement: str, capture_message: str
+) -> None:
+    """Raise RuntimeError on every rank unless all ranks of ``group`` call ``op`` with an equal ``mine`` (a collective).
+
+    For an op's first call with a signature (callers remember the signatures that passed, so later calls skip this):
+    ``mine`` describes this rank's call as ``fields`` names it; the error names the first rank that differs and
+    starts ``"{op}: {disagreement}"``. Under CUDA-graph capture, where no collective may run, it raises
+    ``RuntimeError(capture_message)`` instead.
+    """
+    import torch
+
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(capture_message)
+    everyone = gather_from_ranks(mine, group)
+    problems = [
+        f"rank {other} calls {op} with {fields}={theirs}, rank {rank} with {mine}"
+        for other, theirs in enumerate(everyone)
+        if theirs != mine
+    ]
+    raise_if_any_rank_failed(group, problems[:1], f"{op}: {disagreement}")
+
+
 def check_same_setup(group: dist.ProcessGroup, **setup: Any) -> None:
     """Raise on every rank unless all ranks passed equal values for each keyword (e.g. world_size, heap_size)."""
     gathered = gather_from_ranks(setup, group)
