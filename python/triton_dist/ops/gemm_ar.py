@@ -34,6 +34,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.comm_workspace import slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
+from triton_dist.ops.matmul import check_matrix
 from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -195,14 +196,7 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
 def check_inputs(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> None:
     """Raise a TypeError/ValueError naming the problem (shapes and dtypes only; fake tensors pass through)."""
     for name, t in (("a", a), ("b", b)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"gemm_ar: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise ValueError(f"gemm_ar: {name} must be 2-D, got shape {list(t.shape)}")
-        if t.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"gemm_ar: {name} must be bfloat16 or float16, got {t.dtype}")
-        if t.stride(1) != 1:
-            raise ValueError(f"gemm_ar: {name} must be row-major (stride 1 along dim 1), got strides {t.stride()}")
+        check_matrix("gemm_ar", name, t, contiguous=False)
     if a.dtype != b.dtype:
         raise TypeError(f"gemm_ar: a and b must have the same dtype, got {a.dtype} and {b.dtype}")
     if a.device != b.device:

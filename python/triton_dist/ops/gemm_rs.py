@@ -60,6 +60,7 @@ import triton_dist.language as dl
 from triton_dist.ops import tuning
 from triton_dist.ops.matmul import (
     MatmulConfig,
+    check_matrix,
     config_for_target,
     grouped_tile,
     num_sms,
@@ -690,14 +691,7 @@ def clear_workspaces() -> None:
 def check_inputs(a: Any, b: Any, world_size: int, device: torch.device) -> None:
     """Raise TypeError/ValueError naming the problem unless ``gemm_rs(a, b)`` can run on this rank."""
     for name, tensor in (("a", a), ("b", b)):
-        if not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"gemm_rs: {name} must be a torch.Tensor, got {type(tensor).__name__}")
-        if tensor.dim() != 2:
-            raise ValueError(f"gemm_rs: {name} must be 2-D, got shape {list(tensor.shape)}")
-        if tensor.dtype not in SUPPORTED_DTYPES:
-            raise TypeError(f"gemm_rs: {name} must be bfloat16 or float16, got {tensor.dtype}")
-        if not tensor.is_contiguous():
-            raise ValueError(f"gemm_rs: {name} must be contiguous (row-major), got strides {tensor.stride()}")
+        check_matrix("gemm_rs", name, tensor)
         if tensor.device != device:
             raise ValueError(f"gemm_rs: {name} is on {tensor.device}, but this rank's triton_dist device is {device}")
     if a.dtype != b.dtype:

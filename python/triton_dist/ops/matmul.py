@@ -271,19 +271,27 @@ def _set_tma_allocator() -> None:
     triton.set_allocator(alloc)
 
 
-def check_operands(a: Any, b: Any, op: str) -> None:
-    """Raise a ValueError/TypeError naming the problem unless A [M, K] @ B [K, N] can run on the GPU kernels."""
+def check_matrix(op: str, name: str, t: Any, *, contiguous: bool = True) -> None:
+    """Raise a TypeError/ValueError naming the problem unless ``t`` is a 2-D bfloat16/float16 tensor laid out for
+    the GEMM kernels: contiguous, or (``contiguous=False``) row-major with any row stride. Shared by the GEMM ops."""
     import torch
 
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != 2:
+        raise ValueError(f"{op}: {name} must be 2-D, got shape {list(t.shape)}")
+    if str(t.dtype).removeprefix("torch.") not in SUPPORTED_DTYPES:
+        raise TypeError(f"{op}: {name} must be bfloat16 or float16, got {t.dtype}")
+    if contiguous and not t.is_contiguous():
+        raise ValueError(f"{op}: {name} must be contiguous (row-major), got strides {t.stride()}")
+    if not contiguous and t.stride(1) != 1:
+        raise ValueError(f"{op}: {name} must be row-major (stride 1 along dim 1), got strides {t.stride()}")
+
+
+def check_operands(a: Any, b: Any, op: str) -> None:
+    """Raise a ValueError/TypeError naming the problem unless A [M, K] @ B [K, N] can run on the GPU kernels."""
     for name, t in (("a", a), ("b", b)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise ValueError(f"{op}: {name} must be 2-D, got shape {list(t.shape)}")
-        if str(t.dtype).removeprefix("torch.") not in SUPPORTED_DTYPES:
-            raise TypeError(f"{op}: {name} must be bfloat16 or float16, got {t.dtype}")
-        if not t.is_contiguous():
-            raise ValueError(f"{op}: {name} must be contiguous (row-major), got strides {t.stride()}")
+        check_matrix(op, name, t)
     if a.dtype != b.dtype:
         raise TypeError(f"{op}: a and b must have the same dtype, got {a.dtype} and {b.dtype}")
     if a.device != b.device:
