@@ -82,6 +82,49 @@ def eager_us(fn: Callable[[], object], iters: int, warmup: int = 5) -> float:
     return max_over_ranks(statistics.median(times))
 
 
+def time_graphed_and_eager(
+    row: dict[str, object],
+    impls: Mapping[str, Callable[[], object]],
+    iters: int,
+    where: str,
+    *,
+    eager_first: bool = False,
+) -> None:
+    """Store ``row["<name> graphed"]`` (``graphed_us``) and ``row["<name> eager"]`` (``eager_us``) of every
+    implementation; one that cannot run is reported (``INFO <name> <where>: ...`` on rank 0), not fatal."""
+    from triton_dist.ops.all_reduce import graphed_us
+    from triton_dist.testing import rank0_print
+
+    for name, fn in impls.items():
+        try:
+            if eager_first:
+                row[f"{name} eager"] = eager_us(fn, iters)
+            row[f"{name} graphed"] = graphed_us(fn, replays=iters)
+            if not eager_first:
+                row[f"{name} eager"] = eager_us(fn, iters)
+        except Exception as error:  # noqa: BLE001 (a baseline that cannot run is reported, not fatal)
+            rank0_print(f"INFO {name} {where}: {type(error).__name__}: {error}")
+
+
+GRAPHED_AND_EAGER = (
+    "- µs per call; graphed: 10 calls per CUDA graph, median of >= 20 replays; eager: events around one call",
+    "  after a barrier, median of >= 20; max over ranks.",
+)
+"""How ``time_graphed_and_eager`` measures, for a results file's header."""
+
+
+def write_on_rank0_and_finish(write: Callable[[], None]) -> int:
+    """The end of a multi-rank benchmark: rank 0 writes the results, every rank waits for it and tears down."""
+    from triton_dist import runtime as rt
+    from triton_dist.testing import teardown
+
+    if rt.current_world().rank == 0:
+        write()
+    rt.barrier()
+    teardown()
+    return 0
+
+
 def run_date(started: float | None = None) -> str:
     """``started`` (seconds since the epoch; default now) as ``YYYY-MM-DD HH:MM UTC``."""
     when = datetime.datetime.fromtimestamp(time.time() if started is None else started, datetime.UTC)

@@ -30,11 +30,19 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import add_decode_arguments, describe_machine, eager_us, panel_chart, run_date, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    add_decode_arguments,
+    describe_machine,
+    panel_chart,
+    run_date,
+    time_graphed_and_eager,
+    write_json,
+    write_on_rank0_and_finish,
+)
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
-from triton_dist.testing import main_guard, rank0_print, setup_distributed, teardown  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
 ar_module = sys.modules["triton_dist.ops.all_reduce"]
 SYMM_OPS = torch.ops.symm_mem
@@ -100,23 +108,14 @@ def main() -> int:
                 h, out, c, stage=False
             )
         row = {"bytes": nbytes, "config": str(ar_module.select_config(nbytes, x.device, world_size))}
-        for name, fn in impls.items():
-            try:
-                row[f"{name} eager"] = eager_us(fn, args.iters)
-                row[f"{name} graphed"] = ar_module.graphed_us(fn, replays=args.iters)
-            except Exception as error:  # noqa: BLE001
-                rank0_print(f"INFO {name} at {nbytes} failed: {type(error).__name__}: {error}")
+        time_graphed_and_eager(row, impls, args.iters, f"at {nbytes} failed", eager_first=True)
         rows.append(row)
         rank0_print(
             f"RESULT {human(nbytes)}: " + ", ".join(f"{k} {v:.1f}" for k, v in row.items() if isinstance(v, float))
         )
         rt.barrier()
 
-    if world.rank == 0:
-        write_results(Path(args.out_dir), rows, tuned, world_size, started)
-    rt.barrier()
-    teardown()
-    return 0
+    return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, tuned, world_size, started))
 
 
 def write_results(out_dir: Path, rows: list[dict], tuned: list, world_size: int, started: float) -> None:

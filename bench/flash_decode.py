@@ -30,12 +30,21 @@ import torch.distributed as dist
 import torch.nn.functional as F  # noqa: N812
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import add_decode_arguments, describe_machine, eager_us, panel_chart, run_date, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    GRAPHED_AND_EAGER,
+    add_decode_arguments,
+    describe_machine,
+    panel_chart,
+    run_date,
+    time_graphed_and_eager,
+    write_json,
+    write_on_rank0_and_finish,
+)
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import flash_decode  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
-from triton_dist.testing import main_guard, rank0_print, setup_distributed, teardown  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
 Q_HEADS, KV_HEADS, DIM = 64, 8, 128
 GROUP = Q_HEADS // KV_HEADS
@@ -90,12 +99,7 @@ def main() -> int:
                 "flash_decode": lambda q=q, k=k, v=v, n=lengths: flash_decode(q, k, v, n),
                 "SDPA + NCCL": lambda q=q, k=k, v=v: sdpa_then_nccl(q, k, v, world_size),
             }
-            for name, fn in impls.items():
-                try:
-                    row[f"{name} graphed"] = graphed_us(fn, replays=args.iters)
-                    row[f"{name} eager"] = eager_us(fn, args.iters)
-                except Exception as error:  # noqa: BLE001 (reported, not fatal)
-                    rank0_print(f"INFO {name} B={batch} ctx={total}: {type(error).__name__}: {error}")
+            time_graphed_and_eager(row, impls, args.iters, f"B={batch} ctx={total}")
             del k, v
             full_k = torch.randn(batch, KV_HEADS, total, DIM, device="cuda").to(dtype)
             full_v = torch.randn(batch, KV_HEADS, total, DIM, device="cuda").to(dtype)
@@ -120,11 +124,7 @@ def main() -> int:
             )
             torch.cuda.empty_cache()
             rt.barrier()
-    if world.rank == 0:
-        write_results(Path(args.out_dir), rows, world_size, started)
-    rt.barrier()
-    teardown()
-    return 0
+    return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world_size, started))
 
 
 def write_results(out_dir: Path, rows: list[dict], world_size: int, started: float) -> None:
@@ -135,8 +135,8 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
         f"# flash_decode, {world_size} x {gpu}, bf16, GQA {Q_HEADS}/{KV_HEADS} heads, head dim {DIM}",
         "",
         *describe_machine(started),
-        "- µs per call; graphed: 10 calls per CUDA graph, median of >= 20 replays; eager: events around one call",
-        "  after a barrier, median of >= 20; max over ranks. Context = total tokens, split evenly over the ranks.",
+        *GRAPHED_AND_EAGER,
+        "- Context = total tokens, split evenly over the ranks.",
         "",
         "| batch | context | flash_decode graphed | single GPU graphed | SDPA + NCCL graphed | vs single GPU "
         "| vs SDPA + NCCL | flash_decode eager | SDPA + NCCL eager |",

@@ -27,12 +27,22 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import add_decode_arguments, describe_machine, eager_us, panel_chart, run_date, write_json  # noqa: E402
+from _common import (  # noqa: E402
+    GRAPHED_AND_EAGER,
+    add_decode_arguments,
+    describe_machine,
+    eager_us,
+    panel_chart,
+    run_date,
+    time_graphed_and_eager,
+    write_json,
+    write_on_rank0_and_finish,
+)
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
 from triton_dist.ops.gemm_ar import GemmARConfig, _check_device_and_agreement, _launch  # noqa: E402
-from triton_dist.testing import main_guard, rank0_print, setup_distributed, teardown  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
 LAYERS = [
     ("Llama-3-70B o_proj", 8192, 8192),
@@ -99,12 +109,7 @@ def main() -> int:
                     torch.matmul(a, b, out=buf), "sum", group_name
                 ),
             }
-            for name, fn in impls.items():
-                try:
-                    row[f"{name} graphed"] = graphed_us(fn, replays=args.iters)
-                    row[f"{name} eager"] = eager_us(fn, args.iters)
-                except Exception as error:  # noqa: BLE001 (a baseline that cannot run is reported, not fatal)
-                    rank0_print(f"INFO {name} {layer} M={m}: {type(error).__name__}: {error}")
+            time_graphed_and_eager(row, impls, args.iters, f"{layer} M={m}")
             symm = min(row.get(f"matmul + symm {a} graphed", float("inf")) for a in ("one-shot", "two-shot"))
             row["matmul + symm best graphed"] = symm
             row["speedup vs NCCL graphed"] = row.get("matmul + NCCL graphed", float("nan")) / row["gemm_ar graphed"]
@@ -117,11 +122,7 @@ def main() -> int:
                 f"{row['speedup vs NCCL graphed']:.2f}x vs NCCL"
             )
             rt.barrier()
-    if world.rank == 0:
-        write_results(Path(args.out_dir), rows, world_size, started)
-    rt.barrier()
-    teardown()
-    return 0
+    return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world_size, started))
 
 
 def write_results(out_dir: Path, rows: list[dict], world_size: int, started: float) -> None:
@@ -132,8 +133,8 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
         f"# gemm_ar (row-parallel decode linear), {world_size} x {gpu}, bf16",
         "",
         *describe_machine(started),
-        "- µs per call; graphed: 10 calls per CUDA graph, median of >= 20 replays; eager: events around one call",
-        "  after a barrier, median of >= 20; max over ranks. Each rank: [M, K/W] @ [K/W, N].",
+        *GRAPHED_AND_EAGER,
+        "- Each rank: [M, K/W] @ [K/W, N].",
         "",
         "| layer | M | gemm_ar graphed | GEMM only | matmul | matmul+NCCL graphed | matmul+symm best graphed "
         "| speedup vs NCCL (graphed) | vs symm | gemm_ar eager | matmul+NCCL eager | tile |",
