@@ -441,8 +441,14 @@ LogicalResult checkTranslatable(ModuleOp top) {
 std::pair<std::optional<std::string>, std::vector<PyDiagnostic>>
 translateToLLVMIR(PyModule &module) {
   DiagnosticCollector collector(module.getContext());
-  if (failed(checkTranslatable(module.get())))
+  // A module parsed with verify=False may be malformed in ways the translation
+  // dereferences (a module region without a block): verify it first.
+  if (failed(mlir::verify(module.get())) ||
+      failed(checkTranslatable(module.get()))) {
+    if (!collector.hasErrors())
+      collector.add("error", "<module>", "the module does not verify");
     return {std::nullopt, collector.take()};
+  }
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module.get(), llvmContext);

@@ -360,6 +360,14 @@ def test_translation_rejects_what_llvm_ir_cannot_hold(text, message):
 
 
 @needs_mlir
+def test_translating_an_unverified_malformed_module_raises():
+    # A module region without a block parses with verify=False; translation verifies first instead of crashing.
+    module = mlir.parse('"builtin.module"() ({}) : () -> ()', verify=False)
+    with pytest.raises(mlir.MLIRError, match="region"):
+        mlir.translate_to_llvmir(module)
+
+
+@needs_mlir
 def test_foreign_triple_is_rejected_by_each_lowering():
     nvptx = 'module attributes {llvm.target_triple = "nvptx64-nvidia-cuda"} {}\n'
     amdgcn = 'module attributes {llvm.target_triple = "amdgcn-amd-amdhsa"} {}\n'
