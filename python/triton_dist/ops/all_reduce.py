@@ -47,7 +47,6 @@ The op is ``torch.ops.triton_dist.all_reduce`` (and ``all_reduce_out``), so it w
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -59,6 +58,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
+from triton_dist.ops import tuning
 from triton_dist.ops.comm_workspace import slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
@@ -332,8 +332,7 @@ def heuristic_config(nbytes: int, world_size: int) -> AllReduceConfig:
 
 
 def _cache_path() -> Path:
-    root = os.environ.get("TRITON_DIST_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "triton_dist")
-    return Path(root) / "all_reduce_tuning.json"
+    return tuning.cache_dir() / "all_reduce_tuning.json"
 
 
 def _table_key(device: torch.device, world_size: int) -> tuple[str, int]:

@@ -426,11 +426,8 @@ def tuning_key(m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int
 
 def lookup_tuned(key: str) -> GemmRSConfig | None:
     """The configuration ``bench/gemm_rs.py --tune`` stored for ``key`` (user cache, then the package table)."""
-    for path in (tuning.cache_path(), tuning.PACKAGE_TABLE):
-        entry = tuning._read(path).get(key)
-        if entry is not None:
-            return GemmRSConfig.from_dict(entry["config"])
-    return None
+    entry = tuning.lookup_entry(key)
+    return None if entry is None else GemmRSConfig.from_dict(entry["config"])
 
 
 _TRITON_PATH_OVER_CUBLAS = 1.25  # our fused kernel / cuBLAS matmul alone: 1.14-1.33 on the 2 x H200 seed shapes

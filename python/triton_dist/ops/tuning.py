@@ -69,10 +69,15 @@ class OverlapConfig:
         return f"{self.matmul.short()}/c{self.chunk_tiles}/{producer}"
 
 
+def cache_dir() -> pathlib.Path:
+    """Where the ops keep the user's tuning results: ``$TRITON_DIST_CACHE_DIR``, else ``~/.cache/triton_dist``."""
+    root = os.environ.get("TRITON_DIST_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "triton_dist")
+    return pathlib.Path(root)
+
+
 def cache_path() -> pathlib.Path:
     """The user's tuning cache file."""
-    root = os.environ.get("TRITON_DIST_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "triton_dist")
-    return pathlib.Path(root) / "tuning.json"
+    return cache_dir() / "tuning.json"
 
 
 def key(op: str, m: int, n: int, k: int, dtype: Any, world_size: int, gpu: str) -> str:
@@ -89,14 +94,20 @@ def _read(path: pathlib.Path) -> dict[str, Any]:
         raise RuntimeError(f"triton_dist tuning table {path} is unreadable ({error}); delete or fix it") from error
 
 
+def lookup_entry(entry_key: str) -> dict[str, Any] | None:
+    """The stored entry (``{"config": ..., "measured": ...}``) for ``entry_key``: user cache first, then the
+    package table; None if neither has it."""
+    for path in (cache_path(), PACKAGE_TABLE):
+        entry = _read(path).get(entry_key)
+        if entry is not None:
+            return entry
+    return None
+
+
 def lookup(op: str, m: int, n: int, k: int, dtype: Any, world_size: int, gpu: str) -> OverlapConfig | None:
     """The tuned configuration for this problem (user cache first, then the package table), or None."""
-    wanted = key(op, m, n, k, dtype, world_size, gpu)
-    for path in (cache_path(), PACKAGE_TABLE):
-        entry = _read(path).get(wanted)
-        if entry is not None:
-            return OverlapConfig.from_dict(entry["config"])
-    return None
+    entry = lookup_entry(key(op, m, n, k, dtype, world_size, gpu))
+    return None if entry is None else OverlapConfig.from_dict(entry["config"])
 
 
 def store(path: pathlib.Path, entry_key: str, config: OverlapConfig, measured: dict[str, Any]) -> None:
