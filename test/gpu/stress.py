@@ -190,6 +190,7 @@ def op_item(world: rt.World, graph: bool, name: str, fn: Callable) -> Item | Non
     w = world.world_size
     dtype = torch.bfloat16
     inputs: dict[str, torch.Tensor] = {}
+    fillers: dict[str, Callable[[int], torch.Tensor]] = {}  # inputs that are not standard normal
     result: dict[str, torch.Tensor] = {}
     if name == "all_reduce":
         inputs["x"] = torch.empty(64 * 1024, dtype=dtype, device="cuda")
@@ -270,6 +271,32 @@ def op_item(world: rt.World, graph: bool, name: str, fn: Callable) -> Item | Non
                 outs.append(attn[0, :, 0, :])
             return torch.stack(outs)
 
+    elif name == "flash_decode":
+        batch, kv_heads, group, local_len = 4, 2, 4, 256
+        inputs["q"] = torch.empty(batch, kv_heads * group, HEAD_DIM, dtype=dtype, device="cuda")
+        inputs["k"] = torch.empty(batch, kv_heads, local_len, HEAD_DIM, dtype=dtype, device="cuda")
+        inputs["v"] = torch.empty(batch, kv_heads, local_len, HEAD_DIM, dtype=dtype, device="cuda")
+        inputs["lengths"] = torch.empty(batch, dtype=torch.int32, device="cuda")
+
+        def fresh_q(seed: int) -> torch.Tensor:  # the same query on every rank
+            return fresh(inputs["q"].shape, dtype, seed)
+
+        def fresh_lengths(seed: int) -> torch.Tensor:  # 0 .. local_len valid positions per sequence and rank
+            generator = torch.Generator(device="cuda").manual_seed(seed * 7 + world.rank)
+            return torch.randint(0, local_len + 1, (batch,), generator=generator, device="cuda", dtype=torch.int32)
+
+        fillers.update(q=fresh_q, lengths=fresh_lengths)
+
+        def call() -> None:
+            result["out"] = fn(inputs["q"], inputs["k"], inputs["v"], inputs["lengths"])
+
+        def make_reference() -> torch.Tensor:
+            gathered = {}
+            for key in ("k", "v", "lengths"):
+                gathered[key] = [torch.empty_like(inputs[key]) for _ in range(w)]
+                dist.all_gather(gathered[key], inputs[key])
+            return attention_reference(inputs["q"], gathered["k"], gathered["v"], gathered["lengths"])
+
     elif name == "matmul":
         inputs["a"] = torch.empty(256, 256, dtype=dtype, device="cuda")
         inputs["b"] = torch.empty(256, 256, dtype=dtype, device="cuda")
@@ -285,8 +312,11 @@ def op_item(world: rt.World, graph: bool, name: str, fn: Callable) -> Item | Non
     expected: dict[str, torch.Tensor] = {}
 
     def refresh(seed: int) -> None:
-        for k, (_name, tensor) in enumerate(sorted(inputs.items())):
-            tensor.copy_(fresh(tensor.shape, tensor.dtype, seed * 1009 + 17 * k + world.rank))
+        for k, (key, tensor) in enumerate(sorted(inputs.items())):
+            if key in fillers:
+                tensor.copy_(fillers[key](seed))
+            else:
+                tensor.copy_(fresh(tensor.shape, tensor.dtype, seed * 1009 + 17 * k + world.rank))
         if "out" in result:
             testing.poison_(result["out"])
         expected["ref"] = make_reference()
@@ -297,6 +327,29 @@ def op_item(world: rt.World, graph: bool, name: str, fn: Callable) -> Item | Non
         testing.assert_close(result["out"], expected["ref"], dtype, name=name)
 
     return Item(name, call, refresh, check)
+
+
+HEAD_DIM = 128
+
+
+def attention_reference(
+    q: torch.Tensor, ks: list[torch.Tensor], vs: list[torch.Tensor], lengths: list[torch.Tensor]
+) -> torch.Tensor:
+    """flash_decode's result in fp32: for each sequence, softmax(q K^T / sqrt(d)) V over every rank's first
+    lengths[rank][b] cache positions; grouped query heads share a KV head; no tokens anywhere gives zeros."""
+    batch, q_heads, dim = q.shape
+    group = q_heads // ks[0].shape[1]
+    out = torch.zeros(batch, q_heads, dim, dtype=torch.float32, device=q.device)
+    for b in range(batch):
+        keys = torch.cat([k[b, :, : int(n[b])] for k, n in zip(ks, lengths, strict=True)], dim=1).float()
+        values = torch.cat([v[b, :, : int(n[b])] for v, n in zip(vs, lengths, strict=True)], dim=1).float()
+        if keys.shape[1] == 0:
+            continue
+        keys = keys.repeat_interleave(group, dim=0)  # [q_heads, tokens, dim]
+        values = values.repeat_interleave(group, dim=0)
+        scores = torch.einsum("hd,htd->ht", q[b].float(), keys) / dim**0.5
+        out[b] = torch.einsum("ht,htd->hd", scores.softmax(dim=-1), values)
+    return out
 
 
 def discover_ops() -> dict[str, Callable]:

@@ -72,3 +72,27 @@ def test_stress_graph_wrappers_compile(target):
     ptx = testing.assembly(testing.compile_for(stress.allgather_push_device_epoch, push, target, constexprs=ag))
     testing.assembly(testing.compile_for(stress.allgather_pull_device_epoch, pull, target, constexprs=ag))
     assert ptx
+
+
+def test_stress_attention_reference_matches_a_token_loop():
+    """stress.py's flash_decode reference against the definition, one token and one head at a time (CPU)."""
+    gen = torch.Generator().manual_seed(0)
+    batch, kv_heads, group, local_len, dim, ranks = 3, 2, 2, 5, 8, 2
+    q = torch.randn(batch, kv_heads * group, dim, generator=gen)
+    ks = [torch.randn(batch, kv_heads, local_len, dim, generator=gen) for _ in range(ranks)]
+    vs = [torch.randn(batch, kv_heads, local_len, dim, generator=gen) for _ in range(ranks)]
+    lengths = [torch.tensor([0, 3, 5]), torch.tensor([0, 1, 4])]  # sequence 0 has no tokens anywhere
+    got = stress.attention_reference(q, ks, vs, lengths)
+    for b in range(batch):
+        for h in range(kv_heads * group):
+            tokens = [
+                (k[b, h // group, t], v[b, h // group, t])
+                for k, v, n in zip(ks, vs, lengths, strict=True)
+                for t in range(n[b])
+            ]
+            if not tokens:
+                assert torch.equal(got[b, h], torch.zeros(dim))
+                continue
+            weights = torch.tensor([float(q[b, h] @ key) / dim**0.5 for key, _ in tokens]).softmax(0)
+            want = sum(w * value for w, (_, value) in zip(weights, tokens, strict=True))
+            assert torch.allclose(got[b, h], want, atol=1e-5), (b, h)
