@@ -214,7 +214,8 @@ public:
   WaitLowering(const LLVMTypeConverter &converter, const TargetInfoBase &target,
                const LoweringOptions &options)
       : DistributedPattern(converter, target), backoff(options.backoff),
-        defaultTimeoutNs(options.waitTimeoutNs) {}
+        defaultTimeoutNs(options.waitTimeoutNs),
+        timeoutFromRuntime(options.waitTimeoutFromRuntime) {}
 
   // entry:           cond_br tid < W, word(tid), done
   // word(i):         cond_br i < n, poll(0, minSleep), done
@@ -224,6 +225,9 @@ public:
   // With a timeout, a failed poll first goes through
   // check:           cond_br (now - start) * period > timeout, expire, retry
   // expire:          claim and fill @__triton_dist_wait_timeout; trap
+  // In the runtime-timeout mode the timeout is loaded from
+  // @__triton_dist_wait_watchdog (0: the check never expires) and the record
+  // filled is the one its pointer names.
   // next:            br word(i + W)
   // done:            program barrier; token
   LogicalResult
@@ -239,20 +243,25 @@ public:
     bool sleeps = backoff.maxSleepNs != 0;
     unsigned firstSleep = std::min(backoff.minSleepNs, backoff.maxSleepNs);
 
-    uint64_t timeoutNs = op.getTimeoutNs().value_or(defaultTimeoutNs);
+    bool runtimeTimeout = !op.getTimeoutNs() && timeoutFromRuntime;
+    uint64_t timeoutNs =
+        runtimeTimeout ? 0 : op.getTimeoutNs().value_or(defaultTimeoutNs);
+    bool watched = runtimeTimeout || timeoutNs != 0;
 
     Value tid = target.getThreadId(rewriter, loc);
     Value warpSize = target.getWarpSize(rewriter, loc);
     Value polls = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult,
                                        tid, warpSize);
-    Value start = timeoutNs ? readSteadyCounter(rewriter, loc) : Value();
+    Value start = watched ? readSteadyCounter(rewriter, loc) : Value();
+    Value runtimeLimit =
+        runtimeTimeout ? loadWaitWatchdogTimeoutNs(rewriter, loc) : Value();
 
     Block *entry = rewriter.getInsertionBlock();
     Block *done = rewriter.splitBlock(entry, op->getIterator());
     Block *word = rewriter.createBlock(done, {i32}, {loc});
     Block *poll = rewriter.createBlock(done, {i32, i32}, {loc, loc});
-    Block *check = timeoutNs ? rewriter.createBlock(done) : nullptr;
-    Block *expire = timeoutNs ? rewriter.createBlock(done) : nullptr;
+    Block *check = watched ? rewriter.createBlock(done) : nullptr;
+    Block *expire = watched ? rewriter.createBlock(done) : nullptr;
     Block *retry = sleeps ? rewriter.createBlock(done) : nullptr;
     Block *sleep = sleeps ? rewriter.createBlock(done) : nullptr;
     Block *next = rewriter.createBlock(done);
@@ -284,7 +293,7 @@ public:
     SmallVector<Value> missedArgs;
     if (!sleeps)
       missedArgs = {attempt, sleepNs};
-    if (timeoutNs) {
+    if (watched) {
       LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, check,
                              ValueRange{});
       rewriter.setInsertionPointToEnd(check);
@@ -296,16 +305,30 @@ public:
           LLVM::ConstantOp::create(
               rewriter, loc, i64,
               rewriter.getI64IntegerAttr(target.getSteadyCounterPeriodNs())));
-      Value limit = LLVM::ConstantOp::create(
-          rewriter, loc, i64,
-          rewriter.getI64IntegerAttr(static_cast<int64_t>(timeoutNs)));
+      Value limit =
+          runtimeTimeout
+              ? runtimeLimit
+              : LLVM::ConstantOp::create(
+                    rewriter, loc, i64,
+                    rewriter.getI64IntegerAttr(static_cast<int64_t>(timeoutNs)))
+                    .getResult();
       Value expired = LLVM::ICmpOp::create(
           rewriter, loc, LLVM::ICmpPredicate::ugt, elapsed, limit);
+      if (runtimeTimeout) {
+        Value zero64 = LLVM::ConstantOp::create(rewriter, loc, i64,
+                                                rewriter.getI64IntegerAttr(0));
+        Value enabled = LLVM::ICmpOp::create(
+            rewriter, loc, LLVM::ICmpPredicate::ne, limit, zero64);
+        expired = LLVM::AndOp::create(rewriter, loc, expired, enabled);
+      }
       LLVM::CondBrOp::create(rewriter, loc, expired, expire, ValueRange{},
                              missed, missedArgs);
 
       rewriter.setInsertionPointToEnd(expire);
-      recordTimeout(rewriter, loc, op, flag, index, expected, seen, limit);
+      Value record =
+          runtimeTimeout ? loadWaitWatchdogRecord(rewriter, loc) : Value();
+      recordTimeout(rewriter, loc, op, record, flag, index, expected, seen,
+                    limit);
     } else {
       LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, missed,
                              missedArgs);
@@ -357,10 +380,15 @@ private:
 
   // The first lane to time out claims the record (state 0 -> 1), fills it and
   // publishes it (state 2, release at system scope, so the host sees the
-  // fields); every lane that times out then traps.
+  // fields); every lane that times out then traps. `record` is the record's
+  // address, or null for the module's @__triton_dist_wait_timeout.
   void recordTimeout(ConversionPatternRewriter &rewriter, Location loc,
-                     WaitOp op, Value flag, Value index, Value expected,
-                     Value seen, Value timeout) const {
+                     WaitOp op, Value record, Value flag, Value index,
+                     Value expected, Value seen, Value timeout) const {
+    auto field = [&](WaitTimeoutField name) {
+      return record ? getWaitTimeoutField(rewriter, loc, record, name)
+                    : getWaitTimeoutField(rewriter, loc, name);
+    };
     Type i64 = rewriter.getI64Type();
     Block *expire = rewriter.getInsertionBlock();
     Region *region = expire->getParent();
@@ -369,7 +397,7 @@ private:
     Block *trap =
         rewriter.createBlock(region, std::next(claimed->getIterator()));
     rewriter.setInsertionPointToEnd(expire);
-    Value state = getWaitTimeoutField(rewriter, loc, kTimeoutState);
+    Value state = field(kTimeoutState);
     auto claim = LLVM::AtomicCmpXchgOp::create(
         rewriter, loc, state, createI32Constant(rewriter, loc, 0),
         createI32Constant(rewriter, loc, 1), LLVM::AtomicOrdering::monotonic,
@@ -379,9 +407,8 @@ private:
                            ValueRange{});
 
     rewriter.setInsertionPointToEnd(claimed);
-    auto store = [&](WaitTimeoutField field, Value value) {
-      LLVM::StoreOp::create(rewriter, loc, value,
-                            getWaitTimeoutField(rewriter, loc, field));
+    auto store = [&](WaitTimeoutField name, Value value) {
+      LLVM::StoreOp::create(rewriter, loc, value, field(name));
     };
     auto widen = [&](Value value) -> Value {
       return value.getType() == i64
@@ -401,9 +428,9 @@ private:
           createI32Constant(rewriter, loc,
                             expected.getType().getIntOrFloatBitWidth()));
     store(kTimeoutNs, timeout);
-    target.createReleaseStore(
-        rewriter, loc, getWaitTimeoutField(rewriter, loc, kTimeoutState),
-        createI32Constant(rewriter, loc, 2), MemSyncScope::sys);
+    target.createReleaseStore(rewriter, loc, field(kTimeoutState),
+                              createI32Constant(rewriter, loc, 2),
+                              MemSyncScope::sys);
     LLVM::BrOp::create(rewriter, loc, ValueRange{}, trap);
 
     rewriter.setInsertionPointToEnd(trap);
@@ -413,6 +440,7 @@ private:
 
   WaitBackoff backoff;
   uint64_t defaultTimeoutNs;
+  bool timeoutFromRuntime;
 };
 
 class ConsumeTokenLowering : public DistributedPattern<ConsumeTokenOp> {
@@ -593,12 +621,16 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
   // `llvm.mlir.addressof` resolves in the nearest symbol table: each module
   // (nested ones included) that holds a reader gets its own declaration.
   // A watched wait reads the context (its rank) and writes the record.
-  llvm::SetVector<Operation *> contextScopes, recordScopes;
+  // A wait watched with the runtime's timeout reads the watchdog's settings
+  // instead of writing the module's record.
+  llvm::SetVector<Operation *> contextScopes, recordScopes, watchdogScopes;
   module.walk([&](Operation *op) {
     auto wait = dyn_cast<WaitOp>(op);
-    bool watched =
-        wait && wait.getTimeoutNs().value_or(options.waitTimeoutNs) != 0;
-    if (!readsContext(op) && !watched)
+    bool runtimeWatched =
+        wait && !wait.getTimeoutNs() && options.waitTimeoutFromRuntime;
+    bool watched = wait && !runtimeWatched &&
+                   wait.getTimeoutNs().value_or(options.waitTimeoutNs) != 0;
+    if (!readsContext(op) && !watched && !runtimeWatched)
       return;
     // An unregistered op on the way up might be a symbol table: MLIR then
     // gives none, and the enclosing module is the best guess.
@@ -608,12 +640,17 @@ mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
     contextScopes.insert(scope);
     if (watched)
       recordScopes.insert(scope);
+    if (runtimeWatched)
+      watchdogScopes.insert(scope);
   });
   for (Operation *scope : contextScopes)
     if (failed(getOrInsertContextGlobal(scope)))
       return failure();
   for (Operation *scope : recordScopes)
     if (failed(getOrInsertWaitTimeoutGlobal(scope)))
+      return failure();
+  for (Operation *scope : watchdogScopes)
+    if (failed(getOrInsertWaitWatchdogGlobal(scope)))
       return failure();
 
   LLVMTypeConverter llvmConverter(context);

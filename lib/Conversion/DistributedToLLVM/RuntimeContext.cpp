@@ -141,10 +141,74 @@ mlir::triton_dist::getOrInsertWaitTimeoutGlobal(Operation *symbolTable) {
 
 Value mlir::triton_dist::getWaitTimeoutField(OpBuilder &b, Location loc,
                                              WaitTimeoutField field) {
+  Value record = LLVM::AddressOfOp::create(
+      b, loc, getGlobalPtrType(b.getContext()), kWaitTimeoutSymbol);
+  return getWaitTimeoutField(b, loc, record, field);
+}
+
+Value mlir::triton_dist::getWaitTimeoutField(OpBuilder &b, Location loc,
+                                             Value record,
+                                             WaitTimeoutField field) {
   MLIRContext *context = b.getContext();
-  Value record = LLVM::AddressOfOp::create(b, loc, getGlobalPtrType(context),
-                                           kWaitTimeoutSymbol);
   return LLVM::GEPOp::create(
       b, loc, getGlobalPtrType(context), getWaitTimeoutType(context), record,
       ArrayRef<LLVM::GEPArg>{0, field}, LLVM::GEPNoWrapFlags::inbounds);
+}
+
+LLVM::LLVMStructType
+mlir::triton_dist::getWaitWatchdogType(MLIRContext *context) {
+  auto i64 = IntegerType::get(context, 64);
+  return LLVM::LLVMStructType::getLiteral(context, {i64, i64});
+}
+
+FailureOr<LLVM::GlobalOp>
+mlir::triton_dist::getOrInsertWaitWatchdogGlobal(Operation *symbolTable) {
+  MLIRContext *context = symbolTable->getContext();
+  LLVM::LLVMStructType type = getWaitWatchdogType(context);
+  if (Operation *existing =
+          SymbolTable::lookupSymbolIn(symbolTable, kWaitWatchdogSymbol)) {
+    auto global = dyn_cast<LLVM::GlobalOp>(existing);
+    if (!global || global.getGlobalType() != type ||
+        global.getAddrSpace() != kGlobalAddressSpace || global.getConstant() ||
+        global.getLinkage() != LLVM::Linkage::External)
+      return existing->emitError()
+             << "'" << kWaitWatchdogSymbol
+             << "' names the triton-dist wait watchdog's settings and must be "
+                "a non-constant external global of type "
+             << type << " in address space " << kGlobalAddressSpace;
+    return global;
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(&symbolTable->getRegion(0).front());
+  Location loc = symbolTable->getLoc();
+  auto global = LLVM::GlobalOp::create(
+      b, loc, type, /*isConstant=*/false, LLVM::Linkage::External,
+      kWaitWatchdogSymbol, /*value=*/Attribute(), /*alignment=*/8,
+      kGlobalAddressSpace);
+  // The runtime writes it after the module is loaded.
+  global.setExternallyInitialized(true);
+  b.createBlock(&global.getInitializerRegion());
+  Value zero = LLVM::ZeroOp::create(b, loc, type);
+  LLVM::ReturnOp::create(b, loc, zero);
+  return global;
+}
+
+static Value loadWatchdogField(OpBuilder &b, Location loc, int32_t field) {
+  MLIRContext *context = b.getContext();
+  Value settings = LLVM::AddressOfOp::create(b, loc, getGlobalPtrType(context),
+                                             kWaitWatchdogSymbol);
+  Value address = LLVM::GEPOp::create(
+      b, loc, getGlobalPtrType(context), getWaitWatchdogType(context), settings,
+      ArrayRef<LLVM::GEPArg>{0, field}, LLVM::GEPNoWrapFlags::inbounds);
+  return LLVM::LoadOp::create(b, loc, b.getI64Type(), address, /*alignment=*/8,
+                              /*isVolatile=*/false, /*isNonTemporal=*/false,
+                              /*isInvariant=*/true);
+}
+
+Value mlir::triton_dist::loadWaitWatchdogTimeoutNs(OpBuilder &b, Location loc) {
+  return loadWatchdogField(b, loc, 0);
+}
+
+Value mlir::triton_dist::loadWaitWatchdogRecord(OpBuilder &b, Location loc) {
+  return LLVM::IntToPtrOp::create(b, loc, getGlobalPtrType(b.getContext()),
+                                  loadWatchdogField(b, loc, 1));
 }

@@ -46,6 +46,7 @@ void mlir::triton_dist::buildLowerToLLVMPipeline(
   lowering.backoff.tightPolls = options.tightPolls;
   lowering.backoff.maxSleepNs = options.maxSleepNs;
   lowering.waitTimeoutNs = options.waitTimeoutNs;
+  lowering.waitTimeoutFromRuntime = options.waitTimeoutFromRuntime;
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(target.createLowering(lowering));
   pm.addPass(createArithToLLVMConversionPass());

@@ -35,6 +35,11 @@ struct LoweringOptions {
   /// nanoseconds a polling lane waits before it records the wait and traps; 0:
   /// no watchdog.
   uint64_t waitTimeoutNs = 0;
+  /// Watch the waits without a `timeout_ns` attribute with the timeout read
+  /// from `@__triton_dist_wait_watchdog` (the runtime writes it per loaded
+  /// module; 0: no watchdog), recording through the pointer held beside it;
+  /// takes precedence over `waitTimeoutNs`.
+  bool waitTimeoutFromRuntime = false;
 };
 
 /// `!distributed.token` -> i32.

@@ -19,6 +19,10 @@ defvar Distributed_LoweringOptions = [
   Option<"waitTimeoutNs", "wait-timeout-ns", "uint64_t", /*default=*/"0",
          "watchdog of the waits without a `timeout_ns` attribute: after this many nanoseconds a polling lane "
          "records the wait in @__triton_dist_wait_timeout and traps; 0: no watchdog">,
+  Option<"waitTimeoutFromRuntime", "wait-timeout-from-runtime", "bool", /*default=*/"false",
+         "watch the waits without a `timeout_ns` attribute with the timeout the runtime writes into "
+         "@__triton_dist_wait_watchdog (0 there: no watchdog), recording a timeout through the record pointer "
+         "written beside it (host-mapped memory, docs/abi.md); overrides wait-timeout-ns">,
 ];
 
 // The target a set-target pass stamps on the module; empty: the target's own (its TargetInfo).

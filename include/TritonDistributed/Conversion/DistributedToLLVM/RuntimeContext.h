@@ -69,8 +69,36 @@ LLVM::LLVMStructType getWaitTimeoutType(MLIRContext *context);
 /// symbol of that name that is something else gets a located error.
 FailureOr<LLVM::GlobalOp> getOrInsertWaitTimeoutGlobal(Operation *symbolTable);
 
-/// The address of field `field` of the watchdog record.
+/// The address of field `field` of the module's watchdog record
+/// (`@__triton_dist_wait_timeout`).
 Value getWaitTimeoutField(OpBuilder &b, Location loc, WaitTimeoutField field);
+
+/// The address of field `field` of the watchdog record at `record` (a
+/// `!llvm.ptr<1>`: the host-mapped record of the runtime-timeout mode).
+Value getWaitTimeoutField(OpBuilder &b, Location loc, Value record,
+                          WaitTimeoutField field);
+
+/// The symbol name of the runtime-timeout mode's settings (docs/abi.md): what
+/// the runtime writes into every loaded module that holds it, like the
+/// context.
+inline constexpr llvm::StringLiteral kWaitWatchdogSymbol =
+    "__triton_dist_wait_watchdog";
+
+/// `!llvm.struct<(i64, i64)>`: the timeout in nanoseconds (0: no watchdog)
+/// and the device address of the record the first timed-out lane fills (a
+/// 56-byte record in host-mapped pinned memory, so that the host reads it
+/// after the trap has killed the GPU context).
+LLVM::LLVMStructType getWaitWatchdogType(MLIRContext *context);
+
+/// Returns the `@__triton_dist_wait_watchdog` of `symbolTable`, inserting a
+/// zero-initialized externally initialized global in address space 1 when
+/// missing; a symbol of that name that is something else gets a located error.
+FailureOr<LLVM::GlobalOp> getOrInsertWaitWatchdogGlobal(Operation *symbolTable);
+
+/// Invariant loads of the runtime-timeout settings: the timeout (i64) and the
+/// record's address (`!llvm.ptr<1>`).
+Value loadWaitWatchdogTimeoutNs(OpBuilder &b, Location loc);
+Value loadWaitWatchdogRecord(OpBuilder &b, Location loc);
 
 /// Loads of the context's fields at the builder's insertion point. The context
 /// does not change while a kernel runs, so the loads are marked invariant.

@@ -50,6 +50,7 @@ public:
     options.backoff.tightPolls = this->tightPolls;
     options.backoff.maxSleepNs = this->maxSleepNs;
     options.waitTimeoutNs = this->waitTimeoutNs;
+    options.waitTimeoutFromRuntime = this->waitTimeoutFromRuntime;
     Target target;
     if (failed(lowerDistributedToLLVM(this->getOperation(), target, options)))
       this->signalPassFailure();
@@ -90,6 +91,12 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("watchdog of the waits without a timeout_ns attribute, "
                      "in nanoseconds; 0: none"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> waitTimeoutFromRuntime{
+      *this, "wait-timeout-from-runtime",
+      llvm::cl::desc("watch the waits without a timeout_ns attribute with the "
+                     "timeout the runtime writes into "
+                     "@__triton_dist_wait_watchdog; overrides wait-timeout-ns"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> setTarget{
       *this, "set-target",
       llvm::cl::desc("finally stamp the target's triple and data layout on the "

@@ -155,6 +155,7 @@ void mlir::triton_dist::registerLowerToROCDLPipeline() {
           lowering.tightPolls = options.backoff.tightPolls;
           lowering.maxSleepNs = options.backoff.maxSleepNs;
           lowering.waitTimeoutNs = options.waitTimeoutNs;
+          lowering.waitTimeoutFromRuntime = options.waitTimeoutFromRuntime;
           return createConvertDistributedToROCDL(lowering);
         };
         factories.createSetTarget = [] {

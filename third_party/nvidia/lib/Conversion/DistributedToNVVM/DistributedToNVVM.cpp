@@ -152,6 +152,7 @@ void mlir::triton_dist::registerLowerToNVVMPipeline() {
           lowering.tightPolls = options.backoff.tightPolls;
           lowering.maxSleepNs = options.backoff.maxSleepNs;
           lowering.waitTimeoutNs = options.waitTimeoutNs;
+          lowering.waitTimeoutFromRuntime = options.waitTimeoutFromRuntime;
           return createConvertDistributedToNVVM(lowering);
         };
         factories.createSetTarget = [] {
