@@ -34,9 +34,10 @@ CONTEXT_HEAP_SIZE_OFFSET = 8
 CONTEXT_HEAP_BASES_OFFSET = 16
 
 WAIT_TIMEOUT_SYMBOL = "__triton_dist_wait_timeout"
-"""The wait watchdog's record: a global of its own (addrspace 1, external, zero-initialized) in every module that
-holds a watched ``distributed.wait`` (``timeout_ns`` attribute or the lowering's ``wait-timeout-ns`` option). The
-device library is built without a watchdog, so it defines no such global today."""
+"""The wait watchdog's record as a module global (addrspace 1, external, zero-initialized): in every module that
+holds a wait watched with a compile-time timeout (``timeout_ns`` attribute or the lowering's ``wait-timeout-ns``
+option). Neither device library defines it: the watchdog library records through ``WAIT_WATCHDOG_SYMBOL``'s
+pointer instead, into a record of the same layout."""
 
 WAIT_TIMEOUT_LAYOUT = struct.Struct("<iiiiqqqiiq")
 """state (i32, offset 0: 0 none, 1 being written, 2 written; the writer publishes 2 with a system-scope release),
@@ -46,6 +47,21 @@ sign-extended), comparison (i32, 40: index into COMPARISONS), flag width in bits
 timeout in ns (i64, 48). 56 bytes. The first lane to time out fills it; every lane that times out then traps."""
 WAIT_TIMEOUT_BYTES = WAIT_TIMEOUT_LAYOUT.size
 WAIT_TIMEOUT_WRITTEN = 2
+
+WAIT_WATCHDOG_SYMBOL = "__triton_dist_wait_watchdog"
+"""The runtime-timeout watchdog's settings (lowering option ``wait-timeout-from-runtime``): an addrspace(1),
+externally initialized global that the watchdog device libraries (``WATCHDOG_LIBRARY_VARIANT``) define and the
+runtime writes into every loaded module that has it, like the context."""
+
+WAIT_WATCHDOG_LAYOUT = struct.Struct("<qq")
+"""timeout in ns (i64, offset 0: compared unsigned; 0 = the watchdog never fires), device address of the record
+(i64, offset 8: a ``WAIT_TIMEOUT_LAYOUT`` record, 8-byte aligned, that the first timed-out lane fills with
+system-scope atomics; the runtime points it at host-mapped pinned memory, readable after the trap). 16 bytes."""
+WAIT_WATCHDOG_BYTES = WAIT_WATCHDOG_LAYOUT.size
+
+WATCHDOG_LIBRARY_VARIANT = "watchdog"
+"""The watchdog device libraries are ``triton_dist.watchdog.{nvptx64,amdgcn}.bc``: the same functions as the default
+libraries, lowered with ``wait-timeout-from-runtime=true``."""
 
 # Functions of the device library (docs/abi.md has the semantics of each).
 RANK = "__triton_dist_rank"  # () -> i32

@@ -130,3 +130,48 @@ def test_watchdog_record_matches_the_layout():
         assert match.group(1) == _llvm_struct_of(abi.WAIT_TIMEOUT_LAYOUT.format)
     assert abi.WAIT_TIMEOUT_BYTES == 56
     assert abi.COMPARISONS.index("ge") == 2  # the record's cmp field is the WaitComparison enum value
+
+
+def _disassemble_watchdog(target: str) -> str:
+    bitcode = DEVICE_DIR / f"triton_dist.{abi.WATCHDOG_LIBRARY_VARIANT}.{target}.bc"
+    if not bitcode.exists():
+        pytest.skip(f"{bitcode} is not built (run scripts/build.sh)")
+    return subprocess.run([str(LLVM_DIS), str(bitcode), "-o", "-"], check=True, capture_output=True, text=True).stdout
+
+
+@needs_llvm_dis
+@pytest.mark.parametrize("target", TARGETS)
+def test_watchdog_library_matches_the_layout(target):
+    # The watchdog library defines the default library's functions plus the settings global, and no module record.
+    ir = _disassemble_watchdog(target)
+    assert set(_defined_functions(ir)) == set(_defined_functions(_disassemble(target)))
+    match = re.search(
+        rf"^@{abi.WAIT_WATCHDOG_SYMBOL} = addrspace\(1\) externally_initialized global (\{{[^}}]*\}})", ir, re.M
+    )
+    assert match, f"no externally initialized @{abi.WAIT_WATCHDOG_SYMBOL} in addrspace(1) in the {target} library"
+    assert match.group(1) == _llvm_struct_of(abi.WAIT_WATCHDOG_LAYOUT.format)
+    assert abi.WAIT_WATCHDOG_BYTES == 16
+    assert f"@{abi.WAIT_TIMEOUT_SYMBOL} " not in ir
+    assert "llvm.readsteadycounter" in ir
+    # The default library has no watchdog at all.
+    default = _disassemble(target)
+    assert abi.WAIT_WATCHDOG_SYMBOL not in default and "readsteadycounter" not in default
+
+
+@needs_mlir
+def test_runtime_watchdog_settings_match_the_layout():
+    text = (
+        "func.func @f(%p: !llvm.ptr<1>, %n: i32, %v: i64) -> !distributed.token {\n"
+        "  %t = distributed.wait %p, %n, %v scope(sys) semantic(acquire) : !llvm.ptr<1>, i64\n"
+        "  return %t : !distributed.token\n}\n"
+    )
+    for target in ("nvvm", "rocdl"):
+        pipeline = mlir.lowering_pipeline(target).replace(
+            f"triton-dist-lower-to-{target}", f"triton-dist-lower-to-{target}{{wait-timeout-from-runtime=true}}"
+        )
+        ir = mlir.translate_to_llvmir(mlir.run_pipeline(text, pipeline))
+        match = re.search(
+            rf"^@{abi.WAIT_WATCHDOG_SYMBOL} = addrspace\(1\) externally_initialized global (\{{[^}}]*\}})", ir, re.M
+        )
+        assert match, ir
+        assert match.group(1) == _llvm_struct_of(abi.WAIT_WATCHDOG_LAYOUT.format)
