@@ -17,9 +17,11 @@ __version__ = "0.1.0"
 
 RUNTIME_NAMES = (  # the public names of triton_dist.runtime, importable from the package root
     "HeapExhaustedError",
+    "WaitTimeoutError",
     "World",
     "barrier",
     "barrier_on_device",
+    "check_wait_timeout",
     "copy_chunks_with_flags",
     "current_world",
     "empty",
@@ -35,6 +37,7 @@ RUNTIME_NAMES = (  # the public names of triton_dist.runtime, importable from th
     "rand",
     "randn",
     "require_symmetric",
+    "synchronize",
     "verify_symmetric",
     "zeros",
     "zeros_like",
@@ -43,9 +46,11 @@ RUNTIME_NAMES = (  # the public names of triton_dist.runtime, importable from th
 if TYPE_CHECKING:
     from triton_dist.runtime import (  # noqa: F401
         HeapExhaustedError,
+        WaitTimeoutError,
         World,
         barrier,
         barrier_on_device,
+        check_wait_timeout,
         copy_chunks_with_flags,
         current_world,
         empty,
@@ -61,6 +66,7 @@ if TYPE_CHECKING:
         rand,
         randn,
         require_symmetric,
+        synchronize,
         verify_symmetric,
         zeros,
         zeros_like,

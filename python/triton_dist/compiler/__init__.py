@@ -8,6 +8,8 @@ Importing :mod:`triton_dist.language` installs the hook; nothing here needs a GP
 - ``DEVICE_LIBRARY_KEY``: the object that puts the libraries' content into every using kernel's cache key.
 - :func:`check_level` / :func:`override_checks` / ``Checks``: which device-side checks kernels get
   (``TRITON_DIST_DEBUG``); :func:`ensure_context_hook`: registers the runtime's context hook.
+- :func:`wait_timeout_ns` / :func:`set_wait_timeout` / :func:`watchdog_enabled`: the wait watchdog
+  (``TRITON_DIST_WAIT_TIMEOUT_S``), which selects the watchdog library variant.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from triton_dist.compiler.device_library import (
     DEVICE_LIB_DIR_ENV,
     LIB_NAME,
     LIBRARY_FILES,
+    WATCHDOG_LIBRARY_FILES,
     DeviceLibraryMissingError,
     DeviceLibraryUnreadableError,
     device_lib_dir,
@@ -33,6 +36,12 @@ from triton_dist.compiler.stages_hook import (
     installed_hook,
     uninstall_stages_hook,
 )
+from triton_dist.compiler.watchdog import (
+    WAIT_TIMEOUT_ENV,
+    set_wait_timeout,
+    wait_timeout_ns,
+    watchdog_enabled,
+)
 
 __all__ = [
     "DEBUG_ENV",
@@ -41,6 +50,8 @@ __all__ = [
     "DEVICE_LIB_DIR_ENV",
     "LIBRARY_FILES",
     "LIB_NAME",
+    "WAIT_TIMEOUT_ENV",
+    "WATCHDOG_LIBRARY_FILES",
     "Checks",
     "DeviceLibraryKey",
     "DeviceLibraryLinker",
@@ -56,5 +67,8 @@ __all__ = [
     "library_path",
     "override_checks",
     "require_library",
+    "set_wait_timeout",
     "uninstall_stages_hook",
+    "wait_timeout_ns",
+    "watchdog_enabled",
 ]

@@ -8,7 +8,9 @@ folds in the ``cache_key`` of any ``JITCallable``. Each primitive therefore carr
 frontend, so rebuilding the library (or editing the frontend) recompiles every kernel that uses it. The code
 generator still treats the primitives as builtins (it checks ``__triton_builtin__``).
 
-The key also holds the level of device-side checks (``checks.py``: ``TRITON_DIST_DEBUG``), and computing it
+The key also holds the level of device-side checks (``checks.py``: ``TRITON_DIST_DEBUG``) and whether the wait
+watchdog's library is linked (``watchdog.py``: ``TRITON_DIST_WAIT_TIMEOUT_S``, not the timeout itself, which the
+runtime writes), and computing it
 registers the runtime's context hook (``context_hook.py``): Triton hashes a kernel before every first launch in a
 process, whether the compiled kernel then comes from its cache or is compiled anew.
 
@@ -29,6 +31,7 @@ import triton_dist
 from triton_dist.compiler.checks import check_level
 from triton_dist.compiler.context_hook import ensure_context_hook
 from triton_dist.compiler.device_library import libraries_digest
+from triton_dist.compiler.watchdog import watchdog_enabled
 
 _PACKAGE = Path(triton_dist.__file__).resolve().parent
 
@@ -60,7 +63,8 @@ class DeviceLibraryKey(JITCallable):
     @property
     def cache_key(self) -> str:
         ensure_context_hook()
-        key = f"{libraries_digest()}-{frontend_digest()}-checks={check_level().name}"
+        watchdog = "on" if watchdog_enabled() else "off"
+        key = f"{libraries_digest()}-{frontend_digest()}-checks={check_level().name}-watchdog={watchdog}"
         return hashlib.sha256(key.encode()).hexdigest()
 
     def __repr__(self) -> str:

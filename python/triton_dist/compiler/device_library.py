@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from triton_dist.abi import LIB_NAME, SYMBOL_PREFIX
+from triton_dist.abi import LIB_NAME, SYMBOL_PREFIX, WATCHDOG_LIBRARY_VARIANT
 
 __all__ = [
     "DEFAULT_DEVICE_LIB_DIR",
@@ -19,6 +19,7 @@ __all__ = [
     "LIBRARY_FILES",
     "LIB_NAME",
     "SYMBOL_PREFIX",
+    "WATCHDOG_LIBRARY_FILES",
     "DeviceLibraryMissingError",
     "DeviceLibraryUnreadableError",
     "device_lib_dir",
@@ -36,6 +37,13 @@ LIBRARY_FILES = {
 }
 """Triton backend name (``GPUTarget.backend``) -> bitcode file name."""
 
+WATCHDOG_LIBRARY_FILES = {
+    backend: name.replace(f"{LIB_NAME}.", f"{LIB_NAME}.{WATCHDOG_LIBRARY_VARIANT}.", 1)
+    for backend, name in LIBRARY_FILES.items()
+}
+"""Triton backend name -> the watchdog variant's bitcode file (``triton_dist.watchdog.<target>.bc``): the same
+functions, their waits watched with the timeout the runtime writes (``compiler/watchdog.py``)."""
+
 
 class DeviceLibraryMissingError(RuntimeError):
     """A kernel calls triton_dist primitives but the device library for its target has not been built."""
@@ -51,35 +59,39 @@ def device_lib_dir() -> Path:
     return Path(override).expanduser().resolve() if override else DEFAULT_DEVICE_LIB_DIR
 
 
-def library_path(backend: str) -> Path:
-    """The bitcode file for Triton backend ``backend`` ("cuda" or "hip"); it may not exist (see ``require``)."""
+def library_path(backend: str, watchdog: bool = False) -> Path:
+    """The bitcode file for Triton backend ``backend`` ("cuda" or "hip"), the watchdog variant with ``watchdog``; it
+    may not exist (see ``require_library``)."""
     try:
-        name = LIBRARY_FILES[backend]
+        name = (WATCHDOG_LIBRARY_FILES if watchdog else LIBRARY_FILES)[backend]
     except KeyError:
         raise ValueError(f"triton_dist has device libraries for the cuda and hip backends, not {backend!r}") from None
     return device_lib_dir() / name
 
 
-def require_library(backend: str) -> Path:
-    """``library_path(backend)``, or a ``DeviceLibraryMissingError`` that says how to build it."""
-    path = library_path(backend)
+def require_library(backend: str, watchdog: bool = False) -> Path:
+    """``library_path(backend, watchdog)``, or a ``DeviceLibraryMissingError`` that says how to build it."""
+    path = library_path(backend, watchdog)
     if not path.is_file():
         where = f" (${DEVICE_LIB_DIR_ENV} is set)" if os.environ.get(DEVICE_LIB_DIR_ENV) else ""
+        which = " (the wait watchdog's variant, asked for by a wait timeout)" if watchdog else ""
         raise DeviceLibraryMissingError(
-            f"the triton_dist device library {path}{where} does not exist, so kernels that call triton_dist "
+            f"the triton_dist device library {path}{where}{which} does not exist, so kernels that call triton_dist "
             f"primitives cannot be linked for the {backend} backend: build it with scripts/build.sh"
         )
     return path
 
 
 def libraries_digest() -> str:
-    """SHA-256 over the content of every target's library (or the fact that it is missing) and its file name.
+    """SHA-256 over the content of every target's libraries, default and watchdog (or the fact that one is
+    missing), and their file names.
 
     Computed on every call: a rebuilt library changes the digest in a process that started before the rebuild.
     """
     digest = hashlib.sha256()
     directory = device_lib_dir()
-    for backend, name in sorted(LIBRARY_FILES.items()):
+    files = [*LIBRARY_FILES.items(), *WATCHDOG_LIBRARY_FILES.items()]
+    for backend, name in sorted(files):
         digest.update(f"{backend}:{name}:".encode())
         try:
             digest.update(hashlib.sha256((directory / name).read_bytes()).digest())

@@ -6,7 +6,8 @@ at the end of ``add_stages``. The hook installed here replaces the ``llir`` stag
 exactly like libdevice / ocml: after TTGIR -> LLVM IR, with LinkOnlyNeeded, then internalized and inlined at O3. A
 kernel that calls no primitive pulls nothing from the library. A hook installed before this one is chained: it runs
 after ours, on the stages we have already set, so it can wrap our ``llir`` stage. Linking a kernel that calls a
-primitive also registers the runtime's context hook (``context_hook.py``), for kernels compiled from IR.
+primitive also registers the runtime's context hook (``context_hook.py``), for kernels compiled from IR. With a wait
+timeout configured (``watchdog.py``) the watchdog variant of the library is linked instead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from triton_dist.compiler.device_library import (
     DeviceLibraryUnreadableError,
     require_library,
 )
+from triton_dist.compiler.watchdog import watchdog_enabled
 
 _OUR_STAGE = "__triton_dist_llir__"
 
@@ -43,7 +45,7 @@ def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[
         if uses_library:
             ensure_context_hook()
         try:
-            path = str(require_library(target))
+            path = str(require_library(target, watchdog=watchdog_enabled()))
         except DeviceLibraryMissingError:
             if uses_library:
                 raise

@@ -19,12 +19,14 @@ Layout, one concern per subpackage:
   offset allocator (``allocator``), heap blocks as torch tensors (``block_tensor``, ``symmetric_heap``) and the
   public constructors (``tensors``).
 - ``context/``: the device context of docs/abi.md: its bytes (``payload``), writing a module's global through the
-  driver (``module_globals``), and the ``kernel_load_end_hook`` that fills every loaded module (``installer``).
+  driver (``module_globals``), and the ``kernel_load_end_hook`` that fills every loaded module (``installer``);
+  the wait watchdog's host-mapped records and ``WaitTimeoutError`` (``wait_timeout``).
 - ``copy_engine``: chunk copies on a stream, each followed by a flag write a kernel can ``dl.wait`` for
   (``copy_chunks_with_flags``; its Triton flag kernel is ``flag_kernel``).
 - ``world/``: the world and its synchronization: ``init``/``finalize`` (``lifecycle``), their knobs
   (``settings``), collective agreement between ranks (``rank_agreement``), host- and device-side barriers
-  (``lifecycle.barrier``, ``device_barrier``, ``stream_sync``).
+  (``lifecycle.barrier``, ``device_barrier``, ``stream_sync``: also ``synchronize`` and ``check_wait_timeout``,
+  which turn a kernel stopped by the wait watchdog into ``WaitTimeoutError``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from __future__ import annotations
 import torch
 
 from triton_dist.runtime.context.installer import install_context_hook
+from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
 from triton_dist.runtime.copy_engine import copy_chunks_with_flags
 from triton_dist.runtime.heap.allocator import HeapExhaustedError
 from triton_dist.runtime.heap.tensors import (
@@ -57,6 +60,7 @@ from triton_dist.runtime.world.lifecycle import (
     init,
     is_initialized,
 )
+from triton_dist.runtime.world.stream_sync import check_wait_timeout, synchronize
 
 
 def barrier_on_device(stream: torch.cuda.Stream | None = None) -> None:
@@ -70,9 +74,11 @@ install_context_hook()
 
 __all__ = [
     "HeapExhaustedError",
+    "WaitTimeoutError",
     "World",
     "barrier",
     "barrier_on_device",
+    "check_wait_timeout",
     "copy_chunks_with_flags",
     "current_world",
     "empty",
@@ -88,6 +94,7 @@ __all__ = [
     "rand",
     "randn",
     "require_symmetric",
+    "synchronize",
     "verify_symmetric",
     "zeros",
     "zeros_like",

@@ -54,7 +54,7 @@ def bench_samples(
         fn()
     launch = fn
     if cuda_graph:
-        torch.cuda.synchronize()
+        rt.synchronize()  # a wait stopped by the watchdog raises WaitTimeoutError
         graph = torch.cuda.CUDAGraph()
         # thread_local: NCCL's watchdog thread may query events while this thread captures.
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
@@ -69,10 +69,10 @@ def bench_samples(
         start.record()
         launch()
         end.record()
-    torch.cuda.synchronize()
+    rt.synchronize()
     if sync_ranks and dist.is_initialized():
         _start_together()
-        torch.cuda.synchronize()
+        rt.synchronize()
     return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
 
 

@@ -6,6 +6,10 @@ world size, heap bases). Modules without it (kernels that use no triton_dist pri
 
 The installer remembers every module it filled, so a later ``init()`` (after ``finalize()``) refills them with the
 new heap's bases, and it remembers modules loaded before ``init()`` so that ``init()`` fills them too.
+
+A module linked with the watchdog library also has ``__triton_dist_wait_watchdog``: the installer writes the wait
+timeout (``triton_dist.compiler.wait_timeout_ns()``) and the device address of a record slot of the module's own
+(``wait_timeout.RecordSlots``, host-mapped pinned memory) into it, so ``check_wait_timeout`` can name the kernel.
 """
 
 from __future__ import annotations
@@ -14,9 +18,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from triton_dist.abi import CONTEXT_BYTES, CONTEXT_SYMBOL
+from triton_dist.abi import (
+    CONTEXT_BYTES,
+    CONTEXT_SYMBOL,
+    WAIT_WATCHDOG_BYTES,
+    WAIT_WATCHDOG_LAYOUT,
+    WAIT_WATCHDOG_SYMBOL,
+)
+from triton_dist.compiler.watchdog import wait_timeout_ns
 from triton_dist.runtime.context.module_globals import CudaModuleGlobals, HipModuleGlobals, ModuleGlobals
 from triton_dist.runtime.context.payload import pack_context
+from triton_dist.runtime.context.wait_timeout import RecordSlots
 
 _ASM_SUFFIXES = (".ptx", ".amdgcn", ".llir")
 
@@ -25,6 +37,10 @@ _ASM_SUFFIXES = (".ptx", ".amdgcn", ".llir")
 class _LoadedModule:
     kernel: str
     address: int
+    watchdog: int | None = None
+    """Address of the module's ``__triton_dist_wait_watchdog`` (None: not linked with the watchdog library)."""
+    record: int = 0
+    """Device address of the module's watchdog record (0: none assigned yet)."""
 
 
 def _default_module_globals() -> ModuleGlobals:
@@ -61,17 +77,22 @@ class ContextInstaller:
     """The ``kernel_load_end_hook`` that writes the triton_dist context into each module that declares it.
 
     ``module_globals`` makes the driver access (a ``ModuleGlobals``); ``current_device`` returns the device index
-    Triton is loading on. Both default to the real thing and exist so tests can substitute fakes.
+    Triton is loading on; ``timeout_ns`` the watchdog timeout to write. They default to the real thing and exist so
+    tests can substitute fakes.
     """
 
     def __init__(
         self,
         module_globals: Callable[[], ModuleGlobals] = _default_module_globals,
         current_device: Callable[[], int] = _current_device_index,
+        timeout_ns: Callable[[], int] = wait_timeout_ns,
     ) -> None:
         self._make_module_globals = module_globals
         self._current_device = current_device
+        self._timeout_ns = timeout_ns
         self._globals: ModuleGlobals | None = None
+        self.records: RecordSlots | None = None
+        """The watchdog records of the modules loaded so far (created with the first watchdog module)."""
         self._context: bytes | None = None
         self._device_index: int | None = None
         self.filled: dict[int, _LoadedModule] = {}
@@ -98,7 +119,40 @@ class ContextInstaller:
         self.pending.clear()
         for module, loaded in known.items():
             self._driver().write(loaded.address, payload)
+            self._install_watchdog(module, loaded)
             self.filled[module] = loaded
+
+    def _install_watchdog(self, module: int, loaded: _LoadedModule) -> None:
+        """Write the timeout and the module's record address into its ``__triton_dist_wait_watchdog``, if any."""
+        driver = self._driver()
+        if loaded.watchdog is None:
+            found = driver.lookup(module, WAIT_WATCHDOG_SYMBOL)
+            if found is None:
+                return
+            address, size = found
+            if size != WAIT_WATCHDOG_BYTES:
+                raise RuntimeError(
+                    f"kernel {loaded.kernel!r}: {WAIT_WATCHDOG_SYMBOL} is {size} bytes in the loaded module but the "
+                    f"runtime writes {WAIT_WATCHDOG_BYTES} (docs/abi.md); the watchdog device library is stale: "
+                    f"rebuild it (scripts/build.sh)"
+                )
+            loaded.watchdog = address
+        if not loaded.record:
+            if self.records is None:
+                self.records = RecordSlots(driver.host_mapped_alloc)
+            loaded.record = self.records.assign(loaded.kernel)
+        driver.write(loaded.watchdog, WAIT_WATCHDOG_LAYOUT.pack(self._timeout_ns(), loaded.record))
+
+    def refresh_wait_timeout(self) -> None:
+        """Write the current timeout into every filled module linked with the watchdog library."""
+        for module, loaded in self.filled.items():
+            if loaded.watchdog is not None:
+                self._install_watchdog(module, loaded)
+
+    def raise_if_wait_timed_out(self, cause: BaseException | None = None) -> None:
+        """Raise ``WaitTimeoutError`` for the first written watchdog record; return if none is written."""
+        if self.records is not None:
+            self.records.raise_if_written(cause)
 
     def clear_context(self) -> None:
         """Forget the context (at ``finalize``); modules keep their old bytes until the next ``set_context``."""
@@ -145,6 +199,7 @@ class ContextInstaller:
                 f"cuda:{self._device_index}; launch triton_dist kernels on the device that was current at init()"
             )
         driver.write(address, self._context)
+        self._install_watchdog(module, loaded)
         self.filled[module] = loaded
 
 

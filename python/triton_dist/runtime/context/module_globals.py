@@ -15,6 +15,7 @@ NOT_FOUND = 500
 """``CUDA_ERROR_NOT_FOUND`` and ``hipErrorNotFound``: the module has no global of that name."""
 
 _NON_BLOCKING_STREAM = 1  # CU_STREAM_NON_BLOCKING == hipStreamNonBlocking
+_HOST_ALLOC_MAPPED = 3  # CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP == hipHostMallocPortable | Mapped
 
 
 class ModuleGlobals(Protocol):
@@ -30,6 +31,12 @@ class ModuleGlobals(Protocol):
         """Copy ``payload`` to device memory at ``address`` and wait until it has landed."""
         ...
 
+    def host_mapped_alloc(self, size: int) -> tuple[int, int]:
+        """``size`` zeroed bytes of pinned host memory mapped into the device's address space, never freed:
+        ``(host address, device address)``. The wait watchdog's records live there, so the host can read one
+        after the trap that wrote it has made the GPU context unusable."""
+        ...
+
 
 def _declare(lib: Any, name: str, restype: Any, argtypes: list[Any]) -> Any:
     function = getattr(lib, name)
@@ -41,6 +48,8 @@ def _declare(lib: Any, name: str, restype: Any, argtypes: list[Any]) -> Any:
 
 class _DriverGlobals:
     backend = ""
+    _host_alloc = ""
+    _host_device_pointer = ""
     _get_global = ""
     _create_stream = ""
     _copy_async = ""
@@ -91,11 +100,27 @@ class _DriverGlobals:
         finally:
             self._stream_destroy(stream)
 
+    def host_mapped_alloc(self, size: int) -> tuple[int, int]:
+        # Declared on first use: only the watchdog needs them (and the tests' fake drivers may lack them).
+        pointer_handle = ctypes.POINTER(ctypes.c_void_p)
+        allocate = _declare(self._lib, self._host_alloc, ctypes.c_int, [pointer_handle, ctypes.c_size_t, ctypes.c_uint])
+        device_pointer = _declare(
+            self._lib, self._host_device_pointer, ctypes.c_int, [pointer_handle, ctypes.c_void_p, ctypes.c_uint]
+        )
+        host = ctypes.c_void_p(0)
+        self._check(allocate(ctypes.pointer(host), ctypes.c_size_t(size), _HOST_ALLOC_MAPPED), self._host_alloc)
+        ctypes.memset(host.value, 0, size)
+        device = ctypes.c_void_p(0)
+        self._check(device_pointer(ctypes.pointer(device), host, 0), self._host_device_pointer)
+        return int(host.value or 0), int(device.value or 0)
+
 
 class CudaModuleGlobals(_DriverGlobals):
     """Module globals through the CUDA driver API (``libcuda.so.1``)."""
 
     backend = "cuda"
+    _host_alloc = "cuMemHostAlloc"
+    _host_device_pointer = "cuMemHostGetDevicePointer_v2"
     _get_global = "cuModuleGetGlobal_v2"
     _create_stream = "cuStreamCreate"
     _copy_async = "cuMemcpyHtoDAsync_v2"
@@ -129,6 +154,8 @@ class HipModuleGlobals(_DriverGlobals):
     """Module globals through the HIP runtime (``libamdhip64.so``)."""
 
     backend = "hip"
+    _host_alloc = "hipHostMalloc"
+    _host_device_pointer = "hipHostGetDevicePointer"
     _get_global = "hipModuleGetGlobal"
     _create_stream = "hipStreamCreateWithFlags"
     _copy_async = "hipMemcpyHtoDAsync"

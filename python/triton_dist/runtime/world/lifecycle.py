@@ -14,7 +14,9 @@ import torch
 import torch.distributed as dist
 
 from triton_dist.abi import MAX_RANKS
+from triton_dist.compiler.watchdog import set_wait_timeout
 from triton_dist.runtime.context.installer import (
+    context_installer,
     install_context_hook,
     publish_context,
     remove_context_hook,
@@ -94,6 +96,7 @@ def init(
     *,
     device: torch.device | str | int | None = None,
     timeout_s: float | None = None,
+    wait_timeout_s: float | None = None,
 ) -> World:
     """Set up triton_dist on every rank of ``group`` (a collective; call it on all ranks, in the same order).
 
@@ -106,6 +109,10 @@ def init(
             ``"cpu"`` builds a host-only heap from shared-memory files, for testing host code without GPUs.
         timeout_s: how long host-side waits (``barrier()``) may take before raising; default
             ``$TRITON_DIST_TIMEOUT_S`` or 300.
+        wait_timeout_s: the wait watchdog (docs/language.md): seconds a ``dl.wait`` may spin before its kernel
+            records it and stops, so that ``triton_dist.synchronize()`` / ``check_wait_timeout()`` raise
+            ``WaitTimeoutError``; 0 turns it off; default ``$TRITON_DIST_WAIT_TIMEOUT_S`` or off. Kernels compiled
+            afterwards link the watchdog library (turning it on or off recompiles; changing the value does not).
 
     Calling ``init()`` again with the same arguments returns the existing world.
     """
@@ -119,8 +126,11 @@ def init(
     heap_size = resolve_heap_size(heap_size)
     timeout_s = resolve_timeout(timeout_s)
     device = _resolve_device(device)
+    if wait_timeout_s is not None:
+        set_wait_timeout(wait_timeout_s)
     if _world is not None:
         if _world.group is group and _world.heap.heap_size == heap_size and _world.device == device:
+            context_installer.refresh_wait_timeout()
             return _world
         raise RuntimeError(
             f"triton_dist is already initialized (heap_size={_world.heap.heap_size}, device={_world.device}); "
@@ -140,6 +150,7 @@ def init(
 
     if device.type == "cuda":
         publish_context(heap.rank, heap.world_size, heap.heap_size, heap.bases, device.index)
+        context_installer.refresh_wait_timeout()
     install_context_hook()
     flags = heap.empty((heap.world_size,), torch.int32)
     flags.zero_()
