@@ -224,6 +224,8 @@ first=$(echo $SIZES | awk '{print $1}')
 last=$(echo $SIZES | awk '{print $NF}')
 run_step check "$first" guards 300 test/gpu/check_guards.py
 run_step check "$first" guard_cost 300 bench/guard_cost.py --results "$LOGDIR/guard_cost"
+run_step check "$first" watchdog 300 test/gpu/check_watchdog.py
+run_step check "$first" watchdog_cost 300 bench/watchdog_cost.py --results "$LOGDIR/watchdog_cost"
 run_step tune "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128
 
 # The ops benchmarks (results under bench/results, packed) and their tuning, on the first size. The matmul step writes

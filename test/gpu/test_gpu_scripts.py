@@ -61,7 +61,7 @@ CHECK_STEPS = [
     "decode_ops",
     "gemm_rs",
 ]
-ONCE_STEPS = ["guards", "guard_cost"]
+ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost"]
 BENCH_STEPS = [
     "bench_matmul",
     "bench_ag_gemm",

@@ -350,3 +350,20 @@ def test_synchronize_turns_a_trapped_kernel_into_the_named_error(monkeypatch):
     with pytest.raises(WaitTimeoutError):
         triton_dist.check_wait_timeout()
     assert stream_sync.synchronize is triton_dist.synchronize
+
+
+def test_the_gpu_check_expects_words_the_message_has():
+    """test/gpu/check_watchdog.py (not run on CPUs) looks for these words; the message must contain them."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "gpu" / "check_watchdog.py"
+    spec = importlib.util.spec_from_file_location("check_watchdog", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    stuck = decode_record(_record(rank=0, program=1, index=2, expected=7, seen=5, timeout_ns=10**9), "stuck_wait")
+    dead = decode_record(_record(rank=0, program=0, index=0, expected=6, seen=5, timeout_ns=10**9), "wait_for_peer")
+    for record, words in ((stuck, module.STUCK_WAIT_WORDS), (dead, module.DEAD_RANK_WORDS)):
+        for word in words:
+            assert word in record.message(), (word, record.message())
+    assert module.SLACK_S >= 1

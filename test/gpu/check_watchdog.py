@@ -1,0 +1,234 @@
+"""The wait watchdog on 2 GPUs: a stuck ``dl.wait`` and a dead peer become ``triton_dist.WaitTimeoutError``.
+
+    torchrun --nproc-per-node=2 test/gpu/check_watchdog.py     (exit code 0 iff every check passed)
+
+NOT RUN YET: written in a session whose GPU time was spent, so it has never executed on a GPU; the CPU tests
+(test/python/test_watchdog.py, the lit tests wait-watchdog-runtime.mlir) cover the compiled code and the host side.
+
+Under torchrun (``scripts/gpu_check.sh`` step ``watchdog``) local rank 0 runs the cases and the other ranks only
+report. Each case runs as two fresh processes (ranks 0 and 1 of a world of their own, on GPUs 0 and 1), because the
+watchdog's trap leaves the CUDA context of the rank it stops unusable. Both ranks call
+``triton_dist.init(wait_timeout_s=1)``, so their kernels link the watchdog library.
+
+- ``stuck wait``: rank 0's program 1 waits for four flags ``>= 7``; three are set, the third (index 2) holds 5 and
+  nobody ever sets it. ``triton_dist.synchronize()`` must raise ``WaitTimeoutError`` within a few seconds, and its
+  record and message must name rank 0, the kernel, program 1, flag index 2, the flag's address, the expected value
+  7, the comparison ``ge``, the last value seen 5 and the 1 s timeout.
+- ``dead rank`` (issue 12, item 2): rank 1 notifies rank 0 once per launch while rank 0 waits for each value; after
+  five rounds rank 1 exits without a word. Rank 0 must raise ``WaitTimeoutError`` for the sixth value (last seen
+  5) within the timeout plus slack, instead of hanging.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CASE_TIMEOUT_S = 120
+SLACK_S = 10.0
+"""How much later than the 1 s timeout the error may surface (launch, trap, error propagation, process noise)."""
+
+STUCK_WAIT_WORDS = ["rank 0", "kernel 'stuck_wait'", "program 1", "flag 2 ", "flag >= 7", "cmp='ge'"]
+STUCK_WAIT_WORDS += ["last value seen was 5", "after 1 s"]
+DEAD_RANK_WORDS = ["rank 0", "kernel 'wait_for_peer'", "flag >= 6", "last value seen was 5", "after 1 s"]
+"""What each case's WaitTimeoutError message must contain (test/python/test_watchdog.py checks them on CPU)."""
+
+PRELUDE = """
+import os, sys, time, torch, triton, triton.language as tl
+import torch.distributed as dist
+import triton_dist
+import triton_dist.language as dl
+from triton_dist import runtime as rt
+
+RANK = int(os.environ["CASE_RANK"])
+
+def say(*what):
+    print(f"[rank {RANK}]", *what, flush=True)
+
+@triton.jit
+def stuck_wait(flags_ptr, value):
+    if tl.program_id(0) == 1:
+        dl.wait(flags_ptr, 4, "sys", "acquire", waitValue=value, cmp="ge")
+
+@triton.jit(do_not_specialize=["value"])
+def wait_for_peer(flag_ptr, value):
+    dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value, cmp="ge")
+
+@triton.jit(do_not_specialize=["value"])
+def notify_peer(flag_ptr, peer, value):
+    dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
+
+torch.cuda.set_device(RANK)
+dist.init_process_group(
+    "nccl", init_method="tcp://127.0.0.1:" + os.environ["PORT"], rank=RANK, world_size=2,
+    device_id=torch.device("cuda", RANK),
+)
+rt.init(heap_size="64M", wait_timeout_s=1.0)
+
+def report(error, started, **expected):
+    record = error.record
+    elapsed = time.monotonic() - started
+    say("ELAPSED", f"{elapsed:.3f}")
+    say("MESSAGE", str(error))
+    for field, value in expected.items():
+        got = getattr(record, field)
+        say("FIELD", field, "OK" if got == value else f"WRONG got {got!r} expected {value!r}")
+    say("RAISED WaitTimeoutError")
+"""
+
+STUCK_WAIT = """
+flags = rt.zeros(4, dtype=torch.int32)
+flags.copy_(torch.tensor([7, 9, 5, 7], dtype=torch.int32, device="cuda"))
+rt.barrier()
+if RANK == 0:
+    started = time.monotonic()
+    stuck_wait[(2,)](flags, 7)
+    try:
+        triton_dist.synchronize()
+        say("NO ERROR: the wait returned")
+    except triton_dist.WaitTimeoutError as error:
+        report(error, started, rank=0, kernel="stuck_wait", program_id=1, flag_index=2,
+               flag_address=flags.data_ptr() + 8, expected=7, last_seen=5, comparison="ge", flag_bits=32,
+               timeout_ns=1_000_000_000)
+    except Exception as error:
+        say("OTHER ERROR", type(error).__name__, error)
+    os._exit(0)
+else:
+    time.sleep(8)  # stay alive (and silent) while rank 0 times out
+    os._exit(0)
+"""
+
+DEAD_RANK = """
+flag = rt.zeros(1, dtype=torch.int32)
+rt.barrier()
+ROUNDS_BEFORE_DEATH = 5
+if RANK == 0:
+    started = time.monotonic()
+    try:
+        for value in range(1, 21):
+            started = time.monotonic()
+            wait_for_peer[(1,)](flag, value)
+            triton_dist.synchronize()
+            say("ROUND", value)
+        say("NO ERROR: every round completed")
+    except triton_dist.WaitTimeoutError as error:
+        report(error, started, rank=0, kernel="wait_for_peer", flag_index=0, flag_address=flag.data_ptr(),
+               expected=ROUNDS_BEFORE_DEATH + 1, last_seen=ROUNDS_BEFORE_DEATH, comparison="ge",
+               timeout_ns=1_000_000_000)
+    except Exception as error:
+        say("OTHER ERROR", type(error).__name__, error)
+    os._exit(0)
+else:
+    for value in range(1, ROUNDS_BEFORE_DEATH + 1):
+        notify_peer[(1,)](flag, 0, value)
+        torch.cuda.synchronize()
+        time.sleep(0.05)
+    say("DYING")
+    os._exit(3)  # no finalize, no goodbye: a crashed rank
+"""
+
+
+def _free_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def run_case(body: str) -> str:
+    """Run PRELUDE + ``body`` as ranks 0 and 1 of a fresh world; returns both outputs (rank 0's first)."""
+    from triton_dist.testing import env_without_launcher
+
+    env = dict(env_without_launcher(), PYTHONPATH=str(REPO / "python"), PORT=_free_port(), PYTHONUNBUFFERED="1")
+    with tempfile.TemporaryDirectory() as scratch:
+        script = Path(scratch) / "case.py"  # Triton reads @jit source from a file
+        script.write_text(PRELUDE + body)
+        processes = [
+            subprocess.Popen(
+                [sys.executable, str(script)],
+                env=dict(env, CASE_RANK=str(rank)),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for rank in (0, 1)
+        ]
+        outputs = []
+        for process in processes:
+            try:
+                outputs.append(process.communicate(timeout=CASE_TIMEOUT_S)[0])
+            except subprocess.TimeoutExpired:
+                process.kill()
+                outputs.append(f"TIMEOUT after {CASE_TIMEOUT_S} s\n{process.communicate()[0]}")
+        return "\n".join(outputs)
+
+
+def _elapsed(output: str) -> float:
+    for line in output.splitlines():
+        if "ELAPSED" in line:
+            return float(line.split("ELAPSED")[1])
+    return float("inf")
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name: str, ok: bool, output: str) -> None:
+        print(f"{'PASS' if ok else 'FAIL'} {name}", flush=True)
+        if ok:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(textwrap.indent(output[-4000:], "    | "), flush=True)
+
+
+def check_case(tally: Tally, name: str, output: str, words: list[str]) -> None:
+    raised = "[rank 0] RAISED WaitTimeoutError" in output
+    tally.check(f"{name}: rank 0 raises WaitTimeoutError", raised, output)
+    wrong = [line for line in output.splitlines() if "FIELD" in line and "OK" not in line.split("FIELD")[1]]
+    tally.check(
+        f"{name}: the record names the wait (rank, kernel, program, flag, values, timeout)",
+        raised and not wrong,
+        output,
+    )
+    message = next((line for line in output.splitlines() if "MESSAGE" in line), "")
+    missing = [word for word in words if word not in message]
+    tally.check(f"{name}: the message names everything {words}", raised and not missing, f"missing {missing}\n{output}")
+    elapsed = _elapsed(output)
+    tally.check(
+        f"{name}: raised within 1 s + {SLACK_S:.0f} s (took {elapsed:.2f} s)", 1.0 <= elapsed <= 1.0 + SLACK_S, output
+    )
+    print(
+        f"RESULT watchdog {name}: raised after {elapsed:.3f} s; {message.split('MESSAGE', 1)[-1].strip()}", flush=True
+    )
+
+
+def main() -> int:
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        print("SKIP: check_watchdog needs 2 GPUs")
+        return 1
+    if os.environ.get("LOCAL_RANK", "0") != "0":
+        print("check_watchdog runs its cases on local rank 0 only; 0 passed, 0 failed here; 0 failures over all ranks")
+        return 0
+    tally = Tally()
+    output = run_case(STUCK_WAIT)
+    check_case(tally, "stuck wait", output, STUCK_WAIT_WORDS)
+    output = run_case(DEAD_RANK)
+    tally.check("dead rank: rank 1 died after its fifth notify", "[rank 1] DYING" in output, output)
+    tally.check("dead rank: the five rounds before completed", "[rank 0] ROUND 5" in output, output)
+    check_case(tally, "dead rank", output, DEAD_RANK_WORDS)
+    print(f"{tally.passed} passed, {tally.failed} failed here; {tally.failed} failures over all ranks", flush=True)
+    return 1 if tally.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
