@@ -1,4 +1,5 @@
-"""Finding a named global in a loaded GPU module and writing bytes into it, through the CUDA or HIP driver.
+"""Finding a named global in a loaded GPU module and writing bytes into it, through the CUDA or HIP driver; and the
+host-mapped pinned memory the wait watchdog's records live in (``host_mapped_alloc``).
 
 Both classes take the driver library as an argument so that tests can pass a fake with the same functions. The
 write goes through a private non-blocking stream: a plain ``cuMemcpyHtoD`` would wait for every kernel already
