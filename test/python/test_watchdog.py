@@ -367,3 +367,33 @@ def test_the_gpu_check_expects_words_the_message_has():
         for word in words:
             assert word in record.message(), (word, record.message())
     assert module.SLACK_S >= 1
+
+
+def _init_sets_the_timeout(index, store):
+    import torch.distributed as dist
+
+    from triton_dist import runtime as rt
+
+    del index  # one process
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    try:
+        with pytest.raises(ValueError, match="wait_timeout_s"):
+            rt.init(heap_size="1M", device="cpu", wait_timeout_s=-1)
+        assert not rt.is_initialized(), "a bad timeout is refused before anything is set up"
+        world = rt.init(heap_size="1M", device="cpu", wait_timeout_s=2.5)
+        assert compiler.wait_timeout_ns() == 2_500_000_000 and compiler.watchdog_enabled()
+        assert rt.init(heap_size="1M", device="cpu", wait_timeout_s=0) is world
+        assert not compiler.watchdog_enabled(), "init() again may change the timeout"
+        rt.finalize()
+    finally:
+        dist.destroy_process_group()
+
+
+def test_init_wait_timeout_s_sets_the_watchdog(tmp_path):
+    import torch.multiprocessing as mp
+
+    context = mp.start_processes(
+        _init_sets_the_timeout, args=(str(tmp_path / "store"),), nprocs=1, join=False, start_method="spawn"
+    )
+    assert context.join(timeout=120), "init(wait_timeout_s=...) did not finish within 120 s"
