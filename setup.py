@@ -14,7 +14,12 @@ from setuptools import Distribution, find_packages, setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-DEVICE_LIBRARIES = ("triton_dist.nvptx64.bc", "triton_dist.amdgcn.bc")
+DEVICE_LIBRARIES = (
+    "triton_dist.nvptx64.bc",
+    "triton_dist.amdgcn.bc",
+    "triton_dist.watchdog.nvptx64.bc",  # the wait watchdog's variants (docs/abi.md)
+    "triton_dist.watchdog.amdgcn.bc",
+)
 
 
 class BuildWithCMake(build_py):
