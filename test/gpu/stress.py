@@ -245,33 +245,6 @@ def op_item(world: rt.World, graph: bool, name: str, fn: Callable) -> Item | Non
             return gathered.float() @ inputs["b"].float()
 
     elif name == "flash_decode":
-        batch, q_heads, kv_heads, local_len, dim = 2, 8, 2, 256, 128
-        inputs["q"] = torch.empty(batch, q_heads, dim, dtype=dtype, device="cuda")
-        inputs["k"] = torch.empty(batch, kv_heads, local_len, dim, dtype=dtype, device="cuda")
-        inputs["v"] = torch.empty(batch, kv_heads, local_len, dim, dtype=dtype, device="cuda")
-        lengths = torch.tensor([local_len, local_len // 2 + world.rank], dtype=torch.int32, device="cuda")
-
-        def call() -> None:
-            result["out"] = fn(inputs["q"], inputs["k"], inputs["v"], lengths)
-
-        def make_reference() -> torch.Tensor:
-            dist.broadcast(inputs["q"], 0)  # the query is the same on every rank
-            parts = {}
-            for key in ("k", "v"):
-                parts[key] = [torch.empty_like(inputs[key]) for _ in range(w)]
-                dist.all_gather(parts[key], inputs[key])
-            all_lengths = [torch.empty_like(lengths) for _ in range(w)]
-            dist.all_gather(all_lengths, lengths)
-            outs = []
-            for b in range(batch):
-                k_all = torch.cat([parts["k"][r][b, :, : int(all_lengths[r][b])] for r in range(w)], 1).float()
-                v_all = torch.cat([parts["v"][r][b, :, : int(all_lengths[r][b])] for r in range(w)], 1).float()
-                q_b = inputs["q"][b].float()[None, :, None, :]
-                attn = torch.nn.functional.scaled_dot_product_attention(q_b, k_all[None], v_all[None], enable_gqa=True)
-                outs.append(attn[0, :, 0, :])
-            return torch.stack(outs)
-
-    elif name == "flash_decode":
         batch, kv_heads, group, local_len = 4, 2, 4, 256
         inputs["q"] = torch.empty(batch, kv_heads * group, HEAD_DIM, dtype=dtype, device="cuda")
         inputs["k"] = torch.empty(batch, kv_heads, local_len, HEAD_DIM, dtype=dtype, device="cuda")
