@@ -1,7 +1,6 @@
 # Writes the device library's source: the hand-written functions of triton_dist.mlir followed by one function per
 # wait symbol, __triton_dist_wait_{scope}_{semantic}_{cmp}_{flag} (3 x 2 x 6 x 2 = 72 one-op functions, the same but
-# for their attributes), and the pre-comparison names __triton_dist_wait_{scope}_{semantic}_{flag} as wrappers of
-# the `eq` ones.
+# for their attributes).
 #
 #   cmake -DSOURCE=<triton_dist.mlir> -DOUTPUT=<generated .mlir> -P GenerateDeviceLibrary.cmake
 #
@@ -34,14 +33,6 @@ func.func @__triton_dist_wait_${scope}_${semantic}_${cmp}_${flag}(%addr: i64, %n
 }
 ")
       endforeach()
-      # TODO(abi v2): remove once triton_dist.language calls the names with a comparison.
-      string(APPEND text "
-func.func @__triton_dist_wait_${scope}_${semantic}_${flag}(%addr: i64, %n: i32, %value: ${flag}) -> !distributed.token
-    ${attributes} {
-  %token = func.call @__triton_dist_wait_${scope}_${semantic}_eq_${flag}(%addr, %n, %value) : (i64, i32, ${flag}) -> !distributed.token
-  return %token : !distributed.token
-}
-")
     endforeach()
   endforeach()
 endforeach()

@@ -71,8 +71,7 @@
 ; CHECK-NOT:     global_load
 ; CHECK:         s_setpc_b64
 ; Each wait: the scope and ordering of its poll (acquire at gpu/sys scope invalidates the caches after the load),
-; the signed comparison (the loop branches on its inverse: not yet arrived), the sleep, the barrier. A name
-; without a comparison calls the `eq` function (inlined by the AMDGPU backend).
+; the signed comparison (the loop branches on its inverse: not yet arrived), the sleep, the barrier.
 ; CHECK-LABEL: __triton_dist_wait_cta_acquire_eq_i32:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dword v{{.*}}, off sc0{{$}}
@@ -114,9 +113,6 @@
 ; CHECK-NOT:     buffer_inv
 ; CHECK:         v_cmp_ge_i32_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
-; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_cta_acquire_i32:
-; CHECK:         v_cmp_ne_u32_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_cta_acquire_eq_i64:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
@@ -160,9 +156,6 @@
 ; CHECK:         v_cmp_ge_i64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_cta_acquire_i64:
-; CHECK:         v_cmp_ne_u64_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_cta_relaxed_eq_i32:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dword v{{.*}}, off sc0{{$}}
@@ -205,9 +198,6 @@
 ; CHECK:         v_cmp_ge_i32_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i32:
-; CHECK:         v_cmp_ne_u32_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_cta_relaxed_eq_i64:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dwordx2 v{{.*}}, off sc0{{$}}
@@ -249,9 +239,6 @@
 ; CHECK-NOT:     buffer_inv
 ; CHECK:         v_cmp_ge_i64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
-; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i64:
-; CHECK:         v_cmp_ne_u64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_gpu_acquire_eq_i32:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
@@ -301,9 +288,6 @@
 ; CHECK:         v_cmp_ge_i32_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i32:
-; CHECK:         v_cmp_ne_u32_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_gpu_acquire_eq_i64:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dwordx2 v{{.*}}, off sc1{{$}}
@@ -352,9 +336,6 @@
 ; CHECK:         v_cmp_ge_i64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i64:
-; CHECK:         v_cmp_ne_u64_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_eq_i32:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dword v{{.*}}, off sc1{{$}}
@@ -397,9 +378,6 @@
 ; CHECK:         v_cmp_ge_i32_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i32:
-; CHECK:         v_cmp_ne_u32_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_eq_i64:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dwordx2 v{{.*}}, off sc1{{$}}
@@ -441,9 +419,6 @@
 ; CHECK-NOT:     buffer_inv
 ; CHECK:         v_cmp_ge_i64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
-; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i64:
-; CHECK:         v_cmp_ne_u64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_sys_acquire_eq_i32:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
@@ -493,9 +468,6 @@
 ; CHECK:         v_cmp_ge_i32_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_sys_acquire_i32:
-; CHECK:         v_cmp_ne_u32_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_sys_acquire_eq_i64:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dwordx2 v{{.*}}, off sc0 sc1{{$}}
@@ -544,9 +516,6 @@
 ; CHECK:         v_cmp_ge_i64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_sys_acquire_i64:
-; CHECK:         v_cmp_ne_u64_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_sys_relaxed_eq_i32:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dword v{{.*}}, off sc0 sc1{{$}}
@@ -589,9 +558,6 @@
 ; CHECK:         v_cmp_ge_i32_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
 ; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i32:
-; CHECK:         v_cmp_ne_u32_e32 vcc, v{{.*}}, v{{.*}}
-; CHECK:         s_barrier
 ; CHECK-LABEL: __triton_dist_wait_sys_relaxed_eq_i64:
 ; CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 ; CHECK:         global_load_dwordx2 v{{.*}}, off sc0 sc1{{$}}
@@ -633,7 +599,4 @@
 ; CHECK-NOT:     buffer_inv
 ; CHECK:         v_cmp_ge_i64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_sleep 1
-; CHECK:         s_barrier
-; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i64:
-; CHECK:         v_cmp_ne_u64_e32 vcc, v{{.*}}, v{{.*}}
 ; CHECK:         s_barrier

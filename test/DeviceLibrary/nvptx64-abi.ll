@@ -27,108 +27,83 @@
 ; CHECK: define i32 @__triton_dist_notify_add_inter_node_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_notify_add_inter_node_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i64 @__triton_dist_consume_token(i64 %{{.*}}, i32 %{{.*}}) #[[INLINE]] {
-; The generated wait functions; the names without a comparison call the `eq` ones (kept until the frontend
-; calls the new names).
+; The generated wait functions.
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_cta_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_acquire_eq_i32(
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_acquire_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_cta_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_acquire_eq_i64(
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_cta_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_relaxed_eq_i32(
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_cta_relaxed_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_cta_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_cta_relaxed_eq_i64(
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_acquire_eq_i32(
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_acquire_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_acquire_eq_i64(
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_relaxed_eq_i32(
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_gpu_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_gpu_relaxed_eq_i64(
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_acquire_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_acquire_eq_i32(
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_acquire_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_acquire_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_acquire_eq_i64(
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_eq_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ne_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ge_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_gt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_le_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_lt_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_relaxed_i32(i64 %{{.*}}, i32 %{{.*}}, i32 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_relaxed_eq_i32(
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_eq_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ne_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_ge_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_gt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_le_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
 ; CHECK: define i32 @__triton_dist_wait_sys_relaxed_lt_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK: define i32 @__triton_dist_wait_sys_relaxed_i64(i64 %{{.*}}, i32 %{{.*}}, i64 %{{.*}}) #[[BARRIER]] {
-; CHECK-NEXT:  call i32 @__triton_dist_wait_sys_relaxed_eq_i64(
 ; CHECK-DAG: attributes #[[INLINE]] = { alwaysinline }
 ; CHECK-DAG: attributes #[[BARRIER]] = { alwaysinline convergent }
 
-; Exactly the ABI symbols are defined (llvm-nm sorts by name), and the wait names without a comparison.
+; Exactly the ABI symbols are defined (llvm-nm sorts by name).
 ; SYMBOLS: T __triton_dist_consume_token
 ; SYMBOLS-NEXT: D __triton_dist_context
 ; SYMBOLS-NEXT: T __triton_dist_heap_offset
@@ -154,8 +129,6 @@
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_ge_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_gt_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_gt_i64
-; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_i32
-; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_le_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_le_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_acquire_lt_i32
@@ -168,8 +141,6 @@
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_ge_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_gt_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_gt_i64
-; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_i32
-; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_le_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_le_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_cta_relaxed_lt_i32
@@ -182,8 +153,6 @@
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_ge_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_gt_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_gt_i64
-; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_i32
-; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_le_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_le_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_acquire_lt_i32
@@ -196,8 +165,6 @@
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_ge_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_gt_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_gt_i64
-; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_i32
-; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_le_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_le_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_gpu_relaxed_lt_i32
@@ -210,8 +177,6 @@
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_ge_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_gt_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_gt_i64
-; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_i32
-; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_le_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_le_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_acquire_lt_i32
@@ -224,8 +189,6 @@
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_ge_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_gt_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_gt_i64
-; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_i32
-; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_le_i32
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_le_i64
 ; SYMBOLS-NEXT: T __triton_dist_wait_sys_relaxed_lt_i32

@@ -60,7 +60,7 @@
 ; CHECK-NEXT:    // end inline asm
 ; CHECK-NEXT:    st.param.b64 [func_retval0], %[[VALUE]];
 ; Each wait: the scope and ordering of its poll, the signed comparison of the flag with the value (32/64 bits),
-; the backoff sleep, the barrier. A name without a comparison calls the `eq` function.
+; the backoff sleep, the barrier.
 ; CHECK-LABEL: __triton_dist_wait_cta_acquire_eq_i32(
 ; CHECK:         ld.acquire.cta.global.b32 %[[SEEN:r[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -91,8 +91,6 @@
 ; CHECK-NEXT:    setp.lt.s32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_cta_acquire_i32(
-; CHECK:         call.uni (retval0), __triton_dist_wait_cta_acquire_eq_i32,
 ; CHECK-LABEL: __triton_dist_wait_cta_acquire_eq_i64(
 ; CHECK:         ld.acquire.cta.global.b64 %[[SEEN:rd[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -123,8 +121,6 @@
 ; CHECK-NEXT:    setp.lt.s64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_cta_acquire_i64(
-; CHECK:         call.uni (retval0), __triton_dist_wait_cta_acquire_eq_i64,
 ; CHECK-LABEL: __triton_dist_wait_cta_relaxed_eq_i32(
 ; CHECK:         ld.relaxed.cta.global.b32 %[[SEEN:r[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -155,8 +151,6 @@
 ; CHECK-NEXT:    setp.lt.s32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i32(
-; CHECK:         call.uni (retval0), __triton_dist_wait_cta_relaxed_eq_i32,
 ; CHECK-LABEL: __triton_dist_wait_cta_relaxed_eq_i64(
 ; CHECK:         ld.relaxed.cta.global.b64 %[[SEEN:rd[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -187,8 +181,6 @@
 ; CHECK-NEXT:    setp.lt.s64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_cta_relaxed_i64(
-; CHECK:         call.uni (retval0), __triton_dist_wait_cta_relaxed_eq_i64,
 ; CHECK-LABEL: __triton_dist_wait_gpu_acquire_eq_i32(
 ; CHECK:         ld.acquire.gpu.global.b32 %[[SEEN:r[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -219,8 +211,6 @@
 ; CHECK-NEXT:    setp.lt.s32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i32(
-; CHECK:         call.uni (retval0), __triton_dist_wait_gpu_acquire_eq_i32,
 ; CHECK-LABEL: __triton_dist_wait_gpu_acquire_eq_i64(
 ; CHECK:         ld.acquire.gpu.global.b64 %[[SEEN:rd[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -251,8 +241,6 @@
 ; CHECK-NEXT:    setp.lt.s64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_gpu_acquire_i64(
-; CHECK:         call.uni (retval0), __triton_dist_wait_gpu_acquire_eq_i64,
 ; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_eq_i32(
 ; CHECK:         ld.relaxed.gpu.global.b32 %[[SEEN:r[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -283,8 +271,6 @@
 ; CHECK-NEXT:    setp.lt.s32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i32(
-; CHECK:         call.uni (retval0), __triton_dist_wait_gpu_relaxed_eq_i32,
 ; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_eq_i64(
 ; CHECK:         ld.relaxed.gpu.global.b64 %[[SEEN:rd[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -315,8 +301,6 @@
 ; CHECK-NEXT:    setp.lt.s64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_gpu_relaxed_i64(
-; CHECK:         call.uni (retval0), __triton_dist_wait_gpu_relaxed_eq_i64,
 ; CHECK-LABEL: __triton_dist_wait_sys_acquire_eq_i32(
 ; CHECK:         ld.acquire.sys.global.b32 %[[SEEN:r[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -347,8 +331,6 @@
 ; CHECK-NEXT:    setp.lt.s32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_sys_acquire_i32(
-; CHECK:         call.uni (retval0), __triton_dist_wait_sys_acquire_eq_i32,
 ; CHECK-LABEL: __triton_dist_wait_sys_acquire_eq_i64(
 ; CHECK:         ld.acquire.sys.global.b64 %[[SEEN:rd[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -379,8 +361,6 @@
 ; CHECK-NEXT:    setp.lt.s64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_sys_acquire_i64(
-; CHECK:         call.uni (retval0), __triton_dist_wait_sys_acquire_eq_i64,
 ; CHECK-LABEL: __triton_dist_wait_sys_relaxed_eq_i32(
 ; CHECK:         ld.relaxed.sys.global.b32 %[[SEEN:r[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -411,8 +391,6 @@
 ; CHECK-NEXT:    setp.lt.s32 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i32(
-; CHECK:         call.uni (retval0), __triton_dist_wait_sys_relaxed_eq_i32,
 ; CHECK-LABEL: __triton_dist_wait_sys_relaxed_eq_i64(
 ; CHECK:         ld.relaxed.sys.global.b64 %[[SEEN:rd[0-9]+]]
 ; CHECK-NEXT:    setp.eq.b64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
@@ -443,5 +421,3 @@
 ; CHECK-NEXT:    setp.lt.s64 %{{p[0-9]+}}, %[[SEEN]], %{{rd?[0-9]+}};
 ; CHECK:         nanosleep.u32
 ; CHECK:         bar.sync 0;
-; CHECK-LABEL: __triton_dist_wait_sys_relaxed_i64(
-; CHECK:         call.uni (retval0), __triton_dist_wait_sys_relaxed_eq_i64,

@@ -22,12 +22,6 @@ LLVM_BIN = Path("/usr/lib/llvm-22/bin")
 LLVM_DIS = LLVM_BIN / "llvm-dis" if (LLVM_BIN / "llvm-dis").exists() else shutil.which("llvm-dis-22")
 TARGETS = ["nvptx64", "amdgcn"]
 
-# The wait names from before the comparison was part of the ABI, kept as wrappers of the `eq` waits until
-# triton_dist.language calls the new names; they are the only functions the library defines beyond the ABI.
-LEGACY_WAIT_NAMES = {
-    f"{abi.SYMBOL_PREFIX}wait_{s}_{m}_{f}" for s in abi.SCOPES for m in abi.SEMANTICS for f in abi.FLAG_TYPES
-}
-
 needs_llvm_dis = pytest.mark.skipif(LLVM_DIS is None, reason="llvm-dis of LLVM 22 is not installed")
 needs_mlir = pytest.mark.skipif(not mlir.is_available(), reason="triton_dist._C._mlir is not built")
 
@@ -66,8 +60,7 @@ def test_llvm_struct_of_the_layout():
 @pytest.mark.parametrize("target", TARGETS)
 def test_library_defines_exactly_the_abi_functions(target):
     defined = set(_defined_functions(_disassemble(target)))
-    assert defined - LEGACY_WAIT_NAMES == set(abi.all_symbols())
-    assert LEGACY_WAIT_NAMES <= defined
+    assert defined == set(abi.all_symbols())
 
 
 @needs_llvm_dis
