@@ -192,7 +192,10 @@ def parse(text: str, source_name: str = "<string>", verify: bool = True) -> Modu
 
 
 def parse_file(path: str | os.PathLike, verify: bool = True) -> Module:
-    """Parses the IR in a file; diagnostics name the file."""
+    """Parses the IR in a file; diagnostics name the file. ``path`` is a ``str`` or ``os.PathLike`` (never an
+    integer: ``open()`` would take it as a descriptor of this process, read it and close it)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"parse_file: path must be a str or os.PathLike, not {type(path).__name__}")
     with open(path, encoding="utf-8") as f:
         return parse(f.read(), os.fspath(path), verify)
 

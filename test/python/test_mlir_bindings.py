@@ -491,3 +491,16 @@ def test_package_works_without_the_extension():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip() == "OK"
+
+
+def test_parse_file_refuses_a_descriptor_number_without_touching_it(tmp_path):
+    # Fuzz finding F6: open(3) would read and close this process's descriptor 3 before the TypeError.
+    path = tmp_path / "kept_open.txt"
+    path.write_text("still open")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(TypeError, match="path must be a str or os.PathLike, not int"):
+            mlir.parse_file(fd)
+        assert os.read(fd, 100) == b"still open"  # neither read nor closed
+    finally:
+        os.close(fd)
