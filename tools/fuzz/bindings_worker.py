@@ -24,7 +24,8 @@ from triton_dist import mlir
 ALLOWED = (mlir.MLIRError, TypeError, ValueError, OSError)
 
 # The worker's own stderr (the parent reads it), kept apart from fd 2, which each call's capture takes over. Both
-# live at high descriptor numbers: garbage such as parse_file(3) opens (and closes) a small integer as a descriptor.
+# live at high descriptor numbers, so that garbage which opens a small integer as a descriptor (parse_file(3) did, F6)
+# cannot close them.
 _REPORT = os.fdopen(fcntl.fcntl(2, fcntl.F_DUPFD, 200), "w", buffering=1)
 _CAPTURE_FILE = tempfile.TemporaryFile()
 _CAPTURE = os.fdopen(fcntl.fcntl(_CAPTURE_FILE.fileno(), fcntl.F_DUPFD, 201), "w+b")
