@@ -35,6 +35,44 @@ Value loadField(OpBuilder &b, Location loc, Type type,
                               /*isVolatile=*/false, /*isNonTemporal=*/false,
                               /*isInvariant=*/true);
 }
+/// The module's runtime-written global `name` of `type` (`role` names it in
+/// diagnostics): an existing symbol of that name must be a non-constant
+/// external global of `type` in the global address space; a missing one is
+/// inserted zero-initialized. Either way it is marked externally initialized:
+/// the runtime writes it after the module is loaded, so no optimizer may fold
+/// its initializer into loads.
+FailureOr<LLVM::GlobalOp> getOrInsertRuntimeGlobal(Operation *symbolTable,
+                                                   StringRef name,
+                                                   LLVM::LLVMStructType type,
+                                                   StringRef role) {
+  if (Operation *existing = SymbolTable::lookupSymbolIn(symbolTable, name)) {
+    auto global = dyn_cast<LLVM::GlobalOp>(existing);
+    if (!global)
+      return existing->emitError() << "'" << name << "' names " << role
+                                   << " and must be an llvm.mlir.global";
+    if (global.getGlobalType() != type ||
+        global.getAddrSpace() != kGlobalAddressSpace || global.getConstant() ||
+        global.getLinkage() != LLVM::Linkage::External)
+      return global.emitError()
+             << role << " must be a non-constant external global of type "
+             << type << " in address space " << kGlobalAddressSpace;
+    if (!global.getExternallyInitialized() &&
+        (global.getValue() || !global.getInitializerRegion().empty()))
+      global.setExternallyInitialized(true);
+    return global;
+  }
+
+  OpBuilder b = OpBuilder::atBlockBegin(&symbolTable->getRegion(0).front());
+  Location loc = symbolTable->getLoc();
+  auto global = LLVM::GlobalOp::create(
+      b, loc, type, /*isConstant=*/false, LLVM::Linkage::External, name,
+      /*value=*/Attribute(), /*alignment=*/8, kGlobalAddressSpace);
+  global.setExternallyInitialized(true);
+  b.createBlock(&global.getInitializerRegion());
+  Value zero = LLVM::ZeroOp::create(b, loc, type);
+  LLVM::ReturnOp::create(b, loc, zero);
+  return global;
+}
 } // namespace
 
 LLVM::LLVMStructType mlir::triton_dist::getContextType(MLIRContext *context) {
@@ -46,42 +84,9 @@ LLVM::LLVMStructType mlir::triton_dist::getContextType(MLIRContext *context) {
 
 FailureOr<LLVM::GlobalOp>
 mlir::triton_dist::getOrInsertContextGlobal(Operation *symbolTable) {
-  MLIRContext *context = symbolTable->getContext();
-  LLVM::LLVMStructType type = getContextType(context);
-  if (Operation *existing =
-          SymbolTable::lookupSymbolIn(symbolTable, kContextSymbol)) {
-    auto global = dyn_cast<LLVM::GlobalOp>(existing);
-    if (!global)
-      return existing->emitError()
-             << "'" << kContextSymbol
-             << "' names the triton-dist runtime context and must be an "
-                "llvm.mlir.global";
-    if (global.getGlobalType() != type ||
-        global.getAddrSpace() != kGlobalAddressSpace || global.getConstant() ||
-        global.getLinkage() != LLVM::Linkage::External)
-      return global.emitError()
-             << "the triton-dist runtime context must be a non-constant "
-                "external global of type "
-             << type << " in address space " << kGlobalAddressSpace;
-    // The runtime writes it after the module is loaded: no optimizer may fold
-    // its initializer into loads.
-    if (!global.getExternallyInitialized() &&
-        (global.getValue() || !global.getInitializerRegion().empty()))
-      global.setExternallyInitialized(true);
-    return global;
-  }
-
-  OpBuilder b = OpBuilder::atBlockBegin(&symbolTable->getRegion(0).front());
-  Location loc = symbolTable->getLoc();
-  auto global = LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false,
-                                       LLVM::Linkage::External, kContextSymbol,
-                                       /*value=*/Attribute(), /*alignment=*/8,
-                                       kGlobalAddressSpace);
-  global.setExternallyInitialized(true);
-  b.createBlock(&global.getInitializerRegion());
-  Value zero = LLVM::ZeroOp::create(b, loc, type);
-  LLVM::ReturnOp::create(b, loc, zero);
-  return global;
+  return getOrInsertRuntimeGlobal(symbolTable, kContextSymbol,
+                                  getContextType(symbolTable->getContext()),
+                                  "the triton-dist runtime context");
 }
 
 Value mlir::triton_dist::loadContextRank(OpBuilder &b, Location loc) {
@@ -111,32 +116,9 @@ mlir::triton_dist::getWaitTimeoutType(MLIRContext *context) {
 
 FailureOr<LLVM::GlobalOp>
 mlir::triton_dist::getOrInsertWaitTimeoutGlobal(Operation *symbolTable) {
-  MLIRContext *context = symbolTable->getContext();
-  LLVM::LLVMStructType type = getWaitTimeoutType(context);
-  if (Operation *existing =
-          SymbolTable::lookupSymbolIn(symbolTable, kWaitTimeoutSymbol)) {
-    auto global = dyn_cast<LLVM::GlobalOp>(existing);
-    if (!global || global.getGlobalType() != type ||
-        global.getAddrSpace() != kGlobalAddressSpace || global.getConstant())
-      return existing->emitError()
-             << "'" << kWaitTimeoutSymbol
-             << "' names the triton-dist wait watchdog's record and must be a "
-                "non-constant global of type "
-             << type << " in address space " << kGlobalAddressSpace;
-    return global;
-  }
-  OpBuilder b = OpBuilder::atBlockBegin(&symbolTable->getRegion(0).front());
-  Location loc = symbolTable->getLoc();
-  auto global = LLVM::GlobalOp::create(
-      b, loc, type, /*isConstant=*/false, LLVM::Linkage::External,
-      kWaitTimeoutSymbol, /*value=*/Attribute(), /*alignment=*/8,
-      kGlobalAddressSpace);
-  // The host may clear it between launches.
-  global.setExternallyInitialized(true);
-  b.createBlock(&global.getInitializerRegion());
-  Value zero = LLVM::ZeroOp::create(b, loc, type);
-  LLVM::ReturnOp::create(b, loc, zero);
-  return global;
+  return getOrInsertRuntimeGlobal(symbolTable, kWaitTimeoutSymbol,
+                                  getWaitTimeoutType(symbolTable->getContext()),
+                                  "the triton-dist wait watchdog's record");
 }
 
 Value mlir::triton_dist::getWaitTimeoutField(OpBuilder &b, Location loc,
@@ -163,33 +145,10 @@ mlir::triton_dist::getWaitWatchdogType(MLIRContext *context) {
 
 FailureOr<LLVM::GlobalOp>
 mlir::triton_dist::getOrInsertWaitWatchdogGlobal(Operation *symbolTable) {
-  MLIRContext *context = symbolTable->getContext();
-  LLVM::LLVMStructType type = getWaitWatchdogType(context);
-  if (Operation *existing =
-          SymbolTable::lookupSymbolIn(symbolTable, kWaitWatchdogSymbol)) {
-    auto global = dyn_cast<LLVM::GlobalOp>(existing);
-    if (!global || global.getGlobalType() != type ||
-        global.getAddrSpace() != kGlobalAddressSpace || global.getConstant() ||
-        global.getLinkage() != LLVM::Linkage::External)
-      return existing->emitError()
-             << "'" << kWaitWatchdogSymbol
-             << "' names the triton-dist wait watchdog's settings and must be "
-                "a non-constant external global of type "
-             << type << " in address space " << kGlobalAddressSpace;
-    return global;
-  }
-  OpBuilder b = OpBuilder::atBlockBegin(&symbolTable->getRegion(0).front());
-  Location loc = symbolTable->getLoc();
-  auto global = LLVM::GlobalOp::create(
-      b, loc, type, /*isConstant=*/false, LLVM::Linkage::External,
-      kWaitWatchdogSymbol, /*value=*/Attribute(), /*alignment=*/8,
-      kGlobalAddressSpace);
-  // The runtime writes it after the module is loaded.
-  global.setExternallyInitialized(true);
-  b.createBlock(&global.getInitializerRegion());
-  Value zero = LLVM::ZeroOp::create(b, loc, type);
-  LLVM::ReturnOp::create(b, loc, zero);
-  return global;
+  return getOrInsertRuntimeGlobal(
+      symbolTable, kWaitWatchdogSymbol,
+      getWaitWatchdogType(symbolTable->getContext()),
+      "the triton-dist wait watchdog's settings");
 }
 
 static Value loadWatchdogField(OpBuilder &b, Location loc, int32_t field) {
