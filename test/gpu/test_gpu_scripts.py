@@ -1,9 +1,11 @@
-"""pytest entry to the GPU checks and examples, and CPU tests of ``scripts/gpu_check.sh``.
+"""pytest entry to the GPU checks and examples, and CPU tests of ``scripts/gpu_check.sh`` and of the scripts' shared
+helpers.
 
 ``scripts/gpu_check.sh`` is the one GPU entry point (checks on 2 and 4 GPUs, the ops benchmarks and tuning, logs,
 results table); the GPU tests here run the same check scripts once under torchrun on up to 4 local GPUs and skip
 visibly on machines with fewer than 2 GPUs. The CPU tests run the shell script in its dry-run mode
-(``GPU_CHECK_DRY_RUN=1``), which prints and tabulates the steps it would run.
+(``GPU_CHECK_DRY_RUN=1``), which prints and tabulates the steps it would run, and test what the GPU scripts share
+that needs no GPU: ``bench/_variant_cost.py`` (the guard and watchdog cost benchmarks).
 """
 
 import os
@@ -146,3 +148,88 @@ def test_too_few_gpus_fails_visibly(tmp_path):
     code, output, _ = dry_run(tmp_path, GPU_CHECK_SIZES=" ")
     assert code == 1
     assert "need at least 2" in (tmp_path / "gpu_check.md").read_text()
+
+
+# bench/_variant_cost.py and the two benchmarks built on it (guard_cost.py, watchdog_cost.py).
+sys.path.insert(0, str(REPO / "bench"))
+import _variant_cost  # noqa: E402
+import guard_cost  # noqa: E402
+import watchdog_cost  # noqa: E402
+
+from triton_dist import compiler  # noqa: E402
+
+
+def test_variants_are_timed_in_order_then_in_reverse():
+    calls = []
+    launchers = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    clock = iter(range(1, 7))
+
+    def bench(fn, *, warmup, rep):
+        assert (warmup, rep) == (3, 25)
+        fn()
+        return float(next(clock))
+
+    times = _variant_cost.time_both_orders(launchers, 25, bench=bench)
+    assert calls == ["a", "b", "c", "c", "b", "a"]
+    assert times == {"a": [1.0, 6.0], "b": [2.0, 5.0], "c": [3.0, 4.0]}
+
+
+def test_costs_are_best_passes_over_the_first_variants_best():
+    times = {level: [2.0, 1.0] for level in guard_cost.LEVELS}
+    times[compiler.Checks.DEBUG] = [1.5, 1.25]
+    rows = _variant_cost.cost_rows(guard_cost.STUDY, "ping_pong x10", times, "us/round", 100.0)
+    assert [row for row, _ in rows][-1] == ("ping_pong x10", "DEBUG", "150.000 / 125.000", "125.000", "+25.00%")
+    assert rows[0][0][-1] == "+0.00%"
+    assert rows[-1][1] == (
+        "RESULT guard_cost ping_pong x10 checks=DEBUG us/round per pass: 150.000 / 125.000 best 125.000 cost +25.00%"
+    )
+    off_on = _variant_cost.cost_rows(
+        watchdog_cost.study(60.0), "allgather_push 1 MiB", {"off": [4.0], "on": [3.0]}, "us", 1.0
+    )
+    assert (
+        off_on[1][1]
+        == "RESULT watchdog_cost allgather_push 1 MiB watchdog=on us per pass: 3.000 best 3.000 cost -25.00%"
+    )
+
+
+def test_cost_benchmarks_keep_their_arguments():
+    defaults = {"rounds": 10_000, "sizes_mib": [1, 128], "iters": 20, "block": 4096, "num_warps": 8, "results": None}
+    assert vars(guard_cost.parse_args([])) == defaults
+    assert vars(watchdog_cost.parse_args([])) == {**defaults, "timeout_s": 60.0}
+    watchdog = watchdog_cost.parse_args(["--sizes-mib", "8", "16", "--timeout-s", "5", "--results", "out/w"])
+    assert (watchdog.sizes_mib, watchdog.timeout_s, watchdog.results) == ([8, 16], 5.0, "out/w")
+    with pytest.raises(SystemExit):
+        guard_cost.parse_args(["--timeout-s", "5"])  # the guard benchmark has no watchdog setting
+
+
+def test_each_variant_compiles_under_its_own_setting(monkeypatch):
+    """The first launch, which compiles, runs with the variant's check level / watchdog timeout; both are restored."""
+    from ping_pong import ping_pong
+
+    seen = []
+    before = compiler.check_level()
+    for level in guard_cost.LEVELS:
+        fresh = guard_cost.STUDY.compile(level, ping_pong, lambda kernel: seen.append(compiler.check_level()))
+        assert fresh is not ping_pong and fresh.fn is ping_pong.fn
+    assert seen == list(guard_cost.LEVELS)
+    assert compiler.check_level() == before
+
+    monkeypatch.setattr(watchdog_cost.rt, "synchronize", lambda: None)  # no GPU work was queued
+    monkeypatch.delenv("TRITON_DIST_WAIT_TIMEOUT_S", raising=False)
+    timeouts = []
+    study = watchdog_cost.study(5.0)
+    for variant in study.variants:
+        study.compile(variant, ping_pong, lambda kernel: timeouts.append(compiler.wait_timeout_ns()))
+    assert timeouts == [0, 5_000_000_000]
+    assert compiler.wait_timeout_ns() == 0
+
+
+@pytest.mark.parametrize("script", ["bench/guard_cost.py", "bench/watchdog_cost.py"])
+def test_cost_benchmark_starts_without_a_gpu(script):
+    """Imports (the examples, the shared module) resolve when run as torchrun runs it; --help needs no GPU."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    result = subprocess.run(
+        [sys.executable, script, "--help"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--sizes-mib" in result.stdout and "(median, >= 20)" in result.stdout
