@@ -11,7 +11,9 @@ Two checks exist (docs/language.md, "Guards"):
   must then also point into the heap.
 
 A failed check is Triton's ``tt.assert``: the GPU prints the message with the kernel's file and line, and the
-launch fails (the CUDA / HIP context is unusable afterwards, as after any device-side assert).
+launch fails (the CUDA / HIP context is unusable afterwards, as after any device-side assert). In an NVIDIA kernel
+with ``wgmma`` the message is dropped below ``DEBUG`` and the check only traps (``call_free_checks.py``: the call
+that prints it would serialize every MMA).
 """
 
 from __future__ import annotations

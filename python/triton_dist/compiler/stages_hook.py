@@ -7,7 +7,8 @@ exactly like libdevice / ocml: after TTGIR -> LLVM IR, with LinkOnlyNeeded, then
 kernel that calls no primitive pulls nothing from the library. A hook installed before this one is chained: it runs
 after ours, on the stages we have already set, so it can wrap our ``llir`` stage. Linking a kernel that calls a
 primitive also registers the runtime's context hook (``context_hook.py``), for kernels compiled from IR. With a wait
-timeout configured (``watchdog.py``) the watchdog variant of the library is linked instead.
+timeout configured (``watchdog.py``) the watchdog variant of the library is linked instead. On NVIDIA the stage
+then makes the checks of a kernel with ``wgmma`` call-free (``call_free_checks.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from triton import knobs
 
 from triton_dist.abi import LIB_NAME, SYMBOL_PREFIX
+from triton_dist.compiler.call_free_checks import make_checks_call_free
 from triton_dist.compiler.context_hook import ensure_context_hook
 from triton_dist.compiler.device_library import (
     LIBRARY_FILES,
@@ -54,7 +56,7 @@ def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[
         linked = _with_library(options, path) if path is not None else options
         try:
             if target == "cuda":
-                return backend.make_llir(src, metadata, linked, capability)
+                return make_checks_call_free(backend.make_llir(src, metadata, linked, capability))
             return backend.make_llir(src, metadata, linked)
         except ValueError as error:
             if path is None or path not in str(error):

@@ -1,0 +1,138 @@
+"""The device-side checks leave Hopper's asynchronous MMA alone (``triton_dist/compiler/call_free_checks.py``).
+
+ptxas serializes every ``wgmma.mma_async`` of a kernel that contains a call (info C7510). The checks' failure path
+was a call of ``__assertfail``; in a kernel with wgmma the ``llir`` stage now replaces those calls by a trap. These
+tests run Triton's own ptxas (shipped in the wheel) on the PTX of the ops' GEMM kernels, so the serialization
+cannot come back unnoticed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from dl_compile import assembly, compile_kernel, need_library
+from triton import knobs
+
+from triton_dist.compiler import Checks
+from triton_dist.compiler.call_free_checks import drop_check_message_calls, has_wgmma
+
+ag = importlib.import_module("triton_dist.ops.ag_gemm")
+grs = importlib.import_module("triton_dist.ops.gemm_rs")
+
+SERIALIZED = "C7510"
+"""ptxas's info code for 'wgmma.mma_async instructions are serialized due to ...'."""
+
+AG_GEMM_SIGNATURE = {
+    "a_desc": "tensordesc<bf16[128,64]>",
+    "recv_desc": "tensordesc<bf16[128,64]>",
+    "b_desc": "tensordesc<bf16[64,256]>",
+    "c_desc": "tensordesc<bf16[128,128]>",
+    "flags_ptr": "*i32",
+    "epoch_ptr": "*i32",
+    **{name: "i32" for name in ("M_LOCAL", "N", "K", "chunk_tiles", "flags_per_chunk")},
+}
+AG_GEMM_CONSTEXPRS = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2)
+
+
+def ptxas_info(ptx: str, tmp_path: Path) -> str:
+    """What Triton's ptxas says (``-v``) about ``ptx`` for sm_90a."""
+    ptxas = knobs.nvidia.ptxas.path
+    if not ptxas or not Path(ptxas).is_file():
+        pytest.skip("Triton's ptxas is not available")
+    source = tmp_path / "kernel.ptx"
+    source.write_text(ptx)
+    result = subprocess.run(
+        [ptxas, "-arch=sm_90a", "-v", str(source), "-o", str(tmp_path / "kernel.cubin")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+def calls(ptx: str) -> list[str]:
+    return re.findall(r"\bcall(?:\.uni)?\s+(\w+)", ptx)
+
+
+def compile_ag_gemm(checks: Checks):  # noqa: ANN201
+    return compile_kernel(
+        ag._ag_gemm_tma_kernel, AG_GEMM_SIGNATURE, "sm_90", AG_GEMM_CONSTEXPRS, num_warps=8, checks=checks
+    )
+
+
+def test_ag_gemm_keeps_its_wgmma_asynchronous_with_the_default_checks(tmp_path):
+    need_library("sm_90")
+    compiled = compile_ag_gemm(Checks.DEFAULT)
+    assert "triton_dist: dl.wait in kernel" in compiled.asm["ttir"], "the checks are still emitted"
+    ptx = assembly(compiled, "sm_90")
+    assert "wgmma.mma_async" in ptx
+    assert calls(ptx) == [], "no call may remain in a kernel with wgmma"
+    assert "trap;" in ptx, "a failed check still stops the kernel"
+    info = ptxas_info(compiled.asm["ptx"], tmp_path)
+    assert SERIALIZED not in info, info
+
+
+def test_debug_level_keeps_the_messages_and_pays_the_serialization(tmp_path):
+    """TRITON_DIST_DEBUG=1 trades MMA speed for the messages; this also shows that ptxas does serialize a kernel
+    with a call, i.e. that the test above can fail."""
+    need_library("sm_90")
+    compiled = compile_ag_gemm(Checks.DEBUG)
+    ptx = assembly(compiled, "sm_90")
+    assert "__assertfail" in calls(ptx)
+    assert SERIALIZED in ptxas_info(compiled.asm["ptx"], tmp_path)
+
+
+def test_gemm_rs_fused_kernel_keeps_its_wgmma_asynchronous(tmp_path):
+    need_library("sm_90")
+    from test_ops_gemm_rs import compile_gemm_rs
+
+    compiled = compile_gemm_rs(grs.GemmRSConfig(), "sm_90")
+    ptx = assembly(compiled, "sm_90")
+    assert "wgmma.mma_async" in ptx
+    assert calls(ptx) == []
+    assert SERIALIZED not in ptxas_info(compiled.asm["ptx"], tmp_path)
+
+
+LLIR = """\
+@assertMessage_0 = internal constant [30 x i8] c"triton_dist: dl.wait in k: x\\00"
+@assertMessage_1 = internal constant [12 x i8] c"user: x > 0\\00"
+declare void @__assertfail(ptr, ptr, i32, ptr, i64)
+
+define void @k() {
+  tail call void @__assertfail(ptr nonnull @assertMessage_0, ptr nonnull @f, i32 3, ptr nonnull @g, i64 1), !dbg !15
+  unreachable, !dbg !15
+b:
+  call void @__assertfail(ptr nonnull @assertMessage_1, ptr nonnull @f, i32 4, ptr nonnull @g, i64 1), !dbg !16
+  unreachable
+  ; wgmma.mma_async
+}
+"""
+
+
+def test_only_the_checks_calls_are_replaced():
+    assert has_wgmma(LLIR)
+    result, replaced = drop_check_message_calls(LLIR)
+    assert replaced == 1
+    assert "  call void @llvm.trap(), !dbg !15\n" in result
+    assert "@__assertfail(ptr nonnull @assertMessage_1," in result, "a user's assert keeps its message"
+    assert "@__assertfail(ptr nonnull @assertMessage_0," not in result
+    assert result.rstrip().endswith("declare void @llvm.trap()")
+
+
+def test_a_changed_call_form_is_an_error_not_a_silent_slowdown():
+    changed = LLIR.replace(
+        "tail call void @__assertfail(ptr nonnull @assertMessage_0",
+        "call fastcc void @__assertfail(ptr @assertMessage_0",
+    )
+    with pytest.raises(RuntimeError, match="Triton's LLVM IR has changed form"):
+        drop_check_message_calls(changed)
+
+
+def test_kernels_without_checks_are_left_as_they_are():
+    text = LLIR.replace("triton_dist: ", "someone: ")
+    assert drop_check_message_calls(text) == (text, 0)
