@@ -18,16 +18,12 @@ the same process could run. The cases:
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import tempfile
-import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-TIMEOUT_S = 120
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _cases, also when loaded by path from test/python
+
+from _cases import Tally, other_local_rank, run_case  # noqa: E402
 
 PRELUDE = """
 import os, sys, torch, triton, triton.language as tl
@@ -102,59 +98,17 @@ print("PRIVATE: ran to the end", flush=True)
 """
 
 
-def _free_port() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
-def run_case(body: str, extra_env: dict[str, str] | None = None) -> str:
-    """Run PRELUDE + ``body`` in a fresh Python on this process's first visible GPU; returns stdout + stderr."""
-    from triton_dist.testing import env_without_launcher
-
-    # A world of one of its own: torchrun's variables would make init_process_group join torchrun's store.
-    env = dict(env_without_launcher(), PYTHONPATH=str(REPO / "python"), PORT=_free_port(), PYTHONUNBUFFERED="1")
-    env.update(extra_env or {})
-    with tempfile.TemporaryDirectory() as scratch:
-        script = Path(scratch) / "case.py"  # Triton reads @jit source from a file
-        script.write_text(PRELUDE + body)
-        try:
-            result = subprocess.run(
-                [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=TIMEOUT_S
-            )
-            return result.stdout + result.stderr
-        except subprocess.TimeoutExpired as expired:
-            text = (expired.stdout or b"") + (expired.stderr or b"")
-            text = text.decode(errors="replace") if isinstance(text, bytes) else text
-            return f"TIMEOUT after {TIMEOUT_S} s\n{text}"
-
-
-class Tally:
-    def __init__(self) -> None:
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name: str, ok: bool, output: str) -> None:
-        print(f"{'PASS' if ok else 'FAIL'} {name}", flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print(textwrap.indent(output[-3000:], "    | "), flush=True)
-
-
 def main() -> int:
     import torch
 
     if not torch.cuda.is_available():
         print("SKIP: check_guards needs a GPU")
         return 1
-    if os.environ.get("LOCAL_RANK", "0") != "0":
-        print("check_guards runs its cases on local rank 0 only; 0 passed, 0 failed here; 0 failures over all ranks")
+    if other_local_rank("check_guards"):
         return 0
     tally = Tally()
 
-    output = run_case(UNINITIALIZED)
+    output = run_case(PRELUDE + UNINITIALIZED)
     tally.check(
         "uninitialized context: the first launch fails on the host (load hook registered at compile time)",
         "FIRST: host error:" in output and "before triton_dist.init()" in output,
@@ -171,7 +125,7 @@ def main() -> int:
     for tensor in (False, True):
         form = "a tensor of pointers" if tensor else "a scalar pointer"
         env = {"TRITON_DIST_DEBUG": "1"} if tensor else {}
-        output = run_case(f"TENSOR = {tensor}\n" + NOT_SYMMETRIC_SYMM_AT, env)
+        output = run_case(PRELUDE + f"TENSOR = {tensor}\n" + NOT_SYMMETRIC_SYMM_AT, extra_env=env)
         tally.check(f"symm_at on {form} into the heap gives the right data", "SYMMETRIC: right" in output, output)
         tally.check(
             f"symm_at on {form} outside the heap stops the kernel with a message",
@@ -180,7 +134,7 @@ def main() -> int:
             output,
         )
 
-    output = run_case(NOT_SYMMETRIC_WAIT)
+    output = run_case(PRELUDE + NOT_SYMMETRIC_WAIT)
     tally.check("wait on a symmetric flag passes its check", "SYMMETRIC: waited" in output, output)
     tally.check(
         "wait on a flag outside the heap stops the kernel with a message",
@@ -188,8 +142,7 @@ def main() -> int:
         and "PRIVATE: ran to the end" not in output,
         output,
     )
-    print(f"{tally.passed} passed, {tally.failed} failed here; {tally.failed} failures over all ranks", flush=True)
-    return 1 if tally.failed else 0
+    return tally.exit_code()
 
 
 if __name__ == "__main__":

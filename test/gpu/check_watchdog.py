@@ -21,16 +21,13 @@ watchdog's trap leaves the CUDA context of the rank it stops unusable. Both rank
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import tempfile
-import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-CASE_TIMEOUT_S = 120
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _cases, also when loaded by path from test/python
+
+from _cases import Tally, other_local_rank, run_case  # noqa: E402
+
 SLACK_S = 10.0
 """How much later than the 1 s timeout the error may surface (launch, trap, error propagation, process noise)."""
 
@@ -134,59 +131,11 @@ else:
 """
 
 
-def _free_port() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return str(probe.getsockname()[1])
-
-
-def run_case(body: str) -> str:
-    """Run PRELUDE + ``body`` as ranks 0 and 1 of a fresh world; returns both outputs (rank 0's first)."""
-    from triton_dist.testing import env_without_launcher
-
-    env = dict(env_without_launcher(), PYTHONPATH=str(REPO / "python"), PORT=_free_port(), PYTHONUNBUFFERED="1")
-    with tempfile.TemporaryDirectory() as scratch:
-        script = Path(scratch) / "case.py"  # Triton reads @jit source from a file
-        script.write_text(PRELUDE + body)
-        processes = [
-            subprocess.Popen(
-                [sys.executable, str(script)],
-                env=dict(env, CASE_RANK=str(rank)),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            for rank in (0, 1)
-        ]
-        outputs = []
-        for process in processes:
-            try:
-                outputs.append(process.communicate(timeout=CASE_TIMEOUT_S)[0])
-            except subprocess.TimeoutExpired:
-                process.kill()
-                outputs.append(f"TIMEOUT after {CASE_TIMEOUT_S} s\n{process.communicate()[0]}")
-        return "\n".join(outputs)
-
-
 def _elapsed(output: str) -> float:
     for line in output.splitlines():
         if "ELAPSED" in line:
             return float(line.split("ELAPSED")[1])
     return float("inf")
-
-
-class Tally:
-    def __init__(self) -> None:
-        self.passed = 0
-        self.failed = 0
-
-    def check(self, name: str, ok: bool, output: str) -> None:
-        print(f"{'PASS' if ok else 'FAIL'} {name}", flush=True)
-        if ok:
-            self.passed += 1
-        else:
-            self.failed += 1
-            print(textwrap.indent(output[-4000:], "    | "), flush=True)
 
 
 def check_case(tally: Tally, name: str, output: str, words: list[str]) -> None:
@@ -216,18 +165,16 @@ def main() -> int:
     if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
         print("SKIP: check_watchdog needs 2 GPUs")
         return 1
-    if os.environ.get("LOCAL_RANK", "0") != "0":
-        print("check_watchdog runs its cases on local rank 0 only; 0 passed, 0 failed here; 0 failures over all ranks")
+    if other_local_rank("check_watchdog"):
         return 0
     tally = Tally()
-    output = run_case(STUCK_WAIT)
+    output = run_case(PRELUDE + STUCK_WAIT, ranks=2)
     check_case(tally, "stuck wait", output, STUCK_WAIT_WORDS)
-    output = run_case(DEAD_RANK)
+    output = run_case(PRELUDE + DEAD_RANK, ranks=2)
     tally.check("dead rank: rank 1 died after its fifth notify", "[rank 1] DYING" in output, output)
     tally.check("dead rank: the five rounds before completed", "[rank 0] ROUND 5" in output, output)
     check_case(tally, "dead rank", output, DEAD_RANK_WORDS)
-    print(f"{tally.passed} passed, {tally.failed} failed here; {tally.failed} failures over all ranks", flush=True)
-    return 1 if tally.failed else 0
+    return tally.exit_code()
 
 
 if __name__ == "__main__":

@@ -5,13 +5,15 @@ helpers.
 results table); the GPU tests here run the same check scripts once under torchrun on up to 4 local GPUs and skip
 visibly on machines with fewer than 2 GPUs. The CPU tests run the shell script in its dry-run mode
 (``GPU_CHECK_DRY_RUN=1``), which prints and tabulates the steps it would run, and test what the GPU scripts share
-that needs no GPU: ``bench/_variant_cost.py`` (the guard and watchdog cost benchmarks).
+that needs no GPU: ``test/gpu/_cases.py`` (fresh-process cases and their tally) and ``bench/_variant_cost.py`` (the
+guard and watchdog cost benchmarks).
 """
 
 import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,69 @@ def test_cost_benchmark_starts_without_a_gpu(script):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "--sizes-mib" in result.stdout and "(median, >= 20)" in result.stdout
+
+
+# test/gpu/_cases.py: the runner and tally of check_guards.py and check_watchdog.py.
+sys.path.insert(0, str(REPO / "test" / "gpu"))
+import _cases  # noqa: E402
+
+CASE_REPORT = """
+import importlib.util, os, sys
+print("rank", os.environ["CASE_RANK"], "port", os.environ["PORT"], "extra", os.environ.get("EXTRA"))
+print("launcher variables:", [k for k in os.environ if k in ("RANK", "MASTER_PORT") or k.startswith("TORCHELASTIC")])
+print("triton_dist from", importlib.util.find_spec("triton_dist").origin)
+print("stderr of rank", os.environ["CASE_RANK"], file=sys.stderr)
+"""
+
+
+def test_case_processes_get_a_rank_a_port_and_no_launcher_variables(monkeypatch):
+    # As under torchrun: these would make the case's init_process_group join torchrun's store.
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setenv("TORCHELASTIC_USE_AGENT_STORE", "True")
+    output = _cases.run_case(CASE_REPORT, ranks=2, extra_env={"EXTRA": "yes"})
+    port = output.split()[3]
+    origin = REPO / "python" / "triton_dist" / "__init__.py"
+
+    def rank(n: int) -> str:  # its stdout, then its stderr
+        return (
+            f"rank {n} port {port} extra yes\nlauncher variables: []\ntriton_dist from {origin}\nstderr of rank {n}\n"
+        )
+
+    assert output == rank(0) + "\n" + rank(1)
+    assert int(port) > 0
+
+
+def test_a_case_past_its_timeout_is_killed_and_says_so():
+    started = time.monotonic()
+    output = _cases.run_case('print("started", flush=True)\nimport time\ntime.sleep(120)\n', timeout_s=2)
+    assert time.monotonic() - started < 60
+    assert output.startswith("TIMEOUT after 2 s\nstarted\n"), output
+
+
+def test_tally_counts_and_shows_the_end_of_a_failures_output(capsys):
+    tally = _cases.Tally()
+    tally.check("first", True, "not shown")
+    tally.check("second", False, "x" * 10_000 + "LAST LINE")
+    printed = capsys.readouterr().out
+    assert printed.startswith("PASS first\nFAIL second\n    | x")
+    assert "not shown" not in printed and printed.rstrip().endswith("LAST LINE")
+    assert printed.count("x") == _cases.Tally.TAIL_CHARS - len("LAST LINE")
+    assert tally.exit_code() == 1
+    assert capsys.readouterr().out == "1 passed, 1 failed here; 1 failures over all ranks\n"
+    passing = _cases.Tally()
+    passing.check("only", True, "")
+    assert passing.exit_code() == 0
+
+
+def test_only_local_rank_0_runs_the_cases(monkeypatch, capsys):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert not _cases.other_local_rank("check_x")
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert not _cases.other_local_rank("check_x")
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert _cases.other_local_rank("check_x")
+    assert capsys.readouterr().out.startswith(
+        "check_x runs its cases on local rank 0 only; 0 passed, 0 failed here; 0 failures over all ranks"
+    )
