@@ -166,8 +166,10 @@ def _ag_gemm_tma_kernel(
         pid_m, pid_n = grouped_tile(tile, num_m, num_n, GROUP_M)
         acc = tma_mainloop(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
         tma_store(c_desc, acc, own_row + pid_m * BLOCK_M, pid_n * BLOCK_N, SPLIT_N)
-    # Then the peers' rows, each tile after its chunk's flags hold this call's epoch. Not flattened: a flattened
-    # loop would prefetch the next tile's rows before that tile's wait.
+    # Then the peers' rows, each tile after its chunk's flags hold this call's epoch. Not flattened (the schedule
+    # checked on 2xH200); flattening would also be correct, since each TMA load's row comes through the token of its
+    # own tile's wait, so the pipeliner cannot issue it before that wait (checked in TTGIR), and would save one
+    # pipeline fill and epilogue per peer tile: an experiment for a GPU session.
     first = _first_peer_tile(pid, programs, own_tiles)
     for tile in range(first, world * own_tiles, programs):
         segment, pid_m, pid_n = _peer_tile(tile, own_tiles, me, world, num_m, num_n, GROUP_M)
