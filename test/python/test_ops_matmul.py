@@ -37,6 +37,18 @@ def test_tma_kernel_compiles_for_sm90_with_wgmma_and_bulk_tensor_copies() -> Non
     assert "cp.async.bulk.tensor" in ptx  # TMA loads and stores
 
 
+def test_warp_specialize_changes_nothing_on_sm90_with_triton_3_6() -> None:
+    """``MatmulConfig.warp_specialize`` asks Triton to warp-specialize the tile loop; Triton 3.6 ignores the request
+    on sm_90 (its Hopper pass makes no partitions), so both settings compile to the same PTX. If a Triton upgrade
+    starts honouring it, this fails: the candidates differ again and the tuned tables must be measured anew."""
+    compiled = {}
+    for ws in (False, True):
+        constexprs = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, WARP_SPECIALIZE=ws)
+        compiled[ws] = compile_kernel(mm._matmul_tma_kernel, TMA_SIGNATURE, "sm_90", constexprs, num_warps=8)
+    assert "ttg.warp_specialize" not in compiled[True].asm["ttgir"]
+    assert assembly(compiled[True], "sm_90") == assembly(compiled[False], "sm_90")
+
+
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_pointer_kernel_compiles_for_both_targets(target: str) -> None:
     constexprs = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8)
