@@ -98,6 +98,23 @@ def test_gemm_rs_fused_kernel_keeps_its_wgmma_asynchronous(tmp_path):
     assert SERIALIZED not in ptxas_info(compiled.asm["ptx"], tmp_path)
 
 
+@pytest.mark.parametrize("m", [64, 128])
+def test_gemm_ar_keeps_its_wgmma_asynchronous(tmp_path, m):
+    """gemm_ar's tiles for M >= 64 use wgmma (smaller ones mma.sync, which a call does not slow down)."""
+    need_library("sm_90")
+    from test_ops_decode_gemm_ar import ALIGNED, SIGNATURE
+
+    gar = importlib.import_module("triton_dist.ops.gemm_ar")
+    config = gar.default_config(m, 8192, 14336)
+    constexprs = {"REGION": 16384, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n,
+                  "BLOCK_K": config.block_k, "EXCHANGE": True, "WORLD": 2}  # fmt: skip
+    compiled = compile_kernel(gar._gemm_ar_kernel, SIGNATURE, "sm_90", constexprs, ALIGNED, num_warps=config.num_warps)
+    ptx = assembly(compiled, "sm_90")
+    assert "wgmma.mma_async" in ptx
+    assert calls(ptx) == []
+    assert SERIALIZED not in ptxas_info(compiled.asm["ptx"], tmp_path)
+
+
 LLIR = """\
 @assertMessage_0 = internal constant [30 x i8] c"triton_dist: dl.wait in k: x\\00"
 @assertMessage_1 = internal constant [12 x i8] c"user: x > 0\\00"
