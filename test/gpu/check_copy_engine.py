@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 import triton
@@ -47,6 +49,10 @@ from triton_dist.testing import (
     write_markdown,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _epoch_values, also when loaded by path
+
+from _epoch_values import epoch_values  # noqa: E402
+
 BLOCK = 1024
 NUM_CHUNKS = 16
 CHUNK_BYTES = (4 << 10, 64 << 10, 1 << 20)
@@ -54,24 +60,11 @@ CAPTURE_MODE = "thread_local"
 """Only this thread's CUDA calls may break a capture: NCCL's watchdog thread may query events meanwhile."""
 
 
-@triton.jit
-def chunk_values(seed, epoch, offsets):
-    """A different pseudo-random int32 for every (seed, epoch, element)."""
-    x = offsets.to(tl.uint32) * 0x9E3779B1
-    x = x ^ (epoch.to(tl.uint32) * 0x85EBCA77) ^ seed.to(tl.uint32)
-    x = x ^ (x >> 15)
-    x = x * 0x2C1B3C6D
-    x = x ^ (x >> 12)
-    x = x * 0x297A2D39
-    x = x ^ (x >> 15)
-    return x.to(tl.int32, bitcast=True)
-
-
 @triton.jit(do_not_specialize=["me", "epoch", "n"])
 def fill_source(src_ptr, seeds_ptr, me, epoch, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     seed = tl.load(seeds_ptr + me)
-    tl.store(src_ptr + offsets, chunk_values(seed, epoch, offsets), mask=offsets < n)
+    tl.store(src_ptr + offsets, epoch_values(seed, epoch, offsets), mask=offsets < n)
 
 
 @triton.jit(do_not_specialize=["epoch"])
@@ -93,7 +86,7 @@ def consume_chunks(
         offsets = start + tl.arange(0, BLOCK)
         mask = offsets < chunk_elems
         got = tl.load(base + offsets, mask=mask)
-        want = chunk_values(seed, epoch, chunk * chunk_elems + offsets)
+        want = epoch_values(seed, epoch, chunk * chunk_elems + offsets)
         stale += tl.sum(((got != want) & mask).to(tl.int32), axis=0)
     tl.atomic_add(result_ptr + 0, stale)
     tl.atomic_add(result_ptr + 1, 1)

@@ -15,7 +15,9 @@ for information only (it shows whether this machine exposes stale reads at all w
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
 import triton
@@ -25,20 +27,11 @@ import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.testing import Checks, finish, main_guard, rank0_print, rank_print, setup_distributed
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _epoch_values, also when loaded by path
+
+from _epoch_values import epoch_values  # noqa: E402
+
 TILE = 4096
-
-
-@triton.jit
-def tile_values(seed, round_index, offsets):
-    """A different pseudo-random int32 for every (seed, round, element)."""
-    x = offsets.to(tl.uint32) * 0x9E3779B1
-    x = x ^ (round_index.to(tl.uint32) * 0x85EBCA77) ^ seed.to(tl.uint32)
-    x = x ^ (x >> 15)
-    x = x * 0x2C1B3C6D
-    x = x ^ (x >> 12)
-    x = x * 0x297A2D39
-    x = x ^ (x >> 15)
-    return x.to(tl.int32, bitcast=True)
 
 
 @triton.jit(do_not_specialize=["first", "seed_here", "seed_left"])
@@ -75,7 +68,7 @@ def litmus(
     if tl.program_id(0) == 0:
         for r in range(first, first + rounds):
             dl.wait(ack_ptr, 1, WAIT_SCOPE, "acquire", waitValue=r)
-            values = tile_values(seed_here, r, offsets)
+            values = epoch_values(seed_here, r, offsets)
             if PUSH:
                 tl.store(dl.symm_at(tile_ptr + offsets, right), values)
             else:
@@ -90,7 +83,7 @@ def litmus(
                 got = tl.load(tile + offsets)
             else:
                 got = tl.load(dl.symm_at(tile + offsets, left))
-            stale += tl.sum((got != tile_values(seed_left, r, offsets)).to(tl.int32), axis=0)
+            stale += tl.sum((got != epoch_values(seed_left, r, offsets)).to(tl.int32), axis=0)
             dl.notify(ack_ptr, left, signal=r + 1, sig_op="set", comm_scope=NOTIFY_SCOPE)
         tl.atomic_add(result_ptr + 0, stale)
         tl.atomic_add(result_ptr + 1, rounds)

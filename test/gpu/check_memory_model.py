@@ -25,7 +25,9 @@ showed it), must be > 0, proving that the check can fail on this machine.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import torch
 import triton
@@ -35,6 +37,10 @@ import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist import testing
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _epoch_values, also when loaded by path
+
+from _epoch_values import epoch_values  # noqa: E402
+
 TILE = 4096
 PRODUCERS = 4  # producer programs per rank in the counter shape
 SLICE = TILE // PRODUCERS
@@ -43,19 +49,6 @@ SLICE = TILE // PRODUCERS
 # check_litmus.py's sys-push, whose relaxed control saw 81,915,904 stale elements in 20,000 rounds on 2 x H200. The
 # other controls are reported (INFO) until a run on that machine shows what they see.
 CONTROLS_MUST_SEE_STALE = ("mp-push",)
-
-
-@triton.jit
-def epoch_values(seed, epoch, offsets):
-    """A different pseudo-random int32 for every (seed, epoch, element)."""
-    x = offsets.to(tl.uint32) * 0x9E3779B1
-    x = x ^ (epoch.to(tl.uint32) * 0x85EBCA77) ^ seed.to(tl.uint32)
-    x = x ^ (x >> 15)
-    x = x * 0x2C1B3C6D
-    x = x ^ (x >> 12)
-    x = x * 0x297A2D39
-    x = x ^ (x >> 15)
-    return x.to(tl.int32, bitcast=True)
 
 
 @triton.jit(do_not_specialize=["first", "rounds", "seed_here", "seed_left"])

@@ -5,10 +5,11 @@ helpers.
 results table); the GPU tests here run the same check scripts once under torchrun on up to 4 local GPUs and skip
 visibly on machines with fewer than 2 GPUs. The CPU tests run the shell script in its dry-run mode
 (``GPU_CHECK_DRY_RUN=1``), which prints and tabulates the steps it would run, and test what the GPU scripts share
-that needs no GPU: ``test/gpu/_cases.py`` (fresh-process cases and their tally) and ``bench/_variant_cost.py`` (the
-guard and watchdog cost benchmarks).
+that needs no GPU: ``test/gpu/_cases.py`` (fresh-process cases and their tally), ``test/gpu/_epoch_values.py`` (the
+litmus checks' values) and ``bench/_variant_cost.py`` (the guard and watchdog cost benchmarks).
 """
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -301,3 +302,80 @@ def test_only_local_rank_0_runs_the_cases(monkeypatch, capsys):
     assert capsys.readouterr().out.startswith(
         "check_x runs its cases on local rank 0 only; 0 passed, 0 failed here; 0 failures over all ranks"
     )
+
+
+# test/gpu/_epoch_values.py: what the litmus checks write and expect.
+EPOCH_VALUES = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch, triton, triton.language as tl
+from _epoch_values import epoch_values
+
+@triton.jit
+def fill(out_ptr, seed, epoch, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.store(out_ptr + offsets, epoch_values(seed, epoch, offsets))
+
+def values(seed, epoch):
+    out = torch.empty(1024, dtype=torch.int32)
+    fill[(1,)](out, seed, epoch, N=1024)
+    return out
+
+def reference(seed, epoch, i):  # the same hash on Python integers
+    m = 0xFFFFFFFF
+    x = (i * 0x9E3779B1) & m ^ (epoch * 0x85EBCA77) & m ^ seed & m
+    x ^= x >> 15
+    x = x * 0x2C1B3C6D & m
+    x ^= x >> 12
+    x = x * 0x297A2D39 & m
+    x ^= x >> 15
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+here = values(1_000_010, 41)
+print("distinct elements", len(set(here.tolist())))
+print("every element differs from the next epoch", bool((here != values(1_000_010, 42)).all()))
+print("every element differs for the next seed", bool((here != values(1_000_011, 41)).all()))
+print("as the reference", [here[i].item() == reference(1_000_010, 41, i) for i in (0, 1, 511, 1023)])
+"""
+
+
+def test_epoch_values_tell_epochs_seeds_and_elements_apart(tmp_path):
+    """What the litmus checks rely on to count stale reads, run in Triton's interpreter (no GPU)."""
+    script = tmp_path / "epoch_values.py"  # Triton reads @jit source from a file
+    script.write_text(EPOCH_VALUES)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), TRITON_INTERPRET="1")
+    result = subprocess.run(
+        [sys.executable, str(script), str(REPO / "test" / "gpu")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.stdout.splitlines() == [
+        "distinct elements 1024",
+        "every element differs from the next epoch True",
+        "every element differs for the next seed True",
+        "as the reference [True, True, True, True]",
+    ], result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
+def test_copy_engine_kernels_compile_with_the_shared_values(target):
+    """The copy-engine check's producer and consumer kernels compile with the shared ``epoch_values`` inlined.
+
+    (test/python/test_runtime_example_kernels.py loads check_litmus.py and check_copy_engine.py by path, without
+    test/gpu on ``sys.path``: there the scripts must find _epoch_values by themselves.)"""
+    from triton_dist import testing
+
+    library = {"sm_90": "triton_dist.nvptx64.bc", "gfx942": "triton_dist.amdgcn.bc"}[target]
+    if not (REPO / "python" / "triton_dist" / "_device" / library).exists():
+        pytest.skip(f"{library} is not built (scripts/build.sh)")
+    spec = importlib.util.spec_from_file_location("copy_engine_by_path", REPO / "test" / "gpu" / "check_copy_engine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fill = {"src_ptr": "*i32", "seeds_ptr": "*i32", "me": "i32", "epoch": "i32", "n": "i32"}
+    testing.compile_for(module.fill_source, fill, target, constexprs={"BLOCK": module.BLOCK})
+    consume = {
+        "dst_ptr": "*i32", "flags_ptr": "*i32", "seeds_ptr": "*i32", "result_ptr": "*i32",
+        "left": "i32", "epoch": "i32", "chunk_elems": "i32",
+    }  # fmt: skip
+    compiled = testing.compile_for(
+        module.consume_chunks, consume, target, constexprs={"SEMANTIC": "acquire", "BLOCK": module.BLOCK}
+    )
+    assert "consume_chunks" in testing.assembly(compiled)
