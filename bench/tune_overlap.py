@@ -5,8 +5,9 @@
 
 For each shape (global M, N, K): the GEMM candidates are the best configurations of bench/matmul.py
 (bench/results/matmul_best.json, when present) and the defaults; for each, every chunk size (``chunk_tiles``
-tile rows per flag), producer (copy engine, or SM push on 8/16/32 SMs) and group size of the tile order is timed
-(median of >= 20 calls after warm-up, max over ranks) beside NCCL all-gather + torch.matmul. The fastest is
+tile rows per flag), producer (copy engine, or SM push on 8/16/32 SMs), group size of the tile order and whether
+the peers' tiles form one flattened pipeline is timed (median of >= 20 calls after warm-up, max over ranks) beside
+NCCL all-gather + torch.matmul. The fastest is
 stored in the user's cache (``triton_dist.ops.tuning.cache_path()``); ``--write-package-table`` also stores it in
 the package's committed table (python/triton_dist/ops/tuned_configs.json). Where no fused variant beats the
 baseline, the stored choice is ``backend="nccl"``. The full log of every variant goes to stdout.
@@ -82,15 +83,21 @@ def main() -> int:
         results = []
         # The tile order's group size is searched for the best GEMM/chunk/producer found first (a second pass).
         candidates = variants(gemm_candidates(m, n_local, k, args.matmul_tag), args.quick)
+
+        def correct_everywhere(config: OverlapConfig, a=a, b=b, ref=ref, shape=f"{m},{n},{k}") -> bool:
+            """Whether ``config`` gives the right C on every rank (a wrong variant is logged and never chosen)."""
+            c, _ = ag_gemm_impl(a, b, config=config)
+            torch.cuda.synchronize()
+            err = (c.float() - ref).abs().max().item()
+            ok = torch.tensor([1.0 if err < 0.05 * ref.abs().max().item() else 0.0], device="cuda")
+            dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+            if ok.item() < 1:
+                log0(f"{shape} {config.short()}: WRONG (max err {err:.3g}); skipped")
+            return ok.item() >= 1
+
         for config in candidates:
             try:
-                c, _ = ag_gemm_impl(a, b, config=config)
-                torch.cuda.synchronize()
-                err = (c.float() - ref).abs().max().item()
-                ok = torch.tensor([1.0 if err < 0.05 * ref.abs().max().item() else 0.0], device="cuda")
-                dist.all_reduce(ok, op=dist.ReduceOp.MIN)
-                if ok.item() < 1:
-                    log0(f"{m},{n},{k} {config.short()}: WRONG (max err {err:.3g}); skipped")
+                if not correct_everywhere(config):
                     continue
                 t = time_ms(lambda config=config, a=a, b=b: ag_gemm_impl(a, b, config=config), reps=args.reps)
                 results.append((t, config))
@@ -103,6 +110,13 @@ def main() -> int:
                 config = dataclasses.replace(best, matmul=dataclasses.replace(best.matmul, group_m=group))
                 t = time_ms(lambda config=config, a=a, b=b: ag_gemm_impl(a, b, config=config), reps=args.reps)
                 log0(f"{m},{n},{k} {config.short()} (tile order group {group}): {t:.3f} ms")
+                if t < t_best:
+                    t_best, best = t, config
+            # Third pass: the peers' tiles in one flattened pipeline (correctness checked like every variant).
+            config = dataclasses.replace(best, flatten_peers=True)
+            if correct_everywhere(config):
+                t = time_ms(lambda config=config, a=a, b=b: ag_gemm_impl(a, b, config=config), reps=args.reps)
+                log0(f"{m},{n},{k} {config.short()} (peer tiles flattened): {t:.3f} ms")
                 if t < t_best:
                     t_best, best = t, config
         else:

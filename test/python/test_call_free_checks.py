@@ -35,7 +35,7 @@ AG_GEMM_SIGNATURE = {
     "epoch_ptr": "*i32",
     **{name: "i32" for name in ("M_LOCAL", "N", "K", "chunk_tiles", "flags_per_chunk")},
 }
-AG_GEMM_CONSTEXPRS = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2)
+AG_GEMM_CONSTEXPRS = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, FLATTEN_PEERS=False)
 
 
 def ptxas_info(ptx: str, tmp_path: Path) -> str:

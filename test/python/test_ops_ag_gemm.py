@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 
 import pytest
 import torch
@@ -31,12 +32,46 @@ def test_tma_kernel_waits_with_acquire_and_fences_before_tma_loads() -> None:
         "epoch_ptr": "*i32",
         **GEMM_INTS,
     }
-    constexprs = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2)
-    ptx = assembly(compile_kernel(ag._ag_gemm_tma_kernel, signature, "sm_90", constexprs, num_warps=8), "sm_90")
-    assert "wgmma.mma_async" in ptx
-    assert "ld.acquire.sys" in ptx, "the peer rows are read after an acquire of their chunk flag"
-    assert "fence.proxy.async.global" in ptx, "TMA (async proxy) reads are fenced after the generic acquire"
-    assert "cp.async.bulk.tensor" in ptx
+    for flatten in (False, True):
+        constexprs = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, FLATTEN_PEERS=flatten)
+        ptx = assembly(compile_kernel(ag._ag_gemm_tma_kernel, signature, "sm_90", constexprs, num_warps=8), "sm_90")
+        assert "wgmma.mma_async" in ptx
+        assert "ld.acquire.sys" in ptx, "the peer rows are read after an acquire of their chunk flag"
+        assert "fence.proxy.async.global" in ptx, "TMA (async proxy) reads are fenced after the generic acquire"
+        assert "cp.async.bulk.tensor" in ptx
+
+
+def _defining_region(lines: list[str], value: str) -> list[str]:
+    """The lines of the ``scf.if`` that defines ``value`` (``%13`` of ``%13#1``), up to its ``} else {``."""
+    start = next(i for i, line in enumerate(lines) if re.match(rf"\s*{re.escape(value)}(:\d+)? = scf\.if", line))
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(" " * indent + "}"))
+    return lines[start:end]
+
+
+def test_flattened_peer_loop_loads_each_tile_only_after_its_wait() -> None:
+    """With FLATTEN_PEERS the pipeliner issues the next tiles' TMA loads ahead of time; each load of the receive
+    buffer must still take its row from the ``scf.if`` that waits for that tile's flags (the token's data
+    dependence), never from a value computed before the wait."""
+    need_library("sm_90")
+    signature = {
+        "a_desc": "tensordesc<bf16[128,64]>",
+        "recv_desc": "tensordesc<bf16[128,64]>",
+        "b_desc": "tensordesc<bf16[64,256]>",
+        "c_desc": "tensordesc<bf16[128,128]>",
+        "flags_ptr": "*i32",
+        "epoch_ptr": "*i32",
+        **GEMM_INTS,
+    }
+    constexprs = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, FLATTEN_PEERS=True)
+    ttgir = compile_kernel(ag._ag_gemm_tma_kernel, signature, "sm_90", constexprs, num_warps=8).asm["ttgir"]
+    lines = ttgir.splitlines()
+    loads = [re.search(r"async_tma_copy_global_to_local %recv_desc\[(%[\w]+)#\d+", line) for line in lines]
+    rows = [match.group(1) for match in loads if match]
+    assert len(rows) >= 3, "the flattened loop is pipelined (prologue copies and the loop's own)"
+    for row in rows:
+        region = _defining_region(lines, row)
+        assert any("__triton_dist_wait_sys_acquire" in line for line in region), (row, region)
 
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
@@ -117,3 +152,8 @@ def test_overlap_config_validates() -> None:
         OverlapConfig(backend="nvshmem")
     config = OverlapConfig(producer="sm", push_ctas=8)
     assert OverlapConfig.from_dict(json.loads(json.dumps(config.as_dict()))) == config
+    flat = OverlapConfig(flatten_peers=True)
+    assert OverlapConfig.from_dict(json.loads(json.dumps(flat.as_dict()))) == flat
+    assert flat.short().endswith("/flat") and not config.short().endswith("/flat")
+    older = {key: value for key, value in flat.as_dict().items() if key != "flatten_peers"}
+    assert OverlapConfig.from_dict(older).flatten_peers is False, "tables written before the field keep loading"

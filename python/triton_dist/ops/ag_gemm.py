@@ -150,6 +150,7 @@ def _ag_gemm_tma_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     SPLIT_N: tl.constexpr,
+    FLATTEN_PEERS: tl.constexpr,
 ):
     me = dl.rank()
     world = dl.num_ranks()
@@ -166,12 +167,12 @@ def _ag_gemm_tma_kernel(
         pid_m, pid_n = grouped_tile(tile, num_m, num_n, GROUP_M)
         acc = tma_mainloop(a_desc, b_desc, pid_m * BLOCK_M, pid_n * BLOCK_N, K, BLOCK_M, BLOCK_N, BLOCK_K)
         tma_store(c_desc, acc, own_row + pid_m * BLOCK_M, pid_n * BLOCK_N, SPLIT_N)
-    # Then the peers' rows, each tile after its chunk's flags hold this call's epoch. Not flattened (the schedule
-    # checked on 2xH200); flattening would also be correct, since each TMA load's row comes through the token of its
-    # own tile's wait, so the pipeliner cannot issue it before that wait (checked in TTGIR), and would save one
-    # pipeline fill and epilogue per peer tile: an experiment for a GPU session.
+    # Then the peers' rows, each tile after its chunk's flags hold this call's epoch. FLATTEN_PEERS (a tuning
+    # choice) makes this one software-pipelined loop, whose next tile's loads overlap this tile's last MMAs and its
+    # store. That stays correct: each TMA load's row comes through the token of its own tile's wait, so the
+    # pipeliner cannot issue a load before that wait (test_ops_ag_gemm.py checks it in TTGIR).
     first = _first_peer_tile(pid, programs, own_tiles)
-    for tile in range(first, world * own_tiles, programs):
+    for tile in tl.range(first, world * own_tiles, programs, flatten=FLATTEN_PEERS):
         segment, pid_m, pid_n = _peer_tile(tile, own_tiles, me, world, num_m, num_n, GROUP_M)
         chunk = pid_m // chunk_tiles
         token = dl.wait(
@@ -437,6 +438,7 @@ def _launch_fused(
             BLOCK_K=bk,
             GROUP_M=mm.group_m,
             SPLIT_N=mm.split_n,
+            FLATTEN_PEERS=config.flatten_peers,
             num_stages=mm.num_stages,
             num_warps=mm.num_warps,
         )

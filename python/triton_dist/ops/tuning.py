@@ -10,6 +10,9 @@ An :class:`OverlapConfig` fixes everything one call of an overlapped op (``ag_ge
   push kernel on ``push_ctas`` SMs that stores into the peers' buffers and notifies per chunk);
 - ``push_ctas``: SMs given to the ``"sm"`` producer (the GEMM gets the rest); the ``"ce"`` producer reserves one
   SM for its flag kernels.
+- ``flatten_peers``: whether ``ag_gemm``'s loop over the peers' tiles is one flattened, software-pipelined loop
+  (the next tile's loads overlap this tile's last MMAs and its store, as in the own-shard loop) or one pipeline
+  per tile (the schedule checked on 2xH200; the default).
 
 Where a configuration comes from (:func:`lookup`): the user's cache (``$TRITON_DIST_CACHE_DIR`` or
 ``~/.cache/triton_dist``, file ``tuning.json``, written by ``bench/tune_overlap.py``), then the table committed in
@@ -42,6 +45,7 @@ class OverlapConfig:
     chunk_tiles: int = 4
     producer: str = "ce"
     push_ctas: int = 16
+    flatten_peers: bool = False
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -66,7 +70,8 @@ class OverlapConfig:
         if self.backend == "nccl":
             return "nccl+cublas"
         producer = "ce" if self.producer == "ce" else f"sm{self.push_ctas}"
-        return f"{self.matmul.short()}/c{self.chunk_tiles}/{producer}"
+        flat = "/flat" if self.flatten_peers else ""
+        return f"{self.matmul.short()}/c{self.chunk_tiles}/{producer}{flat}"
 
 
 def cache_dir() -> pathlib.Path:
