@@ -9,8 +9,10 @@ Each case runs in its own subprocess: a device-side assert leaves the CUDA conte
 the same process could run. The cases:
 
 - a kernel launched without ``triton_dist.init()``: the first launch fails on the host (the runtime's load hook,
-  registered because the kernel was compiled), and the second launch, which Triton starts without calling the hook
-  again, stops on the device: "the device context is not initialized";
+  registered because the kernel was compiled); the second launch, which Triton starts without calling the hook
+  again, is refused on the host too (the installer's ``launch_enter_hook``); a third launch with that refusal
+  removed (as a launcher that bypasses Triton's hooks would run it) stops on the device: "the device context is not
+  initialized";
 - a pointer outside the symmetric heap given to ``dl.symm_at`` and to ``dl.wait`` stops the kernel (after the same
   kernel on a symmetric tensor gave the right answer, so the check has no false positive there);
 - with ``TRITON_DIST_DEBUG=1``, a tensor of pointers outside the heap given to ``dl.symm_at`` stops the kernel.
@@ -63,9 +65,19 @@ try:
 except RuntimeError as error:
     print("FIRST: host error:", error, flush=True)
 say("second launch")
+try:
+    pull[(1,)](x, out, TENSOR=False)
+    torch.cuda.synchronize()
+    print("SECOND: ran to the end, out =", out[0].item(), flush=True)
+except RuntimeError as error:
+    print("SECOND: host error:", error, flush=True)
+say("third launch, past the host's refusal (as a launcher that bypasses Triton's hooks would)")
+from triton import knobs
+from triton_dist.runtime.context.installer import context_installer
+knobs.runtime.launch_enter_hook.remove(context_installer.refuse_unfilled_launch)
 pull[(1,)](x, out, TENSOR=False)
 torch.cuda.synchronize()
-print("SECOND: ran to the end, out =", out[0].item(), flush=True)
+print("THIRD: ran to the end, out =", out[0].item(), flush=True)
 """
 
 NOT_SYMMETRIC_SYMM_AT = """
@@ -115,12 +127,17 @@ def main() -> int:
         output,
     )
     tally.check(
-        "uninitialized context: the second launch stops on the device, naming the kernel and the primitive",
+        "uninitialized context: the second launch (Triton skips the load hook) is refused on the host",
+        "SECOND: host error:" in output and output.count("before triton_dist.init()") >= 2,
+        output,
+    )
+    tally.check(
+        "uninitialized context: a launch past the host stops on the device, naming the kernel and the primitive",
         "dl.symm_at in kernel pull: the device context is not initialized" in output
         or "dl.rank in kernel pull: the device context is not initialized" in output,
         output,
     )
-    tally.check("uninitialized context: the second launch does not complete", "SECOND: ran" not in output, output)
+    tally.check("uninitialized context: that launch does not complete", "THIRD: ran" not in output, output)
 
     for tensor in (False, True):
         form = "a tensor of pointers" if tensor else "a scalar pointer"

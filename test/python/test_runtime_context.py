@@ -250,3 +250,31 @@ def test_importing_the_runtime_registers_the_hook_with_triton():
     install_context_hook()
     install_context_hook()
     assert chain.calls.count(context_installer) == 1
+
+
+class LaunchMetadata:
+    """What Triton passes to ``launch_enter_hook``: a LazyDict whose ``data`` holds the launched function handle."""
+
+    def __init__(self, function):
+        self.data = {"name": "kernel", "function": function, "stream": 0}
+
+
+def test_a_second_launch_before_init_is_refused_on_the_host_until_init(fake, tmp_path):
+    """Triton keeps a module whose load hook raised and skips the hook next time; the installer must then stop the
+    launch itself (the device-side check only traps, without a message, in a kernel with wgmma)."""
+    from triton import knobs
+
+    device, _, installer = fake
+    device.add_module(16)
+    with pytest.raises(RuntimeError, match="before triton_dist.init"):
+        load(installer, 16, metadata_group(tmp_path, CONTEXT_SYMBOL), "early")
+    try:
+        assert installer.refuse_unfilled_launch in knobs.runtime.launch_enter_hook.calls
+        with pytest.raises(RuntimeError, match=r"'early'.*before triton_dist.init\(\)"):
+            knobs.runtime.launch_enter_hook(LaunchMetadata(0xF00))
+        knobs.runtime.launch_enter_hook(LaunchMetadata(0xBEEF))  # other kernels launch as before
+        installer.set_context(pack_context(0, 4, HEAP_SIZE, BASES), device_index=0)
+        assert installer.refuse_unfilled_launch not in knobs.runtime.launch_enter_hook.calls
+        knobs.runtime.launch_enter_hook(LaunchMetadata(0xF00))  # filled now: launches go through
+    finally:
+        knobs.runtime.launch_enter_hook.remove(installer.refuse_unfilled_launch)

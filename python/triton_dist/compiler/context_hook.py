@@ -4,8 +4,9 @@ The runtime fills a kernel's device context from Triton's ``kernel_load_end_hook
 ``triton_dist.runtime`` is imported. A script that imports only ``triton_dist.language`` would load its kernels
 without that hook and run them on the zeroed context. So whenever a kernel that calls a primitive is hashed (on
 every cache lookup, hit or miss: see ``cache_key.py``) or linked (``stages_hook.py``), the hook is registered here
-first. The device-side context check (``checks.py``) covers what no host hook can: a second launch of a kernel whose
-load hook raised (Triton 3.6 keeps the loaded module and skips the hook the second time).
+first. A second launch of a kernel whose load hook raised (Triton 3.6 keeps the loaded module and skips the hook
+the second time) is refused by the installer's ``launch_enter_hook`` (``runtime/context/installer.py``); the
+device-side context check (``checks.py``) covers what no host hook sees: launchers that bypass Triton's hooks.
 """
 
 from __future__ import annotations

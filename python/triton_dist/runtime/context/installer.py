@@ -7,6 +7,13 @@ world size, heap bases). Modules without it (kernels that use no triton_dist pri
 The installer remembers every module it filled, so a later ``init()`` (after ``finalize()``) refills them with the
 new heap's bases, and it remembers modules loaded before ``init()`` so that ``init()`` fills them too.
 
+A kernel loaded before ``init()`` makes its first launch fail (the hook raises), but Triton keeps the loaded module
+and does not call the hook again, so a second launch would run on the zeroed context. Until ``init()`` fills such
+modules, the installer also sits in Triton's ``launch_enter_hook`` chain and refuses, on the host, every launch of
+their kernels with the same message (the device-side context check would only trap: in a kernel with ``wgmma`` it
+has no message, ``compiler/call_free_checks.py``). It leaves the chain when nothing is left to refuse, so ordinary
+launches never pay for it.
+
 A module linked with the watchdog library also has ``__triton_dist_wait_watchdog``: the installer writes the wait
 timeout (``triton_dist.compiler.wait_timeout_ns()``) and the device address of a record slot of the module's own
 (``wait_timeout.RecordSlots``, host-mapped pinned memory) into it, so ``check_wait_timeout`` can name the kernel.
@@ -99,6 +106,8 @@ class ContextInstaller:
         """Modules that hold the current context (module handle -> kernel name and context address)."""
         self.pending: dict[int, _LoadedModule] = {}
         """Modules that were loaded while no context was set; ``set_context`` fills them."""
+        self.refused: dict[object, str] = {}
+        """Kernel function handles of the pending modules -> the message their launches are refused with."""
 
     @property
     def has_context(self) -> bool:
@@ -117,10 +126,30 @@ class ContextInstaller:
         self._device_index = device_index
         known = {**self.filled, **self.pending}
         self.pending.clear()
+        self._stop_refusing()
         for module, loaded in known.items():
             self._driver().write(loaded.address, payload)
             self._install_watchdog(module, loaded)
             self.filled[module] = loaded
+
+    def refuse_unfilled_launch(self, launch_metadata: object) -> None:
+        """Triton's ``launch_enter_hook``: raise for a kernel whose module still waits for ``init()``."""
+        data = getattr(launch_metadata, "data", None)  # Triton's LazyDict; its extras are not evaluated here
+        message = self.refused.get(data.get("function")) if isinstance(data, dict) else None
+        if message is not None:
+            raise RuntimeError(message)
+
+    def _refuse_launches_of(self, function: object, message: str) -> None:
+        from triton import knobs
+
+        self.refused[function] = message
+        knobs.runtime.launch_enter_hook.add(self.refuse_unfilled_launch)
+
+    def _stop_refusing(self) -> None:
+        from triton import knobs
+
+        self.refused.clear()
+        knobs.runtime.launch_enter_hook.remove(self.refuse_unfilled_launch)
 
     def _install_watchdog(self, module: int, loaded: _LoadedModule) -> None:
         """Write the timeout and the module's record address into its ``__triton_dist_wait_watchdog``, if any."""
@@ -188,10 +217,12 @@ class ContextInstaller:
         loaded = _LoadedModule(name, address)
         if self._context is None:
             self.pending[module] = loaded
-            raise RuntimeError(
+            message = (
                 f"kernel {name!r} uses triton_dist primitives but was loaded before triton_dist.init(): call "
                 f"torch.distributed.init_process_group(...) and then triton_dist.init() before launching it"
             )
+            self._refuse_launches_of(function, message)
+            raise RuntimeError(message)
         device = self._current_device()
         if device != self._device_index:
             raise RuntimeError(
