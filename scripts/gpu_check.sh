@@ -233,6 +233,10 @@ run_step tune "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128
 run_step bench 1 bench_matmul 200 bench/matmul.py --world-size "$first"
 run_step tune "$first" tune_ag_gemm 360 bench/tune_overlap.py --write-package-table "${SHAPE_ARGS[@]}" $QUICK_ARG
 run_step bench "$first" bench_ag_gemm 240 bench/ag_gemm.py "${SHAPE_ARGS[@]}"
+# The A/B of docs/results/2026-11-23-wgmma-serialization.md: one shape again with TRITON_DIST_DEBUG=1, whose kernels
+# keep the checks' __assertfail calls (ptxas serializes their wgmma); compare its "fused kernel, no comm" column.
+TRITON_DIST_DEBUG=1 run_step bench "$first" bench_ag_gemm_serialized 200 bench/ag_gemm.py --shapes "8192,4608,36864" \
+  --tag serialized_wgmma
 # A failed gemm_rs check in this run leaves the cuBLAS path (the newer one) out of the sweep, so a hang there cannot
 # take the whole tuning run with it.
 GEMM_RS_CANDIDATES=all
