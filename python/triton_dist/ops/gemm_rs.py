@@ -37,9 +37,11 @@ Measured on 2 x H200 (bench/results/gemm_rs.md): the fused kernel is correct but
 on the seed shapes (0.84-1.00x), 1.14-1.34x cuBLAS's matmul alone. The ablations point at the epilogue's NVLink
 stores: bytes pushed cost their full link time (the warps that store a tile are the ones that issue the next tile's
 MMAs; Triton 3.6 does not warp-specialize this kernel on Hopper), and release fences after them cost more.
-So untuned shapes go to the cost model (:func:`estimate_ms`, measured constants), which keeps ``torch.matmul`` +
-NCCL ``reduce_scatter_tensor`` (``GemmRSConfig.fallback``) unless the communication share is large enough for the
-fused kernel to win; the tuner (``bench/gemm_rs.py --tune``) times every candidate including
+These measurements predate the fix of docs/results/2026-11-23-wgmma-serialization.md: the fused kernel's wgmma were
+all serialized then (a device check's call in the kernel), so its GEMM share, the ablations and the cost model's
+constants are to be measured again. Untuned shapes go to the cost model (:func:`estimate_ms`), which keeps
+``torch.matmul`` + NCCL ``reduce_scatter_tensor`` (``GemmRSConfig.fallback``) unless the communication share is
+large enough for the fused kernel to win; the tuner (``bench/gemm_rs.py --tune``) times every candidate including
 that baseline and the cuBLAS path and stores the fastest.
 """
 
@@ -430,7 +432,8 @@ def lookup_tuned(key: str) -> GemmRSConfig | None:
     return None if entry is None else GemmRSConfig.from_dict(entry["config"])
 
 
-_TRITON_PATH_OVER_CUBLAS = 1.25  # our fused kernel / cuBLAS matmul alone: 1.14-1.33 on the 2 x H200 seed shapes
+# our fused kernel / cuBLAS matmul alone: 1.14-1.33 on the 2 x H200 seed shapes, measured with serialized wgmma
+_TRITON_PATH_OVER_CUBLAS = 1.25
 _NCCL_REDUCE_SCATTER_GBPS = 400.0  # input bytes / time: 64 MiB in 0.168 ms on 2 x H200 (bench/results/gemm_rs.md)
 
 
