@@ -114,12 +114,16 @@ def main() -> int:
             row["matmul + symm best graphed"] = symm
             row["speedup vs NCCL graphed"] = row.get("matmul + NCCL graphed", float("nan")) / row["gemm_ar graphed"]
             row["speedup vs symm graphed"] = symm / row["gemm_ar graphed"]
+            # The most any fused op can gain: the all-reduce hidden entirely, the GEMM as fast as torch.matmul.
+            row["bound vs NCCL graphed"] = row.get("matmul + NCCL graphed", float("nan")) / row.get(
+                "matmul graphed", float("nan")
+            )
             rows.append(row)
             rank0_print(
                 f"RESULT {layer} M={m}: gemm_ar {row['gemm_ar graphed']:.1f} us ({row['config']}), GEMM only "
                 f"{row['gemm_ar GEMM only graphed']:.1f}, matmul {row.get('matmul graphed', 0):.1f}, matmul+NCCL "
                 f"{row.get('matmul + NCCL graphed', 0):.1f}, matmul+symm {symm:.1f} -> "
-                f"{row['speedup vs NCCL graphed']:.2f}x vs NCCL"
+                f"{row['speedup vs NCCL graphed']:.2f}x vs NCCL (bound {row['bound vs NCCL graphed']:.2f}x)"
             )
             rt.barrier()
     return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world_size, started))
@@ -136,17 +140,20 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
         *GRAPHED_AND_EAGER,
         "- Each rank: [M, K/W] @ [K/W, N].",
         "",
+        "- bound: (matmul + NCCL) / matmul, both graphed: the speedup an op would reach with the all-reduce entirely",
+        "  hidden and its GEMM as fast as torch.matmul. Where it is below the issue's 1.3x, the bar cannot be met.",
+        "",
         "| layer | M | gemm_ar graphed | GEMM only | matmul | matmul+NCCL graphed | matmul+symm best graphed "
-        "| speedup vs NCCL (graphed) | vs symm | gemm_ar eager | matmul+NCCL eager | tile |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| speedup vs NCCL (graphed) | bound | vs symm | gemm_ar eager | matmul+NCCL eager | tile |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['layer']} | {r['M']} | {r['gemm_ar graphed']:.1f} | {r['gemm_ar GEMM only graphed']:.1f} | "
             f"{r.get('matmul graphed', nan):.1f} | {r.get('matmul + NCCL graphed', nan):.1f} | "
             f"{r['matmul + symm best graphed']:.1f} | {r['speedup vs NCCL graphed']:.2f} | "
-            f"{r['speedup vs symm graphed']:.2f} | {r['gemm_ar eager']:.1f} | {r.get('matmul + NCCL eager', nan):.1f} "
-            f"| {r['config']} |"
+            f"{r.get('bound vs NCCL graphed', nan):.2f} | {r['speedup vs symm graphed']:.2f} | "
+            f"{r['gemm_ar eager']:.1f} | {r.get('matmul + NCCL eager', nan):.1f} | {r['config']} |"
         )
     (out_dir / "gemm_ar.md").write_text("\n".join(lines) + "\n")
     write_json(out_dir / "gemm_ar.json", rows, started)
