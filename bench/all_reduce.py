@@ -14,6 +14,10 @@ Implementations: ``dist.all_reduce`` (NCCL), ``torch.ops.symm_mem.one_shot_all_r
 the kernel stages it), and at <= 1 MiB the one-shot kernel reading a heap input in place (no staging; a benchmark
 variant, valid here because the input never changes) to show what the fused staging copy costs.
 
+Floors, measured in the same run (graphed): an empty kernel (what one CUDA-graph kernel node costs), and a kernel
+that does only the synchronization of a one-launch all-reduce (device epoch, set this rank's flag on every rank,
+wait for every rank's): no one-launch all-reduce can beat the latter, whatever it does with the data.
+
 ``--tune`` first runs ``all_reduce.tune`` over the sizes (the table it prints is what ``DEFAULT_TABLES`` holds).
 Writes ``all_reduce.md``, ``all_reduce.png`` and ``all_reduce.json`` to ``--out-dir``.
 """
@@ -28,6 +32,8 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import triton
+import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
@@ -40,6 +46,7 @@ from _common import (  # noqa: E402
     write_on_rank0_and_finish,
 )
 
+import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
@@ -49,6 +56,37 @@ SYMM_OPS = torch.ops.symm_mem
 
 SIZES = [8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20]
 SIZES += [2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20]
+
+
+@triton.jit
+def _empty_kernel(x_ptr):
+    pass
+
+
+@triton.jit
+def _flag_round_kernel(flags_ptr, epoch_ptr):
+    """The synchronization of a one-launch all-reduce alone: advance the device epoch (so graph replays wait anew),
+    set this rank's flag on every rank, wait until every rank's flag here holds the epoch."""
+    epoch = tl.load(epoch_ptr) + 1
+    tl.store(epoch_ptr, epoch)
+    me = dl.rank()
+    for peer in range(0, dl.num_ranks()):
+        dl.notify(flags_ptr + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+    dl.wait(flags_ptr, dl.num_ranks(), "sys", "acquire", waitValue=epoch, cmp="ge")
+
+
+def measure_floors(world_size: int) -> dict[str, float]:
+    """Graphed µs of the empty kernel and of the flag round (max over ranks, median of replays)."""
+    flags = rt.zeros(world_size, dtype=torch.int32)
+    epoch = torch.zeros(1, dtype=torch.int32, device="cuda")
+    probe = torch.empty(1, device="cuda")
+    rt.barrier()
+    floors = {
+        "empty kernel": ar_module.graphed_us(lambda: _empty_kernel[(1,)](probe, num_warps=1)),
+        "flag round": ar_module.graphed_us(lambda: _flag_round_kernel[(1,)](flags, epoch, num_warps=1)),
+    }
+    rt.barrier()
+    return floors
 
 
 def human(nbytes: int) -> str:
@@ -80,6 +118,8 @@ def main() -> int:
     except ImportError as error:
         rank0_print(f"INFO symm_mem unavailable: {error}")
 
+    floors = measure_floors(world_size)
+    rank0_print("RESULT floors (graphed): " + ", ".join(f"{k} {v:.2f} us" for k, v in floors.items()))
     rows = []
     for nbytes in SIZES:
         n = nbytes // 2
@@ -115,10 +155,14 @@ def main() -> int:
         )
         rt.barrier()
 
-    return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, tuned, world_size, started))
+    return write_on_rank0_and_finish(
+        lambda: write_results(Path(args.out_dir), rows, tuned, world_size, started, floors)
+    )
 
 
-def write_results(out_dir: Path, rows: list[dict], tuned: list, world_size: int, started: float) -> None:
+def write_results(
+    out_dir: Path, rows: list[dict], tuned: list, world_size: int, started: float, floors: dict[str, float]
+) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     gpu = torch.cuda.get_device_name()
     names = ["NCCL", "symm-mem one-shot", "symm-mem two-shot", "triton_dist"]
@@ -145,6 +189,12 @@ def write_results(out_dir: Path, rows: list[dict], tuned: list, world_size: int,
         cells += [f"{ours / nccl:.2f}", f"{ours / symm:.2f}", f"{factor / ours:.0f}", f"{factor / nccl:.0f}"]
         cells.append(row["config"])
         lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Floors, graphed, same run: an empty kernel {floors['empty kernel']:.2f} µs per call; the flag round alone "
+        f"(every rank sets its flag on every rank, then waits for all; what any one-launch all-reduce must do) "
+        f"{floors['flag round']:.2f} µs.",
+    ]
     staged = [r for r in rows if "one-shot in place (no staging) graphed" in r]
     if staged:
         lines += ["", "Cost of staging an off-heap input (one-shot, same launch shape), µs graphed:", ""]
