@@ -60,6 +60,9 @@ def notify(
 
     Checks (docs/language.md, "Guards"): the kernel stops with a message if the context is not initialized or a
     scalar ``ptr`` is not in the symmetric heap (tensors of pointers too, with ``TRITON_DIST_DEBUG=1``).
+
+    Cost of the scalar form: the barrier and one release write; the flag's address on ``rank`` is computed like
+    :func:`symm_at` (pure, hoisted out of loops when ``ptr`` and ``rank`` do not change in the loop).
     """
     builder = _semantic
     sig_op = _validate.choice(sig_op, "notify", "sig_op", abi.SIG_OPS)
@@ -84,9 +87,18 @@ def notify(
     _guards.require_context("notify", builder, _generator)
     _guards.require_in_heap(ptr, "notify", "ptr", builder, _generator, mask)
     if not is_tensor_form:
+        # The flag's address on `rank` comes from the pure symm_at, not from the library's notify: Triton hoists a
+        # pure call with loop-invariant arguments out of loops, while the notify (a write) stays in the loop and
+        # LLVM cannot hoist the heap-base load inside it (a load at a variable index, on the leader's branch after
+        # the barrier). In a round-trip loop that load ran every iteration between the wait's acquire (which
+        # invalidates L1) and the release store. The library's notify then translates the address to this rank,
+        # the identity (symm_at(a, rank()) == a): its own context loads repeat loads that dominate it, and LLVM
+        # folds them away (docs/results/2026-11-23-round-trip-sass.md).
         address = builder.cast(ptr, tl.int64)
+        remote = _abi.call(abi.SYMM_AT, [address, targets], tl.int64, pure=True, builder=builder)
+        me = _abi.call(abi.RANK, [], tl.int32, pure=True, builder=builder)
         symbol = abi.notify_symbol(sig_op, comm_scope, flag)
-        _abi.call(symbol, [address, targets, value], tl.int32, pure=False, builder=builder)
+        _abi.call(symbol, [remote, me, value], tl.int32, pure=False, builder=builder)
         return None
     # A tensor of flags (or of ranks). The library's scalar notify lets thread 0 of the program write; applied
     # elementwise it would run once per element *copy*, and Triton replicates tensor elements across threads
