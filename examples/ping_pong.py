@@ -5,6 +5,11 @@
 Round i (counting across launches) writes the value i+1, so no flag is ever reset. Also measures, in the same
 run, the same protocol in plain Triton (atomic_xchg release / polling atomic_add acquire on the peer's flag).
 Ranks beyond 1 only take part in the barriers.
+
+Both loops compile to the same memory instructions per round (one system-scope release write, the acquire poll;
+no context load inside the loop; the device-side checks add one CTA-scope fence before the release):
+docs/results/2026-11-23-round-trip-sass.md has their SASS side by side, test/python/test_round_trip_loop.py keeps
+it so.
 """
 
 from __future__ import annotations
