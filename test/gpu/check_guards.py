@@ -15,7 +15,9 @@ the same process could run. The cases:
   initialized";
 - a pointer outside the symmetric heap given to ``dl.symm_at`` and to ``dl.wait`` stops the kernel (after the same
   kernel on a symmetric tensor gave the right answer, so the check has no false positive there);
-- with ``TRITON_DIST_DEBUG=1``, a tensor of pointers outside the heap given to ``dl.symm_at`` stops the kernel.
+- with ``TRITON_DIST_DEBUG=1``, a tensor of pointers outside the heap given to ``dl.symm_at`` stops the kernel;
+- a kernel with a wgmma (``tl.dot``) waiting on a flag outside the heap stops too: by a trap without the message by
+  default (its checks are call-free, ``compiler/call_free_checks.py``), with the message under ``TRITON_DIST_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,15 @@ def pull(x_ptr, out_ptr, TENSOR: tl.constexpr):
 @triton.jit
 def wait_on(flag_ptr):
     dl.wait(flag_ptr, 1, "sys", "acquire", 0, cmp="ge")
+
+@triton.jit
+def dot_then_wait(a_ptr, out_ptr, flag_ptr):
+    # A 64x64 tl.dot with 4 warps is a wgmma on sm_90: the checks of this kernel trap without their message
+    # (triton_dist/compiler/call_free_checks.py) unless TRITON_DIST_DEBUG=1.
+    offsets = tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    a = tl.load(a_ptr + offsets)
+    dl.wait(flag_ptr, 1, "sys", "acquire", 0, cmp="ge")
+    tl.store(out_ptr + offsets, tl.dot(a, a).to(tl.bfloat16))
 
 def init_world_of_one():
     import torch.distributed as dist
@@ -109,6 +120,25 @@ torch.cuda.synchronize()
 print("PRIVATE: ran to the end", flush=True)
 """
 
+DOT_THEN_WAIT = """
+rt = init_world_of_one()
+a = torch.randn(64, 64, device="cuda").to(torch.bfloat16)
+out = torch.empty(64, 64, device="cuda", dtype=torch.bfloat16)
+flags = rt.zeros(1, dtype=torch.int32)
+dot_then_wait[(1,)](a, out, flags, num_warps=4)
+torch.cuda.synchronize()
+right = torch.allclose(out.float(), (a.float() @ a.float()), atol=0.5, rtol=0.02)
+print("SYMMETRIC:", "right" if right else "wrong", flush=True)
+say("launch on a private flag")
+private = torch.zeros(1, dtype=torch.int32, device="cuda")
+try:
+    dot_then_wait[(1,)](a, out, private, num_warps=4)
+    torch.cuda.synchronize()
+    print("PRIVATE: ran to the end", flush=True)
+except Exception as error:
+    print("PRIVATE: stopped:", type(error).__name__, str(error).splitlines()[0], flush=True)
+"""
+
 
 def main() -> int:
     import torch
@@ -159,6 +189,20 @@ def main() -> int:
         and "PRIVATE: ran to the end" not in output,
         output,
     )
+
+    for debug in (False, True):
+        env = {"TRITON_DIST_DEBUG": "1"} if debug else {}
+        output = run_case(PRELUDE + DOT_THEN_WAIT, extra_env=env)
+        mode = "TRITON_DIST_DEBUG=1" if debug else "default checks"
+        tally.check(f"wgmma kernel, {mode}: right result on a symmetric flag", "SYMMETRIC: right" in output, output)
+        message = "dl.wait in kernel dot_then_wait: barrierPtrs does not point into this rank's symmetric heap"
+        stopped = "PRIVATE: stopped:" in output and "PRIVATE: ran to the end" not in output
+        if debug:
+            tally.check(
+                f"wgmma kernel, {mode}: a private flag stops it with the message", stopped and message in output, output
+            )
+        else:
+            tally.check(f"wgmma kernel, {mode}: a private flag stops it (a trap, no message)", stopped, output)
     return tally.exit_code()
 
 

@@ -153,3 +153,25 @@ def test_a_changed_call_form_is_an_error_not_a_silent_slowdown():
 def test_kernels_without_checks_are_left_as_they_are():
     text = LLIR.replace("triton_dist: ", "someone: ")
     assert drop_check_message_calls(text) == (text, 0)
+
+
+def test_the_gpu_guard_check_has_a_wgmma_kernel_whose_checks_trap(tmp_path):
+    """test/gpu/check_guards.py's ``dot_then_wait`` is what its wgmma cases say it is: a kernel with wgmma whose
+    checks leave no call by default and keep the message (the call) under TRITON_DIST_DEBUG=1."""
+    import importlib.util
+
+    need_library("sm_90")
+    repo = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("check_guards", repo / "test" / "gpu" / "check_guards.py")
+    check_guards = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_guards)
+    module_path = tmp_path / "guard_kernels.py"  # Triton reads @jit source from a file
+    module_path.write_text(check_guards.PRELUDE)
+    spec = importlib.util.spec_from_file_location("guard_kernels", module_path)
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    signature = {"a_ptr": "*bf16", "out_ptr": "*bf16", "flag_ptr": "*i32"}
+    default = assembly(compile_kernel(kernels.dot_then_wait, signature, "sm_90", checks=Checks.DEFAULT), "sm_90")
+    assert "wgmma.mma_async" in default and calls(default) == [] and "trap;" in default
+    debug = assembly(compile_kernel(kernels.dot_then_wait, signature, "sm_90", checks=Checks.DEBUG), "sm_90")
+    assert "__assertfail" in calls(debug)
