@@ -1,27 +1,37 @@
-"""triton_dist.ops.flash_decode without GPUs: the one-launch kernel compiles for sm_90 (tensor cores, pipelined K/V
-loads, the flag protocol) and gfx942 for every group size and split count, split counts respect the workspace,
-bad input raises before any launch, and the custom op traces with fake tensors."""
+"""triton_dist.ops.flash_decode without GPUs: the one-launch kernel compiles for sm_90 and gfx942 over the shapes the
+op launches (group sizes, split counts, world sizes, 64-bit offsets, dtypes, Triton's specializations) without
+register spills and within shared memory, with the flag protocol's instructions in the right order; split counts
+and workspaces fit; bad input raises before any launch; the custom op traces with fake tensors and under
+torch.compile(fullgraph=True).
+
+The kernel's arithmetic is checked against SDPA in test_ops_decode_flash_decode_emulation.py (Triton's interpreter),
+the ranks' agreement and the workspaces across gloo ranks in test_ops_decode_flash_decode_ranks.py.
+"""
 
 from __future__ import annotations
 
+import importlib
 import re
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
-from dl_compile import assembly, compile_kernel, need_library
+import triton
+from asm_loops import loop_instructions
+from dl_compile import assembly, index_of, need_real_library
+from triton import knobs
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
+from triton_dist import testing
+from triton_dist.compiler import Checks, override_checks
 from triton_dist.ops import flash_decode as flash_decode_fn
-from triton_dist.ops.flash_decode import (
-    FLAG_CAPACITY,
-    MAX_SPLITS,
-    RECORD_CAPACITY_BYTES,
-    FlashDecodeConfig,
-    _flash_decode_kernel,
-    check_inputs,
-    choose_splits,
-    record_floats,
-)
+
+fd = importlib.import_module("triton_dist.ops.flash_decode")
+
+SM90_SHARED_BYTES = 232_448
+"""The most shared memory one program may use on sm_90 (227 KiB, opt-in)."""
+GFX942_LDS_BYTES = 65_536
 
 SIGNATURE = {
     "q_ptr": "*bf16",
@@ -34,12 +44,13 @@ SIGNATURE = {
     "state_ptr": "*i32",
     "groups": "i32",
     "kv_heads": "i32",
+    "local_len": "i32",
     "stride_qb": "i32",
     "stride_qh": "i32",
-    "stride_kb": "i64",
+    "stride_kb": "i32",
     "stride_kh": "i32",
     "stride_ks": "i32",
-    "stride_vb": "i64",
+    "stride_vb": "i32",
     "stride_vh": "i32",
     "stride_vs": "i32",
     "stride_ob": "i32",
@@ -48,79 +59,326 @@ SIGNATURE = {
     "rec_parity_stride": "i32",
     "flag_parity_stride": "i32",
 }
-ALIGNED = ("q_ptr", "k_ptr", "v_ptr", "out_ptr", "rec_ptr", "stride_qb", "stride_qh", "stride_kb", "stride_kh")
-ALIGNED += ("stride_ks", "stride_vb", "stride_vh", "stride_vs", "stride_ob", "stride_oh")  # as Triton specializes
+ALIGNED = ("q_ptr", "k_ptr", "v_ptr", "len_ptr", "out_ptr", "rec_ptr", "flags_ptr", "state_ptr", "local_len")
+ALIGNED += tuple(name for name in SIGNATURE if name.startswith("stride") or name.endswith("parity_stride"))
+"""As a launch specializes them: heap and torch tensors are 16-byte aligned, every stride of a head-dim-128 tensor
+is a multiple of 16 (and so are the parity strides and, at the spec's lengths, local_len)."""
 
 
+def signature(dtype: str = "bf16", wide_strides: bool = False, ones: bool = False) -> tuple[dict, dict]:
+    """(signature, constant arguments) of a launch: ``wide_strides``: the batch strides passed as i64 (a
+    [B, 32, 512k, 128] cache: 2^31 elements per sequence); ``ones``: batch 1 with one KV head, the values Triton
+    specializes to the constant 1."""
+    sig = {name: (f"*{dtype}" if kind == "*bf16" else kind) for name, kind in SIGNATURE.items()}
+    if wide_strides:
+        sig.update(stride_kb="i64", stride_vb="i64")
+    constants = {}
+    if ones:
+        for name in ("groups", "kv_heads"):
+            del sig[name]
+            constants[name] = 1
+    return sig, constants
+
+
+def compile_flash(
+    target: str,
+    *,
+    group: int,
+    splits: int,
+    world: int,
+    wide: bool = False,
+    dtype: str = "bf16",
+    wide_strides: bool = False,
+    ones: bool = False,
+    config: fd.FlashDecodeConfig | None = None,
+    checks: Checks | None = None,
+):  # noqa: ANN201
+    config = config or fd.FlashDecodeConfig()
+    sig, constants = signature(dtype, wide_strides, ones)
+    constexprs = dict(SPLITS=splits, GROUP=group, ROWS=fd.ROWS, D=fd.HEAD_DIM, BLOCK_N=config.block_n, WIDE=wide)
+    constexprs.update(WORLD=world, **constants)
+    aligned = tuple(name for name in ALIGNED if name in sig)
+    options = dict(constexprs=constexprs, aligned=aligned, num_warps=config.num_warps, num_stages=config.num_stages)
+    if checks is None:
+        return testing.compile_for(fd._flash_decode_kernel, sig, target, **options)
+    with override_checks(checks):  # a fresh JITFunction: Triton memoizes a kernel's key, which holds the level
+        return testing.compile_for(triton.jit(fd._flash_decode_kernel.fn), sig, target, **options)
+
+
+def ptxas_resources(ptx: str, tmp_path: Path) -> tuple[tuple[int, int, int], str]:
+    """((stack frame, spill stores, spill loads) in bytes, ``cuobjdump -sass`` listing) of ``ptx`` built by Triton's
+    ptxas for sm_90a."""
+    tools = Path(knobs.nvidia.ptxas.path or "").parent
+    if not (tools / "ptxas").is_file() or not (tools / "cuobjdump").is_file():
+        pytest.skip("Triton's ptxas / cuobjdump are not available")
+    source, cubin = tmp_path / "kernel.ptx", tmp_path / "kernel.cubin"
+    source.write_text(ptx)
+    done = subprocess.run(
+        [str(tools / "ptxas"), "-arch=sm_90a", "-v", str(source), "-o", str(cubin)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
+    assert found, done.stderr
+    sass = subprocess.run([str(tools / "cuobjdump"), "-sass", str(cubin)], check=True, capture_output=True, text=True)
+    return (int(found[1]), int(found[2]), int(found[3])), sass.stdout
+
+
+def assert_no_local_memory_in_loops(compiled, tmp_path: Path) -> None:  # noqa: ANN001
+    """At most 16 bytes spilled, and no local-memory access inside any loop of the SASS. ptxas keeps one or two
+    long-lived values (e.g. the ticket's group, needed again after the K/V loop) on the stack in some variants,
+    with or without the device-side checks, at 72 to 96 registers: stores at the start and loads after the loop,
+    once per program; what matters for speed is that no loop touches local memory."""
+    (frame, stores, loads), sass = ptxas_resources(compiled.asm["ptx"], tmp_path)
+    assert frame <= 16 and stores <= 16 and loads <= 16, f"ptxas: {frame} bytes stack, {stores}/{loads} spilled"
+    in_loops = [line for line in loop_instructions(sass, "sass") if re.search(r"\b(LDL|STL)\b", line)]
+    assert not in_loops, f"local memory inside a loop: {in_loops}"
+
+
+def amdgcn_metadata(compiled, key: str) -> list[int]:  # noqa: ANN001
+    """Every value of ``key`` (e.g. ``.vgpr_spill_count``) in the code object's metadata of the raw AMDGCN."""
+    return [int(v) for v in re.findall(rf"{re.escape(key)}:?\s+(\d+)", compiled.asm["amdgcn"])]
+
+
+# What the op launches with its default config: (name, keyword arguments of compile_flash).
+DEFAULT_LAUNCHES = [
+    ("batch 1, group 8, 33 splits, 8 ranks", dict(group=8, splits=33, world=8)),
+    ("batch 64, group 8, 1 split, 2 ranks, i64 batch strides", dict(group=8, splits=1, world=2, wide_strides=True)),
+    ("group 16, 4 splits, 3 ranks, 64-bit offsets", dict(group=16, splits=4, world=0, wide=True)),
+    ("fp16, group 1, 128 splits, 1 rank, 1 x 1 KV head", dict(group=1, splits=128, world=1, dtype="fp16", ones=True)),
+    ("group 3, 7 splits, 4 ranks", dict(group=3, splits=7, world=4)),
+    (
+        "fp16, group 4, 2 splits, 8 ranks, 64-bit",
+        dict(group=4, splits=2, world=8, wide=True, dtype="fp16", wide_strides=True),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "launch"), DEFAULT_LAUNCHES, ids=[name for name, _ in DEFAULT_LAUNCHES])
+def test_default_config_compiles_for_sm90_without_spills(name, launch, tmp_path):
+    need_real_library("sm_90")
+    compiled = compile_flash("sm_90", **launch)
+    asm = assembly(compiled, "sm_90")
+    assert ".local" not in asm, "the PTX uses local memory"
+    assert_no_local_memory_in_loops(compiled, tmp_path)
+    assert compiled.metadata.shared <= SM90_SHARED_BYTES
+    dtype = "f16" if launch.get("dtype") == "fp16" else "bf16"
+    assert re.search(rf"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.{dtype}\.{dtype}\.f32", asm)  # tensor cores
+    assert "cp.async.cg.shared.global" in asm and "cp.async.commit_group" in asm  # pipelined 16-byte K/V loads
+    assert "ld.acquire.sys.global.b32" in asm  # the combiner's dl.wait
+    release = "atom.global.sys.release.exch.b32" if launch["world"] else "st.release.sys.global.b32"
+    assert release in asm  # dl.notify: a tensor of ranks (power-of-two world) or one rank at a time
+    assert "atom.global.gpu.relaxed.add.u32" in asm and "atom.global.gpu.acq_rel.add.u32" in asm  # ticket, finish
+
+
+@pytest.mark.parametrize(("name", "launch"), DEFAULT_LAUNCHES, ids=[name for name, _ in DEFAULT_LAUNCHES])
+def test_default_config_compiles_for_gfx942_without_scratch(name, launch):
+    need_real_library("gfx942")
+    compiled = compile_flash("gfx942", **launch)
+    assert "v_mfma" in assembly(compiled, "gfx942")
+    assert compiled.metadata.shared <= GFX942_LDS_BYTES
+    assert amdgcn_metadata(compiled, ".vgpr_spill_count") == [0]
+    assert amdgcn_metadata(compiled, ".sgpr_spill_count") == [0]
+    assert set(amdgcn_metadata(compiled, "; ScratchSize")) == {0}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        fd.FlashDecodeConfig(block_n=16),
+        fd.FlashDecodeConfig(block_n=32, num_stages=2),
+        fd.FlashDecodeConfig(block_n=128, num_stages=2),
+        fd.FlashDecodeConfig(block_n=128, num_warps=8, num_stages=4),
+        fd.FlashDecodeConfig(block_n=64, num_warps=8, num_stages=1),
+    ],
+    ids=str,
+)
+def test_other_configs_compile_for_sm90_without_spills(config, tmp_path):
+    need_real_library("sm_90")
+    compiled = compile_flash("sm_90", group=8, splits=4, world=2, config=config)
+    assert_no_local_memory_in_loops(compiled, tmp_path)
+    assert compiled.metadata.shared <= SM90_SHARED_BYTES
+
+
+@pytest.mark.parametrize("world", [2, 0])
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
-@pytest.mark.parametrize(("group", "splits", "world"), [(8, 1, 2), (8, 16, 2), (1, 4, 0), (16, 3, 8)])
-def test_kernel_compiles(group, splits, world, target):
-    need_library(target)
-    constexprs = {"SPLITS": splits, "GROUP": group, "ROWS": 16, "D": 128, "BLOCK_N": 64, "WORLD": world}
-    compiled = compile_kernel(_flash_decode_kernel, SIGNATURE, target, constexprs, ALIGNED, num_warps=4)
-    asm = assembly(compiled, target)
+def test_records_are_released_before_the_flag_and_acquired_before_the_combine(world, target):
+    """In the final assembly (device-side checks off, so only the kernel's own code is there): the record stores,
+    then a program barrier and the flag's release (L2 write-back first on gfx942); the combiner's acquire poll
+    (cache invalidate on gfx942) after it; the record loads after the poll and a program barrier."""
+    need_real_library(target)
+    compiled = compile_flash(target, group=8, splits=4, world=world, checks=Checks.NONE)
+    lines = assembly(compiled, target).splitlines()
     if target == "sm_90":
-        assert "mma" in asm and "cp.async" in asm
-        assert "ld.acquire.sys" in asm  # the combiner's dl.wait
-        assert re.search(r"st\.release\.sys|atom\.global\.sys\.release|fence\.(acq_rel|sc)\.sys", asm)  # dl.notify
-        assert "atom.global.gpu.relaxed.add" in asm and "atom.global.gpu.acq_rel.add" in asm  # tickets, finish count
+        release = index_of(lines, r"atom\.global\.sys\.release\.exch|st\.release\.sys\.global")
+        acquire = index_of(lines, r"ld\.acquire\.sys\.global")
+        barrier, store, load = r"\bbar\.sync\b", r"\bst\.global\.", r"\bld\.global\.(?!nc)"
     else:
-        assert "v_mfma" in asm
+        release = index_of(lines, r"global_atomic_swap .*\bsc1$" if world else r"global_store_dword .*\bsc0 sc1$")
+        acquire = index_of(lines, r"global_load_dword .*sc0 sc1")
+        barrier, store, load = (
+            r"\bs_barrier\b",
+            r"\bglobal_store_dword",
+            r"\bglobal_load_dword(x[24])? [^,]+, v\[\d+:\d+\], off$",
+        )
+        assert 0 <= index_of(lines[:release], r"buffer_wbl2 sc0 sc1", last=True), "no L2 write-back before the flag"
+        assert index_of(lines[acquire:], r"buffer_inv sc0 sc1") >= 0, "no cache invalidate after the poll"
+    assert 0 <= release < acquire, "the flag's release must come before the combiner's poll"
+    last_store = index_of(lines[:release], store, last=True)
+    assert last_store >= 0 and index_of(lines[last_store:release], barrier) >= 0, "records, barrier, then the flag"
+    first_load = index_of(lines[acquire:], load)
+    assert first_load > 0 and index_of(lines[acquire : acquire + first_load], barrier) >= 0, "poll, barrier, records"
 
 
-@pytest.mark.parametrize("batch", [1, 8, 64])
-@pytest.mark.parametrize("kv_heads", [1, 8])
-@pytest.mark.parametrize("group", [1, 8, 16])
+# ---------------------------------------------------------------------------------------------------------------
+# Split counts and workspaces
+
+
+@pytest.mark.parametrize("batch", [0, 1, 8, 64])
+@pytest.mark.parametrize(("kv_heads", "group"), [(1, 1), (8, 1), (8, 8), (8, 16), (32, 4)])
 @pytest.mark.parametrize("local_len", [64, 4096, 524_288])
 @pytest.mark.parametrize("world_size", [2, 8])
 def test_choose_splits_fits_workspace(batch, kv_heads, group, local_len, world_size):
-    splits = choose_splits(batch, kv_heads, group, local_len, world_size, 132, 64)
+    splits = fd.choose_splits(batch, kv_heads, group, local_len, world_size, 132, 64)
+    assert 1 <= splits <= fd.MAX_SPLITS
+    if batch == 0:
+        return
     groups = batch * kv_heads
-    assert 1 <= splits <= MAX_SPLITS
-    if groups * world_size * record_floats(group) * 4 > RECORD_CAPACITY_BYTES:
+    if not fd.fits_workspace(batch, kv_heads, group, 1, world_size):
         assert splits == 1  # even one split per group does not fit: flash_decode raises, naming the workspace
         return
-    assert groups * world_size * splits <= FLAG_CAPACITY
-    assert groups * world_size * splits * record_floats(group) * 4 <= RECORD_CAPACITY_BYTES
-    if local_len >= 128 * MAX_SPLITS:
-        assert groups * splits >= min(132, groups * MAX_SPLITS)  # small batches still fill the GPU
+    assert fd.fits_workspace(batch, kv_heads, group, splits, world_size)
+    if local_len >= 128 * fd.MAX_SPLITS and fd.fits_workspace(batch, kv_heads, group, fd.MAX_SPLITS, world_size):
+        assert groups * splits >= min(132, groups * fd.MAX_SPLITS)  # small batches still fill the GPU
+    assert splits <= max(1, local_len // 128)  # at least two 64-token blocks per split
 
 
-def _inputs(batch=2, q_heads=8, kv_heads=2, local_len=64, dim=128, dtype=torch.bfloat16):
+def test_the_spec_shapes_fit_the_workspace():
+    """Batch 64 with 8 KV heads of 16 query heads each, on 8 ranks, one split: 33.8 MB of records per call."""
+    assert fd.fits_workspace(64, 8, 16, 1, 8)
+    floats, flags = fd.workspace_need(64, 8, 16, 1, 8)
+    assert (floats * 4, flags) == (64 * 8 * 8 * (16 * 128 + 16) * 4, 64 * 8 * 8)
+    assert not fd.fits_workspace(64, 32, 16, 1, 8)  # 135 MB: refused (the call raises, naming the workspace)
+
+
+@pytest.mark.parametrize(
+    ("make", "wide"),
+    [
+        (lambda: torch.empty(1, 8, 524_288, 128, device="meta"), False),  # [B, H, S, D] at 512k: 2^26 per head
+        (lambda: torch.empty(2, 524_288, 32, 128, device="meta").transpose(1, 2), False),  # [B, S, H, D]: < 2^31
+        (lambda: torch.empty(2, 524_288, 64, 128, device="meta").transpose(1, 2), True),  # 2^19 x 8192 > 2^31
+        (lambda: torch.empty(1, 1, 16_777_215, 128, device="meta"), False),  # last token's last element: 2^31 - 129
+        (lambda: torch.empty(1, 1, 16_777_216, 128, device="meta"), True),  # ... 2^31 - 1 + 1
+    ],
+)
+def test_needs_wide_offsets(make, wide):
+    """The 64-bit offset variant exactly when a valid token's element offset within its (sequence, head) passes
+    int32; the batch and head offsets are 64-bit in both variants."""
+    cache = make()
+    assert fd.needs_wide_offsets(cache, cache) is wide
+    compact = torch.empty(cache.shape, device="meta")  # the same shape, contiguous: never wide at these lengths
+    assert fd.needs_wide_offsets(compact, cache) is wide and fd.needs_wide_offsets(cache, compact) is wide
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Bad input
+
+
+def _inputs(batch=2, q_heads=8, kv_heads=2, local_len=64, dim=128, dtype=torch.bfloat16):  # noqa: ANN001, ANN202
     q = torch.zeros(batch, q_heads, dim, dtype=dtype)
     k = torch.zeros(batch, kv_heads, local_len, dim, dtype=dtype)
     return q, k, k.clone(), torch.zeros(batch, dtype=torch.int32)
 
 
-@pytest.mark.parametrize(
-    ("change", "error", "text"),
-    [
-        (lambda q, k, v, n: (q[..., :64], k[..., :64], v[..., :64], n), ValueError, "only head_dim 128"),
-        (lambda q, k, v, n: (q[:, :7], k, v, n), ValueError, "multiple of kv_heads"),
-        (lambda q, k, v, n: (q, k, v, n.long()), ValueError, "int32"),
-        (lambda q, k, v, n: (q, k, v[:, :, :32], n), ValueError, "same shape"),
-        (lambda q, k, v, n: (q.float(), k.float(), v.float(), n), TypeError, "bfloat16"),
-        (lambda q, k, v, n: (q, k.half(), v, n), TypeError, "bfloat16"),
-        (lambda q, k, v, n: (q[:1], k, v, n[:1]), ValueError, "batch"),
-        (lambda q, k, v, n: (q[0], k, v, n), ValueError, "q must be"),
-        (lambda q, k, v, n: (q, k[0], v[0], n), ValueError, "k and v must be"),
-        (lambda q, k, v, n: (q.repeat(1, 3, 1), k, v, n), ValueError, "at most 16"),
-        (lambda q, k, v, n: (q, k.transpose(2, 3), v.transpose(2, 3), n), ValueError, "head_dim"),
-    ],
-)
+def _twice_as_wide(q, k, v, n):  # noqa: ANN001, ANN202
+    return q, k.repeat(1, 1, 1, 2), v.repeat(1, 1, 1, 2), n
+
+
+def _strided_last_dim(q, k, v, n):  # noqa: ANN001, ANN202
+    return q, k.repeat(1, 1, 1, 2)[..., ::2], v.repeat(1, 1, 1, 2)[..., ::2], n
+
+
+def _group_of_17(q, k, v, n):  # noqa: ANN001, ANN202
+    return q.repeat(1, 9, 1)[:, :68], k[:, :1].repeat(1, 4, 1, 1), v[:, :1].repeat(1, 4, 1, 1), n
+
+
+def _strided_lengths(q, k, v, n):  # noqa: ANN001, ANN202
+    return q, k, v, torch.zeros(2, 2, dtype=torch.int32)[:, 0]
+
+
+BAD_INPUTS = [
+    ("head dim 64", lambda q, k, v, n: (q[..., :64], k[..., :64], v[..., :64], n), ValueError, "only head_dim 128"),
+    ("head dim 256 in k/v", _twice_as_wide, ValueError, "head_dim"),
+    ("q heads not a multiple", lambda q, k, v, n: (q[:, :7], k, v, n), ValueError, "multiple of kv_heads"),
+    ("no q heads", lambda q, k, v, n: (q[:, :0], k, v, n), ValueError, "positive multiple"),
+    ("no kv heads", lambda q, k, v, n: (q, k[:, :0], v[:, :0], n), ValueError, "positive multiple"),
+    ("int64 lengths", lambda q, k, v, n: (q, k, v, n.long()), ValueError, "int32"),
+    ("lengths of another batch", lambda q, k, v, n: (q, k, v, n[:1]), ValueError, r"shape \[2\]"),
+    ("strided lengths", _strided_lengths, ValueError, "contiguous"),
+    ("k and v differ", lambda q, k, v, n: (q, k, v[:, :, :32], n), ValueError, "same shape"),
+    ("fp32", lambda q, k, v, n: (q.float(), k.float(), v.float(), n), TypeError, "bfloat16"),
+    ("mixed dtypes", lambda q, k, v, n: (q, k.half(), v, n), TypeError, "bfloat16"),
+    ("batch mismatch", lambda q, k, v, n: (q[:1], k, v, n[:1]), ValueError, "batch"),
+    ("2-D q", lambda q, k, v, n: (q[0], k, v, n), ValueError, "q must be"),
+    ("3-D k/v", lambda q, k, v, n: (q, k[0], v[0], n), ValueError, "k and v must be"),
+    ("17 query heads per KV head", _group_of_17, ValueError, "at most 16"),
+    ("transposed k/v", lambda q, k, v, n: (q, k.transpose(2, 3), v.transpose(2, 3), n), ValueError, "head_dim"),
+    ("strided last dim", _strided_last_dim, ValueError, "contiguous last dim"),
+    ("q not a tensor", lambda q, k, v, n: (q.tolist(), k, v, n), TypeError, "q must be a torch.Tensor"),
+]
+
+
+@pytest.mark.parametrize(("change", "error", "text"), [case[1:] for case in BAD_INPUTS], ids=[c[0] for c in BAD_INPUTS])
 def test_bad_input_raises_before_launch(change, error, text):
-    args = change(*_inputs(q_heads=8 if text != "at most 16" else 12, kv_heads=2 if text != "at most 16" else 1))
+    args = change(*_inputs())
     with pytest.raises(error, match=text):
-        check_inputs(*args)
-    with pytest.raises(error, match=text):
+        fd.check_inputs(*args)
+    with pytest.raises(error, match=text):  # the op's own entry raises before it needs a world or a GPU
         flash_decode_fn(*args)
 
 
-def test_bad_config():
-    with pytest.raises(ValueError, match="splits"):
-        FlashDecodeConfig(splits=MAX_SPLITS + 1)
-    with pytest.raises(ValueError, match="block_n"):
-        FlashDecodeConfig(block_n=48)
+def test_lengths_on_another_device_raise():
+    q, k, v, n = _inputs()
+    with pytest.raises(ValueError, match="one device"):
+        fd.check_inputs(q, k, v, n.to("meta"))
+
+
+@pytest.mark.parametrize(
+    ("scale", "error", "text"),
+    [(float("nan"), ValueError, "finite"), (float("inf"), ValueError, "finite"), ("0.1", TypeError, "float or None")],
+)
+def test_bad_scale_raises(scale, error, text):
+    with pytest.raises(error, match=text):
+        fd.check_scale(scale)
+    with pytest.raises(error, match=text):
+        fd._flash_decode_fake(*_inputs(), scale)  # what torch.compile's tracing runs
+
+
+def test_scale_defaults_to_one_over_sqrt_head_dim():
+    assert fd.check_scale(None) == pytest.approx(128**-0.5)
+    assert fd.check_scale(2) == 2.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "text"),
+    [
+        (dict(splits=fd.MAX_SPLITS + 1), "splits"),
+        (dict(splits=-1), "splits"),
+        (dict(block_n=48), "block_n"),
+        (dict(block_n=256), "block_n"),
+        (dict(num_warps=2), "num_warps"),
+        (dict(num_stages=0), "num_stages"),
+    ],
+)
+def test_bad_config(kwargs, text):
+    with pytest.raises(ValueError, match=text):
+        fd.FlashDecodeConfig(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Tracing
 
 
 def test_custom_op_traces_with_fake_tensors():
@@ -128,3 +386,24 @@ def test_custom_op_traces_with_fake_tensors():
 
     graph = make_fx(lambda q, k, v, n: flash_decode_fn(q, k, v, n) + 1, tracing_mode="fake")(*_inputs())
     assert any(node.target == torch.ops.triton_dist.flash_decode.default for node in graph.graph.nodes)
+
+
+def test_torch_compile_fullgraph_captures_one_op_node():
+    """Dynamo traces flash_decode (scale included) into one node of the custom op, without a graph break; the
+    backend below only records the graph (running it would need GPUs)."""
+    graphs = []
+
+    def record(gm, example_inputs):  # noqa: ANN001, ANN202
+        graphs.append(gm)
+        return lambda *args: (torch.zeros(2, 8, 128, dtype=torch.bfloat16),)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(
+        lambda q, k, v, n: flash_decode_fn(q, k, v, n, scale=0.5) * 2, backend=record, fullgraph=True
+    )
+    compiled(*_inputs())
+    (graph,) = graphs
+    calls = [node for node in graph.graph.nodes if node.op == "call_function" and "flash_decode" in str(node.target)]
+    assert len(calls) == 1
+    assert calls[0].target in (torch.ops.triton_dist.flash_decode, torch.ops.triton_dist.flash_decode.default)
+    assert 0.5 in calls[0].args or calls[0].kwargs.get("scale") == 0.5

@@ -10,14 +10,16 @@ out = triton_dist.ops.flash_decode(q, k, v, lengths)      # [B, Hq, 128], attent
 Each program takes one (sequence, KV head, split) of this rank's cache, runs flash attention for the ``Hq / Hkv``
 query heads of that KV head (grouped-query attention: one pass over K and V serves the whole group) and produces a
 partial result: the normalized output and its log-sum-exp per query head. It pushes that record into every rank's
-record buffer (16-byte stores through ``dl.symm_at``) and sets its flag on every rank (``dl.notify``). On every rank
-the program of split 0 of each (sequence, KV head) then waits for the ``W x splits`` records of its group
-(``dl.wait``) and combines them (``out = sum_i e^{lse_i - M} out_i / sum_i e^{lse_i - M}``) in rank-and-split order,
-so every rank computes bit-identical outputs and no host-side collective runs.
+record buffer (stores through ``dl.symm_at``) and sets its flag on every rank (``dl.notify``, a release after a
+program barrier). On every rank the program of split 0 of each (sequence, KV head) then waits for the ``W x splits``
+records of its group (``dl.wait``, acquire) and combines them (``out = sum_i e^{lse_i - M} out_i / sum_i e^{lse_i -
+M}``, ``M`` the running maximum, records without tokens weigh 0) in rank-and-split order, so every rank computes
+bit-identical outputs and no host-side collective runs.
 
 No deadlock although programs wait for each other: a program's role comes from an arrival ticket (an atomic counter)
 rather than its program id; producers (splits 1..) take the first tickets and the combining programs the last, so
-a waiting program only ever waits for programs that are already running or done, on its GPU and on the others.
+a waiting program only ever waits for programs that are already running or done, on its GPU and on the others (the
+rank whose combiners have the fewest tickets taken only waits for records every rank has already started).
 
 Epochs: one device-side epoch per call (read by every program, advanced by the last program to finish, with the
 ticket counters reset), so CUDA-graph replays advance it like eager calls. Records and flags are double-buffered by
@@ -26,14 +28,17 @@ needed every rank's epoch ``e + 1`` records, which each rank produced after its 
 parity ``p``) had ended. Flags hold epochs; a word is only ever set to the current epoch, so ``eq`` cannot match a
 stale word even when the record layout changes between calls.
 
-The KV cache may live anywhere (only the partial records travel); the record buffer is on the symmetric heap.
-Registered as ``torch.ops.triton_dist.flash_decode``.
+The KV cache may live anywhere on this rank's GPU (only the partial records travel); the record buffers are on the
+symmetric heap, sized on the first call of each shape to what it needs (at most ``MAX_RECORD_BYTES`` per parity).
+The kernel's code is split into ``@triton.jit`` helpers (arrival and role, one split's attention, the record
+layout, the combine, the epoch hand-over) that the CPU tests run in Triton's interpreter against SDPA; only the
+``dl`` calls stay in the kernel body. Registered as ``torch.ops.triton_dist.flash_decode``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 import triton
@@ -49,18 +54,32 @@ SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 HEAD_DIM = 128
 MAX_GROUP = 16
 """Query heads per KV head (a tl.dot needs >= 16 rows: the group is padded to 16)."""
+ROWS = 16
+"""The query rows of one program's tile: the group, padded to what a tl.dot needs."""
 RECORD_PAD = 16
 """Floats after a record's [group, 128] output for its per-head log-sum-exp (16 keeps records 64-byte aligned)."""
-RECORD_CAPACITY_BYTES = 32 << 20
-"""Per parity, per rank: the records of one call (programs x ranks x record) must fit."""
-FLAG_CAPACITY = 1 << 16
-"""Flags per parity: programs x ranks must fit."""
+_RECORD_PAD = tl.constexpr(RECORD_PAD)
+MAX_RECORD_BYTES = 64 << 20
+"""Per parity, per rank: the most record memory one call may use (batch 64 x 8 KV heads x 16-head groups on 8
+ranks needs 33.8 MB with one split per group)."""
+MAX_FLAGS = 1 << 16
+"""Per parity: the most flags (programs x ranks) one call may use."""
+MIN_RECORD_BYTES = 1 << 20
+MIN_FLAGS = 1 << 10
 MAX_SPLITS = 128
+BLOCK_NS = (16, 32, 64, 128)
+INT32_MAX = 2**31 - 1
+MAX_LOCAL_LEN = 1 << 30
+"""Keeps the kernel's 32-bit token indices (a split's end, a block's last token) below 2^31."""
 
 
 @dataclass(frozen=True)
 class FlashDecodeConfig:
-    """``splits`` per (sequence, KV head) on each rank (0: chosen from the shape), key block, warps, stages."""
+    """``splits`` per (sequence, KV head) on each rank (0: chosen from the shape), key block, warps, stages.
+
+    The default compiles without register spills for sm_90 and gfx942 and fits both's shared memory (sm_90:
+    71,680 of 232,448 bytes; gfx942: 65,536 of 65,536). Other combinations may spill (block_n 32 with 8 warps on
+    sm_90) or exceed gfx942's 64 KiB (block_n 128 with 3 or 4 stages: Triton then refuses the launch)."""
 
     splits: int = 0
     block_n: int = 64
@@ -70,8 +89,184 @@ class FlashDecodeConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.splits <= MAX_SPLITS:
             raise ValueError(f"flash_decode: splits must be in [0, {MAX_SPLITS}], got {self.splits}")
-        if self.block_n < 16 or self.block_n & (self.block_n - 1):
-            raise ValueError(f"flash_decode: block_n must be a power of two >= 16, got {self.block_n}")
+        if self.block_n not in BLOCK_NS:
+            raise ValueError(f"flash_decode: block_n must be one of {list(BLOCK_NS)}, got {self.block_n}")
+        if self.num_warps not in (4, 8):  # fewer warps spill registers at block_n >= 64 on sm_90
+            raise ValueError(f"flash_decode: num_warps must be 4 or 8, got {self.num_warps}")
+        if not 1 <= self.num_stages <= 4:
+            raise ValueError(f"flash_decode: num_stages must be in [1, 4], got {self.num_stages}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernel helpers (no dl calls: test_ops_decode_flash_decode_emulation.py runs them in Triton's interpreter)
+
+
+@triton.jit
+def _arrive(state_ptr):
+    """This program's arrival ticket (0, 1, ... in the order programs start) and the epoch of this call."""
+    ticket = tl.atomic_add(state_ptr + 1, 1, sem="relaxed", scope="gpu")
+    epoch = tl.load(state_ptr) + 1
+    return ticket, epoch
+
+
+@triton.jit
+def _depart(state_ptr, epoch, programs):
+    """Count this program out; the last of ``programs`` stores the epoch and resets the counters for the next call
+    (its acq_rel add read every other program's add, which each made after reading the epoch)."""
+    done = tl.atomic_add(state_ptr + 2, 1, sem="acq_rel", scope="gpu")
+    if done == programs - 1:
+        tl.store(state_ptr, epoch)
+        tl.store(state_ptr + 1, 0)
+        tl.store(state_ptr + 2, 0)
+
+
+@triton.jit
+def _role(ticket, groups, SPLITS: tl.constexpr):
+    """(group, split) of a ticket: tickets ``[0, groups * (SPLITS - 1))`` are the producers of splits 1.., the last
+    ``groups`` tickets the split-0 programs, which also combine (so they start after every producer)."""
+    if SPLITS > 1:
+        producers = groups * (SPLITS - 1)
+        if ticket < producers:
+            group = ticket // (SPLITS - 1)
+            split = 1 + ticket % (SPLITS - 1)
+        else:
+            group = ticket - producers
+            split = ticket * 0
+    else:
+        group = ticket
+        split = ticket * 0
+    return group, split
+
+
+@triton.jit
+def _slot(group, rank, ranks, split, SPLITS: tl.constexpr):
+    """Record and flag index of (group, rank, split): a group's ``ranks x SPLITS`` slots are consecutive."""
+    return (group * ranks + rank) * SPLITS + split
+
+
+@triton.jit
+def _epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride):
+    """The record buffer and flags of this epoch's parity."""
+    parity = epoch % 2
+    return rec_ptr + parity * rec_parity_stride, flags_ptr + parity * flag_parity_stride
+
+
+@triton.jit
+def _split_attention(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    len_ptr,
+    seq,
+    head,
+    split,
+    local_len,
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kh,
+    stride_ks,
+    stride_vb,
+    stride_vh,
+    stride_vs,
+    sm_scale,
+    SPLITS: tl.constexpr,
+    GROUP: tl.constexpr,
+    ROWS: tl.constexpr,
+    D: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    WIDE: tl.constexpr,
+):
+    """Flash attention of query heads ``head * GROUP ..`` of sequence ``seq`` over split ``split`` of this rank's
+    valid tokens of KV head ``head``: (output normalized by its own softmax sum [ROWS, D], log-sum-exp [ROWS]);
+    a split without tokens gives (0, -inf). ``seq`` and ``head`` are int64; ``WIDE``: token offsets in 64 bits
+    (``needs_wide_offsets``)."""
+    rows = tl.arange(0, ROWS)
+    dims = tl.arange(0, D)
+    cols = tl.arange(0, BLOCK_N)
+    row_ok = rows < GROUP
+    q = tl.load(
+        q_ptr + seq * stride_qb + (head * GROUP + rows)[:, None] * stride_qh + dims[None, :],
+        mask=row_ok[:, None],
+        other=0.0,
+    )
+    # A length outside [0, local_len] is clamped: the kernel never reads outside this rank's cache.
+    length = tl.minimum(tl.maximum(tl.load(len_ptr + seq), 0), local_len)
+    # Splits are whole key blocks, so only a split's last block is partial.
+    per_split = tl.cdiv(tl.cdiv(length, SPLITS), BLOCK_N) * BLOCK_N
+    start = split * per_split
+    end = tl.minimum(length, start + per_split)
+    m = tl.full([ROWS], float("-inf"), dtype=tl.float32)
+    denom = tl.zeros([ROWS], dtype=tl.float32)
+    acc = tl.zeros([ROWS, D], dtype=tl.float32)
+    k_base = k_ptr + seq * stride_kb + head * stride_kh
+    v_base = v_ptr + seq * stride_vb + head * stride_vh
+    for n0 in range(start, end, BLOCK_N):
+        if WIDE:  # token * stride may pass 2^31 (a strided cache, [B, S, H, D] viewed as [B, H, S, D], at 512k)
+            tokens = cols.to(tl.int64) + n0
+        else:  # 32-bit offsets (48 fewer registers on sm_90 than 64-bit ones), exact while they fit
+            tokens = n0 + cols
+        valid = tokens < end
+        k = tl.load(k_base + tokens[:, None] * stride_ks + dims[None, :], mask=valid[:, None], other=0.0)
+        v = tl.load(v_base + tokens[:, None] * stride_vs + dims[None, :], mask=valid[:, None], other=0.0)
+        scores = tl.dot(q, tl.trans(k)) * sm_scale
+        scores = tl.where(valid[None, :], scores, float("-inf"))
+        m_new = tl.maximum(m, tl.max(scores, 1))  # finite: every block has a valid first token
+        alpha = tl.exp(m - m_new)
+        p = tl.exp(scores - m_new[:, None])
+        denom = denom * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m = m_new
+    has_tokens = denom > 0
+    partial = acc / tl.where(has_tokens, denom, 1.0)[:, None]
+    lse = tl.where(has_tokens, m + tl.log(tl.where(has_tokens, denom, 1.0)), float("-inf"))
+    return partial, lse
+
+
+@triton.jit
+def _store_record(record_ptr, partial, lse, GROUP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr):
+    """A record: the group's [GROUP, D] fp32 output rows, then its GROUP log-sum-exps (``GROUP * D + 16`` floats)."""
+    rows = tl.arange(0, ROWS)
+    dims = tl.arange(0, D)
+    row_ok = rows < GROUP
+    tl.store(record_ptr + rows[:, None] * D + dims[None, :], partial, mask=row_ok[:, None])
+    tl.store(record_ptr + GROUP * D + rows, lse, mask=row_ok)
+
+
+@triton.jit
+def _combine_records(base, count, GROUP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr):
+    """The softmax-weighted mean of ``count`` consecutive records from ``base``, in order: [ROWS, D] fp32, rows
+    without tokens in any record are 0. A running maximum keeps every exponent <= 0; records with lse = -inf get
+    weight 0 (no -inf - -inf)."""
+    RECORD: tl.constexpr = GROUP * D + _RECORD_PAD
+    rows = tl.arange(0, ROWS)
+    dims = tl.arange(0, D)
+    row_ok = rows < GROUP
+    best = tl.full([ROWS], float("-inf"), dtype=tl.float32)
+    weight = tl.zeros([ROWS], dtype=tl.float32)
+    total = tl.zeros([ROWS, D], dtype=tl.float32)
+    for i in range(0, count):
+        record = base + i * RECORD
+        lse_i = tl.load(record + GROUP * D + rows, mask=row_ok, other=float("-inf"))
+        out_i = tl.load(record + rows[:, None] * D + dims[None, :], mask=row_ok[:, None], other=0.0)
+        best_new = tl.maximum(best, lse_i)
+        empty = best_new == float("-inf")  # no tokens so far for this head: nothing to rescale
+        scale_old = tl.where(empty, 0.0, tl.exp(best - best_new))
+        w_i = tl.where(empty, 0.0, tl.exp(lse_i - best_new))
+        weight = weight * scale_old + w_i
+        total = total * scale_old[:, None] + w_i[:, None] * out_i
+        best = best_new
+    return total / tl.where(weight > 0, weight, 1.0)[:, None]
+
+
+@triton.jit
+def _store_output(
+    out_ptr, seq, head, stride_ob, stride_oh, result, GROUP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr
+):
+    rows = tl.arange(0, ROWS)
+    dims = tl.arange(0, D)
+    out_ptrs = out_ptr + seq * stride_ob + (head * GROUP + rows)[:, None] * stride_oh + dims[None, :]
+    tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=(rows < GROUP)[:, None])
 
 
 @triton.jit
@@ -86,6 +281,7 @@ def _flash_decode_kernel(
     state_ptr,
     groups,
     kv_heads,
+    local_len,
     stride_qb,
     stride_qh,
     stride_kb,
@@ -104,158 +300,122 @@ def _flash_decode_kernel(
     ROWS: tl.constexpr,
     D: tl.constexpr,
     BLOCK_N: tl.constexpr,
+    WIDE: tl.constexpr,
     WORLD: tl.constexpr,
 ):
     me = dl.rank()
     ranks = dl.num_ranks()
-    # The role comes from the arrival order, so combiners (the last tickets) never block a producer (see above).
-    ticket = tl.atomic_add(state_ptr + 1, 1, sem="relaxed", scope="gpu")
-    epoch = tl.load(state_ptr) + 1
-    if SPLITS > 1:
-        producers = groups * (SPLITS - 1)
-        if ticket < producers:
-            group = ticket // (SPLITS - 1)
-            split = 1 + ticket % (SPLITS - 1)
-        else:
-            group = ticket - producers
-            split = ticket * 0
-    else:
-        group = ticket
-        split = ticket * 0
+    ticket, epoch = _arrive(state_ptr)
+    group, split = _role(ticket, groups, SPLITS)
     seq = (group // kv_heads).to(tl.int64)  # 64-bit offsets: a long cache exceeds 2^31 elements
     head = (group % kv_heads).to(tl.int64)
+    partial, lse = _split_attention(
+        q_ptr, k_ptr, v_ptr, len_ptr, seq, head, split, local_len,
+        stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, sm_scale,
+        SPLITS, GROUP, ROWS, D, BLOCK_N, WIDE,
+    )  # fmt: skip
 
-    rows = tl.arange(0, ROWS)
-    dims = tl.arange(0, D)
-    cols = tl.arange(0, BLOCK_N)
-    row_ok = rows < GROUP
-    q = tl.load(
-        q_ptr + seq * stride_qb + (head * GROUP + rows)[:, None] * stride_qh + dims[None, :],
-        mask=row_ok[:, None],
-        other=0.0,
-    )
-    length = tl.load(len_ptr + seq)
-    per_split = tl.cdiv(tl.cdiv(length, SPLITS), BLOCK_N) * BLOCK_N
-    start = split * per_split
-    end = tl.minimum(length, start + per_split)
-    m = tl.full([ROWS], float("-inf"), dtype=tl.float32)
-    denom = tl.zeros([ROWS], dtype=tl.float32)
-    acc = tl.zeros([ROWS, D], dtype=tl.float32)
-    k_base = k_ptr + seq * stride_kb + head * stride_kh
-    v_base = v_ptr + seq * stride_vb + head * stride_vh
-    for n0 in range(start, end, BLOCK_N):
-        tokens = n0 + cols
-        valid = tokens < end
-        k = tl.load(k_base + tokens[:, None] * stride_ks + dims[None, :], mask=valid[:, None], other=0.0)
-        v = tl.load(v_base + tokens[:, None] * stride_vs + dims[None, :], mask=valid[:, None], other=0.0)
-        scores = tl.dot(q, tl.trans(k)) * sm_scale
-        scores = tl.where(valid[None, :], scores, float("-inf"))
-        m_new = tl.maximum(m, tl.max(scores, 1))  # finite: every block has a valid first token
-        alpha = tl.exp(m - m_new)
-        p = tl.exp(scores - m_new[:, None])
-        denom = denom * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-        m = m_new
-    has_tokens = denom > 0
-    partial = acc / tl.where(has_tokens, denom, 1.0)[:, None]
-    lse = tl.where(has_tokens, m + tl.log(tl.where(has_tokens, denom, 1.0)), float("-inf"))
-
-    # Push the record (output [GROUP, D], lse [GROUP]) into slot (group, me, split) of every rank, then flag it.
-    RECORD: tl.constexpr = GROUP * D + 16
-    parity = epoch % 2
-    records = rec_ptr + parity * rec_parity_stride
-    flags = flags_ptr + parity * flag_parity_stride
-    slot = (group * ranks + me) * SPLITS + split
-    mine = records + slot * RECORD
+    # Push the record into slot (group, me, split) of every rank, then flag it there (release after a barrier).
+    RECORD: tl.constexpr = GROUP * D + _RECORD_PAD
+    records, flags = _epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
+    slot = _slot(group, me, ranks, split, SPLITS)
     for peer in range(0, ranks):
-        remote = dl.symm_at(mine, peer)
-        tl.store(remote + rows[:, None] * D + dims[None, :], partial, mask=row_ok[:, None])
-        tl.store(remote + GROUP * D + rows, lse, mask=row_ok)
+        _store_record(dl.symm_at(records + slot * RECORD, peer), partial, lse, GROUP, ROWS, D)
     _notify_every_rank(flags + slot, epoch, ranks, WORLD)
 
     if split == 0:  # combine the group's W x SPLITS records, in (rank, split) order on every rank
-        first = group * ranks * SPLITS
+        first = _slot(group, 0, ranks, 0, SPLITS)
         token = dl.wait(flags + first, ranks * SPLITS, "sys", "acquire", waitValue=epoch)
         base = dl.consume_token(records + first * RECORD, token)
-        best = tl.full([ROWS], float("-inf"), dtype=tl.float32)
-        weight = tl.zeros([ROWS], dtype=tl.float32)
-        total = tl.zeros([ROWS, D], dtype=tl.float32)
-        for i in range(0, ranks * SPLITS):
-            record = base + i * RECORD
-            lse_i = tl.load(record + GROUP * D + rows, mask=row_ok, other=float("-inf"))
-            out_i = tl.load(record + rows[:, None] * D + dims[None, :], mask=row_ok[:, None], other=0.0)
-            best_new = tl.maximum(best, lse_i)
-            empty = best_new == float("-inf")  # no tokens so far for this head: nothing to rescale
-            scale_old = tl.where(empty, 0.0, tl.exp(best - best_new))
-            w_i = tl.where(empty, 0.0, tl.exp(lse_i - best_new))
-            weight = weight * scale_old + w_i
-            total = total * scale_old[:, None] + w_i[:, None] * out_i
-            best = best_new
-        result = total / tl.where(weight > 0, weight, 1.0)[:, None]
-        out_ptrs = out_ptr + seq * stride_ob + (head * GROUP + rows)[:, None] * stride_oh + dims[None, :]
-        tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+        result = _combine_records(base, ranks * SPLITS, GROUP, ROWS, D)
+        _store_output(out_ptr, seq, head, stride_ob, stride_oh, result, GROUP, ROWS, D)
 
-    # The last program to finish advances the epoch and resets the tickets for the next call.
-    done = tl.atomic_add(state_ptr + 2, 1, sem="acq_rel", scope="gpu")
-    if done == groups * SPLITS - 1:
-        tl.store(state_ptr, epoch)
-        tl.store(state_ptr + 1, 0)
-        tl.store(state_ptr + 2, 0)
+    _depart(state_ptr, epoch, groups * SPLITS)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Host side
 
 
 @dataclass(frozen=True)
 class _Workspace:
-    world: rt.World
     records: torch.Tensor
-    """fp32 [2, RECORD_CAPACITY_BYTES / 4], symmetric."""
+    """fp32 [2, floats per parity], symmetric."""
     flags: torch.Tensor
-    """int32 [2, FLAG_CAPACITY], symmetric."""
+    """int32 [2, flags per parity], symmetric, zeroed."""
     state: torch.Tensor
     """int32 [3]: epoch, arrival tickets, finished programs (this rank only)."""
 
+    def fits(self, floats: int, flags: int) -> bool:
+        return floats <= self.records.shape[1] and flags <= self.flags.shape[1]
 
-_workspace: _Workspace | None = None
+
+@dataclass
+class _WorldState:
+    """What the first calls of each shape decided in one world: the shapes the ranks agreed on and the workspace
+    each uses. Workspaces are never freed (CUDA graphs may hold their addresses); each has its own epoch, so calls
+    on different workspaces never share a flag."""
+
+    world: rt.World
+    agreed: dict[tuple, _Workspace] = field(default_factory=dict)
+    workspaces: list[_Workspace] = field(default_factory=list)
 
 
-def _get_workspace() -> _Workspace:
-    global _workspace
-    world = rt.current_world()
-    if _workspace is not None and _workspace.world is world:
-        return _workspace
-    if torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            "flash_decode: its workspace does not exist yet and cannot be created during CUDA-graph capture; call "
-            "it once outside the graph first (a warm-up)"
-        )
-    _workspace = _Workspace(
-        world,
-        rt.empty(2, RECORD_CAPACITY_BYTES // 4, dtype=torch.float32),
-        rt.zeros(2, FLAG_CAPACITY, dtype=torch.int32),
-        rt.zeros(3, dtype=torch.int32),
-    )
-    rt.barrier()  # zeroed flags everywhere before any rank's kernel sets one
-    return _workspace
+_state: _WorldState | None = None
 
 
 def record_floats(group: int) -> int:
+    """Floats of one record (a group's output rows and log-sum-exps)."""
     return group * HEAD_DIM + RECORD_PAD
+
+
+def workspace_need(batch: int, kv_heads: int, group: int, splits: int, world_size: int) -> tuple[int, int]:
+    """(record floats, flags) per parity of one call: a record and a flag per (sequence, KV head, rank, split)."""
+    slots = batch * kv_heads * world_size * splits
+    return slots * record_floats(group), slots
+
+
+def fits_workspace(batch: int, kv_heads: int, group: int, splits: int, world_size: int) -> bool:
+    floats, flags = workspace_need(batch, kv_heads, group, splits, world_size)
+    return floats * 4 <= MAX_RECORD_BYTES and flags <= MAX_FLAGS
 
 
 def choose_splits(
     batch: int, kv_heads: int, group: int, local_len: int, world_size: int, sms: int, block_n: int
 ) -> int:
     """Splits per (sequence, KV head): about two programs per SM, at least two key blocks per split, within the
-    record and flag capacities."""
+    workspace limits (1 when even one split does not fit: the call then raises, naming the workspace)."""
     groups = batch * kv_heads
+    if groups == 0:
+        return 1
     splits = max(1, min(MAX_SPLITS, triton.cdiv(2 * sms, groups)))
     splits = min(splits, max(1, local_len // (2 * block_n)))
-    by_records = RECORD_CAPACITY_BYTES // (groups * world_size * record_floats(group) * 4)
-    by_flags = FLAG_CAPACITY // (groups * world_size)
+    by_records = MAX_RECORD_BYTES // (groups * world_size * record_floats(group) * 4)
+    by_flags = MAX_FLAGS // (groups * world_size)
     return max(1, min(splits, by_records, by_flags))
 
 
+def needs_wide_offsets(k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether a token's element offset within a (sequence, KV head) can pass int32 (the kernel's ``WIDE``)."""
+    local_len = k.shape[2]
+    return any((local_len - 1) * t.stride(2) + HEAD_DIM > INT32_MAX for t in (k, v))
+
+
+def check_scale(scale: float | None) -> float:
+    """The softmax scale a call uses: ``scale`` (a finite real number) or 1/sqrt(128)."""
+    if scale is None:
+        return 1.0 / math.sqrt(HEAD_DIM)
+    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        raise TypeError(f"flash_decode: scale must be a float or None, got {type(scale).__name__}")
+    if not math.isfinite(scale):
+        raise ValueError(f"flash_decode: scale must be finite, got {scale}")
+    return float(scale)
+
+
 def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor) -> None:
-    """Raise a TypeError/ValueError naming the problem (shapes and dtypes; fake tensors pass through)."""
+    """Raise a TypeError/ValueError naming the problem (shapes, dtypes, layouts, devices; fake tensors pass
+    through). The values of ``lengths`` are not checked (that would need a host synchronization): the kernel
+    clamps them to ``[0, local_len]``."""
     for name, t in (("q", q), ("k", k), ("v", v), ("lengths", lengths)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"flash_decode: {name} must be a torch.Tensor, got {type(t).__name__}")
@@ -278,10 +438,12 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: tor
     if k.shape[0] != batch:
         raise ValueError(f"flash_decode: q has batch {batch} but k/v have {k.shape[0]}")
     kv_heads = k.shape[1]
-    if kv_heads == 0 or q_heads % kv_heads:
-        raise ValueError(f"flash_decode: q_heads ({q_heads}) must be a multiple of kv_heads ({kv_heads})")
+    if kv_heads == 0 or q_heads == 0 or q_heads % kv_heads:
+        raise ValueError(f"flash_decode: q_heads ({q_heads}) must be a positive multiple of kv_heads ({kv_heads})")
     if q_heads // kv_heads > MAX_GROUP:
         raise ValueError(f"flash_decode: at most {MAX_GROUP} query heads per KV head, got {q_heads // kv_heads}")
+    if k.shape[2] > MAX_LOCAL_LEN:
+        raise ValueError(f"flash_decode: local_len must be at most 2^30, got {k.shape[2]}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.stride(-1) != 1:
             raise ValueError(f"flash_decode: {name} must have a contiguous last dim, got strides {t.stride()}")
@@ -290,36 +452,112 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: tor
             f"flash_decode: lengths must be an int32 tensor of shape [{batch}], got {lengths.dtype} "
             f"{list(lengths.shape)}"
         )
+    if batch > 1 and lengths.stride(0) != 1:
+        raise ValueError(f"flash_decode: lengths must be contiguous, got stride {lengths.stride(0)}")
     devices = {t.device for t in (q, k, v, lengths)}
     if len(devices) > 1:
         raise ValueError(f"flash_decode: q, k, v and lengths must be on one device, got {sorted(map(str, devices))}")
 
 
-_agreed: set[tuple] = set()
+def _world_state(world: rt.World) -> _WorldState:
+    global _state
+    if _state is None or _state.world is not world:
+        _state = _WorldState(world)  # a new world: nothing agreed, no workspace (the old heap is gone)
+    return _state
 
 
-def _check_agreement(q: torch.Tensor, k: torch.Tensor, config: FlashDecodeConfig, splits: int) -> None:
+def _new_workspace(floats: int, flags: int) -> _Workspace:
+    floats = min(max(triton.next_power_of_2(floats), MIN_RECORD_BYTES // 4), MAX_RECORD_BYTES // 4)
+    flags = min(max(triton.next_power_of_2(flags), MIN_FLAGS), MAX_FLAGS)
+    workspace = _Workspace(
+        rt.empty(2, floats, dtype=torch.float32),
+        rt.zeros(2, flags, dtype=torch.int32),
+        rt.zeros(3, dtype=torch.int32),
+    )
+    rt.barrier()  # zeroed flags everywhere before any rank's kernel sets one
+    return workspace
+
+
+def _agree(q: torch.Tensor, k: torch.Tensor, config: FlashDecodeConfig, splits: int, sm_scale: float) -> _Workspace:
+    """The workspace of this call's shape. On the first call of a shape (a collective): check that every rank
+    calls with the same shapes, dtype, config, splits and scale, raise on every rank naming the first that differs,
+    then pick or allocate (collectively: every rank makes the same decisions in the same order) the workspace."""
     world = rt.current_world()
     if q.device != world.device:
         raise ValueError(f"flash_decode: q is on {q.device}, but this rank's symmetric heap is on {world.device}")
-    signature = (tuple(q.shape), tuple(k.shape), q.dtype, config, splits)
-    if signature in _agreed:
-        return
+    state = _world_state(world)
+    signature = (tuple(q.shape), tuple(k.shape), q.dtype, config, splits, sm_scale)
+    found = state.agreed.get(signature)
+    if found is not None:
+        return found
     check_ranks_call_alike(
         world.group,
         world.rank,
-        (list(q.shape), list(k.shape), str(q.dtype), asdict(config), splits),
+        (list(q.shape), list(k.shape), str(q.dtype), asdict(config), splits, sm_scale),
         op="flash_decode",
-        fields="(q shape, k/v shape, dtype, config, splits)",
+        fields="(q shape, k/v shape, dtype, config, splits, scale)",
         disagreement="ranks disagree on the shapes",
         capture_message="flash_decode: first call with these shapes during CUDA-graph capture; the ranks' agreement "
         "is checked (a collective) on the first call of each shape: call it once before capturing",
     )
-    _agreed.add(signature)
+    batch, q_heads, _ = q.shape
+    kv_heads = k.shape[1]
+    group = q_heads // kv_heads
+    floats, flags = workspace_need(batch, kv_heads, group, splits, world.world_size)
+    if not fits_workspace(batch, kv_heads, group, splits, world.world_size):  # after the agreement: on every rank
+        raise ValueError(
+            f"flash_decode: batch {batch} x {kv_heads} KV heads x {splits} splits on {world.world_size} ranks needs "
+            f"{floats * 4} bytes of records and {flags} flags per call, more than the workspace's "
+            f"{MAX_RECORD_BYTES} bytes and {MAX_FLAGS} flags: use fewer splits or a smaller batch per call"
+        )
+    workspace = next((ws for ws in state.workspaces if ws.fits(floats, flags)), None)
+    if workspace is None:
+        workspace = _new_workspace(floats, flags)
+        state.workspaces.append(workspace)
+    state.agreed[signature] = workspace
+    return workspace
 
 
 _plans: dict[tuple, LaunchPlan] = {}
 _sms: dict[int, int] = {}
+
+
+def _splits_for(q: torch.Tensor, k: torch.Tensor, config: FlashDecodeConfig, world_size: int) -> int:
+    if config.splits:
+        return config.splits
+    index = q.device.index
+    if index not in _sms:
+        _sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    batch, q_heads, _ = q.shape
+    kv_heads = k.shape[1]
+    return choose_splits(batch, kv_heads, q_heads // kv_heads, k.shape[2], world_size, _sms[index], config.block_n)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    config: FlashDecodeConfig
+    splits: int
+    sm_scale: float
+    workspace: _Workspace
+
+
+def _prepare(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    lengths: torch.Tensor,
+    scale: float | None,
+    config: FlashDecodeConfig | None,
+) -> _Prepared:
+    """Everything before the launch: the local checks, the split count, the ranks' agreement and the workspace."""
+    check_inputs(q, k, v, lengths)
+    sm_scale = check_scale(scale)
+    config = config or FlashDecodeConfig()
+    world = rt.current_world()
+    if q.device != world.device:
+        raise ValueError(f"flash_decode: q is on {q.device}, but this rank's symmetric heap is on {world.device}")
+    splits = _splits_for(q, k, config, world.world_size)
+    return _Prepared(config, splits, sm_scale, _agree(q, k, config, splits, sm_scale))
 
 
 def _run(
@@ -331,29 +569,14 @@ def _run(
     scale: float | None,
     config: FlashDecodeConfig | None = None,
 ) -> None:
-    check_inputs(q, k, v, lengths)
-    config = config or FlashDecodeConfig()
+    prepared = _prepare(q, k, v, lengths, scale, config)
+    config, splits, sm_scale, ws = prepared.config, prepared.splits, prepared.sm_scale, prepared.workspace
     world = rt.current_world()
-    if q.device != world.device:
-        raise ValueError(f"flash_decode: q is on {q.device}, but this rank's symmetric heap is on {world.device}")
     batch, q_heads, _ = q.shape
-    kv_heads = k.shape[1]
-    group = q_heads // kv_heads
-    index = q.device.index
-    if index not in _sms:
-        _sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    splits = config.splits or choose_splits(
-        batch, kv_heads, group, k.shape[2], world.world_size, _sms[index], config.block_n
-    )
-    _check_agreement(q, k, config, splits)
-    groups = batch * kv_heads
-    if groups * world.world_size * splits > FLAG_CAPACITY or (
-        groups * world.world_size * splits * record_floats(group) * 4 > RECORD_CAPACITY_BYTES
-    ):
-        raise ValueError(f"flash_decode: batch {batch} x {kv_heads} KV heads x {splits} splits exceeds the workspace")
     if batch == 0:
         return
-    sm_scale = scale if scale is not None else 1.0 / math.sqrt(HEAD_DIM)
+    kv_heads = k.shape[1]
+    group = q_heads // kv_heads
     tensors = (q, k, v, lengths, out)
     key = (
         tuple(t.shape for t in tensors),
@@ -369,7 +592,6 @@ def _run(
     if plan is not None and plan.world is world:
         plan.launch(q.device, *tensors)
         return
-    ws = _get_workspace()
     named = {
         "q_ptr": q,
         "k_ptr": k,
@@ -379,8 +601,9 @@ def _run(
         "rec_ptr": ws.records,
         "flags_ptr": ws.flags,
         "state_ptr": ws.state,
-        "groups": groups,
+        "groups": batch * kv_heads,
         "kv_heads": kv_heads,
+        "local_len": k.shape[2],
         "stride_qb": q.stride(0),
         "stride_qh": q.stride(1),
         "stride_kb": k.stride(0),
@@ -396,12 +619,13 @@ def _run(
         "flag_parity_stride": ws.flags.shape[1],
         "SPLITS": splits,
         "GROUP": group,
-        "ROWS": max(16, triton.next_power_of_2(group)),
+        "ROWS": ROWS,
         "D": HEAD_DIM,
         "BLOCK_N": config.block_n,
+        "WIDE": needs_wide_offsets(k, v),
         "WORLD": notify_world(world.world_size),
     }
-    grid = (groups * splits, 1, 1)
+    grid = (batch * kv_heads * splits, 1, 1)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     with torch.cuda.device(q.device):
         _plans[key] = first_launch(_flash_decode_kernel, grid, named, len(tensors), **options)
@@ -421,6 +645,7 @@ def _flash_decode_fake(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor, scale: float | None = None
 ) -> torch.Tensor:
     check_inputs(q, k, v, lengths)
+    check_scale(scale)
     return torch.empty_like(q, memory_format=torch.contiguous_format)
 
 
@@ -430,15 +655,22 @@ def flash_decode(
     """Attention of one query token per sequence over a KV cache split across the ranks along the sequence.
 
     ``q``: [batch, q_heads, 128], the same on every rank; ``k``, ``v``: [batch, kv_heads, local_len, 128], this
-    rank's part of the cache (``q_heads`` a multiple of ``kv_heads``, at most 16 per KV head); ``lengths``: int32
-    [batch], how many of this rank's ``local_len`` positions hold tokens for each sequence (0 allowed). bf16 or
-    fp16; ``scale`` defaults to 1/sqrt(128). Returns [batch, q_heads, 128] on every rank, bit-identical across
-    ranks: softmax(q K^T scale) V over the union of every rank's valid tokens (order does not matter for one
-    query). A sequence with no tokens anywhere gives zeros. Every rank passes the same shapes (checked
-    collectively on the first call of each shape). One launch, no host synchronization; CUDA-graph capture works
+    rank's part of the cache, anywhere in this GPU's memory, any strides with a contiguous last dim (``q_heads`` a
+    positive multiple of ``kv_heads``, at most 16 per KV head; query head ``h`` reads KV head ``h // (q_heads /
+    kv_heads)``, as ``scaled_dot_product_attention(..., enable_gqa=True)``); ``lengths``: contiguous int32 [batch]
+    on the same GPU, how many of this rank's first ``local_len`` positions hold tokens for each sequence (0
+    allowed; values outside ``[0, local_len]`` are clamped, not checked: that would need a host synchronization).
+    bf16 or fp16; ``scale`` defaults to 1/sqrt(128). Returns [batch, q_heads, 128] on every rank, bit-identical
+    across ranks: softmax(q K^T scale) V over the union of every rank's valid tokens (order does not matter for
+    one query). A sequence with no tokens anywhere gives zeros.
+
+    Every rank calls it with the same shapes, dtype and scale, in the same order. The first call of each shape
+    checks that collectively (a difference raises on every rank, naming it); later calls skip the check, so a rank
+    that repeats a shape the others have moved on from is not caught (the others wait for its records). One
+    launch, no host synchronization; calls must not run concurrently on two streams. CUDA-graph capture works
     after one eager call of the shape.
     """
-    if not plain_eager(q):
+    if isinstance(q, torch.Tensor) and not plain_eager(q):
         return torch.ops.triton_dist.flash_decode(q, k, v, lengths, scale)
     check_inputs(q, k, v, lengths)
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
