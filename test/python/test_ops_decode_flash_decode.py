@@ -96,7 +96,7 @@ def compile_flash(
     config = config or fd.FlashDecodeConfig()
     sig, constants = signature(dtype, wide_strides, ones)
     constexprs = dict(SPLITS=splits, GROUP=group, ROWS=fd.ROWS, D=fd.HEAD_DIM, BLOCK_N=config.block_n, WIDE=wide)
-    constexprs.update(WORLD=world, **constants)
+    constexprs.update(RG=fd.combine_rows(group), CHUNK=fd.combine_chunk(group), WORLD=world, **constants)
     aligned = tuple(name for name in ALIGNED if name in sig)
     options = dict(constexprs=constexprs, aligned=aligned, num_warps=config.num_warps, num_stages=config.num_stages)
     if checks is None:

@@ -18,10 +18,12 @@ length, or a block mask off by one, ruins the output), the record buffer starts 
 written by the wrong program, poisons the combine), the flags must all read the epoch afterwards (every slot
 written once), the state must read (epoch, 0, 0), and a call must leave the other parity's records alone.
 
-Covered: bf16 and fp16; batch 1, 3, 8; GQA groups 1, 3, 4, 8, 16; 1 to 4 ranks; 1 to 5 splits; key blocks 16 and
-64; local lengths not a multiple of the block; per-rank lengths drawn at random, 0 on some ranks, 0 everywhere
-for a sequence (zeros), beyond the cache or negative (clamped); a [B, S, H, D] cache viewed as [B, H, S, D]; the
-64-bit offset variant; a non-default scale; two calls in a row (both parities, the epoch hand-over).
+Covered: bf16 and fp16; batch 1, 2, 3, 4, 8; GQA groups 1, 3, 4, 8, 16; 1 to 4 ranks; 1 to 5 splits; key blocks
+16 and 64; local lengths not a multiple of the block; per-rank lengths drawn at random, 0 on some ranks, 0
+everywhere for a sequence (zeros), beyond the cache or negative (clamped), on either side of a block boundary; a
+[B, S, H, D] cache viewed as [B, H, S, D]; the 64-bit offset variant; a non-default scale; record counts that are
+not a multiple of the combine's step, and a step of one record; two calls in a row (both parities, the epoch
+hand-over).
 
 Two interpreter bugs of Triton 3.6 that this code reaches are patched in the subprocess (``_fix_interpreter``):
 ``tl.dot`` on bf16 multiplies the raw 16-bit patterns as integers, and ``range()`` over a loaded scalar calls
@@ -78,7 +80,7 @@ def _emulate_producers(
 @triton.jit
 def _emulate_combiners(
     out_ptr, rec_ptr, flags_ptr, epoch, kv_heads, stride_ob, stride_oh, rec_parity_stride, flag_parity_stride, ranks,
-    SPLITS: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr,
+    SPLITS: tl.constexpr, GROUP: tl.constexpr, RG: tl.constexpr, D: tl.constexpr, CHUNK: tl.constexpr,
 ):  # fmt: skip
     group = tl.program_id(0)
     seq = (group // kv_heads).to(tl.int64)
@@ -86,8 +88,8 @@ def _emulate_combiners(
     RECORD: tl.constexpr = GROUP * D + fd._RECORD_PAD
     records, flags = fd._epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
     first = fd._slot(group, 0, ranks, 0, SPLITS)
-    result = fd._combine_records(records + first * RECORD, ranks * SPLITS, GROUP, ROWS, D)
-    fd._store_output(out_ptr, seq, head, stride_ob, stride_oh, result, GROUP, ROWS, D)
+    result = fd._combine_records(records + first * RECORD, ranks * SPLITS, GROUP, RG, D, CHUNK)
+    fd._store_output(out_ptr, seq, head, stride_ob, stride_oh, result, GROUP, RG, D)
 
 
 @triton.jit
@@ -202,7 +204,8 @@ def emulate(case: dict) -> dict:
         out = torch.full((batch, q_heads, 128), float("nan"), dtype=dtype)
         _emulate_combiners[(groups,)](
             out, records, flags, epoch, kv_heads, out.stride(0), out.stride(1), records.shape[1], flags.shape[1],
-            ranks, SPLITS=splits, GROUP=group, ROWS=fd.ROWS, D=128,
+            ranks, SPLITS=splits, GROUP=group, RG=fd.combine_rows(group), D=128,
+            CHUNK=case.get("chunk", fd.combine_chunk(group)),
         )  # fmt: skip
         want = reference(q, [c[0] for c in caches], [c[1] for c in caches], lengths, scale)
         got = out.double()
@@ -259,9 +262,9 @@ def _in_interpreter(request: dict) -> list:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-TOLERANCE = {"bfloat16": 1.5e-2, "float16": 4e-3}
+TOLERANCE = {"bfloat16": 1.5e-2, "float16": 1.5e-3}
 """Max |out - SDPA| / max |SDPA| per call: P @ V with P rounded to the dtype, then one rounding of the output
-(the measured worst over these cases: about 0.5% for bf16, 0.08% for fp16)."""
+(the worst measured over these cases: 0.75% for bf16, 0.034% for fp16)."""
 
 
 def _case(**overrides) -> dict:  # noqa: ANN003
@@ -281,6 +284,8 @@ CASES = {
     "group 16, 3 ranks": _case(batch=2, q_heads=16, kv_heads=1, ranks=3, splits=2, local_len=70, seed=4),
     "group 3 (not a power of two)": _case(batch=2, q_heads=12, kv_heads=4, splits=2, seed=5),
     "1 rank": _case(ranks=1, splits=4, seed=6),
+    "combine chunks with a remainder (9 records, 4 per step)": _case(q_heads=16, ranks=3, splits=3, seed=12),
+    "combine one record per step": _case(batch=2, ranks=3, splits=2, chunk=1, seed=13),
     "[B, S, H, D] cache viewed as [B, H, S, D]": _case(seq_major=True, seed=7),
     "64-bit offsets": _case(wide=True, seed=8),
     "scale 0.3": _case(scale=0.3, seed=9),
@@ -293,9 +298,9 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("chunk", [0, 1, 2])
-def test_kernel_helpers_match_sdpa_on_the_whole_cache(chunk):
-    names = list(CASES)[chunk::3]
+@pytest.mark.parametrize("part", [0, 1, 2])
+def test_kernel_helpers_match_sdpa_on_the_whole_cache(part):
+    names = list(CASES)[part::3]
     results = _in_interpreter({"what": "emulate", "cases": [CASES[name] for name in names]})
     for name, result in zip(names, results, strict=True):
         case = CASES[name]
