@@ -316,35 +316,58 @@ def check_gemm_ar_bad_input(checks: Checks, world: rt.World) -> None:
 # flash_decode
 
 
-FLASH_CASES = [  # (batch, q_heads, kv_heads, local_len, dtype, config or None, lengths per rank: "full" / "varied")
-    (1, 64, 8, 4096, torch.bfloat16, None, "full"),
-    (4, 32, 8, 1000, torch.bfloat16, None, "varied"),  # one sequence has no tokens on rank 1
-    (8, 8, 8, 2048, torch.bfloat16, FlashDecodeConfig(splits=7), "varied"),  # one query head per KV head
-    (3, 16, 1, 777, torch.float16, FlashDecodeConfig(splits=1), "varied"),  # 16 query heads per KV head
-    (2, 64, 8, 65_536, torch.bfloat16, None, "varied"),
+FLASH_CASES = [  # (batch, q_heads, kv_heads, local_len, dtype, config or None, lengths pattern, scale, layout)
+    (1, 64, 8, 4096, torch.bfloat16, None, "full", None, "bhsd"),
+    (4, 32, 8, 1000, torch.bfloat16, None, "varied", None, "bhsd"),  # one sequence has no tokens on rank 1
+    (8, 8, 8, 2048, torch.bfloat16, FlashDecodeConfig(splits=7), "varied", None, "bhsd"),  # one query head per KV head
+    (3, 16, 1, 777, torch.float16, FlashDecodeConfig(splits=1), "varied", None, "bhsd"),  # 16 query heads per KV head
+    (2, 64, 8, 65_536, torch.bfloat16, None, "varied", None, "bhsd"),
+    (5, 24, 8, 3000, torch.bfloat16, None, "outside", 0.05, "bhsd"),  # group 3; lengths < 0 and > local_len clamped
+    (2, 32, 8, 4096, torch.bfloat16, FlashDecodeConfig(block_n=32, num_stages=2), "varied", None, "bshd"),
+    (64, 32, 8, 4096, torch.bfloat16, None, "varied", None, "bhsd"),  # batch 64
+    (1, 64, 8, 524_288, torch.bfloat16, None, "varied", None, "bhsd"),  # 512k tokens per rank
 ]
+"""Layouts: "bhsd" a contiguous [B, H, S, D] cache; "bshd" a [B, S, H, D] cache viewed as [B, H, S, D]."""
 
 
-def flash_inputs(tag: int, batch: int, q_heads: int, kv_heads: int, local_len: int, dtype: torch.dtype, rank: int):
+def flash_inputs(
+    tag: int,
+    batch: int,
+    q_heads: int,
+    kv_heads: int,
+    local_len: int,
+    dtype: torch.dtype,
+    rank: int,
+    layout: str = "bhsd",
+):
     q = rank_data(0, tag, (batch, q_heads, 128), dtype)  # the same query on every rank
-    k = rank_data(rank, tag + 1, (batch, kv_heads, local_len, 128), dtype)
-    v = rank_data(rank, tag + 2, (batch, kv_heads, local_len, 128), dtype)
+    shape = (batch, kv_heads, local_len, 128) if layout == "bhsd" else (batch, local_len, kv_heads, 128)
+    k = rank_data(rank, tag + 1, shape, dtype)
+    v = rank_data(rank, tag + 2, shape, dtype)
+    if layout == "bshd":
+        k, v = k.transpose(1, 2), v.transpose(1, 2)
     return q, k, v
 
 
-def flash_lengths(pattern: str, batch: int, local_len: int, rank: int) -> torch.Tensor:
+def flash_lengths(pattern: str, batch: int, local_len: int, rank: int, shift: int = 0) -> torch.Tensor:
+    """Valid tokens per sequence on ``rank``: "full"; "varied" (differs per sequence, rank and ``shift``; sequence 1
+    has none on rank 1); "outside" (varied, then some below 0 and above local_len: the kernel clamps them)."""
     if pattern == "full":
         values = [local_len] * batch
-    else:  # varied per sequence and rank; sequence 1 has no tokens on rank 1
-        values = [(local_len * (b + 1) // batch + 37 * rank * (b + 1)) % (local_len + 1) for b in range(batch)]
+    else:
+        values = [(local_len * (b + 1) // batch + 37 * rank * (b + 1) + shift) % (local_len + 1) for b in range(batch)]
         if batch > 1 and rank == 1:
             values[1] = 0
+        if pattern == "outside":
+            values[0] = -5 - rank
+            values[-1] = local_len + 100 * (rank + 1)
     return torch.tensor(values, dtype=torch.int32, device="cuda")
 
 
 def close_flash(out: torch.Tensor, ref: torch.Tensor) -> tuple[bool, str]:
     """Attention outputs are weighted means of V, often much smaller than 1: tolerances scale with the output
-    (2% of each element plus 1% of the largest; bf16 P @ V and output rounding stay well inside)."""
+    (2% of each element plus 1% of the largest; bf16 P @ V and output rounding stay well inside: the CPU
+    emulation of the kernel's code measured at most 0.75% of the largest)."""
     if torch.isnan(out).any():
         return False, f"{int(torch.isnan(out).sum())} NaN (poison) elements left"
     diff = (out.float() - ref.float()).abs()
@@ -356,42 +379,59 @@ def close_flash(out: torch.Tensor, ref: torch.Tensor) -> tuple[bool, str]:
     )
 
 
-def flash_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """SDPA over the whole cache: every rank's valid tokens of each sequence, gathered."""
+def flash_reference(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor, scale: float | None = None
+) -> torch.Tensor:
+    """SDPA (fp32) over the whole cache: every rank's valid tokens of each sequence (lengths clamped to
+    [0, local_len], as the kernel does), gathered; one KV head at a time, so 512k tokens per rank fit."""
     world_size = dist.get_world_size()
     gathered = {}
     for name, t in (("k", k), ("v", v), ("lengths", lengths)):
-        gathered[name] = [torch.empty_like(t) for _ in range(world_size)]
+        gathered[name] = [torch.empty_like(t, memory_format=torch.contiguous_format) for _ in range(world_size)]
         dist.all_gather(gathered[name], t.contiguous())
-    outs = []
-    for b in range(q.shape[0]):
-        keys = torch.cat([gathered["k"][r][b, :, : int(gathered["lengths"][r][b])] for r in range(world_size)], 1)
-        values = torch.cat([gathered["v"][r][b, :, : int(gathered["lengths"][r][b])] for r in range(world_size)], 1)
-        if keys.shape[1] == 0:
-            outs.append(torch.zeros(q.shape[1], q.shape[2], device="cuda"))
-            continue
-        attn = torch.nn.functional.scaled_dot_product_attention(
-            q[b].float()[None, :, None, :], keys.float()[None], values.float()[None], enable_gqa=True
-        )
-        outs.append(attn[0, :, 0, :])
-    return torch.stack(outs).to(q.dtype)
+    local_len = k.shape[2]
+    spans = [[max(0, min(int(n), local_len)) for n in gathered["lengths"][r].tolist()] for r in range(world_size)]
+    batch, q_heads, dim = q.shape
+    kv_heads = k.shape[1]
+    group = q_heads // kv_heads
+    out = torch.zeros(batch, q_heads, dim, device="cuda")
+    for b in range(batch):
+        if sum(spans[r][b] for r in range(world_size)) == 0:
+            continue  # no tokens anywhere: zeros
+        for h in range(kv_heads):
+            keys = torch.cat([gathered["k"][r][b, h, : spans[r][b]] for r in range(world_size)]).float()
+            values = torch.cat([gathered["v"][r][b, h, : spans[r][b]] for r in range(world_size)]).float()
+            queries = q[b, h * group : (h + 1) * group].float()
+            attn = torch.nn.functional.scaled_dot_product_attention(
+                queries[None, None], keys[None, None], values[None, None], scale=scale
+            )
+            out[b, h * group : (h + 1) * group] = attn[0, 0]
+    return out.to(q.dtype)
 
 
 def check_flash_decode_eager(checks: Checks, world: rt.World) -> None:
-    for tag, (batch, q_heads, kv_heads, local_len, dtype, config, pattern) in enumerate(FLASH_CASES, start=900):
-        q, k, v = flash_inputs(tag * 10, batch, q_heads, kv_heads, local_len, dtype, world.rank)
+    for tag, case in enumerate(FLASH_CASES, start=900):
+        batch, q_heads, kv_heads, local_len, dtype, config, pattern, scale, layout = case
+        q, k, v = flash_inputs(tag * 10, batch, q_heads, kv_heads, local_len, dtype, world.rank, layout)
         lengths = flash_lengths(pattern, batch, local_len, world.rank)
         out = poisoned((batch, q_heads, 128), dtype)
-        _run_flash_decode(q, k, v, lengths, out, None, config)
+        _run_flash_decode(q, k, v, lengths, out, scale, config)
         sync("flash_decode")
-        ok, detail = close_flash(out, flash_reference(q, k, v, lengths))
+        ok, detail = close_flash(out, flash_reference(q, k, v, lengths, scale))
         what = f"flash_decode B={batch} Hq={q_heads} Hkv={kv_heads} local={local_len} {dtype} {config} {pattern}"
+        what += f" scale={scale} {layout}"
         checks.check(what, ok, detail)
         checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(out))
+        del q, k, v
+        torch.cuda.empty_cache()
     q, k, v = flash_inputs(990, 2, 8, 2, 64, torch.bfloat16, world.rank)
     nothing = torch.zeros(2, dtype=torch.int32, device="cuda")
     out = flash_decode(q, k, v, nothing)
     checks.check("flash_decode with no tokens anywhere gives zeros", bool((out == 0).all()))
+    again = flash_decode(q, k, v, flash_lengths("varied", 2, 64, world.rank))  # the same shape, the other parity
+    sync("flash_decode again")
+    ok, detail = close_flash(again, flash_reference(q, k, v, flash_lengths("varied", 2, 64, world.rank)))
+    checks.check("flash_decode: the next call of a shape (other epoch parity)", ok, detail)
 
 
 def check_flash_decode_graph_and_compile(checks: Checks, world: rt.World) -> None:
@@ -408,6 +448,7 @@ def check_flash_decode_graph_and_compile(checks: Checks, world: rt.World) -> Non
         q, k, v = flash_inputs(1010 + 10 * replay, batch, q_heads, kv_heads, local_len, dtype, world.rank)
         for dst, src in ((q_in, q), (k_in, k), (v_in, v)):
             dst.copy_(src)
+        len_in.copy_(flash_lengths("varied", batch, local_len, world.rank, shift=301 * replay))  # read at replay
         poison_(first)
         poison_(second)
         graph.replay()
@@ -415,9 +456,11 @@ def check_flash_decode_graph_and_compile(checks: Checks, world: rt.World) -> Non
         ok, detail = close_flash(first, flash_reference(q, k, v, len_in))
         same = torch.equal(first, second)
         checks.check(f"flash_decode CUDA graph replay {replay} (two calls)", ok and same, detail)
-    compiled = torch.compile(lambda q, k, v, n: flash_decode(q, k, v, n) * 2, fullgraph=True)
+        checks.check(f"flash_decode CUDA graph replay {replay}: bit-identical on every rank", same_on_all_ranks(first))
+    compiled = torch.compile(lambda q, k, v, n: flash_decode(q, k, v, n, scale=0.07) * 2, fullgraph=True)
     q, k, v = flash_inputs(1100, batch, q_heads, kv_heads, local_len, dtype, world.rank)
-    ok, detail = close_flash(compiled(q, k, v, len_in), (flash_reference(q, k, v, len_in).float() * 2).to(dtype))
+    want = (flash_reference(q, k, v, len_in, 0.07).float() * 2).to(dtype)
+    ok, detail = close_flash(compiled(q, k, v, len_in), want)
     checks.check("flash_decode under torch.compile(fullgraph=True)", ok, detail)
 
 
@@ -435,12 +478,38 @@ def check_flash_decode_bad_input(checks: Checks, world: rt.World) -> None:
         checks, "q heads not a multiple", ValueError, lambda: flash_decode(q[:, :7], k, v, n), "multiple of kv_heads"
     )
     expect_error(checks, "int64 lengths", ValueError, lambda: flash_decode(q, k, v, n.long()), "int32")
+    strided = torch.full((2, 2), 64, dtype=torch.int32, device="cuda")[:, 0]
+    expect_error(checks, "strided lengths", ValueError, lambda: flash_decode(q, k, v, strided), "contiguous")
     expect_error(checks, "k and v differ", ValueError, lambda: flash_decode(q, k, v[:, :, :32], n), "same shape")
     expect_error(checks, "fp32", TypeError, lambda: flash_decode(q.float(), k.float(), v.float(), n), "bfloat16")
     expect_error(checks, "batch mismatch", ValueError, lambda: flash_decode(q[:1], k, v, n[:1]), "batch")
-    odd_k = torch.zeros(2, 2, 64 + world.rank, 128, dtype=torch.bfloat16, device="cuda")
+    expect_error(checks, "NaN scale", ValueError, lambda: flash_decode(q, k, v, n, scale=float("nan")), "finite")
+    expect_error(checks, "CPU tensors", ValueError, lambda: flash_decode(q.cpu(), k.cpu(), v.cpu(), n.cpu()), "heap")
+    # Differences between ranks: every rank raises (the first call of a shape is a collective check). Each uses a
+    # shape no earlier call used, on every rank: a rank repeating an agreed shape would skip the check and launch.
+    odd_k = torch.zeros(2, 2, 96 + world.rank, 128, dtype=torch.bfloat16, device="cuda")
     expect_error(
         checks, "cache shapes differ across ranks", RuntimeError, lambda: flash_decode(q, odd_k, odd_k, n), "disagree"
+    )
+    k80 = torch.zeros(2, 2, 80, 128, dtype=torch.bfloat16, device="cuda")
+    expect_error(
+        checks,
+        "scales differ across ranks",
+        RuntimeError,
+        lambda: flash_decode(q, k80, k80, n, scale=0.1 * (world.rank + 1)),
+        "disagree",
+    )
+    huge_q = torch.zeros(64, 512, 128, dtype=torch.bfloat16, device="cuda")
+    huge_k = torch.zeros(64, 32, 256, 128, dtype=torch.bfloat16, device="cuda")
+    lengths64 = torch.zeros(64, dtype=torch.int32, device="cuda")
+    expect_error(
+        checks,
+        "more records than the workspace holds",
+        ValueError,
+        lambda: _run_flash_decode(
+            huge_q, huge_k, huge_k, lengths64, torch.empty_like(huge_q), None, FlashDecodeConfig(splits=4)
+        ),
+        "workspace",
     )
 
 
