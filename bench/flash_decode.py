@@ -17,6 +17,8 @@ of >= 20 replays) and eager (events around one call after a barrier, median of >
 
 Before timing a case, flash_decode's output is compared with SDPA + NCCL's on the same shards (2% of each element
 plus 1% of the largest); a case that fails is marked in the table and the run exits 1 after writing the results.
+The table gives the split count flash_decode chose; ``--sweep-splits 4,8,16,32`` also times flash_decode with each
+of those split counts (graphed; columns ``splits=N``), the data for its split heuristic.
 
 Writes ``flash_decode.md``, ``flash_decode.png``, ``flash_decode.json`` to ``--out-dir``.
 """
@@ -24,6 +26,7 @@ Writes ``flash_decode.md``, ``flash_decode.png``, ``flash_decode.json`` to ``--o
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Callable
@@ -38,6 +41,7 @@ from _common import (  # noqa: E402
     GRAPHED_AND_EAGER,
     add_decode_arguments,
     describe_machine,
+    markdown_table,
     panel_chart,
     run_date,
     time_graphed_and_eager,
@@ -47,7 +51,10 @@ from _common import (  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import flash_decode  # noqa: E402
+from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+
+fd = importlib.import_module("triton_dist.ops.flash_decode")  # the module (triton_dist.ops.flash_decode is the op)
 
 Q_HEADS, KV_HEADS, DIM = 64, 8, 128
 GROUP = Q_HEADS // KV_HEADS
@@ -93,7 +100,9 @@ def agreement(ours: torch.Tensor, theirs: torch.Tensor) -> tuple[bool, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_decode_arguments(parser)
+    parser.add_argument("--sweep-splits", default="", help="comma-separated split counts to time besides the chosen")
     args = parser.parse_args()
+    sweep = [int(text) for text in args.sweep_splits.split(",") if text]
     world = setup_distributed(heap_size="1G")
     world_size = world.world_size
     dtype = torch.bfloat16
@@ -120,6 +129,20 @@ def main() -> int:
                 "SDPA + NCCL": lambda q=q, k=k, v=v: sdpa_then_nccl(q, k, v, world_size),
             }
             time_graphed_and_eager(row, impls, args.iters, f"B={batch} ctx={total}")
+            sms = torch.cuda.get_device_properties().multi_processor_count
+            row["splits"] = fd.choose_splits(
+                batch, KV_HEADS, GROUP, local, world_size, sms, fd.FlashDecodeConfig().block_n
+            )
+            for splits in sweep:
+                config = fd.FlashDecodeConfig(splits=splits)
+                out = torch.empty_like(q)
+                try:
+                    row[f"splits={splits} graphed"] = graphed_us(
+                        lambda q=q, k=k, v=v, n=lengths, out=out, c=config: fd._run(q, k, v, n, out, None, c),
+                        replays=args.iters,
+                    )
+                except Exception as error:  # noqa: BLE001 (a split count the workspace refuses is reported)
+                    rank0_print(f"INFO splits={splits} B={batch} ctx={total}: {type(error).__name__}: {error}")
             del k, v
             full_k = torch.randn(batch, KV_HEADS, total, DIM, device="cuda").to(dtype)
             full_v = torch.randn(batch, KV_HEADS, total, DIM, device="cuda").to(dtype)
@@ -159,20 +182,22 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
         *GRAPHED_AND_EAGER,
         "- Context = total tokens, split evenly over the ranks. Single GPU: the whole cache on one GPU.",
         "- Result: flash_decode's output against SDPA + NCCL's on the same shards (largest difference).",
+        "- Splits: the split count flash_decode chose per (sequence, KV head) and rank; splits=N: that count forced.",
         "",
-        "| batch | context | flash_decode graphed | single GPU graphed | SDPA + NCCL graphed | vs single GPU "
-        "| vs SDPA + NCCL | flash_decode eager | single GPU eager | SDPA + NCCL eager | result |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    swept = sorted({int(key.split("=")[1].split()[0]) for r in rows for key in r if key.startswith("splits=")})
+    headers = ["batch", "context", "flash_decode graphed", "single GPU graphed", "SDPA + NCCL graphed"]
+    headers += ["vs single GPU", "vs SDPA + NCCL", "flash_decode eager", "single GPU eager", "SDPA + NCCL eager"]
+    headers += ["result", "splits", *(f"splits={n} graphed" for n in swept)]
+    table = []
     for r in rows:
         result = ("ok" if r["matches SDPA + NCCL"] else "WRONG") + f" ({r['max |diff| vs SDPA + NCCL']:.2g})"
-        lines.append(
-            f"| {r['batch']} | {r['context'] >> 10}k | {r.get('flash_decode graphed', nan):.1f} | "
-            f"{r['single GPU graphed']:.1f} | {r.get('SDPA + NCCL graphed', nan):.1f} | "
-            f"{r['speedup vs single GPU']:.2f} | {r['speedup vs SDPA + NCCL']:.2f} | "
-            f"{r.get('flash_decode eager', nan):.1f} | {r['single GPU eager']:.1f} | "
-            f"{r.get('SDPA + NCCL eager', nan):.1f} | {result} |"
-        )
+        cells = [r["batch"], f"{r['context'] >> 10}k", *(f"{r.get(key, nan):.1f}" for key in headers[2:5])]
+        cells += [f"{r['speedup vs single GPU']:.2f}", f"{r['speedup vs SDPA + NCCL']:.2f}"]
+        cells += [f"{r.get(key, nan):.1f}" for key in headers[7:10]]
+        cells += [result, r["splits"], *(f"{r.get(f'splits={n} graphed', nan):.1f}" for n in swept)]
+        table.append(cells)
+    lines.append(markdown_table(headers, table))
     (out_dir / "flash_decode.md").write_text("\n".join(lines) + "\n")
     write_json(out_dir / "flash_decode.json", rows, started)
     keys = ("flash_decode graphed", "single GPU graphed", "SDPA + NCCL graphed")
