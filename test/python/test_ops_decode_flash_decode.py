@@ -282,6 +282,23 @@ def test_needs_wide_offsets(make, wide):
     assert fd.needs_wide_offsets(compact, cache) is wide and fd.needs_wide_offsets(cache, compact) is wide
 
 
+def test_launch_args_give_every_kernel_argument_and_one_program_per_split():
+    q, k, v, n = _inputs(batch=3, q_heads=12, kv_heads=4, local_len=100)
+    k, v = k.transpose(1, 2).contiguous().transpose(1, 2), v  # k as a [B, S, H, D] cache, v contiguous
+    workspace = fd._Workspace(torch.empty(2, 4096), torch.zeros(2, 256, dtype=torch.int32), torch.zeros(3))
+    prepared = fd._Prepared(fd.FlashDecodeConfig(splits=5, block_n=32, num_warps=8), 5, 0.1, workspace)
+    grid, named, options = fd.launch_args(q, k, v, n, torch.empty_like(q), prepared, 6)
+    assert list(named) == list(fd._flash_decode_kernel.arg_names)
+    assert grid == (3 * 4 * 5, 1, 1) and options == {"num_warps": 8, "num_stages": 3}
+    expected = dict(groups=12, kv_heads=4, local_len=100, stride_ks=4 * 128, stride_vs=128, stride_kh=128)
+    expected.update(stride_vh=100 * 128, sm_scale=0.1, rec_parity_stride=4096, flag_parity_stride=256)
+    expected.update(SPLITS=5, GROUP=3, ROWS=16, D=128, BLOCK_N=32, WIDE=False, RG=4, CHUNK=8, WORLD=0)
+    assert {name: named[name] for name in expected} == expected
+    assert fd.launch_args(q, k, v, n, torch.empty_like(q), prepared, 8)[1]["WORLD"] == 8  # one tensor notify
+    with pytest.raises(ValueError, match="out must be like q"):
+        fd.launch_args(q, k, v, n, torch.empty_like(q)[:, :6], prepared, 6)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Bad input
 

@@ -13,6 +13,9 @@ subprocess: the interpreter is chosen when a module's kernels are defined):
 - ``_emulate_combiners``: what each split-0 program does after its wait: the group's ``W x splits`` records
   combined in order, the output stored. One launch, after every rank's producers (the order the wait enforces).
 
+The kernels' arguments and grid are the op's own (``flash_decode.launch_args``, as a launch computes them from the
+tensors and the chosen split count), so the host's stride, length and geometry arithmetic is exercised too.
+
 What can go wrong shows: cache positions past each rank's length hold huge keys and values (a token read past a
 length, or a block mask off by one, ruins the output), the record buffer starts as NaN (a slot never written, or
 written by the wrong program, poisons the combine), the flags must all read the epoch afterwards (every slot
@@ -33,6 +36,7 @@ Two interpreter bugs of Triton 3.6 that this code reaches are patched in the sub
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 import math
 import os
@@ -177,6 +181,8 @@ def emulate(case: dict) -> dict:
     records = torch.full((2, floats + 64), float("nan"), dtype=torch.float32)
     flags = torch.zeros(2, flags_needed + 64, dtype=torch.int32)
     states = [torch.zeros(3, dtype=torch.int32) for _ in range(ranks)]
+    config = fd.FlashDecodeConfig(splits=splits, block_n=block_n)
+    overrides = {name: case[key] for name, key in (("WIDE", "wide"), ("CHUNK", "chunk")) if key in case}
     result: dict = {"calls": []}
     for call in range(2):
         lengths = []
@@ -191,22 +197,17 @@ def emulate(case: dict) -> dict:
         q = torch.randn(batch, q_heads, 128, generator=gen).to(dtype)
         caches = [make_cache(case, rank, lengths[rank], gen) for rank in range(ranks)]
         other_parity = records[call % 2].clone()  # epoch call + 1 uses parity (call + 1) % 2 only
-        wide = case.get("wide", fd.needs_wide_offsets(*caches[0]))
-        for rank, (k, v) in enumerate(caches):
-            _emulate_producers[(groups * splits,)](
-                q, k, v, lengths[rank], records, flags, states[rank],
-                groups, kv_heads, local_len,
-                q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2),
-                scale, records.shape[1], flags.shape[1], rank, ranks,
-                SPLITS=splits, GROUP=group, ROWS=fd.ROWS, D=128, BLOCK_N=block_n, WIDE=wide,
-            )  # fmt: skip
-        epoch = call + 1
         out = torch.full((batch, q_heads, 128), float("nan"), dtype=dtype)
-        _emulate_combiners[(groups,)](
-            out, records, flags, epoch, kv_heads, out.stride(0), out.stride(1), records.shape[1], flags.shape[1],
-            ranks, SPLITS=splits, GROUP=group, RG=fd.combine_rows(group), D=128,
-            CHUNK=case.get("chunk", fd.combine_chunk(group)),
-        )  # fmt: skip
+        for rank, (k, v) in enumerate(caches):  # the kernel's arguments and grid, as the op computes them
+            fd.check_inputs(q, k, v, lengths[rank])
+            workspace = fd._Workspace(records, flags, states[rank])
+            prepared = fd._Prepared(config, splits, fd.check_scale(case.get("scale")), workspace)
+            grid, named, _ = fd.launch_args(q, k, v, lengths[rank], out, prepared, ranks)
+            named.update(overrides)
+            assert named["sm_scale"] == scale and grid == (groups * splits, 1, 1)
+            _emulate_producers[grid](**_arguments(_emulate_producers, named), me=rank, ranks=ranks)
+        epoch = call + 1
+        _emulate_combiners[(groups,)](**_arguments(_emulate_combiners, named), epoch=epoch, ranks=ranks)
         want = reference(q, [c[0] for c in caches], [c[1] for c in caches], lengths, scale)
         got = out.double()
         parity = epoch % 2
@@ -230,6 +231,11 @@ def emulate(case: dict) -> dict:
             }
         )
     return result
+
+
+def _arguments(kernel, named: dict) -> dict:  # noqa: ANN001
+    """The arguments of ``kernel`` that the real kernel also has, from its ``named`` launch arguments."""
+    return {name: named[name] for name in inspect.signature(kernel.fn).parameters if name in named}
 
 
 def roles(groups: int, splits: int) -> list[list[int]]:

@@ -592,13 +592,9 @@ def _run(
     config: FlashDecodeConfig | None = None,
 ) -> None:
     prepared = _prepare(q, k, v, lengths, scale, config)
-    config, splits, sm_scale, ws = prepared.config, prepared.splits, prepared.sm_scale, prepared.workspace
     world = rt.current_world()
-    batch, q_heads, _ = q.shape
-    if batch == 0:
+    if q.shape[0] == 0:
         return
-    kv_heads = k.shape[1]
-    group = q_heads // kv_heads
     tensors = (q, k, v, lengths, out)
     key = (
         tuple(t.shape for t in tensors),
@@ -606,14 +602,36 @@ def _run(
         tuple(t.data_ptr() % 16 == 0 for t in tensors),
         q.dtype,
         q.device,
-        config,
-        splits,
-        sm_scale,
+        prepared.config,
+        prepared.splits,
+        prepared.sm_scale,
     )
     plan = _plans.get(key)
     if plan is not None and plan.world is world:
         plan.launch(q.device, *tensors)
         return
+    grid, named, options = launch_args(q, k, v, lengths, out, prepared, world.world_size)
+    with torch.cuda.device(q.device):
+        _plans[key] = first_launch(_flash_decode_kernel, grid, named, len(tensors), **options)
+
+
+def launch_args(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    lengths: torch.Tensor,
+    out: torch.Tensor,
+    prepared: _Prepared,
+    world_size: int,
+) -> tuple[tuple[int, int, int], dict, dict]:
+    """(grid, every kernel argument by name, launch options) of a checked call: one program per (sequence, KV
+    head, split)."""
+    if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1 or out.device != q.device:
+        raise ValueError(f"flash_decode: out must be like q {list(q.shape)} {q.dtype}, got {list(out.shape)}")
+    config, ws = prepared.config, prepared.workspace
+    batch, q_heads, _ = q.shape
+    kv_heads = k.shape[1]
+    group = q_heads // kv_heads
     named = {
         "q_ptr": q,
         "k_ptr": k,
@@ -636,10 +654,10 @@ def _run(
         "stride_vs": v.stride(2),
         "stride_ob": out.stride(0),
         "stride_oh": out.stride(1),
-        "sm_scale": sm_scale,
+        "sm_scale": prepared.sm_scale,
         "rec_parity_stride": ws.records.shape[1],
         "flag_parity_stride": ws.flags.shape[1],
-        "SPLITS": splits,
+        "SPLITS": prepared.splits,
         "GROUP": group,
         "ROWS": ROWS,
         "D": HEAD_DIM,
@@ -647,12 +665,10 @@ def _run(
         "WIDE": needs_wide_offsets(k, v),
         "RG": combine_rows(group),
         "CHUNK": combine_chunk(group),
-        "WORLD": notify_world(world.world_size),
+        "WORLD": notify_world(world_size),
     }
-    grid = (batch * kv_heads * splits, 1, 1)
-    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    with torch.cuda.device(q.device):
-        _plans[key] = first_launch(_flash_decode_kernel, grid, named, len(tensors), **options)
+    grid = (batch * kv_heads * prepared.splits, 1, 1)
+    return grid, named, {"num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
 @torch.library.custom_op("triton_dist::flash_decode", mutates_args=())
