@@ -202,6 +202,24 @@ def test_other_configs_compile_for_sm90_without_spills(config, tmp_path):
     assert compiled.metadata.shared <= SM90_SHARED_BYTES
 
 
+@pytest.mark.parametrize(
+    ("config", "fits"),
+    [
+        (fd.FlashDecodeConfig(block_n=16), True),
+        (fd.FlashDecodeConfig(block_n=32, num_stages=2), True),
+        (fd.FlashDecodeConfig(block_n=128, num_stages=2), True),
+        (fd.FlashDecodeConfig(block_n=128, num_stages=3), False),  # as FlashDecodeConfig's docstring says
+    ],
+    ids=str,
+)
+def test_other_configs_on_gfx942(config, fits):
+    need_real_library("gfx942")
+    compiled = compile_flash("gfx942", group=8, splits=4, world=2, config=config)
+    assert (compiled.metadata.shared <= GFX942_LDS_BYTES) is fits
+    if fits:
+        assert set(amdgcn_metadata(compiled, "; ScratchSize")) == {0}
+
+
 @pytest.mark.parametrize("world", [2, 0])
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
 def test_records_are_released_before_the_flag_and_acquired_before_the_combine(world, target):
