@@ -217,7 +217,7 @@ for n in $SIZES; do
   run_step check "$n" allgather_pull 180 examples/allgather_pull.py $AG_ARGS
   run_step check "$n" ag_gemm 300 test/gpu/check_ag_gemm.py
   run_step check "$n" memory_model 180 test/gpu/check_memory_model.py
-  run_step check "$n" decode_ops 240 test/gpu/check_decode_ops.py
+  run_step check "$n" decode_ops 360 test/gpu/check_decode_ops.py
   run_step check "$n" gemm_rs 300 test/gpu/check_gemm_rs.py $QUICK_ARG
 done
 first=$(echo $SIZES | awk '{print $1}')
@@ -245,7 +245,7 @@ run_step tune "$first" tune_gemm_rs 400 bench/gemm_rs.py --tune --reps 20 --cand
 run_step bench "$first" bench_gemm_rs 300 bench/gemm_rs.py --reps 30 "${SHAPE_ARGS[@]}"
 run_step bench "$first" bench_all_reduce 200 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py
-run_step bench "$first" bench_flash_decode 150 bench/flash_decode.py
+run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
 
 {
   echo
