@@ -97,3 +97,21 @@ def context_is_defined_and_used(asm: str, target_name: str) -> bool:
         )
         used = any(f"{CONTEXT}@" in line for line in lines)
     return defined and used
+
+
+def load_gpu_check_kernels(script: str, tmp_path: Any) -> Any:
+    """The kernels of a GPU check under test/gpu that defines them in its ``PRELUDE`` source (the text its case
+    processes run), as a module: written to a file under ``tmp_path`` first, since Triton reads @jit source from one."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "gpu" / script
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    checker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checker)
+    module_path = tmp_path / f"{path.stem}_kernels.py"
+    module_path.write_text(checker.PRELUDE)
+    spec = importlib.util.spec_from_file_location(module_path.stem, module_path)
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    return kernels

@@ -14,7 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dl_compile import assembly, compile_kernel, need_library
+from dl_compile import assembly, compile_kernel, load_gpu_check_kernels, need_library
+from test_ops_ag_gemm import TMA_SIGNATURE
 from triton import knobs
 
 from triton_dist.compiler import Checks
@@ -31,15 +32,6 @@ grs = importlib.import_module("triton_dist.ops.gemm_rs")
 SERIALIZED = "C7510"
 """ptxas's info code for 'wgmma.mma_async instructions are serialized due to ...'."""
 
-AG_GEMM_SIGNATURE = {
-    "a_desc": "tensordesc<bf16[128,64]>",
-    "recv_desc": "tensordesc<bf16[128,64]>",
-    "b_desc": "tensordesc<bf16[64,256]>",
-    "c_desc": "tensordesc<bf16[128,128]>",
-    "flags_ptr": "*i32",
-    "epoch_ptr": "*i32",
-    **{name: "i32" for name in ("M_LOCAL", "N", "K", "chunk_tiles", "flags_per_chunk")},
-}
 AG_GEMM_CONSTEXPRS = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, FLATTEN_PEERS=False)
 
 
@@ -66,7 +58,7 @@ def calls(ptx: str) -> list[str]:
 
 def compile_ag_gemm(checks: Checks):  # noqa: ANN201
     return compile_kernel(
-        ag._ag_gemm_tma_kernel, AG_GEMM_SIGNATURE, "sm_90", AG_GEMM_CONSTEXPRS, num_warps=8, checks=checks
+        ag._ag_gemm_tma_kernel, TMA_SIGNATURE, "sm_90", AG_GEMM_CONSTEXPRS, num_warps=8, checks=checks
     )
 
 
@@ -187,18 +179,8 @@ def test_kernels_without_checks_are_left_as_they_are():
 def test_the_gpu_guard_check_has_a_wgmma_kernel_whose_checks_trap(tmp_path):
     """test/gpu/check_guards.py's ``dot_then_wait`` is what its wgmma cases say it is: a kernel with wgmma whose
     checks leave no call by default and keep the message (the call) under TRITON_DIST_DEBUG=1."""
-    import importlib.util
-
     need_library("sm_90")
-    repo = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("check_guards", repo / "test" / "gpu" / "check_guards.py")
-    check_guards = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check_guards)
-    module_path = tmp_path / "guard_kernels.py"  # Triton reads @jit source from a file
-    module_path.write_text(check_guards.PRELUDE)
-    spec = importlib.util.spec_from_file_location("guard_kernels", module_path)
-    kernels = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kernels)
+    kernels = load_gpu_check_kernels("check_guards.py", tmp_path)
     signature = {"a_ptr": "*bf16", "out_ptr": "*bf16", "flag_ptr": "*i32"}
     default = assembly(compile_kernel(kernels.dot_then_wait, signature, "sm_90", checks=Checks.DEFAULT), "sm_90")
     assert "wgmma.mma_async" in default and calls(default) == [] and "trap;" in default

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import triton
 import triton.language as tl
-from dl_compile import assembly, compile_kernel, need_library
+from dl_compile import assembly, compile_kernel, load_gpu_check_kernels, need_library
 
 import triton_dist.language as dl
 from triton_dist import abi, compiler
@@ -269,17 +269,8 @@ def test_the_interpreter_says_distributed_kernels_are_not_supported(tmp_path):
 def test_the_gpu_guard_check_expects_the_messages_its_kernels_carry(tmp_path):
     """test/gpu/check_guards.py looks for exact messages in the GPU's output: its kernels, compiled here for
     sm_90, carry each of them (so the GPU check cannot fail, or pass, on a stale spelling)."""
-    import importlib.util
-
     need_library("sm_90")
-    spec = importlib.util.spec_from_file_location("check_guards", REPO / "test" / "gpu" / "check_guards.py")
-    check_guards = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check_guards)
-    module_path = tmp_path / "guard_kernels.py"  # Triton reads @jit source from a file
-    module_path.write_text(check_guards.PRELUDE)
-    spec = importlib.util.spec_from_file_location("guard_kernels", module_path)
-    kernels = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kernels)
+    kernels = load_gpu_check_kernels("check_guards.py", tmp_path)
     checker = (REPO / "test" / "gpu" / "check_guards.py").read_text()
     pull_scalar = compile_kernel(kernels.pull, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, "sm_90", {"TENSOR": False})
     pull_tensor = compile_kernel(

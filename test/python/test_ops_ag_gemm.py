@@ -19,19 +19,21 @@ from triton_dist.ops.tuning import OverlapConfig
 ag = importlib.import_module("triton_dist.ops.ag_gemm")
 
 GEMM_INTS = {"M_LOCAL": "i32", "N": "i32", "K": "i32", "chunk_tiles": "i32", "flags_per_chunk": "i32"}
+TMA_SIGNATURE = {
+    "a_desc": "tensordesc<bf16[128,64]>",
+    "recv_desc": "tensordesc<bf16[128,64]>",
+    "b_desc": "tensordesc<bf16[64,256]>",
+    "c_desc": "tensordesc<bf16[128,128]>",
+    "flags_ptr": "*i32",
+    "epoch_ptr": "*i32",
+    **GEMM_INTS,
+}
+"""The TMA kernel's arguments at 128x256x64 tiles (the compile tests here and in test_call_free_checks.py)."""
 
 
 def test_tma_kernel_waits_with_acquire_and_fences_before_tma_loads() -> None:
     need_library("sm_90")
-    signature = {
-        "a_desc": "tensordesc<bf16[128,64]>",
-        "recv_desc": "tensordesc<bf16[128,64]>",
-        "b_desc": "tensordesc<bf16[64,256]>",
-        "c_desc": "tensordesc<bf16[128,128]>",
-        "flags_ptr": "*i32",
-        "epoch_ptr": "*i32",
-        **GEMM_INTS,
-    }
+    signature = TMA_SIGNATURE
     for flatten in (False, True):
         constexprs = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, FLATTEN_PEERS=flatten)
         ptx = assembly(compile_kernel(ag._ag_gemm_tma_kernel, signature, "sm_90", constexprs, num_warps=8), "sm_90")
@@ -54,15 +56,7 @@ def test_flattened_peer_loop_loads_each_tile_only_after_its_wait() -> None:
     buffer must still take its row from the ``scf.if`` that waits for that tile's flags (the token's data
     dependence), never from a value computed before the wait."""
     need_library("sm_90")
-    signature = {
-        "a_desc": "tensordesc<bf16[128,64]>",
-        "recv_desc": "tensordesc<bf16[128,64]>",
-        "b_desc": "tensordesc<bf16[64,256]>",
-        "c_desc": "tensordesc<bf16[128,128]>",
-        "flags_ptr": "*i32",
-        "epoch_ptr": "*i32",
-        **GEMM_INTS,
-    }
+    signature = TMA_SIGNATURE
     constexprs = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, FLATTEN_PEERS=True)
     ttgir = compile_kernel(ag._ag_gemm_tma_kernel, signature, "sm_90", constexprs, num_warps=8).asm["ttgir"]
     lines = ttgir.splitlines()
