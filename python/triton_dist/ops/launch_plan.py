@@ -33,16 +33,17 @@ class LaunchPlan:
         kernel = self.kernel
         stream = torch.cuda.current_stream(device).cuda_stream
         args = (*leading, *self.args)
-        kernel.run(
-            *self.grid,
-            stream,
-            kernel.function,
-            kernel.packed_metadata,
-            kernel.launch_metadata(self.grid, stream, *args),
-            knobs.runtime.launch_enter_hook,
-            knobs.runtime.launch_exit_hook,
-            *args,
-        )
+        enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+        if _has_hooks(enter) or _has_hooks(leave):
+            metadata = kernel.launch_metadata(self.grid, stream, *args)
+        else:  # nobody listens: skip building the launch metadata and the launcher's two empty hook calls
+            metadata = enter = leave = None
+        kernel.run(*self.grid, stream, kernel.function, kernel.packed_metadata, metadata, enter, leave, *args)
+
+
+def _has_hooks(hook: Any) -> bool:
+    """Whether a launch hook (Triton 3.6: a ``HookChain``, empty unless someone registered a hook) would run."""
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 def first_launch(
