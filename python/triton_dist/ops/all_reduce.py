@@ -5,7 +5,7 @@ y = triton_dist.ops.all_reduce(x)              # x: any-shape bf16/fp16/fp32 CUD
 triton_dist.ops.all_reduce(x, out=x)           # in place
 ```
 
-Two algorithms, both one launch, both without host synchronization (so they can be captured in CUDA graphs):
+Three algorithms, each one launch without host synchronization (so they can be captured in CUDA graphs):
 
 - **one-shot** (pull): each program copies its slice of ``x`` into its slot of a symmetric staging buffer, tells
   every rank (one flag per rank, ``dl.notify`` with the epoch), waits for every rank's flag (``dl.wait``), then
@@ -17,6 +17,14 @@ Two algorithms, both one launch, both without host synchronization (so they can 
   rank copies the gathered chunks into ``out``. Two flag rounds; each rank sends ``2 (W - 1) / W * bytes``. Best
   for large messages. Stores rather than loads cross NVLink because stores reach full bandwidth with far fewer
   programs (the reference measurements: ~325 GB/s from 16 CTAs, where loads need ~66).
+- **LL one-shot** ("one_shot_ll", low latency; NVIDIA only, at most ``LL_MAX_NUMEL`` elements, one round per
+  program): the data words carry the epoch, so there is no flag and no remote load. Each element travels as one
+  8-byte word, the call's epoch in the high 32 bits and the element's bits in the low 32; each program stores its
+  slice's words into its row of every peer's buffer (``st.relaxed.sys.global.b64``: a strong, naturally aligned
+  8-byte access is single-copy atomic in the PTX memory model, so a reader sees a word whole or not at all), then
+  polls its own buffer (``ld.relaxed.sys.global.b64``) row by row in rank order until every word of the row holds
+  the epoch, and sums as the one-shot does. Latency: one one-way NVLink write, the cost 4x the traffic (bf16).
+  Not in the committed table (not measured on GPU yet); :func:`tune` offers it, and a config can force it.
 
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
 world size is a power of two, a loop of notifies otherwise. Calls after the first of a size launch the compiled
@@ -36,6 +44,19 @@ epoch values, so nothing is ever reset and nothing waits on the host. The orderi
   i.e. after my second notify at ``e``, which follows my inbox reads of ``e``; it pushes into my gather buffer at
   ``e + 1`` only after its first wait at ``e + 1``, i.e. after my first notify at ``e + 1``, which follows my
   gather-buffer reads of ``e``. The same two facts order the flags.
+- LL one-shot: its own slot workspace; per slot, ``2 parities x W senders x LL_LANES`` words; rank ``q``'s words
+  for me lie in row ``q`` of the epoch's parity. Epochs start at 1 (buffers start zeroed, so no word ever looks
+  written before it is) and wrap from 2^31 - 1 to 2, never 0. A word of epoch ``e`` is read only by a poll that
+  waits for ``e`` exactly; the only question is whether a peer can overwrite it (epoch ``e + 2``, same parity)
+  before I have read it. Peer ``q`` pushes ``e + 2`` in its next call, after it observed (relaxed loads) my
+  epoch-``e + 1`` words, which I pushed in the call after the one that read ``e``. Every thread executes
+  ``fence.acq_rel.sys`` at the start of each call: my fence in call ``e + 1`` follows my reads of ``e`` (the kernel
+  boundary orders the previous call's threads before this call's) and precedes my pushes of ``e + 1``: a release
+  fence; ``q``'s fence in its call ``e + 2`` follows its observation of those words (the previous call, the kernel
+  boundary again) and precedes its push of ``e + 2``: an acquire fence. The observed relaxed (morally strong)
+  store-load pair makes the two fences synchronize, so my reads of ``e`` happen before ``q``'s writes of ``e + 2``
+  and cannot see them. (Within one call a program does one round only: a second would need this fence, and a
+  barrier of the program's threads, between its rounds.)
 
 The algorithm and launch shape come from a table of (message bytes -> algorithm, programs, warps) per GPU and world
 size: a cache written by :func:`tune` (``$TRITON_DIST_CACHE_DIR`` or ``~/.cache/triton_dist``), else the committed
@@ -62,12 +83,13 @@ from triton_dist.ops import tuning
 from triton_dist.ops.comm_workspace import slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
+from triton_dist.testing.correctness import tolerances
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 SUPPORTED_OPS = ("sum",)
-ALGORITHMS = ("one_shot", "two_shot")
+ALGORITHMS = ("one_shot", "two_shot", "one_shot_ll")
 
-SLOTS = {"one_shot": 256, "two_shot": 128}
+SLOTS = {"one_shot": 256, "two_shot": 128, "one_shot_ll": 128}
 """Program slots per workspace, per algorithm: the most programs one launch uses (one-shot: two per SM, so one
 program's loads overlap another's flag wait)."""
 ONE_SHOT_REGION_BYTES = 64 << 10
@@ -76,12 +98,39 @@ TWO_SHOT_REGION_BYTES = 256 << 10
 """Per slot: an inbox and a gather buffer of W slices each; up to 128 KiB of input per program per flag round."""
 CHUNK_ALIGN = 16
 """Two-shot chunks start at multiples of 16 elements, so every chunk's slices stay 16-byte aligned."""
+LL_LANES = 1024
+"""LL one-shot: the most elements one program moves (one 8-byte word each, one round per call)."""
+LL_MAX_NUMEL = SLOTS["one_shot_ll"] * LL_LANES
+"""LL one-shot: the largest message in elements (every program one round): 256 KiB of bf16 / fp16, 512 KiB of fp32."""
+LL_PER_THREAD = 16
+"""LL one-shot: at most 16 elements per thread (one warp at 1024 spills registers on sm_90, outside its loops)."""
+LL_EPOCH_MAX = 2**31 - 1
+"""LL epochs run 1, 2, ..., LL_EPOCH_MAX, then 2, 3, ... (positive, never 0, parity alternating on the wrap). A
+word is mistaken for a new one only if the slot's calls left it untouched for a whole cycle (2^31 - 2
+calls of that slot, all with fewer elements per program)."""
+
+
+def ll_capacity(config: AllReduceConfig) -> int:
+    """The most elements an LL one-shot ``config`` moves: ``programs`` x min(``LL_LANES``, 16 per thread)."""
+    return config.programs * min(LL_LANES, LL_PER_THREAD * 32 * config.num_warps)
+
+
+def ll_region_bytes(world_size: int) -> int:
+    """LL one-shot bytes per slot: 2 parities x ``world_size`` senders x ``LL_LANES`` words of 8 bytes (x 128
+    slots: 4 MiB of symmetric heap at 2 ranks, 16 MiB at 8, allocated on the first LL call)."""
+    return 2 * world_size * LL_LANES * 8
+
+
+def ll_supported() -> bool:
+    """Whether this build can run the LL one-shot: NVIDIA only (its PTX 8-byte relaxed system-scope accesses)."""
+    return torch.version.hip is None
 
 
 @dataclass(frozen=True)
 class AllReduceConfig:
-    """How one all-reduce runs: ``algo`` ("one_shot" / "two_shot"), at most ``programs`` programs (each moving
-    up to its slot's capacity per flag round, in as many rounds as needed), ``num_warps`` warps each."""
+    """How one all-reduce runs: ``algo`` ("one_shot" / "two_shot" / "one_shot_ll"), at most ``programs``
+    programs (each moving up to its slot's capacity per flag round, in as many rounds as needed; "one_shot_ll":
+    one round only, so at most ``ll_capacity(config)`` elements), ``num_warps`` warps each."""
 
     algo: str
     programs: int
@@ -221,6 +270,123 @@ def _two_shot_kernel(
     tl.store(epochs_ptr + slot, epoch)
 
 
+@triton.jit
+def _ll_fence_acq_rel_sys(value):
+    """``fence.acq_rel.sys`` in every thread that runs it; returns ``value`` (so a caller can thread it through)."""
+    return tl.inline_asm_elementwise(
+        "fence.acq_rel.sys;\n\tmov.b32 $0, $1;", "=r,r", [value], dtype=tl.int32, is_pure=False, pack=1
+    )
+
+
+@triton.jit
+def _ll_pack(values, epoch):
+    """One uint64 word per element: ``epoch`` (int32, > 0) in the high 32 bits, the element's bits zero-extended in
+    the low 32 (bf16 / fp16 through a 16-bit bitcast, fp32 through a 32-bit one)."""
+    if values.dtype.primitive_bitwidth == 16:
+        low = values.to(tl.uint16, bitcast=True).to(tl.uint32)
+    else:
+        low = values.to(tl.uint32, bitcast=True)
+    high = epoch.to(tl.uint32, bitcast=True).to(tl.uint64) << 32
+    return high | low.to(tl.uint64)
+
+
+@triton.jit
+def _ll_unpack(words, DTYPE: tl.constexpr):
+    """(the int32 epoch of each word, its element as ``DTYPE``): the inverse of ``_ll_pack``."""
+    high = (words >> 32).to(tl.uint32).to(tl.int32, bitcast=True)
+    low = words.to(tl.uint32)
+    if DTYPE.primitive_bitwidth == 16:
+        values = low.to(tl.uint16).to(DTYPE, bitcast=True)
+    else:
+        values = low.to(DTYPE, bitcast=True)
+    return high, values
+
+
+@triton.jit
+def _ll_next_epoch(epoch):
+    """The epoch after ``epoch``: + 1, from ``LL_EPOCH_MAX`` back to 2 (never 0, the zeroed buffers' value; the
+    parity still alternates: LL_EPOCH_MAX is odd)."""
+    return tl.where(epoch >= 2147483647, 2, epoch + 1)
+
+
+@triton.jit
+def _ll_store(ptrs, words, mask):
+    """``st.relaxed.sys.global.b64`` of each lane's word where ``mask``: a strong, naturally aligned 8-byte store,
+    single-copy atomic in the PTX memory model (a reader sees the whole word or none of it). Returns dummies."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred %p; setp.ne.b32 %p, $3, 0; @%p st.relaxed.sys.global.b64 [$1], $2; mov.u32 $0, 0; }",
+        "=r,l,l,r",
+        [ptrs, words, mask.to(tl.int32)],
+        dtype=tl.int32,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _ll_load(ptrs, mask):
+    """``ld.relaxed.sys.global.b64`` of each lane's word where ``mask`` (0 elsewhere). Not pure: every call is a
+    new load (the compiler may neither merge two polls nor hoist one out of the loop)."""
+    return tl.inline_asm_elementwise(
+        "{ .reg .pred %p; setp.ne.b32 %p, $2, 0; mov.u64 $0, 0; @%p ld.relaxed.sys.global.b64 $0, [$1]; }",
+        "=l,l,r",
+        [ptrs, mask.to(tl.int32)],
+        dtype=tl.uint64,
+        is_pure=False,
+        pack=1,
+    )
+
+
+@triton.jit
+def _ll_pending(high, epoch, mask):
+    """1 while some valid lane's word is not of ``epoch`` yet, else 0 (masked lanes count as ready)."""
+    return tl.max(((high != epoch) & mask).to(tl.int32), axis=0)
+
+
+@triton.jit
+def _ll_receive(ptrs, mask, epoch, DTYPE: tl.constexpr):
+    """Poll the words at ``ptrs`` until every valid lane holds one of ``epoch``; their elements as ``DTYPE``."""
+    high, values = _ll_unpack(_ll_load(ptrs, mask), DTYPE)
+    while _ll_pending(high, epoch, mask) != 0:
+        high, values = _ll_unpack(_ll_load(ptrs, mask), DTYPE)
+    return values
+
+
+@triton.jit
+def _one_shot_ll_kernel(
+    x_ptr,
+    out_ptr,
+    data_ptr,
+    epochs_ptr,
+    n,
+    REGION: tl.constexpr,
+    LANES: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    slot = tl.program_id(0)
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    # The fence: release for the previous call's reads of this slot, acquire for its observations (module docstring).
+    epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
+    parity = epoch % 2
+    words = data_ptr + slot * REGION + parity * ranks * LANES  # [ranks][LANES]: row p holds rank p's words
+    offs = tl.arange(0, BLOCK)
+    mask = slot * BLOCK + offs < n
+    mine = tl.load(x_ptr + slot * BLOCK + offs, mask=mask)
+    packed = _ll_pack(mine, epoch)
+    for peer in range(0, ranks):
+        if peer != me:
+            _ll_store(dl.symm_at(words + me * LANES + offs, peer), packed, mask)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for peer in range(0, ranks):  # rank order: the same sum on every rank
+        if peer == me:
+            acc += mine.to(tl.float32)
+        else:
+            acc += _ll_receive(words + peer * LANES + offs, mask, epoch, x_ptr.dtype.element_ty).to(tl.float32)
+    tl.store(out_ptr + slot * BLOCK + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(epochs_ptr + slot, epoch)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Launch shapes
 
@@ -241,7 +407,13 @@ def _pow2_floor(value: int) -> int:
 
 
 def launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceConfig) -> LaunchShape:
-    """The grid and per-program sizes ``config`` gives a message of ``numel`` elements of ``itemsize`` bytes."""
+    """The grid and per-program sizes ``config`` gives a message of ``numel`` elements of ``itemsize`` bytes.
+
+    Raises ValueError for a "one_shot_ll" config that cannot move the message in one round (more than
+    ``ll_capacity(config)`` elements) or on a build without NVIDIA support (``ll_supported``).
+    """
+    if config.algo == "one_shot_ll":
+        return _ll_launch_shape(numel, world_size, config)
     if config.algo == "one_shot":
         region_bytes = ONE_SHOT_REGION_BYTES
         capacity = region_bytes // (2 * itemsize)
@@ -256,6 +428,37 @@ def launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceCo
     round_ = min(max(triton.next_power_of_2(triton.cdiv(length, config.programs)), block), capacity)
     programs = max(1, min(triton.cdiv(length, round_), config.programs))  # the rest in more flag rounds
     return LaunchShape(round_, block, programs, region_bytes // itemsize, chunk)
+
+
+def _ll_launch_shape(numel: int, world_size: int, config: AllReduceConfig) -> LaunchShape:
+    """LL one-shot: one block of ``round`` elements per program, a power of two from one element per thread
+    (fewer would make threads store the same word twice) to ``ll_capacity / programs``; one round, so a grid of
+    ``cdiv(numel, round)`` <= ``config.programs`` programs."""
+    if not ll_supported():
+        raise ValueError(
+            "all_reduce: one_shot_ll needs an NVIDIA GPU (8-byte relaxed system-scope PTX loads and stores); "
+            "this is a ROCm build: use one_shot or two_shot"
+        )
+    capacity = ll_capacity(config)
+    if numel > capacity:
+        raise ValueError(
+            f"all_reduce: one_shot_ll with {config.programs} programs of {config.num_warps} warps moves at most "
+            f"{capacity} elements (one round of min({LL_LANES}, {LL_PER_THREAD} per thread) per program), got "
+            f"{numel}: use more programs (up to {SLOTS['one_shot_ll']}: {LL_MAX_NUMEL} elements at >= 2 warps) "
+            "or one_shot / two_shot"
+        )
+    threads = config.num_warps * 32
+    most = capacity // config.programs
+    round_ = min(max(triton.next_power_of_2(triton.cdiv(max(numel, 1), config.programs)), threads), most)
+    programs = max(1, triton.cdiv(numel, round_))
+    return LaunchShape(round_, round_, programs, ll_region_bytes(world_size) // 8, numel)
+
+
+def fits(config: AllReduceConfig, numel: int) -> bool:
+    """Whether ``config`` can run a message of ``numel`` elements here (only "one_shot_ll" has limits)."""
+    if config.algo != "one_shot_ll":
+        return True
+    return ll_supported() and numel <= ll_capacity(config)
 
 
 def notify_world(world_size: int) -> int:
@@ -276,6 +479,20 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
         return
     world_size = world.world_size
     shape = launch_shape(x.numel(), x.element_size(), world_size, config)
+    if config.algo == "one_shot_ll":
+        ws = slot_workspace("all_reduce.one_shot_ll", SLOTS["one_shot_ll"], 1, ll_region_bytes(world_size))
+        named = {
+            "x_ptr": x,
+            "out_ptr": out,
+            "data_ptr": ws.data_as(torch.int64),
+            "epochs_ptr": ws.epochs,
+            "n": x.numel(),
+            "REGION": shape.region_elems,
+            "LANES": LL_LANES,
+            "BLOCK": shape.block,
+        }
+        _plans[key] = first_launch(_one_shot_ll_kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
+        return
     one_shot = config.algo == "one_shot"
     region_bytes = ONE_SHOT_REGION_BYTES if one_shot else TWO_SHOT_REGION_BYTES
     ws = slot_workspace(f"all_reduce.{config.algo}", SLOTS[config.algo], 2 * world_size, region_bytes)
@@ -356,15 +573,20 @@ def _load_cached_tables() -> None:
 
 
 _cache_loaded = False
-_selected: dict[tuple[int, torch.device, int], AllReduceConfig] = {}
+_selected: dict[tuple[int, torch.device, int, int], AllReduceConfig] = {}
 
 
-def select_config(nbytes: int, device: torch.device, world_size: int) -> AllReduceConfig:
-    """The config for a message of ``nbytes``: tuned cache, else the committed table, else the heuristic."""
-    memo = (nbytes, device, world_size)
+def select_config(nbytes: int, device: torch.device, world_size: int, itemsize: int = 2) -> AllReduceConfig:
+    """The config for a message of ``nbytes`` (elements of ``itemsize`` bytes): tuned cache, else the committed
+    table, else the heuristic. A table's "one_shot_ll" row that cannot move the message (past the last row, or
+    on a build without it) gives way to the heuristic."""
+    memo = (nbytes, device, world_size, itemsize)
     found = _selected.get(memo)
     if found is None:
-        found = _selected[memo] = _select_config(nbytes, device, world_size)
+        found = _select_config(nbytes, device, world_size)
+        if not fits(found, nbytes // itemsize):
+            found = heuristic_config(nbytes, world_size)
+        _selected[memo] = found
     return found
 
 
@@ -422,6 +644,7 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
     signature = (x.numel(), x.dtype, config)
     if signature in _agreed:
         return
+    launch_shape(x.numel(), x.element_size(), world.world_size, config)  # a config that cannot run raises here
     check_ranks_call_alike(
         world.group,
         world.rank,
@@ -441,7 +664,7 @@ def _run(x: torch.Tensor, out: torch.Tensor, op: str, config: AllReduceConfig | 
     if x.device != world.device:  # before anything asks the device for its properties
         raise ValueError(f"all_reduce: x is on {x.device}, but this rank's symmetric heap is on {world.device}")
     if config is None:
-        config = select_config(x.numel() * x.element_size(), x.device, world.world_size)
+        config = select_config(x.numel() * x.element_size(), x.device, world.world_size, x.element_size())
     _check_device_and_agreement(x, config)
     if x.numel() == 0:
         return
@@ -537,18 +760,42 @@ def graphed_us(fn: object, calls: int = 10, replays: int = 20, warmup: int = 3) 
     return float(worst.item())
 
 
+def _agreed_correct(out: torch.Tensor, reference: torch.Tensor, world: rt.World, what: str) -> bool:
+    """Whether ``out`` matches ``reference`` within ``tolerances(out.dtype)`` on every rank (a collective; a rank
+    that sees a mismatch prints it)."""
+    rtol, atol = tolerances(out.dtype)
+    got, want = out.double(), reference.double()
+    bad = ~((got - want).abs() <= atol + rtol * want.abs())  # NaN (an element never written) is bad too
+    mismatches = int(bad.sum().item())
+    if mismatches:
+        first = int(bad.nonzero()[0, 0].item())
+        print(
+            f"{what}: rank {world.rank} skips it: wrong result, {mismatches} of {out.numel()} elements out of "
+            f"tolerance (element {first}: {got[first].item()!r}, dist.all_reduce gives {want[first].item()!r})",
+            flush=True,
+        )
+    everyone = torch.tensor([mismatches], dtype=torch.int64, device=out.device)
+    torch.distributed.all_reduce(everyone, op=torch.distributed.ReduceOp.MAX, group=world.group)
+    return int(everyone.item()) == 0
+
+
 def candidate_configs(nbytes: int, itemsize: int, world_size: int) -> list[AllReduceConfig]:
-    """The configs :func:`tune` tries for one message size (distinct launch shapes only)."""
+    """The configs :func:`tune` tries for one message size (distinct launch shapes only): one-shot up to 8 MiB,
+    two-shot always, LL one-shot on NVIDIA up to ``LL_MAX_NUMEL`` elements with enough programs for one round."""
     numel = nbytes // itemsize
     found: dict[tuple[str, LaunchShape, int], AllReduceConfig] = {}
     for algo in ALGORITHMS:
         if algo == "one_shot" and nbytes > (8 << 20):
             continue  # many flag rounds per program; two-shot wins by far
-        for num_warps in (4, 8):
+        if algo == "one_shot_ll" and not (ll_supported() and numel <= LL_MAX_NUMEL):
+            continue  # NVIDIA only; one round per program
+        for num_warps in (1, 2, 4, 8) if algo == "one_shot_ll" else (4, 8):
             for programs in (1, 2, 4, 8, 16, 32, 64, 128, 256):
                 if programs > SLOTS[algo]:
                     continue
                 config = AllReduceConfig(algo, programs, num_warps)
+                if not fits(config, numel):
+                    continue
                 shape = launch_shape(numel, itemsize, world_size, config)
                 found.setdefault((algo, shape, num_warps), config)
     return list(found.values())
@@ -558,6 +805,10 @@ def tune(
     sizes: list[int], dtype: torch.dtype = torch.bfloat16, *, write_cache: bool = True
 ) -> list[tuple[int, AllReduceConfig, float]]:
     """Measure every candidate config per message size (graphed, max over ranks) and keep the fastest.
+
+    Each candidate first runs once on the message and its result is compared with ``dist.all_reduce`` of the
+    same input (fp32, rounded to ``dtype``; ``triton_dist.testing.tolerances``): a candidate wrong on any rank is
+    skipped on every rank (and printed), so a broken algorithm can never be chosen by its speed.
 
     A collective: call it on every rank with the same arguments. Returns (bytes, best config, µs) rows, makes
     them this process's table and (rank 0, ``write_cache``) stores them in the tuning cache for this GPU and
@@ -569,13 +820,21 @@ def tune(
     for nbytes in sorted(sizes):
         x = torch.randn(nbytes // itemsize, device=world.device).to(dtype)
         out = torch.empty_like(x)
+        reference = x.float()
+        torch.distributed.all_reduce(reference, group=world.group)
+        reference = reference.to(dtype)
         best: tuple[float, AllReduceConfig] | None = None
         for config in candidate_configs(nbytes, itemsize, world.world_size):
             _check_device_and_agreement(x, config)
+            out.fill_(float("nan"))
+            _launch(x, out, config)
+            if not _agreed_correct(out, reference, world, f"all_reduce.tune: {config} at {nbytes} bytes"):
+                continue
             us = graphed_us(lambda x=x, out=out, config=config: _launch(x, out, config))
             if best is None or us < best[0]:
                 best = (us, config)
-        assert best is not None
+        if best is None:
+            raise RuntimeError(f"all_reduce.tune: no candidate config gave the right sum at {nbytes} bytes")
         rows.append((nbytes, best[1], best[0]))
     key = _table_key(world.device, world.world_size)
     _tables[key] = [(nbytes, config) for nbytes, config, _ in rows]

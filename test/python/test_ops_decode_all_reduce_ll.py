@@ -1,0 +1,355 @@
+"""all_reduce's LL one-shot ("one_shot_ll") without GPUs: the kernel compiles for sm_90 with the accesses its
+memory-ordering argument needs (system-scope fence first, 8-byte relaxed stores and polling loads, the poll a real
+loop without local memory or calls); its word packing round-trips every bf16 / fp16 bit pattern and fp32's special
+ones exactly in Triton's interpreter; configs that cannot run raise clearly; tuning offers it only on NVIDIA builds
+and up to its size, and never keeps a candidate whose result is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
+
+ar = sys.modules["triton_dist.ops.all_reduce"]
+AllReduceConfig = ar.AllReduceConfig
+
+EPOCHS = [1, 2, 3, 0x12345, 2**31 - 2, 2**31 - 1]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Kernels run in the interpreter (the subprocess below): the packing helpers, the epoch step.
+
+
+@triton.jit
+def _pack_kernel(x_ptr, words_ptr, epoch, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    words = ar._ll_pack(tl.load(x_ptr + offs, mask=mask), epoch)
+    tl.store(words_ptr + offs, words.to(tl.int64, bitcast=True), mask=mask)
+
+
+@triton.jit
+def _unpack_kernel(words_ptr, out_ptr, epochs_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    words = tl.load(words_ptr + offs, mask=mask).to(tl.uint64, bitcast=True)
+    high, values = ar._ll_unpack(words, out_ptr.dtype.element_ty)
+    tl.store(out_ptr + offs, values, mask=mask)
+    tl.store(epochs_ptr + offs, high, mask=mask)
+
+
+@triton.jit
+def _next_epoch_kernel(epochs_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, ar._ll_next_epoch(tl.load(epochs_ptr + offs, mask=mask)), mask=mask)
+
+
+BITS = {"bfloat16": torch.int16, "float16": torch.int16, "float32": torch.int32}
+
+
+def bit_patterns(dtype_name: str) -> torch.Tensor:
+    """Every 16-bit pattern (bf16 / fp16: NaNs, infinities, -0, subnormals included); for fp32 the special values,
+    their neighbours and random patterns."""
+    if BITS[dtype_name] == torch.int16:
+        return torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16)
+    special = torch.tensor(
+        [0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e-45, -1e-45, 3.4028235e38, -3.4028235e38]
+    ).view(torch.int32)
+    edges = torch.tensor([0x7FC00001, 0x7F800001, -1, -(2**31), 2**31 - 1, 0x00800000, 0x007FFFFF], dtype=torch.int32)
+    random = torch.randint(-(2**31), 2**31 - 1, (20_000,), generator=torch.Generator().manual_seed(0))
+    return torch.cat([special, edges, random.to(torch.int32)])
+
+
+def round_trip(dtype_name: str, epoch: int) -> dict:
+    bits = bit_patterns(dtype_name)
+    x = bits.view(getattr(torch, dtype_name))
+    n = x.numel()
+    words = torch.zeros(n, dtype=torch.int64)
+    block = 1024
+    _pack_kernel[(triton.cdiv(n, block),)](x, words, epoch, n, BLOCK=block)
+    out = torch.zeros_like(x)
+    epochs = torch.zeros(n, dtype=torch.int32)
+    _unpack_kernel[(triton.cdiv(n, block),)](words, out, epochs, n, BLOCK=block)
+    width = 16 if BITS[dtype_name] == torch.int16 else 32
+    unsigned = bits.to(torch.int64) & ((1 << width) - 1)
+    return {
+        "bits_back": bool(torch.equal(out.view(BITS[dtype_name]), bits)),
+        "epochs_back": bool((epochs == epoch).all()),
+        "high_is_epoch": bool(((words >> 32) == epoch).all()),
+        "low_is_bits_zero_extended": bool(((words & 0xFFFFFFFF) == unsigned).all()),
+    }
+
+
+def next_epochs(values: list[int]) -> list[int]:
+    epochs = torch.tensor(values, dtype=torch.int32)
+    out = torch.zeros_like(epochs)
+    _next_epoch_kernel[(1,)](epochs, out, len(values), BLOCK=triton.next_power_of_2(len(values)))
+    return out.tolist()
+
+
+def _main() -> None:
+    request = json.loads(sys.argv[1])
+    results = {
+        "round_trip": {f"{d} {e}": round_trip(d, e) for d in BITS for e in request["epochs"]},
+        "next": next_epochs(request["next"]),
+    }
+    print(json.dumps(results))
+
+
+def _in_interpreter(request: dict) -> dict:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    src = str(Path(ar.__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, __file__, json.dumps(request)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_packing_round_trips_every_bit_pattern_and_epoch_is_the_high_word():
+    results = _in_interpreter({"epochs": EPOCHS, "next": [0, 1, 2, 7, 2**31 - 3, 2**31 - 2, 2**31 - 1]})
+    assert len(results["round_trip"]) == len(BITS) * len(EPOCHS)
+    for what, got in results["round_trip"].items():
+        assert got == dict.fromkeys(got, True), f"{what}: {got}"
+    # Epochs never reach 0 (the zeroed buffers' value) and the parity alternates, across the wrap too.
+    assert results["next"] == [1, 2, 3, 8, 2**31 - 2, 2**31 - 1, 2]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The compiled kernel (sm_90)
+
+
+def _ll_kernel(dtype: str, block: int, num_warps: int, world: int = 2):
+    from dl_compile import compile_kernel, need_real_library
+
+    need_real_library("sm_90")
+    signature = {"x_ptr": f"*{dtype}", "out_ptr": f"*{dtype}", "data_ptr": "*i64", "epochs_ptr": "*i32", "n": "i32"}
+    constexprs = {"REGION": ar.ll_region_bytes(world) // 8, "LANES": ar.LL_LANES, "BLOCK": block}
+    aligned = ("x_ptr", "out_ptr", "data_ptr")
+    return compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
+
+
+def _sass(compiled) -> str:
+    import shutil
+    import tempfile
+
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    cuobjdump = str(tools / "cuobjdump") if (tools / "cuobjdump").is_file() else shutil.which("cuobjdump")
+    if cuobjdump is None:
+        pytest.skip("no cuobjdump (Triton's wheel ships one in triton/backends/nvidia/bin)")
+    with tempfile.TemporaryDirectory() as directory:
+        cubin = Path(directory) / "kernel.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        return subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+
+
+# (dtype, block, num_warps): the extremes of the launch shapes (one element per thread; 16 per thread).
+SHAPES = [("bf16", 32, 1), ("bf16", 512, 1), ("fp16", 1024, 2), ("fp32", 256, 4), ("fp32", 1024, 4), ("bf16", 256, 8)]
+
+
+@pytest.mark.parametrize(("dtype", "block", "num_warps"), SHAPES)
+def test_ll_kernel_ptx_fence_relaxed_words_and_poll_loop(dtype, block, num_warps):
+    from asm_loops import loop_components, ptx_blocks
+    from dl_compile import assembly
+
+    asm = assembly(_ll_kernel(dtype, block, num_warps), "sm_90")
+    lines = asm.splitlines()
+    stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
+    loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
+    fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
+    assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
+    assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
+    per_thread = max(1, block // (32 * num_warps))
+    assert len(stores) == per_thread, "one 8-byte store per element of a thread (not merged, not duplicated)"
+    # No weak store reaches the word buffer: the only other stores are the output and the epoch.
+    assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
+    loops = loop_components(ptx_blocks(asm))
+    polls = [loop for loop in loops if any("ld.relaxed.sys.global.b64" in line for b in loop for line in b.lines)]
+    assert polls, "the relaxed loads must be inside the poll loop (not hoisted out of it)"
+    inside = [line.strip() for loop in loops for block_ in loop for line in block_.lines]
+    assert not [line for line in inside if ".local" in line], "local memory inside a loop"
+    assert not [line for line in inside if re.match(r"(@!?%p\d+\s+)?call", line)], "a call inside a loop"
+    # The poll rereads: more relaxed loads than elements per thread (one before the loop, one in its body).
+    assert len(loads) == 2 * per_thread
+
+
+@pytest.mark.parametrize(("dtype", "block", "num_warps"), [("bf16", 512, 1), ("fp32", 1024, 2), ("fp32", 1024, 8)])
+def test_ll_kernel_sass_strong_system_accesses_and_no_spills_in_loops(dtype, block, num_warps):
+    from asm_loops import loop_instructions
+
+    sass = _sass(_ll_kernel(dtype, block, num_warps))
+    loops = loop_instructions(sass, "sass")
+    assert any("LDG.E.64.STRONG.SYS" in line for line in loops), "the poll's loads must be strong, system scope"
+    assert "STG.E.64.STRONG.SYS" in sass
+    assert "MEMBAR.ALL.SYS" in sass or "MEMBAR.SC.SYS" in sass, "fence.acq_rel.sys became no system fence"
+    assert not [line for line in loops if re.search(r"\b(LDL|STL)\b", line)], "local memory inside a loop"
+    assert not [line for line in loops if re.search(r"\bCALL\b", line)], "a call inside a loop"
+    assert not re.search(r"\b(LDL|STL)\b", sass), "register spills (at most 16 elements per thread)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Configs, launch shapes, selection
+
+
+@pytest.mark.parametrize("world_size", [1, 2, 3, 8])
+@pytest.mark.parametrize("numel", [1, 7, 33, 4096, 4097, 65_539, ar.LL_MAX_NUMEL])
+@pytest.mark.parametrize("programs", [1, 4, 37, 128])
+@pytest.mark.parametrize("num_warps", [1, 2, 4, 8, 16])
+def test_ll_launch_shape_one_round_within_the_slot(world_size, numel, programs, num_warps):
+    config = AllReduceConfig("one_shot_ll", programs, num_warps)
+    capacity = ar.ll_capacity(config)
+    assert capacity == programs * min(ar.LL_LANES, 16 * 32 * num_warps)
+    if numel > capacity:
+        assert not ar.fits(config, numel)
+        with pytest.raises(ValueError, match=rf"one_shot_ll with {programs} programs .* at most {capacity}"):
+            ar.launch_shape(numel, 2, world_size, config)
+        return
+    assert ar.fits(config, numel)
+    shape = ar.launch_shape(numel, 2, world_size, config)
+    assert shape.block == shape.round and shape.round & (shape.round - 1) == 0
+    assert 32 * num_warps <= shape.round <= min(ar.LL_LANES, 16 * 32 * num_warps)  # >= 1, <= 16 per thread
+    assert 1 <= shape.programs <= programs and shape.programs * shape.round >= numel  # one round covers it
+    assert (shape.programs - 1) * shape.round < numel  # no program without an element
+    assert shape.region_elems * 8 == ar.ll_region_bytes(world_size) == 2 * world_size * ar.LL_LANES * 8
+
+
+def test_ll_config_bounds_and_vendor(monkeypatch):
+    assert ar.SLOTS["one_shot_ll"] == 128 and ar.LL_MAX_NUMEL == 128 * ar.LL_LANES
+    with pytest.raises(ValueError, match=r"one_shot_ll programs must be in \[1, 128\]"):
+        AllReduceConfig("one_shot_ll", 129)
+    ar.launch_shape(ar.LL_MAX_NUMEL, 4, 2, AllReduceConfig("one_shot_ll", 128, 2))
+    with pytest.raises(ValueError, match="at most 131072 elements"):
+        ar.launch_shape(ar.LL_MAX_NUMEL + 1, 4, 2, AllReduceConfig("one_shot_ll", 128, 2))
+    with pytest.raises(ValueError, match="at most 65536 elements"):  # one warp: 16 elements per thread
+        ar.launch_shape(ar.LL_MAX_NUMEL, 2, 2, AllReduceConfig("one_shot_ll", 128, 1))
+    monkeypatch.setattr(torch.version, "hip", "6.2")
+    assert not ar.ll_supported() and not ar.fits(AllReduceConfig("one_shot_ll", 8), 10)
+    with pytest.raises(ValueError, match="one_shot_ll needs an NVIDIA GPU"):
+        ar.launch_shape(10, 2, 2, AllReduceConfig("one_shot_ll", 8))
+    assert ar.fits(AllReduceConfig("one_shot", 8), 10) and ar.fits(AllReduceConfig("two_shot", 8), 1 << 30)
+
+
+def test_agreement_raises_for_a_config_that_cannot_run_before_the_collective(monkeypatch):
+    world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
+    monkeypatch.setattr(ar.rt, "current_world", lambda: world)
+
+    def collective(*args, **kwargs):  # noqa: ANN002, ANN003
+        raise AssertionError("the rank agreement ran for a config that cannot run")
+
+    monkeypatch.setattr(ar, "check_ranks_call_alike", collective)
+    x = torch.zeros(5000)
+    with pytest.raises(ValueError, match="at most 4096 elements"):
+        ar._check_device_and_agreement(x, AllReduceConfig("one_shot_ll", 4, 4))
+    monkeypatch.setattr(torch.version, "hip", "6.2")
+    with pytest.raises(ValueError, match="NVIDIA"):
+        ar._check_device_and_agreement(torch.zeros(16), AllReduceConfig("one_shot_ll", 4, 4))
+
+
+@pytest.mark.parametrize("itemsize", [2, 4])
+@pytest.mark.parametrize("nbytes", [8 << 10, 64 << 10, 256 << 10, 512 << 10, 1 << 20, 64 << 20])
+def test_candidates_offer_ll_on_cuda_up_to_its_size(monkeypatch, nbytes, itemsize):
+    numel = nbytes // itemsize
+    monkeypatch.setattr(torch.version, "hip", None)
+    cuda = ar.candidate_configs(nbytes, itemsize, 2)
+    ll = [c for c in cuda if c.algo == "one_shot_ll"]
+    if numel <= ar.LL_MAX_NUMEL:
+        assert ll, f"no one_shot_ll candidate at {nbytes} bytes"
+        assert all(ar.fits(c, numel) for c in ll)
+        assert {c.num_warps for c in ll} >= {2, 4, 8}
+        shapes = [(ar.launch_shape(numel, itemsize, 2, c), c.num_warps) for c in ll]
+        assert len(set(shapes)) == len(shapes), "one candidate per launch shape"
+    else:
+        assert not ll
+    assert {c.algo for c in cuda} >= {"two_shot"}
+    monkeypatch.setattr(torch.version, "hip", "6.2")
+    hip = ar.candidate_configs(nbytes, itemsize, 2)
+    assert not [c for c in hip if c.algo == "one_shot_ll"]
+    assert hip == [c for c in cuda if c.algo != "one_shot_ll"]
+
+
+def test_selection_falls_back_when_a_table_ll_row_cannot_run(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ar, "_cache_loaded", False)
+    monkeypatch.setattr(ar, "_tables", {})
+    monkeypatch.setattr(ar, "_selected", {})
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    device = torch.device("cuda", 0)
+    ll = AllReduceConfig("one_shot_ll", 16, 4)  # 16 x 1024 elements
+    monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), [(32 << 10, ll)])  # a table tuned up to 32 KiB only
+    assert ar.select_config(32 << 10, device, 2, 2) == ll
+    assert ar.select_config(16 << 10, device, 2, 4) == ll
+    assert ar.select_config(64 << 10, device, 2, 4) == ll  # past the last row: 16384 fp32 elements still fit
+    assert ar.select_config(64 << 10, device, 2, 2) == ar.heuristic_config(64 << 10, 2)  # 32768 bf16 do not
+    ar._selected.clear()
+    monkeypatch.setattr(torch.version, "hip", "6.2")
+    assert ar.select_config(1024, device, 2, 2) == ar.heuristic_config(1024, 2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tune(): a wrong candidate is never kept, whatever its speed
+
+
+def test_tune_skips_a_wrong_candidate_however_fast(monkeypatch, tmp_path, capsys):
+    world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
+    monkeypatch.setattr(ar.rt, "current_world", lambda: world)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    monkeypatch.setattr(ar, "_tables", {})
+    monkeypatch.setattr(ar, "_selected", {})
+    monkeypatch.setattr(ar, "_check_device_and_agreement", lambda x, config: None)
+    right = AllReduceConfig("one_shot", 4, 4)
+    stale = AllReduceConfig("one_shot_ll", 8, 4)  # fastest, but sums only some ranks (a broken protocol)
+    unwritten = AllReduceConfig("two_shot", 2, 8)  # leaves part of the output unwritten
+    slow_right = AllReduceConfig("two_shot", 8, 8)
+    monkeypatch.setattr(ar, "candidate_configs", lambda *args: [stale, unwritten, right, slow_right])
+
+    def fake_all_reduce(tensor, op=None, group=None):  # noqa: ANN001
+        if op is None:  # sum over two ranks holding the same input
+            tensor.mul_(2)
+
+    monkeypatch.setattr(torch.distributed, "all_reduce", fake_all_reduce)
+
+    def fake_launch(x, out, config):  # noqa: ANN001
+        if config == stale:
+            out.copy_(x)
+        elif config == unwritten:
+            out[: x.numel() // 2].copy_(x[: x.numel() // 2] * 2)
+        else:
+            out.copy_((x.float() * 2).to(x.dtype))
+
+    monkeypatch.setattr(ar, "_launch", fake_launch)
+    speed = {stale: 1.0, unwritten: 2.0, right: 3.0, slow_right: 4.0}
+    timed = []
+
+    def fake_graphed_us(fn):  # noqa: ANN001
+        config = fn.__defaults__[2]
+        timed.append(config)
+        return speed[config]
+
+    monkeypatch.setattr(ar, "graphed_us", fake_graphed_us)
+    rows = ar.tune([8 << 10, 4 << 10], torch.bfloat16, write_cache=False)
+    assert [(b, c) for b, c, _ in rows] == [(4 << 10, right), (8 << 10, right)]
+    assert timed == [right, slow_right] * 2, "a wrong candidate was timed"
+    printed = capsys.readouterr().out
+    assert printed.count("one_shot_ll") == 2 and "wrong result" in printed
+    assert printed.count("two_shot") == 2 and "nan" in printed  # the unwritten half is still the NaN poison
+    assert ar._tables[("Fake GPU", 2)] == [(4 << 10, right), (8 << 10, right)]
+    monkeypatch.setattr(ar, "candidate_configs", lambda *args: [stale])
+    with pytest.raises(RuntimeError, match="no candidate config gave the right sum at 8192 bytes"):
+        ar.tune([8 << 10], torch.bfloat16, write_cache=False)
+
+
+if __name__ == "__main__":
+    _main()
