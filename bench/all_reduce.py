@@ -12,7 +12,9 @@ timed runs after warm-up and the max over ranks:
 Implementations: ``dist.all_reduce`` (NCCL), ``torch.ops.symm_mem.one_shot_all_reduce`` /
 ``two_shot_all_reduce_`` (input already in a symm-mem buffer), ``triton_dist.ops.all_reduce`` (input off the heap:
 the kernel stages it), and at <= 1 MiB the one-shot kernel reading a heap input in place (no staging; a benchmark
-variant, valid here because the input never changes) to show what the fused staging copy costs.
+variant, valid here because the input never changes) to show what the fused staging copy costs, and at <= 256 KiB
+the LL one-shot (``one_shot_ll``: epoch-tagged words, no flags; forced config: the selected one if it is LL, else
+``ll_config``), input off the heap.
 
 Floors, measured in the same run (graphed): an empty kernel (what one CUDA-graph kernel node costs), and a kernel
 that does only the synchronization of a one-launch all-reduce (device epoch, set this rank's flag on every rank,
@@ -89,6 +91,18 @@ def measure_floors(world_size: int) -> dict[str, float]:
     return floors
 
 
+def ll_config(nbytes: int, itemsize: int, world_size: int, device: torch.device) -> object | None:
+    """The LL one-shot config timed at ``nbytes``: the selected config if it is LL, else 512 elements per program
+    (4 per thread at 4 warps) up to 128 programs; None past the LL one-shot's size."""
+    numel = nbytes // itemsize
+    if numel > ar_module.LL_MAX_NUMEL or not ar_module.ll_supported():
+        return None
+    selected = ar_module.select_config(nbytes, device, world_size, itemsize)
+    if selected.algo == "one_shot_ll":
+        return selected
+    return ar_module.AllReduceConfig("one_shot_ll", min(ar_module.SLOTS["one_shot_ll"], triton.cdiv(numel, 512)), 4)
+
+
 def human(nbytes: int) -> str:
     return f"{nbytes >> 20} MiB" if nbytes >= 1 << 20 else f"{nbytes >> 10} KiB"
 
@@ -147,7 +161,13 @@ def main() -> int:
             impls["one-shot in place (no staging)"] = lambda h=heap_x, out=out, c=one_shot: ar_module._launch(
                 h, out, c, stage=False
             )
+        ll = ll_config(nbytes, 2, world_size, x.device)
+        if ll is not None:
+            ar_module._check_device_and_agreement(x, ll)
+            impls["LL one-shot"] = lambda x=x, out=out, c=ll: ar_module._launch(x, out, c)
         row = {"bytes": nbytes, "config": str(ar_module.select_config(nbytes, x.device, world_size))}
+        if ll is not None:
+            row["LL config"] = str(ll)
         time_graphed_and_eager(row, impls, args.iters, f"at {nbytes} failed", eager_first=True)
         rows.append(row)
         rank0_print(
@@ -165,7 +185,7 @@ def write_results(
 ) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     gpu = torch.cuda.get_device_name()
-    names = ["NCCL", "symm-mem one-shot", "symm-mem two-shot", "triton_dist"]
+    names = ["NCCL", "symm-mem one-shot", "symm-mem two-shot", "triton_dist", "LL one-shot"]
     lines = [
         f"# all_reduce, {world_size} x {gpu}, bf16",
         "",
@@ -195,6 +215,17 @@ def write_results(
         f"(every rank sets its flag on every rank, then waits for all; what any one-launch all-reduce must do) "
         f"{floors['flag round']:.2f} µs.",
     ]
+    ll_rows = [r for r in rows if "LL config" in r]
+    if ll_rows:
+        lines += ["", "LL one-shot (forced config, input off the heap), µs graphed:", ""]
+        lines += ["| bytes | LL one-shot | triton_dist | LL/NCCL | LL/best symm | LL config |", "|---" * 6 + "|"]
+        for r in ll_rows:
+            ll_us = r.get("LL one-shot graphed", float("nan"))
+            symm = min(r.get(f"symm-mem {a} graphed", float("inf")) for a in ("one-shot", "two-shot"))
+            lines.append(
+                f"| {human(r['bytes'])} | {ll_us:.1f} | {r.get('triton_dist graphed', float('nan')):.1f} | "
+                f"{ll_us / r.get('NCCL graphed', float('nan')):.2f} | {ll_us / symm:.2f} | {r['LL config']} |"
+            )
     staged = [r for r in rows if "one-shot in place (no staging) graphed" in r]
     if staged:
         lines += ["", "Cost of staging an off-heap input (one-shot, same launch shape), µs graphed:", ""]

@@ -18,7 +18,7 @@ import torch.distributed as dist
 
 from triton_dist import runtime as rt
 from triton_dist.ops import all_reduce
-from triton_dist.ops.all_reduce import AllReduceConfig, _run
+from triton_dist.ops.all_reduce import AllReduceConfig, _run, fits, ll_supported
 from triton_dist.ops.flash_decode import FlashDecodeConfig, flash_decode
 from triton_dist.ops.flash_decode import _run as _run_flash_decode
 from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar
@@ -80,11 +80,23 @@ AR_CASES = [  # (numel, dtype, forced config or None)
     (3_000_017, torch.bfloat16, AllReduceConfig("two_shot", 4, 8)),  # rounds, ragged last chunk
     (1 << 23, torch.bfloat16, None),
     (1 << 24, torch.float32, None),
+    # LL one-shot (epoch-tagged words, no flags): one element, odd sizes, every dtype, one element per thread
+    # (32 per program at 1 warp), 16 per thread, the largest message it takes.
+    (1, torch.bfloat16, AllReduceConfig("one_shot_ll", 1, 1)),
+    (7, torch.float32, AllReduceConfig("one_shot_ll", 4, 1)),
+    (4096, torch.bfloat16, AllReduceConfig("one_shot_ll", 128, 1)),
+    (4097, torch.float16, AllReduceConfig("one_shot_ll", 8, 4)),
+    (65_539, torch.bfloat16, AllReduceConfig("one_shot_ll", 128, 4)),
+    (33_333, torch.float32, AllReduceConfig("one_shot_ll", 64, 2)),
+    (1 << 17, torch.bfloat16, AllReduceConfig("one_shot_ll", 128, 8)),  # LL_MAX_NUMEL: 256 KiB
+    (1 << 17, torch.float32, AllReduceConfig("one_shot_ll", 128, 2)),
 ]
 
 
 def check_all_reduce_eager(checks: Checks, world: rt.World) -> None:
     for tag, (numel, dtype, config) in enumerate(AR_CASES):
+        if config is not None and config.algo == "one_shot_ll" and not ll_supported():
+            continue  # NVIDIA only (the bad-input check covers its error elsewhere)
         for on_heap in (False, True):
             shape = (numel,)
             mine = rank_data(world.rank, tag, shape, dtype)
@@ -127,22 +139,60 @@ def check_all_reduce_api(checks: Checks, world: rt.World) -> None:
     for j, (numel, out) in enumerate(sorted(last.items())):
         ok, detail = close(out, reference_sum(200 + j, (numel,), torch.bfloat16, world.world_size))
         checks.check(f"60 back-to-back calls: last {numel}-element result", ok, detail)
+    if not ll_supported():
+        return
+    # LL one-shot, many calls without a sync: sizes whose grids share slot 0 but not the others (a slot's epoch
+    # moves only when a call uses it), so words of old epochs of other sizes lie in the buffers; every result kept.
+    ll_sizes = (1000, 33_000, 4096, 131_072)
+    ll_configs = [AllReduceConfig("one_shot_ll", 128, 4), AllReduceConfig("one_shot_ll", 128, 1)]
+    kept = []
+    for i in range(101):
+        numel = ll_sizes[i % len(ll_sizes)]
+        config = ll_configs[(i // len(ll_sizes)) % 2]
+        if not fits(config, numel):  # 131072 elements need >= 2 warps per program
+            config = ll_configs[0]
+        x = rank_data(world.rank, 250 + i, (numel,), torch.bfloat16)
+        out = poisoned((numel,), torch.bfloat16)
+        _run(x, out, "sum", config)
+        kept.append((i, numel, out))
+    sync("101 LL all_reduce calls")
+    bad = []
+    for i, numel, out in kept:
+        ok, detail = close(out, reference_sum(250 + i, (numel,), torch.bfloat16, world.world_size))
+        if not ok:
+            bad.append(f"call {i} ({numel}): {detail}")
+    checks.check("101 back-to-back LL one-shot calls, 4 sizes x 2 configs: every result", not bad, "; ".join(bad[:3]))
 
 
 def check_all_reduce_graph(checks: Checks, world: rt.World) -> None:
-    sizes = [(4096,), (4, 8192), (1 << 20,)]
+    check_all_reduce_graph_with(checks, world, None)
+    if ll_supported():
+        check_all_reduce_graph_with(checks, world, AllReduceConfig("one_shot_ll", 128, 4))
+
+
+def check_all_reduce_graph_with(checks: Checks, world: rt.World, config: AllReduceConfig | None) -> None:
+    """Two chained all-reduces per size captured in one graph, replayed with new inputs; ``config`` forces one
+    (the sizes then stay within the LL one-shot's 131072 elements), None lets ``all_reduce`` choose."""
+    sizes = [(4096,), (4, 8192), (1 << 20,)] if config is None else [(4096,), (4, 8192), (3, 33_333)]
     dtype = torch.bfloat16
     static_in = [torch.empty(s, dtype=dtype, device="cuda") for s in sizes]
     static_out = [torch.empty(s, dtype=dtype, device="cuda") for s in sizes]
+
+    def call(x: torch.Tensor, out: torch.Tensor) -> None:
+        if config is None:
+            all_reduce(x, out=out)
+        else:
+            _run(x, out, "sum", config)
+
     for x, out in zip(static_in, static_out, strict=True):  # warm-up: workspace, compile, rank agreement
         x.normal_()
-        all_reduce(x, out=out)
+        call(x, out)
     sync("graph warm-up")
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, capture_error_mode="thread_local"):
         for x, out in zip(static_in, static_out, strict=True):
-            all_reduce(x, out=out)
-            all_reduce(out, out=out)  # twice: sum over ranks of (W * sum)
+            call(x, out)
+            call(out, out)  # twice: sum over ranks of (W * sum)
     for replay in range(5):
         tag = 300 + replay
         for x, out, shape in zip(static_in, static_out, sizes, strict=True):
@@ -154,7 +204,9 @@ def check_all_reduce_graph(checks: Checks, world: rt.World) -> None:
             ref = sum(rank_data(o, tag, shape, dtype).float() for o in range(world.world_size))
             ref = (ref.to(dtype).float() * world.world_size).to(dtype)
             ok, detail = close(out, ref)
-            checks.check(f"CUDA graph replay {replay}: two chained all_reduces of {list(shape)}", ok, detail)
+            what = f"CUDA graph replay {replay}: two chained all_reduces of {list(shape)} {config or 'auto'}"
+            checks.check(what, ok, detail)
+            checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(out))
 
 
 def check_all_reduce_compile(checks: Checks, world: rt.World) -> None:
@@ -194,6 +246,16 @@ def check_all_reduce_bad_input(checks: Checks, world: rt.World) -> None:
     # Ranks calling with different sizes: every rank raises (a collective check on a size's first call).
     mismatched = torch.randn(5000 + world.rank, device="cuda", dtype=torch.bfloat16)
     expect_error(checks, "sizes differ across ranks", RuntimeError, lambda: all_reduce(mismatched), "disagree")
+    # An LL one-shot config too small for the message (on AMD: any LL config): every rank raises before the
+    # agreement (a local check).
+    big = torch.randn(5000, device="cuda", dtype=torch.bfloat16)
+    expect_error(
+        checks,
+        "one_shot_ll beyond its programs' one round" if ll_supported() else "one_shot_ll on AMD",
+        ValueError,
+        lambda: _run(big, torch.empty_like(big), "sum", AllReduceConfig("one_shot_ll", 4, 4)),
+        "at most 4096 elements" if ll_supported() else "needs an NVIDIA GPU",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
