@@ -115,3 +115,62 @@ def load_gpu_check_kernels(script: str, tmp_path: Any) -> Any:
     kernels = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kernels)
     return kernels
+
+
+def sass(compiled: Any) -> str:
+    """``cuobjdump -sass`` of the cubin Triton built for an NVIDIA target (its own ptxas run: what a launch loads).
+    Skips the test when no cuobjdump is found (Triton's wheel ships one in triton/backends/nvidia/bin)."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    cuobjdump = str(tools / "cuobjdump") if (tools / "cuobjdump").is_file() else shutil.which("cuobjdump")
+    if cuobjdump is None:
+        pytest.skip("no cuobjdump (Triton's wheel ships one in triton/backends/nvidia/bin)")
+    with tempfile.TemporaryDirectory() as directory:
+        cubin = Path(directory) / "kernel.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        return subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
+
+
+def ptxas_info(ptx: str, tmp_path: Any) -> str:
+    """What Triton's ptxas reports (``-v``: registers, spills, info such as C7510) for ``ptx`` on sm_90a."""
+    import subprocess
+    from pathlib import Path
+
+    from triton import knobs
+
+    ptxas = knobs.nvidia.ptxas.path
+    if not ptxas or not Path(ptxas).is_file():
+        pytest.skip("Triton's ptxas is not available")
+    source = Path(tmp_path) / "kernel.ptx"
+    source.write_text(ptx)
+    result = subprocess.run(
+        [ptxas, "-arch=sm_90a", "-v", str(source), "-o", str(Path(tmp_path) / "kernel.cubin")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
+def run_in_interpreter(script: str, request: Any) -> Any:
+    """Run ``script`` (a test file that, as ``__main__``, reads a JSON request from argv[1] and prints a JSON result
+    as its last line) under ``TRITON_INTERPRET=1`` in a fresh process; returns the decoded result."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    src = str(Path(__file__).resolve().parents[2] / "python")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, script, json.dumps(request)], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

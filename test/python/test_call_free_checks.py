@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import importlib
 import re
-import subprocess
-from pathlib import Path
 
 import pytest
-from dl_compile import assembly, compile_kernel, load_gpu_check_kernels, need_library
+from dl_compile import assembly, compile_kernel, load_gpu_check_kernels, need_library, ptxas_info
 from test_ops_ag_gemm import TMA_SIGNATURE
-from triton import knobs
 
 from triton_dist.compiler import Checks
 from triton_dist.compiler.call_free_checks import (
@@ -33,23 +30,6 @@ SERIALIZED = "C7510"
 """ptxas's info code for 'wgmma.mma_async instructions are serialized due to ...'."""
 
 AG_GEMM_CONSTEXPRS = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, SPLIT_N=2, FLATTEN_PEERS=False)
-
-
-def ptxas_info(ptx: str, tmp_path: Path) -> str:
-    """What Triton's ptxas says (``-v``) about ``ptx`` for sm_90a."""
-    ptxas = knobs.nvidia.ptxas.path
-    if not ptxas or not Path(ptxas).is_file():
-        pytest.skip("Triton's ptxas is not available")
-    source = tmp_path / "kernel.ptx"
-    source.write_text(ptx)
-    result = subprocess.run(
-        [ptxas, "-arch=sm_90a", "-v", str(source), "-o", str(tmp_path / "kernel.cubin")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stderr
 
 
 def calls(ptx: str) -> list[str]:

@@ -7,11 +7,8 @@ and up to its size, and never keeps a candidate whose result is wrong."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -108,19 +105,10 @@ def _main() -> None:
     print(json.dumps(results))
 
 
-def _in_interpreter(request: dict) -> dict:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    src = str(Path(ar.__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, __file__, json.dumps(request)], capture_output=True, text=True, env=env, timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def test_packing_round_trips_every_bit_pattern_and_epoch_is_the_high_word():
-    results = _in_interpreter({"epochs": EPOCHS, "next": [0, 1, 2, 7, 2**31 - 3, 2**31 - 2, 2**31 - 1]})
+    from dl_compile import run_in_interpreter
+
+    results = run_in_interpreter(__file__, {"epochs": EPOCHS, "next": [0, 1, 2, 7, 2**31 - 3, 2**31 - 2, 2**31 - 1]})
     assert len(results["round_trip"]) == len(BITS) * len(EPOCHS)
     for what, got in results["round_trip"].items():
         assert got == dict.fromkeys(got, True), f"{what}: {got}"
@@ -140,20 +128,6 @@ def _ll_kernel(dtype: str, block: int, num_warps: int, world: int = 2):
     constexprs = {"REGION": ar.ll_region_bytes(world) // 8, "LANES": ar.LL_LANES, "BLOCK": block}
     aligned = ("x_ptr", "out_ptr", "data_ptr")
     return compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
-
-
-def _sass(compiled) -> str:
-    import shutil
-    import tempfile
-
-    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-    cuobjdump = str(tools / "cuobjdump") if (tools / "cuobjdump").is_file() else shutil.which("cuobjdump")
-    if cuobjdump is None:
-        pytest.skip("no cuobjdump (Triton's wheel ships one in triton/backends/nvidia/bin)")
-    with tempfile.TemporaryDirectory() as directory:
-        cubin = Path(directory) / "kernel.cubin"
-        cubin.write_bytes(compiled.asm["cubin"])
-        return subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
 
 
 # (dtype, block, num_warps): the extremes of the launch shapes (one element per thread; 16 per thread).
@@ -189,15 +163,16 @@ def test_ll_kernel_ptx_fence_relaxed_words_and_poll_loop(dtype, block, num_warps
 @pytest.mark.parametrize(("dtype", "block", "num_warps"), [("bf16", 512, 1), ("fp32", 1024, 2), ("fp32", 1024, 8)])
 def test_ll_kernel_sass_strong_system_accesses_and_no_spills_in_loops(dtype, block, num_warps):
     from asm_loops import loop_instructions
+    from dl_compile import sass
 
-    sass = _sass(_ll_kernel(dtype, block, num_warps))
-    loops = loop_instructions(sass, "sass")
+    listing = sass(_ll_kernel(dtype, block, num_warps))
+    loops = loop_instructions(listing, "sass")
     assert any("LDG.E.64.STRONG.SYS" in line for line in loops), "the poll's loads must be strong, system scope"
-    assert "STG.E.64.STRONG.SYS" in sass
-    assert "MEMBAR.ALL.SYS" in sass or "MEMBAR.SC.SYS" in sass, "fence.acq_rel.sys became no system fence"
+    assert "STG.E.64.STRONG.SYS" in listing
+    assert "MEMBAR.ALL.SYS" in listing or "MEMBAR.SC.SYS" in listing, "fence.acq_rel.sys became no system fence"
     assert not [line for line in loops if re.search(r"\b(LDL|STL)\b", line)], "local memory inside a loop"
     assert not [line for line in loops if re.search(r"\bCALL\b", line)], "a call inside a loop"
-    assert not re.search(r"\b(LDL|STL)\b", sass), "register spills (at most 16 elements per thread)"
+    assert not re.search(r"\b(LDL|STL)\b", listing), "register spills (at most 16 elements per thread)"
 
 
 # ---------------------------------------------------------------------------------------------------------------

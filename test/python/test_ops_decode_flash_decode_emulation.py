@@ -39,10 +39,7 @@ import importlib
 import inspect
 import json
 import math
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -257,17 +254,6 @@ def _main() -> None:
 # The tests (pytest process)
 
 
-def _in_interpreter(request: dict) -> list:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    src = str(Path(fd.__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, __file__, json.dumps(request)], capture_output=True, text=True, env=env, timeout=900
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 TOLERANCE = {"bfloat16": 1.5e-2, "float16": 1.5e-3}
 """Max |out - SDPA| / max |SDPA| per call: P @ V with P rounded to the dtype, then one rounding of the output
 (the worst measured over these cases: 0.75% for bf16, 0.034% for fp16)."""
@@ -306,8 +292,10 @@ CASES = {
 
 @pytest.mark.parametrize("part", [0, 1, 2])
 def test_kernel_helpers_match_sdpa_on_the_whole_cache(part):
+    from dl_compile import run_in_interpreter
+
     names = list(CASES)[part::3]
-    results = _in_interpreter({"what": "emulate", "cases": [CASES[name] for name in names]})
+    results = run_in_interpreter(__file__, {"what": "emulate", "cases": [CASES[name] for name in names]})
     for name, result in zip(names, results, strict=True):
         case = CASES[name]
         for call, got in enumerate(result["calls"]):
@@ -325,7 +313,9 @@ def test_kernel_helpers_match_sdpa_on_the_whole_cache(part):
 
 @pytest.mark.parametrize(("groups", "splits"), [(1, 1), (5, 1), (1, 6), (4, 3), (7, 128)])
 def test_roles_cover_every_group_and_split_once_producers_first(groups, splits):
-    (table,) = _in_interpreter({"what": "roles", "cases": [[groups, splits]]})
+    from dl_compile import run_in_interpreter
+
+    (table,) = run_in_interpreter(__file__, {"what": "roles", "cases": [[groups, splits]]})
     assert sorted(map(tuple, table)) == [(g, s) for g in range(groups) for s in range(splits)]
     combiners = [ticket for ticket, (_, split) in enumerate(table) if split == 0]
     assert combiners == list(range(groups * (splits - 1), groups * splits)), "split-0 programs must come last"

@@ -14,11 +14,8 @@ docs/results/2026-11-23-round-trip-sass.md has the listings side by side and the
 from __future__ import annotations
 
 import re
-import shutil
 import struct
-import subprocess
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +23,7 @@ import pytest
 import triton
 import triton.language as tl
 from asm_loops import BLOCKS, loop_components
-from dl_compile import assembly, compile_kernel, need_real_library
+from dl_compile import assembly, compile_kernel, need_real_library, sass
 
 import triton_dist.language as dl
 from triton_dist import abi
@@ -96,18 +93,6 @@ def test_the_ping_pong_loop_loads_only_the_polled_flag_on_gfx942(serve, checks):
 _SASS_MEMORY = re.compile(r"^(?:@!?U?P\w+\s+)?(?P<op>(LDG|STG|ATOMG|REDG|LDS|STS|MEMBAR|CCTL|BAR|NANOSLEEP)\S*)")
 
 
-def _sass(compiled) -> str:
-    """``cuobjdump -sass`` of the cubin Triton built (its own ptxas run: what a launch loads)."""
-    tools = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
-    cuobjdump = str(tools / "cuobjdump") if (tools / "cuobjdump").is_file() else shutil.which("cuobjdump")
-    if cuobjdump is None:
-        pytest.skip("no cuobjdump (Triton's wheel ships one in triton/backends/nvidia/bin)")
-    with tempfile.TemporaryDirectory() as directory:
-        cubin = Path(directory) / "kernel.cubin"
-        cubin.write_bytes(compiled.asm["cubin"])
-        return subprocess.run([cuobjdump, "-sass", str(cubin)], check=True, capture_output=True, text=True).stdout
-
-
 def _memory_ops(loop: list[str]) -> Counter[str]:
     """The loop's global and shared memory, fence, barrier and sleep instructions by opcode; those predicated on
     ``!PT`` (never true: they access nothing) counted apart. Constant-bank reads (kernel arguments) are left out."""
@@ -126,10 +111,10 @@ _SASS_RELEASE = r"\b(STG\.E\.STRONG\.SYS|ATOMG\.E\.EXCH\.STRONG\.SYS)\b"
 def test_the_ping_pong_loop_has_the_memory_instructions_of_the_atomics_loop(serve):
     need_real_library("sm_90")
     ours = _release_loop(
-        _sass(_compile(ping_pong, PING_PONG_SIGNATURE, "sm_90", serve, Checks.NONE)), "sass", _SASS_RELEASE
+        sass(_compile(ping_pong, PING_PONG_SIGNATURE, "sm_90", serve, Checks.NONE)), "sass", _SASS_RELEASE
     )
     baseline = _release_loop(
-        _sass(_compile(ping_pong_atomics, ATOMICS_SIGNATURE, "sm_90", serve, None)), "sass", _SASS_RELEASE
+        sass(_compile(ping_pong_atomics, ATOMICS_SIGNATURE, "sm_90", serve, None)), "sass", _SASS_RELEASE
     )
     mine, theirs = _memory_ops(ours), _memory_ops(baseline)
     # Global loads: only the acquire poll (LDG.E.STRONG.SYS; ptxas peels the first poll off the backoff loop, so it
@@ -158,7 +143,7 @@ def test_the_checks_add_one_cta_fence_to_the_loop(serve):
     need_real_library("sm_90")
     loops = {
         level: _release_loop(
-            _sass(_compile(ping_pong, PING_PONG_SIGNATURE, "sm_90", serve, level)), "sass", _SASS_RELEASE
+            sass(_compile(ping_pong, PING_PONG_SIGNATURE, "sm_90", serve, level)), "sass", _SASS_RELEASE
         )
         for level in LEVELS
     }
