@@ -273,6 +273,33 @@ def test_selection_falls_back_when_a_table_ll_row_cannot_run(monkeypatch, tmp_pa
     assert ar.select_config(1024, device, 2, 2) == ar.heuristic_config(1024, 2)
 
 
+def test_the_watchdog_keeps_the_ll_poll_out(monkeypatch, tmp_path):
+    """The LL poll is plain loads, which the wait watchdog cannot stop: with a wait timeout configured, neither the
+    selection nor the tuner picks LL (the other algorithms wait with dl.wait, which the watchdog covers)."""
+    from triton_dist.compiler import watchdog
+
+    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(ar, "_cache_loaded", False)
+    monkeypatch.setattr(ar, "_tables", {})
+    monkeypatch.setattr(ar, "_selected", {})
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    device = torch.device("cuda", 0)
+    ll = AllReduceConfig("one_shot_ll", 16, 4)
+    monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), [(32 << 10, ll)])
+    assert ar.select_config(8 << 10, device, 2, 2) == ll
+    assert any(c.algo == "one_shot_ll" for c in ar.candidate_configs(8 << 10, 2, 2))
+    watchdog.set_wait_timeout(5)
+    try:
+        assert ar.select_config(8 << 10, device, 2, 2) == ar.heuristic_config(8 << 10, 2)
+        candidates = ar.candidate_configs(8 << 10, 2, 2)
+        assert candidates and not [c for c in candidates if c.algo == "one_shot_ll"]
+        assert {c.algo for c in candidates} == {"one_shot", "two_shot"}
+    finally:
+        watchdog.set_wait_timeout(None)
+    assert ar.select_config(8 << 10, device, 2, 2) == ll, "the choice follows the watchdog setting, not a memo"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # tune(): a wrong candidate is never kept, whatever its speed
 

@@ -24,6 +24,9 @@ Three algorithms, each one launch without host synchronization (so they can be c
   8-byte access is single-copy atomic in the PTX memory model, so a reader sees a word whole or not at all), then
   polls its own buffer (``ld.relaxed.sys.global.b64``) row by row in rank order until every word of the row holds
   the epoch, and sums as the one-shot does. Latency: one one-way NVLink write, the cost 4x the traffic (bf16).
+  Its poll is plain loads, not a ``dl.wait``, so the wait watchdog cannot time it out: with a wait timeout
+  configured (``TRITON_DIST_WAIT_TIMEOUT_S`` / ``init(wait_timeout_s=)``) it is never selected or tuned, and a
+  table row that names it gives way to the heuristic (a config that forces it still runs it).
   Not in the committed table (not measured on GPU yet); :func:`tune` offers it, and a config can force it.
 
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
@@ -79,6 +82,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
+from triton_dist.compiler.watchdog import watchdog_enabled
 from triton_dist.ops import tuning
 from triton_dist.ops.comm_workspace import slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
@@ -579,12 +583,13 @@ _selected: dict[tuple[int, torch.device, int, int], AllReduceConfig] = {}
 def select_config(nbytes: int, device: torch.device, world_size: int, itemsize: int = 2) -> AllReduceConfig:
     """The config for a message of ``nbytes`` (elements of ``itemsize`` bytes): tuned cache, else the committed
     table, else the heuristic. A table's "one_shot_ll" row that cannot move the message (past the last row, or
-    on a build without it) gives way to the heuristic."""
-    memo = (nbytes, device, world_size, itemsize)
+    on a build without it), or any "one_shot_ll" row while the wait watchdog is on, gives way to the heuristic."""
+    watched = watchdog_enabled()
+    memo = (nbytes, device, world_size, itemsize, watched)
     found = _selected.get(memo)
     if found is None:
         found = _select_config(nbytes, device, world_size)
-        if not fits(found, nbytes // itemsize):
+        if not fits(found, nbytes // itemsize) or (watched and found.algo == "one_shot_ll"):
             found = heuristic_config(nbytes, world_size)
         _selected[memo] = found
     return found
@@ -787,8 +792,9 @@ def candidate_configs(nbytes: int, itemsize: int, world_size: int) -> list[AllRe
     for algo in ALGORITHMS:
         if algo == "one_shot" and nbytes > (8 << 20):
             continue  # many flag rounds per program; two-shot wins by far
-        if algo == "one_shot_ll" and not (ll_supported() and numel <= LL_MAX_NUMEL):
-            continue  # NVIDIA only; one round per program
+        ll_possible = ll_supported() and numel <= LL_MAX_NUMEL and not watchdog_enabled()
+        if algo == "one_shot_ll" and not ll_possible:
+            continue  # NVIDIA only; one round per program; its poll is not a dl.wait the watchdog can stop
         for num_warps in (1, 2, 4, 8) if algo == "one_shot_ll" else (4, 8):
             for programs in (1, 2, 4, 8, 16, 32, 64, 128, 256):
                 if programs > SLOTS[algo]:
