@@ -57,13 +57,6 @@ from triton_dist.ops.tuning import OverlapConfig
 
 
 @triton.jit
-def wait_at_least(flag_ptr, value):
-    """Spin (acquire, system scope) until the int32 at ``flag_ptr`` is >= ``value``."""
-    while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") < value:
-        pass
-
-
-@triton.jit
 def _begin_kernel(epoch_ptr, barrier_ptr):
     """Advance the epoch and pass a barrier with every peer (flags compared with >=, so never reset)."""
     epoch = tl.load(epoch_ptr) + 1
@@ -72,8 +65,8 @@ def _begin_kernel(epoch_ptr, barrier_ptr):
     world = dl.num_ranks()
     for peer in range(0, world):
         dl.notify(barrier_ptr + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
-    for peer in range(0, world):
-        wait_at_least(barrier_ptr + peer, epoch)
+    # A dl.wait, not a hand-written spin: the wait watchdog can then stop it if a peer never arrives.
+    dl.wait(barrier_ptr, world, "sys", "acquire", waitValue=epoch, cmp="ge")
 
 
 @triton.jit(do_not_specialize=["M_LOCAL", "K", "CHUNK_ROWS", "num_chunks"])
