@@ -282,27 +282,32 @@ def gemm_ar_operands(owner: int, tag: int, m: int, n: int, k: int, dtype: torch.
 
 def gemm_ar_reference(
     tag: int, m: int, n: int, k: int, dtype: torch.dtype, owners: list[int]
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """(the fp32 sum of the owners' a @ b rounded to dtype, the sum of the partials' magnitudes)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(the fp32 sum of the owners' a @ b rounded to dtype, the sum of the partials' magnitudes, the fp32
+    accumulation-order error scale: sqrt(K) x 2^-24 x the sum of every product's magnitude, |a| @ |b|)."""
     total = torch.zeros((m, n), dtype=torch.float32, device="cuda")
     magnitude = torch.zeros((m, n), dtype=torch.float32, device="cuda")
+    terms = torch.zeros((m, n), dtype=torch.float32, device="cuda")
     for owner in owners:
         a, b = gemm_ar_operands(owner, tag, m, n, k, dtype)
         partial = a.float() @ b.float()
         total += partial
         magnitude += partial.abs()
-    return total.to(dtype), magnitude
+        terms += a.float().abs() @ b.float().abs()
+    return total.to(dtype), magnitude, terms * (k**0.5 * 2.0**-24)
 
 
-def close_gemm(out: torch.Tensor, expected: tuple[torch.Tensor, torch.Tensor]) -> tuple[bool, str]:
+def close_gemm(out: torch.Tensor, expected: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> tuple[bool, str]:
     """Each partial is rounded to the dtype before the fp32 sum, and the sum once more: allow half an ulp of each
-    partial and of the result (x 1.5 for fp32 accumulation-order differences)."""
-    ref, magnitude = expected
+    partial and of the result (x 1.5), plus 8x the typical fp32 accumulation-order error of the K products (which
+    dominates where the products nearly cancel: on one H200, 14 of [128, 2048] outputs of K = 4096 near 1e-4 differ
+    from torch's fp32 matmul by ~3e-6, identically for every tile configuration, with or without wgmma)."""
+    ref, magnitude, order_error = expected
     if torch.isnan(out).any():
         return False, f"{int(torch.isnan(out).sum())} NaN (poison) elements left"
     diff = (out.float() - ref.float()).abs()
     half_ulp = 2.0**-8 if ref.dtype == torch.bfloat16 else 2.0**-11
-    bound = 1.5 * half_ulp * (magnitude + ref.float().abs()) + 1e-6
+    bound = 1.5 * half_ulp * (magnitude + ref.float().abs()) + 8 * order_error + 1e-6
     bad = int((diff > bound).sum())
     return bad == 0, f"max |diff| {float(diff.max()):.3g}, {bad} elements out of tolerance"
 
