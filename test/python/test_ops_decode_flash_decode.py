@@ -269,8 +269,17 @@ def test_choose_splits_fits_workspace(batch, kv_heads, group, local_len, world_s
         return
     assert fd.fits_workspace(batch, kv_heads, group, splits, world_size)
     if local_len >= 128 * fd.MAX_SPLITS and fd.fits_workspace(batch, kv_heads, group, fd.MAX_SPLITS, world_size):
-        assert groups * splits >= min(132, groups * fd.MAX_SPLITS)  # small batches still fill the GPU
+        assert groups * splits >= min(132 - groups + 1, groups * fd.MAX_SPLITS)  # small batches still fill the GPU
+        assert groups * splits <= max(groups, 2 * 132), "never more than two waves of producers"
     assert splits <= max(1, local_len // 128)  # at least two 64-token blocks per split
+
+
+def test_choose_splits_makes_whole_waves_as_measured():
+    """The split counts the one-H200 sweep found fastest (bench/results/flash_decode_1gpu.md): batch 1 x 8 KV heads
+    at 16 splits (128 producers, one per SM), batch 8 x 8 KV heads at 4 (256 producers, two per SM)."""
+    assert fd.choose_splits(1, 8, 8, 32768, 2, 132, 64) == 16
+    assert fd.choose_splits(1, 8, 8, 131072, 2, 132, 64) == 16
+    assert fd.choose_splits(8, 8, 8, 32768, 2, 132, 64) == 4
 
 
 def test_the_spec_shapes_fit_the_workspace():

@@ -405,12 +405,19 @@ def fits_workspace(batch: int, kv_heads: int, group: int, splits: int, world_siz
 def choose_splits(
     batch: int, kv_heads: int, group: int, local_len: int, world_size: int, sms: int, block_n: int
 ) -> int:
-    """Splits per (sequence, KV head): about two programs per SM, at least two key blocks per split, within the
-    workspace limits (1 when even one split does not fit: the call then raises, naming the workspace)."""
+    """Splits per (sequence, KV head), at least two key blocks per split, within the workspace limits (1 when even
+    one split does not fit: the call then raises, naming the workspace).
+
+    Whole waves of producers: one per SM when there are few (sequence, KV head) groups (at most a quarter of the
+    SMs: every combiner then has many splits to combine, so fewer, longer producers win), else two per SM. Measured
+    on one H200 (world size 1, GQA 64/8, bench/results/flash_decode_1gpu.md, forced split counts, graphed): batch 1
+    was fastest at 16 splits (128 programs) at 32k and 128k tokens (the earlier rule's 33 took 1.6x / 1.1x as long),
+    batch 8 at 4 splits (256 programs) at 32k, 128k and 256k (the earlier 5: 1.08-1.10x)."""
     groups = batch * kv_heads
     if groups == 0:
         return 1
-    splits = max(1, min(MAX_SPLITS, triton.cdiv(2 * sms, groups)))
+    per_sm = 1 if 4 * groups <= sms else 2
+    splits = max(1, min(MAX_SPLITS, per_sm * sms // groups))
     splits = min(splits, max(1, local_len // (2 * block_n)))
     by_records = MAX_RECORD_BYTES // (groups * world_size * record_floats(group) * 4)
     by_flags = MAX_FLAGS // (groups * world_size)
