@@ -131,7 +131,7 @@ def main() -> int:
             time_graphed_and_eager(row, impls, args.iters, f"B={batch} ctx={total}")
             sms = torch.cuda.get_device_properties().multi_processor_count
             row["splits"] = fd.choose_splits(
-                batch, KV_HEADS, GROUP, local, world_size, sms, fd.FlashDecodeConfig().block_n
+                batch, KV_HEADS, GROUP, local, world_size, sms, fd.default_config("cuda").block_n
             )
             for splits in sweep:
                 config = fd.FlashDecodeConfig(splits=splits)

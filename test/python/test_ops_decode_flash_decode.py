@@ -93,7 +93,7 @@ def compile_flash(
     config: fd.FlashDecodeConfig | None = None,
     checks: Checks | None = None,
 ):  # noqa: ANN201
-    config = config or fd.FlashDecodeConfig()
+    config = config or fd.default_config("cuda" if target.startswith("sm_") else "hip")
     sig, constants = signature(dtype, wide_strides, ones)
     constexprs = dict(SPLITS=splits, GROUP=group, ROWS=fd.ROWS, D=fd.HEAD_DIM, BLOCK_N=config.block_n, WIDE=wide)
     constexprs.update(RG=fd.combine_rows(group), CHUNK=fd.combine_chunk(group), WORLD=world, **constants)

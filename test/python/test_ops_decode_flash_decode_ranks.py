@@ -47,7 +47,7 @@ def _agreement_and_workspaces(rank: int, world_size: int) -> None:
     world = rt.init(heap_size="64M", device="cpu")
     fd._sms[None] = 132  # the SM count a CPU device would be asked for (automatic split counts)
     first = fd._prepare(*_inputs(), None, None)
-    assert first.splits == fd.choose_splits(2, 2, 4, 256, world_size, 132, 64)
+    assert first.splits == fd.choose_splits(2, 2, 4, 256, world_size, 132, fd.default_config("cuda").block_n)
     assert abs(first.sm_scale - 128**-0.5) < 1e-12
     offsets = _offsets(world, first.workspace)
     assert len(set(offsets)) == 1 and None not in offsets[0], f"workspaces at different heap offsets: {offsets}"
