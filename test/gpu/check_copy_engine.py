@@ -229,7 +229,9 @@ def litmus(world: rt.World, checks: Checks, rounds: int, chunk_bytes: int) -> No
     stale, chunks = ring.run_eager(control_rounds, writer, flag_first=True)
     total = int(max_over_ranks(stale))
     name = f"control, flag before copy ({writer}, {chunk_bytes >> 10} KiB chunks)"
-    if chunk_bytes == max(CHUNK_BYTES):  # a long copy behind the flag: the consumer must catch it unfinished
+    # A long copy behind the flag, over NVLink: the consumer must catch it unfinished. (With one rank the copy is
+    # local and finishes before the consumer reads: on one H200 it never did, so the control is information there.)
+    if chunk_bytes == max(CHUNK_BYTES) and world.world_size >= 2:
         checks.check(
             f"{name}: stale reads detected",
             total > 0,
