@@ -297,7 +297,13 @@ def op_item(world: rt.World, graph: bool, name: str, fn: Callable) -> Item | Non
         rt.barrier()
 
     def check() -> None:
-        testing.assert_close(result["out"], expected["ref"], dtype, name=name)
+        if name == "flash_decode":
+            # Attention outputs are weighted means of V, many near zero: bf16 probabilities and rounding err relative
+            # to the largest output, not to each element (the bound test/gpu/check_decode_ops.py's close_flash uses).
+            largest = float(expected["ref"].abs().max())
+            testing.assert_close(result["out"], expected["ref"], dtype, rtol=2e-2, atol=1e-2 * largest, name=name)
+        else:
+            testing.assert_close(result["out"], expected["ref"], dtype, name=name)
 
     return Item(name, call, refresh, check)
 
