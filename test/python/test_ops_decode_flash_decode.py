@@ -451,3 +451,25 @@ def test_torch_compile_fullgraph_captures_one_op_node():
     assert len(calls) == 1
     assert calls[0].target in (torch.ops.triton_dist.flash_decode, torch.ops.triton_dist.flash_decode.default)
     assert 0.5 in calls[0].args or calls[0].kwargs.get("scale") == 0.5
+
+
+def combine_loop(ttgir: str) -> str:
+    """The TTGIR of the combine's loop: the ``scf.for`` around the rank-3 load of records (fp32 pointers)."""
+    lines = ttgir.splitlines()
+    load = next(i for i, line in enumerate(lines) if re.search(r"tt\.load .*tensor<\d+x\d+x\d+x!tt\.ptr<f32>", line))
+    start = max(i for i in range(load) if "scf.for" in lines[i])
+    end = next(i for i in range(load, len(lines)) if "scf.yield" in lines[i])
+    return "\n".join(lines[start : end + 1])
+
+
+@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
+@pytest.mark.parametrize(("group", "world"), [(8, 2), (8, 1), (4, 8), (1, 2), (16, 4)])
+def test_combine_steps_keep_records_in_registers(target, group, world):
+    """Each step of the combine reduces over records inside a thread: no layout conversion, shared memory or
+    barrier in the loop (with the warps on the record axis each step took about 2.9 us on one H200:
+    bench/results/flash_decode_anatomy.md)."""
+    need_real_library(target)
+    loop = combine_loop(compile_flash(target, group=group, splits=16, world=world).asm["ttgir"])
+    assert "tt.reduce" in loop, loop  # the sums and maxima over records are in the loop
+    for op in ("ttg.convert_layout", "ttg.local_alloc", "ttg.local_load", "ttg.local_store", "gpu.barrier"):
+        assert op not in loop, f"{op} in the combine loop:\n{loop}"

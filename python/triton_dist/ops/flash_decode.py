@@ -251,31 +251,38 @@ def _combine_records(base, count, GROUP: tl.constexpr, RG: tl.constexpr, D: tl.c
     padded to a power of two), rows without tokens in any record are 0. ``CHUNK`` records per step, loaded
     together (their loads overlap; the steps are what is sequential). A running maximum keeps every exponent
     <= 0; records with lse = -inf get weight 0 (no -inf - -inf). The order is fixed, so every rank gets the same
-    bits."""
+    bits.
+
+    The tiles are [row, record, dim] with the record axis second: Triton's layout for this load then spreads the
+    warps over the rows and keeps a thread's records in its own registers, so the sums and maxima over records
+    need no shared memory and no barrier (with records first, the warps took the record axis and each step paid
+    eight barriers: about 2.9 us per step on one H200, bench/results/flash_decode_anatomy.md)."""
     RECORD: tl.constexpr = GROUP * D + _RECORD_PAD
     chunk = tl.arange(0, CHUNK)
     rows = tl.arange(0, RG)
     dims = tl.arange(0, D)
     row_ok = rows < GROUP
-    best = tl.full([RG], float("-inf"), dtype=tl.float32)
-    weight = tl.zeros([RG], dtype=tl.float32)
-    total = tl.zeros([RG, D], dtype=tl.float32)
+    # Every tensor keeps the [row, record, dim] tile's layout (size-1 axes where a value is per row or per record),
+    # so no step converts a layout through shared memory either.
+    best = tl.full([RG, 1], float("-inf"), dtype=tl.float32)
+    weight = tl.zeros([RG, 1], dtype=tl.float32)
+    total = tl.zeros([RG, 1, D], dtype=tl.float32)
     for first in range(0, count, CHUNK):
         index = first + chunk
-        ok = (index < count)[:, None] & row_ok[None, :]  # [CHUNK, RG]
-        records = base + index[:, None] * RECORD  # [CHUNK, 1]
-        lse = tl.load(records + GROUP * D + rows[None, :], mask=ok, other=float("-inf"))
+        ok = row_ok[:, None] & (index < count)[None, :]  # [RG, CHUNK]
+        records = base + index[None, :] * RECORD  # [1, CHUNK]
+        lse = tl.load(records + GROUP * D + rows[:, None], mask=ok, other=float("-inf"))
         outs = tl.load(
-            records[:, :, None] + rows[None, :, None] * D + dims[None, None, :], mask=ok[:, :, None], other=0.0
+            records[:, :, None] + rows[:, None, None] * D + dims[None, None, :], mask=ok[:, :, None], other=0.0
         )
-        best_new = tl.maximum(best, tl.max(lse, 0))
+        best_new = tl.maximum(best, tl.max(lse, 1, keep_dims=True))
         empty = best_new == float("-inf")  # no tokens so far for this head: nothing to rescale
-        scale_old = tl.where(empty, 0.0, tl.exp(best - best_new))
-        w = tl.where(empty[None, :], 0.0, tl.exp(lse - best_new[None, :]))  # [CHUNK, RG]
-        weight = weight * scale_old + tl.sum(w, 0)
-        total = total * scale_old[:, None] + tl.sum(w[:, :, None] * outs, 0)
+        scale_old = tl.where(empty, 0.0, tl.exp(best - best_new))  # [RG, 1]
+        w = tl.where(empty, 0.0, tl.exp(lse - best_new))  # [RG, CHUNK]
+        weight = weight * scale_old + tl.sum(w, 1, keep_dims=True)
+        total = total * scale_old[:, :, None] + tl.sum(w[:, :, None] * outs, 1, keep_dims=True)
         best = best_new
-    return total / tl.where(weight > 0, weight, 1.0)[:, None]
+    return tl.sum(total / tl.where(weight > 0, weight, 1.0)[:, :, None], 1)  # [RG, D] (a sum over one record)
 
 
 @triton.jit
@@ -396,8 +403,9 @@ def combine_rows(group: int) -> int:
 
 
 def combine_chunk(group: int) -> int:
-    """Records the combine loads per step (``CHUNK``): a [CHUNK, RG, 128] fp32 tile of 4,096 floats, 32 registers
-    per thread at 4 warps (64 rows took the kernel from 80 to 168 registers on sm_90; 32 rows: 94)."""
+    """Records the combine loads per step (``CHUNK``): an [RG, CHUNK, 128] fp32 tile of 4,096 floats, 32 registers
+    per thread at 4 warps. 8 or 16 records per step measured the same as 4 on one H200 (the step has no barrier
+    since the tile's layout keeps a thread's records in its registers; bench/results/flash_decode_anatomy.md)."""
     return COMBINE_TILE_ROWS // combine_rows(group)
 
 
