@@ -55,6 +55,7 @@ def compile_kernel(
     aligned: tuple[str, ...] = (),
     num_warps: int = 4,
     checks: Checks | None = None,
+    num_stages: int | None = None,
 ) -> Any:
     """``testing.compile_for`` ``target_name``; only the arguments named in ``aligned`` are specialized 16-divisible
     (``compile_for`` aligns every pointer by default; these tests say which).
@@ -65,9 +66,10 @@ def compile_kernel(
     if checks is not None:
         with override_checks(checks):
             fresh = triton.jit(kernel.fn)
-            return compile_kernel(fresh, signature, target_name, constexprs, aligned, num_warps)
+            return compile_kernel(fresh, signature, target_name, constexprs, aligned, num_warps, num_stages=num_stages)
+    stages = {} if num_stages is None else {"num_stages": num_stages}
     return testing.compile_for(
-        kernel, signature, target_name, constexprs=constexprs, aligned=aligned, num_warps=num_warps
+        kernel, signature, target_name, constexprs=constexprs, aligned=aligned, num_warps=num_warps, **stages
     )
 
 

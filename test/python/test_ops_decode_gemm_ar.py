@@ -31,11 +31,15 @@ SIGNATURE = {
 ALIGNED = ("a_ptr", "b_ptr", "out_ptr", "data_ptr", "N", "K", "stride_am", "stride_bk", "stride_om")
 
 
+SHARED_LIMIT = {"sm_90": 232448, "gfx942": 65536}
+"""Bytes of shared memory / LDS one program may use (Triton refuses a launch past it)."""
+
+
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
-@pytest.mark.parametrize("m", [1, 32, 256])
+@pytest.mark.parametrize("m", [1, 32, 64, 128, 256])
 def test_kernel_compiles(m, target):
     need_library(target)
-    config = default_config(m, 8192, 4096)
+    config = default_config(m, 8192, 4096, "cuda" if target == "sm_90" else "hip")
     constexprs = {
         "REGION": 2 * 2 * 128 * 64,
         "BLOCK_M": config.block_m,
@@ -44,7 +48,16 @@ def test_kernel_compiles(m, target):
         "EXCHANGE": True,
         "WORLD": 2,
     }
-    compiled = compile_kernel(_gemm_ar_kernel, SIGNATURE, target, constexprs, ALIGNED, num_warps=config.num_warps)
+    compiled = compile_kernel(
+        _gemm_ar_kernel,
+        SIGNATURE,
+        target,
+        constexprs,
+        ALIGNED,
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+    )
+    assert compiled.metadata.shared <= SHARED_LIMIT[target]  # the default tile launches on that target
     asm = assembly(compiled, target)
     if target == "sm_90":
         assert "mma" in asm  # tensor cores (mma.sync or wgmma)

@@ -1,0 +1,122 @@
+"""gemm_ar's GEMM alone against torch.matmul, over tile configs, at the per-rank sizes of a W-rank run, one GPU.
+
+    torchrun --nproc-per-node=1 bench/gemm_ar_tiles.py [--k-ranks 2] [--ms 1 8 32 128 256] [--out-dir bench/results]
+
+The GEMM of ``gemm_ar`` does not depend on the world size except through each rank's K slice, so its tile choice
+can be studied on one GPU: each problem is [M, K / k-ranks] @ [K / k-ranks, N] for the layers of bench/gemm_ar.py.
+Per problem and config, graphed (10 calls per CUDA graph, median of >= 20 replays): the kernel with the exchange
+switched off (``GemmARConfig(exchange=False)``), after checking its output against ``torch.matmul`` (fp32
+reference, bf16 tolerance); and ``torch.matmul`` itself. Prints and writes (``gemm_ar_tiles.md`` / ``.json``) the
+op's default config, the best config and their ratios to matmul.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, describe_machine, markdown_table, write_json  # noqa: E402
+from gemm_ar import LAYERS, MS  # noqa: E402
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
+from triton_dist.ops.gemm_ar import MAX_TILE_ELEMS, GemmARConfig, _launch, default_config  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+
+
+def configs(m: int) -> list[GemmARConfig]:
+    """Tiles to try for M rows: block_m the smallest power of two >= M (16..128), block_n x block_k x warps x
+    stages around the default's (8 warps only from 64 rows), within the slot buffers' tile limit."""
+    block_m = min(128, max(16, 1 << (m - 1).bit_length()))
+    found = []
+    warps_options = (4, 8) if block_m >= 64 else (4,)
+    for block_n, block_k, warps, stages in itertools.product((32, 64, 128), (64, 128, 256), warps_options, (3, 5)):
+        if block_m * block_n > MAX_TILE_ELEMS or (block_n + block_m) * block_k * 2 * (stages - 1) > 200 << 10:
+            continue  # past the slot tile, or more shared memory than an H100/H200 block may take
+        found.append(GemmARConfig(block_m, block_n, block_k, warps, stages, exchange=False))
+    return found
+
+
+def label(config: GemmARConfig) -> str:
+    return f"{config.block_m}x{config.block_n}x{config.block_k} w{config.num_warps} s{config.num_stages}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--k-ranks", type=int, default=2, help="the world size whose per-rank K slice is timed")
+    parser.add_argument("--ms", type=int, nargs="*", default=MS)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--out-dir", default=str(RESULTS))
+    args = parser.parse_args()
+    setup_distributed(heap_size="2G")
+    started = time.time()
+    rows = []
+    for layer, n, k in LAYERS:
+        k_local = k // args.k_ranks
+        b = (torch.randn(k_local, n, device="cuda") / k_local**0.5).to(torch.bfloat16)
+        for m in args.ms:
+            a = torch.randn(m, k_local, device="cuda").to(torch.bfloat16)
+            reference = (a.float() @ b.float()).to(torch.bfloat16).float()
+            out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            row: dict = {"layer": layer, "M": m, "N": n, "K local": k_local}
+            row["matmul"] = graphed_us(lambda a=a, b=b: torch.matmul(a, b), replays=args.iters)
+            default = GemmARConfig(**{**default_config(m, n, k_local).__dict__, "exchange": False})
+            times = {}
+            for config in dict.fromkeys([default, *configs(m)]):
+                out.fill_(float("nan"))
+                try:
+                    _launch(a, b, out, config)
+                except Exception as error:  # noqa: BLE001 (a config the GPU refuses is reported, not fatal)
+                    rank0_print(f"INFO {layer} M={m} {label(config)}: {type(error).__name__}: {error}")
+                    continue
+                torch.cuda.synchronize()
+                if not torch.allclose(out.float(), reference, rtol=2e-2, atol=2e-2):
+                    rank0_print(f"FAIL {layer} M={m} {label(config)}: differs from matmul")
+                    continue
+                times[config] = graphed_us(
+                    lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters
+                )
+            best = min(times, key=times.__getitem__)
+            row.update(default=label(default), best=label(best))
+            row["default us"], row["best us"] = times.get(default, float("nan")), times[best]
+            rows.append(row)
+            rank0_print(
+                f"RESULT {layer} M={m} K/W={k_local}: matmul {row['matmul']:.1f} us, default {label(default)} "
+                f"{row['default us']:.1f} ({row['default us'] / row['matmul']:.2f}x), best {label(best)} "
+                f"{row['best us']:.1f} ({row['best us'] / row['matmul']:.2f}x)"
+            )
+    if rt.current_world().rank == 0:
+        write_results(Path(args.out_dir), rows, args.k_ranks, started)
+    rt.barrier()
+    return 0
+
+
+def write_results(out_dir: Path, rows: list[dict], k_ranks: int, started: float) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = [
+        f"# gemm_ar's GEMM alone vs torch.matmul, per-rank sizes of {k_ranks} ranks, one "
+        f"{torch.cuda.get_device_name()}, bf16",
+        "",
+        *describe_machine(started),
+        "- µs per call, graphed (10 calls per CUDA graph, median of >= 20 replays); x = time / matmul's time.",
+        "",
+    ]
+    headers = ["layer", "M", "K local", "matmul", "default", "default us", "x", "best", "best us", "x"]
+    table = [
+        [r["layer"], r["M"], r["K local"], f"{r['matmul']:.1f}", r["default"], f"{r['default us']:.1f}",
+         f"{r['default us'] / r['matmul']:.2f}", r["best"], f"{r['best us']:.1f}", f"{r['best us'] / r['matmul']:.2f}"]
+        for r in rows
+    ]  # fmt: skip
+    lines.append(markdown_table(headers, table))
+    (out_dir / "gemm_ar_tiles.md").write_text("\n".join(lines) + "\n")
+    write_json(out_dir / "gemm_ar_tiles.json", rows, started)
+
+
+if __name__ == "__main__":
+    main_guard(main)
