@@ -10,11 +10,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import json
 import re
+import sys
 
 import pytest
 import torch
 import torch.distributed as dist
+import triton
+import triton.language as tl
 from dl_compile import assembly, compile_kernel, context_is_defined_and_used, need_library
 from triton.backends.compiler import GPUTarget
 
@@ -241,3 +245,123 @@ def test_custom_op_is_registered_with_a_fake_that_shards_rows():
         assert out.shape == (96, 40) and out.dtype == torch.bfloat16
     finally:
         dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The own tile's peer loop (the fused epilogue): loads and adds only
+
+
+def peer_loops(ttgir: str) -> list[str]:
+    """The TTGIR of each innermost ``scf.for`` that waits for a flag and loads a 2-D tile: ``_add_received``'s loop
+    over the peers (the flattened kernels hold two copies of it, the second for K = 0)."""
+    lines = ttgir.splitlines()
+    loops = []
+    for start, line in enumerate(lines):
+        if "scf.for" not in line:
+            continue
+        depth, end = 0, start
+        for end in range(start, len(lines)):
+            depth += lines[end].count("{") - lines[end].count("}")
+            if depth <= 0 and end > start:
+                break
+        body = lines[start + 1 : end + 1]
+        innermost = not any("scf.for" in text for text in body)
+        waits = any("__triton_dist_wait_sys_acquire" in text for text in body)
+        loads = any(re.search(r"tt\.load .*tensor<\d+x\d+x!tt\.ptr", text) for text in body)
+        if innermost and waits and loads:
+            loops.append("\n".join(lines[start : end + 1]))
+    return loops
+
+
+FUSED_CANDIDATES = [c for c in grs.CANDIDATES if c.gemm == "triton" and c.fused and not c.fallback]
+
+
+@pytest.mark.parametrize("config", FUSED_CANDIDATES, ids=lambda c: c.short())
+def test_own_tile_peer_loop_adds_without_layout_conversion(config):
+    """Each peer's partial is loaded and added in the loads' layout: no conversion, shared memory or barrier per peer
+    (the tile left the MMA layout once, before the loop; before that fix every received 128x128 fp32 tile went
+    through shared memory in the loop: four barriers and 64 KiB per peer on sm_90)."""
+    need_library("sm_90")
+    loops = peer_loops(compile_gemm_rs(config, "sm_90").asm["ttgir"])
+    assert len(loops) >= config.matmul.split_n, "one peer loop per column half"
+    for loop in loops:
+        assert "arith.addf" in loop, loop
+        for op in ("ttg.convert_layout", "ttg.local_alloc", "ttg.local_load", "ttg.local_store", "gpu.barrier"):
+            assert op not in loop, f"{op} in the peer loop of {config.short()}:\n{loop}"
+
+
+def sass_loops(listing: str) -> list[list[str]]:
+    """The instructions of every loop of a SASS listing, inner loops too (those of a loop's blocks once the edges
+    back to its header, the block entered from outside, are cut)."""
+    from asm_loops import loop_components, sass_blocks
+
+    blocks = sass_blocks(listing)
+    predecessors: dict[str, set[str]] = {}
+    for block in blocks:
+        for successor in block.successors:
+            predecessors.setdefault(successor, set()).add(block.name)
+    found: list[list[str]] = []
+
+    def walk(level):
+        for loop in loop_components(level):
+            found.append([line for block in loop for line in block.lines])
+            names = {block.name for block in loop}
+            entered = [block.name for block in loop if predecessors.get(block.name, set()) - names]
+            header = entered[0] if entered else loop[0].name
+            inner = [
+                dataclasses.replace(block, entry=True, successors=[s for s in block.successors if s != header])
+                for block in loop
+                if block.name != header
+            ]
+            walk(inner)
+
+    walk(blocks)
+    return found
+
+
+@pytest.mark.parametrize("partial_dtype", ["float32", "input"])
+def test_default_tile_epilogue_loops_do_not_spill(partial_dtype):
+    """The default tile (128x256, flattened, defer_notify) with either partial dtype: no local memory in any loop
+    that is not the wgmma loop, i.e. in the own tile's peer loops (before the tile left the MMA layout there, each
+    peer cost every thread 26-43 spill loads and 4-24 spill stores per column half)."""
+    from dl_compile import sass
+
+    need_library("sm_90")
+    config = dataclasses.replace(grs.GemmRSConfig(), partial_dtype=partial_dtype)
+    assert config.flattens() and config.defer_notify
+    loops = sass_loops(sass(compile_gemm_rs(config, "sm_90")))
+    epilogue = [loop for loop in loops if not any("HGMMA" in line for line in loop)]
+    assert any(any("BAR.SYNC" in line for line in loop) for loop in epilogue), "the peer loops (a wait each) are found"
+    for loop in epilogue:
+        local = [line for line in loop if re.search(r"\b(LDL|STL)\b", line)]
+        assert not local, f"{config.short()}: local memory in an epilogue loop: {local[:4]}"
+
+
+@triton.jit
+def _loop_layout_kernel(x_ptr, y_ptr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    offsets = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    tl.store(y_ptr + offsets, grs._loop_layout(tl.load(x_ptr + offsets)))
+
+
+def _loop_layout_round_trips(shapes: list[list[int]]) -> dict[str, bool]:
+    """In the interpreter: ``_loop_layout`` returns every fp32 bit pattern (NaN payloads, -0, subnormals) in place."""
+    found = {}
+    for rows, cols in shapes:
+        special = torch.tensor([0x7FC00001, 0x7F800001, -(2**31), 1, 0x007FFFFF, -1], dtype=torch.int32)
+        random = torch.randint(-(2**31), 2**31 - 1, (rows * cols,), generator=torch.Generator().manual_seed(rows))
+        bits = torch.cat([special, random.to(torch.int32)])[: rows * cols].reshape(rows, cols)
+        out = torch.zeros_like(bits)
+        _loop_layout_kernel[(1,)](bits.view(torch.float32), out.view(torch.float32), BLOCK_M=rows, BLOCK_N=cols)
+        found[f"{rows}x{cols}"] = bool(torch.equal(out, bits))
+    return found
+
+
+def test_loop_layout_leaves_every_value_in_place():
+    from dl_compile import run_in_interpreter
+
+    shapes = [[128, 128], [128, 64], [16, 32], [2, 2]]
+    assert run_in_interpreter(__file__, {"shapes": shapes}) == {f"{r}x{c}": True for r, c in shapes}
+
+
+if __name__ == "__main__":
+    print(json.dumps(_loop_layout_round_trips(json.loads(sys.argv[1])["shapes"])))
