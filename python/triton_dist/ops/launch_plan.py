@@ -18,6 +18,14 @@ from triton import knobs
 
 from triton_dist import runtime as rt
 
+try:  # what Triton's own launch path asks for the stream (torch.cuda.current_stream builds a Stream object first)
+    from torch._C import _cuda_getCurrentRawStream as current_raw_stream
+except ImportError:  # a torch without CUDA: there is nothing to launch on, and the fallback says so when called
+
+    def current_raw_stream(device_index: int) -> int:
+        """The current CUDA stream of device ``device_index``, as the integer handle a launcher takes."""
+        return torch.cuda.current_stream(device_index).cuda_stream
+
 
 @dataclass
 class LaunchPlan:
@@ -27,18 +35,27 @@ class LaunchPlan:
     kernel: Any
     grid: tuple[int, int, int]
     args: tuple[Any, ...]
-    """The kernel's remaining arguments in its parameter order, constexprs included (the launcher skips them)."""
+    """The kernel's remaining arguments in its parameter order, constexprs included (the launcher skips them), tensors
+    as their addresses."""
+    tensors: tuple[torch.Tensor, ...] = ()
+    """The tensors whose addresses ``args`` holds, kept alive with the plan."""
 
     def launch(self, device: torch.device, *leading: Any) -> None:
+        """Enqueue the kernel on ``device``'s current stream, ``leading`` its first arguments."""
+        if device.index != torch.cuda.current_device():  # the launcher launches in the current device's context
+            with torch.cuda.device(device):
+                self.launch(device, *leading)
+            return
         kernel = self.kernel
-        stream = torch.cuda.current_stream(device).cuda_stream
-        args = (*leading, *self.args)
+        stream = current_raw_stream(device.index)
         enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
         if _has_hooks(enter) or _has_hooks(leave):
-            metadata = kernel.launch_metadata(self.grid, stream, *args)
+            metadata = kernel.launch_metadata(self.grid, stream, *leading, *self.args)
         else:  # nobody listens: skip building the launch metadata and the launcher's two empty hook calls
             metadata = enter = leave = None
-        kernel.run(*self.grid, stream, kernel.function, kernel.packed_metadata, metadata, enter, leave, *args)
+        kernel.run(
+            *self.grid, stream, kernel.function, kernel.packed_metadata, metadata, enter, leave, *leading, *self.args
+        )
 
 
 def _has_hooks(hook: Any) -> bool:
@@ -52,8 +69,15 @@ def first_launch(
     """Launch ``kernel[grid]`` the ordinary way (compiling it if needed) and return the plan for the next calls.
 
     ``named`` holds every parameter of the kernel by name (extra names are ignored); the first ``leading``
-    parameters are the ones each call passes to :meth:`LaunchPlan.launch`.
+    parameters are the ones each call passes to :meth:`LaunchPlan.launch`. Tensors among the others (the ops'
+    workspaces) must keep their storage while the plan lives: the plan passes their addresses.
     """
     ordered = {name: named[name] for name in kernel.arg_names}
     compiled = kernel[grid](**ordered, **options)
-    return LaunchPlan(rt.current_world(), compiled, grid, tuple(ordered.values())[leading:])
+    fixed = tuple(ordered.values())[leading:]
+    # The launcher turns a tensor argument into an address with a data_ptr() call and a driver query of the pointer
+    # on every launch; an integer it takes as it is. This launch passed the tensors themselves (Triton checked them),
+    # and their addresses do not change, so later launches pass the addresses.
+    addresses = tuple(value.data_ptr() if isinstance(value, torch.Tensor) else value for value in fixed)
+    tensors = tuple(value for value in fixed if isinstance(value, torch.Tensor))
+    return LaunchPlan(rt.current_world(), compiled, grid, addresses, tensors)
