@@ -30,8 +30,9 @@ Three algorithms, each one launch without host synchronization (so they can be c
   Not in the committed table (not measured on GPU yet); :func:`tune` offers it, and a config can force it.
 
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
-world size is a power of two, a loop of notifies otherwise. Calls after the first of a size launch the compiled
-kernel through a cached ``LaunchPlan`` (``launch_plan.py``), skipping Triton's per-call argument binding.
+world size is a power of two, a loop of notifies otherwise. A call repeating an earlier call's signature (size,
+dtype, 16-byte alignment, config) checks its inputs and relaunches that call's ``LaunchPlan`` (``launch_plan.py``):
+no config choice, no agreement lookup, none of Triton's per-call argument binding.
 
 Every rank sums the ranks' values in the same order (rank 0, 1, ...), and a two-shot chunk is reduced by one rank
 only, so all ranks get bit-identical results.
@@ -473,14 +474,15 @@ def notify_world(world_size: int) -> int:
 _plans: dict[tuple, LaunchPlan] = {}
 
 
-def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: bool = True) -> None:
-    """Enqueue the kernel on the current stream (x, out: contiguous, same dtype and size; no checks)."""
+def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: bool = True) -> LaunchPlan:
+    """Enqueue the kernel on the current stream (x, out: contiguous, same dtype and size; no checks); returns the
+    plan that launched it."""
     key = (x.numel(), x.dtype, x.device, x.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0, config, stage)
     plan = _plans.get(key)
     world = rt.current_world()
     if plan is not None and plan.world is world:
         plan.launch(x.device, x, out)
-        return
+        return plan
     world_size = world.world_size
     shape = launch_shape(x.numel(), x.element_size(), world_size, config)
     if config.algo == "one_shot_ll":
@@ -495,8 +497,9 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
             "LANES": LL_LANES,
             "BLOCK": shape.block,
         }
-        _plans[key] = first_launch(_one_shot_ll_kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
-        return
+        plan = first_launch(_one_shot_ll_kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
+        _plans[key] = plan
+        return plan
     one_shot = config.algo == "one_shot"
     region_bytes = ONE_SHOT_REGION_BYTES if one_shot else TWO_SHOT_REGION_BYTES
     ws = slot_workspace(f"all_reduce.{config.algo}", SLOTS[config.algo], 2 * world_size, region_bytes)
@@ -516,7 +519,9 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
         "STAGE": stage,
         "WORLD": notify_world(world_size),
     }
-    _plans[key] = first_launch(kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
+    plan = first_launch(kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
+    _plans[key] = plan
+    return plan
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -663,27 +668,63 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
     _agreed.add(signature)
 
 
+_ready: dict[tuple, LaunchPlan] = {}
+"""The plan each call signature launched after passing the steps that depend on the signature alone (x on the
+heap's device, the config choice, the ranks' agreement), so a repeated signature goes straight to its launch. The
+key is everything those steps and ``_launch``'s key read: x's element count, dtype and device, the 16-byte alignment
+of x and out, the config argument and whether the wait watchdog is on (it changes the choice). An entry counts only
+while its plan's world is the current one; ``tune`` clears them all (it changes the table)."""
+
+
 def _run(x: torch.Tensor, out: torch.Tensor, op: str, config: AllReduceConfig | None = None) -> None:
     check_inputs(x, op, out)
+    _run_checked(x, out, config)
+
+
+def _run_checked(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig | None) -> None:
+    """``_run`` after ``check_inputs(x, op, out)`` passed."""
     world = rt.current_world()
+    device = x.device
+    signature = (
+        x.numel(),
+        x.dtype,
+        device,
+        x.data_ptr() % 16 == 0,
+        out.data_ptr() % 16 == 0,
+        config,
+        watchdog_enabled(),
+    )
+    plan = _ready.get(signature)
+    if plan is not None and plan.world is world:
+        plan.launch(device, x, out)
+        return
+    plan = _first_call_of_signature(x, out, config, world)
+    if plan is not None:
+        _ready[signature] = plan
+
+
+def _first_call_of_signature(
+    x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig | None, world: rt.World
+) -> LaunchPlan | None:
+    """The steps a repeated signature skips, then the launch; returns the plan (None for an empty x: no launch)."""
     if x.device != world.device:  # before anything asks the device for its properties
         raise ValueError(f"all_reduce: x is on {x.device}, but this rank's symmetric heap is on {world.device}")
     if config is None:
         config = select_config(x.numel() * x.element_size(), x.device, world.world_size, x.element_size())
     _check_device_and_agreement(x, config)
     if x.numel() == 0:
-        return
+        return None
     if x.device.index == torch.cuda.current_device():
-        _launch(x, out, config)
-    else:
-        with torch.cuda.device(x.device):
-            _launch(x, out, config)
+        return _launch(x, out, config)
+    with torch.cuda.device(x.device):
+        return _launch(x, out, config)
 
 
 @torch.library.custom_op("triton_dist::all_reduce", mutates_args=())
 def _all_reduce_op(x: torch.Tensor, op: str) -> torch.Tensor:
+    check_inputs(x, op)
     out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    _run(x, out, op)
+    _run_checked(x, out, None)  # out is fresh: like x by construction
     return out
 
 
@@ -729,7 +770,9 @@ def all_reduce(x: torch.Tensor, op: str = "sum", *, out: torch.Tensor | None = N
         return out
     if out is None:
         check_inputs(x, op)
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        out = torch.empty_like(x)  # x is contiguous (checked): so is out (same strides), without a layout argument
+        _run_checked(x, out, None)  # out is fresh: like x by construction
+        return out
     _run(x, out, op)
     return out
 
@@ -845,6 +888,7 @@ def tune(
     key = _table_key(world.device, world.world_size)
     _tables[key] = [(nbytes, config) for nbytes, config, _ in rows]
     _selected.clear()
+    _ready.clear()
     if write_cache and world.rank == 0:
         path = _cache_path()
         path.parent.mkdir(parents=True, exist_ok=True)

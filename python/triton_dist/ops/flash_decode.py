@@ -506,6 +506,13 @@ def check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: tor
         raise ValueError(f"flash_decode: q, k, v and lengths must be on one device, got {sorted(map(str, devices))}")
 
 
+def check_out(q: torch.Tensor, out: torch.Tensor) -> None:
+    """Raise a ValueError unless ``out`` can take the result for ``q``: q's shape, dtype and device, last dim
+    contiguous."""
+    if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1 or out.device != q.device:
+        raise ValueError(f"flash_decode: out must be like q {list(q.shape)} {q.dtype}, got {list(out.shape)}")
+
+
 def _world_state(world: rt.World) -> _WorldState:
     global _state
     if _state is None or _state.world is not world:
@@ -588,6 +595,10 @@ class _Prepared:
     workspace: _Workspace
 
 
+_DEFAULT_CONFIG = default_config("hip" if torch.version.hip else "cuda")
+"""What a call without a config uses on this build's backend."""
+
+
 def _prepare(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -598,8 +609,12 @@ def _prepare(
 ) -> _Prepared:
     """Everything before the launch: the local checks, the split count, the ranks' agreement and the workspace."""
     check_inputs(q, k, v, lengths)
-    sm_scale = check_scale(scale)
-    config = config or default_config("hip" if torch.version.hip else "cuda")
+    return _prepare_checked(q, k, check_scale(scale), config)
+
+
+def _prepare_checked(q: torch.Tensor, k: torch.Tensor, sm_scale: float, config: FlashDecodeConfig | None) -> _Prepared:
+    """``_prepare`` after the local checks: q on the heap's device, the split count, the agreement, the workspace."""
+    config = config or _DEFAULT_CONFIG
     world = rt.current_world()
     if q.device != world.device:
         raise ValueError(f"flash_decode: q is on {q.device}, but this rank's symmetric heap is on {world.device}")
@@ -616,28 +631,56 @@ def _run(
     scale: float | None,
     config: FlashDecodeConfig | None = None,
 ) -> None:
-    prepared = _prepare(q, k, v, lengths, scale, config)
+    check_inputs(q, k, v, lengths)
+    sm_scale = check_scale(scale)
+    check_out(q, out)
+    _run_checked(q, k, v, lengths, out, sm_scale, config)
+
+
+def _run_checked(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    lengths: torch.Tensor,
+    out: torch.Tensor,
+    sm_scale: float,
+    config: FlashDecodeConfig | None,
+) -> None:
+    """``_run`` after ``check_inputs``, ``check_scale`` (which gave ``sm_scale``) and ``check_out`` passed.
+
+    A call whose key has a plan of the current world launches it at once: the key holds everything the steps
+    between the checks and the launch read (the shapes the split count and the agreement use, the strides and
+    16-byte alignments Triton specializes on, dtype, device, the config argument and the scale), and those steps
+    gave this plan for it. Otherwise the call takes them (``_prepare_checked``: the agreement on a new shape) and
+    launches through Triton, keeping the plan."""
     world = rt.current_world()
-    if q.shape[0] == 0:
-        return
-    tensors = (q, k, v, lengths, out)
     key = (
-        tuple(t.shape for t in tensors),
-        tuple(t.stride() for t in tensors),
-        tuple(t.data_ptr() % 16 == 0 for t in tensors),
+        q.shape,
+        k.shape,
+        q.stride(),
+        k.stride(),
+        v.stride(),
+        out.stride(),
+        q.data_ptr() % 16 == 0,
+        k.data_ptr() % 16 == 0,
+        v.data_ptr() % 16 == 0,
+        lengths.data_ptr() % 16 == 0,
+        out.data_ptr() % 16 == 0,
         q.dtype,
         q.device,
-        prepared.config,
-        prepared.splits,
-        prepared.sm_scale,
+        config,
+        sm_scale,
     )
     plan = _plans.get(key)
     if plan is not None and plan.world is world:
-        plan.launch(q.device, *tensors)
+        plan.launch(q.device, q, k, v, lengths, out)
+        return
+    prepared = _prepare_checked(q, k, sm_scale, config)
+    if q.shape[0] == 0:
         return
     grid, named, options = launch_args(q, k, v, lengths, out, prepared, world.world_size)
     with torch.cuda.device(q.device):
-        _plans[key] = first_launch(_flash_decode_kernel, grid, named, len(tensors), **options)
+        _plans[key] = first_launch(_flash_decode_kernel, grid, named, 5, **options)
 
 
 def launch_args(
@@ -651,8 +694,7 @@ def launch_args(
 ) -> tuple[tuple[int, int, int], dict, dict]:
     """(grid, every kernel argument by name, launch options) of a checked call: one program per (sequence, KV
     head, split)."""
-    if out.shape != q.shape or out.dtype != q.dtype or out.stride(-1) != 1 or out.device != q.device:
-        raise ValueError(f"flash_decode: out must be like q {list(q.shape)} {q.dtype}, got {list(out.shape)}")
+    check_out(q, out)
     config, ws = prepared.config, prepared.workspace
     batch, q_heads, _ = q.shape
     kv_heads = k.shape[1]
@@ -700,9 +742,7 @@ def launch_args(
 def _flash_decode_op(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor, scale: float | None = None
 ) -> torch.Tensor:
-    out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    _run(q, k, v, lengths, out, scale)
-    return out
+    return _checked_call(q, k, v, lengths, scale)
 
 
 @_flash_decode_op.register_fake
@@ -737,7 +777,15 @@ def flash_decode(
     """
     if isinstance(q, torch.Tensor) and not plain_eager(q):
         return torch.ops.triton_dist.flash_decode(q, k, v, lengths, scale)
+    return _checked_call(q, k, v, lengths, scale)
+
+
+def _checked_call(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor, scale: float | None
+) -> torch.Tensor:
+    """The op's implementation: the checks, a new output, the launch."""
     check_inputs(q, k, v, lengths)
+    sm_scale = check_scale(scale)
     out = torch.empty_like(q, memory_format=torch.contiguous_format)
-    _run(q, k, v, lengths, out, scale)
+    _run_checked(q, k, v, lengths, out, sm_scale, None)  # out is new, like q by construction: no check_out
     return out
