@@ -156,8 +156,8 @@ def test_ll_kernel_ptx_fence_relaxed_words_and_poll_loop(dtype, block, num_warps
     inside = [line.strip() for loop in loops for block_ in loop for line in block_.lines]
     assert not [line for line in inside if ".local" in line], "local memory inside a loop"
     assert not [line for line in inside if re.match(r"(@!?%p\d+\s+)?call", line)], "a call inside a loop"
-    # The poll rereads: more relaxed loads than elements per thread (one before the loop, one in its body).
-    assert len(loads) == 2 * per_thread
+    # One relaxed load per element of a thread, all in the poll's loop (the poll is not cloned: see below).
+    assert len(loads) == per_thread
 
 
 @pytest.mark.parametrize(("dtype", "block", "num_warps"), [("bf16", 512, 1), ("fp32", 1024, 2), ("fp32", 1024, 8)])
@@ -173,6 +173,158 @@ def test_ll_kernel_sass_strong_system_accesses_and_no_spills_in_loops(dtype, blo
     assert not [line for line in loops if re.search(r"\b(LDL|STL)\b", line)], "local memory inside a loop"
     assert not [line for line in loops if re.search(r"\bCALL\b", line)], "a call inside a loop"
     assert not re.search(r"\b(LDL|STL)\b", listing), "register spills (at most 16 elements per thread)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The poll: a per-thread PTX loop, at every launch shape the tuner tries
+
+TUNER_SHAPES = [
+    (32, 1), (64, 1), (64, 2), (128, 1), (128, 2), (128, 4), (256, 1), (256, 2), (256, 4), (256, 8),
+    (512, 1), (512, 2), (512, 4), (512, 8), (1024, 2), (1024, 4), (1024, 8),
+]  # fmt: skip
+"""(block, num_warps) of every LL launch shape tune() tries at 2 ranks (bf16 and fp32, 64 B to 1 MiB)."""
+
+_SASS_NOT_IN_A_POLL = r"\b(BAR|STS|LDS|LDSM|SHFL|ATOMS|MEMBAR|ERRBAR|CALL|LDL|STL)\b"
+"""Barriers, shared memory, shuffles, fences, calls, local memory: none belongs in the poll or the peer loop."""
+
+
+def test_tuner_shapes_are_the_ones_compiled(monkeypatch):
+    monkeypatch.setattr(torch.version, "hip", None)
+    shapes = set()
+    for nbytes in [1 << k for k in range(6, 21)]:
+        for itemsize in (2, 4):
+            for config in ar.candidate_configs(nbytes, itemsize, 2):
+                if config.algo == "one_shot_ll":
+                    shapes.add((ar.launch_shape(nbytes // itemsize, itemsize, 2, config).block, config.num_warps))
+    assert shapes == set(TUNER_SHAPES)
+
+
+def _normalized_sass(listing: str) -> str:
+    """asm_loops reads ``[@P] BRA target``; ptxas also puts a branch's condition among its operands (``@P1 BRA P3,
+    0x800``, ``BRA !P3, 0x800``): spelled the first way here, so the loop analysis sees those back edges too."""
+    listing = re.sub(r"(@!?U?P\w+\s+)BRA\s+!?U?P\w+,\s*", r"\1BRA ", listing)
+    return re.sub(r"(\s)BRA\s+(!?U?P\w+),\s*", r"\1@\2 BRA ", listing)
+
+
+def _innermost_loops(blocks: list) -> list[list]:
+    """The innermost loops of a listing's blocks: a loop component's header is its block entered from outside it;
+    without the edges back to the header, the component's own loops are the nested ones."""
+    from asm_loops import Block, loop_components
+
+    found = []
+    for loop in loop_components(blocks):
+        names = {block.name for block in loop}
+        entered = {s for block in blocks if block.name not in names for s in block.successors} & names
+        headers = [block.name for block in loop if block.name in entered or block is blocks[0]]
+        assert len(headers) == 1, f"a loop with {len(headers)} entries"
+        inner = [Block(b.name, b.lines, [s for s in b.successors if s in names and s != headers[0]]) for b in loop]
+        inner.sort(key=lambda block: block.name != headers[0])  # the header first: the sub-graph's entry
+        nested = _innermost_loops(inner)
+        found += nested or [loop]
+    return found
+
+
+def _poll_asm_blocks(ptx: str) -> list[list[str]]:
+    """The lines of each innermost ``{ }`` block of ``ptx`` (braces on lines of their own: not the function's
+    body) that loads a relaxed system-scope word, braces included."""
+    lines = [line.strip() for line in ptx.splitlines()]
+    opened, found = [], []
+    for i, line in enumerate(lines):
+        if line == "{":
+            opened.append(i)
+        elif line == "}" and opened:
+            start = opened.pop()
+            inner = any(start < other for other, _ in found)
+            if not inner and any("ld.relaxed.sys.global.b64" in line_ for line_ in lines[start:i]):
+                found.append((start, i))
+    return [lines[start : end + 1] for start, end in found]
+
+
+def _check_poll_ptx(lines: list[str], per_thread: int) -> None:
+    """One asm instance's poll: a loop on its own label, every load inside, no other thread involved."""
+    label = lines.index("LL_POLL:")
+    back = [i for i, line in enumerate(lines) if re.fullmatch(r"@%\w+ bra LL_POLL;", line)]
+    loads = [i for i, line in enumerate(lines) if re.search(r"(^|\s)ld\.", line)]
+    assert len(back) == 1 and label < min(loads) and max(loads) < back[0], "the loads are not inside the poll loop"
+    assert all("ld.relaxed.sys.global.b64" in lines[i] for i in loads) and len(loads) == per_thread
+    text = "\n".join(lines)
+    assert lines[0] == "{" and lines[-1] == "}", "the label must be local to a { } block"
+    assert not re.search(r"\b(bar|barrier|shfl|membar|fence|atom|red|st)\.|\.shared", text), text
+
+
+@pytest.mark.parametrize(("block", "num_warps"), TUNER_SHAPES)
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+def test_ll_poll_is_a_per_thread_loop_without_barriers(dtype, block, num_warps):
+    """Each thread spins on its own words in PTX: the loop has only its relaxed loads, compares and branch, and the
+    peer loop around it no barrier, shared memory or shuffle (a Triton while needs a block-wide reduction per pass,
+    and a thread holding several elements also converted layouts through shared memory per peer)."""
+    from asm_loops import loop_components, ptx_blocks, sass_blocks
+    from dl_compile import assembly, sass
+
+    compiled = _ll_kernel(dtype, block, num_warps)
+    per_thread = max(1, block // (32 * num_warps))
+    ptx = assembly(compiled, "sm_90")
+    polls = _poll_asm_blocks(ptx)
+    assert len(polls) == 1, f"{len(polls)} poll instances: one per peer iteration expected (a cloned poll runs twice)"
+    _check_poll_ptx(polls[0], per_thread)
+    assert ptx.count("ld.relaxed.sys.global.b64") == per_thread
+    in_loops = [line for loop in loop_components(ptx_blocks(ptx)) for block_ in loop for line in block_.lines]
+    assert any("ld.relaxed.sys.global.b64" in line for line in in_loops), "the poll must sit in the peer loop"
+    assert not [line for line in in_loops if re.search(r"\b(bar|barrier|shfl)\.|\.shared", line)]
+
+    listing = _normalized_sass(sass(compiled))
+    blocks = sass_blocks(listing)
+    strong = "LDG.E.64.STRONG.SYS"
+    assert listing.count(strong) == per_thread, "one strong 8-byte load per element of a thread, in one poll"
+    (poll,) = [loop for loop in _innermost_loops(blocks) if any(strong in line for b in loop for line in b.lines)]
+    poll_lines = [line for b in poll for line in b.lines]
+    assert sum(strong in line for line in poll_lines) == per_thread, "every load of the poll in its innermost loop"
+    assert not [line for line in poll_lines if "LDG" in line and strong not in line]
+    (peer_loop,) = [loop for loop in loop_components(blocks) if any(strong in line for b in loop for line in b.lines)]
+    peer_lines = [line for b in peer_loop for line in b.lines if not line.startswith("@!PT")]  # never executed
+    assert not [line for line in peer_lines if re.search(_SASS_NOT_IN_A_POLL, line)], "a barrier in the receive"
+
+
+@triton.jit
+def _polls_kernel(words_ptr, out_ptr, epoch, n, BLOCK: tl.constexpr, PEERS: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for peer in tl.static_range(PEERS):  # unrolled: PEERS instances of the poll's asm in one function
+        acc += ar._ll_element(ar._ll_poll(words_ptr + peer * BLOCK + offs, tl.where(mask, epoch, 0)), tl.float32)
+    tl.store(out_ptr + offs, acc, mask=mask)
+
+
+@pytest.mark.parametrize(("block", "num_warps"), [(128, 4), (512, 4), (1024, 2)])
+def test_poll_asm_assembles_many_times_in_one_kernel(block, num_warps):
+    """Its label and registers are local to its { } block: three unrolled polls of 1, 4 and 16 words per thread
+    assemble (Triton's ptxas) into three loops of their own."""
+    from asm_loops import sass_blocks
+    from dl_compile import assembly, compile_kernel, need_real_library, sass
+
+    need_real_library("sm_90")
+    signature = {"words_ptr": "*i64", "out_ptr": "*fp32", "epoch": "i32", "n": "i32"}
+    constexprs = {"BLOCK": block, "PEERS": 3}
+    compiled = compile_kernel(_polls_kernel, signature, "sm_90", constexprs, ("words_ptr",), num_warps=num_warps)
+    per_thread = block // (32 * num_warps)
+    polls = _poll_asm_blocks(assembly(compiled, "sm_90"))
+    assert len(polls) == 3
+    for poll in polls:
+        _check_poll_ptx(poll, per_thread)
+    strong = "LDG.E.64.STRONG.SYS"
+    loops = [loop for loop in _innermost_loops(sass_blocks(_normalized_sass(sass(compiled)))) if strong in str(loop)]
+    assert [sum(strong in line for b in loop for line in b.lines) for loop in loops] == [per_thread] * 3
+
+
+def test_poll_asm_operands():
+    """$0.. the words, then the addresses, then the epochs; the pending state is one 32-bit register per word (the
+    epoch still awaited, 0 once seen), not a predicate per word (16 would spill out of sm_90's 7 predicates)."""
+    asm, constraints = ar._ll_poll_asm(3)
+    assert constraints == "=l,=l,=l,l,l,l,r,r,r"
+    assert "ld.relaxed.sys.global.b64 %llw2, [$5];" in asm and "mov.b32 %llk2, $8;" in asm
+    assert "mov.b64 $2, %llw2;" in asm and asm.count("LL_POLL") == 2
+    assert asm.count(".reg .pred") == 1 and ".reg .b32 %llk<3>;" in asm
+    assert ar._ll_words_per_thread(1024, 2) == 16 and ar._ll_words_per_thread(32, 4) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -298,6 +450,33 @@ def test_the_watchdog_keeps_the_ll_poll_out(monkeypatch, tmp_path):
     finally:
         watchdog.set_wait_timeout(None)
     assert ar.select_config(8 << 10, device, 2, 2) == ll, "the choice follows the watchdog setting, not a memo"
+
+
+def test_a_forced_ll_config_raises_while_the_watchdog_is_on(monkeypatch):
+    """A config that names LL cannot run with a wait timeout configured (its poll has none), even for a signature
+    agreed before the watchdog was turned on; the other algorithms still run."""
+    from triton_dist.compiler import watchdog
+
+    world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
+    monkeypatch.setattr(ar.rt, "current_world", lambda: world)
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(ar, "_agreed", set())
+    agreements = []
+    monkeypatch.setattr(ar, "check_ranks_call_alike", lambda *args, **kwargs: agreements.append(args))
+    x = torch.zeros(4096, dtype=torch.bfloat16)
+    ll = AllReduceConfig("one_shot_ll", 4, 4)
+    ar._check_device_and_agreement(x, ll)
+    assert len(agreements) == 1
+    watchdog.set_wait_timeout(5)
+    try:
+        with pytest.raises(ValueError, match="one_shot_ll polls with plain loads.* the watchdog is on"):
+            ar._check_device_and_agreement(x, ll)
+        with pytest.raises(ValueError, match="cannot time out"):
+            ar._run(x, torch.empty_like(x), "sum", ll)  # a forced config, the path a caller takes
+        ar._check_device_and_agreement(x, AllReduceConfig("one_shot", 4, 4))
+    finally:
+        watchdog.set_wait_timeout(None)
+    assert len(agreements) == 2, "only the one-shot config reached the ranks' agreement"
 
 
 # ---------------------------------------------------------------------------------------------------------------

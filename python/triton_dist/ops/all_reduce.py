@@ -22,11 +22,12 @@ Three algorithms, each one launch without host synchronization (so they can be c
   8-byte word, the call's epoch in the high 32 bits and the element's bits in the low 32; each program stores its
   slice's words into its row of every peer's buffer (``st.relaxed.sys.global.b64``: a strong, naturally aligned
   8-byte access is single-copy atomic in the PTX memory model, so a reader sees a word whole or not at all), then
-  polls its own buffer (``ld.relaxed.sys.global.b64``) row by row in rank order until every word of the row holds
-  the epoch, and sums as the one-shot does. Latency: one one-way NVLink write, the cost 4x the traffic (bf16).
+  each thread polls its own lanes' words in its own buffer (``ld.relaxed.sys.global.b64`` in a per-thread PTX
+  loop, no barrier or shared memory per pass) row by row in rank order until each holds the epoch, and sums as
+  the one-shot does. Latency: one one-way NVLink write, the cost 4x the traffic (bf16).
   Its poll is plain loads, not a ``dl.wait``, so the wait watchdog cannot time it out: with a wait timeout
-  configured (``TRITON_DIST_WAIT_TIMEOUT_S`` / ``init(wait_timeout_s=)``) it is never selected or tuned, and a
-  table row that names it gives way to the heuristic (a config that forces it still runs it).
+  configured (``TRITON_DIST_WAIT_TIMEOUT_S`` / ``init(wait_timeout_s=)``) it is never selected or tuned, a table
+  row that names it gives way to the heuristic, and a config that forces it raises ValueError.
   Not in the committed table (not measured on GPU yet); :func:`tune` offers it, and a config can force it.
 
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
@@ -59,8 +60,10 @@ epoch values, so nothing is ever reset and nothing waits on the host. The orderi
   fence; ``q``'s fence in its call ``e + 2`` follows its observation of those words (the previous call, the kernel
   boundary again) and precedes its push of ``e + 2``: an acquire fence. The observed relaxed (morally strong)
   store-load pair makes the two fences synchronize, so my reads of ``e`` happen before ``q``'s writes of ``e + 2``
-  and cannot see them. (Within one call a program does one round only: a second would need this fence, and a
-  barrier of the program's threads, between its rounds.)
+  and cannot see them. No step of this passes between two threads of one call (each thread sums the words it
+  loaded itself; the steps from one thread to another are kernel boundaries), so the poll needs no barrier.
+  (Within one call a program does one round only: a second would need this fence, and a barrier of the program's
+  threads, between its rounds.)
 
 The algorithm and launch shape come from a table of (message bytes -> algorithm, programs, warps) per GPU and world
 size: a cache written by :func:`tune` (``$TRITON_DIST_CACHE_DIR`` or ``~/.cache/triton_dist``), else the committed
@@ -298,13 +301,18 @@ def _ll_pack(values, epoch):
 @triton.jit
 def _ll_unpack(words, DTYPE: tl.constexpr):
     """(the int32 epoch of each word, its element as ``DTYPE``): the inverse of ``_ll_pack``."""
-    high = (words >> 32).to(tl.uint32).to(tl.int32, bitcast=True)
+    return (words >> 32).to(tl.uint32).to(tl.int32, bitcast=True), _ll_element(words, DTYPE)
+
+
+@triton.jit
+def _ll_element(words, DTYPE: tl.constexpr):
+    """The element of each word (its low 32 bits) as ``DTYPE``, without its epoch."""
     low = words.to(tl.uint32)
     if DTYPE.primitive_bitwidth == 16:
         values = low.to(tl.uint16).to(DTYPE, bitcast=True)
     else:
         values = low.to(DTYPE, bitcast=True)
-    return high, values
+    return values
 
 
 @triton.jit
@@ -328,33 +336,69 @@ def _ll_store(ptrs, words, mask):
     )
 
 
-@triton.jit
-def _ll_load(ptrs, mask):
-    """``ld.relaxed.sys.global.b64`` of each lane's word where ``mask`` (0 elsewhere). Not pure: every call is a
-    new load (the compiler may neither merge two polls nor hoist one out of the loop)."""
-    return tl.inline_asm_elementwise(
-        "{ .reg .pred %p; setp.ne.b32 %p, $2, 0; mov.u64 $0, 0; @%p ld.relaxed.sys.global.b64 $0, [$1]; }",
-        "=l,l,r",
-        [ptrs, mask.to(tl.int32)],
-        dtype=tl.uint64,
-        is_pure=False,
-        pack=1,
-    )
+@triton.constexpr_function
+def _ll_words_per_thread(block, num_warps):
+    """The elements of a ``block``-element tensor each thread holds at ``num_warps`` warps (at least 1: a smaller
+    block is replicated over the threads)."""
+    return max(1, block // (32 * num_warps))
+
+
+@triton.constexpr_function
+def _ll_poll_asm(count):
+    """(PTX, constraints) of one thread's poll of ``count`` words. Operands: ``$0 .. $count-1`` the words (out,
+    b64), then their addresses, then the epoch each word must carry (0 for a masked lane: never loaded, returns 0;
+    an epoch is never 0).
+
+    One loop per thread, no other thread involved: each pass loads every word still pending
+    (``ld.relaxed.sys.global.b64``; a pass's loads are independent, so they are in flight together) and drops those
+    whose high 32 bits now equal their epoch; it branches back while any is pending. A word seen with its epoch is
+    not loaded again: the word returned is the one that load read whole (single-copy atomic). The label and the
+    registers are declared inside ``{ }``, so every instance of the asm in a kernel has its own (PTX scopes both
+    to their block, as CUTLASS's barrier waits rely on).
+    """
+    words = range(count)
+    lines = ["{", ".reg .pred %llp;", f".reg .b32 %llk<{count}>;", ".reg .b32 %lllo, %llhi, %llany;"]
+    lines.append(f".reg .b64 %llw<{count}>;")
+    lines += [f"mov.b32 %llk{i}, ${2 * count + i};" for i in words]
+    lines += [f"mov.b64 %llw{i}, 0;" for i in words]
+    lines.append("LL_POLL:")
+    for i in words:
+        lines.append(f"setp.ne.b32 %llp, %llk{i}, 0;")
+        lines.append(f"@%llp ld.relaxed.sys.global.b64 %llw{i}, [${count + i}];")
+    for i in words:
+        lines.append(f"mov.b64 {{%lllo, %llhi}}, %llw{i};")
+        lines.append(f"setp.eq.b32 %llp, %llhi, %llk{i};")
+        lines.append(f"selp.b32 %llk{i}, 0, %llk{i}, %llp;")
+    lines.append("mov.b32 %llany, %llk0;")
+    lines += [f"or.b32 %llany, %llany, %llk{i};" for i in words if i > 0]
+    lines.append("setp.ne.b32 %llp, %llany, 0;")
+    lines.append("@%llp bra LL_POLL;")
+    lines += [f"mov.b64 ${i}, %llw{i};" for i in words]
+    lines.append("}")
+    return "\n\t".join(lines), ",".join(["=l"] * count + ["l"] * count + ["r"] * count)
 
 
 @triton.jit
-def _ll_pending(high, epoch, mask):
-    """1 while some valid lane's word is not of ``epoch`` yet, else 0 (masked lanes count as ready)."""
-    return tl.max(((high != epoch) & mask).to(tl.int32), axis=0)
+def _ll_poll(ptrs, wanted):
+    """Poll the words at ``ptrs`` until each lane's word carries ``wanted`` (int32; 0: a masked lane, skipped) in
+    its high 32 bits; returns the words (uint64; 0 for masked lanes). One asm instance per thread covers all of its
+    lanes (``pack``), so the spin is a per-thread PTX loop with no barrier, shared memory or shuffle per pass (a
+    Triton ``while`` needs a uniform condition: a block-wide reduction per pass). Not pure: never merged with
+    another poll, never hoisted."""
+    COUNT: tl.constexpr = _ll_words_per_thread(ptrs.shape[0], tl.extra.cuda.num_warps())
+    ASM: tl.constexpr = _ll_poll_asm(COUNT)
+    return tl.inline_asm_elementwise(ASM[0], ASM[1], [ptrs, wanted], dtype=tl.uint64, is_pure=False, pack=COUNT)
 
 
 @triton.jit
-def _ll_receive(ptrs, mask, epoch, DTYPE: tl.constexpr):
-    """Poll the words at ``ptrs`` until every valid lane holds one of ``epoch``; their elements as ``DTYPE``."""
-    high, values = _ll_unpack(_ll_load(ptrs, mask), DTYPE)
-    while _ll_pending(high, epoch, mask) != 0:
-        high, values = _ll_unpack(_ll_load(ptrs, mask), DTYPE)
-    return values
+def _ll_receive(ptrs, mask, sent, DTYPE: tl.constexpr):
+    """Poll the words at ``ptrs`` until every valid lane holds one of the epoch of ``sent`` (this program's own
+    packed words, all of this call's epoch); their elements as ``DTYPE``."""
+    # The epoch comes from `sent` rather than the scalar so that the poll takes the layout of x's load, which the
+    # sum has too. From the scalar it got Triton's default layout, and the layout pass, moving the conversion to
+    # the sum's layout back through the poll, cloned it (a non-pure asm is kept where it was: two polls per peer).
+    epoch, _ = _ll_unpack(sent, DTYPE)
+    return _ll_element(_ll_poll(ptrs, tl.where(mask, epoch, 0)), DTYPE)
 
 
 @triton.jit
@@ -387,7 +431,7 @@ def _one_shot_ll_kernel(
         if peer == me:
             acc += mine.to(tl.float32)
         else:
-            acc += _ll_receive(words + peer * LANES + offs, mask, epoch, x_ptr.dtype.element_ty).to(tl.float32)
+            acc += _ll_receive(words + peer * LANES + offs, mask, packed, x_ptr.dtype.element_ty).to(tl.float32)
     tl.store(out_ptr + slot * BLOCK + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     tl.store(epochs_ptr + slot, epoch)
 
@@ -646,11 +690,17 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
     """x is on this rank's heap device; the first call of each (size, dtype) checks all ranks agree (collective).
 
     A rank that launched with another size would read past its peers' data or wait forever for flags; the check
-    makes that a RuntimeError on every rank instead. Later calls of the same signature cost a set lookup.
+    makes that a RuntimeError on every rank instead. Later calls of the same signature cost a set lookup. A config
+    that cannot run here raises ValueError first: "one_shot_ll" past its size, on ROCm, or with the wait watchdog on.
     """
     world = rt.current_world()
     if x.device != world.device:
         raise ValueError(f"all_reduce: x is on {x.device}, but this rank's symmetric heap is on {world.device}")
+    if config.algo == "one_shot_ll" and watchdog_enabled():  # before the memo: the watchdog may be turned on later
+        raise ValueError(
+            "all_reduce: one_shot_ll polls with plain loads, which the wait watchdog cannot time out, and the watchdog "
+            "is on (TRITON_DIST_WAIT_TIMEOUT_S / init(wait_timeout_s=)): use one_shot or two_shot, or turn it off"
+        )
     signature = (x.numel(), x.dtype, config)
     if signature in _agreed:
         return
