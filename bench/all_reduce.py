@@ -50,6 +50,7 @@ from _common import (  # noqa: E402
 
 import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.compiler.watchdog import watchdog_enabled  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
@@ -93,9 +94,10 @@ def measure_floors(world_size: int) -> dict[str, float]:
 
 def ll_config(nbytes: int, itemsize: int, world_size: int, device: torch.device) -> object | None:
     """The LL one-shot config timed at ``nbytes``: the selected config if it is LL, else 512 elements per program
-    (4 per thread at 4 warps) up to 128 programs; None past the LL one-shot's size."""
+    (4 per thread at 4 warps) up to 128 programs; None past the LL one-shot's size, or with the wait watchdog on
+    (the op refuses LL then: its per-thread spin has no timeout)."""
     numel = nbytes // itemsize
-    if numel > ar_module.LL_MAX_NUMEL or not ar_module.ll_supported():
+    if numel > ar_module.LL_MAX_NUMEL or not ar_module.ll_supported() or watchdog_enabled():
         return None
     selected = ar_module.select_config(nbytes, device, world_size, itemsize)
     if selected.algo == "one_shot_ll":
