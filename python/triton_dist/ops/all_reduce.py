@@ -684,6 +684,8 @@ def check_inputs(x: torch.Tensor, op: str, out: torch.Tensor | None = None) -> N
 
 
 _agreed: set[tuple[int, torch.dtype, AllReduceConfig]] = set()
+_agreed_world: rt.World | None = None
+"""The world ``_agreed`` holds signatures of: a new world (after ``finalize()`` and ``init()``) agrees anew."""
 
 
 def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> None:
@@ -702,6 +704,10 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
             "is on (TRITON_DIST_WAIT_TIMEOUT_S / init(wait_timeout_s=)): use one_shot or two_shot, or turn it off"
         )
     signature = (x.numel(), x.dtype, config)
+    global _agreed_world
+    if world is not _agreed_world:
+        _agreed.clear()
+        _agreed_world = world
     if signature in _agreed:
         return
     launch_shape(x.numel(), x.element_size(), world.world_size, config)  # a config that cannot run raises here

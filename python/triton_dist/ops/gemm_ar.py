@@ -234,6 +234,8 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
 
 
 _agreed: set[tuple] = set()
+_agreed_world: rt.World | None = None
+"""The world ``_agreed`` holds signatures of: a new world (after ``finalize()`` and ``init()``) agrees anew."""
 
 
 def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmARConfig) -> None:
@@ -242,6 +244,10 @@ def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmAR
     if a.device != world.device:
         raise ValueError(f"gemm_ar: a is on {a.device}, but this rank's symmetric heap is on {world.device}")
     signature = (a.shape[0], b.shape[1], a.shape[1], a.dtype, config)
+    global _agreed_world
+    if world is not _agreed_world:
+        _agreed.clear()
+        _agreed_world = world
     if signature in _agreed:
         return
     check_ranks_call_alike(
