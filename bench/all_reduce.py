@@ -18,7 +18,8 @@ the LL one-shot (``one_shot_ll``: epoch-tagged words, no flags; forced config: t
 
 Floors, measured in the same run (graphed): an empty kernel (what one CUDA-graph kernel node costs), and a kernel
 that does only the synchronization of a one-launch all-reduce (device epoch, set this rank's flag on every rank,
-wait for every rank's): no one-launch all-reduce can beat the latter, whatever it does with the data.
+wait for every rank's): no one-launch all-reduce can beat the latter, whatever it does with the data. Eager: the
+empty kernel launched as the op launches (a ``LaunchPlan``) and a one-element torch op, timed as the eager columns.
 
 ``--tune`` first runs ``all_reduce.tune`` over the sizes (the table it prints is what ``DEFAULT_TABLES`` holds).
 Writes ``all_reduce.md``, ``all_reduce.png`` and ``all_reduce.json`` to ``--out-dir``.
@@ -41,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     add_decode_arguments,
     describe_machine,
+    eager_us,
     panel_chart,
     run_date,
     time_graphed_and_eager,
@@ -52,6 +54,7 @@ import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.compiler.watchdog import watchdog_enabled  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
+from triton_dist.ops.launch_plan import first_launch  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
 ar_module = sys.modules["triton_dist.ops.all_reduce"]
@@ -78,15 +81,20 @@ def _flag_round_kernel(flags_ptr, epoch_ptr):
     dl.wait(flags_ptr, dl.num_ranks(), "sys", "acquire", waitValue=epoch, cmp="ge")
 
 
-def measure_floors(world_size: int) -> dict[str, float]:
-    """Graphed µs of the empty kernel and of the flag round (max over ranks, median of replays)."""
+def measure_floors(world_size: int, iters: int) -> dict[str, float]:
+    """Graphed µs of the empty kernel and of the flag round (max over ranks, median of replays); eager µs (as the
+    eager columns measure) of the empty kernel launched through a ``LaunchPlan`` (how the op launches) and of a
+    one-element torch op (how a torch C++ op launches): what any eager call costs before its kernel does work."""
     flags = rt.zeros(world_size, dtype=torch.int32)
     epoch = torch.zeros(1, dtype=torch.int32, device="cuda")
-    probe = torch.empty(1, device="cuda")
+    probe = torch.zeros(1, device="cuda")
     rt.barrier()
+    plan = first_launch(_empty_kernel, (1, 1, 1), {"x_ptr": probe}, 0, num_warps=1)
     floors = {
         "empty kernel": ar_module.graphed_us(lambda: _empty_kernel[(1,)](probe, num_warps=1)),
         "flag round": ar_module.graphed_us(lambda: _flag_round_kernel[(1,)](flags, epoch, num_warps=1)),
+        "empty kernel eager": eager_us(lambda: plan.launch(probe.device), iters),
+        "torch op eager": eager_us(lambda: probe.add_(1.0), iters),
     }
     rt.barrier()
     return floors
@@ -134,7 +142,7 @@ def main() -> int:
     except ImportError as error:
         rank0_print(f"INFO symm_mem unavailable: {error}")
 
-    floors = measure_floors(world_size)
+    floors = measure_floors(world_size, args.iters)
     rank0_print("RESULT floors (graphed): " + ", ".join(f"{k} {v:.2f} us" for k, v in floors.items()))
     rows = []
     for nbytes in SIZES:
@@ -215,7 +223,9 @@ def write_results(
         "",
         f"Floors, graphed, same run: an empty kernel {floors['empty kernel']:.2f} µs per call; the flag round alone "
         f"(every rank sets its flag on every rank, then waits for all; what any one-launch all-reduce must do) "
-        f"{floors['flag round']:.2f} µs.",
+        f"{floors['flag round']:.2f} µs. Eager, same run: the empty kernel through a launch plan (how the op "
+        f"launches) {floors['empty kernel eager']:.1f} µs; a one-element torch op {floors['torch op eager']:.1f} µs "
+        "(what an eager call costs before its kernel does any work).",
     ]
     ll_rows = [r for r in rows if "LL config" in r]
     if ll_rows:
