@@ -226,6 +226,8 @@ run_step check "$first" guards 300 test/gpu/check_guards.py
 run_step check "$first" guard_cost 300 bench/guard_cost.py --results "$LOGDIR/guard_cost"
 run_step check "$first" watchdog 300 test/gpu/check_watchdog.py
 run_step check "$first" watchdog_cost 300 bench/watchdog_cost.py --results "$LOGDIR/watchdog_cost"
+# The flag round trip inside one GPU (two programs through L2): the instructions' own cost beside ping_pong's.
+run_step check 1 round_trip_one_gpu 120 bench/round_trip_one_gpu.py
 run_step tune "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128
 
 # The ops benchmarks (results under bench/results, packed) and their tuning, on the first size. The matmul step writes
@@ -246,6 +248,10 @@ run_step bench "$first" bench_gemm_rs 300 bench/gemm_rs.py --reps 30 "${SHAPE_AR
 run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py
 run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
+# One GPU: flash_decode's fixed cost and streaming rate (bench/results/flash_decode_anatomy.md), gemm_ar's GEMM tiles
+# at the per-rank sizes of the first size (bench/results/gemm_ar_tiles.md).
+run_step bench 1 bench_flash_decode_anatomy 200 bench/flash_decode_anatomy.py
+run_step bench 1 bench_gemm_ar_tiles 300 bench/gemm_ar_tiles.py --k-ranks "$first"
 
 {
   echo

@@ -67,6 +67,8 @@ CHECK_STEPS = [
     "gemm_rs",
 ]
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost"]
+ONE_GPU_STEPS = ["round_trip_one_gpu"]
+"""Check steps that always run on one GPU (ranks 1), after the once-steps."""
 BENCH_STEPS = [
     "bench_matmul",
     "bench_ag_gemm",
@@ -74,6 +76,8 @@ BENCH_STEPS = [
     "bench_all_reduce",
     "bench_gemm_ar",
     "bench_flash_decode",
+    "bench_flash_decode_anatomy",
+    "bench_gemm_ar_tiles",
 ]
 TUNE_STEPS = ["allgather_tune", "tune_ag_gemm", "tune_gemm_rs"]
 ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\w+) \| \d+ \| (.*) \|$")
@@ -95,6 +99,7 @@ def test_dry_run_lists_the_checks_on_each_size(tmp_path):
     code, output, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2 4")
     assert code == 0, output
     expected = [(n, s) for n in ("2", "4") for s in CHECK_STEPS] + [("2", s) for s in ONCE_STEPS]
+    expected += [("1", s) for s in ONE_GPU_STEPS]
     assert [(r[0], r[1]) for r in rows] == expected
     assert all(r[2] == "DRY" for r in rows)
     assert "Overall: PASS" in (tmp_path / "gpu_check.md").read_text()
