@@ -1,6 +1,7 @@
 """gemm_ar's GEMM alone against torch.matmul, over tile configs, at the per-rank sizes of a W-rank run, one GPU.
 
     torchrun --nproc-per-node=1 bench/gemm_ar_tiles.py [--k-ranks 2] [--ms 1 8 32 128 256] [--out-dir bench/results]
+    ncu -k regex:. torchrun --nproc-per-node=1 bench/gemm_ar_tiles.py --profile --layers "Qwen3-32B o_proj" --ms 32
 
 The GEMM of ``gemm_ar`` does not depend on the world size except through each rank's K slice, so its tile choice
 can be studied on one GPU: each problem is [M, K / k-ranks] @ [K / k-ranks, N] for the layers of bench/gemm_ar.py.
@@ -52,18 +53,33 @@ def main() -> int:
     parser.add_argument("--k-ranks", type=int, default=2, help="the world size whose per-rank K slice is timed")
     parser.add_argument("--ms", type=int, nargs="*", default=MS)
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--layers", default="", help="only the layers whose name contains this text")
+    parser.add_argument(
+        "--profile", action="store_true", help="only run the default config and matmul 20 times each, for ncu"
+    )
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args()
     setup_distributed(heap_size="2G")
     started = time.time()
     rows = []
     for layer, n, k in LAYERS:
+        if args.layers not in layer:
+            continue
         k_local = k // args.k_ranks
         b = (torch.randn(k_local, n, device="cuda") / k_local**0.5).to(torch.bfloat16)
         for m in args.ms:
             a = torch.randn(m, k_local, device="cuda").to(torch.bfloat16)
             reference = (a.float() @ b.float()).to(torch.bfloat16).float()
             out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            if args.profile:
+                default = GemmARConfig(**{**default_config(m, n, k_local).__dict__, "exchange": False})
+                for _ in range(20):
+                    _launch(a, b, out, default)
+                for _ in range(20):
+                    torch.matmul(a, b)
+                torch.cuda.synchronize()
+                rank0_print(f"PROFILED {layer} M={m} K/W={k_local}")
+                continue
             row: dict = {"layer": layer, "M": m, "N": n, "K local": k_local}
             row["matmul"] = graphed_us(lambda a=a, b=b: torch.matmul(a, b), replays=args.iters)
             default = GemmARConfig(**{**default_config(m, n, k_local).__dict__, "exchange": False})
@@ -91,7 +107,7 @@ def main() -> int:
                 f"{row['default us']:.1f} ({row['default us'] / row['matmul']:.2f}x), best {label(best)} "
                 f"{row['best us']:.1f} ({row['best us'] / row['matmul']:.2f}x)"
             )
-    if rt.current_world().rank == 0:
+    if rows and rt.current_world().rank == 0:
         write_results(Path(args.out_dir), rows, args.k_ranks, started)
     rt.barrier()
     return 0
