@@ -61,7 +61,12 @@ def candidates(m: int) -> list[GemmARConfig]:
         shapes = [(32, 128), (64, 64), (64, 128), (128, 64)]
     else:
         shapes = [(32, 64), (64, 64), (64, 128)]
-    return [GemmARConfig(block_m, bn, bk, 4, 4) for bn, bk in shapes]
+    found = [GemmARConfig(block_m, bn, bk, 4, 4) for bn, bk in shapes]
+    # Split K (opt-in, not measured on GPU yet): more programs stream the weight where N has few 64-column tiles;
+    # within the split-K buffers for N <= 8192 (SPLIT_K_MAX_ELEMS: M_pad x N x splits <= 2^20).
+    splits = (2, 4) if block_m <= 32 else (2,) if block_m == 64 else ()
+    found += [GemmARConfig(block_m, 64, 128, 4, 4, split_k=s) for s in splits]
+    return found
 
 
 def main() -> int:
@@ -92,7 +97,8 @@ def main() -> int:
                     best = (us, config)
             assert best is not None
             row["gemm_ar graphed"], config = best
-            row["config"] = f"{config.block_m}x{config.block_n}x{config.block_k}"
+            split = f" k{config.split_k}" if config.split_k > 1 else ""
+            row["config"] = f"{config.block_m}x{config.block_n}x{config.block_k}{split}"
             # What a user gets: the op's own default tile (the column above is the best candidate of this run).
             default = default_config(m, n, k_local)
             if default == config:

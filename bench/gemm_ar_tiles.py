@@ -33,7 +33,8 @@ from triton_dist.testing import main_guard, rank0_print, setup_distributed  # no
 
 def configs(m: int) -> list[GemmARConfig]:
     """Tiles to try for M rows: block_m the smallest power of two >= M (16..128), block_n x block_k x warps x
-    stages around the default's (8 warps only from 64 rows), within the slot buffers' tile limit."""
+    stages around the default's (8 warps only from 64 rows), within the slot buffers' tile limit; up to 64 rows also
+    split-K tiles (``k2``..``k8`` in the labels)."""
     block_m = min(128, max(16, 1 << (m - 1).bit_length()))
     found = []
     warps_options = (4, 8) if block_m >= 64 else (4,)
@@ -41,11 +42,16 @@ def configs(m: int) -> list[GemmARConfig]:
         if block_m * block_n > MAX_TILE_ELEMS or (block_n + block_m) * block_k * 2 * (stages - 1) > 200 << 10:
             continue  # past the slot tile, or more shared memory than an H100/H200 block may take
         found.append(GemmARConfig(block_m, block_n, block_k, warps, stages, exchange=False))
+    if block_m <= 64:  # split K (opt-in): the 64-column tiles with 2 to 8 K pieces; exchange=False reduces the
+        # splits on this rank only. A shape past the split-K buffers raises before launching (reported as INFO).
+        for block_k, stages, split_k in itertools.product((64, 128), (4, 5), (2, 4, 8)):
+            found.append(GemmARConfig(block_m, 64, block_k, 4, stages, exchange=False, split_k=split_k))
     return found
 
 
 def label(config: GemmARConfig) -> str:
-    return f"{config.block_m}x{config.block_n}x{config.block_k} w{config.num_warps} s{config.num_stages}"
+    split = f" k{config.split_k}" if config.split_k > 1 else ""
+    return f"{config.block_m}x{config.block_n}x{config.block_k} w{config.num_warps} s{config.num_stages}{split}"
 
 
 def main() -> int:

@@ -1,6 +1,8 @@
 """triton_dist.ops.gemm_ar without GPUs: the fused kernel compiles for sm_90 (tensor cores, pipelined loads, the flag
 protocol, vector pushes) and gfx942, configs are checked, bad input raises before any launch, and the custom op
-traces with fake tensors."""
+traces with fake tensors; the opt-in split-K kernel compiles for both targets within shared memory, without
+spills in its loops on sm_90, with its flag protocol, and its configs, geometry and grid are checked (its helpers
+run in the interpreter in test_ops_decode_gemm_ar_emulation.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,22 @@ import re
 import pytest
 import torch
 from dl_compile import assembly, compile_kernel, need_library
+from test_ops_decode_flash_decode import assert_no_local_memory_in_loops
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
-from triton_dist.ops.gemm_ar import GemmARConfig, _gemm_ar_kernel, check_inputs, default_config, gemm_ar
+from triton_dist.ops.gemm_ar import (
+    SPLIT_K_MAX_ELEMS,
+    SPLIT_K_MAX_ITEMS,
+    GemmARConfig,
+    _gemm_ar_kernel,
+    _gemm_ar_split_k_kernel,
+    check_inputs,
+    default_config,
+    gemm_ar,
+    split_k_geometry,
+    split_k_grid,
+    split_k_launch_args,
+)
 
 SIGNATURE = {
     "a_ptr": "*bf16",
@@ -122,6 +137,118 @@ def test_custom_op_traces_with_fake_tensors():
     out = make_fx(gemm_ar, tracing_mode="fake")(_t(3, 64), _t(64, 96))
     placeholders = [n for n in out.graph.nodes if n.op == "output"]
     assert placeholders, "graph has an output"
+
+
+SPLIT_K_SIGNATURE = {
+    **{name: kind for name, kind in SIGNATURE.items() if name not in ("data_ptr", "epochs_ptr", "flags_stride")},
+    "data_ptr": "*fp32",
+    "state_ptr": "*i32",
+    "chunk": "i32",
+    "splits": "i32",
+    "flags_stride": "i32",
+}
+SPLIT_K_ALIGNED = (*ALIGNED, "chunk")
+SPLIT_K_CONFIGS = [  # the candidates of bench/gemm_ar.py and bench/gemm_ar_tiles.py's split-K sweep span these
+    GemmARConfig(16, 64, 128, 4, 4, split_k=4),
+    GemmARConfig(32, 64, 128, 4, 4, split_k=2),
+    GemmARConfig(32, 64, 128, 4, 5, split_k=4),
+    GemmARConfig(64, 64, 128, 4, 4, split_k=2),
+    GemmARConfig(32, 64, 128, 4, 3, split_k=8, exchange=False),
+]
+
+
+def compile_split_k(config: GemmARConfig, target: str, world: int = 2):  # noqa: ANN201
+    stages = config.num_stages if target == "sm_90" else min(config.num_stages, 3)
+    constexprs = {
+        "REGION": world * SPLIT_K_MAX_ELEMS,
+        "BLOCK_M": config.block_m,
+        "BLOCK_N": config.block_n,
+        "BLOCK_K": config.block_k,
+        "EXCHANGE": config.exchange,
+        "WORLD": world,
+    }
+    return compile_kernel(
+        _gemm_ar_split_k_kernel,
+        SPLIT_K_SIGNATURE,
+        target,
+        constexprs,
+        SPLIT_K_ALIGNED,
+        num_warps=config.num_warps,
+        num_stages=stages,
+    )
+
+
+@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
+@pytest.mark.parametrize("config", SPLIT_K_CONFIGS, ids=str)
+def test_split_k_kernel_compiles_with_its_flag_protocol(config, target):
+    need_library(target)
+    compiled = compile_split_k(config, target)
+    assert compiled.metadata.shared <= SHARED_LIMIT[target]
+    asm = assembly(compiled, target)
+    if target == "sm_90":
+        assert "mma" in asm and "cp.async" in asm
+        scope = "sys" if config.exchange else "gpu"  # other ranks' partials, or only this GPU's programs'
+        assert f"ld.acquire.{scope}" in asm  # the phase-2 wait
+        assert re.search(rf"st\.release\.{scope}|atom\.global\.{scope}\.release|fence\.(acq_rel|sc)\.{scope}", asm)
+        assert "atom.global.gpu.acq_rel.add" in asm  # the departure count
+        if not config.exchange:
+            assert "ld.acquire.sys" not in asm
+    else:
+        assert "v_mfma" in asm
+
+
+@pytest.mark.parametrize("config", SPLIT_K_CONFIGS[:4], ids=str)
+def test_split_k_kernel_loops_do_not_spill_on_sm90(config, tmp_path):
+    need_library("sm_90")
+    assert_no_local_memory_in_loops(compile_split_k(config, "sm_90"), tmp_path)
+
+
+@pytest.mark.parametrize("split_k", [0, 3, 32, -2])
+def test_bad_split_k(split_k):
+    with pytest.raises(ValueError, match="split_k must be a power of two"):
+        GemmARConfig(32, 64, 128, split_k=split_k)
+
+
+def test_default_config_keeps_split_k_off():
+    for m in (1, 16, 32, 64, 128, 256):
+        for n in (5120, 8192):
+            assert default_config(m, n, 4096).split_k == 1
+
+
+@pytest.mark.parametrize(("items", "sms", "want"), [(80, 132, 80), (320, 132, 132), (1, 132, 1), (1000, 7, 7)])
+def test_split_k_grid_is_capped_at_the_sm_count(items, sms, want):
+    assert split_k_grid(items, sms) == want
+
+
+def test_split_k_launch_args_cap_the_grid():
+    a, b, out = _t(32, 4096), _t(4096, 5120), _t(32, 5120)
+    (grid, _, _), named = split_k_launch_args(a, b, out, GemmARConfig(32, 64, 128, split_k=4), 2, 132, _FakeWorkspace())
+    assert grid == 132 and named["splits"] == 4 and named["chunk"] == 1024 and named["REGION"] == 2 * SPLIT_K_MAX_ELEMS
+    (grid, _, _), _ = split_k_launch_args(a, b, out, GemmARConfig(32, 64, 128, split_k=4), 2, 40, _FakeWorkspace())
+    assert grid == 40
+
+
+class _FakeWorkspace:
+    flags = torch.zeros(2, SPLIT_K_MAX_ITEMS * 2, dtype=torch.int32)
+    epochs = torch.zeros(2, dtype=torch.int32)
+
+    def data_as(self, dtype: torch.dtype) -> torch.Tensor:
+        return torch.zeros(1, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    ("shape", "config", "limit"),
+    [
+        ((256, 8192, 4096), GemmARConfig(128, 64, 64, split_k=2), "SPLIT_K_MAX_ELEMS"),
+        ((16, 8192, 4096), GemmARConfig(16, 16, 64, split_k=8), "SPLIT_K_MAX_ITEMS"),
+    ],
+)
+def test_split_k_refuses_what_its_buffers_cannot_hold(shape, config, limit):
+    m, n, k = shape
+    with pytest.raises(ValueError, match=limit):
+        split_k_geometry(m, n, k, config)
+    with pytest.raises(ValueError, match=limit):  # before the workspace is touched
+        split_k_launch_args(_t(m, k), _t(k, n), _t(m, n), config, 2, 132, None)
 
 
 def test_public_name():

@@ -19,6 +19,26 @@ all-reduce (``ops/all_reduce.py``); the epochs live on the device (``ops/comm_wo
 replay correctly.
 
 Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_ar``.
+
+Split K (opt-in, ``GemmARConfig(split_k=2..16)``; ``default_config`` keeps 1; not measured on a GPU yet): when
+the output has fewer tiles than the GPU has SMs (e.g. N = 5120 in 64-column tiles: 80 tiles on 132 SMs), each
+tile's K range is cut into ``split_k`` pieces so more programs stream the weight. A separate kernel
+(``_gemm_ar_split_k_kernel``) works in two phases:
+
+1. Work items are (tile, split) pairs. A program computes the fp32 partial of each of its items over that split's
+   K range, stores it into every rank's buffer slot (tile, this rank, split) and sets that slot's flag on every
+   rank to the call's epoch. No waiting in this phase.
+2. Then it takes its tiles (tile t goes to program t mod grid, fixed: not arrival order), waits for the
+   ``W x split_k`` flags of the tile and sums the partials from its own memory in (rank, split) order in fp32,
+   and stores the output in the dtype.
+
+Unlike ``split_k=1``, the partials travel in fp32 (they are not rounded to the dtype before the sum); results stay
+bit-identical across ranks because every rank sums the same values in the same order. Each rank pushes
+``W x split_k x M_pad x N x 4`` bytes (about ``2 x split_k`` times what ``split_k=1`` pushes), small next to the weight
+slice while ``M x split_k x 2W`` is well below ``K / W``. The slot buffers hold every item of a call at once (nothing
+waits before producing), so ``M_pad x N_pad x split_k`` is limited (``SPLIT_K_MAX_ELEMS``, ``SPLIT_K_MAX_ITEMS``):
+a config past them raises ValueError before launching. ``exchange=False`` means the splits are reduced on this rank
+only (this rank's ``a @ b``, the GEMM alone with its split reduction).
 """
 
 from __future__ import annotations
@@ -32,7 +52,7 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
-from triton_dist.ops.comm_workspace import slot_workspace
+from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.ops.matmul import check_matrix
 from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
@@ -42,6 +62,13 @@ SLOTS = 256
 """The most programs one launch uses; more tiles are taken in turns (one flag round per tile)."""
 MAX_TILE_ELEMS = 128 * 64
 """The largest BLOCK_M x BLOCK_N a config may use (the slot buffers are sized for it)."""
+MAX_SPLIT_K = 16
+"""The most K pieces per tile a config may ask for."""
+SPLIT_K_MAX_ELEMS = 1 << 20
+"""Split K: the most fp32 partial elements per rank and call, ``tiles x block_m x block_n x splits`` (the slot
+buffers take ``2 parities x W x 4 MiB`` of the symmetric heap, allocated on the first split-K call)."""
+SPLIT_K_MAX_ITEMS = 2048
+"""Split K: the most (tile, split) items per call (``2 x W x 2048`` int32 flags)."""
 
 
 @dataclass(frozen=True)
@@ -54,12 +81,18 @@ class GemmARConfig:
     num_warps: int = 4
     num_stages: int = 4
     exchange: bool = True
+    split_k: int = 1
+    """K pieces per output tile (a power of two, 1..``MAX_SPLIT_K``); > 1 runs the split-K kernel (see the module
+    docstring: fp32 partials, every program of the grid resident at once). Fewer pieces are used when K has fewer
+    ``block_k`` blocks."""
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             value = getattr(self, name)
             if value < 16 or value & (value - 1):
                 raise ValueError(f"gemm_ar: {name} must be a power of two >= 16, got {value}")
+        if not 1 <= self.split_k <= MAX_SPLIT_K or self.split_k & (self.split_k - 1):
+            raise ValueError(f"gemm_ar: split_k must be a power of two in [1, {MAX_SPLIT_K}], got {self.split_k}")
         if self.block_m * self.block_n > MAX_TILE_ELEMS:
             raise ValueError(
                 f"gemm_ar: block_m * block_n must be <= {MAX_TILE_ELEMS}, got {self.block_m * self.block_n}"
@@ -162,6 +195,165 @@ def _gemm_ar_kernel(
     tl.store(epochs_ptr + slot, epoch)
 
 
+@triton.jit
+def _split_k_epoch(state_ptr):
+    """The epoch of this call: one more than the last call's (``state[0]``, stored by the last program to leave)."""
+    return tl.load(state_ptr) + 1
+
+
+@triton.jit
+def _split_k_depart(state_ptr, epoch, programs):
+    """Count this program out; the last of ``programs`` stores the epoch and resets the count for the next call.
+    Its acq_rel add reads every other program's add, which each made after its load of ``state[0]``, so no
+    program of this call can read the new epoch."""
+    done = tl.atomic_add(state_ptr + 1, 1, sem="acq_rel", scope="gpu")
+    if done == programs - 1:
+        tl.store(state_ptr, epoch)
+        tl.store(state_ptr + 1, 0)
+
+
+@triton.jit
+def _split_k_item(item, tiles):
+    """(tile, split) of a phase-1 item: items ``[0, tiles)`` are split 0 of every tile, then split 1, ..."""
+    return item % tiles, item // tiles
+
+
+@triton.jit
+def _split_k_slot(tile, rank, ranks, split, splits):
+    """Partial and flag index of (tile, rank, split): a tile's ``ranks x splits`` slots are consecutive, in the
+    order phase 2 sums them."""
+    return (tile * ranks + rank) * splits + split
+
+
+@triton.jit
+def _split_k_partial(
+    a_ptr,
+    b_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bk,
+    tile,
+    split,
+    chunk,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """fp32 ``a[rows of tile, split's K range] @ b[that range, columns of tile]``; the range is
+    ``[split * chunk, min(K, (split + 1) * chunk))`` with ``chunk`` a multiple of ``BLOCK_K``, so only ``K`` needs a
+    mask. Rows >= M and columns >= N come out 0."""
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    start = split * chunk
+    a_ptrs = a_ptr + rm[:, None] * stride_am + (start + ks)[None, :]
+    b_ptrs = b_ptr + (start + ks)[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(start, tl.minimum(K, start + chunk), BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (k + ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(k + ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+@triton.jit
+def _split_k_sum(tile_partials, count, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The fp32 sum of the ``count`` consecutive ``BLOCK_M x BLOCK_N`` partials at ``tile_partials``, in order."""
+    TILE: tl.constexpr = BLOCK_M * BLOCK_N
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(0, count):
+        total += tl.load(tile_partials + i * TILE + in_tile)
+    return total
+
+
+@triton.jit
+def _split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``total`` rounded to the output dtype into ``out``'s tile ``tile``."""
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(out_ptr + rm[:, None] * stride_om + rn[None, :], total.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _gemm_ar_split_k_kernel(
+    a_ptr,
+    b_ptr,
+    out_ptr,
+    data_ptr,
+    flags_ptr,
+    state_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bk,
+    stride_om,
+    chunk,
+    splits,
+    flags_stride,
+    REGION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    EXCHANGE: tl.constexpr,
+    WORLD: tl.constexpr,
+):
+    # Deadlock freedom: a program waits (phase 2) only after it has pushed and flagged every item it owes (phase 1
+    # never waits). The host caps the grid at the SM count, so every program of the grid is resident at once and
+    # reaches the end of its phase 1 whatever the others do; every rank runs the same grid for the same call, so
+    # every flag any wait needs is eventually set. Phase-2 tiles are fixed by program index, not by arrival.
+    # (Residency assumes no concurrently running kernel keeps SMs forever, e.g. another spinning collective.)
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    epoch = _split_k_epoch(state_ptr)
+    parity = epoch % 2
+    # Double-buffered by parity: rank r can be one call ahead of rank q (it finished call c, q is still summing
+    # call c's partials), but not two, since call c + 1 on r waits for q's call c + 1 partials of every tile.
+    partials = data_ptr + parity * REGION  # fp32 [tiles][ranks][splits][BLOCK_M * BLOCK_N] of this call
+    flags = flags_ptr + parity * flags_stride  # int32 [tiles][ranks][splits]
+    if EXCHANGE:
+        me = dl.rank()
+        ranks = dl.num_ranks()
+    else:
+        me = 0
+        ranks = 1
+    TILE: tl.constexpr = BLOCK_M * BLOCK_N
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles = tl.cdiv(M, BLOCK_M) * tiles_n
+    for item in range(pid, tiles * splits, programs):
+        tile, split = _split_k_item(item, tiles)
+        acc = _split_k_partial(
+            a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, split, chunk, BLOCK_M, BLOCK_N, BLOCK_K
+        )
+        slot = _split_k_slot(tile, me, ranks, split, splits)
+        if EXCHANGE:
+            for peer in range(0, ranks):
+                tl.store(dl.symm_at(partials + slot * TILE + in_tile, peer), acc)
+            _notify_every_rank(flags + slot, epoch, ranks, WORLD)
+        else:
+            tl.store(partials + slot * TILE + in_tile, acc)
+            dl.notify(flags + slot, dl.rank(), signal=epoch, sig_op="set", comm_scope="gpu")
+    for tile in range(pid, tiles, programs):
+        first = _split_k_slot(tile, 0, ranks, 0, splits)
+        if EXCHANGE:
+            token = dl.wait(flags + first, ranks * splits, "sys", "acquire", waitValue=epoch)
+        else:
+            token = dl.wait(flags + first, splits, "gpu", "acquire", waitValue=epoch)
+        tile_partials = dl.consume_token(partials + first * TILE, token)
+        total = _split_k_sum(tile_partials, ranks * splits, BLOCK_M, BLOCK_N)
+        _split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
+    _split_k_depart(state_ptr, epoch, programs)
+
+
 def _workspace_region_bytes(world_size: int) -> int:
     return 2 * world_size * MAX_TILE_ELEMS * 2  # two parities x ranks x the largest tile of 2-byte elements
 
@@ -178,6 +370,8 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
     if plan is not None and plan.world is world:
         plan.launch(a.device, a, b, out)
         return plan
+    if config.split_k > 1:
+        return _launch_split_k(a, b, out, config, key)
     m, k = a.shape
     n = b.shape[1]
     region_bytes = _workspace_region_bytes(world.world_size)
@@ -207,6 +401,110 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
     grid = (min(tiles, SLOTS), 1, 1)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     plan = first_launch(_gemm_ar_kernel, grid, named, 3, **options)
+    _plans[key] = plan
+    return plan
+
+
+def split_k_geometry(m: int, n: int, k: int, config: GemmARConfig) -> tuple[int, int, int]:
+    """(tiles, splits, chunk) of a split-K call: ``chunk`` (a multiple of ``block_k``) is each split's K range, the
+    last one ragged; ``splits`` <= ``config.split_k``, fewer when K has fewer blocks, so no split is empty. Raises
+    ValueError when the call's partials would not fit the slot buffers (``SPLIT_K_MAX_ELEMS``,
+    ``SPLIT_K_MAX_ITEMS``)."""
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    blocks = max(1, triton.cdiv(k, config.block_k))  # K = 0 never launches; one (empty) split if asked
+    chunk = triton.cdiv(blocks, min(config.split_k, blocks)) * config.block_k
+    splits = triton.cdiv(k, chunk)
+    elems = tiles * config.block_m * config.block_n * splits
+    if elems > SPLIT_K_MAX_ELEMS:
+        raise ValueError(
+            f"gemm_ar: split_k={config.split_k} with {config.block_m}x{config.block_n} tiles needs {elems} fp32 "
+            f"partial elements per rank for M={m}, N={n}, K={k} ({tiles} tiles x {splits} splits), more than the "
+            f"split-K buffers hold (SPLIT_K_MAX_ELEMS = {SPLIT_K_MAX_ELEMS}): use a smaller split_k or split_k=1"
+        )
+    if tiles * splits > SPLIT_K_MAX_ITEMS:
+        raise ValueError(
+            f"gemm_ar: split_k={config.split_k} with {config.block_m}x{config.block_n} tiles makes {tiles * splits} "
+            f"(tile, split) items for M={m}, N={n}, K={k}, more than SPLIT_K_MAX_ITEMS = {SPLIT_K_MAX_ITEMS}: use "
+            "larger tiles, a smaller split_k or split_k=1"
+        )
+    return tiles, splits, chunk
+
+
+def split_k_grid(items: int, sm_count: int) -> int:
+    """Programs of a split-K launch: one per item, at most one per SM (the kernel's waits need every program
+    resident at once; see ``_gemm_ar_split_k_kernel``)."""
+    return max(1, min(items, sm_count))
+
+
+_sm_counts: dict[torch.device, int] = {}
+
+
+def sm_count(device: torch.device) -> int:
+    """The SM (CU) count of ``device``, queried once per device."""
+    count = _sm_counts.get(device)
+    if count is None:
+        count = _sm_counts[device] = torch.cuda.get_device_properties(device).multi_processor_count
+    return count
+
+
+def _split_k_workspace_sizes(world_size: int) -> tuple[int, int]:
+    """(flags per parity, bytes per parity) of the split-K workspace: every item's flag and fp32 partial, per rank."""
+    return SPLIT_K_MAX_ITEMS * world_size, SPLIT_K_MAX_ELEMS * world_size * 4
+
+
+def split_k_launch_args(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    config: GemmARConfig,
+    world_size: int,
+    sms: int,
+    ws: SlotWorkspace,
+) -> tuple[tuple[int, int, int], dict]:
+    """(grid, named arguments) of a split-K launch; ``ws`` has ``data`` (viewed as fp32), ``flags`` [2, ...] and
+    ``epochs`` (the kernel's state: epoch, departed count). Raises ValueError (from ``split_k_geometry``) first."""
+    m, k = a.shape
+    n = b.shape[1]
+    tiles, splits, chunk = split_k_geometry(m, n, k, config)
+    _, region_bytes = _split_k_workspace_sizes(world_size)
+    named = {
+        "a_ptr": a,
+        "b_ptr": b,
+        "out_ptr": out,
+        "data_ptr": ws.data_as(torch.float32),
+        "flags_ptr": ws.flags,
+        "state_ptr": ws.epochs,
+        "M": m,
+        "N": n,
+        "K": k,
+        "stride_am": a.stride(0),
+        "stride_bk": b.stride(0),
+        "stride_om": out.stride(0),
+        "chunk": chunk,
+        "splits": splits,
+        "flags_stride": ws.flags.shape[1],
+        "REGION": region_bytes // 4,
+        "BLOCK_M": config.block_m,
+        "BLOCK_N": config.block_n,
+        "BLOCK_K": config.block_k,
+        "EXCHANGE": config.exchange,
+        "WORLD": notify_world(world_size),
+    }
+    return (split_k_grid(tiles * splits, sms), 1, 1), named
+
+
+def _launch_split_k(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig, key: tuple
+) -> LaunchPlan:
+    world = rt.current_world()
+    m, k = a.shape
+    split_k_geometry(m, b.shape[1], k, config)  # refuse before allocating anything
+    flags_per_parity, region_bytes = _split_k_workspace_sizes(world.world_size)
+    # Two "slots" = the two parities; the epochs tensor's two int32 are the kernel's state (epoch, departed count).
+    ws = slot_workspace("gemm_ar_split_k", 2, flags_per_parity, region_bytes)
+    grid, named = split_k_launch_args(a, b, out, config, world.world_size, sm_count(a.device), ws)
+    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
+    plan = first_launch(_gemm_ar_split_k_kernel, grid, named, 3, **options)
     _plans[key] = plan
     return plan
 
