@@ -5,6 +5,7 @@ every rank, so peer views cross real process boundaries as they do on GPUs.
 """
 
 import os
+import sys
 import tempfile
 import time
 
@@ -40,8 +41,15 @@ def _bootstrap(rank, worker, world_size, store, args):
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
     try:
         worker(rank, world_size, *args)
+        dist.barrier()  # every rank done before any tears its group down
     finally:
         dist.destroy_process_group()
+    # A worker that got here passed. Leave without the interpreter's teardown: about 1 in 10 runs of a 3-rank gloo
+    # world, rank 0 died there of "terminate called without an active exception" (SIGABRT with no Python frame:
+    # a C++ destructor at exit, after destroy_process_group), which failed a test whose checks had all passed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def test_init_without_a_process_group_says_what_to_do():
