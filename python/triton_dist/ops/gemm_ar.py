@@ -54,7 +54,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
-from triton_dist.ops.matmul import check_matrix
+from triton_dist.ops.matmul import check_matrix, num_sms
 from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -127,6 +127,42 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda") -> GemmARConfi
 
 
 @triton.jit
+def _split_k_partial(
+    a_ptr,
+    b_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_bk,
+    tile,
+    split,
+    chunk,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    """fp32 ``a[rows of tile, split's K range] @ b[that range, columns of tile]``; the range is
+    ``[split * chunk, min(K, (split + 1) * chunk))`` with ``chunk`` a multiple of ``BLOCK_K``, so only ``K`` needs a
+    mask. Rows >= M and columns >= N come out 0."""
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    ks = tl.arange(0, BLOCK_K)
+    start = split * chunk
+    a_ptrs = a_ptr + rm[:, None] * stride_am + (start + ks)[None, :]
+    b_ptrs = b_ptr + (start + ks)[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(start, tl.minimum(K, start + chunk), BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (k + ks[None, :] < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(k + ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+    return acc
+
+
+@triton.jit
 def _gemm_ar_kernel(
     a_ptr,
     b_ptr,
@@ -158,20 +194,11 @@ def _gemm_ar_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     rows = tl.arange(0, BLOCK_M)
     cols = tl.arange(0, BLOCK_N)
-    ks = tl.arange(0, BLOCK_K)
     in_tile = rows[:, None] * BLOCK_N + cols[None, :]
     for tile in range(slot, tl.cdiv(M, BLOCK_M) * tiles_n, tl.num_programs(0)):
         rm = (tile // tiles_n) * BLOCK_M + rows
         rn = (tile % tiles_n) * BLOCK_N + cols
-        a_ptrs = a_ptr + rm[:, None] * stride_am + ks[None, :]
-        b_ptrs = b_ptr + ks[:, None] * stride_bk + rn[None, :]
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for k in range(0, K, BLOCK_K):
-            a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (k + ks[None, :] < K), other=0.0)
-            b = tl.load(b_ptrs, mask=(k + ks[:, None] < K) & (rn[None, :] < N), other=0.0)
-            acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_K
-            b_ptrs += BLOCK_K * stride_bk
+        acc = _split_k_partial(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, 0, K, BLOCK_M, BLOCK_N, BLOCK_K)
         row_ok = rm[:, None] < M
         out_ptrs = out_ptr + rm[:, None] * stride_om + rn[None, :]
         out_mask = row_ok & (rn[None, :] < N)
@@ -223,42 +250,6 @@ def _split_k_slot(tile, rank, ranks, split, splits):
     """Partial and flag index of (tile, rank, split): a tile's ``ranks x splits`` slots are consecutive, in the
     order phase 2 sums them."""
     return (tile * ranks + rank) * splits + split
-
-
-@triton.jit
-def _split_k_partial(
-    a_ptr,
-    b_ptr,
-    M,
-    N,
-    K,
-    stride_am,
-    stride_bk,
-    tile,
-    split,
-    chunk,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-):
-    """fp32 ``a[rows of tile, split's K range] @ b[that range, columns of tile]``; the range is
-    ``[split * chunk, min(K, (split + 1) * chunk))`` with ``chunk`` a multiple of ``BLOCK_K``, so only ``K`` needs a
-    mask. Rows >= M and columns >= N come out 0."""
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    rm = (tile // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = (tile % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
-    ks = tl.arange(0, BLOCK_K)
-    start = split * chunk
-    a_ptrs = a_ptr + rm[:, None] * stride_am + (start + ks)[None, :]
-    b_ptrs = b_ptr + (start + ks)[:, None] * stride_bk + rn[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(start, tl.minimum(K, start + chunk), BLOCK_K):
-        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (k + ks[None, :] < K), other=0.0)
-        b = tl.load(b_ptrs, mask=(k + ks[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * stride_bk
-    return acc
 
 
 @triton.jit
@@ -436,17 +427,6 @@ def split_k_grid(items: int, sm_count: int) -> int:
     return max(1, min(items, sm_count))
 
 
-_sm_counts: dict[torch.device, int] = {}
-
-
-def sm_count(device: torch.device) -> int:
-    """The SM (CU) count of ``device``, queried once per device."""
-    count = _sm_counts.get(device)
-    if count is None:
-        count = _sm_counts[device] = torch.cuda.get_device_properties(device).multi_processor_count
-    return count
-
-
 def _split_k_workspace_sizes(world_size: int) -> tuple[int, int]:
     """(flags per parity, bytes per parity) of the split-K workspace: every item's flag and fp32 partial, per rank."""
     return SPLIT_K_MAX_ITEMS * world_size, SPLIT_K_MAX_ELEMS * world_size * 4
@@ -502,7 +482,7 @@ def _launch_split_k(
     flags_per_parity, region_bytes = _split_k_workspace_sizes(world.world_size)
     # Two "slots" = the two parities; the epochs tensor's two int32 are the kernel's state (epoch, departed count).
     ws = slot_workspace("gemm_ar_split_k", 2, flags_per_parity, region_bytes)
-    grid, named = split_k_launch_args(a, b, out, config, world.world_size, sm_count(a.device), ws)
+    grid, named = split_k_launch_args(a, b, out, config, world.world_size, num_sms(a.device.index), ws)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     plan = first_launch(_gemm_ar_split_k_kernel, grid, named, 3, **options)
     _plans[key] = plan
