@@ -15,6 +15,10 @@
 #   GPU_CHECK_BUDGET_S=540 ...                    # whole-run budget (default 3000 s): each step's timeout is cut to
 #                                                 # the time left, a step with under 30 s left is skipped (and fails)
 #   GPU_CHECK_DRY_RUN=1 ...                       # print the steps it would run; needs no GPU
+#   GPU_CHECK_SHARED_GPU=1 GPU_CHECK_SIZES=2 ...  # more ranks than GPUs: ranks share GPUs (rank r on GPU r % count)
+#                                                 # through an MPS daemon started per step, gloo instead of NCCL,
+#                                                 # each rank on its share of the SMs; checks correctness only, so
+#                                                 # bench/tune steps run only when GPU_CHECK_ONLY names them
 #
 # Per-op runs: GPU_CHECK_ONLY="ag_gemm bench_matmul tune_ag_gemm bench_ag_gemm" (AllGather+GEMM),
 # "gemm_rs tune_gemm_rs bench_gemm_rs" (GEMM+reduce-scatter), "decode_ops bench_all_reduce bench_gemm_ar
@@ -36,6 +40,8 @@ PYTHON="${PYTHON:-python3}"
 DRY="${GPU_CHECK_DRY_RUN:-0}"
 QUICK="${GPU_CHECK_QUICK:-0}"
 BUDGET="${GPU_CHECK_BUDGET_S:-3000}"
+SHARED="${GPU_CHECK_SHARED_GPU:-0}"
+[ "$SHARED" = 1 ] && export TRITON_DIST_SHARED_GPUS=1
 WORKDIR="$(mktemp -d /tmp/gpu_check.XXXXXX)"
 LOGDIR="$WORKDIR/gpu_check"
 mkdir -p "$LOGDIR"
@@ -73,6 +79,7 @@ gpu_query() { [ "$DRY" = 1 ] || nvidia-smi --query-gpu="$1" --format=csv,noheade
   fi
   echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ local changes)')"
   echo "- command: \`$0 $*\` (GPU_CHECK_SIZES=${GPU_CHECK_SIZES:-auto}, GPU_CHECK_QUICK=$QUICK, GPU_CHECK_BENCH=${GPU_CHECK_BENCH:-0}, GPU_CHECK_TUNE=${GPU_CHECK_TUNE:-0}, GPU_CHECK_ONLY=${GPU_CHECK_ONLY:-all}, GPU_CHECK_BUDGET_S=$BUDGET)"
+  [ "$SHARED" = 1 ] && echo "- **shared GPUs** (GPU_CHECK_SHARED_GPU=1): ranks share GPUs through MPS and gloo; correctness only, timings mean nothing"
   echo "- env: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TRITON_DIST_TIMEOUT_S=$TRITON_DIST_TIMEOUT_S"
   echo
 } >"$TABLE"
@@ -96,6 +103,8 @@ PY
 fi
 if [ -n "${GPU_CHECK_SIZES:-}" ]; then
   SIZES="$GPU_CHECK_SIZES"
+elif [ "$SHARED" = 1 ] && [ "$NGPU" -ge 1 ]; then
+  SIZES="2"
 else
   SIZES=""
   for n in 2 4; do [ "$NGPU" -ge "$n" ] && SIZES="$SIZES $n"; done
@@ -149,12 +158,17 @@ due() {
     [[ " $GPU_CHECK_ONLY " == *" $name "* ]]
     return
   fi
+  [ "$SHARED" = 1 ] && [ "$group" != check ] && return 1
   case "$group" in
     check) return 0 ;;
     bench) [ "${GPU_CHECK_BENCH:-0}" = 1 ] ;;
     tune) [ "${GPU_CHECK_TUNE:-0}" = 1 ] ;;
   esac
 }
+
+# shellcheck source=scripts/mps.sh
+source scripts/mps.sh
+[ "$SHARED" = 1 ] && trap mps_stop EXIT
 
 # run_step <group> <ranks> <name> <timeout seconds> <script> [args...]; ranks 1 runs the script without torchrun.
 run_step() {
@@ -181,8 +195,19 @@ run_step() {
   local log="$LOGDIR/${ranks}gpu_${name}.log" began status result details
   say "== $name on $ranks GPUs (timeout ${limit}s): $script $*"
   began=$(date +%s)
-  timeout -k 20 "$limit" "${launcher[@]}" "$script" "$@" >"$log" 2>&1
-  status=$?
+  if [ "$SHARED" = 1 ] && [ "$ranks" -gt "$NGPU" ]; then
+    # A fresh MPS daemon per step: a watchdog trap in one step cannot leave a broken server to the next.
+    local percent
+    percent=$(mps_share "$ranks" "$NGPU")
+    mps_start "$WORKDIR" "$name"
+    CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$percent" timeout -k 20 "$limit" "${launcher[@]}" "$script" "$@" >"$log" 2>&1
+    status=$?
+    mps_stop
+    echo "(shared GPUs: $ranks ranks on $NGPU GPU(s) through MPS, ${percent}% of the SMs each)" >>"$log"
+  else
+    timeout -k 20 "$limit" "${launcher[@]}" "$script" "$@" >"$log" 2>&1
+    status=$?
+  fi
   local took=$(($(date +%s) - began))
   case "$status" in
     0) result="PASS" ;;

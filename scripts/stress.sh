@@ -5,6 +5,8 @@
 #
 #   bash scripts/stress.sh                                  # 2 ranks, --iters 10000 --check-every 500
 #   STRESS_RANKS=4 STRESS_TIMEOUT_S=900 bash scripts/stress.sh --only ping_pong all_reduce
+#   STRESS_SHARED_GPU=1 bash scripts/stress.sh              # more ranks than GPUs, through MPS (scripts/mps.sh):
+#                                                           # correctness only, the timings mean nothing
 #
 # Logs and the results table (stress.md) go to $OUT/stress (when set) or a temporary folder. Exit code 0 iff every
 # item passed on every rank.
@@ -20,6 +22,17 @@ mkdir -p "$LOGDIR"
 echo "[stress] $RANKS ranks, timeout ${LIMIT}s, log $LOGDIR/stress.log, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 ARGS=("$@")
 [ ${#ARGS[@]} -eq 0 ] && ARGS=(--iters 10000 --check-every 500)
+if [ "${STRESS_SHARED_GPU:-0}" = 1 ]; then
+  # shellcheck source=scripts/mps.sh
+  source scripts/mps.sh
+  export TRITON_DIST_SHARED_GPUS=1
+  GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
+  export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+  CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$(mps_share "$RANKS" "$GPUS")
+  mps_start "$LOGDIR" stress
+  trap mps_stop EXIT
+  echo "[stress] shared GPUs: $RANKS ranks on $GPUS GPU(s) through MPS, ${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE}% of the SMs each"
+fi
 timeout -k 20 "$LIMIT" python3 -m torch.distributed.run --standalone --nproc-per-node="$RANKS" \
   test/gpu/stress.py "${ARGS[@]}" --results-md "$LOGDIR/stress.md" >"$LOGDIR/stress.log" 2>&1
 status=$?

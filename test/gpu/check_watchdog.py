@@ -7,8 +7,9 @@ the host side; this script is the real thing on GPUs.
 
 Under torchrun (``scripts/gpu_check.sh`` step ``watchdog``) local rank 0 runs the cases and the other ranks only
 report. Each case runs as fresh processes (ranks of a world of their own, rank r on GPU r), because the watchdog's
-trap leaves the CUDA context of the rank it stops unusable: two of them where the machine has two GPUs, else one
-(the stuck wait needs no peer; the dead-rank case is then skipped, visibly). Every rank calls
+trap leaves the CUDA context of the rank it stops unusable: two of them where the machine has two GPUs (or where
+``TRITON_DIST_SHARED_GPUS=1`` lets two ranks share one, rank r on GPU r % count), else one (the stuck wait needs no
+peer; the dead-rank case is then skipped, visibly). Every rank calls
 ``triton_dist.init(wait_timeout_s=1)``, so their kernels link the watchdog library.
 
 - ``stuck wait``: rank 0's program 1 waits for four flags ``>= 7``; three are set, the third (index 2) holds 5 and
@@ -62,10 +63,12 @@ def wait_for_peer(flag_ptr, value):
 def notify_peer(flag_ptr, peer, value):
     dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
 
-torch.cuda.set_device(RANK)
+GPU = RANK % torch.cuda.device_count()  # ranks share GPUs under TRITON_DIST_SHARED_GPUS=1 (gloo, then)
+torch.cuda.set_device(GPU)
+SHARED = os.environ.get("TRITON_DIST_SHARED_GPUS") == "1"
 dist.init_process_group(
-    "nccl", init_method="tcp://127.0.0.1:" + os.environ["PORT"], rank=RANK, world_size=int(os.environ["CASE_WORLD"]),
-    device_id=torch.device("cuda", RANK),
+    "gloo" if SHARED else "nccl", init_method="tcp://127.0.0.1:" + os.environ["PORT"], rank=RANK,
+    world_size=int(os.environ["CASE_WORLD"]), **({} if SHARED else {"device_id": torch.device("cuda", GPU)}),
 )
 rt.init(heap_size="64M", wait_timeout_s=1.0)
 
@@ -169,7 +172,9 @@ def main() -> int:
     if other_local_rank("check_watchdog"):
         return 0
     tally = Tally()
-    ranks = min(2, torch.cuda.device_count())
+    from triton_dist.testing import shared_gpus
+
+    ranks = 2 if shared_gpus() else min(2, torch.cuda.device_count())
     output = run_case(PRELUDE + STUCK_WAIT, ranks=ranks, extra_env={"CASE_WORLD": str(ranks)})
     check_case(tally, f"stuck wait ({ranks} rank{'s' if ranks > 1 else ''})", output, STUCK_WAIT_WORDS)
     if ranks < 2:

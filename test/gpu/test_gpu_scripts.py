@@ -158,6 +158,16 @@ def test_too_few_gpus_fails_visibly(tmp_path):
     assert "need at least 2" in (tmp_path / "gpu_check.md").read_text()
 
 
+def test_shared_gpu_mode_says_so_and_runs_only_checks_unless_told(tmp_path):
+    code, output, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2", GPU_CHECK_SHARED_GPU="1", GPU_CHECK_BENCH="1")
+    assert code == 0, output
+    assert "correctness only, timings mean nothing" in (tmp_path / "gpu_check.md").read_text()
+    names = [r[1] for r in rows]
+    assert "decode_ops" in names and not set(names) & set(BENCH_STEPS + TUNE_STEPS)
+    _, _, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2", GPU_CHECK_SHARED_GPU="1", GPU_CHECK_ONLY="bench_gemm_ar")
+    assert [r[1] for r in rows] == ["bench_gemm_ar"]
+
+
 # bench/_variant_cost.py and the two benchmarks built on it (guard_cost.py, watchdog_cost.py).
 sys.path.insert(0, str(REPO / "bench"))
 import _variant_cost  # noqa: E402

@@ -246,3 +246,29 @@ def test_env_without_launcher_drops_torchrun_variables_only():
     env = {"RANK": "1", "MASTER_PORT": "29500", "TORCHELASTIC_USE_AGENT_STORE": "True", "PATH": "/bin", "PORT": "7"}
     assert testing.env_without_launcher(env) == {"PATH": "/bin", "PORT": "7"}
     assert "PATH" in testing.env_without_launcher()
+
+
+def test_setup_without_torchrun_starts_a_world_of_one(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "alone.py"
+    script.write_text(
+        "from triton_dist import testing\n"
+        "world = testing.setup_distributed(heap_size='1M', device='cpu')\n"
+        "print('WORLD', world.world_size, world.rank)\n"
+        "testing.teardown()\n"
+    )
+    python_dir = Path(__file__).resolve().parents[2] / "python"
+    env = dict(testing.env_without_launcher(), PYTHONPATH=str(python_dir))
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WORLD 1 0" in result.stdout
+
+
+def test_shared_gpus_reads_its_variable(monkeypatch):
+    monkeypatch.setenv("TRITON_DIST_SHARED_GPUS", "1")
+    assert testing.shared_gpus()
+    monkeypatch.setenv("TRITON_DIST_SHARED_GPUS", "0")
+    assert not testing.shared_gpus()

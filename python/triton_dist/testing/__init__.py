@@ -13,9 +13,10 @@ compiled = testing.compile_for(my_kernel, {"x_ptr": "*fp32", "n": "i32"}, target
 testing.teardown()
 ```
 
-- ``distributed``: torchrun glue (``setup_distributed``, ``teardown``, ``rank_print``/``rank0_print``,
-  ``Checks`` for pass/fail tallies (``check``, ``run``, ``run_each``, ``expect_error``), ``finish``, ``main_guard``,
-  ``env_without_launcher`` for child processes, ``sync``, ``max_over_ranks``, ``all_ranks_true``).
+- ``distributed``: torchrun glue (``setup_distributed``, ``shared_gpus`` for more ranks than GPUs, ``teardown``,
+  ``rank_print``/``rank0_print``, ``Checks`` for pass/fail tallies (``check``, ``run``, ``run_each``,
+  ``expect_error``), ``finish``, ``main_guard``, ``env_without_launcher`` for child processes, ``sync``,
+  ``max_over_ranks``, ``all_ranks_true``).
 - ``timing``: ``bench`` (CUDA events, warm-up, median of >= 20 runs, ranks started together, max over ranks,
   optionally CUDA-graph replays) and ``bench_samples``.
 - ``correctness``: ``poison_``, ``tolerances``, ``assert_close`` against a torch reference,
@@ -40,6 +41,7 @@ from triton_dist.testing.distributed import (
     rank0_print,
     rank_print,
     setup_distributed,
+    shared_gpus,
     sync,
     teardown,
 )
@@ -65,6 +67,7 @@ __all__ = [
     "rank0_print",
     "rank_print",
     "setup_distributed",
+    "shared_gpus",
     "sync",
     "teardown",
     "tolerances",

@@ -7,10 +7,12 @@ sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and the rendezvous address that ``
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -40,7 +42,10 @@ def rank0_print(message: str) -> None:
 def setup_distributed(heap_size: int | str = "1G", timeout_s: float | None = None, *, device: str = "cuda") -> rt.World:
     """Bind this process to GPU ``$LOCAL_RANK``, start the process group and triton_dist; returns the world.
 
-    ``timeout_s`` bounds host-side waits (default ``$TRITON_DIST_TIMEOUT_S`` or 300 s); the process group gets
+    With ``$TRITON_DIST_SHARED_GPUS=1`` (``shared_gpus()``) ranks may outnumber GPUs and share them over gloo.
+
+    Run without torchrun (``python script.py``), it starts a world of this one process. ``timeout_s`` bounds
+    host-side waits (default ``$TRITON_DIST_TIMEOUT_S`` or 300 s); the process group gets
     twice that. ``device="cpu"`` starts gloo and a host-only heap instead (for testing host code without GPUs).
     Raises ``SystemExit`` naming what is missing when this rank has no GPU.
     """
@@ -48,23 +53,56 @@ def setup_distributed(heap_size: int | str = "1G", timeout_s: float | None = Non
     timeout_s = resolve_timeout(timeout_s)
     timeout = timedelta(seconds=2 * timeout_s)
     if device == "cpu":
-        dist.init_process_group("gloo", timeout=timeout)
+        dist.init_process_group("gloo", timeout=timeout, **_world_of_one())
         world = rt.init(heap_size=heap_size, timeout_s=timeout_s, device="cpu")
         rank_print(f"initialized: {world.world_size} ranks, host-only heap {world.heap.heap_size >> 20} MiB")
         return world
     if device != "cuda":
         raise ValueError(f"device must be 'cuda' or 'cpu', got {device!r}")
-    if not torch.cuda.is_available() or torch.cuda.device_count() <= local_rank:
-        found = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        raise SystemExit(f"this script needs a GPU per rank (LOCAL_RANK={local_rank}, {found} GPUs visible)")
-    torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank), timeout=timeout)
+    found = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    sharing = shared_gpus()
+    if found == 0 or (found <= local_rank and not sharing):
+        raise SystemExit(
+            f"this script needs a GPU per rank (LOCAL_RANK={local_rank}, {found} GPUs visible); "
+            f"{SHARED_GPUS_ENV}=1 lets ranks share GPUs, for correctness checks only"
+        )
+    gpu = local_rank % found
+    torch.cuda.set_device(gpu)
+    if sharing:
+        # NCCL refuses two ranks on one GPU; gloo carries the host-side collectives (and the checks' references).
+        dist.init_process_group("gloo", timeout=timeout, **_world_of_one())
+    else:
+        dist.init_process_group("nccl", device_id=torch.device("cuda", gpu), timeout=timeout, **_world_of_one())
     world = rt.init(heap_size=heap_size, timeout_s=timeout_s)
     rank_print(
-        f"initialized: {world.world_size} ranks, {torch.cuda.get_device_name()} (cuda:{local_rank}), "
+        f"initialized: {world.world_size} ranks, {torch.cuda.get_device_name()} (cuda:{gpu}), "
         f"heap {world.heap.heap_size >> 20} MiB at {world.heap.bases[world.rank]:#x}"
+        + (f"; {SHARED_GPUS_ENV}=1: ranks share {found} GPUs through gloo, timings mean nothing" if sharing else "")
     )
     return world
+
+
+def _world_of_one() -> dict[str, Any]:
+    """Without torchrun's variables (``python script.py``), a process group of this process alone."""
+    if "RANK" in os.environ or "MASTER_ADDR" in os.environ:
+        return {}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return {"init_method": f"tcp://127.0.0.1:{port}", "rank": 0, "world_size": 1}
+
+
+SHARED_GPUS_ENV = "TRITON_DIST_SHARED_GPUS"
+
+
+def shared_gpus() -> bool:
+    """Whether ``$TRITON_DIST_SHARED_GPUS=1`` asks ranks to share GPUs (rank ``r`` on GPU ``r % count``).
+
+    A mode for checking multi-rank code on fewer GPUs than ranks: the process group is gloo (NCCL refuses two ranks
+    on one GPU), so timings mean nothing, and without MPS the GPU time-slices between the ranks' processes, so a
+    wait on another rank progresses only when that rank's kernel gets its slice.
+    """
+    return os.environ.get(SHARED_GPUS_ENV, "0") == "1"
 
 
 def teardown() -> None:
