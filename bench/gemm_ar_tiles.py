@@ -104,8 +104,9 @@ def main() -> int:
                 times[config] = graphed_us(
                     lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters
                 )
+                rank0_print(f"TILE {layer} M={m} {label(config)}: {times[config]:.1f} us")
             best = min(times, key=times.__getitem__)
-            row.update(default=label(default), best=label(best))
+            row.update(default=label(default), best=label(best), tiles={label(c): t for c, t in times.items()})
             row["default us"], row["best us"] = times.get(default, float("nan")), times[best]
             rows.append(row)
             rank0_print(

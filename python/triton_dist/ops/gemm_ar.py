@@ -108,15 +108,17 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda") -> GemmARConfi
     """Small tiles for small M (enough programs to stream the weight at full bandwidth), larger ones for larger M;
     ``backend`` is Triton's (``"cuda"`` / ``"hip"``: AMD gets at most ``AMD_MAX_STAGES``).
 
-    M in (64, 128]: 8 warps and 5 stages. On one H200 at the per-rank sizes of 2 ranks (bench/gemm_ar_tiles.py,
-    GEMM alone, bench/results/gemm_ar_tiles.md) that took M = 128 from 1.32-1.71x matmul's time to 1.16-1.54x; at
-    M = 256 the 4-warp, 4-stage tile stayed the fastest tried."""
+    Measured on one H200 at the per-rank sizes of 2 ranks (bench/gemm_ar_tiles.py, GEMM alone,
+    bench/results/gemm_ar_tiles.md): M in (64, 128] with 8 warps and 5 stages took M = 128 from 1.32-1.71x
+    matmul's time to 1.16-1.54x; M in (16, 64] uses 5 stages instead of 4 (M = 32: the faster one on every layer
+    in two runs, by 3-8%; M = 64: see the table); at M <= 16 neither stage count won consistently; at M = 256 the
+    4-warp, 4-stage tile stayed the fastest tried."""
     if m <= 16:
         config = GemmARConfig(16, 64, 128, 4, 4)
     elif m <= 32:
-        config = GemmARConfig(32, 64, 128, 4, 4)
+        config = GemmARConfig(32, 64, 128, 4, 5)
     elif m <= 64:
-        config = GemmARConfig(64, 64, 128, 4, 4)
+        config = GemmARConfig(64, 64, 128, 4, 5)
     elif m <= 128:
         config = GemmARConfig(128, 64, 64, 8, 5)
     else:
