@@ -222,14 +222,19 @@ public:
   // poll(k, ns):     v = atomic load flags[i]; cond_br v == value, next, retry
   // retry:           cond_br k + 1 < tightPolls, poll(k + 1, ns), sleep
   // sleep:           sleep(ns); br poll(k, min(2 ns, maxSleep))
-  // With a timeout, a failed poll first goes through
-  // check:           cond_br (now - start) * period > timeout, expire, retry
-  // expire:          claim and fill @__triton_dist_wait_timeout; trap
-  // In the runtime-timeout mode the timeout is loaded from
-  // @__triton_dist_wait_watchdog (0: the check never expires) and the record
-  // filled is the one its pointer names.
   // next:            br word(i + W)
   // done:            program barrier; token
+  // With a timeout, the clock is read only off the tight-poll path: where a
+  // wait would sleep (or, without sleeps, after each run of tightPolls failed
+  // polls), it goes through
+  // check:           cond_br (now - start) * period > timeout, expire, sleep
+  //                  (without sleeps: poll(0, ns))
+  // expire:          claim and fill @__triton_dist_wait_timeout; trap
+  // so a wait that is satisfied within its tight polls (the latency-bound
+  // case: a flag round trip) runs no more instructions than without a
+  // watchdog. In the runtime-timeout mode the timeout is loaded from
+  // @__triton_dist_wait_watchdog (0: the check never expires) and the record
+  // filled is the one its pointer names.
   LogicalResult
   matchAndRewrite(WaitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
@@ -260,9 +265,11 @@ public:
     Block *done = rewriter.splitBlock(entry, op->getIterator());
     Block *word = rewriter.createBlock(done, {i32}, {loc});
     Block *poll = rewriter.createBlock(done, {i32, i32}, {loc, loc});
+    // Without sleeps, a watched wait still counts its failed polls in `retry`
+    // so the clock is read once per tightPolls of them.
+    Block *retry = sleeps || watched ? rewriter.createBlock(done) : nullptr;
     Block *check = watched ? rewriter.createBlock(done) : nullptr;
     Block *expire = watched ? rewriter.createBlock(done) : nullptr;
-    Block *retry = sleeps ? rewriter.createBlock(done) : nullptr;
     Block *sleep = sleeps ? rewriter.createBlock(done) : nullptr;
     Block *next = rewriter.createBlock(done);
 
@@ -288,14 +295,28 @@ public:
                                        op.getScope(), op.getSemantic());
     Value arrived = LLVM::ICmpOp::create(
         rewriter, loc, getPollPredicate(op.getCmp()), seen, expected);
-    // Where a failed poll goes on: the next tight poll / sleep, or a spin.
-    Block *missed = sleeps ? retry : poll;
-    SmallVector<Value> missedArgs;
-    if (!sleeps)
-      missedArgs = {attempt, sleepNs};
-    if (watched) {
-      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, check,
+    // A failed poll goes on to the next tight poll or past them (`retry`), or,
+    // unwatched and without sleeps, straight back to the poll.
+    if (retry)
+      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, retry,
                              ValueRange{});
+    else
+      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, poll,
+                             ValueRange{attempt, sleepNs});
+
+    if (retry) {
+      rewriter.setInsertionPointToEnd(retry);
+      Value nextAttempt = LLVM::AddOp::create(
+          rewriter, loc, attempt, createI32Constant(rewriter, loc, 1));
+      Value tight = LLVM::ICmpOp::create(
+          rewriter, loc, LLVM::ICmpPredicate::ult, nextAttempt,
+          createI32Constant(rewriter, loc, backoff.tightPolls));
+      LLVM::CondBrOp::create(rewriter, loc, tight, poll,
+                             ValueRange{nextAttempt, sleepNs},
+                             watched ? check : sleep, ValueRange{});
+    }
+
+    if (watched) {
       rewriter.setInsertionPointToEnd(check);
       Type i64 = rewriter.getI64Type();
       Value ticks = LLVM::SubOp::create(
@@ -321,30 +342,22 @@ public:
             rewriter, loc, LLVM::ICmpPredicate::ne, limit, zero64);
         expired = LLVM::AndOp::create(rewriter, loc, expired, enabled);
       }
-      LLVM::CondBrOp::create(rewriter, loc, expired, expire, ValueRange{},
-                             missed, missedArgs);
+      // Not expired: sleep, or start the next run of tight polls.
+      if (sleeps)
+        LLVM::CondBrOp::create(rewriter, loc, expired, expire, ValueRange{},
+                               sleep, ValueRange{});
+      else
+        LLVM::CondBrOp::create(rewriter, loc, expired, expire, ValueRange{},
+                               poll, ValueRange{zero, sleepNs});
 
       rewriter.setInsertionPointToEnd(expire);
       Value record =
           runtimeTimeout ? loadWaitWatchdogRecord(rewriter, loc) : Value();
       recordTimeout(rewriter, loc, op, record, flag, index, expected, seen,
                     limit);
-    } else {
-      LLVM::CondBrOp::create(rewriter, loc, arrived, next, ValueRange{}, missed,
-                             missedArgs);
     }
 
     if (sleeps) {
-      rewriter.setInsertionPointToEnd(retry);
-      Value nextAttempt = LLVM::AddOp::create(
-          rewriter, loc, attempt, createI32Constant(rewriter, loc, 1));
-      Value tight = LLVM::ICmpOp::create(
-          rewriter, loc, LLVM::ICmpPredicate::ult, nextAttempt,
-          createI32Constant(rewriter, loc, backoff.tightPolls));
-      LLVM::CondBrOp::create(rewriter, loc, tight, poll,
-                             ValueRange{nextAttempt, sleepNs}, sleep,
-                             ValueRange{});
-
       rewriter.setInsertionPointToEnd(sleep);
       target.createSleep(rewriter, loc, sleepNs);
       Value doubled = LLVM::ShlOp::create(rewriter, loc, sleepNs,

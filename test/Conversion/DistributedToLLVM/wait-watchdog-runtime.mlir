@@ -18,9 +18,15 @@
 // CHECK-NEXT:    %[[SETTINGS:.*]] = llvm.mlir.addressof @__triton_dist_wait_watchdog : !llvm.ptr<1>
 // CHECK-NEXT:    %[[TIMEOUT_PTR:.*]] = llvm.getelementptr inbounds %[[SETTINGS]][0, 0] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i64, i64)>
 // CHECK-NEXT:    %[[TIMEOUT:.*]] = llvm.load %[[TIMEOUT_PTR]] invariant {alignment = 8 : i64} : !llvm.ptr<1> -> i64
+// CHECK:       ^[[POLL:bb[0-9]+]](%{{.*}}: i32, %{{.*}}: i32):
 // CHECK:         %[[SEEN:.*]] = llvm.load %{{.*}} atomic acquire
 // CHECK-NEXT:    %[[OK:.*]] = llvm.icmp "eq" %[[SEEN]], %[[V]] : i32
-// CHECK-NEXT:    llvm.cond_br %[[OK]], ^{{.*}}, ^[[CHECK:bb[0-9]+]]
+// CHECK-NEXT:    llvm.cond_br %[[OK]], ^{{.*}}, ^[[RETRY:bb[0-9]+]]
+// The clock is read only past the tight polls: a failed tight poll goes straight back to the load.
+// CHECK:       ^[[RETRY]]:
+// CHECK-NOT:     readsteadycounter
+// CHECK:         %[[TIGHT:.*]] = llvm.icmp "ult" %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:    llvm.cond_br %[[TIGHT]], ^[[POLL]](%{{.*}}, %{{.*}} : i32, i32), ^[[CHECK:bb[0-9]+]]
 // CHECK:       ^[[CHECK]]:
 // CHECK-NEXT:    %[[NOW:.*]] = llvm.call_intrinsic "llvm.readsteadycounter"() : () -> i64
 // CHECK-NEXT:    %[[TICKS:.*]] = llvm.sub %[[NOW]], %[[START]] : i64

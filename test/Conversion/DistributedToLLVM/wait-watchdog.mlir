@@ -2,11 +2,14 @@
 // RUN: triton-dist-opt --convert-distributed-to-rocdl %s | FileCheck %s --check-prefixes=CHECK,ROCDL
 // RUN: triton-dist-opt --convert-distributed-to-nvvm="wait-timeout-ns=7000" %s | FileCheck %s --check-prefix=OPTION
 // RUN: triton-dist-opt --triton-dist-lower-to-rocdl="wait-timeout-ns=7000" %s | FileCheck %s --check-prefix=OPTION
+// RUN: triton-dist-opt --convert-distributed-to-nvvm="max-sleep-ns=0" %s | FileCheck %s --check-prefix=NOSLEEP
 
 // The wait watchdog: a wait with `timeout_ns` (or, for the others, the pass option wait-timeout-ns) reads the
-// steady counter before polling; a failed poll checks the elapsed time (ticks x the target's period: 1 ns on
-// NVIDIA's %globaltimer, 10 ns on AMD's 100 MHz s_memrealtime) and past the timeout claims the record
+// steady counter before polling; past its tight polls, before each sleep (without sleeps: after each run of
+// tight-polls failed polls), it checks the elapsed time (ticks x the target's period: 1 ns on NVIDIA's
+// %globaltimer, 10 ns on AMD's 100 MHz s_memrealtime) and past the timeout claims the record
 // @__triton_dist_wait_timeout (state 0 -> 1), fills it, publishes it (state 2, release at system scope) and traps.
+// A wait satisfied within its tight polls thus runs no watchdog instruction but the first clock read.
 
 // CHECK:       llvm.mlir.global external @__triton_dist_wait_timeout() {addr_space = 1 : i32, alignment = 8 : i64, externally_initialized} : !llvm.struct<(i32, i32, i32, i32, i64, i64, i64, i32, i32, i64)>
 // CHECK:       llvm.mlir.global external @__triton_dist_context()
@@ -16,10 +19,16 @@
 // CHECK:         %[[START:.*]] = llvm.call_intrinsic "llvm.readsteadycounter"() : () -> i64
 // CHECK:       ^bb1(%[[INDEX:.*]]: i32):
 // CHECK:         %[[WORD:.*]] = llvm.getelementptr %[[FLAGS]][%[[INDEX]]]
+// CHECK:       ^[[POLL:bb[0-9]+]](%{{.*}}: i32, %{{.*}}: i32):
 // CHECK:         %[[SEEN:.*]] = llvm.load %[[WORD]] atomic acquire
 // CHECK-NEXT:    %[[OK:.*]] = llvm.icmp "sge" %[[SEEN]], %[[V]] : i64
-// CHECK-NEXT:    llvm.cond_br %[[OK]], ^{{.*}}, ^[[CHECK:bb[0-9]+]]
-// CHECK:       ^[[CHECK]]:
+// CHECK-NEXT:    llvm.cond_br %[[OK]], ^{{.*}}, ^[[RETRY:bb[0-9]+]]
+// The clock is read only past the tight polls: a failed tight poll goes straight back to the load.
+// CHECK:       ^[[RETRY]]:
+// CHECK-NOT:     readsteadycounter
+// CHECK:         %[[TIGHT:.*]] = llvm.icmp "ult" %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:    llvm.cond_br %[[TIGHT]], ^[[POLL]](%{{.*}}, %{{.*}} : i32, i32), ^[[CLOCK:bb[0-9]+]]
+// CHECK:       ^[[CLOCK]]:
 // CHECK-NEXT:    %[[NOW:.*]] = llvm.call_intrinsic "llvm.readsteadycounter"() : () -> i64
 // CHECK-NEXT:    %[[TICKS:.*]] = llvm.sub %[[NOW]], %[[START]] : i64
 // NVVM-NEXT:     %[[PERIOD:.*]] = llvm.mlir.constant(1 : i64) : i64
@@ -27,7 +36,7 @@
 // CHECK-NEXT:    %[[ELAPSED:.*]] = llvm.mul %[[TICKS]], %[[PERIOD]] : i64
 // CHECK-NEXT:    %[[LIMIT:.*]] = llvm.mlir.constant(5000000000 : i64) : i64
 // CHECK-NEXT:    %[[LATE:.*]] = llvm.icmp "ugt" %[[ELAPSED]], %[[LIMIT]] : i64
-// CHECK-NEXT:    llvm.cond_br %[[LATE]], ^[[EXPIRE:bb[0-9]+]], ^
+// CHECK-NEXT:    llvm.cond_br %[[LATE]], ^[[EXPIRE:bb[0-9]+]], ^[[SLEEP:bb[0-9]+]]
 // CHECK:       ^[[EXPIRE]]:
 // CHECK:         %[[STATE:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 0] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i32, i32, i64, i64, i64, i32, i32, i64)>
 // CHECK:         %[[CLAIM:.*]] = llvm.cmpxchg %[[STATE]], %{{.*}}, %{{.*}} monotonic monotonic : !llvm.ptr<1>, i32
@@ -57,6 +66,23 @@
 // CHECK:       ^[[TRAP]]:
 // CHECK-NEXT:    llvm.intr.trap
 // CHECK-NEXT:    llvm.unreachable
+// CHECK:       ^[[SLEEP]]:
+// NVVM:          nvvm.nanosleep
+// CHECK:         llvm.br ^[[POLL]]
+// Without sleeps, the failed polls are counted and every tight-polls-th reads the clock, then polls again from 0.
+// NOSLEEP-LABEL: func.func @watched(
+// NOSLEEP:       ^[[POLL:bb[0-9]+]](%[[ATTEMPT:.*]]: i32, %{{.*}}: i32):
+// NOSLEEP:         llvm.cond_br %{{.*}}, ^{{.*}}, ^[[RETRY:bb[0-9]+]]
+// NOSLEEP:       ^[[RETRY]]:
+// NOSLEEP:         %[[NEXT:.*]] = llvm.add %[[ATTEMPT]], %{{.*}} : i32
+// NOSLEEP:         %[[SIXTEEN:.*]] = llvm.mlir.constant(16 : i32) : i32
+// NOSLEEP:         %[[TIGHT:.*]] = llvm.icmp "ult" %[[NEXT]], %[[SIXTEEN]] : i32
+// NOSLEEP-NEXT:    llvm.cond_br %[[TIGHT]], ^[[POLL]](%[[NEXT]], %{{.*}} : i32, i32), ^[[CLOCK:bb[0-9]+]]
+// NOSLEEP:       ^[[CLOCK]]:
+// NOSLEEP-NEXT:    llvm.call_intrinsic "llvm.readsteadycounter"
+// NOSLEEP:         llvm.cond_br %{{.*}}, ^{{.*}}, ^[[POLL]](%{{.*}}, %{{.*}} : i32, i32)
+// NOSLEEP-NOT:     nanosleep
+// NOSLEEP-LABEL: func.func @watched_i32(
 func.func @watched(%flags: !llvm.ptr<1>, %n: i32, %v: i64) -> !distributed.token {
   %t = distributed.wait %flags, %n, %v scope(sys) semantic(acquire) cmp(ge) {timeout_ns = 5000000000 : i64} : !llvm.ptr<1>, i64
   return %t : !distributed.token
