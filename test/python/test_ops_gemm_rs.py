@@ -187,6 +187,24 @@ def test_choose_config_falls_back_where_fusion_cannot_run_or_win():
         assert chosen.matmul.use_tma == (target.backend == "cuda"), "AMD has no TMA: the pointer kernel"
 
 
+def test_rows_that_cannot_feed_tma_get_the_pointer_kernel_of_the_same_tile():
+    # K = 528 at 4 ranks: rows of A are 132 bf16 = 264 bytes apart, which a TMA descriptor refuses (found at 4 ranks
+    # on a shared GPU: the forced TMA configurations of check_gemm_rs raised Triton's "strides must be 16-byte
+    # aligned" before this).
+    config = grs.GemmRSConfig()
+    b = torch.empty(132, 600, dtype=torch.bfloat16)
+    chosen = grs.config_for_operands(config, torch.empty(1040, 132, dtype=torch.bfloat16), b)
+    assert not chosen.matmul.use_tma and chosen.matmul.block_m == config.matmul.block_m
+    assert dataclasses.replace(chosen, matmul=config.matmul) == config, "only the GEMM tile changes"
+    kept = grs.config_for_operands(config, torch.empty(1040, 264, dtype=torch.bfloat16), torch.empty(264, 600))
+    assert kept is config
+    assert grs.config_for_operands(grs.CUBLAS_CE, torch.empty(8, 132, dtype=torch.bfloat16), b) is grs.CUBLAS_CE
+    storage = torch.empty(1040 * 264 + 1, dtype=torch.bfloat16)
+    odd = storage[1:].view(1040, 264)
+    with pytest.raises(ValueError, match="not on a 16-byte boundary"):
+        grs.config_for_operands(config, odd, torch.empty(264, 600, dtype=torch.bfloat16))
+
+
 def test_cost_model_matches_the_measured_seed_shape():
     # 2 x H200, bench/results/gemm_rs.md: 8192,4096,12288 ran 0.693 ms fused vs 0.690 ms for torch.matmul + NCCL.
     estimate = grs.estimate_ms(8192, 4096, 6144, 2, 2)

@@ -66,7 +66,9 @@ from triton_dist.ops.matmul import (
     config_for_target,
     grouped_tile,
     num_sms,
+    pointer_config,
     ptr_mainloop,
+    rows_fit_tma,
     tma_mainloop,
 )
 
@@ -774,6 +776,7 @@ def launch_without_communication(a: torch.Tensor, b: torch.Tensor, config: GemmR
     if config.fallback or config.gemm != "triton" or not config.fused:
         raise ValueError(f"launch_without_communication: needs a fused Triton configuration, got {config.short()}")
     m, k_local = a.shape
+    config = config_for_operands(config, a, b)
     ws = _workspace(world, m, b.shape[1], k_local, a.dtype, config)
     out = torch.empty((m // world.world_size, b.shape[1]), dtype=a.dtype, device=a.device)
     with torch.cuda.device(a.device):
@@ -793,6 +796,26 @@ def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group: Any = None) -
 _chosen: dict[tuple[Any, ...], GemmRSConfig] = {}  # choose_config per problem, so the table is read once
 
 
+def config_for_operands(config: GemmRSConfig, a: torch.Tensor, b: torch.Tensor) -> GemmRSConfig:
+    """``config``, with the pointer kernel of the same tile where A's or B's rows cannot feed TMA.
+
+    K/W * 2 bytes is not a multiple of 16 for some world sizes even when K is (K = 528: 264 bytes per row of A at 4
+    ranks), and a TMA descriptor refuses such strides. Raises ValueError naming the operand whose data does not
+    start on a 16-byte boundary when TMA is kept (a view at an odd element offset).
+    """
+    if config.fallback or config.gemm != "triton" or not config.matmul.use_tma:
+        return config
+    if not rows_fit_tma(a, b):
+        return dataclasses.replace(config, matmul=pointer_config(config.matmul))
+    for name, t in (("a", a), ("b", b)):
+        if t.data_ptr() % 16:
+            raise ValueError(
+                f"gemm_rs: {name} starts at {t.data_ptr():#x}, not on a 16-byte boundary (a view at an odd element "
+                f"offset?); pass a tensor that owns its storage, e.g. {name}.clone()"
+            )
+    return config
+
+
 def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
     """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op."""
     world = _world()
@@ -804,6 +827,7 @@ def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None =
         config = _chosen.get(config_key)
         if config is None:
             config = _chosen[config_key] = choose_config(m, n, k_local, a.dtype, world.world_size, a.device)
+    config = config_for_operands(config, a, b)
     _check_same_on_all_ranks(world, a, b, config)
     if config.fallback:
         return matmul_reduce_scatter(a, b, world.group)

@@ -241,13 +241,25 @@ def target_has_tma(target: Any) -> bool:
     return target.backend == "cuda" and int(target.arch) >= 90
 
 
+def pointer_config(config: MatmulConfig) -> MatmulConfig:
+    """The pointer kernel (no TMA) with ``config``'s tile, as far as that kernel takes it."""
+    return dataclasses.replace(
+        FALLBACK_CONFIG, block_m=config.block_m, block_n=min(config.block_n, 128), group_m=config.group_m
+    )
+
+
 def config_for_target(config: MatmulConfig, target: Any) -> MatmulConfig:
     """``config`` where ``target`` supports it, else the pointer-kernel fallback with the same tile."""
     if config.use_tma and not target_has_tma(target):
-        return dataclasses.replace(
-            FALLBACK_CONFIG, block_m=config.block_m, block_n=min(config.block_n, 128), group_m=config.group_m
-        )
+        return pointer_config(config)
     return config
+
+
+def rows_fit_tma(*tensors: Any) -> bool:
+    """Whether each 2-D tensor's rows lie a multiple of 16 bytes apart, as a TMA descriptor's strides must.
+
+    Depends on shapes only (for contiguous tensors), so every rank of a collective op decides alike."""
+    return all((t.stride(0) * t.element_size()) % 16 == 0 for t in tensors)
 
 
 def default_config(m: int, n: int, k: int, target: Any = None) -> MatmulConfig:
