@@ -20,7 +20,8 @@ replay correctly.
 
 Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_ar``.
 
-Split K (opt-in, ``GemmARConfig(split_k=2..16)``; ``default_config`` keeps 1; not measured on a GPU yet): when
+Split K (opt-in, ``GemmARConfig(split_k=2..16)``; ``default_config`` keeps 1: measured slower than not splitting
+on the layer it was meant for, docs/results/2026-11-23-shared-gpu.md; checked at 2 and 4 ranks on a shared GPU): when
 the output has fewer tiles than the GPU has SMs (e.g. N = 5120 in 64-column tiles: 80 tiles on 132 SMs), each
 tile's K range is cut into ``split_k`` pieces so more programs stream the weight. A separate kernel
 (``_gemm_ar_split_k_kernel``) works in two phases:
@@ -110,8 +111,9 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda") -> GemmARConfi
 
     Measured on one H200 at the per-rank sizes of 2 ranks (bench/gemm_ar_tiles.py, GEMM alone,
     bench/results/gemm_ar_tiles.md): M in (64, 128] with 8 warps and 5 stages took M = 128 from 1.32-1.71x
-    matmul's time to 1.16-1.54x; M in (16, 64] uses 5 stages instead of 4 (M = 32: the faster one on every layer
-    in two runs, by 3-8%; M = 64: see the table); at M <= 16 neither stage count won consistently; at M = 256 the
+    matmul's time to 1.16-1.54x; M in (16, 64] uses 5 stages instead of 4 (M = 32: faster on every layer in two
+    sessions, by 3-5%; M = 64: faster on 3 of 4 layers by up to 5%, 3.5% slower on Qwen3 o_proj;
+    docs/results/2026-11-23-shared-gpu.md); at M <= 16 neither stage count won consistently; at M = 256 the
     4-warp, 4-stage tile stayed the fastest tried."""
     if m <= 16:
         config = GemmARConfig(16, 64, 128, 4, 4)
