@@ -4,6 +4,7 @@ and the tuning table / cost model choose configurations as documented."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import re
@@ -110,6 +111,18 @@ def test_custom_op_is_registered() -> None:
 def test_bad_operands_raise_named_errors(a: torch.Tensor, b: torch.Tensor, words: str) -> None:
     with pytest.raises(ag.AgGemmError, match=words):
         ag.ag_gemm(a, b)
+
+
+def test_rows_that_cannot_feed_tma_take_the_pointer_kernel() -> None:
+    tile = HOPPER_CANDIDATES[0]
+    aligned_a, aligned_b = torch.zeros(256, 1024, dtype=torch.bfloat16), torch.zeros(1024, 512, dtype=torch.bfloat16)
+    assert ag.tma_fits(tile, aligned_a, aligned_b)
+    assert not ag.tma_fits(tile, torch.zeros(256, 1003, dtype=torch.bfloat16), torch.zeros(1003, 512)), "K rows"
+    assert not ag.tma_fits(tile, aligned_a, torch.zeros(1024, 1001, dtype=torch.bfloat16)), "N rows"
+    assert not ag.tma_fits(tile, torch.zeros(200, 1024, dtype=torch.bfloat16), aligned_b), "shard rows vs BLOCK_M"
+    odd = torch.zeros(256 * 1024 + 1, dtype=torch.bfloat16)[1:].view(256, 1024)
+    assert not ag.tma_fits(tile, odd, aligned_b), "a view starting off a 16-byte boundary"
+    assert not ag.tma_fits(dataclasses.replace(tile, use_tma=False), aligned_a, aligned_b)
 
 
 def test_tuned_table_wins_over_cost_model(tmp_path, monkeypatch) -> None:  # noqa: ANN001

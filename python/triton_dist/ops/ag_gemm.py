@@ -42,12 +42,14 @@ import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.matmul import (
+    MatmulConfig,
     check_operands,
     config_for_target,
     grouped_tile,
     num_sms,
     ptr_mainloop,
     ptr_store,
+    rows_fit_tma,
     tma_mainloop,
     tma_store,
 )
@@ -266,7 +268,7 @@ def _capturing() -> bool:
 def check_inputs(a: torch.Tensor, b: torch.Tensor) -> rt.World:
     """Local checks of ``ag_gemm``'s operands (types, dtypes, shapes, layout, device); returns the world."""
     try:
-        check_operands(a, b, "ag_gemm")
+        check_operands(a, b, "ag_gemm", tma_rows=False)
     except (TypeError, ValueError) as error:
         raise AgGemmError(str(error)) from None
     if not rt.is_initialized():
@@ -372,11 +374,20 @@ def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: 
     return config
 
 
-def _use_tma(config: OverlapConfig, m_local: int) -> bool:
+def tma_fits(mm: MatmulConfig, a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the TMA kernel can take these operands with tile ``mm`` (else the pointer kernel runs).
+
+    TMA stores of the own shard write whole BLOCK_M rows of C: only when tiles do not cross shard boundaries. A
+    descriptor needs rows 16 bytes apart (K and N/W multiples of 8) and a 16-byte aligned start; C and the receive
+    buffer share A's and B's row lengths and are allocated aligned. The choice may differ between ranks (a view
+    at an odd offset on one of them): the producer's chunks and flags do not depend on it."""
+    aligned = a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0
+    return mm.use_tma and a.shape[0] % mm.block_m == 0 and rows_fit_tma(a, b) and aligned
+
+
+def _use_tma(config: OverlapConfig, a: torch.Tensor, b: torch.Tensor) -> bool:
     target = triton.runtime.driver.active.get_current_target()
-    mm = config_for_target(config.matmul, target)
-    # TMA stores of the own shard write whole BLOCK_M rows of C: only when tiles do not cross shard boundaries.
-    return mm.use_tma and m_local % mm.block_m == 0
+    return tma_fits(config_for_target(config.matmul, target), a, b)
 
 
 def _launch_fused(
@@ -409,7 +420,7 @@ def _launch_fused(
             _push_kernel[(config.push_ctas,)](
                 a, ws.recv, ws.flags, ws.epoch, m_local, k, chunk_rows, num_chunks, BLOCK=PUSH_BLOCK, num_warps=16
             )
-    if _use_tma(config, m_local):
+    if _use_tma(config, a, b):
         from triton.tools.tensor_descriptor import TensorDescriptor
 
         bm, bn, bk = mm.block_m, mm.block_n, mm.block_k

@@ -305,8 +305,10 @@ def check_matrix(op: str, name: str, t: Any, *, contiguous: bool = True) -> None
         raise ValueError(f"{op}: {name} must be row-major (stride 1 along dim 1), got strides {t.stride()}")
 
 
-def check_operands(a: Any, b: Any, op: str) -> None:
-    """Raise a ValueError/TypeError naming the problem unless A [M, K] @ B [K, N] can run on the GPU kernels."""
+def check_operands(a: Any, b: Any, op: str, *, tma_rows: bool = True) -> None:
+    """Raise a ValueError/TypeError naming the problem unless A [M, K] @ B [K, N] can run on the GPU kernels.
+
+    ``tma_rows=False`` for ops that run the pointer kernel where rows cannot feed TMA (``rows_fit_tma``)."""
     for name, t in (("a", a), ("b", b)):
         check_matrix(op, name, t)
     if a.dtype != b.dtype:
@@ -317,7 +319,7 @@ def check_operands(a: Any, b: Any, op: str) -> None:
         raise ValueError(f"{op}: a is {list(a.shape)} and b is {list(b.shape)}: a.shape[1] must equal b.shape[0]")
     if a.device.type != "cuda":
         raise ValueError(f"{op}: the operands must be on a GPU, got {a.device}")
-    if (a.shape[1] * a.element_size()) % 16 or (b.shape[1] * b.element_size()) % 16:
+    if tma_rows and ((a.shape[1] * a.element_size()) % 16 or (b.shape[1] * b.element_size()) % 16):
         raise ValueError(
             f"{op}: rows must be 16-byte multiples for TMA (K={a.shape[1]}, N={b.shape[1]} must be multiples of 8)"
         )
