@@ -33,19 +33,26 @@ from triton_dist.testing import main_guard, rank0_print, setup_distributed  # no
 
 def configs(m: int) -> list[GemmARConfig]:
     """Tiles to try for M rows: block_m the smallest power of two >= M (16..128), block_n x block_k x warps x
-    stages around the default's (8 warps only from 64 rows), within the slot buffers' tile limit; up to 64 rows also
-    split-K tiles (``k2``..``k8`` in the labels)."""
+    stages around the default's (8 warps only from 64 rows), within the slot buffers' tile limit and an H100/H200
+    block's shared memory; up to 64 rows also split-K tiles (``k2``..``k8`` in the labels), 64 to 256 columns wide:
+    a wider tile reads each row of B in a longer contiguous run (128 bytes at 64 columns), which tests whether the
+    short runs, not the number of programs, cap the 64-column tiles' bandwidth (docs/results/2026-11-23-shared-gpu.md).
+    """
     block_m = min(128, max(16, 1 << (m - 1).bit_length()))
+
+    def fits(block_n: int, block_k: int, stages: int) -> bool:
+        return block_m * block_n <= MAX_TILE_ELEMS and (block_n + block_m) * block_k * 2 * (stages - 1) <= 200 << 10
+
     found = []
     warps_options = (4, 8) if block_m >= 64 else (4,)
     for block_n, block_k, warps, stages in itertools.product((32, 64, 128), (64, 128, 256), warps_options, (3, 5)):
-        if block_m * block_n > MAX_TILE_ELEMS or (block_n + block_m) * block_k * 2 * (stages - 1) > 200 << 10:
-            continue  # past the slot tile, or more shared memory than an H100/H200 block may take
-        found.append(GemmARConfig(block_m, block_n, block_k, warps, stages, exchange=False))
-    if block_m <= 64:  # split K (opt-in): the 64-column tiles with 2 to 8 K pieces; exchange=False reduces the
-        # splits on this rank only. A shape past the split-K buffers raises before launching (reported as INFO).
-        for block_k, stages, split_k in itertools.product((64, 128), (4, 5), (2, 4, 8)):
-            found.append(GemmARConfig(block_m, 64, block_k, 4, stages, exchange=False, split_k=split_k))
+        if fits(block_n, block_k, stages):
+            found.append(GemmARConfig(block_m, block_n, block_k, warps, stages, exchange=False))
+    if block_m <= 64:  # split K (opt-in); exchange=False reduces the splits on this rank only. A shape past the
+        # split-K buffers raises before launching (reported as INFO).
+        for block_n, block_k, stages, split_k in itertools.product((64, 128, 256), (64, 128), (4, 5), (2, 4, 8)):
+            if fits(block_n, block_k, stages):
+                found.append(GemmARConfig(block_m, block_n, block_k, 4, stages, exchange=False, split_k=split_k))
     return found
 
 

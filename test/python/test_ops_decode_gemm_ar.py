@@ -154,6 +154,7 @@ SPLIT_K_CONFIGS = [  # the candidates of bench/gemm_ar.py and bench/gemm_ar_tile
     GemmARConfig(32, 64, 128, 4, 5, split_k=4),
     GemmARConfig(64, 64, 128, 4, 4, split_k=2),
     GemmARConfig(32, 64, 128, 4, 3, split_k=8, exchange=False),
+    GemmARConfig(32, 128, 64, 4, 5, split_k=4, exchange=False),  # a wide tile: longer contiguous runs of B's rows
 ]
 
 
