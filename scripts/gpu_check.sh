@@ -199,7 +199,7 @@ run_step() {
     # A fresh MPS daemon per step: a watchdog trap in one step cannot leave a broken server to the next.
     local percent
     percent=$(mps_share "$ranks" "$NGPU")
-    mps_start "$WORKDIR" "$name"
+    mps_start "$WORKDIR" "$LOGDIR/mps_$name.log"
     CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$percent" timeout -k 20 "$limit" "${launcher[@]}" "$script" "$@" >"$log" 2>&1
     status=$?
     mps_stop

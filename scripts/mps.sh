@@ -4,14 +4,15 @@
 # under MPS 17 s). Correctness only: ranks split the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) and talk through one
 # GPU's L2, not NVLink, so their timings mean nothing.
 #
-#   mps_start <dir> <log name>   start a daemon whose pipe and logs live under <dir>
+#   mps_start <dir> <log file>   start a daemon whose pipe and logs live under <dir> (keep it out of packed output:
+#                                it holds sockets); what the start prints goes to <log file>
 #   mps_stop                     stop it (a no-op when none runs)
 #   mps_share <ranks> <gpus>     the SM percentage each rank gets
 
 mps_start() {
   export CUDA_MPS_PIPE_DIRECTORY="$1/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$1/mps/log"
   mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d >>"$1/mps_$2.log" 2>&1 || echo "WARNING: nvidia-cuda-mps-control -d failed (see $1/mps_$2.log)"
+  nvidia-cuda-mps-control -d >>"$2" 2>&1 || echo "WARNING: nvidia-cuda-mps-control -d failed (see $2)"
 }
 
 mps_stop() {

@@ -29,7 +29,7 @@ if [ "${STRESS_SHARED_GPU:-0}" = 1 ]; then
   GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
   export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$(mps_share "$RANKS" "$GPUS")
-  mps_start "$LOGDIR" stress
+  mps_start "$(mktemp -d /tmp/stress_mps.XXXXXX)" "$LOGDIR/mps.log"
   trap mps_stop EXIT
   echo "[stress] shared GPUs: $RANKS ranks on $GPUS GPU(s) through MPS, ${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE}% of the SMs each"
 fi
