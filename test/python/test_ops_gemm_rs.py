@@ -199,10 +199,12 @@ def test_rows_that_cannot_feed_tma_get_the_pointer_kernel_of_the_same_tile():
     kept = grs.config_for_operands(config, torch.empty(1040, 264, dtype=torch.bfloat16), torch.empty(264, 600))
     assert kept is config
     assert grs.config_for_operands(grs.CUBLAS_CE, torch.empty(8, 132, dtype=torch.bfloat16), b) is grs.CUBLAS_CE
-    storage = torch.empty(1040 * 264 + 1, dtype=torch.bfloat16)
-    odd = storage[1:].view(1040, 264)
-    with pytest.raises(ValueError, match="not on a 16-byte boundary"):
-        grs.config_for_operands(config, odd, torch.empty(264, 600, dtype=torch.bfloat16))
+    # A start off a 16-byte boundary is this rank's own: the kernel stays (it must match the peers'), A is copied.
+    odd = torch.randn(1040 * 264 + 1).to(torch.bfloat16)[1:].view(1040, 264)
+    assert grs.config_for_operands(config, odd, torch.empty(264, 600, dtype=torch.bfloat16)) is config
+    copy = grs.aligned_for(config, odd)
+    assert copy.data_ptr() % 16 == 0 and torch.equal(copy, odd)
+    assert grs.aligned_for(grs.CUBLAS_CE, odd) is odd, "cuBLAS takes any start"
 
 
 def test_cost_model_matches_the_measured_seed_shape():

@@ -777,6 +777,7 @@ def launch_without_communication(a: torch.Tensor, b: torch.Tensor, config: GemmR
         raise ValueError(f"launch_without_communication: needs a fused Triton configuration, got {config.short()}")
     m, k_local = a.shape
     config = config_for_operands(config, a, b)
+    a, b = aligned_for(config, a), aligned_for(config, b)
     ws = _workspace(world, m, b.shape[1], k_local, a.dtype, config)
     out = torch.empty((m // world.world_size, b.shape[1]), dtype=a.dtype, device=a.device)
     with torch.cuda.device(a.device):
@@ -800,20 +801,20 @@ def config_for_operands(config: GemmRSConfig, a: torch.Tensor, b: torch.Tensor) 
     """``config``, with the pointer kernel of the same tile where A's or B's rows cannot feed TMA.
 
     K/W * 2 bytes is not a multiple of 16 for some world sizes even when K is (K = 528: 264 bytes per row of A at 4
-    ranks), and a TMA descriptor refuses such strides. Raises ValueError naming the operand whose data does not
-    start on a 16-byte boundary when TMA is kept (a view at an odd element offset).
+    ranks), and a TMA descriptor refuses such strides. The choice depends on shapes only, so every rank makes it
+    alike (the tile decides how partials are exchanged).
     """
-    if config.fallback or config.gemm != "triton" or not config.matmul.use_tma:
+    if config.fallback or config.gemm != "triton" or not config.matmul.use_tma or rows_fit_tma(a, b):
         return config
-    if not rows_fit_tma(a, b):
-        return dataclasses.replace(config, matmul=pointer_config(config.matmul))
-    for name, t in (("a", a), ("b", b)):
-        if t.data_ptr() % 16:
-            raise ValueError(
-                f"gemm_rs: {name} starts at {t.data_ptr():#x}, not on a 16-byte boundary (a view at an odd element "
-                f"offset?); pass a tensor that owns its storage, e.g. {name}.clone()"
-            )
-    return config
+    return dataclasses.replace(config, matmul=pointer_config(config.matmul))
+
+
+def aligned_for(config: GemmRSConfig, t: torch.Tensor) -> torch.Tensor:
+    """``t``, or a copy of it where the TMA kernel would get a start off a 16-byte boundary (a view at an odd
+    element offset). A copy, not another kernel: the kernel must be the same on every rank, the alignment is this
+    rank's own."""
+    uses_tma = not config.fallback and config.gemm == "triton" and config.matmul.use_tma
+    return t.clone() if uses_tma and t.data_ptr() % 16 else t
 
 
 def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
@@ -828,6 +829,7 @@ def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None =
         if config is None:
             config = _chosen[config_key] = choose_config(m, n, k_local, a.dtype, world.world_size, a.device)
     config = config_for_operands(config, a, b)
+    a, b = aligned_for(config, a), aligned_for(config, b)
     _check_same_on_all_ranks(world, a, b, config)
     if config.fallback:
         return matmul_reduce_scatter(a, b, world.group)
