@@ -64,7 +64,7 @@ def candidates(m: int) -> list[GemmARConfig]:
     found = [GemmARConfig(block_m, bn, bk, 4, 4) for bn, bk in shapes]
     # Split K (opt-in; the GEMM alone measured slower than unsplit on Qwen3 o_proj at M = 32, faster on down_proj):
     # within the split-K buffers for N <= 8192 (SPLIT_K_MAX_ELEMS: M_pad x N x splits <= 2^20).
-    splits = (2, 4) if block_m <= 32 else (2,) if block_m == 64 else ()
+    splits = (2, 3, 4) if block_m <= 32 else (2,) if block_m == 64 else ()
     found += [GemmARConfig(block_m, 64, 128, 4, 4, split_k=s) for s in splits]
     return found
 

@@ -50,7 +50,8 @@ def configs(m: int) -> list[GemmARConfig]:
             found.append(GemmARConfig(block_m, block_n, block_k, warps, stages, exchange=False))
     if block_m <= 64:  # split K (opt-in); exchange=False reduces the splits on this rank only. A shape past the
         # split-K buffers raises before launching (reported as INFO).
-        for block_n, block_k, stages, split_k in itertools.product((64, 128, 256), (64, 128), (4, 5), (2, 4, 8)):
+        # 3 pieces: 80 tiles (N = 5120) make 240 items, 1.8 waves on 132 SMs, where 2 and 4 leave a thin last wave.
+        for block_n, block_k, stages, split_k in itertools.product((64, 128, 256), (64, 128), (4, 5), (2, 3, 4, 8)):
             if fits(block_n, block_k, stages):
                 found.append(GemmARConfig(block_m, block_n, block_k, 4, stages, exchange=False, split_k=split_k))
     return found

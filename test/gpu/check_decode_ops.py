@@ -283,6 +283,7 @@ GEMM_AR_CASES = [  # (M, N, K per rank, dtype, forced config or None)
     # Split K (opt-in): the Qwen3-32B o_proj shape it is meant for (80 tiles x 4 splits on <= SM-count programs),
     # ragged K (5 blocks -> 3 splits) and N, and the GEMM alone (this rank's splits only).
     (32, 5120, 4096, torch.bfloat16, GemmARConfig(32, 64, 128, 4, 4, split_k=4)),
+    (32, 5120, 4096, torch.bfloat16, GemmARConfig(32, 64, 128, 4, 5, split_k=3)),  # not a power of two
     (5, 1000, 300, torch.float16, GemmARConfig(16, 64, 64, 4, 4, split_k=4)),
     (64, 768, 512, torch.bfloat16, GemmARConfig(64, 64, 128, 4, 3, exchange=False, split_k=2)),
 ]

@@ -156,6 +156,9 @@ CASES = {
     "1 rank, split 16 on a K of 3 blocks (3 splits used)": dict(
         seed=2, dtype="bfloat16", ranks=1, sms=4, tile=(32, 16, 16), split_k=16, shapes=[(32, 48, 40), (1, 16, 48)]
     ),
+    "bf16, 2 ranks, split 3 (not a power of two), 4 programs": dict(
+        seed=4, dtype="bfloat16", ranks=2, sms=4, tile=(16, 32, 32), split_k=3, shapes=[(17, 64, 224), (3, 40, 96)]
+    ),
     "GEMM alone (exchange off: this rank's splits only, as one rank)": dict(
         seed=3,
         dtype="bfloat16",
@@ -195,6 +198,7 @@ def test_split_k_helpers_match_matmul_summed_over_ranks():
     ("m", "n", "k", "tile", "split_k", "want"),
     [
         (32, 5120, 4096, (32, 64, 128), 4, (80, 4, 1024)),
+        (32, 5120, 4096, (32, 64, 128), 3, (80, 3, 1408)),  # 32 blocks: 11, 11 and the last 10
         (16, 5120, 4096, (16, 64, 128), 8, (80, 8, 512)),
         (1, 64, 200, (16, 64, 64), 4, (1, 4, 64)),  # 4 blocks, the last ragged (8 of 64)
         (1, 64, 300, (16, 64, 64), 4, (1, 3, 128)),  # 5 blocks: 2 per split, 3 splits

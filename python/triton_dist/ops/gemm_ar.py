@@ -83,17 +83,17 @@ class GemmARConfig:
     num_stages: int = 4
     exchange: bool = True
     split_k: int = 1
-    """K pieces per output tile (a power of two, 1..``MAX_SPLIT_K``); > 1 runs the split-K kernel (see the module
-    docstring: fp32 partials, every program of the grid resident at once). Fewer pieces are used when K has fewer
-    ``block_k`` blocks."""
+    """K pieces per output tile (1..``MAX_SPLIT_K``; 3 puts 80 tiles on 132 SMs in 1.8 waves); > 1 runs the split-K
+    kernel (see the module docstring: fp32 partials, every program of the grid resident at once). Fewer pieces are
+    used when K has fewer ``block_k`` blocks."""
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             value = getattr(self, name)
             if value < 16 or value & (value - 1):
                 raise ValueError(f"gemm_ar: {name} must be a power of two >= 16, got {value}")
-        if not 1 <= self.split_k <= MAX_SPLIT_K or self.split_k & (self.split_k - 1):
-            raise ValueError(f"gemm_ar: split_k must be a power of two in [1, {MAX_SPLIT_K}], got {self.split_k}")
+        if not isinstance(self.split_k, int) or not 1 <= self.split_k <= MAX_SPLIT_K:
+            raise ValueError(f"gemm_ar: split_k must be an integer in [1, {MAX_SPLIT_K}], got {self.split_k!r}")
         if self.block_m * self.block_n > MAX_TILE_ELEMS:
             raise ValueError(
                 f"gemm_ar: block_m * block_n must be <= {MAX_TILE_ELEMS}, got {self.block_m * self.block_n}"
