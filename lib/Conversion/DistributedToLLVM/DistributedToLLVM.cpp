@@ -231,8 +231,9 @@ public:
   //                  (without sleeps: poll(0, ns))
   // expire:          claim and fill @__triton_dist_wait_timeout; trap
   // so a wait that is satisfied within its tight polls (the latency-bound
-  // case: a flag round trip) runs no more instructions than without a
-  // watchdog. In the runtime-timeout mode the timeout is loaded from
+  // case: a flag round trip) adds only the entry's clock read (and, in the
+  // runtime-timeout mode, the timeout's load) to an unwatched wait's
+  // instructions. In the runtime-timeout mode the timeout is loaded from
   // @__triton_dist_wait_watchdog (0: the check never expires) and the record
   // filled is the one its pointer names.
   LogicalResult
