@@ -14,7 +14,8 @@ Per shape (global M, N, K; rank r holds A_r [M, K/W] and B_r [K/W, N]), all in o
 
 ``--tune`` first times every candidate of ``gemm_rs.CANDIDATES`` (GEMM tiles x fused or two-kernel reduction x
 fp32 or input-dtype partials x when to flag) per shape, checks each against an fp32 reference, stores the fastest
-correct one in the tuning table (``--table``, default the user cache of ``ops.tuning``) and writes
+correct one (the ``--finalists`` fastest of the sweep timed again in alternation) in the tuning table (``--table``,
+default the user cache of ``ops.tuning``; ``--write-package-table``: also the package's committed table) and writes
 ``bench/results/gemm_rs_tune.md``; the main table then uses it. Writes bench/results/gemm_rs.md and gemm_rs.png.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,7 +84,7 @@ def tune_shape(
     m, k_local = a.shape
     n = b.shape[1]
     limit = 8e-3 if a.dtype == torch.bfloat16 else 1.5e-3
-    best: tuple[float, grs.GemmRSConfig] | None = None
+    timed: list[tuple[float, grs.GemmRSConfig]] = []
     best_triton: tuple[float, grs.GemmRSConfig] | None = None
     for config in grs.CANDIDATES:
         if args.candidates == "triton" and config.gemm == "cublas":
@@ -100,15 +102,36 @@ def tune_shape(
         log0(f"  {config.short()}: {ms:.3f} ms, normwise err {err:.2e}{'' if ok else ' (REJECTED)'}")
         rows.append([f"{m},{n},{k_local * rt.current_world().world_size}", config.short(), f"{ms:.3f}", f"{err:.1e}",
                      "ok" if ok else "rejected"])  # fmt: skip
-        if ok and (best is None or ms < best[0]):
-            best = (ms, config)
-        if ok and config.gemm == "triton" and config.fused and (best_triton is None or ms < best_triton[0]):
+        if ok:
+            timed.append((ms, config))
+        fused_triton = not config.fallback and config.gemm == "triton" and config.fused
+        if ok and fused_triton and (best_triton is None or ms < best_triton[0]):
             best_triton = (ms, config)
         grs.clear_workspaces()
     triton_config = best_triton[1] if best_triton else None
-    if best is None:
+    if not timed:
         return grs.FALLBACK, float("nan"), triton_config
-    return best[1], best[0], triton_config
+    best_ms, best = rematch(a, b, sorted(timed, key=lambda entry: entry[0])[: args.finalists], args)
+    return best, best_ms, triton_config
+
+
+def rematch(
+    a: torch.Tensor, b: torch.Tensor, finalists: list[tuple[float, grs.GemmRSConfig]], args: argparse.Namespace
+) -> tuple[float, grs.GemmRSConfig]:
+    """The fastest of the sweep's ``finalists``, timed again in alternation (``--rematch-rounds`` rounds, the median
+    of each one's rounds): one pass per candidate leaves the choice to run-to-run noise where the leaders are within
+    a few percent (a cuBLAS path timed 0.559 ms in the sweep and 0.644 ms in the next process on the same shape)."""
+    if len(finalists) < 2 or args.rematch_rounds < 1:
+        return finalists[0]
+    rounds: dict[int, list[float]] = {i: [] for i in range(len(finalists))}
+    for _ in range(args.rematch_rounds):
+        for i, (_, config) in enumerate(finalists):
+            rounds[i].append(time_ms(lambda config=config: grs.gemm_rs_with(a, b, config), args.warmup, args.reps))
+            grs.clear_workspaces()
+    medians = [(statistics.median(times), finalists[i][1]) for i, times in rounds.items()]
+    for ms, config in medians:
+        log0(f"  rematch {config.short()}: {ms:.3f} ms (median of {args.rematch_rounds} alternating rounds)")
+    return min(medians, key=lambda entry: entry[0])
 
 
 def bench_shape(
@@ -140,6 +163,8 @@ def bench_shape(
         entry_key = grs.tuning_key(m, n, k_local, dtype, w, a.device)
         if world.rank == 0:
             tuning.store(table_path, entry_key, best, {"ms": best_ms})  # type: ignore[arg-type]
+            if args.write_package_table:
+                tuning.store(tuning.PACKAGE_TABLE, entry_key, best, {"ms": best_ms})  # type: ignore[arg-type]
         dist.barrier()
         log0(f"  tuned: {best.short()} ({best_ms:.3f} ms) -> {table_path}")
     config = grs.choose_config(m, n, k_local, dtype, w, a.device)
@@ -181,6 +206,11 @@ def main() -> int:
     parser.add_argument("--tune", action="store_true", help="time every candidate configuration first")
     parser.add_argument(
         "--candidates", default="all", choices=["all", "triton"], help="'triton': leave the cuBLAS path out of --tune"
+    )
+    parser.add_argument("--finalists", type=int, default=3, help="--tune: how many leaders are timed again")
+    parser.add_argument("--rematch-rounds", type=int, default=3, help="--tune: alternating rounds of the finalists")
+    parser.add_argument(
+        "--write-package-table", action="store_true", help="--tune: also store into the package's committed table"
     )
     parser.add_argument("--table", default=None, help="tuning table to store into (default: the user cache)")
     parser.add_argument("--out-dir", default=str(RESULTS))

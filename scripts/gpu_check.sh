@@ -268,7 +268,7 @@ TRITON_DIST_DEBUG=1 run_step bench "$first" bench_ag_gemm_serialized 200 bench/a
 # take the whole tuning run with it.
 GEMM_RS_CANDIDATES=all
 case "${STEP_RESULT[gemm_rs]:-PASS}" in PASS) ;; *) GEMM_RS_CANDIDATES=triton ;; esac
-run_step tune "$first" tune_gemm_rs 400 bench/gemm_rs.py --tune --reps 20 --candidates "$GEMM_RS_CANDIDATES" "${SHAPE_ARGS[@]}"
+run_step tune "$first" tune_gemm_rs 400 bench/gemm_rs.py --tune --write-package-table --reps 20 --candidates "$GEMM_RS_CANDIDATES" "${SHAPE_ARGS[@]}"
 run_step bench "$first" bench_gemm_rs 300 bench/gemm_rs.py --reps 30 "${SHAPE_ARGS[@]}"
 run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py
