@@ -42,6 +42,7 @@ from _common import (  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
 from triton_dist.ops.gemm_ar import GemmARConfig, _check_device_and_agreement, _launch, default_config  # noqa: E402
+from triton_dist.ops.matmul import num_sms  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
 LAYERS = [
@@ -66,6 +67,8 @@ def candidates(m: int) -> list[GemmARConfig]:
     # within the split-K buffers for N <= 8192 (SPLIT_K_MAX_ELEMS: M_pad x N x splits <= 2^20).
     splits = (2, 3, 4) if block_m <= 32 else (2,) if block_m == 64 else ()
     found += [GemmARConfig(block_m, 64, 128, 4, 4, split_k=s) for s in splits]
+    # 128-column tiles split in 2 or 3 (the default's choice where N has few 64-column tiles: gemm_ar.split_k_default).
+    found += [GemmARConfig(block_m, 128, 128, 4, 4, split_k=s) for s in ((2, 3) if block_m <= 32 else ())]
     return found
 
 
@@ -100,7 +103,7 @@ def main() -> int:
             split = f" k{config.split_k}" if config.split_k > 1 else ""
             row["config"] = f"{config.block_m}x{config.block_n}x{config.block_k}{split}"
             # What a user gets: the op's own default tile (the column above is the best candidate of this run).
-            default = default_config(m, n, k_local)
+            default = default_config(m, n, k_local, sms=num_sms(torch.cuda.current_device()))
             if default == config:
                 row["gemm_ar default graphed"] = row["gemm_ar graphed"]
             else:

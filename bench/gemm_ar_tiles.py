@@ -28,6 +28,7 @@ from gemm_ar import LAYERS, MS  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
 from triton_dist.ops.gemm_ar import MAX_TILE_ELEMS, GemmARConfig, _launch, default_config  # noqa: E402
+from triton_dist.ops.matmul import num_sms  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
 
@@ -86,7 +87,12 @@ def main() -> int:
             reference = (a.float() @ b.float()).to(torch.bfloat16).float()
             out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
             if args.profile:
-                default = GemmARConfig(**{**default_config(m, n, k_local).__dict__, "exchange": False})
+                default = GemmARConfig(
+                    **{
+                        **default_config(m, n, k_local, sms=num_sms(torch.cuda.current_device())).__dict__,
+                        "exchange": False,
+                    }
+                )
                 for _ in range(20):
                     _launch(a, b, out, default)
                 for _ in range(20):
@@ -96,7 +102,12 @@ def main() -> int:
                 continue
             row: dict = {"layer": layer, "M": m, "N": n, "K local": k_local}
             row["matmul"] = graphed_us(lambda a=a, b=b: torch.matmul(a, b), replays=args.iters)
-            default = GemmARConfig(**{**default_config(m, n, k_local).__dict__, "exchange": False})
+            default = GemmARConfig(
+                **{
+                    **default_config(m, n, k_local, sms=num_sms(torch.cuda.current_device())).__dict__,
+                    "exchange": False,
+                }
+            )
             times = {}
             for config in dict.fromkeys([default, *configs(m)]):
                 out.fill_(float("nan"))

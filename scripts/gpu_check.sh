@@ -80,7 +80,7 @@ gpu_query() { [ "$DRY" = 1 ] || nvidia-smi --query-gpu="$1" --format=csv,noheade
   echo "- commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (+ local changes)')"
   echo "- command: \`$0 $*\` (GPU_CHECK_SIZES=${GPU_CHECK_SIZES:-auto}, GPU_CHECK_QUICK=$QUICK, GPU_CHECK_BENCH=${GPU_CHECK_BENCH:-0}, GPU_CHECK_TUNE=${GPU_CHECK_TUNE:-0}, GPU_CHECK_ONLY=${GPU_CHECK_ONLY:-all}, GPU_CHECK_BUDGET_S=$BUDGET)"
   [ "$SHARED" = 1 ] && echo "- **shared GPUs** (GPU_CHECK_SHARED_GPU=1): ranks share GPUs through MPS and gloo; correctness only, timings mean nothing"
-  echo "- env: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TRITON_DIST_TIMEOUT_S=$TRITON_DIST_TIMEOUT_S"
+  echo "- env: NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 TRITON_DIST_TIMEOUT_S=$TRITON_DIST_TIMEOUT_S TRITON_DIST_WAIT_TIMEOUT_S=${TRITON_DIST_WAIT_TIMEOUT_S-(unset)}"
   echo
 } >"$TABLE"
 

@@ -19,6 +19,10 @@ peer; the dead-rank case is then skipped, visibly). Every rank calls
 - ``dead rank`` (issue 12, item 2): rank 1 notifies rank 0 once per launch while rank 0 waits for each value; after
   five rounds rank 1 exits without a word. Rank 0 must raise ``WaitTimeoutError`` for the sixth value (last seen
   5) within the timeout plus slack, instead of hanging.
+- ``dead rank in the LL all-reduce``: the same death inside ``triton_dist.ops.all_reduce``'s LL one-shot (8 KiB,
+  forced), whose poll is plain loads: with the watchdog on its polls are bounded and a missing word is awaited with
+  ``dl.wait``, so rank 0's sixth call must raise ``WaitTimeoutError`` naming ``_one_shot_ll_kernel``, the word's
+  epoch 6 (``cmp='eq'``) and the last epoch seen in it, 4 (the same parity, two calls earlier).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ SLACK_S = 10.0
 STUCK_WAIT_WORDS = ["rank 0", "kernel 'stuck_wait'", "program 1", "flag 2 ", "flag >= 7", "cmp='ge'"]
 STUCK_WAIT_WORDS += ["last value seen was 5", "after 1 s"]
 DEAD_RANK_WORDS = ["rank 0", "kernel 'wait_for_peer'", "flag >= 6", "last value seen was 5", "after 1 s"]
+DEAD_RANK_LL_WORDS = ["rank 0", "kernel '_one_shot_ll_kernel'", "cmp='eq'", "last value seen was 4", "after 1 s"]
 """What each case's WaitTimeoutError message must contain (test/python/test_watchdog.py checks them on CPU)."""
 
 PRELUDE = """
@@ -134,6 +139,38 @@ else:
     os._exit(3)  # no finalize, no goodbye: a crashed rank
 """
 
+DEAD_RANK_LL = """
+import importlib
+all_reduce_module = importlib.import_module("triton_dist.ops.all_reduce")
+x = torch.randn(4096, device="cuda").to(torch.bfloat16)
+out = torch.empty_like(x)
+config = all_reduce_module.AllReduceConfig("one_shot_ll", 8, 4)
+rt.barrier()
+CALLS_BEFORE_DEATH = 5
+if RANK == 0:
+    started = time.monotonic()
+    try:
+        for call in range(1, 21):
+            started = time.monotonic()
+            all_reduce_module._run(x, out, "sum", config)
+            triton_dist.synchronize()
+            say("ROUND", call)
+        say("NO ERROR: every call completed")
+    except triton_dist.WaitTimeoutError as error:
+        report(error, started, rank=0, kernel="_one_shot_ll_kernel", expected=CALLS_BEFORE_DEATH + 1,
+               last_seen=CALLS_BEFORE_DEATH - 1, comparison="eq", timeout_ns=1_000_000_000)
+    except Exception as error:
+        say("OTHER ERROR", type(error).__name__, error)
+    os._exit(0)
+else:
+    for call in range(1, CALLS_BEFORE_DEATH + 1):
+        all_reduce_module._run(x, out, "sum", config)
+        torch.cuda.synchronize()
+        time.sleep(0.05)
+    say("DYING")
+    os._exit(3)
+"""
+
 
 def _elapsed(output: str) -> float:
     for line in output.splitlines():
@@ -184,6 +221,10 @@ def main() -> int:
     tally.check("dead rank: rank 1 died after its fifth notify", "[rank 1] DYING" in output, output)
     tally.check("dead rank: the five rounds before completed", "[rank 0] ROUND 5" in output, output)
     check_case(tally, "dead rank", output, DEAD_RANK_WORDS)
+    output = run_case(PRELUDE + DEAD_RANK_LL, ranks=2, extra_env={"CASE_WORLD": "2"})
+    tally.check("dead rank (LL all-reduce): rank 1 died after its fifth call", "[rank 1] DYING" in output, output)
+    tally.check("dead rank (LL all-reduce): the five calls before completed", "[rank 0] ROUND 5" in output, output)
+    check_case(tally, "dead rank (LL all-reduce)", output, DEAD_RANK_LL_WORDS)
     return tally.exit_code()
 
 

@@ -125,7 +125,7 @@ def _ll_kernel(dtype: str, block: int, num_warps: int, world: int = 2):
 
     need_real_library("sm_90")
     signature = {"x_ptr": f"*{dtype}", "out_ptr": f"*{dtype}", "data_ptr": "*i64", "epochs_ptr": "*i32", "n": "i32"}
-    constexprs = {"REGION": ar.ll_region_bytes(world) // 8, "LANES": ar.LL_LANES, "BLOCK": block}
+    constexprs = {"REGION": ar.ll_region_bytes(world) // 8, "LANES": ar.LL_LANES, "BLOCK": block, "WATCHED": False}
     aligned = ("x_ptr", "out_ptr", "data_ptr")
     return compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
 
@@ -425,9 +425,9 @@ def test_selection_falls_back_when_a_table_ll_row_cannot_run(monkeypatch, tmp_pa
     assert ar.select_config(1024, device, 2, 2) == ar.heuristic_config(1024, 2)
 
 
-def test_the_watchdog_keeps_the_ll_poll_out(monkeypatch, tmp_path):
-    """The LL poll is plain loads, which the wait watchdog cannot stop: with a wait timeout configured, neither the
-    selection nor the tuner picks LL (the other algorithms wait with dl.wait, which the watchdog covers)."""
+def test_the_watchdog_leaves_ll_in_the_selection_and_the_tuner(monkeypatch, tmp_path):
+    """With a wait timeout configured the LL kernel is compiled with bounded polls that end in a dl.wait (below), so
+    the selection and the tuner keep offering it."""
     from triton_dist.compiler import watchdog
 
     monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
@@ -439,22 +439,16 @@ def test_the_watchdog_keeps_the_ll_poll_out(monkeypatch, tmp_path):
     device = torch.device("cuda", 0)
     ll = AllReduceConfig("one_shot_ll", 16, 4)
     monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), [(32 << 10, ll)])
-    assert ar.select_config(8 << 10, device, 2, 2) == ll
-    assert any(c.algo == "one_shot_ll" for c in ar.candidate_configs(8 << 10, 2, 2))
     watchdog.set_wait_timeout(5)
     try:
-        assert ar.select_config(8 << 10, device, 2, 2) == ar.heuristic_config(8 << 10, 2)
-        candidates = ar.candidate_configs(8 << 10, 2, 2)
-        assert candidates and not [c for c in candidates if c.algo == "one_shot_ll"]
-        assert {c.algo for c in candidates} == {"one_shot", "two_shot"}
+        assert ar.select_config(8 << 10, device, 2, 2) == ll
+        assert any(c.algo == "one_shot_ll" for c in ar.candidate_configs(8 << 10, 2, 2))
     finally:
         watchdog.set_wait_timeout(None)
-    assert ar.select_config(8 << 10, device, 2, 2) == ll, "the choice follows the watchdog setting, not a memo"
 
 
-def test_a_forced_ll_config_raises_while_the_watchdog_is_on(monkeypatch):
-    """A config that names LL cannot run with a wait timeout configured (its poll has none), even for a signature
-    agreed before the watchdog was turned on; the other algorithms still run."""
+def test_a_forced_ll_config_runs_with_the_watchdog_on(monkeypatch):
+    """A forced LL config passes the checks and reaches the ranks' agreement with the watchdog on."""
     from triton_dist.compiler import watchdog
 
     world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
@@ -463,20 +457,63 @@ def test_a_forced_ll_config_raises_while_the_watchdog_is_on(monkeypatch):
     monkeypatch.setattr(ar, "_agreed", set())
     agreements = []
     monkeypatch.setattr(ar, "check_ranks_call_alike", lambda *args, **kwargs: agreements.append(args))
-    x = torch.zeros(4096, dtype=torch.bfloat16)
-    ll = AllReduceConfig("one_shot_ll", 4, 4)
-    ar._check_device_and_agreement(x, ll)
-    assert len(agreements) == 1
     watchdog.set_wait_timeout(5)
     try:
-        with pytest.raises(ValueError, match="one_shot_ll polls with plain loads.* the watchdog is on"):
-            ar._check_device_and_agreement(x, ll)
-        with pytest.raises(ValueError, match="cannot time out"):
-            ar._run(x, torch.empty_like(x), "sum", ll)  # a forced config, the path a caller takes
-        ar._check_device_and_agreement(x, AllReduceConfig("one_shot", 4, 4))
+        ar._check_device_and_agreement(torch.zeros(4096, dtype=torch.bfloat16), AllReduceConfig("one_shot_ll", 4, 4))
     finally:
         watchdog.set_wait_timeout(None)
-    assert len(agreements) == 2, "only the one-shot config reached the ranks' agreement"
+    assert len(agreements) == 1
+
+
+def test_bounded_poll_asm_gives_up_after_its_passes():
+    """The watched poll counts its passes in one register and leaves the loop when they run out, through the same
+    single predicated branch back (no second exit, nothing per pass but an add and a compare)."""
+    asm, constraints = ar._ll_poll_asm(2, ar.LL_WATCHED_POLL_PASSES)
+    assert constraints == ar._ll_poll_asm(2)[1]
+    lines = [line.strip() for line in asm.split("\n")]
+    assert "mov.b32 %llpass, 0;" in lines and "add.u32 %llpass, %llpass, 1;" in lines
+    assert f"setp.lt.u32 %llp, %llpass, {ar.LL_WATCHED_POLL_PASSES};" in lines
+    assert "setp.ne.and.b32 %llp, %llany, 0, %llp;" in lines
+    assert sum("bra" in line for line in lines) == 1 and "@%llp bra LL_POLL;" in lines
+    assert "%llpass" not in ar._ll_poll_asm(2), "the unwatched poll is unchanged"
+
+
+@pytest.mark.parametrize(("dtype", "block", "num_warps"), [("bf16", 32, 1), ("bf16", 1024, 2), ("fp32", 1024, 4)])
+def test_watched_ll_kernel_bounded_polls_then_a_watched_wait(dtype, block, num_warps, monkeypatch):
+    """WATCHED=True (the watchdog on): the peer loop's poll is bounded and still free of barriers, shared memory and
+    shuffles; after it, one reduction decides whether any word missed; the late path waits with dl.wait, which the
+    watchdog library times out (it reads %globaltimer); nothing spills."""
+    from asm_loops import loop_components, ptx_blocks
+    from dl_compile import assembly, compile_kernel, need_real_library, sass
+
+    from triton_dist.compiler import watchdog
+
+    need_real_library("sm_90")
+    watchdog.set_wait_timeout(5)
+    try:
+        signature = {"x_ptr": f"*{dtype}", "out_ptr": f"*{dtype}", "data_ptr": "*i64", "epochs_ptr": "*i32", "n": "i32"}
+        constexprs = {"REGION": ar.ll_region_bytes(2) // 8, "LANES": ar.LL_LANES, "BLOCK": block, "WATCHED": True}
+        aligned = ("x_ptr", "out_ptr", "data_ptr")
+        compiled = compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
+    finally:
+        watchdog.set_wait_timeout(None)
+    ptx = assembly(compiled, "sm_90")
+    per_thread = max(1, block // (32 * num_warps))
+    polls = _poll_asm_blocks(ptx)
+    assert len(polls) == 3, "the peer loop's poll, and the late path's first and repeated polls"
+    for poll in polls:
+        assert f"setp.lt.u32 %llp, %llpass, {ar.LL_WATCHED_POLL_PASSES};" in poll, "an unbounded poll"
+        assert sum("ld.relaxed.sys.global.b64" in line for line in poll) == per_thread
+    assert "globaltimer" in ptx, "the late path's dl.wait is not the watched one"
+    first_load = next(line.strip() for line in ptx.splitlines() if "ld.relaxed.sys.global.b64" in line)
+    (peer_loop,) = [
+        loop
+        for loop in loop_components(ptx_blocks(ptx))
+        if any(first_load == line.strip() for b in loop for line in b.lines)
+    ]
+    peer_lines = [line for b in peer_loop for line in b.lines]
+    assert not [line for line in peer_lines if re.search(r"\b(bar|barrier|shfl)\.|\.shared", line)], "a barrier"
+    assert not re.search(r"\b(LDL|STL)\b", sass(compiled)), "register spills"
 
 
 # ---------------------------------------------------------------------------------------------------------------

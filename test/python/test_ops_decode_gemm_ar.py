@@ -210,10 +210,23 @@ def test_bad_split_k(split_k):
         GemmARConfig(32, 64, 128, split_k=split_k)
 
 
-def test_default_config_keeps_split_k_off():
+def test_default_config_splits_k_only_where_64_column_tiles_leave_sms_idle():
     for m in (1, 16, 32, 64, 128, 256):
         for n in (5120, 8192):
-            assert default_config(m, n, 4096).split_k == 1
+            assert default_config(m, n, 4096).split_k == 1, "no SM count, no split"
+            assert default_config(m, n, 4096, "hip", sms=304).split_k == 1, "not measured on AMD"
+            assert default_config(m, 8192, 4096, sms=132).split_k == 1, "128 tiles of 64 columns fill 132 SMs"
+            if m > 32:
+                assert default_config(m, n, 4096, sms=132).split_k == 1
+    # Qwen3-32B o_proj / down_proj at 2 ranks: 80 tiles of 64 columns on 132 SMs -> 40 of 128, in 3 pieces.
+    for m, block_m in ((1, 16), (16, 16), (32, 32)):
+        for k in (4096, 12800):
+            config = default_config(m, 5120, k, sms=132)
+            assert (config.block_m, config.block_n, config.block_k, config.split_k) == (block_m, 128, 128, 3)
+            split_k_geometry(m, 5120, k, config)  # fits the split-K buffers
+    assert default_config(8, 5120, 512, sms=132).split_k == 2, "each piece keeps two 128-deep blocks"
+    assert default_config(8, 5120, 200, sms=132).split_k == 1
+    assert default_config(8, 2048, 4096, sms=132).split_k == 3, "never more than 3 pieces"
 
 
 @pytest.mark.parametrize(("items", "sms", "want"), [(80, 132, 80), (320, 132, 132), (1, 132, 1), (1000, 7, 7)])

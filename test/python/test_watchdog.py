@@ -363,7 +363,11 @@ def test_the_gpu_check_expects_words_the_message_has():
     spec.loader.exec_module(module)
     stuck = decode_record(_record(rank=0, program=1, index=2, expected=7, seen=5, timeout_ns=10**9), "stuck_wait")
     dead = decode_record(_record(rank=0, program=0, index=0, expected=6, seen=5, timeout_ns=10**9), "wait_for_peer")
-    for record, words in ((stuck, module.STUCK_WAIT_WORDS), (dead, module.DEAD_RANK_WORDS)):
+    ll = decode_record(
+        _record(rank=0, program=3, index=0, cmp="eq", expected=6, seen=4, timeout_ns=10**9), "_one_shot_ll_kernel"
+    )
+    cases = ((stuck, module.STUCK_WAIT_WORDS), (dead, module.DEAD_RANK_WORDS), (ll, module.DEAD_RANK_LL_WORDS))
+    for record, words in cases:
         for word in words:
             assert word in record.message(), (word, record.message())
     assert module.SLACK_S >= 1

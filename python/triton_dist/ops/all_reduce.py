@@ -25,9 +25,10 @@ Three algorithms, each one launch without host synchronization (so they can be c
   each thread polls its own lanes' words in its own buffer (``ld.relaxed.sys.global.b64`` in a per-thread PTX
   loop, no barrier or shared memory per pass) row by row in rank order until each holds the epoch, and sums as
   the one-shot does. Latency: one one-way NVLink write, the cost 4x the traffic (bf16).
-  Its poll is plain loads, not a ``dl.wait``, so the wait watchdog cannot time it out: with a wait timeout
-  configured (``TRITON_DIST_WAIT_TIMEOUT_S`` / ``init(wait_timeout_s=)``) it is never selected or tuned, a table
-  row that names it gives way to the heuristic, and a config that forces it raises ValueError.
+  Its poll is plain loads, not a ``dl.wait``. With the wait watchdog on, the kernel is compiled with bounded
+  polls (``LL_WATCHED_POLL_PASSES``) and one reduction per call of whether any word missed them; only then does
+  it wait with ``dl.wait`` on the high half of each missing word in turn (``_ll_receive_late``), so a dead peer
+  ends in the watchdog's ``WaitTimeoutError`` naming that word, as in every other kernel.
   The committed 2 x H200 table runs it up to 32 KiB; :func:`tune` offers it, and a config can force it.
 
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
@@ -343,11 +344,18 @@ def _ll_words_per_thread(block, num_warps):
     return max(1, block // (32 * num_warps))
 
 
+LL_WATCHED_POLL_PASSES = 1 << 16
+"""With the wait watchdog on, a poll gives up after this many passes (tens of ms) and the receive waits on its
+first missing word with ``dl.wait``, which the watchdog times out (``_ll_receive_late``)."""
+_LL_WATCHED_POLL_PASSES = tl.constexpr(LL_WATCHED_POLL_PASSES)
+
+
 @triton.constexpr_function
-def _ll_poll_asm(count):
+def _ll_poll_asm(count, max_passes=0):
     """(PTX, constraints) of one thread's poll of ``count`` words. Operands: ``$0 .. $count-1`` the words (out,
     b64), then their addresses, then the epoch each word must carry (0 for a masked lane: never loaded, returns 0;
-    an epoch is never 0).
+    an epoch is never 0). ``max_passes`` > 0 bounds the loop: after that many passes the words still missing are
+    returned as last read (their high 32 bits are not the epoch); the caller checks.
 
     One loop per thread, no other thread involved: each pass loads every word still pending
     (``ld.relaxed.sys.global.b64``; a pass's loads are independent, so they are in flight together) and drops those
@@ -359,6 +367,8 @@ def _ll_poll_asm(count):
     words = range(count)
     lines = ["{", ".reg .pred %llp;", f".reg .b32 %llk<{count}>;", ".reg .b32 %lllo, %llhi, %llany;"]
     lines.append(f".reg .b64 %llw<{count}>;")
+    if max_passes:
+        lines += [".reg .b32 %llpass;", "mov.b32 %llpass, 0;"]
     lines += [f"mov.b32 %llk{i}, ${2 * count + i};" for i in words]
     lines += [f"mov.b64 %llw{i}, 0;" for i in words]
     lines.append("LL_POLL:")
@@ -371,7 +381,12 @@ def _ll_poll_asm(count):
         lines.append(f"selp.b32 %llk{i}, 0, %llk{i}, %llp;")
     lines.append("mov.b32 %llany, %llk0;")
     lines += [f"or.b32 %llany, %llany, %llk{i};" for i in words if i > 0]
-    lines.append("setp.ne.b32 %llp, %llany, 0;")
+    if max_passes:
+        lines.append("add.u32 %llpass, %llpass, 1;")
+        lines.append(f"setp.lt.u32 %llp, %llpass, {max_passes};")
+        lines.append("setp.ne.and.b32 %llp, %llany, 0, %llp;")
+    else:
+        lines.append("setp.ne.b32 %llp, %llany, 0;")
     lines.append("@%llp bra LL_POLL;")
     lines += [f"mov.b64 ${i}, %llw{i};" for i in words]
     lines.append("}")
@@ -379,14 +394,14 @@ def _ll_poll_asm(count):
 
 
 @triton.jit
-def _ll_poll(ptrs, wanted):
+def _ll_poll(ptrs, wanted, MAX_PASSES: tl.constexpr = 0):
     """Poll the words at ``ptrs`` until each lane's word carries ``wanted`` (int32; 0: a masked lane, skipped) in
     its high 32 bits; returns the words (uint64; 0 for masked lanes). One asm instance per thread covers all of its
     lanes (``pack``), so the spin is a per-thread PTX loop with no barrier, shared memory or shuffle per pass (a
     Triton ``while`` needs a uniform condition: a block-wide reduction per pass). Not pure: never merged with
-    another poll, never hoisted."""
+    another poll, never hoisted. ``MAX_PASSES`` > 0: gives up after that many passes (see ``_ll_poll_asm``)."""
     COUNT: tl.constexpr = _ll_words_per_thread(ptrs.shape[0], tl.extra.cuda.num_warps())
-    ASM: tl.constexpr = _ll_poll_asm(COUNT)
+    ASM: tl.constexpr = _ll_poll_asm(COUNT, MAX_PASSES)
     return tl.inline_asm_elementwise(ASM[0], ASM[1], [ptrs, wanted], dtype=tl.uint64, is_pure=False, pack=COUNT)
 
 
@@ -402,6 +417,35 @@ def _ll_receive(ptrs, mask, sent, DTYPE: tl.constexpr):
 
 
 @triton.jit
+def _ll_receive_bounded(ptrs, mask, sent, DTYPE: tl.constexpr, MAX_PASSES: tl.constexpr):
+    """``_ll_receive`` whose poll gives up after ``MAX_PASSES`` passes: (the elements, int32 1 where a lane's word
+    had not arrived by then). Still no barrier: the caller reduces the misses once, after every peer."""
+    epoch, _ = _ll_unpack(sent, DTYPE)
+    wanted = tl.where(mask, epoch, 0)
+    words = _ll_poll(ptrs, wanted, MAX_PASSES)
+    arrived, _ = _ll_unpack(words, DTYPE)
+    return _ll_element(words, DTYPE), (arrived != wanted).to(tl.int32)
+
+
+@triton.jit
+def _ll_receive_late(words_ptr, offs, mask, sent, epoch, DTYPE: tl.constexpr, MAX_PASSES: tl.constexpr):
+    """The elements at ``words_ptr + offs`` once all have arrived, for a receive whose bounded poll missed some:
+    wait with ``dl.wait`` (which the wait watchdog times out, naming the word) on the high half of the first word
+    still missing, poll again, repeat. Reached only when a peer is late by the poll's passes or never comes."""
+    got, missing = _ll_receive_bounded(words_ptr + offs, mask, sent, DTYPE, MAX_PASSES)
+    late = tl.max(missing, axis=0)
+    while late > 0:
+        first = tl.min(tl.where(missing > 0, offs, offs.shape[0]), axis=0)
+        high_half = (words_ptr + first).to(tl.pointer_type(tl.int32), bitcast=True) + 1  # little-endian
+        dl.wait(high_half, 1, "sys", "relaxed", epoch, cmp="eq")
+        pending = missing > 0
+        again, missing = _ll_receive_bounded(words_ptr + offs, mask & pending, sent, DTYPE, MAX_PASSES)
+        got = tl.where(pending, again, got)
+        late = tl.max(missing, axis=0)
+    return got
+
+
+@triton.jit
 def _one_shot_ll_kernel(
     x_ptr,
     out_ptr,
@@ -411,6 +455,7 @@ def _one_shot_ll_kernel(
     REGION: tl.constexpr,
     LANES: tl.constexpr,
     BLOCK: tl.constexpr,
+    WATCHED: tl.constexpr = False,
 ):
     slot = tl.program_id(0)
     me = dl.rank()
@@ -427,11 +472,34 @@ def _one_shot_ll_kernel(
         if peer != me:
             _ll_store(dl.symm_at(words + me * LANES + offs, peer), packed, mask)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
+    missing = tl.zeros([BLOCK], dtype=tl.int32)
     for peer in range(0, ranks):  # rank order: the same sum on every rank
         if peer == me:
             acc += mine.to(tl.float32)
+        elif WATCHED:  # bounded polls, so a dead peer reaches a dl.wait the watchdog can stop (below)
+            got, late = _ll_receive_bounded(
+                words + peer * LANES + offs, mask, packed, x_ptr.dtype.element_ty, _LL_WATCHED_POLL_PASSES
+            )
+            acc += got.to(tl.float32)
+            missing |= late
         else:
             acc += _ll_receive(words + peer * LANES + offs, mask, packed, x_ptr.dtype.element_ty).to(tl.float32)
+    if WATCHED:
+        if tl.max(missing, axis=0) > 0:  # one reduction per call; the sum again, every word awaited
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for peer in range(0, ranks):
+                if peer == me:
+                    acc += mine.to(tl.float32)
+                else:
+                    acc += _ll_receive_late(
+                        words + peer * LANES,
+                        offs,
+                        mask,
+                        packed,
+                        epoch,
+                        x_ptr.dtype.element_ty,
+                        _LL_WATCHED_POLL_PASSES,
+                    ).to(tl.float32)
     tl.store(out_ptr + slot * BLOCK + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     tl.store(epochs_ptr + slot, epoch)
 
@@ -521,7 +589,8 @@ _plans: dict[tuple, LaunchPlan] = {}
 def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: bool = True) -> LaunchPlan:
     """Enqueue the kernel on the current stream (x, out: contiguous, same dtype and size; no checks); returns the
     plan that launched it."""
-    key = (x.numel(), x.dtype, x.device, x.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0, config, stage)
+    watched = watchdog_enabled()  # the LL kernel is compiled for it (bounded polls)
+    key = (x.numel(), x.dtype, x.device, x.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0, config, stage, watched)
     plan = _plans.get(key)
     world = rt.current_world()
     if plan is not None and plan.world is world:
@@ -540,6 +609,7 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
             "REGION": shape.region_elems,
             "LANES": LL_LANES,
             "BLOCK": shape.block,
+            "WATCHED": watched,
         }
         plan = first_launch(_one_shot_ll_kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
         _plans[key] = plan
@@ -634,13 +704,12 @@ _selected: dict[tuple[int, torch.device, int, int], AllReduceConfig] = {}
 def select_config(nbytes: int, device: torch.device, world_size: int, itemsize: int = 2) -> AllReduceConfig:
     """The config for a message of ``nbytes`` (elements of ``itemsize`` bytes): tuned cache, else the committed
     table, else the heuristic. A table's "one_shot_ll" row that cannot move the message (past the last row, or
-    on a build without it), or any "one_shot_ll" row while the wait watchdog is on, gives way to the heuristic."""
-    watched = watchdog_enabled()
-    memo = (nbytes, device, world_size, itemsize, watched)
+    on a build without it) gives way to the heuristic."""
+    memo = (nbytes, device, world_size, itemsize)
     found = _selected.get(memo)
     if found is None:
         found = _select_config(nbytes, device, world_size)
-        if not fits(found, nbytes // itemsize) or (watched and found.algo == "one_shot_ll"):
+        if not fits(found, nbytes // itemsize):
             found = heuristic_config(nbytes, world_size)
         _selected[memo] = found
     return found
@@ -695,16 +764,11 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
 
     A rank that launched with another size would read past its peers' data or wait forever for flags; the check
     makes that a RuntimeError on every rank instead. Later calls of the same signature cost a set lookup. A config
-    that cannot run here raises ValueError first: "one_shot_ll" past its size, on ROCm, or with the wait watchdog on.
+    that cannot run here raises ValueError first: "one_shot_ll" past its size or on ROCm.
     """
     world = rt.current_world()
     if x.device != world.device:
         raise ValueError(f"all_reduce: x is on {x.device}, but this rank's symmetric heap is on {world.device}")
-    if config.algo == "one_shot_ll" and watchdog_enabled():  # before the memo: the watchdog may be turned on later
-        raise ValueError(
-            "all_reduce: one_shot_ll polls with plain loads, which the wait watchdog cannot time out, and the watchdog "
-            "is on (TRITON_DIST_WAIT_TIMEOUT_S / init(wait_timeout_s=)): use one_shot or two_shot, or turn it off"
-        )
     signature = (x.numel(), x.dtype, config)
     global _agreed_world
     if world is not _agreed_world:
@@ -730,7 +794,7 @@ _ready: dict[tuple, LaunchPlan] = {}
 """The plan each call signature launched after passing the steps that depend on the signature alone (x on the
 heap's device, the config choice, the ranks' agreement), so a repeated signature goes straight to its launch. The
 key is everything those steps and ``_launch``'s key read: x's element count, dtype and device, the 16-byte alignment
-of x and out, the config argument and whether the wait watchdog is on (it changes the choice). An entry counts only
+of x and out, the config argument and whether the wait watchdog is on (it changes the LL kernel). An entry counts only
 while its plan's world is the current one; ``tune`` clears them all (it changes the table)."""
 
 
@@ -893,9 +957,8 @@ def candidate_configs(nbytes: int, itemsize: int, world_size: int) -> list[AllRe
     for algo in ALGORITHMS:
         if algo == "one_shot" and nbytes > (8 << 20):
             continue  # many flag rounds per program; two-shot wins by far
-        ll_possible = ll_supported() and numel <= LL_MAX_NUMEL and not watchdog_enabled()
-        if algo == "one_shot_ll" and not ll_possible:
-            continue  # NVIDIA only; one round per program; its poll is not a dl.wait the watchdog can stop
+        if algo == "one_shot_ll" and not (ll_supported() and numel <= LL_MAX_NUMEL):
+            continue  # NVIDIA only; one round per program
         for num_warps in (1, 2, 4, 8) if algo == "one_shot_ll" else (4, 8):
             for programs in (1, 2, 4, 8, 16, 32, 64, 128, 256):
                 if programs > SLOTS[algo]:

@@ -105,7 +105,7 @@ AMD_MAX_STAGES = 3
 at 4 stages the 32-row tile already needs 73,728 and Triton refuses the launch."""
 
 
-def default_config(m: int, n: int, k: int, backend: str = "cuda") -> GemmARConfig:
+def default_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | None = None) -> GemmARConfig:
     """Small tiles for small M (enough programs to stream the weight at full bandwidth), larger ones for larger M;
     ``backend`` is Triton's (``"cuda"`` / ``"hip"``: AMD gets at most ``AMD_MAX_STAGES``).
 
@@ -114,7 +114,18 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda") -> GemmARConfi
     matmul's time to 1.16-1.54x; M in (16, 64] uses 5 stages instead of 4 (M = 32: faster on every layer in two
     sessions, by 3-5%; M = 64: faster on 3 of 4 layers by up to 5%, 3.5% slower on Qwen3 o_proj;
     docs/results/2026-11-23-shared-gpu.md); at M <= 16 neither stage count won consistently; at M = 256 the
-    4-warp, 4-stage tile stayed the fastest tried."""
+    4-warp, 4-stage tile stayed the fastest tried.
+
+    ``sms`` (the GPU's SM count; None: not known, no split): at M <= 32 on NVIDIA, an N with fewer 64-column tiles
+    than 90% of the SMs leaves SMs idle while the rest stream the weight, so such a call takes 128-column tiles
+    split along K into up to 3 pieces, as many as fit one wave (``split_k_default``). Measured on one H200
+    (2026-11-23 20:1x UTC, bench/results/gemm_ar_tiles.md): Qwen3-32B o_proj (N = 5120: 80 tiles of 64, 40 of 128)
+    went from 17.4 / 13.4 / 17.0 us at M = 1 / 8 / 32 to 10.7 / 10.9 / 13.3 (matmul: 14.2 / 10.4 / 9.8) and its
+    down_proj from 39.7 / 40.2 / 47.3 to 35.4 / 35.8 / 37.5; Llama-3-70B (N = 8192: 128 tiles of 64) was fastest
+    unsplit, as before."""
+    split = split_k_default(m, n, k, sms) if backend == "cuda" else 1
+    if split > 1:
+        return GemmARConfig(16 if m <= 16 else 32, 128, 128, 4, 4, split_k=split)
     if m <= 16:
         config = GemmARConfig(16, 64, 128, 4, 4)
     elif m <= 32:
@@ -128,6 +139,16 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda") -> GemmARConfi
     if backend == "hip":
         config = replace(config, num_stages=min(config.num_stages, AMD_MAX_STAGES))
     return config
+
+
+def split_k_default(m: int, n: int, k: int, sms: int | None) -> int:
+    """The pieces ``default_config`` splits K into (1: no split): at M <= 32, when N's 64-column tiles would leave
+    more than 10% of the ``sms`` SMs idle, as many pieces of 128-column tiles as fit one wave, at most 3 (4 measured
+    slower: a second wave), each at least two 128-deep blocks of K."""
+    if not sms or m > 32 or triton.cdiv(n, 64) >= 0.9 * sms:
+        return 1
+    wide_tiles = triton.cdiv(n, 128)
+    return max(1, min(3, sms // wide_tiles, k // 256))
 
 
 @triton.jit
@@ -579,7 +600,9 @@ def _first_call_of_signature(
     """The steps a repeated signature skips, then the launch; returns the plan (None when nothing is launched: an
     empty output, or K = 0, where the output is zeroed)."""
     if config is None:
-        config = default_config(a.shape[0], b.shape[1], a.shape[1], "hip" if torch.version.hip else "cuda")
+        backend = "hip" if torch.version.hip else "cuda"
+        sms = num_sms(a.device.index) if a.device.type == "cuda" else None
+        config = default_config(a.shape[0], b.shape[1], a.shape[1], backend, sms)
     _check_device_and_agreement(a, b, config)
     if out.numel() == 0:
         return None
