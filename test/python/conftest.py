@@ -19,6 +19,10 @@ import pytest
 
 ISOLATED_TIMEOUT_S = 120.0
 
+# The wait watchdog is on by default; the compile tests pin the kernels' code without it (the watched variants have
+# their own tests, test_watchdog.py and the LL all-reduce's, which set the timeout themselves).
+os.environ.setdefault("TRITON_DIST_WAIT_TIMEOUT_S", "0")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(

@@ -49,7 +49,8 @@ def _environment_default(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    ("value", "ns"), [("", 0), ("0", 0), ("1", 1_000_000_000), ("0.25", 250_000_000), (" 2e-9 ", 2)]
+    ("value", "ns"),
+    [("", watchdog.DEFAULT_WAIT_TIMEOUT_S * 10**9), ("0", 0), ("1", 10**9), ("0.25", 250_000_000), (" 2e-9 ", 2)],
 )
 def test_the_environment_sets_the_timeout(monkeypatch, value, ns):
     monkeypatch.setenv(watchdog.WAIT_TIMEOUT_ENV, value)
@@ -81,13 +82,27 @@ def test_init_option_overrides_the_environment_until_reset(monkeypatch):
         compiler.set_wait_timeout("1")  # type: ignore[arg-type]
 
 
-def test_on_and_off_are_part_of_the_cache_key_but_not_the_value():
-    off = compiler.DEVICE_LIBRARY_KEY.cache_key
-    compiler.set_wait_timeout(1.0)
-    one_second = compiler.DEVICE_LIBRARY_KEY.cache_key
-    compiler.set_wait_timeout(30.0)
-    thirty_seconds = compiler.DEVICE_LIBRARY_KEY.cache_key
-    assert off != one_second == thirty_seconds
+def test_on_and_off_are_part_of_the_cache_key_but_not_the_value(monkeypatch):
+    monkeypatch.delenv(watchdog.WAIT_TIMEOUT_ENV, raising=False)
+    watchdog._timeout_ns_from_environment.cache_clear()
+    try:
+        default = compiler.DEVICE_LIBRARY_KEY.cache_key
+        compiler.set_wait_timeout(0)
+        off = compiler.DEVICE_LIBRARY_KEY.cache_key
+        compiler.set_wait_timeout(1.0)
+        one_second = compiler.DEVICE_LIBRARY_KEY.cache_key
+        compiler.set_wait_timeout(30.0)
+        thirty_seconds = compiler.DEVICE_LIBRARY_KEY.cache_key
+    finally:
+        compiler.set_wait_timeout(None)
+    assert off != one_second == thirty_seconds == default, "on by default"
+
+
+def test_on_by_default_with_nccls_timeout(monkeypatch):
+    monkeypatch.delenv(watchdog.WAIT_TIMEOUT_ENV, raising=False)
+    watchdog._timeout_ns_from_environment.cache_clear()
+    assert compiler.watchdog_enabled() and compiler.wait_timeout_ns() == 600 * 10**9
+    assert compiler.DEFAULT_WAIT_TIMEOUT_S == 600
 
 
 # --- the library it links ----------------------------------------------------------------------------------------
@@ -118,14 +133,17 @@ def _need_watchdog_library(backend):
         pytest.skip(f"{path.name} is not built ({path} is missing: run scripts/build.sh)")
 
 
-def test_the_default_kernel_has_no_watchdog_and_does_not_change():
+def test_the_unwatched_kernel_has_no_watchdog_and_does_not_change(monkeypatch):
     need_library("sm_90")
     _need_watchdog_library("cuda")
-    default = _compile("sm_90", 0)
-    assert WATCHDOG_GLOBAL not in default and "%globaltimer" not in default  # (its assert may still trap)
+    monkeypatch.delenv(watchdog.WAIT_TIMEOUT_ENV, raising=False)
+    watchdog._timeout_ns_from_environment.cache_clear()
+    off = _compile("sm_90", 0)
+    assert WATCHDOG_GLOBAL not in off and "%globaltimer" not in off  # (its assert may still trap)
     with_watchdog = _compile("sm_90", 1.0)
-    assert with_watchdog != default
-    assert _compile("sm_90", None) == default, "the default PTX must not depend on a watchdog compiled before it"
+    assert with_watchdog != off
+    assert _compile("sm_90", 0) == off, "the unwatched PTX must not depend on a watchdog compiled before it"
+    assert _compile("sm_90", None) == with_watchdog, "the default is the watchdog, its timeout a runtime value"
 
 
 def test_the_watchdog_kernel_reads_the_runtime_timeout_and_traps_on_sm_90():

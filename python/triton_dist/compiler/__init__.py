@@ -37,6 +37,7 @@ from triton_dist.compiler.stages_hook import (
     uninstall_stages_hook,
 )
 from triton_dist.compiler.watchdog import (
+    DEFAULT_WAIT_TIMEOUT_S,
     WAIT_TIMEOUT_ENV,
     set_wait_timeout,
     wait_timeout_ns,
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_DEVICE_LIB_DIR",
     "DEVICE_LIBRARY_KEY",
     "DEVICE_LIB_DIR_ENV",
+    "DEFAULT_WAIT_TIMEOUT_S",
     "LIBRARY_FILES",
     "LIB_NAME",
     "WAIT_TIMEOUT_ENV",

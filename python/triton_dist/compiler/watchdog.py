@@ -1,10 +1,11 @@
 """Whether kernels compiled now get the wait watchdog, and the timeout the runtime gives it.
 
-The watchdog (docs/language.md, "The wait watchdog"; docs/abi.md) is off by default. ``TRITON_DIST_WAIT_TIMEOUT_S``
-(seconds, > 0) or ``triton_dist.init(wait_timeout_s=...)`` turns it on: kernels compiled afterwards link the
-watchdog device library (``triton_dist.watchdog.<target>.bc``) instead of the default one (the choice is part of
-their cache key), and the runtime writes the timeout, in nanoseconds, into every module it loads. The timeout is a
-runtime value: changing it does not recompile anything; turning the watchdog on or off selects other kernels.
+The watchdog (docs/language.md, "The wait watchdog"; docs/abi.md) is on by default, with a timeout of
+``DEFAULT_WAIT_TIMEOUT_S``; ``TRITON_DIST_WAIT_TIMEOUT_S`` (seconds; 0: off) or
+``triton_dist.init(wait_timeout_s=...)`` sets it. While it is on, kernels compiled link the watchdog device library
+(``triton_dist.watchdog.<target>.bc``) instead of the plain one (the choice is part of their cache key), and the
+runtime writes the timeout, in nanoseconds, into every module it loads. The timeout is a runtime value: changing it
+does not recompile anything; turning the watchdog on or off selects other kernels.
 
 Like ``TRITON_DIST_DEBUG``, the choice is read when Triton first hashes a kernel in a process (it memoizes the
 key): set it before the first launch of a kernel, or give that kernel a fresh ``JITFunction``.
@@ -17,7 +18,14 @@ import math
 import os
 
 WAIT_TIMEOUT_ENV = "TRITON_DIST_WAIT_TIMEOUT_S"
-"""Seconds a ``dl.wait`` may spin before the kernel records it and traps; unset, empty or 0: no watchdog."""
+"""Seconds a ``dl.wait`` may spin before the kernel records it and traps; 0: no watchdog; unset or empty:
+``DEFAULT_WAIT_TIMEOUT_S``."""
+
+DEFAULT_WAIT_TIMEOUT_S = 600
+"""The timeout when nothing sets one: NCCL's default collective timeout (10 minutes), so a peer that is merely slow
+(compiling its kernels, loading data) never trips it, and a dead one still ends in an error instead of a hang. On by
+default since its cost was measured across two H200s (docs/results/2026-11-23-2xH200-ops.md): ping-pong -0.1%,
+128 MiB all-gather +0.02%, ag_gemm unchanged, the one-shot all-reduce faster, the LL all-reduce +0.2-0.3 us."""
 
 _UNSET = object()
 _override_ns: int | object = _UNSET
@@ -41,7 +49,7 @@ def seconds_to_ns(seconds: float, what: str) -> int:
 def _timeout_ns_from_environment() -> int:
     value = os.environ.get(WAIT_TIMEOUT_ENV, "").strip()
     if value == "":
-        return 0
+        return seconds_to_ns(DEFAULT_WAIT_TIMEOUT_S, "DEFAULT_WAIT_TIMEOUT_S")
     try:
         seconds = float(value)
     except ValueError:

@@ -111,8 +111,9 @@ def init(
             ``$TRITON_DIST_TIMEOUT_S`` or 300.
         wait_timeout_s: the wait watchdog (docs/language.md): seconds a ``dl.wait`` may spin before its kernel
             records it and stops, so that ``triton_dist.synchronize()`` / ``check_wait_timeout()`` raise
-            ``WaitTimeoutError``; 0 turns it off; default ``$TRITON_DIST_WAIT_TIMEOUT_S`` or off. Kernels compiled
-            afterwards link the watchdog library (turning it on or off recompiles; changing the value does not).
+            ``WaitTimeoutError``; 0 turns it off; default ``$TRITON_DIST_WAIT_TIMEOUT_S``, else on with 600 s.
+            Kernels compiled afterwards link the watchdog library (turning it on or off recompiles; changing the
+            value does not).
 
     Calling ``init()`` again with the same arguments returns the existing world.
     """
