@@ -1,9 +1,9 @@
 """gemm_ar's split-K kernel code on the CPU, against torch's matmul summed over the emulated ranks.
 
 The split-K kernel (``_gemm_ar_split_k_kernel``) is made of ``@triton.jit`` helpers without ``dl`` calls
-(``_split_k_epoch``, ``_split_k_item``, ``_split_k_partial``, ``_split_k_slot``, ``_split_k_sum``,
-``_split_k_store``, ``_split_k_depart``); only the pushes through ``dl.symm_at``, ``dl.notify`` and ``dl.wait``
-stay in its body. The two kernels below call those helpers in the kernel's order and run in Triton's interpreter
+(``_split_k_epoch``, ``_split_k_item``, ``_split_k_partial``, ``_split_k_slot``, ``_split_k_rows``, ``_split_k_sum``,
+``_split_k_store``, ``_split_k_depart``); only the pushes through ``dl.symm_at``, ``dl.notify`` and ``dl.wait`` stay in
+its body. The two kernels below call those helpers in the kernel's order and run in Triton's interpreter
 (``TRITON_INTERPRET=1``, in a subprocess, as test_ops_decode_flash_decode_emulation.py does):
 
 - ``_emulate_phase1``: one launch per emulated rank, the op's grid (``split_k_launch_args`` with a fake SM count, so
@@ -53,7 +53,8 @@ def _emulate_phase1(
             a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, split, chunk, BLOCK_M, BLOCK_N, BLOCK_K
         )
         slot = ga._split_k_slot(tile, me, ranks, split, splits)
-        tl.store(partials + slot * TILE + in_tile, acc)  # the kernel's pushes to every rank
+        rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
+        tl.store(partials + slot * TILE + in_tile, acc, mask=rows)  # the kernel's pushes to every rank
         tl.store(flags + slot, epoch)  # the kernel's notify of this slot on every rank
 
 
@@ -70,7 +71,8 @@ def _emulate_phase2(
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in range(pid, tiles, programs):
         first = ga._split_k_slot(tile, 0, ranks, 0, splits)
-        total = ga._split_k_sum(partials + first * TILE, ranks * splits, BLOCK_M, BLOCK_N)
+        rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
+        total = ga._split_k_sum(partials + first * TILE, ranks * splits, rows, BLOCK_M, BLOCK_N)
         ga._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
     ga._split_k_depart(state_ptr, epoch, programs)
 

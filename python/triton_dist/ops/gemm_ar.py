@@ -20,11 +20,10 @@ replay correctly.
 
 Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_ar``.
 
-Split K (opt-in, ``GemmARConfig(split_k=2..16)``; ``default_config`` keeps 1: measured slower than not splitting
-on the layer it was meant for, docs/results/2026-11-23-shared-gpu.md; checked at 2 and 4 ranks on a shared GPU): when
-the output has fewer tiles than the GPU has SMs (e.g. N = 5120 in 64-column tiles: 80 tiles on 132 SMs), each
-tile's K range is cut into ``split_k`` pieces so more programs stream the weight. A separate kernel
-(``_gemm_ar_split_k_kernel``) works in two phases:
+Split K (``GemmARConfig(split_k=2..16)``; ``default_config`` splits at M <= 32 where N's 64-column tiles leave SMs idle,
+see ``split_k_default``): when the output has fewer tiles than the GPU has SMs (e.g. N = 5120 in 64-column tiles: 80
+tiles on 132 SMs), each tile's K range is cut into ``split_k`` pieces so more programs stream the weight. A separate
+kernel (``_gemm_ar_split_k_kernel``) works in two phases:
 
 1. Work items are (tile, split) pairs. A program computes the fp32 partial of each of its items over that split's
    K range, stores it into every rank's buffer slot (tile, this rank, split) and sets that slot's flag on every
@@ -34,12 +33,13 @@ tile's K range is cut into ``split_k`` pieces so more programs stream the weight
    and stores the output in the dtype.
 
 Unlike ``split_k=1``, the partials travel in fp32 (they are not rounded to the dtype before the sum); results stay
-bit-identical across ranks because every rank sums the same values in the same order. Each rank pushes
-``W x split_k x M_pad x N x 4`` bytes (about ``2 x split_k`` times what ``split_k=1`` pushes), small next to the weight
-slice while ``M x split_k x 2W`` is well below ``K / W``. The slot buffers hold every item of a call at once (nothing
-waits before producing), so ``M_pad x N_pad x split_k`` is limited (``SPLIT_K_MAX_ELEMS``, ``SPLIT_K_MAX_ITEMS``):
-a config past them raises ValueError before launching. ``exchange=False`` means the splits are reduced on this rank
-only (this rank's ``a @ b``, the GEMM alone with its split reduction).
+bit-identical across ranks because every rank sums the same values in the same order. Only the rows < M of a tile travel
+(as with ``split_k=1``): each rank pushes ``W x split_k x M x N x 4`` bytes (``2 x split_k`` times what ``split_k=1``
+pushes), small next to the weight slice while ``M x split_k x 2W`` is well below ``K / W``. The slot buffers hold every
+item of a call at once (nothing waits before producing), so ``M_pad x N_pad x split_k`` is limited
+(``SPLIT_K_MAX_ELEMS``, ``SPLIT_K_MAX_ITEMS``): a config past them raises ValueError before launching.
+``exchange=False`` means the splits are reduced on this rank only (this rank's ``a @ b``, the GEMM alone with its split
+reduction).
 """
 
 from __future__ import annotations
@@ -278,13 +278,22 @@ def _split_k_slot(tile, rank, ranks, split, splits):
 
 
 @triton.jit
-def _split_k_sum(tile_partials, count, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The fp32 sum of the ``count`` consecutive ``BLOCK_M x BLOCK_N`` partials at ``tile_partials``, in order."""
+def _split_k_rows(tile, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``[BLOCK_M, 1]``: which rows of tile ``tile`` are rows of the output (< M). Only those travel and are summed:
+    at M = 1 in 16-row tiles that is 1/16 of each partial."""
+    rm = (tile // tl.cdiv(N, BLOCK_N)) * BLOCK_M + tl.arange(0, BLOCK_M)
+    return rm[:, None] < M
+
+
+@triton.jit
+def _split_k_sum(tile_partials, count, rows, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The fp32 sum of the ``count`` consecutive ``BLOCK_M x BLOCK_N`` partials at ``tile_partials``, in order, over
+    the ``rows`` (``_split_k_rows``; the other rows come out 0, never read)."""
     TILE: tl.constexpr = BLOCK_M * BLOCK_N
     in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i in range(0, count):
-        total += tl.load(tile_partials + i * TILE + in_tile)
+        total += tl.load(tile_partials + i * TILE + in_tile, mask=rows, other=0.0)
     return total
 
 
@@ -351,12 +360,13 @@ def _gemm_ar_split_k_kernel(
             a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, split, chunk, BLOCK_M, BLOCK_N, BLOCK_K
         )
         slot = _split_k_slot(tile, me, ranks, split, splits)
+        rows = _split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
         if EXCHANGE:
             for peer in range(0, ranks):
-                tl.store(dl.symm_at(partials + slot * TILE + in_tile, peer), acc)
+                tl.store(dl.symm_at(partials + slot * TILE + in_tile, peer), acc, mask=rows)
             _notify_every_rank(flags + slot, epoch, ranks, WORLD)
         else:
-            tl.store(partials + slot * TILE + in_tile, acc)
+            tl.store(partials + slot * TILE + in_tile, acc, mask=rows)
             dl.notify(flags + slot, dl.rank(), signal=epoch, sig_op="set", comm_scope="gpu")
     for tile in range(pid, tiles, programs):
         first = _split_k_slot(tile, 0, ranks, 0, splits)
@@ -365,7 +375,9 @@ def _gemm_ar_split_k_kernel(
         else:
             token = dl.wait(flags + first, splits, "gpu", "acquire", waitValue=epoch)
         tile_partials = dl.consume_token(partials + first * TILE, token)
-        total = _split_k_sum(tile_partials, ranks * splits, BLOCK_M, BLOCK_N)
+        total = _split_k_sum(
+            tile_partials, ranks * splits, _split_k_rows(tile, M, N, BLOCK_M, BLOCK_N), BLOCK_M, BLOCK_N
+        )
         _split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
     _split_k_depart(state_ptr, epoch, programs)
 
