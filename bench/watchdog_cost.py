@@ -3,11 +3,12 @@
     torchrun --nproc-per-node=2 bench/watchdog_cost.py [--rounds 10000] [--sizes-mib 1 128] [--timeout-s 60] \
         [--results bench/results/watchdog_cost]
 
-Measured at 1 rank (docs/results/2026-11-23-1xH200-evening.md) and at 2 ranks sharing one H200
-(docs/results/2026-11-23-shared-gpu.md: ping-pong +1.8%, all-gather 128 MiB +0.02%); not yet across two GPUs.
+Measured at 1 rank (docs/results/2026-11-23-1xH200-evening.md), at 2 ranks sharing one H200
+(docs/results/2026-11-23-shared-gpu.md: ping-pong +1.8%, all-gather 128 MiB +0.02%) and across two H200s
+(docs/results/2026-11-23-2xH200-ops.md: ping-pong -0.11%, all-gather 128 MiB +0.02%; it is on by default since).
 
-Each example kernel is compiled twice from its source: with the watchdog off (the default device library, what every
-kernel gets unless ``TRITON_DIST_WAIT_TIMEOUT_S`` is set) and on (the watchdog library; the runtime writes
+Each example kernel is compiled twice from its source: with the watchdog off (the plain device library, what
+``TRITON_DIST_WAIT_TIMEOUT_S=0`` selects) and on (the watchdog library, the default; the runtime writes
 ``--timeout-s``, long enough never to fire). The two are timed in turn, twice (off, on, then on, off, so drift shows
 as a difference between passes): each time the median of ``--iters`` (>= 20) runs after warm-up, every run started
 by a device barrier, maximum over ranks. The cost is the on variant's best pass over the off variant's, minus one.

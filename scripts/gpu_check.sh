@@ -251,6 +251,8 @@ run_step check "$first" guards 300 test/gpu/check_guards.py
 run_step check "$first" guard_cost 300 bench/guard_cost.py --results "$LOGDIR/guard_cost"
 run_step check "$first" watchdog 300 test/gpu/check_watchdog.py
 run_step check "$first" watchdog_cost 300 bench/watchdog_cost.py --results "$LOGDIR/watchdog_cost"
+# The round trip's release write and poll crossed, ours against Triton's atomics (issue 12, item 6).
+run_step check "$first" round_trip_variants 240 bench/round_trip_variants.py --results "$LOGDIR/round_trip_variants"
 # The flag round trip inside one GPU (two programs through L2): the instructions' own cost beside ping_pong's.
 run_step check 1 round_trip_one_gpu 120 bench/round_trip_one_gpu.py
 run_step tune "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128

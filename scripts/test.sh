@@ -22,5 +22,5 @@ git ls-files -z '*.cpp' '*.h' | xargs -0 "$CLANG_FORMAT" --dry-run --Werror
 echo "== lit (test/)"
 /usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test"
 
-echo "== pytest (test/python)"
-PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q -rs test/python
+echo "== pytest (test/python, and test/gpu/test_gpu_scripts.py: its CPU tests of the GPU scripts; its GPU tests skip)"
+PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q -rs test/python test/gpu/test_gpu_scripts.py

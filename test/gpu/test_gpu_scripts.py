@@ -66,7 +66,7 @@ CHECK_STEPS = [
     "decode_ops",
     "gemm_rs",
 ]
-ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost"]
+ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
 ONE_GPU_STEPS = ["round_trip_one_gpu"]
 """Check steps that always run on one GPU (ranks 1), after the once-steps."""
 BENCH_STEPS = [
@@ -234,15 +234,21 @@ def test_each_variant_compiles_under_its_own_setting(monkeypatch):
 
     monkeypatch.setattr(watchdog_cost.rt, "synchronize", lambda: None)  # no GPU work was queued
     monkeypatch.delenv("TRITON_DIST_WAIT_TIMEOUT_S", raising=False)
-    timeouts = []
-    study = watchdog_cost.study(5.0)
-    for variant in study.variants:
-        study.compile(variant, ping_pong, lambda kernel: timeouts.append(compiler.wait_timeout_ns()))
-    assert timeouts == [0, 5_000_000_000]
-    assert compiler.wait_timeout_ns() == 0
+    from triton_dist.compiler import watchdog
+
+    watchdog._timeout_ns_from_environment.cache_clear()
+    try:
+        timeouts = []
+        study = watchdog_cost.study(5.0)
+        for variant in study.variants:
+            study.compile(variant, ping_pong, lambda kernel: timeouts.append(compiler.wait_timeout_ns()))
+        assert timeouts == [0, 5_000_000_000]
+        assert compiler.wait_timeout_ns() == compiler.DEFAULT_WAIT_TIMEOUT_S * 10**9, "back to the default"
+    finally:
+        watchdog._timeout_ns_from_environment.cache_clear()
 
 
-@pytest.mark.parametrize("script", ["bench/guard_cost.py", "bench/watchdog_cost.py"])
+@pytest.mark.parametrize("script", ["bench/guard_cost.py", "bench/watchdog_cost.py", "bench/round_trip_variants.py"])
 def test_cost_benchmark_starts_without_a_gpu(script):
     """Imports (the examples, the shared module) resolve when run as torchrun runs it; --help needs no GPU."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))

@@ -305,3 +305,32 @@ def test_the_ping_pong_writes_the_peers_flag(serve, target_name):
     flag = BASES[RANK] + FLAG_OFFSET
     addresses = _AddressEvaluator(compiled.asm["llir"], {0: flag}).release_addresses()
     assert addresses == [BASES[1 - RANK] + FLAG_OFFSET], [hex(a) for a in addresses]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bench/round_trip_variants.py: the release write and the poll crossed, each as ours or Triton's atomic.
+
+
+@pytest.mark.parametrize("serve", [True, False])
+def test_round_trip_variants_cross_the_release_write_and_the_poll(serve):
+    """Each variant's round-trip loop has exactly the release write and the poll its name says (SASS, sm_90)."""
+    need_real_library("sm_90")
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import round_trip_variants as variants
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    assert variants.VARIANTS[0] == "notify+wait" and set(variants.KERNELS) == set(variants.VARIANTS[1:])
+    kernels = {"notify+wait": ping_pong, **variants.KERNELS}
+    for name, kernel in kernels.items():
+        listing = sass(_compile(kernel, PING_PONG_SIGNATURE, "sm_90", serve, None))
+        loop = _release_loop(listing, "sass", r"STG\.E\.STRONG\.SYS|ATOMG\.E\.EXCH\.STRONG\.SYS")
+        xchg = any("ATOMG.E.EXCH.STRONG.SYS" in line for line in loop)
+        store = any("STG.E.STRONG.SYS" in line for line in loop)
+        # Both polls load with LDG.E.STRONG.SYS (Triton's atomic add of 0 with acquire becomes a strong load); ours
+        # backs off with NANOSLEEP, Triton's while broadcasts the scalar result through shared memory.
+        assert any("LDG.E.STRONG.SYS" in line for line in loop), (name, loop)
+        ours_poll = any("NANOSLEEP" in line for line in loop)
+        atomic_poll = any(re.match(r"(@!?P\w+\s+)?STS\b", line) for line in loop)
+        assert (xchg, store) == (name.startswith("xchg"), name.startswith("notify")), (name, loop)
+        assert (atomic_poll, ours_poll) == (name.endswith("atomic poll"), name.endswith("wait")), (name, loop)

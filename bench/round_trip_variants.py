@@ -1,0 +1,120 @@
+"""Which half of the flag round trip costs what: the release write and the poll, each ours or Triton's atomic.
+
+    torchrun --nproc-per-node=2 bench/round_trip_variants.py [--rounds 10000] [--iters 20] \
+        [--results bench/results/round_trip_variants]
+
+Issue 12, item 6: across two H200s the ping-pong (``examples/ping_pong.py``: ``dl.notify`` set, then ``dl.wait``
+acquire) took 2.573 µs per round trip and the Triton-atomics loop beside it 2.535 µs (1.015x;
+docs/results/2026-11-23-2xH200-ops.md). In SASS the two differ in the release write (``STG.E.STRONG.SYS`` against
+``ATOMG.E.EXCH.STRONG.SYS``) and in the poll (our lowering's loop against a Triton ``while`` around an atomic add of
+0). This benchmark crosses the two halves, four kernels with the ping-pong's arguments, in one run:
+
+- ``notify+wait``: the example's kernel (the default wait library, whatever ``TRITON_DIST_WAIT_TIMEOUT_S`` selects);
+- ``xchg+wait``: the release write as ``tl.atomic_xchg(dl.symm_at(flag, peer), value, sem="release", scope="sys")``;
+- ``notify+atomic poll``: the poll as ``while tl.atomic_add(flag, 0, sem="acquire", scope="sys") != value``;
+- ``xchg+atomic poll``: both Triton's atomics, the example's baseline (its peer pointer from ``dl.symm_at``).
+
+Each is timed twice (in order, then in reverse), the median of ``--iters`` launches of ``--rounds`` round trips
+after warm-up, every launch started by a device barrier, maximum over ranks (``_variant_cost.py``, shared with
+``guard_cost.py`` and ``watchdog_cost.py``). The cost column is relative to ``notify+wait``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import triton
+import triton.language as tl
+from _variant_cost import Launch, Study, add_arguments, fresh_jit, run
+
+import triton_dist.language as dl
+from triton_dist import runtime as rt
+from triton_dist import testing
+
+
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_xchg_wait(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """The ping-pong with the release write as Triton's atomic exchange and the poll as ``dl.wait``."""
+    peer_flag = dl.symm_at(flag_ptr, 1 - dl.rank())
+    for i in range(rounds):
+        value = first + i
+        if SERVE:
+            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+            dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value)
+        else:
+            dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value)
+            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+
+
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_notify_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """The ping-pong with the release write as ``dl.notify`` and the poll as Triton's atomic add of 0."""
+    peer = 1 - dl.rank()
+    for i in range(rounds):
+        value = first + i
+        if SERVE:
+            dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
+            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
+                pass
+        else:
+            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
+                pass
+            dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """The example's baseline (Triton's atomics for both halves), its peer pointer from ``dl.symm_at``."""
+    peer_flag = dl.symm_at(flag_ptr, 1 - dl.rank())
+    for i in range(rounds):
+        value = first + i
+        if SERVE:
+            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
+                pass
+        else:
+            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
+                pass
+            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+
+
+VARIANTS = ("notify+wait", "xchg+wait", "notify+atomic poll", "xchg+atomic poll")
+KERNELS = {
+    "xchg+wait": ping_pong_xchg_wait,
+    "notify+atomic poll": ping_pong_notify_atomic_poll,
+    "xchg+atomic poll": ping_pong_xchg_atomic_poll,
+}
+"""The kernel of each variant but the first, which is the example's own ``ping_pong``."""
+
+
+def compile_variant(variant: str, kernel: triton.JITFunction, first_launch: Launch) -> triton.JITFunction:
+    """A fresh ``JITFunction`` of the variant's kernel (``kernel``, the example's, for ``notify+wait``), compiled
+    and loaded by its first launch."""
+    fresh = fresh_jit(KERNELS.get(variant, kernel))
+    first_launch(fresh)
+    rt.synchronize()
+    return fresh
+
+
+STUDY = Study(
+    script="round_trip_variants",
+    title="The flag round trip, release write x poll",
+    column="variant",
+    noun="variant",
+    variants=VARIANTS,
+    label=str,
+    compile=compile_variant,
+    passes="in the order listed, then reversed",
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser, "variant")
+    args = parser.parse_args()
+    args.sizes_mib = []  # the ping-pong only
+    return run(STUDY, args)
+
+
+if __name__ == "__main__":
+    testing.main_guard(main)
