@@ -237,13 +237,13 @@ def test_split_k_grid_is_capped_at_the_sm_count(items, sms, want):
 def test_split_k_launch_args_cap_the_grid():
     a, b, out = _t(32, 4096), _t(4096, 5120), _t(32, 5120)
     (grid, _, _), named = split_k_launch_args(a, b, out, GemmARConfig(32, 64, 128, split_k=4), 2, 132, _FakeWorkspace())
-    assert grid == 132 and named["splits"] == 4 and named["chunk"] == 1024 and named["REGION"] == 2 * SPLIT_K_MAX_ELEMS
+    assert grid == 132 and named["splits"] == 4 and named["chunk"] == 1024 and named["REGION"] == 3 * SPLIT_K_MAX_ELEMS
     (grid, _, _), _ = split_k_launch_args(a, b, out, GemmARConfig(32, 64, 128, split_k=4), 2, 40, _FakeWorkspace())
     assert grid == 40
 
 
 class _FakeWorkspace:
-    flags = torch.zeros(2, SPLIT_K_MAX_ITEMS * 2, dtype=torch.int32)
+    flags = torch.zeros(2, SPLIT_K_MAX_ITEMS * 3, dtype=torch.int32)
     epochs = torch.zeros(2, dtype=torch.int32)
 
     def data_as(self, dtype: torch.dtype) -> torch.Tensor:

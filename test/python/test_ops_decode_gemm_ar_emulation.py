@@ -1,17 +1,22 @@
 """gemm_ar's split-K kernel code on the CPU, against torch's matmul summed over the emulated ranks.
 
 The split-K kernel (``_gemm_ar_split_k_kernel``) is made of ``@triton.jit`` helpers without ``dl`` calls
-(``_split_k_epoch``, ``_split_k_item``, ``_split_k_partial``, ``_split_k_slot``, ``_split_k_rows``, ``_split_k_sum``,
-``_split_k_store``, ``_split_k_depart``); only the pushes through ``dl.symm_at``, ``dl.notify`` and ``dl.wait`` stay in
-its body. The two kernels below call those helpers in the kernel's order and run in Triton's interpreter
-(``TRITON_INTERPRET=1``, in a subprocess, as test_ops_decode_flash_decode_emulation.py does):
+(``_split_k_epoch``, ``_split_k_item``, ``_split_k_partial``, ``_split_k_local_slot``, ``_split_k_exchange_slot``,
+``_split_k_rows``, ``_split_k_sum``, ``_split_k_store``, ``_split_k_depart``); only the pushes through ``dl.symm_at``,
+``dl.notify`` and ``dl.wait`` stay in its body. The three kernels below call those helpers in the kernel's order and
+run in Triton's interpreter (``TRITON_INTERPRET=1``, in a subprocess, as test_ops_decode_flash_decode_emulation.py
+does), one launch each per emulated rank, with the op's grid (``split_k_launch_args`` with a fake SM count, so
+programs take several items and tiles):
 
-- ``_emulate_phase1``: one launch per emulated rank, the op's grid (``split_k_launch_args`` with a fake SM count, so
-  programs take several items and tiles): each item's fp32 partial into slot (tile, rank, split) of the epoch's
-  parity, the slot's flag set to the epoch (where the kernel notifies every rank). Every rank's copy of the
-  buffers is the same in the real kernel, so the emulation keeps one.
-- ``_emulate_phase2``: per rank, after every rank's phase 1 (what the waits enforce): each program's tiles, the
-  partials summed in (rank, split) order, the output stored, then the departure that advances the epoch.
+- ``_emulate_phase1``: each item's fp32 partial into the local slot (tile, split) of the epoch's parity, the slot's
+  flag set to the epoch (the kernel's GPU-scope notify).
+- ``_emulate_phase1b``: right after that rank's phase 1 (what the local waits enforce; the emulation keeps one
+  buffer for every rank's local area, so the next rank's phase 1 must come after): each program's tiles, the
+  splits summed in order, the sum stored into exchange slot (tile, rank) with its flag set (where the kernel pushes
+  to and notifies every rank: every rank's copy of the exchange area is the same, so the emulation keeps one), or,
+  with the exchange off, the output stored.
+- ``_emulate_phase2``: per rank, after every rank's phase 1b (what the waits enforce): each program's tiles, the
+  sums added in rank order, the output stored, then the departure that advances the epoch.
 
 What can go wrong shows: the partial buffer starts as NaN (a slot read but never written poisons the output), the
 flags of the call's slots must all read the epoch and none beyond them may change, the state must read
@@ -36,14 +41,14 @@ ga = importlib.import_module("triton_dist.ops.gemm_ar")  # the module (triton_di
 
 @triton.jit
 def _emulate_phase1(
-    a_ptr, b_ptr, data_ptr, flags_ptr, state_ptr, M, N, K, stride_am, stride_bk, chunk, splits, flags_stride, me,
-    ranks, REGION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    a_ptr, b_ptr, data_ptr, flags_ptr, state_ptr, M, N, K, stride_am, stride_bk, chunk, splits, flags_stride,
+    REGION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
     epoch = ga._split_k_epoch(state_ptr)
     parity = epoch % 2
-    partials = data_ptr + parity * REGION
-    flags = flags_ptr + parity * flags_stride
+    local = data_ptr + parity * REGION
+    local_flags = flags_ptr + parity * flags_stride
     TILE: tl.constexpr = BLOCK_M * BLOCK_N
     in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
@@ -52,28 +57,54 @@ def _emulate_phase1(
         acc = ga._split_k_partial(
             a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, split, chunk, BLOCK_M, BLOCK_N, BLOCK_K
         )
-        slot = ga._split_k_slot(tile, me, ranks, split, splits)
+        slot = ga._split_k_local_slot(tile, split, splits)
+        tl.store(local + slot * TILE + in_tile, acc, mask=ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N))
+        tl.store(local_flags + slot, epoch)  # the kernel's GPU-scope notify
+
+
+@triton.jit
+def _emulate_phase1b(
+    out_ptr, data_ptr, flags_ptr, state_ptr, M, N, stride_om, splits, flags_stride, me, ranks, REGION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EXCHANGE: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(0)
+    epoch = ga._split_k_epoch(state_ptr)
+    parity = epoch % 2
+    local = data_ptr + parity * REGION
+    exchange = local + ga.SPLIT_K_EXCHANGE_DATA
+    exchange_flags = flags_ptr + parity * flags_stride + ga.SPLIT_K_EXCHANGE_FLAGS
+    TILE: tl.constexpr = BLOCK_M * BLOCK_N
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in range(pid, tiles, tl.num_programs(0)):
         rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
-        tl.store(partials + slot * TILE + in_tile, acc, mask=rows)  # the kernel's pushes to every rank
-        tl.store(flags + slot, epoch)  # the kernel's notify of this slot on every rank
+        first = ga._split_k_local_slot(tile, 0, splits)
+        total = ga._split_k_sum(local + first * TILE, splits, rows, BLOCK_M, BLOCK_N)  # after the local wait
+        if EXCHANGE:
+            slot = ga._split_k_exchange_slot(tile, me, ranks)
+            tl.store(exchange + slot * TILE + in_tile, total, mask=rows)  # the kernel's pushes to every rank
+            tl.store(exchange_flags + slot, epoch)  # the kernel's notify of this slot on every rank
+        else:
+            ga._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
 def _emulate_phase2(
-    out_ptr, data_ptr, flags_ptr, state_ptr, M, N, stride_om, splits, flags_stride, ranks, REGION: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    out_ptr, data_ptr, state_ptr, M, N, stride_om, ranks, REGION: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, EXCHANGE: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     epoch = ga._split_k_epoch(state_ptr)
-    partials = data_ptr + (epoch % 2) * REGION
+    exchange = data_ptr + (epoch % 2) * REGION + ga.SPLIT_K_EXCHANGE_DATA
     TILE: tl.constexpr = BLOCK_M * BLOCK_N
-    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    for tile in range(pid, tiles, programs):
-        first = ga._split_k_slot(tile, 0, ranks, 0, splits)
-        rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
-        total = ga._split_k_sum(partials + first * TILE, ranks * splits, rows, BLOCK_M, BLOCK_N)
-        ga._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
+    if EXCHANGE:
+        tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        for tile in range(pid, tiles, programs):
+            first = ga._split_k_exchange_slot(tile, 0, ranks)
+            rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
+            total = ga._split_k_sum(exchange + first * TILE, ranks, rows, BLOCK_M, BLOCK_N)  # after the wait
+            ga._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
     ga._split_k_depart(state_ptr, epoch, programs)
 
 
@@ -105,7 +136,10 @@ def emulate(case: dict) -> dict:
             out = torch.full((m, n), float("nan"), dtype=dtype)
             ws = ga.SlotWorkspace(epochs=states[rank], flags=flags, data=data)
             grid, named = ga.split_k_launch_args(a, b, out, config, ranks, sms, ws)
-            _emulate_phase1[grid](**_arguments(_emulate_phase1, named), me=rank, ranks=ranks)
+            # This rank's local area is its own in the real kernel; here one buffer serves every rank, so each
+            # rank's phase 1b (which reads it) runs before the next rank's phase 1 (which overwrites it).
+            _emulate_phase1[grid](**_arguments(_emulate_phase1, named))
+            _emulate_phase1b[grid](**_arguments(_emulate_phase1b, named), me=rank, ranks=ranks)
             outs.append((out, grid, named))
             grids.append(grid[0])
         for _, grid, named in outs:
@@ -113,7 +147,10 @@ def emulate(case: dict) -> dict:
         want = sum(a.double() @ b.double() for a, b in operands)
         terms = sum(a.double().abs() @ b.double().abs() for a, b in operands)
         tiles, splits, _ = ga.split_k_geometry(m, n, k, config)
-        used = tiles * ranks * splits
+        exchanged = tiles * ranks if config.exchange else 0
+        start = int(ga.SPLIT_K_EXCHANGE_FLAGS)
+        local_flags, exchange_flags = flags[parity, : tiles * splits], flags[parity, start : start + exchanged]
+        untouched = torch.cat([flags[parity, tiles * splits : start], flags[parity, start + exchanged :]])
         # One rounding of the fp32 sum: half an ulp for fp16; a whole ulp for bf16, whose conversion from fp32
         # truncates in Triton 3.6's interpreter (the GPU rounds to nearest even).
         half_ulp = 2.0**-7 if dtype == torch.bfloat16 else 2.0**-11
@@ -126,8 +163,8 @@ def emulate(case: dict) -> dict:
                 "grids": grids,
                 "items": tiles * splits,
                 "splits": splits,
-                "flags_set": bool((flags[parity, :used] == epoch).all()),
-                "flags_beyond_untouched": bool((flags[parity, used:] == 0).all()),
+                "flags_set": bool((local_flags == epoch).all() and (exchange_flags == epoch).all()),
+                "flags_beyond_untouched": bool((untouched == 0).all()),
                 "states": [s.tolist() for s in states],
                 "other_parity_untouched": bool(
                     torch.equal(data.view(torch.float32)[1 - parity].nan_to_num(7.0), other_parity.nan_to_num(7.0))

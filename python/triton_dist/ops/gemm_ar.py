@@ -23,23 +23,24 @@ Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_a
 Split K (``GemmARConfig(split_k=2..16)``; ``default_config`` splits at M <= 32 where N's 64-column tiles leave SMs idle,
 see ``split_k_default``): when the output has fewer tiles than the GPU has SMs (e.g. N = 5120 in 64-column tiles: 80
 tiles on 132 SMs), each tile's K range is cut into ``split_k`` pieces so more programs stream the weight. A separate
-kernel (``_gemm_ar_split_k_kernel``) works in two phases:
+kernel (``_gemm_ar_split_k_kernel``) works in three steps:
 
 1. Work items are (tile, split) pairs. A program computes the fp32 partial of each of its items over that split's
-   K range, stores it into every rank's buffer slot (tile, this rank, split) and sets that slot's flag on every
-   rank to the call's epoch. No waiting in this phase.
-2. Then it takes its tiles (tile t goes to program t mod grid, fixed: not arrival order), waits for the
-   ``W x split_k`` flags of the tile and sums the partials from its own memory in (rank, split) order in fp32,
-   and stores the output in the dtype.
+   K range, stores it into this rank's local slot (tile, split) and sets that slot's flag (GPU scope) to the
+   call's epoch. No waiting in this phase.
+2. Then it takes its tiles (tile t goes to program t mod grid, fixed: not arrival order), waits for the tile's
+   ``split_k`` local flags, sums its splits in split order in fp32 and pushes that one sum into every rank's
+   exchange slot (tile, this rank), flagged on every rank.
+3. Then, for the same tiles, it waits for the ``W`` exchange flags of the tile, sums the ``W`` sums from its own
+   memory in rank order in fp32 and stores the output in the dtype.
 
-Unlike ``split_k=1``, the partials travel in fp32 (they are not rounded to the dtype before the sum); results stay
+Unlike ``split_k=1``, the sums travel in fp32 (they are not rounded to the dtype before the final sum); results stay
 bit-identical across ranks because every rank sums the same values in the same order. Only the rows < M of a tile travel
-(as with ``split_k=1``): each rank pushes ``W x split_k x M x N x 4`` bytes (``2 x split_k`` times what ``split_k=1``
-pushes), small next to the weight slice while ``M x split_k x 2W`` is well below ``K / W``. The slot buffers hold every
-item of a call at once (nothing waits before producing), so ``M_pad x N_pad x split_k`` is limited
-(``SPLIT_K_MAX_ELEMS``, ``SPLIT_K_MAX_ITEMS``): a config past them raises ValueError before launching.
-``exchange=False`` means the splits are reduced on this rank only (this rank's ``a @ b``, the GEMM alone with its split
-reduction).
+(as with ``split_k=1``): each rank pushes ``W x M x N x 4`` bytes, twice what ``split_k=1`` pushes (before step 2
+summed the splits locally, every split travelled: ``split_k`` times more). The slot buffers hold every item of a call at
+once (nothing waits before producing), so ``M_pad x N_pad x split_k`` is limited (``SPLIT_K_MAX_ELEMS``,
+``SPLIT_K_MAX_ITEMS``): a config past them raises ValueError before launching. ``exchange=False`` stops after step 2's
+local sum, which it stores (this rank's ``a @ b``, the GEMM alone with its split reduction).
 """
 
 from __future__ import annotations
@@ -67,9 +68,13 @@ MAX_SPLIT_K = 16
 """The most K pieces per tile a config may ask for."""
 SPLIT_K_MAX_ELEMS = 1 << 20
 """Split K: the most fp32 partial elements per rank and call, ``tiles x block_m x block_n x splits`` (the slot
-buffers take ``2 parities x W x 4 MiB`` of the symmetric heap, allocated on the first split-K call)."""
+buffers take ``2 parities x (W + 1) x 4 MiB`` of the symmetric heap, allocated on the first split-K call)."""
 SPLIT_K_MAX_ITEMS = 2048
-"""Split K: the most (tile, split) items per call (``2 x W x 2048`` int32 flags)."""
+"""Split K: the most (tile, split) items per call (``2 x (W + 1) x 2048`` int32 flags)."""
+SPLIT_K_EXCHANGE_DATA = tl.constexpr(SPLIT_K_MAX_ELEMS)
+"""Split K: where the exchange area starts in a parity's fp32 buffer (after the local area)."""
+SPLIT_K_EXCHANGE_FLAGS = tl.constexpr(SPLIT_K_MAX_ITEMS)
+"""Split K: where the exchange flags start in a parity's flags (after the local ones)."""
 
 
 @dataclass(frozen=True)
@@ -271,10 +276,17 @@ def _split_k_item(item, tiles):
 
 
 @triton.jit
-def _split_k_slot(tile, rank, ranks, split, splits):
-    """Partial and flag index of (tile, rank, split): a tile's ``ranks x splits`` slots are consecutive, in the
-    order phase 2 sums them."""
-    return (tile * ranks + rank) * splits + split
+def _split_k_local_slot(tile, split, splits):
+    """Partial and flag index of (tile, split) in this rank's local area: a tile's splits are consecutive, in the
+    order its owner sums them."""
+    return tile * splits + split
+
+
+@triton.jit
+def _split_k_exchange_slot(tile, rank, ranks):
+    """Sum and flag index of (tile, rank) in the exchange area (after the local one): a tile's ranks are
+    consecutive, in the order phase 2 sums them."""
+    return tile * ranks + rank
 
 
 @triton.jit
@@ -331,54 +343,60 @@ def _gemm_ar_split_k_kernel(
     EXCHANGE: tl.constexpr,
     WORLD: tl.constexpr,
 ):
-    # Deadlock freedom: a program waits (phase 2) only after it has pushed and flagged every item it owes (phase 1
-    # never waits). The host caps the grid at the SM count, so every program of the grid is resident at once and
-    # reaches the end of its phase 1 whatever the others do; every rank runs the same grid for the same call, so
-    # every flag any wait needs is eventually set. Phase-2 tiles are fixed by program index, not by arrival.
-    # (Residency assumes no concurrently running kernel keeps SMs forever, e.g. another spinning collective.)
+    # Deadlock freedom: phase 1 never waits; phase 1b waits only for phase-1 items of this GPU's programs, and the
+    # host caps the grid at the SM count, so every program of the grid is resident at once and finishes its phase 1
+    # whatever the others do; phase 2 waits for the peers' phase-1b sums, which wait only on their own phase 1.
+    # Every rank runs the same grid for the same call, so every flag any wait needs is eventually set. Tiles are
+    # fixed by program index (tile t: program t mod grid), not by arrival. (Residency assumes no concurrently
+    # running kernel keeps SMs forever, e.g. another spinning collective.)
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     epoch = _split_k_epoch(state_ptr)
     parity = epoch % 2
     # Double-buffered by parity: rank r can be one call ahead of rank q (it finished call c, q is still summing
-    # call c's partials), but not two, since call c + 1 on r waits for q's call c + 1 partials of every tile.
-    partials = data_ptr + parity * REGION  # fp32 [tiles][ranks][splits][BLOCK_M * BLOCK_N] of this call
-    flags = flags_ptr + parity * flags_stride  # int32 [tiles][ranks][splits]
-    if EXCHANGE:
-        me = dl.rank()
-        ranks = dl.num_ranks()
-    else:
-        me = 0
-        ranks = 1
+    # call c's partials), but not two, since call c + 1 on r waits for q's call c + 1 sums of every tile.
+    local = data_ptr + parity * REGION  # fp32 [tiles][splits][BLOCK_M * BLOCK_N]: this rank's split partials
+    exchange = local + SPLIT_K_EXCHANGE_DATA  # fp32 [tiles][ranks][BLOCK_M * BLOCK_N]: every rank's tile sums
+    local_flags = flags_ptr + parity * flags_stride  # int32 [tiles][splits]
+    exchange_flags = local_flags + SPLIT_K_EXCHANGE_FLAGS  # int32 [tiles][ranks]
     TILE: tl.constexpr = BLOCK_M * BLOCK_N
     in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     tiles_n = tl.cdiv(N, BLOCK_N)
     tiles = tl.cdiv(M, BLOCK_M) * tiles_n
+    # Phase 1: every (tile, split) item's fp32 partial into this rank's local area, flagged at GPU scope.
     for item in range(pid, tiles * splits, programs):
         tile, split = _split_k_item(item, tiles)
         acc = _split_k_partial(
             a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, split, chunk, BLOCK_M, BLOCK_N, BLOCK_K
         )
-        slot = _split_k_slot(tile, me, ranks, split, splits)
-        rows = _split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
-        if EXCHANGE:
-            for peer in range(0, ranks):
-                tl.store(dl.symm_at(partials + slot * TILE + in_tile, peer), acc, mask=rows)
-            _notify_every_rank(flags + slot, epoch, ranks, WORLD)
-        else:
-            tl.store(partials + slot * TILE + in_tile, acc, mask=rows)
-            dl.notify(flags + slot, dl.rank(), signal=epoch, sig_op="set", comm_scope="gpu")
+        slot = _split_k_local_slot(tile, split, splits)
+        tl.store(local + slot * TILE + in_tile, acc, mask=_split_k_rows(tile, M, N, BLOCK_M, BLOCK_N))
+        dl.notify(local_flags + slot, dl.rank(), signal=epoch, sig_op="set", comm_scope="gpu")
+    # Phase 1b: each owned tile's splits summed here (in split order), then only that sum travels to every rank:
+    # split_k times less NVLink traffic than pushing every split.
     for tile in range(pid, tiles, programs):
-        first = _split_k_slot(tile, 0, ranks, 0, splits)
+        rows = _split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
+        first = _split_k_local_slot(tile, 0, splits)
+        token = dl.wait(local_flags + first, splits, "gpu", "acquire", waitValue=epoch)
+        total = _split_k_sum(dl.consume_token(local + first * TILE, token), splits, rows, BLOCK_M, BLOCK_N)
         if EXCHANGE:
-            token = dl.wait(flags + first, ranks * splits, "sys", "acquire", waitValue=epoch)
+            me = dl.rank()
+            ranks = dl.num_ranks()
+            slot = _split_k_exchange_slot(tile, me, ranks)
+            for peer in range(0, ranks):
+                tl.store(dl.symm_at(exchange + slot * TILE + in_tile, peer), total, mask=rows)
+            _notify_every_rank(exchange_flags + slot, epoch, ranks, WORLD)
         else:
-            token = dl.wait(flags + first, splits, "gpu", "acquire", waitValue=epoch)
-        tile_partials = dl.consume_token(partials + first * TILE, token)
-        total = _split_k_sum(
-            tile_partials, ranks * splits, _split_k_rows(tile, M, N, BLOCK_M, BLOCK_N), BLOCK_M, BLOCK_N
-        )
-        _split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
+            _split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
+    # Phase 2: each owned tile's W sums, in rank order.
+    if EXCHANGE:
+        ranks = dl.num_ranks()
+        for tile in range(pid, tiles, programs):
+            first = _split_k_exchange_slot(tile, 0, ranks)
+            token = dl.wait(exchange_flags + first, ranks, "sys", "acquire", waitValue=epoch)
+            rows = _split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
+            total = _split_k_sum(dl.consume_token(exchange + first * TILE, token), ranks, rows, BLOCK_M, BLOCK_N)
+            _split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
     _split_k_depart(state_ptr, epoch, programs)
 
 
@@ -465,8 +483,11 @@ def split_k_grid(items: int, sm_count: int) -> int:
 
 
 def _split_k_workspace_sizes(world_size: int) -> tuple[int, int]:
-    """(flags per parity, bytes per parity) of the split-K workspace: every item's flag and fp32 partial, per rank."""
-    return SPLIT_K_MAX_ITEMS * world_size, SPLIT_K_MAX_ELEMS * world_size * 4
+    """(flags per parity, bytes per parity) of the split-K workspace: the local area (every item's flag and fp32
+    partial) and after it the exchange area (every tile's flag and fp32 sum from each rank: ``tiles <=
+    SPLIT_K_MAX_ITEMS`` and ``tiles x tile elements <= SPLIT_K_MAX_ELEMS``, so ``world_size`` times each bound holds
+    it)."""
+    return SPLIT_K_MAX_ITEMS * (world_size + 1), SPLIT_K_MAX_ELEMS * (world_size + 1) * 4
 
 
 def split_k_launch_args(
