@@ -32,50 +32,56 @@ from triton_dist import runtime as rt
 from triton_dist import testing
 
 
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_xchg_wait(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """The ping-pong with the release write as Triton's atomic exchange and the poll as ``dl.wait``."""
-    peer_flag = dl.symm_at(flag_ptr, 1 - dl.rank())
+@triton.jit
+def _release(flag_ptr, peer_flag, peer, value, XCHG: tl.constexpr):
+    """Write ``value`` into the peer's flag with release semantics: Triton's atomic exchange, or ``dl.notify``."""
+    if XCHG:
+        tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+    else:
+        dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _acquire(flag_ptr, value, ATOMIC_POLL: tl.constexpr):
+    """Wait until this rank's flag holds ``value``, with acquire semantics: Triton's loop or ``dl.wait``."""
+    if ATOMIC_POLL:
+        while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
+            pass
+    else:
+        dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value)
+
+
+@triton.jit
+def _round_trips(flag_ptr, rounds, first, SERVE: tl.constexpr, XCHG: tl.constexpr, ATOMIC_POLL: tl.constexpr):
+    """The ping-pong's loop with the release write and the poll chosen by ``XCHG`` and ``ATOMIC_POLL``."""
+    peer = 1 - dl.rank()
+    peer_flag = dl.symm_at(flag_ptr, peer)  # only the exchange uses it (computed once, before the loop)
     for i in range(rounds):
         value = first + i
         if SERVE:
-            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
-            dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value)
+            _release(flag_ptr, peer_flag, peer, value, XCHG)
+            _acquire(flag_ptr, value, ATOMIC_POLL)
         else:
-            dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value)
-            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+            _acquire(flag_ptr, value, ATOMIC_POLL)
+            _release(flag_ptr, peer_flag, peer, value, XCHG)
+
+
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_xchg_wait(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """The release write as Triton's atomic exchange, the poll as ``dl.wait``."""
+    _round_trips(flag_ptr, rounds, first, SERVE, True, False)
 
 
 @triton.jit(do_not_specialize=["first"])
 def ping_pong_notify_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """The ping-pong with the release write as ``dl.notify`` and the poll as Triton's atomic add of 0."""
-    peer = 1 - dl.rank()
-    for i in range(rounds):
-        value = first + i
-        if SERVE:
-            dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
-            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
-                pass
-        else:
-            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
-                pass
-            dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
+    """The release write as ``dl.notify``, the poll as Triton's atomic add of 0."""
+    _round_trips(flag_ptr, rounds, first, SERVE, False, True)
 
 
 @triton.jit(do_not_specialize=["first"])
 def ping_pong_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """The example's baseline (Triton's atomics for both halves), its peer pointer from ``dl.symm_at``."""
-    peer_flag = dl.symm_at(flag_ptr, 1 - dl.rank())
-    for i in range(rounds):
-        value = first + i
-        if SERVE:
-            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
-            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
-                pass
-        else:
-            while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
-                pass
-            tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+    """Both Triton's atomics: the example's baseline, its peer pointer from ``dl.symm_at``."""
+    _round_trips(flag_ptr, rounds, first, SERVE, True, True)
 
 
 VARIANTS = ("notify+wait", "xchg+wait", "notify+atomic poll", "xchg+atomic poll")
