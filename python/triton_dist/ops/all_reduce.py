@@ -406,20 +406,15 @@ def _ll_poll(ptrs, wanted, MAX_PASSES: tl.constexpr = 0):
 
 
 @triton.jit
-def _ll_receive(ptrs, mask, sent, DTYPE: tl.constexpr):
+def _ll_receive(ptrs, mask, sent, DTYPE: tl.constexpr, MAX_PASSES: tl.constexpr = 0):
     """Poll the words at ``ptrs`` until every valid lane holds one of the epoch of ``sent`` (this program's own
-    packed words, all of this call's epoch); their elements as ``DTYPE``."""
+    packed words, all of this call's epoch): (their elements as ``DTYPE``, int32 1 where a lane's word had not
+    arrived). ``MAX_PASSES`` > 0 gives up after that many passes, which only the latter tells; 0 polls until all
+    arrived (the latter is all 0 and compiles away unused). No barrier either way: a caller that bounds the poll
+    reduces the misses once, after every peer."""
     # The epoch comes from `sent` rather than the scalar so that the poll takes the layout of x's load, which the
     # sum has too. From the scalar it got Triton's default layout, and the layout pass, moving the conversion to
     # the sum's layout back through the poll, cloned it (a non-pure asm is kept where it was: two polls per peer).
-    epoch, _ = _ll_unpack(sent, DTYPE)
-    return _ll_element(_ll_poll(ptrs, tl.where(mask, epoch, 0)), DTYPE)
-
-
-@triton.jit
-def _ll_receive_bounded(ptrs, mask, sent, DTYPE: tl.constexpr, MAX_PASSES: tl.constexpr):
-    """``_ll_receive`` whose poll gives up after ``MAX_PASSES`` passes: (the elements, int32 1 where a lane's word
-    had not arrived by then). Still no barrier: the caller reduces the misses once, after every peer."""
     epoch, _ = _ll_unpack(sent, DTYPE)
     wanted = tl.where(mask, epoch, 0)
     words = _ll_poll(ptrs, wanted, MAX_PASSES)
@@ -432,14 +427,14 @@ def _ll_receive_late(words_ptr, offs, mask, sent, epoch, DTYPE: tl.constexpr, MA
     """The elements at ``words_ptr + offs`` once all have arrived, for a receive whose bounded poll missed some:
     wait with ``dl.wait`` (which the wait watchdog times out, naming the word) on the high half of the first word
     still missing, poll again, repeat. Reached only when a peer is late by the poll's passes or never comes."""
-    got, missing = _ll_receive_bounded(words_ptr + offs, mask, sent, DTYPE, MAX_PASSES)
+    got, missing = _ll_receive(words_ptr + offs, mask, sent, DTYPE, MAX_PASSES)
     late = tl.max(missing, axis=0)
     while late > 0:
         first = tl.min(tl.where(missing > 0, offs, offs.shape[0]), axis=0)
         high_half = (words_ptr + first).to(tl.pointer_type(tl.int32), bitcast=True) + 1  # little-endian
         dl.wait(high_half, 1, "sys", "relaxed", epoch, cmp="eq")
         pending = missing > 0
-        again, missing = _ll_receive_bounded(words_ptr + offs, mask & pending, sent, DTYPE, MAX_PASSES)
+        again, missing = _ll_receive(words_ptr + offs, mask & pending, sent, DTYPE, MAX_PASSES)
         got = tl.where(pending, again, got)
         late = tl.max(missing, axis=0)
     return got
@@ -473,17 +468,15 @@ def _one_shot_ll_kernel(
             _ll_store(dl.symm_at(words + me * LANES + offs, peer), packed, mask)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     missing = tl.zeros([BLOCK], dtype=tl.int32)
+    # Watched: bounded polls, so a dead peer reaches a dl.wait the watchdog can stop (below).
+    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
     for peer in range(0, ranks):  # rank order: the same sum on every rank
         if peer == me:
             acc += mine.to(tl.float32)
-        elif WATCHED:  # bounded polls, so a dead peer reaches a dl.wait the watchdog can stop (below)
-            got, late = _ll_receive_bounded(
-                words + peer * LANES + offs, mask, packed, x_ptr.dtype.element_ty, _LL_WATCHED_POLL_PASSES
-            )
+        else:
+            got, late = _ll_receive(words + peer * LANES + offs, mask, packed, x_ptr.dtype.element_ty, PASSES)
             acc += got.to(tl.float32)
             missing |= late
-        else:
-            acc += _ll_receive(words + peer * LANES + offs, mask, packed, x_ptr.dtype.element_ty).to(tl.float32)
     if WATCHED:
         if tl.max(missing, axis=0) > 0:  # one reduction per call; the sum again, every word awaited
             acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -498,7 +491,7 @@ def _one_shot_ll_kernel(
                         packed,
                         epoch,
                         x_ptr.dtype.element_ty,
-                        _LL_WATCHED_POLL_PASSES,
+                        PASSES,
                     ).to(tl.float32)
     tl.store(out_ptr + slot * BLOCK + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     tl.store(epochs_ptr + slot, epoch)
