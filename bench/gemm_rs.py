@@ -85,7 +85,6 @@ def tune_shape(
     n = b.shape[1]
     limit = 8e-3 if a.dtype == torch.bfloat16 else 1.5e-3
     timed: list[tuple[float, grs.GemmRSConfig]] = []
-    best_triton: tuple[float, grs.GemmRSConfig] | None = None
     for config in grs.CANDIDATES:
         if args.candidates == "triton" and config.gemm == "cublas":
             continue
@@ -104,11 +103,9 @@ def tune_shape(
                      "ok" if ok else "rejected"])  # fmt: skip
         if ok:
             timed.append((ms, config))
-        fused_triton = not config.fallback and config.gemm == "triton" and config.fused
-        if ok and fused_triton and (best_triton is None or ms < best_triton[0]):
-            best_triton = (ms, config)
         grs.clear_workspaces()
-    triton_config = best_triton[1] if best_triton else None
+    fused = [entry for entry in timed if not entry[1].fallback and entry[1].gemm == "triton" and entry[1].fused]
+    triton_config = min(fused, key=lambda entry: entry[0])[1] if fused else None
     if not timed:
         return grs.FALLBACK, float("nan"), triton_config
     best_ms, best = rematch(a, b, sorted(timed, key=lambda entry: entry[0])[: args.finalists], args)
