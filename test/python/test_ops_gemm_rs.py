@@ -22,6 +22,7 @@ import triton.language as tl
 from dl_compile import assembly, compile_kernel, context_is_defined_and_used, need_library
 from triton.backends.compiler import GPUTarget
 
+from triton_dist.compiler import Checks
 from triton_dist.ops.matmul import MatmulConfig
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
@@ -45,7 +46,13 @@ def gemm_rs_signature(config: grs.GemmRSConfig, dtype: str = "bf16") -> dict[str
             "epoch_ptr": "*i32", **SCALARS}  # fmt: skip
 
 
-def compile_gemm_rs(config: grs.GemmRSConfig, target_name: str, dtype: str = "bf16", local_only: bool = False):  # noqa: ANN201
+def compile_gemm_rs(  # noqa: ANN201
+    config: grs.GemmRSConfig,
+    target_name: str,
+    dtype: str = "bf16",
+    local_only: bool = False,
+    checks: Checks | None = None,
+):
     tile = config.matmul
     constexprs = {
         "LOCAL_ONLY": local_only,
@@ -60,6 +67,7 @@ def compile_gemm_rs(config: grs.GemmRSConfig, target_name: str, dtype: str = "bf
         constexprs=constexprs,
         aligned=ALIGNED,
         num_warps=tile.num_warps,
+        checks=checks,
     )
 
 
@@ -272,8 +280,8 @@ def test_custom_op_is_registered_with_a_fake_that_shards_rows():
 
 
 def peer_loops(ttgir: str) -> list[str]:
-    """The TTGIR of each innermost ``scf.for`` that waits for a flag and loads a 2-D tile: ``_add_received``'s loop
-    over the peers (the flattened kernels hold two copies of it, the second for K = 0)."""
+    """The TTGIR of each innermost ``scf.for`` that loads a 2-D tile through pointers and holds no MMA:
+    ``_add_received``'s loop over the peers (the flattened kernels hold two copies of it, the second for K = 0)."""
     lines = ttgir.splitlines()
     loops = []
     for start, line in enumerate(lines):
@@ -286,9 +294,9 @@ def peer_loops(ttgir: str) -> list[str]:
                 break
         body = lines[start + 1 : end + 1]
         innermost = not any("scf.for" in text for text in body)
-        waits = any("__triton_dist_wait_sys_acquire" in text for text in body)
+        mma = any(re.search(r"\b(tt\.dot|ttng\.warp_group_dot)\b", text) for text in body)
         loads = any(re.search(r"tt\.load .*tensor<\d+x\d+x!tt\.ptr", text) for text in body)
-        if innermost and waits and loads:
+        if innermost and loads and not mma:
             loops.append("\n".join(lines[start : end + 1]))
     return loops
 
@@ -351,7 +359,8 @@ def test_default_tile_epilogue_loops_do_not_spill(partial_dtype):
     assert config.flattens() and config.defer_notify
     loops = sass_loops(sass(compile_gemm_rs(config, "sm_90")))
     epilogue = [loop for loop in loops if not any("HGMMA" in line for line in loop)]
-    assert any(any("BAR.SYNC" in line for line in loop) for loop in epilogue), "the peer loops (a wait each) are found"
+    assert any(any("LDG.E.STRONG.SYS" in line for line in loop) for loop in epilogue), "the await loop is found"
+    assert any(any(re.search(r"\bLDG\.E\.128\b", line) for line in loop) for loop in epilogue), "the peer loops too"
     for loop in epilogue:
         local = [line for line in loop if re.search(r"\b(LDL|STL)\b", line)]
         assert not local, f"{config.short()}: local memory in an epilogue loop: {local[:4]}"

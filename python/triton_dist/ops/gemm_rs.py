@@ -8,9 +8,9 @@ How (one persistent kernel, ``_gemm_rs_kernel``): every rank walks the W row sha
 order ``rank + 1, rank + 2, ..., rank`` (staggered, so at any time each rank pushes to a different peer, and its own
 shard comes last). A tile of a peer's shard is computed and stored in fp32 (or the input dtype: ``partial_dtype``)
 straight into that peer's symmetric scratch (``dl.symm_at`` stores), then flagged there (``dl.notify``, one int32
-flag per (tile, source rank) holding the call's epoch). A tile of its own shard is computed last; its epilogue waits
-for the W - 1 flags of that tile (``dl.wait``), which the peers set long before because they computed this shard
-first, adds the received partials in fp32 and stores the output. The ``DEFER_NOTIFY`` variant flags a pushed tile
+flag per (tile, source rank) holding the call's epoch). A tile of its own shard is computed last; before its main
+loop it waits for the W - 1 flags of that tile (``dl.wait``), which the peers set long before because they computed
+this shard first, and its epilogue adds the received partials in fp32 and stores the output. The ``DEFER_NOTIFY`` variant flags a pushed tile
 only after the next tile's main loop, so the release never waits for its own stores to drain over NVLink.
 
 The two-kernel variant (``fused=False``) stores the own shard's partial locally and leaves the sum to a second,
@@ -138,16 +138,25 @@ def _store_tile(base, acc, row0, col0, num_rows, N, stride, SPLIT_N: tl.constexp
 
 
 @triton.jit
-def _add_received(
-    part, tile_flags, scratch, slot_elems, me, W, epoch, row0, col0, num_rows, N, NO_WAIT: tl.constexpr = False
-):
-    """``part`` plus every peer's partial of the same block, each read once that peer's flag holds ``epoch``."""
+def _await_received(scratch, tile_flags, me, W, epoch):
+    """``scratch``, readable once every peer's flag of the tile holds ``epoch`` (the waits' tokens consumed).
+
+    Called before the own tile's main loop, not after it: a watched wait (the watchdog's default) holds a path that
+    stops the kernel, and ptxas serializes every wgmma of a kernel where that path is reachable while MMA results are
+    live (info C7518; the right half of the tile waited while the left half's peers were awaited). The peers
+    flagged these tiles a whole step earlier (they compute this shard before their own), so nothing is lost."""
+    received = scratch
     for s in range(1, W):
-        received = scratch + (s - 1) * slot_elems
-        if not NO_WAIT:
-            token = dl.wait(tile_flags + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
-            received = dl.consume_token(received, token)
-        part = _tile_part(received, part, row0, col0, num_rows, N, N, True)
+        token = dl.wait(tile_flags + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
+        received = dl.consume_token(received, token)
+    return received
+
+
+@triton.jit
+def _add_received(part, received, slot_elems, W, row0, col0, num_rows, N):
+    """``part`` plus every peer's partial of the same block from the ``received`` slots (already awaited)."""
+    for s in range(1, W):
+        part = _tile_part(received + (s - 1) * slot_elems, part, row0, col0, num_rows, N, N, True)
     return part
 
 
@@ -215,6 +224,10 @@ def _gemm_rs_kernel(
         pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
+        received = scratch
+        if FUSED and not LOCAL_ONLY:
+            if dest == me:
+                received = _await_received(scratch, flags + local * W, me, W, epoch)
         if USE_TMA:
             acc = tma_mainloop(a, b, dest * shard_m + off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
         else:
@@ -242,7 +255,6 @@ def _gemm_rs_kernel(
                     _notify_pushed(flags, local, W, me, dest, epoch)
         elif FUSED:
             left, right = _halves(acc, SPLIT_N)
-            tile_flags = flags + local * W
             # Hopper: each half leaves the MMA layout just before its own peer loop (_loop_layout): no conversion
             # per peer, and the flattened loop's epilogue stops spilling (sm_90, ptxas -v, spill stores/loads:
             # 396/484 B -> 92/84 for the default tile with fp32 partials, 352/484 -> 36/36 with bf16 partials; the
@@ -251,17 +263,13 @@ def _gemm_rs_kernel(
             # twice the bytes of a bf16 received tile, which pays only from three ranks on (not measured).
             if USE_TMA:
                 left = _loop_layout(left)
-            left = _add_received(
-                left, tile_flags, scratch, slot_elems, me, W, epoch, off_m, off_n, shard_m, N, LOCAL_ONLY
-            )
+            left = _add_received(left, received, slot_elems, W, off_m, off_n, shard_m, N)
             _tile_part(out_ptr, left, off_m, off_n, shard_m, N, stride_om, False)
             if SPLIT_N == 2:
                 if USE_TMA:
                     right = _loop_layout(right)
                 right_n = off_n + BLOCK_N // 2
-                right = _add_received(
-                    right, tile_flags, scratch, slot_elems, me, W, epoch, off_m, right_n, shard_m, N, LOCAL_ONLY
-                )
+                right = _add_received(right, received, slot_elems, W, off_m, right_n, shard_m, N)
                 _tile_part(out_ptr, right, off_m, right_n, shard_m, N, stride_om, False)
         else:
             _store_tile(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
@@ -299,9 +307,10 @@ def _reduce_partials_kernel(
         pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
+        received = _await_received(scratch, flags + local * W, me, W, epoch)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         acc = _tile_part(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, True)
-        acc = _add_received(acc, flags + local * W, scratch, slot_elems, me, W, epoch, off_m, off_n, shard_m, N)
+        acc = _add_received(acc, received, slot_elems, W, off_m, off_n, shard_m, N)
         _tile_part(out_ptr, acc, off_m, off_n, shard_m, N, stride_om, False)
 
 
