@@ -280,6 +280,10 @@ GEMM_AR_CASES = [  # (M, N, K per rank, dtype, forced config or None)
     (256, 1024, 512, torch.float16, None),
     (256, 4096, 256, torch.bfloat16, GemmARConfig(16, 16, 64)),  # 4096 tiles on 256 programs: 16 rounds each
     (64, 768, 512, torch.bfloat16, GemmARConfig(64, 64, 128, 4, 3, exchange=False)),  # GEMM only (own rank)
+    # The fused kernel where the default takes cuBLAS (M > CUBLAS_ABOVE_M), and the cuBLAS path forced at small M.
+    (128, 2048, 4096, torch.bfloat16, GemmARConfig(128, 64, 64, 8, 5)),
+    (8, 1000, 320, torch.bfloat16, GemmARConfig(16, 64, 128, gemm="cublas")),
+    (64, 768, 512, torch.float16, GemmARConfig(64, 64, 128, exchange=False, gemm="cublas")),
     # Split K (opt-in): the Qwen3-32B o_proj shape it is meant for (80 tiles x 4 splits on <= SM-count programs),
     # ragged K (5 blocks -> 3 splits) and N, and the GEMM alone (this rank's splits only).
     (32, 5120, 4096, torch.bfloat16, GemmARConfig(32, 64, 128, 4, 4, split_k=4)),

@@ -107,7 +107,7 @@ def test_gemm_ar_keeps_its_wgmma_asynchronous(tmp_path, m, watched):
     from test_ops_decode_gemm_ar import ALIGNED, SIGNATURE
 
     gar = importlib.import_module("triton_dist.ops.gemm_ar")
-    config = gar.default_config(m, 8192, 14336)
+    config = gar.tile_config(m, 8192, 14336)
     constexprs = {"REGION": 16384, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n,
                   "BLOCK_K": config.block_k, "EXCHANGE": True, "WORLD": 2}  # fmt: skip
     with wait_watchdog(watched):

@@ -6,6 +6,8 @@ run in the interpreter in test_ops_decode_gemm_ar_emulation.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import re
 
 import pytest
@@ -15,8 +17,10 @@ from test_ops_decode_flash_decode import assert_no_local_memory_in_loops
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
 from triton_dist.ops.gemm_ar import (
+    CUBLAS_ABOVE_M,
     SPLIT_K_MAX_ELEMS,
     SPLIT_K_MAX_ITEMS,
+    CublasPlan,
     GemmARConfig,
     _gemm_ar_kernel,
     _gemm_ar_split_k_kernel,
@@ -26,7 +30,10 @@ from triton_dist.ops.gemm_ar import (
     split_k_geometry,
     split_k_grid,
     split_k_launch_args,
+    tile_config,
 )
+
+gar = importlib.import_module("triton_dist.ops.gemm_ar")  # the module (ops.gemm_ar is the function)
 
 SIGNATURE = {
     "a_ptr": "*bf16",
@@ -54,7 +61,7 @@ SHARED_LIMIT = {"sm_90": 232448, "gfx942": 65536}
 @pytest.mark.parametrize("m", [1, 32, 64, 128, 256])
 def test_kernel_compiles(m, target):
     need_library(target)
-    config = default_config(m, 8192, 4096, "cuda" if target == "sm_90" else "hip")
+    config = tile_config(m, 8192, 4096, "cuda" if target == "sm_90" else "hip")
     constexprs = {
         "REGION": 2 * 2 * 128 * 64,
         "BLOCK_M": config.block_m,
@@ -91,8 +98,8 @@ def test_exchange_off_compiles_without_flags():
 
 
 @pytest.mark.parametrize("m", [1, 8, 16, 17, 32, 64, 65, 128, 256])
-def test_default_config_fits(m):
-    config = default_config(m, 8192, 4096)
+def test_tile_config_fits(m):
+    config = tile_config(m, 8192, 4096)
     assert config.block_m >= min(m, 16) and config.block_m <= 128
     assert config.block_m * config.block_n <= 128 * 64
 
@@ -227,6 +234,52 @@ def test_default_config_splits_k_only_where_64_column_tiles_leave_sms_idle():
     assert default_config(8, 5120, 512, sms=132).split_k == 2, "each piece keeps two 128-deep blocks"
     assert default_config(8, 5120, 200, sms=132).split_k == 1
     assert default_config(8, 2048, 4096, sms=132).split_k == 3, "never more than 3 pieces"
+
+
+@pytest.mark.parametrize("m", [1, 32, 64, 65, 128, 256])
+def test_default_config_takes_cublas_above_its_row_bound_on_nvidia_only(m):
+    for n, k in ((5120, 4096), (8192, 14336)):
+        tile = tile_config(m, n, k, sms=132)
+        chosen = default_config(m, n, k, sms=132)
+        if m > CUBLAS_ABOVE_M:
+            assert chosen == GemmARConfig(**{**tile.__dict__, "gemm": "cublas"})
+        else:
+            assert chosen == tile and chosen.gemm == "triton"
+        assert default_config(m, n, k, "hip", sms=304) == tile_config(m, n, k, "hip", sms=304), "AMD: fused"
+
+
+def test_bad_gemm_choice():
+    with pytest.raises(ValueError, match="gemm must be one of"):
+        GemmARConfig(32, 64, 128, gemm="rocblas")
+    with pytest.raises(ValueError, match="does not split K"):
+        GemmARConfig(32, 64, 128, split_k=2, gemm="cublas")
+
+
+@pytest.mark.parametrize("exchange", [True, False])
+@pytest.mark.parametrize("row_stride", [48, 64])
+def test_cublas_plan_multiplies_into_out_then_all_reduces_in_place(monkeypatch, exchange, row_stride):
+    """The cuBLAS path (CPU tensors, the all-reduce replaced by a stand-in that doubles, as two equal ranks would):
+    the product lands in ``out`` (through a contiguous buffer when out's rows are padded), the all-reduce runs in
+    place on it, once, and only with the exchange on."""
+    calls = []
+
+    def fake_all_reduce(x, out, config):
+        assert x is out and x.is_contiguous() and config is None
+        calls.append(x.shape)
+        out.mul_(2)
+
+    monkeypatch.setattr(gar, "_all_reduce_in_place", fake_all_reduce)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    a = torch.randn(5, 40)
+    b = torch.randn(40, 48)
+    storage = torch.full((5, row_stride), float("nan"))
+    out = storage[:, :48]
+    CublasPlan(world=None, exchange=exchange).launch(torch.device("cpu"), a, b, out)
+    want = a @ b * (2 if exchange else 1)
+    torch.testing.assert_close(out, want)
+    assert calls == ([torch.Size([5, 48])] if exchange else [])
+    if row_stride > 48:
+        assert torch.isnan(storage[:, 48:]).all(), "the padding is not written"
 
 
 @pytest.mark.parametrize(("items", "sms", "want"), [(80, 132, 80), (320, 132, 132), (1, 132, 1), (1000, 7, 7)])

@@ -54,6 +54,7 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
+from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.ops.matmul import check_matrix, num_sms
@@ -71,6 +72,10 @@ SPLIT_K_MAX_ELEMS = 1 << 20
 buffers take ``2 parities x (W + 1) x 4 MiB`` of the symmetric heap, allocated on the first split-K call)."""
 SPLIT_K_MAX_ITEMS = 2048
 """Split K: the most (tile, split) items per call (``2 x (W + 1) x 2048`` int32 flags)."""
+GEMMS = ("triton", "cublas")
+"""What computes the product: the fused kernel, or cuBLAS followed by triton_dist's all-reduce."""
+CUBLAS_ABOVE_M = 64
+"""``default_config`` takes the cuBLAS path for more rows than this on NVIDIA (measured there, see its docstring)."""
 SPLIT_K_EXCHANGE_DATA = tl.constexpr(SPLIT_K_MAX_ELEMS)
 """Split K: where the exchange area starts in a parity's fp32 buffer (after the local area)."""
 SPLIT_K_EXCHANGE_FLAGS = tl.constexpr(SPLIT_K_MAX_ITEMS)
@@ -91,6 +96,10 @@ class GemmARConfig:
     """K pieces per output tile (1..``MAX_SPLIT_K``; 3 puts 80 tiles on 132 SMs in 1.8 waves); > 1 runs the split-K
     kernel (see the module docstring: fp32 partials, every program of the grid resident at once). Fewer pieces are
     used when K has fewer ``block_k`` blocks."""
+    gemm: str = "triton"
+    """``"triton"``: the fused kernel with this tile. ``"cublas"``: ``torch.matmul`` into the output, then
+    ``triton_dist.ops.all_reduce`` of it in place (two launches; the tile fields are unused). ``default_config``
+    takes it where the fused kernel's GEMM is the slower part (see there)."""
 
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
@@ -99,6 +108,10 @@ class GemmARConfig:
                 raise ValueError(f"gemm_ar: {name} must be a power of two >= 16, got {value}")
         if not isinstance(self.split_k, int) or not 1 <= self.split_k <= MAX_SPLIT_K:
             raise ValueError(f"gemm_ar: split_k must be an integer in [1, {MAX_SPLIT_K}], got {self.split_k!r}")
+        if self.gemm not in GEMMS:
+            raise ValueError(f"gemm_ar: gemm must be one of {GEMMS}, got {self.gemm!r}")
+        if self.gemm == "cublas" and self.split_k != 1:
+            raise ValueError("gemm_ar: the cuBLAS path does not split K (split_k must be 1)")
         if self.block_m * self.block_n > MAX_TILE_ELEMS:
             raise ValueError(
                 f"gemm_ar: block_m * block_n must be <= {MAX_TILE_ELEMS}, got {self.block_m * self.block_n}"
@@ -111,8 +124,23 @@ at 4 stages the 32-row tile already needs 73,728 and Triton refuses the launch."
 
 
 def default_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | None = None) -> GemmARConfig:
-    """Small tiles for small M (enough programs to stream the weight at full bandwidth), larger ones for larger M;
-    ``backend`` is Triton's (``"cuda"`` / ``"hip"``: AMD gets at most ``AMD_MAX_STAGES``).
+    """What a call of ``gemm_ar`` runs: on NVIDIA above ``CUBLAS_ABOVE_M`` rows, cuBLAS and then triton_dist's
+    all-reduce (``gemm="cublas"``); otherwise the fused kernel with ``tile_config``'s tile.
+
+    Measured on 2 x H200 (bench/results/gemm_ar.md, 2026-11-23, graphed): at M = 128 the fused kernel's GEMM alone
+    took 1.17-1.73x ``torch.matmul``'s time on the four layers (Qwen3-32B o_proj: 22.6 against 13.1 us), more than
+    the all-reduce it hides (8.7 us at 1 MiB; NCCL 17.1), and at M = 256 1.31-1.67x; at M <= 32 the fused kernel's
+    GEMM is within a few percent of cuBLAS (split K where N has few tiles) and the exchange is the cheaper part.
+    AMD keeps the fused kernel (not measured there)."""
+    if backend == "cuda" and m > CUBLAS_ABOVE_M:
+        return replace(tile_config(m, n, k, backend, sms), gemm="cublas")
+    return tile_config(m, n, k, backend, sms)
+
+
+def tile_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | None = None) -> GemmARConfig:
+    """The fused kernel's tile for this problem. Small tiles for small M (enough programs to stream the weight at
+    full bandwidth), larger ones for larger M; ``backend`` is Triton's (``"cuda"`` / ``"hip"``: AMD gets at most
+    ``AMD_MAX_STAGES``).
 
     Measured on one H200 at the per-rank sizes of 2 ranks (bench/gemm_ar_tiles.py, GEMM alone,
     bench/results/gemm_ar_tiles.md): M in (64, 128] with 8 warps and 5 stages took M = 128 from 1.32-1.71x
@@ -147,7 +175,7 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | Non
 
 
 def split_k_default(m: int, n: int, k: int, sms: int | None) -> int:
-    """The pieces ``default_config`` splits K into (1: no split): at M <= 32, when N's 64-column tiles would leave
+    """The pieces ``tile_config`` splits K into (1: no split): at M <= 32, when N's 64-column tiles would leave
     more than 10% of the ``sms`` SMs idle, as many pieces of 128-column tiles as fit one wave, at most 3 (4 measured
     slower: a second wave), each at least two 128-deep blocks of K."""
     if not sms or m > 32 or triton.cdiv(n, 64) >= 0.9 * sms:
@@ -404,10 +432,29 @@ def _workspace_region_bytes(world_size: int) -> int:
     return 2 * world_size * MAX_TILE_ELEMS * 2  # two parities x ranks x the largest tile of 2-byte elements
 
 
-_plans: dict[tuple, LaunchPlan] = {}
+@dataclass
+class CublasPlan:
+    """The cuBLAS path's "plan": ``torch.matmul`` into the output, then triton_dist's all-reduce of it in place
+    (its own config choice and workspace). Launches like a ``LaunchPlan``."""
+
+    world: rt.World
+    exchange: bool
+
+    def launch(self, device: torch.device, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+        with torch.cuda.device(device):
+            product = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=device)
+            torch.matmul(a, b, out=product)
+            if self.exchange:
+                _all_reduce_in_place(product, product, None)
+            if product is not out:
+                out.copy_(product)
 
 
-def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig) -> LaunchPlan:
+Plan = LaunchPlan | CublasPlan
+_plans: dict[tuple, Plan] = {}
+
+
+def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig) -> Plan:
     """Enqueue the kernel on the current stream (no checks; ``gemm_ar`` checks); returns the plan that launched it."""
     aligned = tuple(t.data_ptr() % 16 == 0 for t in (a, b, out))
     key = (a.shape, b.shape, a.stride(0), b.stride(0), out.stride(0), a.dtype, a.device, aligned, config)
@@ -416,6 +463,11 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
     if plan is not None and plan.world is world:
         plan.launch(a.device, a, b, out)
         return plan
+    if config.gemm == "cublas":
+        cublas_plan = CublasPlan(world, config.exchange)
+        _plans[key] = cublas_plan
+        cublas_plan.launch(a.device, a, b, out)
+        return cublas_plan
     if config.split_k > 1:
         return _launch_split_k(a, b, out, config, key)
     m, k = a.shape
@@ -599,7 +651,7 @@ def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmAR
     _agreed.add(signature)
 
 
-_ready: dict[tuple, LaunchPlan] = {}
+_ready: dict[tuple, Plan] = {}
 """The plan each call signature launched after passing the steps that depend on the signature alone (a on the
 heap's device, the default config, the ranks' agreement), so a repeated signature goes straight to its launch. The
 key is everything those steps and ``_launch``'s key read: the shapes, the row strides, dtype, device, the 16-byte
@@ -629,7 +681,7 @@ def _run_checked(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Ge
 
 def _first_call_of_signature(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig | None
-) -> LaunchPlan | None:
+) -> Plan | None:
     """The steps a repeated signature skips, then the launch; returns the plan (None when nothing is launched: an
     empty output, or K = 0, where the output is zeroed)."""
     if config is None:
