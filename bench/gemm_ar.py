@@ -8,8 +8,9 @@ CUDA graph, median of >= 20 replays, max over ranks) and eager (events around on
 
 - ``matmul`` alone (cuBLAS), ``matmul + NCCL`` (``dist.all_reduce`` of the output), ``matmul + symm-mem``
   (``torch.matmul(out=symm buffer)`` then the faster of ``one_shot_all_reduce`` / ``two_shot_all_reduce_``);
-- ``gemm_ar``: the fastest of a few tile configs (tried here, in this run, graphed), and the same kernel with the
-  exchange switched off (its GEMM alone, to separate GEMM quality from communication cost).
+- ``gemm_ar``: the fastest of a few tile configs and of its cuBLAS path (``torch.matmul`` then triton_dist's
+  all-reduce; "cublas+AR"), tried here, in this run, graphed; the op's default beside it; and the same config with
+  the exchange switched off (its GEMM alone, to separate GEMM quality from communication cost).
 
 Writes ``gemm_ar.md``, ``gemm_ar.png``, ``gemm_ar.json`` to ``--out-dir``.
 """
@@ -41,7 +42,13 @@ from _common import (  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
-from triton_dist.ops.gemm_ar import GemmARConfig, _check_device_and_agreement, _launch, default_config  # noqa: E402
+from triton_dist.ops.gemm_ar import (  # noqa: E402
+    GemmARConfig,
+    _check_device_and_agreement,
+    _launch,
+    default_config,
+    tile_config,
+)
 from triton_dist.ops.matmul import num_sms  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
@@ -72,6 +79,13 @@ def candidates(m: int) -> list[GemmARConfig]:
     return found
 
 
+def label(config: GemmARConfig) -> str:
+    if config.gemm == "cublas":
+        return "cublas+AR"
+    split = f" k{config.split_k}" if config.split_k > 1 else ""
+    return f"{config.block_m}x{config.block_n}x{config.block_k}{split}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_decode_arguments(parser)
@@ -93,15 +107,16 @@ def main() -> int:
             out = torch.empty(m, n, device="cuda", dtype=dtype)
             row: dict = {"layer": layer, "M": m, "N": n, "K": k}
             best = None
-            for config in candidates(m):
+            # cuBLAS, then triton_dist's all-reduce in place (the default above gemm_ar.CUBLAS_ABOVE_M rows).
+            cublas = replace(tile_config(m, n, k_local, sms=num_sms(torch.cuda.current_device())), gemm="cublas")
+            for config in [*candidates(m), cublas]:
                 _check_device_and_agreement(a, b, config)
                 us = graphed_us(lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters)
                 if best is None or us < best[0]:
                     best = (us, config)
             assert best is not None
             row["gemm_ar graphed"], config = best
-            split = f" k{config.split_k}" if config.split_k > 1 else ""
-            row["config"] = f"{config.block_m}x{config.block_n}x{config.block_k}{split}"
+            row["config"] = label(config)
             # What a user gets: the op's own default tile (the column above is the best candidate of this run).
             default = default_config(m, n, k_local, sms=num_sms(torch.cuda.current_device()))
             if default == config:

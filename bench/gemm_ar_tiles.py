@@ -59,6 +59,8 @@ def configs(m: int) -> list[GemmARConfig]:
 
 
 def label(config: GemmARConfig) -> str:
+    if config.gemm == "cublas":
+        return "cublas"
     split = f" k{config.split_k}" if config.split_k > 1 else ""
     return f"{config.block_m}x{config.block_n}x{config.block_k} w{config.num_warps} s{config.num_stages}{split}"
 
