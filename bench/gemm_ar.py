@@ -108,7 +108,9 @@ def main() -> int:
             row: dict = {"layer": layer, "M": m, "N": n, "K": k}
             best = None
             # cuBLAS, then triton_dist's all-reduce in place (the default above gemm_ar.CUBLAS_ABOVE_M rows).
-            cublas = replace(tile_config(m, n, k_local, sms=num_sms(torch.cuda.current_device())), gemm="cublas")
+            cublas = replace(
+                tile_config(m, n, k_local, sms=num_sms(torch.cuda.current_device())), gemm="cublas", split_k=1
+            )
             for config in [*candidates(m), cublas]:
                 _check_device_and_agreement(a, b, config)
                 us = graphed_us(lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters)

@@ -133,7 +133,7 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | Non
     GEMM is within a few percent of cuBLAS (split K where N has few tiles) and the exchange is the cheaper part.
     AMD keeps the fused kernel (not measured there)."""
     if backend == "cuda" and m > CUBLAS_ABOVE_M:
-        return replace(tile_config(m, n, k, backend, sms), gemm="cublas")
+        return replace(tile_config(m, n, k, backend, sms), gemm="cublas", split_k=1)
     return tile_config(m, n, k, backend, sms)
 
 
