@@ -18,6 +18,7 @@ from test_ops_decode_flash_decode import assert_no_local_memory_in_loops
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
 from triton_dist.ops.gemm_ar import (
     CUBLAS_ABOVE_M,
+    CUBLAS_SPLIT_K_MAX_K,
     SPLIT_K_MAX_ELEMS,
     SPLIT_K_MAX_ITEMS,
     CublasPlan,
@@ -217,23 +218,23 @@ def test_bad_split_k(split_k):
         GemmARConfig(32, 64, 128, split_k=split_k)
 
 
-def test_default_config_splits_k_only_where_64_column_tiles_leave_sms_idle():
+def test_tile_config_splits_k_only_where_64_column_tiles_leave_sms_idle():
     for m in (1, 16, 32, 64, 128, 256):
         for n in (5120, 8192):
-            assert default_config(m, n, 4096).split_k == 1, "no SM count, no split"
-            assert default_config(m, n, 4096, "hip", sms=304).split_k == 1, "not measured on AMD"
-            assert default_config(m, 8192, 4096, sms=132).split_k == 1, "128 tiles of 64 columns fill 132 SMs"
+            assert tile_config(m, n, 4096).split_k == 1, "no SM count, no split"
+            assert tile_config(m, n, 4096, "hip", sms=304).split_k == 1, "not measured on AMD"
+            assert tile_config(m, 8192, 4096, sms=132).split_k == 1, "128 tiles of 64 columns fill 132 SMs"
             if m > 32:
-                assert default_config(m, n, 4096, sms=132).split_k == 1
+                assert tile_config(m, n, 4096, sms=132).split_k == 1
     # Qwen3-32B o_proj / down_proj at 2 ranks: 80 tiles of 64 columns on 132 SMs -> 40 of 128, in 3 pieces.
     for m, block_m in ((1, 16), (16, 16), (32, 32)):
         for k in (4096, 12800):
-            config = default_config(m, 5120, k, sms=132)
+            config = tile_config(m, 5120, k, sms=132)
             assert (config.block_m, config.block_n, config.block_k, config.split_k) == (block_m, 128, 128, 3)
             split_k_geometry(m, 5120, k, config)  # fits the split-K buffers
-    assert default_config(8, 5120, 512, sms=132).split_k == 2, "each piece keeps two 128-deep blocks"
-    assert default_config(8, 5120, 200, sms=132).split_k == 1
-    assert default_config(8, 2048, 4096, sms=132).split_k == 3, "never more than 3 pieces"
+    assert tile_config(8, 5120, 512, sms=132).split_k == 2, "each piece keeps two 128-deep blocks"
+    assert tile_config(8, 5120, 200, sms=132).split_k == 1
+    assert tile_config(8, 2048, 4096, sms=132).split_k == 3, "never more than 3 pieces"
 
 
 @pytest.mark.parametrize("m", [1, 32, 64, 65, 128, 256])
@@ -241,11 +242,16 @@ def test_default_config_takes_cublas_above_its_row_bound_on_nvidia_only(m):
     for n, k in ((5120, 4096), (8192, 14336)):
         tile = tile_config(m, n, k, sms=132)
         chosen = default_config(m, n, k, sms=132)
-        if m > CUBLAS_ABOVE_M:
-            assert chosen == GemmARConfig(**{**tile.__dict__, "gemm": "cublas"})
+        short_split = 16 < m <= 32 and tile.split_k > 1 and k <= CUBLAS_SPLIT_K_MAX_K
+        if m > CUBLAS_ABOVE_M or short_split:
+            assert chosen == GemmARConfig(**{**tile.__dict__, "gemm": "cublas", "split_k": 1})
         else:
             assert chosen == tile and chosen.gemm == "triton"
         assert default_config(m, n, k, "hip", sms=304) == tile_config(m, n, k, "hip", sms=304), "AMD: fused"
+    # The measured cases: Qwen3-32B o_proj / down_proj at 2 ranks, M = 32 (both split by the tile).
+    assert default_config(32, 5120, 4096, sms=132).gemm == "cublas"
+    assert default_config(32, 5120, 12800, sms=132).gemm == "triton"
+    assert default_config(8, 5120, 4096, sms=132).gemm == "triton", "16-row split tiles stay fused"
 
 
 def test_bad_gemm_choice():

@@ -20,7 +20,11 @@ replay correctly.
 
 Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_ar``.
 
-Split K (``GemmARConfig(split_k=2..16)``; ``default_config`` splits at M <= 32 where N's 64-column tiles leave SMs idle,
+The cuBLAS path (``GemmARConfig(gemm="cublas")``): ``torch.matmul`` into the output, then ``ops.all_reduce`` of it in
+place, two launches. ``default_config`` takes it on NVIDIA where it measured faster than the fused kernel: above 64
+rows, where the fused kernel's GEMM is 1.2-1.7x slower than cuBLAS, and at 17-32 rows with a short split K.
+
+Split K (``GemmARConfig(split_k=2..16)``; ``tile_config`` splits at M <= 32 where N's 64-column tiles leave SMs idle,
 see ``split_k_default``): when the output has fewer tiles than the GPU has SMs (e.g. N = 5120 in 64-column tiles: 80
 tiles on 132 SMs), each tile's K range is cut into ``split_k`` pieces so more programs stream the weight. A separate
 kernel (``_gemm_ar_split_k_kernel``) works in three steps:
@@ -76,6 +80,8 @@ GEMMS = ("triton", "cublas")
 """What computes the product: the fused kernel, or cuBLAS followed by triton_dist's all-reduce."""
 CUBLAS_ABOVE_M = 64
 """``default_config`` takes the cuBLAS path for more rows than this on NVIDIA (measured there, see its docstring)."""
+CUBLAS_SPLIT_K_MAX_K = 4096
+"""... and at 17-32 rows where the fused tile splits a K slice this short (see ``default_config``)."""
 SPLIT_K_EXCHANGE_DATA = tl.constexpr(SPLIT_K_MAX_ELEMS)
 """Split K: where the exchange area starts in a parity's fp32 buffer (after the local area)."""
 SPLIT_K_EXCHANGE_FLAGS = tl.constexpr(SPLIT_K_MAX_ITEMS)
@@ -124,17 +130,22 @@ at 4 stages the 32-row tile already needs 73,728 and Triton refuses the launch."
 
 
 def default_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | None = None) -> GemmARConfig:
-    """What a call of ``gemm_ar`` runs: on NVIDIA above ``CUBLAS_ABOVE_M`` rows, cuBLAS and then triton_dist's
-    all-reduce (``gemm="cublas"``); otherwise the fused kernel with ``tile_config``'s tile.
+    """What a call of ``gemm_ar`` runs: on NVIDIA, cuBLAS and then triton_dist's all-reduce (``gemm="cublas"``)
+    above ``CUBLAS_ABOVE_M`` rows, and for 17-32 rows where ``tile_config`` splits a K of at most
+    ``CUBLAS_SPLIT_K_MAX_K``; otherwise the fused kernel with ``tile_config``'s tile.
 
-    Measured on 2 x H200 (bench/results/gemm_ar.md, 2026-11-23, graphed): at M = 128 the fused kernel's GEMM alone
-    took 1.17-1.73x ``torch.matmul``'s time on the four layers (Qwen3-32B o_proj: 22.6 against 13.1 us), more than
-    the all-reduce it hides (8.7 us at 1 MiB; NCCL 17.1), and at M = 256 1.31-1.67x; at M <= 32 the fused kernel's
-    GEMM is within a few percent of cuBLAS (split K where N has few tiles) and the exchange is the cheaper part.
-    AMD keeps the fused kernel (not measured there)."""
-    if backend == "cuda" and m > CUBLAS_ABOVE_M:
-        return replace(tile_config(m, n, k, backend, sms), gemm="cublas", split_k=1)
-    return tile_config(m, n, k, backend, sms)
+    Measured on 2 x H200 (bench/gemm_ar.py, every candidate graphed in one run, 2026-11-23; docs/results/
+    2026-11-23-2xH200-session13.md): at M = 128 and 256 the fused kernel's GEMM alone takes 1.2-1.7x
+    ``torch.matmul``'s time, more than the all-reduce it hides, and cuBLAS + all-reduce was faster on all four
+    layers but one, a tie (Llama-3-70B o_proj M = 128: 33.2 against 33.1 us); at M <= 32 the fused kernel won on
+    every layer (by 1-5 us) except Qwen3-32B o_proj at M = 32 (K/W = 4096, split in 3: 18.4 against 15.9 us), where
+    the split-K kernel's two flag rounds and fp32 exchange outweigh a short K loop; its down_proj (K/W = 12800, also
+    split) stayed fused (42.9 against 44.7). AMD keeps the fused kernel (not measured there)."""
+    tile = tile_config(m, n, k, backend, sms)
+    short_split = 16 < m <= 32 and tile.split_k > 1 and k <= CUBLAS_SPLIT_K_MAX_K
+    if backend == "cuda" and (m > CUBLAS_ABOVE_M or short_split):
+        return replace(tile, gemm="cublas", split_k=1)
+    return tile
 
 
 def tile_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | None = None) -> GemmARConfig:
