@@ -12,7 +12,10 @@ docs/results/2026-11-23-2xH200-ops.md). In SASS the two differ in the release wr
 - ``notify+wait``: the example's kernel (the default wait library, whatever ``TRITON_DIST_WAIT_TIMEOUT_S`` selects);
 - ``xchg+wait``: the release write as ``tl.atomic_xchg(dl.symm_at(flag, peer), value, sem="release", scope="sys")``;
 - ``notify+atomic poll``: the poll as ``while tl.atomic_add(flag, 0, sem="acquire", scope="sys") != value``;
-- ``xchg+atomic poll``: both Triton's atomics, the example's baseline (its peer pointer from ``dl.symm_at``).
+- ``xchg+atomic poll``: both Triton's atomics, the example's baseline (its peer pointer from ``dl.symm_at``);
+- ``barrier+xchg+atomic poll`` / ``xchg+atomic poll+barrier``: the baseline with one CTA barrier
+  (``tl.debug_barrier``) added where ``dl.notify`` (before its release write) or ``dl.wait`` (after its poll) holds
+  one: the barriers full release/acquire semantics need for a whole program, which the atomics loop omits.
 
 Each is timed twice (in order, then in reverse), the median of ``--iters`` launches of ``--rounds`` round trips
 after warm-up, every launch started by a device barrier, maximum over ranks (``_variant_cost.py``, shared with
@@ -52,17 +55,35 @@ def _acquire(flag_ptr, value, ATOMIC_POLL: tl.constexpr):
 
 
 @triton.jit
-def _round_trips(flag_ptr, rounds, first, SERVE: tl.constexpr, XCHG: tl.constexpr, ATOMIC_POLL: tl.constexpr):
-    """The ping-pong's loop with the release write and the poll chosen by ``XCHG`` and ``ATOMIC_POLL``."""
+def _round_trips(
+    flag_ptr,
+    rounds,
+    first,
+    SERVE: tl.constexpr,
+    XCHG: tl.constexpr,
+    ATOMIC_POLL: tl.constexpr,
+    BARRIER_BEFORE_RELEASE: tl.constexpr = False,
+    BARRIER_AFTER_POLL: tl.constexpr = False,
+):
+    """The ping-pong's loop with the release write and the poll chosen by ``XCHG`` and ``ATOMIC_POLL``; the
+    ``BARRIER_*`` flags add a CTA barrier (``tl.debug_barrier``) where ``dl.notify`` and ``dl.wait`` hold theirs."""
     peer = 1 - dl.rank()
     peer_flag = dl.symm_at(flag_ptr, peer)  # only the exchange uses it (computed once, before the loop)
     for i in range(rounds):
         value = first + i
         if SERVE:
+            if BARRIER_BEFORE_RELEASE:
+                tl.debug_barrier()
             _release(flag_ptr, peer_flag, peer, value, XCHG)
             _acquire(flag_ptr, value, ATOMIC_POLL)
+            if BARRIER_AFTER_POLL:
+                tl.debug_barrier()
         else:
             _acquire(flag_ptr, value, ATOMIC_POLL)
+            if BARRIER_AFTER_POLL:
+                tl.debug_barrier()
+            if BARRIER_BEFORE_RELEASE:
+                tl.debug_barrier()
             _release(flag_ptr, peer_flag, peer, value, XCHG)
 
 
@@ -84,11 +105,33 @@ def ping_pong_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
     _round_trips(flag_ptr, rounds, first, SERVE, True, True)
 
 
-VARIANTS = ("notify+wait", "xchg+wait", "notify+atomic poll", "xchg+atomic poll")
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_barrier_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """Triton's atomics with a CTA barrier before the release write, where ``dl.notify`` has its own (the barrier
+    that orders the other threads' writes before the flag: cumulativity the atomics loop does without)."""
+    _round_trips(flag_ptr, rounds, first, SERVE, True, True, BARRIER_BEFORE_RELEASE=True)
+
+
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_xchg_atomic_poll_barrier(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """Triton's atomics with a CTA barrier after the poll, where ``dl.wait`` has its own."""
+    _round_trips(flag_ptr, rounds, first, SERVE, True, True, BARRIER_AFTER_POLL=True)
+
+
+VARIANTS = (
+    "notify+wait",
+    "xchg+wait",
+    "notify+atomic poll",
+    "xchg+atomic poll",
+    "barrier+xchg+atomic poll",
+    "xchg+atomic poll+barrier",
+)
 KERNELS = {
     "xchg+wait": ping_pong_xchg_wait,
     "notify+atomic poll": ping_pong_notify_atomic_poll,
     "xchg+atomic poll": ping_pong_xchg_atomic_poll,
+    "barrier+xchg+atomic poll": ping_pong_barrier_xchg_atomic_poll,
+    "xchg+atomic poll+barrier": ping_pong_xchg_atomic_poll_barrier,
 }
 """The kernel of each variant but the first, which is the example's own ``ping_pong``."""
 

@@ -322,6 +322,7 @@ def test_round_trip_variants_cross_the_release_write_and_the_poll(serve):
         sys.path.remove(str(REPO / "bench"))
     assert variants.VARIANTS[0] == "notify+wait" and set(variants.KERNELS) == set(variants.VARIANTS[1:])
     kernels = {"notify+wait": ping_pong, **variants.KERNELS}
+    counts: dict[str, int] = {}
     for name, kernel in kernels.items():
         listing = sass(_compile(kernel, PING_PONG_SIGNATURE, "sm_90", serve, None))
         loop = _release_loop(listing, "sass", r"STG\.E\.STRONG\.SYS|ATOMG\.E\.EXCH\.STRONG\.SYS")
@@ -332,5 +333,11 @@ def test_round_trip_variants_cross_the_release_write_and_the_poll(serve):
         assert any("LDG.E.STRONG.SYS" in line for line in loop), (name, loop)
         ours_poll = any("NANOSLEEP" in line for line in loop)
         atomic_poll = any(re.match(r"(@!?P\w+\s+)?STS\b", line) for line in loop)
-        assert (xchg, store) == (name.startswith("xchg"), name.startswith("notify")), (name, loop)
-        assert (atomic_poll, ours_poll) == (name.endswith("atomic poll"), name.endswith("wait")), (name, loop)
+        barriers = sum(bool(re.match(r"(@!?P\w+\s+)?BAR\.SYNC", line)) for line in loop)
+        base = name.removeprefix("barrier+").removesuffix("+barrier")
+        assert (xchg, store) == (base.startswith("xchg"), base.startswith("notify")), (name, loop)
+        assert (atomic_poll, ours_poll) == (base.endswith("atomic poll"), base.endswith("wait")), (name, loop)
+        counts[name] = barriers
+    # The barrier variants hold one CTA barrier more than the atomics loop, in the round-trip loop.
+    assert counts["barrier+xchg+atomic poll"] == counts["xchg+atomic poll"] + 1, counts
+    assert counts["xchg+atomic poll+barrier"] == counts["xchg+atomic poll"] + 1, counts
