@@ -452,13 +452,16 @@ class CublasPlan:
     exchange: bool
 
     def launch(self, device: torch.device, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-        with torch.cuda.device(device):
-            product = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=device)
-            torch.matmul(a, b, out=product)
-            if self.exchange:
-                _all_reduce_in_place(product, product, None)
-            if product is not out:
-                out.copy_(product)
+        if device.type == "cuda" and device.index != torch.cuda.current_device():
+            with torch.cuda.device(device):
+                self.launch(device, a, b, out)
+            return
+        product = out if out.is_contiguous() else torch.empty(out.shape, dtype=out.dtype, device=device)
+        torch.matmul(a, b, out=product)
+        if self.exchange:
+            _all_reduce_in_place(product, product, None)
+        if product is not out:
+            out.copy_(product)
 
 
 Plan = LaunchPlan | CublasPlan
