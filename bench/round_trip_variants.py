@@ -16,6 +16,9 @@ docs/results/2026-11-23-2xH200-ops.md). In SASS the two differ in the release wr
 - ``barrier+xchg+atomic poll`` / ``xchg+atomic poll+barrier``: the baseline with one CTA barrier
   (``tl.debug_barrier``) added where ``dl.notify`` (before its release write) or ``dl.wait`` (after its poll) holds
   one: the barriers full release/acquire semantics need for a whole program, which the atomics loop omits.
+- ``store+atomic poll`` / ``xchg+load poll``: the baseline with one half replaced by the bare instruction of ours
+  in inline PTX: ``st.release.sys`` for the exchange (every lane storing), ``ld.acquire.sys`` for the atomic poll
+  (every lane polling, no broadcast through shared memory): which instruction, not which lowering, holds the gap.
 
 Each is timed twice (in order, then in reverse), the median of ``--iters`` launches of ``--rounds`` round trips
 after warm-up, every launch started by a device barrier, maximum over ranks (``_variant_cost.py``, shared with
@@ -36,20 +39,39 @@ from triton_dist import testing
 
 
 @triton.jit
-def _release(flag_ptr, peer_flag, peer, value, XCHG: tl.constexpr):
-    """Write ``value`` into the peer's flag with release semantics: Triton's atomic exchange, or ``dl.notify``."""
-    if XCHG:
+def _release(flag_ptr, peer_flag, peer, value, RELEASE: tl.constexpr):
+    """Write ``value`` into the peer's flag with release semantics: ``dl.notify`` (``"notify"``), Triton's atomic
+    exchange (``"xchg"``), or a bare ``st.release.sys`` in inline PTX (``"store"``: notify's instruction without its
+    barrier and lane predicate, every lane storing the same word)."""
+    if RELEASE == "xchg":
         tl.atomic_xchg(peer_flag, value, sem="release", scope="sys")
+    elif RELEASE == "store":
+        tl.inline_asm_elementwise(
+            "st.release.sys.global.b32 [$1], $2;\n\tmov.u32 $0, 0;",
+            "=r,l,r",
+            [peer_flag, value],
+            dtype=tl.int32,
+            is_pure=False,
+            pack=1,
+        )
     else:
         dl.notify(flag_ptr, peer, signal=value, sig_op="set", comm_scope="intra_node")
 
 
 @triton.jit
-def _acquire(flag_ptr, value, ATOMIC_POLL: tl.constexpr):
-    """Wait until this rank's flag holds ``value``, with acquire semantics: Triton's loop or ``dl.wait``."""
-    if ATOMIC_POLL:
+def _acquire(flag_ptr, value, POLL: tl.constexpr):
+    """Wait until this rank's flag holds ``value``, with acquire semantics: ``dl.wait`` (``"wait"``), Triton's loop
+    around an atomic add of 0 (``"atomic"``: one lane polls, the value is broadcast through shared memory), or a loop
+    around an ``ld.acquire.sys`` in inline PTX (``"load"``: every lane polls, nothing is broadcast)."""
+    if POLL == "atomic":
         while tl.atomic_add(flag_ptr, 0, sem="acquire", scope="sys") != value:
             pass
+    elif POLL == "load":
+        seen = value - 1
+        while seen != value:
+            seen = tl.inline_asm_elementwise(
+                "ld.acquire.sys.global.b32 $0, [$1];", "=r,l", [flag_ptr], dtype=tl.int32, is_pure=False, pack=1
+            )
     else:
         dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value)
 
@@ -60,62 +82,74 @@ def _round_trips(
     rounds,
     first,
     SERVE: tl.constexpr,
-    XCHG: tl.constexpr,
-    ATOMIC_POLL: tl.constexpr,
+    RELEASE: tl.constexpr,
+    POLL: tl.constexpr,
     BARRIER_BEFORE_RELEASE: tl.constexpr = False,
     BARRIER_AFTER_POLL: tl.constexpr = False,
 ):
-    """The ping-pong's loop with the release write and the poll chosen by ``XCHG`` and ``ATOMIC_POLL``; the
+    """The ping-pong's loop with the release write and the poll chosen by ``RELEASE`` and ``POLL``; the
     ``BARRIER_*`` flags add a CTA barrier (``tl.debug_barrier``) where ``dl.notify`` and ``dl.wait`` hold theirs."""
     peer = 1 - dl.rank()
-    peer_flag = dl.symm_at(flag_ptr, peer)  # only the exchange uses it (computed once, before the loop)
+    peer_flag = dl.symm_at(flag_ptr, peer)  # only the exchange and the store use it (computed once, before the loop)
     for i in range(rounds):
         value = first + i
         if SERVE:
             if BARRIER_BEFORE_RELEASE:
                 tl.debug_barrier()
-            _release(flag_ptr, peer_flag, peer, value, XCHG)
-            _acquire(flag_ptr, value, ATOMIC_POLL)
+            _release(flag_ptr, peer_flag, peer, value, RELEASE)
+            _acquire(flag_ptr, value, POLL)
             if BARRIER_AFTER_POLL:
                 tl.debug_barrier()
         else:
-            _acquire(flag_ptr, value, ATOMIC_POLL)
+            _acquire(flag_ptr, value, POLL)
             if BARRIER_AFTER_POLL:
                 tl.debug_barrier()
             if BARRIER_BEFORE_RELEASE:
                 tl.debug_barrier()
-            _release(flag_ptr, peer_flag, peer, value, XCHG)
+            _release(flag_ptr, peer_flag, peer, value, RELEASE)
 
 
 @triton.jit(do_not_specialize=["first"])
 def ping_pong_xchg_wait(flag_ptr, rounds, first, SERVE: tl.constexpr):
     """The release write as Triton's atomic exchange, the poll as ``dl.wait``."""
-    _round_trips(flag_ptr, rounds, first, SERVE, True, False)
+    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "wait")
 
 
 @triton.jit(do_not_specialize=["first"])
 def ping_pong_notify_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
     """The release write as ``dl.notify``, the poll as Triton's atomic add of 0."""
-    _round_trips(flag_ptr, rounds, first, SERVE, False, True)
+    _round_trips(flag_ptr, rounds, first, SERVE, "notify", "atomic")
 
 
 @triton.jit(do_not_specialize=["first"])
 def ping_pong_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
     """Both Triton's atomics: the example's baseline, its peer pointer from ``dl.symm_at``."""
-    _round_trips(flag_ptr, rounds, first, SERVE, True, True)
+    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "atomic")
 
 
 @triton.jit(do_not_specialize=["first"])
 def ping_pong_barrier_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
     """Triton's atomics with a CTA barrier before the release write, where ``dl.notify`` has its own (the barrier
     that orders the other threads' writes before the flag: cumulativity the atomics loop does without)."""
-    _round_trips(flag_ptr, rounds, first, SERVE, True, True, BARRIER_BEFORE_RELEASE=True)
+    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "atomic", BARRIER_BEFORE_RELEASE=True)
 
 
 @triton.jit(do_not_specialize=["first"])
 def ping_pong_xchg_atomic_poll_barrier(flag_ptr, rounds, first, SERVE: tl.constexpr):
     """Triton's atomics with a CTA barrier after the poll, where ``dl.wait`` has its own."""
-    _round_trips(flag_ptr, rounds, first, SERVE, True, True, BARRIER_AFTER_POLL=True)
+    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "atomic", BARRIER_AFTER_POLL=True)
+
+
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_store_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """The release write as a bare ``st.release.sys`` (notify's instruction), the poll as Triton's."""
+    _round_trips(flag_ptr, rounds, first, SERVE, "store", "atomic")
+
+
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_xchg_load_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
+    """Triton's exchange, the poll as every lane's ``ld.acquire.sys`` (a poll without the broadcast)."""
+    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "load")
 
 
 VARIANTS = (
@@ -125,6 +159,8 @@ VARIANTS = (
     "xchg+atomic poll",
     "barrier+xchg+atomic poll",
     "xchg+atomic poll+barrier",
+    "store+atomic poll",
+    "xchg+load poll",
 )
 KERNELS = {
     "xchg+wait": ping_pong_xchg_wait,
@@ -132,6 +168,8 @@ KERNELS = {
     "xchg+atomic poll": ping_pong_xchg_atomic_poll,
     "barrier+xchg+atomic poll": ping_pong_barrier_xchg_atomic_poll,
     "xchg+atomic poll+barrier": ping_pong_xchg_atomic_poll_barrier,
+    "store+atomic poll": ping_pong_store_atomic_poll,
+    "xchg+load poll": ping_pong_xchg_load_poll,
 }
 """The kernel of each variant but the first, which is the example's own ``ping_pong``."""
 
