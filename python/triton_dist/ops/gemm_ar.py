@@ -733,7 +733,9 @@ def _gemm_ar_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def gemm_ar(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``sum over ranks of a @ b`` on every rank, GEMM and all-reduce in one kernel (``torch.ops.triton_dist``).
+    """``sum over ranks of a @ b`` on every rank (``torch.ops.triton_dist``): GEMM and all-reduce in one kernel, or,
+    where that measured slower on NVIDIA (more than 64 rows; 17-32 rows with a short split K: ``default_config``),
+    cuBLAS followed by triton_dist's all-reduce.
 
     ``a``: [M, K_local] row-major, ``b``: [K_local, N] row-major, both bf16 or fp16 on this rank's GPU (anywhere in
     memory). Every rank passes its own K slice with the same M, K_local and N (checked collectively on the first
