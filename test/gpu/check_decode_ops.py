@@ -21,8 +21,9 @@ from triton_dist.ops import all_reduce
 from triton_dist.ops.all_reduce import AllReduceConfig, _run, fits, ll_supported
 from triton_dist.ops.flash_decode import FlashDecodeConfig, flash_decode
 from triton_dist.ops.flash_decode import _run as _run_flash_decode
-from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar
+from triton_dist.ops.gemm_ar import GemmARConfig, default_config, gemm_ar
 from triton_dist.ops.gemm_ar import _run as _run_gemm_ar
+from triton_dist.ops.matmul import num_sms
 from triton_dist.testing import Checks, finish, main_guard, poison_, rank0_print, setup_distributed, sync
 
 TOLERANCE = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (2e-3, 2e-3), torch.float32: (1e-5, 1e-5)}
@@ -350,7 +351,14 @@ def check_gemm_ar_eager(checks: Checks, world: rt.World) -> None:
 
 
 def check_gemm_ar_graph_and_compile(checks: Checks, world: rt.World) -> None:
-    m, n, k, dtype = 8, 1024, 512, torch.bfloat16
+    # M = 8: the fused kernel; M = 128: the default's cuBLAS path (torch.matmul, then the all-reduce in place).
+    for case, (m, n, k) in enumerate(((8, 1024, 512), (128, 1024, 512))):
+        _check_gemm_ar_graph_and_compile(checks, world, m, n, k, 700 + 200 * case)
+
+
+def _check_gemm_ar_graph_and_compile(checks: Checks, world: rt.World, m: int, n: int, k: int, tag0: int) -> None:
+    dtype = torch.bfloat16
+    path = default_config(m, n, k, sms=num_sms(torch.cuda.current_device())).gemm
     a_in = torch.empty((m, k), dtype=dtype, device="cuda")
     b_in = torch.empty((k, n), dtype=dtype, device="cuda")
     a_in.normal_()
@@ -363,7 +371,7 @@ def check_gemm_ar_graph_and_compile(checks: Checks, world: rt.World) -> None:
         second = gemm_ar(a_in, b_in)
     everyone = list(range(world.world_size))
     for replay in range(4):
-        tag = 700 + replay
+        tag = tag0 + replay
         a, b = gemm_ar_operands(world.rank, tag, m, n, k, dtype)
         a_in.copy_(a)
         b_in.copy_(b)
@@ -375,15 +383,18 @@ def check_gemm_ar_graph_and_compile(checks: Checks, world: rt.World) -> None:
         ok1, detail1 = close_gemm(first, ref)
         ok2, _ = close_gemm(second, ref)
         checks.check(
-            f"gemm_ar CUDA graph replay {replay} (two calls)", ok1 and ok2 and torch.equal(first, second), detail1
+            f"gemm_ar M={m} ({path}) CUDA graph replay {replay} (two calls)",
+            ok1 and ok2 and torch.equal(first, second),
+            detail1,
         )
 
     compiled = torch.compile(lambda a, b: gemm_ar(a, b).float().square(), fullgraph=True)
-    a, b = gemm_ar_operands(world.rank, 800, m, n, k, dtype)
-    want = gemm_ar_reference(800, m, n, k, dtype, everyone)[0].float().square()
+    a, b = gemm_ar_operands(world.rank, tag0 + 100, m, n, k, dtype)
+    want = gemm_ar_reference(tag0 + 100, m, n, k, dtype, everyone)[0].float().square()
     got = compiled(a, b)
     ok = bool(torch.allclose(got, want, rtol=5e-2, atol=5e-2))
-    checks.check("gemm_ar under torch.compile(fullgraph=True)", ok, f"max diff {float((got - want).abs().max()):.3g}")
+    detail = f"max diff {float((got - want).abs().max()):.3g}"
+    checks.check(f"gemm_ar M={m} ({path}) under torch.compile(fullgraph=True)", ok, detail)
 
 
 def check_gemm_ar_bad_input(checks: Checks, world: rt.World) -> None:
