@@ -34,16 +34,17 @@ then a one-program wait kernel and an fp32 reduction kernel. Waiting is kept out
 purpose: its spinning programs filled every SM and starved the peer-bound flag kernel of the side stream, which
 deadlocked both ranks (2 x H200, shard [4096, 4096]).
 
-Measured on 2 x H200 (bench/results/gemm_rs.md): the fused kernel is correct but slower than torch.matmul + NCCL
-on the seed shapes (0.84-1.00x), 1.14-1.34x cuBLAS's matmul alone. The ablations point at the epilogue's NVLink
-stores: bytes pushed cost their full link time (the warps that store a tile are the ones that issue the next tile's
-MMAs; Triton 3.6 does not warp-specialize this kernel on Hopper), and release fences after them cost more.
-These measurements predate the fix of docs/results/2026-11-23-wgmma-serialization.md: the fused kernel's wgmma were
-all serialized then (a device check's call in the kernel), so its GEMM share, the ablations and the cost model's
-constants are to be measured again. Untuned shapes go to the cost model (:func:`estimate_ms`), which keeps
-``torch.matmul`` + NCCL ``reduce_scatter_tensor`` (``GemmRSConfig.fallback``) unless the communication share is
-large enough for the fused kernel to win; the tuner (``bench/gemm_rs.py --tune``) times every candidate including
-that baseline and the cuBLAS path and stores the fastest.
+Measured on 2 x H200 (bench/results/gemm_rs.md, docs/results/2026-11-23-2xH200-session13.md, watchdog on): the op with
+the committed table 1.13-1.16x over torch.matmul + NCCL (geo-mean of three runs; the overlap bound 1.16-1.18x). The
+fused kernel wins the two smaller shapes (8192,4096,12288: 0.60-0.61 ms against 0.70 for matmul + NCCL), the cuBLAS
+path the others. What keeps the fused kernel above the bound is its epilogue's NVLink stores: 0.612 ms against 0.521
+ms with the communication switched off (``LOCAL_ONLY``), the 32 MiB push at link speed, since the warps that store a
+tile are the ones that issue the next tile's MMAs (Triton 3.6 does not warp-specialize this kernel on Hopper). The
+cost model's constants predate the wgmma fixes (docs/results/2026-11-23-wgmma-serialization.md and section 1 of the
+session-13 results) and are to be measured again. Untuned shapes go to the cost model (:func:`estimate_ms`), which
+keeps ``torch.matmul`` + NCCL ``reduce_scatter_tensor`` (``GemmRSConfig.fallback``) unless the communication share is
+large enough for the fused kernel to win; the tuner (``bench/gemm_rs.py --tune``) times every candidate including that
+baseline and the cuBLAS path and stores the fastest.
 """
 
 from __future__ import annotations
