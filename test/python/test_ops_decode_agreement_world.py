@@ -1,6 +1,6 @@
-"""all_reduce and gemm_ar remember which call signatures the ranks agreed on, per world: after ``finalize()`` and a
-new ``init()`` the same signature is agreed on again (the new world's ranks may call differently), and within one
-world a repeated signature is not."""
+"""all_reduce and gemm_ar remember (``AgreedSignatures``) which call signatures the ranks agreed on, per world: after
+``finalize()`` and a new ``init()`` the same signature is agreed on again (the new world's ranks may call
+differently), and within one world a repeated signature is not."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
+from triton_dist.runtime.world.rank_agreement import AgreedSignatures
 
 ar = importlib.import_module("triton_dist.ops.all_reduce")
 gar = importlib.import_module("triton_dist.ops.gemm_ar")
@@ -23,8 +25,7 @@ def test_a_new_world_agrees_again_on_a_signature_seen_before(monkeypatch, op):
     module = ar if op == "all_reduce" else gar
     current = {"world": _world()}
     monkeypatch.setattr(module.rt, "current_world", lambda: current["world"])
-    monkeypatch.setattr(module, "_agreed", set())
-    monkeypatch.setattr(module, "_agreed_world", None)
+    monkeypatch.setattr(module, "_agreed", AgreedSignatures())
     agreements = []
     monkeypatch.setattr(module, "check_ranks_call_alike", lambda *args, **kwargs: agreements.append(args))
     if op == "all_reduce":
@@ -48,3 +49,28 @@ def test_a_new_world_agrees_again_on_a_signature_seen_before(monkeypatch, op):
     assert len(agreements) == 2, "the new world's ranks agree anew"
     call()
     assert len(agreements) == 2
+
+
+def test_agreed_signatures_are_per_world():
+    agreed = AgreedSignatures()
+    first, second = object(), object()
+    assert not agreed.known(first, ("x", 1))
+    agreed.add(first, ("x", 1))
+    assert agreed.known(first, ("x", 1)) and not agreed.known(first, ("x", 2))
+    assert not agreed.known(second, ("x", 1)), "another world has agreed on nothing yet"
+    assert not agreed.known(first, ("x", 1)), "and back in the first world the memo started over"
+
+
+def test_gemm_rs_agrees_again_in_a_new_world(monkeypatch):
+    grs = importlib.import_module("triton_dist.ops.gemm_rs")
+    monkeypatch.setattr(grs, "_agreed", AgreedSignatures())
+    agreements = []
+    monkeypatch.setattr(grs, "_agree", lambda world, what: agreements.append(world))
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)  # a CPU-only torch cannot ask
+    a = torch.zeros(64, 32, dtype=torch.bfloat16)
+    b = torch.zeros(32, 16, dtype=torch.bfloat16)
+    config = grs.GemmRSConfig()
+    old, new = _world(), _world()
+    for world in (old, old, new, new):
+        grs._check_same_on_all_ranks(world, a, b, config)
+    assert agreements == [old, new]

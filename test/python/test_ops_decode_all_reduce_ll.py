@@ -17,6 +17,7 @@ import triton
 import triton.language as tl
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
+from triton_dist.runtime.world.rank_agreement import AgreedSignatures
 
 ar = sys.modules["triton_dist.ops.all_reduce"]
 AllReduceConfig = ar.AllReduceConfig
@@ -454,7 +455,7 @@ def test_a_forced_ll_config_runs_with_the_watchdog_on(monkeypatch):
     world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
     monkeypatch.setattr(ar.rt, "current_world", lambda: world)
     monkeypatch.setattr(torch.version, "hip", None)
-    monkeypatch.setattr(ar, "_agreed", set())
+    monkeypatch.setattr(ar, "_agreed", AgreedSignatures())
     agreements = []
     monkeypatch.setattr(ar, "check_ranks_call_alike", lambda *args, **kwargs: agreements.append(args))
     watchdog.set_wait_timeout(5)

@@ -91,7 +91,7 @@ from triton_dist.compiler.watchdog import watchdog_enabled
 from triton_dist.ops import tuning
 from triton_dist.ops.comm_workspace import slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
-from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
+from triton_dist.runtime.world.rank_agreement import AgreedSignatures, check_ranks_call_alike
 from triton_dist.testing.correctness import tolerances
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -748,9 +748,8 @@ def check_inputs(x: torch.Tensor, op: str, out: torch.Tensor | None = None) -> N
             )
 
 
-_agreed: set[tuple[int, torch.dtype, AllReduceConfig]] = set()
-_agreed_world: rt.World | None = None
-"""The world ``_agreed`` holds signatures of: a new world (after ``finalize()`` and ``init()``) agrees anew."""
+_agreed = AgreedSignatures()
+"""The (numel, dtype, config) signatures the current world's ranks agreed on."""
 
 
 def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> None:
@@ -764,11 +763,7 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
     if x.device != world.device:
         raise ValueError(f"all_reduce: x is on {x.device}, but this rank's symmetric heap is on {world.device}")
     signature = (x.numel(), x.dtype, config)
-    global _agreed_world
-    if world is not _agreed_world:
-        _agreed.clear()
-        _agreed_world = world
-    if signature in _agreed:
+    if _agreed.known(world, signature):
         return
     launch_shape(x.numel(), x.element_size(), world.world_size, config)  # a config that cannot run raises here
     check_ranks_call_alike(
@@ -781,7 +776,7 @@ def _check_device_and_agreement(x: torch.Tensor, config: AllReduceConfig) -> Non
         capture_message=f"all_reduce: first call with {x.numel()} x {x.dtype} during CUDA-graph capture; the ranks' "
         "agreement on the size is checked (a collective) on the first call of each size: call it once before capturing",
     )
-    _agreed.add(signature)
+    _agreed.add(world, signature)
 
 
 _ready: dict[tuple, LaunchPlan] = {}

@@ -62,7 +62,7 @@ from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.ops.matmul import check_matrix, num_sms
-from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
+from triton_dist.runtime.world.rank_agreement import AgreedSignatures, check_ranks_call_alike
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 SLOTS = 256
@@ -635,9 +635,8 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = No
             )
 
 
-_agreed: set[tuple] = set()
-_agreed_world: rt.World | None = None
-"""The world ``_agreed`` holds signatures of: a new world (after ``finalize()`` and ``init()``) agrees anew."""
+_agreed = AgreedSignatures()
+"""The (M, N, K/W, dtype, config) signatures the current world's ranks agreed on."""
 
 
 def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmARConfig) -> None:
@@ -646,11 +645,7 @@ def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmAR
     if a.device != world.device:
         raise ValueError(f"gemm_ar: a is on {a.device}, but this rank's symmetric heap is on {world.device}")
     signature = (a.shape[0], b.shape[1], a.shape[1], a.dtype, config)
-    global _agreed_world
-    if world is not _agreed_world:
-        _agreed.clear()
-        _agreed_world = world
-    if signature in _agreed:
+    if _agreed.known(world, signature):
         return
     check_ranks_call_alike(
         world.group,
@@ -662,7 +657,7 @@ def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmAR
         capture_message=f"gemm_ar: first call with a {list(a.shape)} @ b {list(b.shape)} during CUDA-graph capture; "
         "the ranks' agreement on the shapes is checked (a collective) on the first call: call it once before capturing",
     )
-    _agreed.add(signature)
+    _agreed.add(world, signature)
 
 
 _ready: dict[tuple, Plan] = {}

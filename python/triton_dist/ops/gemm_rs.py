@@ -73,6 +73,7 @@ from triton_dist.ops.matmul import (
     rows_fit_tma,
     tma_mainloop,
 )
+from triton_dist.runtime.world.rank_agreement import AgreedSignatures
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 PARTIAL_DTYPES = ("float32", "input")
@@ -542,7 +543,8 @@ def _world() -> Any:
     return current_world()
 
 
-_agreed: set[tuple[Any, ...]] = set()
+_agreed = AgreedSignatures()
+"""The (a shape, b shape, dtype, config) signatures the current world's ranks agreed on."""
 
 
 def _check_same_on_all_ranks(world: Any, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> None:
@@ -553,7 +555,7 @@ def _check_same_on_all_ranks(world: Any, a: torch.Tensor, b: torch.Tensor, confi
     """
     signature = (tuple(a.shape), tuple(b.shape), a.dtype, config)
     capturing = torch.cuda.is_current_stream_capturing()
-    if signature in _agreed and (capturing or os.environ.get(CHECK_ENV) != "always"):
+    if _agreed.known(world, signature) and (capturing or os.environ.get(CHECK_ENV) != "always"):
         return
     if capturing:
         raise RuntimeError(
@@ -563,7 +565,7 @@ def _check_same_on_all_ranks(world: Any, a: torch.Tensor, b: torch.Tensor, confi
         )
     what = {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
     _agree(world, what)
-    _agreed.add(signature)
+    _agreed.add(world, signature)
 
 
 def _agree(world: Any, what: dict[str, Any]) -> None:

@@ -11,6 +11,29 @@ from typing import Any
 import torch.distributed as dist
 
 
+class AgreedSignatures:
+    """The call signatures the ranks of one world have agreed on (``check_ranks_call_alike`` passed), so an op checks
+    each signature once per world: a new world (after ``finalize()`` and ``init()``) agrees anew."""
+
+    def __init__(self) -> None:
+        self._world: Any = None
+        self._signatures: set[Any] = set()
+
+    def known(self, world: Any, signature: Any) -> bool:
+        """Whether ``world``'s ranks agreed on ``signature`` already (forgets the signatures of another world)."""
+        if world is not self._world:
+            self._signatures.clear()
+            self._world = world
+        return signature in self._signatures
+
+    def add(self, world: Any, signature: Any) -> None:
+        """Remember that ``world``'s ranks agreed on ``signature``."""
+        if world is not self._world:
+            self._signatures.clear()
+            self._world = world
+        self._signatures.add(signature)
+
+
 def gather_from_ranks(value: Any, group: dist.ProcessGroup) -> list[Any]:
     """``value`` of every rank of ``group``, by group rank (a collective)."""
     gathered: list[Any] = [None] * dist.get_world_size(group)
