@@ -49,17 +49,19 @@ def wait_watchdog(watched: bool) -> Iterator[None]:
         set_wait_timeout(None)
 
 
-def compile_ag_gemm(checks: Checks):  # noqa: ANN201
-    return compile_kernel(
-        ag._ag_gemm_tma_kernel, TMA_SIGNATURE, "sm_90", AG_GEMM_CONSTEXPRS, num_warps=8, checks=checks
-    )
+def compile_ag_gemm(checks: Checks, flatten_peers: bool = False):  # noqa: ANN201
+    constexprs = {**AG_GEMM_CONSTEXPRS, "FLATTEN_PEERS": flatten_peers}
+    return compile_kernel(ag._ag_gemm_tma_kernel, TMA_SIGNATURE, "sm_90", constexprs, num_warps=8, checks=checks)
 
 
 @pytest.mark.parametrize("watched", [False, True], ids=["unwatched", "watched"])
-def test_ag_gemm_keeps_its_wgmma_asynchronous_with_the_default_checks(tmp_path, watched):
+@pytest.mark.parametrize("flatten_peers", [False, True], ids=["peer-loop", "flattened-peer-loop"])
+def test_ag_gemm_keeps_its_wgmma_asynchronous_with_the_default_checks(tmp_path, watched, flatten_peers):
+    """Also the flattened peer loop (a tuned choice), which waits for each tile's chunk inside the software-pipelined
+    loop, the pattern that serialized gemm_rs with the watchdog on."""
     need_library("sm_90")
     with wait_watchdog(watched):
-        compiled = compile_ag_gemm(Checks.DEFAULT)
+        compiled = compile_ag_gemm(Checks.DEFAULT, flatten_peers)
     assert ("%globaltimer" in compiled.asm["ptx"]) == watched, "the watched wait reads the clock"
     assert "triton_dist: dl.wait in kernel" in compiled.asm["ttir"], "the checks are still emitted"
     ptx = assembly(compiled, "sm_90")
