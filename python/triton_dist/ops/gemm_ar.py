@@ -1,4 +1,5 @@
-"""``gemm_ar(a, b)``: the row-parallel linear layer of decoding, ``sum over ranks of a @ b``, in one kernel.
+"""``gemm_ar(a, b)``: the row-parallel linear layer of decoding, ``sum over ranks of a @ b``, in one kernel (or, where
+that measured slower, cuBLAS then ``all_reduce``: see "The cuBLAS path" below).
 
 ```python
 # a: [M, K / W] (this rank's slice of the activations), b: [K / W, N] (this rank's rows of the weight)
