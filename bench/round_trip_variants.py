@@ -7,7 +7,7 @@ Issue 12, item 6: across two H200s the ping-pong (``examples/ping_pong.py``: ``d
 acquire) took 2.573 µs per round trip and the Triton-atomics loop beside it 2.535 µs (1.015x;
 docs/results/2026-11-23-2xH200-ops.md). In SASS the two differ in the release write (``STG.E.STRONG.SYS`` against
 ``ATOMG.E.EXCH.STRONG.SYS``) and in the poll (our lowering's loop against a Triton ``while`` around an atomic add of
-0). This benchmark crosses the two halves, four kernels with the ping-pong's arguments, in one run:
+0). This benchmark crosses the two halves, each variant a kernel with the ping-pong's arguments, in one run:
 
 - ``notify+wait``: the example's kernel (the default wait library, whatever ``TRITON_DIST_WAIT_TIMEOUT_S`` selects);
 - ``xchg+wait``: the release write as ``tl.atomic_xchg(dl.symm_at(flag, peer), value, sem="release", scope="sys")``;
@@ -28,6 +28,7 @@ after warm-up, every launch started by a device barrier, maximum over ranks (``_
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 import triton
 import triton.language as tl
@@ -76,19 +77,20 @@ def _acquire(flag_ptr, value, POLL: tl.constexpr):
         dl.wait(flag_ptr, 1, "sys", "acquire", waitValue=value)
 
 
-@triton.jit
-def _round_trips(
+@triton.jit(do_not_specialize=["first"])
+def ping_pong_variant(
     flag_ptr,
     rounds,
     first,
     SERVE: tl.constexpr,
     RELEASE: tl.constexpr,
     POLL: tl.constexpr,
-    BARRIER_BEFORE_RELEASE: tl.constexpr = False,
-    BARRIER_AFTER_POLL: tl.constexpr = False,
+    BARRIER_BEFORE_RELEASE: tl.constexpr,
+    BARRIER_AFTER_POLL: tl.constexpr,
 ):
-    """The ping-pong's loop with the release write and the poll chosen by ``RELEASE`` and ``POLL``; the
-    ``BARRIER_*`` flags add a CTA barrier (``tl.debug_barrier``) where ``dl.notify`` and ``dl.wait`` hold theirs."""
+    """The ping-pong's loop, with its arguments, the release write and the poll chosen by ``RELEASE`` and ``POLL``;
+    the ``BARRIER_*`` flags add a CTA barrier (``tl.debug_barrier``) where ``dl.notify`` and ``dl.wait`` hold
+    theirs."""
     peer = 1 - dl.rank()
     peer_flag = dl.symm_at(flag_ptr, peer)  # only the exchange and the store use it (computed once, before the loop)
     for i in range(rounds):
@@ -109,49 +111,6 @@ def _round_trips(
             _release(flag_ptr, peer_flag, peer, value, RELEASE)
 
 
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_xchg_wait(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """The release write as Triton's atomic exchange, the poll as ``dl.wait``."""
-    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "wait")
-
-
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_notify_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """The release write as ``dl.notify``, the poll as Triton's atomic add of 0."""
-    _round_trips(flag_ptr, rounds, first, SERVE, "notify", "atomic")
-
-
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """Both Triton's atomics: the example's baseline, its peer pointer from ``dl.symm_at``."""
-    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "atomic")
-
-
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_barrier_xchg_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """Triton's atomics with a CTA barrier before the release write, where ``dl.notify`` has its own (the barrier
-    that orders the other threads' writes before the flag: cumulativity the atomics loop does without)."""
-    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "atomic", BARRIER_BEFORE_RELEASE=True)
-
-
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_xchg_atomic_poll_barrier(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """Triton's atomics with a CTA barrier after the poll, where ``dl.wait`` has its own."""
-    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "atomic", BARRIER_AFTER_POLL=True)
-
-
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_store_atomic_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """The release write as a bare ``st.release.sys`` (notify's instruction), the poll as Triton's."""
-    _round_trips(flag_ptr, rounds, first, SERVE, "store", "atomic")
-
-
-@triton.jit(do_not_specialize=["first"])
-def ping_pong_xchg_load_poll(flag_ptr, rounds, first, SERVE: tl.constexpr):
-    """Triton's exchange, the poll as every lane's ``ld.acquire.sys`` (a poll without the broadcast)."""
-    _round_trips(flag_ptr, rounds, first, SERVE, "xchg", "load")
-
-
 VARIANTS = (
     "notify+wait",
     "xchg+wait",
@@ -162,22 +121,52 @@ VARIANTS = (
     "store+atomic poll",
     "xchg+load poll",
 )
-KERNELS = {
-    "xchg+wait": ping_pong_xchg_wait,
-    "notify+atomic poll": ping_pong_notify_atomic_poll,
-    "xchg+atomic poll": ping_pong_xchg_atomic_poll,
-    "barrier+xchg+atomic poll": ping_pong_barrier_xchg_atomic_poll,
-    "xchg+atomic poll+barrier": ping_pong_xchg_atomic_poll_barrier,
-    "store+atomic poll": ping_pong_store_atomic_poll,
-    "xchg+load poll": ping_pong_xchg_load_poll,
+
+
+def _constexprs(
+    release: str, poll: str, barrier_before_release: bool = False, barrier_after_poll: bool = False
+) -> dict[str, object]:
+    """``ping_pong_variant``'s constexprs: every one named, as Triton's compile wants them."""
+    return {
+        "RELEASE": release,
+        "POLL": poll,
+        "BARRIER_BEFORE_RELEASE": barrier_before_release,
+        "BARRIER_AFTER_POLL": barrier_after_poll,
+    }
+
+
+CONSTEXPRS = {
+    "xchg+wait": _constexprs("xchg", "wait"),
+    "notify+atomic poll": _constexprs("notify", "atomic"),
+    "xchg+atomic poll": _constexprs("xchg", "atomic"),
+    "barrier+xchg+atomic poll": _constexprs("xchg", "atomic", barrier_before_release=True),
+    "xchg+atomic poll+barrier": _constexprs("xchg", "atomic", barrier_after_poll=True),
+    "store+atomic poll": _constexprs("store", "atomic"),
+    "xchg+load poll": _constexprs("xchg", "load"),
 }
-"""The kernel of each variant but the first, which is the example's own ``ping_pong``."""
+"""``ping_pong_variant``'s constexprs for each variant but the first, which is the example's own ``ping_pong``."""
 
 
-def compile_variant(variant: str, kernel: triton.JITFunction, first_launch: Launch) -> triton.JITFunction:
-    """A fresh ``JITFunction`` of the variant's kernel (``kernel``, the example's, for ``notify+wait``), compiled
-    and loaded by its first launch."""
-    fresh = fresh_jit(KERNELS.get(variant, kernel))
+class _WithConstexprs:
+    """``kernel`` launched as ``kernel[grid](*args, **kwargs)`` with ``constexprs`` added: what the harness's
+    ping-pong launch (the example's arguments) needs to run a variant of ``ping_pong_variant``."""
+
+    def __init__(self, kernel: triton.JITFunction, constexprs: dict) -> None:
+        self.kernel = kernel
+        self.constexprs = constexprs
+
+    def __getitem__(self, grid: tuple) -> Callable[..., object]:
+        launch = self.kernel[grid]
+        return lambda *args, **kwargs: launch(*args, **kwargs, **self.constexprs)
+
+
+def compile_variant(variant: str, kernel: triton.JITFunction, first_launch: Launch) -> object:
+    """A fresh ``JITFunction`` of the variant's kernel (``kernel``, the example's, for ``notify+wait``; else
+    ``ping_pong_variant`` with the variant's constexprs), compiled and loaded by its first launch."""
+    if variant in CONSTEXPRS:
+        fresh: object = _WithConstexprs(fresh_jit(ping_pong_variant), CONSTEXPRS[variant])
+    else:
+        fresh = fresh_jit(kernel)
     first_launch(fresh)
     rt.synchronize()
     return fresh

@@ -110,66 +110,62 @@ else:
     os._exit(0)
 """
 
-DEAD_RANK = """
-flag = rt.zeros(1, dtype=torch.int32)
-rt.barrier()
 ROUNDS_BEFORE_DEATH = 5
+"""The rounds the dying rank completes before it exits; the survivor's next round is the one that must time out."""
+
+
+def dead_rank_case(setup: str, survivor_round: str, dying_round: str, record: str) -> str:
+    """A dead-rank case (run after PRELUDE): after ``setup``, rank 1 runs ``dying_round`` for ``value`` = 1 ..
+    ROUNDS_BEFORE_DEATH, then exits without a word; rank 0 runs ``survivor_round`` (then ``synchronize``) for
+    ``value`` = 1, 2, ... and must raise ``WaitTimeoutError`` whose record holds rank 0, the 1 s timeout and the
+    fields ``record`` names (keyword arguments of ``report``)."""
+    return f"""
+{setup}
+rt.barrier()
 if RANK == 0:
     started = time.monotonic()
     try:
         for value in range(1, 21):
             started = time.monotonic()
-            wait_for_peer[(1,)](flag, value)
+            {survivor_round}
             triton_dist.synchronize()
             say("ROUND", value)
         say("NO ERROR: every round completed")
     except triton_dist.WaitTimeoutError as error:
-        report(error, started, rank=0, kernel="wait_for_peer", flag_index=0, flag_address=flag.data_ptr(),
-               expected=ROUNDS_BEFORE_DEATH + 1, last_seen=ROUNDS_BEFORE_DEATH, comparison="ge",
-               timeout_ns=1_000_000_000)
+        report(error, started, rank=0, timeout_ns=1_000_000_000, {record})
     except Exception as error:
         say("OTHER ERROR", type(error).__name__, error)
     os._exit(0)
 else:
-    for value in range(1, ROUNDS_BEFORE_DEATH + 1):
-        notify_peer[(1,)](flag, 0, value)
+    for value in range(1, {ROUNDS_BEFORE_DEATH} + 1):
+        {dying_round}
         torch.cuda.synchronize()
         time.sleep(0.05)
     say("DYING")
     os._exit(3)  # no finalize, no goodbye: a crashed rank
 """
 
-DEAD_RANK_LL = """
-import importlib
+
+DEAD_RANK = dead_rank_case(
+    setup="flag = rt.zeros(1, dtype=torch.int32)",
+    survivor_round="wait_for_peer[(1,)](flag, value)",
+    dying_round="notify_peer[(1,)](flag, 0, value)",
+    record=f'kernel="wait_for_peer", flag_index=0, flag_address=flag.data_ptr(), expected={ROUNDS_BEFORE_DEATH + 1}, '
+    f'last_seen={ROUNDS_BEFORE_DEATH}, comparison="ge"',
+)
+
+DEAD_RANK_LL = dead_rank_case(
+    setup="""import importlib
 all_reduce_module = importlib.import_module("triton_dist.ops.all_reduce")
 x = torch.randn(4096, device="cuda").to(torch.bfloat16)
 out = torch.empty_like(x)
-config = all_reduce_module.AllReduceConfig("one_shot_ll", 8, 4)
-rt.barrier()
-CALLS_BEFORE_DEATH = 5
-if RANK == 0:
-    started = time.monotonic()
-    try:
-        for call in range(1, 21):
-            started = time.monotonic()
-            all_reduce_module._run(x, out, "sum", config)
-            triton_dist.synchronize()
-            say("ROUND", call)
-        say("NO ERROR: every call completed")
-    except triton_dist.WaitTimeoutError as error:
-        report(error, started, rank=0, kernel="_one_shot_ll_kernel", expected=CALLS_BEFORE_DEATH + 1,
-               last_seen=CALLS_BEFORE_DEATH - 1, comparison="eq", timeout_ns=1_000_000_000)
-    except Exception as error:
-        say("OTHER ERROR", type(error).__name__, error)
-    os._exit(0)
-else:
-    for call in range(1, CALLS_BEFORE_DEATH + 1):
-        all_reduce_module._run(x, out, "sum", config)
-        torch.cuda.synchronize()
-        time.sleep(0.05)
-    say("DYING")
-    os._exit(3)
-"""
+config = all_reduce_module.AllReduceConfig("one_shot_ll", 8, 4)""",
+    survivor_round='all_reduce_module._run(x, out, "sum", config)',
+    dying_round='all_reduce_module._run(x, out, "sum", config)',
+    # The missing word's epoch is the sixth call's; it last held the fourth's (the same parity, two calls earlier).
+    record=f'kernel="_one_shot_ll_kernel", expected={ROUNDS_BEFORE_DEATH + 1}, last_seen={ROUNDS_BEFORE_DEATH - 1}, '
+    'comparison="eq"',
+)
 
 
 def _elapsed(output: str) -> float:

@@ -320,11 +320,15 @@ def test_round_trip_variants_cross_the_release_write_and_the_poll(serve):
         import round_trip_variants as variants
     finally:
         sys.path.remove(str(REPO / "bench"))
-    assert variants.VARIANTS[0] == "notify+wait" and set(variants.KERNELS) == set(variants.VARIANTS[1:])
-    kernels = {"notify+wait": ping_pong, **variants.KERNELS}
+    assert variants.VARIANTS[0] == "notify+wait" and set(variants.CONSTEXPRS) == set(variants.VARIANTS[1:])
     counts: dict[str, int] = {}
-    for name, kernel in kernels.items():
-        listing = sass(_compile(kernel, PING_PONG_SIGNATURE, "sm_90", serve, None))
+    for name in variants.VARIANTS:
+        if name == "notify+wait":
+            compiled = _compile(ping_pong, PING_PONG_SIGNATURE, "sm_90", serve, None)
+        else:
+            constexprs = {"SERVE": serve, **variants.CONSTEXPRS[name]}
+            compiled = compile_kernel(variants.ping_pong_variant, PING_PONG_SIGNATURE, "sm_90", constexprs, num_warps=1)
+        listing = sass(compiled)
         loop = _release_loop(listing, "sass", r"STG\.E\.STRONG\.SYS|ATOMG\.E\.EXCH\.STRONG\.SYS")
         xchg = any("ATOMG.E.EXCH.STRONG.SYS" in line for line in loop)
         store = any("STG.E.STRONG.SYS" in line for line in loop)
