@@ -44,9 +44,9 @@
 // CHECK-NOT:     buffer_inv
 // CHECK:         s_barrier
 
-// notify: s_barrier, then the lane with workitem id 0 alone releases.
+// notify set: s_barrier, then the lanes of the first wave release (workitem id < 64 on gfx942).
 // CHECK-LABEL: notify_set_gpu_i32:
-// CHECK:         v_cmp_eq_u32_e32 vcc, 0, v{{[0-9]+}}
+// CHECK:         v_cmp_gt_u32_e32 vcc, 64, v{{[0-9]+}}
 // CHECK:         s_barrier
 // CHECK:         buffer_wbl2 sc1
 // CHECK-NEXT:    global_store_dword v[{{[0-9]+:[0-9]+}}], v{{[0-9]+}}, off sc1

@@ -44,11 +44,11 @@
 // CHECK:         ld.acquire.cta.global.b32
 // CHECK:         bar.sync 0;
 
-// notify: bar.sync, then thread 0 alone translates the address and releases.
+// notify set: bar.sync, then the first warp alone translates the address and releases.
 // CHECK-LABEL: notify_set_gpu_i32(
 // CHECK:         bar.sync 0;
-// CHECK:         setp.ne.b32 %[[NOT_LEADER:p[0-9]+]], %{{r[0-9]+}}, 0;
-// CHECK-NEXT:    @%[[NOT_LEADER]] bra
+// CHECK:         setp.gt.u32 %[[NOT_WRITER:p[0-9]+]], %{{r[0-9]+}}, 31;
+// CHECK-NEXT:    @%[[NOT_WRITER]] bra
 // CHECK:         ld.global.nc.b32 %{{r[0-9]+}}, [__triton_dist_context];
 // CHECK:         st.release.gpu.global.b32 [%{{rd[0-9]+}}], %{{r[0-9]+}};
 
@@ -60,8 +60,11 @@
 // CHECK:         bar.sync 0;
 // CHECK:         st.release.sys.global.b32 [%{{rd[0-9]+}}], %{{r[0-9]+}};
 
+// notify add: thread 0 alone adds (one add per notify).
 // CHECK-LABEL: notify_add_gpu_i32(
 // CHECK:         bar.sync 0;
+// CHECK:         setp.ne.b32 %[[NOT_ADDER:p[0-9]+]], %{{r[0-9]+}}, 0;
+// CHECK-NEXT:    @%[[NOT_ADDER]] bra
 // CHECK:         atom.release.gpu.global.add.u32 %{{r[0-9]+}}, [%{{rd[0-9]+}}], %{{r[0-9]+}};
 // CHECK-NOT:     atom.global.add
 

@@ -7,15 +7,17 @@
 //   get_heap_size             likewise
 //   symm_at                   addr - heap_bases[me] + heap_bases[rank]
 //   heap_offset               addr - heap_bases[me]
-//   wait                      lanes of the first warp poll the flag words
-//                             (lane l: words l, l+W, ...) with atomic loads and
-//                             backoff until `flag <cmp> value` (signed), then
-//                             the program barrier; the token is an opaque i32
-//                             produced after the barrier
+//   wait                      every lane of the first warp polls flag words
+//                             (lane l: words l, l+W, ... if l < n, else word
+//                             0) with atomic loads and backoff until
+//                             `flag <cmp> value` (signed), then the program
+//                             barrier; the token is an opaque i32 produced
+//                             after the barrier
 //   consume_token             an opaque register copy of the value that also
 //                             reads the token
-//   notify                    the program barrier, then thread 0 stores or adds
-//                             the signal with release ordering
+//   notify                    the program barrier, then the first warp stores
+//                             (set) or thread 0 adds (add) the signal with
+//                             release ordering
 //
 //===----------------------------------------------------------------------===//
 
@@ -217,7 +219,7 @@ public:
         defaultTimeoutNs(options.waitTimeoutNs),
         timeoutFromRuntime(options.waitTimeoutFromRuntime) {}
 
-  // entry:           cond_br tid < W, word(tid), done
+  // entry:           cond_br tid < W, word(tid < n ? tid : 0), done
   // word(i):         cond_br i < n, poll(0, minSleep), done
   // poll(k, ns):     v = atomic load flags[i]; cond_br v == value, next, retry
   // retry:           cond_br k + 1 < tightPolls, poll(k + 1, ns), sleep
@@ -262,6 +264,16 @@ public:
     Value runtimeLimit =
         runtimeTimeout ? loadWaitWatchdogTimeoutNs(rewriter, loc) : Value();
 
+    // Lanes past the last word poll word 0 with the lanes that own it rather
+    // than idle: with one word (a flag round trip) the whole warp then polls
+    // in step, as one request per poll, and leaves the loop together instead
+    // of waiting for one divergent lane (measured on 2xH200: the divergent
+    // single-lane loop cost about 5% of a round trip).
+    Value owns = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::slt,
+                                      tid, count);
+    Value firstWord = LLVM::SelectOp::create(
+        rewriter, loc, owns, tid, createI32Constant(rewriter, loc, 0));
+
     Block *entry = rewriter.getInsertionBlock();
     Block *done = rewriter.splitBlock(entry, op->getIterator());
     Block *word = rewriter.createBlock(done, {i32}, {loc});
@@ -275,8 +287,8 @@ public:
     Block *next = rewriter.createBlock(done);
 
     rewriter.setInsertionPointToEnd(entry);
-    LLVM::CondBrOp::create(rewriter, loc, polls, word, ValueRange{tid}, done,
-                           ValueRange{});
+    LLVM::CondBrOp::create(rewriter, loc, polls, word, ValueRange{firstWord},
+                           done, ValueRange{});
 
     rewriter.setInsertionPointToEnd(word);
     Value index = word->getArgument(0);
@@ -493,23 +505,29 @@ class NotifyLowering : public DistributedPattern<NotifyOp> {
 public:
   using DistributedPattern::DistributedPattern;
 
-  // current: program barrier; cond_br tid == 0, signal, done
+  // current: program barrier; cond_br writer, signal, done
   // signal:  release store / add of the signal at symm_at(ptr, rank); br done
+  // The writers are the first warp for `set` (every lane stores the same
+  // value: one request, and no lane of the warp waits behind a divergent one;
+  // measured on 2xH200, about 1% of a flag round trip), thread 0 for `add`.
   LogicalResult
   matchAndRewrite(NotifyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     target.createProgramBarrier(rewriter, loc);
     Value tid = target.getThreadId(rewriter, loc);
-    Value isLeader =
-        LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, tid,
-                             createI32Constant(rewriter, loc, 0));
+    bool stores = op.getSigOp() == SignalOp::set;
+    Value isWriter =
+        stores ? LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::ult,
+                                      tid, target.getWarpSize(rewriter, loc))
+               : LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq,
+                                      tid, createI32Constant(rewriter, loc, 0));
 
     Block *current = rewriter.getInsertionBlock();
     Block *done = rewriter.splitBlock(current, op->getIterator());
     Block *signal = rewriter.createBlock(done);
     rewriter.setInsertionPointToEnd(current);
-    LLVM::CondBrOp::create(rewriter, loc, isLeader, signal, ValueRange{}, done,
+    LLVM::CondBrOp::create(rewriter, loc, isWriter, signal, ValueRange{}, done,
                            ValueRange{});
 
     rewriter.setInsertionPointToEnd(signal);
@@ -517,7 +535,7 @@ public:
         rewriter, loc,
         translateToRank(rewriter, loc, adaptor.getPtr(), adaptor.getRank()));
     MemSyncScope scope = getReleaseScope(op.getCommScope());
-    if (op.getSigOp() == SignalOp::set)
+    if (stores)
       target.createReleaseStore(rewriter, loc, peerFlag, adaptor.getSignal(),
                                 scope);
     else

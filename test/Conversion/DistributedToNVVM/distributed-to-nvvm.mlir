@@ -80,7 +80,11 @@ func.func @symm_at_generic(%ptr: !llvm.ptr, %rank: i32) -> !llvm.ptr {
 // CHECK:         %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
 // CHECK:         %[[W:.*]] = llvm.mlir.constant(32 : i32) : i32
 // CHECK:         %[[POLLER:.*]] = llvm.icmp "ult" %[[TID]], %[[W]] : i32
-// CHECK:         llvm.cond_br %[[POLLER]], ^[[WORD:.*]](%[[TID]] : i32), ^[[DONE:bb[0-9]+]]
+// Lanes past the last word poll word 0 (the whole warp polls in step).
+// CHECK:         %[[OWNS:.*]] = llvm.icmp "slt" %[[TID]], %[[N]] : i32
+// CHECK:         %[[C0:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK:         %[[FIRST:.*]] = llvm.select %[[OWNS]], %[[TID]], %[[C0]] : i1, i32
+// CHECK:         llvm.cond_br %[[POLLER]], ^[[WORD:.*]](%[[FIRST]] : i32), ^[[DONE:bb[0-9]+]]
 // CHECK:       ^[[WORD]](%[[I:.*]]: i32):
 // CHECK:         %[[IN_RANGE:.*]] = llvm.icmp "slt" %[[I]], %[[N]] : i32
 // CHECK:         %[[FLAG:.*]] = llvm.getelementptr %[[FLAGS]][%[[I]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
@@ -170,9 +174,10 @@ func.func @wait_generic_ptr(%flags: !llvm.ptr, %n: i32, %value: i32) -> !distrib
 // CHECK-SAME:      %[[PTR:.*]]: !llvm.ptr<1>, %[[PEER:.*]]: i32, %[[SIGNAL:.*]]: i32)
 // CHECK-NEXT:    nvvm.barrier0
 // CHECK-NEXT:    %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
-// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT:    %[[LEADER:.*]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
-// CHECK-NEXT:    llvm.cond_br %[[LEADER]], ^[[SIGNAL_BB:.*]], ^[[DONE:.*]]
+// The first warp stores (every lane the same value).
+// CHECK-NEXT:    %[[W:.*]] = llvm.mlir.constant(32 : i32) : i32
+// CHECK-NEXT:    %[[WRITER:.*]] = llvm.icmp "ult" %[[TID]], %[[W]] : i32
+// CHECK-NEXT:    llvm.cond_br %[[WRITER]], ^[[SIGNAL_BB:.*]], ^[[DONE:.*]]
 // CHECK:       ^[[SIGNAL_BB]]:
 // CHECK:         llvm.getelementptr inbounds %{{.*}}[0, 3, %[[PEER]]]
 // CHECK:         %[[ADDR:.*]] = llvm.ptrtoint %[[PTR]] : !llvm.ptr<1> to i64
@@ -206,6 +211,11 @@ func.func @notify_set_inter_node_i32(%ptr: !llvm.ptr<1>, %rank: i32, %signal: i3
 // CHECK-LABEL: func.func @notify_add_gpu_i64(
 // CHECK-SAME:      %[[SIGNAL:[^:]*]]: i64)
 // CHECK:         nvvm.barrier0
+// Thread 0 alone adds.
+// CHECK-NEXT:    %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    %[[ADDER:.*]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
+// CHECK-NEXT:    llvm.cond_br %[[ADDER]]
 // CHECK:         %[[TARGET:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
 // CHECK-NEXT:    llvm.inline_asm has_side_effects "atom.release.gpu.global.add.u64 $0, [$1], $2;", "=l,l,l,~{memory}" %[[TARGET]], %[[SIGNAL]] : (!llvm.ptr<1>, i64) -> i64
 // CHECK-NOT:     llvm.atomicrmw

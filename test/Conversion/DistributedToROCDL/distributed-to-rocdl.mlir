@@ -76,7 +76,11 @@ func.func @symm_at_generic(%ptr: !llvm.ptr, %rank: i32) -> !llvm.ptr {
 // CHECK:         %[[TID:.*]] = rocdl.workitem.id.x : i32
 // CHECK:         %[[W:.*]] = rocdl.wavefrontsize : i32
 // CHECK:         %[[POLLER:.*]] = llvm.icmp "ult" %[[TID]], %[[W]] : i32
-// CHECK:         llvm.cond_br %[[POLLER]], ^[[WORD:.*]](%[[TID]] : i32), ^[[DONE:bb[0-9]+]]
+// Lanes past the last word poll word 0 (the whole warp polls in step).
+// CHECK:         %[[OWNS:.*]] = llvm.icmp "slt" %[[TID]], %[[N]] : i32
+// CHECK:         %[[C0:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK:         %[[FIRST:.*]] = llvm.select %[[OWNS]], %[[TID]], %[[C0]] : i1, i32
+// CHECK:         llvm.cond_br %[[POLLER]], ^[[WORD:.*]](%[[FIRST]] : i32), ^[[DONE:bb[0-9]+]]
 // CHECK:       ^[[WORD]](%[[I:.*]]: i32):
 // CHECK:         %[[IN_RANGE:.*]] = llvm.icmp "slt" %[[I]], %[[N]] : i32
 // CHECK:         %[[FLAG:.*]] = llvm.getelementptr %[[FLAGS]][%[[I]]] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
@@ -174,9 +178,10 @@ func.func @wait_generic_ptr(%flags: !llvm.ptr, %n: i32, %value: i32) -> !distrib
 // CHECK-NEXT:    rocdl.s.barrier
 // CHECK-NEXT:    llvm.fence syncscope("workgroup") acquire
 // CHECK-NEXT:    %[[TID:.*]] = rocdl.workitem.id.x : i32
-// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
-// CHECK-NEXT:    %[[LEADER:.*]] = llvm.icmp "eq" %[[TID]], %[[ZERO]] : i32
-// CHECK-NEXT:    llvm.cond_br %[[LEADER]], ^[[SIGNAL_BB:.*]], ^[[DONE:.*]]
+// The first wave stores (every lane the same value).
+// CHECK-NEXT:    %[[W:.*]] = rocdl.wavefrontsize : i32
+// CHECK-NEXT:    %[[WRITER:.*]] = llvm.icmp "ult" %[[TID]], %[[W]] : i32
+// CHECK-NEXT:    llvm.cond_br %[[WRITER]], ^[[SIGNAL_BB:.*]], ^[[DONE:.*]]
 // CHECK:       ^[[SIGNAL_BB]]:
 // CHECK:         llvm.getelementptr inbounds %{{.*}}[0, 3, %[[PEER]]]
 // CHECK:         %[[ADDR:.*]] = llvm.ptrtoint %[[PTR]] : !llvm.ptr<1> to i64
