@@ -100,7 +100,7 @@ def notify(
         symbol = abi.notify_symbol(sig_op, comm_scope, flag)
         _abi.call(symbol, [remote, me, value], tl.int32, pure=False, builder=builder)
         return None
-    # A tensor of flags (or of ranks). The library's scalar notify lets thread 0 of the program write; applied
+    # A tensor of flags (or of ranks). The library's scalar notify lets one warp (set) or thread (add) write; applied
     # elementwise it would run once per element *copy*, and Triton replicates tensor elements across threads
     # whenever the tensor has fewer elements than the program has threads, so an "add" would count twice. Triton's
     # atomics mask out the replicas. The barrier orders every thread's earlier accesses before the release atomics

@@ -184,8 +184,9 @@ def Distributed_ConsumeTokenOp : Distributed_Op<"consume_token", [Pure, AllTypes
 def Distributed_NotifyOp : Distributed_Op<"notify", [MemoryEffects<[MemRead, MemWrite]>]> {
   let summary = "set or add to a flag on another rank, with release ordering";
   let description = [{
-    Every thread of the program executes the op. The program first synchronizes, then one thread writes
-    (`sig_op(set)`) or atomically adds (`sig_op(add)`) `%signal` to the flag at `symm_at(%ptr, %rank)`, with
+    Every thread of the program executes the op. The program first synchronizes, then the lanes of its first
+    warp / wavefront write (`sig_op(set)`, each the same value) or one thread atomically adds (`sig_op(add)`)
+    `%signal` to the flag at `symm_at(%ptr, %rank)`, with
     release ordering: every write the program made before the op is visible to a thread that observes the flag
     with acquire ordering. `comm_scope(gpu)` releases at device scope (the flag is on this GPU);
     `comm_scope(intra_node)` and `comm_scope(inter_node)` at system scope.
