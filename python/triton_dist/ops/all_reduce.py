@@ -639,21 +639,20 @@ Table = list[tuple[int, AllReduceConfig]]
 
 _C = AllReduceConfig
 DEFAULT_TABLES: dict[tuple[str, int], Table] = {
-    # 2 x H200 (NV18), bench/all_reduce.py --tune, graphed, bf16 (bench/results/all_reduce.md has the run). The LL
-    # rows: with the wait watchdog on (the default), 2026-11-23 job 6 of docs/results/2026-11-23-2xH200-ops.md, LL
-    # took 4.2 / 4.9 / 5.8 µs and one-shot with the same programs 5.2 / 5.3 / 5.3 at 8 / 16 / 32 KiB, so LL runs up
-    # to 16 KiB. (With the watchdog off, LL also wins at 32 KiB: 5.5 against 6.4; `tune()` finds that.)
+    # 2 x H200 (NV18), bench/all_reduce.py --tune, graphed, bf16, with the wait watchdog on (the default):
+    # 2026-11-24 00:42 UTC at c0d34ba (bench/results/all_reduce.md is that run). Since the wait's whole first warp
+    # polls (c0d34ba), the LL kernel wins up to 64 KiB (4.3 / 4.9 µs at 32 / 64 KiB, one-shot 5.3 / 5.4); before,
+    # one-shot took over from 32 KiB.
     ("NVIDIA H200", 2): [
-        (8 << 10, _C("one_shot_ll", 8, 4)),
-        (16 << 10, _C("one_shot_ll", 16, 4)),
-        (32 << 10, _C("one_shot", 32, 4)),
-        (64 << 10, _C("one_shot", 16, 4)),
+        (8 << 10, _C("one_shot_ll", 32, 1)),
+        (16 << 10, _C("one_shot_ll", 32, 4)),
+        (32 << 10, _C("one_shot_ll", 64, 4)),
+        (64 << 10, _C("one_shot_ll", 128, 4)),
         (128 << 10, _C("one_shot", 32, 4)),
         (256 << 10, _C("one_shot", 64, 4)),
-        (512 << 10, _C("one_shot", 128, 4)),
+        (512 << 10, _C("one_shot", 64, 8)),
         (1 << 20, _C("one_shot", 128, 8)),
-        (2 << 20, _C("one_shot", 128, 8)),
-        (4 << 20, _C("one_shot", 128, 8)),
+        (8 << 20, _C("one_shot", 256, 8)),
         (64 << 20, _C("two_shot", 128, 8)),
     ],
 }
