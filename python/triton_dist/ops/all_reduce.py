@@ -29,7 +29,7 @@ Three algorithms, each one launch without host synchronization (so they can be c
   polls (``LL_WATCHED_POLL_PASSES``) and one reduction per call of whether any word missed them; only then does
   it wait with ``dl.wait`` on the high half of each missing word in turn (``_ll_receive_late``), so a dead peer
   ends in the watchdog's ``WaitTimeoutError`` naming that word, as in every other kernel.
-  The committed 2 x H200 table runs it up to 16 KiB; :func:`tune` offers it, and a config can force it.
+  The committed 2 x H200 table runs it up to 64 KiB; :func:`tune` offers it, and a config can force it.
 
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
 world size is a power of two, a loop of notifies otherwise. A call repeating an earlier call's signature (size,
