@@ -6,7 +6,8 @@ results table); the GPU tests here run the same check scripts once under torchru
 visibly on machines with fewer than 2 GPUs. The CPU tests run the shell script in its dry-run mode
 (``GPU_CHECK_DRY_RUN=1``), which prints and tabulates the steps it would run, and test what the GPU scripts share
 that needs no GPU: ``test/gpu/_cases.py`` (fresh-process cases and their tally), ``test/gpu/_epoch_values.py`` (the
-litmus checks' values) and ``bench/_variant_cost.py`` (the guard and watchdog cost benchmarks).
+litmus checks' values), ``bench/_variant_cost.py`` (the guard and watchdog cost benchmarks) and
+``scripts/ab_libraries.sh`` (one command under two device-library builds in turn).
 """
 
 import importlib.util
@@ -166,6 +167,35 @@ def test_shared_gpu_mode_says_so_and_runs_only_checks_unless_told(tmp_path):
     assert "decode_ops" in names and not set(names) & set(BENCH_STEPS + TUNE_STEPS)
     _, _, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2", GPU_CHECK_SHARED_GPU="1", GPU_CHECK_ONLY="bench_gemm_ar")
     assert [r[1] for r in rows] == ["bench_gemm_ar"]
+
+
+def _ab(tmp_path, a: Path, b: Path, *command: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "AB_A": str(a), "AB_B": str(b), "OUT": str(tmp_path / "out"), **env}
+    return subprocess.run(
+        ["bash", "scripts/ab_libraries.sh", *command], cwd=REPO, env=environment, capture_output=True, text=True
+    )
+
+
+def test_ab_libraries_alternates_the_two_libraries(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for directory in (a, b):
+        directory.mkdir()
+        (directory / "triton_dist.nvptx64.bc").write_bytes(b"BC")
+    show = "import os; print('RESULT', os.path.basename(os.environ['TRITON_DIST_DEVICE_LIB_DIR']))"
+    result = _ab(tmp_path, a, b, sys.executable, "-c", show, AB_ROUNDS="2")
+    assert result.returncode == 0, result.stderr
+    printed = [line for line in result.stdout.splitlines() if line.startswith("[run")]
+    assert printed == ["[run 1 A] RESULT a", "[run 2 B] RESULT b", "[run 3 A] RESULT a", "[run 4 B] RESULT b"]
+    assert len(list((tmp_path / "out" / "ab_libraries").glob("run*.log"))) == 4
+    failing = _ab(tmp_path, a, b, sys.executable, "-c", "raise SystemExit(3)", AB_ROUNDS="1")
+    assert failing.returncode == 1 and "run 2 (B) exited 3" in failing.stdout
+
+
+def test_ab_libraries_refuses_a_directory_without_a_library(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "triton_dist.nvptx64.bc").write_bytes(b"BC")
+    result = _ab(tmp_path, tmp_path / "a", tmp_path / "missing", "true")
+    assert result.returncode == 2 and "no triton_dist.*.bc in" in result.stderr
 
 
 # bench/_variant_cost.py and the two benchmarks built on it (guard_cost.py, watchdog_cost.py).
