@@ -20,6 +20,10 @@ docs/results/2026-11-23-2xH200-ops.md). In SASS the two differ in the release wr
   in inline PTX: ``st.release.sys`` for the exchange (every lane storing), ``ld.acquire.sys`` for the atomic poll
   (every lane polling, no broadcast through shared memory): which instruction, not which lowering, holds the gap.
 
+What it found (docs/results/2026-11-24-2xH200-session14.md): ``xchg+load poll`` was the fastest, and our wait's
+loop was the cost: with one flag, lane 0 alone polled while the warp's other lanes skipped ahead (a divergent loop
+with ``YIELD``). Since every lane of the first warp polls, ``notify+wait`` runs at 0.95-0.996x the atomics loop.
+
 Each is timed twice (in order, then in reverse), the median of ``--iters`` launches of ``--rounds`` round trips
 after warm-up, every launch started by a device barrier, maximum over ranks (``_variant_cost.py``, shared with
 ``guard_cost.py`` and ``watchdog_cost.py``). The cost column is relative to ``notify+wait``.
