@@ -268,7 +268,7 @@ public:
     // than idle: with one word (a flag round trip) the whole warp then polls
     // in step, as one request per poll, and leaves the loop together instead
     // of waiting for one divergent lane (measured on 2xH200: the divergent
-    // single-lane loop cost about 5% of a round trip).
+    // single-lane loop cost about 3% of a round trip, 2.573 against 2.494 us).
     Value owns = LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::slt,
                                       tid, count);
     Value firstWord = LLVM::SelectOp::create(
