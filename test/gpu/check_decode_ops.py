@@ -79,6 +79,11 @@ AR_CASES = [  # (numel, dtype, forced config or None)
     (1 << 19, torch.bfloat16, None),
     (1 << 20, torch.float32, AllReduceConfig("one_shot", 2, 8)),  # many flag rounds per program (parity)
     (3_000_017, torch.bfloat16, AllReduceConfig("two_shot", 4, 8)),  # rounds, ragged last chunk
+    # One-shot push (remote stores into peers' inboxes): one element, ragged, rounds per program (parity), fp32.
+    (1, torch.bfloat16, AllReduceConfig("one_shot_push", 1, 4)),
+    (65_539, torch.float16, AllReduceConfig("one_shot_push", 8, 4)),
+    (1 << 19, torch.bfloat16, AllReduceConfig("one_shot_push", 128, 8)),
+    (1 << 20, torch.float32, AllReduceConfig("one_shot_push", 2, 8)),
     (1 << 23, torch.bfloat16, None),
     (1 << 24, torch.float32, None),
     # LL one-shot (epoch-tagged words, no flags): one element, odd sizes, every dtype, one element per thread
@@ -127,14 +132,30 @@ def check_all_reduce_api(checks: Checks, world: rt.World) -> None:
         all_reduce(inplace, out=inplace)
         ok, detail = close(inplace, ref)
         checks.check(f"all_reduce(x, out=x) in place {dtype}", ok, detail)
+    # In place with every flag-based algorithm forced (each reads x after its first pass over it).
+    for config in (
+        AllReduceConfig("one_shot", 8, 4),
+        AllReduceConfig("one_shot_push", 8, 4),
+        AllReduceConfig("two_shot", 8, 4),
+    ):
+        inplace = rank_data(world.rank, 150, (65_539,), torch.bfloat16)
+        _run(inplace, inplace, "sum", config)
+        sync(f"all_reduce in place {config}")
+        ok, detail = close(inplace, reference_sum(150, (65_539,), torch.bfloat16, world.world_size))
+        checks.check(f"all_reduce(x, out=x) in place, {config}", ok, detail)
     # Many back-to-back calls of different sizes and algorithms: the epochs and double buffers must keep up.
     last: dict[int, torch.Tensor] = {}
-    configs = [None, AllReduceConfig("one_shot", 4, 4), AllReduceConfig("two_shot", 4, 4)]
+    configs = [
+        None,
+        AllReduceConfig("one_shot", 4, 4),
+        AllReduceConfig("two_shot", 4, 4),
+        AllReduceConfig("one_shot_push", 4, 4),
+    ]
     for i in range(60):
         numel = (1000, 33_000, 250_000)[i % 3]
         x = rank_data(world.rank, 200 + i % 3, (numel,), torch.bfloat16)
         out = poisoned((numel,), torch.bfloat16)
-        _run(x, out, "sum", configs[(i // 3) % 3])
+        _run(x, out, "sum", configs[(i // 3) % len(configs)])
         last[numel] = out
     sync("60 all_reduce calls")
     for j, (numel, out) in enumerate(sorted(last.items())):

@@ -30,13 +30,15 @@ def _signature(kernel_name: str, dtype: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
 @pytest.mark.parametrize(("dtype", "world"), [("bf16", 2), ("fp16", 0), ("fp32", 8)])  # WORLD=0: notify loop
-@pytest.mark.parametrize("kernel_name", ["one_shot", "two_shot"])
+@pytest.mark.parametrize("kernel_name", ["one_shot", "one_shot_push", "two_shot"])
 def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, world, target):
     need_library(target)
     itemsize = torch.empty((), dtype=DTYPES[dtype]).element_size()
     config = AllReduceConfig(kernel_name, 8, 4)
     shape = ar.launch_shape(1 << 20, itemsize, 2, config)
-    kernel = ar._one_shot_kernel if kernel_name == "one_shot" else ar._two_shot_kernel
+    kernel = {"one_shot": ar._one_shot_kernel, "one_shot_push": ar._one_shot_push_kernel}.get(
+        kernel_name, ar._two_shot_kernel
+    )
     constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block, "WORLD": world}
     if kernel_name == "one_shot":
         constexprs["STAGE"] = True
@@ -53,7 +55,7 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, worl
         assert "global_store_dwordx4" in asm or "buffer_store_dwordx4" in asm
 
 
-@pytest.mark.parametrize("algo", ["one_shot", "two_shot"])
+@pytest.mark.parametrize("algo", ["one_shot", "one_shot_push", "two_shot"])
 @pytest.mark.parametrize("itemsize", [2, 4])
 @pytest.mark.parametrize("world_size", [2, 3, 8])
 @pytest.mark.parametrize("numel", [1, 7, 4096, 65_539, 1 << 20, 3_000_017, 1 << 25])
@@ -69,6 +71,10 @@ def test_launch_shape_fits_workspace_and_covers_message(algo, itemsize, world_si
     assert shape.round % shape.block == 0 and shape.round & (shape.round - 1) == 0
     if algo == "one_shot":
         assert 2 * shape.round * itemsize <= ar.ONE_SHOT_REGION_BYTES  # two parity halves
+        length = numel
+    elif algo == "one_shot_push":
+        assert 2 * world_size * shape.round * itemsize <= ar.push_region_bytes(world_size)  # 2 parities x W rows
+        assert shape.region_elems * itemsize == ar.push_region_bytes(world_size)
         length = numel
     else:
         assert 2 * world_size * shape.round * itemsize <= ar.TWO_SHOT_REGION_BYTES  # inbox + gather buffer
