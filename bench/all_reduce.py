@@ -105,7 +105,7 @@ def ll_config(nbytes: int, itemsize: int, world_size: int, device: torch.device)
     (4 per thread at 4 warps) up to 128 programs; None past the LL one-shot's size, or with the wait watchdog on
     (the op refuses LL then: its per-thread spin has no timeout)."""
     numel = nbytes // itemsize
-    if numel > ar_module.LL_MAX_NUMEL or not ar_module.ll_supported() or watchdog_enabled():
+    if numel > ar_module.ll_max_numel(itemsize) or not ar_module.ll_supported() or watchdog_enabled():
         return None
     selected = ar_module.select_config(nbytes, device, world_size, itemsize)
     if selected.algo == "one_shot_ll":

@@ -86,15 +86,15 @@ AR_CASES = [  # (numel, dtype, forced config or None)
     (1 << 20, torch.float32, AllReduceConfig("one_shot_push", 2, 8)),
     (1 << 23, torch.bfloat16, None),
     (1 << 24, torch.float32, None),
-    # LL one-shot (epoch-tagged words, no flags): one element, odd sizes, every dtype, one element per thread
-    # (32 per program at 1 warp), 16 per thread, the largest message it takes.
+    # LL one-shot (epoch-tagged words, no flags): one element, odd sizes (a half-used last word), every dtype, one
+    # word per thread (32 per program at 1 warp), 16 per thread, the largest message it takes.
     (1, torch.bfloat16, AllReduceConfig("one_shot_ll", 1, 1)),
     (7, torch.float32, AllReduceConfig("one_shot_ll", 4, 1)),
     (4096, torch.bfloat16, AllReduceConfig("one_shot_ll", 128, 1)),
     (4097, torch.float16, AllReduceConfig("one_shot_ll", 8, 4)),
     (65_539, torch.bfloat16, AllReduceConfig("one_shot_ll", 128, 4)),
     (33_333, torch.float32, AllReduceConfig("one_shot_ll", 64, 2)),
-    (1 << 17, torch.bfloat16, AllReduceConfig("one_shot_ll", 128, 8)),  # LL_MAX_NUMEL: 256 KiB
+    (1 << 18, torch.bfloat16, AllReduceConfig("one_shot_ll", 128, 8)),  # ll_max_numel(2): 512 KiB, 2 per word
     (1 << 17, torch.float32, AllReduceConfig("one_shot_ll", 128, 2)),
 ]
 
@@ -165,13 +165,13 @@ def check_all_reduce_api(checks: Checks, world: rt.World) -> None:
         return
     # LL one-shot, many calls without a sync: sizes whose grids share slot 0 but not the others (a slot's epoch
     # moves only when a call uses it), so words of old epochs of other sizes lie in the buffers; every result kept.
-    ll_sizes = (1000, 33_000, 4096, 131_072)
+    ll_sizes = (1000, 33_000, 4097, 262_144)
     ll_configs = [AllReduceConfig("one_shot_ll", 128, 4), AllReduceConfig("one_shot_ll", 128, 1)]
     kept = []
     for i in range(101):
         numel = ll_sizes[i % len(ll_sizes)]
         config = ll_configs[(i // len(ll_sizes)) % 2]
-        if not fits(config, numel):  # 131072 elements need >= 2 warps per program
+        if not fits(config, numel, 2):  # 262144 bf16 elements need >= 2 warps per program
             config = ll_configs[0]
         x = rank_data(world.rank, 250 + i, (numel,), torch.bfloat16)
         out = poisoned((numel,), torch.bfloat16)
@@ -194,7 +194,7 @@ def check_all_reduce_graph(checks: Checks, world: rt.World) -> None:
 
 def check_all_reduce_graph_with(checks: Checks, world: rt.World, config: AllReduceConfig | None) -> None:
     """Two chained all-reduces per size captured in one graph, replayed with new inputs; ``config`` forces one
-    (the sizes then stay within the LL one-shot's 131072 elements), None lets ``all_reduce`` choose."""
+    (the sizes then stay within the LL one-shot's 262144 bf16 elements), None lets ``all_reduce`` choose."""
     sizes = [(4096,), (4, 8192), (1 << 20,)] if config is None else [(4096,), (4, 8192), (3, 33_333)]
     dtype = torch.bfloat16
     static_in = [torch.empty(s, dtype=dtype, device="cuda") for s in sizes]
@@ -279,13 +279,13 @@ def check_all_reduce_bad_input(checks: Checks, world: rt.World) -> None:
     expect_disagreement(checks, world, "sizes differ across ranks", lambda: all_reduce(mismatched))
     # An LL one-shot config too small for the message (on AMD: any LL config): every rank raises before the
     # agreement (a local check).
-    big = torch.randn(5000, device="cuda", dtype=torch.bfloat16)
+    big = torch.randn(9000, device="cuda", dtype=torch.bfloat16)
     expect_error(
         checks,
         "one_shot_ll beyond its programs' one round" if ll_supported() else "one_shot_ll on AMD",
         ValueError,
         lambda: _run(big, torch.empty_like(big), "sum", AllReduceConfig("one_shot_ll", 4, 4)),
-        "at most 4096 elements" if ll_supported() else "needs an NVIDIA GPU",
+        "at most 8192 elements" if ll_supported() else "needs an NVIDIA GPU",
     )
 
 

@@ -1,8 +1,9 @@
 """all_reduce's LL one-shot ("one_shot_ll") without GPUs: the kernel compiles for sm_90 with the accesses its
 memory-ordering argument needs (system-scope fence first, 8-byte relaxed stores and polling loads, the poll a real
-loop without local memory or calls); its word packing round-trips every bf16 / fp16 bit pattern and fp32's special
-ones exactly in Triton's interpreter; configs that cannot run raise clearly; tuning offers it only on NVIDIA builds
-and up to its size, and never keeps a candidate whose result is wrong."""
+loop without local memory or calls); its word packing (two bf16 / fp16 elements or one fp32 per word) round-trips
+every bf16 / fp16 bit pattern and fp32's special ones exactly in Triton's interpreter; configs that cannot run raise
+clearly; tuning offers it only on NVIDIA builds and up to its size, and never keeps a candidate whose result is
+wrong."""
 
 from __future__ import annotations
 
@@ -30,21 +31,21 @@ EPOCHS = [1, 2, 3, 0x12345, 2**31 - 2, 2**31 - 1]
 
 
 @triton.jit
-def _pack_kernel(x_ptr, words_ptr, epoch, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    words = ar._ll_pack(tl.load(x_ptr + offs, mask=mask), epoch)
-    tl.store(words_ptr + offs, words.to(tl.int64, bitcast=True), mask=mask)
+def _pack_kernel(x_ptr, words_ptr, epoch, n, BLOCK: tl.constexpr, PER_WORD: tl.constexpr):
+    word = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    words = ar._ll_pack(ar._ll_payload(x_ptr, word, n, PER_WORD), epoch)
+    tl.store(words_ptr + word, words.to(tl.int64, bitcast=True), mask=word * PER_WORD < n)
 
 
 @triton.jit
-def _unpack_kernel(words_ptr, out_ptr, epochs_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    words = tl.load(words_ptr + offs, mask=mask).to(tl.uint64, bitcast=True)
-    high, values = ar._ll_unpack(words, out_ptr.dtype.element_ty)
-    tl.store(out_ptr + offs, values, mask=mask)
-    tl.store(epochs_ptr + offs, high, mask=mask)
+def _unpack_kernel(words_ptr, out_ptr, epochs_ptr, n, BLOCK: tl.constexpr, PER_WORD: tl.constexpr):
+    word = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = word * PER_WORD < n
+    words = tl.load(words_ptr + word, mask=mask).to(tl.uint64, bitcast=True)
+    high, payload = ar._ll_unpack(words)
+    low_values, high_values = ar._ll_elements(payload, out_ptr.dtype.element_ty, PER_WORD)
+    ar._ll_store_elements(out_ptr, word, n, low_values, high_values, PER_WORD)
+    tl.store(epochs_ptr + word, high, mask=mask)
 
 
 @triton.jit
@@ -70,23 +71,30 @@ def bit_patterns(dtype_name: str) -> torch.Tensor:
     return torch.cat([special, edges, random.to(torch.int32)])
 
 
-def round_trip(dtype_name: str, epoch: int) -> dict:
+def round_trip(dtype_name: str, epoch: int, drop: int = 0) -> dict:
+    """Pack and unpack every pattern (less the last ``drop``: an odd count leaves a half-used last word)."""
     bits = bit_patterns(dtype_name)
+    bits = bits[: bits.numel() - drop]
     x = bits.view(getattr(torch, dtype_name))
     n = x.numel()
-    words = torch.zeros(n, dtype=torch.int64)
+    per_word = ar.ll_elements_per_word(x.element_size())
+    count = triton.cdiv(n, per_word)
+    words = torch.zeros(count, dtype=torch.int64)
     block = 1024
-    _pack_kernel[(triton.cdiv(n, block),)](x, words, epoch, n, BLOCK=block)
+    _pack_kernel[(triton.cdiv(count, block),)](x, words, epoch, n, BLOCK=block, PER_WORD=per_word)
     out = torch.zeros_like(x)
-    epochs = torch.zeros(n, dtype=torch.int32)
-    _unpack_kernel[(triton.cdiv(n, block),)](words, out, epochs, n, BLOCK=block)
+    epochs = torch.zeros(count, dtype=torch.int32)
+    _unpack_kernel[(triton.cdiv(count, block),)](words, out, epochs, n, BLOCK=block, PER_WORD=per_word)
     width = 16 if BITS[dtype_name] == torch.int16 else 32
     unsigned = bits.to(torch.int64) & ((1 << width) - 1)
+    if per_word == 2:  # element 2w in the low half, 2w + 1 (0 past the end) in the high
+        unsigned = torch.nn.functional.pad(unsigned, (0, count * 2 - n))
+        unsigned = unsigned[0::2] | (unsigned[1::2] << 16)
     return {
         "bits_back": bool(torch.equal(out.view(BITS[dtype_name]), bits)),
         "epochs_back": bool((epochs == epoch).all()),
         "high_is_epoch": bool(((words >> 32) == epoch).all()),
-        "low_is_bits_zero_extended": bool(((words & 0xFFFFFFFF) == unsigned).all()),
+        "low_is_the_elements_bits": bool(((words & 0xFFFFFFFF) == unsigned).all()),
     }
 
 
@@ -101,6 +109,7 @@ def _main() -> None:
     request = json.loads(sys.argv[1])
     results = {
         "round_trip": {f"{d} {e}": round_trip(d, e) for d in BITS for e in request["epochs"]},
+        "odd": {d: round_trip(d, request["epochs"][0], drop=1) for d in BITS},
         "next": next_epochs(request["next"]),
     }
     print(json.dumps(results))
@@ -111,7 +120,7 @@ def test_packing_round_trips_every_bit_pattern_and_epoch_is_the_high_word():
 
     results = run_in_interpreter(__file__, {"epochs": EPOCHS, "next": [0, 1, 2, 7, 2**31 - 3, 2**31 - 2, 2**31 - 1]})
     assert len(results["round_trip"]) == len(BITS) * len(EPOCHS)
-    for what, got in results["round_trip"].items():
+    for what, got in [*results["round_trip"].items(), *results["odd"].items()]:
         assert got == dict.fromkeys(got, True), f"{what}: {got}"
     # Epochs never reach 0 (the zeroed buffers' value) and the parity alternates, across the wrap too.
     assert results["next"] == [1, 2, 3, 8, 2**31 - 2, 2**31 - 1, 2]
@@ -126,12 +135,20 @@ def _ll_kernel(dtype: str, block: int, num_warps: int, world: int = 2):
 
     need_real_library("sm_90")
     signature = {"x_ptr": f"*{dtype}", "out_ptr": f"*{dtype}", "data_ptr": "*i64", "epochs_ptr": "*i32", "n": "i32"}
-    constexprs = {"REGION": ar.ll_region_bytes(world) // 8, "LANES": ar.LL_LANES, "BLOCK": block, "WATCHED": False}
+    constexprs = {
+        "REGION": ar.ll_region_bytes(world) // 8,
+        "LANES": ar.LL_LANES,
+        "BLOCK": block,
+        "PER_WORD": PER_WORD[dtype],
+        "WATCHED": False,
+    }
     aligned = ("x_ptr", "out_ptr", "data_ptr")
     return compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
 
 
-# (dtype, block, num_warps): the extremes of the launch shapes (one element per thread; 16 per thread).
+PER_WORD = {"bf16": 2, "fp16": 2, "fp32": 1}
+
+# (dtype, block, num_warps): the extremes of the launch shapes (one word per thread; 16 per thread).
 SHAPES = [("bf16", 32, 1), ("bf16", 512, 1), ("fp16", 1024, 2), ("fp32", 256, 4), ("fp32", 1024, 4), ("bf16", 256, 8)]
 
 
@@ -148,7 +165,7 @@ def test_ll_kernel_ptx_fence_relaxed_words_and_poll_loop(dtype, block, num_warps
     assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
     assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
     per_thread = max(1, block // (32 * num_warps))
-    assert len(stores) == per_thread, "one 8-byte store per element of a thread (not merged, not duplicated)"
+    assert len(stores) == per_thread, "one 8-byte store per word of a thread (not merged, not duplicated)"
     # No weak store reaches the word buffer: the only other stores are the output and the epoch.
     assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
     loops = loop_components(ptx_blocks(asm))
@@ -157,7 +174,7 @@ def test_ll_kernel_ptx_fence_relaxed_words_and_poll_loop(dtype, block, num_warps
     inside = [line.strip() for loop in loops for block_ in loop for line in block_.lines]
     assert not [line for line in inside if ".local" in line], "local memory inside a loop"
     assert not [line for line in inside if re.match(r"(@!?%p\d+\s+)?call", line)], "a call inside a loop"
-    # One relaxed load per element of a thread, all in the poll's loop (the poll is not cloned: see below).
+    # One relaxed load per word of a thread, all in the poll's loop (the poll is not cloned: see below).
     assert len(loads) == per_thread
 
 
@@ -173,7 +190,7 @@ def test_ll_kernel_sass_strong_system_accesses_and_no_spills_in_loops(dtype, blo
     assert "MEMBAR.ALL.SYS" in listing or "MEMBAR.SC.SYS" in listing, "fence.acq_rel.sys became no system fence"
     assert not [line for line in loops if re.search(r"\b(LDL|STL)\b", line)], "local memory inside a loop"
     assert not [line for line in loops if re.search(r"\bCALL\b", line)], "a call inside a loop"
-    assert not re.search(r"\b(LDL|STL)\b", listing), "register spills (at most 16 elements per thread)"
+    assert not re.search(r"\b(LDL|STL)\b", listing), "register spills (at most 16 words per thread)"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -292,7 +309,8 @@ def _polls_kernel(words_ptr, out_ptr, epoch, n, BLOCK: tl.constexpr, PEERS: tl.c
     mask = offs < n
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for peer in tl.static_range(PEERS):  # unrolled: PEERS instances of the poll's asm in one function
-        acc += ar._ll_element(ar._ll_poll(words_ptr + peer * BLOCK + offs, tl.where(mask, epoch, 0)), tl.float32)
+        _, payload = ar._ll_unpack(ar._ll_poll(words_ptr + peer * BLOCK + offs, tl.where(mask, epoch, 0)))
+        acc += payload.to(tl.float32, bitcast=True)
     tl.store(out_ptr + offs, acc, mask=mask)
 
 
@@ -333,41 +351,46 @@ def test_poll_asm_operands():
 
 
 @pytest.mark.parametrize("world_size", [1, 2, 3, 8])
-@pytest.mark.parametrize("numel", [1, 7, 33, 4096, 4097, 65_539, ar.LL_MAX_NUMEL])
+@pytest.mark.parametrize("numel", [1, 7, 33, 4096, 4097, 65_539, 131_072, 262_144])
 @pytest.mark.parametrize("programs", [1, 4, 37, 128])
 @pytest.mark.parametrize("num_warps", [1, 2, 4, 8, 16])
-def test_ll_launch_shape_one_round_within_the_slot(world_size, numel, programs, num_warps):
+@pytest.mark.parametrize("itemsize", [2, 4])
+def test_ll_launch_shape_one_round_within_the_slot(world_size, numel, programs, num_warps, itemsize):
     config = AllReduceConfig("one_shot_ll", programs, num_warps)
-    capacity = ar.ll_capacity(config)
-    assert capacity == programs * min(ar.LL_LANES, 16 * 32 * num_warps)
+    per_word = 2 if itemsize == 2 else 1
+    capacity = ar.ll_capacity(config, itemsize)
+    assert capacity == programs * min(ar.LL_LANES, 16 * 32 * num_warps) * per_word
     if numel > capacity:
-        assert not ar.fits(config, numel)
+        assert not ar.fits(config, numel, itemsize)
         with pytest.raises(ValueError, match=rf"one_shot_ll with {programs} programs .* at most {capacity}"):
-            ar.launch_shape(numel, 2, world_size, config)
+            ar.launch_shape(numel, itemsize, world_size, config)
         return
-    assert ar.fits(config, numel)
-    shape = ar.launch_shape(numel, 2, world_size, config)
+    assert ar.fits(config, numel, itemsize)
+    shape = ar.launch_shape(numel, itemsize, world_size, config)
+    words = -(-numel // per_word)
     assert shape.block == shape.round and shape.round & (shape.round - 1) == 0
-    assert 32 * num_warps <= shape.round <= min(ar.LL_LANES, 16 * 32 * num_warps)  # >= 1, <= 16 per thread
-    assert 1 <= shape.programs <= programs and shape.programs * shape.round >= numel  # one round covers it
-    assert (shape.programs - 1) * shape.round < numel  # no program without an element
+    assert 32 * num_warps <= shape.round <= min(ar.LL_LANES, 16 * 32 * num_warps)  # >= 1, <= 16 words per thread
+    assert 1 <= shape.programs <= programs and shape.programs * shape.round >= words  # one round covers it
+    assert (shape.programs - 1) * shape.round < words  # no program without a word
     assert shape.region_elems * 8 == ar.ll_region_bytes(world_size) == 2 * world_size * ar.LL_LANES * 8
 
 
 def test_ll_config_bounds_and_vendor(monkeypatch):
-    assert ar.SLOTS["one_shot_ll"] == 128 and ar.LL_MAX_NUMEL == 128 * ar.LL_LANES
+    assert ar.SLOTS["one_shot_ll"] == 128 and ar.ll_max_numel(4) == 128 * ar.LL_LANES
+    assert ar.ll_max_numel(2) == 2 * 128 * ar.LL_LANES  # two 16-bit elements per word
     with pytest.raises(ValueError, match=r"one_shot_ll programs must be in \[1, 128\]"):
         AllReduceConfig("one_shot_ll", 129)
-    ar.launch_shape(ar.LL_MAX_NUMEL, 4, 2, AllReduceConfig("one_shot_ll", 128, 2))
-    with pytest.raises(ValueError, match="at most 131072 elements"):
-        ar.launch_shape(ar.LL_MAX_NUMEL + 1, 4, 2, AllReduceConfig("one_shot_ll", 128, 2))
-    with pytest.raises(ValueError, match="at most 65536 elements"):  # one warp: 16 elements per thread
-        ar.launch_shape(ar.LL_MAX_NUMEL, 2, 2, AllReduceConfig("one_shot_ll", 128, 1))
+    for itemsize in (2, 4):
+        ar.launch_shape(ar.ll_max_numel(itemsize), itemsize, 2, AllReduceConfig("one_shot_ll", 128, 2))
+        with pytest.raises(ValueError, match=f"at most {ar.ll_max_numel(itemsize)} elements of {itemsize} bytes"):
+            ar.launch_shape(ar.ll_max_numel(itemsize) + 1, itemsize, 2, AllReduceConfig("one_shot_ll", 128, 2))
+    with pytest.raises(ValueError, match="at most 131072 elements"):  # one warp: 16 words per thread
+        ar.launch_shape(ar.ll_max_numel(2), 2, 2, AllReduceConfig("one_shot_ll", 128, 1))
     monkeypatch.setattr(torch.version, "hip", "6.2")
-    assert not ar.ll_supported() and not ar.fits(AllReduceConfig("one_shot_ll", 8), 10)
+    assert not ar.ll_supported() and not ar.fits(AllReduceConfig("one_shot_ll", 8), 10, 2)
     with pytest.raises(ValueError, match="one_shot_ll needs an NVIDIA GPU"):
         ar.launch_shape(10, 2, 2, AllReduceConfig("one_shot_ll", 8))
-    assert ar.fits(AllReduceConfig("one_shot", 8), 10) and ar.fits(AllReduceConfig("two_shot", 8), 1 << 30)
+    assert ar.fits(AllReduceConfig("one_shot", 8), 10, 2) and ar.fits(AllReduceConfig("two_shot", 8), 1 << 30, 4)
 
 
 def test_agreement_raises_for_a_config_that_cannot_run_before_the_collective(monkeypatch):
@@ -393,9 +416,9 @@ def test_candidates_offer_ll_on_cuda_up_to_its_size(monkeypatch, nbytes, itemsiz
     monkeypatch.setattr(torch.version, "hip", None)
     cuda = ar.candidate_configs(nbytes, itemsize, 2)
     ll = [c for c in cuda if c.algo == "one_shot_ll"]
-    if numel <= ar.LL_MAX_NUMEL:
+    if numel <= ar.ll_max_numel(itemsize):
         assert ll, f"no one_shot_ll candidate at {nbytes} bytes"
-        assert all(ar.fits(c, numel) for c in ll)
+        assert all(ar.fits(c, numel, itemsize) for c in ll)
         assert {c.num_warps for c in ll} >= {2, 4, 8}
         shapes = [(ar.launch_shape(numel, itemsize, 2, c), c.num_warps) for c in ll]
         assert len(set(shapes)) == len(shapes), "one candidate per launch shape"
@@ -415,12 +438,14 @@ def test_selection_falls_back_when_a_table_ll_row_cannot_run(monkeypatch, tmp_pa
     monkeypatch.setattr(ar, "_selected", {})
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
     device = torch.device("cuda", 0)
-    ll = AllReduceConfig("one_shot_ll", 16, 4)  # 16 x 1024 elements
+    ll = AllReduceConfig("one_shot_ll", 16, 4)  # 16 x 1024 words: 32768 bf16 or 16384 fp32 elements
     monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), [(32 << 10, ll)])  # a table tuned up to 32 KiB only
     assert ar.select_config(32 << 10, device, 2, 2) == ll
     assert ar.select_config(16 << 10, device, 2, 4) == ll
-    assert ar.select_config(64 << 10, device, 2, 4) == ll  # past the last row: 16384 fp32 elements still fit
-    assert ar.select_config(64 << 10, device, 2, 2) == ar.heuristic_config(64 << 10, 2)  # 32768 bf16 do not
+    assert ar.select_config(64 << 10, device, 2, 2) == ll  # past the last row: 32768 bf16 elements still fit
+    assert ar.select_config(64 << 10, device, 2, 4) == ll  # and 16384 fp32
+    assert ar.select_config(128 << 10, device, 2, 2) == ar.heuristic_config(128 << 10, 2)  # 65536 bf16 do not
+    assert ar.select_config(128 << 10, device, 2, 4) == ar.heuristic_config(128 << 10, 2)
     ar._selected.clear()
     monkeypatch.setattr(torch.version, "hip", "6.2")
     assert ar.select_config(1024, device, 2, 2) == ar.heuristic_config(1024, 2)
@@ -493,7 +518,13 @@ def test_watched_ll_kernel_bounded_polls_then_a_watched_wait(dtype, block, num_w
     watchdog.set_wait_timeout(5)
     try:
         signature = {"x_ptr": f"*{dtype}", "out_ptr": f"*{dtype}", "data_ptr": "*i64", "epochs_ptr": "*i32", "n": "i32"}
-        constexprs = {"REGION": ar.ll_region_bytes(2) // 8, "LANES": ar.LL_LANES, "BLOCK": block, "WATCHED": True}
+        constexprs = {
+            "REGION": ar.ll_region_bytes(2) // 8,
+            "LANES": ar.LL_LANES,
+            "BLOCK": block,
+            "PER_WORD": PER_WORD[dtype],
+            "WATCHED": True,
+        }
         aligned = ("x_ptr", "out_ptr", "data_ptr")
         compiled = compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
     finally:

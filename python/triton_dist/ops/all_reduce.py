@@ -21,14 +21,15 @@ Four algorithms, each one launch without host synchronization (so they can be ca
   rank copies the gathered chunks into ``out``. Two flag rounds; each rank sends ``2 (W - 1) / W * bytes``. Best
   for large messages. Stores rather than loads cross NVLink because stores reach full bandwidth with far fewer
   programs (the reference measurements: ~325 GB/s from 16 CTAs, where loads need ~66).
-- **LL one-shot** ("one_shot_ll", low latency; NVIDIA only, at most ``LL_MAX_NUMEL`` elements, one round per
-  program): the data words carry the epoch, so there is no flag and no remote load. Each element travels as one
-  8-byte word, the call's epoch in the high 32 bits and the element's bits in the low 32; each program stores its
+- **LL one-shot** ("one_shot_ll", low latency; NVIDIA only, at most ``ll_max_numel(itemsize)`` elements, one round
+  per program): the data words carry the epoch, so there is no flag and no remote load. The data travels in 8-byte
+  words, the call's epoch in the high 32 bits and 32 bits of data in the low (two bf16 / fp16 elements, or one
+  fp32: ``ll_elements_per_word``); each program stores its
   slice's words into its row of every peer's buffer (``st.relaxed.sys.global.b64``: a strong, naturally aligned
   8-byte access is single-copy atomic in the PTX memory model, so a reader sees a word whole or not at all), then
   each thread polls its own lanes' words in its own buffer (``ld.relaxed.sys.global.b64`` in a per-thread PTX
   loop, no barrier or shared memory per pass) row by row in rank order until each holds the epoch, and sums as
-  the one-shot does. Latency: one one-way NVLink write, the cost 4x the traffic (bf16).
+  the one-shot does. Latency: one one-way NVLink write, the cost 2x the traffic.
   Its poll is plain loads, not a ``dl.wait``. With the wait watchdog on, the kernel is compiled with bounded
   polls (``LL_WATCHED_POLL_PASSES``) and one reduction per call of whether any word missed them; only then does
   it wait with ``dl.wait`` on the high half of each missing word in turn (``_ll_receive_late``), so a dead peer
@@ -119,20 +120,30 @@ TWO_SHOT_REGION_BYTES = 256 << 10
 CHUNK_ALIGN = 16
 """Two-shot chunks start at multiples of 16 elements, so every chunk's slices stay 16-byte aligned."""
 LL_LANES = 1024
-"""LL one-shot: the most elements one program moves (one 8-byte word each, one round per call)."""
-LL_MAX_NUMEL = SLOTS["one_shot_ll"] * LL_LANES
-"""LL one-shot: the largest message in elements (every program one round): 256 KiB of bf16 / fp16, 512 KiB of fp32."""
+"""LL one-shot: the most 8-byte words one program moves per call (one round)."""
 LL_PER_THREAD = 16
-"""LL one-shot: at most 16 elements per thread (one warp at 1024 spills registers on sm_90, outside its loops)."""
+"""LL one-shot: at most 16 words per thread (one warp at 1024 spills registers on sm_90, outside its loops)."""
 LL_EPOCH_MAX = 2**31 - 1
 """LL epochs run 1, 2, ..., LL_EPOCH_MAX, then 2, 3, ... (positive, never 0, parity alternating on the wrap). A
 word is mistaken for a new one only if the slot's calls left it untouched for a whole cycle (2^31 - 2
 calls of that slot, all with fewer elements per program)."""
 
 
-def ll_capacity(config: AllReduceConfig) -> int:
-    """The most elements an LL one-shot ``config`` moves: ``programs`` x min(``LL_LANES``, 16 per thread)."""
-    return config.programs * min(LL_LANES, LL_PER_THREAD * 32 * config.num_warps)
+def ll_elements_per_word(itemsize: int) -> int:
+    """Elements of ``itemsize`` bytes in one LL word's 32 data bits: 2 for bf16 / fp16, 1 for fp32."""
+    return 4 // itemsize
+
+
+def ll_capacity(config: AllReduceConfig, itemsize: int) -> int:
+    """The most elements of ``itemsize`` bytes an LL one-shot ``config`` moves: ``programs`` x min(``LL_LANES``,
+    16 per thread) words of ``ll_elements_per_word(itemsize)`` elements."""
+    return config.programs * min(LL_LANES, LL_PER_THREAD * 32 * config.num_warps) * ll_elements_per_word(itemsize)
+
+
+def ll_max_numel(itemsize: int) -> int:
+    """The largest LL one-shot message in elements (every program one round, all slots): 256K elements of bf16 /
+    fp16 (512 KiB), 128K of fp32 (512 KiB)."""
+    return SLOTS["one_shot_ll"] * LL_LANES * ll_elements_per_word(itemsize)
 
 
 def ll_region_bytes(world_size: int) -> int:
@@ -155,7 +166,8 @@ def ll_supported() -> bool:
 class AllReduceConfig:
     """How one all-reduce runs: ``algo`` ("one_shot" / "one_shot_push" / "two_shot" / "one_shot_ll"), at most
     ``programs`` programs (each moving up to its slot's capacity per flag round, in as many rounds as needed;
-    "one_shot_ll": one round only, so at most ``ll_capacity(config)`` elements), ``num_warps`` warps each."""
+    "one_shot_ll": one round only, so at most ``ll_capacity(config, itemsize)`` elements), ``num_warps`` warps
+    each."""
 
     algo: str
     programs: int
@@ -355,32 +367,53 @@ def _ll_fence_acq_rel_sys(value):
 
 
 @triton.jit
-def _ll_pack(values, epoch):
-    """One uint64 word per element: ``epoch`` (int32, > 0) in the high 32 bits, the element's bits zero-extended in
-    the low 32 (bf16 / fp16 through a 16-bit bitcast, fp32 through a 32-bit one)."""
-    if values.dtype.primitive_bitwidth == 16:
-        low = values.to(tl.uint16, bitcast=True).to(tl.uint32)
+def _ll_payload(x_ptr, words, n, PER_WORD: tl.constexpr):
+    """The 32 data bits of each LL word ``words`` (uint32): ``PER_WORD`` 2 (16-bit elements), elements ``2 w`` in
+    the low half and ``2 w + 1`` in the high; 1 (fp32), element ``w``. Elements at or past ``n`` read as 0."""
+    if PER_WORD == 2:
+        first = words * 2
+        low = tl.load(x_ptr + first, mask=first < n, other=0.0).to(tl.uint16, bitcast=True).to(tl.uint32)
+        high = tl.load(x_ptr + first + 1, mask=first + 1 < n, other=0.0).to(tl.uint16, bitcast=True).to(tl.uint32)
+        payload = low | (high << 16)
     else:
-        low = values.to(tl.uint32, bitcast=True)
+        payload = tl.load(x_ptr + words, mask=words < n, other=0.0).to(tl.uint32, bitcast=True)
+    return payload
+
+
+@triton.jit
+def _ll_pack(payload, epoch):
+    """One uint64 word per lane: ``epoch`` (int32, > 0) in the high 32 bits, ``payload`` (uint32) in the low."""
     high = epoch.to(tl.uint32, bitcast=True).to(tl.uint64) << 32
-    return high | low.to(tl.uint64)
+    return high | payload.to(tl.uint64)
 
 
 @triton.jit
-def _ll_unpack(words, DTYPE: tl.constexpr):
-    """(the int32 epoch of each word, its element as ``DTYPE``): the inverse of ``_ll_pack``."""
-    return (words >> 32).to(tl.uint32).to(tl.int32, bitcast=True), _ll_element(words, DTYPE)
+def _ll_unpack(words):
+    """(the int32 epoch of each word, its uint32 payload): the inverse of ``_ll_pack``."""
+    return (words >> 32).to(tl.uint32).to(tl.int32, bitcast=True), words.to(tl.uint32)
 
 
 @triton.jit
-def _ll_element(words, DTYPE: tl.constexpr):
-    """The element of each word (its low 32 bits) as ``DTYPE``, without its epoch."""
-    low = words.to(tl.uint32)
-    if DTYPE.primitive_bitwidth == 16:
-        values = low.to(tl.uint16).to(DTYPE, bitcast=True)
+def _ll_elements(payload, DTYPE: tl.constexpr, PER_WORD: tl.constexpr):
+    """(the low element, the high element) of each payload as ``DTYPE`` (``PER_WORD`` 1: the high is the low)."""
+    if PER_WORD == 2:
+        low = (payload & 0xFFFF).to(tl.uint16).to(DTYPE, bitcast=True)
+        high = (payload >> 16).to(tl.uint16).to(DTYPE, bitcast=True)
     else:
-        values = low.to(DTYPE, bitcast=True)
-    return values
+        low = payload.to(DTYPE, bitcast=True)
+        high = low
+    return low, high
+
+
+@triton.jit
+def _ll_store_elements(out_ptr, words, n, low, high, PER_WORD: tl.constexpr):
+    """Store each word's elements where ``_ll_payload`` read them (``high`` only for ``PER_WORD`` 2)."""
+    if PER_WORD == 2:
+        first = words * 2
+        tl.store(out_ptr + first, low, mask=first < n)
+        tl.store(out_ptr + first + 1, high, mask=first + 1 < n)
+    else:
+        tl.store(out_ptr + words, low, mask=words < n)
 
 
 @triton.jit
@@ -473,38 +506,49 @@ def _ll_poll(ptrs, wanted, MAX_PASSES: tl.constexpr = 0):
 
 
 @triton.jit
-def _ll_receive(ptrs, mask, sent, DTYPE: tl.constexpr, MAX_PASSES: tl.constexpr = 0):
+def _ll_receive(ptrs, mask, sent, MAX_PASSES: tl.constexpr = 0):
     """Poll the words at ``ptrs`` until every valid lane holds one of the epoch of ``sent`` (this program's own
-    packed words, all of this call's epoch): (their elements as ``DTYPE``, int32 1 where a lane's word had not
+    packed words, all of this call's epoch): (their uint32 payloads, int32 1 where a lane's word had not
     arrived). ``MAX_PASSES`` > 0 gives up after that many passes, which only the latter tells; 0 polls until all
     arrived (the latter is all 0 and compiles away unused). No barrier either way: a caller that bounds the poll
     reduces the misses once, after every peer."""
     # The epoch comes from `sent` rather than the scalar so that the poll takes the layout of x's load, which the
     # sum has too. From the scalar it got Triton's default layout, and the layout pass, moving the conversion to
     # the sum's layout back through the poll, cloned it (a non-pure asm is kept where it was: two polls per peer).
-    epoch, _ = _ll_unpack(sent, DTYPE)
+    epoch, _ = _ll_unpack(sent)
     wanted = tl.where(mask, epoch, 0)
     words = _ll_poll(ptrs, wanted, MAX_PASSES)
-    arrived, _ = _ll_unpack(words, DTYPE)
-    return _ll_element(words, DTYPE), (arrived != wanted).to(tl.int32)
+    arrived, payload = _ll_unpack(words)
+    return payload, (arrived != wanted).to(tl.int32)
 
 
 @triton.jit
-def _ll_receive_late(words_ptr, offs, mask, sent, epoch, DTYPE: tl.constexpr, MAX_PASSES: tl.constexpr):
-    """The elements at ``words_ptr + offs`` once all have arrived, for a receive whose bounded poll missed some:
-    wait with ``dl.wait`` (which the wait watchdog times out, naming the word) on the high half of the first word
-    still missing, poll again, repeat. Reached only when a peer is late by the poll's passes or never comes."""
-    got, missing = _ll_receive(words_ptr + offs, mask, sent, DTYPE, MAX_PASSES)
+def _ll_receive_late(words_ptr, offs, mask, sent, epoch, MAX_PASSES: tl.constexpr):
+    """The payloads of the words at ``words_ptr + offs`` once all have arrived, for a receive whose bounded poll
+    missed some: wait with ``dl.wait`` (which the wait watchdog times out, naming the word) on the high half of the
+    first word still missing, poll again, repeat. Reached only when a peer is late by the poll's passes or never
+    comes."""
+    got, missing = _ll_receive(words_ptr + offs, mask, sent, MAX_PASSES)
     late = tl.max(missing, axis=0)
     while late > 0:
         first = tl.min(tl.where(missing > 0, offs, offs.shape[0]), axis=0)
         high_half = (words_ptr + first).to(tl.pointer_type(tl.int32), bitcast=True) + 1  # little-endian
         dl.wait(high_half, 1, "sys", "relaxed", epoch, cmp="eq")
         pending = missing > 0
-        again, missing = _ll_receive(words_ptr + offs, mask & pending, sent, DTYPE, MAX_PASSES)
+        again, missing = _ll_receive(words_ptr + offs, mask & pending, sent, MAX_PASSES)
         got = tl.where(pending, again, got)
         late = tl.max(missing, axis=0)
     return got
+
+
+@triton.jit
+def _ll_add(acc_low, acc_high, payload, DTYPE: tl.constexpr, PER_WORD: tl.constexpr):
+    """Add each payload's elements (as ``DTYPE``) to the fp32 sums of the low and high elements."""
+    low, high = _ll_elements(payload, DTYPE, PER_WORD)
+    acc_low += low.to(tl.float32)
+    if PER_WORD == 2:
+        acc_high += high.to(tl.float32)
+    return acc_low, acc_high
 
 
 @triton.jit
@@ -517,50 +561,48 @@ def _one_shot_ll_kernel(
     REGION: tl.constexpr,
     LANES: tl.constexpr,
     BLOCK: tl.constexpr,
+    PER_WORD: tl.constexpr,
     WATCHED: tl.constexpr = False,
 ):
     slot = tl.program_id(0)
     me = dl.rank()
     ranks = dl.num_ranks()
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
     # The fence: release for the previous call's reads of this slot, acquire for its observations (module docstring).
     epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
     parity = epoch % 2
     words = data_ptr + slot * REGION + parity * ranks * LANES  # [ranks][LANES]: row p holds rank p's words
     offs = tl.arange(0, BLOCK)
-    mask = slot * BLOCK + offs < n
-    mine = tl.load(x_ptr + slot * BLOCK + offs, mask=mask)
+    word = slot * BLOCK + offs  # the message's words: PER_WORD elements each
+    mask = word * PER_WORD < n
+    mine = _ll_payload(x_ptr, word, n, PER_WORD)
     packed = _ll_pack(mine, epoch)
     for peer in range(0, ranks):
         if peer != me:
             _ll_store(dl.symm_at(words + me * LANES + offs, peer), packed, mask)
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    acc_low = tl.zeros([BLOCK], dtype=tl.float32)
+    acc_high = tl.zeros([BLOCK], dtype=tl.float32)
     missing = tl.zeros([BLOCK], dtype=tl.int32)
     # Watched: bounded polls, so a dead peer reaches a dl.wait the watchdog can stop (below).
     PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
     for peer in range(0, ranks):  # rank order: the same sum on every rank
         if peer == me:
-            acc += mine.to(tl.float32)
+            acc_low, acc_high = _ll_add(acc_low, acc_high, mine, DTYPE, PER_WORD)
         else:
-            got, late = _ll_receive(words + peer * LANES + offs, mask, packed, x_ptr.dtype.element_ty, PASSES)
-            acc += got.to(tl.float32)
+            got, late = _ll_receive(words + peer * LANES + offs, mask, packed, PASSES)
+            acc_low, acc_high = _ll_add(acc_low, acc_high, got, DTYPE, PER_WORD)
             missing |= late
     if WATCHED:
         if tl.max(missing, axis=0) > 0:  # one reduction per call; the sum again, every word awaited
-            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            acc_low = tl.zeros([BLOCK], dtype=tl.float32)
+            acc_high = tl.zeros([BLOCK], dtype=tl.float32)
             for peer in range(0, ranks):
                 if peer == me:
-                    acc += mine.to(tl.float32)
+                    acc_low, acc_high = _ll_add(acc_low, acc_high, mine, DTYPE, PER_WORD)
                 else:
-                    acc += _ll_receive_late(
-                        words + peer * LANES,
-                        offs,
-                        mask,
-                        packed,
-                        epoch,
-                        x_ptr.dtype.element_ty,
-                        PASSES,
-                    ).to(tl.float32)
-    tl.store(out_ptr + slot * BLOCK + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+                    got = _ll_receive_late(words + peer * LANES, offs, mask, packed, epoch, PASSES)
+                    acc_low, acc_high = _ll_add(acc_low, acc_high, got, DTYPE, PER_WORD)
+    _ll_store_elements(out_ptr, word, n, acc_low.to(DTYPE), acc_high.to(DTYPE), PER_WORD)
     tl.store(epochs_ptr + slot, epoch)
 
 
@@ -587,10 +629,10 @@ def launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceCo
     """The grid and per-program sizes ``config`` gives a message of ``numel`` elements of ``itemsize`` bytes.
 
     Raises ValueError for a "one_shot_ll" config that cannot move the message in one round (more than
-    ``ll_capacity(config)`` elements) or on a build without NVIDIA support (``ll_supported``).
+    ``ll_capacity(config, itemsize)`` elements) or on a build without NVIDIA support (``ll_supported``).
     """
     if config.algo == "one_shot_ll":
-        return _ll_launch_shape(numel, world_size, config)
+        return _ll_launch_shape(numel, itemsize, world_size, config)
     if config.algo == "one_shot":
         region_bytes = ONE_SHOT_REGION_BYTES
         capacity = region_bytes // (2 * itemsize)
@@ -612,35 +654,38 @@ def launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceCo
     return LaunchShape(round_, block, programs, region_bytes // itemsize, chunk)
 
 
-def _ll_launch_shape(numel: int, world_size: int, config: AllReduceConfig) -> LaunchShape:
-    """LL one-shot: one block of ``round`` elements per program, a power of two from one element per thread
-    (fewer would make threads store the same word twice) to ``ll_capacity / programs``; one round, so a grid of
-    ``cdiv(numel, round)`` <= ``config.programs`` programs."""
+def _ll_launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceConfig) -> LaunchShape:
+    """LL one-shot: one block of ``round`` words per program, a power of two from one word per thread (fewer would
+    make threads store the same word twice) to ``ll_capacity / programs`` elements' worth; one round, so a grid of
+    ``cdiv(words, round)`` <= ``config.programs`` programs. ``round`` and ``block`` count words (of
+    ``ll_elements_per_word(itemsize)`` elements)."""
     if not ll_supported():
         raise ValueError(
             "all_reduce: one_shot_ll needs an NVIDIA GPU (8-byte relaxed system-scope PTX loads and stores); "
             "this is a ROCm build: use one_shot or two_shot"
         )
-    capacity = ll_capacity(config)
+    capacity = ll_capacity(config, itemsize)
     if numel > capacity:
         raise ValueError(
             f"all_reduce: one_shot_ll with {config.programs} programs of {config.num_warps} warps moves at most "
-            f"{capacity} elements (one round of min({LL_LANES}, {LL_PER_THREAD} per thread) per program), got "
-            f"{numel}: use more programs (up to {SLOTS['one_shot_ll']}: {LL_MAX_NUMEL} elements at >= 2 warps) "
-            "or one_shot / two_shot"
+            f"{capacity} elements of {itemsize} bytes (one round of min({LL_LANES}, {LL_PER_THREAD} per thread) "
+            f"words of {ll_elements_per_word(itemsize)} per program), got {numel}: use more programs (up to "
+            f"{SLOTS['one_shot_ll']}: {ll_max_numel(itemsize)} elements at >= 2 warps) or one_shot / two_shot"
         )
+    words = triton.cdiv(max(numel, 1), ll_elements_per_word(itemsize))
     threads = config.num_warps * 32
-    most = capacity // config.programs
-    round_ = min(max(triton.next_power_of_2(triton.cdiv(max(numel, 1), config.programs)), threads), most)
-    programs = max(1, triton.cdiv(numel, round_))
+    most = min(LL_LANES, LL_PER_THREAD * threads)
+    round_ = min(max(triton.next_power_of_2(triton.cdiv(words, config.programs)), threads), most)
+    programs = max(1, triton.cdiv(words, round_))
     return LaunchShape(round_, round_, programs, ll_region_bytes(world_size) // 8, numel)
 
 
-def fits(config: AllReduceConfig, numel: int) -> bool:
-    """Whether ``config`` can run a message of ``numel`` elements here (only "one_shot_ll" has limits)."""
+def fits(config: AllReduceConfig, numel: int, itemsize: int) -> bool:
+    """Whether ``config`` can run a message of ``numel`` elements of ``itemsize`` bytes here (only "one_shot_ll"
+    has limits)."""
     if config.algo != "one_shot_ll":
         return True
-    return ll_supported() and numel <= ll_capacity(config)
+    return ll_supported() and numel <= ll_capacity(config, itemsize)
 
 
 def notify_world(world_size: int) -> int:
@@ -674,6 +719,7 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
             "REGION": shape.region_elems,
             "LANES": LL_LANES,
             "BLOCK": shape.block,
+            "PER_WORD": ll_elements_per_word(x.element_size()),
             "WATCHED": watched,
         }
         plan = first_launch(_one_shot_ll_kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
@@ -794,7 +840,7 @@ def select_config(nbytes: int, device: torch.device, world_size: int, itemsize: 
     found = _selected.get(memo)
     if found is None:
         found = _select_config(nbytes, device, world_size)
-        if not fits(found, nbytes // itemsize):
+        if not fits(found, nbytes // itemsize, itemsize):
             found = heuristic_config(nbytes, world_size)
         _selected[memo] = found
     return found
@@ -1031,20 +1077,20 @@ def _agreed_correct(out: torch.Tensor, reference: torch.Tensor, world: rt.World,
 
 def candidate_configs(nbytes: int, itemsize: int, world_size: int) -> list[AllReduceConfig]:
     """The configs :func:`tune` tries for one message size (distinct launch shapes only): one-shot up to 8 MiB,
-    two-shot always, LL one-shot on NVIDIA up to ``LL_MAX_NUMEL`` elements with enough programs for one round."""
+    two-shot always, LL one-shot on NVIDIA up to ``ll_max_numel`` elements with enough programs for one round."""
     numel = nbytes // itemsize
     found: dict[tuple[str, LaunchShape, int], AllReduceConfig] = {}
     for algo in ALGORITHMS:
         if algo in ("one_shot", "one_shot_push") and nbytes > (8 << 20):
             continue  # many flag rounds per program; two-shot wins by far
-        if algo == "one_shot_ll" and not (ll_supported() and numel <= LL_MAX_NUMEL):
+        if algo == "one_shot_ll" and not (ll_supported() and numel <= ll_max_numel(itemsize)):
             continue  # NVIDIA only; one round per program
         for num_warps in (1, 2, 4, 8) if algo == "one_shot_ll" else (4, 8):
             for programs in (1, 2, 4, 8, 16, 32, 64, 128, 256):
                 if programs > SLOTS[algo]:
                     continue
                 config = AllReduceConfig(algo, programs, num_warps)
-                if not fits(config, numel):
+                if not fits(config, numel, itemsize):
                     continue
                 shape = launch_shape(numel, itemsize, world_size, config)
                 found.setdefault((algo, shape, num_warps), config)
