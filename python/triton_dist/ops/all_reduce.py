@@ -778,14 +778,15 @@ DEFAULT_TABLES: dict[tuple[str, int], Table] = {
         (8 << 20, _C("one_shot", 256, 8)),
         (64 << 20, _C("two_shot", 128, 8)),
     ],
-    # 2 x H100 80GB HBM3 (NV18), the same command, 2026-11-25 22:56 UTC: the first table with the one-shot push,
-    # which beat the pull one-shot by 10-14% from 128 KiB to 1 MiB (5.8 / 7.1 / 8.9 µs at 128 KiB / 512 KiB / 1 MiB,
-    # pull 6.5 / 8.1 / 10.3, same launch shape, same run).
+    # 2 x H100 80GB HBM3 (NV18), the same command, 2026-11-25 23:06 UTC at 419b135 (bench/results/all_reduce_2xH100.md
+    # is that run): the one-shot push beats the pull one-shot by 10-14% from 128 KiB to 1 MiB (5.9 / 7.2 / 8.9 µs at
+    # 128 KiB / 512 KiB / 1 MiB, pull 6.5 / 8.1 / 10.2, same launch shape, same run); the LL one-shot with two
+    # 16-bit elements per word wins up to 64 KiB (5.3 µs there; push 5.8 in the run before it).
     ("NVIDIA H100 80GB HBM3", 2): [
-        (8 << 10, _C("one_shot_ll", 32, 2)),
-        (16 << 10, _C("one_shot_ll", 16, 8)),
-        (32 << 10, _C("one_shot_ll", 32, 8)),
-        (64 << 10, _C("one_shot_push", 8, 8)),
+        (8 << 10, _C("one_shot_ll", 32, 1)),
+        (16 << 10, _C("one_shot_ll", 64, 1)),
+        (32 << 10, _C("one_shot_ll", 32, 4)),
+        (64 << 10, _C("one_shot_ll", 32, 8)),
         (128 << 10, _C("one_shot_push", 32, 4)),
         (256 << 10, _C("one_shot_push", 32, 8)),
         (512 << 10, _C("one_shot_push", 64, 8)),
