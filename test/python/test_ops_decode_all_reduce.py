@@ -92,7 +92,7 @@ def test_config_selection_table_then_heuristic(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
     device = torch.device("cuda", 0)
     assert ar.select_config(8 << 10, device, 2) == ar.heuristic_config(8 << 10, 2)
-    assert ar.heuristic_config(8 << 10, 2).algo == "one_shot"
+    assert ar.heuristic_config(8 << 10, 2).algo == "one_shot_push"
     assert ar.heuristic_config(64 << 20, 2).algo == "two_shot"
     table = [(64 << 10, AllReduceConfig("one_shot", 2, 4)), (1 << 20, AllReduceConfig("two_shot", 16, 8))]
     monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), table)
