@@ -76,9 +76,6 @@ def candidates(m: int) -> list[GemmARConfig]:
     found += [GemmARConfig(block_m, 64, 128, 4, 4, split_k=s) for s in splits]
     # 128-column tiles split in 2 or 3 (the default's choice where N has few 64-column tiles: gemm_ar.split_k_default).
     found += [GemmARConfig(block_m, 128, 128, 4, 4, split_k=s) for s in ((2, 3) if block_m <= 32 else ())]
-    # The LL exchange (epoch-tagged fp32 words): one tile per program, so at most gemm_ar.SLOTS tiles.
-    if block_m <= 16:
-        found += [GemmARConfig(block_m, bn, 128, 4, 4, ll=True) for bn in (64, 128)]
     return found
 
 
@@ -86,8 +83,7 @@ def label(config: GemmARConfig) -> str:
     if config.gemm == "cublas":
         return "cublas+AR"
     split = f" k{config.split_k}" if config.split_k > 1 else ""
-    ll = " ll" if config.ll else ""
-    return f"{config.block_m}x{config.block_n}x{config.block_k}{split}{ll}"
+    return f"{config.block_m}x{config.block_n}x{config.block_k}{split}"
 
 
 def main() -> int:

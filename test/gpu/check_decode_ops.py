@@ -312,12 +312,6 @@ GEMM_AR_CASES = [  # (M, N, K per rank, dtype, forced config or None)
     (32, 5120, 4096, torch.bfloat16, GemmARConfig(32, 64, 128, 4, 5, split_k=3)),  # not a power of two
     (5, 1000, 300, torch.float16, GemmARConfig(16, 64, 64, 4, 4, split_k=4)),
     (64, 768, 512, torch.bfloat16, GemmARConfig(64, 64, 128, 4, 3, exchange=False, split_k=2)),
-    # The LL exchange (epoch-tagged fp32 words, NVIDIA only): one row, ragged N, K below a block, 128 tiles, 32 rows.
-    (1, 512, 256, torch.bfloat16, GemmARConfig(16, 64, 128, ll=True)),
-    (8, 1000, 320, torch.bfloat16, GemmARConfig(16, 64, 128, ll=True)),
-    (5, 64, 48, torch.float16, GemmARConfig(16, 64, 64, ll=True)),
-    (16, 8192, 1024, torch.bfloat16, GemmARConfig(16, 64, 128, ll=True)),
-    (32, 640, 512, torch.bfloat16, GemmARConfig(32, 64, 128, 4, 5, ll=True)),
 ]
 
 
@@ -361,8 +355,6 @@ def close_gemm(out: torch.Tensor, expected: tuple[torch.Tensor, torch.Tensor, to
 
 def check_gemm_ar_eager(checks: Checks, world: rt.World) -> None:
     for tag, (m, n, k, dtype, config) in enumerate(GEMM_AR_CASES, start=500):
-        if config is not None and config.ll and not ll_supported():
-            continue  # NVIDIA only
         a, b = gemm_ar_operands(world.rank, tag, m, n, k, dtype)
         out = poisoned((m, n), dtype)
         _run_gemm_ar(a, b, out, config)
@@ -377,30 +369,6 @@ def check_gemm_ar_eager(checks: Checks, world: rt.World) -> None:
     ref = gemm_ar_reference(600, 16, 384, 256, torch.bfloat16, list(range(world.world_size)))
     ok, detail = close_gemm(gemm_ar(a, b), ref)
     checks.check("gemm_ar(a, b) through torch.ops", ok, detail)
-
-
-def check_gemm_ar_ll_back_to_back(checks: Checks, world: rt.World) -> None:
-    """Forty LL-exchange calls without a sync, two sizes sharing slots 0-7 (a slot's epoch moves only when a call uses
-    it, so words of older epochs lie in the buffers): every result kept and checked."""
-    if not ll_supported():
-        return
-    shapes = ((1, 512, 256), (8, 4096, 512))
-    config = GemmARConfig(16, 64, 128, ll=True)
-    kept = []
-    for i in range(40):
-        m, n, k = shapes[i % 2]
-        a, b = gemm_ar_operands(world.rank, 900 + i, m, n, k, torch.bfloat16)
-        out = poisoned((m, n), torch.bfloat16)
-        _run_gemm_ar(a, b, out, config)
-        kept.append((i, m, n, k, out))
-    sync("40 LL gemm_ar calls")
-    bad = []
-    everyone = list(range(world.world_size))
-    for i, m, n, k, out in kept:
-        ok, detail = close_gemm(out, gemm_ar_reference(900 + i, m, n, k, torch.bfloat16, everyone))
-        if not ok:
-            bad.append(f"call {i} ({m} x {n}): {detail}")
-    checks.check("40 back-to-back LL gemm_ar calls, 2 sizes: every result", not bad, "; ".join(bad[:3]))
 
 
 def check_gemm_ar_graph_and_compile(checks: Checks, world: rt.World) -> None:
@@ -670,7 +638,6 @@ GROUPS: dict[str, list[tuple[str, Callable[[Checks, rt.World], None]]]] = {
     ],
     "gemm_ar": [
         ("gemm_ar eager", check_gemm_ar_eager),
-        ("gemm_ar LL exchange, back to back", check_gemm_ar_ll_back_to_back),
         ("gemm_ar CUDA graph + torch.compile", check_gemm_ar_graph_and_compile),
         ("gemm_ar bad input", check_gemm_ar_bad_input),
     ],

@@ -501,7 +501,7 @@ def _ll_poll(ptrs, wanted, MAX_PASSES: tl.constexpr = 0):
     lanes (``pack``), so the spin is a per-thread PTX loop with no barrier, shared memory or shuffle per pass (a
     Triton ``while`` needs a uniform condition: a block-wide reduction per pass). Not pure: never merged with
     another poll, never hoisted. ``MAX_PASSES`` > 0: gives up after that many passes (see ``_ll_poll_asm``)."""
-    COUNT: tl.constexpr = _ll_words_per_thread(ptrs.numel, tl.extra.cuda.num_warps())
+    COUNT: tl.constexpr = _ll_words_per_thread(ptrs.shape[0], tl.extra.cuda.num_warps())
     ASM: tl.constexpr = _ll_poll_asm(COUNT, MAX_PASSES)
     return tl.inline_asm_elementwise(ASM[0], ASM[1], [ptrs, wanted], dtype=tl.uint64, is_pure=False, pack=COUNT)
 
@@ -530,32 +530,16 @@ def _ll_receive_late(words_ptr, offs, mask, sent, epoch, MAX_PASSES: tl.constexp
     first word still missing, poll again, repeat. Reached only when a peer is late by the poll's passes or never
     comes."""
     got, missing = _ll_receive(words_ptr + offs, mask, sent, MAX_PASSES)
-    late = _ll_any(missing)
+    late = tl.max(missing, axis=0)
     while late > 0:
-        first = _ll_first(tl.where(missing > 0, offs, offs.numel))
+        first = tl.min(tl.where(missing > 0, offs, offs.shape[0]), axis=0)
         high_half = (words_ptr + first).to(tl.pointer_type(tl.int32), bitcast=True) + 1  # little-endian
         dl.wait(high_half, 1, "sys", "relaxed", epoch, cmp="eq")
         pending = missing > 0
         again, missing = _ll_receive(words_ptr + offs, mask & pending, sent, MAX_PASSES)
         got = tl.where(pending, again, got)
-        late = _ll_any(missing)
+        late = tl.max(missing, axis=0)
     return got
-
-
-@triton.jit
-def _ll_any(missing):
-    """The largest value of a 1-D or 2-D tensor (whether any word is missing)."""
-    if len(missing.shape) == 2:
-        missing = tl.max(missing, axis=1)
-    return tl.max(missing, axis=0)
-
-
-@triton.jit
-def _ll_first(offsets):
-    """The smallest value of a 1-D or 2-D tensor (the first missing word's offset)."""
-    if len(offsets.shape) == 2:
-        offsets = tl.min(offsets, axis=1)
-    return tl.min(offsets, axis=0)
 
 
 @triton.jit

@@ -58,20 +58,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
-from triton_dist.compiler.watchdog import watchdog_enabled
-from triton_dist.ops.all_reduce import (
-    _LL_WATCHED_POLL_PASSES,
-    _ll_fence_acq_rel_sys,
-    _ll_next_epoch,
-    _ll_pack,
-    _ll_receive,
-    _ll_receive_late,
-    _ll_store,
-    _notify_every_rank,
-    ll_supported,
-    notify_world,
-    plain_eager,
-)
+from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
@@ -116,12 +103,6 @@ class GemmARConfig:
     """K pieces per output tile (1..``MAX_SPLIT_K``; 3 puts 80 tiles on 132 SMs in 1.8 waves); > 1 runs the split-K
     kernel (see the module docstring: fp32 partials, every program of the grid resident at once). Fewer pieces are
     used when K has fewer ``block_k`` blocks."""
-    ll: bool = False
-    """Exchange the tiles as the LL all-reduce does (``ops/all_reduce.py``): each rank stores its fp32 partial tile
-    into every peer's buffer as 8-byte words tagged with the call's epoch (``st.relaxed.sys``) and polls its own
-    buffer for the peers' words; no flag, no release fence after the stores, one one-way NVLink write of latency.
-    NVIDIA only, ``split_k`` 1, one tile per program (at most ``SLOTS`` tiles); the partials travel unrounded
-    (4 bytes of fp32 per 8-byte word: 4x the traffic of bf16 partials), so it suits the smallest M."""
     gemm: str = "triton"
     """``"triton"``: the fused kernel with this tile. ``"cublas"``: ``torch.matmul`` into the output, then
     ``triton_dist.ops.all_reduce`` of it in place (two launches; the tile fields are unused). ``default_config``
@@ -138,8 +119,6 @@ class GemmARConfig:
             raise ValueError(f"gemm_ar: gemm must be one of {GEMMS}, got {self.gemm!r}")
         if self.gemm == "cublas" and self.split_k != 1:
             raise ValueError("gemm_ar: the cuBLAS path does not split K (split_k must be 1)")
-        if self.ll and (self.gemm != "triton" or self.split_k != 1):
-            raise ValueError("gemm_ar: ll (the epoch-tagged word exchange) needs the fused kernel with split_k 1")
         if self.block_m * self.block_n > MAX_TILE_ELEMS:
             raise ValueError(
                 f"gemm_ar: block_m * block_n must be <= {MAX_TILE_ELEMS}, got {self.block_m * self.block_n}"
@@ -311,69 +290,6 @@ def _gemm_ar_kernel(
         else:
             tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=out_mask)
     tl.store(epochs_ptr + slot, epoch)
-
-
-@triton.jit
-def _gemm_ar_ll_kernel(
-    a_ptr,
-    b_ptr,
-    out_ptr,
-    words_ptr,
-    epochs_ptr,
-    M,
-    N,
-    K,
-    stride_am,
-    stride_bk,
-    stride_om,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    WATCHED: tl.constexpr = False,
-):
-    """``ll=True``: program ``t`` computes tile ``t`` and exchanges it in epoch-tagged words (one round per call:
-    the grid is the tile count). The ordering argument is the LL all-reduce's (``ops/all_reduce.py``): the fence at
-    the start releases the previous call's reads of this slot and acquires its observations."""
-    tile = tl.program_id(0)
-    me = dl.rank()
-    ranks = dl.num_ranks()
-    TILE: tl.constexpr = BLOCK_M * BLOCK_N
-    epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + tile)))
-    acc = _split_k_partial(a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, 0, K, BLOCK_M, BLOCK_N, BLOCK_K)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    rows = tl.arange(0, BLOCK_M)
-    cols = tl.arange(0, BLOCK_N)
-    rm = (tile // tiles_n) * BLOCK_M + rows
-    rn = (tile % tiles_n) * BLOCK_N + cols
-    in_tile = rows[:, None] * BLOCK_N + cols[None, :]
-    valid = (rm[:, None] < M) & (rn[None, :] < N)  # only these words travel and are awaited
-    words = words_ptr + tile * (2 * ranks * TILE) + (epoch % 2) * (ranks * TILE)  # [ranks][TILE]: row p from p
-    packed = _ll_pack(acc.to(tl.uint32, bitcast=True), epoch)
-    for peer in range(0, ranks):
-        if peer != me:
-            _ll_store(dl.symm_at(words + me * TILE + in_tile, peer), packed, valid)
-    total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    missing = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
-    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
-    for peer in range(0, ranks):  # rank order: the same sum on every rank
-        if peer == me:
-            total += acc
-        else:
-            got, late = _ll_receive(words + peer * TILE + in_tile, valid, packed, PASSES)
-            total += got.to(tl.float32, bitcast=True)
-            missing |= late
-    if WATCHED:
-        if tl.max(tl.max(missing, axis=1), axis=0) > 0:  # the sum again, every word awaited (a dl.wait per miss)
-            total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            for peer in range(0, ranks):
-                if peer == me:
-                    total += acc
-                else:
-                    got = _ll_receive_late(words + peer * TILE, in_tile, valid, packed, epoch, PASSES)
-                    total += got.to(tl.float32, bitcast=True)
-    out_ptrs = out_ptr + rm[:, None] * stride_om + rn[None, :]
-    tl.store(out_ptrs, total.to(out_ptr.dtype.element_ty), mask=valid)
-    tl.store(epochs_ptr + tile, epoch)
 
 
 @triton.jit
@@ -557,7 +473,6 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
     """Enqueue the kernel on the current stream (no checks; ``gemm_ar`` checks); returns the plan that launched it."""
     aligned = tuple(t.data_ptr() % 16 == 0 for t in (a, b, out))
     key = (a.shape, b.shape, a.stride(0), b.stride(0), out.stride(0), a.dtype, a.device, aligned, config)
-    key += (watchdog_enabled(),)  # the ll kernel is compiled for it (bounded polls)
     plan = _plans.get(key)
     world = rt.current_world()
     if plan is not None and plan.world is world:
@@ -570,8 +485,6 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
         return cublas_plan
     if config.split_k > 1:
         return _launch_split_k(a, b, out, config, key)
-    if config.ll:
-        return _launch_ll(a, b, out, config, key)
     m, k = a.shape
     n = b.shape[1]
     region_bytes = _workspace_region_bytes(world.world_size)
@@ -601,54 +514,6 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
     grid = (min(tiles, SLOTS), 1, 1)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
     plan = first_launch(_gemm_ar_kernel, grid, named, 3, **options)
-    _plans[key] = plan
-    return plan
-
-
-def ll_region_bytes(world_size: int, config: GemmARConfig) -> int:
-    """``ll=True``: bytes per slot, 2 parities x ``world_size`` rows of one tile's 8-byte words (16 KiB x 256 slots
-    for a 16 x 64 tile at 2 ranks: 4 MiB of the symmetric heap, allocated on the first such call)."""
-    return 2 * world_size * config.block_m * config.block_n * 8
-
-
-def check_ll(m: int, n: int, config: GemmARConfig) -> None:
-    """Raise ValueError naming the problem when an ``ll=True`` config cannot run ``m`` x ``n`` here."""
-    if not ll_supported():
-        raise ValueError("gemm_ar: ll (8-byte relaxed system-scope PTX words) needs an NVIDIA GPU; use ll=False")
-    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
-    if tiles > SLOTS:
-        raise ValueError(
-            f"gemm_ar: ll runs one tile per program, at most {SLOTS} tiles; {m} x {n} in {config.block_m} x "
-            f"{config.block_n} tiles makes {tiles}: use larger tiles or ll=False"
-        )
-
-
-def _launch_ll(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig, key: tuple) -> LaunchPlan:
-    world = rt.current_world()
-    m, k = a.shape
-    n = b.shape[1]
-    check_ll(m, n, config)
-    ws = slot_workspace("gemm_ar.ll", SLOTS, 1, ll_region_bytes(world.world_size, config))
-    named = {
-        "a_ptr": a,
-        "b_ptr": b,
-        "out_ptr": out,
-        "words_ptr": ws.data_as(torch.int64),
-        "epochs_ptr": ws.epochs,
-        "M": m,
-        "N": n,
-        "K": k,
-        "stride_am": a.stride(0),
-        "stride_bk": b.stride(0),
-        "stride_om": out.stride(0),
-        "BLOCK_M": config.block_m,
-        "BLOCK_N": config.block_n,
-        "BLOCK_K": config.block_k,
-        "WATCHED": watchdog_enabled(),
-    }
-    grid = (triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n), 1, 1)
-    options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
-    plan = first_launch(_gemm_ar_ll_kernel, grid, named, 3, **options)
     _plans[key] = plan
     return plan
 
@@ -783,8 +648,6 @@ def _check_device_and_agreement(a: torch.Tensor, b: torch.Tensor, config: GemmAR
     signature = (a.shape[0], b.shape[1], a.shape[1], a.dtype, config)
     if _agreed.known(world, signature):
         return
-    if config.ll:
-        check_ll(a.shape[0], b.shape[1], config)  # a config that cannot run raises here, before the collective
     check_ranks_call_alike(
         world.group,
         world.rank,
@@ -802,8 +665,8 @@ _ready: dict[tuple, Plan] = {}
 """The plan each call signature launched after passing the steps that depend on the signature alone (a on the
 heap's device, the default config, the ranks' agreement), so a repeated signature goes straight to its launch. The
 key is everything those steps and ``_launch``'s key read: the shapes, the row strides, dtype, device, the 16-byte
-alignment of a, b and out, the config argument and whether the wait watchdog is on (it changes the ll kernel). An
-entry counts only while its plan's world is the current one."""
+alignment of a, b and out, and the config argument. An entry counts only while its plan's world is the current
+one."""
 
 
 def _run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig | None = None) -> None:
@@ -817,7 +680,6 @@ def _run_checked(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Ge
     device = a.device
     aligned = (a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0)
     signature = (a.shape, b.shape, a.stride(0), b.stride(0), out.stride(0), a.dtype, device, aligned, config)
-    signature += (watchdog_enabled(),)
     plan = _ready.get(signature)
     if plan is not None and plan.world is world:
         plan.launch(device, a, b, out)
