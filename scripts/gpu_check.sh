@@ -15,7 +15,7 @@
 #   GPU_CHECK_BUDGET_S=540 ...                    # whole-run budget (default 3000 s): each step's timeout is cut to
 #                                                 # the time left, a step with under 30 s left is skipped (and fails)
 #   GPU_CHECK_DRY_RUN=1 ...                       # print the steps it would run; needs no GPU
-#   GPU_CHECK_SHARED_GPU=1 GPU_CHECK_SIZES=2 ...  # more ranks than GPUs: ranks share GPUs (rank r on GPU r % count)
+#   GPU_CHECK_SHARED_GPU=1 GPU_CHECK_SIZES=2 ...  # more ranks than GPUs: every rank on the first GPU
 #                                                 # through an MPS daemon started per step, gloo instead of NCCL,
 #                                                 # each rank on its share of the SMs; checks correctness only, so
 #                                                 # bench/tune steps run only when GPU_CHECK_ONLY names them
@@ -42,6 +42,8 @@ QUICK="${GPU_CHECK_QUICK:-0}"
 BUDGET="${GPU_CHECK_BUDGET_S:-3000}"
 SHARED="${GPU_CHECK_SHARED_GPU:-0}"
 [ "$SHARED" = 1 ] && export TRITON_DIST_SHARED_GPUS=1
+# Ranks that share GPUs must all share one (the CUDA IPC heap reaches no other GPU: runtime/heap/mapping.py).
+[ "$SHARED" = 1 ] && export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
 WORKDIR="$(mktemp -d /tmp/gpu_check.XXXXXX)"
 LOGDIR="$WORKDIR/gpu_check"
 mkdir -p "$LOGDIR"

@@ -1,4 +1,4 @@
-# Sourced by the GPU scripts: run more ranks than GPUs (TRITON_DIST_SHARED_GPUS=1, rank r on GPU r % count) through
+# Sourced by the GPU scripts: run more ranks than GPUs (TRITON_DIST_SHARED_GPUS=1, every rank on one GPU) through
 # an MPS daemon, so the ranks' kernels run at the same time. Without MPS the GPU time-slices between the ranks'
 # processes and a wait on a peer progresses only once per slice (a 2-rank check_primitives on one GPU took > 150 s;
 # under MPS 17 s). Correctness only: ranks split the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) and talk through one

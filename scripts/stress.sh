@@ -26,6 +26,8 @@ if [ "${STRESS_SHARED_GPU:-0}" = 1 ]; then
   # shellcheck source=scripts/mps.sh
   source scripts/mps.sh
   export TRITON_DIST_SHARED_GPUS=1
+  # Ranks that share GPUs must all share one (the CUDA IPC heap reaches no other GPU: runtime/heap/mapping.py).
+  export CUDA_VISIBLE_DEVICES="${CUDA_VISIBLE_DEVICES:-0}"
   GPUS=$(python3 -c 'import torch; print(torch.cuda.device_count())')
   export CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$(mps_share "$RANKS" "$GPUS")

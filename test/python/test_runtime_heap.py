@@ -188,3 +188,27 @@ def test_tensors_alive_at_interpreter_exit_do_not_crash():
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
     assert "Exception ignored" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("gpus", "expected"),
+    [(["a", "b"], False), (["a", "a", "a", "a"], True), (["a", "b", "a"], "share 2 GPUs"), (["a", "b", "a", "b"], "4")],
+)
+def test_ranks_share_a_gpu_only_when_every_rank_is_on_one(monkeypatch, gpus, expected):
+    """Sharing GPUs needs the CUDA IPC heap, which was measured to fault across GPUs (2 x H100, 3 and 4 ranks): ranks
+    spread over several GPUs while sharing raise on every rank, naming the fix."""
+    from types import SimpleNamespace
+
+    from triton_dist.runtime.heap import mapping
+
+    def gather(out, value, group=None):  # noqa: ANN001
+        out[:] = gpus
+
+    monkeypatch.setattr(mapping.dist, "get_world_size", lambda group=None: len(gpus))
+    monkeypatch.setattr(mapping.dist, "all_gather_object", gather)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(uuid=gpus[0]))
+    if isinstance(expected, bool):
+        assert mapping.ranks_share_a_gpu(None, torch.device("cuda", 0)) is expected
+    else:
+        with pytest.raises(RuntimeError, match=rf"{expected}.*must all share one .*CUDA_VISIBLE_DEVICES=0"):
+            mapping.ranks_share_a_gpu(None, torch.device("cuda", 0))

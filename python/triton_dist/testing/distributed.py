@@ -96,7 +96,8 @@ SHARED_GPUS_ENV = "TRITON_DIST_SHARED_GPUS"
 
 
 def shared_gpus() -> bool:
-    """Whether ``$TRITON_DIST_SHARED_GPUS=1`` asks ranks to share GPUs (rank ``r`` on GPU ``r % count``).
+    """Whether ``$TRITON_DIST_SHARED_GPUS=1`` asks ranks to share GPUs (rank ``r`` on GPU ``r % count``; the heap
+    then needs every rank on one GPU, so make one visible: ``runtime/heap/mapping.py``).
 
     A mode for checking multi-rank code on fewer GPUs than ranks: the process group is gloo (NCCL refuses two ranks
     on one GPU), so timings mean nothing, and without MPS the GPU time-slices between the ranks' processes, so a

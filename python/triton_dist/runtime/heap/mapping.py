@@ -72,7 +72,18 @@ def map_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> 
 
 
 def ranks_share_a_gpu(group: dist.ProcessGroup, device: torch.device) -> bool:
-    """Whether two ranks of ``group`` put their heaps on one physical GPU (a collective: same answer everywhere)."""
+    """Whether two ranks of ``group`` put their heaps on one physical GPU (a collective: same answer everywhere).
+
+    Raises RuntimeError on every rank when ranks share GPUs but use more than one: the CUDA IPC heap that sharing
+    needs is only known to work with every rank on one GPU (on 2 x H100, 3 and 4 ranks over both GPUs faulted with
+    an illegal address on a kernel's first access of a heap on the other GPU, with peer access enabled or not)."""
     gpus: list[str | None] = [None] * dist.get_world_size(group)
     dist.all_gather_object(gpus, str(torch.cuda.get_device_properties(device).uuid), group=group)
-    return len(set(gpus)) < len(gpus)
+    shared = len(set(gpus)) < len(gpus)
+    if shared and len(set(gpus)) > 1:
+        raise RuntimeError(
+            f"triton_dist: {len(gpus)} ranks share {len(set(gpus))} GPUs; ranks that share GPUs must all share one "
+            "(their heaps are mapped through CUDA IPC, which reaches no other GPU here): make one GPU visible, "
+            "e.g. CUDA_VISIBLE_DEVICES=0, or run one rank per GPU"
+        )
+    return shared
