@@ -200,6 +200,16 @@ def _notify_every_rank(flag_ptr, epoch, ranks, WORLD: tl.constexpr):
 
 
 @triton.jit
+def _flag_round(flags, me, epoch, ranks, data, WORLD: tl.constexpr):
+    """One flag round over ``flags`` (one int32 per rank): set ``flags[me]`` to ``epoch`` on every rank (release:
+    this program's earlier accesses come first), wait until every rank's flag here holds ``epoch`` (acquire), and
+    return ``data`` ordered after the wait (``dl.consume_token``), for the loads that read what the peers wrote."""
+    _notify_every_rank(flags + me, epoch, ranks, WORLD)
+    token = dl.wait(flags, ranks, "sys", "acquire", waitValue=epoch)
+    return dl.consume_token(data, token)
+
+
+@triton.jit
 def _one_shot_kernel(
     x_ptr,
     out_ptr,
@@ -232,10 +242,7 @@ def _one_shot_kernel(
                 tl.store(staged + offs, tl.load(x_ptr + base + offs, mask=mask), mask=mask)
         else:  # x is on the heap and stays unchanged (benchmarks of the staging cost only)
             staged = x_ptr + base
-        flags = slot_flags + parity * ranks
-        _notify_every_rank(flags + me, epoch, ranks, WORLD)
-        token = dl.wait(flags, ranks, "sys", "acquire", waitValue=epoch)
-        staged = dl.consume_token(staged, token)
+        staged = _flag_round(slot_flags + parity * ranks, me, epoch, ranks, staged, WORLD)
         for s in range(0, ROUND, BLOCK):
             offs = s + tl.arange(0, BLOCK)
             mask = base + offs < n
@@ -279,10 +286,7 @@ def _one_shot_push_kernel(
                     offs = s + tl.arange(0, BLOCK)
                     mask = base + offs < n
                     tl.store(remote + offs, tl.load(x_ptr + base + offs, mask=mask), mask=mask)
-        flags = slot_flags + parity * ranks
-        _notify_every_rank(flags + me, epoch, ranks, WORLD)
-        token = dl.wait(flags, ranks, "sys", "acquire", waitValue=epoch)
-        arrived = dl.consume_token(inbox, token)
+        arrived = _flag_round(slot_flags + parity * ranks, me, epoch, ranks, inbox, WORLD)
         # Sum in rank order (the same on every rank): my own slice from x, the others' from my inbox (local loads).
         for s in range(0, ROUND, BLOCK):
             offs = s + tl.arange(0, BLOCK)
@@ -330,9 +334,7 @@ def _two_shot_kernel(
                 offs = s + tl.arange(0, BLOCK)
                 mask = (base + offs < chunk) & (peer * chunk + base + offs < n)
                 tl.store(remote + offs, tl.load(x_ptr + peer * chunk + base + offs, mask=mask), mask=mask)
-        _notify_every_rank(scatter_flags + me, epoch, ranks, WORLD)
-        token = dl.wait(scatter_flags, ranks, "sys", "acquire", waitValue=epoch)
-        arrived = dl.consume_token(inbox, token)
+        arrived = _flag_round(scatter_flags, me, epoch, ranks, inbox, WORLD)
         # Reduce my chunk's slice; store it here and push it into every peer's gather buffer, row `me`.
         for s in range(0, ROUND, BLOCK):
             offs = s + tl.arange(0, BLOCK)
@@ -345,9 +347,7 @@ def _two_shot_kernel(
             for peer in range(0, ranks):
                 if peer != me:
                     tl.store(dl.symm_at(gathered + me * ROUND + offs, peer), reduced, mask=mask)
-        _notify_every_rank(gather_flags + me, epoch, ranks, WORLD)
-        token = dl.wait(gather_flags, ranks, "sys", "acquire", waitValue=epoch)
-        landed = dl.consume_token(gathered, token)
+        landed = _flag_round(gather_flags, me, epoch, ranks, gathered, WORLD)
         # All-gather: copy every other owner's reduced slice into out.
         for owner in range(0, ranks):
             if owner != me:

@@ -58,7 +58,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
-from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
+from triton_dist.ops.all_reduce import _flag_round, _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
@@ -279,10 +279,7 @@ def _gemm_ar_kernel(
             partial = acc.to(out_ptr.dtype.element_ty)
             for peer in range(0, ranks):
                 tl.store(dl.symm_at(partials + me * TILE + in_tile, peer), partial, mask=row_ok)
-            flags = slot_flags + parity * ranks
-            _notify_every_rank(flags + me, epoch, ranks, WORLD)
-            token = dl.wait(flags, ranks, "sys", "acquire", waitValue=epoch)
-            partials = dl.consume_token(partials, token)
+            partials = _flag_round(slot_flags + parity * ranks, me, epoch, ranks, partials, WORLD)
             total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
             for peer in range(0, ranks):
                 total += tl.load(partials + peer * TILE + in_tile, mask=row_ok, other=0.0).to(tl.float32)
