@@ -36,7 +36,6 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import triton
-import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
@@ -49,8 +48,8 @@ from _common import (  # noqa: E402
     write_json,
     write_on_rank0_and_finish,
 )
+from _floors import flag_round_us  # noqa: E402
 
-import triton_dist.language as dl  # noqa: E402
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.compiler.watchdog import watchdog_enabled  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
@@ -69,30 +68,16 @@ def _empty_kernel(x_ptr):
     pass
 
 
-@triton.jit
-def _flag_round_kernel(flags_ptr, epoch_ptr):
-    """The synchronization of a one-launch all-reduce alone: advance the device epoch (so graph replays wait anew),
-    set this rank's flag on every rank, wait until every rank's flag here holds the epoch."""
-    epoch = tl.load(epoch_ptr) + 1
-    tl.store(epoch_ptr, epoch)
-    me = dl.rank()
-    for peer in range(0, dl.num_ranks()):
-        dl.notify(flags_ptr + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
-    dl.wait(flags_ptr, dl.num_ranks(), "sys", "acquire", waitValue=epoch, cmp="ge")
-
-
 def measure_floors(world_size: int, iters: int) -> dict[str, float]:
     """Graphed µs of the empty kernel and of the flag round (max over ranks, median of replays); eager µs (as the
     eager columns measure) of the empty kernel launched through a ``LaunchPlan`` (how the op launches) and of a
     one-element torch op (how a torch C++ op launches): what any eager call costs before its kernel does work."""
-    flags = rt.zeros(world_size, dtype=torch.int32)
-    epoch = torch.zeros(1, dtype=torch.int32, device="cuda")
     probe = torch.zeros(1, device="cuda")
     rt.barrier()
     plan = first_launch(_empty_kernel, (1, 1, 1), {"x_ptr": probe}, 0, num_warps=1)
     floors = {
         "empty kernel": ar_module.graphed_us(lambda: _empty_kernel[(1,)](probe, num_warps=1)),
-        "flag round": ar_module.graphed_us(lambda: _flag_round_kernel[(1,)](flags, epoch, num_warps=1)),
+        "flag round": flag_round_us(world_size),
         "empty kernel eager": eager_us(lambda: plan.launch(probe.device), iters),
         "torch op eager": eager_us(lambda: probe.add_(1.0), iters),
     }

@@ -10,7 +10,9 @@ CUDA graph, median of >= 20 replays, max over ranks) and eager (events around on
   (``torch.matmul(out=symm buffer)`` then the faster of ``one_shot_all_reduce`` / ``two_shot_all_reduce_``);
 - ``gemm_ar``: the fastest of a few tile configs and of its cuBLAS path (``torch.matmul`` then triton_dist's
   all-reduce; "cublas+AR"), tried here, in this run, graphed; the op's default beside it; and the same config with
-  the exchange switched off (its GEMM alone, to separate GEMM quality from communication cost).
+  the exchange switched off (its GEMM alone, to separate GEMM quality from communication cost);
+- the flag round alone (``bench/_floors.py``), once per run: with it, each row's "floor bound", the most a
+  one-launch fused op can gain over matmul + NCCL when its exchange costs at least that.
 
 Writes ``gemm_ar.md``, ``gemm_ar.png``, ``gemm_ar.json`` to ``--out-dir``.
 """
@@ -39,6 +41,7 @@ from _common import (  # noqa: E402
     write_json,
     write_on_rank0_and_finish,
 )
+from _floors import flag_round_us  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
@@ -98,6 +101,8 @@ def main() -> int:
     started = time.time()
     import torch.distributed._symmetric_memory as symm_mem
 
+    floor = flag_round_us(world_size)  # the least any one-launch exchange adds to a call
+    rank0_print(f"RESULT flag round alone (graphed): {floor:.2f} us")
     rows = []
     for layer, n, k in LAYERS:
         k_local = k // world_size
@@ -157,12 +162,18 @@ def main() -> int:
             row["bound vs NCCL graphed"] = row.get("matmul + NCCL graphed", float("nan")) / row.get(
                 "matmul graphed", float("nan")
             )
+            # ... and with the exchange costing the flag round at least (the GPUs meet once per call).
+            row["flag round graphed"] = floor
+            row["floor bound vs NCCL graphed"] = row.get("matmul + NCCL graphed", float("nan")) / (
+                row.get("matmul graphed", float("nan")) + floor
+            )
             rows.append(row)
             rank0_print(
                 f"RESULT {layer} M={m}: gemm_ar {row['gemm_ar graphed']:.1f} us ({row['config']}), GEMM only "
                 f"{row['gemm_ar GEMM only graphed']:.1f}, matmul {row.get('matmul graphed', 0):.1f}, matmul+NCCL "
                 f"{row.get('matmul + NCCL graphed', 0):.1f}, matmul+symm {symm:.1f} -> "
-                f"{row['speedup vs NCCL graphed']:.2f}x vs NCCL (bound {row['bound vs NCCL graphed']:.2f}x)"
+                f"{row['speedup vs NCCL graphed']:.2f}x vs NCCL (bound {row['bound vs NCCL graphed']:.2f}x, "
+                f"with the flag round {row['floor bound vs NCCL graphed']:.2f}x)"
             )
             rt.barrier()
     return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world_size, started))
@@ -181,21 +192,25 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
         "",
         "- bound: (matmul + NCCL) / matmul, both graphed: the speedup an op would reach with the all-reduce entirely",
         "  hidden and its GEMM as fast as torch.matmul. Where it is below the issue's 1.3x, the bar cannot be met.",
+        "- floor bound: (matmul + NCCL) / (matmul + the flag round alone), both graphed: the same with the exchange",
+        "  costing at least what every rank setting a flag on every rank and waiting for all costs (measured in this",
+        "  run: `bench/_floors.py`); one launch whose ranks exchange data cannot do better.",
         "",
         "- gemm_ar graphed: the best tile of this run's candidates (the tile column); default: the op's own tile",
         "  (`gemm_ar.default_config`), what a call gets.",
         "",
         "| layer | M | gemm_ar graphed | GEMM only | matmul | matmul+NCCL graphed | matmul+symm best graphed "
-        "| speedup vs NCCL (graphed) | bound | vs symm | gemm_ar eager | matmul+NCCL eager | tile "
+        "| speedup vs NCCL (graphed) | bound | floor bound | vs symm | gemm_ar eager | matmul+NCCL eager | tile "
         "| default graphed | default vs NCCL |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['layer']} | {r['M']} | {r['gemm_ar graphed']:.1f} | {r['gemm_ar GEMM only graphed']:.1f} | "
             f"{r.get('matmul graphed', nan):.1f} | {r.get('matmul + NCCL graphed', nan):.1f} | "
             f"{r['matmul + symm best graphed']:.1f} | {r['speedup vs NCCL graphed']:.2f} | "
-            f"{r.get('bound vs NCCL graphed', nan):.2f} | {r['speedup vs symm graphed']:.2f} | "
+            f"{r.get('bound vs NCCL graphed', nan):.2f} | {r.get('floor bound vs NCCL graphed', nan):.2f} | "
+            f"{r['speedup vs symm graphed']:.2f} | "
             f"{r['gemm_ar eager']:.1f} | {r.get('matmul + NCCL eager', nan):.1f} | {r['config']} | "
             f"{r.get('gemm_ar default graphed', nan):.1f} | {r.get('default speedup vs NCCL graphed', nan):.2f} |"
         )

@@ -433,17 +433,19 @@ def test_copy_engine_kernels_compile_with_the_shared_values(target):
 
 
 def test_all_reduce_floor_kernels_compile():
-    """bench/all_reduce.py measures two floors on the GPU; their kernels compile for sm_90 here, and the flag round
-    waits with an acquire at system scope after its release stores to the peers."""
+    """bench/all_reduce.py measures two floors on the GPU (the flag round from bench/_floors.py, which
+    bench/gemm_ar.py measures too); their kernels compile for sm_90 here, and the flag round waits with an acquire
+    at system scope after its release stores to the peers."""
     from triton_dist import testing
 
     if not (REPO / "python" / "triton_dist" / "_device" / "triton_dist.nvptx64.bc").exists():
         pytest.skip("triton_dist.nvptx64.bc is not built (scripts/build.sh)")
+    import _floors
     import all_reduce as bench_all_reduce
 
     testing.compile_for(bench_all_reduce._empty_kernel, {"x_ptr": "*fp32"}, "sm_90", num_warps=1)
     compiled = testing.compile_for(
-        bench_all_reduce._flag_round_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32"}, "sm_90", num_warps=1
+        _floors._flag_round_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32"}, "sm_90", num_warps=1
     )
     ptx = testing.assembly(compiled)
     assert "st.release.sys" in ptx and "ld.acquire.sys" in ptx, ptx
