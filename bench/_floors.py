@@ -7,17 +7,13 @@ the call's epoch. ``flag_round_us`` times that kernel alone under CUDA-graph rep
 
 from __future__ import annotations
 
-import sys
-
 import torch
 import triton
 import triton.language as tl
 
 import triton_dist.language as dl
-import triton_dist.ops  # noqa: F401 (registers the ops; the module below is the all-reduce's)
 from triton_dist import runtime as rt
-
-_all_reduce = sys.modules["triton_dist.ops.all_reduce"]
+from triton_dist.ops.all_reduce import graphed_us
 
 
 @triton.jit
@@ -37,6 +33,6 @@ def flag_round_us(world_size: int) -> float:
     flags = rt.zeros(world_size, dtype=torch.int32)
     epoch = torch.zeros(1, dtype=torch.int32, device="cuda")
     rt.barrier()
-    us = _all_reduce.graphed_us(lambda: _flag_round_kernel[(1,)](flags, epoch, num_warps=1))
+    us = graphed_us(lambda: _flag_round_kernel[(1,)](flags, epoch, num_warps=1))
     rt.barrier()
     return us

@@ -12,9 +12,9 @@ timed runs after warm-up and the max over ranks:
 Implementations: ``dist.all_reduce`` (NCCL), ``torch.ops.symm_mem.one_shot_all_reduce`` /
 ``two_shot_all_reduce_`` (input already in a symm-mem buffer), ``triton_dist.ops.all_reduce`` (input off the heap:
 the kernel stages it), and at <= 1 MiB the one-shot kernel reading a heap input in place (no staging; a benchmark
-variant, valid here because the input never changes) to show what the fused staging copy costs, and at <= 256 KiB
-the LL one-shot (``one_shot_ll``: epoch-tagged words, no flags; forced config: the selected one if it is LL, else
-``ll_config``), input off the heap.
+variant, valid here because the input never changes) to show what the fused staging copy costs, and up to its
+largest message (512 KiB of bf16) the LL one-shot (``one_shot_ll``: epoch-tagged words, no flags; forced config:
+the selected one if it is LL, else ``ll_config``), input off the heap.
 
 Floors, measured in the same run (graphed): an empty kernel (what one CUDA-graph kernel node costs), and a kernel
 that does only the synchronization of a one-launch all-reduce (device epoch, set this rank's flag on every rank,
@@ -51,7 +51,6 @@ from _common import (  # noqa: E402
 from _floors import flag_round_us  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.compiler.watchdog import watchdog_enabled  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.ops.launch_plan import first_launch  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
@@ -86,11 +85,11 @@ def measure_floors(world_size: int, iters: int) -> dict[str, float]:
 
 
 def ll_config(nbytes: int, itemsize: int, world_size: int, device: torch.device) -> object | None:
-    """The LL one-shot config timed at ``nbytes``: the selected config if it is LL, else 512 elements per program
-    (4 per thread at 4 warps) up to 128 programs; None past the LL one-shot's size, or with the wait watchdog on
-    (the op refuses LL then: its per-thread spin has no timeout)."""
+    """The LL one-shot config timed at ``nbytes``: the selected config if it is LL, else 512 elements per program at
+    4 warps, up to 128 programs; None past the LL one-shot's size or off NVIDIA. (With the wait watchdog on, the
+    kernel is the watched one, as the op's.)"""
     numel = nbytes // itemsize
-    if numel > ar_module.ll_max_numel(itemsize) or not ar_module.ll_supported() or watchdog_enabled():
+    if numel > ar_module.ll_max_numel(itemsize) or not ar_module.ll_supported():
         return None
     selected = ar_module.select_config(nbytes, device, world_size, itemsize)
     if selected.algo == "one_shot_ll":

@@ -23,13 +23,13 @@ Four algorithms, each one launch without host synchronization (so they can be ca
   programs (the reference measurements: ~325 GB/s from 16 CTAs, where loads need ~66).
 - **LL one-shot** ("one_shot_ll", low latency; NVIDIA only, at most ``ll_max_numel(itemsize)`` elements, one round
   per program): the data words carry the epoch, so there is no flag and no remote load. The data travels in 8-byte
-  words, the call's epoch in the high 32 bits and 32 bits of data in the low (two bf16 / fp16 elements, or one
-  fp32: ``ll_elements_per_word``); each program stores its
-  slice's words into its row of every peer's buffer (``st.relaxed.sys.global.b64``: a strong, naturally aligned
-  8-byte access is single-copy atomic in the PTX memory model, so a reader sees a word whole or not at all), then
-  each thread polls its own lanes' words in its own buffer (``ld.relaxed.sys.global.b64`` in a per-thread PTX
-  loop, no barrier or shared memory per pass) row by row in rank order until each holds the epoch, and sums as
-  the one-shot does. Latency: one one-way NVLink write, the cost 2x the traffic.
+  words, the call's epoch in the high 32 bits and 32 bits of data in the low (two bf16 / fp16 elements, or one fp32:
+  ``ll_elements_per_word``); each program stores its slice's words into its row of every peer's buffer
+  (``st.relaxed.sys.global.b64``: a strong, naturally aligned 8-byte access is single-copy atomic in the PTX memory
+  model, so a reader sees a word whole or not at all), then each thread polls its own lanes' words in its own buffer
+  (``ld.relaxed.sys.global.b64`` in a per-thread PTX loop, no barrier or shared memory per pass) row by row in rank
+  order until each holds the epoch, and sums as the one-shot does. Latency: one one-way NVLink write, the cost 2x
+  the traffic.
   Its poll is plain loads, not a ``dl.wait``. With the wait watchdog on, the kernel is compiled with bounded
   polls (``LL_WATCHED_POLL_PASSES``) and one reduction per call of whether any word missed them; only then does
   it wait with ``dl.wait`` on the high half of each missing word in turn (``_ll_receive_late``), so a dead peer
@@ -135,10 +135,15 @@ def ll_elements_per_word(itemsize: int) -> int:
     return 4 // itemsize
 
 
+def ll_words_per_program(config: AllReduceConfig) -> int:
+    """The most words one LL program moves: min(``LL_LANES``, ``LL_PER_THREAD`` per thread)."""
+    return min(LL_LANES, LL_PER_THREAD * 32 * config.num_warps)
+
+
 def ll_capacity(config: AllReduceConfig, itemsize: int) -> int:
-    """The most elements of ``itemsize`` bytes an LL one-shot ``config`` moves: ``programs`` x min(``LL_LANES``,
-    16 per thread) words of ``ll_elements_per_word(itemsize)`` elements."""
-    return config.programs * min(LL_LANES, LL_PER_THREAD * 32 * config.num_warps) * ll_elements_per_word(itemsize)
+    """The most elements of ``itemsize`` bytes an LL one-shot ``config`` moves: ``programs`` x
+    ``ll_words_per_program`` words of ``ll_elements_per_word(itemsize)`` elements."""
+    return config.programs * ll_words_per_program(config) * ll_elements_per_word(itemsize)
 
 
 def ll_max_numel(itemsize: int) -> int:
@@ -675,7 +680,7 @@ def _ll_launch_shape(numel: int, itemsize: int, world_size: int, config: AllRedu
         )
     words = triton.cdiv(max(numel, 1), ll_elements_per_word(itemsize))
     threads = config.num_warps * 32
-    most = min(LL_LANES, LL_PER_THREAD * threads)
+    most = ll_words_per_program(config)
     round_ = min(max(triton.next_power_of_2(triton.cdiv(words, config.programs)), threads), most)
     programs = max(1, triton.cdiv(words, round_))
     return LaunchShape(round_, round_, programs, ll_region_bytes(world_size) // 8, numel)
@@ -726,11 +731,7 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
         plan = first_launch(_one_shot_ll_kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
         _plans[key] = plan
         return plan
-    region_bytes = {
-        "one_shot": ONE_SHOT_REGION_BYTES,
-        "one_shot_push": push_region_bytes(world_size),
-        "two_shot": TWO_SHOT_REGION_BYTES,
-    }[config.algo]
+    region_bytes = shape.region_elems * x.element_size()  # launch_shape sized it for the algorithm
     ws = slot_workspace(f"all_reduce.{config.algo}", SLOTS[config.algo], 2 * world_size, region_bytes)
     kernel = {"one_shot": _one_shot_kernel, "one_shot_push": _one_shot_push_kernel, "two_shot": _two_shot_kernel}[
         config.algo
