@@ -62,8 +62,6 @@ LAYERS = [
     ("Qwen3-32B down_proj", 5120, 25600),
 ]
 MS = [1, 8, 32, 128, 256]
-PIPELINE_CHUNKS = (2, 4, 8)
-"""The column blocks the pipelined cuBLAS candidates cut N into (``GemmARConfig.chunks``)."""
 
 
 def candidates(m: int) -> list[GemmARConfig]:
@@ -86,7 +84,7 @@ def candidates(m: int) -> list[GemmARConfig]:
 
 def label(config: GemmARConfig) -> str:
     if config.gemm == "cublas":
-        return "cublas+AR" + (f" c{config.chunks}" if config.chunks > 1 else "")
+        return "cublas+AR"
     split = f" k{config.split_k}" if config.split_k > 1 else ""
     return f"{config.block_m}x{config.block_n}x{config.block_k}{split}"
 
@@ -118,9 +116,7 @@ def main() -> int:
             cublas = replace(
                 tile_config(m, n, k_local, sms=num_sms(torch.cuda.current_device())), gemm="cublas", split_k=1
             )
-            # ... and pipelined in column blocks (each block's all-reduce under the next block's GEMM).
-            pipelined = [replace(cublas, chunks=c) for c in PIPELINE_CHUNKS]
-            for config in [*candidates(m), cublas, *pipelined]:
+            for config in [*candidates(m), cublas]:
                 _check_device_and_agreement(a, b, config)
                 us = graphed_us(lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters)
                 row.setdefault("candidates graphed", {})[label(config)] = us  # every candidate, in the JSON

@@ -25,8 +25,6 @@ def _signature(kernel_name: str, dtype: str) -> dict[str, str]:
     if kernel_name == "two_shot":
         signature["chunk"] = "i32"
     signature["flags_stride"] = "i32"
-    if kernel_name == "one_shot_push":
-        signature["out_cols"] = signature["out_row_stride"] = "i32"
     return signature
 
 
@@ -44,8 +42,6 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, worl
     constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block, "WORLD": world}
     if kernel_name == "one_shot":
         constexprs["STAGE"] = True
-    if kernel_name == "one_shot_push":
-        constexprs["ROWS_OUT"] = False
     aligned = ("x_ptr", "out_ptr", "data_ptr", "n") + (("chunk",) if kernel_name == "two_shot" else ())
     compiled = compile_kernel(kernel, _signature(kernel_name, dtype), target, constexprs, aligned, num_warps=4)
     asm = assembly(compiled, target)
@@ -57,38 +53,6 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, worl
     else:
         assert "global_load_dwordx4" in asm or "buffer_load_dwordx4" in asm
         assert "global_store_dwordx4" in asm or "buffer_store_dwordx4" in asm
-
-
-@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
-def test_push_into_rows_keeps_vector_stores(target):
-    """The push writing a block of columns (gemm_ar's pipelined path: rows of 16-byte-multiple width, 16-byte
-    aligned row stride) stores exactly as the contiguous push does, 16 bytes at a time: the row arithmetic does not
-    break the vectors into narrower stores."""
-    need_library(target)
-    config = AllReduceConfig("one_shot_push", 8, 4)
-    shape = ar.launch_shape(128 * 2048, 2, 2, config)
-    aligned = ("x_ptr", "out_ptr", "data_ptr", "n", "out_cols", "out_row_stride")
-    stores = r"st\.global\.[\w.]+" if target == "sm_90" else r"(?:global|buffer)_store_\w+"
-    found = {}
-    for rows in (False, True):
-        constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block, "WORLD": 2}
-        constexprs["ROWS_OUT"] = rows
-        signature = _signature("one_shot_push", "bf16")
-        compiled = compile_kernel(ar._one_shot_push_kernel, signature, target, constexprs, aligned, num_warps=4)
-        found[rows] = sorted(re.findall(stores, assembly(compiled, target)))
-    assert found[True] == found[False], "the rows layout changed the kernel's stores"
-    wide = "st.global.v4.b32" if target == "sm_90" else "dwordx4"
-    assert any(wide in store for store in found[True]), "16-byte vector stores expected"
-
-
-def test_out_rows_layouts():
-    x = torch.empty(128 * 64)
-    assert ar.out_rows(x, torch.empty(128, 64)) is None  # contiguous
-    assert ar.out_rows(x, torch.empty(128, 256)[:, 64:128]) == (64, 256)  # a block of columns
-    with pytest.raises(ValueError, match="unit column stride"):
-        ar.out_rows(x, torch.empty(64, 128).t())
-    with pytest.raises(ValueError, match="unit column stride"):
-        ar.out_rows(x, torch.empty(128, 256)[:, :32])  # too few elements
 
 
 @pytest.mark.parametrize("algo", ["one_shot", "one_shot_push", "two_shot"])

@@ -6,7 +6,6 @@ run in the interpreter in test_ops_decode_gemm_ar_emulation.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import re
 
@@ -23,11 +22,9 @@ from triton_dist.ops.gemm_ar import (
     SPLIT_K_MAX_ITEMS,
     CublasPlan,
     GemmARConfig,
-    PipelinedCublasPlan,
     _gemm_ar_kernel,
     _gemm_ar_split_k_kernel,
     check_inputs,
-    column_chunks,
     default_config,
     gemm_ar,
     split_k_geometry,
@@ -287,85 +284,6 @@ def test_cublas_plan_multiplies_into_out_then_all_reduces_in_place(monkeypatch, 
     assert calls == ([torch.Size([5, 48])] if exchange else [])
     if row_stride > 48:
         assert torch.isnan(storage[:, 48:]).all(), "the padding is not written"
-
-
-@pytest.mark.parametrize(
-    ("n", "chunks", "want"),
-    [
-        (8192, 4, [(0, 2048), (2048, 2048), (4096, 2048), (6144, 2048)]),
-        (5120, 3, [(0, 1728), (1728, 1728), (3456, 1664)]),  # 1707 rounded up to 64s, the last ragged
-        (1000, 2, [(0, 512), (512, 488)]),
-        (100, 4, [(0, 64), (64, 36)]),  # narrow N: fewer blocks than asked
-    ],
-)
-def test_column_chunks_cover_n_in_aligned_blocks(n, chunks, want):
-    blocks = column_chunks(n, chunks)
-    assert blocks == want
-    assert all(start % 64 == 0 for start, _ in blocks) and sum(width for _, width in blocks) == n
-
-
-def test_bad_chunks():
-    with pytest.raises(ValueError, match="chunks must be an integer"):
-        GemmARConfig(32, 64, 128, gemm="cublas", chunks=9)
-    with pytest.raises(ValueError, match="pipelines the cuBLAS path"):
-        GemmARConfig(32, 64, 128, chunks=2)
-
-
-class _Recorder:
-    """Stands in for CUDA streams and events on CPU tensors: logs the order of records and waits."""
-
-    def __init__(self, log, name):
-        self.log, self.name = log, name
-
-    def record(self, stream):
-        self.log.append(("record", self.name, stream.name))
-
-    def wait_event(self, event):
-        self.log.append(("wait", self.name, event.name))
-
-
-@pytest.mark.parametrize("exchange", [True, False])
-def test_pipelined_cublas_plan_all_reduces_each_block_after_its_gemm_on_the_side_stream(monkeypatch, exchange):
-    """The pipelined cuBLAS path (CPU tensors; streams and events replaced by recorders, the all-reduce by a stand-in
-    that doubles, as two equal ranks would): every column block of the product lands in out's block, each block's
-    all-reduce is enqueued on the side stream after it waited for that block's GEMM, in block order, and the main
-    stream waits for the side stream last. With the exchange off, only the GEMMs run, straight into out."""
-    log = []
-    main, side = _Recorder(log, "main"), _Recorder(log, "side")
-    current = [main]
-
-    def fake_push(x, out, config):
-        assert x.is_contiguous() and config.algo == "one_shot_push"
-        log.append(("push", current[-1].name, x.shape[1]))
-        out.copy_(x * 2)
-
-    @contextlib.contextmanager
-    def on(stream):
-        current.append(stream)
-        yield
-        current.pop()
-
-    monkeypatch.setattr(gar, "push_into_rows", fake_push)
-    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: current[-1])
-    monkeypatch.setattr(torch.cuda, "stream", on)
-    a, b = torch.randn(6, 40), torch.randn(40, 200)
-    blocks = column_chunks(200, 3)
-    m = a.shape[0]
-    parts = [torch.full((m, width), float("nan")) for _, width in blocks]
-    configs = [gar.AllReduceConfig("one_shot_push", 1, 4)] * len(blocks)
-    ready = [_Recorder(log, f"ready{c}") for c in range(len(blocks))]
-    plan = PipelinedCublasPlan(None, exchange, blocks, parts, configs, side, ready, _Recorder(log, "done"))
-    out = torch.full((m, 200), float("nan"))
-    plan.launch(torch.device("cpu"), a, b, out)
-    torch.testing.assert_close(out, a @ b * (2 if exchange else 1))
-    if not exchange:
-        assert log == []
-        return
-    want = []
-    for c, (_, width) in enumerate(blocks):
-        want += [("record", f"ready{c}", "main"), ("wait", "side", f"ready{c}"), ("push", "side", width)]
-    assert log == [*want, ("record", "done", "side"), ("wait", "main", "done")]
 
 
 @pytest.mark.parametrize(("items", "sms", "want"), [(80, 132, 80), (320, 132, 132), (1, 132, 1), (1000, 7, 7)])

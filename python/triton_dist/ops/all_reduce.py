@@ -259,16 +259,6 @@ def _one_shot_kernel(
 
 
 @triton.jit
-def _row_offsets(index, cols, row_stride, ROWS: tl.constexpr):
-    """Where element ``index`` of a message lives in an output of rows of ``cols`` elements, ``row_stride`` apart
-    (``ROWS``); without ``ROWS``, the output is contiguous: at ``index``."""
-    if ROWS:
-        row = index // cols
-        return row * row_stride + (index - row * cols)
-    return index
-
-
-@triton.jit
 def _one_shot_push_kernel(
     x_ptr,
     out_ptr,
@@ -277,16 +267,11 @@ def _one_shot_push_kernel(
     epochs_ptr,
     n,
     flags_stride,
-    out_cols,
-    out_row_stride,
     REGION: tl.constexpr,
     ROUND: tl.constexpr,
     BLOCK: tl.constexpr,
     WORLD: tl.constexpr,
-    ROWS_OUT: tl.constexpr,
 ):
-    """``ROWS_OUT``: ``out`` is rows of ``out_cols`` elements, ``out_row_stride`` apart (a block of columns of a larger
-    row-major matrix: ``gemm_ar``'s pipelined cuBLAS path); element ``i`` of ``x`` goes to its row ``i // out_cols``."""
     slot = tl.program_id(0)
     me = dl.rank()
     ranks = dl.num_ranks()
@@ -317,8 +302,7 @@ def _one_shot_push_kernel(
                     acc += tl.load(x_ptr + base + offs, mask=mask).to(tl.float32)
                 else:
                     acc += tl.load(arrived + peer * ROUND + offs, mask=mask).to(tl.float32)
-            at = _row_offsets(base + offs, out_cols, out_row_stride, ROWS_OUT)
-            tl.store(out_ptr + at, acc.to(out_ptr.dtype.element_ty), mask=mask)
+            tl.store(out_ptr + base + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     tl.store(epochs_ptr + slot, epoch)
 
 
@@ -718,29 +702,11 @@ def notify_world(world_size: int) -> int:
 _plans: dict[tuple, LaunchPlan] = {}
 
 
-def out_rows(x: torch.Tensor, out: torch.Tensor) -> tuple[int, int] | None:
-    """How a push all-reduce of ``x`` writes ``out``: None where ``out`` is contiguous, else ``(columns, row
-    stride)`` of a 2-D row-major ``out`` (``out.stride(1) == 1``) with as many elements as ``x``, e.g. a block of
-    columns of a larger matrix. Raises ValueError for any other layout."""
-    if out.is_contiguous():
-        return None
-    if out.dim() != 2 or out.stride(1) != 1 or out.numel() != x.numel():
-        raise ValueError(
-            f"all_reduce: out must be contiguous or 2-D with unit column stride and {x.numel()} elements, got "
-            f"shape {list(out.shape)} with strides {out.stride()}"
-        )
-    return out.shape[1], out.stride(0)
-
-
 def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: bool = True) -> LaunchPlan:
-    """Enqueue the kernel on the current stream (x contiguous, out contiguous or, for "one_shot_push" only, rows
-    (``out_rows``); same dtype and size; no other checks); returns the plan that launched it."""
+    """Enqueue the kernel on the current stream (x, out: contiguous, same dtype and size; no checks); returns the
+    plan that launched it."""
     watched = watchdog_enabled()  # the LL kernel is compiled for it (bounded polls)
-    rows = out_rows(x, out)
-    if rows is not None and config.algo != "one_shot_push":
-        raise ValueError(f"all_reduce: only one_shot_push writes a non-contiguous out, not {config.algo}")
-    aligned = (x.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0)
-    key = (x.numel(), x.dtype, x.device, aligned, rows, config, stage, watched)
+    key = (x.numel(), x.dtype, x.device, x.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0, config, stage, watched)
     plan = _plans.get(key)
     world = rt.current_world()
     if plan is not None and plan.world is world:
@@ -784,9 +750,6 @@ def _launch(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: 
         "BLOCK": shape.block,
         "STAGE": stage,
         "WORLD": notify_world(world_size),
-        "out_cols": rows[0] if rows else 0,
-        "out_row_stride": rows[1] if rows else 0,
-        "ROWS_OUT": rows is not None,
     }
     plan = first_launch(kernel, (shape.programs, 1, 1), named, 2, num_warps=config.num_warps)
     _plans[key] = plan
@@ -1007,42 +970,6 @@ def _first_call_of_signature(
         return _launch(x, out, config)
     with torch.cuda.device(x.device):
         return _launch(x, out, config)
-
-
-def push_config(nbytes: int, device: torch.device, world_size: int) -> AllReduceConfig:
-    """A one-shot push config for a message of ``nbytes``: the selected one (``select_config``) where it is a push,
-    else a push with one program per 8 KiB (at most 128; 8 warps above 128 KiB, as the 2 x H100 table has)."""
-    chosen = select_config(nbytes, device, world_size)
-    if chosen.algo == "one_shot_push":
-        return chosen
-    return AllReduceConfig("one_shot_push", max(1, min(128, nbytes // (8 << 10))), 8 if nbytes > (128 << 10) else 4)
-
-
-_ready_rows: dict[tuple, LaunchPlan] = {}
-"""``push_into_rows``'s plans, keyed as ``_ready`` plus out's shape and row stride."""
-
-
-def push_into_rows(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig) -> None:
-    """All-reduce (sum) contiguous ``x`` into ``out``, a 2-D row-major block of a larger matrix with as many elements
-    (``out_rows``: e.g. ``y[:, c0:c1]``), with the one-shot push ``config``, on the current stream. For
-    ``gemm_ar``'s pipelined cuBLAS path; the first call of a size checks the ranks agree, as ``all_reduce``'s does."""
-    world = rt.current_world()
-    aligned = (x.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0)
-    key = (x.numel(), x.dtype, x.device, tuple(out.shape), out.stride(0), aligned, config, watchdog_enabled())
-    plan = _ready_rows.get(key)
-    if plan is not None and plan.world is world:
-        plan.launch(x.device, x, out)
-        return
-    if config.algo != "one_shot_push":
-        raise ValueError(f"all_reduce: push_into_rows needs a one_shot_push config, got {config.algo}")
-    if x.device != world.device:
-        raise ValueError(f"all_reduce: x is on {x.device}, but this rank's symmetric heap is on {world.device}")
-    out_rows(x, out)  # a layout the kernel cannot write raises here
-    _check_device_and_agreement(x, config)
-    if x.numel() == 0:
-        return
-    with torch.cuda.device(x.device):
-        _ready_rows[key] = _launch(x, out, config)
 
 
 @torch.library.custom_op("triton_dist::all_reduce", mutates_args=())

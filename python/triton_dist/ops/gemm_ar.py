@@ -58,15 +58,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
-from triton_dist.ops.all_reduce import (
-    AllReduceConfig,
-    _flag_round,
-    _notify_every_rank,
-    notify_world,
-    plain_eager,
-    push_config,
-    push_into_rows,
-)
+from triton_dist.ops.all_reduce import _flag_round, _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
@@ -85,11 +77,6 @@ SPLIT_K_MAX_ELEMS = 1 << 20
 buffers take ``2 parities x (W + 1) x 4 MiB`` of the symmetric heap, allocated on the first split-K call)."""
 SPLIT_K_MAX_ITEMS = 2048
 """Split K: the most (tile, split) items per call (``2 x (W + 1) x 2048`` int32 flags)."""
-MAX_CHUNKS = 8
-"""The most column blocks the pipelined cuBLAS path cuts N into."""
-CHUNK_COLUMNS_ALIGN = 64
-"""Column blocks start at multiples of 64 columns (16-byte aligned rows for the all-reduce's vector stores, and
-whole tiles for cuBLAS)."""
 GEMMS = ("triton", "cublas")
 """What computes the product: the fused kernel, or cuBLAS followed by triton_dist's all-reduce."""
 CUBLAS_ABOVE_M = 64
@@ -121,11 +108,6 @@ class GemmARConfig:
     ``triton_dist.ops.all_reduce`` of it in place (two launches; the tile fields are unused). ``default_config``
     takes it where the fused kernel's GEMM is the slower part (see there)."""
 
-    chunks: int = 1
-    """The cuBLAS path only (1..``MAX_CHUNKS``): > 1 cuts N into that many column blocks (``column_chunks``) and
-    pipelines them: cuBLAS computes block c + 1 while block c's all-reduce runs on a high-priority side stream, so
-    only the last block's all-reduce is exposed (see ``PipelinedCublasPlan``)."""
-
     def __post_init__(self) -> None:
         for name in ("block_m", "block_n", "block_k"):
             value = getattr(self, name)
@@ -137,12 +119,6 @@ class GemmARConfig:
             raise ValueError(f"gemm_ar: gemm must be one of {GEMMS}, got {self.gemm!r}")
         if self.gemm == "cublas" and self.split_k != 1:
             raise ValueError("gemm_ar: the cuBLAS path does not split K (split_k must be 1)")
-        if not isinstance(self.chunks, int) or not 1 <= self.chunks <= MAX_CHUNKS:
-            raise ValueError(f"gemm_ar: chunks must be an integer in [1, {MAX_CHUNKS}], got {self.chunks!r}")
-        if self.chunks > 1 and self.gemm != "cublas":
-            raise ValueError(
-                "gemm_ar: chunks > 1 pipelines the cuBLAS path (gemm='cublas'); the fused kernel overlaps by tiles"
-            )
         if self.block_m * self.block_n > MAX_TILE_ELEMS:
             raise ValueError(
                 f"gemm_ar: block_m * block_n must be <= {MAX_TILE_ELEMS}, got {self.block_m * self.block_n}"
@@ -486,78 +462,7 @@ class CublasPlan:
             out.copy_(product)
 
 
-def column_chunks(n: int, chunks: int) -> list[tuple[int, int]]:
-    """(first column, width) of each column block of the pipelined cuBLAS path: ``chunks`` blocks of one width
-    rounded up to ``CHUNK_COLUMNS_ALIGN`` columns (fewer blocks where N is narrow), the last one ragged."""
-    width = triton.cdiv(triton.cdiv(n, chunks), CHUNK_COLUMNS_ALIGN) * CHUNK_COLUMNS_ALIGN
-    return [(start, min(width, n - start)) for start in range(0, n, width)]
-
-
-_side_streams: dict[int, torch.cuda.Stream] = {}
-
-
-def _side_stream(device: torch.device) -> torch.cuda.Stream:
-    """This device's stream for the pipelined path's all-reduces, at the highest priority: when a GEMM's blocks
-    retire, the waiting all-reduce's programs get the freed SMs before the next GEMM's blocks do."""
-    stream = _side_streams.get(device.index)
-    if stream is None:
-        low, high = torch.cuda.Stream.priority_range()
-        stream = _side_streams[device.index] = torch.cuda.Stream(device=device, priority=min(low, high))
-    return stream
-
-
-@dataclass
-class PipelinedCublasPlan:
-    """The cuBLAS path cut into column blocks (``GemmARConfig.chunks``): on the current stream, cuBLAS computes
-    block c of ``a @ b`` into its own contiguous scratch block; on the side stream (``_side_stream``), after that
-    GEMM, the one-shot push all-reduces block c from the scratch straight into ``out[:, block c]``
-    (``all_reduce.push_into_rows``). So block c's all-reduce runs while block c + 1's GEMM does, and only the last
-    block's is exposed. The current stream waits for the side stream before returning: the output is ready in
-    stream order, and a CUDA graph captures the fork and the join. Partials are rounded to the dtype before the
-    fp32 sum, as on the unpipelined path, and every rank sums in the same order (bit-identical results)."""
-
-    world: rt.World
-    exchange: bool
-    blocks: list[tuple[int, int]]
-    parts: list[torch.Tensor]
-    """Block c's scratch, [M, width] contiguous."""
-    configs: list[AllReduceConfig]
-    side: torch.cuda.Stream
-    ready: list[torch.cuda.Event]
-    done: torch.cuda.Event
-
-    @classmethod
-    def build(cls, world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmARConfig) -> PipelinedCublasPlan:
-        m, n = a.shape[0], b.shape[1]
-        blocks = column_chunks(n, config.chunks)
-        scratch = torch.empty(m * n, dtype=a.dtype, device=a.device)
-        parts = [scratch[m * start : m * (start + width)].view(m, width) for start, width in blocks]
-        size = a.element_size()
-        configs = [push_config(m * width * size, a.device, world.world_size) for _, width in blocks]
-        ready = [torch.cuda.Event() for _ in blocks]
-        return cls(world, config.exchange, blocks, parts, configs, _side_stream(a.device), ready, torch.cuda.Event())
-
-    def launch(self, device: torch.device, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
-        if device.index != torch.cuda.current_device():
-            with torch.cuda.device(device):
-                self.launch(device, a, b, out)
-            return
-        if not self.exchange:  # the GEMM alone, in the same blocks
-            for start, width in self.blocks:
-                torch.mm(a, b[:, start : start + width], out=out[:, start : start + width])
-            return
-        main = torch.cuda.current_stream(device)
-        for (start, width), part, config, ready in zip(self.blocks, self.parts, self.configs, self.ready, strict=True):
-            torch.mm(a, b[:, start : start + width], out=part)
-            ready.record(main)
-            self.side.wait_event(ready)
-            with torch.cuda.stream(self.side):
-                push_into_rows(part, out[:, start : start + width], config)
-        self.done.record(self.side)
-        main.wait_event(self.done)
-
-
-Plan = LaunchPlan | CublasPlan | PipelinedCublasPlan
+Plan = LaunchPlan | CublasPlan
 _plans: dict[tuple, Plan] = {}
 
 
@@ -570,11 +475,6 @@ def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARC
     if plan is not None and plan.world is world:
         plan.launch(a.device, a, b, out)
         return plan
-    if config.gemm == "cublas" and config.chunks > 1:
-        pipelined = PipelinedCublasPlan.build(world, a, b, config)
-        _plans[key] = pipelined
-        pipelined.launch(a.device, a, b, out)
-        return pipelined
     if config.gemm == "cublas":
         cublas_plan = CublasPlan(world, config.exchange)
         _plans[key] = cublas_plan
