@@ -11,6 +11,8 @@ CUDA graph, median of >= 20 replays, max over ranks) and eager (events around on
 - ``gemm_ar``: the fastest of a few tile configs and of its cuBLAS path (``torch.matmul`` then triton_dist's
   all-reduce; "cublas+AR"), tried here, in this run, graphed; the op's default beside it; and the same config with
   the exchange switched off (its GEMM alone, to separate GEMM quality from communication cost);
+- ``--store`` keeps each problem's fastest config in the user's tuning cache (``--write-package-table``: in the
+  package's committed table too), where ``gemm_ar`` looks first (``gemm_ar.lookup_tuned``);
 - the flag round alone (``bench/_floors.py``), once per run: with it, each row's "floor bound", the most a
   one-launch fused op can gain over matmul + NCCL when its exchange costs at least that.
 
@@ -44,13 +46,15 @@ from _common import (  # noqa: E402
 from _floors import flag_round_us  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops import tuning  # noqa: E402
 from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
 from triton_dist.ops.gemm_ar import (  # noqa: E402
     GemmARConfig,
     _check_device_and_agreement,
     _launch,
-    default_config,
+    chosen_config,
     tile_config,
+    tuning_key,
 )
 from triton_dist.ops.matmul import num_sms  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
@@ -93,6 +97,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_decode_arguments(parser)
     parser.add_argument("--ms", type=int, nargs="*", default=MS)
+    parser.add_argument(
+        "--store", action="store_true", help="keep each problem's fastest config in the user's tuning cache"
+    )
+    parser.add_argument(
+        "--write-package-table", action="store_true", help="--store, and into the package's committed table too"
+    )
     args = parser.parse_args()
     world = setup_distributed(heap_size="2G")
     world_size = world.world_size
@@ -125,8 +135,9 @@ def main() -> int:
             assert best is not None
             row["gemm_ar graphed"], config = best
             row["config"] = label(config)
-            # What a user gets: the op's own default tile (the column above is the best candidate of this run).
-            default = default_config(m, n, k_local, sms=num_sms(torch.cuda.current_device()))
+            # What a call gets before this run stores anything: the tuned table's config for the shape, else the
+            # default tile (the column above is the best candidate of this run).
+            default = chosen_config(a, b)
             if default == config:
                 row["gemm_ar default graphed"] = row["gemm_ar graphed"]
             else:
@@ -134,6 +145,13 @@ def main() -> int:
                 row["gemm_ar default graphed"] = graphed_us(
                     lambda c=default, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters
                 )
+            if args.store or args.write_package_table:
+                entry_key = tuning_key(m, n, k_local, dtype, world_size, a.device)
+                measured = {"us": round(row["gemm_ar graphed"], 2), "candidates": len(row["candidates graphed"])}
+                paths = [tuning.cache_path()] + ([tuning.PACKAGE_TABLE] if args.write_package_table else [])
+                for path in paths if world.rank == 0 else []:
+                    tuning.store(path, entry_key, config, measured)
+                rank0_print(f"TUNED {entry_key}: {label(config)} {row['gemm_ar graphed']:.1f} us")
             row["gemm_ar eager"] = eager_us(lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), args.iters)
             gemm_only = replace(config, exchange=False)
             _check_device_and_agreement(a, b, gemm_only)
@@ -197,7 +215,7 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
         "  run: `bench/_floors.py`); one launch whose ranks exchange data cannot do better.",
         "",
         "- gemm_ar graphed: the best tile of this run's candidates (the tile column); default: the op's own tile",
-        "  (`gemm_ar.default_config`), what a call gets.",
+        "  (`gemm_ar.chosen_config`: the tuned table's entry for the shape, else the default tile), what a call gets.",
         "",
         "| layer | M | gemm_ar graphed | GEMM only | matmul | matmul+NCCL graphed | matmul+symm best graphed "
         "| speedup vs NCCL (graphed) | bound | floor bound | vs symm | gemm_ar eager | matmul+NCCL eager | tile "

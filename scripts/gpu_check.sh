@@ -8,7 +8,8 @@
 #   GPU_CHECK_QUICK=1 bash scripts/gpu_check.sh   # fewer rounds and sizes (a smoke run)
 #   GPU_CHECK_BENCH=1 bash scripts/gpu_check.sh   # also the ops benchmarks (bench_* steps, on the first size)
 #   GPU_CHECK_TUNE=1 bash scripts/gpu_check.sh    # also the tuning sweeps (tune_* steps; bench_gemm_rs and
-#                                                 # bench_all_reduce tune their tables first)
+#                                                 # bench_all_reduce tune their tables first; bench_gemm_ar
+#                                                 # writes each problem's fastest config into the package table)
 #   GPU_CHECK_ONLY="primitives copy_engine" bash scripts/gpu_check.sh   # only the named steps, whatever the mode
 #   GPU_CHECK_MEASURE=1 bash scripts/gpu_check.sh # the copy-engine step also times its flag writers
 #   GPU_CHECK_SHAPES="8192,4096,12288" ...        # M,N,K;... for the ag_gemm and gemm_rs benchmarks and tuning
@@ -275,7 +276,7 @@ case "${STEP_RESULT[gemm_rs]:-PASS}" in PASS) ;; *) GEMM_RS_CANDIDATES=triton ;;
 run_step tune "$first" tune_gemm_rs 400 bench/gemm_rs.py --tune --write-package-table --reps 20 --candidates "$GEMM_RS_CANDIDATES" "${SHAPE_ARGS[@]}"
 run_step bench "$first" bench_gemm_rs 300 bench/gemm_rs.py --reps 30 "${SHAPE_ARGS[@]}"
 run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
-run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py
+run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py ${TUNE_ARG:+--write-package-table}
 run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
 # One GPU: flash_decode's fixed cost and streaming rate (bench/results/flash_decode_anatomy.md), gemm_ar's GEMM tiles
 # at the per-rank sizes of the first size (bench/results/gemm_ar_tiles.md).

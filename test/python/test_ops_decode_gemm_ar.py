@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -324,3 +325,45 @@ def test_split_k_refuses_what_its_buffers_cannot_hold(shape, config, limit):
 
 def test_public_name():
     assert triton_dist.ops.gemm_ar is gemm_ar
+
+
+@pytest.mark.parametrize(("m", "bucket"), [(1, 1), (2, 2), (5, 8), (8, 8), (17, 32), (33, 64), (100, 128), (256, 256)])
+def test_rows_bucket_rounds_up_to_a_power_of_two(m, bucket):
+    assert gar.rows_bucket(m) == bucket
+
+
+def test_config_round_trips_through_a_tuning_table(tmp_path):
+    config = GemmARConfig(32, 128, 128, 4, 4, split_k=3)
+    assert GemmARConfig.from_dict(config.as_dict()) == config
+    path = tmp_path / "table.json"
+    gar.tuning.store(path, "gemm_ar|k", config, {"us": 1.0})
+    assert GemmARConfig.from_dict(gar.tuning._read(path)["gemm_ar|k"]["config"]) == config
+    with pytest.raises(ValueError, match="does not know"):
+        GemmARConfig.from_dict({**config.as_dict(), "pipelined": True})
+    with pytest.raises(ValueError, match="split_k must be"):
+        GemmARConfig.from_dict({**config.as_dict(), "split_k": 99})
+
+
+def test_chosen_config_takes_the_tuned_entry_of_the_rows_bucket_else_the_default(monkeypatch, tmp_path):
+    """A call without a config runs the tuned table's entry for (rows bucket, N, global K, dtype, world size, GPU):
+    the user's cache before the package table; shapes, row counts or GPUs without an entry get default_config."""
+    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path / "cache"))
+    package = tmp_path / "package.json"
+    monkeypatch.setattr(gar.tuning, "PACKAGE_TABLE", package)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    monkeypatch.setattr(gar, "num_sms", lambda index: 132)
+    monkeypatch.setattr(gar.rt, "current_world", lambda: type("World", (), {"world_size": 2})())
+    a, b = torch.empty(100, 2048, dtype=torch.bfloat16), torch.empty(2048, 8192, dtype=torch.bfloat16)
+    default = default_config(100, 8192, 2048, "cuda", 132)
+    assert gar.chosen_config(a, b) == default  # no table at all
+    fused = GemmARConfig(128, 64, 128, 4, 4)
+    key = gar.tuning_key(100, 8192, 2048, torch.bfloat16, 2, torch.device("cpu"))
+    assert key == "gemm_ar|128,8192,4096|bfloat16|2|Fake GPU"
+    gar.tuning.store(package, key, fused, {"us": 92.4})
+    assert gar.chosen_config(a, b) == fused  # M = 100 takes M = 128's entry
+    assert gar.chosen_config(a[:64], b) == default_config(64, 8192, 2048, "cuda", 132)  # bucket 64: none
+    cublas = replace(fused, gemm="cublas")
+    gar.tuning.store(gar.tuning.cache_path(), key, cublas, {"us": 90.0})
+    assert gar.chosen_config(a, b) == cublas  # the user's cache first
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Other GPU")
+    assert gar.chosen_config(a, b) == default

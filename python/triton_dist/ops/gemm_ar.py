@@ -51,6 +51,7 @@ local sum, which it stores (this rank's ``a @ b``, the GEMM alone with its split
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import torch
 import triton
@@ -58,6 +59,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
+from triton_dist.ops import tuning
 from triton_dist.ops.all_reduce import _flag_round, _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
@@ -124,6 +126,18 @@ class GemmARConfig:
                 f"gemm_ar: block_m * block_n must be <= {MAX_TILE_ELEMS}, got {self.block_m * self.block_n}"
             )
 
+    def as_dict(self) -> dict[str, Any]:
+        """The fields, for ``ops.tuning``'s JSON tables."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> GemmARConfig:
+        """The config a tuning table stored (``as_dict``); raises ValueError for one this version cannot run."""
+        try:
+            return cls(**values)
+        except TypeError as error:
+            raise ValueError(f"gemm_ar: a tuned config has fields this version does not know: {values}") from error
+
 
 AMD_MAX_STAGES = 3
 """gfx942 has 64 KiB of LDS per workgroup: at 3 stages every default tile fits (64x64x128: exactly 65,536 bytes);
@@ -147,6 +161,27 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | Non
     if backend == "cuda" and (m > CUBLAS_ABOVE_M or short_split):
         return replace(tile, gemm="cublas", split_k=1)
     return tile
+
+
+def rows_bucket(m: int) -> int:
+    """The M a call's tuned entry is stored under: its row count rounded up to a power of two (the benchmark tunes
+    M = 1, 8, 32, 128, 256, so a call of 100 rows takes M = 128's config; 3 rows has no entry and takes the
+    default)."""
+    return 1 << max(0, (m - 1).bit_length())
+
+
+def tuning_key(m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int, device: torch.device) -> str:
+    """The key of this problem in ``ops.tuning``'s tables: ``rows_bucket(M)``, N and the global K (as the
+    benchmark's layer list), dtype, world size, GPU name."""
+    gpu = torch.cuda.get_device_name(device)
+    return tuning.key("gemm_ar", rows_bucket(m), n, k_local * world_size, dtype, world_size, gpu)
+
+
+def lookup_tuned(key: str) -> GemmARConfig | None:
+    """The config ``bench/gemm_ar.py --store`` (or ``--write-package-table``) kept for ``key``, the fastest of its
+    candidates graphed: the user's cache first, then the package table. None where neither has the key."""
+    entry = tuning.lookup_entry(key)
+    return None if entry is None else GemmARConfig.from_dict(entry["config"])
 
 
 def tile_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | None = None) -> GemmARConfig:
@@ -686,15 +721,27 @@ def _run_checked(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: Ge
         _ready[signature] = plan
 
 
+def chosen_config(a: torch.Tensor, b: torch.Tensor) -> GemmARConfig:
+    """What a call without a config runs: the tuned config for its shape on this GPU and world size
+    (``lookup_tuned``), else ``default_config``."""
+    world = rt.current_world()
+    m, k_local = a.shape
+    n = b.shape[1]
+    tuned = lookup_tuned(tuning_key(m, n, k_local, a.dtype, world.world_size, a.device))
+    if tuned is not None:
+        return tuned
+    backend = "hip" if torch.version.hip else "cuda"
+    sms = num_sms(a.device.index) if a.device.type == "cuda" else None
+    return default_config(m, n, k_local, backend, sms)
+
+
 def _first_call_of_signature(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig | None
 ) -> Plan | None:
     """The steps a repeated signature skips, then the launch; returns the plan (None when nothing is launched: an
     empty output, or K = 0, where the output is zeroed)."""
     if config is None:
-        backend = "hip" if torch.version.hip else "cuda"
-        sms = num_sms(a.device.index) if a.device.type == "cuda" else None
-        config = default_config(a.shape[0], b.shape[1], a.shape[1], backend, sms)
+        config = chosen_config(a, b)
     _check_device_and_agreement(a, b, config)
     if out.numel() == 0:
         return None
@@ -728,7 +775,8 @@ def _gemm_ar_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def gemm_ar(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``sum over ranks of a @ b`` on every rank (``torch.ops.triton_dist``): GEMM and all-reduce in one kernel, or,
     where that measured slower on NVIDIA (more than 64 rows; 17-32 rows with a short split K: ``default_config``),
-    cuBLAS followed by triton_dist's all-reduce.
+    cuBLAS followed by triton_dist's all-reduce. A shape tuned on this GPU and world size (``bench/gemm_ar.py
+    --store``, or the package's table) runs the fastest config measured for it (``chosen_config``).
 
     ``a``: [M, K_local] row-major, ``b``: [K_local, N] row-major, both bf16 or fp16 on this rank's GPU (anywhere in
     memory). Every rank passes its own K slice with the same M, K_local and N (checked collectively on the first

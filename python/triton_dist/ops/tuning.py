@@ -27,7 +27,7 @@ import json
 import math
 import os
 import pathlib
-from typing import Any
+from typing import Any, Protocol
 
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig
 
@@ -115,7 +115,13 @@ def lookup(op: str, m: int, n: int, k: int, dtype: Any, world_size: int, gpu: st
     return None if entry is None else OverlapConfig.from_dict(entry["config"])
 
 
-def store(path: pathlib.Path, entry_key: str, config: OverlapConfig, measured: dict[str, Any]) -> None:
+class StoredConfig(Protocol):
+    """What ``store`` keeps: any op's config that can say its fields."""
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
+def store(path: pathlib.Path, entry_key: str, config: StoredConfig, measured: dict[str, Any]) -> None:
     """Write one tuned entry (config + what was measured) into the JSON table at ``path``."""
     table = _read(path)
     table[entry_key] = {"config": config.as_dict(), "measured": measured}
