@@ -30,6 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, describe_machine, markdown_table, write_json  # noqa: E402
+from _floors import flag_round_us  # noqa: E402
 from flash_decode import DIM, KV_HEADS, Q_HEADS, sdpa_gqa, sdpa_grouped  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
@@ -111,8 +112,12 @@ def main() -> int:
     sweep = [text for text in args.sweep.split(",") if text]
     if args.combine_rows:
         fd.COMBINE_TILE_ROWS = args.combine_rows  # read by combine_chunk() at each call's first launch
-    setup_distributed(heap_size="1G")
+    world = setup_distributed(heap_size="1G")
     started = time.time()
+    # At several ranks, the synchronization floor beside the fit: what one flag round between the GPUs costs alone.
+    floor = flag_round_us(world.world_size) if world.world_size > 1 and not args.profile else None
+    if floor is not None:
+        rank0_print(f"RESULT flag round alone (graphed): {floor:.2f} us")
     rows = []
     for batch in args.batches:
         for context in (c << 10 for c in args.contexts_k):
@@ -121,16 +126,18 @@ def main() -> int:
                 rows.append(row)
             torch.cuda.empty_cache()
     if not args.profile and rt.current_world().rank == 0:
-        write_results(Path(args.out_dir), rows, sweep, started)
+        write_results(Path(args.out_dir), rows, sweep, started, floor)
     rt.barrier()
     return 0
 
 
-def write_results(out_dir: Path, rows: list[dict], sweep: list[str], started: float) -> None:
+def write_results(out_dir: Path, rows: list[dict], sweep: list[str], started: float, floor: float | None) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
+    ranks = rt.current_world().world_size
+    where = f"{ranks} x" if ranks > 1 else "one"
     lines = [
-        f"# flash_decode's fixed cost and streaming rate on one {torch.cuda.get_device_name()} (GQA {Q_HEADS}/"
-        f"{KV_HEADS} heads, head dim {DIM}, bf16)",
+        f"# flash_decode's fixed cost and streaming rate on {where} {torch.cuda.get_device_name()} (GQA "
+        f"{Q_HEADS}/{KV_HEADS} heads, head dim {DIM}, bf16)",
         "",
         *describe_machine(started),
         "- µs per call, graphed (10 calls per CUDA graph, median of >= 20 replays).",
@@ -165,6 +172,13 @@ def write_results(out_dir: Path, rows: list[dict], sweep: list[str], started: fl
         "",
         markdown_table(fit_headers, fits),
     ]
+    if floor is not None:
+        lines += [
+            "",
+            f"At {ranks} ranks flash_decode's line includes the cross-GPU records and flags. The flag round alone "
+            f"(every rank sets a flag on every rank, then waits for all; `bench/_floors.py`), same run: {floor:.2f} "
+            "µs graphed.",
+        ]
     (out_dir / "flash_decode_anatomy.md").write_text("\n".join(lines) + "\n")
     write_json(out_dir / "flash_decode_anatomy.json", rows, started)
 
