@@ -18,7 +18,8 @@ of >= 20 replays) and eager (events around one call after a barrier, median of >
 Before timing a case, flash_decode's output is compared with SDPA + NCCL's on the same shards (2% of each element
 plus 1% of the largest); a case that fails is marked in the table and the run exits 1 after writing the results.
 The table gives the split count flash_decode chose; ``--sweep-splits 4,8,16,32`` also times flash_decode with each
-of those split counts (graphed; columns ``splits=N``), the data for its split heuristic.
+of those split counts (graphed; columns ``splits=N``), the data for its split heuristic, and ``--sweep-combiners
+1,2,4,8`` with each combiner count (columns ``combiners=N``); the rest of each forced config is the default's.
 
 Writes ``flash_decode.md``, ``flash_decode.png``, ``flash_decode.json`` to ``--out-dir``.
 """
@@ -30,6 +31,7 @@ import importlib
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -101,8 +103,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_decode_arguments(parser)
     parser.add_argument("--sweep-splits", default="", help="comma-separated split counts to time besides the chosen")
+    parser.add_argument(
+        "--sweep-combiners", default="", help="comma-separated combiner counts (1, 2, 4, 8) to time besides the default"
+    )
     args = parser.parse_args()
     sweep = [int(text) for text in args.sweep_splits.split(",") if text]
+    combiner_sweep = [int(text) for text in args.sweep_combiners.split(",") if text]
     world = setup_distributed(heap_size="1G")
     world_size = world.world_size
     dtype = torch.bfloat16
@@ -133,16 +139,19 @@ def main() -> int:
             row["splits"] = fd.choose_splits(
                 batch, KV_HEADS, GROUP, local, world_size, sms, fd.default_config("cuda").block_n
             )
-            for splits in sweep:
-                config = fd.FlashDecodeConfig(splits=splits)
+            # Forced split or combiner counts, each with the rest of the default config (its key block).
+            default = fd.default_config("cuda")
+            variants = [(f"splits={n}", replace(default, splits=n)) for n in sweep]
+            variants += [(f"combiners={n}", replace(default, combiners=n)) for n in combiner_sweep]
+            for name, config in variants:
                 out = torch.empty_like(q)
                 try:
-                    row[f"splits={splits} graphed"] = graphed_us(
+                    row[f"{name} graphed"] = graphed_us(
                         lambda q=q, k=k, v=v, n=lengths, out=out, c=config: fd._run(q, k, v, n, out, None, c),
                         replays=args.iters,
                     )
                 except Exception as error:  # noqa: BLE001 (a split count the workspace refuses is reported)
-                    rank0_print(f"INFO splits={splits} B={batch} ctx={total}: {type(error).__name__}: {error}")
+                    rank0_print(f"INFO {name} B={batch} ctx={total}: {type(error).__name__}: {error}")
             del k, v
             full_k = torch.randn(batch, KV_HEADS, total, DIM, device="cuda").to(dtype)
             full_v = torch.randn(batch, KV_HEADS, total, DIM, device="cuda").to(dtype)
@@ -182,20 +191,22 @@ def write_results(out_dir: Path, rows: list[dict], world_size: int, started: flo
         *GRAPHED_AND_EAGER,
         "- Context = total tokens, split evenly over the ranks. Single GPU: the whole cache on one GPU.",
         "- Result: flash_decode's output against SDPA + NCCL's on the same shards (largest difference).",
-        "- Splits: the split count flash_decode chose per (sequence, KV head) and rank; splits=N: that count forced.",
+        "- Splits: the split count flash_decode chose per (sequence, KV head) and rank; splits=N: that count forced;",
+        f"  combiners=N: N combining programs per (sequence, KV head) forced (default {fd.COMBINERS}).",
         "",
     ]
-    swept = sorted({int(key.split("=")[1].split()[0]) for r in rows for key in r if key.startswith("splits=")})
+    forced_keys = (key for r in rows for key in r if key.startswith(("splits=", "combiners=")))
+    forced = list(dict.fromkeys(key.removesuffix(" graphed") for key in forced_keys))  # the sweeps, in run order
     headers = ["batch", "context", "flash_decode graphed", "single GPU graphed", "SDPA + NCCL graphed"]
     headers += ["vs single GPU", "vs SDPA + NCCL", "flash_decode eager", "single GPU eager", "SDPA + NCCL eager"]
-    headers += ["result", "splits", *(f"splits={n} graphed" for n in swept)]
+    headers += ["result", "splits", *(f"{name} graphed" for name in forced)]
     table = []
     for r in rows:
         result = ("ok" if r["matches SDPA + NCCL"] else "WRONG") + f" ({r['max |diff| vs SDPA + NCCL']:.2g})"
         cells = [r["batch"], f"{r['context'] >> 10}k", *(f"{r.get(key, nan):.1f}" for key in headers[2:5])]
         cells += [f"{r['speedup vs single GPU']:.2f}", f"{r['speedup vs SDPA + NCCL']:.2f}"]
         cells += [f"{r.get(key, nan):.1f}" for key in headers[7:10]]
-        cells += [result, r["splits"], *(f"{r.get(f'splits={n} graphed', nan):.1f}" for n in swept)]
+        cells += [result, r["splits"], *(f"{r.get(f'{name} graphed', nan):.1f}" for name in forced)]
         table.append(cells)
     lines.append(markdown_table(headers, table))
     (out_dir / "flash_decode.md").write_text("\n".join(lines) + "\n")

@@ -104,14 +104,14 @@ def main() -> int:
     )
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument(
-        "--combine-rows", type=int, default=0, help="record rows the combine loads per step (0: the op's own)"
+        "--combine-floats", type=int, default=0, help="floats a combiner loads per step (0: the op's own)"
     )
     parser.add_argument("--profile", action="store_true", help="only run flash_decode eagerly, for a profiler")
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args()
     sweep = [text for text in args.sweep.split(",") if text]
-    if args.combine_rows:
-        fd.COMBINE_TILE_ROWS = args.combine_rows  # read by combine_chunk() at each call's first launch
+    if args.combine_floats:
+        fd.COMBINE_TILE_FLOATS = args.combine_floats  # read by combine_chunk() at each call's first launch
     world = setup_distributed(heap_size="1G")
     started = time.time()
     # At several ranks, the synchronization floor beside the fit: what one flag round between the GPUs costs alone.

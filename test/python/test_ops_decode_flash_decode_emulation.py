@@ -7,11 +7,12 @@ exactly those helpers, in the kernel's order, and run in Triton's interpreter (`
 subprocess: the interpreter is chosen when a module's kernels are defined):
 
 - ``_emulate_producers``: one launch per emulated rank, every program of the real grid: arrival ticket and epoch,
-  role, one split's attention over that rank's cache, the record into slot (group, rank, split) of the epoch's
-  parity, the flag of that slot set to the epoch (where the kernel notifies), departure. Every rank's copy of the
-  record buffer is the same in the real kernel, so the emulation keeps one.
-- ``_emulate_combiners``: what each split-0 program does after its wait: the group's ``W x splits`` records
-  combined in order, the output stored. One launch, after every rank's producers (the order the wait enforces).
+  role; for producers one split's attention over that rank's cache, the record into slot (group, rank, split) of
+  the epoch's parity, the flag of that slot set to the epoch (where the kernel notifies); departure. Every rank's
+  copy of the record buffer is the same in the real kernel, so the emulation keeps one.
+- ``_emulate_combiners``: what each combiner program does after its wait: its column slice of the group's
+  ``W x splits`` records combined in order, that slice of the output stored. One launch of the combiners' tickets,
+  after every rank's producers (the order the wait enforces).
 
 The kernels' arguments and grid are the op's own (``flash_decode.launch_args``, as a launch computes them from the
 tensors and the chosen split count), so the host's stride, length and geometry arithmetic is exercised too.
@@ -59,46 +60,51 @@ def _emulate_producers(
     stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs,
     sm_scale, rec_parity_stride, flag_parity_stride, me, ranks,
     SPLITS: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr,
-    WIDE: tl.constexpr,
+    WIDE: tl.constexpr, COMBINERS: tl.constexpr,
 ):  # fmt: skip
     ticket, epoch = fd._arrive(state_ptr)
-    group, split = fd._role(ticket, groups, SPLITS)
+    group, split, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)
     head = (group % kv_heads).to(tl.int64)
-    partial, lse = fd._split_attention(
-        q_ptr, k_ptr, v_ptr, len_ptr, seq, head, split, local_len,
-        stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, sm_scale,
-        SPLITS, GROUP, ROWS, D, BLOCK_N, WIDE,
-    )  # fmt: skip
     RECORD: tl.constexpr = GROUP * D + fd._RECORD_PAD
     records, flags = fd._epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
-    slot = fd._slot(group, me, ranks, split, SPLITS)
-    fd._store_record(records + slot * RECORD, partial, lse, GROUP, ROWS, D)
-    tl.store(flags + slot, epoch)  # the kernel's dl.notify of this slot (on every rank)
-    fd._depart(state_ptr, epoch, groups * SPLITS)
+    if producer:  # the combiners' part after their wait is _emulate_combiners
+        partial, lse = fd._split_attention(
+            q_ptr, k_ptr, v_ptr, len_ptr, seq, head, split, local_len,
+            stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, sm_scale,
+            SPLITS, GROUP, ROWS, D, BLOCK_N, WIDE,
+        )  # fmt: skip
+        slot = fd._slot(group, me, ranks, split, SPLITS)
+        fd._store_record(records + slot * RECORD, partial, lse, GROUP, ROWS, D)
+        tl.store(flags + slot, epoch)  # the kernel's dl.notify of this slot (on every rank)
+    fd._depart(state_ptr, epoch, groups * (SPLITS + COMBINERS))
 
 
 @triton.jit
 def _emulate_combiners(
-    out_ptr, rec_ptr, flags_ptr, epoch, kv_heads, stride_ob, stride_oh, rec_parity_stride, flag_parity_stride, ranks,
-    SPLITS: tl.constexpr, GROUP: tl.constexpr, RG: tl.constexpr, D: tl.constexpr, CHUNK: tl.constexpr,
+    out_ptr, rec_ptr, flags_ptr, epoch, groups, kv_heads, stride_ob, stride_oh, rec_parity_stride, flag_parity_stride,
+    ranks, SPLITS: tl.constexpr, GROUP: tl.constexpr, RG: tl.constexpr, D: tl.constexpr, CHUNK: tl.constexpr,
+    COMBINERS: tl.constexpr,
 ):  # fmt: skip
-    group = tl.program_id(0)
+    ticket = groups * SPLITS + tl.program_id(0)  # the combiners' tickets come after every producer's
+    group, part, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)
     head = (group % kv_heads).to(tl.int64)
     RECORD: tl.constexpr = GROUP * D + fd._RECORD_PAD
+    SLICE: tl.constexpr = D // COMBINERS
     records, flags = fd._epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
     first = fd._slot(group, 0, ranks, 0, SPLITS)
-    result = fd._combine_records(records + first * RECORD, ranks * SPLITS, GROUP, RG, D, CHUNK)
-    fd._store_output(out_ptr, seq, head, stride_ob, stride_oh, result, GROUP, RG, D)
+    result = fd._combine_records(records + first * RECORD, ranks * SPLITS, part * SLICE, GROUP, RG, D, SLICE, CHUNK)
+    fd._store_output(out_ptr, seq, head, stride_ob, stride_oh, result, part * SLICE, GROUP, RG, SLICE)
 
 
 @triton.jit
-def _emulate_roles(out_ptr, groups, SPLITS: tl.constexpr):
+def _emulate_roles(out_ptr, groups, SPLITS: tl.constexpr, COMBINERS: tl.constexpr):
     ticket = tl.program_id(0)
-    group, split = fd._role(ticket, groups, SPLITS)
-    tl.store(out_ptr + 2 * ticket, group)
-    tl.store(out_ptr + 2 * ticket + 1, split)
+    group, index, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
+    tl.store(out_ptr + 3 * ticket, group)
+    tl.store(out_ptr + 3 * ticket + 1, index)
+    tl.store(out_ptr + 3 * ticket + 2, producer.to(tl.int32))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -201,10 +207,11 @@ def emulate(case: dict) -> dict:
             prepared = fd._Prepared(config, splits, fd.check_scale(case.get("scale")), workspace)
             grid, named, _ = fd.launch_args(q, k, v, lengths[rank], out, prepared, ranks)
             named.update(overrides)
-            assert named["sm_scale"] == scale and grid == (groups * splits, 1, 1)
+            assert named["sm_scale"] == scale and grid == (groups * (splits + fd.COMBINERS), 1, 1)
             _emulate_producers[grid](**_arguments(_emulate_producers, named), me=rank, ranks=ranks)
         epoch = call + 1
-        _emulate_combiners[(groups,)](**_arguments(_emulate_combiners, named), epoch=epoch, ranks=ranks)
+        combiners = (groups * fd.COMBINERS,)
+        _emulate_combiners[combiners](**_arguments(_emulate_combiners, named), epoch=epoch, ranks=ranks)
         want = reference(q, [c[0] for c in caches], [c[1] for c in caches], lengths, scale)
         got = out.double()
         parity = epoch % 2
@@ -236,9 +243,10 @@ def _arguments(kernel, named: dict) -> dict:  # noqa: ANN001
 
 
 def roles(groups: int, splits: int) -> list[list[int]]:
-    table = torch.full((groups * splits * 2,), -1, dtype=torch.int32)
-    _emulate_roles[(groups * splits,)](table, groups, SPLITS=splits)
-    return table.view(-1, 2).tolist()
+    programs = groups * (splits + fd.COMBINERS)
+    table = torch.full((programs * 3,), -1, dtype=torch.int32)
+    _emulate_roles[(programs,)](table, groups, SPLITS=splits, COMBINERS=fd.COMBINERS)
+    return table.view(-1, 3).tolist()
 
 
 def _main() -> None:
@@ -276,7 +284,7 @@ CASES = {
     "group 16, 3 ranks": _case(batch=2, q_heads=16, kv_heads=1, ranks=3, splits=2, local_len=70, seed=4),
     "group 3 (not a power of two)": _case(batch=2, q_heads=12, kv_heads=4, splits=2, seed=5),
     "1 rank": _case(ranks=1, splits=4, seed=6),
-    "combine chunks with a remainder (9 records, 4 per step)": _case(q_heads=16, ranks=3, splits=3, seed=12),
+    "combine chunks with a remainder (9 records, 4 per step)": _case(q_heads=16, ranks=3, splits=3, chunk=4, seed=12),
     "combine one record per step": _case(batch=2, ranks=3, splits=2, chunk=1, seed=13),
     "[B, S, H, D] cache viewed as [B, H, S, D]": _case(seq_major=True, seed=7),
     "64-bit offsets": _case(wide=True, seed=8),
@@ -312,13 +320,17 @@ def test_kernel_helpers_match_sdpa_on_the_whole_cache(part):
 
 
 @pytest.mark.parametrize(("groups", "splits"), [(1, 1), (5, 1), (1, 6), (4, 3), (7, 128)])
-def test_roles_cover_every_group_and_split_once_producers_first(groups, splits):
+def test_roles_cover_every_group_split_and_slice_once_producers_first(groups, splits):
+    """Every (group, split) has one producer and every (group, column slice) one combiner; the producers hold the
+    first tickets (the combiners wait for them: the deadlock argument of the module docstring)."""
     from dl_compile import run_in_interpreter
 
     (table,) = run_in_interpreter(__file__, {"what": "roles", "cases": [[groups, splits]]})
-    assert sorted(map(tuple, table)) == [(g, s) for g in range(groups) for s in range(splits)]
-    combiners = [ticket for ticket, (_, split) in enumerate(table) if split == 0]
-    assert combiners == list(range(groups * (splits - 1), groups * splits)), "split-0 programs must come last"
+    producers = groups * splits
+    assert [row[2] for row in table] == [1] * producers + [0] * (groups * fd.COMBINERS), "producers first"
+    assert sorted((g, s) for g, s, _ in table[:producers]) == [(g, s) for g in range(groups) for s in range(splits)]
+    combined = sorted((g, c) for g, c, _ in table[producers:])
+    assert combined == [(g, c) for g in range(groups) for c in range(fd.COMBINERS)]
 
 
 if __name__ == "__main__":

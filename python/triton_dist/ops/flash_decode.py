@@ -7,19 +7,19 @@ in one kernel launch: split-KV flash-decode on each rank, the partial results co
 out = triton_dist.ops.flash_decode(q, k, v, lengths)      # [B, Hq, 128], attention over every rank's tokens
 ```
 
-Each program takes one (sequence, KV head, split) of this rank's cache, runs flash attention for the ``Hq / Hkv``
-query heads of that KV head (grouped-query attention: one pass over K and V serves the whole group) and produces a
-partial result: the normalized output and its log-sum-exp per query head. It pushes that record into every rank's
-record buffer (stores through ``dl.symm_at``) and sets its flag on every rank (``dl.notify``, a release after a
-program barrier). On every rank the program of split 0 of each (sequence, KV head) then waits for the ``W x splits``
-records of its group (``dl.wait``, acquire) and combines them (``out = sum_i e^{lse_i - M} out_i / sum_i e^{lse_i -
-M}``, ``M`` the running maximum, records without tokens weigh 0) in rank-and-split order, so every rank computes
-bit-identical outputs and no host-side collective runs.
+Each producer program takes one (sequence, KV head, split) of this rank's cache, runs flash attention for the
+``Hq / Hkv`` query heads of that KV head (grouped-query attention: one pass over K and V serves the whole group) and
+produces a partial result: the normalized output and its log-sum-exp per query head. It pushes that record into
+every rank's record buffer (stores through ``dl.symm_at``) and sets its flag on every rank (``dl.notify``, a release
+after a program barrier). On every rank, ``COMBINERS`` combiner programs per (sequence, KV head), one per quarter of
+the head dim, wait for the ``W x splits`` records of their group (``dl.wait``, acquire) and combine their columns
+(``out = sum_i e^{lse_i - M} out_i / sum_i e^{lse_i - M}``, ``M`` the maximum, records without tokens weigh 0) in
+rank-and-split order, so every rank computes bit-identical outputs and no host-side collective runs.
 
 No deadlock although programs wait for each other: a program's role comes from an arrival ticket (an atomic counter)
-rather than its program id; producers (splits 1..) take the first tickets and the combining programs the last, so
-a waiting program only ever waits for programs that are already running or done, on its GPU and on the others (the
-rank whose combiners have the fewest tickets taken only waits for records every rank has already started).
+rather than its program id. Producers take the first tickets and never wait; combiners take the last ones and wait
+only for producers: on their own GPU those hold earlier tickets, so they are already running or done, and on the
+others producers run to completion without waiting for anything.
 
 Epochs: one device-side epoch per call (read by every program, advanced by the last program to finish, with the
 ticket counters reset), so CUDA-graph replays advance it like eager calls. Records and flags are double-buffered by
@@ -67,8 +67,13 @@ MAX_FLAGS = 1 << 16
 MIN_RECORD_BYTES = 1 << 20
 MIN_FLAGS = 1 << 10
 MAX_SPLITS = 128
-COMBINE_TILE_ROWS = 32
-"""Record rows (records x padded group) the combine loads at once."""
+COMBINERS = 4
+"""Combining programs per (sequence, KV head) on each rank, each for ``HEAD_DIM / COMBINERS`` = 32 of the output's
+columns (a 128-byte segment of every record row). One combiner per group took 7.25 us to combine 32 records at
+batch 1, 2 ranks, 64k tokens per rank (2 x H100, in-kernel %globaltimer stamps: eight dependent steps of four
+records); four combiners over a quarter of the columns each load every record at once."""
+COMBINE_TILE_FLOATS = 8192
+"""The most floats a combiner loads per step: an [RG, CHUNK, 32] fp32 tile, 64 registers per thread at 4 warps."""
 BLOCK_NS = (16, 32, 64, 128)
 INT32_MAX = 2**31 - 1
 MAX_LOCAL_LEN = 1 << 30
@@ -88,6 +93,9 @@ class FlashDecodeConfig:
     block_n: int = 64
     num_warps: int = 4
     num_stages: int = 3
+    combiners: int = 0
+    """Combiner programs per (sequence, KV head), each for ``128 / combiners`` of the head dim: 1, 2, 4 or 8 (0:
+    ``COMBINERS``)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.splits <= MAX_SPLITS:
@@ -98,6 +106,13 @@ class FlashDecodeConfig:
             raise ValueError(f"flash_decode: num_warps must be 4 or 8, got {self.num_warps}")
         if not 1 <= self.num_stages <= 4:
             raise ValueError(f"flash_decode: num_stages must be in [1, 4], got {self.num_stages}")
+        if self.combiners not in (0, 1, 2, 4, 8):
+            raise ValueError(f"flash_decode: combiners must be 0 (the default), 1, 2, 4 or 8, got {self.combiners}")
+
+    @property
+    def combiner_count(self) -> int:
+        """The combiner programs per (sequence, KV head) a call runs."""
+        return self.combiners or COMBINERS
 
 
 def default_config(backend: str) -> FlashDecodeConfig:
@@ -133,21 +148,19 @@ def _depart(state_ptr, epoch, programs):
 
 
 @triton.jit
-def _role(ticket, groups, SPLITS: tl.constexpr):
-    """(group, split) of a ticket: tickets ``[0, groups * (SPLITS - 1))`` are the producers of splits 1.., the last
-    ``groups`` tickets the split-0 programs, which also combine (so they start after every producer)."""
-    if SPLITS > 1:
-        producers = groups * (SPLITS - 1)
-        if ticket < producers:
-            group = ticket // (SPLITS - 1)
-            split = 1 + ticket % (SPLITS - 1)
-        else:
-            group = ticket - producers
-            split = ticket * 0
+def _role(ticket, groups, SPLITS: tl.constexpr, COMBINERS: tl.constexpr):
+    """(group, index, producer) of a ticket: tickets ``[0, groups * SPLITS)`` are the producers, ``index`` their
+    split; the last ``groups * COMBINERS`` tickets are the combiners (so they start after every producer), ``index``
+    the slice of the columns each combines."""
+    producers = groups * SPLITS
+    producer = ticket < producers
+    if producer:
+        group = ticket // SPLITS
+        index = ticket % SPLITS
     else:
-        group = ticket
-        split = ticket * 0
-    return group, split
+        group = (ticket - producers) // COMBINERS
+        index = (ticket - producers) % COMBINERS
+    return group, index, producer
 
 
 @triton.jit
@@ -246,27 +259,37 @@ def _store_record(record_ptr, partial, lse, GROUP: tl.constexpr, ROWS: tl.conste
 
 
 @triton.jit
-def _combine_records(base, count, GROUP: tl.constexpr, RG: tl.constexpr, D: tl.constexpr, CHUNK: tl.constexpr):
-    """The softmax-weighted mean of ``count`` consecutive records from ``base``: [RG, D] fp32 (``RG``: the group
-    padded to a power of two), rows without tokens in any record are 0. ``CHUNK`` records per step, loaded
-    together (their loads overlap; the steps are what is sequential). A running maximum keeps every exponent
-    <= 0; records with lse = -inf get weight 0 (no -inf - -inf). The order is fixed, so every rank gets the same
-    bits.
+def _combine_records(
+    base,
+    count,
+    first_col,
+    GROUP: tl.constexpr,
+    RG: tl.constexpr,
+    D: tl.constexpr,
+    SLICE: tl.constexpr,
+    CHUNK: tl.constexpr,
+):
+    """Columns ``[first_col, first_col + SLICE)`` of the softmax-weighted mean of ``count`` consecutive records from
+    ``base``: [RG, SLICE] fp32 (``RG``: the group padded to a power of two), rows without tokens in any record are
+    0. ``CHUNK`` records per step, loaded together (their loads overlap; the steps are what is sequential). A
+    running maximum keeps every exponent <= 0; records with lse = -inf get weight 0 (no -inf - -inf). The order is
+    fixed, so every rank gets the same bits.
 
-    The tiles are [row, record, dim] with the record axis second: Triton's layout for this load then spreads the
-    warps over the rows and keeps a thread's records in its own registers, so the sums and maxima over records
-    need no shared memory and no barrier (with records first, the warps took the record axis and each step paid
-    eight barriers: about 2.9 us per step on one H200, bench/results/flash_decode_anatomy.md)."""
+    The tiles are [row, record, dim] with the record axis second (with records first, each step paid eight
+    barriers: about 2.9 us per step on one H200, bench/results/flash_decode_anatomy.md). What costs is the number of
+    dependent steps (about 0.9 us each on 2 x H100): ``combine_chunk`` makes it one for up to 32 records of an
+    8-head group."""
     RECORD: tl.constexpr = GROUP * D + _RECORD_PAD
     chunk = tl.arange(0, CHUNK)
     rows = tl.arange(0, RG)
-    dims = tl.arange(0, D)
+    dims = first_col + tl.arange(0, SLICE)
     row_ok = rows < GROUP
-    # Every tensor keeps the [row, record, dim] tile's layout (size-1 axes where a value is per row or per record),
-    # so no step converts a layout through shared memory either.
+    # The tensors keep the [row, record, dim] tile's layout where Triton lets them (size-1 axes where a value is per
+    # row or per record). With a 32-column slice Triton spreads the warps over rows and records and loads the
+    # log-sum-exps in a layout of their own: a step converts the weights once (two small layout conversions).
     best = tl.full([RG, 1], float("-inf"), dtype=tl.float32)
     weight = tl.zeros([RG, 1], dtype=tl.float32)
-    total = tl.zeros([RG, 1, D], dtype=tl.float32)
+    total = tl.zeros([RG, 1, SLICE], dtype=tl.float32)
     for first in range(0, count, CHUNK):
         index = first + chunk
         ok = row_ok[:, None] & (index < count)[None, :]  # [RG, CHUNK]
@@ -282,15 +305,25 @@ def _combine_records(base, count, GROUP: tl.constexpr, RG: tl.constexpr, D: tl.c
         weight = weight * scale_old + tl.sum(w, 1, keep_dims=True)
         total = total * scale_old[:, :, None] + tl.sum(w[:, :, None] * outs, 1, keep_dims=True)
         best = best_new
-    return tl.sum(total / tl.where(weight > 0, weight, 1.0)[:, :, None], 1)  # [RG, D] (a sum over one record)
+    return tl.sum(total / tl.where(weight > 0, weight, 1.0)[:, :, None], 1)  # [RG, SLICE] (a sum over one record)
 
 
 @triton.jit
 def _store_output(
-    out_ptr, seq, head, stride_ob, stride_oh, result, GROUP: tl.constexpr, RG: tl.constexpr, D: tl.constexpr
+    out_ptr,
+    seq,
+    head,
+    stride_ob,
+    stride_oh,
+    result,
+    first_col,
+    GROUP: tl.constexpr,
+    RG: tl.constexpr,
+    SLICE: tl.constexpr,
 ):
+    """Columns ``[first_col, first_col + SLICE)`` of the group's output rows."""
     rows = tl.arange(0, RG)
-    dims = tl.arange(0, D)
+    dims = first_col + tl.arange(0, SLICE)
     out_ptrs = out_ptr + seq * stride_ob + (head * GROUP + rows)[:, None] * stride_oh + dims[None, :]
     tl.store(out_ptrs, result.to(out_ptr.dtype.element_ty), mask=(rows < GROUP)[:, None])
 
@@ -330,35 +363,35 @@ def _flash_decode_kernel(
     RG: tl.constexpr,
     CHUNK: tl.constexpr,
     WORLD: tl.constexpr,
+    COMBINERS: tl.constexpr,
 ):
     me = dl.rank()
     ranks = dl.num_ranks()
     ticket, epoch = _arrive(state_ptr)
-    group, split = _role(ticket, groups, SPLITS)
+    group, index, producer = _role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)  # 64-bit offsets: a long cache exceeds 2^31 elements
     head = (group % kv_heads).to(tl.int64)
-    partial, lse = _split_attention(
-        q_ptr, k_ptr, v_ptr, len_ptr, seq, head, split, local_len,
-        stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, sm_scale,
-        SPLITS, GROUP, ROWS, D, BLOCK_N, WIDE,
-    )  # fmt: skip
-
-    # Push the record into slot (group, me, split) of every rank, then flag it there (release after a barrier).
     RECORD: tl.constexpr = GROUP * D + _RECORD_PAD
     records, flags = _epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
-    slot = _slot(group, me, ranks, split, SPLITS)
-    for peer in range(0, ranks):
-        _store_record(dl.symm_at(records + slot * RECORD, peer), partial, lse, GROUP, ROWS, D)
-    _notify_every_rank(flags + slot, epoch, ranks, WORLD)
-
-    if split == 0:  # combine the group's W x SPLITS records, in (rank, split) order on every rank
+    if producer:
+        partial, lse = _split_attention(
+            q_ptr, k_ptr, v_ptr, len_ptr, seq, head, index, local_len,
+            stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, sm_scale,
+            SPLITS, GROUP, ROWS, D, BLOCK_N, WIDE,
+        )  # fmt: skip
+        # Push the record into slot (group, me, split) of every rank, then flag it there (release after a barrier).
+        slot = _slot(group, me, ranks, index, SPLITS)
+        for peer in range(0, ranks):
+            _store_record(dl.symm_at(records + slot * RECORD, peer), partial, lse, GROUP, ROWS, D)
+        _notify_every_rank(flags + slot, epoch, ranks, WORLD)
+    else:  # combine slice `index` of the group's W x SPLITS records, in (rank, split) order on every rank
+        SLICE: tl.constexpr = D // COMBINERS
         first = _slot(group, 0, ranks, 0, SPLITS)
         token = dl.wait(flags + first, ranks * SPLITS, "sys", "acquire", waitValue=epoch)
         base = dl.consume_token(records + first * RECORD, token)
-        result = _combine_records(base, ranks * SPLITS, GROUP, RG, D, CHUNK)
-        _store_output(out_ptr, seq, head, stride_ob, stride_oh, result, GROUP, RG, D)
-
-    _depart(state_ptr, epoch, groups * SPLITS)
+        result = _combine_records(base, ranks * SPLITS, index * SLICE, GROUP, RG, D, SLICE, CHUNK)
+        _store_output(out_ptr, seq, head, stride_ob, stride_oh, result, index * SLICE, GROUP, RG, SLICE)
+    _depart(state_ptr, epoch, groups * (SPLITS + COMBINERS))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -402,11 +435,12 @@ def combine_rows(group: int) -> int:
     return triton.next_power_of_2(group)
 
 
-def combine_chunk(group: int) -> int:
-    """Records the combine loads per step (``CHUNK``): an [RG, CHUNK, 128] fp32 tile of 4,096 floats, 32 registers
-    per thread at 4 warps. 8 or 16 records per step measured the same as 4 on one H200 (the step has no barrier
-    since the tile's layout keeps a thread's records in its registers; bench/results/flash_decode_anatomy.md)."""
-    return COMBINE_TILE_ROWS // combine_rows(group)
+def combine_chunk(group: int, records: int, combiners: int = COMBINERS) -> int:
+    """Records a combiner loads per step (``CHUNK``) of the ``records`` (W x splits) it combines: all of them, up
+    to an [RG, CHUNK, 128 / combiners] fp32 tile of ``COMBINE_TILE_FLOATS`` (with 4 combiners, the 32 records of an
+    8-head group at 2 ranks x 16 splits in one step)."""
+    most = max(1, COMBINE_TILE_FLOATS // (combine_rows(group) * (HEAD_DIM // combiners)))
+    return min(most, triton.next_power_of_2(max(1, records)))
 
 
 def workspace_need(batch: int, kv_heads: int, group: int, splits: int, world_size: int) -> tuple[int, int]:
@@ -731,10 +765,11 @@ def launch_args(
         "BLOCK_N": config.block_n,
         "WIDE": needs_wide_offsets(k, v),
         "RG": combine_rows(group),
-        "CHUNK": combine_chunk(group),
+        "CHUNK": combine_chunk(group, world_size * prepared.splits, config.combiner_count),
         "WORLD": notify_world(world_size),
+        "COMBINERS": config.combiner_count,
     }
-    grid = (batch * kv_heads * prepared.splits, 1, 1)
+    grid = (batch * kv_heads * (prepared.splits + config.combiner_count), 1, 1)
     return grid, named, {"num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
