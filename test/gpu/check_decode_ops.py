@@ -444,10 +444,10 @@ FLASH_CASES = [  # (batch, q_heads, kv_heads, local_len, dtype, config or None, 
     (2, 32, 8, 4096, torch.bfloat16, FlashDecodeConfig(block_n=32, num_stages=2), "varied", None, "bshd"),
     (64, 32, 8, 4096, torch.bfloat16, None, "varied", None, "bhsd"),  # batch 64
     (1, 64, 8, 524_288, torch.bfloat16, None, "varied", None, "bhsd"),  # 512k tokens per rank
-    # Every combiner count (128 / N columns each); 8 with 16-head groups and 7 splits (several combine steps).
-    (1, 64, 8, 16_384, torch.bfloat16, FlashDecodeConfig(combiners=1), "varied", None, "bhsd"),
+    # Every combiner count (128 / N columns each); one combiner of a 16-head group takes 14 records in 4 steps.
+    (3, 16, 1, 5000, torch.float16, FlashDecodeConfig(splits=7, combiners=1), "varied", None, "bhsd"),
     (2, 64, 8, 16_384, torch.bfloat16, FlashDecodeConfig(combiners=2), "varied", None, "bhsd"),
-    (3, 16, 1, 5000, torch.float16, FlashDecodeConfig(splits=7, combiners=8), "varied", None, "bhsd"),
+    (1, 64, 8, 16_384, torch.bfloat16, FlashDecodeConfig(combiners=8), "varied", None, "bhsd"),
 ]
 """Layouts: "bhsd" a contiguous [B, H, S, D] cache; "bshd" a [B, S, H, D] cache viewed as [B, H, S, D]."""
 
