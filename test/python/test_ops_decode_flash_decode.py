@@ -41,7 +41,7 @@ SIGNATURE = {
     "out_ptr": "*bf16",
     "rec_ptr": "*fp32",
     "flags_ptr": "*i32",
-    "state_ptr": "*i32",
+    "state_ptr": "*i64",
     "groups": "i32",
     "kv_heads": "i32",
     "local_len": "i32",
@@ -173,7 +173,8 @@ def test_default_config_compiles_for_sm90_without_spills(name, launch, tmp_path)
     assert "ld.acquire.sys.global.b32" in asm  # the combiner's dl.wait
     release = "atom.global.sys.release.exch.b32" if launch["world"] else "st.release.sys.global.b32"
     assert release in asm  # dl.notify: a tensor of ranks (power-of-two world) or one rank at a time
-    assert "atom.global.gpu.relaxed.add.u32" in asm and "atom.global.gpu.acq_rel.add.u32" in asm  # ticket, finish
+    assert "atom.global.gpu.relaxed.add.u64" in asm  # the arrival: ticket and epoch in one atomic
+    assert "acq_rel.add" not in asm, "no departure atomic: the last program to arrive hands the epoch over"
 
 
 @pytest.mark.parametrize(("name", "launch"), DEFAULT_LAUNCHES, ids=[name for name, _ in DEFAULT_LAUNCHES])

@@ -1,14 +1,14 @@
 """flash_decode's kernel code on the CPU, against ``scaled_dot_product_attention`` on the whole cache.
 
 The kernel is made of ``@triton.jit`` helpers (``_arrive``, ``_role``, ``_split_attention``, ``_epoch_buffers``,
-``_slot``, ``_store_record``, ``_combine_records``, ``_store_output``, ``_depart``); only the ``dl`` calls (the
+``_slot``, ``_store_record``, ``_combine_records``, ``_store_output``); only the ``dl`` calls (the
 record pushes through ``dl.symm_at``, ``dl.notify``, ``dl.wait``) stay in its body. The two kernels below call
 exactly those helpers, in the kernel's order, and run in Triton's interpreter (``TRITON_INTERPRET=1``, in a
 subprocess: the interpreter is chosen when a module's kernels are defined):
 
 - ``_emulate_producers``: one launch per emulated rank, every program of the real grid: arrival ticket and epoch,
   role; for producers one split's attention over that rank's cache, the record into slot (group, rank, split) of
-  the epoch's parity, the flag of that slot set to the epoch (where the kernel notifies); departure. Every rank's
+  the epoch's parity, the flag of that slot set to the epoch (where the kernel notifies). Every rank's
   copy of the record buffer is the same in the real kernel, so the emulation keeps one.
 - ``_emulate_combiners``: what each combiner program does after its wait: its column slice of the group's
   ``W x splits`` records combined in order, that slice of the output stored. One launch of the combiners' tickets,
@@ -19,8 +19,8 @@ tensors and the chosen split count), so the host's stride, length and geometry a
 
 What can go wrong shows: cache positions past each rank's length hold huge keys and values (a token read past a
 length, or a block mask off by one, ruins the output), the record buffer starts as NaN (a slot never written, or
-written by the wrong program, poisons the combine), the flags must all read the epoch afterwards (every slot
-written once), the state must read (epoch, 0, 0), and a call must leave the other parity's records alone.
+written by the wrong program, poisons the combine), the flags must all read the epoch afterwards (every slot written
+once), the state must hold the call's epoch and no arrivals, and a call must leave the other parity's records alone.
 
 Covered: bf16 and fp16; batch 1, 2, 3, 4, 8; GQA groups 1, 3, 4, 8, 16; 1 to 4 ranks; 1 to 5 splits; key blocks
 16 and 64; local lengths not a multiple of the block; per-rank lengths drawn at random, 0 on some ranks, 0
@@ -62,7 +62,7 @@ def _emulate_producers(
     SPLITS: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr,
     WIDE: tl.constexpr, COMBINERS: tl.constexpr,
 ):  # fmt: skip
-    ticket, epoch = fd._arrive(state_ptr)
+    ticket, epoch = fd._arrive(state_ptr, groups * (SPLITS + COMBINERS))
     group, split, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)
     head = (group % kv_heads).to(tl.int64)
@@ -77,7 +77,6 @@ def _emulate_producers(
         slot = fd._slot(group, me, ranks, split, SPLITS)
         fd._store_record(records + slot * RECORD, partial, lse, GROUP, ROWS, D)
         tl.store(flags + slot, epoch)  # the kernel's dl.notify of this slot (on every rank)
-    fd._depart(state_ptr, epoch, groups * (SPLITS + COMBINERS))
 
 
 @triton.jit
@@ -183,7 +182,7 @@ def emulate(case: dict) -> dict:
     floats, flags_needed = fd.workspace_need(batch, kv_heads, group, splits, ranks)
     records = torch.full((2, floats + 64), float("nan"), dtype=torch.float32)
     flags = torch.zeros(2, flags_needed + 64, dtype=torch.int32)
-    states = [torch.zeros(3, dtype=torch.int32) for _ in range(ranks)]
+    states = [torch.zeros(1, dtype=torch.int64) for _ in range(ranks)]
     config = fd.FlashDecodeConfig(splits=splits, block_n=block_n)
     overrides = {name: case[key] for name, key in (("WIDE", "wide"), ("CHUNK", "chunk")) if key in case}
     result: dict = {"calls": []}
@@ -314,7 +313,8 @@ def test_kernel_helpers_match_sdpa_on_the_whole_cache(part):
             assert got["empty_rows_zero"], f"{where}: a sequence without tokens anywhere is not 0"
             assert got["flags_set"], f"{where}: not every slot of parity {epoch % 2} was flagged with epoch {epoch}"
             assert got["flags_beyond_untouched"], f"{where}: a flag beyond the call's slots was written"
-            assert got["states"] == [[epoch, 0, 0]] * case["ranks"], f"{where}: device state {got['states']}"
+            want = [[epoch << 32]] * case["ranks"]  # this call's epoch handed over, no arrivals
+            assert got["states"] == want, f"{where}: device state {got['states']}"
             assert got["other_parity_untouched"], f"{where}: the call wrote the other parity's records"
             assert got["records_beyond_untouched"], f"{where}: a record beyond the call's slots was written"
 
