@@ -1,7 +1,7 @@
 """flash_decode's kernel code on the CPU, against ``scaled_dot_product_attention`` on the whole cache.
 
-The kernel is made of ``@triton.jit`` helpers (``_arrive``, ``_role``, ``_split_attention``, ``_epoch_buffers``,
-``_slot``, ``_store_record``, ``_combine_records``, ``_store_output``); only the ``dl`` calls (the
+The kernel is made of ``@triton.jit`` helpers (``call_epoch.arrive``, ``_role``, ``_split_attention``,
+``_epoch_buffers``, ``_slot``, ``_store_record``, ``_combine_records``, ``_store_output``); only the ``dl`` calls (the
 record pushes through ``dl.symm_at``, ``dl.notify``, ``dl.wait``) stay in its body. The two kernels below call
 exactly those helpers, in the kernel's order, and run in Triton's interpreter (``TRITON_INTERPRET=1``, in a
 subprocess: the interpreter is chosen when a module's kernels are defined):
@@ -47,6 +47,8 @@ import torch
 import triton
 import triton.language as tl
 
+from triton_dist.ops import call_epoch
+
 fd = importlib.import_module("triton_dist.ops.flash_decode")  # the module (triton_dist.ops.flash_decode is the op)
 
 POISON = 1.0e4
@@ -62,7 +64,7 @@ def _emulate_producers(
     SPLITS: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr, D: tl.constexpr, BLOCK_N: tl.constexpr,
     WIDE: tl.constexpr, COMBINERS: tl.constexpr,
 ):  # fmt: skip
-    ticket, epoch = fd._arrive(state_ptr, groups * (SPLITS + COMBINERS))
+    ticket, epoch = call_epoch.arrive(state_ptr, groups * (SPLITS + COMBINERS))
     group, split, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)
     head = (group % kv_heads).to(tl.int64)

@@ -150,7 +150,7 @@ def test_custom_op_traces_with_fake_tensors():
 SPLIT_K_SIGNATURE = {
     **{name: kind for name, kind in SIGNATURE.items() if name not in ("data_ptr", "epochs_ptr", "flags_stride")},
     "data_ptr": "*fp32",
-    "state_ptr": "*i32",
+    "state_ptr": "*i64",  # the call state (ops/call_epoch.py)
     "chunk": "i32",
     "splits": "i32",
     "flags_stride": "i32",
@@ -199,7 +199,8 @@ def test_split_k_kernel_compiles_with_its_flag_protocol(config, target):
         scope = "sys" if config.exchange else "gpu"  # other ranks' partials, or only this GPU's programs'
         assert f"ld.acquire.{scope}" in asm  # the phase-2 wait
         assert re.search(rf"st\.release\.{scope}|atom\.global\.{scope}\.release|fence\.(acq_rel|sc)\.{scope}", asm)
-        assert "atom.global.gpu.acq_rel.add" in asm  # the departure count
+        assert "atom.global.gpu.relaxed.add.u64" in asm  # the arrival (ops/call_epoch.py)
+        assert "acq_rel.add" not in asm, "no departure atomic: the last program to arrive hands the epoch over"
         if not config.exchange:
             assert "ld.acquire.sys" not in asm
     else:

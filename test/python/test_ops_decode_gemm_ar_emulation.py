@@ -1,26 +1,28 @@
 """gemm_ar's split-K kernel code on the CPU, against torch's matmul summed over the emulated ranks.
 
 The split-K kernel (``_gemm_ar_split_k_kernel``) is made of ``@triton.jit`` helpers without ``dl`` calls
-(``_split_k_epoch``, ``_split_k_item``, ``_split_k_partial``, ``_split_k_local_slot``, ``_split_k_exchange_slot``,
-``_split_k_rows``, ``_split_k_sum``, ``_split_k_store``, ``_split_k_depart``); only the pushes through ``dl.symm_at``,
+(``call_epoch.arrive``, ``_split_k_item``, ``_split_k_partial``, ``_split_k_local_slot``, ``_split_k_exchange_slot``,
+``_split_k_rows``, ``_split_k_sum``, ``_split_k_store``); only the pushes through ``dl.symm_at``,
 ``dl.notify`` and ``dl.wait`` stay in its body. The three kernels below call those helpers in the kernel's order and
 run in Triton's interpreter (``TRITON_INTERPRET=1``, in a subprocess, as test_ops_decode_flash_decode_emulation.py
 does), one launch each per emulated rank, with the op's grid (``split_k_launch_args`` with a fake SM count, so
 programs take several items and tiles):
 
-- ``_emulate_phase1``: each item's fp32 partial into the local slot (tile, split) of the epoch's parity, the slot's
-  flag set to the epoch (the kernel's GPU-scope notify).
+- ``_emulate_phase1``: every program's arrival (its epoch; the last one hands the call state over), then each
+  item's fp32 partial into the local slot (tile, split) of the epoch's parity, the slot's flag set to the epoch (the
+  kernel's GPU-scope notify).
 - ``_emulate_phase1b``: right after that rank's phase 1 (what the local waits enforce; the emulation keeps one
   buffer for every rank's local area, so the next rank's phase 1 must come after): each program's tiles, the
   splits summed in order, the sum stored into exchange slot (tile, rank) with its flag set (where the kernel pushes
   to and notifies every rank: every rank's copy of the exchange area is the same, so the emulation keeps one), or,
   with the exchange off, the output stored.
 - ``_emulate_phase2``: per rank, after every rank's phase 1b (what the waits enforce): each program's tiles, the
-  sums added in rank order, the output stored, then the departure that advances the epoch.
+  sums added in rank order, the output stored. Phases 1b and 2 read the epoch the arrivals handed over (the kernel's
+  programs keep the one their arrival gave them).
 
 What can go wrong shows: the partial buffer starts as NaN (a slot read but never written poisons the output), the
-flags of the call's slots must all read the epoch and none beyond them may change, the state must read
-(epoch, 0) on every rank afterwards, and the other parity's buffer must be left alone. Two calls of different
+flags of the call's slots must all read the epoch and none beyond them may change, the state must hold the epoch
+and no arrivals on every rank afterwards, and the other parity's buffer must be left alone. Two calls of different
 shapes in a row check the parity flip and the epoch hand-over.
 """
 
@@ -36,7 +38,15 @@ import torch
 import triton
 import triton.language as tl
 
+from triton_dist.ops import call_epoch
+
 ga = importlib.import_module("triton_dist.ops.gemm_ar")  # the module (triton_dist.ops.gemm_ar is the op)
+
+
+@triton.jit
+def _handed_over_epoch(state_ptr):
+    """The epoch the call's arrivals (in ``_emulate_phase1``) handed over: this call's."""
+    return (tl.load(state_ptr) >> 32).to(tl.int32)
 
 
 @triton.jit
@@ -45,7 +55,7 @@ def _emulate_phase1(
     REGION: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
-    epoch = ga._split_k_epoch(state_ptr)
+    _, epoch = call_epoch.arrive(state_ptr, tl.num_programs(0))
     parity = epoch % 2
     local = data_ptr + parity * REGION
     local_flags = flags_ptr + parity * flags_stride
@@ -68,7 +78,7 @@ def _emulate_phase1b(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EXCHANGE: tl.constexpr,
 ):  # fmt: skip
     pid = tl.program_id(0)
-    epoch = ga._split_k_epoch(state_ptr)
+    epoch = _handed_over_epoch(state_ptr)
     parity = epoch % 2
     local = data_ptr + parity * REGION
     exchange = local + ga.SPLIT_K_EXCHANGE_DATA
@@ -95,7 +105,7 @@ def _emulate_phase2(
 ):  # fmt: skip
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
-    epoch = ga._split_k_epoch(state_ptr)
+    epoch = _handed_over_epoch(state_ptr)
     exchange = data_ptr + (epoch % 2) * REGION + ga.SPLIT_K_EXCHANGE_DATA
     TILE: tl.constexpr = BLOCK_M * BLOCK_N
     if EXCHANGE:
@@ -105,7 +115,6 @@ def _emulate_phase2(
             rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
             total = ga._split_k_sum(exchange + first * TILE, ranks, rows, BLOCK_M, BLOCK_N)  # after the wait
             ga._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
-    ga._split_k_depart(state_ptr, epoch, programs)
 
 
 def _arguments(kernel, named: dict) -> dict:  # noqa: ANN001
@@ -227,7 +236,8 @@ def test_split_k_helpers_match_matmul_summed_over_ranks():
             assert got["grids"] == [min(got["items"], case["sms"])] * case["ranks"], f"{where}: grid {got}"
             assert got["flags_set"], f"{where}: not every slot of parity {epoch % 2} was flagged with epoch {epoch}"
             assert got["flags_beyond_untouched"], f"{where}: a flag beyond the call's slots was written"
-            assert got["states"] == [[epoch, 0]] * case["ranks"], f"{where}: device state {got['states']}"
+            want = [[0, epoch]] * case["ranks"]  # the int64 state as two int32: no arrivals, this call's epoch
+            assert got["states"] == want, f"{where}: device state {got['states']}"
             assert got["other_parity_untouched"], f"{where}: the call wrote the other parity's partials"
     # the split count: K = 40 in 16-blocks is 3 blocks -> 3 splits of one block, K = 48 -> 3 as well
     assert [c["splits"] for c in results[2]["calls"]] == [3, 3]

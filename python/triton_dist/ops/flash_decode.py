@@ -47,6 +47,7 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
+from triton_dist.ops.call_epoch import arrive
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
 
@@ -126,22 +127,6 @@ def default_config(backend: str) -> FlashDecodeConfig:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Kernel helpers (no dl calls: test_ops_decode_flash_decode_emulation.py runs them in Triton's interpreter)
-
-
-@triton.jit
-def _arrive(state_ptr, programs):
-    """This program's arrival ticket (0, 1, ... in the order programs start) and the epoch of this call, from one
-    atomic add to the state (int64: the last call's epoch in the high 32 bits, this call's arrivals in the low 32).
-    The last of ``programs`` to arrive hands the state to the next call (epoch + 1, no arrivals): every program of
-    this call has taken its ticket by then, and the next call's programs start after this kernel ends. So nothing
-    counts programs out at the end of a call (that atomic cost the last program 1.25 us on 2 x H100)."""
-    state = tl.atomic_add(state_ptr, 1, sem="relaxed", scope="gpu")
-    ticket = (state & 0xFFFFFFFF).to(tl.int32)
-    epoch = (state >> 32).to(tl.int32) + 1
-    if ticket == programs - 1:
-        handover = tl.full([], 1 << 32, tl.int64) - programs  # epoch + 1, arrivals - programs (back to 0)
-        tl.atomic_add(state_ptr, handover, sem="relaxed", scope="gpu")
-    return ticket, epoch
 
 
 @triton.jit
@@ -364,7 +349,7 @@ def _flash_decode_kernel(
 ):
     me = dl.rank()
     ranks = dl.num_ranks()
-    ticket, epoch = _arrive(state_ptr, groups * (SPLITS + COMBINERS))
+    ticket, epoch = arrive(state_ptr, groups * (SPLITS + COMBINERS))
     group, index, producer = _role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)  # 64-bit offsets: a long cache exceeds 2^31 elements
     head = (group % kv_heads).to(tl.int64)
@@ -401,7 +386,7 @@ class _Workspace:
     flags: torch.Tensor
     """int32 [2, flags per parity], symmetric, zeroed."""
     state: torch.Tensor
-    """int64 [1]: the last call's epoch (high 32 bits) and this call's arrivals (low 32 bits); this rank only."""
+    """int64 [1]: the call state of ``ops/call_epoch.py`` (epoch and arrivals); this rank only."""
 
     def fits(self, floats: int, flags: int) -> bool:
         return floats <= self.records.shape[1] and flags <= self.flags.shape[1]

@@ -62,6 +62,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.all_reduce import _flag_round, _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
+from triton_dist.ops.call_epoch import arrive
 from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.launch_plan import LaunchPlan, first_launch
 from triton_dist.ops.matmul import check_matrix, num_sms
@@ -325,23 +326,6 @@ def _gemm_ar_kernel(
 
 
 @triton.jit
-def _split_k_epoch(state_ptr):
-    """The epoch of this call: one more than the last call's (``state[0]``, stored by the last program to leave)."""
-    return tl.load(state_ptr) + 1
-
-
-@triton.jit
-def _split_k_depart(state_ptr, epoch, programs):
-    """Count this program out; the last of ``programs`` stores the epoch and resets the count for the next call.
-    Its acq_rel add reads every other program's add, which each made after its load of ``state[0]``, so no
-    program of this call can read the new epoch."""
-    done = tl.atomic_add(state_ptr + 1, 1, sem="acq_rel", scope="gpu")
-    if done == programs - 1:
-        tl.store(state_ptr, epoch)
-        tl.store(state_ptr + 1, 0)
-
-
-@triton.jit
 def _split_k_item(item, tiles):
     """(tile, split) of a phase-1 item: items ``[0, tiles)`` are split 0 of every tile, then split 1, ..."""
     return item % tiles, item // tiles
@@ -423,7 +407,7 @@ def _gemm_ar_split_k_kernel(
     # running kernel keeps SMs forever, e.g. another spinning collective.)
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
-    epoch = _split_k_epoch(state_ptr)
+    _, epoch = arrive(state_ptr, programs)
     parity = epoch % 2
     # Double-buffered by parity: rank r can be one call ahead of rank q (it finished call c, q is still summing
     # call c's partials), but not two, since call c + 1 on r waits for q's call c + 1 sums of every tile.
@@ -469,7 +453,6 @@ def _gemm_ar_split_k_kernel(
             rows = _split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
             total = _split_k_sum(dl.consume_token(exchange + first * TILE, token), ranks, rows, BLOCK_M, BLOCK_N)
             _split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
-    _split_k_depart(state_ptr, epoch, programs)
 
 
 def _workspace_region_bytes(world_size: int) -> int:
@@ -599,7 +582,8 @@ def split_k_launch_args(
     ws: SlotWorkspace,
 ) -> tuple[tuple[int, int, int], dict]:
     """(grid, named arguments) of a split-K launch; ``ws`` has ``data`` (viewed as fp32), ``flags`` [2, ...] and
-    ``epochs`` (the kernel's state: epoch, departed count). Raises ValueError (from ``split_k_geometry``) first."""
+    ``epochs`` (two int32: the kernel's int64 call state, ``ops/call_epoch.py``). Raises ValueError (from
+    ``split_k_geometry``) first."""
     m, k = a.shape
     n = b.shape[1]
     tiles, splits, chunk = split_k_geometry(m, n, k, config)
@@ -610,7 +594,7 @@ def split_k_launch_args(
         "out_ptr": out,
         "data_ptr": ws.data_as(torch.float32),
         "flags_ptr": ws.flags,
-        "state_ptr": ws.epochs,
+        "state_ptr": ws.epochs.view(torch.int64),  # the two int32 epochs: one call state (ops/call_epoch.py)
         "M": m,
         "N": n,
         "K": k,
@@ -637,7 +621,7 @@ def _launch_split_k(
     m, k = a.shape
     split_k_geometry(m, b.shape[1], k, config)  # refuse before allocating anything
     flags_per_parity, region_bytes = _split_k_workspace_sizes(world.world_size)
-    # Two "slots" = the two parities; the epochs tensor's two int32 are the kernel's state (epoch, departed count).
+    # Two "slots" = the two parities; the epochs tensor's two int32 are the kernel's call state (ops/call_epoch.py).
     ws = slot_workspace("gemm_ar_split_k", 2, flags_per_parity, region_bytes)
     grid, named = split_k_launch_args(a, b, out, config, world.world_size, num_sms(a.device.index), ws)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}
