@@ -489,3 +489,23 @@ def test_combiners_take_the_records_in_few_steps(group, world, splits, steps):
     an 8-head group (one dependent step instead of eight)."""
     records = world * splits
     assert -(-records // fd.combine_chunk(group, records)) == steps
+
+
+@pytest.mark.parametrize(
+    ("groups", "sms", "want"),
+    [(8, 132, 4), (33, 132, 4), (34, 132, 2), (64, 132, 2), (66, 132, 2), (67, 132, 1), (512, 132, 1), (1, 8, 4)],
+)
+def test_choose_combiners_fits_one_wave(groups, sms, want):
+    """Four combiners per group while they fit one wave of the SMs, else fewer (a power of two), at least one."""
+    chosen = fd.choose_combiners(groups, sms)
+    assert chosen == want and chosen & (chosen - 1) == 0
+    assert chosen == 1 or groups * chosen <= sms
+
+
+def test_a_call_resolves_its_combiner_count_before_the_agreement(monkeypatch):
+    """The chosen count is part of the config the ranks agree on (a rank on a GPU with another SM count would choose
+    another and be caught by the agreement); a forced count is kept."""
+    q, k, _, _ = _inputs(batch=8, q_heads=64, kv_heads=8, local_len=256)
+    monkeypatch.setitem(fd._sms, q.device.index, 132)
+    assert fd._with_combiners(q, k, fd.FlashDecodeConfig()).combiners == 2  # 64 groups on 132 SMs
+    assert fd._with_combiners(q, k, fd.FlashDecodeConfig(combiners=8)).combiners == 8

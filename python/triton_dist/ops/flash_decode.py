@@ -38,7 +38,7 @@ layout, the combine) that the CPU tests run in Triton's interpreter against SDPA
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 import triton
@@ -69,10 +69,10 @@ MIN_RECORD_BYTES = 1 << 20
 MIN_FLAGS = 1 << 10
 MAX_SPLITS = 128
 COMBINERS = 4
-"""Combining programs per (sequence, KV head) on each rank, each for ``HEAD_DIM / COMBINERS`` = 32 of the output's
-columns (a 128-byte segment of every record row). One combiner per group took 7.25 us to combine 32 records at
-batch 1, 2 ranks, 64k tokens per rank (2 x H100, in-kernel %globaltimer stamps: eight dependent steps of four
-records); four combiners over a quarter of the columns each load every record at once."""
+"""The most combining programs per (sequence, KV head) on each rank (``choose_combiners``), each for ``HEAD_DIM /
+COMBINERS`` = 32 of the output's columns (a 128-byte segment of every record row). One combiner per group took 7.25
+us to combine 32 records at batch 1, 2 ranks, 64k tokens per rank (2 x H100, in-kernel %globaltimer stamps: eight
+dependent steps of four records); four combiners over a quarter of the columns each load every record at once."""
 COMBINE_TILE_FLOATS = 8192
 """The most floats a combiner loads per step: an [RG, CHUNK, 32] fp32 tile, 64 registers per thread at 4 warps."""
 BLOCK_NS = (16, 32, 64, 128)
@@ -457,6 +457,18 @@ def choose_splits(
     return max(1, min(splits, by_records, by_flags))
 
 
+def choose_combiners(groups: int, sms: int) -> int:
+    """Combiner programs per (sequence, KV head): ``COMBINERS`` while the groups' combiners fit one wave of the
+    ``sms`` SMs, else the largest power of two that does (at least 1). A combiner takes an SM slot like a producer
+    (with the default key block the kernel's shared memory leaves room for one program per SM on sm_90), so with
+    many groups more combiners would cost more than the shorter combine saves. Measured on 2 x H100 (GQA 64/8,
+    bench/results/flash_decode_2xH100.md and docs/results/2026-11-26-2xH100-session16.md): at batch 1 (8 groups) 2,
+    4 and 8 combiners took 99.0 / 98.7 / 98.8 µs at 128k tokens, 1 took 105.1; at batch 8 (64 groups) 2 were
+    0.3-2.2 µs faster than 4 (32k-256k); batches of 17 and more (over 132 groups on 132 SMs) get 1, not measured."""
+    fit = max(1, sms // max(1, groups))
+    return min(COMBINERS, 1 << (fit.bit_length() - 1))
+
+
 def needs_wide_offsets(k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether a token's element offset within a (sequence, KV head) can pass int32 (the kernel's ``WIDE``)."""
     local_len = k.shape[2]
@@ -591,15 +603,27 @@ _plans: dict[tuple, LaunchPlan] = {}
 _sms: dict[int, int] = {}
 
 
+def _sm_count(device: torch.device) -> int:
+    index = device.index
+    if index not in _sms:
+        _sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _sms[index]
+
+
 def _splits_for(q: torch.Tensor, k: torch.Tensor, config: FlashDecodeConfig, world_size: int) -> int:
     if config.splits:
         return config.splits
-    index = q.device.index
-    if index not in _sms:
-        _sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
     batch, q_heads, _ = q.shape
     kv_heads = k.shape[1]
-    return choose_splits(batch, kv_heads, q_heads // kv_heads, k.shape[2], world_size, _sms[index], config.block_n)
+    sms = _sm_count(q.device)
+    return choose_splits(batch, kv_heads, q_heads // kv_heads, k.shape[2], world_size, sms, config.block_n)
+
+
+def _with_combiners(q: torch.Tensor, k: torch.Tensor, config: FlashDecodeConfig) -> FlashDecodeConfig:
+    """``config`` with its combiner count decided (``choose_combiners`` unless the config forces one)."""
+    if config.combiners:
+        return config
+    return replace(config, combiners=choose_combiners(q.shape[0] * k.shape[1], _sm_count(q.device)))
 
 
 @dataclass(frozen=True)
@@ -629,10 +653,10 @@ def _prepare(
 
 def _prepare_checked(q: torch.Tensor, k: torch.Tensor, sm_scale: float, config: FlashDecodeConfig | None) -> _Prepared:
     """``_prepare`` after the local checks: q on the heap's device, the split count, the agreement, the workspace."""
-    config = config or _DEFAULT_CONFIG
     world = rt.current_world()
     if q.device != world.device:
         raise ValueError(f"flash_decode: q is on {q.device}, but this rank's symmetric heap is on {world.device}")
+    config = _with_combiners(q, k, config or _DEFAULT_CONFIG)  # the count joins the ranks' agreement
     splits = _splits_for(q, k, config, world.world_size)
     return _Prepared(config, splits, sm_scale, _agree(q, k, config, splits, sm_scale))
 
