@@ -95,8 +95,8 @@ class FlashDecodeConfig:
     num_warps: int = 4
     num_stages: int = 3
     combiners: int = 0
-    """Combiner programs per (sequence, KV head), each for ``128 / combiners`` of the head dim: 1, 2, 4 or 8 (0:
-    ``COMBINERS``)."""
+    """Combiner programs per (sequence, KV head), each for ``128 / combiners`` of the head dim: 1, 2, 4 or 8 (0: a
+    call takes ``choose_combiners``'s count for its batch and GPU)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.splits <= MAX_SPLITS:
@@ -112,7 +112,8 @@ class FlashDecodeConfig:
 
     @property
     def combiner_count(self) -> int:
-        """The combiner programs per (sequence, KV head) a call runs."""
+        """The combiner count ``launch_args`` launches: ``combiners``, or ``COMBINERS`` where it is 0 (a call has
+        decided it before, with ``choose_combiners``)."""
         return self.combiners or COMBINERS
 
 
