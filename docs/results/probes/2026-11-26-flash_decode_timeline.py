@@ -195,9 +195,11 @@ def main():
             kern[vgrid](**named, stamps_ptr=stamps1, **extra, **options)
             torch.cuda.synchronize()
             ok = not torch.isnan(out).any().item()
-            us = graphed_us(
-                lambda kern=kern, vgrid=vgrid, extra=extra, s=stamps1: kern[vgrid](**named, stamps_ptr=s, **extra, **options)
-            )
+
+            def launch(kern=kern, vgrid=vgrid, extra=extra, s=stamps1, named=named, options=options):
+                kern[vgrid](**named, stamps_ptr=s, **extra, **options)
+
+            us = graphed_us(launch)
             rank0_print(f"RESULT B={batch} ctx/rank={ctx >> 10}k {vname}: graphed {us:.1f} us, output complete {ok}")
             if vname == "split0":
                 ref = out.clone()

@@ -15,6 +15,7 @@ high-priority side stream under block c + 1's GEMM) with and without a carveout 
 programs as SMs carved out.
 """
 
+# ruff: noqa: B023 (each closure is timed inside the iteration that defines it)
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,12 @@ from triton_dist.ops.all_reduce import AllReduceConfig, _check_device_and_agreem
 from triton_dist.ops.gemm_ar import _side_stream, column_chunks
 from triton_dist.testing import rank0_print, setup_distributed
 
-SHAPES = [("Llama down", 128, 8192, 14336), ("Qwen o", 128, 5120, 4096), ("Qwen o", 32, 5120, 4096),
-          ("Llama o", 128, 8192, 4096)]
+SHAPES = [
+    ("Llama down", 128, 8192, 14336),
+    ("Qwen o", 128, 5120, 4096),
+    ("Qwen o", 32, 5120, 4096),
+    ("Llama o", 128, 8192, 4096),
+]
 
 
 @contextlib.contextmanager
@@ -53,7 +58,7 @@ def main() -> None:
         out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
         res = {}
         for backend in ("cublas", "cublaslt"):
-            for carve in ((0,) if backend == "cublas" else (0, 16, 32)):
+            for carve in (0,) if backend == "cublas" else (0, 16, 32):
                 with blas(backend, carve):
                     res[f"mm {backend} -{carve}"] = graphed_us(lambda: torch.mm(a, b, out=out))
         side = _side_stream(a.device)
@@ -63,8 +68,13 @@ def main() -> None:
             parts = [scratch[m * s : m * (s + w)].view(m, w) for s, w in blocks]
             ready = [torch.cuda.Event() for _ in blocks]
             done = torch.cuda.Event()
-            for backend, carve, programs in (("cublas", 0, 0), ("cublaslt", 0, 0), ("cublaslt", 16, 16),
-                                             ("cublaslt", 32, 32), ("cublaslt", 16, 0)):
+            for backend, carve, programs in (
+                ("cublas", 0, 0),
+                ("cublaslt", 0, 0),
+                ("cublaslt", 16, 16),
+                ("cublaslt", 32, 32),
+                ("cublaslt", 16, 0),
+            ):
                 configs = []
                 for _, w in blocks:
                     nbytes = m * w * 2
@@ -75,12 +85,12 @@ def main() -> None:
                     configs.append(config)
 
                 def gemms_only():
-                    for (s, w), part in zip(blocks, parts):
+                    for (s, w), part in zip(blocks, parts, strict=True):
                         torch.mm(a, b[:, s : s + w], out=part)
 
                 def pipeline():
                     main_stream = torch.cuda.current_stream()
-                    for (s, w), part, config, ev in zip(blocks, parts, configs, ready):
+                    for (s, w), part, config, ev in zip(blocks, parts, configs, ready, strict=True):
                         torch.mm(a, b[:, s : s + w], out=part)
                         ev.record(main_stream)
                         side.wait_event(ev)
@@ -90,7 +100,7 @@ def main() -> None:
                     main_stream.wait_event(done)
 
                 def serial():
-                    for (s, w), part, config in zip(blocks, parts, configs):
+                    for (s, w), part, config in zip(blocks, parts, configs, strict=True):
                         torch.mm(a, b[:, s : s + w], out=part)
                         push_into_rows(part, out[:, s : s + w], config)
 
