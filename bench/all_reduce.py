@@ -52,7 +52,7 @@ from _floors import flag_round_us  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
-from triton_dist.ops.launch_plan import first_launch  # noqa: E402
+from triton_dist.ops.common.launch import first_launch  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 
 ar_module = sys.modules["triton_dist.ops.all_reduce"]

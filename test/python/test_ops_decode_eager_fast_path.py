@@ -20,7 +20,7 @@ from test_runtime_world import run_ranks
 import triton_dist.ops
 from triton_dist import runtime as rt
 from triton_dist.compiler.watchdog import set_wait_timeout
-from triton_dist.ops import launch_plan
+from triton_dist.ops.common import launch as launch_plan
 
 ar = importlib.import_module("triton_dist.ops.all_reduce")
 fd = importlib.import_module("triton_dist.ops.flash_decode")

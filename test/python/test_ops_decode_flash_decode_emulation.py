@@ -47,7 +47,7 @@ import torch
 import triton
 import triton.language as tl
 
-from triton_dist.ops import call_epoch
+from triton_dist.ops.common import call_epoch
 
 fd = importlib.import_module("triton_dist.ops.flash_decode")  # the module (triton_dist.ops.flash_decode is the op)
 

@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from triton_dist.ops import call_epoch
+from triton_dist.ops.common import call_epoch
 
 ga = importlib.import_module("triton_dist.ops.gemm_ar")  # the module (triton_dist.ops.gemm_ar is the op)
 

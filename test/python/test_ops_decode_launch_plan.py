@@ -1,4 +1,4 @@
-"""ops/launch_plan.py without GPUs: a plan passes the launcher exactly what Triton's own launch path passes (the
+"""ops/common/launch.py without GPUs: a plan passes the launcher exactly what Triton's own launch path passes (the
 grid, the stream, the kernel's handles, then every argument in the kernel's parameter order, constexprs included),
 with the per-call leading arguments swapped in."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from triton_dist.ops import launch_plan
+from triton_dist.ops.common import launch as launch_plan
 
 
 class FakeCompiled:

@@ -38,13 +38,13 @@ Four algorithms, each one launch without host synchronization (so they can be ca
 
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
 world size is a power of two, a loop of notifies otherwise. A call repeating an earlier call's signature (size,
-dtype, 16-byte alignment, config) checks its inputs and relaunches that call's ``LaunchPlan`` (``launch_plan.py``):
+dtype, 16-byte alignment, config) checks its inputs and relaunches that call's ``LaunchPlan`` (``common/launch.py``):
 no config choice, no agreement lookup, none of Triton's per-call argument binding.
 
 Every rank sums the ranks' values in the same order (rank 0, 1, ...), and a two-shot chunk is reduced by one rank
 only, so all ranks get bit-identical results.
 
-Synchronization, per program slot (``comm_workspace.py``): a device-side epoch counter, flags that only take
+Synchronization, per program slot (``common/slot_workspace.py``): a device-side epoch counter, flags that only take
 epoch values, so nothing is ever reset and nothing waits on the host. The ordering arguments:
 
 - one-shot: the staging buffer and the flags are double-buffered by epoch parity. A rank rewrites parity ``p`` at
@@ -98,8 +98,8 @@ import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.compiler.watchdog import watchdog_enabled
 from triton_dist.ops import tuning
-from triton_dist.ops.comm_workspace import slot_workspace
-from triton_dist.ops.launch_plan import LaunchPlan, first_launch
+from triton_dist.ops.common.slot_workspace import slot_workspace
+from triton_dist.ops.common.launch import LaunchPlan, first_launch
 from triton_dist.runtime.world.rank_agreement import AgreedSignatures, check_ranks_call_alike
 from triton_dist.testing.correctness import tolerances
 

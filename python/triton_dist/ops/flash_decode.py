@@ -47,8 +47,8 @@ import triton.language as tl
 import triton_dist.language as dl
 from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import _notify_every_rank, notify_world, plain_eager
-from triton_dist.ops.call_epoch import arrive
-from triton_dist.ops.launch_plan import LaunchPlan, first_launch
+from triton_dist.ops.common.call_epoch import arrive
+from triton_dist.ops.common.launch import LaunchPlan, first_launch
 from triton_dist.runtime.world.rank_agreement import check_ranks_call_alike
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
@@ -387,7 +387,7 @@ class _Workspace:
     flags: torch.Tensor
     """int32 [2, flags per parity], symmetric, zeroed."""
     state: torch.Tensor
-    """int64 [1]: the call state of ``ops/call_epoch.py`` (epoch and arrivals); this rank only."""
+    """int64 [1]: the call state of ``ops/common/call_epoch.py`` (epoch and arrivals); this rank only."""
 
     def fits(self, floats: int, flags: int) -> bool:
         return floats <= self.records.shape[1] and flags <= self.flags.shape[1]

@@ -16,7 +16,7 @@ the same order, so the result is bit-identical across ranks.
 
 The partials travel in the output dtype (as with ``torch.matmul`` followed by an all-reduce of its output). The
 slot buffers and flags are double-buffered by epoch parity, with the same ordering argument as the one-shot
-all-reduce (``ops/all_reduce.py``); the epochs live on the device (``ops/comm_workspace.py``), so CUDA graphs
+all-reduce (``ops/all_reduce.py``); the epochs live on the device (``ops/common/slot_workspace.py``), so CUDA graphs
 replay correctly.
 
 Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_ar``.
@@ -62,9 +62,9 @@ from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.all_reduce import _flag_round, _notify_every_rank, notify_world, plain_eager
 from triton_dist.ops.all_reduce import _run_checked as _all_reduce_in_place
-from triton_dist.ops.call_epoch import arrive
-from triton_dist.ops.comm_workspace import SlotWorkspace, slot_workspace
-from triton_dist.ops.launch_plan import LaunchPlan, first_launch
+from triton_dist.ops.common.call_epoch import arrive
+from triton_dist.ops.common.slot_workspace import SlotWorkspace, slot_workspace
+from triton_dist.ops.common.launch import LaunchPlan, first_launch
 from triton_dist.ops.matmul import check_matrix, num_sms
 from triton_dist.runtime.world.rank_agreement import AgreedSignatures, check_ranks_call_alike
 
@@ -582,7 +582,7 @@ def split_k_launch_args(
     ws: SlotWorkspace,
 ) -> tuple[tuple[int, int, int], dict]:
     """(grid, named arguments) of a split-K launch; ``ws`` has ``data`` (viewed as fp32), ``flags`` [2, ...] and
-    ``epochs`` (two int32: the kernel's int64 call state, ``ops/call_epoch.py``). Raises ValueError (from
+    ``epochs`` (two int32: the kernel's int64 call state, ``ops/common/call_epoch.py``). Raises ValueError (from
     ``split_k_geometry``) first."""
     m, k = a.shape
     n = b.shape[1]
@@ -594,7 +594,7 @@ def split_k_launch_args(
         "out_ptr": out,
         "data_ptr": ws.data_as(torch.float32),
         "flags_ptr": ws.flags,
-        "state_ptr": ws.epochs.view(torch.int64),  # the two int32 epochs: one call state (ops/call_epoch.py)
+        "state_ptr": ws.epochs.view(torch.int64),  # the two int32 epochs: one call state (ops/common/call_epoch.py)
         "M": m,
         "N": n,
         "K": k,
@@ -621,7 +621,7 @@ def _launch_split_k(
     m, k = a.shape
     split_k_geometry(m, b.shape[1], k, config)  # refuse before allocating anything
     flags_per_parity, region_bytes = _split_k_workspace_sizes(world.world_size)
-    # Two "slots" = the two parities; the epochs tensor's two int32 are the kernel's call state (ops/call_epoch.py).
+    # Two "slots" = the two parities; the epochs tensor's two int32 are the kernel's call state (ops/common/call_epoch.py).
     ws = slot_workspace("gemm_ar_split_k", 2, flags_per_parity, region_bytes)
     grid, named = split_k_launch_args(a, b, out, config, world.world_size, num_sms(a.device.index), ws)
     options = {"num_warps": config.num_warps, "num_stages": config.num_stages}

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from triton_dist import runtime as rt
+from triton_dist.ops.common import resources
 
 
 @dataclass(frozen=True)
@@ -53,30 +54,18 @@ class SlotWorkspace:
         return self.data.view(-1).view(dtype)
 
 
-_workspaces: dict[tuple[str, int, int, int], tuple[rt.World, SlotWorkspace]] = {}
-
-
 def slot_workspace(name: str, slots: int, flags_per_slot: int, region_bytes: int) -> SlotWorkspace:
     """The workspace ``name`` of the current world, created (collectively, zeroed, then a barrier) on first use."""
-    world = rt.current_world()
-    key = (name, slots, flags_per_slot, region_bytes)
-    found = _workspaces.get(key)
-    if found is not None and found[0] is world:
-        return found[1]
     if region_bytes % 16:
         raise ValueError(f"{name}: region_bytes must be a multiple of 16, got {region_bytes}")
-    if torch.cuda.is_current_stream_capturing():
-        raise RuntimeError(
-            f"{name}: its symmetric workspace does not exist yet and cannot be created during CUDA-graph capture "
-            "(zeroing its flags would be captured too); call the op once outside the graph first (a warm-up)"
+
+    def create(world: rt.World) -> SlotWorkspace:
+        made = SlotWorkspace(
+            epochs=rt.zeros(slots, dtype=torch.int32),
+            flags=rt.zeros(slots, flags_per_slot, dtype=torch.int32),
+            data=rt.empty(slots, region_bytes, dtype=torch.uint8),
         )
-    for stale in [k for k, (owner, _) in _workspaces.items() if owner is not world]:  # a finalized world's
-        del _workspaces[stale]
-    workspace = SlotWorkspace(
-        epochs=rt.zeros(slots, dtype=torch.int32),
-        flags=rt.zeros(slots, flags_per_slot, dtype=torch.int32),
-        data=rt.empty(slots, region_bytes, dtype=torch.uint8),
-    )
-    rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
-    _workspaces[key] = (world, workspace)
-    return workspace
+        rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
+        return made
+
+    return resources.workspace(("slots", name, slots, flags_per_slot, region_bytes), create, what=name)

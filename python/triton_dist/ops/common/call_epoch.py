@@ -1,6 +1,6 @@
 """One device-side epoch per launch, for kernels whose programs share one call-wide state: ``flash_decode`` and
 ``gemm_ar``'s split-K kernel (the all-reduce and the unsplit ``gemm_ar`` keep an epoch per program slot instead:
-``ops/comm_workspace.py``).
+``ops/common/slot_workspace.py``).
 
 The state is one int64 on this rank's GPU: the last call's epoch in its high 32 bits, the arrivals of the current
 call in its low 32 bits (zero between calls). Each program's first act is one atomic add of 1: the old value gives

@@ -1,0 +1,86 @@
+"""The one registry of what ops keep between calls: symmetric workspaces, side streams and reusable events.
+
+Everything is per world: a new world (``finalize()`` then ``init()``) starts empty, and a workspace of the old
+world is never handed out again. Creating a workspace is a collective (every rank makes its first call of an op
+with the same signature together, which the plan cache checks) and cannot happen during CUDA-graph capture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+from triton_dist import runtime as rt
+
+T = TypeVar("T")
+
+_world: Any = None
+_workspaces: dict[tuple[Any, ...], Any] = {}
+_streams: dict[tuple[str, int], torch.cuda.Stream] = {}
+_events: dict[tuple[str, int], torch.cuda.Event] = {}
+
+
+def _current() -> rt.World:
+    global _world
+    world = rt.current_world()
+    if world is not _world:
+        _workspaces.clear()
+        _world = world
+    return world
+
+
+def workspace(key: tuple[Any, ...], create: Callable[[rt.World], T], *, what: str) -> T:
+    """The workspace stored under ``key`` for the current world, made by ``create(world)`` on first use.
+
+    ``key`` starts with the op's name. ``create`` allocates symmetric memory collectively and ends with a barrier
+    (so that no peer writes into memory this rank has not zeroed yet). ``what`` names the workspace in the error
+    raised when it would have to be created during CUDA-graph capture.
+    """
+    _current()
+    found = _workspaces.get(key)
+    if found is not None:
+        return found
+    if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            f"{what}: its buffers do not exist yet and cannot be allocated during CUDA-graph capture (allocating "
+            "symmetric memory is a collective); run the op once eagerly with the same shapes first"
+        )
+    made = create(rt.current_world())
+    _workspaces[key] = made
+    return made
+
+
+def workspaces(prefix: str) -> list[Any]:
+    """The current world's workspaces whose key starts with ``prefix`` (diagnostics and tests)."""
+    _current()
+    return [value for key, value in _workspaces.items() if key and key[0] == prefix]
+
+
+def drop_workspaces(prefix: str) -> None:
+    """Forget the workspaces whose key starts with ``prefix`` (their memory returns to the heap when unreferenced)."""
+    for key in [key for key in _workspaces if key and key[0] == prefix]:
+        del _workspaces[key]
+
+
+def side_stream(device: torch.device, name: str = "comm") -> torch.cuda.Stream:
+    """A stream of ``device`` kept for the life of the process, one per ``name`` (producers, copies)."""
+    key = (name, device.index)
+    stream = _streams.get(key)
+    if stream is None:
+        stream = _streams[key] = torch.cuda.Stream(device=device)
+    return stream
+
+
+def event(device: torch.device, name: str) -> torch.cuda.Event:
+    """A reusable event (no timing) of ``device``, one per ``name``: record it, then make another stream wait.
+
+    Reusing one event per fork or join point saves creating one per call; stream order makes the reuse safe (a
+    wait enqueued after a record waits for that record, whatever is recorded later).
+    """
+    key = (name, device.index)
+    found = _events.get(key)
+    if found is None:
+        found = _events[key] = torch.cuda.Event(enable_timing=False)
+    return found
