@@ -16,6 +16,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from case_grid import check_each, grid
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
 from triton_dist.runtime.world.rank_agreement import AgreedSignatures
@@ -350,12 +351,7 @@ def test_poll_asm_operands():
 # Configs, launch shapes, selection
 
 
-@pytest.mark.parametrize("world_size", [1, 2, 3, 8])
-@pytest.mark.parametrize("numel", [1, 7, 33, 4096, 4097, 65_539, 131_072, 262_144])
-@pytest.mark.parametrize("programs", [1, 4, 37, 128])
-@pytest.mark.parametrize("num_warps", [1, 2, 4, 8, 16])
-@pytest.mark.parametrize("itemsize", [2, 4])
-def test_ll_launch_shape_one_round_within_the_slot(world_size, numel, programs, num_warps, itemsize):
+def _check_ll_launch_shape(world_size: int, numel: int, programs: int, num_warps: int, itemsize: int) -> None:
     config = AllReduceConfig("one_shot_ll", programs, num_warps)
     per_word = 2 if itemsize == 2 else 1
     capacity = ar.ll_capacity(config, itemsize)
@@ -373,6 +369,19 @@ def test_ll_launch_shape_one_round_within_the_slot(world_size, numel, programs, 
     assert 1 <= shape.programs <= programs and shape.programs * shape.round >= words  # one round covers it
     assert (shape.programs - 1) * shape.round < words  # no program without a word
     assert shape.region_elems * 8 == ar.ll_region_bytes(world_size) == 2 * world_size * ar.LL_LANES * 8
+
+
+def test_ll_launch_shape_one_round_within_the_slot():
+    """Every (world size, message, programs, warps, element size) of the grid: one round of at most 16 words per
+    thread covers the message, or the config is refused naming its capacity (case_grid: a failure names its case)."""
+    cases = grid(
+        world_size=[1, 2, 3, 8],
+        numel=[1, 7, 33, 4096, 4097, 65_539, 131_072, 262_144],
+        programs=[1, 4, 37, 128],
+        num_warps=[1, 2, 4, 8, 16],
+        itemsize=[2, 4],
+    )
+    assert check_each(_check_ll_launch_shape, cases) == 4 * 8 * 4 * 5 * 2
 
 
 def test_ll_config_bounds_and_vendor(monkeypatch):
