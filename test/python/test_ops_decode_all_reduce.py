@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+from case_grid import check_each, grid
 from dl_compile import assembly, compile_kernel, need_library
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
@@ -55,12 +56,7 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, worl
         assert "global_store_dwordx4" in asm or "buffer_store_dwordx4" in asm
 
 
-@pytest.mark.parametrize("algo", ["one_shot", "one_shot_push", "two_shot"])
-@pytest.mark.parametrize("itemsize", [2, 4])
-@pytest.mark.parametrize("world_size", [2, 3, 8])
-@pytest.mark.parametrize("numel", [1, 7, 4096, 65_539, 1 << 20, 3_000_017, 1 << 25])
-@pytest.mark.parametrize("programs", [1, 16, 128, 256])
-def test_launch_shape_fits_workspace_and_covers_message(algo, itemsize, world_size, numel, programs):
+def _check_launch_shape(algo: str, itemsize: int, world_size: int, numel: int, programs: int) -> None:
     if programs > ar.SLOTS[algo]:
         with pytest.raises(ValueError, match="programs must be in"):
             AllReduceConfig(algo, programs, 8)
@@ -82,6 +78,20 @@ def test_launch_shape_fits_workspace_and_covers_message(algo, itemsize, world_si
         length = shape.chunk
     rounds = -(-length // shape.round)
     assert shape.programs == min(programs, rounds)  # programs loop over the rounds: all of the message is covered
+
+
+def test_launch_shape_fits_workspace_and_covers_message():
+    """Every (algorithm, element size, world size, message, programs) of the grid: the launch shape fits the
+    algorithm's workspace and its programs cover the message, or the config is refused (case_grid names a failing
+    case)."""
+    cases = grid(
+        algo=["one_shot", "one_shot_push", "two_shot"],
+        itemsize=[2, 4],
+        world_size=[2, 3, 8],
+        numel=[1, 7, 4096, 65_539, 1 << 20, 3_000_017, 1 << 25],
+        programs=[1, 16, 128, 256],
+    )
+    assert check_each(_check_launch_shape, cases) == 3 * 2 * 3 * 7 * 4
 
 
 def test_config_selection_table_then_heuristic(monkeypatch, tmp_path):

@@ -19,6 +19,7 @@ import pytest
 import torch
 import triton
 from asm_loops import loop_instructions
+from case_grid import check_each, grid
 from dl_compile import assembly, index_of, need_real_library
 from triton import knobs
 
@@ -259,11 +260,8 @@ def test_records_are_released_before_the_flag_and_acquired_before_the_combine(wo
 # Split counts and workspaces
 
 
-@pytest.mark.parametrize("batch", [0, 1, 8, 64])
-@pytest.mark.parametrize(("kv_heads", "group"), [(1, 1), (8, 1), (8, 8), (8, 16), (32, 4)])
-@pytest.mark.parametrize("local_len", [64, 4096, 524_288])
-@pytest.mark.parametrize("world_size", [2, 8])
-def test_choose_splits_fits_workspace(batch, kv_heads, group, local_len, world_size):
+def _check_choose_splits(batch: int, heads: tuple[int, int], local_len: int, world_size: int) -> None:
+    kv_heads, group = heads
     splits = fd.choose_splits(batch, kv_heads, group, local_len, world_size, 132, 64)
     assert 1 <= splits <= fd.MAX_SPLITS
     if batch == 0:
@@ -277,6 +275,18 @@ def test_choose_splits_fits_workspace(batch, kv_heads, group, local_len, world_s
         assert groups * splits >= min(132 - groups + 1, groups * fd.MAX_SPLITS)  # small batches still fill the GPU
         assert groups * splits <= max(groups, 2 * 132), "never more than two waves of producers"
     assert splits <= max(1, local_len // 128)  # at least two 64-token blocks per split
+
+
+def test_choose_splits_fits_workspace():
+    """Every (batch, (KV heads, group), local length, world size) of the grid: the split count fits the workspace,
+    fills the GPU without more than two waves, and keeps two key blocks per split (case_grid names a failing case)."""
+    cases = grid(
+        batch=[0, 1, 8, 64],
+        heads=[(1, 1), (8, 1), (8, 8), (8, 16), (32, 4)],
+        local_len=[64, 4096, 524_288],
+        world_size=[2, 8],
+    )
+    assert check_each(_check_choose_splits, cases) == 4 * 5 * 3 * 2
 
 
 def test_choose_splits_makes_whole_waves_as_measured():
