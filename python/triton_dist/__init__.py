@@ -10,7 +10,6 @@ import torch or touch a GPU.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -76,7 +75,9 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """``triton_dist.init`` and the other runtime names, imported from :mod:`triton_dist.runtime` on first use."""
     if name in RUNTIME_NAMES:
-        return getattr(importlib.import_module("triton_dist.runtime"), name)
+        from triton_dist import runtime  # the facade may reach every layer; importing it here keeps torch lazy
+
+        return getattr(runtime, name)
     raise AttributeError(f"module 'triton_dist' has no attribute {name!r}")
 
 

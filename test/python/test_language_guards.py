@@ -5,7 +5,8 @@
   in the symmetric heap; tensors of pointers only with ``TRITON_DIST_DEBUG=1``;
 - the level is part of the kernel's cache key, read from ``TRITON_DIST_DEBUG``;
 - the checks stay out of loops (ping-pong) and leave the data path's 16-byte vectors alone;
-- hashing a kernel that uses a primitive registers the runtime's context installer with Triton.
+- hashing a kernel that uses a primitive puts a context hook into Triton's chain: the runtime's, or the compiler's
+  stand-in where the runtime is not imported (the compiler never imports it).
 """
 
 from __future__ import annotations
@@ -192,20 +193,23 @@ def uses_rank(out_ptr):
 def plain(out_ptr):
     tl.store(out_ptr, 1)
 
-def registered():
-    return any(type(hook).__name__ == "ContextInstaller" for hook in knobs.runtime.kernel_load_end_hook.calls)
+def hooks():
+    return [type(hook).__name__ for hook in knobs.runtime.kernel_load_end_hook.calls]
 
 print("runtime imported at start:", "triton_dist.runtime" in sys.modules)
 plain.cache_key
-print("after hashing a plain kernel:", registered())
+print("after hashing a plain kernel:", hooks())
 uses_rank.cache_key
-print("after hashing a kernel that uses a primitive:", registered())
+print("after hashing a kernel that uses a primitive:", hooks(), "triton_dist.runtime" in sys.modules)
+import triton_dist.runtime
+print("after importing the runtime:", hooks())
 """
 
 
-def test_hashing_a_kernel_that_uses_a_primitive_registers_the_context_hook(tmp_path):
-    """A script that imports only triton_dist.language gets the runtime's load hook once it compiles (or looks up
-    in the cache) a kernel that uses a primitive, so that kernel cannot run on the zeroed context unnoticed."""
+def test_hashing_a_kernel_that_uses_a_primitive_puts_a_context_hook_in_place(tmp_path):
+    """A script that imports only triton_dist.language gets a load hook once it compiles (or looks up in the cache)
+    a kernel that uses a primitive, so that kernel cannot run on the zeroed context unnoticed: the compiler's
+    stand-in, since the compiler never imports the runtime; importing the runtime replaces it by the runtime's."""
     script = tmp_path / "hook.py"  # Triton reads @jit source from a file
     script.write_text(HOOK_SCRIPT.format(test_dir=str(Path(__file__).resolve().parent)))
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
@@ -213,9 +217,86 @@ def test_hashing_a_kernel_that_uses_a_primitive_registers_the_context_hook(tmp_p
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [
         "runtime imported at start: False",
-        "after hashing a plain kernel: False",
-        "after hashing a kernel that uses a primitive: True",
+        "after hashing a plain kernel: []",
+        "after hashing a kernel that uses a primitive: ['MissingRuntimeGuard'] False",
+        "after importing the runtime: ['ContextInstaller']",
     ], result.stdout + result.stderr
+
+
+class FakeChain:
+    """A stand-in for Triton's ``kernel_load_end_hook`` chain."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def add(self, func) -> None:
+        if func not in self.calls:
+            self.calls.append(func)
+
+    def remove(self, func) -> None:
+        if func in self.calls:
+            self.calls.remove(func)
+
+
+def _metadata_group(tmp_path: Path, ptx: str) -> dict[str, str]:
+    path = tmp_path / "kernel.ptx"
+    path.write_text(ptx)
+    return {"kernel.ptx": str(path), "kernel.json": str(tmp_path / "absent.json")}
+
+
+def test_without_a_runtime_the_stand_in_refuses_kernels_that_need_a_context(tmp_path):
+    from triton_dist.compiler.context_hook import ContextHookRegistry
+
+    chain = FakeChain()
+    registry = ContextHookRegistry(hooks=lambda: chain)
+    assert registry.ensure() is False and chain.calls == [registry.guard]
+    assert registry.ensure() is False and chain.calls == [registry.guard], "idempotent"
+    guard = chain.calls[0]
+    (tmp_path / "plain").mkdir()
+    guard(7, "function", "plain", _metadata_group(tmp_path / "plain", "ld.global.u32"), "h1")  # no context: loads
+    needs = _metadata_group(tmp_path, f"ld.global.u32 %r1, [{abi.CONTEXT_SYMBOL}];")
+    with pytest.raises(RuntimeError, match=r"kernel 'uses_rank' uses triton_dist primitives.*triton_dist.init\(\)"):
+        guard(8, "function", "uses_rank", needs, "h2")
+    assert [loaded[2] for loaded in guard.refused] == ["uses_rank"], "only the kernel that needs a context"
+
+
+def test_a_runtime_registering_replaces_the_stand_in_and_adopts_what_it_refused(tmp_path):
+    from triton_dist.compiler.context_hook import ContextHookRegistry
+
+    chain = FakeChain()
+    registry = ContextHookRegistry(hooks=lambda: chain)
+    registry.ensure()
+    needs = _metadata_group(tmp_path, abi.CONTEXT_SYMBOL)
+    with pytest.raises(RuntimeError):
+        chain.calls[0](8, "function", "uses_rank", needs, "h2")
+
+    def runtime_hook(*loaded):
+        pass
+
+    adopted = []
+    registry.register(lambda: chain.add(runtime_hook), lambda *loaded: adopted.append(loaded))
+    assert chain.calls == [runtime_hook], "the stand-in leaves the chain, the runtime's hook joins it"
+    assert adopted == [(8, "function", "uses_rank", needs, "h2")], "the refused module goes to the runtime"
+    chain.calls.clear()  # finalize() removes the runtime's hook; the next hash puts it back
+    assert registry.ensure() is True and chain.calls == [runtime_hook]
+
+
+def test_the_runtime_adopts_a_refused_module_as_pending_until_init():
+    """ContextInstaller.adopt: a module refused by the stand-in joins the modules init() fills, launches refused."""
+    from triton_dist.runtime.context.installer import ContextInstaller
+
+    class Globals:
+        backend = "cuda"
+
+        def lookup(self, module, symbol):
+            return (0x1000, abi.CONTEXT_BYTES) if symbol == abi.CONTEXT_SYMBOL else None
+
+    installer = ContextInstaller(module_globals=Globals, current_device=lambda: 0, timeout_ns=lambda: 0)
+    try:
+        installer.adopt(5, "function", "uses_rank", {}, "h")
+        assert 5 in installer.pending and "function" in installer.refused
+    finally:
+        installer._stop_refusing()
 
 
 def test_linking_a_kernel_from_ir_registers_the_context_hook(monkeypatch):

@@ -62,3 +62,79 @@ def test_testing_api_is_public_and_documented():
 def test_importing_testing_touches_no_gpu():
     code = "import torch, triton_dist.testing; assert not torch.cuda.is_initialized(), 'CUDA was initialized'"
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(PYTHON_DIR), "PATH": ""})
+
+
+LAYERS = ("abi", "compiler", "language", "runtime", "ops")
+"""The package's layers, each allowed to import only the ones before it (issue 24: no import cycle)."""
+
+
+def _layer_of(module: str) -> int | None:
+    """The index in LAYERS of a ``triton_dist.<layer>...`` module name (None: the package root or outside)."""
+    parts = module.split(".")
+    if parts[0] != "triton_dist" or len(parts) < 2:
+        return None
+    return LAYERS.index(parts[1]) if parts[1] in LAYERS else len(LAYERS)  # testing, mlir, ...: after every layer
+
+
+def _imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, module) for every import in ``path``, at any depth (lazy imports in functions count), including
+    ``importlib.import_module("...")`` with a constant name."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+            if node.module == "triton_dist":  # from triton_dist import runtime
+                found += [(node.lineno, f"triton_dist.{alias.name}") for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found.append((node.lineno, str(node.args[0].value)))
+    return found
+
+
+def test_layers_import_only_the_layers_before_them():
+    """abi -> compiler -> language -> runtime -> ops: the compiler reaches the runtime only through the hook the
+    runtime registers (compiler/context_hook.py), never by importing it, lazily or through importlib."""
+    package = PYTHON_DIR / "triton_dist"
+    violations = []
+    for layer in LAYERS[:-1]:  # ops, the last, may import everything before it
+        files = [package / "abi.py"] if layer == "abi" else sorted((package / layer).rglob("*.py"))
+        for path in files:
+            for line, module in _imported_modules(path):
+                target = _layer_of(module)
+                if target is not None and target > LAYERS.index(layer):
+                    violations.append(f"{path.relative_to(PYTHON_DIR)}:{line} imports {module}")
+    assert not violations, "imports against the layering:\n" + "\n".join(violations)
+
+
+def test_the_layer_check_sees_lazy_and_importlib_imports(tmp_path):
+    source = tmp_path / "sample.py"
+    source.write_text(
+        "import importlib\n"
+        "def f():\n"
+        "    from triton_dist import runtime\n"
+        "    return importlib.import_module('triton_dist.ops.matmul')\n"
+    )
+    modules = [module for _, module in _imported_modules(source)]
+    assert "triton_dist.runtime" in modules and "triton_dist.ops.matmul" in modules
+    assert _layer_of("triton_dist.runtime.heap") == 3 and _layer_of("triton_dist") is None
+
+
+def test_importing_a_layer_imports_no_later_layer():
+    code = (
+        "import sys\n"
+        "import triton_dist.compiler\n"
+        "assert not any(m.startswith(('triton_dist.language', 'triton_dist.runtime')) for m in sys.modules)\n"
+        "import triton_dist.language\n"
+        "assert not any(m.startswith('triton_dist.runtime') for m in sys.modules), 'language imported the runtime'\n"
+        "import triton_dist.runtime, triton_dist.compiler.context_hook as hooks\n"
+        "assert hooks.context_hooks.runtime_registered, 'importing the runtime registers its context hook'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(PYTHON_DIR), "PATH": ""})

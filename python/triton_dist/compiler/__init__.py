@@ -7,7 +7,10 @@ Importing :mod:`triton_dist.language` installs the hook; nothing here needs a GP
 - :func:`library_path`, :func:`device_lib_dir`: where the bitcode is (``$TRITON_DIST_DEVICE_LIB_DIR`` overrides).
 - ``DEVICE_LIBRARY_KEY``: the object that puts the libraries' content into every using kernel's cache key.
 - :func:`check_level` / :func:`override_checks` / ``Checks``: which device-side checks kernels get
-  (``TRITON_DIST_DEBUG``); :func:`ensure_context_hook`: registers the runtime's context hook.
+  (``TRITON_DIST_DEBUG``).
+- :func:`register_context_hook` (the runtime registers its context hook here: the compiler never imports the
+  runtime) and :func:`ensure_context_hook` (puts it, or a stand-in that says to call ``triton_dist.init()``, into
+  Triton's load hooks).
 - :func:`wait_timeout_ns` / :func:`set_wait_timeout` / :func:`watchdog_enabled`: the wait watchdog
   (``TRITON_DIST_WAIT_TIMEOUT_S``), which selects the watchdog library variant.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from triton_dist.compiler.cache_key import DEVICE_LIBRARY_KEY, DeviceLibraryKey, frontend_digest
 from triton_dist.compiler.checks import DEBUG_ENV, Checks, check_level, override_checks
-from triton_dist.compiler.context_hook import ensure_context_hook
+from triton_dist.compiler.context_hook import ensure_context_hook, register_context_hook
 from triton_dist.compiler.device_library import (
     DEFAULT_DEVICE_LIB_DIR,
     DEVICE_LIB_DIR_ENV,
@@ -68,6 +71,7 @@ __all__ = [
     "libraries_digest",
     "library_path",
     "override_checks",
+    "register_context_hook",
     "require_library",
     "set_wait_timeout",
     "uninstall_stages_hook",

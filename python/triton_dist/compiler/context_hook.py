@@ -1,30 +1,144 @@
-"""Makes sure the runtime's context installer runs for every kernel that uses a primitive, however it is launched.
+"""Makes sure something fills the device context of every kernel that uses a primitive, however it is launched.
 
-The runtime fills a kernel's device context from Triton's ``kernel_load_end_hook``, registered when
-``triton_dist.runtime`` is imported. A script that imports only ``triton_dist.language`` would load its kernels
-without that hook and run them on the zeroed context. So whenever a kernel that calls a primitive is hashed (on
-every cache lookup, hit or miss: see ``cache_key.py``) or linked (``stages_hook.py``), the hook is registered here
-first. A second launch of a kernel whose load hook raised (Triton 3.6 keeps the loaded module and skips the hook
-the second time) is refused by the installer's ``launch_enter_hook`` (``runtime/context/installer.py``); the
-device-side context check (``checks.py``) covers what no host hook sees: launchers that bypass Triton's hooks.
+The runtime fills a kernel's device context from Triton's ``kernel_load_end_hook``. The compiler does not import
+the runtime (dependencies point one way: abi -> compiler -> language -> runtime -> ops): ``triton_dist.runtime``
+*registers* its hook here when it is imported (:func:`register_context_hook`). Whenever a kernel that calls a
+primitive is hashed (on every cache lookup, hit or miss: see ``cache_key.py``) or linked (``stages_hook.py``),
+:func:`ensure_context_hook` makes sure a hook is in Triton's chain:
+
+- the runtime's, once the runtime registered it;
+- before that (a script that imports only ``triton_dist.language``), a stand-in (:class:`MissingRuntimeGuard`)
+  that refuses to load a kernel whose module holds the context, with a message that says to call
+  ``triton_dist.init()``: without it the kernel would run on the zeroed context. The modules it refused are handed
+  to the runtime when it registers, so a later ``triton_dist.init()`` fills them as if the runtime had seen them
+  load.
+
+A second launch of a kernel whose load hook raised (Triton 3.6 keeps the loaded module and skips the hook the second
+time) is refused by the runtime's ``launch_enter_hook`` (``runtime/context/installer.py``); the device-side context
+check (``checks.py``) covers what no host hook sees: launchers that bypass Triton's hooks, and a kernel relaunched in
+a process that never imports the runtime.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from triton_dist.abi import CONTEXT_SYMBOL
+
+_ASM_SUFFIXES = (".ptx", ".amdgcn", ".llir")
+
+LoadedModule = tuple[Any, Any, str, Mapping[str, str], str]
+"""What Triton passes a ``kernel_load_end_hook``: module handle, function handle, kernel name, metadata group (file
+name -> path of the compiled kernel's files) and the kernel's hash."""
+
+
+class HookChain(Protocol):
+    """The part of Triton's ``knobs.HookChain`` used here (tests pass a stand-in)."""
+
+    def add(self, func: Callable[..., None]) -> None: ...
+
+    def remove(self, func: Callable[..., None]) -> None: ...
+
+
+def mentions_context(metadata_group: Mapping[str, str]) -> bool:
+    """Whether a compiled kernel's assembly (``.ptx`` / ``.amdgcn`` / ``.llir`` in its metadata group) refers to the
+    context global, i.e. whether the kernel needs a filled context. Unreadable files count as not mentioning it."""
+    needle = CONTEXT_SYMBOL.encode()
+    for file_name, path in metadata_group.items():
+        if file_name.endswith(_ASM_SUFFIXES):
+            try:
+                if needle in Path(path).read_bytes():
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+class MissingRuntimeGuard:
+    """The ``kernel_load_end_hook`` in Triton's chain while no runtime has registered: refuses to load a kernel that
+    needs a device context, and remembers it for the runtime (:meth:`ContextHookRegistry.register`)."""
+
+    def __init__(self) -> None:
+        self.refused: list[LoadedModule] = []
+
+    def __call__(self, module: Any, function: Any, name: str, metadata_group: Mapping[str, str], hash: str) -> None:
+        if not mentions_context(metadata_group):
+            return
+        self.refused.append((module, function, name, metadata_group, hash))
+        raise RuntimeError(
+            f"kernel {name!r} uses triton_dist primitives, but triton_dist.runtime is not imported, so nothing fills "
+            "its device context (rank, world size, heap bases): call torch.distributed.init_process_group(...) and "
+            "then triton_dist.init() before launching it"
+        )
+
+
+class ContextHookRegistry:
+    """Who installs the load hook that fills kernels' contexts: the runtime once it registered, else the stand-in.
+
+    ``hooks`` returns Triton's ``knobs.runtime.kernel_load_end_hook`` (a callable so that tests can substitute a
+    chain of their own).
+    """
+
+    def __init__(self, hooks: Callable[[], HookChain] | None = None) -> None:
+        self._hooks = hooks if hooks is not None else _triton_load_hooks
+        self._lock = threading.Lock()
+        self.install: Callable[[], None] | None = None
+        self.adopt: Callable[..., None] | None = None
+        self.guard = MissingRuntimeGuard()
+
+    @property
+    def runtime_registered(self) -> bool:
+        """Whether a runtime has registered its hook."""
+        return self.install is not None
+
+    def register(self, install: Callable[[], None], adopt: Callable[..., None]) -> None:
+        """Called by the runtime when it is imported.
+
+        ``install()`` puts the runtime's load hook into Triton's chain (idempotent); it is called now and from then
+        on by :meth:`ensure`. ``adopt(module, function, name, metadata_group, hash)`` takes over a module that was
+        loaded (and refused) before the runtime registered. The stand-in leaves Triton's chain.
+        """
+        with self._lock:
+            self.install, self.adopt = install, adopt
+            self._hooks().remove(self.guard)
+            refused, self.guard.refused = self.guard.refused, []
+        install()
+        for loaded in refused:
+            adopt(*loaded)
+
+    def ensure(self) -> bool:
+        """Put a context hook into Triton's chain: the runtime's (True) or, with no runtime registered, the
+        stand-in (False). Idempotent and cheap: it runs whenever a kernel that uses a primitive is hashed."""
+        install = self.install
+        if install is not None:
+            install()
+            return True
+        with self._lock:
+            if self.install is None:
+                self._hooks().add(self.guard)
+                return False
+        return self.ensure()
+
+
+def _triton_load_hooks() -> HookChain:
+    from triton import knobs
+
+    return knobs.runtime.kernel_load_end_hook
+
+
+context_hooks = ContextHookRegistry()
+"""The process's registry (``triton_dist.runtime`` registers with it when imported)."""
+
+
+def register_context_hook(install: Callable[[], None], adopt: Callable[..., None]) -> None:
+    """Register the runtime's load hook: see :meth:`ContextHookRegistry.register`."""
+    context_hooks.register(install, adopt)
 
 
 def ensure_context_hook() -> bool:
-    """Register ``triton_dist.runtime.install_context_hook`` with Triton (idempotent); False where torch is not
-    imported.
-
-    The runtime is built on torch: a process that launches kernels on symmetric tensors has imported torch before
-    it launches (and so before Triton hashes the kernel). A process without torch (a compile-only tool) gets no
-    hook and pays no torch import; were it to launch a kernel anyway, the device-side context check stops it.
-    """
-    if "torch" not in sys.modules:
-        return False
-    runtime = importlib.import_module("triton_dist.runtime")
-    runtime.install_context_hook()
-    return True
+    """Put the runtime's context hook into Triton's chain (True), or, where no runtime registered one, the stand-in
+    that refuses to load kernels needing a context (False). See :meth:`ContextHookRegistry.ensure`."""
+    return context_hooks.ensure()

@@ -10,8 +10,9 @@ triton_dist.runtime.barrier()
 triton_dist.runtime.finalize()
 ```
 
-Importing this package registers the context installer with Triton's ``kernel_load_end_hook``, so a kernel that
-uses triton_dist primitives and is loaded before ``init()`` fails with an error that says so.
+Importing this package registers the context installer with the compiler (``compiler.register_context_hook``: the
+compiler never imports the runtime), which puts it into Triton's ``kernel_load_end_hook``, so a kernel that uses
+triton_dist primitives and is loaded before ``init()`` fails with an error that says so.
 
 Layout, one concern per subpackage:
 
@@ -33,7 +34,8 @@ from __future__ import annotations
 
 import torch
 
-from triton_dist.runtime.context.installer import install_context_hook
+from triton_dist.compiler.context_hook import register_context_hook
+from triton_dist.runtime.context.installer import context_installer, install_context_hook
 from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
 from triton_dist.runtime.copy_engine import copy_chunks_with_flags
 from triton_dist.runtime.heap.allocator import HeapExhaustedError
@@ -70,7 +72,7 @@ def barrier_on_device(stream: torch.cuda.Stream | None = None) -> None:
     launch(stream)
 
 
-install_context_hook()
+register_context_hook(install_context_hook, context_installer.adopt)
 
 __all__ = [
     "HeapExhaustedError",

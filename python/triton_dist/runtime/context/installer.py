@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from triton_dist.abi import (
     CONTEXT_BYTES,
@@ -32,12 +31,11 @@ from triton_dist.abi import (
     WAIT_WATCHDOG_LAYOUT,
     WAIT_WATCHDOG_SYMBOL,
 )
+from triton_dist.compiler.context_hook import mentions_context
 from triton_dist.compiler.watchdog import wait_timeout_ns
 from triton_dist.runtime.context.module_globals import CudaModuleGlobals, HipModuleGlobals, ModuleGlobals
 from triton_dist.runtime.context.payload import pack_context
 from triton_dist.runtime.context.wait_timeout import RecordSlots
-
-_ASM_SUFFIXES = (".ptx", ".amdgcn", ".llir")
 
 
 @dataclass
@@ -65,19 +63,6 @@ def _current_device_index() -> int:
     import torch
 
     return torch.cuda.current_device()
-
-
-def _kernel_mentions_context(metadata_group: Mapping[str, str]) -> bool:
-    """Whether the kernel's compiled assembly refers to the context global (read only when the driver says no)."""
-    needle = CONTEXT_SYMBOL.encode()
-    for file_name, path in metadata_group.items():
-        if file_name.endswith(_ASM_SUFFIXES):
-            try:
-                if needle in Path(path).read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
 
 
 class ContextInstaller:
@@ -198,11 +183,11 @@ class ContextInstaller:
         try:
             found = driver.lookup(module, CONTEXT_SYMBOL)
         except RuntimeError as error:
-            if _kernel_mentions_context(metadata_group):
+            if mentions_context(metadata_group):
                 raise RuntimeError(f"kernel {name!r}: cannot look up {CONTEXT_SYMBOL}: {error}") from error
             return
         if found is None:
-            if _kernel_mentions_context(metadata_group):
+            if mentions_context(metadata_group):
                 raise RuntimeError(
                     f"kernel {name!r} refers to {CONTEXT_SYMBOL} but the {driver.backend} driver cannot find it in the "
                     f"loaded module: the device library's context global must keep external linkage (docs/abi.md)"
@@ -232,6 +217,16 @@ class ContextInstaller:
         driver.write(address, self._context)
         self._install_watchdog(module, loaded)
         self.filled[module] = loaded
+
+    def adopt(self, module: object, function: object, name: str, metadata_group: Mapping[str, str], hash: str) -> None:
+        """Take over a module Triton loaded before the runtime registered this hook (the compiler's stand-in refused
+        it: ``compiler/context_hook.py``): as if it loaded now, except that a missing context is not an error
+        here: its launches stay refused until ``init()`` fills it."""
+        try:
+            self(module, function, name, metadata_group, hash)
+        except RuntimeError:
+            if module not in self.pending:
+                raise
 
 
 context_installer = ContextInstaller()
