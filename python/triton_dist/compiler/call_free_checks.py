@@ -4,10 +4,10 @@ ptxas serializes every ``wgmma.mma_async`` of a kernel that contains a function 
 pipeline crossing function boundary at a function call"): each MMA then waits for the previous one to finish. A
 failed check (``_guards.py``) is Triton's ``tt.assert``, which on NVIDIA becomes a call of ``__assertfail`` (to
 print the message) followed by a trap. The call sits on a path that runs only when the check fails, yet ptxas
-serialized the MMAs of ``ag_gemm``'s and ``gemm_rs``'s persistent GEMMs and of ``gemm_ar``'s tiles for M >= 64:
-the kernels measured 17-37% (ag_gemm's, with no communication) and 1.9-2.8x (gemm_ar's GEMM at M = 128) slower
-than the GEMMs they are built from (2xH200, before this module existed; ``test_call_free_checks.py`` shows the
-serialization on CPU with ptxas).
+serialized the MMAs of ``ag_gemm``'s and ``gemm_rs``'s persistent GEMMs and of ``gemm_ar``'s tiles for M >= 64,
+which made those kernels much slower than the GEMMs they are built from (the measurement:
+docs/results/2026-11-23-wgmma-serialization.md; ``test_call_free_checks.py`` shows the serialization on CPU with
+ptxas).
 
 So in a kernel with ``wgmma``, the ``llir`` stage removes the calls that print *our* checks' messages (those that
 start with ``triton_dist:``) and keeps the trap: a failed check still stops the kernel, without the message. With

@@ -23,11 +23,8 @@ WAIT_TIMEOUT_ENV = "TRITON_DIST_WAIT_TIMEOUT_S"
 
 DEFAULT_WAIT_TIMEOUT_S = 600
 """The timeout when nothing sets one: NCCL's default collective timeout (10 minutes), so a peer that is merely slow
-(compiling its kernels, loading data) never trips it, and a dead one still ends in an error instead of a hang. On by
-default since its cost was measured across two H200s (docs/results/2026-11-23-2xH200-ops.md): ping-pong -0.1%,
-128 MiB all-gather +0.02%, ag_gemm unchanged, the one-shot all-reduce faster, the LL all-reduce +0.2-0.3 us. The
-next session found gemm_rs 9% slower with it (its wgmma serialized, ptxas C7518) until its kernel waited before the
-tile's main loop (docs/results/2026-11-23-2xH200-session13.md, docs/language.md)."""
+(compiling its kernels, loading data) never trips it, and a dead one still ends in an error instead of a hang. Its
+cost on GPUs, on and off, is in docs/language.md ("The wait watchdog") and the runs docs/results/README.md lists."""
 
 _UNSET = object()
 _override_ns: int | object = _UNSET
