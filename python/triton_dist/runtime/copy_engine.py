@@ -15,9 +15,9 @@ Two ways to write the flag, chosen by ``flag_writer``:
 
 ``"auto"`` picks the stream memory operation where it exists (CUDA with cuda-bindings installed) and the kernel
 otherwise: it occupies no SM (the point of a copy-engine producer), costs the host one driver call instead of a
-Triton launch, and needs no compilation. That pick is by design, NOT yet by measurement: the GPU comparison
-(``GPU_CHECK_ONLY=copy_engine GPU_CHECK_MEASURE=1 scripts/gpu_check.sh`` runs test/gpu/check_copy_engine.py
---measure: per-chunk GPU time eager and graph-replayed, host enqueue time, capturability) has not run yet.
+Triton launch, and needs no compilation. ``GPU_CHECK_ONLY=copy_engine GPU_CHECK_MEASURE=1 scripts/gpu_check.sh``
+(test/gpu/check_copy_engine.py --measure) compares the two: per-chunk GPU time eager and graph-replayed, host
+enqueue time, capturability; its results are in the runs docs/results/README.md lists.
 """
 
 from __future__ import annotations

@@ -75,8 +75,8 @@ def ranks_share_a_gpu(group: dist.ProcessGroup, device: torch.device) -> bool:
     """Whether two ranks of ``group`` put their heaps on one physical GPU (a collective: same answer everywhere).
 
     Raises RuntimeError on every rank when ranks share GPUs but use more than one: the CUDA IPC heap that sharing
-    needs is only known to work with every rank on one GPU (on 2 x H100, 3 and 4 ranks over both GPUs faulted with
-    an illegal address on a kernel's first access of a heap on the other GPU, with peer access enabled or not)."""
+    needs is only known to work with every rank on one GPU (3 and 4 ranks spread over two GPUs faulted with an
+    illegal address on a kernel's first access of a heap on the other GPU, with peer access enabled or not)."""
     gpus: list[str | None] = [None] * dist.get_world_size(group)
     dist.all_gather_object(gpus, str(torch.cuda.get_device_properties(device).uuid), group=group)
     shared = len(set(gpus)) < len(gpus)
