@@ -8,6 +8,7 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Pass/PassRegistry.h"
 
 using namespace mlir;
 using namespace mlir::triton_dist;
@@ -55,4 +56,31 @@ void mlir::triton_dist::buildLowerToLLVMPipeline(
   pm.addPass(createReconcileUnrealizedCastsPass());
   if (options.setTarget)
     pm.addPass(target.createSetTarget());
+}
+
+void mlir::triton_dist::registerLowerToLLVMPipeline(
+    StringRef name, StringRef description, TargetPassFactories target) {
+  registerPassPipeline(
+      name, description,
+      [name = name.str(), target = std::move(target)](
+          OpPassManager &pm, StringRef optionsText,
+          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        // Its passes run on builtin.module: OpPassManager::addPass would abort
+        // the process on a pass manager anchored elsewhere.
+        StringRef anchor = pm.getOpAnchorName();
+        if (anchor != ModuleOp::getOperationName() &&
+            anchor != OpPassManager::getAnyOpAnchorName())
+          return errorHandler(
+              "'" + name + "' lowers a whole module: it runs on '" +
+              ModuleOp::getOperationName() + "', not nested in '" + anchor +
+              "' (write 'builtin.module(" + name + ")')");
+        LowerToLLVMPipelineOptions options;
+        if (failed(options.parseFromString(optionsText)))
+          return failure();
+        buildLowerToLLVMPipeline(pm, options, target);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optionsHandler) {
+        optionsHandler(LowerToLLVMPipelineOptions());
+      });
 }

@@ -117,6 +117,13 @@ void buildLowerToLLVMPipeline(OpPassManager &pm,
                               const LowerToLLVMPipelineOptions &options,
                               const TargetPassFactories &target);
 
+/// Registers the named pipeline `name` (buildLowerToLLVMPipeline with the
+/// target's passes). It lowers a whole module: nested under another anchor
+/// (`func.func(name)`), it is a pipeline-parsing error that says so, not an
+/// abort.
+void registerLowerToLLVMPipeline(StringRef name, StringRef description,
+                                 TargetPassFactories target);
+
 } // namespace triton_dist
 } // namespace mlir
 

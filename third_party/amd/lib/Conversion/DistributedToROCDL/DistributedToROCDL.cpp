@@ -144,23 +144,19 @@ struct SetDistributedROCDLTarget
 } // namespace
 
 void mlir::triton_dist::registerLowerToROCDLPipeline() {
-  PassPipelineRegistration<LowerToLLVMPipelineOptions>(
+  TargetPassFactories factories;
+  factories.createLowering = [](const LoweringOptions &options) {
+    ConvertDistributedToROCDLOptions lowering;
+    lowering.tightPolls = options.backoff.tightPolls;
+    lowering.maxSleepNs = options.backoff.maxSleepNs;
+    lowering.waitTimeoutNs = options.waitTimeoutNs;
+    lowering.waitTimeoutFromRuntime = options.waitTimeoutFromRuntime;
+    return createConvertDistributedToROCDL(lowering);
+  };
+  factories.createSetTarget = [] { return createSetDistributedROCDLTarget(); };
+  registerLowerToLLVMPipeline(
       "triton-dist-lower-to-rocdl",
       "Lower a `distributed` module (func/arith/scf/cf around it) to the LLVM "
       "and ROCDL dialects, ready to translate to LLVM IR",
-      [](OpPassManager &pm, const LowerToLLVMPipelineOptions &options) {
-        TargetPassFactories factories;
-        factories.createLowering = [](const LoweringOptions &options) {
-          ConvertDistributedToROCDLOptions lowering;
-          lowering.tightPolls = options.backoff.tightPolls;
-          lowering.maxSleepNs = options.backoff.maxSleepNs;
-          lowering.waitTimeoutNs = options.waitTimeoutNs;
-          lowering.waitTimeoutFromRuntime = options.waitTimeoutFromRuntime;
-          return createConvertDistributedToROCDL(lowering);
-        };
-        factories.createSetTarget = [] {
-          return createSetDistributedROCDLTarget();
-        };
-        buildLowerToLLVMPipeline(pm, options, factories);
-      });
+      std::move(factories));
 }

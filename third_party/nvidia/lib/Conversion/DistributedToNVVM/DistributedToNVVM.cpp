@@ -141,23 +141,19 @@ struct SetDistributedNVVMTarget
 } // namespace
 
 void mlir::triton_dist::registerLowerToNVVMPipeline() {
-  PassPipelineRegistration<LowerToLLVMPipelineOptions>(
+  TargetPassFactories factories;
+  factories.createLowering = [](const LoweringOptions &options) {
+    ConvertDistributedToNVVMOptions lowering;
+    lowering.tightPolls = options.backoff.tightPolls;
+    lowering.maxSleepNs = options.backoff.maxSleepNs;
+    lowering.waitTimeoutNs = options.waitTimeoutNs;
+    lowering.waitTimeoutFromRuntime = options.waitTimeoutFromRuntime;
+    return createConvertDistributedToNVVM(lowering);
+  };
+  factories.createSetTarget = [] { return createSetDistributedNVVMTarget(); };
+  registerLowerToLLVMPipeline(
       "triton-dist-lower-to-nvvm",
       "Lower a `distributed` module (func/arith/scf/cf around it) to the LLVM "
       "and NVVM dialects, ready to translate to LLVM IR",
-      [](OpPassManager &pm, const LowerToLLVMPipelineOptions &options) {
-        TargetPassFactories factories;
-        factories.createLowering = [](const LoweringOptions &options) {
-          ConvertDistributedToNVVMOptions lowering;
-          lowering.tightPolls = options.backoff.tightPolls;
-          lowering.maxSleepNs = options.backoff.maxSleepNs;
-          lowering.waitTimeoutNs = options.waitTimeoutNs;
-          lowering.waitTimeoutFromRuntime = options.waitTimeoutFromRuntime;
-          return createConvertDistributedToNVVM(lowering);
-        };
-        factories.createSetTarget = [] {
-          return createSetDistributedNVVMTarget();
-        };
-        buildLowerToLLVMPipeline(pm, options, factories);
-      });
+      std::move(factories));
 }
