@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TritonDistributed/Conversion/DistributedToLLVM/RuntimeContext.h"
+#include "TritonDistributed/InputLimits.h"
 #include "TritonDistributed/Registration.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -67,13 +68,9 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// The stack of the thread every entry point runs on: enough for
-/// kMaxNestingDepth levels of nested regions through the parser, the verifier,
-/// the passes and the printer.
+/// kMaxNestingDepth (InputLimits.h) levels of nested regions through the
+/// parser, the verifier, the passes and the printer.
 constexpr unsigned kWorkerStackBytes = 1024u << 20;
-
-/// Deeper bracket nesting than this is refused before parsing (real IR nests a
-/// few dozen levels).
-constexpr unsigned kMaxNestingDepth = 10000;
 
 /// Runs `fn` on a fresh thread with a kWorkerStackBytes stack and waits for it.
 template <typename Fn> auto onLargeStack(Fn &&fn) -> decltype(fn()) {
@@ -82,40 +79,6 @@ template <typename Fn> auto onLargeStack(Fn &&fn) -> decltype(fn()) {
                       [&] { result.emplace(fn()); });
   worker.join();
   return std::move(*result);
-}
-
-/// Where the bracket nesting of IR text ((, [, {, <) first exceeds `limit`, as
-/// (line, column), ignoring strings and comments; std::nullopt when it never
-/// does.
-std::optional<std::pair<int, int>> findExcessiveNesting(llvm::StringRef text,
-                                                        unsigned limit) {
-  unsigned depth = 0;
-  int line = 1, column = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    ++column;
-    if (c == '\n') {
-      ++line;
-      column = 0;
-    } else if (c == '"') { // skip the string, escapes included
-      for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\')
-          ++i;
-        else if (text[i] == '\n')
-          break;
-      }
-    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
-      while (i + 1 < text.size() && text[i + 1] != '\n')
-        ++i;
-    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
-      if (++depth > limit)
-        return std::make_pair(line, column);
-    } else if (c == ')' || c == ']' || c == '}' ||
-               (c == '>' && (i == 0 || text[i - 1] != '-'))) {
-      depth = depth ? depth - 1 : 0;
-    }
-  }
-  return std::nullopt;
 }
 
 /// Captures what is written to file descriptor 2 (LLVM's errs() and C's stderr)
@@ -329,14 +292,13 @@ parse(const std::string &text, const std::string &sourceName, bool verify) {
   std::unique_ptr<MLIRContext> context = makeContext();
   OwningOpRef<ModuleOp> module;
   std::vector<PyDiagnostic> diagnostics;
-  if (auto where = findExcessiveNesting(text, kMaxNestingDepth)) {
+  if (auto where = triton_dist::findExcessiveNesting(text)) {
+    int line = static_cast<int>(where->line);
+    int column = static_cast<int>(where->column);
     diagnostics.emplace_back(
         "error",
-        sourceName + ":" + std::to_string(where->first) + ":" +
-            std::to_string(where->second),
-        sourceName, where->first, where->second,
-        "nesting deeper than " + std::to_string(kMaxNestingDepth) +
-            " levels of brackets; refused before parsing",
+        sourceName + ":" + std::to_string(line) + ":" + std::to_string(column),
+        sourceName, line, column, triton_dist::describeExcessiveNesting(),
         std::vector<std::pair<std::string, std::string>>{});
     return {nullptr, std::move(diagnostics)};
   }
@@ -362,30 +324,45 @@ std::pair<bool, std::vector<PyDiagnostic>> verifyModule(PyModule &module) {
   return {ok, collector.take()};
 }
 
-/// Accepts "builtin.module(a,b)" or a bare "a,b" (anchored on builtin.module).
+/// Whether `pipeline` is anchored where triton-dist-opt's --pass-pipeline
+/// would run it on the module itself: "builtin.module(...)" or "any(...)".
+bool isAnchoredOnTheModule(llvm::StringRef pipeline) {
+  size_t open = pipeline.find('(');
+  if (open == llvm::StringRef::npos)
+    return false;
+  llvm::StringRef anchor = pipeline.take_front(open).rtrim();
+  return anchor == ModuleOp::getOperationName() ||
+         anchor == OpPassManager::getAnyOpAnchorName();
+}
+
+/// Accepts "builtin.module(a,b)" and "any(a,b)", which run on the module as
+/// with triton-dist-opt --pass-pipeline, or a bare "a,b" (anchored on
+/// builtin.module, so "func.func(a)" runs on each function).
 std::pair<std::optional<std::string>, std::vector<PyDiagnostic>>
 runPipeline(PyModule &module, const std::string &pipeline) {
   DiagnosticCollector collector(module.getContext());
   llvm::StringRef passes = llvm::StringRef(pipeline).trim();
-  llvm::StringRef anchor = ModuleOp::getOperationName();
-  if (passes.starts_with(anchor) &&
-      passes.drop_front(anchor.size()).ltrim().starts_with("(")) {
-    passes = passes.drop_front(anchor.size()).ltrim().drop_front(1);
-    if (!passes.consume_back(")")) {
-      collector.add("error", "<pipeline>",
-                    "unbalanced parentheses in pass pipeline '" + pipeline +
-                        "'");
-      return {std::nullopt, collector.take()};
-    }
-  }
 
-  PassManager pm(module.getContext(), anchor);
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
   std::string parseErrors;
   llvm::raw_string_ostream errorStream(parseErrors);
   // A pass option that does not parse is reported on stderr by LLVM's option
   // parser, not to errorStream.
   StderrCapture optionErrors;
-  bool parsed = succeeded(parsePassPipeline(passes, pm, errorStream));
+  bool parsed;
+  if (isAnchoredOnTheModule(passes) && !passes.ends_with(")")) {
+    collector.add("error", "<pipeline>",
+                  "unbalanced parentheses in pass pipeline '" + pipeline + "'");
+    return {std::nullopt, collector.take()};
+  }
+  if (isAnchoredOnTheModule(passes)) {
+    FailureOr<OpPassManager> anchored = parsePassPipeline(passes, errorStream);
+    parsed = succeeded(anchored);
+    if (parsed)
+      static_cast<OpPassManager &>(pm) = std::move(*anchored);
+  } else {
+    parsed = succeeded(parsePassPipeline(passes, pm, errorStream));
+  }
   std::string printed =
       llvm::StringRef(optionErrors.release()).trim().ltrim(": ").str();
   if (!parsed) {
@@ -411,13 +388,67 @@ runPipeline(PyModule &module, const std::string &pipeline) {
   return {std::move(text), collector.take()};
 }
 
+/// The first element type of an !llvm.struct or !llvm.array in `type` (or
+/// nested in it) that has no LLVM IR equivalent (index, tuple, f8E4M3FN, a
+/// dialect's own type, memref...): the LLVM dialect's verifier accepts any
+/// type there, and the translation dereferences a null LLVM type on it.
+Type findElementWithoutLLVMType(Type type) {
+  Type found;
+  type.walk([&](Type nested) {
+    if (found)
+      return WalkResult::interrupt();
+    auto check = [&](Type element) {
+      if (!found && !LLVM::isCompatibleType(element))
+        found = element;
+    };
+    if (auto structType = dyn_cast<LLVM::LLVMStructType>(nested)) {
+      if (!structType.isOpaque())
+        for (Type element : structType.getBody())
+          check(element);
+    } else if (auto arrayType = dyn_cast<LLVM::LLVMArrayType>(nested)) {
+      check(arrayType.getElementType());
+    }
+    return found ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return found;
+}
+
+/// Every type `op` uses: its operands' and results', its blocks' arguments',
+/// and the types in its attributes (a global's type, an alloca's element type,
+/// a function's type).
+void forEachTypeOf(Operation *op, llvm::function_ref<void(Type)> fn) {
+  for (Type type : op->getOperandTypes())
+    fn(type);
+  for (Type type : op->getResultTypes())
+    fn(type);
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (BlockArgument arg : block.getArguments())
+        fn(arg.getType());
+  op->getAttrDictionary().walk([&](Type type) { fn(type); });
+  if (Attribute properties = op->getPropertiesAsAttribute())
+    properties.walk([&](Type type) { fn(type); });
+}
+
 /// What LLVM IR cannot express and MLIR's translation does not check (it
-/// crashes instead): an op with operands or results directly in a module (LLVM
-/// IR has values only inside functions), a target triple or data layout that is
-/// not a string. Emits a located error for each.
+/// crashes or drops it instead): an op with operands or results directly in a
+/// module (LLVM IR has values only inside functions), a target triple or data
+/// layout that is not a string, an !llvm.struct or !llvm.array whose elements
+/// are not LLVM types, a nested module (the translation translates only the
+/// top-level one and would drop the nested module's functions). Emits a
+/// located error for each.
 LogicalResult checkTranslatable(ModuleOp top) {
   bool ok = true;
   top.walk([&](ModuleOp module) {
+    if (module != top && !module.getBody()->empty()) {
+      module.emitError()
+          << "a nested module does not translate to LLVM IR: the translation "
+             "takes only the top-level module, and would drop this module's "
+          << module.getBody()->getOperations().size()
+          << " operation(s); translate each module on its own";
+      ok = false;
+      return WalkResult::skip();
+    }
     for (llvm::StringRef name : {LLVM::LLVMDialect::getTargetTripleAttrName(),
                                  LLVM::LLVMDialect::getDataLayoutAttrName()})
       if (Attribute attr = module->getAttr(name);
@@ -434,6 +465,21 @@ LogicalResult checkTranslatable(ModuleOp top) {
                           "instructions only inside functions";
         ok = false;
       }
+    return WalkResult::advance();
+  });
+  top.walk([&](Operation *op) {
+    Type bad, container;
+    forEachTypeOf(op, [&](Type type) {
+      if (!bad && (bad = findElementWithoutLLVMType(type)))
+        container = type;
+    });
+    if (bad) {
+      op->emitError() << "'" << op->getName() << "' uses " << container
+                      << ", whose element type " << bad
+                      << " has no LLVM IR equivalent: an !llvm.struct or "
+                         "!llvm.array holds LLVM-compatible types only";
+      ok = false;
+    }
   });
   return success(ok);
 }
@@ -541,7 +587,7 @@ PYBIND11_MODULE(_mlir, m) {
       py::arg("module"),
       "Translates an LLVM-dialect module to LLVM IR: (LLVM IR text or None, "
       "diagnostics).");
-  m.attr("MAX_NESTING_DEPTH") = kMaxNestingDepth;
+  m.attr("MAX_NESTING_DEPTH") = triton_dist::kMaxNestingDepth;
   m.def("dialects", &dialectNames, "The dialects a module may use.");
   m.def("context_abi", &contextABI,
         "The runtime context the lowering targets: (symbol, max ranks, MLIR "

@@ -224,9 +224,11 @@ def verify(ir: str | Module) -> None:
 def run_pipeline(ir: str | Module, pipeline: str) -> str:
     """Runs a textual pass pipeline and returns the resulting IR text. A :class:`Module` is left unchanged.
 
-    ``pipeline`` is ``"builtin.module(pass-a,pass-b{option=value})"`` or the bare ``"pass-a,pass-b"``, with the
-    passes of ``triton-dist-opt`` (see :func:`lowering_pipeline`). Raises :class:`MLIRError` when the pipeline does
-    not parse or a pass fails.
+    ``pipeline`` is ``"builtin.module(pass-a,pass-b{option=value})"`` or ``"any(...)"``, which run on the module as
+    ``triton-dist-opt --pass-pipeline`` runs them, or the bare ``"pass-a,pass-b"``, anchored on the module (so
+    ``"func.func(canonicalize)"`` runs on each function), with the passes of ``triton-dist-opt`` (see
+    :func:`lowering_pipeline`; the lowering pipelines run on a whole module, never nested under ``func.func``).
+    Raises :class:`MLIRError` when the pipeline does not parse or a pass fails.
     """
     module = _as_module(ir)
     text, raw = _native().run_pipeline(module._native, pipeline)
@@ -234,7 +236,13 @@ def run_pipeline(ir: str | Module, pipeline: str) -> str:
 
 
 def translate_to_llvmir(ir: str | Module) -> str:
-    """Translates a module in the LLVM dialect (NVVM / ROCDL ops included) to LLVM IR text."""
+    """Translates a module in the LLVM dialect (NVVM / ROCDL ops included) to LLVM IR text.
+
+    Raises :class:`MLIRError`, at the offending op, for what LLVM IR cannot hold and MLIR's translation would crash
+    on or drop silently: an op with values directly in a module, a non-string target triple or data layout, an
+    ``!llvm.struct`` / ``!llvm.array`` of a non-LLVM type (``index``, ``tuple``, ``f8E4M3FN``, ``memref``...), or a
+    non-empty nested module (only the top-level module is translated: translate each module on its own).
+    """
     module = _as_module(ir)
     text, raw = _native().translate_to_llvmir(module._native)
     return _check(f"translating {module.source_name} to LLVM IR", text, raw, module.source, module.source_name)
