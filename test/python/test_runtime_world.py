@@ -142,7 +142,6 @@ def _cpu_barrier_on_device_is_refused(rank, world_size):
 
 
 def test_barrier_on_device_needs_a_gpu_heap():
-    pytest.importorskip("triton_dist.language", reason="triton_dist.language (the frontend) is not in the tree yet")
     run_ranks(_cpu_barrier_on_device_is_refused, 2)
 
 
