@@ -41,7 +41,8 @@ from _common import (  # noqa: E402
 )
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops.ag_gemm import _workspace, ag_gemm, ag_gemm_impl, choose_config  # noqa: E402
+from triton_dist.ops.ag_gemm import ag_gemm, ag_gemm_impl, choose_config  # noqa: E402
+from triton_dist.ops.ag_gemm import workspace as _workspace  # noqa: E402
 from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
 from triton_dist.testing import setup_distributed  # noqa: E402

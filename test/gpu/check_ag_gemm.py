@@ -19,7 +19,8 @@ import torch
 import torch.distributed as dist
 
 from triton_dist import runtime as rt
-from triton_dist.ops.ag_gemm import AgGemmError, _workspaces, ag_gemm, ag_gemm_impl
+from triton_dist.ops.ag_gemm import AgGemmError, ag_gemm, ag_gemm_impl
+from triton_dist.ops.common import resources
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul
 from triton_dist.ops.tuning import OverlapConfig
 from triton_dist.testing import Checks, finish, main_guard, sync
@@ -57,7 +58,7 @@ def make_inputs(m_local: int, n: int, k: int, dtype: torch.dtype, seed: int) -> 
 
 
 def poison_receive_buffers() -> None:
-    for ws in _workspaces.values():
+    for ws in resources.workspaces("ag_gemm"):
         ws.recv.fill_(float("nan"))
     torch.cuda.synchronize()
 
@@ -156,15 +157,29 @@ def check_bad_inputs(checks: Checks) -> None:
     expect_error(checks, "inner dims", AgGemmError, "a.shape[1] must equal", lambda: ag_gemm(a, b[:128]))
     if torch.cuda.device_count() > 1:
         other = torch.device("cuda", (world.device.index + 1) % torch.cuda.device_count())
-        expect_error(checks, "wrong GPU", AgGemmError, "heap is on", lambda: ag_gemm(a.to(other), b.to(other)))
+        expect_error(
+            checks, "wrong GPU", AgGemmError, "triton_dist device is", lambda: ag_gemm(a.to(other), b.to(other))
+        )
     # Shapes that differ between ranks: every rank must raise (no hang, no wrong answer). One rank cannot differ.
     if world.world_size >= 2:
         rows = 256 + 128 * world.rank
         a2, b2 = make_inputs(rows, 256, 256, torch.bfloat16, 6)
-        expect_error(checks, "shapes differ across ranks", AgGemmError, "ranks disagree", lambda: ag_gemm(a2, b2))
+        expect_error(
+            checks,
+            "shapes differ across ranks",
+            AgGemmError,
+            "ranks called with different inputs",
+            lambda: ag_gemm(a2, b2),
+        )
         dt = torch.bfloat16 if world.rank == 0 else torch.float16
         a3, b3 = make_inputs(256, 256, 256, dt, 7)
-        expect_error(checks, "dtypes differ across ranks", AgGemmError, "ranks disagree", lambda: ag_gemm(a3, b3))
+        expect_error(
+            checks,
+            "dtypes differ across ranks",
+            AgGemmError,
+            "ranks called with different inputs",
+            lambda: ag_gemm(a3, b3),
+        )
     else:
         log("SKIP shapes / dtypes differ across ranks: needs 2 or more ranks")
     heap = world.heap.heap_size

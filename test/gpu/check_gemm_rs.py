@@ -75,7 +75,7 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def poison_everything() -> None:
     """NaN into every workspace's buffers (all ranks, then a barrier) and into the allocator's free memory."""
-    for workspace in grs._workspaces.values():
+    for workspace in grs.workspaces():
         for name in ("scratch", "recv", "send", "own"):
             if hasattr(workspace, name):
                 getattr(workspace, name).fill_(float("nan"))
@@ -202,25 +202,31 @@ def check_bad_input(checks: Checks) -> None:
     me = world.rank
     a, b = inputs(512, 256, 512, torch.bfloat16, 5)
     expect_error(
-        checks, "bad: non-contiguous a", lambda: grs.gemm_rs(a.t().contiguous().t(), b), ValueError, ["contiguous"]
+        checks, "bad: non-contiguous a", lambda: grs.gemm_rs(a.t().contiguous().t(), b), grs.GemmRsError, ["contiguous"]
     )
-    expect_error(checks, "bad: a on the CPU", lambda: grs.gemm_rs(a.cpu(), b), ValueError, ["cpu"])
-    expect_error(checks, "bad: dtype mix", lambda: grs.gemm_rs(a, b.half()), TypeError, ["same dtype"])
-    expect_error(checks, "bad: float32", lambda: grs.gemm_rs(a.float(), b.float()), TypeError, ["bfloat16"])
-    expect_error(checks, "bad: K mismatch", lambda: grs.gemm_rs(a, b[:-8].contiguous()), ValueError, ["b.shape[0]"])
+    expect_error(checks, "bad: a on the CPU", lambda: grs.gemm_rs(a.cpu(), b), grs.GemmRsError, ["cpu"])
+    expect_error(checks, "bad: dtype mix", lambda: grs.gemm_rs(a, b.half()), grs.GemmRsError, ["same dtype"])
+    expect_error(checks, "bad: float32", lambda: grs.gemm_rs(a.float(), b.float()), grs.GemmRsError, ["bfloat16"])
     expect_error(
-        checks, "bad: M not a multiple of W", lambda: grs.gemm_rs(a[:-1].contiguous(), b), ValueError, ["multiple"]
+        checks, "bad: K mismatch", lambda: grs.gemm_rs(a, b[:-8].contiguous()), grs.GemmRsError, ["b.shape[0]"]
+    )
+    expect_error(
+        checks, "bad: M not a multiple of W", lambda: grs.gemm_rs(a[:-1].contiguous(), b), grs.GemmRsError, ["multiple"]
     )
     # Shapes that differ between ranks: every rank raises (no hang, no launch).
     n_here = 256 + 8 * me
     a2, _ = inputs(512, n_here, 512, torch.bfloat16, 6)
     b2 = torch.randn(a2.shape[1], n_here, device="cuda", dtype=torch.bfloat16)
     expect_error(
-        checks, "bad: N differs between ranks", lambda: grs.gemm_rs(a2, b2), ValueError, ["ranks passed different"]
+        checks,
+        "bad: N differs between ranks",
+        lambda: grs.gemm_rs(a2, b2),
+        grs.GemmRsError,
+        ["ranks called with different"],
     )
     dtype_here = torch.bfloat16 if me == 0 else torch.float16
     a3, b3 = inputs(640, 384, 640, dtype_here, 7)
-    expect_error(checks, "bad: dtype differs between ranks", lambda: grs.gemm_rs(a3, b3), ValueError, ["dtype"])
+    expect_error(checks, "bad: dtype differs between ranks", lambda: grs.gemm_rs(a3, b3), grs.GemmRsError, ["dtype"])
     # A problem whose scratch does not fit in the heap: a clear error on every rank, before any launch.
     shard_rows = world.heap.heap_size // (2 * 4096 * 4) + 128  # fp32 double-buffered scratch > the whole heap
     a4 = torch.randn(shard_rows * world.world_size, 64, device="cuda", dtype=torch.bfloat16)

@@ -105,12 +105,27 @@ def test_custom_op_is_registered() -> None:
         (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(8, 8, dtype=torch.float16), "same dtype"),
         (torch.zeros(4, 8, dtype=torch.float32), torch.zeros(8, 8, dtype=torch.float32), "bfloat16 or float16"),
         (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(16, 8, dtype=torch.bfloat16), "must equal"),
-        (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(8, 8, dtype=torch.bfloat16), "GPU"),
     ],
 )
 def test_bad_operands_raise_named_errors(a: torch.Tensor, b: torch.Tensor, words: str) -> None:
-    with pytest.raises(ag.AgGemmError, match=words):
+    """The layout checks ag_gemm makes once the operands are on a GPU (a CPU-only machine reaches them directly)."""
+    from triton_dist.ops.matmul import check_operands
+
+    with pytest.raises((TypeError, ValueError), match=words):
+        check_operands(a, b, "ag_gemm", tma_rows=False)
+    with pytest.raises(ag.AgGemmError, match="on a GPU"):  # the device comes first
         ag.ag_gemm(a, b)
+
+
+def test_errors_are_one_family_and_name_the_dtype() -> None:
+    from triton_dist.ops.common.errors import OpInputError
+    from triton_dist.ops.matmul import check_operands
+
+    assert issubclass(ag.AgGemmError, OpInputError) and issubclass(OpInputError, ValueError)
+    with pytest.raises(TypeError, match="bfloat16 or float16"):  # the dtype check behind the device check
+        check_operands(torch.zeros(4, 8), torch.zeros(8, 8), "ag_gemm")
+    with pytest.raises(ag.AgGemmError, match="must be a torch.Tensor"):
+        ag.ag_gemm([[1.0]], torch.zeros(8, 8))
 
 
 def test_rows_that_cannot_feed_tma_take_the_pointer_kernel() -> None:

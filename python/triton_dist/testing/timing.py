@@ -90,3 +90,106 @@ def bench(
     """
     median = statistics.median(bench_samples(fn, warmup=warmup, rep=rep, sync_ranks=sync_ranks, cuda_graph=cuda_graph))
     return max_over_ranks(median)
+
+
+def time_ms(fn: Callable[[], object], warmup: int = 5, reps: int = 30, distributed: bool = True) -> float:
+    """Median milliseconds of ``fn()`` over ``reps`` calls (``bench_samples``: each after a device barrier when
+    ``distributed``), the maximum over ranks when ``distributed``."""
+    median = statistics.median(bench_samples(fn, warmup=warmup, rep=reps, sync_ranks=distributed))
+    return max_over_ranks(median) if distributed else median
+
+
+def eager_us(fn: Callable[[], object], iters: int, warmup: int = 5) -> float:
+    """Median µs of one call of ``fn`` from an idle GPU: each timed call follows ``torch.cuda.synchronize()`` and
+    ``dist.barrier()``, so the host's launch cost is inside the events. Max over ranks (a collective)."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1000.0)
+    return max_over_ranks(statistics.median(times))
+
+
+def graphed_us(fn: Callable[[], object], calls: int = 10, replays: int = 20, warmup: int = 3) -> float:
+    """Median µs per call of ``fn`` under CUDA-graph replay (``calls`` calls per graph, ``replays`` timed replays
+    after ``warmup``), max over ranks (a collective): the device time without the host's launch cost."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # NCCL's watchdog may query events meanwhile
+        for _ in range(calls):
+            fn()
+    for _ in range(warmup):
+        graph.replay()
+    rt.barrier()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    for start, end in events:
+        start.record()
+        graph.replay()
+        end.record()
+    rt.barrier()
+    median = statistics.median(start.elapsed_time(end) * 1000.0 / calls for start, end in events)
+    return max_over_ranks(median)
+
+
+def host_us(fn: Callable[[], object], *, calls: int = MIN_TIMED_RUNS, warmup: int = 3) -> float:
+    """Median host µs to enqueue one call of ``fn`` while the GPU is busy, maximum over ranks (a collective).
+
+    What an eager model pays per call on the CPU: the GPU is first given a long sleep kernel, so no call waits for
+    the GPU and only the host's own work (dispatch, checks, launches, driver calls) is timed. ``fn`` must not
+    synchronize with the host.
+    """
+    import time
+
+    if calls < MIN_TIMED_RUNS:
+        raise ValueError(f"calls={calls}: a reported median needs at least {MIN_TIMED_RUNS} timed calls")
+    for _ in range(warmup):
+        _start_together()
+        fn()
+    rt.synchronize()
+    _start_together()
+    torch.cuda._sleep(100_000_000)  # ~50 ms at Hopper clocks: longer than enqueueing the calls takes
+    slept = torch.cuda.Event()
+    slept.record()
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e6)
+    if slept.query():
+        raise RuntimeError("host_us: the GPU went idle before the calls were enqueued; the host times are not valid")
+    rt.synchronize()
+    if dist.is_initialized():
+        _start_together()
+        rt.synchronize()
+    return max_over_ranks(statistics.median(samples))
+
+
+def idle_ms_samples(fn: Callable[[], object], *, rep: int = MIN_TIMED_RUNS, warmup: int = 3) -> list[float]:
+    """Milliseconds from an idle GPU to the end of one call of ``fn``, per call: the host synchronizes and passes a
+    barrier with the other ranks, then an event is recorded and ``fn`` enqueued (its host path included)."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(rep):
+        rt.synchronize()
+        if dist.is_initialized():
+            dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return samples

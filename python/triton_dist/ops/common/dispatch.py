@@ -34,6 +34,7 @@ class PlanCache(Generic[PlanT]):
         self.error = error
         self._world: Any = None
         self._plans: dict[Hashable, PlanT] = {}
+        self._agreed: set[str] = set()
         _caches.append(self)
 
     def get(self, signature: Hashable) -> PlanT | None:
@@ -41,22 +42,36 @@ class PlanCache(Generic[PlanT]):
         world = rt.current_world() if rt.is_initialized() else None
         if world is not self._world:
             self._plans.clear()
+            self._agreed.clear()
             self._world = world
         return self._plans.get(signature)
 
     def build(self, signature: Hashable, described: Mapping[str, Any], make: Callable[[], PlanT]) -> PlanT:
-        """Agree on ``signature`` with every rank, then ``make()`` its plan and keep it.
+        """Agree on ``described`` with every rank (once per world), then ``make()`` the plan of ``signature``.
 
         ``described`` says the call in words (shapes, dtypes, options) for the error raised on every rank when the
-        ranks disagree. Refused during CUDA-graph capture: run the op once eagerly first.
+        ranks disagree. It leaves out what may differ between ranks without changing what they exchange (the
+        alignment of a rank's own operands, say), which ``signature`` includes: a rank-local variant of a call the
+        ranks agreed on builds its plan without another collective, so ranks never wait for each other here.
+        Refused during CUDA-graph capture: run the op once eagerly first.
         """
-        world = rt.current_world()
         if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
             raise RuntimeError(
                 f"{self.op}: the first call with {dict(described)} is being captured in a CUDA graph; run it once "
                 "eagerly first (it checks the call with the peers and allocates its buffers, which capture cannot do)"
             )
-        if world.world_size > 1:
+        self.get(signature)  # forget another world's plans and agreements
+        self.agree(described)
+        plan = make()
+        self._plans[signature] = plan
+        return plan
+
+    def agree(self, described: Mapping[str, Any], *, again: bool = False) -> None:
+        """Raise the op's error on every rank unless all ranks call with equal ``described`` (a collective, run
+        once per world and description; ``again``: run it even if these ranks agreed on it before)."""
+        world = rt.current_world()
+        agreement = repr(sorted(described.items()))
+        if world.world_size > 1 and (again or agreement not in self._agreed):
             everyone = gather_from_ranks(dict(described), world.group)
             problems = []
             for field in described:
@@ -65,14 +80,12 @@ class PlanCache(Generic[PlanT]):
                     problems.append(f"{field}: " + ", ".join(f"rank {r}: {v}" for r, v in enumerate(values)))
             if problems:
                 raise self.error(f"{self.op}: ranks called with different inputs ({'; '.join(problems)})")
-        plan = make()
-        self.get(signature)  # forget another world's plans
-        self._plans[signature] = plan
-        return plan
+        self._agreed.add(agreement)
 
     def clear(self) -> None:
-        """Forget every plan (the next call of each signature builds, and agrees, again)."""
+        """Forget every plan and agreement (the next call of each signature agrees and builds again)."""
         self._plans.clear()
+        self._agreed.clear()
 
     def __len__(self) -> int:
         return len(self._plans)

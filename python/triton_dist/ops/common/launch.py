@@ -46,8 +46,11 @@ class LaunchPlan:
             with torch.cuda.device(device):
                 self.launch(device, *leading)
             return
+        self.launch_on(current_raw_stream(device.index), *leading)
+
+    def launch_on(self, stream: int, *leading: Any) -> None:
+        """Enqueue the kernel on the raw stream handle ``stream`` (of the current device), ``leading`` first."""
         kernel = self.kernel
-        stream = current_raw_stream(device.index)
         enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
         if _has_hooks(enter) or _has_hooks(leave):
             metadata = kernel.launch_metadata(self.grid, stream, *leading, *self.args)
@@ -78,6 +81,24 @@ def first_launch(
     # The launcher turns a tensor argument into an address with a data_ptr() call and a driver query of the pointer
     # on every launch; an integer it takes as it is. This launch passed the tensors themselves (Triton checked them),
     # and their addresses do not change, so later launches pass the addresses.
+    addresses = tuple(value.data_ptr() if isinstance(value, torch.Tensor) else value for value in fixed)
+    tensors = tuple(value for value in fixed if isinstance(value, torch.Tensor))
+    return LaunchPlan(rt.current_world(), compiled, grid, addresses, tensors)
+
+
+def compile_plan(
+    kernel: Any, grid: tuple[int, int, int], named: Mapping[str, Any], leading: int, **options: Any
+) -> LaunchPlan:
+    """Compile ``kernel`` for these arguments, load it, and return its plan, without launching anything.
+
+    As :func:`first_launch`, for callers whose first call must itself go through the plan (an op whose launches
+    are ordered with copies and events on other streams). Loading the module here, not at the first launch, also
+    keeps a lazy module load from waiting behind kernels that spin on a peer.
+    """
+    ordered = {name: named[name] for name in kernel.arg_names}
+    compiled = kernel.warmup(**ordered, grid=grid, **options)
+    compiled._init_handles()
+    fixed = tuple(ordered.values())[leading:]
     addresses = tuple(value.data_ptr() if isinstance(value, torch.Tensor) else value for value in fixed)
     tensors = tuple(value for value in fixed if isinstance(value, torch.Tensor))
     return LaunchPlan(rt.current_world(), compiled, grid, addresses, tensors)

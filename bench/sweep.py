@@ -1,0 +1,290 @@
+"""The overlap ops on real model layers: ``ag_gemm`` and ``gemm_rs`` beside NCCL + cuBLAS, three timings each.
+
+    torchrun --nproc-per-node=2 bench/sweep.py [--ops ag,rs] [--models Llama-3-8B,...] [--reps 20] [--quick]
+
+Every row is one projection of a real model at one M (tokens), tensor-parallel over the ranks:
+
+- column-parallel (``ag_gemm``): the sequence-parallel input all-gathered, times the QKV or gate/up weight shard:
+  A_r [M/W, hidden], B_r [hidden, N/W];
+- row-parallel (``gemm_rs``): the O or down projection of this rank's K shard, reduce-scattered over the tokens:
+  A_r [M, K/W], B_r [K/W, hidden].
+
+Per row, in one run, ours and the baseline (``all_gather_into_tensor`` + ``torch.matmul``, or ``torch.matmul`` +
+``reduce_scatter_tensor``, both into preallocated outputs) each get:
+
+- device time: median of ``--reps`` calls, a device barrier before each (max over ranks), timed twice (first and
+  second pass, interleaved with the baseline), so the spread between the two is this run's noise;
+- from idle: median of ``--reps`` calls, each after a host synchronize and barrier (the host path included);
+- host µs per call: CPU time to enqueue one call while the GPU is busy.
+
+The path ours ran (``fused``, ``cublas`` or the ``nccl``/``matmul+nccl`` fallback) is named per row; where it was the
+fallback, the fused kernel's default configuration is timed too (``fused ms``), so the selection can be judged.
+Writes bench/results/sweep_<gpu>.md, .json and .png (speedup per row, both timings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS, describe_machine, log0, markdown_table, write_json  # noqa: E402
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.ops import ag_gemm as ag_ops  # noqa: E402
+from triton_dist.ops import gemm_rs as rs_ops  # noqa: E402
+from triton_dist.ops.tuning import OverlapConfig, geomean  # noqa: E402
+from triton_dist.testing import setup_distributed  # noqa: E402
+from triton_dist.testing.distributed import max_over_ranks  # noqa: E402
+from triton_dist.testing.timing import bench_samples, host_us, idle_ms_samples  # noqa: E402
+
+ag_mod = sys.modules["triton_dist.ops.ag_gemm"]
+rs_mod = sys.modules["triton_dist.ops.gemm_rs"]
+
+
+@dataclass(frozen=True)
+class Model:
+    """The dimensions of one decoder layer (public configs)."""
+
+    name: str
+    hidden: int
+    q_dim: int  # heads x head_dim
+    kv_dim: int  # KV heads x head_dim
+    intermediate: int  # per expert for MoE models
+
+    def column_parallel(self) -> list[tuple[str, int, int]]:
+        """(layer, N, K) of the all-gathered projections, global N."""
+        return [("qkv", self.q_dim + 2 * self.kv_dim, self.hidden), ("gate_up", 2 * self.intermediate, self.hidden)]
+
+    def row_parallel(self) -> list[tuple[str, int, int]]:
+        """(layer, N, K) of the reduce-scattered projections, global K."""
+        return [("o_proj", self.hidden, self.q_dim), ("down", self.hidden, self.intermediate)]
+
+
+MODELS = [
+    Model("Llama-3-8B", 4096, 4096, 1024, 14336),
+    Model("Llama-3-70B", 8192, 8192, 1024, 28672),
+    Model("Llama-3-405B", 16384, 16384, 1024, 53248),
+    Model("Qwen2.5-7B", 3584, 3584, 512, 18944),
+    Model("Qwen2.5-72B", 8192, 8192, 1024, 29568),
+    Model("Qwen3-32B", 5120, 8192, 1024, 25600),
+    Model("Mistral-Large-2", 12288, 12288, 1024, 28672),
+    Model("Mixtral-8x22B", 6144, 6144, 1024, 16384),
+]
+TOKENS = (1024, 2048, 4096, 8192, 16384)
+MAX_TFLOP_PER_ROW = 30.0  # skip rows whose GEMM alone would take tens of ms per call (device minutes are few)
+
+
+def rows_to_run(models: list[Model], ops: list[str]) -> list[tuple[str, Model, str, int, int, int]]:
+    """(op, model, layer, M, N, K): each layer at two token counts, rotating through TOKENS so every M is covered."""
+    rows = []
+    index = 0
+    for model in models:
+        for op in ops:
+            layers = model.column_parallel() if op == "ag" else model.row_parallel()
+            for layer, n, k in layers:
+                for m in (TOKENS[index % len(TOKENS)], TOKENS[(index + 2) % len(TOKENS)]):
+                    if 2.0 * m * n * k / 1e12 <= MAX_TFLOP_PER_ROW:
+                        rows.append((op, model, layer, m, n, k))
+                index += 1
+    return rows
+
+
+def _median_ms(fn, reps: int) -> float:  # noqa: ANN001
+    return max_over_ranks(statistics.median(bench_samples(fn, warmup=3, rep=reps)))
+
+
+def _idle_ms(fn, reps: int) -> float:  # noqa: ANN001
+    return max_over_ranks(statistics.median(idle_ms_samples(fn, rep=reps)))
+
+
+def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> dict[str, object]:
+    world = rt.current_world()
+    w, group = world.world_size, world.group
+    torch.manual_seed(1234 + world.rank)
+    if op == "ag":
+        a = torch.randn(m // w, k, dtype=dtype, device="cuda") / k**0.25
+        b = torch.randn(k, n // w, dtype=dtype, device="cuda") / k**0.25
+        gathered = torch.empty(m, k, dtype=dtype, device="cuda")
+        c = torch.empty(m, n // w, dtype=dtype, device="cuda")
+
+        def baseline() -> torch.Tensor:
+            dist.all_gather_into_tensor(gathered, a, group=group)
+            return torch.matmul(gathered, b, out=c)
+
+        def ours() -> torch.Tensor:
+            return ag_ops(a, b)
+
+        def fused() -> torch.Tensor:
+            return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig())[0]
+
+        path = ag_mod.path_of(a, b)
+    else:
+        a = torch.randn(m, k // w, dtype=dtype, device="cuda") / k**0.25
+        b = torch.randn(k // w, n, dtype=dtype, device="cuda") / k**0.25
+        partial = torch.empty(m, n, dtype=dtype, device="cuda")
+        out = torch.empty(m // w, n, dtype=dtype, device="cuda")
+
+        def baseline() -> torch.Tensor:
+            torch.matmul(a, b, out=partial)
+            dist.reduce_scatter_tensor(out, partial, group=group)
+            return out
+
+        def ours() -> torch.Tensor:
+            return rs_ops(a, b)
+
+        def fused() -> torch.Tensor:
+            return rs_mod.gemm_rs_with(a, b, rs_mod.GemmRSConfig(partial_dtype="input"))
+
+        path = rs_mod.path_of(a, b)
+    expected = baseline().float()
+    got = ours().float()
+    torch.cuda.synchronize()
+    error = ((got - expected).norm() / expected.norm().clamp_min(1e-6)).item()
+    row: dict[str, object] = {"path": path, "rel_error": max_over_ranks(error)}
+    row["ours_ms"] = _median_ms(ours, reps)
+    row["base_ms"] = _median_ms(baseline, reps)
+    row["ours_ms_2"] = _median_ms(ours, reps)
+    row["base_ms_2"] = _median_ms(baseline, reps)
+    row["ours_idle_ms"] = _idle_ms(ours, reps)
+    row["base_idle_ms"] = _idle_ms(baseline, reps)
+    row["ours_host_us"] = host_us(ours)
+    row["base_host_us"] = host_us(baseline)
+    fused_path = path == "fused"
+    row["fused_ms"] = row["ours_ms"] if fused_path else float("nan")
+    if not fused_path and m // w >= 128:
+        try:
+            row["fused_ms"] = _median_ms(fused, reps)
+        except Exception as error:  # a configuration the shape cannot take: say so in the row
+            row["fused_error"] = f"{type(error).__name__}: {error}"[:200]
+    (ag_mod if op == "ag" else rs_mod).clear_workspaces()
+    return row
+
+
+def write(results: list[dict[str, object]], started: float, out_dir: Path, tag: str) -> None:
+    gpu = torch.cuda.get_device_name(0)
+    slug = tag or gpu.replace("NVIDIA ", "").split()[0]
+    lines = [f"# The overlap ops on model layers ({rt.current_world().world_size} x {gpu})", ""]
+    lines += describe_machine(started)
+    lines += [
+        "",
+        "Speedup = baseline / ours (device barrier timing, first pass; second pass beside it); from idle and host µs",
+        "per call for ours / the baseline. Path: what ours ran. fused ms: the fused kernel's default configuration",
+        "where the selection ran the fallback (so the choice can be judged). Error: relative Frobenius error against",
+        "the baseline's result.",
+        "",
+    ]
+    for op, title in (("ag", "AllGather + GEMM (column-parallel)"), ("rs", "GEMM + ReduceScatter (row-parallel)")):
+        rows = [r for r in results if r["op"] == op]
+        if not rows:
+            continue
+        table = []
+        for r in rows:
+            table.append(
+                [
+                    r["model"], r["layer"], f"{r['m']},{r['n']},{r['k']}", r["path"],
+                    f"{r['base_ms']:.3f}", f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
+                    f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['fused_ms']:.3f}",
+                    f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
+                    f"{r['ours_host_us']:.0f} / {r['base_host_us']:.0f}", f"{r['rel_error']:.1e}",
+                ]
+            )  # fmt: skip
+        headers = [
+            "model", "layer", "M,N,K", "path", "baseline ms", "ours ms (1st / 2nd)", "speedup (1st / 2nd)",
+            "fused ms", "from idle ms ours / base (x)", "host µs ours / base", "error",
+        ]  # fmt: skip
+        speedups = [float(r["speedup"]) for r in rows]
+        second = [float(r["speedup_2"]) for r in rows]
+        idle = [float(r["idle_speedup"]) for r in rows]
+        host = [float(r["ours_host_us"]) / float(r["base_host_us"]) for r in rows]
+        spread = max(abs(float(r["ours_ms"]) - float(r["ours_ms_2"])) / min(float(r["ours_ms"]), float(r["ours_ms_2"]))
+                     for r in rows)  # fmt: skip
+        lines += [
+            f"## {title}",
+            "",
+            f"Geo-mean speedup {geomean(speedups):.3f} (second pass {geomean(second):.3f}), worst "
+            f"{min(speedups):.2f}; from idle {geomean(idle):.3f} (worst {min(idle):.2f}); host µs ours / baseline "
+            f"{geomean(host):.2f} geo-mean (worst {max(host):.2f}); largest spread between the two timings of ours "
+            f"{spread * 100:.1f}%. Paths: "
+            + ", ".join(f"{p} {sum(r['path'] == p for r in rows)}" for p in sorted({str(r["path"]) for r in rows})),
+            "",
+            markdown_table(headers, table),
+            "",
+        ]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"sweep_{slug}.md").write_text("\n".join(lines) + "\n")
+    write_json(out_dir / f"sweep_{slug}.json", results, started)
+    _chart(results, out_dir / f"sweep_{slug}.png", gpu)
+
+
+def _chart(results: list[dict[str, object]], path: Path, gpu: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = [op for op in ("ag", "rs") if any(r["op"] == op for r in results)]
+    fig, axes = plt.subplots(len(ops), 1, figsize=(14, 4.5 * len(ops)), squeeze=False)
+    for axis, op in zip(axes[:, 0], ops, strict=True):
+        rows = [r for r in results if r["op"] == op]
+        x = range(len(rows))
+        axis.bar([i - 0.2 for i in x], [r["speedup"] for r in rows], 0.4, label="device barrier (1st)")
+        axis.bar([i + 0.2 for i in x], [r["idle_speedup"] for r in rows], 0.4, label="from idle")
+        axis.axhline(1.0, color="black", linewidth=0.8)
+        axis.set_xticks(list(x))
+        axis.set_xticklabels([f"{r['model']} {r['layer']} M={r['m']}" for r in rows], rotation=70, fontsize=7)
+        axis.set_ylabel("speedup over NCCL + cuBLAS")
+        axis.set_title(("ag_gemm" if op == "ag" else "gemm_rs") + f" on {gpu}")
+        axis.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--ops", default="ag,rs")
+    parser.add_argument("--models", default="", help="comma-separated model names (default: all)")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16"])
+    parser.add_argument("--quick", action="store_true", help="one model per op family (a smoke run)")
+    parser.add_argument("--out-dir", default=str(RESULTS))
+    parser.add_argument("--tag", default="", help="results file suffix (default: the GPU's name)")
+    args = parser.parse_args()
+    started = time.time()
+    setup_distributed("24G")
+    dtype = getattr(torch, args.dtype)
+    wanted = set(filter(None, args.models.split(",")))
+    models = [m for m in MODELS if not wanted or m.name in wanted]
+    if args.quick:
+        models = models[:1]
+    results = []
+    for op, model, layer, m, n, k in rows_to_run(models, args.ops.split(",")):
+        begun = time.time()
+        row = run_row(op, m, n, k, dtype, args.reps)
+        row.update(op=op, model=model.name, layer=layer, m=m, n=n, k=k)
+        row["speedup"] = float(row["base_ms"]) / float(row["ours_ms"])
+        row["speedup_2"] = float(row["base_ms_2"]) / float(row["ours_ms_2"])
+        row["idle_speedup"] = float(row["base_idle_ms"]) / float(row["ours_idle_ms"])
+        results.append(row)
+        log0(
+            f"RESULT {op} {model.name} {layer} {m},{n},{k} [{row['path']}]: base {row['base_ms']:.3f} ours "
+            f"{row['ours_ms']:.3f}/{row['ours_ms_2']:.3f} ms ({row['speedup']:.2f}x/{row['speedup_2']:.2f}x) fused "
+            f"{row['fused_ms']:.3f}; idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
+            f"{row['ours_host_us']:.0f}/{row['base_host_us']:.0f} us; err {row['rel_error']:.1e} "
+            f"({time.time() - begun:.1f} s)"
+        )
+        if rt.current_world().rank == 0:
+            write(results, started, Path(args.out_dir), args.tag)
+    rt.barrier()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

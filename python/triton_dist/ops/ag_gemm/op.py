@@ -1,0 +1,423 @@
+"""The ``ag_gemm`` host op: input checks, the workspace, one plan per call signature, and the custom op.
+
+How one call runs (all on the GPU, no host synchronization, so it can be captured in a CUDA graph):
+
+1. ``_begin_kernel`` (current stream): advances this op's epoch counter in device memory (every rank's counter
+   moves in step, so epochs never need the host) and passes a device barrier with the peers: after it every peer
+   has finished its previous call, so its receive buffer is free.
+2. The producer, on a side stream forked after step 1, pushes this rank's A chunk by chunk (``chunk_tiles *
+   BLOCK_M`` rows) into slot r of every peer's symmetric receive buffer and sets one flag per chunk (and per
+   pushing program) on that peer to the epoch:
+   - ``"ce"``: one copy-engine copy per chunk and peer, each followed by a 4-byte copy of this rank's epoch counter
+     into the peer's flag (the value is read on the device, so a CUDA graph replays it correctly);
+   - ``"sm"``: ``_push_kernel`` on ``push_ctas`` SMs (vector stores through ``dl.symm_at``, then ``dl.notify``).
+   Rank r sends to r - 1 first, then r - 2, ...: rank r receives from r + 1 first.
+3. The persistent GEMM first computes the rows of its own shard straight from ``a`` (no wait, no copy), then the
+   peers' rows in arrival order, each tile after ``dl.wait`` on its chunk's flags; the side stream joins after.
+
+The first call of a signature (shapes, dtypes, strides, device, the operands' 16-byte alignment, the world) builds a
+plan: the configuration, the workspace, the compiled kernels with their grids and constants, every copy's address,
+the receive buffer's TMA descriptor. Later calls look the plan up and launch: a handful of driver calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from triton_dist import runtime as rt
+from triton_dist.ops.ag_gemm.kernels import _ag_gemm_ptr_kernel, _ag_gemm_tma_kernel, _begin_kernel, _push_kernel
+from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
+from triton_dist.ops.common import resources
+from triton_dist.ops.common.dispatch import PlanCache
+from triton_dist.ops.common.eager import plain_eager
+from triton_dist.ops.common.errors import OpInputError, check_tensor, gpu_world
+from triton_dist.ops.common.launch import LaunchPlan, compile_plan, current_raw_stream
+from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
+from triton_dist.ops.matmul import check_operands, config_for_target, num_sms
+from triton_dist.ops.tuning import OverlapConfig
+
+MAX_PUSH_CTAS = 64
+PUSH_BLOCK = 8192
+MIN_BLOCK_M = 64
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+
+
+class AgGemmError(OpInputError):
+    """Bad input to ``ag_gemm`` (raised on the host before anything is launched)."""
+
+
+def check_inputs(a: Any, b: Any) -> rt.World:
+    """Checks of ``ag_gemm``'s operands, devices first (types, devices, dtypes, shapes, layout, then the world).
+
+    Returns the world. Everything but the world is checked before ``triton_dist.init()`` is asked for, so a bad
+    operand is named as such whatever the state of the runtime.
+    """
+    for name, value in (("a", a), ("b", b)):
+        if not isinstance(value, torch.Tensor):
+            raise AgGemmError(f"ag_gemm: {name} must be a torch.Tensor, got {type(value).__name__}")
+        if value.device.type != "cuda":
+            raise AgGemmError(f"ag_gemm: the operands must be on a GPU, but {name} is on {value.device}")
+    if a.device != b.device:
+        raise AgGemmError(f"ag_gemm: a is on {a.device} but b is on {b.device}")
+    try:
+        check_operands(a, b, "ag_gemm", tma_rows=False)
+    except (TypeError, ValueError) as error:
+        raise AgGemmError(str(error)) from None
+    world = gpu_world("ag_gemm", AgGemmError)
+    check_tensor("ag_gemm", "a", a, world.device, SUPPORTED_DTYPES, AgGemmError)
+    return world
+
+
+# ---------------------------------------------------------------------------------------------------- workspace
+
+
+@dataclasses.dataclass
+class Workspace:
+    """Buffers of one (M_local, K, dtype) problem: receive buffer, flags, epoch, barrier, the peers' views."""
+
+    recv: torch.Tensor  # [W * M_local, K], symmetric; slot s holds rank s's shard once its flags are set
+    flags: torch.Tensor  # int32, symmetric: (segment, chunk, pushing program)
+    epoch: torch.Tensor  # int32 [1], this rank's epoch counter
+    barrier: torch.Tensor  # int32 [W], symmetric
+    peer_recv: dict[int, torch.Tensor]
+    peer_flags: dict[int, torch.Tensor]
+
+
+def workspace(world: rt.World, a: torch.Tensor) -> Workspace:
+    """The buffers for shards like ``a`` ([M_local, K], its dtype), allocated on first use and kept.
+
+    The flags have room for the finest chunking (one ``MIN_BLOCK_M`` tile row per chunk) times the most pushing
+    programs, so every configuration shares them: a flag counts only when it equals the current epoch, and the
+    epoch moves on every call, so a flag left by another configuration never matches.
+    """
+    m_local, k = a.shape
+
+    def create(world: rt.World) -> Workspace:
+        w = world.world_size
+        max_chunks = triton.cdiv(m_local, MIN_BLOCK_M)
+        try:
+            recv = rt.empty(w * m_local, k, dtype=a.dtype)
+            flags = rt.zeros(w * max_chunks * MAX_PUSH_CTAS, dtype=torch.int32)
+            barrier = rt.zeros(w, dtype=torch.int32)
+        except rt.HeapExhaustedError as error:
+            need = w * m_local * k * a.element_size()
+            raise rt.HeapExhaustedError(
+                f"ag_gemm: the symmetric heap has no room for the receive buffer ({need >> 20} MiB for "
+                f"{w} x [{m_local}, {k}] {a.dtype}); pass a larger heap_size to triton_dist.init() ({error})"
+            ) from None
+        epoch = torch.zeros(1, dtype=torch.int32, device=world.device)
+        rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
+        peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
+        peer_flags = {r: rt.peer_tensor(flags, r) for r in range(w) if r != world.rank}
+        return Workspace(recv, flags, epoch, barrier, peer_recv, peer_flags)
+
+    return resources.workspace(("ag_gemm", m_local, k, a.dtype), create, what="ag_gemm")
+
+
+# --------------------------------------------------------------------------------------------------------- plans
+
+
+@dataclasses.dataclass
+class _Copy:
+    """One chunk for one peer: ``nbytes`` from ``a`` + ``source_offset`` to ``destination``, then the flag."""
+
+    destination: int
+    source_offset: int
+    nbytes: int
+    flag: int  # the peer's flag address; the epoch counter's 4 bytes are copied there after the chunk
+
+
+@dataclasses.dataclass
+class FusedPlan:
+    """Everything one fused call of a signature launches, resolved at its first call."""
+
+    config: OverlapConfig
+    workspace: Workspace
+    rows: int
+    n: int
+    begin: LaunchPlan
+    gemm: LaunchPlan
+    use_tma: bool
+    a_block: list[int]
+    b_block: list[int]
+    c_block: list[int]
+    recv_desc: Any
+    push: LaunchPlan | None
+    copies: tuple[_Copy, ...]
+    side: torch.cuda.Stream
+    stream_ops: StreamOps
+    no_comm: bool
+    flag_count: int
+
+    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        device = a.device
+        if device.index != torch.cuda.current_device():  # the launchers launch in the current device's context
+            with torch.cuda.device(device):
+                return self.run(a, b)
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=device)
+        main = current_raw_stream(device.index)
+        side = self.side.cuda_stream
+        ws = self.workspace
+        self.begin.launch_on(main)
+        if self.no_comm:  # diagnosis only (bench/ag_gemm.py): every flag already holds the epoch, nothing travels
+            ws.flags[: self.flag_count].copy_(ws.epoch.expand(self.flag_count))
+        ops = self.stream_ops
+        ops.order("ag_gemm.fork", main, side)
+        if not self.no_comm:
+            if self.push is not None:
+                self.push.launch_on(side, a.data_ptr())
+            else:
+                base, epoch = a.data_ptr(), ws.epoch.data_ptr()
+                for copy in self.copies:
+                    ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
+                    ops.copy(copy.flag, epoch, 4, side)  # stream-ordered after the chunk
+        if self.use_tma:
+            self.gemm.launch_on(
+                main,
+                TensorDescriptor(a, a.shape, a.stride(), self.a_block),
+                self.recv_desc,
+                TensorDescriptor(b, b.shape, b.stride(), self.b_block),
+                TensorDescriptor(c, c.shape, c.stride(), self.c_block),
+            )
+        else:
+            self.gemm.launch_on(main, a.data_ptr(), ws.recv.data_ptr(), b.data_ptr(), c.data_ptr())
+        ops.order("ag_gemm.join", side, main)
+        return c
+
+    def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
+        """all_gather(a), from the receive buffer this call filled (stream-ordered after the call)."""
+        gathered = self.workspace.recv.clone()
+        m_local = a.shape[0]
+        gathered[rank * m_local : (rank + 1) * m_local].copy_(a)
+        return gathered
+
+
+@dataclasses.dataclass
+class UnfusedPlan:
+    """NCCL all-gather then cuBLAS: where fusion cannot win, and for empty problems."""
+
+    group: Any
+    rows: int
+    n: int
+    k: int
+
+    def run(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        gathered = torch.empty((self.rows, self.k), dtype=a.dtype, device=a.device)
+        dist.all_gather_into_tensor(gathered, a, group=self.group)
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+        torch.matmul(gathered, b, out=c)
+        return c, gathered
+
+
+def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: OverlapConfig, no_comm: bool) -> FusedPlan:
+    m_local, k = a.shape
+    n = b.shape[1]
+    w, me = world.world_size, world.rank
+    if config.matmul.block_m < MIN_BLOCK_M or config.push_ctas > MAX_PUSH_CTAS:
+        raise AgGemmError(f"ag_gemm: block_m must be >= {MIN_BLOCK_M} and push_ctas <= {MAX_PUSH_CTAS}: {config}")
+    ws = workspace(world, a)
+    device = a.device
+    mm = config.matmul
+    target = triton.runtime.driver.active.get_current_target()
+    sms = num_sms(device.index)
+    # One SM stays free beside the copy engine too: should the driver run a small copy (the 4-byte flag copies)
+    # as a kernel, it must not queue behind GEMM programs that spin on that very flag.
+    reserved = config.push_ctas if config.producer == "sm" else 1
+    chunk_rows = config.chunk_tiles * mm.block_m
+    num_chunks = triton.cdiv(m_local, chunk_rows)
+    flags_per_chunk = config.push_ctas if config.producer == "sm" else 1
+    side = resources.side_stream(device, "ag_gemm")
+    begin = compile_plan(_begin_kernel, (1, 1, 1), {"epoch_ptr": ws.epoch, "barrier_ptr": ws.barrier}, 0, num_warps=1)
+    push = None
+    if config.producer == "sm":
+        named = {
+            "a_ptr": a, "recv_ptr": ws.recv, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "M_LOCAL": m_local,
+            "K": k, "CHUNK_ROWS": chunk_rows, "num_chunks": num_chunks, "BLOCK": PUSH_BLOCK,
+        }  # fmt: skip
+        push = compile_plan(_push_kernel, (config.push_ctas, 1, 1), named, 1, num_warps=16)
+    use_tma = uses_tma(config, a, b)
+    recv_desc = None
+    a_block = b_block = c_block = [0, 0]
+    if use_tma:
+        bm, bn, bk = mm.block_m, mm.block_n, mm.block_k
+        a_block, b_block, c_block = [bm, bk], [bk, bn], [bm, bn // mm.split_n]
+        recv_desc = TensorDescriptor.from_tensor(ws.recv, a_block)
+        c = torch.empty((w * m_local, n), dtype=a.dtype, device=device)
+        grid = (max(1, min(sms - reserved, triton.cdiv(m_local, bm) * triton.cdiv(n, bn) * w)), 1, 1)
+        named = {
+            "a_desc": TensorDescriptor.from_tensor(a, a_block), "recv_desc": recv_desc,
+            "b_desc": TensorDescriptor.from_tensor(b, b_block), "c_desc": TensorDescriptor.from_tensor(c, c_block),
+            "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "M_LOCAL": m_local, "N": n, "K": k,
+            "chunk_tiles": config.chunk_tiles, "flags_per_chunk": flags_per_chunk, "BLOCK_M": bm, "BLOCK_N": bn,
+            "BLOCK_K": bk, "GROUP_M": mm.group_m, "SPLIT_N": mm.split_n, "FLATTEN_PEERS": config.flatten_peers,
+        }  # fmt: skip
+        gemm = compile_plan(_ag_gemm_tma_kernel, grid, named, 4, num_stages=mm.num_stages, num_warps=mm.num_warps)
+    else:
+        fallback = config_for_target(dataclasses.replace(mm, use_tma=False), target)
+        tiles = triton.cdiv(m_local, fallback.block_m) * triton.cdiv(n, fallback.block_n) * w
+        grid = (max(1, min(sms - reserved, tiles)), 1, 1)
+        c = torch.empty((w * m_local, n), dtype=a.dtype, device=device)
+        named = {
+            "a_ptr": a, "recv_ptr": ws.recv, "b_ptr": b, "c_ptr": c, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch,
+            "M_LOCAL": m_local, "N": n, "K": k, "chunk_tiles": config.chunk_tiles * mm.block_m // fallback.block_m,
+            "flags_per_chunk": flags_per_chunk, "BLOCK_M": fallback.block_m, "BLOCK_N": fallback.block_n,
+            "BLOCK_K": fallback.block_k, "GROUP_M": fallback.group_m,
+        }  # fmt: skip
+        gemm = compile_plan(
+            _ag_gemm_ptr_kernel, grid, named, 4, num_stages=fallback.num_stages, num_warps=fallback.num_warps
+        )
+    copies = []
+    if config.producer == "ce":
+        row_bytes = k * a.element_size()
+        for chunk in range(num_chunks):
+            lo = chunk * chunk_rows
+            hi = min(lo + chunk_rows, m_local)
+            for step in range(1, w):
+                dst = (me - step) % w
+                flag = me * num_chunks + chunk
+                copies.append(
+                    _Copy(
+                        destination=ws.peer_recv[dst].data_ptr() + (me * m_local + lo) * row_bytes,
+                        source_offset=lo * row_bytes,
+                        nbytes=(hi - lo) * row_bytes,
+                        flag=ws.peer_flags[dst].data_ptr() + flag * ws.flags.element_size(),
+                    )
+                )
+    if push is not None:
+        # Load the producer's module now, harmlessly (zero chunks): with CUDA's lazy loading its first launch
+        # could otherwise wait for kernels that spin on the peers' flags, and the peer's the same way.
+        _push_kernel[(1,)](a, ws.recv, ws.flags, ws.epoch, m_local, k, MIN_BLOCK_M, 0, BLOCK=PUSH_BLOCK, num_warps=16)
+    return FusedPlan(
+        config=config,
+        workspace=ws,
+        rows=w * m_local,
+        n=n,
+        begin=begin,
+        gemm=gemm,
+        use_tma=use_tma,
+        a_block=a_block,
+        b_block=b_block,
+        c_block=c_block,
+        recv_desc=recv_desc,
+        push=push,
+        copies=tuple(copies),
+        side=side,
+        stream_ops=stream_ops(device),
+        no_comm=no_comm,
+        flag_count=w * num_chunks * flags_per_chunk,
+    )
+
+
+_plans: PlanCache[FusedPlan | UnfusedPlan] = PlanCache("ag_gemm", AgGemmError)
+
+
+def plan_for(
+    a: torch.Tensor, b: torch.Tensor, config: OverlapConfig | None = None, no_comm: bool = False
+) -> FusedPlan | UnfusedPlan:
+    """The plan of this call's signature, built (and agreed with the peers) on its first call."""
+    try:
+        signature = (
+            a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
+            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, config, no_comm,
+        )  # fmt: skip
+    except AttributeError:  # not tensors: the checks below say so
+        signature = None
+    plan = _plans.get(signature) if signature is not None else None
+    if plan is not None:
+        return plan
+    world = check_inputs(a, b)
+    m_local, k = a.shape
+    n = b.shape[1]
+    w = world.world_size
+    if config is None:
+        config = choose_config(m_local, n, k, a.dtype, w, a.device)
+    described = {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
+
+    def make() -> FusedPlan | UnfusedPlan:
+        if config.backend == "nccl" or m_local == 0 or n == 0:
+            return UnfusedPlan(world.group, w * m_local, n, k)
+        with torch.cuda.device(a.device):
+            return _build_fused(world, a, b, config, no_comm)
+
+    return _plans.build(signature, described, make)
+
+
+def clear_workspaces() -> None:
+    """Free every ag_gemm workspace and plan (a collective: call on all ranks, outside CUDA-graph capture)."""
+    rt.barrier()
+    resources.drop_workspaces("ag_gemm")
+    _plans.clear()
+
+
+def ag_gemm_impl(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    return_gathered: bool = False,
+    config: OverlapConfig | None = None,
+    _no_comm: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``ag_gemm`` without the custom-op wrapper; ``config`` overrides the tuned choice (benchmarks, tuning).
+
+    ``_no_comm`` (diagnosis only, wrong results): the fused kernel runs with every flag already set and no
+    producer, which separates the cost of the concurrent communication from that of the kernel's schedule.
+    """
+    plan = plan_for(a, b, config, _no_comm)
+    if isinstance(plan, UnfusedPlan):
+        c, gathered = plan.run(a, b)
+        return c, (gathered if return_gathered else None)
+    c = plan.run(a, b)
+    if not return_gathered:
+        return c, None
+    return c, plan.gathered(a, rt.current_world().rank)
+
+
+def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
+    """Which path a call with these operands runs: ``"fused"`` or ``"nccl+cublas"`` (benchmarks' rows)."""
+    return "nccl+cublas" if isinstance(plan_for(a, b), UnfusedPlan) else "fused"
+
+
+# -------------------------------------------------------------------------------------------- the custom op
+
+
+@torch.library.custom_op("triton_dist::ag_gemm", mutates_args=())
+def _ag_gemm_op(a: torch.Tensor, b: torch.Tensor, return_gathered: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    c, gathered = ag_gemm_impl(a, b, return_gathered)
+    if gathered is None:
+        gathered = a.new_empty((0, a.shape[1]))
+    return c, gathered
+
+
+@_ag_gemm_op.register_fake
+def _(a: torch.Tensor, b: torch.Tensor, return_gathered: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    w = rt.current_world().world_size
+    rows = w * a.shape[0]
+    gathered_rows = rows if return_gathered else 0
+    return a.new_empty((rows, b.shape[1])), a.new_empty((gathered_rows, a.shape[1]))
+
+
+def ag_gemm(
+    a: torch.Tensor, b: torch.Tensor, *, return_gathered: bool = False
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """C = all_gather(a) @ b across all ranks of the triton_dist world, overlapped.
+
+    ``a``: this rank's rows [M_local, K]; ``b``: [K, N]; both bf16 or fp16, contiguous, on this rank's GPU, the
+    same shapes and dtype on every rank (checked with the peers on the first call per shape). Returns C
+    [W * M_local, N], and with ``return_gathered=True`` also all_gather(a) [W * M_local, K].
+
+    Every rank must call it the same number of times (it synchronizes with the peers on the GPU). The first call
+    of a signature compiles and plans (run it once eagerly before capturing a CUDA graph); later eager calls skip
+    torch's dispatcher and launch the plan. Under ``torch.compile`` it is ``torch.ops.triton_dist.ag_gemm``.
+    Raises ``AgGemmError`` (an ``OpInputError``) naming the problem for bad input, ``HeapExhaustedError`` when the
+    heap cannot hold the receive buffer.
+    """
+    if plain_eager(a, b):
+        c, gathered = ag_gemm_impl(a, b, return_gathered)
+    else:
+        c, gathered = torch.ops.triton_dist.ag_gemm(a, b, return_gathered)
+    return (c, gathered) if return_gathered else c

@@ -1,0 +1,55 @@
+"""Which configuration ``ag_gemm`` runs for a problem: the tuned table, else the calibrated cost model."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+import triton
+
+from triton_dist.ops import tuning
+from triton_dist.ops.matmul import MatmulConfig, config_for_target, rows_fit_tma
+from triton_dist.ops.tuning import OverlapConfig
+
+
+@functools.cache
+def gpu_name(device_index: int) -> str:
+    """The device's name as the tuning tables key it."""
+    return torch.cuda.get_device_name(device_index)
+
+
+@functools.cache
+def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: int, device: torch.device) -> Any:
+    """The configuration ``ag_gemm`` uses for this problem (tuned, else the cost model), for the current target.
+
+    Remembered per problem for the life of the process (tuning files are read once per shape, not per call).
+    """
+    config, _ = tuning.choose(
+        "ag_gemm",
+        m_local * world_size,
+        n * world_size,
+        k,
+        dtype,
+        torch.empty((), dtype=dtype).element_size(),
+        world_size,
+        gpu_name(device.index),
+    )
+    return config
+
+
+def tma_fits(mm: MatmulConfig, a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the TMA kernel can take these operands with tile ``mm`` (else the pointer kernel runs).
+
+    TMA stores of the own shard write whole BLOCK_M rows of C: only when tiles do not cross shard boundaries. A
+    descriptor needs rows 16 bytes apart (K and N/W multiples of 8) and a 16-byte aligned start; C and the receive
+    buffer share A's and B's row lengths and are allocated aligned. The choice may differ between ranks (a view
+    at an odd offset on one of them): the producer's chunks and flags do not depend on it."""
+    aligned = a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0
+    return mm.use_tma and a.shape[0] % mm.block_m == 0 and rows_fit_tma(a, b) and aligned
+
+
+def uses_tma(config: OverlapConfig, a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether ``config`` runs the TMA kernel for these operands on the current target."""
+    target = triton.runtime.driver.active.get_current_target()
+    return tma_fits(config_for_target(config.matmul, target), a, b)

@@ -1,0 +1,174 @@
+"""GEMM + reduce-scatter configurations, the tuner's candidates, and the choice per problem (table, else model)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import triton
+
+from triton_dist.ops import tuning
+from triton_dist.ops.matmul import MatmulConfig, config_for_target
+
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+PARTIAL_DTYPES = ("float32", "input")
+GEMMS = ("triton", "cublas")
+PRODUCERS = ("ce", "direct")
+
+
+@dataclass(frozen=True)
+class GemmRSConfig:
+    """How ``gemm_rs`` runs: the GEMM tile configuration and the communication choices tuned with it.
+
+    - ``matmul``: tile shape, stages, warps, epilogue split, TMA or pointer loads (``ops.matmul.MatmulConfig``).
+    - ``fused``: True reduces in the own tiles' epilogue; False writes partials and reduces in a second kernel.
+    - ``partial_dtype``: "float32" pushes fp32 partial tiles (exact fp32 reduction of the fp32 accumulators);
+      "input" pushes them in A's dtype (half the NVLink bytes, each partial rounded once before the fp32 sum).
+    - ``defer_notify``: flag a pushed tile after the next tile's main loop instead of right after its stores.
+    - ``flatten``: let Triton flatten the persistent tile loop with the K loop (the next tile's loads overlap this
+      tile's epilogue). Not applied where Triton 3.6 cannot (a fused epilogue with one column block, no TMA).
+    - ``gemm``: "triton" (the persistent kernel above; every field but ``producer`` applies) or "cublas": per
+      destination shard one ``torch.matmul`` (peers' shards first, in the staggered order), each peer's partial
+      sent while the next shard's GEMM runs, then ``_cublas_reduce_kernel`` adds the received partials (input
+      dtype, summed in fp32). Only ``producer`` applies to it.
+    - ``producer`` (cuBLAS only): "ce" computes a peer's partial locally and a side stream copies it into the
+      peer's receive slot (the copy engine: no SM taken from the GEMMs); "direct" lets cuBLAS write it straight
+      into the peer's memory.
+    - ``fallback``: ignore the rest and run ``torch.matmul`` + NCCL ``reduce_scatter_tensor``.
+    """
+
+    matmul: MatmulConfig = MatmulConfig(128, 256, 64, 8, 3, 8, False, 2)
+    fused: bool = True
+    partial_dtype: str = "float32"
+    defer_notify: bool = True
+    flatten: bool = True
+    gemm: str = "triton"
+    producer: str = "ce"
+    fallback: bool = False
+
+    def __post_init__(self) -> None:
+        if self.partial_dtype not in PARTIAL_DTYPES:
+            raise ValueError(f"GemmRSConfig: partial_dtype must be one of {PARTIAL_DTYPES}, got {self.partial_dtype!r}")
+        if self.gemm not in GEMMS:
+            raise ValueError(f"GemmRSConfig: gemm must be one of {GEMMS}, got {self.gemm!r}")
+        if self.producer not in PRODUCERS:
+            raise ValueError(f"GemmRSConfig: producer must be one of {PRODUCERS}, got {self.producer!r}")
+
+    def short(self) -> str:
+        if self.fallback:
+            return "torch.matmul+nccl"
+        if self.gemm == "cublas":
+            return f"cublas-{self.producer}"
+        mode = "fused" if self.fused else "2kernel"
+        part = "f32" if self.partial_dtype == "float32" else "in"
+        flat = "" if self.flatten else "-noflat"
+        return f"{self.matmul.short()}-{mode}-{part}{'-defer' if self.defer_notify else ''}{flat}"
+
+    def flattens(self) -> bool:
+        """Whether the kernel is compiled with a flattened tile loop (see ``flatten``)."""
+        # Triton 3.6's loop fusion fails on the fused epilogue's peer loop when it is the only one (SPLIT_N 1).
+        return self.flatten and self.matmul.use_tma and not (self.fused and self.matmul.split_n == 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "matmul": self.matmul.as_dict()}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> GemmRSConfig:
+        values = dict(values)
+        values["matmul"] = MatmulConfig.from_dict(values.get("matmul", {}))
+        return cls(**values)
+
+
+FALLBACK = GemmRSConfig(fallback=True)
+
+# The joint search space (bench/gemm_rs.py --tune, the tune_gemm_rs step of scripts/gpu_check.sh): GEMM tiles x
+# reduction mode x partial precision x when to flag. Tiles stay within Hopper's 227 KiB of shared memory with an
+# fp32 epilogue.
+_TILES = (
+    MatmulConfig(128, 256, 64, 8, 3, 8, False, 2),
+    MatmulConfig(128, 256, 64, 16, 3, 8, False, 2),
+    MatmulConfig(128, 128, 64, 8, 4, 8, False, 1),
+    MatmulConfig(128, 128, 128, 8, 3, 8, False, 1),
+)
+CUBLAS_CE = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="ce")
+CANDIDATES = (
+    CUBLAS_CE,
+    GemmRSConfig(partial_dtype="input", gemm="cublas", producer="direct"),
+    *(GemmRSConfig(_TILES[0], True, partial, defer) for partial in PARTIAL_DTYPES for defer in (True, False)),
+    GemmRSConfig(_TILES[0], True, "float32", True, flatten=False),
+    GemmRSConfig(_TILES[0], False, "float32", True),
+    GemmRSConfig(_TILES[0], False, "input", True),
+    *(GemmRSConfig(tile, True, partial, True) for tile in _TILES[1:] for partial in PARTIAL_DTYPES),
+    FALLBACK,
+)
+
+
+def tuning_key(m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int, device: torch.device) -> str:
+    """The key of this problem in ``ops.tuning``'s tables (global M, N, K, as the issue's shape list)."""
+    return tuning.key("gemm_rs", m, n, k_local * world_size, dtype, world_size, torch.cuda.get_device_name(device))
+
+
+def lookup_tuned(key: str) -> GemmRSConfig | None:
+    """The configuration ``bench/gemm_rs.py --tune`` stored for ``key`` (user cache, then the package table)."""
+    entry = tuning.lookup_entry(key)
+    return None if entry is None else GemmRSConfig.from_dict(entry["config"])
+
+
+# our fused kernel / cuBLAS matmul alone: 1.14-1.33 on the 2 x H200 seed shapes, measured with serialized wgmma
+_TRITON_PATH_OVER_CUBLAS = 1.25
+_NCCL_REDUCE_SCATTER_GBPS = 400.0  # input bytes / time: 64 MiB in 0.168 ms on 2 x H200 (bench/results/gemm_rs.md)
+
+
+def estimate_ms(m: int, n: int, k_local: int, element_size: int, world_size: int) -> dict[str, float]:
+    """The cost model: the Triton kernel's and torch.matmul + NCCL's expected time, in ms.
+
+    Both scale with cuBLAS's GEMM time at ``tuning.Machine().gemm_tflops``. The Triton kernel costs a measured
+    multiple of it (1.14-1.33 on the 2 x H200 seed shapes, pushes included); the baseline adds NCCL's
+    reduce-scatter of the whole [M, N] partial at its measured bandwidth and a launch overhead.
+    """
+    machine = tuning.Machine()
+    gemm = 2.0 * m * n * k_local / (machine.gemm_tflops * 1e9)
+    nccl = m * n * element_size / (_NCCL_REDUCE_SCATTER_GBPS * 1e6) + machine.launch_overhead_ms
+    return {"triton_ms": gemm * _TRITON_PATH_OVER_CUBLAS + 0.02, "baseline_ms": gemm + nccl, "gemm_ms": gemm}
+
+
+def choose_config(
+    m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int, device: torch.device, target: Any = None
+) -> GemmRSConfig:
+    """The tuned configuration for this problem if one is stored, else the cost model's pick.
+
+    ``target`` (a triton ``GPUTarget``) defaults to the current device's. The tuned table (``bench/gemm_rs.py
+    --tune``) holds the fastest measured candidate, torch.matmul + NCCL included, so a tuned shape never runs
+    slower than that baseline. Untuned: the Triton kernel where :func:`estimate_ms` expects it at least 5% faster
+    than the baseline and its loads can run (rows of 16-byte multiples), else the baseline. The cuBLAS path is
+    chosen only by measurement (the tuner), never by the model. One rank: the baseline.
+    """
+    if target is None:
+        target = triton.runtime.driver.active.get_current_target()
+    if world_size == 1:
+        return FALLBACK
+    element_size = torch.empty((), dtype=dtype).element_size()
+    if target.backend == "cuda" and device.type == "cuda":
+        tuned = lookup_tuned(tuning_key(m, n, k_local, dtype, world_size, device))
+        if tuned is not None:
+            return tuned
+    aligned = (k_local * element_size) % 16 == 0 and (n * element_size) % 16 == 0
+    estimate = estimate_ms(m, n, k_local, element_size, world_size)
+    if not aligned or m // world_size == 0 or estimate["triton_ms"] >= 0.95 * estimate["baseline_ms"]:
+        return FALLBACK
+    # Input-dtype partials: 10% faster than fp32 ones on every seed shape, normwise error 2.0e-3 against 1.7e-3
+    # (torch.matmul + NCCL: 2.5e-3); the sum is still taken in fp32.
+    default = GemmRSConfig(partial_dtype="input")
+    return dataclasses.replace(default, matmul=config_for_target(default.matmul, target))
+
+
+def workspace_bytes(m: int, n: int, dtype: torch.dtype, world_size: int, config: GemmRSConfig) -> int:
+    """Symmetric-heap bytes one shape's workspace takes (scratch + flags), per rank."""
+    partial = 4 if config.partial_dtype == "float32" else torch.empty((), dtype=dtype).element_size()
+    slots = world_size - 1 if config.fused else world_size
+    shard = m // world_size
+    tiles = math.ceil(shard / config.matmul.block_m) * math.ceil(n / config.matmul.block_n)
+    return 2 * slots * shard * n * partial + 2 * tiles * world_size * 4

@@ -1,0 +1,290 @@
+"""GEMM + reduce-scatter device code: the persistent fused kernel (pushes peers' tiles, reduces its own), the
+two-kernel variant's reduction, and the cuBLAS path's small flag, wait and reduction kernels."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+from triton_dist.ops.matmul import grouped_tile, ptr_mainloop, tma_mainloop
+
+
+@triton.jit
+def _tile_part(base, part, row0, col0, num_rows, N, stride, LOAD: tl.constexpr):
+    """Store ``part`` at (row0, col0) of the [num_rows, N] matrix at ``base`` (or, LOAD, return part + that block)."""
+    rows = row0 + tl.arange(0, part.shape[0])
+    cols = col0 + tl.arange(0, part.shape[1])
+    mask = (rows[:, None] < num_rows) & (cols[None, :] < N)
+    ptrs = base + rows[:, None].to(tl.int64) * stride + cols[None, :]
+    if LOAD:
+        return part + tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(ptrs, part.to(base.dtype.element_ty), mask=mask)
+    return part
+
+
+@triton.jit
+def _halves(acc, SPLIT_N: tl.constexpr):
+    """The tile as (left, right) column halves when SPLIT_N == 2 (right is unused otherwise)."""
+    if SPLIT_N == 2:
+        BLOCK_M: tl.constexpr = acc.shape[0]
+        BLOCK_N: tl.constexpr = acc.shape[1]
+        halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+    else:
+        left = acc
+        right = acc
+    return left, right
+
+
+@triton.jit
+def _loop_layout(tile):
+    """``tile`` unchanged (its column halves split apart and joined back), for the own tile's peer loop.
+
+    Triton keeps a ``tl.dot`` result in the MMA layout through the additions of ``_add_received``, so every
+    received tile, loaded in a coalesced layout, was converted to it through shared memory, once per peer (sm_90,
+    128x128 fp32: four barriers and 64 KiB stored and reloaded per peer). After this round trip the tile is in no
+    layout Triton prefers to keep: it takes the loads' layout, converted once before the loop, and the loop holds
+    only the loads and the adds. The values and the order of the sums are unchanged, so the result is the same bits.
+    """
+    BLOCK_M: tl.constexpr = tile.shape[0]
+    BLOCK_N: tl.constexpr = tile.shape[1]
+    left, right = tl.split(tl.permute(tl.reshape(tile, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+    return tl.reshape(tl.permute(tl.join(left, right), (0, 2, 1)), (BLOCK_M, BLOCK_N))
+
+
+@triton.jit
+def _store_tile(base, acc, row0, col0, num_rows, N, stride, SPLIT_N: tl.constexpr):
+    left, right = _halves(acc, SPLIT_N)
+    _tile_part(base, left, row0, col0, num_rows, N, stride, False)
+    if SPLIT_N == 2:
+        _tile_part(base, right, row0, col0 + acc.shape[1] // 2, num_rows, N, stride, False)
+
+
+@triton.jit
+def _await_received(scratch, tile_flags, me, W, epoch):
+    """``scratch``, readable once every peer's flag of the tile holds ``epoch`` (the waits' tokens consumed).
+
+    Called before the own tile's main loop, not after it: a watched wait (the watchdog's default) holds a path that
+    stops the kernel, and ptxas serializes every wgmma of a kernel where that path is reachable while MMA results are
+    live (info C7518; the right half of the tile waited while the left half's peers were awaited). The peers
+    flagged these tiles a whole step earlier (they compute this shard before their own), so nothing is lost."""
+    received = scratch
+    for s in range(1, W):
+        token = dl.wait(tile_flags + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
+        received = dl.consume_token(received, token)
+    return received
+
+
+@triton.jit
+def _add_received(part, received, slot_elems, W, row0, col0, num_rows, N):
+    """``part`` plus every peer's partial of the same block from the ``received`` slots (already awaited)."""
+    for s in range(1, W):
+        part = _tile_part(received + (s - 1) * slot_elems, part, row0, col0, num_rows, N, N, True)
+    return part
+
+
+@triton.jit
+def _notify_pushed(flags, local, W, me, dest, epoch):
+    """Flag (tile ``local``, source ``me``) on rank ``dest``: its partial is in dest's scratch."""
+    dl.notify(flags + local * W + me, dest, signal=epoch, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _gemm_rs_kernel(
+    a,
+    b,
+    out_ptr,
+    scratch_ptr,
+    flags_ptr,
+    epoch_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_om,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SPLIT_N: tl.constexpr,
+    USE_TMA: tl.constexpr,
+    FUSED: tl.constexpr,
+    DEFER_NOTIFY: tl.constexpr,
+    FLATTEN: tl.constexpr = True,
+    LOCAL_ONLY: tl.constexpr = False,
+):
+    """Persistent GEMM over the W row shards in staggered order; peers' tiles pushed, own tiles reduced.
+
+    ``a``/``b`` are TMA descriptors (USE_TMA) or pointers. ``scratch_ptr``: symmetric [2, slots, M/W, N] (slot
+    ``s - 1`` receives rank ``rank + s``'s partial; slot W - 1 holds the own partial when not FUSED).
+    ``flags_ptr``: symmetric int32 [2, tiles per shard, W]. ``epoch_ptr``: this call's epoch (device scalar).
+    ``LOCAL_ONLY`` (a diagnostic, see ``launch_without_communication``): pushes land in this rank's own scratch and
+    nothing is flagged or awaited; the same GEMM and memory traffic without NVLink or flags. Wrong results.
+    """
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    shard_m = M // W
+    num_m = tl.cdiv(shard_m, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_m * num_n
+    slot_elems = shard_m.to(tl.int64) * N
+    slots = W
+    if FUSED:
+        slots = W - 1
+    flags = flags_ptr + parity * tiles * W
+    scratch = scratch_ptr + parity * slots * slot_elems
+    pending_local = -1
+    pending_dest = 0
+    for t in tl.range(tl.program_id(0), W * tiles, tl.num_programs(0), flatten=FLATTEN):
+        step = t // tiles
+        local = t - step * tiles
+        dest = (me + 1 + step) % W
+        pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        received = scratch
+        if FUSED and not LOCAL_ONLY:
+            if dest == me:
+                received = _await_received(scratch, flags + local * W, me, W, epoch)
+        if USE_TMA:
+            acc = tma_mainloop(a, b, dest * shard_m + off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
+        else:
+            acc = ptr_mainloop(
+                a, b, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, dest * shard_m + off_m, off_n,
+                BLOCK_M, BLOCK_N, BLOCK_K,
+            )  # fmt: skip
+        if DEFER_NOTIFY and not LOCAL_ONLY:
+            # The previous pushed tile's stores had this whole main loop to drain: flag it now.
+            if pending_local >= 0:
+                _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
+            pending_local = -1
+        if dest != me:
+            peer_slot = (me - dest - 1 + W) % W
+            store_rank = dest
+            if LOCAL_ONLY:
+                store_rank = me
+            remote = dl.symm_at(scratch + peer_slot * slot_elems, store_rank)
+            _store_tile(remote, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
+            if not LOCAL_ONLY:
+                if DEFER_NOTIFY:
+                    pending_local = local
+                    pending_dest = dest
+                else:
+                    _notify_pushed(flags, local, W, me, dest, epoch)
+        elif FUSED:
+            left, right = _halves(acc, SPLIT_N)
+            # Hopper: each half leaves the MMA layout just before its own peer loop (_loop_layout): no conversion
+            # per peer, and the flattened loop's epilogue stops spilling (sm_90, ptxas -v, spill stores/loads:
+            # 396/484 B -> 92/84 for the default tile with fp32 partials, 352/484 -> 36/36 with bf16 partials; the
+            # round trip of the right half must come after the left half's loop for that). The pointer kernel (AMD)
+            # keeps the per-peer conversion: converting the fp32 tile once takes all 64 KiB of a gfx942 CU's LDS and
+            # twice the bytes of a bf16 received tile, which pays only from three ranks on (not measured).
+            if USE_TMA:
+                left = _loop_layout(left)
+            left = _add_received(left, received, slot_elems, W, off_m, off_n, shard_m, N)
+            _tile_part(out_ptr, left, off_m, off_n, shard_m, N, stride_om, False)
+            if SPLIT_N == 2:
+                if USE_TMA:
+                    right = _loop_layout(right)
+                right_n = off_n + BLOCK_N // 2
+                right = _add_received(right, received, slot_elems, W, off_m, right_n, shard_m, N)
+                _tile_part(out_ptr, right, off_m, right_n, shard_m, N, stride_om, False)
+        else:
+            _store_tile(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
+    if DEFER_NOTIFY and not LOCAL_ONLY:
+        if pending_local >= 0:
+            _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
+
+
+@triton.jit
+def _reduce_partials_kernel(
+    out_ptr,
+    scratch_ptr,
+    flags_ptr,
+    epoch_ptr,
+    M,
+    N,
+    stride_om,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """Second kernel of the two-kernel variant: out tile = own partial + every peer's, once their flags are set."""
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    shard_m = M // W
+    num_m = tl.cdiv(shard_m, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_m * num_n
+    slot_elems = shard_m.to(tl.int64) * N
+    flags = flags_ptr + parity * tiles * W
+    scratch = scratch_ptr + parity * W * slot_elems
+    for local in range(tl.program_id(0), tiles, tl.num_programs(0)):
+        pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        received = _await_received(scratch, flags + local * W, me, W, epoch)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        acc = _tile_part(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, True)
+        acc = _add_received(acc, received, slot_elems, W, off_m, off_n, shard_m, N)
+        _tile_part(out_ptr, acc, off_m, off_n, shard_m, N, stride_om, False)
+
+
+@triton.jit
+def _cublas_begin_kernel(epoch_ptr, ack_ptr):
+    """Start a call of the cuBLAS path: advance the epoch; tell every peer this rank has read the last call's data.
+
+    ``ack_ptr``: symmetric int32 [W]; ack[r] on rank p = the last call whose partials from p rank r has consumed.
+    Stream order puts this after the previous call's reduction, so the peers may overwrite their slot here.
+    """
+    me = dl.rank()
+    epoch = tl.load(epoch_ptr) + 1
+    tl.store(epoch_ptr, epoch)
+    for s in range(1, dl.num_ranks()):
+        dl.notify(ack_ptr + me, (me + s) % dl.num_ranks(), signal=epoch - 1, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _cublas_wait_ack_kernel(ack_ptr, epoch_ptr, peer):
+    """Wait until ``peer`` has consumed this rank's previous partial (its receive slot is free again)."""
+    dl.wait(ack_ptr + peer, 1, "sys", "acquire", waitValue=tl.load(epoch_ptr) - 1)
+
+
+@triton.jit
+def _cublas_flag_kernel(flags_ptr, epoch_ptr, peer):
+    """Flag on ``peer``: this rank's partial for it has landed (stream-ordered after the copy or the GEMM)."""
+    dl.notify(flags_ptr + dl.rank(), peer, signal=tl.load(epoch_ptr), sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _cublas_wait_kernel(flags_ptr, epoch_ptr):
+    """One program: wait until every peer's partial for this call has landed here.
+
+    The reduction kernel after it on the stream does not wait itself: thousands of spinning programs would fill
+    every SM and starve the peers' flag kernels on this GPU's side stream (a deadlock seen on 2 x H200 with a
+    [4096, 4096] shard, where the waiting was inside the reduction).
+    """
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    for s in range(1, W):
+        dl.wait(flags_ptr + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
+
+
+@triton.jit
+def _cublas_reduce_kernel(out_ptr, own_ptr, recv_ptr, numel, num_received, BLOCK: tl.constexpr):
+    """out = own partial + the received partials, summed in fp32 (after ``_cublas_wait_kernel``)."""
+    offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < numel
+    acc = tl.load(own_ptr + offsets, mask=mask).to(tl.float32)
+    for s in range(0, num_received):
+        acc += tl.load(recv_ptr + s * numel + offsets, mask=mask).to(tl.float32)
+    tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty), mask=mask)

@@ -1,0 +1,503 @@
+"""The ``gemm_rs`` host op: input checks, workspaces, one plan per call signature, the three paths, the custom op.
+
+The first call of a signature (shapes, dtypes, strides, device, the operands' 16-byte alignment, the configuration,
+the world) agrees with the peers, allocates the workspace and compiles every kernel the path launches into a plan;
+later calls look the plan up and launch (no ``JITFunction`` binding, no ``torch.cuda.stream`` contexts, copies by
+address).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from triton_dist import runtime as rt
+from triton_dist.ops.common import resources
+from triton_dist.ops.common.dispatch import PlanCache
+from triton_dist.ops.common.eager import plain_eager
+from triton_dist.ops.common.errors import OpInputError, gpu_world
+from triton_dist.ops.common.launch import LaunchPlan, compile_plan, current_raw_stream
+from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
+from triton_dist.ops.gemm_rs.config import GemmRSConfig, choose_config
+from triton_dist.ops.gemm_rs.kernels import (
+    _cublas_begin_kernel,
+    _cublas_flag_kernel,
+    _cublas_reduce_kernel,
+    _cublas_wait_ack_kernel,
+    _cublas_wait_kernel,
+    _gemm_rs_kernel,
+    _reduce_partials_kernel,
+)
+from triton_dist.ops.matmul import check_matrix, num_sms, pointer_config, rows_fit_tma
+
+CHECK_ENV = "TRITON_DIST_GEMM_RS_CHECK"
+"""``always``: check that every rank passed the same shapes and dtypes on every eager call (a collective, ~50 us);
+by default only the first call of each signature is checked (it builds the plan, a collective anyway)."""
+
+
+class GemmRsError(OpInputError):
+    """Bad input to ``gemm_rs`` (raised on the host before anything is launched)."""
+
+
+def check_inputs(a: Any, b: Any, world_size: int, device: torch.device) -> None:
+    """Raise ``GemmRsError`` naming the problem unless ``gemm_rs(a, b)`` can run on this rank (devices first)."""
+    for name, tensor in (("a", a), ("b", b)):
+        if not isinstance(tensor, torch.Tensor):
+            raise GemmRsError(f"gemm_rs: {name} must be a torch.Tensor, got {type(tensor).__name__}")
+        if tensor.device != device:
+            raise GemmRsError(f"gemm_rs: {name} is on {tensor.device}, but this rank's triton_dist device is {device}")
+    for name, tensor in (("a", a), ("b", b)):
+        try:
+            check_matrix("gemm_rs", name, tensor)
+        except (TypeError, ValueError) as error:
+            raise GemmRsError(str(error)) from None
+    if a.dtype != b.dtype:
+        raise GemmRsError(f"gemm_rs: a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+    if a.shape[1] != b.shape[0]:
+        raise GemmRsError(
+            f"gemm_rs: a is {list(a.shape)} and b is {list(b.shape)}: a.shape[1] (K/W) must equal b.shape[0]"
+        )
+    if a.shape[0] % world_size:
+        raise GemmRsError(f"gemm_rs: a has {a.shape[0]} rows, not a multiple of the world size {world_size}")
+
+
+def config_for_operands(config: GemmRSConfig, a: torch.Tensor, b: torch.Tensor) -> GemmRSConfig:
+    """``config``, with the pointer kernel of the same tile where A's or B's rows cannot feed TMA.
+
+    K/W * 2 bytes is not a multiple of 16 for some world sizes even when K is (K = 528: 264 bytes per row of A at 4
+    ranks), and a TMA descriptor refuses such strides. The choice depends on shapes only, so every rank makes it
+    alike (the tile decides how partials are exchanged).
+    """
+    if config.fallback or config.gemm != "triton" or not config.matmul.use_tma or rows_fit_tma(a, b):
+        return config
+    return dataclasses.replace(config, matmul=pointer_config(config.matmul))
+
+
+def aligned_for(config: GemmRSConfig, t: torch.Tensor) -> torch.Tensor:
+    """``t``, or a copy of it where the TMA kernel would get a start off a 16-byte boundary (a view at an odd
+    element offset). A copy, not another kernel: the kernel must be the same on every rank, the alignment is this
+    rank's own."""
+    uses_tma = not config.fallback and config.gemm == "triton" and config.matmul.use_tma
+    return t.clone() if uses_tma and t.data_ptr() % 16 else t
+
+
+# ---------------------------------------------------------------------------------------------------- workspaces
+
+
+@dataclasses.dataclass
+class Workspace:
+    """Symmetric scratch and flags for one (shape, dtype, partial precision, mode), and the device-side epoch."""
+
+    scratch: torch.Tensor
+    flags: torch.Tensor
+    epoch: torch.Tensor
+
+
+def _heap_error(world: rt.World, problems: list[str], what: str) -> None:
+    from triton_dist.runtime.world.rank_agreement import raise_if_any_rank_failed
+
+    raise_if_any_rank_failed(world.group, problems, what)
+
+
+def _workspace(world: rt.World, m: int, n: int, k_local: int, dtype: torch.dtype, config: GemmRSConfig) -> Workspace:
+    partial = torch.float32 if config.partial_dtype == "float32" else dtype
+    slots = world.world_size - 1 if config.fused else world.world_size
+    tiles = triton.cdiv(m // world.world_size, config.matmul.block_m) * triton.cdiv(n, config.matmul.block_n)
+
+    def create(world: rt.World) -> Workspace:
+        shard = m // world.world_size
+        scratch_bytes = 2 * slots * shard * n * torch.empty((), dtype=partial).element_size()
+        problems: list[str] = []
+        scratch = flags = None
+        try:
+            scratch = world.heap.empty((2, slots, shard, n), partial)
+            flags = world.heap.empty((2, tiles, world.world_size), torch.int32)
+        except rt.HeapExhaustedError as error:
+            free = world.heap.stats().get("largest_free_block", 0)
+            problems.append(
+                f"the symmetric heap is exhausted: gemm_rs needs {scratch_bytes / 2**20:.1f} MiB of scratch for "
+                f"a=[{m}, {k_local}], b=[{k_local}, {n}] ({config.partial_dtype} partials) and the largest free "
+                f"block is {free / 2**20:.1f} MiB; raise TRITON_DIST_HEAP_SIZE / triton_dist.init(heap_size=...) "
+                f"({error})"
+            )
+        _heap_error(world, problems, "gemm_rs workspace")
+        assert scratch is not None and flags is not None
+        flags.zero_()
+        epoch = torch.zeros((), dtype=torch.int32, device=world.device)
+        rt.barrier()  # every rank's flags are zero before any rank's first push can set one
+        return Workspace(scratch=scratch, flags=flags, epoch=epoch)
+
+    return resources.workspace(("gemm_rs", m, n, k_local, dtype, partial, slots, tiles), create, what="gemm_rs")
+
+
+@dataclasses.dataclass
+class CublasWorkspace:
+    """The cuBLAS path's buffers for one (shape, dtype): receive slots, flags, acks (symmetric), local partials."""
+
+    recv: torch.Tensor  # symmetric [W - 1, M/W, N]: slot s - 1 receives rank (rank + s)'s partial
+    flags: torch.Tensor  # symmetric int32 [W]: flags[r] = the epoch whose partial from rank r has landed
+    ack: torch.Tensor  # symmetric int32 [W]: ack[r] = the last epoch whose partial from here rank r consumed
+    epoch: torch.Tensor  # int32 [1], this rank's epoch counter
+    send: torch.Tensor  # [W - 1, M/W, N]: the peers' partials before the copy ("ce")
+    own: torch.Tensor  # [M/W, N]: the own shard's partial
+    peer_recv: dict[int, torch.Tensor]  # rank -> that rank's receive buffer, viewed from here
+
+
+def _cublas_workspace(world: rt.World, m: int, n: int, dtype: torch.dtype) -> CublasWorkspace:
+    def create(world: rt.World) -> CublasWorkspace:
+        w = world.world_size
+        shard = m // w
+        problems: list[str] = []
+        recv = flags = ack = None
+        try:
+            recv = rt.empty(w - 1, shard, n, dtype=dtype)
+            flags = rt.zeros(w, dtype=torch.int32)
+            ack = rt.zeros(w, dtype=torch.int32)
+        except rt.HeapExhaustedError as error:
+            need = (w - 1) * shard * n * torch.empty((), dtype=dtype).element_size()
+            problems.append(
+                f"the symmetric heap is exhausted: gemm_rs needs {need / 2**20:.1f} MiB of receive buffer for M={m}, "
+                f"N={n} ({dtype}); raise TRITON_DIST_HEAP_SIZE / triton_dist.init(heap_size=...) ({error})"
+            )
+        _heap_error(world, problems, "gemm_rs workspace")
+        assert recv is not None and flags is not None and ack is not None
+        rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
+        return CublasWorkspace(
+            recv=recv,
+            flags=flags,
+            ack=ack,
+            epoch=torch.zeros(1, dtype=torch.int32, device=world.device),
+            send=torch.empty((w - 1, shard, n), dtype=dtype, device=world.device),
+            own=torch.empty((shard, n), dtype=dtype, device=world.device),
+            peer_recv={r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank},
+        )
+
+    return resources.workspace(("gemm_rs", "cublas", m, n, dtype), create, what="gemm_rs")
+
+
+def clear_workspaces() -> None:
+    """Free every gemm_rs workspace and plan (a collective: call on all ranks, outside CUDA-graph capture)."""
+    rt.barrier()
+    resources.drop_workspaces("gemm_rs")
+    _plans.clear()
+
+
+def workspaces() -> list[Any]:
+    """The current world's gemm_rs workspaces (diagnostics: the GPU checks poison them)."""
+    return resources.workspaces("gemm_rs")
+
+
+# --------------------------------------------------------------------------------------------------------- plans
+
+
+@dataclasses.dataclass
+class TritonPlan:
+    """The persistent Triton kernel (fused epilogue or two kernels), every argument resolved."""
+
+    workspace: Workspace
+    gemm: LaunchPlan
+    reduce: LaunchPlan | None
+    use_tma: bool
+    a_block: list[int]
+    b_block: list[int]
+    shard: int
+    n: int
+    clone_a: bool
+    clone_b: bool
+    local_only: bool
+
+    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        if self.clone_a:
+            a = a.clone()
+        if self.clone_b:
+            b = b.clone()
+        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
+        if not self.local_only:
+            self.workspace.epoch.add_(1)
+        stream = current_raw_stream(a.device.index)
+        if self.use_tma:
+            a_arg: Any = TensorDescriptor(a, a.shape, a.stride(), self.a_block)
+            b_arg: Any = TensorDescriptor(b, b.shape, b.stride(), self.b_block)
+        else:
+            a_arg, b_arg = a.data_ptr(), b.data_ptr()
+        self.gemm.launch_on(stream, a_arg, b_arg, out.data_ptr())
+        if self.reduce is not None:
+            self.reduce.launch_on(stream, out.data_ptr())
+        return out
+
+
+@dataclasses.dataclass
+class CublasPlan:
+    """The cuBLAS path: per peer a GEMM into a send buffer (or the peer's memory), the copy, the flag."""
+
+    workspace: CublasWorkspace
+    me: int
+    world_size: int
+    shard: int
+    n: int
+    producer: str
+    begin: LaunchPlan
+    wait_ack: dict[int, LaunchPlan]
+    flag: dict[int, LaunchPlan]
+    wait: LaunchPlan
+    reduce: LaunchPlan
+    side: torch.cuda.Stream
+    stream_ops: StreamOps
+    copies: dict[int, tuple[int, int, int]]  # peer -> (destination, source, nbytes)
+
+    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        ws, shard, me, w = self.workspace, self.shard, self.me, self.world_size
+        out = torch.empty((shard, self.n), dtype=a.dtype, device=a.device)
+        main = current_raw_stream(a.device.index)
+        side = self.side.cuda_stream
+        self.begin.launch_on(main)
+        for s in range(1, w):
+            peer = (me + s) % w
+            rows = a[peer * shard : (peer + 1) * shard]
+            if self.producer == "direct":
+                self.wait_ack[peer].launch_on(main)
+                slot = (me - peer - 1) % w  # this rank's slot in the peer's receive buffer
+                torch.mm(rows, b, out=ws.peer_recv[peer][slot])
+                self.flag[peer].launch_on(main)
+                continue
+            torch.mm(rows, b, out=ws.send[s - 1])
+            self.stream_ops.order("gemm_rs.fork", main, side)
+            self.wait_ack[peer].launch_on(side)
+            self.stream_ops.copy(*self.copies[peer], side)
+            self.flag[peer].launch_on(side)
+        torch.mm(a[me * shard : (me + 1) * shard], b, out=ws.own)
+        self.wait.launch_on(main)
+        self.reduce.launch_on(main, out.data_ptr())
+        if self.producer == "ce":
+            self.stream_ops.order("gemm_rs.join", side, main)  # CUDA-graph capture needs the join; send is free
+        return out
+
+
+@dataclasses.dataclass
+class UnfusedPlan:
+    """torch.matmul then NCCL reduce_scatter_tensor (the baseline, and the fallback where fusion cannot win)."""
+
+    group: Any
+    shard: int
+    n: int
+
+    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        partial = torch.matmul(a, b)
+        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
+        dist.reduce_scatter_tensor(out, partial, group=self.group)
+        return out
+
+
+@dataclasses.dataclass
+class EmptyPlan:
+    """No rows or columns to compute (an empty output), or no K: zeros."""
+
+    shard: int
+    n: int
+    zero: bool
+
+    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
+        return out.zero_() if self.zero else out
+
+
+Plan = TritonPlan | CublasPlan | UnfusedPlan | EmptyPlan
+
+
+def _build_triton(
+    world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig, local_only: bool
+) -> TritonPlan:
+    m, k = a.shape
+    n = b.shape[1]
+    w = world.world_size
+    shard = m // w
+    ws = _workspace(world, m, n, k, a.dtype, config)
+    clone_a = aligned_for(config, a) is not a
+    clone_b = aligned_for(config, b) is not b
+    a, b = aligned_for(config, a), aligned_for(config, b)
+    tile = config.matmul
+    tiles = triton.cdiv(shard, tile.block_m) * triton.cdiv(n, tile.block_n)
+    a_block, b_block = [tile.block_m, tile.block_k], [tile.block_k, tile.block_n]
+    if tile.use_tma:
+        a_arg: Any = TensorDescriptor.from_tensor(a, a_block)
+        b_arg: Any = TensorDescriptor.from_tensor(b, b_block)
+    else:
+        a_arg, b_arg = a, b
+    out = torch.empty((shard, n), dtype=a.dtype, device=a.device)
+    programs = min(num_sms(a.device.index), w * tiles)
+    named = {
+        "a": a_arg, "b": b_arg, "out_ptr": out, "scratch_ptr": ws.scratch, "flags_ptr": ws.flags,
+        "epoch_ptr": ws.epoch, "M": m, "N": n, "K": k, "stride_am": a.stride(0), "stride_ak": a.stride(1),
+        "stride_bk": b.stride(0), "stride_bn": b.stride(1), "stride_om": out.stride(0), "BLOCK_M": tile.block_m,
+        "BLOCK_N": tile.block_n, "BLOCK_K": tile.block_k, "GROUP_M": tile.group_m, "SPLIT_N": tile.split_n,
+        "USE_TMA": tile.use_tma, "FUSED": config.fused, "DEFER_NOTIFY": config.defer_notify,
+        "FLATTEN": config.flattens(), "LOCAL_ONLY": local_only,
+    }  # fmt: skip
+    gemm = compile_plan(
+        _gemm_rs_kernel, (programs, 1, 1), named, 3, num_stages=tile.num_stages, num_warps=tile.num_warps
+    )
+    reduce = None
+    if not config.fused:
+        named = {
+            "out_ptr": out, "scratch_ptr": ws.scratch, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "M": m, "N": n,
+            "stride_om": out.stride(0), "BLOCK_M": tile.block_m, "BLOCK_N": tile.block_n, "GROUP_M": tile.group_m,
+        }  # fmt: skip
+        grid = (min(num_sms(a.device.index), tiles), 1, 1)
+        reduce = compile_plan(_reduce_partials_kernel, grid, named, 1, num_warps=8)
+    return TritonPlan(ws, gemm, reduce, tile.use_tma, a_block, b_block, shard, n, clone_a, clone_b, local_only)
+
+
+REDUCE_BLOCK = 4096
+
+
+def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> CublasPlan:
+    m = a.shape[0]
+    n = b.shape[1]
+    w, me = world.world_size, world.rank
+    shard = m // w
+    ws = _cublas_workspace(world, m, n, a.dtype)
+    one = (1, 1, 1)
+    begin = compile_plan(_cublas_begin_kernel, one, {"epoch_ptr": ws.epoch, "ack_ptr": ws.ack}, 0, num_warps=1)
+    wait_ack, flag, copies = {}, {}, {}
+    element = a.element_size()
+    for s in range(1, w):
+        peer = (me + s) % w
+        named = {"ack_ptr": ws.ack, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "peer": peer}
+        wait_ack[peer] = compile_plan(_cublas_wait_ack_kernel, one, named, 0, num_warps=1)
+        flag[peer] = compile_plan(_cublas_flag_kernel, one, named, 0, num_warps=1)
+        slot = (me - peer - 1) % w
+        copies[peer] = (ws.peer_recv[peer][slot].data_ptr(), ws.send[s - 1].data_ptr(), shard * n * element)
+    wait = compile_plan(_cublas_wait_kernel, one, {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch}, 0, num_warps=1)
+    out = torch.empty((shard, n), dtype=a.dtype, device=a.device)
+    named = {
+        "out_ptr": out, "own_ptr": ws.own, "recv_ptr": ws.recv, "numel": out.numel(), "num_received": w - 1,
+        "BLOCK": REDUCE_BLOCK,
+    }  # fmt: skip
+    reduce = compile_plan(_cublas_reduce_kernel, (triton.cdiv(out.numel(), REDUCE_BLOCK), 1, 1), named, 1, num_warps=8)
+    side = resources.side_stream(a.device, "gemm_rs")
+    return CublasPlan(
+        ws, me, w, shard, n, config.producer, begin, wait_ack, flag, wait, reduce, side, stream_ops(a.device), copies
+    )
+
+
+_plans: PlanCache[Plan] = PlanCache("gemm_rs", GemmRsError)
+
+
+def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None, local_only: bool = False) -> Plan:
+    """The plan of this call's signature, built (and agreed with the peers) on its first call."""
+    try:
+        signature = (
+            a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
+            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, config, local_only,
+        )  # fmt: skip
+    except AttributeError:  # not tensors: the checks below say so
+        signature = None
+    plan = _plans.get(signature) if signature is not None else None
+    if plan is not None:
+        if os.environ.get(CHECK_ENV) == "always" and not torch.cuda.is_current_stream_capturing():
+            _plans.agree(_described(a, b, plan_config(a, b, config)), again=True)
+        return plan
+    world = gpu_world("gemm_rs", GemmRsError)
+    check_inputs(a, b, world.world_size, world.device)
+    chosen = plan_config(a, b, config)
+    m, k_local = a.shape
+    n = b.shape[1]
+    w = world.world_size
+
+    def make() -> Plan:
+        if chosen.fallback:
+            return UnfusedPlan(world.group, m // w, n)
+        if m // w == 0 or n == 0 or k_local == 0:
+            return EmptyPlan(m // w, n, zero=k_local == 0)
+        with torch.cuda.device(a.device):
+            if chosen.gemm == "cublas":
+                return _build_cublas(world, a, b, chosen)
+            return _build_triton(world, a, b, chosen, local_only)
+
+    return _plans.build(signature, _described(a, b, chosen), make)
+
+
+def plan_config(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None) -> GemmRSConfig:
+    """The configuration a call runs: ``config``, else the tuned table's or the cost model's, fitted to the rows."""
+    if config is None:
+        world = rt.current_world()
+        m, k_local = a.shape
+        config = choose_config(m, b.shape[1], k_local, a.dtype, world.world_size, a.device)
+    return config_for_operands(config, a, b)
+
+
+def _described(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> dict[str, Any]:
+    return {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
+
+
+def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
+    """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op."""
+    plan = plan_for(a, b, config)
+    if a.device.index != torch.cuda.current_device() and not isinstance(plan, UnfusedPlan | EmptyPlan):
+        with torch.cuda.device(a.device):  # the launchers launch in the current device's context
+            return plan.run(a, b)
+    return plan.run(a, b)
+
+
+def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
+    """Which path a call with these operands runs (benchmarks' rows): fused, cublas or matmul+nccl."""
+    plan = plan_for(a, b)
+    if isinstance(plan, UnfusedPlan):
+        return "matmul+nccl"
+    return "cublas" if isinstance(plan, CublasPlan) else "fused"
+
+
+def launch_without_communication(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> torch.Tensor:
+    """Diagnostic: the Triton kernel of ``config`` with every push stored locally and no flag set or awaited.
+
+    Same GEMM, same stores and loads, no NVLink traffic and no synchronization, so its time beside ``gemm_rs``'s
+    says what the communication costs. The result is meaningless and no epoch is used up; call it on every rank
+    alike (the first call of a shape allocates the workspace, a collective).
+    """
+    if config.fallback or config.gemm != "triton" or not config.fused:
+        raise GemmRsError(f"launch_without_communication: needs a fused Triton configuration, got {config.short()}")
+    plan = plan_for(a, b, config, local_only=True)
+    with torch.cuda.device(a.device):
+        return plan.run(a, b)
+
+
+def matmul_reduce_scatter(a: torch.Tensor, b: torch.Tensor, group: Any = None) -> torch.Tensor:
+    """The baseline and fallback: ``torch.matmul`` then NCCL ``reduce_scatter_tensor`` (in A's dtype)."""
+    world_size = dist.get_world_size(group)
+    partial = a @ b
+    out = partial.new_empty((a.shape[0] // world_size, b.shape[1]))
+    dist.reduce_scatter_tensor(out, partial, group=group)
+    return out
+
+
+@torch.library.custom_op("triton_dist::gemm_rs", mutates_args=())
+def _gemm_rs_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return gemm_rs_with(a, b)
+
+
+@_gemm_rs_op.register_fake
+def _gemm_rs_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    world_size = rt.current_world().world_size if rt.is_initialized() else dist.get_world_size()
+    return a.new_empty((a.shape[0] // world_size, b.shape[1]))
+
+
+def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """This rank's row shard of ``sum over ranks of a @ b``: [M/W, N] in a's dtype, reduced in fp32.
+
+    Call on every rank of the triton_dist world (after ``triton_dist.init()``) with A_r [M, K/W] and B_r [K/W, N],
+    bf16 or fp16, contiguous, on this rank's device; M a multiple of the world size. Ordinary torch tensors are fine
+    (the op reads them only on their own rank). The first call of each signature allocates a workspace on the
+    symmetric heap collectively, checks that every rank passed the same shapes and dtypes, and plans the call; run
+    it once eagerly before capturing a CUDA graph. Later eager calls skip torch's dispatcher and launch the plan.
+    Under ``torch.compile`` it is the custom op ``torch.ops.triton_dist.gemm_rs``. Raises ``GemmRsError`` (an
+    ``OpInputError``) naming the problem for bad input.
+    """
+    if plain_eager(a, b):
+        return gemm_rs_with(a, b)
+    return torch.ops.triton_dist.gemm_rs(a, b)
