@@ -1,9 +1,9 @@
 """What the benchmarks under bench/ share: arguments, timing, the header of a results file, tables and charts.
 
-Timing: ``time_ms`` is ``triton_dist.testing.bench_samples`` (CUDA events, median of ``reps`` calls after ``warmup``;
-in a multi-rank run every call starts after a device barrier) with the maximum over ranks. ``eager_us`` times one
-call after a host synchronize + barrier (the host's launch cost included); ``triton_dist.ops.all_reduce.graphed_us``
-times CUDA-graph replays.
+Timing lives in ``triton_dist.testing.timing``: ``time_ms`` (CUDA events, median of ``reps`` calls, each after a
+device barrier, max over ranks), ``eager_us`` (one call from an idle GPU, the host's launch cost included) and
+``graphed_us`` (CUDA-graph replays). ``time_ms`` and ``eager_us`` are re-exported here for the benchmarks that
+import them from this module.
 
 Results: ``describe_machine`` gives the header every results file starts with (date, machine, software, commit,
 command); ``markdown_table``, ``bar_chart`` and ``panel_chart`` write the table and the PNG; ``write_json`` the raw
@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -28,7 +27,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from triton_dist.testing import bench_samples, max_over_ranks
+from triton_dist.testing.timing import eager_us, graphed_us, time_ms
+
+__all__ = ["eager_us", "graphed_us", "time_ms"]  # re-exported (see the module docstring); the rest is defined here
 
 RESULTS = Path(__file__).resolve().parent / "results"
 MULTICAST_SWITCHES = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST")
@@ -59,29 +60,6 @@ def parse_shapes(text: str | None) -> list[tuple[int, int, int]]:
     return [tuple(int(x) for x in part.split(",")) for part in text.split(";") if part]  # type: ignore[misc]
 
 
-def time_ms(fn: Callable[[], object], warmup: int = 5, reps: int = 30, distributed: bool = True) -> float:
-    """Median milliseconds of ``fn()`` over ``reps`` calls (max over ranks when ``distributed``)."""
-    median = statistics.median(bench_samples(fn, warmup=warmup, rep=reps, sync_ranks=distributed))
-    return max_over_ranks(median) if distributed else median
-
-
-def eager_us(fn: Callable[[], object], iters: int, warmup: int = 5) -> float:
-    """Median µs of one call of ``fn`` after ``torch.cuda.synchronize()`` + ``dist.barrier()``, max over ranks."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        torch.cuda.synchronize()
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    return max_over_ranks(statistics.median(times))
-
-
 def time_graphed_and_eager(
     row: dict[str, object],
     impls: Mapping[str, Callable[[], object]],
@@ -92,7 +70,6 @@ def time_graphed_and_eager(
 ) -> None:
     """Store ``row["<name> graphed"]`` (``graphed_us``) and ``row["<name> eager"]`` (``eager_us``) of every
     implementation; one that cannot run is reported (``INFO <name> <where>: ...`` on rank 0), not fatal."""
-    from triton_dist.ops.all_reduce import graphed_us
     from triton_dist.testing import rank0_print
 
     for name, fn in impls.items():
@@ -141,10 +118,13 @@ def describe_machine(started: float | None = None) -> list[str]:
     """Markdown bullets naming the date, machine, software, commit and command of a run (a results file's header)."""
     import triton
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = "unknown"
+    commit = os.environ.get("TRITON_DIST_COMMIT", "")  # a copy of the tree without .git (the GPU machines) is told
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
+        except OSError:
+            commit = "unknown"
+    commit = commit.strip()
     gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     world = dist.get_world_size() if dist.is_initialized() else 1
     switches = " ".join(f"{name}={os.environ.get(name, 'unset')}" for name in MULTICAST_SWITCHES)
