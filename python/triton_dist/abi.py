@@ -59,6 +59,10 @@ WAIT_WATCHDOG_LAYOUT = struct.Struct("<qq")
 system-scope atomics; the runtime points it at host-mapped pinned memory, readable after the trap). 16 bytes."""
 WAIT_WATCHDOG_BYTES = WAIT_WATCHDOG_LAYOUT.size
 
+LIBRARY_TRIPLES = {"cuda": "nvptx64-nvidia-cuda", "hip": "amdgcn-amd-amdhsa"}
+"""Triton backend name -> the target triple each device library is built for (``TargetInfo::getTriple`` of the
+lowering). The compiler checks the architecture (the triple's first component) of the bitcode it links."""
+
 WATCHDOG_LIBRARY_VARIANT = "watchdog"
 """The watchdog device libraries are ``triton_dist.watchdog.{nvptx64,amdgcn}.bc``: the same functions as the default
 libraries, lowered with ``wait-timeout-from-runtime=true``."""
@@ -88,6 +92,11 @@ def wait_symbol(scope: str, semantic: str, cmp: str, flag: str) -> str:
 def notify_symbol(sig_op: str, comm_scope: str, flag: str) -> str:
     """``__triton_dist_notify_{sig_op}_{comm_scope}_{flag}``: (i64 addr, i32 rank, iN signal) -> i32 (0)."""
     return f"{SYMBOL_PREFIX}notify_{sig_op}_{comm_scope}_{flag}"
+
+
+def library_globals(watchdog: bool = False) -> list[str]:
+    """The globals a device library defines: the context, and in the watchdog variant its settings."""
+    return [CONTEXT_SYMBOL, WAIT_WATCHDOG_SYMBOL] if watchdog else [CONTEXT_SYMBOL]
 
 
 def all_symbols() -> list[str]:

@@ -19,7 +19,8 @@ from triton.compiler import ASTSource
 from triton.language.extra import libdevice
 
 import triton_dist.language as dl
-from triton_dist import compiler
+from triton_dist import abi, compiler
+from triton_dist.compiler import device_library
 
 
 @triton.jit
@@ -209,3 +210,86 @@ def test_a_rebuilt_library_is_recompiled_and_linked(target_name, tmp_path, monke
     assert key(uses_rank) != before
     compiled = compile_kernel(fresh(uses_rank), OUT, target_name)
     assert marker in compiled.asm[TARGETS[target_name][2]]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# F5 (issue 25): a library that is empty, not bitcode, the other target's or incomplete is rejected before linking
+# (Triton's LLVM let PTXAS fail on it, or aborted the process)
+# ----------------------------------------------------------------------------------------------------------------
+
+OTHER = {"cuda": "hip", "hip": "cuda"}
+
+
+def _invalid_dir(tmp_path: Path, monkeypatch, backend: str, content: bytes) -> Path:
+    libs = tmp_path / "invalid"
+    libs.mkdir(exist_ok=True)
+    path = libs / compiler.LIBRARY_FILES[backend]
+    path.write_bytes(content)
+    monkeypatch.setenv(compiler.DEVICE_LIB_DIR_ENV, str(libs))
+    return path
+
+
+@pytest.mark.parametrize("backend", ["cuda", "hip"])
+def test_the_built_libraries_pass_the_check_and_read_as_llvm_nm_lists_them(backend):
+    need_library(next(name for name, spec in TARGETS.items() if spec[1] == backend))
+    for watchdog in (False, True):
+        path = compiler.library_path(backend, watchdog)
+        if not path.is_file():
+            continue
+        assert device_library.linkable_library(backend, watchdog) == path
+        summary = device_library.read_bitcode(path.read_bytes())
+        assert summary.triple == abi.LIBRARY_TRIPLES[backend]
+        listed = subprocess.run([_llvm_tool("llvm-nm"), str(path)], check=True, capture_output=True, text=True)
+        defined = {line.split()[-1] for line in listed.stdout.splitlines() if line.split()[-2] in ("T", "D")}
+        undefined = {line.split()[-1] for line in listed.stdout.splitlines() if line.split()[-2] == "U"}
+        assert summary.defined == defined
+        assert {name for name in summary.declared if not name.startswith("llvm.")} == undefined  # nm omits intrinsics
+        assert summary.declared, "the library calls intrinsics of its target"
+
+
+@pytest.mark.parametrize("backend", ["cuda", "hip"])
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", r"the file is empty \(0 bytes\)"),
+        (b"not bitcode", r"it is not LLVM bitcode \(it starts with b'not '"),
+        (b"BC\xc0\xde\x35\x14\x00\x00", r"the bitcode is truncated or malformed"),
+    ],
+)
+def test_a_library_that_is_not_bitcode_is_rejected_with_the_reason(backend, content, reason, tmp_path, monkeypatch):
+    path = _invalid_dir(tmp_path, monkeypatch, backend, content)
+    with pytest.raises(compiler.DeviceLibraryUnreadableError, match=rf"{path}.*cannot be linked.*: {reason}"):
+        device_library.linkable_library(backend)
+
+
+@pytest.mark.parametrize("backend", ["cuda", "hip"])
+def test_the_other_targets_library_is_rejected(backend, tmp_path, monkeypatch):
+    other = compiler.library_path(OTHER[backend])
+    if not other.is_file():
+        pytest.skip(f"{other} is not built")
+    _invalid_dir(tmp_path, monkeypatch, backend, other.read_bytes())
+    with pytest.raises(
+        device_library.DeviceLibraryInvalidError,
+        match=rf"bitcode for target '{abi.LIBRARY_TRIPLES[OTHER[backend]]}', but the {backend} backend",
+    ):
+        device_library.linkable_library(backend)
+
+
+@pytest.mark.parametrize("backend", ["cuda", "hip"])
+def test_a_library_without_an_abi_function_is_rejected_and_a_rewrite_is_rechecked(backend, tmp_path, monkeypatch):
+    original = compiler.library_path(backend)
+    if not original.is_file():
+        pytest.skip(f"{original} is not built")
+    text = subprocess.run(
+        [_llvm_tool("llvm-dis"), str(original), "-o", "-"], check=True, capture_output=True, text=True
+    ).stdout
+    source = tmp_path / "renamed.ll"
+    source.write_text(text.replace(f"@{abi.HEAP_SIZE}(", f"@{abi.HEAP_SIZE}_renamed("))
+    path = _invalid_dir(tmp_path, monkeypatch, backend, b"")
+    subprocess.run([_llvm_tool("llvm-as"), str(source), "-o", str(path)], check=True)
+    with pytest.raises(device_library.DeviceLibraryInvalidError, match=rf"does not define 1 symbol.*: {abi.HEAP_SIZE}"):
+        device_library.linkable_library(backend)
+    # The check is remembered per file only while the file is unchanged: the built library passes in its place.
+    shutil.copy(original, path)
+    os.utime(path, ns=(0, 1))
+    assert device_library.linkable_library(backend) == path

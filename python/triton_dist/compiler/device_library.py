@@ -1,17 +1,31 @@
-"""Where the device libraries of docs/abi.md are, and a digest of their content for Triton's cache key.
+"""Where the device libraries of docs/abi.md are, whether a file there is one, and a digest of their content for
+Triton's cache key.
 
 The build (``scripts/build.sh``) writes one LLVM bitcode file per target into ``python/triton_dist/_device/``.
 ``$TRITON_DIST_DEVICE_LIB_DIR`` points the compiler at another directory holding files of the same names (a
 development build, a test's modified copy); it is read on every call, never cached.
+
+:func:`check_library` reads a library's bitcode (no LLVM needed: the GPU machines have none) and rejects what
+Triton's LLVM would link into a broken kernel or crash on: a file that is empty or not bitcode, bitcode of the other
+target, or bitcode that lacks a function or global of the ABI (``triton_dist.abi``). :func:`linkable_library` is
+:func:`require_library` followed by that check.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from triton_dist.abi import LIB_NAME, SYMBOL_PREFIX, WATCHDOG_LIBRARY_VARIANT
+from triton_dist.abi import (
+    LIB_NAME,
+    LIBRARY_TRIPLES,
+    SYMBOL_PREFIX,
+    WATCHDOG_LIBRARY_VARIANT,
+    all_symbols,
+    library_globals,
+)
 
 __all__ = [
     "DEFAULT_DEVICE_LIB_DIR",
@@ -20,11 +34,16 @@ __all__ = [
     "LIB_NAME",
     "SYMBOL_PREFIX",
     "WATCHDOG_LIBRARY_FILES",
+    "BitcodeSummary",
+    "DeviceLibraryInvalidError",
     "DeviceLibraryMissingError",
     "DeviceLibraryUnreadableError",
+    "check_library",
     "device_lib_dir",
     "libraries_digest",
     "library_path",
+    "linkable_library",
+    "read_bitcode",
     "require_library",
 ]
 
@@ -51,6 +70,10 @@ class DeviceLibraryMissingError(RuntimeError):
 
 class DeviceLibraryUnreadableError(RuntimeError):
     """The device library exists but the LLVM inside Triton cannot parse it."""
+
+
+class DeviceLibraryInvalidError(DeviceLibraryUnreadableError):
+    """The device library is not LLVM bitcode, is bitcode of another target, or lacks symbols of the ABI."""
 
 
 def device_lib_dir() -> Path:
@@ -99,3 +122,268 @@ def libraries_digest() -> str:
             digest.update(b"missing")
         digest.update(b";")
     return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Reading the bitcode (LLVM's bitstream format, docs: llvm.org/docs/BitCodeFormat.html), just far enough to get the
+# module's target triple and which functions and globals it defines.
+# ----------------------------------------------------------------------------------------------------------------
+
+_BITCODE_MAGIC = b"BC\xc0\xde"
+_WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
+_BLOCKINFO_BLOCK, _MODULE_BLOCK, _STRTAB_BLOCK = 0, 8, 23
+_END_BLOCK, _ENTER_SUBBLOCK, _DEFINE_ABBREV, _UNABBREV_RECORD = 0, 1, 2, 3
+_MODULE_CODE_TRIPLE, _MODULE_CODE_GLOBALVAR, _MODULE_CODE_FUNCTION = 2, 7, 8
+_CHAR6 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
+
+
+class _Malformed(ValueError):
+    """The bitstream ends early or holds something this reader does not expect."""
+
+
+@dataclass(frozen=True)
+class BitcodeSummary:
+    """What the compiler checks in a device library: its target triple and the symbols it defines."""
+
+    triple: str
+    defined: frozenset[str]  # functions with a body and globals with an initializer
+    declared: frozenset[str]  # functions and globals without one
+
+
+class _Bits:
+    """Reads a bitstream: fields of any width, least significant bit first."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+        self.end = len(data) * 8
+
+    def read(self, width: int) -> int:
+        if width == 0:
+            return 0
+        if self.pos + width > self.end:
+            raise _Malformed(f"the bitstream ends at bit {self.end}, inside a {width}-bit field at bit {self.pos}")
+        first = self.pos >> 3
+        chunk = int.from_bytes(self.data[first : (self.pos + width + 7) >> 3], "little")
+        value = (chunk >> (self.pos & 7)) & ((1 << width) - 1)
+        self.pos += width
+        return value
+
+    def vbr(self, width: int) -> int:
+        high = 1 << (width - 1)
+        value = shift = 0
+        while True:
+            piece = self.read(width)
+            value |= (piece & (high - 1)) << shift
+            if not piece & high:
+                return value
+            shift += width - 1
+            if shift > 64:
+                raise _Malformed(f"a variable-width field at bit {self.pos} runs past 64 bits")
+
+    def align32(self) -> None:
+        self.pos = (self.pos + 31) & ~31
+        if self.pos > self.end:
+            raise _Malformed("the bitstream ends inside a block")
+
+
+# An abbreviation operand: ("literal", value), ("fixed", width), ("vbr", width), ("array", None), ("char6", None),
+# ("blob", None).
+_Abbrev = list[tuple[str, int | None]]
+_ENCODINGS = {1: "fixed", 2: "vbr", 3: "array", 4: "char6", 5: "blob"}
+
+
+def _define_abbrev(bits: _Bits) -> _Abbrev:
+    ops: _Abbrev = []
+    for _ in range(bits.vbr(5)):
+        if bits.read(1):
+            ops.append(("literal", bits.vbr(8)))
+            continue
+        encoding = _ENCODINGS.get(bits.read(3))
+        if encoding is None:
+            raise _Malformed(f"unknown abbreviation encoding at bit {bits.pos}")
+        ops.append((encoding, bits.vbr(5) if encoding in ("fixed", "vbr") else None))
+    return ops
+
+
+def _scalar(bits: _Bits, kind: str, width: int | None) -> int:
+    if kind == "literal":
+        return width or 0
+    if kind == "fixed":
+        return bits.read(width or 0)
+    if kind == "vbr":
+        return bits.vbr(width or 1)
+    if kind == "char6":
+        return ord(_CHAR6[bits.read(6)])
+    raise _Malformed(f"'{kind}' cannot be an array element")
+
+
+def _record(bits: _Bits, abbrev_id: int, abbrevs: list[_Abbrev]) -> tuple[int, list[int], bytes]:
+    """(code, operands, blob) of the record that `abbrev_id` starts."""
+    if abbrev_id == _UNABBREV_RECORD:
+        code = bits.vbr(6)
+        return code, [bits.vbr(6) for _ in range(bits.vbr(6))], b""
+    try:
+        abbrev = abbrevs[abbrev_id - 4]
+    except IndexError:
+        raise _Malformed(f"abbreviation {abbrev_id} is not defined (bit {bits.pos})") from None
+    values: list[int] = []
+    blob = b""
+    k = 0
+    while k < len(abbrev):
+        kind, width = abbrev[k]
+        if kind == "array":
+            element_kind, element_width = abbrev[k + 1]
+            values += [_scalar(bits, element_kind, element_width) for _ in range(bits.vbr(6))]
+            k += 2
+            continue
+        if kind == "blob":
+            size = bits.vbr(6)
+            bits.align32()
+            start = bits.pos >> 3
+            blob = bits.data[start : start + size]
+            if len(blob) != size:
+                raise _Malformed("a blob runs past the end of the file")
+            bits.pos += size * 8
+            bits.align32()
+        else:
+            values.append(_scalar(bits, kind, width))
+        k += 1
+    if not values:
+        raise _Malformed(f"a record without a code at bit {bits.pos}")
+    return values[0], values[1:], blob
+
+
+def _read_block(bits: _Bits, block_id: int, width: int, blockinfo: dict[int, list[_Abbrev]], out: dict) -> None:
+    """Reads the block whose header was just read, descending only into the blocks this reader needs."""
+    abbrevs = list(blockinfo.get(block_id, []))
+    info_target: int | None = None
+    while True:
+        abbrev_id = bits.read(width)
+        if abbrev_id == _END_BLOCK:
+            bits.align32()
+            return
+        if abbrev_id == _ENTER_SUBBLOCK:
+            inner, inner_width = bits.vbr(8), bits.vbr(4)
+            bits.align32()
+            words = bits.read(32)
+            body_end = bits.pos + words * 32
+            if body_end > bits.end:
+                raise _Malformed(f"block {inner} runs past the end of the file")
+            if inner in (_BLOCKINFO_BLOCK, _MODULE_BLOCK, _STRTAB_BLOCK):
+                _read_block(bits, inner, inner_width, blockinfo, out)
+            bits.pos = body_end
+            continue
+        if abbrev_id == _DEFINE_ABBREV:
+            abbrev = _define_abbrev(bits)
+            if block_id == _BLOCKINFO_BLOCK:
+                if info_target is None:
+                    raise _Malformed("an abbreviation in the block-info block before SETBID")
+                blockinfo.setdefault(info_target, []).append(abbrev)
+            else:
+                abbrevs.append(abbrev)
+            continue
+        code, ops, blob = _record(bits, abbrev_id, abbrevs)
+        if block_id == _BLOCKINFO_BLOCK and code == 1 and ops:  # SETBID
+            info_target = ops[0]
+        elif block_id == _MODULE_BLOCK and code == _MODULE_CODE_TRIPLE:
+            out["triple"] = "".join(chr(c) for c in ops)
+        elif block_id == _MODULE_BLOCK and code in (_MODULE_CODE_FUNCTION, _MODULE_CODE_GLOBALVAR) and len(ops) > 4:
+            # [strtab offset, strtab size, type, ...]: a function's op 4 is isproto (a declaration), a global
+            # variable's op 4 is its initializer's value id + 1 (0: none).
+            defined = ops[4] == 0 if code == _MODULE_CODE_FUNCTION else ops[4] != 0
+            out["symbols"].append((ops[0], ops[1], defined))
+        elif block_id == _STRTAB_BLOCK and code == 1:  # STRTAB_BLOB
+            out["strtab"] = blob
+
+
+def read_bitcode(data: bytes) -> BitcodeSummary:
+    """The target triple and the defined and declared symbols of an LLVM bitcode module (version 2 or later: the
+    names live in the string table, as LLVM 5 and newer write them). Raises ``ValueError`` naming what is wrong."""
+    if not data:
+        raise ValueError("the file is empty (0 bytes)")
+    if data[:4] == _WRAPPER_MAGIC and len(data) >= 20:
+        offset, size = int.from_bytes(data[8:12], "little"), int.from_bytes(data[12:16], "little")
+        data = data[offset : offset + size]
+    if data[:4] != _BITCODE_MAGIC:
+        raise ValueError(f"it is not LLVM bitcode (it starts with {data[:4]!r}, not {_BITCODE_MAGIC!r})")
+    bits = _Bits(data)
+    bits.pos = 32
+    out: dict = {"triple": None, "symbols": [], "strtab": b""}
+    try:
+        while bits.pos + 32 <= bits.end:
+            if bits.read(2) != _ENTER_SUBBLOCK:
+                raise _Malformed(f"expected a block at the top level (bit {bits.pos - 2})")
+            block_id, width = bits.vbr(8), bits.vbr(4)
+            bits.align32()
+            words = bits.read(32)
+            body_end = bits.pos + words * 32
+            if body_end > bits.end:
+                raise _Malformed(f"block {block_id} runs past the end of the file")
+            if block_id in (_MODULE_BLOCK, _STRTAB_BLOCK):
+                _read_block(bits, block_id, width, {}, out)
+            bits.pos = body_end
+    except _Malformed as err:
+        raise ValueError(f"the bitcode is truncated or malformed: {err}") from None
+    if out["triple"] is None:
+        raise ValueError("the bitcode has no module, or its module has no target triple")
+    names: dict[bool, set[str]] = {True: set(), False: set()}
+    for offset, size, defined in out["symbols"]:
+        name = out["strtab"][offset : offset + size]
+        if len(name) != size:
+            raise ValueError("the bitcode's symbol names point past its string table")
+        names[defined].add(name.decode("utf-8", "replace"))
+    return BitcodeSummary(out["triple"], frozenset(names[True]), frozenset(names[False] - names[True]))
+
+
+_checked: dict[tuple[str, str, bool], tuple[tuple[int, int], str | None]] = {}
+
+
+def _problem(path: Path, backend: str, watchdog: bool) -> str | None:
+    """What is wrong with the library at `path` for `backend`, or None."""
+    try:
+        summary = read_bitcode(path.read_bytes())
+    except ValueError as err:
+        return str(err)
+    arch = LIBRARY_TRIPLES[backend].split("-", 1)[0]
+    if summary.triple.split("-", 1)[0] != arch:
+        return (
+            f"it is bitcode for target '{summary.triple}', but the {backend} backend links {arch} bitcode "
+            f"('{LIBRARY_TRIPLES[backend]}')"
+        )
+    missing = [name for name in (*library_globals(watchdog), *all_symbols()) if name not in summary.defined]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        return f"it does not define {len(missing)} symbol(s) of the ABI (triton_dist.abi): {shown}"
+    return None
+
+
+def check_library(path: Path | str, backend: str, watchdog: bool = False) -> None:
+    """Raises ``DeviceLibraryInvalidError`` unless `path` is LLVM bitcode for `backend`'s target ("cuda": nvptx64,
+    "hip": amdgcn) that defines every function and global of the ABI (with ``watchdog``, the watchdog variant's
+    too). The result is remembered per file until its size or modification time changes."""
+    if backend not in LIBRARY_TRIPLES:
+        raise ValueError(f"triton_dist has device libraries for the cuda and hip backends, not {backend!r}")
+    path = Path(path)
+    stat = path.stat()
+    key = (str(path.resolve()), backend, watchdog)
+    stamp = (stat.st_size, stat.st_mtime_ns)
+    cached = _checked.get(key)
+    if cached is not None and cached[0] == stamp:
+        problem = cached[1]
+    else:
+        problem = _problem(path, backend, watchdog)
+        _checked[key] = (stamp, problem)
+    if problem is not None:
+        where = f" (${DEVICE_LIB_DIR_ENV} is set)" if os.environ.get(DEVICE_LIB_DIR_ENV) else ""
+        raise DeviceLibraryInvalidError(
+            f"the triton_dist device library {path}{where} cannot be linked for the {backend} backend: {problem}. "
+            "Rebuild it with scripts/build.sh, or point $TRITON_DIST_DEVICE_LIB_DIR at a directory of built libraries."
+        )
+
+
+def linkable_library(backend: str, watchdog: bool = False) -> Path:
+    """``require_library(backend, watchdog)`` that also passed ``check_library``: the file the compiler may link."""
+    path = require_library(backend, watchdog)
+    check_library(path, backend, watchdog)
+    return path
