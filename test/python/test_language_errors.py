@@ -246,6 +246,51 @@ def integer_mask(flag_ptr):
     dl.notify(flag_ptr, tl.arange(0, 4), mask=tl.arange(0, 4))
 
 
+@triton.jit
+def int64_wait_value_for_int32_flags(flag_ptr, v):
+    dl.wait(flag_ptr, 1, "sys", "acquire", v)
+
+
+@triton.jit
+def int64_num_barriers(flag_ptr, v):
+    dl.wait(flag_ptr, v, "sys", "acquire")
+
+
+@triton.jit
+def int64_signal_for_int32_flags(flag_ptr, v):
+    dl.notify(flag_ptr, 0, signal=v)
+
+
+@triton.jit
+def mask_of_another_shape(flag_ptr):
+    dl.notify(flag_ptr + tl.arange(0, 4), 0, mask=tl.arange(0, 8) < 3)
+
+
+@triton.jit
+def two_dimensional_signal(flag_ptr):
+    dl.notify(flag_ptr + tl.arange(0, 4), 0, signal=tl.zeros((4, 4), tl.int32))
+
+
+@triton.jit
+def mask_of_another_shape_than_the_ranks(flag_ptr):
+    dl.notify(flag_ptr, tl.arange(0, 4), mask=tl.arange(0, 2) < 1)
+
+
+@triton.jit
+def seven_positional_notify_arguments(flag_ptr):
+    dl.notify(flag_ptr, 0, 1, "set", "gpu", None, 7)
+
+
+@triton.jit
+def seven_positional_wait_arguments(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "acquire", 1, "eq", 7)
+
+
+@triton.jit
+def unknown_keyword(flag_ptr):
+    dl.notify(flag_ptr, 0, value=1)
+
+
 I32 = {"flag_ptr": "*i32"}
 FP32_I32 = {"data_ptr": "*fp32", "flag_ptr": "*i32"}
 I32_N = {"flag_ptr": "*i32", "n": "i32"}
@@ -298,6 +343,31 @@ CASES = [
     (float_peer, I32, {}, ("dl.notify", "rank must be an integer")),
     (block_pointer, FP32, {}, ("dl.symm_at", "block pointer")),
     (consume_a_block_pointer, I32, {}, ("dl.consume_token", "block pointer")),
+    # Runtime values wider than what they are converted to: refused, never truncated.
+    (
+        int64_wait_value_for_int32_flags,
+        {"flag_ptr": "*i32", "v": "i64"},
+        {},
+        ("dl.wait", "waitValue is a scalar int64, wider than the int32"),
+    ),
+    (
+        int64_num_barriers,
+        {"flag_ptr": "*i32", "v": "i64"},
+        {},
+        ("dl.wait", "numBarriers is a scalar int64", "(int32)", ".to(tl.int32)"),
+    ),
+    (
+        int64_signal_for_int32_flags,
+        {"flag_ptr": "*i32", "v": "i64"},
+        {},
+        ("dl.notify", "signal is a scalar int64, wider than the int32 flags"),
+    ),
+    (mask_of_another_shape, I32, {}, ("dl.notify", "mask must be a scalar or a tensor of ptr's shape [4]", "[8]")),
+    (two_dimensional_signal, I32, {}, ("dl.notify", "signal must be a scalar or a tensor of ptr's shape [4]")),
+    (mask_of_another_shape_than_the_ranks, I32, {}, ("dl.notify", "mask must be", "rank's shape [4]", "[2]")),
+    (seven_positional_notify_arguments, I32, {}, ("dl.notify: too many positional", "mask=None)")),
+    (seven_positional_wait_arguments, I32, {}, ("dl.wait: too many positional", "waitValue=1, cmp='eq')")),
+    (unknown_keyword, I32, {}, ("dl.notify", "unexpected keyword argument 'value'", "signal=1")),
 ]
 
 

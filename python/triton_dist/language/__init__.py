@@ -13,12 +13,16 @@ def kernel(x_ptr, flags_ptr, ...):
 ```
 
 Each primitive is a Triton builtin that calls a function of the triton_dist device library (docs/abi.md);
-importing this package installs the compiler hook that links the library into every kernel Triton compiles.
+importing this package installs the compiler hook that links the library into every kernel Triton compiles, and
+makes a primitive's error inside a ``@triton.jit`` helper keep its message (``compiler/helper_errors.py``) and a
+launch without a GPU driver say so (``compiler/driver_check.py``).
 Reference: docs/language.md. Nothing here needs torch or a GPU. ``dir(dl)`` lists the API and nothing else.
 """
 
 from __future__ import annotations
 
+from triton_dist.compiler.driver_check import install_driver_check
+from triton_dist.compiler.helper_errors import install_helper_error_messages
 from triton_dist.compiler.stages_hook import install_stages_hook
 from triton_dist.language.notify import notify
 from triton_dist.language.ranks import num_ranks, rank
@@ -27,6 +31,8 @@ from triton_dist.language.token import wait_token, wait_token_type
 from triton_dist.language.wait import consume_token, wait
 
 install_stages_hook()
+install_helper_error_messages()
+install_driver_check()
 
 __all__ = [
     "consume_token",

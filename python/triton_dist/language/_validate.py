@@ -10,10 +10,12 @@ Every value a primitive hands to Triton's builder goes through one of these chec
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import triton.language as tl
+from triton.language import core as _core
 from triton.language.core import _unwrap_if_constexpr, base_value, tensor_descriptor_base
 from triton.language.semantic import TritonSemantic
 
@@ -107,6 +109,11 @@ def flag_suffix(ptr: tl.tensor, primitive: str, name: str) -> str:
     return suffix
 
 
+def _spelling(dtype: tl.dtype) -> str:
+    """How a kernel writes ``dtype`` (``tl.int32``)."""
+    return f"tl.{dtype.name}"
+
+
 def _constant_in_range(value: int, dtype: tl.dtype, primitive: str, name: str, what: str) -> int:
     """``value`` if ``dtype`` (an integer type) holds it; never wraps."""
     bits = dtype.primitive_bitwidth
@@ -124,10 +131,13 @@ def integer(
     builder: TritonSemantic,
     what: str,
     scalar_only: bool = True,
+    narrowing: bool = True,
 ) -> tl.tensor:
     """An integer argument (a Python int / constexpr, or an integer tensor), converted to ``dtype``.
 
     ``what`` names the type a constant must fit in, for the message ("the int32 flags", "the ABI's int32 rank").
+    Without ``narrowing``, a tensor wider than ``dtype`` is refused: its runtime value cannot be range-checked, and
+    the conversion would silently drop the high bits.
     """
     value = _unwrap_if_constexpr(value)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -136,6 +146,12 @@ def integer(
         raise TypeError(f"dl.{primitive}: {name} must be an integer, got {describe(value)}")
     if scalar_only and value.type.is_block():
         raise TypeError(f"dl.{primitive}: {name} must be a scalar integer, got {describe(value)}")
+    if not narrowing and value.dtype.primitive_bitwidth > dtype.primitive_bitwidth:
+        raise TypeError(
+            f"dl.{primitive}: {name} is {describe(value)}, wider than {what}"
+            f"{'' if str(dtype) in what else f' ({dtype})'}: it would be truncated; "
+            f"convert it explicitly (.to({_spelling(dtype)})) where its values fit"
+        )
     return builder.cast(value, dtype)
 
 
@@ -167,14 +183,15 @@ def rank_list_operand(value: Any, primitive: str, builder: TritonSemantic) -> tl
 def count_operand(value: Any, primitive: str, name: str, builder: TritonSemantic) -> tl.tensor:
     """A number of flags: a non-negative integer constant or a scalar integer tensor, as the ABI's i32."""
     _non_negative(value, primitive, name)
-    return integer(value, tl.int32, primitive, name, builder, f"the ABI's {name} type")
+    return integer(value, tl.int32, primitive, name, builder, f"the ABI's {name} type", narrowing=False)
 
 
 def flag_value(
     value: Any, flag_type: tl.dtype, primitive: str, name: str, builder: TritonSemantic, scalar_only: bool = True
 ) -> tl.tensor:
-    """A value written to or compared with flags of ``flag_type``."""
-    return integer(value, flag_type, primitive, name, builder, f"the {flag_type} flags", scalar_only)
+    """A value written to or compared with flags of ``flag_type``; a tensor wider than the flags is refused (it would
+    be truncated)."""
+    return integer(value, flag_type, primitive, name, builder, f"the {flag_type} flags", scalar_only, narrowing=False)
 
 
 def consumable(value: Any, primitive: str, builder: TritonSemantic) -> tl.tensor:
@@ -211,3 +228,51 @@ def no_mask(value: Any, primitive: str) -> None:
             "`if` instead"
         )
     return None
+
+
+_ELEMENT_REGIONS = {
+    "reduce.<locals>.make_combine_region": "tl.reduce",
+    "associative_scan.<locals>.make_combine_region": "tl.associative_scan",
+    "map_elementwise": "tl.map_elementwise",
+}
+"""Triton's functions (in triton/language/core.py) that generate a user function as a per-element region, by
+qualified name -> the builtin that calls it."""
+
+
+def element_region() -> str | None:
+    """The builtin whose per-element function is being generated now (a ``tl.reduce`` / ``tl.associative_scan``
+    combiner, a ``tl.map_elementwise`` function), found on the Python stack: Triton generates such a function, and
+    any helper it calls, from inside ``make_combine_region`` / ``map_elementwise``. None outside one."""
+    frame = sys._getframe(1)
+    core_file = _core.__file__
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename == core_file:
+            where = _ELEMENT_REGIONS.get(getattr(code, "co_qualname", code.co_name))
+            if where is not None:
+                return where
+        frame = frame.f_back
+    return None
+
+
+def outside_element_regions(primitive: str) -> None:
+    """``dl.wait`` / ``dl.notify`` synchronize the whole program (a barrier, then one thread's flag access); a
+    combiner or mapped function runs per element (pair) on each thread, so they cannot be called there."""
+    builtin = element_region()
+    if builtin is not None:
+        role = "function" if builtin == "tl.map_elementwise" else "combine function"
+        raise TypeError(
+            f"dl.{primitive} cannot be called in the {role} of {builtin}: that function runs per element on each "
+            f"thread, while dl.{primitive} synchronizes the whole program; call it before or after {builtin}"
+        )
+
+
+def broadcastable(value: tl.tensor, shape: Sequence[int], primitive: str, name: str, of: str) -> None:
+    """A tensor argument of a tensor form: a scalar, or a tensor of ``shape`` (dimensions of size 1 broadcast)."""
+    if not value.type.is_block():
+        return
+    mine = [int(dim) for dim in value.type.shape]
+    if len(mine) != len(shape) or any(dim not in (1, want) for dim, want in zip(mine, shape, strict=True)):
+        raise TypeError(
+            f"dl.{primitive}: {name} must be a scalar or a tensor of {of}'s shape {list(shape)}, got {describe(value)}"
+        )

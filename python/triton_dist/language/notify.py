@@ -56,7 +56,10 @@ def notify(
     In the tensor forms the writes are Triton's own release atomics (``tl.atomic_xchg`` / ``tl.atomic_add``), which
     take care that replicated tensor elements are written once; ``signal`` may then be a tensor of the same shape,
     and ``mask`` (a boolean tensor of that shape) skips the elements where it is False, e.g. the ranks beyond
-    ``num_ranks()`` of a ``tl.arange(0, BLOCK)`` rounded up to a power of two. A scalar notify takes no mask.
+    ``num_ranks()`` of a ``tl.arange(0, BLOCK)`` rounded up to a power of two (dimensions of size 1 broadcast). A
+    scalar notify takes no mask. A ``signal`` tensor may not be wider than the flags (an int64 signal for int32 flags
+    is refused: convert it explicitly). ``notify`` cannot be called in a ``tl.reduce`` / ``tl.associative_scan``
+    combiner or a ``tl.map_elementwise`` function, which run per element.
 
     Checks (docs/language.md, "Guards"): the kernel stops with a message if the context is not initialized or a
     scalar ``ptr`` is not in the symmetric heap (tensors of pointers too, with ``TRITON_DIST_DEBUG=1``).
@@ -65,6 +68,7 @@ def notify(
     :func:`symm_at` (pure, hoisted out of loops when ``ptr`` and ``rank`` do not change in the loop).
     """
     builder = _semantic
+    _validate.outside_element_regions("notify")
     sig_op = _validate.choice(sig_op, "notify", "sig_op", abi.SIG_OPS)
     comm_scope = _validate.choice(comm_scope, "notify", "comm_scope", abi.COMM_SCOPES)
     ptr = _validate.pointer(ptr, "notify", "ptr")
@@ -84,6 +88,12 @@ def notify(
     is_tensor_form = ptr.type.is_block() or targets.type.is_block()
     mask = _validate.element_mask(mask, "notify", builder) if is_tensor_form else _validate.no_mask(mask, "notify")
     value = _validate.flag_value(signal, flag_type, "notify", "signal", builder, scalar_only=not is_tensor_form)
+    if is_tensor_form:
+        form = "ptr" if ptr.type.is_block() else "rank"
+        shape = [int(dim) for dim in (ptr if ptr.type.is_block() else targets).type.shape]
+        _validate.broadcastable(value, shape, "notify", "signal", form)
+        if mask is not None:
+            _validate.broadcastable(mask, shape, "notify", "mask", form)
     _guards.require_context("notify", builder, _generator)
     _guards.require_in_heap(ptr, "notify", "ptr", builder, _generator, mask)
     if not is_tensor_form:

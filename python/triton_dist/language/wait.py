@@ -30,11 +30,12 @@ def wait(
     """Spin until each of the ``numBarriers`` consecutive flags at ``barrierPtrs`` satisfies ``flag <cmp> waitValue``.
 
     ``barrierPtrs`` is a scalar pointer to int32 or int64 flags in this rank's symmetric heap (written by peers with
-    :func:`notify`); ``waitValue`` is cast to the flag type (a constant must fit in it); ``numBarriers`` is a scalar
-    integer. ``scope`` ("cta", "gpu", "sys") is how far the writers may be: "sys" for other GPUs or the host, "gpu"
-    for other programs on this GPU, "cta" for this program. ``semantic`` is the memory ordering: "acquire" makes
-    every memory access after the wait, by every thread of the program, see what the writers did before their
-    release (``notify``); "relaxed" only waits.
+    :func:`notify`); ``waitValue`` is cast to the flag type (a constant must fit in it, a tensor must not be wider:
+    an int64 value for int32 flags is refused rather than truncated); ``numBarriers`` is a scalar integer of at most
+    32 bits (the ABI's count). ``scope`` ("cta", "gpu", "sys") is how far the writers may be: "sys" for other GPUs
+    or the host, "gpu" for other programs on this GPU, "cta" for this program. ``semantic`` is the memory ordering:
+    "acquire" makes every memory access after the wait, by every thread of the program, see what the writers did
+    before their release (``notify``); "relaxed" only waits.
 
     ``cmp`` is the test, a signed comparison as NVSHMEM's ``signal_wait_until``: "eq" (the default), "ne", "ge",
     "gt", "le", "lt". "ge" suits counters and epochs: flags that peers ``notify(..., sig_op="add")`` to, or that
@@ -50,9 +51,13 @@ def wait(
     Checks (docs/language.md, "Guards"): the kernel stops with a message if the context is not initialized or
     ``barrierPtrs`` is not in the symmetric heap.
 
+    It cannot be called in a ``tl.reduce`` / ``tl.associative_scan`` combiner or a ``tl.map_elementwise`` function,
+    which run per element.
+
     Returns a token for :func:`consume_token`.
     """
     builder = _semantic
+    _validate.outside_element_regions("wait")
     scope = _validate.choice(scope, "wait", "scope", abi.SCOPES)
     semantic = _validate.choice(semantic, "wait", "semantic", abi.SEMANTICS)
     cmp = _validate.choice(cmp, "wait", "cmp", abi.COMPARISONS)
