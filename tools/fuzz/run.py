@@ -210,7 +210,7 @@ def run_batch(
     timeout: float = 20.0,
     known: list[dict] | None = None,
     progress: bool = False,
-    batch: int = 8,
+    batch: int = 16,
     bindings: bool = True,
 ) -> dict:
     """Runs the cases; returns the summary (counts, stage outcomes, findings known and new)."""
@@ -307,7 +307,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", choices=["small", "large"], default="small")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per tool run (per case in a batch)")
-    parser.add_argument("--batch", type=int, default=8, help="IR cases per tool process (--split-input-file)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=16,
+        help="IR cases per tool process (--split-input-file; each batch draws its pass options)",
+    )
     parser.add_argument("--json", type=Path, help="write the summary here")
     parser.add_argument("--no-bindings", action="store_true", help="leave out the triton_dist.mlir bindings")
     parser.add_argument("--only-ir", type=Path, help="run one input file through every stage and print the stages")
