@@ -48,3 +48,52 @@ def test_timeout_comes_from_argument_then_environment(monkeypatch):
     assert resolve_timeout(3) == 3.0
     with pytest.raises(ValueError, match="positive"):
         resolve_timeout(-1)
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "text"),
+    [
+        (True, TypeError, r"heap_size must be a number of bytes .* got True \(bool\)"),
+        (1.5, ValueError, "heap_size must be a whole number of bytes, got 1.5"),
+        (float("nan"), ValueError, "heap_size must be a whole number of bytes, got nan"),
+        (2**63, ValueError, r"heap_size=9223372036854775808 is too large: .*int64"),
+        ([4096], TypeError, r"heap_size must be a number of bytes .* got \[4096\] \(list\)"),
+        ("1.5G", ValueError, r"^heap_size: cannot read '1.5G'"),
+    ],
+)
+def test_bad_heap_sizes_name_the_argument(value, error, text):
+    with pytest.raises(error, match=text):
+        resolve_heap_size(value)
+
+
+def test_heap_sizes_accept_integers_of_any_kind(monkeypatch):
+    import numpy as np
+
+    assert resolve_heap_size(np.int64(4096)) == 4096
+    assert resolve_heap_size(8192.0) == 8192, "an integral float is a whole number of bytes"
+    assert resolve_heap_size(2**62) == 2**62, "large but describable: the space is checked when the heap is made"
+    monkeypatch.setenv(HEAP_SIZE_ENV, "lots")
+    with pytest.raises(ValueError, match=rf"^\${HEAP_SIZE_ENV}: cannot read 'lots'"):
+        resolve_heap_size(None)
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "text"),
+    [
+        (float("nan"), ValueError, "timeout_s must be a finite, positive number of seconds, got nan"),
+        (float("inf"), ValueError, "timeout_s must be a finite, positive number of seconds, got inf"),
+        (0, ValueError, "got 0"),
+        ("abc", TypeError, r"timeout_s must be a number of seconds, got 'abc' \(str\)"),
+        (True, TypeError, r"got True \(bool\)"),
+    ],
+)
+def test_bad_timeouts_name_the_argument(value, error, text):
+    with pytest.raises(error, match=text):
+        resolve_timeout(value)
+
+
+@pytest.mark.parametrize(("env", "text"), [("nan", "finite"), ("inf", "finite"), ("-3", "positive"), ("abc", "number")])
+def test_bad_timeout_variables_name_the_variable(monkeypatch, env, text):
+    monkeypatch.setenv(TIMEOUT_ENV, env)
+    with pytest.raises(ValueError, match=rf"^\${TIMEOUT_ENV} must be a .*{text}.*got '?{env}"):
+        resolve_timeout(None)

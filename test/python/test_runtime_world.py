@@ -5,6 +5,7 @@ every rank, so peer views cross real process boundaries as they do on GPUs.
 """
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -163,3 +164,61 @@ def _ops_call_agreement(rank, world_size):
 
 def test_ops_first_call_agreement_fails_on_every_rank_naming_the_difference():
     run_ranks(_ops_call_agreement, 2)
+
+
+def _oversized_cpu_heap(rank, world_size):
+    text = ""
+    try:
+        rt.init(heap_size=2**62, device="cpu")
+    except RuntimeError as error:
+        text = str(error)
+    assert re.search(r"the CPU heap failed on 2 rank\(s\): rank 0: 2 rank\(s\) x heap_size 4611686018427387904", text)
+    assert "free: lower heap_size (or $TRITON_DIST_HEAP_SIZE)" in text, text
+    assert not rt.is_initialized()
+
+
+def test_a_cpu_heap_larger_than_dev_shm_fails_on_every_rank_before_any_file_is_made():
+    """heap_size=2**62 used to leave a 4 EiB sparse file in /dev/shm, and 2**40 filled it and killed the process."""
+    run_ranks(_oversized_cpu_heap, 2)
+
+
+def _mapping_fails_on_rank_1(rank, world_size, directory):
+    from triton_dist.runtime.heap import shared_file
+
+    real = torch.from_file
+
+    def from_file(path, *args, **kwargs):
+        if rank == 1 and not path.endswith("-1"):
+            raise RuntimeError("injected: cannot map")
+        return real(path, *args, **kwargs)
+
+    torch.from_file = from_file
+    text = ""
+    try:
+        shared_file.map_shared_file_heap(1 << 16, dist.group.WORLD, directory)
+    except RuntimeError as error:
+        text = str(error)
+    assert re.search(r"failed on 1 rank\(s\): rank 1: cannot map rank 0's heap file .*injected: cannot map", text)
+    dist.barrier()  # both ranks are past their cleanup
+    assert os.listdir(directory) == [], "a failed init leaves no heap file behind"
+
+    torch.from_file = real
+    mapping = shared_file.map_shared_file_heap(1 << 16, dist.group.WORLD, directory)
+    mapping.peers[(rank + 1) % world_size][rank] = rank + 1
+    dist.barrier()
+    assert os.listdir(directory) == [], "a successful init unlinks the files too"
+    assert mapping.local[(rank - 1) % world_size].item() == (rank - 1) % world_size + 1
+    assert int(mapping.local.sum()) == (rank - 1) % world_size + 1, "a fresh heap is zero elsewhere"
+
+
+def test_cpu_heap_files_are_unlinked_on_every_path(tmp_path):
+    run_ranks(_mapping_fails_on_rank_1, 2, str(tmp_path))
+
+
+def test_space_for_cpu_heaps_is_checked_against_the_file_system(tmp_path):
+    from triton_dist.runtime.heap.shared_file import available_bytes, space_problems
+
+    free = available_bytes(str(tmp_path))
+    assert space_problems(4096, 2, str(tmp_path)) == []
+    (problem,) = space_problems(free, 2, str(tmp_path))
+    assert f"2 rank(s) x heap_size {free} bytes = {2 * free} bytes do not fit in {tmp_path}" in problem

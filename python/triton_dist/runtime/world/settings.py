@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import operator
 import os
 import re
 
@@ -24,24 +26,77 @@ def parse_size(text: str) -> int:
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
 
 
+MAX_HEAP_SIZE = (2**63 - 1) // HEAP_BASE_ALIGNMENT * HEAP_BASE_ALIGNMENT
+"""The largest heap the device context can describe (it holds the size as an int64, docs/abi.md); the memory
+actually available (GPU memory, or /dev/shm for ``device="cpu"``) is checked when the heap is created."""
+
+
+def _whole_bytes(value: object, source: str) -> int:
+    """``value`` as a whole number of bytes: an integer (anything with ``__index__``, such as a numpy integer) or an
+    integral float; never a bool."""
+    if not isinstance(value, bool) and hasattr(type(value), "__index__"):
+        return operator.index(value)  # type: ignore[call-overload]
+    if isinstance(value, bool) or not isinstance(value, float):
+        raise TypeError(
+            f"{source} must be a number of bytes (an int, or a string such as '4G'), got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if not value.is_integer():  # NaN and infinity included
+        raise ValueError(f"{source} must be a whole number of bytes, got {value!r}")
+    return int(value)
+
+
 def resolve_heap_size(heap_size: int | str | None) -> int:
     """The heap size in bytes: the argument, else ``$TRITON_DIST_HEAP_SIZE``, else 1 GiB; rounded up to a whole
-    number of ``HEAP_BASE_ALIGNMENT`` pages."""
+    number of ``HEAP_BASE_ALIGNMENT`` pages.
+
+    Raises ``TypeError`` / ``ValueError`` naming the argument (or the variable) for anything else: a bool, a
+    fraction, an unreadable string, a size <= 0 or above ``MAX_HEAP_SIZE``.
+    """
     source = "heap_size"
     if heap_size is None:
         env = os.environ.get(HEAP_SIZE_ENV)
-        heap_size, source = (env, HEAP_SIZE_ENV) if env else (DEFAULT_HEAP_SIZE, "default")
-    size = parse_size(heap_size) if isinstance(heap_size, str) else int(heap_size)
+        heap_size, source = (env, f"${HEAP_SIZE_ENV}") if env else (DEFAULT_HEAP_SIZE, "default")
+    if isinstance(heap_size, str):
+        try:
+            size = parse_size(heap_size)
+        except ValueError as error:
+            raise ValueError(f"{source}: {error}") from None
+    else:
+        size = _whole_bytes(heap_size, source)
     if size <= 0:
         raise ValueError(f"{source} must be a positive number of bytes, got {heap_size!r}")
+    if size > MAX_HEAP_SIZE:
+        raise ValueError(
+            f"{source}={heap_size!r} is too large: the device context holds the heap size as an int64 "
+            f"(at most {MAX_HEAP_SIZE} bytes)"
+        )
     return -(-size // HEAP_BASE_ALIGNMENT) * HEAP_BASE_ALIGNMENT
 
 
+def _seconds(value: object, source: str) -> float:
+    """``value`` as a finite, positive number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{source} must be a number of seconds, got {value!r} ({type(value).__name__})")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{source} must be a finite, positive number of seconds, got {value!r}")
+    return seconds
+
+
 def resolve_timeout(timeout_s: float | None) -> float:
-    """Seconds a host-side wait may take: the argument, else ``$TRITON_DIST_TIMEOUT_S``, else 300."""
-    if timeout_s is None:
-        env = os.environ.get(TIMEOUT_ENV)
-        timeout_s = float(env) if env else DEFAULT_TIMEOUT_S
-    if timeout_s <= 0:
-        raise ValueError(f"a timeout must be positive, got {timeout_s}")
-    return float(timeout_s)
+    """Seconds a host-side wait may take: the argument, else ``$TRITON_DIST_TIMEOUT_S``, else 300.
+
+    Raises ``TypeError`` / ``ValueError`` naming the argument (or the variable) unless it is a finite, positive
+    number: NaN or infinity would never fire.
+    """
+    if timeout_s is not None:
+        return _seconds(timeout_s, "timeout_s")
+    env = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not env:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(env)
+    except ValueError:
+        raise ValueError(f"${TIMEOUT_ENV} must be a number of seconds, got {env!r}") from None
+    return _seconds(seconds, f"${TIMEOUT_ENV}")
