@@ -18,11 +18,15 @@ import torch.distributed as dist
 
 from triton_dist import runtime as rt
 from triton_dist.ops import all_reduce
-from triton_dist.ops.all_reduce import AllReduceConfig, _run, fits, ll_supported
+from triton_dist.ops.all_reduce import AllReduceConfig, AllReduceError
+from triton_dist.ops.all_reduce.config import fits, ll_supported
+from triton_dist.ops.all_reduce.op import _run
+from triton_dist.ops.common.errors import OpInputError
 from triton_dist.ops.flash_decode import FlashDecodeConfig, flash_decode
-from triton_dist.ops.flash_decode import _run as _run_flash_decode
-from triton_dist.ops.gemm_ar import GemmARConfig, default_config, gemm_ar
-from triton_dist.ops.gemm_ar import _run as _run_gemm_ar
+from triton_dist.ops.flash_decode.op import _run as _run_flash_decode
+from triton_dist.ops.gemm_ar import GemmARConfig, gemm_ar
+from triton_dist.ops.gemm_ar.config import default_config
+from triton_dist.ops.gemm_ar.op import _run as _run_gemm_ar
 from triton_dist.ops.matmul import num_sms
 from triton_dist.testing import Checks, finish, main_guard, poison_, rank0_print, setup_distributed, sync
 
@@ -262,7 +266,7 @@ def expect_disagreement(checks: Checks, world: rt.World, name: str, call: Callab
     if world.world_size < 2:
         rank0_print(f"SKIP bad input: {name}: needs 2 or more ranks")
         return
-    expect_error(checks, name, RuntimeError, call, "disagree")
+    expect_error(checks, name, OpInputError, call, "ranks called with different inputs")
 
 
 def check_all_reduce_bad_input(checks: Checks, world: rt.World) -> None:
@@ -273,7 +277,8 @@ def check_all_reduce_bad_input(checks: Checks, world: rt.World) -> None:
         checks, "out of another shape", ValueError, lambda: all_reduce(x, out=torch.empty_like(x)[:10]), "out must be"
     )
     expect_error(checks, "non-contiguous x", ValueError, lambda: all_reduce(x.view(32, 32).t()), "contiguous")
-    expect_error(checks, "CPU tensor", ValueError, lambda: all_reduce(x.cpu()), "symmetric heap is on")
+    expect_error(checks, "CPU tensor", AllReduceError, lambda: all_reduce(x.cpu()), "triton_dist device is cuda")
+    expect_error(checks, "CPU int32 tensor", AllReduceError, lambda: all_reduce(x.int().cpu()), "is on cpu")
     # Ranks calling with different sizes: every rank raises (a collective check on a size's first call).
     mismatched = torch.randn(5000 + world.rank, device="cuda", dtype=torch.bfloat16)
     expect_disagreement(checks, world, "sizes differ across ranks", lambda: all_reduce(mismatched))
@@ -606,7 +611,9 @@ def check_flash_decode_bad_input(checks: Checks, world: rt.World) -> None:
     expect_error(checks, "fp32", TypeError, lambda: flash_decode(q.float(), k.float(), v.float(), n), "bfloat16")
     expect_error(checks, "batch mismatch", ValueError, lambda: flash_decode(q[:1], k, v, n[:1]), "batch")
     expect_error(checks, "NaN scale", ValueError, lambda: flash_decode(q, k, v, n, scale=float("nan")), "finite")
-    expect_error(checks, "CPU tensors", ValueError, lambda: flash_decode(q.cpu(), k.cpu(), v.cpu(), n.cpu()), "heap")
+    expect_error(
+        checks, "CPU tensors", ValueError, lambda: flash_decode(q.cpu(), k.cpu(), v.cpu(), n.cpu()), "device is cuda"
+    )
     # Differences between ranks: every rank raises (the first call of a shape is a collective check). Each uses a
     # shape no earlier call used, on every rank: a rank repeating an agreed shape would skip the check and launch.
     odd_k = torch.zeros(2, 2, 96 + world.rank, 128, dtype=torch.bfloat16, device="cuda")

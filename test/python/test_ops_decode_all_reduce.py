@@ -4,8 +4,9 @@ any launch, and the custom op traces with fake tensors (what torch.compile does)
 
 from __future__ import annotations
 
+import json
 import re
-import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,9 +14,13 @@ from case_grid import check_each, grid
 from dl_compile import assembly, compile_kernel, need_library
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
+from triton_dist.ops import tuning
+from triton_dist.ops.all_reduce import AllReduceError
+from triton_dist.ops.all_reduce import config as ar_config
+from triton_dist.ops.all_reduce import kernels as ar_kernels
+from triton_dist.ops.all_reduce import op as ar_op
 
-ar = sys.modules["triton_dist.ops.all_reduce"]
-AllReduceConfig = ar.AllReduceConfig
+AllReduceConfig = ar_config.AllReduceConfig
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 COMMON = {"x_ptr": "", "out_ptr": "", "data_ptr": "", "flags_ptr": "*i32", "epochs_ptr": "*i32", "n": "i32"}
@@ -36,9 +41,9 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, worl
     need_library(target)
     itemsize = torch.empty((), dtype=DTYPES[dtype]).element_size()
     config = AllReduceConfig(kernel_name, 8, 4)
-    shape = ar.launch_shape(1 << 20, itemsize, 2, config)
-    kernel = {"one_shot": ar._one_shot_kernel, "one_shot_push": ar._one_shot_push_kernel}.get(
-        kernel_name, ar._two_shot_kernel
+    shape = ar_config.launch_shape(1 << 20, itemsize, 2, config)
+    kernel = {"one_shot": ar_kernels._one_shot_kernel, "one_shot_push": ar_kernels._one_shot_push_kernel}.get(
+        kernel_name, ar_kernels._two_shot_kernel
     )
     constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block, "WORLD": world}
     if kernel_name == "one_shot":
@@ -57,24 +62,24 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, worl
 
 
 def _check_launch_shape(algo: str, itemsize: int, world_size: int, numel: int, programs: int) -> None:
-    if programs > ar.SLOTS[algo]:
+    if programs > ar_config.SLOTS[algo]:
         with pytest.raises(ValueError, match="programs must be in"):
             AllReduceConfig(algo, programs, 8)
         return
     config = AllReduceConfig(algo, programs, 8)
-    shape = ar.launch_shape(numel, itemsize, world_size, config)
-    assert 1 <= shape.programs <= min(programs, ar.SLOTS[algo])
+    shape = ar_config.launch_shape(numel, itemsize, world_size, config)
+    assert 1 <= shape.programs <= min(programs, ar_config.SLOTS[algo])
     assert shape.round % shape.block == 0 and shape.round & (shape.round - 1) == 0
     if algo == "one_shot":
-        assert 2 * shape.round * itemsize <= ar.ONE_SHOT_REGION_BYTES  # two parity halves
+        assert 2 * shape.round * itemsize <= ar_config.ONE_SHOT_REGION_BYTES  # two parity halves
         length = numel
     elif algo == "one_shot_push":
-        assert 2 * world_size * shape.round * itemsize <= ar.push_region_bytes(world_size)  # 2 parities x W rows
-        assert shape.region_elems * itemsize == ar.push_region_bytes(world_size)
+        assert 2 * world_size * shape.round * itemsize <= ar_config.push_region_bytes(world_size)  # 2 parities x W rows
+        assert shape.region_elems * itemsize == ar_config.push_region_bytes(world_size)
         length = numel
     else:
-        assert 2 * world_size * shape.round * itemsize <= ar.TWO_SHOT_REGION_BYTES  # inbox + gather buffer
-        assert shape.chunk % ar.CHUNK_ALIGN == 0 and shape.chunk * world_size >= numel
+        assert 2 * world_size * shape.round * itemsize <= ar_config.TWO_SHOT_REGION_BYTES  # inbox + gather buffer
+        assert shape.chunk % ar_config.CHUNK_ALIGN == 0 and shape.chunk * world_size >= numel
         length = shape.chunk
     rounds = -(-length // shape.round)
     assert shape.programs == min(programs, rounds)  # programs loop over the rounds: all of the message is covered
@@ -94,31 +99,69 @@ def test_launch_shape_fits_workspace_and_covers_message():
     assert check_each(_check_launch_shape, cases) == 3 * 2 * 3 * 7 * 4
 
 
-def test_config_selection_table_then_heuristic(monkeypatch, tmp_path):
-    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(ar, "_cache_loaded", False)
-    monkeypatch.setattr(ar, "_tables", {})
-    monkeypatch.setattr(ar, "_selected", {})  # the per-size memo
+@pytest.fixture
+def tables(monkeypatch, tmp_path):
+    """An empty user cache and package table for a "Fake GPU" (what ``select_config`` reads); gives a function that
+    stores a table (rows of (bytes, config)) in the package table, or with ``path=`` elsewhere."""
+    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path / "cache"))
+    package = tmp_path / "package.json"
+    monkeypatch.setattr(tuning, "PACKAGE_TABLE", package)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    ar_config.forget_tables()
+
+    def store(rows: list, world_size: int = 2, path: Path = package) -> None:
+        key = ar_config.table_key(world_size, "Fake GPU")
+        tuning.store(path, key, ar_config.TableEntry(tuple(rows)), {})
+        ar_config.forget_tables()
+
+    yield store
+    ar_config.forget_tables()
+
+
+def test_config_selection_table_then_heuristic(tables):
     device = torch.device("cuda", 0)
-    assert ar.select_config(8 << 10, device, 2) == ar.heuristic_config(8 << 10, 2)
-    assert ar.heuristic_config(8 << 10, 2).algo == "one_shot_push"
-    assert ar.heuristic_config(64 << 20, 2).algo == "two_shot"
+    assert ar_config.select_config(8 << 10, device, 2) == ar_config.heuristic_config(8 << 10, 2)
+    assert ar_config.heuristic_config(8 << 10, 2).algo == "one_shot_push"
+    assert ar_config.heuristic_config(64 << 20, 2).algo == "two_shot"
     table = [(64 << 10, AllReduceConfig("one_shot", 2, 4)), (1 << 20, AllReduceConfig("two_shot", 16, 8))]
-    monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), table)
-    ar._selected.clear()
-    assert ar.select_config(1000, device, 2) == table[0][1]
-    assert ar.select_config(64 << 10, device, 2) == table[0][1]
-    assert ar.select_config((64 << 10) + 1, device, 2) == table[1][1]
-    assert ar.select_config(1 << 30, device, 2) == table[1][1]  # past the last row: the last row
-    assert ar.select_config(1000, device, 4) == ar.heuristic_config(1000, 4)  # no table for 4 ranks
-    # A tuning cache overrides the committed table.
-    (tmp_path / "all_reduce_tuning.json").write_text(
-        '{"Fake GPU|2": [[1073741824, {"algo": "two_shot", "programs": 4, "num_warps": 4}]]}'
-    )
-    monkeypatch.setattr(ar, "_cache_loaded", False)
-    ar._selected.clear()
-    assert ar.select_config(1000, device, 2) == AllReduceConfig("two_shot", 4, 4)
+    tables(table)
+    assert ar_config.select_config(1000, device, 2) == table[0][1]
+    assert ar_config.select_config(64 << 10, device, 2) == table[0][1]
+    assert ar_config.select_config((64 << 10) + 1, device, 2) == table[1][1]
+    assert ar_config.select_config(1 << 30, device, 2) == table[1][1]  # past the last row: the last row
+    assert ar_config.select_config(1000, device, 4) == ar_config.heuristic_config(1000, 4)  # no table for 4 ranks
+    # The user's tuning cache overrides the committed table.
+    tables([(1 << 30, AllReduceConfig("two_shot", 4, 4))], path=tuning.cache_path())
+    assert ar_config.select_config(1000, device, 2) == AllReduceConfig("two_shot", 4, 4)
+
+
+def test_committed_tables_are_in_the_package_table():
+    """The 2 x H200 and 2 x H100 tables live in ops/tuned_configs.json, rows ascending, each config valid."""
+    ar_config.forget_tables()
+    for gpu in ("NVIDIA H200", "NVIDIA H100 80GB HBM3"):
+        table = ar_config.stored_table(2, gpu)
+        assert (
+            table and table[0][1].algo == "one_shot_ll" and table[-1] == (64 << 20, AllReduceConfig("two_shot", 128, 8))
+        )
+    assert ar_config.stored_table(2, "Fake GPU") is None
+    ar_config.forget_tables()
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        {"rows": [[1024, {"algo": "four_shot", "programs": 1}]]},
+        {"rows": [[2048, {"algo": "one_shot", "programs": 1}], [1024, {"algo": "one_shot", "programs": 1}]]},
+        {"no rows": 1},
+        [1, 2],
+    ],
+)
+def test_a_malformed_stored_table_names_the_problem(tables, stored):
+    path = tuning.cache_path()
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({ar_config.table_key(2, "Fake GPU"): {"config": stored, "measured": {}}}))
+    with pytest.raises(AllReduceError, match="stored config table"):
+        ar_config.select_config(1000, torch.device("cuda", 0), 2)
 
 
 @pytest.mark.parametrize(
@@ -148,7 +191,7 @@ def test_bad_config(kwargs, error, text):
 def test_bad_input_raises_before_launch(make, error, text):
     x, op, out = make()
     with pytest.raises(error, match=text):
-        ar.check_inputs(x, op, out)
+        ar_op.check_inputs(x, op, out)
     if isinstance(x, torch.Tensor):  # the public function raises the same, before touching the runtime
         with pytest.raises(error, match=text):
             triton_dist.ops.all_reduce(x, op, out=out)
@@ -176,9 +219,9 @@ def test_custom_op_traces_with_fake_tensors():
 
 @pytest.mark.parametrize(("world_size", "expected"), [(1, 1), (2, 2), (3, 0), (4, 4), (6, 0), (8, 8)])
 def test_notify_world_is_the_power_of_two_world_or_zero(world_size, expected):
-    assert ar.notify_world(world_size) == expected
+    assert ar_op.notify_world(world_size) == expected
 
 
 def test_all_reduce_is_the_function_not_the_module():
     assert callable(triton_dist.ops.all_reduce)
-    assert triton_dist.ops.all_reduce.__module__ == "triton_dist.ops.all_reduce"
+    assert triton_dist.ops.all_reduce.__module__ == "triton_dist.ops.all_reduce.op"

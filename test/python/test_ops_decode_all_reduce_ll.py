@@ -7,9 +7,11 @@ wrong."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -17,12 +19,17 @@ import torch
 import triton
 import triton.language as tl
 from case_grid import check_each, grid
+from test_ops_decode_agreement_world import fake_world
+from test_ops_decode_all_reduce import tables  # noqa: F401 (a fixture of these tests)
 
 import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
-from triton_dist.runtime.world.rank_agreement import AgreedSignatures
+from triton_dist.ops.all_reduce import AllReduceError
+from triton_dist.ops.all_reduce import config as ar_config
+from triton_dist.ops.all_reduce import kernels as ar_kernels
+from triton_dist.ops.all_reduce import op as ar_op
 
-ar = sys.modules["triton_dist.ops.all_reduce"]
-AllReduceConfig = ar.AllReduceConfig
+AllReduceConfig = ar_config.AllReduceConfig
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 EPOCHS = [1, 2, 3, 0x12345, 2**31 - 2, 2**31 - 1]
 
@@ -34,7 +41,7 @@ EPOCHS = [1, 2, 3, 0x12345, 2**31 - 2, 2**31 - 1]
 @triton.jit
 def _pack_kernel(x_ptr, words_ptr, epoch, n, BLOCK: tl.constexpr, PER_WORD: tl.constexpr):
     word = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    words = ar._ll_pack(ar._ll_payload(x_ptr, word, n, PER_WORD), epoch)
+    words = ar_kernels._ll_pack(ar_kernels._ll_payload(x_ptr, word, n, PER_WORD), epoch)
     tl.store(words_ptr + word, words.to(tl.int64, bitcast=True), mask=word * PER_WORD < n)
 
 
@@ -43,9 +50,9 @@ def _unpack_kernel(words_ptr, out_ptr, epochs_ptr, n, BLOCK: tl.constexpr, PER_W
     word = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = word * PER_WORD < n
     words = tl.load(words_ptr + word, mask=mask).to(tl.uint64, bitcast=True)
-    high, payload = ar._ll_unpack(words)
-    low_values, high_values = ar._ll_elements(payload, out_ptr.dtype.element_ty, PER_WORD)
-    ar._ll_store_elements(out_ptr, word, n, low_values, high_values, PER_WORD)
+    high, payload = ar_kernels._ll_unpack(words)
+    low_values, high_values = ar_kernels._ll_elements(payload, out_ptr.dtype.element_ty, PER_WORD)
+    ar_kernels._ll_store_elements(out_ptr, word, n, low_values, high_values, PER_WORD)
     tl.store(epochs_ptr + word, high, mask=mask)
 
 
@@ -53,7 +60,7 @@ def _unpack_kernel(words_ptr, out_ptr, epochs_ptr, n, BLOCK: tl.constexpr, PER_W
 def _next_epoch_kernel(epochs_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs, ar._ll_next_epoch(tl.load(epochs_ptr + offs, mask=mask)), mask=mask)
+    tl.store(out_ptr + offs, ar_kernels._ll_next_epoch(tl.load(epochs_ptr + offs, mask=mask)), mask=mask)
 
 
 BITS = {"bfloat16": torch.int16, "float16": torch.int16, "float32": torch.int32}
@@ -78,7 +85,7 @@ def round_trip(dtype_name: str, epoch: int, drop: int = 0) -> dict:
     bits = bits[: bits.numel() - drop]
     x = bits.view(getattr(torch, dtype_name))
     n = x.numel()
-    per_word = ar.ll_elements_per_word(x.element_size())
+    per_word = ar_config.ll_elements_per_word(x.element_size())
     count = triton.cdiv(n, per_word)
     words = torch.zeros(count, dtype=torch.int64)
     block = 1024
@@ -137,14 +144,14 @@ def _ll_kernel(dtype: str, block: int, num_warps: int, world: int = 2):
     need_real_library("sm_90")
     signature = {"x_ptr": f"*{dtype}", "out_ptr": f"*{dtype}", "data_ptr": "*i64", "epochs_ptr": "*i32", "n": "i32"}
     constexprs = {
-        "REGION": ar.ll_region_bytes(world) // 8,
-        "LANES": ar.LL_LANES,
+        "REGION": ar_config.ll_region_bytes(world) // 8,
+        "LANES": ar_config.LL_LANES,
         "BLOCK": block,
         "PER_WORD": PER_WORD[dtype],
         "WATCHED": False,
     }
     aligned = ("x_ptr", "out_ptr", "data_ptr")
-    return compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
+    return compile_kernel(ar_kernels._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
 
 
 PER_WORD = {"bf16": 2, "fp16": 2, "fp32": 1}
@@ -212,9 +219,11 @@ def test_tuner_shapes_are_the_ones_compiled(monkeypatch):
     shapes = set()
     for nbytes in [1 << k for k in range(6, 21)]:
         for itemsize in (2, 4):
-            for config in ar.candidate_configs(nbytes, itemsize, 2):
+            for config in ar_config.candidate_configs(nbytes, itemsize, 2):
                 if config.algo == "one_shot_ll":
-                    shapes.add((ar.launch_shape(nbytes // itemsize, itemsize, 2, config).block, config.num_warps))
+                    shapes.add(
+                        (ar_config.launch_shape(nbytes // itemsize, itemsize, 2, config).block, config.num_warps)
+                    )
     assert shapes == set(TUNER_SHAPES)
 
 
@@ -310,7 +319,9 @@ def _polls_kernel(words_ptr, out_ptr, epoch, n, BLOCK: tl.constexpr, PEERS: tl.c
     mask = offs < n
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for peer in tl.static_range(PEERS):  # unrolled: PEERS instances of the poll's asm in one function
-        _, payload = ar._ll_unpack(ar._ll_poll(words_ptr + peer * BLOCK + offs, tl.where(mask, epoch, 0)))
+        _, payload = ar_kernels._ll_unpack(
+            ar_kernels._ll_poll(words_ptr + peer * BLOCK + offs, tl.where(mask, epoch, 0))
+        )
         acc += payload.to(tl.float32, bitcast=True)
     tl.store(out_ptr + offs, acc, mask=mask)
 
@@ -339,12 +350,12 @@ def test_poll_asm_assembles_many_times_in_one_kernel(block, num_warps):
 def test_poll_asm_operands():
     """$0.. the words, then the addresses, then the epochs; the pending state is one 32-bit register per word (the
     epoch still awaited, 0 once seen), not a predicate per word (16 would spill out of sm_90's 7 predicates)."""
-    asm, constraints = ar._ll_poll_asm(3)
+    asm, constraints = ar_kernels._ll_poll_asm(3)
     assert constraints == "=l,=l,=l,l,l,l,r,r,r"
     assert "ld.relaxed.sys.global.b64 %llw2, [$5];" in asm and "mov.b32 %llk2, $8;" in asm
     assert "mov.b64 $2, %llw2;" in asm and asm.count("LL_POLL") == 2
     assert asm.count(".reg .pred") == 1 and ".reg .b32 %llk<3>;" in asm
-    assert ar._ll_words_per_thread(1024, 2) == 16 and ar._ll_words_per_thread(32, 4) == 1
+    assert ar_kernels._ll_words_per_thread(1024, 2) == 16 and ar_kernels._ll_words_per_thread(32, 4) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -354,21 +365,21 @@ def test_poll_asm_operands():
 def _check_ll_launch_shape(world_size: int, numel: int, programs: int, num_warps: int, itemsize: int) -> None:
     config = AllReduceConfig("one_shot_ll", programs, num_warps)
     per_word = 2 if itemsize == 2 else 1
-    capacity = ar.ll_capacity(config, itemsize)
-    assert capacity == programs * min(ar.LL_LANES, 16 * 32 * num_warps) * per_word
+    capacity = ar_config.ll_capacity(config, itemsize)
+    assert capacity == programs * min(ar_config.LL_LANES, 16 * 32 * num_warps) * per_word
     if numel > capacity:
-        assert not ar.fits(config, numel, itemsize)
+        assert not ar_config.fits(config, numel, itemsize)
         with pytest.raises(ValueError, match=rf"one_shot_ll with {programs} programs .* at most {capacity}"):
-            ar.launch_shape(numel, itemsize, world_size, config)
+            ar_config.launch_shape(numel, itemsize, world_size, config)
         return
-    assert ar.fits(config, numel, itemsize)
-    shape = ar.launch_shape(numel, itemsize, world_size, config)
+    assert ar_config.fits(config, numel, itemsize)
+    shape = ar_config.launch_shape(numel, itemsize, world_size, config)
     words = -(-numel // per_word)
     assert shape.block == shape.round and shape.round & (shape.round - 1) == 0
-    assert 32 * num_warps <= shape.round <= min(ar.LL_LANES, 16 * 32 * num_warps)  # >= 1, <= 16 words per thread
+    assert 32 * num_warps <= shape.round <= min(ar_config.LL_LANES, 16 * 32 * num_warps)  # >= 1, <= 16 words per thread
     assert 1 <= shape.programs <= programs and shape.programs * shape.round >= words  # one round covers it
     assert (shape.programs - 1) * shape.round < words  # no program without a word
-    assert shape.region_elems * 8 == ar.ll_region_bytes(world_size) == 2 * world_size * ar.LL_LANES * 8
+    assert shape.region_elems * 8 == ar_config.ll_region_bytes(world_size) == 2 * world_size * ar_config.LL_LANES * 8
 
 
 def test_ll_launch_shape_one_round_within_the_slot():
@@ -385,37 +396,38 @@ def test_ll_launch_shape_one_round_within_the_slot():
 
 
 def test_ll_config_bounds_and_vendor(monkeypatch):
-    assert ar.SLOTS["one_shot_ll"] == 128 and ar.ll_max_numel(4) == 128 * ar.LL_LANES
-    assert ar.ll_max_numel(2) == 2 * 128 * ar.LL_LANES  # two 16-bit elements per word
+    assert ar_config.SLOTS["one_shot_ll"] == 128 and ar_config.ll_max_numel(4) == 128 * ar_config.LL_LANES
+    assert ar_config.ll_max_numel(2) == 2 * 128 * ar_config.LL_LANES  # two 16-bit elements per word
     with pytest.raises(ValueError, match=r"one_shot_ll programs must be in \[1, 128\]"):
         AllReduceConfig("one_shot_ll", 129)
     for itemsize in (2, 4):
-        ar.launch_shape(ar.ll_max_numel(itemsize), itemsize, 2, AllReduceConfig("one_shot_ll", 128, 2))
-        with pytest.raises(ValueError, match=f"at most {ar.ll_max_numel(itemsize)} elements of {itemsize} bytes"):
-            ar.launch_shape(ar.ll_max_numel(itemsize) + 1, itemsize, 2, AllReduceConfig("one_shot_ll", 128, 2))
+        ar_config.launch_shape(ar_config.ll_max_numel(itemsize), itemsize, 2, AllReduceConfig("one_shot_ll", 128, 2))
+        with pytest.raises(
+            ValueError, match=f"at most {ar_config.ll_max_numel(itemsize)} elements of {itemsize} bytes"
+        ):
+            ar_config.launch_shape(
+                ar_config.ll_max_numel(itemsize) + 1, itemsize, 2, AllReduceConfig("one_shot_ll", 128, 2)
+            )
     with pytest.raises(ValueError, match="at most 131072 elements"):  # one warp: 16 words per thread
-        ar.launch_shape(ar.ll_max_numel(2), 2, 2, AllReduceConfig("one_shot_ll", 128, 1))
+        ar_config.launch_shape(ar_config.ll_max_numel(2), 2, 2, AllReduceConfig("one_shot_ll", 128, 1))
     monkeypatch.setattr(torch.version, "hip", "6.2")
-    assert not ar.ll_supported() and not ar.fits(AllReduceConfig("one_shot_ll", 8), 10, 2)
+    assert not ar_config.ll_supported() and not ar_config.fits(AllReduceConfig("one_shot_ll", 8), 10, 2)
     with pytest.raises(ValueError, match="one_shot_ll needs an NVIDIA GPU"):
-        ar.launch_shape(10, 2, 2, AllReduceConfig("one_shot_ll", 8))
-    assert ar.fits(AllReduceConfig("one_shot", 8), 10, 2) and ar.fits(AllReduceConfig("two_shot", 8), 1 << 30, 4)
+        ar_config.launch_shape(10, 2, 2, AllReduceConfig("one_shot_ll", 8))
+    assert ar_config.fits(AllReduceConfig("one_shot", 8), 10, 2) and ar_config.fits(
+        AllReduceConfig("two_shot", 8), 1 << 30, 4
+    )
 
 
-def test_agreement_raises_for_a_config_that_cannot_run_before_the_collective(monkeypatch):
-    world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
-    monkeypatch.setattr(ar.rt, "current_world", lambda: world)
-
-    def collective(*args, **kwargs):  # noqa: ANN002, ANN003
-        raise AssertionError("the rank agreement ran for a config that cannot run")
-
-    monkeypatch.setattr(ar, "check_ranks_call_alike", collective)
+def test_a_config_that_cannot_run_raises_before_the_collective(monkeypatch):
+    fake = fake_world(monkeypatch, ar_op)
     x = torch.zeros(5000)
-    with pytest.raises(ValueError, match="at most 4096 elements"):
-        ar._check_device_and_agreement(x, AllReduceConfig("one_shot_ll", 4, 4))
+    with pytest.raises(AllReduceError, match="at most 4096 elements"):
+        ar_op._run(x, torch.empty_like(x), "sum", AllReduceConfig("one_shot_ll", 4, 4))
     monkeypatch.setattr(torch.version, "hip", "6.2")
-    with pytest.raises(ValueError, match="NVIDIA"):
-        ar._check_device_and_agreement(torch.zeros(16), AllReduceConfig("one_shot_ll", 4, 4))
+    with pytest.raises(AllReduceError, match="NVIDIA"):
+        ar_op._run(torch.zeros(16), torch.empty(16), "sum", AllReduceConfig("one_shot_ll", 4, 4))
+    assert fake.agreements == [] and fake.launches == [], "the rank agreement ran for a config that cannot run"
 
 
 @pytest.mark.parametrize("itemsize", [2, 4])
@@ -423,61 +435,53 @@ def test_agreement_raises_for_a_config_that_cannot_run_before_the_collective(mon
 def test_candidates_offer_ll_on_cuda_up_to_its_size(monkeypatch, nbytes, itemsize):
     numel = nbytes // itemsize
     monkeypatch.setattr(torch.version, "hip", None)
-    cuda = ar.candidate_configs(nbytes, itemsize, 2)
+    cuda = ar_config.candidate_configs(nbytes, itemsize, 2)
     ll = [c for c in cuda if c.algo == "one_shot_ll"]
-    if numel <= ar.ll_max_numel(itemsize):
+    if numel <= ar_config.ll_max_numel(itemsize):
         assert ll, f"no one_shot_ll candidate at {nbytes} bytes"
-        assert all(ar.fits(c, numel, itemsize) for c in ll)
+        assert all(ar_config.fits(c, numel, itemsize) for c in ll)
         assert {c.num_warps for c in ll} >= {2, 4, 8}
-        shapes = [(ar.launch_shape(numel, itemsize, 2, c), c.num_warps) for c in ll]
+        shapes = [(ar_config.launch_shape(numel, itemsize, 2, c), c.num_warps) for c in ll]
         assert len(set(shapes)) == len(shapes), "one candidate per launch shape"
     else:
         assert not ll
     assert {c.algo for c in cuda} >= {"two_shot"}
     monkeypatch.setattr(torch.version, "hip", "6.2")
-    hip = ar.candidate_configs(nbytes, itemsize, 2)
+    hip = ar_config.candidate_configs(nbytes, itemsize, 2)
     assert not [c for c in hip if c.algo == "one_shot_ll"]
     assert hip == [c for c in cuda if c.algo != "one_shot_ll"]
 
 
-def test_selection_falls_back_when_a_table_ll_row_cannot_run(monkeypatch, tmp_path):
-    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(ar, "_cache_loaded", False)
-    monkeypatch.setattr(ar, "_tables", {})
-    monkeypatch.setattr(ar, "_selected", {})
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+def test_selection_falls_back_when_a_table_ll_row_cannot_run(monkeypatch, tables):  # noqa: F811 (the fixture)
     device = torch.device("cuda", 0)
     ll = AllReduceConfig("one_shot_ll", 16, 4)  # 16 x 1024 words: 32768 bf16 or 16384 fp32 elements
-    monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), [(32 << 10, ll)])  # a table tuned up to 32 KiB only
-    assert ar.select_config(32 << 10, device, 2, 2) == ll
-    assert ar.select_config(16 << 10, device, 2, 4) == ll
-    assert ar.select_config(64 << 10, device, 2, 2) == ll  # past the last row: 32768 bf16 elements still fit
-    assert ar.select_config(64 << 10, device, 2, 4) == ll  # and 16384 fp32
-    assert ar.select_config(128 << 10, device, 2, 2) == ar.heuristic_config(128 << 10, 2)  # 65536 bf16 do not
-    assert ar.select_config(128 << 10, device, 2, 4) == ar.heuristic_config(128 << 10, 2)
-    ar._selected.clear()
+    tables([(32 << 10, ll)])  # a table tuned up to 32 KiB only
+    assert ar_config.select_config(32 << 10, device, 2, 2) == ll
+    assert ar_config.select_config(16 << 10, device, 2, 4) == ll
+    assert ar_config.select_config(64 << 10, device, 2, 2) == ll  # past the last row: 32768 bf16 elements still fit
+    assert ar_config.select_config(64 << 10, device, 2, 4) == ll  # and 16384 fp32
+    assert ar_config.select_config(128 << 10, device, 2, 2) == ar_config.heuristic_config(
+        128 << 10, 2
+    )  # 65536 bf16 do not
+    assert ar_config.select_config(128 << 10, device, 2, 4) == ar_config.heuristic_config(128 << 10, 2)
+    ar_config._selected.clear()
     monkeypatch.setattr(torch.version, "hip", "6.2")
-    assert ar.select_config(1024, device, 2, 2) == ar.heuristic_config(1024, 2)
+    assert ar_config.select_config(1024, device, 2, 2) == ar_config.heuristic_config(1024, 2)
 
 
-def test_the_watchdog_leaves_ll_in_the_selection_and_the_tuner(monkeypatch, tmp_path):
+def test_the_watchdog_leaves_ll_in_the_selection_and_the_tuner(monkeypatch, tables):  # noqa: F811 (the fixture)
     """With a wait timeout configured the LL kernel is compiled with bounded polls that end in a dl.wait (below), so
     the selection and the tuner keep offering it."""
     from triton_dist.compiler import watchdog
 
-    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(ar, "_cache_loaded", False)
-    monkeypatch.setattr(ar, "_tables", {})
-    monkeypatch.setattr(ar, "_selected", {})
     monkeypatch.setattr(torch.version, "hip", None)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
     device = torch.device("cuda", 0)
     ll = AllReduceConfig("one_shot_ll", 16, 4)
-    monkeypatch.setitem(ar.DEFAULT_TABLES, ("Fake GPU", 2), [(32 << 10, ll)])
+    tables([(32 << 10, ll)])
     watchdog.set_wait_timeout(5)
     try:
-        assert ar.select_config(8 << 10, device, 2, 2) == ll
-        assert any(c.algo == "one_shot_ll" for c in ar.candidate_configs(8 << 10, 2, 2))
+        assert ar_config.select_config(8 << 10, device, 2, 2) == ll
+        assert any(c.algo == "one_shot_ll" for c in ar_config.candidate_configs(8 << 10, 2, 2))
     finally:
         watchdog.set_wait_timeout(None)
 
@@ -486,31 +490,28 @@ def test_a_forced_ll_config_runs_with_the_watchdog_on(monkeypatch):
     """A forced LL config passes the checks and reaches the ranks' agreement with the watchdog on."""
     from triton_dist.compiler import watchdog
 
-    world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
-    monkeypatch.setattr(ar.rt, "current_world", lambda: world)
     monkeypatch.setattr(torch.version, "hip", None)
-    monkeypatch.setattr(ar, "_agreed", AgreedSignatures())
-    agreements = []
-    monkeypatch.setattr(ar, "check_ranks_call_alike", lambda *args, **kwargs: agreements.append(args))
+    fake = fake_world(monkeypatch, ar_op)
     watchdog.set_wait_timeout(5)
     try:
-        ar._check_device_and_agreement(torch.zeros(4096, dtype=torch.bfloat16), AllReduceConfig("one_shot_ll", 4, 4))
+        x = torch.zeros(4096, dtype=torch.bfloat16)
+        ar_op._run(x, torch.empty_like(x), "sum", AllReduceConfig("one_shot_ll", 4, 4))
     finally:
         watchdog.set_wait_timeout(None)
-    assert len(agreements) == 1
+    assert len(fake.agreements) == 1
 
 
 def test_bounded_poll_asm_gives_up_after_its_passes():
     """The watched poll counts its passes in one register and leaves the loop when they run out, through the same
     single predicated branch back (no second exit, nothing per pass but an add and a compare)."""
-    asm, constraints = ar._ll_poll_asm(2, ar.LL_WATCHED_POLL_PASSES)
-    assert constraints == ar._ll_poll_asm(2)[1]
+    asm, constraints = ar_kernels._ll_poll_asm(2, ar_kernels.LL_WATCHED_POLL_PASSES)
+    assert constraints == ar_kernels._ll_poll_asm(2)[1]
     lines = [line.strip() for line in asm.split("\n")]
     assert "mov.b32 %llpass, 0;" in lines and "add.u32 %llpass, %llpass, 1;" in lines
-    assert f"setp.lt.u32 %llp, %llpass, {ar.LL_WATCHED_POLL_PASSES};" in lines
+    assert f"setp.lt.u32 %llp, %llpass, {ar_kernels.LL_WATCHED_POLL_PASSES};" in lines
     assert "setp.ne.and.b32 %llp, %llany, 0, %llp;" in lines
     assert sum("bra" in line for line in lines) == 1 and "@%llp bra LL_POLL;" in lines
-    assert "%llpass" not in ar._ll_poll_asm(2), "the unwatched poll is unchanged"
+    assert "%llpass" not in ar_kernels._ll_poll_asm(2), "the unwatched poll is unchanged"
 
 
 @pytest.mark.parametrize(("dtype", "block", "num_warps"), [("bf16", 32, 1), ("bf16", 1024, 2), ("fp32", 1024, 4)])
@@ -528,14 +529,16 @@ def test_watched_ll_kernel_bounded_polls_then_a_watched_wait(dtype, block, num_w
     try:
         signature = {"x_ptr": f"*{dtype}", "out_ptr": f"*{dtype}", "data_ptr": "*i64", "epochs_ptr": "*i32", "n": "i32"}
         constexprs = {
-            "REGION": ar.ll_region_bytes(2) // 8,
-            "LANES": ar.LL_LANES,
+            "REGION": ar_config.ll_region_bytes(2) // 8,
+            "LANES": ar_config.LL_LANES,
             "BLOCK": block,
             "PER_WORD": PER_WORD[dtype],
             "WATCHED": True,
         }
         aligned = ("x_ptr", "out_ptr", "data_ptr")
-        compiled = compile_kernel(ar._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps)
+        compiled = compile_kernel(
+            ar_kernels._one_shot_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps=num_warps
+        )
     finally:
         watchdog.set_wait_timeout(None)
     ptx = assembly(compiled, "sm_90")
@@ -543,7 +546,7 @@ def test_watched_ll_kernel_bounded_polls_then_a_watched_wait(dtype, block, num_w
     polls = _poll_asm_blocks(ptx)
     assert len(polls) == 3, "the peer loop's poll, and the late path's first and repeated polls"
     for poll in polls:
-        assert f"setp.lt.u32 %llp, %llpass, {ar.LL_WATCHED_POLL_PASSES};" in poll, "an unbounded poll"
+        assert f"setp.lt.u32 %llp, %llpass, {ar_kernels.LL_WATCHED_POLL_PASSES};" in poll, "an unbounded poll"
         assert sum("ld.relaxed.sys.global.b64" in line for line in poll) == per_thread
     assert "globaltimer" in ptx, "the late path's dl.wait is not the watched one"
     first_load = next(line.strip() for line in ptx.splitlines() if "ld.relaxed.sys.global.b64" in line)
@@ -561,18 +564,20 @@ def test_watched_ll_kernel_bounded_polls_then_a_watched_wait(dtype, block, num_w
 # tune(): a wrong candidate is never kept, whatever its speed
 
 
-def test_tune_skips_a_wrong_candidate_however_fast(monkeypatch, tmp_path, capsys):
+def test_tune_skips_a_wrong_candidate_however_fast(monkeypatch, capsys):
+    """bench/all_reduce.py's tuner."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        bench = importlib.import_module("all_reduce")
+    finally:
+        sys.path.remove(str(BENCH))
     world = SimpleNamespace(device=torch.device("cpu"), world_size=2, rank=0, group=None)
-    monkeypatch.setattr(ar.rt, "current_world", lambda: world)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
-    monkeypatch.setattr(ar, "_tables", {})
-    monkeypatch.setattr(ar, "_selected", {})
-    monkeypatch.setattr(ar, "_check_device_and_agreement", lambda x, config: None)
+    monkeypatch.setattr(bench.rt, "current_world", lambda: world)
     right = AllReduceConfig("one_shot", 4, 4)
     stale = AllReduceConfig("one_shot_ll", 8, 4)  # fastest, but sums only some ranks (a broken protocol)
     unwritten = AllReduceConfig("two_shot", 2, 8)  # leaves part of the output unwritten
     slow_right = AllReduceConfig("two_shot", 8, 8)
-    monkeypatch.setattr(ar, "candidate_configs", lambda *args: [stale, unwritten, right, slow_right])
+    monkeypatch.setattr(bench, "candidate_configs", lambda *args: [stale, unwritten, right, slow_right])
 
     def fake_all_reduce(tensor, op=None, group=None):  # noqa: ANN001
         if op is None:  # sum over two ranks holding the same input
@@ -580,7 +585,7 @@ def test_tune_skips_a_wrong_candidate_however_fast(monkeypatch, tmp_path, capsys
 
     monkeypatch.setattr(torch.distributed, "all_reduce", fake_all_reduce)
 
-    def fake_launch(x, out, config):  # noqa: ANN001
+    def fake_run(x, out, config):  # noqa: ANN001
         if config == stale:
             out.copy_(x)
         elif config == unwritten:
@@ -588,7 +593,7 @@ def test_tune_skips_a_wrong_candidate_however_fast(monkeypatch, tmp_path, capsys
         else:
             out.copy_((x.float() * 2).to(x.dtype))
 
-    monkeypatch.setattr(ar, "_launch", fake_launch)
+    monkeypatch.setattr(bench, "run_config", fake_run)
     speed = {stale: 1.0, unwritten: 2.0, right: 3.0, slow_right: 4.0}
     timed = []
 
@@ -597,17 +602,16 @@ def test_tune_skips_a_wrong_candidate_however_fast(monkeypatch, tmp_path, capsys
         timed.append(config)
         return speed[config]
 
-    monkeypatch.setattr(ar, "graphed_us", fake_graphed_us)
-    rows = ar.tune([8 << 10, 4 << 10], torch.bfloat16, write_cache=False)
+    monkeypatch.setattr(bench, "graphed_us", fake_graphed_us)
+    rows = bench.tune([8 << 10, 4 << 10], torch.bfloat16, write_cache=False)
     assert [(b, c) for b, c, _ in rows] == [(4 << 10, right), (8 << 10, right)]
     assert timed == [right, slow_right] * 2, "a wrong candidate was timed"
     printed = capsys.readouterr().out
     assert printed.count("one_shot_ll") == 2 and "wrong result" in printed
     assert printed.count("two_shot") == 2 and "nan" in printed  # the unwritten half is still the NaN poison
-    assert ar._tables[("Fake GPU", 2)] == [(4 << 10, right), (8 << 10, right)]
-    monkeypatch.setattr(ar, "candidate_configs", lambda *args: [stale])
+    monkeypatch.setattr(bench, "candidate_configs", lambda *args: [stale])
     with pytest.raises(RuntimeError, match="no candidate config gave the right sum at 8192 bytes"):
-        ar.tune([8 << 10], torch.bfloat16, write_cache=False)
+        bench.tune([8 << 10], torch.bfloat16, write_cache=False)
 
 
 if __name__ == "__main__":

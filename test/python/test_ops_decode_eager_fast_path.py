@@ -20,11 +20,12 @@ from test_runtime_world import run_ranks
 import triton_dist.ops
 from triton_dist import runtime as rt
 from triton_dist.compiler.watchdog import set_wait_timeout
+from triton_dist.ops.common import gpu
 from triton_dist.ops.common import launch as launch_plan
 
-ar = importlib.import_module("triton_dist.ops.all_reduce")
-fd = importlib.import_module("triton_dist.ops.flash_decode")
-gar = importlib.import_module("triton_dist.ops.gemm_ar")
+ar = importlib.import_module("triton_dist.ops.all_reduce.op")
+fd = importlib.import_module("triton_dist.ops.flash_decode.op")
+gar = importlib.import_module("triton_dist.ops.gemm_ar.op")
 
 
 class RecordingLauncher:
@@ -89,7 +90,8 @@ def _without_gpu() -> list[RecordingLauncher]:
     launch_plan.current_raw_stream = lambda device_index: 7
     for module in (ar, fd, gar):
         module.first_launch = first_launch
-    fd._sms[None] = 132
+        module.gpu_world = lambda op, error: rt.current_world()  # the CPU heap stands in for a GPU world
+    gpu._sms[None] = 132
     return launchers
 
 
@@ -107,25 +109,18 @@ def _raises(error: type[Exception], text: str, call) -> None:  # noqa: ANN001
 
 
 def _all_reduce(launchers: list[RecordingLauncher]) -> None:
-    counts = Counts(ar, "check_inputs", "select_config", "_check_device_and_agreement", "check_ranks_call_alike")
+    counts = Counts(ar, "check_inputs", "select_config", "_first_call")
+    builds = Counts(ar._plans, "build")
     x = torch.randn(4096, dtype=torch.bfloat16)
     triton_dist.ops.all_reduce(x)
-    assert counts.take() == {
-        "check_inputs": 1,
-        "select_config": 1,
-        "_check_device_and_agreement": 1,
-        "check_ranks_call_alike": 1,
-    }, "a new signature: the checks, the config choice, the agreement"
+    assert counts.take() == {"check_inputs": 1, "select_config": 1, "_first_call": 1}
+    assert builds.take() == {"build": 1}, "a new signature: the checks, the config choice, the agreement"
     assert len(launchers) == 1 and len(_launched(launchers)) == 1, "and the first launch, through Triton"
 
     y = torch.randn(4096, dtype=torch.bfloat16)
     out = triton_dist.ops.all_reduce(y)
-    assert counts.take() == {
-        "check_inputs": 1,
-        "select_config": 0,
-        "_check_device_and_agreement": 0,
-        "check_ranks_call_alike": 0,
-    }, "the same signature: the input checks once, nothing else before the launch"
+    assert counts.take() == {"check_inputs": 1, "select_config": 0, "_first_call": 0}
+    assert builds.take() == {"build": 0}, "the same signature: the input checks once, nothing else before the launch"
     (launch,) = _launched(launchers)
     assert len(launchers) == 1, "the plan of the first call"
     assert launch[:9] == (1, 1, 1, 7, "function", "packed", None, None, None), "the heuristic's 1 program, stream 7"
@@ -141,7 +136,7 @@ def _all_reduce(launchers: list[RecordingLauncher]) -> None:
     _raises(ValueError, "out must be", lambda: triton_dist.ops.all_reduce(y, out=torch.empty(4096)))
     _raises(ValueError, "out must be", lambda: triton_dist.ops.all_reduce(y, out=torch.empty(4095, dtype=y.dtype)))
     _raises(ValueError, "op must be", lambda: triton_dist.ops.all_reduce(y, "max"))
-    _raises(ValueError, "symmetric heap is on cpu", lambda: triton_dist.ops.all_reduce(y.to("meta")))
+    _raises(ValueError, "triton_dist device is cpu", lambda: triton_dist.ops.all_reduce(y.to("meta")))
     assert _launched(launchers) == []
 
     # What the steps before the launch depend on is part of the signature: each change takes them again.
@@ -161,45 +156,36 @@ def _all_reduce(launchers: list[RecordingLauncher]) -> None:
     forced = ar.AllReduceConfig("one_shot", 4, 4)
     ar._run(y, out, "sum", forced)
     ar._run(y, out, "sum", forced)
-    assert counts.take()["_check_device_and_agreement"] == 1, "a forced config: its own signature, agreed once"
+    assert counts.take()["_first_call"] == 1, "a forced config: its own signature, agreed once"
     _launched(launchers)
 
     triton_dist.ops.all_reduce(torch.empty(0, dtype=torch.bfloat16))
     triton_dist.ops.all_reduce(torch.empty(0, dtype=torch.bfloat16))
-    assert counts.take()["_check_device_and_agreement"] == 2 and _launched(launchers) == [], "empty: no launch"
+    assert counts.take()["_first_call"] == 1 and _launched(launchers) == [], "empty: agreed once, no launch"
 
 
 def _flash_decode(launchers: list[RecordingLauncher]) -> None:
-    counts = Counts(fd, "check_inputs", "check_out", "_prepare_checked", "_agree", "check_ranks_call_alike")
+    counts = Counts(fd, "check_inputs", "check_out", "_new_plan")
+    builds = Counts(fd._plans, "build")
     q = torch.randn(1, 8, 128, dtype=torch.bfloat16)
     k = torch.randn(1, 2, 256, 128, dtype=torch.bfloat16)
     v = torch.randn_like(k)
     lengths = torch.full((1,), 256, dtype=torch.int32)
     first_plans = len(launchers)
     triton_dist.ops.flash_decode(q, k, v, lengths)
-    assert counts.take() == {
-        "check_inputs": 1,
-        "check_out": 1,  # launch_args checks out before the first launch
-        "_prepare_checked": 1,
-        "_agree": 1,
-        "check_ranks_call_alike": 1,
-    }
+    assert counts.take() == {"check_inputs": 1, "check_out": 1, "_new_plan": 1}  # launch_args checks out
+    assert builds.take() == {"build": 1}
     assert len(launchers) == first_plans + 1 and len(_launched(launchers)) == 1
 
     out = triton_dist.ops.flash_decode(q, k, v, lengths)
-    assert counts.take() == {
-        "check_inputs": 1,
-        "check_out": 0,  # out is new, like q by construction
-        "_prepare_checked": 0,
-        "_agree": 0,
-        "check_ranks_call_alike": 0,
-    }, "the same signature: the input checks once, nothing else before the launch"
+    assert counts.take() == {"check_inputs": 1, "check_out": 0, "_new_plan": 0}  # out is new, like q
+    assert builds.take() == {"build": 0}, "the same signature: the input checks once, nothing else before the launch"
     (launch,) = _launched(launchers)
     assert len(launchers) == first_plans + 1
     assert all(got is want for got, want in zip(launch[9:14], (q, k, v, lengths, out), strict=True))
 
     fd._run(q, k, v, lengths, torch.empty_like(q), None)
-    assert counts.take()["check_out"] == 1 and counts.calls["_prepare_checked"] == 0, "an explicit out is checked"
+    assert counts.take()["check_out"] == 1 and counts.calls["_new_plan"] == 0, "an explicit out is checked"
     _raises(ValueError, "out must be like q", lambda: fd._run(q, k, v, lengths, torch.empty(1, 8, 128), None))
     _raises(ValueError, "lengths must be an int32", lambda: triton_dist.ops.flash_decode(q, k, v, lengths.long()))
     _raises(TypeError, "scale must be a float", lambda: triton_dist.ops.flash_decode(q, k, v, lengths, scale=True))
@@ -208,30 +194,23 @@ def _flash_decode(launchers: list[RecordingLauncher]) -> None:
 
     triton_dist.ops.flash_decode(q, k, v, lengths, scale=0.5)  # the scale is part of the signature
     triton_dist.ops.flash_decode(q, k[:, :, :128], v[:, :, :128], lengths)  # so are the cache's length, strides
-    assert counts.take()["_prepare_checked"] == 2 and len(_launched(launchers)) == 2
+    assert counts.take()["_new_plan"] == 2 and len(_launched(launchers)) == 2
 
 
 def _gemm_ar(launchers: list[RecordingLauncher]) -> None:
-    counts = Counts(gar, "check_inputs", "default_config", "_check_device_and_agreement", "check_ranks_call_alike")
+    counts = Counts(gar, "check_inputs", "default_config", "_first_call")
+    builds = Counts(gar._plans, "build")
     a = torch.randn(4, 256, dtype=torch.bfloat16)
     b = torch.randn(256, 128, dtype=torch.bfloat16)
     first_plans = len(launchers)
     triton_dist.ops.gemm_ar(a, b)
-    assert counts.take() == {
-        "check_inputs": 1,
-        "default_config": 1,
-        "_check_device_and_agreement": 1,
-        "check_ranks_call_alike": 1,
-    }
+    assert counts.take() == {"check_inputs": 1, "default_config": 1, "_first_call": 1}
+    assert builds.take() == {"build": 1}
     assert len(launchers) == first_plans + 1 and len(_launched(launchers)) == 1
 
     out = triton_dist.ops.gemm_ar(a, b)
-    assert counts.take() == {
-        "check_inputs": 1,
-        "default_config": 0,
-        "_check_device_and_agreement": 0,
-        "check_ranks_call_alike": 0,
-    }, "the same signature: the input checks once, nothing else before the launch"
+    assert counts.take() == {"check_inputs": 1, "default_config": 0, "_first_call": 0}
+    assert builds.take() == {"build": 0}, "the same signature: the input checks once, nothing else before the launch"
     (launch,) = _launched(launchers)
     assert len(launchers) == first_plans + 1 and launch[9] is a and launch[10] is b and launch[11] is out
 
@@ -240,7 +219,7 @@ def _gemm_ar(launchers: list[RecordingLauncher]) -> None:
     _raises(TypeError, "same dtype", lambda: triton_dist.ops.gemm_ar(a, b.half()))
     assert _launched(launchers) == []
     triton_dist.ops.gemm_ar(a[:, :128], b[:128])  # another K: another signature
-    assert counts.take()["_check_device_and_agreement"] == 1
+    assert counts.take()["_first_call"] == 1
 
 
 def _eager_paths(rank: int, world_size: int) -> None:

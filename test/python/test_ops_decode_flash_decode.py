@@ -27,8 +27,12 @@ import triton_dist.ops  # noqa: F401 (registers torch.ops.triton_dist.*)
 from triton_dist import testing
 from triton_dist.compiler import Checks, override_checks
 from triton_dist.ops import flash_decode as flash_decode_fn
+from triton_dist.ops.common import gpu
+from triton_dist.ops.flash_decode import FlashDecodeError
 
-fd = importlib.import_module("triton_dist.ops.flash_decode")
+fd_config = importlib.import_module("triton_dist.ops.flash_decode.config")
+fd_kernels = importlib.import_module("triton_dist.ops.flash_decode.kernels")
+fd_op = importlib.import_module("triton_dist.ops.flash_decode.op")
 
 SM90_SHARED_BYTES = 232_448
 """The most shared memory one program may use on sm_90 (227 KiB, opt-in)."""
@@ -91,20 +95,24 @@ def compile_flash(
     dtype: str = "bf16",
     wide_strides: bool = False,
     ones: bool = False,
-    config: fd.FlashDecodeConfig | None = None,
+    config: fd_config.FlashDecodeConfig | None = None,
     checks: Checks | None = None,
 ):  # noqa: ANN201
-    config = config or fd.default_config("cuda" if target.startswith("sm_") else "hip")
+    config = config or fd_config.default_config("cuda" if target.startswith("sm_") else "hip")
     sig, constants = signature(dtype, wide_strides, ones)
-    constexprs = dict(SPLITS=splits, GROUP=group, ROWS=fd.ROWS, D=fd.HEAD_DIM, BLOCK_N=config.block_n, WIDE=wide)
-    chunk = fd.combine_chunk(group, max(1, world) * splits, fd.COMBINERS)
-    constexprs.update(RG=fd.combine_rows(group), CHUNK=chunk, WORLD=world, COMBINERS=fd.COMBINERS, **constants)
+    constexprs = dict(
+        SPLITS=splits, GROUP=group, ROWS=fd_config.ROWS, D=fd_config.HEAD_DIM, BLOCK_N=config.block_n, WIDE=wide
+    )
+    chunk = fd_config.combine_chunk(group, max(1, world) * splits, fd_config.COMBINERS)
+    constexprs.update(
+        RG=fd_config.combine_rows(group), CHUNK=chunk, WORLD=world, COMBINERS=fd_config.COMBINERS, **constants
+    )
     aligned = tuple(name for name in ALIGNED if name in sig)
     options = dict(constexprs=constexprs, aligned=aligned, num_warps=config.num_warps, num_stages=config.num_stages)
     if checks is None:
-        return testing.compile_for(fd._flash_decode_kernel, sig, target, **options)
+        return testing.compile_for(fd_kernels._flash_decode_kernel, sig, target, **options)
     with override_checks(checks):  # a fresh JITFunction: Triton memoizes a kernel's key, which holds the level
-        return testing.compile_for(triton.jit(fd._flash_decode_kernel.fn), sig, target, **options)
+        return testing.compile_for(triton.jit(fd_kernels._flash_decode_kernel.fn), sig, target, **options)
 
 
 def ptxas_resources(ptx: str, tmp_path: Path) -> tuple[tuple[int, int, int], str]:
@@ -192,11 +200,11 @@ def test_default_config_compiles_for_gfx942_without_scratch(name, launch):
 @pytest.mark.parametrize(
     "config",
     [
-        fd.FlashDecodeConfig(block_n=16),
-        fd.FlashDecodeConfig(block_n=32, num_stages=2),
-        fd.FlashDecodeConfig(block_n=128, num_stages=2),
-        fd.FlashDecodeConfig(block_n=128, num_warps=8, num_stages=4),
-        fd.FlashDecodeConfig(block_n=64, num_warps=8, num_stages=1),
+        fd_config.FlashDecodeConfig(block_n=16),
+        fd_config.FlashDecodeConfig(block_n=32, num_stages=2),
+        fd_config.FlashDecodeConfig(block_n=128, num_stages=2),
+        fd_config.FlashDecodeConfig(block_n=128, num_warps=8, num_stages=4),
+        fd_config.FlashDecodeConfig(block_n=64, num_warps=8, num_stages=1),
     ],
     ids=str,
 )
@@ -210,10 +218,10 @@ def test_other_configs_compile_for_sm90_without_spills(config, tmp_path):
 @pytest.mark.parametrize(
     ("config", "fits"),
     [
-        (fd.FlashDecodeConfig(block_n=16), True),
-        (fd.FlashDecodeConfig(block_n=32, num_stages=2), True),
-        (fd.FlashDecodeConfig(block_n=128, num_stages=2), True),
-        (fd.FlashDecodeConfig(block_n=128, num_stages=3), False),  # as FlashDecodeConfig's docstring says
+        (fd_config.FlashDecodeConfig(block_n=16), True),
+        (fd_config.FlashDecodeConfig(block_n=32, num_stages=2), True),
+        (fd_config.FlashDecodeConfig(block_n=128, num_stages=2), True),
+        (fd_config.FlashDecodeConfig(block_n=128, num_stages=3), False),  # as FlashDecodeConfig's docstring says
     ],
     ids=str,
 )
@@ -262,17 +270,21 @@ def test_records_are_released_before_the_flag_and_acquired_before_the_combine(wo
 
 def _check_choose_splits(batch: int, heads: tuple[int, int], local_len: int, world_size: int) -> None:
     kv_heads, group = heads
-    splits = fd.choose_splits(batch, kv_heads, group, local_len, world_size, 132, 64)
-    assert 1 <= splits <= fd.MAX_SPLITS
+    splits = fd_config.choose_splits(batch, kv_heads, group, local_len, world_size, 132, 64)
+    assert 1 <= splits <= fd_config.MAX_SPLITS
     if batch == 0:
         return
     groups = batch * kv_heads
-    if not fd.fits_workspace(batch, kv_heads, group, 1, world_size):
+    if not fd_config.fits_workspace(batch, kv_heads, group, 1, world_size):
         assert splits == 1  # even one split per group does not fit: flash_decode raises, naming the workspace
         return
-    assert fd.fits_workspace(batch, kv_heads, group, splits, world_size)
-    if local_len >= 128 * fd.MAX_SPLITS and fd.fits_workspace(batch, kv_heads, group, fd.MAX_SPLITS, world_size):
-        assert groups * splits >= min(132 - groups + 1, groups * fd.MAX_SPLITS)  # small batches still fill the GPU
+    assert fd_config.fits_workspace(batch, kv_heads, group, splits, world_size)
+    if local_len >= 128 * fd_config.MAX_SPLITS and fd_config.fits_workspace(
+        batch, kv_heads, group, fd_config.MAX_SPLITS, world_size
+    ):
+        assert groups * splits >= min(
+            132 - groups + 1, groups * fd_config.MAX_SPLITS
+        )  # small batches still fill the GPU
         assert groups * splits <= max(groups, 2 * 132), "never more than two waves of producers"
     assert splits <= max(1, local_len // 128)  # at least two 64-token blocks per split
 
@@ -292,17 +304,17 @@ def test_choose_splits_fits_workspace():
 def test_choose_splits_makes_whole_waves_as_measured():
     """The split counts the one-H200 sweep found fastest (bench/results/flash_decode_1gpu.md): batch 1 x 8 KV heads
     at 16 splits (128 producers, one per SM), batch 8 x 8 KV heads at 4 (256 producers, two per SM)."""
-    assert fd.choose_splits(1, 8, 8, 32768, 2, 132, 64) == 16
-    assert fd.choose_splits(1, 8, 8, 131072, 2, 132, 64) == 16
-    assert fd.choose_splits(8, 8, 8, 32768, 2, 132, 64) == 4
+    assert fd_config.choose_splits(1, 8, 8, 32768, 2, 132, 64) == 16
+    assert fd_config.choose_splits(1, 8, 8, 131072, 2, 132, 64) == 16
+    assert fd_config.choose_splits(8, 8, 8, 32768, 2, 132, 64) == 4
 
 
 def test_the_spec_shapes_fit_the_workspace():
     """Batch 64 with 8 KV heads of 16 query heads each, on 8 ranks, one split: 33.8 MB of records per call."""
-    assert fd.fits_workspace(64, 8, 16, 1, 8)
-    floats, flags = fd.workspace_need(64, 8, 16, 1, 8)
+    assert fd_config.fits_workspace(64, 8, 16, 1, 8)
+    floats, flags = fd_config.workspace_need(64, 8, 16, 1, 8)
     assert (floats * 4, flags) == (64 * 8 * 8 * (16 * 128 + 16) * 4, 64 * 8 * 8)
-    assert not fd.fits_workspace(64, 32, 16, 1, 8)  # 135 MB: refused (the call raises, naming the workspace)
+    assert not fd_config.fits_workspace(64, 32, 16, 1, 8)  # 135 MB: refused (the call raises, naming the workspace)
 
 
 @pytest.mark.parametrize(
@@ -319,27 +331,27 @@ def test_needs_wide_offsets(make, wide):
     """The 64-bit offset variant exactly when a valid token's element offset within its (sequence, head) passes
     int32; the batch and head offsets are 64-bit in both variants."""
     cache = make()
-    assert fd.needs_wide_offsets(cache, cache) is wide
+    assert fd_config.needs_wide_offsets(cache, cache) is wide
     compact = torch.empty(cache.shape, device="meta")  # the same shape, contiguous: never wide at these lengths
-    assert fd.needs_wide_offsets(compact, cache) is wide and fd.needs_wide_offsets(cache, compact) is wide
+    assert fd_config.needs_wide_offsets(compact, cache) is wide and fd_config.needs_wide_offsets(cache, compact) is wide
 
 
 def test_launch_args_give_every_kernel_argument_one_producer_per_split_and_the_combiners():
     q, k, v, n = _inputs(batch=3, q_heads=12, kv_heads=4, local_len=100)
     k, v = k.transpose(1, 2).contiguous().transpose(1, 2), v  # k as a [B, S, H, D] cache, v contiguous
-    workspace = fd._Workspace(torch.empty(2, 4096), torch.zeros(2, 256, dtype=torch.int32), torch.zeros(3))
-    prepared = fd._Prepared(fd.FlashDecodeConfig(splits=5, block_n=32, num_warps=8), 5, 0.1, workspace)
-    grid, named, options = fd.launch_args(q, k, v, n, torch.empty_like(q), prepared, 6)
-    assert list(named) == list(fd._flash_decode_kernel.arg_names)
-    assert grid == (3 * 4 * (5 + fd.COMBINERS), 1, 1) and options == {"num_warps": 8, "num_stages": 3}
+    workspace = fd_op._Workspace(torch.empty(2, 4096), torch.zeros(2, 256, dtype=torch.int32), torch.zeros(3))
+    prepared = fd_op._Prepared(fd_config.FlashDecodeConfig(splits=5, block_n=32, num_warps=8), 5, 0.1, workspace)
+    grid, named, options = fd_op.launch_args(q, k, v, n, torch.empty_like(q), prepared, 6)
+    assert list(named) == list(fd_kernels._flash_decode_kernel.arg_names)
+    assert grid == (3 * 4 * (5 + fd_config.COMBINERS), 1, 1) and options == {"num_warps": 8, "num_stages": 3}
     expected = dict(groups=12, kv_heads=4, local_len=100, stride_ks=4 * 128, stride_vs=128, stride_kh=128)
     expected.update(stride_vh=100 * 128, sm_scale=0.1, rec_parity_stride=4096, flag_parity_stride=256)
     expected.update(SPLITS=5, GROUP=3, ROWS=16, D=128, BLOCK_N=32, WIDE=False, RG=4, CHUNK=32, WORLD=0)
-    expected.update(COMBINERS=fd.COMBINERS)
+    expected.update(COMBINERS=fd_config.COMBINERS)
     assert {name: named[name] for name in expected} == expected
-    assert fd.launch_args(q, k, v, n, torch.empty_like(q), prepared, 8)[1]["WORLD"] == 8  # one tensor notify
+    assert fd_op.launch_args(q, k, v, n, torch.empty_like(q), prepared, 8)[1]["WORLD"] == 8  # one tensor notify
     with pytest.raises(ValueError, match="out must be like q"):
-        fd.launch_args(q, k, v, n, torch.empty_like(q)[:, :6], prepared, 6)
+        fd_op.launch_args(q, k, v, n, torch.empty_like(q)[:, :6], prepared, 6)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -392,17 +404,28 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize(("change", "error", "text"), [case[1:] for case in BAD_INPUTS], ids=[c[0] for c in BAD_INPUTS])
 def test_bad_input_raises_before_launch(change, error, text):
+    """Each problem raises FlashDecodeError (the op's family), also the TypeError or ValueError it always was."""
     args = change(*_inputs())
-    with pytest.raises(error, match=text):
-        fd.check_inputs(*args)
+    with pytest.raises(FlashDecodeError, match=text) as raised:
+        fd_op.check_inputs(*args)
+    assert isinstance(raised.value, error)
     with pytest.raises(error, match=text):  # the op's own entry raises before it needs a world or a GPU
         flash_decode_fn(*args)
 
 
 def test_lengths_on_another_device_raise():
     q, k, v, n = _inputs()
-    with pytest.raises(ValueError, match="one device"):
-        fd.check_inputs(q, k, v, n.to("meta"))
+    with pytest.raises(FlashDecodeError, match="one device"):
+        fd_op.check_inputs(q, k, v, n.to("meta"))
+
+
+def test_the_device_is_checked_before_the_dtype():
+    """A call on the wrong device with a wrong dtype too is named for its device (the first thing to fix)."""
+    q, k, v, n = _inputs()
+    with pytest.raises(FlashDecodeError, match="q is on cpu, but this rank's triton_dist device is cuda:0"):
+        fd_op.check_inputs(q.float(), k, v, n, torch.device("cuda", 0))
+    with pytest.raises(FlashDecodeError, match="one device"):
+        fd_op.check_inputs(q.float(), k, v, n.to("meta"))
 
 
 @pytest.mark.parametrize(
@@ -411,20 +434,20 @@ def test_lengths_on_another_device_raise():
 )
 def test_bad_scale_raises(scale, error, text):
     with pytest.raises(error, match=text):
-        fd.check_scale(scale)
+        fd_op.check_scale(scale)
     with pytest.raises(error, match=text):
-        fd._flash_decode_fake(*_inputs(), scale)  # what torch.compile's tracing runs
+        fd_op._flash_decode_fake(*_inputs(), scale)  # what torch.compile's tracing runs
 
 
 def test_scale_defaults_to_one_over_sqrt_head_dim():
-    assert fd.check_scale(None) == pytest.approx(128**-0.5)
-    assert fd.check_scale(2) == 2.0
+    assert fd_op.check_scale(None) == pytest.approx(128**-0.5)
+    assert fd_op.check_scale(2) == 2.0
 
 
 @pytest.mark.parametrize(
     ("kwargs", "text"),
     [
-        (dict(splits=fd.MAX_SPLITS + 1), "splits"),
+        (dict(splits=fd_config.MAX_SPLITS + 1), "splits"),
         (dict(splits=-1), "splits"),
         (dict(block_n=48), "block_n"),
         (dict(block_n=256), "block_n"),
@@ -434,7 +457,7 @@ def test_scale_defaults_to_one_over_sqrt_head_dim():
 )
 def test_bad_config(kwargs, text):
     with pytest.raises(ValueError, match=text):
-        fd.FlashDecodeConfig(**kwargs)
+        fd_config.FlashDecodeConfig(**kwargs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -498,7 +521,7 @@ def test_combiners_take_the_records_in_few_steps(group, world, splits, steps):
     """The default combiners (a quarter of the head dim each) load every record of 2 ranks x 16 splits at once for
     an 8-head group (one dependent step instead of eight)."""
     records = world * splits
-    assert -(-records // fd.combine_chunk(group, records)) == steps
+    assert -(-records // fd_config.combine_chunk(group, records)) == steps
 
 
 @pytest.mark.parametrize(
@@ -507,7 +530,7 @@ def test_combiners_take_the_records_in_few_steps(group, world, splits, steps):
 )
 def test_choose_combiners_fits_one_wave(groups, sms, want):
     """Four combiners per group while they fit one wave of the SMs, else fewer (a power of two), at least one."""
-    chosen = fd.choose_combiners(groups, sms)
+    chosen = fd_config.choose_combiners(groups, sms)
     assert chosen == want and chosen & (chosen - 1) == 0
     assert chosen == 1 or groups * chosen <= sms
 
@@ -516,6 +539,6 @@ def test_a_call_resolves_its_combiner_count_before_the_agreement(monkeypatch):
     """The chosen count is part of the config the ranks agree on (a rank on a GPU with another SM count would choose
     another and be caught by the agreement); a forced count is kept."""
     q, k, _, _ = _inputs(batch=8, q_heads=64, kv_heads=8, local_len=256)
-    monkeypatch.setitem(fd._sms, q.device.index, 132)
-    assert fd._with_combiners(q, k, fd.FlashDecodeConfig()).combiners == 2  # 64 groups on 132 SMs
-    assert fd._with_combiners(q, k, fd.FlashDecodeConfig(combiners=8)).combiners == 8
+    monkeypatch.setitem(gpu._sms, q.device.index, 132)
+    assert fd_op._with_combiners(q, k, fd_config.FlashDecodeConfig()).combiners == 2  # 64 groups on 132 SMs
+    assert fd_op._with_combiners(q, k, fd_config.FlashDecodeConfig(combiners=8)).combiners == 8

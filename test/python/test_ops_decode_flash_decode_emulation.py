@@ -49,7 +49,9 @@ import triton.language as tl
 
 from triton_dist.ops.common import call_epoch
 
-fd = importlib.import_module("triton_dist.ops.flash_decode")  # the module (triton_dist.ops.flash_decode is the op)
+fd_config = importlib.import_module("triton_dist.ops.flash_decode.config")
+fd_kernels = importlib.import_module("triton_dist.ops.flash_decode.kernels")
+fd_op = importlib.import_module("triton_dist.ops.flash_decode.op")
 
 POISON = 1.0e4
 """Keys and values past each rank's length: any such token in a softmax swamps (or overflows) the result."""
@@ -65,19 +67,19 @@ def _emulate_producers(
     WIDE: tl.constexpr, COMBINERS: tl.constexpr,
 ):  # fmt: skip
     ticket, epoch = call_epoch.arrive(state_ptr, groups * (SPLITS + COMBINERS))
-    group, split, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
+    group, split, producer = fd_kernels._role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)
     head = (group % kv_heads).to(tl.int64)
-    RECORD: tl.constexpr = GROUP * D + fd._RECORD_PAD
-    records, flags = fd._epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
+    RECORD: tl.constexpr = GROUP * D + fd_kernels._RECORD_PAD
+    records, flags = fd_kernels._epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
     if producer:  # the combiners' part after their wait is _emulate_combiners
-        partial, lse = fd._split_attention(
+        partial, lse = fd_kernels._split_attention(
             q_ptr, k_ptr, v_ptr, len_ptr, seq, head, split, local_len,
             stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs, sm_scale,
             SPLITS, GROUP, ROWS, D, BLOCK_N, WIDE,
         )  # fmt: skip
-        slot = fd._slot(group, me, ranks, split, SPLITS)
-        fd._store_record(records + slot * RECORD, partial, lse, GROUP, ROWS, D)
+        slot = fd_kernels._slot(group, me, ranks, split, SPLITS)
+        fd_kernels._store_record(records + slot * RECORD, partial, lse, GROUP, ROWS, D)
         tl.store(flags + slot, epoch)  # the kernel's dl.notify of this slot (on every rank)
 
 
@@ -88,21 +90,23 @@ def _emulate_combiners(
     COMBINERS: tl.constexpr,
 ):  # fmt: skip
     ticket = groups * SPLITS + tl.program_id(0)  # the combiners' tickets come after every producer's
-    group, part, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
+    group, part, producer = fd_kernels._role(ticket, groups, SPLITS, COMBINERS)
     seq = (group // kv_heads).to(tl.int64)
     head = (group % kv_heads).to(tl.int64)
-    RECORD: tl.constexpr = GROUP * D + fd._RECORD_PAD
+    RECORD: tl.constexpr = GROUP * D + fd_kernels._RECORD_PAD
     SLICE: tl.constexpr = D // COMBINERS
-    records, flags = fd._epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
-    first = fd._slot(group, 0, ranks, 0, SPLITS)
-    result = fd._combine_records(records + first * RECORD, ranks * SPLITS, part * SLICE, GROUP, RG, D, SLICE, CHUNK)
-    fd._store_output(out_ptr, seq, head, stride_ob, stride_oh, result, part * SLICE, GROUP, RG, SLICE)
+    records, flags = fd_kernels._epoch_buffers(rec_ptr, flags_ptr, epoch, rec_parity_stride, flag_parity_stride)
+    first = fd_kernels._slot(group, 0, ranks, 0, SPLITS)
+    result = fd_kernels._combine_records(
+        records + first * RECORD, ranks * SPLITS, part * SLICE, GROUP, RG, D, SLICE, CHUNK
+    )
+    fd_kernels._store_output(out_ptr, seq, head, stride_ob, stride_oh, result, part * SLICE, GROUP, RG, SLICE)
 
 
 @triton.jit
 def _emulate_roles(out_ptr, groups, SPLITS: tl.constexpr, COMBINERS: tl.constexpr):
     ticket = tl.program_id(0)
-    group, index, producer = fd._role(ticket, groups, SPLITS, COMBINERS)
+    group, index, producer = fd_kernels._role(ticket, groups, SPLITS, COMBINERS)
     tl.store(out_ptr + 3 * ticket, group)
     tl.store(out_ptr + 3 * ticket + 1, index)
     tl.store(out_ptr + 3 * ticket + 2, producer.to(tl.int32))
@@ -181,11 +185,11 @@ def emulate(case: dict) -> dict:
     group = q_heads // kv_heads
     groups = batch * kv_heads
     scale = case.get("scale") or 1.0 / math.sqrt(128)
-    floats, flags_needed = fd.workspace_need(batch, kv_heads, group, splits, ranks)
+    floats, flags_needed = fd_config.workspace_need(batch, kv_heads, group, splits, ranks)
     records = torch.full((2, floats + 64), float("nan"), dtype=torch.float32)
     flags = torch.zeros(2, flags_needed + 64, dtype=torch.int32)
     states = [torch.zeros(1, dtype=torch.int64) for _ in range(ranks)]
-    config = fd.FlashDecodeConfig(splits=splits, block_n=block_n)
+    config = fd_config.FlashDecodeConfig(splits=splits, block_n=block_n)
     overrides = {name: case[key] for name, key in (("WIDE", "wide"), ("CHUNK", "chunk")) if key in case}
     result: dict = {"calls": []}
     for call in range(2):
@@ -203,15 +207,15 @@ def emulate(case: dict) -> dict:
         other_parity = records[call % 2].clone()  # epoch call + 1 uses parity (call + 1) % 2 only
         out = torch.full((batch, q_heads, 128), float("nan"), dtype=dtype)
         for rank, (k, v) in enumerate(caches):  # the kernel's arguments and grid, as the op computes them
-            fd.check_inputs(q, k, v, lengths[rank])
-            workspace = fd._Workspace(records, flags, states[rank])
-            prepared = fd._Prepared(config, splits, fd.check_scale(case.get("scale")), workspace)
-            grid, named, _ = fd.launch_args(q, k, v, lengths[rank], out, prepared, ranks)
+            fd_op.check_inputs(q, k, v, lengths[rank])
+            workspace = fd_op._Workspace(records, flags, states[rank])
+            prepared = fd_op._Prepared(config, splits, fd_op.check_scale(case.get("scale")), workspace)
+            grid, named, _ = fd_op.launch_args(q, k, v, lengths[rank], out, prepared, ranks)
             named.update(overrides)
-            assert named["sm_scale"] == scale and grid == (groups * (splits + fd.COMBINERS), 1, 1)
+            assert named["sm_scale"] == scale and grid == (groups * (splits + fd_config.COMBINERS), 1, 1)
             _emulate_producers[grid](**_arguments(_emulate_producers, named), me=rank, ranks=ranks)
         epoch = call + 1
-        combiners = (groups * fd.COMBINERS,)
+        combiners = (groups * fd_config.COMBINERS,)
         _emulate_combiners[combiners](**_arguments(_emulate_combiners, named), epoch=epoch, ranks=ranks)
         want = reference(q, [c[0] for c in caches], [c[1] for c in caches], lengths, scale)
         got = out.double()
@@ -244,9 +248,9 @@ def _arguments(kernel, named: dict) -> dict:  # noqa: ANN001
 
 
 def roles(groups: int, splits: int) -> list[list[int]]:
-    programs = groups * (splits + fd.COMBINERS)
+    programs = groups * (splits + fd_config.COMBINERS)
     table = torch.full((programs * 3,), -1, dtype=torch.int32)
-    _emulate_roles[(programs,)](table, groups, SPLITS=splits, COMBINERS=fd.COMBINERS)
+    _emulate_roles[(programs,)](table, groups, SPLITS=splits, COMBINERS=fd_config.COMBINERS)
     return table.view(-1, 3).tolist()
 
 
@@ -323,7 +327,7 @@ def test_kernel_helpers_match_sdpa_on_the_whole_cache(part):
 
 
 ROLE_CASES = [(1, 1), (5, 1), (1, 6), (4, 3), (7, 128)]
-"""(groups, splits) of the role table: one group or split, several of each, and the most splits (fd.MAX_SPLITS)."""
+"""(groups, splits) of the role table: one group or split, several of each, and the most splits (``MAX_SPLITS``)."""
 
 
 def test_roles_cover_every_group_split_and_slice_once_producers_first():
@@ -332,17 +336,17 @@ def test_roles_cover_every_group_split_and_slice_once_producers_first():
     process for every case (each process start costs seconds)."""
     from dl_compile import run_in_interpreter
 
-    assert max(splits for _, splits in ROLE_CASES) == fd.MAX_SPLITS
+    assert max(splits for _, splits in ROLE_CASES) == fd_config.MAX_SPLITS
     tables = run_in_interpreter(__file__, {"what": "roles", "cases": ROLE_CASES})
     for (groups, splits), table in zip(ROLE_CASES, tables, strict=True):
         where = f"groups={groups}, splits={splits}"
         producers = groups * splits
         roles = [row[2] for row in table]
-        assert roles == [1] * producers + [0] * (groups * fd.COMBINERS), f"{where}: producers first"
+        assert roles == [1] * producers + [0] * (groups * fd_config.COMBINERS), f"{where}: producers first"
         produced = sorted((g, s) for g, s, _ in table[:producers])
         assert produced == [(g, s) for g in range(groups) for s in range(splits)], f"{where}: producers {produced}"
         combined = sorted((g, c) for g, c, _ in table[producers:])
-        assert combined == [(g, c) for g in range(groups) for c in range(fd.COMBINERS)], f"{where}: {combined}"
+        assert combined == [(g, c) for g in range(groups) for c in range(fd_config.COMBINERS)], f"{where}: {combined}"
 
 
 if __name__ == "__main__":

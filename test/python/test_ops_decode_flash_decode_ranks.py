@@ -15,8 +15,17 @@ import torch.distributed as dist
 from test_runtime_world import run_ranks
 
 import triton_dist.runtime as rt
+from triton_dist.ops.common import gpu, resources
 
-fd = importlib.import_module("triton_dist.ops.flash_decode")
+fd_config = importlib.import_module("triton_dist.ops.flash_decode.config")
+fd_op = importlib.import_module("triton_dist.ops.flash_decode.op")
+
+
+def _cpu_heap_as_gpu() -> None:
+    """In this rank's process: the ops take the CPU heap's world for a GPU world (they refuse a CPU world), and a
+    CPU device has 132 SMs (the automatic split and combiner counts ask)."""
+    fd_op.gpu_world = lambda op, error: rt.current_world()
+    gpu._sms[None] = 132
 
 
 def _inputs(batch=2, q_heads=8, kv_heads=2, local_len=256, dtype=torch.bfloat16):  # noqa: ANN001, ANN202
@@ -45,55 +54,62 @@ def _offsets(world: rt.World, workspace) -> list[tuple[int, int, int]]:  # noqa:
 
 def _agreement_and_workspaces(rank: int, world_size: int) -> None:
     world = rt.init(heap_size="64M", device="cpu")
-    fd._sms[None] = 132  # the SM count a CPU device would be asked for (automatic split counts)
-    first = fd._prepare(*_inputs(), None, None)
-    assert first.splits == fd.choose_splits(2, 2, 4, 256, world_size, 132, fd.default_config("cuda").block_n)
+    _cpu_heap_as_gpu()
+    first = fd_op._prepare(*_inputs(), None, None)
+    assert first.splits == fd_config.choose_splits(
+        2, 2, 4, 256, world_size, 132, fd_config.default_config("cuda").block_n
+    )
     assert abs(first.sm_scale - 128**-0.5) < 1e-12
     offsets = _offsets(world, first.workspace)
     assert len(set(offsets)) == 1 and None not in offsets[0], f"workspaces at different heap offsets: {offsets}"
-    assert first.workspace.records.shape == (2, fd.MIN_RECORD_BYTES // 4)
-    assert first.workspace.flags.shape == (2, fd.MIN_FLAGS) and not first.workspace.flags.any()
-    assert fd._prepare(*_inputs(), None, None).workspace is first.workspace  # agreed once, remembered
+    assert first.workspace.records.shape == (2, fd_config.MIN_RECORD_BYTES // 4)
+    assert first.workspace.flags.shape == (2, fd_config.MIN_FLAGS) and not first.workspace.flags.any()
+    assert fd_op._prepare(*_inputs(), None, None).workspace is first.workspace  # agreed once, remembered
 
-    smaller = fd._prepare(*_inputs(batch=1), None, fd.FlashDecodeConfig(splits=2))
+    smaller = fd_op._prepare(*_inputs(batch=1), None, fd_config.FlashDecodeConfig(splits=2))
     assert smaller.workspace is first.workspace, "a shape that fits the existing workspace shares it"
 
-    bigger = fd._prepare(*_inputs(batch=8, q_heads=64, kv_heads=8), 0.25, fd.FlashDecodeConfig(splits=4))
-    floats, flags = fd.workspace_need(8, 8, 8, 4, world_size)
+    bigger = fd_op._prepare(*_inputs(batch=8, q_heads=64, kv_heads=8), 0.25, fd_config.FlashDecodeConfig(splits=4))
+    floats, flags = fd_config.workspace_need(8, 8, 8, 4, world_size)
     assert bigger.workspace is not first.workspace and bigger.workspace.fits(floats, flags)
     assert bigger.workspace.records.shape[1] == 1 << (floats - 1).bit_length()  # the next power of two
     assert bigger.sm_scale == 0.25
     offsets = _offsets(world, bigger.workspace)
     assert len(set(offsets)) == 1, f"the second workspace lands at different heap offsets: {offsets}"
-    assert fd._state.workspaces == [first.workspace, bigger.workspace]  # the first stays (graphs may use it)
+    assert resources.workspaces("flash_decode") == [
+        first.workspace,
+        bigger.workspace,
+    ]  # the first stays (graphs may use it)
 
     # Each difference between the ranks raises on every rank, naming the field. Every rank's call is the first of
     # its shape (a batch no earlier call used): a rank repeating an agreed shape takes no part in the check.
     differences = {
-        "cache length": lambda: fd._prepare(*_inputs(batch=3, local_len=256 + rank), None, None),
-        "dtype": lambda: fd._prepare(*_inputs(batch=4, dtype=(torch.bfloat16, torch.float16)[rank]), None, None),
-        "scale": lambda: fd._prepare(*_inputs(batch=5), 0.5 + rank, None),
-        "config": lambda: fd._prepare(*_inputs(batch=6), None, fd.FlashDecodeConfig(block_n=(64, 32)[rank])),
-        "batch": lambda: fd._prepare(*_inputs(batch=7 + rank), None, None),
-        "split count": lambda: fd._prepare(*_inputs(batch=9), None, fd.FlashDecodeConfig(splits=1 + rank)),
+        "cache length": lambda: fd_op._prepare(*_inputs(batch=3, local_len=256 + rank), None, None),
+        "dtype": lambda: fd_op._prepare(*_inputs(batch=4, dtype=(torch.bfloat16, torch.float16)[rank]), None, None),
+        "scale": lambda: fd_op._prepare(*_inputs(batch=5), 0.5 + rank, None),
+        "config": lambda: fd_op._prepare(*_inputs(batch=6), None, fd_config.FlashDecodeConfig(block_n=(64, 32)[rank])),
+        "batch": lambda: fd_op._prepare(*_inputs(batch=7 + rank), None, None),
+        "split count": lambda: fd_op._prepare(*_inputs(batch=9), None, fd_config.FlashDecodeConfig(splits=1 + rank)),
     }
+    fields = {"cache length": "k/v shape", "dtype": "dtype", "scale": "scale", "config": "config", "batch": "q shape"}
     for what, call in differences.items():
         text = _error_of(call)
-        assert text.startswith("RuntimeError: flash_decode: ranks disagree on the shapes failed on"), (what, text)
-        assert f"rank {1 - rank} calls flash_decode with (q shape, k/v shape, dtype, config, splits, scale)" in text
+        assert text.startswith("FlashDecodeError: flash_decode: ranks called with different inputs ("), (what, text)
+        assert f"{fields.get(what, 'splits')}: rank 0: " in text and ", rank 1: " in text, (what, text)
 
     # Too big for any workspace: refused on every rank after the agreement (so no rank is left waiting).
-    text = _error_of(lambda: fd._prepare(*_inputs(64, 512, 32, 4), None, fd.FlashDecodeConfig(splits=2)))
-    assert text.startswith("ValueError: flash_decode: batch 64 x 32 KV heads x 2 splits") and "workspace" in text
-    assert len(fd._state.workspaces) == 2
+    text = _error_of(lambda: fd_op._prepare(*_inputs(64, 512, 32, 4), None, fd_config.FlashDecodeConfig(splits=2)))
+    assert text.startswith("FlashDecodeError: flash_decode: batch 64 x 32 KV heads x 2 splits") and "workspace" in text
+    assert len(resources.workspaces("flash_decode")) == 2
 
-    text = _error_of(lambda: fd._prepare(*(t.to("meta") for t in _inputs()), None, None))
-    assert "symmetric heap is on cpu" in text, text
+    text = _error_of(lambda: fd_op._prepare(*(t.to("meta") for t in _inputs()), None, None))
+    assert "q is on meta, but this rank's triton_dist device is cpu" in text, text
 
     rt.finalize()
     again = rt.init(heap_size="64M", device="cpu")
-    fresh = fd._prepare(*_inputs(), None, None)
-    assert fd._state.world is again and fd._state.workspaces == [fresh.workspace], "a new world starts afresh"
+    fresh = fd_op._prepare(*_inputs(), None, None)
+    assert rt.current_world() is again
+    assert resources.workspaces("flash_decode") == [fresh.workspace], "a new world starts afresh"
     rt.finalize()
 
 
@@ -103,11 +119,11 @@ def test_first_call_agrees_across_ranks_and_places_workspaces_alike():
 
 def _three_ranks(rank: int, world_size: int) -> None:
     world = rt.init(heap_size="16M", device="cpu")
-    fd._sms[None] = 132
-    prepared = fd._prepare(*_inputs(batch=1, q_heads=16, kv_heads=1), None, fd.FlashDecodeConfig(splits=3))
+    _cpu_heap_as_gpu()
+    prepared = fd_op._prepare(*_inputs(batch=1, q_heads=16, kv_heads=1), None, fd_config.FlashDecodeConfig(splits=3))
     assert len(set(_offsets(world, prepared.workspace))) == 1
-    text = _error_of(lambda: fd._prepare(*_inputs(local_len=64 * (rank == 2) + 64), None, None))
-    assert "failed on 3 rank(s)" in text and "rank 2 calls flash_decode" in text, text
+    text = _error_of(lambda: fd_op._prepare(*_inputs(local_len=64 * (rank == 2) + 64), None, None))
+    assert "ranks called with different inputs (k/v shape: " in text and "rank 2: [2, 2, 128, 128]" in text, text
     rt.finalize()
 
 

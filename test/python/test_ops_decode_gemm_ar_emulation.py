@@ -40,7 +40,9 @@ import triton.language as tl
 
 from triton_dist.ops.common import call_epoch
 
-ga = importlib.import_module("triton_dist.ops.gemm_ar")  # the module (triton_dist.ops.gemm_ar is the op)
+ga_config = importlib.import_module("triton_dist.ops.gemm_ar.config")
+ga_kernels = importlib.import_module("triton_dist.ops.gemm_ar.kernels")
+ga_op = importlib.import_module("triton_dist.ops.gemm_ar.op")
 
 
 @triton.jit
@@ -63,12 +65,12 @@ def _emulate_phase1(
     in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for item in range(pid, tiles * splits, tl.num_programs(0)):
-        tile, split = ga._split_k_item(item, tiles)
-        acc = ga._split_k_partial(
+        tile, split = ga_kernels._split_k_item(item, tiles)
+        acc = ga_kernels._split_k_partial(
             a_ptr, b_ptr, M, N, K, stride_am, stride_bk, tile, split, chunk, BLOCK_M, BLOCK_N, BLOCK_K
         )
-        slot = ga._split_k_local_slot(tile, split, splits)
-        tl.store(local + slot * TILE + in_tile, acc, mask=ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N))
+        slot = ga_kernels._split_k_local_slot(tile, split, splits)
+        tl.store(local + slot * TILE + in_tile, acc, mask=ga_kernels._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N))
         tl.store(local_flags + slot, epoch)  # the kernel's GPU-scope notify
 
 
@@ -81,21 +83,21 @@ def _emulate_phase1b(
     epoch = _handed_over_epoch(state_ptr)
     parity = epoch % 2
     local = data_ptr + parity * REGION
-    exchange = local + ga.SPLIT_K_EXCHANGE_DATA
-    exchange_flags = flags_ptr + parity * flags_stride + ga.SPLIT_K_EXCHANGE_FLAGS
+    exchange = local + ga_kernels.SPLIT_K_EXCHANGE_DATA
+    exchange_flags = flags_ptr + parity * flags_stride + ga_kernels.SPLIT_K_EXCHANGE_FLAGS
     TILE: tl.constexpr = BLOCK_M * BLOCK_N
     in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in range(pid, tiles, tl.num_programs(0)):
-        rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
-        first = ga._split_k_local_slot(tile, 0, splits)
-        total = ga._split_k_sum(local + first * TILE, splits, rows, BLOCK_M, BLOCK_N)  # after the local wait
+        rows = ga_kernels._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
+        first = ga_kernels._split_k_local_slot(tile, 0, splits)
+        total = ga_kernels._split_k_sum(local + first * TILE, splits, rows, BLOCK_M, BLOCK_N)  # after the local wait
         if EXCHANGE:
-            slot = ga._split_k_exchange_slot(tile, me, ranks)
+            slot = ga_kernels._split_k_exchange_slot(tile, me, ranks)
             tl.store(exchange + slot * TILE + in_tile, total, mask=rows)  # the kernel's pushes to every rank
             tl.store(exchange_flags + slot, epoch)  # the kernel's notify of this slot on every rank
         else:
-            ga._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
+            ga_kernels._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
@@ -106,15 +108,15 @@ def _emulate_phase2(
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     epoch = _handed_over_epoch(state_ptr)
-    exchange = data_ptr + (epoch % 2) * REGION + ga.SPLIT_K_EXCHANGE_DATA
+    exchange = data_ptr + (epoch % 2) * REGION + ga_kernels.SPLIT_K_EXCHANGE_DATA
     TILE: tl.constexpr = BLOCK_M * BLOCK_N
     if EXCHANGE:
         tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for tile in range(pid, tiles, programs):
-            first = ga._split_k_exchange_slot(tile, 0, ranks)
-            rows = ga._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
-            total = ga._split_k_sum(exchange + first * TILE, ranks, rows, BLOCK_M, BLOCK_N)  # after the wait
-            ga._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
+            first = ga_kernels._split_k_exchange_slot(tile, 0, ranks)
+            rows = ga_kernels._split_k_rows(tile, M, N, BLOCK_M, BLOCK_N)
+            total = ga_kernels._split_k_sum(exchange + first * TILE, ranks, rows, BLOCK_M, BLOCK_N)  # after the wait
+            ga_kernels._split_k_store(out_ptr, total, tile, M, N, stride_om, BLOCK_M, BLOCK_N)
 
 
 def _arguments(kernel, named: dict) -> dict:  # noqa: ANN001
@@ -126,8 +128,8 @@ def emulate(case: dict) -> dict:
     gen = torch.Generator().manual_seed(case["seed"])
     ranks, sms = case["ranks"], case["sms"]
     dtype = getattr(torch, case["dtype"])
-    config = ga.GemmARConfig(*case["tile"], split_k=case["split_k"], exchange=case.get("exchange", True))
-    flags_per_parity, region_bytes = ga._split_k_workspace_sizes(ranks)
+    config = ga_config.GemmARConfig(*case["tile"], split_k=case["split_k"], exchange=case.get("exchange", True))
+    flags_per_parity, region_bytes = ga_config.split_k_workspace_sizes(ranks)
     data = torch.full((2, region_bytes // 4), float("nan"), dtype=torch.float32).view(torch.uint8)
     flags = torch.zeros(2, flags_per_parity, dtype=torch.int32)
     states = [torch.zeros(2, dtype=torch.int32) for _ in range(ranks)]
@@ -143,8 +145,8 @@ def emulate(case: dict) -> dict:
         outs, grids = [], []
         for rank, (a, b) in enumerate(operands):
             out = torch.full((m, n), float("nan"), dtype=dtype)
-            ws = ga.SlotWorkspace(epochs=states[rank], flags=flags, data=data)
-            grid, named = ga.split_k_launch_args(a, b, out, config, ranks, sms, ws)
+            ws = ga_op.SlotWorkspace(epochs=states[rank], flags=flags, data=data)
+            grid, named = ga_op.split_k_launch_args(a, b, out, config, ranks, sms, ws)
             # This rank's local area is its own in the real kernel; here one buffer serves every rank, so each
             # rank's phase 1b (which reads it) runs before the next rank's phase 1 (which overwrites it).
             _emulate_phase1[grid](**_arguments(_emulate_phase1, named))
@@ -155,9 +157,9 @@ def emulate(case: dict) -> dict:
             _emulate_phase2[grid](**_arguments(_emulate_phase2, named), ranks=ranks)
         want = sum(a.double() @ b.double() for a, b in operands)
         terms = sum(a.double().abs() @ b.double().abs() for a, b in operands)
-        tiles, splits, _ = ga.split_k_geometry(m, n, k, config)
+        tiles, splits, _ = ga_config.split_k_geometry(m, n, k, config)
         exchanged = tiles * ranks if config.exchange else 0
-        start = int(ga.SPLIT_K_EXCHANGE_FLAGS)
+        start = int(ga_kernels.SPLIT_K_EXCHANGE_FLAGS)
         local_flags, exchange_flags = flags[parity, : tiles * splits], flags[parity, start : start + exchanged]
         untouched = torch.cat([flags[parity, tiles * splits : start], flags[parity, start + exchanged :]])
         # One rounding of the fp32 sum: half an ulp for fp16; a whole ulp for bf16, whose conversion from fp32
@@ -255,8 +257,8 @@ def test_split_k_helpers_match_matmul_summed_over_ranks():
     ],
 )
 def test_split_k_geometry(m, n, k, tile, split_k, want):
-    config = ga.GemmARConfig(*tile, split_k=split_k)
-    tiles, splits, chunk = ga.split_k_geometry(m, n, k, config)
+    config = ga_config.GemmARConfig(*tile, split_k=split_k)
+    tiles, splits, chunk = ga_config.split_k_geometry(m, n, k, config)
     assert (tiles, splits, chunk) == want
     assert chunk % tile[2] == 0 and (splits - 1) * chunk < k <= splits * chunk  # no empty split, K covered
 

@@ -3,10 +3,10 @@
 - :func:`matmul` (``ops/matmul.py``): the persistent Hopper GEMM the fused ops are built from, standalone.
 - :func:`ag_gemm` (``ops/ag_gemm.py``): C = all_gather(A) @ B, overlapping the gather with the GEMM.
 - :func:`gemm_rs` (``ops/gemm_rs.py``): this rank's row shard of sum over ranks of A_r @ B_r (GEMM + reduce-scatter).
-- :func:`all_reduce` (``ops/all_reduce.py``): one-launch one-shot / two-shot all-reduce for decode-size messages.
-- :func:`gemm_ar` (``ops/gemm_ar.py``): sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce
+- :func:`all_reduce` (``ops/all_reduce/``): one-launch one-shot / two-shot all-reduce for decode-size messages.
+- :func:`gemm_ar` (``ops/gemm_ar/``): sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce
   in one kernel.
-- :func:`flash_decode` (``ops/flash_decode.py``): decode attention over a KV cache split across ranks along the
+- :func:`flash_decode` (``ops/flash_decode/``): decode attention over a KV cache split across ranks along the
   sequence, partial results combined inside the one kernel.
 - ``ops/tuning.py``: the joint (GEMM tile x chunk x producer x tile order) configurations, their on-disk cache and
   the cost model for shapes never tuned.

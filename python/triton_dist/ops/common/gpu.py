@@ -1,0 +1,16 @@
+"""What the ops ask of a GPU once per process: its SM count (grids, split counts)."""
+
+from __future__ import annotations
+
+import torch
+
+_sms: dict[int | None, int] = {}
+"""The SM count per device index, asked once (tests without GPUs set an entry)."""
+
+
+def sm_count(device: torch.device) -> int:
+    """The streaming multiprocessors of ``device`` (a CUDA device; asked of the driver once per process)."""
+    found = _sms.get(device.index)
+    if found is None:
+        found = _sms[device.index] = torch.cuda.get_device_properties(device.index).multi_processor_count
+    return found

@@ -1,0 +1,165 @@
+"""How a ``flash_decode`` call runs: :class:`FlashDecodeConfig`, its defaults, the split and combiner counts, and
+the record workspace a call needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+
+from triton_dist.ops.common.errors import OpInputError
+
+
+class FlashDecodeError(OpInputError, TypeError):
+    """Bad input to ``flash_decode`` (shapes, dtypes, devices, layout, scale, a config that cannot run, ranks that
+    disagree).
+
+    An :class:`~triton_dist.ops.common.errors.OpInputError` (so a ``ValueError``); also a ``TypeError``, which a
+    wrong dtype, scale type or a non-tensor argument raised before the family existed.
+    """
+
+
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+HEAD_DIM = 128
+MAX_GROUP = 16
+"""Query heads per KV head (a tl.dot needs >= 16 rows: the group is padded to 16)."""
+ROWS = 16
+"""The query rows of one program's tile: the group, padded to what a tl.dot needs."""
+RECORD_PAD = 16
+"""Floats after a record's [group, 128] output for its per-head log-sum-exp (16 keeps records 64-byte aligned)."""
+MAX_RECORD_BYTES = 64 << 20
+"""Per parity, per rank: the most record memory one call may use (batch 64 x 8 KV heads x 16-head groups on 8
+ranks needs 33.8 MB with one split per group)."""
+MAX_FLAGS = 1 << 16
+"""Per parity: the most flags (programs x ranks) one call may use."""
+MIN_RECORD_BYTES = 1 << 20
+MIN_FLAGS = 1 << 10
+MAX_SPLITS = 128
+COMBINERS = 4
+"""The most combining programs per (sequence, KV head) on each rank (``choose_combiners``), each for ``HEAD_DIM /
+COMBINERS`` = 32 of the output's columns (a 128-byte segment of every record row). One combiner per group took 7.25
+us to combine 32 records at batch 1, 2 ranks, 64k tokens per rank (2 x H100, in-kernel %globaltimer stamps: eight
+dependent steps of four records); four combiners over a quarter of the columns each load every record at once."""
+COMBINE_TILE_FLOATS = 8192
+"""The most floats a combiner loads per step: an [RG, CHUNK, 32] fp32 tile, 64 registers per thread at 4 warps."""
+BLOCK_NS = (16, 32, 64, 128)
+INT32_MAX = 2**31 - 1
+MAX_LOCAL_LEN = 1 << 30
+"""Keeps the kernel's 32-bit token indices (a split's end, a block's last token) below 2^31."""
+
+
+@dataclass(frozen=True)
+class FlashDecodeConfig:
+    """``splits`` per (sequence, KV head) on each rank (0: chosen from the shape), key block, warps, stages.
+
+    These defaults (block_n 64) compile without register spills for sm_90 and gfx942 and fit both's shared memory
+    (sm_90: 71,680 of 232,448 bytes; gfx942: 65,536 of 65,536); :func:`default_config` picks per target. Other
+    combinations may spill (block_n 32 with 8 warps on sm_90) or exceed gfx942's 64 KiB (block_n 128 with 3 or 4
+    stages: Triton then refuses the launch)."""
+
+    splits: int = 0
+    block_n: int = 64
+    num_warps: int = 4
+    num_stages: int = 3
+    combiners: int = 0
+    """Combiner programs per (sequence, KV head), each for ``128 / combiners`` of the head dim: 1, 2, 4 or 8 (0: a
+    call takes ``choose_combiners``'s count for its batch and GPU)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.splits <= MAX_SPLITS:
+            raise FlashDecodeError(f"flash_decode: splits must be in [0, {MAX_SPLITS}], got {self.splits}")
+        if self.block_n not in BLOCK_NS:
+            raise FlashDecodeError(f"flash_decode: block_n must be one of {list(BLOCK_NS)}, got {self.block_n}")
+        if self.num_warps not in (4, 8):  # fewer warps spill registers at block_n >= 64 on sm_90
+            raise FlashDecodeError(f"flash_decode: num_warps must be 4 or 8, got {self.num_warps}")
+        if not 1 <= self.num_stages <= 4:
+            raise FlashDecodeError(f"flash_decode: num_stages must be in [1, 4], got {self.num_stages}")
+        if self.combiners not in (0, 1, 2, 4, 8):
+            raise FlashDecodeError(
+                f"flash_decode: combiners must be 0 (the default), 1, 2, 4 or 8, got {self.combiners}"
+            )
+
+    @property
+    def combiner_count(self) -> int:
+        """The combiner count ``launch_args`` launches: ``combiners``, or ``COMBINERS`` where it is 0 (a call has
+        decided it before, with ``choose_combiners``)."""
+        return self.combiners or COMBINERS
+
+
+def default_config(backend: str) -> FlashDecodeConfig:
+    """The config a call without one uses on a Triton backend (``"cuda"`` / ``"hip"``).
+
+    NVIDIA: 128-token key blocks, measured on one H200 (world size 1, bench/flash_decode.py, graphed): 8-13% faster
+    than 64-token blocks at batch 1 (32k-256k tokens), within 1% at batch 8 (bench/results/flash_decode_1gpu.md).
+    AMD keeps 64 (128 at 3 stages exceeds its 64 KiB of LDS)."""
+    return FlashDecodeConfig(block_n=128) if backend == "cuda" else FlashDecodeConfig()
+
+
+def record_floats(group: int) -> int:
+    """Floats of one record (a group's output rows and log-sum-exps)."""
+    return group * HEAD_DIM + RECORD_PAD
+
+
+def combine_rows(group: int) -> int:
+    """The combine's rows (``RG``): the group padded to a power of two (no tl.dot there: no 16-row minimum)."""
+    return triton.next_power_of_2(group)
+
+
+def combine_chunk(group: int, records: int, combiners: int = COMBINERS) -> int:
+    """Records a combiner loads per step (``CHUNK``) of the ``records`` (W x splits) it combines: all of them, up
+    to an [RG, CHUNK, 128 / combiners] fp32 tile of ``COMBINE_TILE_FLOATS`` (with 4 combiners, the 32 records of an
+    8-head group at 2 ranks x 16 splits in one step)."""
+    most = max(1, COMBINE_TILE_FLOATS // (combine_rows(group) * (HEAD_DIM // combiners)))
+    return min(most, triton.next_power_of_2(max(1, records)))
+
+
+def workspace_need(batch: int, kv_heads: int, group: int, splits: int, world_size: int) -> tuple[int, int]:
+    """(record floats, flags) per parity of one call: a record and a flag per (sequence, KV head, rank, split)."""
+    slots = batch * kv_heads * world_size * splits
+    return slots * record_floats(group), slots
+
+
+def fits_workspace(batch: int, kv_heads: int, group: int, splits: int, world_size: int) -> bool:
+    floats, flags = workspace_need(batch, kv_heads, group, splits, world_size)
+    return floats * 4 <= MAX_RECORD_BYTES and flags <= MAX_FLAGS
+
+
+def choose_splits(
+    batch: int, kv_heads: int, group: int, local_len: int, world_size: int, sms: int, block_n: int
+) -> int:
+    """Splits per (sequence, KV head), at least two key blocks per split, within the workspace limits (1 when even
+    one split does not fit: the call then raises, naming the workspace).
+
+    Whole waves of producers: one per SM when there are few (sequence, KV head) groups (at most a quarter of the
+    SMs: every combiner then has many splits to combine, so fewer, longer producers win), else two per SM. Measured
+    on one H200 (world size 1, GQA 64/8, bench/results/flash_decode_1gpu.md, forced split counts, graphed): batch 1
+    was fastest at 16 splits (128 programs) at 32k and 128k tokens (the earlier rule's 33 took 1.6x / 1.1x as long),
+    batch 8 at 4 splits (256 programs) at 32k, 128k and 256k (the earlier 5: 1.08-1.10x)."""
+    groups = batch * kv_heads
+    if groups == 0:
+        return 1
+    per_sm = 1 if 4 * groups <= sms else 2
+    splits = max(1, min(MAX_SPLITS, per_sm * sms // groups))
+    splits = min(splits, max(1, local_len // (2 * block_n)))
+    by_records = MAX_RECORD_BYTES // (groups * world_size * record_floats(group) * 4)
+    by_flags = MAX_FLAGS // (groups * world_size)
+    return max(1, min(splits, by_records, by_flags))
+
+
+def choose_combiners(groups: int, sms: int) -> int:
+    """Combiner programs per (sequence, KV head): ``COMBINERS`` while the groups' combiners fit one wave of the
+    ``sms`` SMs, else the largest power of two that does (at least 1). A combiner takes an SM slot like a producer
+    (with the default key block the kernel's shared memory leaves room for one program per SM on sm_90), so with
+    many groups more combiners would cost more than the shorter combine saves. Measured on 2 x H100 (GQA 64/8,
+    bench/results/flash_decode_2xH100.md and docs/results/2026-11-26-2xH100-session16.md): at batch 1 (8 groups) 2,
+    4 and 8 combiners took 99.0 / 98.7 / 98.8 µs at 128k tokens, 1 took 105.1; at batch 8 (64 groups) 2 were
+    0.3-2.2 µs faster than 4 (32k-256k); batches of 17 and more (over 132 groups on 132 SMs) get 1, not measured."""
+    fit = max(1, sms // max(1, groups))
+    return min(COMBINERS, 1 << (fit.bit_length() - 1))
+
+
+def needs_wide_offsets(k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether a token's element offset within a (sequence, KV head) can pass int32 (the kernel's ``WIDE``)."""
+    local_len = k.shape[2]
+    return any((local_len - 1) * t.stride(2) + HEAD_DIM > INT32_MAX for t in (k, v))
