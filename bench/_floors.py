@@ -13,7 +13,7 @@ import triton.language as tl
 
 import triton_dist.language as dl
 from triton_dist import runtime as rt
-from triton_dist.ops.all_reduce import graphed_us
+from triton_dist.testing.timing import graphed_us
 
 
 @triton.jit

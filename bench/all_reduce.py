@@ -21,7 +21,9 @@ that does only the synchronization of a one-launch all-reduce (device epoch, set
 wait for every rank's): no one-launch all-reduce can beat the latter, whatever it does with the data. Eager: the
 empty kernel launched as the op launches (a ``LaunchPlan``) and a one-element torch op, timed as the eager columns.
 
-``--tune`` first runs ``all_reduce.tune`` over the sizes (the table it prints is what ``DEFAULT_TABLES`` holds).
+``--tune`` first runs :func:`tune` over the sizes: every candidate config per size, checked against NCCL's sum, then
+graphed; the fastest becomes this GPU's table (``all_reduce|table|<world size>|<GPU>`` in the user's
+``tuning.json``; ``--write-package-table`` stores it in ``ops/tuned_configs.json`` instead, the committed table).
 Writes ``all_reduce.md``, ``all_reduce.png`` and ``all_reduce.json`` to ``--out-dir``.
 """
 
@@ -51,11 +53,17 @@ from _common import (  # noqa: E402
 from _floors import flag_round_us  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops import all_reduce  # noqa: E402
+from triton_dist.ops import tuning  # noqa: E402
+from triton_dist.ops.all_reduce import AllReduceConfig, all_reduce  # noqa: E402
+from triton_dist.ops.all_reduce import config as ar_config  # noqa: E402
+from triton_dist.ops.all_reduce import op as ar_op  # noqa: E402
+from triton_dist.ops.common import dispatch  # noqa: E402
 from triton_dist.ops.common.launch import first_launch  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+from triton_dist.testing.correctness import tolerances  # noqa: E402
+from triton_dist.testing.timing import graphed_us  # noqa: E402
 
-ar_module = sys.modules["triton_dist.ops.all_reduce"]
+candidate_configs = ar_config.candidate_configs
 SYMM_OPS = torch.ops.symm_mem
 
 SIZES = [8 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20]
@@ -75,7 +83,7 @@ def measure_floors(world_size: int, iters: int) -> dict[str, float]:
     rt.barrier()
     plan = first_launch(_empty_kernel, (1, 1, 1), {"x_ptr": probe}, 0, num_warps=1)
     floors = {
-        "empty kernel": ar_module.graphed_us(lambda: _empty_kernel[(1,)](probe, num_warps=1)),
+        "empty kernel": graphed_us(lambda: _empty_kernel[(1,)](probe, num_warps=1)),
         "flag round": flag_round_us(world_size),
         "empty kernel eager": eager_us(lambda: plan.launch(probe.device), iters),
         "torch op eager": eager_us(lambda: probe.add_(1.0), iters),
@@ -89,12 +97,83 @@ def ll_config(nbytes: int, itemsize: int, world_size: int, device: torch.device)
     4 warps, up to 128 programs; None past the LL one-shot's size or off NVIDIA. (With the wait watchdog on, the
     kernel is the watched one, as the op's.)"""
     numel = nbytes // itemsize
-    if numel > ar_module.ll_max_numel(itemsize) or not ar_module.ll_supported():
+    if numel > ar_config.ll_max_numel(itemsize) or not ar_config.ll_supported():
         return None
-    selected = ar_module.select_config(nbytes, device, world_size, itemsize)
+    selected = ar_config.select_config(nbytes, device, world_size, itemsize)
     if selected.algo == "one_shot_ll":
         return selected
-    return ar_module.AllReduceConfig("one_shot_ll", min(ar_module.SLOTS["one_shot_ll"], triton.cdiv(numel, 512)), 4)
+    return AllReduceConfig("one_shot_ll", min(ar_config.SLOTS["one_shot_ll"], triton.cdiv(numel, 512)), 4)
+
+
+def agreed_correct(out: torch.Tensor, reference: torch.Tensor, world: rt.World, what: str) -> bool:
+    """Whether ``out`` matches ``reference`` within ``tolerances(out.dtype)`` on every rank (a collective; a rank
+    that sees a mismatch prints it)."""
+    rtol, atol = tolerances(out.dtype)
+    got, want = out.double(), reference.double()
+    bad = ~((got - want).abs() <= atol + rtol * want.abs())  # NaN (an element never written) is bad too
+    mismatches = int(bad.sum().item())
+    if mismatches:
+        first = int(bad.nonzero()[0, 0].item())
+        print(
+            f"{what}: rank {world.rank} skips it: wrong result, {mismatches} of {out.numel()} elements out of "
+            f"tolerance (element {first}: {got[first].item()!r}, dist.all_reduce gives {want[first].item()!r})",
+            flush=True,
+        )
+    everyone = torch.tensor([mismatches], dtype=torch.int64, device=out.device)
+    torch.distributed.all_reduce(everyone, op=torch.distributed.ReduceOp.MAX, group=world.group)
+    return int(everyone.item()) == 0
+
+
+def run_config(x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig) -> None:
+    """The op with a forced config (its plan: the first call of each config agrees with the ranks, then relaunches)."""
+    ar_op._run(x, out, "sum", config)
+
+
+def tune(
+    sizes: list[int], dtype: torch.dtype = torch.bfloat16, *, write_cache: bool = True, package_table: bool = False
+) -> list[tuple[int, AllReduceConfig, float]]:
+    """Measure every candidate config per message size (graphed, max over ranks) and keep the fastest.
+
+    Each candidate first runs once on the message and its result is compared with ``dist.all_reduce`` of the
+    same input (fp32, rounded to ``dtype``; ``triton_dist.testing.tolerances``): a candidate wrong on any rank is
+    skipped on every rank (and printed), so a broken algorithm can never be chosen by its speed.
+
+    A collective: call it on every rank with the same arguments. Returns (bytes, best config, µs) rows. With
+    ``write_cache``, rank 0 stores them as this GPU's table (``ops.tuning``: the user's cache, or with
+    ``package_table`` the package's ``tuned_configs.json``) and every rank's op uses it from its next call.
+    """
+    world = rt.current_world()
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    rows: list[tuple[int, AllReduceConfig, float]] = []
+    for nbytes in sorted(sizes):
+        x = torch.randn(nbytes // itemsize, device=world.device).to(dtype)
+        out = torch.empty_like(x)
+        reference = x.float()
+        torch.distributed.all_reduce(reference, group=world.group)
+        reference = reference.to(dtype)
+        best: tuple[float, AllReduceConfig] | None = None
+        for config in candidate_configs(nbytes, itemsize, world.world_size):
+            out.fill_(float("nan"))
+            run_config(x, out, config)
+            if not agreed_correct(out, reference, world, f"all_reduce tune: {config} at {nbytes} bytes"):
+                continue
+            us = graphed_us(lambda x=x, out=out, config=config: run_config(x, out, config))
+            if best is None or us < best[0]:
+                best = (us, config)
+        if best is None:
+            raise RuntimeError(f"all_reduce tune: no candidate config gave the right sum at {nbytes} bytes")
+        rows.append((nbytes, best[1], best[0]))
+    if write_cache:
+        if world.rank == 0:
+            gpu = torch.cuda.get_device_name(world.device)
+            table = ar_config.TableEntry(tuple((nbytes, config) for nbytes, config, _ in rows))
+            measured = {"us": [round(us, 2) for _, _, us in rows], "dtype": str(dtype).removeprefix("torch.")}
+            path = tuning.PACKAGE_TABLE if package_table else tuning.cache_path()
+            tuning.store(path, ar_config.table_key(world.world_size, gpu), table, measured)
+        rt.barrier()  # the table is on disk before any rank reads it again
+        ar_config.forget_tables()
+        dispatch.clear_all()  # a call without a config chooses again
+    return rows
 
 
 def human(nbytes: int) -> str:
@@ -104,6 +183,9 @@ def human(nbytes: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="tune the config table first")
+    parser.add_argument(
+        "--write-package-table", action="store_true", help="with --tune: store the table in ops/tuned_configs.json"
+    )
     add_decode_arguments(parser)
     args = parser.parse_args()
     world = setup_distributed(heap_size="1G")
@@ -114,7 +196,7 @@ def main() -> int:
 
     tuned = []
     if args.tune:
-        tuned = ar_module.tune(SIZES, dtype)
+        tuned = tune(SIZES, dtype, package_table=args.write_package_table)
         rank0_print("tuned table (bytes, config, graphed us):")
         for nbytes, config, us in tuned:
             c = config
@@ -148,18 +230,16 @@ def main() -> int:
                 rank0_print(f"INFO symm_mem at {nbytes}: {type(error).__name__}: {error}")
         if nbytes <= 1 << 20:
             heap_x = rt.empty(n, dtype=dtype).copy_(x)
-            config = ar_module.select_config(nbytes, x.device, world_size)
-            one_shot = ar_module.AllReduceConfig("one_shot", config.programs, config.num_warps)
-            ar_module._check_device_and_agreement(heap_x, one_shot)
-            impls["one-shot staged"] = lambda x=x, out=out, c=one_shot: ar_module._launch(x, out, c)
-            impls["one-shot in place (no staging)"] = lambda h=heap_x, out=out, c=one_shot: ar_module._launch(
+            config = ar_config.select_config(nbytes, x.device, world_size)
+            one_shot = AllReduceConfig("one_shot", config.programs, config.num_warps)
+            impls["one-shot staged"] = lambda x=x, out=out, c=one_shot: ar_op._launch(x, out, c)
+            impls["one-shot in place (no staging)"] = lambda h=heap_x, out=out, c=one_shot: ar_op._launch(
                 h, out, c, stage=False
             )
         ll = ll_config(nbytes, 2, world_size, x.device)
         if ll is not None:
-            ar_module._check_device_and_agreement(x, ll)
-            impls["LL one-shot"] = lambda x=x, out=out, c=ll: ar_module._launch(x, out, c)
-        row = {"bytes": nbytes, "config": str(ar_module.select_config(nbytes, x.device, world_size))}
+            impls["LL one-shot"] = lambda x=x, out=out, c=ll: ar_op._launch(x, out, c)
+        row = {"bytes": nbytes, "config": str(ar_config.select_config(nbytes, x.device, world_size))}
         if ll is not None:
             row["LL config"] = str(ll)
         time_graphed_and_eager(row, impls, args.iters, f"at {nbytes} failed", eager_first=True)

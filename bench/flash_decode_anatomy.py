@@ -34,10 +34,11 @@ from _floors import flag_round_us  # noqa: E402
 from flash_decode import DIM, KV_HEADS, Q_HEADS, sdpa_gqa, sdpa_grouped  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+from triton_dist.testing.timing import graphed_us  # noqa: E402
 
-fd = importlib.import_module("triton_dist.ops.flash_decode")  # the module (triton_dist.ops.flash_decode is the op)
+fd = importlib.import_module("triton_dist.ops.flash_decode.config")  # COMBINE_TILE_FLOATS: read by combine_chunk
+fd_op = importlib.import_module("triton_dist.ops.flash_decode.op")
 
 BAR = 1.8
 """The issue's ratio over the single-GPU kernel on the whole cache, at world size 2."""
@@ -72,18 +73,18 @@ def measure(batch: int, context: int, iters: int, sweep: list[str], profile: boo
     lengths = torch.full((batch,), context, dtype=torch.int32, device="cuda")
     if profile:
         for _ in range(23):
-            fd.flash_decode(q, k, v, lengths)
+            fd_op.flash_decode(q, k, v, lengths)
         for _ in range(23):
             sdpa_gqa(q, k, v)
         torch.cuda.synchronize()
         rank0_print(f"PROFILED B={batch} ctx={context >> 10}k")
         return None
     row: dict = {"batch": batch, "context": context}
-    row["flash_decode"] = graphed_us(lambda: fd.flash_decode(q, k, v, lengths), replays=iters)
+    row["flash_decode"] = graphed_us(lambda: fd_op.flash_decode(q, k, v, lengths), replays=iters)
     out = torch.empty_like(q)
     for text in sweep:
         config = sweep_config(text)
-        row[f"config {text}"] = graphed_us(lambda c=config: fd._run(q, k, v, lengths, out, None, c), replays=iters)
+        row[f"config {text}"] = graphed_us(lambda c=config: fd_op._run(q, k, v, lengths, out, None, c), replays=iters)
     row["single GPU"] = min(graphed_us(lambda f=f: f(q, k, v), replays=iters) for f in (sdpa_gqa, sdpa_grouped))
     rank0_print(
         f"RESULT B={batch} ctx={context >> 10}k: flash_decode {row['flash_decode']:.1f} us, single GPU "

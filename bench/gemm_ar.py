@@ -47,17 +47,11 @@ from _floors import flag_round_us  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import tuning  # noqa: E402
-from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
-from triton_dist.ops.gemm_ar import (  # noqa: E402
-    GemmARConfig,
-    _check_device_and_agreement,
-    _launch,
-    chosen_config,
-    tile_config,
-    tuning_key,
-)
+from triton_dist.ops.gemm_ar.config import GemmARConfig, tile_config, tuning_key  # noqa: E402
+from triton_dist.ops.gemm_ar.op import _launch, chosen_config  # noqa: E402
 from triton_dist.ops.matmul import num_sms  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+from triton_dist.testing.timing import graphed_us  # noqa: E402
 
 LAYERS = [
     ("Llama-3-70B o_proj", 8192, 8192),
@@ -127,7 +121,6 @@ def main() -> int:
                 tile_config(m, n, k_local, sms=num_sms(torch.cuda.current_device())), gemm="cublas", split_k=1
             )
             for config in [*candidates(m), cublas]:
-                _check_device_and_agreement(a, b, config)
                 us = graphed_us(lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters)
                 row.setdefault("candidates graphed", {})[label(config)] = us  # every candidate, in the JSON
                 if best is None or us < best[0]:
@@ -141,7 +134,6 @@ def main() -> int:
             if default == config:
                 row["gemm_ar default graphed"] = row["gemm_ar graphed"]
             else:
-                _check_device_and_agreement(a, b, default)
                 row["gemm_ar default graphed"] = graphed_us(
                     lambda c=default, a=a, b=b, out=out: _launch(a, b, out, c), replays=args.iters
                 )
@@ -154,7 +146,6 @@ def main() -> int:
                 rank0_print(f"TUNED {entry_key}: {label(config)} {row['gemm_ar graphed']:.1f} us")
             row["gemm_ar eager"] = eager_us(lambda c=config, a=a, b=b, out=out: _launch(a, b, out, c), args.iters)
             gemm_only = replace(config, exchange=False)
-            _check_device_and_agreement(a, b, gemm_only)
             row["gemm_ar GEMM only graphed"] = graphed_us(lambda a=a, b=b, out=out, g=gemm_only: _launch(a, b, out, g))
             buf = symm_mem.empty((m, n), dtype=dtype, device="cuda")
             symm_mem.rendezvous(buf, group_name)

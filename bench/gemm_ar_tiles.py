@@ -26,10 +26,11 @@ from _common import RESULTS, describe_machine, markdown_table, write_json  # noq
 from gemm_ar import LAYERS, MS  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.ops.all_reduce import graphed_us  # noqa: E402
-from triton_dist.ops.gemm_ar import MAX_TILE_ELEMS, GemmARConfig, _launch, default_config  # noqa: E402
+from triton_dist.ops.gemm_ar.config import MAX_TILE_ELEMS, GemmARConfig, default_config  # noqa: E402
+from triton_dist.ops.gemm_ar.op import _launch  # noqa: E402
 from triton_dist.ops.matmul import num_sms  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+from triton_dist.testing.timing import graphed_us  # noqa: E402
 
 
 def configs(m: int) -> list[GemmARConfig]:

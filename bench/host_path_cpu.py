@@ -33,10 +33,11 @@ import torch.distributed as dist
 
 import triton_dist.ops
 from triton_dist import runtime as rt
-from triton_dist.ops import launch_plan
+from triton_dist.ops.common import gpu
+from triton_dist.ops.common import launch as launch_plan
 
 OPS_WITH_PLANS = ("all_reduce", "flash_decode", "gemm_ar")
-"""The ops that launch through a ``LaunchPlan`` (their modules' ``first_launch`` is stubbed)."""
+"""The ops that launch through a ``LaunchPlan`` (their ``op`` modules' ``first_launch`` is stubbed)."""
 
 
 class _LauncherThatDoesNothing:
@@ -75,8 +76,10 @@ def stub_the_gpu() -> None:
     torch.cuda.device = lambda device: contextlib.nullcontext()
     launch_plan.current_raw_stream = lambda device_index: 0
     for name in OPS_WITH_PLANS:
-        importlib.import_module(f"triton_dist.ops.{name}").first_launch = _first_launch_without_gpu
-    importlib.import_module("triton_dist.ops.flash_decode")._sms[None] = 132  # an H200's SMs: the split count
+        op = importlib.import_module(f"triton_dist.ops.{name}.op")
+        op.first_launch = _first_launch_without_gpu
+        op.gpu_world = lambda name, error: rt.current_world()  # the heap on the CPU stands in for a GPU's
+    gpu._sms[None] = 132  # an H200's SMs: the split count
 
 
 def decode_calls() -> dict[str, Callable[[], object]]:
