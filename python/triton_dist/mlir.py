@@ -56,7 +56,7 @@ def _native() -> Any:
     global _native_module
     if _native_module is None:
         try:
-            from triton_dist._C import _mlir
+            from triton_dist._C import _mlir  # type: ignore[attr-defined]  # built by CMake, no stub
         except ImportError as err:
             raise ImportError(f"{_BUILD_HINT} (import failed: {err})") from err
         _native_module = _mlir

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from triton.runtime.jit import JITCallable
 
@@ -54,7 +55,7 @@ class DeviceLibraryKey(JITCallable):
     """
 
     def __init__(self) -> None:
-        self.used_global_vals = {}
+        self.used_global_vals: dict[tuple[str, int], tuple[Any, dict[str, Any]]] = {}
         self.noinline = False
         self.__name__ = "triton_dist_device_library"
         self.__qualname__ = self.__name__

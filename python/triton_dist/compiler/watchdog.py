@@ -26,8 +26,7 @@ DEFAULT_WAIT_TIMEOUT_S = 600
 (compiling its kernels, loading data) never trips it, and a dead one still ends in an error instead of a hang. Its
 cost on GPUs, on and off, is in docs/language.md ("The wait watchdog") and the runs docs/results/README.md lists."""
 
-_UNSET = object()
-_override_ns: int | object = _UNSET
+_override_ns: int | None = None  # set_wait_timeout's value; None: none in force
 
 
 def seconds_to_ns(seconds: float, what: str) -> int:
@@ -59,8 +58,8 @@ def _timeout_ns_from_environment() -> int:
 def wait_timeout_ns() -> int:
     """The watchdog timeout in nanoseconds for kernels compiled and loaded now (0: off): ``set_wait_timeout``'s
     value if one is in force, else ``$TRITON_DIST_WAIT_TIMEOUT_S``'s (read once per process)."""
-    if _override_ns is not _UNSET:
-        return int(_override_ns)  # type: ignore[call-overload]
+    if _override_ns is not None:
+        return _override_ns
     return _timeout_ns_from_environment()
 
 
@@ -75,4 +74,4 @@ def set_wait_timeout(seconds: float | None) -> None:
     ``triton_dist.init(wait_timeout_s=...)`` calls it. Kernels Triton has already hashed keep their library.
     """
     global _override_ns
-    _override_ns = _UNSET if seconds is None else seconds_to_ns(seconds, "wait_timeout_s")
+    _override_ns = None if seconds is None else seconds_to_ns(seconds, "wait_timeout_s")

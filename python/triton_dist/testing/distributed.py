@@ -6,6 +6,7 @@ sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and the rendezvous address that ``
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import sys
@@ -191,7 +192,7 @@ class Checks:
         """``run`` every ``(name, check)`` as ``check(self, *args)``, announced on rank 0, ranks synced after each."""
         for name, check in cases:
             rank0_print(f"--- {name}")
-            self.run(name, lambda check=check: check(self, *args))
+            self.run(name, functools.partial(check, self, *args))
             if rt.is_initialized():
                 rt.barrier()
             elif dist.is_initialized():

@@ -41,7 +41,7 @@ class ModuleGlobals(Protocol):
 
 def _declare(lib: Any, name: str, restype: Any, argtypes: list[Any]) -> Any:
     function = getattr(lib, name)
-    if isinstance(function, ctypes._CFuncPtr):  # a real library; a fake keeps its Python signature
+    if isinstance(function, ctypes._CFuncPtr):  # type: ignore[attr-defined]  # a real library; a fake keeps its signature
         function.restype = restype
         function.argtypes = argtypes
     return function
@@ -110,7 +110,7 @@ class _DriverGlobals:
         )
         host = ctypes.c_void_p(0)
         self._check(allocate(ctypes.pointer(host), ctypes.c_size_t(size), _HOST_ALLOC_MAPPED), self._host_alloc)
-        ctypes.memset(host.value, 0, size)
+        ctypes.memset(host, 0, size)
         device = ctypes.c_void_p(0)
         self._check(device_pointer(ctypes.pointer(device), host, 0), self._host_device_pointer)
         return int(host.value or 0), int(device.value or 0)

@@ -11,6 +11,8 @@ byte.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.distributed as dist
 from torch.multiprocessing.reductions import reduce_tensor
@@ -25,7 +27,7 @@ def map_cuda_ipc_heap(heap_size: int, group: dist.ProcessGroup, device: torch.de
     allocation = torch.empty(heap_size + HEAP_BASE_ALIGNMENT, dtype=torch.uint8, device=device)
     start = (-allocation.data_ptr()) % HEAP_BASE_ALIGNMENT
     rebuild, args = reduce_tensor(allocation)
-    shared: list[object] = [None] * world_size
+    shared: list[Any] = [None] * world_size
     dist.all_gather_object(shared, (rebuild, args, start), group=group)
     peers = []
     imported = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypeAlias
 
 import torch
 
@@ -11,7 +12,7 @@ from triton_dist.runtime.heap.allocator import BlockAllocator
 from triton_dist.runtime.heap.block_tensor import BlockTensorFactory
 from triton_dist.runtime.heap.mapping import HeapMapping
 
-Shape = int | Sequence[int] | torch.Size
+Shape: TypeAlias = int | Sequence[int] | torch.Size
 
 
 def _as_shape(shape: Shape | tuple[Shape, ...]) -> tuple[int, ...]:

@@ -82,12 +82,12 @@ def _resolve_device(device: torch.device | str | int | None) -> torch.device:
                 "(device='cpu' gives a host-only heap for testing)"
             )
         return torch.device("cuda", torch.cuda.current_device())
-    device = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    if device.type not in ("cuda", "cpu"):
-        raise ValueError(f"the symmetric heap lives on a cuda (or, for testing, cpu) device, not {device}")
-    return device
+    resolved = torch.device(device) if not isinstance(device, int) else torch.device("cuda", device)
+    if resolved.type == "cuda" and resolved.index is None:
+        resolved = torch.device("cuda", torch.cuda.current_device())
+    if resolved.type not in ("cuda", "cpu"):
+        raise ValueError(f"the symmetric heap lives on a cuda (or, for testing, cpu) device, not {resolved}")
+    return resolved
 
 
 def init(
@@ -126,31 +126,31 @@ def init(
     group = group if group is not None else dist.group.WORLD
     heap_size = resolve_heap_size(heap_size)
     timeout_s = resolve_timeout(timeout_s)
-    device = _resolve_device(device)
+    heap_device = _resolve_device(device)
     if wait_timeout_s is not None:
         set_wait_timeout(wait_timeout_s)
     if _world is not None:
-        if _world.group is group and _world.heap.heap_size == heap_size and _world.device == device:
+        if _world.group is group and _world.heap.heap_size == heap_size and _world.device == heap_device:
             context_installer.refresh_wait_timeout()
             return _world
         raise RuntimeError(
             f"triton_dist is already initialized (heap_size={_world.heap.heap_size}, device={_world.device}); "
-            f"call triton_dist.finalize() before initializing with heap_size={heap_size}, device={device}"
+            f"call triton_dist.finalize() before initializing with heap_size={heap_size}, device={heap_device}"
         )
     world_size = dist.get_world_size(group)
     if world_size > MAX_RANKS:
         raise RuntimeError(f"triton_dist supports at most {MAX_RANKS} ranks, the group has {world_size}")
-    check_same_setup(group, world_size=world_size, heap_size=heap_size, device_type=device.type)
+    check_same_setup(group, world_size=world_size, heap_size=heap_size, device_type=heap_device.type)
 
-    mapping = map_heap(heap_size, group, device)
+    mapping = map_heap(heap_size, group, heap_device)
     problems = mapping.problems()
     if mapping.rank != dist.get_rank(group):
         problems.append(f"symmetric memory reports rank {mapping.rank}, the process group {dist.get_rank(group)}")
     raise_if_any_rank_failed(group, problems, "mapping the symmetric heap")
     heap = SymmetricHeap(mapping)
 
-    if device.type == "cuda":
-        publish_context(heap.rank, heap.world_size, heap.heap_size, heap.bases, device.index)
+    if heap_device.type == "cuda":
+        publish_context(heap.rank, heap.world_size, heap.heap_size, heap.bases, heap_device.index)
         context_installer.refresh_wait_timeout()
     install_context_hook()
     flags = heap.empty((heap.world_size,), torch.int32)
