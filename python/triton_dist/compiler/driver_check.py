@@ -11,6 +11,7 @@ naming the kernel being launched and what to check. A driver Triton already chos
 from __future__ import annotations
 
 import sys
+from types import FrameType
 from typing import Any
 
 
@@ -22,7 +23,7 @@ def _launching_kernel() -> str | None:
     """The name of the kernel whose ``JITFunction.run`` is on the stack, if any."""
     from triton.runtime.jit import JITFunction
 
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "run":
             owner = frame.f_locals.get("self")
@@ -80,7 +81,9 @@ def install_driver_check(config: Any = None) -> bool:
     """Put the stand-in in place of Triton's active driver if Triton has not chosen one yet (True), else leave the
     driver alone (False). Idempotent."""
     if config is None:
-        from triton.runtime import driver as config
+        from triton.runtime import driver
+
+        config = driver
     # DriverConfig keeps the chosen driver in `_active` (None until first use); `active` would choose one now.
     if vars(config).get("_active") is not None:
         return isinstance(vars(config)["_active"], ActiveDriverStandIn)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any
 
 import triton.language as tl
@@ -243,7 +244,7 @@ def element_region() -> str | None:
     """The builtin whose per-element function is being generated now (a ``tl.reduce`` / ``tl.associative_scan``
     combiner, a ``tl.map_elementwise`` function), found on the Python stack: Triton generates such a function, and
     any helper it calls, from inside ``make_combine_region`` / ``map_elementwise``. None outside one."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     core_file = _core.__file__
     while frame is not None:
         code = frame.f_code

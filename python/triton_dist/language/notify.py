@@ -3,7 +3,7 @@ memory accesses."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
@@ -67,7 +67,7 @@ def notify(
     Cost of the scalar form: the barrier and one release write; the flag's address on ``rank`` is computed like
     :func:`symm_at` (pure, hoisted out of loops when ``ptr`` and ``rank`` do not change in the loop).
     """
-    builder = _semantic
+    builder = cast(TritonSemantic, _semantic)  # primitive() refuses a call without it
     _validate.outside_element_regions("notify")
     sig_op = _validate.choice(sig_op, "notify", "sig_op", abi.SIG_OPS)
     comm_scope = _validate.choice(comm_scope, "notify", "comm_scope", abi.COMM_SCOPES)
@@ -86,7 +86,11 @@ def notify(
     else:
         targets = _validate.rank_operand(rank, "notify", builder)
     is_tensor_form = ptr.type.is_block() or targets.type.is_block()
-    mask = _validate.element_mask(mask, "notify", builder) if is_tensor_form else _validate.no_mask(mask, "notify")
+    if is_tensor_form:
+        mask = _validate.element_mask(mask, "notify", builder)
+    else:
+        _validate.no_mask(mask, "notify")
+        mask = None
     value = _validate.flag_value(signal, flag_type, "notify", "signal", builder, scalar_only=not is_tensor_form)
     if is_tensor_form:
         form = "ptr" if ptr.type.is_block() else "rank"

@@ -92,4 +92,4 @@ generator calls them with ``_semantic``; Python's own ``==`` would compare the o
 
 for _name, _operator in _OPERATORS.items():
     setattr(wait_token, _name, _refuse(_operator))
-wait_token.__hash__ = object.__hash__  # type: ignore[method-assign] (defining __eq__ removed it)
+wait_token.__hash__ = object.__hash__  # type: ignore[method-assign]  # defining __eq__ removed it

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import triton.language as tl
 from triton.language.semantic import TritonSemantic
@@ -56,7 +56,7 @@ def wait(
 
     Returns a token for :func:`consume_token`.
     """
-    builder = _semantic
+    builder = cast(TritonSemantic, _semantic)  # primitive() refuses a call without it
     _validate.outside_element_regions("wait")
     scope = _validate.choice(scope, "wait", "scope", abi.SCOPES)
     semantic = _validate.choice(semantic, "wait", "semantic", abi.SEMANTICS)
@@ -91,7 +91,7 @@ def consume_token(value: Any, token: wait_token, _semantic: TritonSemantic | Non
     Cost: nothing at run time beyond the dependency (an add of an opaque zero for pointers). It reads no context,
     so it carries no device-side check (the :func:`wait` that made the token has them).
     """
-    builder = _semantic
+    builder = cast(TritonSemantic, _semantic)  # primitive() refuses a call without it
     if not isinstance(token, wait_token):
         raise TypeError(
             f"dl.consume_token: token must be the value returned by dl.wait, got {_validate.describe(token)}"

@@ -6,6 +6,7 @@ import math
 import operator
 import os
 import re
+from typing import SupportsIndex, cast
 
 from triton_dist.abi import HEAP_BASE_ALIGNMENT
 
@@ -35,7 +36,7 @@ def _whole_bytes(value: object, source: str) -> int:
     """``value`` as a whole number of bytes: an integer (anything with ``__index__``, such as a numpy integer) or an
     integral float; never a bool."""
     if not isinstance(value, bool) and hasattr(type(value), "__index__"):
-        return operator.index(value)  # type: ignore[call-overload]
+        return operator.index(cast(SupportsIndex, value))
     if isinstance(value, bool) or not isinstance(value, float):
         raise TypeError(
             f"{source} must be a number of bytes (an int, or a string such as '4G'), got {value!r} "
