@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: style (ruff, clang-format), the lit/FileCheck suite of the C++ dialect, passes and device libraries,
-# and the Python tests (CPU compile tests for sm_90 and gfx942; GPU tests skip visibly on machines without GPUs).
+# Runs the whole test suite: style (ruff, clang-format), types (mypy), the lit/FileCheck suite of the C++ dialect,
+# passes and device libraries, and the Python tests (CPU compile tests for sm_90 and gfx942; GPU tests skip visibly on
+# machines without GPUs), then lists the 20 slowest tests.
 # Expects scripts/setup.sh and scripts/build.sh to have run; TRITON_DIST_BUILD_DIR picks the build directory
 # (default: build), for lit and for the tests that compare against the build (the generated docs).
+# pytest runs on every core (pytest-xdist); TRITON_DIST_TEST_JOBS=1 runs it in one process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${TRITON_DIST_BUILD_DIR:-build}
@@ -19,8 +21,14 @@ if [ ! -x "$CLANG_FORMAT" ]; then
 fi
 git ls-files -z '*.cpp' '*.h' | xargs -0 "$CLANG_FORMAT" --dry-run --Werror
 
+echo "== mypy (python/triton_dist; pyproject.toml [tool.mypy])"
+python3 -m mypy
+
 echo "== lit (test/)"
 /usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test"
 
 echo "== pytest (test/python, and test/gpu/test_gpu_scripts.py: its CPU tests of the GPU scripts; its GPU tests skip)"
-PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q -rs test/python test/gpu/test_gpu_scripts.py
+JOBS=${TRITON_DIST_TEST_JOBS:-auto}
+if [ "$JOBS" = 1 ]; then parallel=(); else parallel=(-n "$JOBS" --dist worksteal); fi
+PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" python3 -m pytest -q -rs -p no:benchmark --durations=20 \
+  "${parallel[@]}" test/python test/gpu/test_gpu_scripts.py
