@@ -4,11 +4,19 @@ Triton's backends call ``knobs.runtime.add_stages_inspection_hook(backend, stage
 at the end of ``add_stages``. The hook installed here replaces the ``llir`` stage by one that runs the backend's own
 ``make_llir`` with options whose ``extern_libs`` also hold ``("triton_dist", <bitcode>)``, so the library is linked
 exactly like libdevice / ocml: after TTGIR -> LLVM IR, with LinkOnlyNeeded, then internalized and inlined at O3. A
-kernel that calls no primitive pulls nothing from the library. A hook installed before this one is chained: it runs
-after ours, on the stages we have already set, so it can wrap our ``llir`` stage. Linking a kernel that calls a
-primitive also registers the runtime's context hook (``context_hook.py``), for kernels compiled from IR. With a wait
-timeout configured (``watchdog.py``) the watchdog variant of the library is linked instead. On NVIDIA the stage
-then makes the checks of a kernel with ``wgmma`` call-free (``call_free_checks.py``).
+kernel that calls no primitive pulls nothing from the library.
+
+The library is checked before it is linked (``device_library.linkable_library``): a missing file, or one that is
+empty, not bitcode, the other target's bitcode or short of an ABI symbol, is a ``DeviceLibraryMissingError`` /
+``DeviceLibraryInvalidError`` naming the file and the reason, raised when a kernel that calls a primitive is
+compiled. A kernel that calls no primitive needs nothing from the library: it compiles without it, as stock Triton
+would, whatever state the library is in.
+
+A hook installed before this one is chained: it runs after ours, on the stages we have already set, so it can wrap
+our ``llir`` stage. Linking a kernel that calls a primitive also registers the runtime's context hook
+(``context_hook.py``), for kernels compiled from IR. With a wait timeout configured (``watchdog.py``) the watchdog
+variant of the library is linked instead. On NVIDIA the stage then makes the checks of a kernel with ``wgmma``
+call-free (``call_free_checks.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ from triton_dist.compiler.call_free_checks import make_checks_call_free
 from triton_dist.compiler.context_hook import ensure_context_hook
 from triton_dist.compiler.device_library import (
     LIBRARY_FILES,
+    DeviceLibraryInvalidError,
     DeviceLibraryMissingError,
     DeviceLibraryUnreadableError,
-    require_library,
+    linkable_library,
 )
 from triton_dist.compiler.watchdog import watchdog_enabled
 
@@ -47,11 +56,11 @@ def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[
         if uses_library:
             ensure_context_hook()
         try:
-            path = str(require_library(target, watchdog=watchdog_enabled()))
-        except DeviceLibraryMissingError:
+            path = str(linkable_library(target, watchdog=watchdog_enabled()))
+        except (DeviceLibraryMissingError, DeviceLibraryInvalidError):
             if uses_library:
                 raise
-            # This kernel calls no primitive: compile it as Triton would, without the (unbuilt) library.
+            # This kernel calls no primitive: compile it as Triton would, without the (unbuilt or invalid) library.
             path = None
         linked = _with_library(options, path) if path is not None else options
         try:
