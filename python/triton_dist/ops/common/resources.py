@@ -7,6 +7,8 @@ with the same signature together, which the plan cache checks) and cannot happen
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -47,9 +49,45 @@ def workspace(key: tuple[Any, ...], create: Callable[[rt.World], T], *, what: st
             f"{what}: its buffers do not exist yet and cannot be allocated during CUDA-graph capture (allocating "
             "symmetric memory is a collective); run the op once eagerly with the same shapes first"
         )
-    made = create(rt.current_world())
+    world = rt.current_world()
+    made = create(world)
+    _check_symmetric(world, made, what)
     _workspaces[key] = made
     return made
+
+
+def _heap_offsets(world: rt.World, made: Any) -> list[tuple[str, int]]:
+    """(field, heap offset) of every tensor field of ``made`` that lies on the symmetric heap."""
+    fields = dataclasses.fields(made) if dataclasses.is_dataclass(made) else []
+    found = []
+    for field in fields:
+        value = getattr(made, field.name)
+        if isinstance(value, torch.Tensor):
+            offset = world.heap.offset_of(value)
+            if offset is not None:
+                found.append((field.name, offset))
+    return found
+
+
+def _check_symmetric(world: rt.World, made: Any, what: str) -> None:
+    """Raise on every rank unless the workspace's symmetric tensors sit at the same heap offsets on every rank.
+
+    Peers address each other's buffers by offset, so a heap whose allocations diverged (a buffer freed on one rank
+    and not yet on another) would make peers write into the wrong memory and wait forever for flags that landed
+    elsewhere. Creating a workspace is a collective already; this one gather turns that into an error.
+    """
+    if world.world_size == 1:
+        return
+    from triton_dist.runtime.world.rank_agreement import gather_from_ranks
+
+    mine = _heap_offsets(world, made)
+    everyone = gather_from_ranks(mine, world.group)
+    if any(other != mine for other in everyone):
+        described = "; ".join(f"rank {rank}: {offsets}" for rank, offsets in enumerate(everyone))
+        raise RuntimeError(
+            f"{what}: the symmetric heap diverged between ranks (its buffers sit at different offsets: {described}); "
+            "every rank must allocate and free symmetric tensors in the same order"
+        )
 
 
 def workspaces(prefix: str) -> list[Any]:
@@ -59,9 +97,15 @@ def workspaces(prefix: str) -> list[Any]:
 
 
 def drop_workspaces(prefix: str) -> None:
-    """Forget the workspaces whose key starts with ``prefix`` (their memory returns to the heap when unreferenced)."""
+    """Forget the workspaces whose key starts with ``prefix``; their memory returns to the heap now.
+
+    Call it on every rank at the same point (the ops' ``clear_workspaces`` do, after a barrier). A garbage
+    collection frees what reference cycles still held, so no rank keeps a block another rank has freed: the next
+    allocations land at the same offsets everywhere.
+    """
     for key in [key for key in _workspaces if key and key[0] == prefix]:
         del _workspaces[key]
+    gc.collect()
 
 
 def side_stream(device: torch.device, name: str = "comm") -> torch.cuda.Stream:

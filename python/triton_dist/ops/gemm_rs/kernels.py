@@ -151,6 +151,13 @@ def _gemm_rs_kernel(
         received = scratch
         if FUSED and not LOCAL_ONLY:
             if dest == me:
+                if DEFER_NOTIFY:
+                    # Never wait while holding a flag back: with at most two waves of tiles, the peer's program
+                    # that owes this tile's flag may itself be waiting for the one deferred here (with one tile
+                    # per program and W * tiles programs, both ranks wait for each other forever).
+                    if pending_local >= 0:
+                        _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
+                    pending_local = -1
                 received = _await_received(scratch, flags + local * W, me, W, epoch)
         if USE_TMA:
             acc = tma_mainloop(a, b, dest * shard_m + off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
