@@ -25,6 +25,8 @@ from triton_dist.compiler.call_free_checks import (
     make_checks_call_free,
 )
 from triton_dist.compiler.watchdog import set_wait_timeout
+from triton_dist.ops.gemm_ar.config import tile_config
+from triton_dist.ops.gemm_ar.kernels import _gemm_ar_kernel
 
 ag = importlib.import_module("triton_dist.ops.ag_gemm")
 grs = importlib.import_module("triton_dist.ops.gemm_rs")
@@ -114,13 +116,12 @@ def test_gemm_ar_keeps_its_wgmma_asynchronous(tmp_path, m, watched):
     need_library("sm_90")
     from test_ops_decode_gemm_ar import ALIGNED, SIGNATURE
 
-    gar = importlib.import_module("triton_dist.ops.gemm_ar")
-    config = gar.tile_config(m, 8192, 14336)
+    config = tile_config(m, 8192, 14336)
     constexprs = {"REGION": 16384, "BLOCK_M": config.block_m, "BLOCK_N": config.block_n,
                   "BLOCK_K": config.block_k, "EXCHANGE": True, "WORLD": 2}  # fmt: skip
     with wait_watchdog(watched):
         compiled = compile_kernel(
-            gar._gemm_ar_kernel, SIGNATURE, "sm_90", constexprs, ALIGNED, num_warps=config.num_warps,
+            _gemm_ar_kernel, SIGNATURE, "sm_90", constexprs, ALIGNED, num_warps=config.num_warps,
             checks=Checks.DEFAULT,
         )  # fmt: skip
     ptx = assembly(compiled, "sm_90")
