@@ -156,12 +156,12 @@ DEAD_RANK = dead_rank_case(
 
 DEAD_RANK_LL = dead_rank_case(
     setup="""import importlib
-all_reduce_module = importlib.import_module("triton_dist.ops.all_reduce")
+all_reduce_op = importlib.import_module("triton_dist.ops.all_reduce.op")  # (ops.all_reduce is the function)
 x = torch.randn(4096, device="cuda").to(torch.bfloat16)
 out = torch.empty_like(x)
-config = all_reduce_module.AllReduceConfig("one_shot_ll", 8, 4)""",
-    survivor_round='all_reduce_module._run(x, out, "sum", config)',
-    dying_round='all_reduce_module._run(x, out, "sum", config)',
+config = all_reduce_op.AllReduceConfig("one_shot_ll", 8, 4)""",
+    survivor_round='all_reduce_op._run(x, out, "sum", config)',
+    dying_round='all_reduce_op._run(x, out, "sum", config)',
     # The missing word's epoch is the sixth call's; it last held the fourth's (the same parity, two calls earlier).
     record=f'kernel="_one_shot_ll_kernel", expected={ROUNDS_BEFORE_DEATH + 1}, last_seen={ROUNDS_BEFORE_DEATH - 1}, '
     'comparison="eq"',

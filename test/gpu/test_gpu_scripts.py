@@ -10,11 +10,14 @@ litmus checks' values), ``bench/_variant_cost.py`` (the guard and watchdog cost 
 ``scripts/ab_libraries.sh`` (one command under two device-library builds in turn).
 """
 
+import ast
+import importlib
 import importlib.util
 import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -449,3 +452,98 @@ def test_all_reduce_floor_kernels_compile():
     )
     ptx = testing.assembly(compiled)
     assert "st.release.sys" in ptx and "ld.acquire.sys" in ptx, ptx
+
+
+# --- the GPU scripts' imports (the ops became packages: ops/<op>/{kernels,config,op}.py and ops/common/) -----------
+
+IMPORT_CHECKED = sorted(
+    str(path.relative_to(REPO))
+    for pattern in ("test/gpu/*.py", "scripts/*.py", "bench/*.py", "examples/*.py")
+    for path in REPO.glob(pattern)
+)
+
+
+def _fragments(source: str) -> list[tuple[str, ast.Module]]:
+    """The module's syntax tree, then that of every string constant in it that is Python source itself (the case
+    processes' preludes and their setup and round statements), each with where it is ("" or " in the string at line
+    N", to follow a line number)."""
+    tree = ast.parse(source)
+    trees = [("", tree)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
+            try:
+                trees.append((f" of the string at line {node.lineno}", ast.parse(textwrap.dedent(node.value))))
+            except SyntaxError:
+                continue
+    return trees
+
+
+def _import_problems(path: Path) -> list[str]:
+    """What ``path`` (with the Python source in its strings) imports from triton_dist that does not exist:
+    ``import a.b as c`` (resolved as Python does, by attributes: ``triton_dist.ops.all_reduce`` is the function),
+    ``from a.b import c``, ``importlib.import_module("a.b")``, and attributes read from a module bound by the last."""
+
+    def module(name: str) -> object | str:
+        try:
+            return importlib.import_module(name)
+        except ImportError as error:
+            return f"{name} does not import ({error})"
+
+    problems: list[str] = []
+    handles: dict[str, object] = {}  # name -> module bound by importlib.import_module("triton_dist...")
+    trees = _fragments(path.read_text())
+    for inside, tree in trees:
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(REPO)}: line {getattr(node, 'lineno', '?')}{inside}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] != "triton_dist":
+                        continue
+                    found = module(alias.name)
+                    if isinstance(found, str):
+                        problems.append(f"{where}: {found}")
+                    elif alias.asname:
+                        value = importlib.import_module("triton_dist")
+                        for part in alias.name.split(".")[1:]:
+                            value = getattr(value, part, None)
+                        if value is not found:
+                            problems.append(f"{where}: 'import {alias.name} as {alias.asname}' binds {value!r}")
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("triton_dist"):
+                found = module(node.module)
+                if isinstance(found, str):
+                    problems.append(f"{where}: {found}")
+                    continue
+                for alias in node.names:
+                    if alias.name != "*" and not hasattr(found, alias.name):
+                        if isinstance(module(f"{node.module}.{alias.name}"), str):
+                            problems.append(f"{where}: {node.module} has no {alias.name}")
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                call = node.value
+                named = isinstance(call.func, ast.Attribute) and call.func.attr == "import_module"
+                if named and call.args and isinstance(call.args[0], ast.Constant):
+                    name = str(call.args[0].value)
+                    if name.startswith("triton_dist"):
+                        found = module(name)
+                        if isinstance(found, str):
+                            problems.append(f"{where}: {found}")
+                        else:
+                            handles.update({t.id: found for t in node.targets if isinstance(t, ast.Name)})
+    for inside, tree in trees:  # a handle bound in one fragment (a case's setup) is used in another (its rounds)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in handles:
+                found = handles[node.value.id]
+                if not hasattr(found, node.attr):
+                    where = f"{path.relative_to(REPO)}: line {node.lineno}{inside}"
+                    problems.append(
+                        f"{where}: {node.value.id} ({getattr(found, '__name__', found)}) has no {node.attr}"
+                    )
+    return problems
+
+
+def test_the_scripts_import_only_names_that_exist():
+    """The GPU checks, benchmarks, scripts and examples run only on GPU machines, so a name that moved when the ops
+    became packages is found here, not after a GPU run (check_watchdog.py's LL case read ``_run`` from the
+    all_reduce package, which has it only in ``op.py``)."""
+    assert "test/gpu/check_watchdog.py" in IMPORT_CHECKED and "bench/all_reduce.py" in IMPORT_CHECKED
+    problems = [problem for script in IMPORT_CHECKED for problem in _import_problems(REPO / script)]
+    assert problems == []
