@@ -59,6 +59,16 @@ def test_testing_api_is_public_and_documented():
     ]
 
 
+def test_testing_exports_the_timing_helpers():
+    """The benchmarks' per-call timings are package-level names (they were reachable only as testing.timing.*)."""
+    from triton_dist import testing
+    from triton_dist.testing import timing
+
+    for name in ("time_ms", "eager_us", "graphed_us", "host_us", "idle_ms_samples", "bench", "bench_samples"):
+        assert name in testing.__all__, name
+        assert getattr(testing, name) is getattr(timing, name), name
+
+
 def test_importing_testing_touches_no_gpu():
     code = "import torch, triton_dist.testing; assert not torch.cuda.is_initialized(), 'CUDA was initialized'"
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(PYTHON_DIR), "PATH": ""})

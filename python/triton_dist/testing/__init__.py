@@ -18,7 +18,10 @@ testing.teardown()
   ``expect_error``), ``finish``, ``main_guard``, ``env_without_launcher`` for child processes, ``sync``,
   ``max_over_ranks``, ``all_ranks_true``).
 - ``timing``: ``bench`` (CUDA events, warm-up, median of >= 20 runs, ranks started together, max over ranks,
-  optionally CUDA-graph replays) and ``bench_samples``.
+  optionally CUDA-graph replays) and ``bench_samples``; what the benchmarks report per call: ``time_ms`` (median
+  ms, max over ranks), ``eager_us`` (µs of one call from an idle GPU, launch included), ``graphed_us`` (µs per
+  call under CUDA-graph replay: device time only), ``host_us`` (host µs to enqueue a call while the GPU is busy)
+  and ``idle_ms_samples`` (ms per call from an idle GPU, every sample).
 - ``correctness``: ``poison_``, ``tolerances``, ``assert_close`` against a torch reference,
   ``allclose_across_ranks``.
 - ``reporting``: markdown tables and PNG charts (matplotlib, imported on first use) for bench/results/.
@@ -46,7 +49,16 @@ from triton_dist.testing.distributed import (
     teardown,
 )
 from triton_dist.testing.reporting import markdown_table, write_chart, write_markdown
-from triton_dist.testing.timing import MIN_TIMED_RUNS, bench, bench_samples
+from triton_dist.testing.timing import (
+    MIN_TIMED_RUNS,
+    bench,
+    bench_samples,
+    eager_us,
+    graphed_us,
+    host_us,
+    idle_ms_samples,
+    time_ms,
+)
 
 __all__ = [
     "MIN_TIMED_RUNS",
@@ -58,8 +70,12 @@ __all__ = [
     "bench",
     "bench_samples",
     "compile_for",
+    "eager_us",
     "env_without_launcher",
     "finish",
+    "graphed_us",
+    "host_us",
+    "idle_ms_samples",
     "main_guard",
     "markdown_table",
     "max_over_ranks",
@@ -70,6 +86,7 @@ __all__ = [
     "shared_gpus",
     "sync",
     "teardown",
+    "time_ms",
     "tolerances",
     "write_chart",
     "write_markdown",
