@@ -10,9 +10,11 @@ generator still treats the primitives as builtins (it checks ``__triton_builtin_
 
 The key also holds the level of device-side checks (``checks.py``: ``TRITON_DIST_DEBUG``) and whether the wait
 watchdog's library is linked (``watchdog.py``: ``TRITON_DIST_WAIT_TIMEOUT_S``, not the timeout itself, which the
-runtime writes), and computing it
-registers the runtime's context hook (``context_hook.py``): Triton hashes a kernel before every first launch in a
-process, whether the compiled kernel then comes from its cache or is compiled anew.
+runtime writes). Computing it also makes sure a context hook is in Triton's load-hook chain
+(``context_hook.ensure_context_hook``): the runtime's, which ``triton_dist.runtime`` registers itself when it is
+imported, or else the stand-in that refuses to load the kernel until ``triton_dist.init()``. Hashing registers
+nothing; it is the place to check because Triton hashes a kernel before every first launch in a process, whether
+the compiled kernel then comes from its cache or is compiled anew.
 
 Triton memoizes a kernel's ``cache_key`` on the ``JITFunction`` object, so a library rebuilt (or
 ``TRITON_DIST_DEBUG`` changed) while a process runs takes effect for kernels that process has not hashed yet, and

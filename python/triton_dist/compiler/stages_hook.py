@@ -13,10 +13,10 @@ compiled. A kernel that calls no primitive needs nothing from the library: it co
 would, whatever state the library is in.
 
 A hook installed before this one is chained: it runs after ours, on the stages we have already set, so it can wrap
-our ``llir`` stage. Linking a kernel that calls a primitive also registers the runtime's context hook
-(``context_hook.py``), for kernels compiled from IR. With a wait timeout configured (``watchdog.py``) the watchdog
-variant of the library is linked instead. On NVIDIA the stage then makes the checks of a kernel with ``wgmma``
-call-free (``call_free_checks.py``).
+our ``llir`` stage. Linking a kernel that calls a primitive also makes sure a context hook is in Triton's chain
+(``context_hook.ensure_context_hook``; the runtime registers its own when imported), for kernels compiled from IR.
+With a wait timeout configured (``watchdog.py``) the watchdog variant of the library is linked instead. On NVIDIA
+the stage then makes the checks of a kernel with ``wgmma`` call-free (``call_free_checks.py``).
 """
 
 from __future__ import annotations
