@@ -172,3 +172,59 @@ def test_the_counter_with_epochs_pattern_compiles(target_name):
     compiled = compile_kernel(counter_epochs, {"counter_ptr": "*i32", "epoch": "i32"}, target_name, {"WORLD": 4})
     ttir = compiled.asm["ttir"]
     assert "tt.atomic_rmw add, release, sys" in ttir and "__triton_dist_wait_sys_acquire_ge_i32" in ttir
+
+
+# --- the refusals the page quotes ----------------------------------------------------------------------------------
+
+
+@triton.jit
+def wait_for_a_wide_value(flags_ptr, value):
+    dl.wait(flags_ptr, 1, "sys", "acquire", waitValue=value.to(tl.int64))
+
+
+@triton.jit
+def _combine_with_a_wait(a, b):
+    dl.wait(a.to(tl.pointer_type(tl.int32)), 1, "sys", "acquire")
+    return a + b
+
+
+@triton.jit
+def wait_in_a_scan_combiner(x_ptr):
+    offsets = tl.arange(0, 16)
+    tl.store(x_ptr + offsets, tl.associative_scan(tl.load(x_ptr + offsets), 0, _combine_with_a_wait))
+
+
+def _quoted(message: str) -> str:
+    """``message`` as docs/language.md wraps it: one space between words."""
+    return " ".join(message.split())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "signature", "quoted"),
+    [
+        (
+            wait_for_a_wide_value,
+            {"flags_ptr": "*i32", "value": "i32"},
+            "dl.wait: waitValue is a scalar int64, wider than the int32 flags: it would be truncated; convert it "
+            "explicitly (.to(tl.int32)) where its values fit",
+        ),
+        (
+            wait_in_a_scan_combiner,
+            {"x_ptr": "*i32"},
+            "dl.wait cannot be called in the combine function of tl.associative_scan: ...; call it before or after "
+            "tl.associative_scan",
+        ),
+    ],
+    ids=["narrowing", "combiner"],
+)
+def test_the_quoted_refusals_are_the_compilers(kernel, signature, quoted):
+    """The page quotes these messages (an elided middle as "..."): each is on the page and is what compiling says."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "language.md").read_text()
+    assert quoted in _quoted(page)
+    with pytest.raises(triton.CompilationError) as error:
+        compile_kernel(kernel, signature, "sm_90")
+    message = _quoted(str(error.value))
+    for part in quoted.split("..."):
+        assert part.strip(";: ") in message, (part, message)
