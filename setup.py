@@ -96,7 +96,9 @@ if __name__ == "__main__":  # setuptools runs this file as __main__; the tests i
         distclass=BinaryDistribution,
         package_dir={"": "python"},
         packages=find_packages("python"),
-        package_data={"triton_dist": ["_device/*.bc", "_C/*.so"]},
+        package_data={
+            "triton_dist": ["_device/*.bc", "_C/*.so", "ops/tuned_configs.json", "ops/tuning/calibrations.json"]
+        },
         cmdclass={"build_py": BuildWithCMake},
         zip_safe=False,
         # Keep setuptools' staging out of build/, which is CMake's build tree.

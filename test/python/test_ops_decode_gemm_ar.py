@@ -339,7 +339,7 @@ def test_config_round_trips_through_a_tuning_table(tmp_path):
     assert GemmARConfig.from_dict(config.as_dict()) == config
     path = tmp_path / "table.json"
     gar_config.tuning.store(path, "gemm_ar|k", config, {"us": 1.0})
-    assert GemmARConfig.from_dict(gar_config.tuning._read(path)["gemm_ar|k"]["config"]) == config
+    assert GemmARConfig.from_dict(gar_config.tuning.read_table(path)["gemm_ar|k"]["config"]) == config
     with pytest.raises(ValueError, match="does not know"):
         GemmARConfig.from_dict({**config.as_dict(), "pipelined": True})
     with pytest.raises(ValueError, match="split_k must be"):
@@ -351,7 +351,7 @@ def test_chosen_config_takes_the_tuned_entry_of_the_rows_bucket_else_the_default
     the user's cache before the package table; shapes, row counts or GPUs without an entry get default_config."""
     monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path / "cache"))
     package = tmp_path / "package.json"
-    monkeypatch.setattr(gar_config.tuning, "PACKAGE_TABLE", package)
+    monkeypatch.setattr(gar_config.tuning.tables, "PACKAGE_TABLE", package)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
     monkeypatch.setitem(gpu._sms, None, 132)
     monkeypatch.setattr(gar_op.rt, "current_world", lambda: type("World", (), {"world_size": 2})())

@@ -23,6 +23,7 @@ from dl_compile import assembly, compile_kernel, context_is_defined_and_used, ne
 from triton.backends.compiler import GPUTarget
 
 from triton_dist.compiler import Checks
+from triton_dist.ops import tuning
 from triton_dist.ops.matmul import MatmulConfig
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
@@ -99,7 +100,9 @@ def test_the_no_communication_diagnostic_neither_flags_nor_waits():
 @pytest.mark.parametrize("fused", [True, False])
 def test_pointer_fallback_compiles_for_gfx942(dtype, fused):
     need_library("gfx942")
-    config = grs.choose_config(4096, 2048, 2048, torch.bfloat16, 2, torch.device("cpu"), GPUTarget("hip", "gfx942", 64))
+    config = grs.choose_config(
+        16384, 2048, 2048, torch.bfloat16, 2, torch.device("cpu"), GPUTarget("hip", "gfx942", 64), tuning.REFERENCE
+    )
     assert not config.fallback and not config.matmul.use_tma, "AMD has no TMA: the pointer kernel"
     config = dataclasses.replace(config, fused=fused)
     compiled = compile_gemm_rs(config, "gfx942", dtype)
@@ -185,14 +188,19 @@ def test_flatten_is_dropped_where_triton_cannot_flatten():
 def test_choose_config_falls_back_where_fusion_cannot_run_or_win():
     cpu = torch.device("cpu")
     for target in (GPUTarget("cuda", 90, 32), GPUTarget("hip", "gfx942", 64)):
-        pick = functools.partial(grs.choose_config, dtype=torch.bfloat16, device=cpu, target=target)
+        pick = functools.partial(
+            grs.choose_config, dtype=torch.bfloat16, device=cpu, target=target, calibration=tuning.REFERENCE
+        )
         assert pick(4096, 2048, 2048, world_size=1).fallback, "one rank: no reduction"
-        assert pick(8192, 4096, 6144, world_size=2).fallback, "the GEMM dominates: measured slower than the baseline"
-        assert pick(4096, 2050, 2048, world_size=2).fallback, "N rows not 16-byte aligned"
-        assert pick(4096, 2048, 2044, world_size=2).fallback, "K/W not 16-byte aligned"
-        chosen = pick(4096, 2048, 2048, world_size=2)
+        assert pick(8192, 1024, 32768, world_size=2).fallback, "the GEMM dominates: the kernel's GEMM is slower"
+        assert pick(16384, 2050, 2048, world_size=2).fallback, "N rows not 16-byte aligned"
+        assert pick(16384, 2048, 2044, world_size=2).fallback, "K/W not 16-byte aligned"
+        assert pick(2048, 4096, 8192, world_size=2).fallback, "under four waves of tiles: the small-M regime"
+        chosen = pick(16384, 2048, 2048, world_size=2)
         assert not chosen.fallback and chosen.gemm == "triton", "communication-heavy: the fused kernel"
         assert chosen.matmul.use_tma == (target.backend == "cuda"), "AMD has no TMA: the pointer kernel"
+        uncalibrated = grs.choose_config(16384, 2048, 2048, torch.bfloat16, 2, cpu, target)
+        assert uncalibrated.fallback, "a GPU without a calibration runs matmul + NCCL"
 
 
 def test_rows_that_cannot_feed_tma_get_the_pointer_kernel_of_the_same_tile():

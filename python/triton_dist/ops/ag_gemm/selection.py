@@ -8,6 +8,7 @@ from typing import Any
 import torch
 import triton
 
+from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.matmul import MatmulConfig, config_for_target, rows_fit_tma
 from triton_dist.ops.tuning import OverlapConfig
@@ -21,20 +22,22 @@ def gpu_name(device_index: int) -> str:
 
 @functools.cache
 def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: int, device: torch.device) -> Any:
-    """The configuration ``ag_gemm`` uses for this problem (tuned, else the cost model), for the current target.
+    """The configuration ``ag_gemm`` uses for this problem on this GPU: the tuned table's entry, else the cost model
+    on this GPU's calibration (measured on first use where none is stored: a collective, as every first call of a
+    signature is); where there is no calibration, NCCL + cuBLAS.
 
     Remembered per problem for the life of the process (tuning files are read once per shape, not per call).
     """
-    config, _ = tuning.choose(
-        "ag_gemm",
-        m_local * world_size,
-        n * world_size,
-        k,
-        dtype,
-        torch.empty((), dtype=dtype).element_size(),
-        world_size,
-        gpu_name(device.index),
-    )
+    gpu = gpu_name(device.index)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    m, n_global = m_local * world_size, n * world_size
+    tuned = tuning.lookup("ag_gemm", m, n_global, k, dtype, world_size, gpu)
+    if tuned is not None:
+        return tuned
+    calibration = tuning.calibration_for(rt.current_world(), gpu) if world_size > 1 else None
+    if calibration is None:
+        return OverlapConfig(backend="nccl")
+    config, _ = tuning.cost_model("ag_gemm", m, n_global, k, itemsize, world_size, calibration)
     return config
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,9 @@ import torch
 import triton
 
 from triton_dist.ops import tuning
+from triton_dist.ops.common.config_fields import checked_fields
 from triton_dist.ops.matmul import MatmulConfig, config_for_target
+from triton_dist.ops.tuning import Calibration
 
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 PARTIAL_DTYPES = ("float32", "input")
@@ -77,9 +80,12 @@ class GemmRSConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> GemmRSConfig:
+        """The configuration stored as ``values`` (a tuned table's entry); ValueError naming a bad field."""
+        if not isinstance(values, dict):
+            raise ValueError(f"GemmRSConfig: expected an object of fields, got {type(values).__name__}")
         values = dict(values)
-        values["matmul"] = MatmulConfig.from_dict(values.get("matmul", {}))
-        return cls(**values)
+        matmul = MatmulConfig.from_dict(values.pop("matmul", {}))
+        return cls(matmul=matmul, **checked_fields(cls, values))
 
 
 FALLBACK = GemmRSConfig(fallback=True)
@@ -112,39 +118,47 @@ def tuning_key(m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int
 
 
 def lookup_tuned(key: str) -> GemmRSConfig | None:
-    """The configuration ``bench/gemm_rs.py --tune`` stored for ``key`` (user cache, then the package table)."""
+    """The configuration ``bench/gemm_rs.py --tune`` stored for ``key`` (user cache, then the package table); an
+    entry that holds no valid configuration is ignored with a warning."""
     entry = tuning.lookup_entry(key)
-    return None if entry is None else GemmRSConfig.from_dict(entry["config"])
+    if entry is None:
+        return None
+    try:
+        return GemmRSConfig.from_dict(entry["config"])
+    except (TypeError, ValueError) as error:
+        warnings.warn(f"triton_dist: tuned gemm_rs entry {key} is invalid ({error}); ignored", stacklevel=2)
+        return None
 
 
-# our fused kernel / cuBLAS matmul alone: 1.14-1.33 on the 2 x H200 seed shapes, measured with serialized wgmma
-_TRITON_PATH_OVER_CUBLAS = 1.25
-_NCCL_REDUCE_SCATTER_GBPS = 400.0  # input bytes / time: 64 MiB in 0.168 ms on 2 x H200 (bench/results/gemm_rs.md)
-
-
-def estimate_ms(m: int, n: int, k_local: int, element_size: int, world_size: int) -> dict[str, float]:
-    """The cost model: the Triton kernel's and torch.matmul + NCCL's expected time, in ms.
-
-    Both scale with cuBLAS's GEMM time at ``tuning.Machine().gemm_tflops``. The Triton kernel costs a measured
-    multiple of it (1.14-1.33 on the 2 x H200 seed shapes, pushes included); the baseline adds NCCL's
-    reduce-scatter of the whole [M, N] partial at its measured bandwidth and a launch overhead.
-    """
-    machine = tuning.Machine()
-    gemm = 2.0 * m * n * k_local / (machine.gemm_tflops * 1e9)
-    nccl = m * n * element_size / (_NCCL_REDUCE_SCATTER_GBPS * 1e6) + machine.launch_overhead_ms
-    return {"triton_ms": gemm * _TRITON_PATH_OVER_CUBLAS + 0.02, "baseline_ms": gemm + nccl, "gemm_ms": gemm}
+def estimate_ms(
+    m: int, n: int, k_local: int, element_size: int, world_size: int, calibration: Calibration | None = None
+) -> dict[str, float]:
+    """The cost model: the fused Triton kernel's and torch.matmul + NCCL's predicted time, in ms (``triton_ms``,
+    ``baseline_ms``, ``gemm_ms``), on ``calibration`` (default: the reference constants)."""
+    estimate = tuning.cost_model_module.gemm_rs_estimate(
+        m, n, k_local * world_size, element_size, world_size, calibration or tuning.REFERENCE
+    )
+    return {"triton_ms": estimate["fused_ms"], "baseline_ms": estimate["baseline_ms"], "gemm_ms": estimate["gemm_ms"]}
 
 
 def choose_config(
-    m: int, n: int, k_local: int, dtype: torch.dtype, world_size: int, device: torch.device, target: Any = None
+    m: int,
+    n: int,
+    k_local: int,
+    dtype: torch.dtype,
+    world_size: int,
+    device: torch.device,
+    target: Any = None,
+    calibration: Calibration | None = None,
 ) -> GemmRSConfig:
     """The tuned configuration for this problem if one is stored, else the cost model's pick.
 
     ``target`` (a triton ``GPUTarget``) defaults to the current device's. The tuned table (``bench/gemm_rs.py
     --tune``) holds the fastest measured candidate, torch.matmul + NCCL included, so a tuned shape never runs
-    slower than that baseline. Untuned: the Triton kernel where :func:`estimate_ms` expects it at least 5% faster
-    than the baseline and its loads can run (rows of 16-byte multiples), else the baseline. The cuBLAS path is
-    chosen only by measurement (the tuner), never by the model. One rank: the baseline.
+    slower than that baseline. Untuned: the fused Triton kernel where the cost model on ``calibration`` (this GPU's
+    measured rates; None: the baseline) predicts it at least 3% faster and its loads can run (rows of 16-byte
+    multiples), else the baseline. The cuBLAS path is chosen only by measurement (the tuner). One rank: the
+    baseline.
     """
     if target is None:
         target = triton.runtime.driver.active.get_current_target()
@@ -156,13 +170,16 @@ def choose_config(
         if tuned is not None:
             return tuned
     aligned = (k_local * element_size) % 16 == 0 and (n * element_size) % 16 == 0
-    estimate = estimate_ms(m, n, k_local, element_size, world_size)
-    if not aligned or m // world_size == 0 or estimate["triton_ms"] >= 0.95 * estimate["baseline_ms"]:
+    if calibration is None or not aligned or m // world_size == 0:
         return FALLBACK
     # Input-dtype partials: 10% faster than fp32 ones on every seed shape, normwise error 2.0e-3 against 1.7e-3
     # (torch.matmul + NCCL: 2.5e-3); the sum is still taken in fp32.
     default = GemmRSConfig(partial_dtype="input")
-    return dataclasses.replace(default, matmul=config_for_target(default.matmul, target))
+    tile = config_for_target(default.matmul, target)
+    fused, _ = tuning.gemm_rs_uses_fused(
+        m, n, k_local * world_size, element_size, world_size, calibration, tile.block_m, tile.block_n
+    )
+    return dataclasses.replace(default, matmul=tile) if fused else FALLBACK
 
 
 def workspace_bytes(m: int, n: int, dtype: torch.dtype, world_size: int, config: GemmRSConfig) -> int:

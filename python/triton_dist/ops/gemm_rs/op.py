@@ -18,6 +18,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_dist import runtime as rt
+from triton_dist.ops import tuning
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
@@ -428,7 +429,10 @@ def plan_config(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None) -
     if config is None:
         world = rt.current_world()
         m, k_local = a.shape
-        config = choose_config(m, b.shape[1], k_local, a.dtype, world.world_size, a.device)
+        calibration = None
+        if world.world_size > 1:
+            calibration = tuning.calibration_for(world, torch.cuda.get_device_name(a.device))
+        config = choose_config(m, b.shape[1], k_local, a.dtype, world.world_size, a.device, calibration=calibration)
     return config_for_operands(config, a, b)
 
 

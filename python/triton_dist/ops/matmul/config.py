@@ -7,6 +7,8 @@ from typing import Any
 
 import triton
 
+from triton_dist.ops.common.config_fields import checked_fields
+
 
 @dataclasses.dataclass(frozen=True)
 class MatmulConfig:
@@ -32,11 +34,13 @@ class MatmulConfig:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> MatmulConfig:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(values) - fields
-        if unknown:
-            raise ValueError(f"MatmulConfig: unknown fields {sorted(unknown)}")
-        return cls(**values)
+        """The configuration stored as ``values`` (a tuned table's entry); ValueError naming a bad field."""
+        config = cls(**checked_fields(cls, values))
+        if min(config.block_m, config.block_n, config.block_k, config.group_m, config.num_warps) < 1:
+            raise ValueError(f"MatmulConfig: tile sizes, group and warps must be >= 1, got {config}")
+        if config.split_n not in (1, 2):
+            raise ValueError(f"MatmulConfig.split_n must be 1 or 2, got {config.split_n}")
+        return config
 
     def short(self) -> str:
         if not self.use_tma:

@@ -1,0 +1,275 @@
+"""Per-GPU calibration: the measured rates the cost model predicts with, committed per GPU kind or measured once.
+
+A :class:`Calibration` holds, for one GPU model at one world size, a fixed cost plus a rate for each thing the
+overlapped ops are made of: cuBLAS's GEMM, our persistent GEMM, NCCL's all-gather and reduce-scatter, a
+copy-engine push of a shard to a peer, and two measured properties of the fused kernels (what the fused
+AllGather + GEMM costs beyond its model, and the fused GEMM + ReduceScatter's time over cuBLAS's GEMM alone).
+
+Where it comes from (:func:`calibration_for`): the user's cache (``calibration.json`` beside ``tuning.json``),
+then the committed ``calibrations.json`` (2 x H100, 2 x H200), else it is measured on the first call that needs
+it (a collective of a few seconds on every rank, with one warning) and stored in the user's cache.
+``TRITON_DIST_CALIBRATE=0`` forbids that measurement: an unknown GPU then runs the unfused path, correctly.
+
+The measurement uses shapes of its own (not the sweep's), so the cost model is fitted on one set and judged on
+another. Every value is the maximum over ranks, so every rank holds the same calibration and decides alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import gc
+import os
+import pathlib
+import statistics
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from triton_dist.ops.common.config_fields import checked_fields
+from triton_dist.ops.tuning import tables
+
+PACKAGE_CALIBRATIONS = pathlib.Path(__file__).resolve().parent / "calibrations.json"
+CALIBRATE_ENV = "TRITON_DIST_CALIBRATE"
+
+
+@dataclasses.dataclass(frozen=True)
+class Rate:
+    """``fixed_ms + amount / per_ms``: a launch or latency cost plus a throughput (flops or bytes per ms)."""
+
+    fixed_ms: float
+    per_ms: float
+
+    def ms(self, amount: float) -> float:
+        return self.fixed_ms + amount / self.per_ms
+
+    @classmethod
+    def fit(cls, small: tuple[float, float], large: tuple[float, float]) -> Rate:
+        """The rate through two (amount, ms) measurements (the fixed cost clamped at zero)."""
+        (a1, t1), (a2, t2) = small, large
+        per_ms = (a2 - a1) / max(t2 - t1, 1e-6)
+        return cls(fixed_ms=max(0.0, t1 - a1 / per_ms), per_ms=per_ms)
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """Measured rates of one GPU model at one world size (see the module docstring)."""
+
+    gpu: str
+    world_size: int
+    sms: int
+    cublas: Rate
+    ours: Rate
+    allgather: Rate
+    reduce_scatter: Rate
+    push: Rate
+    ag_fused_extra_ms: float
+    rs_fused_over_cublas: float
+    measured: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Any) -> Calibration:
+        """The calibration stored as ``values``; ValueError naming a bad field."""
+        if not isinstance(values, dict):
+            raise ValueError(f"Calibration: expected an object, got {type(values).__name__}")
+        values = dict(values)
+        rates = {}
+        for name in ("cublas", "ours", "allgather", "reduce_scatter", "push"):
+            rate = Rate(**checked_fields(Rate, values.pop(name, None)))
+            if rate.per_ms <= 0 or rate.fixed_ms < 0:
+                raise ValueError(f"Calibration.{name}: the rate must be positive and the fixed cost >= 0: {rate}")
+            rates[name] = rate
+        return cls(**rates, **checked_fields(cls, values))
+
+
+def calibration_key(gpu: str, world_size: int) -> str:
+    return f"calibration|{world_size}|{gpu}"
+
+
+def user_calibrations() -> pathlib.Path:
+    """The user's cache of measured calibrations."""
+    return tables.cache_dir() / "calibration.json"
+
+
+def stored(gpu: str, world_size: int) -> Calibration | None:
+    """The stored calibration of ``gpu`` at ``world_size`` ranks (user cache, then the committed one), or None."""
+    for path in (user_calibrations(), PACKAGE_CALIBRATIONS):
+        entry = tables.read_table(path).get(calibration_key(gpu, world_size))
+        if entry is None:
+            continue
+        try:
+            return Calibration.from_dict(entry["config"])
+        except (TypeError, ValueError) as error:
+            warnings.warn(f"triton_dist: calibration of {gpu} in {path} is malformed ({error}); ignored", stacklevel=2)
+    return None
+
+
+_known: dict[tuple[str, int], Calibration | None] = {}
+
+
+def calibration_for(world: Any, gpu: str) -> Calibration | None:
+    """The calibration of this world's GPUs: stored, else measured now (a collective; every rank must call it).
+
+    None when it is unknown and may not be measured (``TRITON_DIST_CALIBRATE=0``) or the measurement failed; the
+    ops then run their unfused path.
+    """
+    memo = (gpu, world.world_size)
+    if memo in _known:
+        return _known[memo]
+    found = stored(gpu, world.world_size)
+    from triton_dist.runtime.world.rank_agreement import gather_from_ranks
+
+    # Measure where any rank lacks it (ranks may have different caches): every rank measures, or none.
+    missing = any(gather_from_ranks(found is None, world.group)) if world.world_size > 1 else found is None
+    if missing:
+        if os.environ.get(CALIBRATE_ENV, "1") == "0":
+            warnings.warn(
+                f"triton_dist: no calibration for {gpu} at {world.world_size} ranks and {CALIBRATE_ENV}=0: the "
+                "overlapped ops run their unfused path (NCCL + cuBLAS) on this GPU",
+                stacklevel=2,
+            )
+            found = None
+        else:
+            warnings.warn(
+                f"triton_dist: no calibration for {gpu} at {world.world_size} ranks; measuring it now (a few "
+                f"seconds, once; stored in {user_calibrations()})",
+                stacklevel=2,
+            )
+            found = measure(world, gpu)
+            tables.store(user_calibrations(), calibration_key(gpu, world.world_size), found, {})
+    _known[memo] = found
+    return found
+
+
+def forget() -> None:
+    """Forget the calibrations read or measured by this process (tests; a new calibration file)."""
+    _known.clear()
+
+
+# ------------------------------------------------------------------------------------------------- measurement
+
+CAL_GEMMS = ((2048, 2048, 4096), (8192, 8192, 8192))
+"""(M, N, K) of the two GEMMs the rates are fitted through (none is a layer of the sweep)."""
+CAL_BYTES = (4 << 20, 64 << 20)
+"""Message sizes the communication rates are fitted through."""
+CAL_AG = (4096, 8192, 4096)
+"""Global (M, N, K) at which the fused AllGather + GEMM is measured against its model."""
+CAL_RS = (4096, 4096, 8192)
+"""Global (M, N, K) at which the fused GEMM + ReduceScatter is measured against cuBLAS's GEMM alone."""
+
+
+def _timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
+    """Median ms of ``fn`` over ``reps`` back-to-back calls after a barrier, maximum over ranks.
+
+    Private to the calibration, which runs inside an op's first call (the ops cannot depend on the testing
+    package, where the benchmarks' timing lives).
+    """
+    import torch
+    import torch.distributed as dist
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize(world.device)
+    samples = []
+    for _ in range(reps):
+        if world.world_size > 1:
+            dist.barrier(group=world.group)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    value = torch.tensor([statistics.median(samples)], device=world.device)
+    if world.world_size > 1:
+        dist.all_reduce(value, op=dist.ReduceOp.MAX, group=world.group)
+    return float(value.item())
+
+
+def measure(world: Any, gpu: str) -> Calibration:
+    """Measure every rate of :class:`Calibration` on this world (a collective: call on every rank)."""
+    import torch
+    import torch.distributed as dist
+
+    from triton_dist import runtime as rt
+    from triton_dist.ops.matmul import matmul, num_sms
+
+    device, dtype, w = world.device, torch.bfloat16, world.world_size
+    group = world.group
+    gemm_points: dict[str, list[tuple[float, float]]] = {"cublas": [], "ours": []}
+    for m, n, k in CAL_GEMMS:
+        a = torch.randn(m, k, device=device, dtype=dtype)
+        b = torch.randn(k, n, device=device, dtype=dtype)
+        c = torch.empty(m, n, device=device, dtype=dtype)
+        flops = 2.0 * m * n * k
+        gemm_points["cublas"].append((flops, _timed(world, lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))))
+        gemm_points["ours"].append((flops, _timed(world, lambda a=a, b=b, c=c: matmul(a, b, out=c))))
+    comm: dict[str, list[tuple[float, float]]] = {"allgather": [], "reduce_scatter": [], "push": []}
+    for nbytes in CAL_BYTES:
+        elements = nbytes // 2
+        shard = torch.randn(elements // w, device=device, dtype=dtype)
+        gathered = torch.empty(elements, device=device, dtype=dtype)
+        comm["allgather"].append(
+            (nbytes, _timed(world, lambda s=shard, g=gathered: dist.all_gather_into_tensor(g, s, group=group)))
+        )
+        full = torch.randn(elements, device=device, dtype=dtype)
+        comm["reduce_scatter"].append(
+            (nbytes, _timed(world, lambda f=full, s=shard: dist.reduce_scatter_tensor(s, f, group=group)))
+        )
+        if w > 1:
+            buffer = rt.empty(elements, dtype=dtype)
+            rt.barrier()
+            peer = rt.peer_tensor(buffer, (world.rank + 1) % w)
+            source = torch.randn(elements, device=device, dtype=dtype)
+            comm["push"].append((nbytes, _timed(world, lambda p=peer, s=source: p.copy_(s))))
+            rt.barrier()
+            del buffer, peer
+            gc.collect()
+        else:
+            comm["push"].append((nbytes, 1.0))
+    partial = Calibration(
+        gpu=gpu,
+        world_size=w,
+        sms=num_sms(device.index),
+        cublas=Rate.fit(*gemm_points["cublas"]),
+        ours=Rate.fit(*gemm_points["ours"]),
+        allgather=Rate.fit(*comm["allgather"]),
+        reduce_scatter=Rate.fit(*comm["reduce_scatter"]),
+        push=Rate.fit(*comm["push"]),
+        ag_fused_extra_ms=0.0,
+        rs_fused_over_cublas=1.0,
+        measured=f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {w} x {gpu}",
+    )
+    if w == 1:
+        return partial
+    return _measure_fused(world, partial)
+
+
+def _measure_fused(world: Any, partial: Calibration) -> Calibration:
+    """Time the fused kernels once each at the calibration shapes and fold them into ``partial``."""
+    import torch
+
+    from triton_dist.ops.tuning.cost_model import ag_gemm_estimate, ag_gemm_fused_config
+
+    ag_ops = __import__("triton_dist.ops.ag_gemm", fromlist=["ag_gemm_impl"])
+    rs_ops = __import__("triton_dist.ops.gemm_rs", fromlist=["gemm_rs_with"])
+    device, dtype, w = world.device, torch.bfloat16, world.world_size
+    m, n, k = CAL_AG
+    a = torch.randn(m // w, k, device=device, dtype=dtype)
+    b = torch.randn(k, n // w, device=device, dtype=dtype)
+    config = ag_gemm_fused_config(m, n, k, 2, w, partial)
+    fused = _timed(world, lambda: ag_ops.ag_gemm_impl(a, b, config=config))
+    modelled = ag_gemm_estimate(m, n, k, 2, w, partial)["fused_ms"]
+    ag_ops.clear_workspaces()
+    m, n, k = CAL_RS
+    a = torch.randn(m, k // w, device=device, dtype=dtype)
+    b = torch.randn(k // w, n, device=device, dtype=dtype)
+    rs_fused = _timed(world, lambda: rs_ops.gemm_rs_with(a, b, rs_ops.GemmRSConfig(partial_dtype="input")))
+    cublas = _timed(world, lambda: torch.matmul(a, b))
+    rs_ops.clear_workspaces()
+    return dataclasses.replace(
+        partial, ag_fused_extra_ms=max(0.0, fused - modelled), rs_fused_over_cublas=rs_fused / cublas
+    )

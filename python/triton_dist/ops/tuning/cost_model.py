@@ -1,0 +1,110 @@
+"""The cost model of the overlapped ops, built on a :class:`~.calibration.Calibration`: predicted times of the fused
+kernels and of the unfused baseline, and the choice between them for shapes no table holds.
+
+Everything is per rank, global M, N, K as the ops document them. A fused path is chosen only where it is
+predicted at least 3% faster than the unfused one, so a shape the model misjudges by a little still runs the
+baseline's speed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from triton_dist.ops.matmul import HOPPER_CANDIDATES
+from triton_dist.ops.tuning.calibration import Calibration, Rate
+from triton_dist.ops.tuning.overlap import OverlapConfig
+
+MARGIN = 0.97
+"""A fused path must be predicted at most this fraction of the unfused path's time."""
+
+REFERENCE = Calibration(
+    gpu="reference (2 x H200, 2026-11-23 constants)",
+    world_size=2,
+    sms=132,
+    cublas=Rate(0.0, 700e9),
+    ours=Rate(0.0, 650e9),
+    allgather=Rate(0.02, 460e6),
+    reduce_scatter=Rate(0.03, 400e6),
+    push=Rate(0.005, 380e6),
+    ag_fused_extra_ms=0.03,
+    rs_fused_over_cublas=1.25,
+    measured="the hand-set constants of the first cost model (bench/results of 2026-11-23)",
+)
+"""The rates the first cost model used (2 x H200, 2026-11-23), for code that has no GPU to calibrate on."""
+
+_BLOCK_M = HOPPER_CANDIDATES[0].block_m
+
+
+def _chunk_tiles(m_local: int, w: int, t_ours: float, t_push: float) -> int:
+    """Tile rows per chunk: one chunk per shard where the own shard's GEMM outlasts the pushes of all the others
+    (the data is there before it is needed, and each chunk costs two driver calls per peer on the host), else four
+    tile rows per chunk so the peers' tiles start before their shard has fully landed."""
+    tile_rows = math.ceil(m_local / _BLOCK_M)
+    if t_ours / w >= 1.25 * (w - 1) * t_push:
+        return max(1, tile_rows)
+    return 4
+
+
+def ag_gemm_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> dict[str, float]:
+    """Predicted ms of ``ag_gemm``'s fused path and of NCCL all-gather + cuBLAS, and their parts."""
+    m_local, n_local = m / w, n / w
+    flops = 2.0 * m * n_local * k
+    t_cublas = cal.cublas.ms(flops)
+    t_ours = cal.ours.ms(flops)
+    t_nccl = cal.allgather.ms(m * k * itemsize)
+    t_push = cal.push.ms(m_local * k * itemsize)
+    chunks = math.ceil(m_local / (_chunk_tiles(int(m_local), w, t_ours, t_push) * _BLOCK_M))
+    arrival = (w - 1) * t_push + t_ours / (w * max(1, chunks))
+    fused = max(t_ours, arrival) + cal.ag_fused_extra_ms
+    return {"baseline_ms": t_nccl + t_cublas, "fused_ms": fused, "cublas_ms": t_cublas, "comm_ms": (w - 1) * t_push}
+
+
+def ag_gemm_fused_config(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> OverlapConfig:
+    """The fused configuration the model runs for this problem (the default tile, its chunking)."""
+    flops = 2.0 * m * (n / w) * k
+    chunk_tiles = _chunk_tiles(m // w, w, cal.ours.ms(flops), cal.push.ms(m / w * k * itemsize))
+    return OverlapConfig(matmul=HOPPER_CANDIDATES[0], chunk_tiles=chunk_tiles, producer="ce")
+
+
+def ag_gemm_choice(
+    m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration
+) -> tuple[OverlapConfig, dict[str, float]]:
+    """The configuration for an untuned ``ag_gemm`` problem and the estimate behind it."""
+    estimate = ag_gemm_estimate(m, n, k, itemsize, w, cal)
+    if w == 1 or m // w < _BLOCK_M or estimate["fused_ms"] > MARGIN * estimate["baseline_ms"]:
+        return OverlapConfig(backend="nccl"), estimate
+    return ag_gemm_fused_config(m, n, k, itemsize, w, cal), estimate
+
+
+def gemm_rs_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> dict[str, float]:
+    """Predicted ms of ``gemm_rs``'s fused Triton kernel and of cuBLAS + NCCL reduce-scatter (k global)."""
+    t_cublas = cal.cublas.ms(2.0 * m * n * (k / w))
+    baseline = t_cublas + cal.reduce_scatter.ms(m * n * itemsize)
+    return {"baseline_ms": baseline, "fused_ms": cal.rs_fused_over_cublas * t_cublas, "gemm_ms": t_cublas}
+
+
+def gemm_rs_waves(m: int, n: int, w: int, block_m: int, block_n: int, sms: int) -> float:
+    """How many waves of the GPU's SMs the fused kernel's tiles fill (W shards of M/W x N)."""
+    tiles = math.ceil(m / w / block_m) * math.ceil(n / block_n)
+    return w * tiles / sms
+
+
+def gemm_rs_uses_fused(
+    m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration, block_m: int = 128, block_n: int = 256
+) -> tuple[bool, dict[str, float]]:
+    """Whether the fused Triton kernel is predicted faster, and the estimate.
+
+    Never with fewer than four waves of tiles: each program then holds one or two tiles, its pushes and its own
+    tile's wait serialize against the peer's (measured 2.4-4.5 ms against 0.2-0.4 ms for matmul + NCCL at M =
+    1024-2048, N, K >= 4096 on 2 x H100), and the model's per-GEMM ratio does not hold there.
+    """
+    estimate = gemm_rs_estimate(m, n, k, itemsize, w, cal)
+    estimate["waves"] = gemm_rs_waves(m, n, w, block_m, block_n, cal.sms)
+    fused = w > 1 and estimate["waves"] >= 4 and estimate["fused_ms"] <= MARGIN * estimate["baseline_ms"]
+    return fused, estimate
+
+
+def with_extra(cal: Calibration, **changes: float) -> Calibration:
+    """``cal`` with some fields replaced (tests, what-if estimates)."""
+    return dataclasses.replace(cal, **changes)

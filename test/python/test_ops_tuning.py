@@ -1,0 +1,122 @@
+"""ops.tuning: tables read from disk are never trusted (F6), writes are atomic, calibrations round-trip and are
+validated, an uncalibrated GPU runs the unfused path, and the cost model's choices follow its calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from triton_dist.ops import tuning
+from triton_dist.ops.tuning import calibration as cal_mod
+from triton_dist.ops.tuning import cost_model_module as cm
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRITON_DIST_CACHE_DIR", str(tmp_path))
+    cal_mod.forget()
+    yield tmp_path
+    cal_mod.forget()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe not utf-8", b"[1, 2, 3]", b'"text"', b"{" * 5000, b'{"k": 5}', b'{"k": {"config": [1]}}', b"{bad"],
+    ids=["utf8", "list", "string", "deep", "scalar-entry", "list-config", "invalid-json"],
+)
+def test_malformed_tables_are_ignored_with_one_warning(cache, content) -> None:
+    path = cache / "tuning.json"
+    path.write_bytes(content)
+    tuning.tables._warned.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert tuning.lookup_entry("k") is None
+        assert tuning.lookup("ag_gemm", 1, 2, 3, torch.bfloat16, 2, "G") is None
+    assert len([w for w in caught if "tuning table" in str(w.message)]) == 1, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("chunk_tiles", float("nan")), ("chunk_tiles", 1e30), ("chunk_tiles", 2**70), ("flatten_peers", "no"),
+     ("chunk_tiles", True), ("producer", 7), ("unknown", 1)],
+)  # fmt: skip
+def test_entries_with_fields_of_the_wrong_type_are_rejected(cache, field, value) -> None:
+    good = tuning.OverlapConfig().as_dict()
+    with pytest.raises(ValueError, match=field):
+        tuning.OverlapConfig.from_dict({**good, field: value})
+    matmul = {**good["matmul"], "block_m": value if field == "chunk_tiles" else 128}
+    if field == "chunk_tiles":
+        with pytest.raises(ValueError, match="block_m"):
+            tuning.OverlapConfig.from_dict({**good, "matmul": matmul})
+    entry = tuning.key("ag_gemm", 4096, 1024, 2048, torch.bfloat16, 2, "G")
+    (cache / "tuning.json").write_text(json.dumps({entry: {"config": {**good, field: value}}}, default=str))
+    with pytest.warns(UserWarning, match="invalid"):
+        assert tuning.lookup("ag_gemm", 4096, 1024, 2048, torch.bfloat16, 2, "G") is None
+
+
+def test_store_is_atomic_private_and_leaves_no_temporary(cache) -> None:
+    path = tuning.cache_path()
+    tuning.store(path, "a", tuning.OverlapConfig(), {"ms": 1.0})
+    tuning.store(path, "b", tuning.OverlapConfig(chunk_tiles=2), {"ms": 2.0})
+    assert sorted(json.loads(path.read_text())) == ["a", "b"]
+    assert os.stat(path).st_mode & 0o777 == 0o600, "a new user cache is private"
+    assert [p.name for p in cache.iterdir()] == ["tuning.json"], "no temporary file is left behind"
+    os.chmod(path, 0o640)
+    tuning.store(path, "c", tuning.OverlapConfig(), {})
+    assert os.stat(path).st_mode & 0o777 == 0o640, "a rewrite keeps the file's permissions"
+
+
+def test_calibration_round_trips_and_validates(cache) -> None:
+    ref = tuning.REFERENCE
+    assert tuning.Calibration.from_dict(json.loads(json.dumps(ref.as_dict()))) == ref
+    broken = ref.as_dict()
+    broken["push"] = {"fixed_ms": 0.0, "per_ms": -1.0}
+    with pytest.raises(ValueError, match="push"):
+        tuning.Calibration.from_dict(broken)
+    broken = {**ref.as_dict(), "sms": 1.5}
+    with pytest.raises(ValueError, match="sms"):
+        tuning.Calibration.from_dict(broken)
+    rate = tuning.Rate.fit((1e9, 1.1), (9e9, 2.7))
+    assert math.isclose(rate.ms(1e9), 1.1) and math.isclose(rate.ms(9e9), 2.7)
+
+
+def test_an_uncalibrated_gpu_warns_once_and_runs_unfused(cache, monkeypatch) -> None:
+    monkeypatch.setenv(cal_mod.CALIBRATE_ENV, "0")
+    world = SimpleNamespace(world_size=1, group=None)
+    with pytest.warns(UserWarning, match="unfused"):
+        assert tuning.calibration_for(world, "GPU Nobody Knows") is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tuning.calibration_for(world, "GPU Nobody Knows") is None, "asked again: no second warning"
+
+
+def test_a_stored_calibration_is_found_user_cache_first(cache) -> None:
+    mine = cm.with_extra(tuning.REFERENCE, gpu="G", ag_fused_extra_ms=0.5)
+    tuning.store(cal_mod.user_calibrations(), cal_mod.calibration_key("G", 2), mine, {})
+    assert cal_mod.stored("G", 2) == mine
+    assert cal_mod.stored("G", 4) is None
+    committed = tuning.read_table(cal_mod.PACKAGE_CALIBRATIONS)
+    for entry in committed.values():
+        tuning.Calibration.from_dict(entry["config"])  # every committed calibration is valid
+
+
+def test_cost_model_follows_the_calibration() -> None:
+    ref = tuning.REFERENCE
+    # The own shard's GEMM outlasts the push of the other: one chunk (two driver calls per peer per call).
+    config = cm.ag_gemm_fused_config(8192, 28672, 4096, 2, 2, ref)
+    assert config.chunk_tiles * 128 >= 4096
+    # A slow GEMM of ours: fusion never pays.
+    slow = cm.with_extra(ref, ours=tuning.Rate(0.0, ref.cublas.per_ms / 2))
+    assert tuning.cost_model("ag_gemm", 8192, 28672, 4096, 2, 2, slow)[0].backend == "nccl"
+    # Fast links and an equal GEMM: fusion wins where communication is a large share.
+    fast = cm.with_extra(ref, ours=ref.cublas, ag_fused_extra_ms=0.0)
+    assert tuning.cost_model("ag_gemm", 8192, 4096, 12288, 2, 2, fast)[0].backend == "fused"
+    assert tuning.cost_model("ag_gemm", 8192, 4096, 12288, 2, 1, fast)[0].backend == "nccl", "one rank"
+    fused, estimate = tuning.gemm_rs_uses_fused(2048, 4096, 8192, 2, 2, ref)
+    assert not fused and estimate["waves"] < 4, "the small-M regime is never fused"
