@@ -25,6 +25,7 @@ Writes bench/results/sweep_<gpu>.md, .json and .png (speedup per row, both timin
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import statistics
 import sys
 import time
@@ -267,7 +268,9 @@ def main() -> int:
     results = []
     for op, model, layer, m, n, k in rows_to_run(models, args.ops.split(",")):
         begun = time.time()
+        faulthandler.dump_traceback_later(120)  # a row stuck for 2 minutes prints where every rank is
         row = run_row(op, m, n, k, dtype, args.reps)
+        faulthandler.cancel_dump_traceback_later()
         row.update(op=op, model=model.name, layer=layer, m=m, n=n, k=k)
         row["speedup"] = float(row["base_ms"]) / float(row["ours_ms"])
         row["speedup_2"] = float(row["base_ms_2"]) / float(row["ours_ms_2"])
