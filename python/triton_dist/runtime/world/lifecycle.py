@@ -116,6 +116,19 @@ def init(
             value does not).
 
     Calling ``init()`` again with the same arguments returns the existing world.
+
+    Raises:
+        TypeError, ValueError: before anything is allocated or any rank is contacted, naming the argument (or its
+            environment variable): a ``heap_size`` that is a bool, a fraction, an unreadable string, not positive,
+            or larger than the device context's int64 holds (``settings.MAX_HEAP_SIZE``); a ``timeout_s`` (or
+            ``$TRITON_DIST_TIMEOUT_S``) that is not a number, or is NaN, infinite or not positive; a
+            ``wait_timeout_s`` that is NaN, infinite or negative; a ``device`` that is neither CUDA nor CPU.
+        RuntimeError: no initialized process group; ``device=None`` without a GPU; already initialized with
+            other arguments; more than ``MAX_RANKS`` ranks; the ranks disagree on world size, heap size or device
+            type; mapping the heap failed on some rank. With ``device="cpu"`` that includes heap files (one per
+            rank of the node, ``heap_size`` bytes each) that do not fit in the free space of /dev/shm, checked
+            before any file is created, and a file whose pages cannot be reserved; no heap file is left behind.
+            These are raised on every rank, naming each failing rank.
     """
     global _world
     if not dist.is_available() or not dist.is_initialized():
