@@ -47,6 +47,7 @@ from _common import (  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops import tuning  # noqa: E402
+from triton_dist.ops.gemm_rs.op import plan_config  # noqa: E402
 from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
 from triton_dist.testing import setup_distributed  # noqa: E402
@@ -164,7 +165,7 @@ def bench_shape(
                 tuning.store(tuning.PACKAGE_TABLE, entry_key, best, {"ms": best_ms})  # type: ignore[arg-type]
         dist.barrier()
         log0(f"  tuned: {best.short()} ({best_ms:.3f} ms) -> {table_path}")
-    config = grs.choose_config(m, n, k_local, dtype, w, a.device)
+    config = plan_config(a, b, None)  # what the op runs here: the tuned entry, else the calibrated cost model
     err_ours = normwise_error(grs.gemm_rs(a, b), ref)
     err_base = normwise_error(grs.matmul_reduce_scatter(a, b), ref)
     t_ours = time_ms(lambda: grs.gemm_rs(a, b), args.warmup, args.reps)

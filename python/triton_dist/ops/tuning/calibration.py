@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import gc
+import math
 import os
 import pathlib
 import statistics
@@ -65,7 +66,17 @@ class Calibration:
     push: Rate
     ag_fused_extra_ms: float
     rs_fused_over_cublas: float
+    rs_fused_over_cublas_small_k: float = 0.0
     measured: str = ""
+
+    def rs_ratio(self, k_local: float) -> float:
+        """The fused GEMM + ReduceScatter's time over cuBLAS's GEMM alone at a per-rank K of ``k_local``:
+        interpolated in log K between the two calibration points (the kernel's main loop falls further behind
+        cuBLAS's as K grows, while its pushes are hidden best at small K)."""
+        small, large = self.rs_fused_over_cublas_small_k or self.rs_fused_over_cublas, self.rs_fused_over_cublas
+        lo, hi = math.log2(CAL_RS_SMALL_K[2] / self.world_size), math.log2(CAL_RS[2] / self.world_size)
+        where = min(1.0, max(0.0, (math.log2(max(k_local, 1.0)) - lo) / (hi - lo)))
+        return small + (large - small) * where
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -151,18 +162,22 @@ def forget() -> None:
 
 # ------------------------------------------------------------------------------------------------- measurement
 
-CAL_GEMMS = ((2048, 2048, 4096), (8192, 8192, 8192))
+CAL_GEMMS = ((4096, 4096, 8192), (8192, 8192, 8192))
 """(M, N, K) of the two GEMMs the rates are fitted through (none is a layer of the sweep)."""
 CAL_BYTES = (4 << 20, 64 << 20)
 """Message sizes the communication rates are fitted through."""
 CAL_AG = (4096, 8192, 4096)
 """Global (M, N, K) at which the fused AllGather + GEMM is measured against its model."""
-CAL_RS = (4096, 4096, 8192)
-"""Global (M, N, K) at which the fused GEMM + ReduceScatter is measured against cuBLAS's GEMM alone."""
+CAL_RS = (8192, 4096, 16384)
+CAL_RS_SMALL_K = (8192, 4096, 2048)
+"""Global (M, N, K) at which the fused GEMM + ReduceScatter is measured against cuBLAS's GEMM alone (eight waves
+of tiles at two ranks on 132 SMs, a large and a small K)."""
 
 
 def _timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
-    """Median ms of ``fn`` over ``reps`` back-to-back calls after a barrier, maximum over ranks.
+    """Median device ms of ``fn`` over ``reps`` calls, each after a device barrier with the other ranks (the GPU
+    waits in the barrier while the host enqueues, so the host's launch path is not timed: the device time the
+    cost model predicts), maximum over ranks.
 
     Private to the calibration, which runs inside an op's first call (the ops cannot depend on the testing
     package, where the benchmarks' timing lives).
@@ -170,20 +185,22 @@ def _timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
     import torch
     import torch.distributed as dist
 
+    from triton_dist import runtime as rt
+
     for _ in range(3):
         fn()
     torch.cuda.synchronize(world.device)
-    samples = []
-    for _ in range(reps):
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends, strict=True):
         if world.world_size > 1:
-            dist.barrier(group=world.group)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            rt.barrier_on_device()
         start.record()
         fn()
         end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-    value = torch.tensor([statistics.median(samples)], device=world.device)
+    torch.cuda.synchronize(world.device)
+    value = torch.tensor([statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends, strict=True))])
+    value = value.to(world.device)
     if world.world_size > 1:
         dist.all_reduce(value, op=dist.ReduceOp.MAX, group=world.group)
     return float(value.item())
@@ -264,12 +281,17 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
     fused = _timed(world, lambda: ag_ops.ag_gemm_impl(a, b, config=config))
     modelled = ag_gemm_estimate(m, n, k, 2, w, partial)["fused_ms"]
     ag_ops.clear_workspaces()
-    m, n, k = CAL_RS
-    a = torch.randn(m, k // w, device=device, dtype=dtype)
-    b = torch.randn(k // w, n, device=device, dtype=dtype)
-    rs_fused = _timed(world, lambda: rs_ops.gemm_rs_with(a, b, rs_ops.GemmRSConfig(partial_dtype="input")))
-    cublas = _timed(world, lambda: torch.matmul(a, b))
-    rs_ops.clear_workspaces()
+    ratios = []
+    for m, n, k in (CAL_RS, CAL_RS_SMALL_K):
+        a = torch.randn(m, k // w, device=device, dtype=dtype)
+        b = torch.randn(k // w, n, device=device, dtype=dtype)
+        rs_fused = _timed(world, lambda a=a, b=b: rs_ops.gemm_rs_with(a, b, rs_ops.GemmRSConfig(partial_dtype="input")))
+        cublas = _timed(world, lambda a=a, b=b: torch.matmul(a, b))
+        ratios.append(rs_fused / cublas)
+        rs_ops.clear_workspaces()
     return dataclasses.replace(
-        partial, ag_fused_extra_ms=max(0.0, fused - modelled), rs_fused_over_cublas=rs_fused / cublas
+        partial,
+        ag_fused_extra_ms=max(0.0, fused - modelled),
+        rs_fused_over_cublas=ratios[0],
+        rs_fused_over_cublas_small_k=ratios[1],
     )

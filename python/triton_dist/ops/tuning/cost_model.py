@@ -81,7 +81,7 @@ def gemm_rs_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibra
     """Predicted ms of ``gemm_rs``'s fused Triton kernel and of cuBLAS + NCCL reduce-scatter (k global)."""
     t_cublas = cal.cublas.ms(2.0 * m * n * (k / w))
     baseline = t_cublas + cal.reduce_scatter.ms(m * n * itemsize)
-    return {"baseline_ms": baseline, "fused_ms": cal.rs_fused_over_cublas * t_cublas, "gemm_ms": t_cublas}
+    return {"baseline_ms": baseline, "fused_ms": cal.rs_ratio(k / w) * t_cublas, "gemm_ms": t_cublas}
 
 
 def gemm_rs_waves(m: int, n: int, w: int, block_m: int, block_n: int, sms: int) -> float:
