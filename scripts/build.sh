@@ -47,4 +47,5 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DPython3_EXECUTABLE="$(command -v python3)"
 fi
 cmake --build "$BUILD_DIR" -j "${TRITON_DIST_JOBS:-$(nproc)}"
-echo "build: $(ls "$BUILD_DIR"/bin/triton-dist-opt) and $(ls python/triton_dist/_device/*.bc 2>/dev/null | tr '\n' ' ')"
+echo "build: $(ls "$BUILD_DIR"/bin/triton-dist-opt) and $(ls python/triton_dist/_device/*.bc 2>/dev/null | tr '\n' ' ')" \
+  "(${SECONDS} s)"

@@ -17,4 +17,4 @@ if [ "$need_apt" = 1 ]; then
 fi
 
 python3 -m pip install -q --disable-pip-version-check -r requirements.txt
-echo "setup: LLVM/MLIR $(/usr/lib/llvm-22/bin/llvm-config --version), $(python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"
+echo "setup: LLVM/MLIR $(/usr/lib/llvm-22/bin/llvm-config --version), $(python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)') (${SECONDS} s)"
