@@ -154,6 +154,7 @@ class FusedPlan:
     stream_ops: StreamOps
     no_comm: bool
     flag_count: int
+    first_copies: int  # how many copies (the first chunk for every peer) go before the GEMM's launch
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         device = a.device
@@ -169,12 +170,14 @@ class FusedPlan:
             ws.flags[: self.flag_count].copy_(ws.epoch.expand(self.flag_count))
         ops = self.stream_ops
         ops.order("ag_gemm.fork", main, side)
+        base, epoch = a.data_ptr(), ws.epoch.data_ptr()
         if not self.no_comm:
             if self.push is not None:
-                self.push.launch_on(side, a.data_ptr())
+                self.push.launch_on(side, base)
             else:
-                base, epoch = a.data_ptr(), ws.epoch.data_ptr()
-                for copy in self.copies:
+                # The first chunk for every peer before the GEMM's launch, the rest after it: the copy engine and
+                # the GEMM both start as early as the host allows, whatever the number of chunks.
+                for copy in self.copies[: self.first_copies]:
                     ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
                     ops.copy(copy.flag, epoch, 4, side)  # stream-ordered after the chunk
         if self.use_tma:
@@ -187,6 +190,10 @@ class FusedPlan:
             )
         else:
             self.gemm.launch_on(main, a.data_ptr(), ws.recv.data_ptr(), b.data_ptr(), c.data_ptr())
+        if not self.no_comm and self.push is None:
+            for copy in self.copies[self.first_copies :]:
+                ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
+                ops.copy(copy.flag, epoch, 4, side)
         ops.order("ag_gemm.join", side, main)
         return c
 
@@ -206,9 +213,17 @@ class UnfusedPlan:
     rows: int
     n: int
     k: int
+    gathered: torch.Tensor | None = None
+    """all_gather(a), kept by the plan and reused by every call that does not return it (stream order makes that
+    safe), so such a call allocates only its output."""
 
-    def run(self, a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        gathered = torch.empty((self.rows, self.k), dtype=a.dtype, device=a.device)
+    def run(self, a: torch.Tensor, b: torch.Tensor, keep_gathered: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        if keep_gathered:
+            gathered = torch.empty((self.rows, self.k), dtype=a.dtype, device=a.device)
+        else:
+            if self.gathered is None:
+                self.gathered = torch.empty((self.rows, self.k), dtype=a.dtype, device=a.device)
+            gathered = self.gathered
         dist.all_gather_into_tensor(gathered, a, group=self.group)
         c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
         torch.matmul(gathered, b, out=c)
@@ -311,6 +326,7 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
         stream_ops=stream_ops(device),
         no_comm=no_comm,
         flag_count=w * num_chunks * flags_per_chunk,
+        first_copies=w - 1,
     )
 
 
@@ -369,7 +385,7 @@ def ag_gemm_impl(
     """
     plan = plan_for(a, b, config, _no_comm)
     if isinstance(plan, UnfusedPlan):
-        c, gathered = plan.run(a, b)
+        c, gathered = plan.run(a, b, keep_gathered=return_gathered)
         return c, (gathered if return_gathered else None)
     c = plan.run(a, b)
     if not return_gathered:

@@ -42,6 +42,15 @@ CHECK_ENV = "TRITON_DIST_GEMM_RS_CHECK"
 by default only the first call of each signature is checked (it builds the plan, a collective anyway)."""
 
 
+_check_always = False
+
+
+def _read_check_env() -> None:
+    """Read ``CHECK_ENV`` (at each signature's first call: reading the environment costs microseconds per call)."""
+    global _check_always
+    _check_always = os.environ.get(CHECK_ENV) == "always"
+
+
 class GemmRsError(OpInputError):
     """Bad input to ``gemm_rs`` (raised on the host before anything is launched)."""
 
@@ -287,11 +296,16 @@ class UnfusedPlan:
     group: Any
     shard: int
     n: int
+    partial: torch.Tensor | None = None
+    """[M, N]: the partial product, kept by the plan and reused by every call (stream order makes that safe), so a
+    call allocates only its output, as the unfused code a user writes does at least."""
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        partial = torch.matmul(a, b)
+        if self.partial is None:
+            self.partial = torch.empty((a.shape[0], self.n), dtype=a.dtype, device=a.device)
+        torch.matmul(a, b, out=self.partial)
         out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
-        dist.reduce_scatter_tensor(out, partial, group=self.group)
+        dist.reduce_scatter_tensor(out, self.partial, group=self.group)
         return out
 
 
@@ -401,9 +415,10 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = Non
         signature = None
     plan = _plans.get(signature) if signature is not None else None
     if plan is not None:
-        if os.environ.get(CHECK_ENV) == "always" and not torch.cuda.is_current_stream_capturing():
+        if _check_always and not torch.cuda.is_current_stream_capturing():
             _plans.agree(_described(a, b, plan_config(a, b, config)), again=True)
         return plan
+    _read_check_env()
     world = gpu_world("gemm_rs", GemmRsError)
     check_inputs(a, b, world.world_size, world.device)
     chosen = plan_config(a, b, config)

@@ -34,16 +34,21 @@ REFERENCE = Calibration(
 """The rates the first cost model used (2 x H200, 2026-11-23), for code that has no GPU to calibrate on."""
 
 _BLOCK_M = HOPPER_CANDIDATES[0].block_m
+MAX_CHUNKS = 4
+"""At most this many chunks per shard: each costs the host two driver calls per peer and call (16 chunks took
+~100 us of host time per call on 2 x H100, which delayed the GEMM's launch), while four already let the peers' tiles
+start a quarter of a shard after their data starts to arrive."""
 
 
 def _chunk_tiles(m_local: int, w: int, t_ours: float, t_push: float) -> int:
     """Tile rows per chunk: one chunk per shard where the own shard's GEMM outlasts the pushes of all the others
-    (the data is there before it is needed, and each chunk costs two driver calls per peer on the host), else four
-    tile rows per chunk so the peers' tiles start before their shard has fully landed."""
+    (the data is there before it is needed, and each chunk costs two driver calls per peer on the host), else at
+    least four tile rows per chunk and at most ``MAX_CHUNKS`` chunks, so the peers' tiles start before their shard
+    has fully landed."""
     tile_rows = math.ceil(m_local / _BLOCK_M)
     if t_ours / w >= 1.25 * (w - 1) * t_push:
         return max(1, tile_rows)
-    return 4
+    return max(4, math.ceil(tile_rows / MAX_CHUNKS))
 
 
 def ag_gemm_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> dict[str, float]:
