@@ -38,7 +38,7 @@ def _push_kernel(a_ptr, recv_ptr, flags_ptr, epoch_ptr, M_LOCAL, K, CHUNK_ROWS, 
     shard = M_LOCAL.to(tl.int64) * K
     my_slot = recv_ptr + me.to(tl.int64) * shard
     for chunk in range(0, num_chunks):
-        lo = chunk.to(tl.int64) * CHUNK_ROWS * K
+        lo = tl.cast(chunk, tl.int64) * CHUNK_ROWS * K  # tl.cast, not .to(): mypy types a range index int
         hi = tl.minimum(lo + CHUNK_ROWS.to(tl.int64) * K, shard)
         share = tl.cdiv(tl.cdiv(hi - lo, programs), BLOCK) * BLOCK
         mine_lo = lo + pid * share

@@ -9,7 +9,7 @@ arguments that would have compiled to the same kernel.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +18,20 @@ from triton import knobs
 
 from triton_dist import runtime as rt
 
-try:  # what Triton's own launch path asks for the stream (torch.cuda.current_stream builds a Stream object first)
-    from torch._C import _cuda_getCurrentRawStream as current_raw_stream
-except ImportError:  # a torch without CUDA: there is nothing to launch on, and the fallback says so when called
 
-    def current_raw_stream(device_index: int) -> int:
-        """The current CUDA stream of device ``device_index``, as the integer handle a launcher takes."""
-        return torch.cuda.current_stream(device_index).cuda_stream
+def _current_stream_handle(device_index: int) -> int:
+    """The current CUDA stream of device ``device_index``, as the integer handle a launcher takes."""
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
+current_raw_stream: Callable[[int], int]
+"""The current CUDA stream of a device (by index), as the integer handle a launcher takes."""
+try:  # what Triton's own launch path asks for the stream (torch.cuda.current_stream builds a Stream object first)
+    from torch._C import _cuda_getCurrentRawStream
+
+    current_raw_stream = _cuda_getCurrentRawStream
+except ImportError:  # a torch without CUDA: there is nothing to launch on, and the fallback says so when called
+    current_raw_stream = _current_stream_handle
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import gc
 import math
 import os
@@ -87,7 +88,7 @@ class Calibration:
         if not isinstance(values, dict):
             raise ValueError(f"Calibration: expected an object, got {type(values).__name__}")
         values = dict(values)
-        rates = {}
+        rates: dict[str, Any] = {}  # Any: mypy cannot match a dict's values to the fields they fill
         for name in ("cublas", "ours", "allgather", "reduce_scatter", "push"):
             rate = Rate(**checked_fields(Rate, values.pop(name, None)))
             if rate.per_ms <= 0 or rate.fixed_ms < 0:
@@ -222,28 +223,27 @@ def measure(world: Any, gpu: str) -> Calibration:
         b = torch.randn(k, n, device=device, dtype=dtype)
         c = torch.empty(m, n, device=device, dtype=dtype)
         flops = 2.0 * m * n * k
-        gemm_points["cublas"].append((flops, _timed(world, lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))))
-        gemm_points["ours"].append((flops, _timed(world, lambda a=a, b=b, c=c: matmul(a, b, out=c))))
+        gemm_points["cublas"].append((flops, _timed(world, functools.partial(torch.matmul, a, b, out=c))))
+        gemm_points["ours"].append((flops, _timed(world, functools.partial(matmul, a, b, out=c))))
     comm: dict[str, list[tuple[float, float]]] = {"allgather": [], "reduce_scatter": [], "push": []}
     for nbytes in CAL_BYTES:
         elements = nbytes // 2
         shard = torch.randn(elements // w, device=device, dtype=dtype)
         gathered = torch.empty(elements, device=device, dtype=dtype)
-        comm["allgather"].append(
-            (nbytes, _timed(world, lambda s=shard, g=gathered: dist.all_gather_into_tensor(g, s, group=group)))
-        )
+        gather = functools.partial(dist.all_gather_into_tensor, gathered, shard, group=group)
+        comm["allgather"].append((nbytes, _timed(world, gather)))
         full = torch.randn(elements, device=device, dtype=dtype)
-        comm["reduce_scatter"].append(
-            (nbytes, _timed(world, lambda f=full, s=shard: dist.reduce_scatter_tensor(s, f, group=group)))
-        )
+        scatter = functools.partial(dist.reduce_scatter_tensor, shard, full, group=group)
+        comm["reduce_scatter"].append((nbytes, _timed(world, scatter)))
         if w > 1:
             buffer = rt.empty(elements, dtype=dtype)
             rt.barrier()
             peer = rt.peer_tensor(buffer, (world.rank + 1) % w)
             source = torch.randn(elements, device=device, dtype=dtype)
-            comm["push"].append((nbytes, _timed(world, lambda p=peer, s=source: p.copy_(s))))
+            push = functools.partial(peer.copy_, source)
+            comm["push"].append((nbytes, _timed(world, push)))
             rt.barrier()
-            del buffer, peer
+            del buffer, peer, push
             gc.collect()
         else:
             comm["push"].append((nbytes, 1.0))
@@ -285,8 +285,9 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
     for m, n, k in (CAL_RS, CAL_RS_SMALL_K):
         a = torch.randn(m, k // w, device=device, dtype=dtype)
         b = torch.randn(k // w, n, device=device, dtype=dtype)
-        rs_fused = _timed(world, lambda a=a, b=b: rs_ops.gemm_rs_with(a, b, rs_ops.GemmRSConfig(partial_dtype="input")))
-        cublas = _timed(world, lambda a=a, b=b: torch.matmul(a, b))
+        rs_config = rs_ops.GemmRSConfig(partial_dtype="input")
+        rs_fused = _timed(world, functools.partial(rs_ops.gemm_rs_with, a, b, rs_config))
+        cublas = _timed(world, functools.partial(torch.matmul, a, b))
         ratios.append(rs_fused / cublas)
         rs_ops.clear_workspaces()
     return dataclasses.replace(

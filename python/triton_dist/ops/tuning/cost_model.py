@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from triton_dist.ops.matmul import HOPPER_CANDIDATES
 from triton_dist.ops.tuning.calibration import Calibration, Rate
@@ -112,4 +113,5 @@ def gemm_rs_uses_fused(
 
 def with_extra(cal: Calibration, **changes: float) -> Calibration:
     """``cal`` with some fields replaced (tests, what-if estimates)."""
-    return dataclasses.replace(cal, **changes)
+    fields: dict[str, Any] = dict(changes)  # Any: mypy checks a float dict against every field's type
+    return dataclasses.replace(cal, **fields)
