@@ -1,15 +1,28 @@
 """triton_dist.ops: overlapped communication + GEMM operators built from plain ``@triton.jit`` kernels.
 
-- :func:`matmul` (``ops/matmul.py``): the persistent Hopper GEMM the fused ops are built from, standalone.
-- :func:`ag_gemm` (``ops/ag_gemm.py``): C = all_gather(A) @ B, overlapping the gather with the GEMM.
-- :func:`gemm_rs` (``ops/gemm_rs.py``): this rank's row shard of sum over ranks of A_r @ B_r (GEMM + reduce-scatter).
-- :func:`all_reduce` (``ops/all_reduce/``): one-launch one-shot / two-shot all-reduce for decode-size messages.
-- :func:`gemm_ar` (``ops/gemm_ar/``): sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce
-  in one kernel.
-- :func:`flash_decode` (``ops/flash_decode/``): decode attention over a KV cache split across ranks along the
-  sequence, partial results combined inside the one kernel.
-- ``ops/tuning.py``: the joint (GEMM tile x chunk x producer x tile order) configurations, their on-disk cache and
-  the cost model for shapes never tuned.
+The ops (each importable from here; all but ``matmul`` also registered as ``torch.ops.triton_dist.<name>``):
+
+- :func:`matmul`: the persistent Hopper GEMM the fused ops are built from, standalone.
+- :func:`ag_gemm`: C = all_gather(A) @ B, overlapping the gather with the GEMM.
+- :func:`gemm_rs`: this rank's row shard of sum over ranks of A_r @ B_r (GEMM + reduce-scatter).
+- :func:`all_reduce`: one-launch one-shot / two-shot all-reduce for decode-size messages.
+- :func:`gemm_ar`: sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce in one kernel.
+- :func:`flash_decode`: decode attention over a KV cache split across ranks along the sequence, partial results
+  combined inside the one kernel.
+
+Layout: each op is a package ``ops/<op>/`` split by role, its ``__init__.py`` documenting the op and exporting its
+public names:
+
+- ``kernels.py``: the device code (``@triton.jit`` kernels and helpers);
+- ``config.py`` (``selection.py`` for ``ag_gemm``): the configuration dataclass, the defaults, and the choice of a
+  configuration for a call (tuned table, else cost model or heuristic);
+- ``op.py``: the host op: input checks, the per-signature plan, the launches, the torch custom op.
+
+Shared by every op: ``ops/common/`` (input errors, the plan cache, the workspace and side-stream registry, launches
+of compiled kernels without Triton's generic path, device-side call epochs and flag rounds) and ``ops/tuning/``
+(the tuned tables ``ops/tuned_configs.json`` and the user's cache, per-GPU calibrations, the cost model for shapes
+never tuned). An op imports another op only through that op's public names (``ag_gemm`` and ``gemm_rs`` build on
+``matmul``'s building blocks), and nothing here imports ``triton_dist.testing``.
 """
 
 from __future__ import annotations

@@ -229,7 +229,7 @@ def table_key(world_size: int, gpu: str) -> str:
 
 def heuristic_config(nbytes: int, world_size: int) -> AllReduceConfig:
     """A config without measurements for this GPU and world size: the one-shot push up to 256 KiB (less for many
-    ranks; on 2 x H100 it beat the pull one-shot at every size from 64 KiB to 8 MiB), else two-shot."""
+    ranks), else two-shot. The push, not the pull one-shot: it was the faster of the two at every size compared."""
     if nbytes <= (512 << 10) // max(1, world_size):
         return AllReduceConfig("one_shot_push", max(1, min(32, nbytes // (8 << 10))), 4)
     return AllReduceConfig("two_shot", max(8, min(SLOTS["two_shot"], nbytes // (64 << 10))), 8)

@@ -27,8 +27,8 @@
   polls (``LL_WATCHED_POLL_PASSES``) and one reduction per call of whether any word missed them; only then does
   it wait with ``dl.wait`` on the high half of each missing word in turn (``_ll_receive_late``), so a dead peer
   ends in the watchdog's ``WaitTimeoutError`` naming that word, as in every other kernel.
-  The committed 2 x H200 table runs it up to 64 KiB; the tuner (``bench/all_reduce.py --tune``) offers it, and a
-  config can force it.
+  The committed tables (``ops/tuning``) pick it per GPU and size; the tuner (``bench/all_reduce.py --tune``)
+  offers it, and a config can force it.
 
 Every rank sums the ranks' values in the same order (rank 0, 1, ...), and a two-shot chunk is reduced by one rank
 only, so all ranks get bit-identical results.

@@ -38,9 +38,9 @@ MIN_FLAGS = 1 << 10
 MAX_SPLITS = 128
 COMBINERS = 4
 """The most combining programs per (sequence, KV head) on each rank (``choose_combiners``), each for ``HEAD_DIM /
-COMBINERS`` = 32 of the output's columns (a 128-byte segment of every record row). One combiner per group took 7.25
-us to combine 32 records at batch 1, 2 ranks, 64k tokens per rank (2 x H100, in-kernel %globaltimer stamps: eight
-dependent steps of four records); four combiners over a quarter of the columns each load every record at once."""
+COMBINERS`` = 32 of the output's columns (a 128-byte segment of every record row). One combiner per group combines
+its records in several dependent steps (a full-width tile holds only a few of them); four combiners over a quarter
+of the columns each load every record at once."""
 COMBINE_TILE_FLOATS = 8192
 """The most floats a combiner loads per step: an [RG, CHUNK, 32] fp32 tile, 64 registers per thread at 4 warps."""
 BLOCK_NS = (16, 32, 64, 128)
@@ -90,9 +90,8 @@ class FlashDecodeConfig:
 def default_config(backend: str) -> FlashDecodeConfig:
     """The config a call without one uses on a Triton backend (``"cuda"`` / ``"hip"``).
 
-    NVIDIA: 128-token key blocks, measured on one H200 (world size 1, bench/flash_decode.py, graphed): 8-13% faster
-    than 64-token blocks at batch 1 (32k-256k tokens), within 1% at batch 8 (bench/results/flash_decode_1gpu.md).
-    AMD keeps 64 (128 at 3 stages exceeds its 64 KiB of LDS)."""
+    NVIDIA: 128-token key blocks, faster than 64-token blocks at batch 1 and as fast at batch 8
+    (bench/flash_decode.py, graphed). AMD keeps 64 (128 at 3 stages exceeds its 64 KiB of LDS)."""
     return FlashDecodeConfig(block_n=128) if backend == "cuda" else FlashDecodeConfig()
 
 
@@ -132,10 +131,9 @@ def choose_splits(
     one split does not fit: the call then raises, naming the workspace).
 
     Whole waves of producers: one per SM when there are few (sequence, KV head) groups (at most a quarter of the
-    SMs: every combiner then has many splits to combine, so fewer, longer producers win), else two per SM. Measured
-    on one H200 (world size 1, GQA 64/8, bench/results/flash_decode_1gpu.md, forced split counts, graphed): batch 1
-    was fastest at 16 splits (128 programs) at 32k and 128k tokens (the earlier rule's 33 took 1.6x / 1.1x as long),
-    batch 8 at 4 splits (256 programs) at 32k, 128k and 256k (the earlier 5: 1.08-1.10x)."""
+    SMs: every combiner then has many splits to combine, so fewer, longer producers win), else two per SM. With the
+    split count forced (bench/flash_decode.py, graphed), these counts were the fastest at batch 1 and batch 8 over
+    32k-256k tokens, and more splits per group were slower."""
     groups = batch * kv_heads
     if groups == 0:
         return 1
@@ -151,10 +149,9 @@ def choose_combiners(groups: int, sms: int) -> int:
     """Combiner programs per (sequence, KV head): ``COMBINERS`` while the groups' combiners fit one wave of the
     ``sms`` SMs, else the largest power of two that does (at least 1). A combiner takes an SM slot like a producer
     (with the default key block the kernel's shared memory leaves room for one program per SM on sm_90), so with
-    many groups more combiners would cost more than the shorter combine saves. Measured on 2 x H100 (GQA 64/8,
-    bench/results/flash_decode_2xH100.md and docs/results/2026-11-26-2xH100-session16.md): at batch 1 (8 groups) 2,
-    4 and 8 combiners took 99.0 / 98.7 / 98.8 µs at 128k tokens, 1 took 105.1; at batch 8 (64 groups) 2 were
-    0.3-2.2 µs faster than 4 (32k-256k); batches of 17 and more (over 132 groups on 132 SMs) get 1, not measured."""
+    many groups more combiners would cost more than the shorter combine saves: with few groups any count from 2 to
+    8 beats one, and where the groups fill half the SMs two beat four. With more groups than SMs the rule gives 1,
+    not measured."""
     fit = max(1, sms // max(1, groups))
     return min(COMBINERS, 1 << (fit.bit_length() - 1))
 

@@ -147,9 +147,8 @@ def _combine_records(
     fixed, so every rank gets the same bits.
 
     The tiles are [row, record, dim] with the record axis second (with records first, each step paid eight
-    barriers: about 2.9 us per step on one H200, bench/results/flash_decode_anatomy.md). What costs is the number of
-    dependent steps (about 0.9 us each on 2 x H100): ``combine_chunk`` makes it one for up to 32 records of an
-    8-head group."""
+    barriers). What costs is the number of dependent steps: ``combine_chunk`` makes it one for up to 32 records of
+    an 8-head group."""
     RECORD: tl.constexpr = GROUP * D + _RECORD_PAD
     chunk = tl.arange(0, CHUNK)
     rows = tl.arange(0, RG)

@@ -23,7 +23,7 @@ Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_a
 
 The cuBLAS path (``GemmARConfig(gemm="cublas")``): ``torch.matmul`` into the output, then ``ops.all_reduce`` of it in
 place, two launches. ``default_config`` takes it on NVIDIA where it measured faster than the fused kernel: above 64
-rows, where the fused kernel's GEMM is 1.2-1.7x slower than cuBLAS, and at 17-32 rows with a short split K.
+rows, where the fused kernel's GEMM is slower than cuBLAS's, and at 17-32 rows with a short split K.
 
 Split K (``GemmARConfig(split_k=2..16)``; ``tile_config`` splits at M <= 32 where N's 64-column tiles leave SMs idle,
 see ``split_k_default``): when the output has fewer tiles than the GPU has SMs (e.g. N = 5120 in 64-column tiles: 80

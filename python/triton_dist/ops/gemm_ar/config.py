@@ -101,13 +101,11 @@ def default_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | Non
     above ``CUBLAS_ABOVE_M`` rows, and for 17-32 rows where ``tile_config`` splits a K of at most
     ``CUBLAS_SPLIT_K_MAX_K``; otherwise the fused kernel with ``tile_config``'s tile.
 
-    Measured on 2 x H200 (bench/gemm_ar.py, every candidate graphed in one run, 2026-11-23; docs/results/
-    2026-11-23-2xH200-session13.md): at M = 128 and 256 the fused kernel's GEMM alone takes 1.2-1.7x
-    ``torch.matmul``'s time, more than the all-reduce it hides, and cuBLAS + all-reduce was faster on all four
-    layers but one, a tie (Llama-3-70B o_proj M = 128: 33.2 against 33.1 us); at M <= 32 the fused kernel won on
-    every layer (by 1-5 us) except Qwen3-32B o_proj at M = 32 (K/W = 4096, split in 3: 18.4 against 15.9 us), where
-    the split-K kernel's two flag rounds and fp32 exchange outweigh a short K loop; its down_proj (K/W = 12800, also
-    split) stayed fused (42.9 against 44.7). AMD keeps the fused kernel (not measured there)."""
+    Why (bench/gemm_ar.py, every candidate graphed): above 64 rows the fused kernel's GEMM alone is slower than
+    ``torch.matmul`` by more than the all-reduce it hides, so cuBLAS + all-reduce is at least as fast. At 32 rows
+    and fewer the fused kernel wins, except where its tile splits a short K: the split-K kernel's two flag rounds
+    and fp32 exchange then outweigh the short K loop (a long K, split too, stays fused). AMD keeps the fused kernel
+    (the cuBLAS path was not measured there)."""
     tile = tile_config(m, n, k, backend, sms)
     short_split = 16 < m <= 32 and tile.split_k > 1 and k <= CUBLAS_SPLIT_K_MAX_K
     if backend == "cuda" and (m > CUBLAS_ABOVE_M or short_split):
@@ -141,20 +139,15 @@ def tile_config(m: int, n: int, k: int, backend: str = "cuda", sms: int | None =
     full bandwidth), larger ones for larger M; ``backend`` is Triton's (``"cuda"`` / ``"hip"``: AMD gets at most
     ``AMD_MAX_STAGES``).
 
-    Measured on one H200 at the per-rank sizes of 2 ranks (bench/gemm_ar_tiles.py, GEMM alone,
-    bench/results/gemm_ar_tiles.md): M in (64, 128] with 8 warps and 5 stages took M = 128 from 1.32-1.71x
-    matmul's time to 1.16-1.54x; M in (16, 64] uses 5 stages instead of 4 (M = 32: faster on every layer in two
-    sessions, by 3-5%; M = 64: faster on 3 of 4 layers by up to 5%, 3.5% slower on Qwen3 o_proj;
-    docs/results/2026-11-23-shared-gpu.md); at M <= 16 neither stage count won consistently; at M = 256 the
-    4-warp, 4-stage tile stayed the fastest tried.
+    The tiles are the fastest of those tried on the benchmark's layers at the per-rank sizes of 2 ranks
+    (bench/gemm_ar_tiles.py, GEMM alone): 8 warps and 5 stages in (64, 128] rows, 5 stages rather than 4 in
+    (16, 64]; at 16 rows and fewer neither stage count wins consistently, and above 128 rows the 4-warp, 4-stage
+    tile is the fastest tried.
 
     ``sms`` (the GPU's SM count; None: not known, no split): at M <= 32 on NVIDIA, an N with fewer 64-column tiles
     than 90% of the SMs leaves SMs idle while the rest stream the weight, so such a call takes 128-column tiles
-    split along K into up to 3 pieces, as many as fit one wave (``split_k_default``). Measured on one H200
-    (2026-11-23 20:1x UTC, bench/results/gemm_ar_tiles.md): Qwen3-32B o_proj (N = 5120: 80 tiles of 64, 40 of 128)
-    went from 17.4 / 13.4 / 17.0 us at M = 1 / 8 / 32 to 10.7 / 10.9 / 13.3 (matmul: 14.2 / 10.4 / 9.8) and its
-    down_proj from 39.7 / 40.2 / 47.3 to 35.4 / 35.8 / 37.5; Llama-3-70B (N = 8192: 128 tiles of 64) was fastest
-    unsplit, as before."""
+    split along K into up to 3 pieces, as many as fit one wave (``split_k_default``): every SM then streams a part
+    of the weight. An N whose 64-column tiles fill the SMs runs fastest unsplit."""
     split = split_k_default(m, n, k, sms) if backend == "cuda" else 1
     if split > 1:
         return GemmARConfig(16 if m <= 16 else 32, 128, 128, 4, 4, split_k=split)

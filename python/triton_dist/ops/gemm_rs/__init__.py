@@ -32,7 +32,7 @@ receive slot by the copy engine on a side stream (``producer="ce"``) or straight
 (one-program ``dl.wait`` / ``dl.notify`` kernels, epochs in device memory); the own shard's GEMM runs meanwhile;
 then a one-program wait kernel and an fp32 reduction kernel. Waiting is kept out of the wide reduction kernel on
 purpose: its spinning programs filled every SM and starved the peer-bound flag kernel of the side stream, which
-deadlocked both ranks (2 x H200, shard [4096, 4096]).
+deadlocked both ranks (at a [4096, 4096] shard).
 
 Which path runs for a shape (the fused kernel, the cuBLAS path, or torch.matmul + NCCL): the tuned table, else the
 calibrated cost model (``config.choose_config``); ``path_of(a, b)`` says which.

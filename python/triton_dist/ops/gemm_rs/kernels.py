@@ -276,8 +276,8 @@ def _cublas_wait_kernel(flags_ptr, epoch_ptr):
     """One program: wait until every peer's partial for this call has landed here.
 
     The reduction kernel after it on the stream does not wait itself: thousands of spinning programs would fill
-    every SM and starve the peers' flag kernels on this GPU's side stream (a deadlock seen on 2 x H200 with a
-    [4096, 4096] shard, where the waiting was inside the reduction).
+    every SM and starve the peers' flag kernels on this GPU's side stream: both ranks deadlock (they did at a
+    [4096, 4096] shard while the waiting was inside the reduction).
     """
     me = dl.rank()
     W = dl.num_ranks()

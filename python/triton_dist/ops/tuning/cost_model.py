@@ -32,13 +32,13 @@ REFERENCE = Calibration(
     rs_fused_over_cublas=1.25,
     measured="the hand-set constants of the first cost model (bench/results of 2026-11-23)",
 )
-"""The rates the first cost model used (2 x H200, 2026-11-23), for code that has no GPU to calibrate on."""
+"""The hand-set rates of the first cost model (of 2 x H200), for code that has no GPU to calibrate on."""
 
 _BLOCK_M = HOPPER_CANDIDATES[0].block_m
 MAX_CHUNKS = 4
-"""At most this many chunks per shard: each costs the host two driver calls per peer and call (16 chunks took
-~100 us of host time per call on 2 x H100, which delayed the GEMM's launch), while four already let the peers' tiles
-start a quarter of a shard after their data starts to arrive."""
+"""At most this many chunks per shard: each costs the host two driver calls per peer and call (with 16 chunks the
+host time per call delayed the GEMM's launch), while four already let the peers' tiles start a quarter of a shard
+after their data starts to arrive."""
 
 
 def _chunk_tiles(m_local: int, w: int, t_ours: float, t_push: float) -> int:
@@ -102,8 +102,8 @@ def gemm_rs_uses_fused(
     """Whether the fused Triton kernel is predicted faster, and the estimate.
 
     Never with fewer than four waves of tiles: each program then holds one or two tiles, its pushes and its own
-    tile's wait serialize against the peer's (measured 2.4-4.5 ms against 0.2-0.4 ms for matmul + NCCL at M =
-    1024-2048, N, K >= 4096 on 2 x H100), and the model's per-GEMM ratio does not hold there.
+    tile's wait serialize against the peer's (about ten times matmul + NCCL's time at M = 1024-2048, N, K >= 4096),
+    and the model's per-GEMM ratio does not hold there.
     """
     estimate = gemm_rs_estimate(m, n, k, itemsize, w, cal)
     estimate["waves"] = gemm_rs_waves(m, n, w, block_m, block_n, cal.sms)
