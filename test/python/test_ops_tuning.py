@@ -120,3 +120,40 @@ def test_cost_model_follows_the_calibration() -> None:
     assert tuning.cost_model("ag_gemm", 8192, 4096, 12288, 2, 1, fast)[0].backend == "nccl", "one rank"
     fused, estimate = tuning.gemm_rs_uses_fused(2048, 4096, 8192, 2, 2, ref)
     assert not fused and estimate["waves"] < 4, "the small-M regime is never fused"
+
+
+def test_autotune_is_opt_in_and_its_budget_is_checked(monkeypatch) -> None:
+    from triton_dist.ops.tuning import autotune
+
+    monkeypatch.delenv(autotune.AUTOTUNE_ENV, raising=False)
+    assert not autotune.enabled()
+    monkeypatch.setenv(autotune.AUTOTUNE_ENV, "1")
+    assert autotune.enabled()
+    monkeypatch.delenv(autotune.BUDGET_ENV, raising=False)
+    assert autotune.budget_s() == autotune.DEFAULT_BUDGET_S
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        monkeypatch.setenv(autotune.BUDGET_ENV, bad)
+        with pytest.raises(ValueError, match=autotune.BUDGET_ENV):
+            autotune.budget_s()
+
+
+def test_autotune_picks_the_fastest_within_the_budget_and_skips_failures() -> None:
+    from triton_dist.ops.tuning import autotune
+
+    world = SimpleNamespace(world_size=1, rank=0, group=None)
+    times = {"a": 3.0, "b": 1.0, "c": 2.0, "d": 0.5}
+    now = [0.0]
+
+    def time_ms(name: str) -> float:
+        now[0] += 1.0  # each timing costs a second of the budget
+        if name == "c":
+            raise RuntimeError("this tile does not fit")
+        return times[name]
+
+    with pytest.warns(UserWarning, match="c skipped"):
+        best, measured = autotune.pick(world, ["a", "b", "c", "d"], time_ms, budget=2.5, clock=lambda: now[0])
+    assert best == "b" and measured == {"a": 3.0, "b": 1.0}, "d comes after the budget is spent"
+    best, _ = autotune.pick(world, ["a", "b", "c", "d"], time_ms, budget=100.0, clock=lambda: now[0])
+    assert best == "d"
+    with pytest.raises(RuntimeError, match="every candidate failed"):
+        autotune.pick(world, ["c"], time_ms, budget=1.0)

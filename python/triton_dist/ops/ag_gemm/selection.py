@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -11,7 +12,7 @@ import triton
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.matmul import MatmulConfig, config_for_target, rows_fit_tma
-from triton_dist.ops.tuning import OverlapConfig
+from triton_dist.ops.tuning import OverlapConfig, autotune
 
 
 @functools.cache
@@ -38,7 +39,40 @@ def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: 
     if calibration is None:
         return OverlapConfig(backend="nccl")
     config, _ = tuning.cost_model("ag_gemm", m, n_global, k, itemsize, world_size, calibration)
+    if autotune.enabled():
+        config = _autotune(config, m_local, n, k, dtype, world_size, device, gpu)
     return config
+
+
+def _autotune(
+    modelled: OverlapConfig, m_local: int, n: int, k: int, dtype: torch.dtype, w: int, device: torch.device, gpu: str
+) -> OverlapConfig:
+    """Time the model's pick, the unfused path and neighbours of the pick on this shape; keep and store the best."""
+    from triton_dist.ops.ag_gemm.op import ag_gemm_impl
+
+    world = rt.current_world()
+    fused = (
+        modelled
+        if modelled.backend == "fused"
+        else tuning.cost_model_module.ag_gemm_fused_config(
+            m_local * w, n * w, k, torch.empty((), dtype=dtype).element_size(), w, tuning.REFERENCE
+        )
+    )
+    tile_rows = max(1, -(-m_local // fused.matmul.block_m))
+    candidates = [modelled, OverlapConfig(backend="nccl") if modelled.backend == "fused" else fused]
+    for chunk_tiles in sorted({tile_rows, max(1, -(-tile_rows // 4))} - {fused.chunk_tiles}):
+        candidates.append(dataclasses.replace(fused, chunk_tiles=chunk_tiles))
+    candidates.append(dataclasses.replace(fused, producer="sm", push_ctas=16))
+    generator = torch.Generator(device=device).manual_seed(world.rank)
+    a = torch.randn(m_local, k, dtype=dtype, device=device, generator=generator)
+    b = torch.randn(k, n, dtype=dtype, device=device, generator=generator)
+
+    def time_ms(config: OverlapConfig) -> float:
+        return tuning.calibration_module.timed(world, lambda: ag_gemm_impl(a, b, config=config))
+
+    best, measured = autotune.pick(world, candidates, time_ms, budget=autotune.budget_s())
+    autotune.remember(tuning.key("ag_gemm", m_local * w, n * w, k, dtype, w, gpu), best, measured, world)
+    return best
 
 
 def tma_fits(mm: MatmulConfig, a: torch.Tensor, b: torch.Tensor) -> bool:

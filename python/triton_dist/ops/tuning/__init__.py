@@ -4,7 +4,8 @@
   written atomically (``key``, ``lookup_entry``, ``store``, ``cache_path``);
 - ``overlap.py``: :class:`OverlapConfig`, the joint configuration of ``ag_gemm``;
 - ``calibration.py``: per-GPU measured rates, committed for 2 x H100 and 2 x H200, measured once elsewhere;
-- ``cost_model.py``: predicted times of the fused and unfused paths, and the choice for untuned shapes.
+- ``cost_model.py``: predicted times of the fused and unfused paths, and the choice for untuned shapes;
+- ``autotune.py``: opt-in (``TRITON_DIST_AUTOTUNE=1``) timing of a few candidates on a shape's first call.
 
 A call's configuration (:func:`choose`): the tuned entry for its exact problem on this GPU (user cache, then the
 package table), else the cost model on this GPU's calibration.
@@ -15,6 +16,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from triton_dist.ops.tuning import autotune
+from triton_dist.ops.tuning import calibration as calibration_module
 from triton_dist.ops.tuning import cost_model as cost_model_module
 from triton_dist.ops.tuning.calibration import Calibration, Rate, calibration_for
 from triton_dist.ops.tuning.cost_model import REFERENCE, ag_gemm_choice, ag_gemm_estimate, gemm_rs_uses_fused
@@ -93,9 +96,11 @@ __all__ = [
     "Rate",
     "StoredConfig",
     "ag_gemm_estimate",
+    "autotune",
     "cache_dir",
     "cache_path",
     "calibration_for",
+    "calibration_module",
     "choose",
     "cost_model",
     "cost_model_module",

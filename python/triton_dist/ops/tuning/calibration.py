@@ -175,13 +175,13 @@ CAL_RS_SMALL_K = (8192, 4096, 2048)
 of tiles at two ranks on 132 SMs, a large and a small K)."""
 
 
-def _timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
+def timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
     """Median device ms of ``fn`` over ``reps`` calls, each after a device barrier with the other ranks (the GPU
     waits in the barrier while the host enqueues, so the host's launch path is not timed: the device time the
     cost model predicts), maximum over ranks.
 
-    Private to the calibration, which runs inside an op's first call (the ops cannot depend on the testing
-    package, where the benchmarks' timing lives).
+    The calibration's and the opt-in autotuner's timer, which run inside an op's first call (the ops cannot depend
+    on the testing package, where the benchmarks' timing lives).
     """
     import torch
     import torch.distributed as dist
@@ -223,25 +223,25 @@ def measure(world: Any, gpu: str) -> Calibration:
         b = torch.randn(k, n, device=device, dtype=dtype)
         c = torch.empty(m, n, device=device, dtype=dtype)
         flops = 2.0 * m * n * k
-        gemm_points["cublas"].append((flops, _timed(world, functools.partial(torch.matmul, a, b, out=c))))
-        gemm_points["ours"].append((flops, _timed(world, functools.partial(matmul, a, b, out=c))))
+        gemm_points["cublas"].append((flops, timed(world, functools.partial(torch.matmul, a, b, out=c))))
+        gemm_points["ours"].append((flops, timed(world, functools.partial(matmul, a, b, out=c))))
     comm: dict[str, list[tuple[float, float]]] = {"allgather": [], "reduce_scatter": [], "push": []}
     for nbytes in CAL_BYTES:
         elements = nbytes // 2
         shard = torch.randn(elements // w, device=device, dtype=dtype)
         gathered = torch.empty(elements, device=device, dtype=dtype)
         gather = functools.partial(dist.all_gather_into_tensor, gathered, shard, group=group)
-        comm["allgather"].append((nbytes, _timed(world, gather)))
+        comm["allgather"].append((nbytes, timed(world, gather)))
         full = torch.randn(elements, device=device, dtype=dtype)
         scatter = functools.partial(dist.reduce_scatter_tensor, shard, full, group=group)
-        comm["reduce_scatter"].append((nbytes, _timed(world, scatter)))
+        comm["reduce_scatter"].append((nbytes, timed(world, scatter)))
         if w > 1:
             buffer = rt.empty(elements, dtype=dtype)
             rt.barrier()
             peer = rt.peer_tensor(buffer, (world.rank + 1) % w)
             source = torch.randn(elements, device=device, dtype=dtype)
             push = functools.partial(peer.copy_, source)
-            comm["push"].append((nbytes, _timed(world, push)))
+            comm["push"].append((nbytes, timed(world, push)))
             rt.barrier()
             del buffer, peer, push
             gc.collect()
@@ -278,7 +278,7 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
     a = torch.randn(m // w, k, device=device, dtype=dtype)
     b = torch.randn(k, n // w, device=device, dtype=dtype)
     config = ag_gemm_fused_config(m, n, k, 2, w, partial)
-    fused = _timed(world, lambda: ag_ops.ag_gemm_impl(a, b, config=config))
+    fused = timed(world, lambda: ag_ops.ag_gemm_impl(a, b, config=config))
     modelled = ag_gemm_estimate(m, n, k, 2, w, partial)["fused_ms"]
     ag_ops.clear_workspaces()
     ratios = []
@@ -286,8 +286,8 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
         a = torch.randn(m, k // w, device=device, dtype=dtype)
         b = torch.randn(k // w, n, device=device, dtype=dtype)
         rs_config = rs_ops.GemmRSConfig(partial_dtype="input")
-        rs_fused = _timed(world, functools.partial(rs_ops.gemm_rs_with, a, b, rs_config))
-        cublas = _timed(world, functools.partial(torch.matmul, a, b))
+        rs_fused = timed(world, functools.partial(rs_ops.gemm_rs_with, a, b, rs_config))
+        cublas = timed(world, functools.partial(torch.matmul, a, b))
         ratios.append(rs_fused / cublas)
         rs_ops.clear_workspaces()
     return dataclasses.replace(
