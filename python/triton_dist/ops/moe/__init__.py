@@ -1,0 +1,25 @@
+"""``moe_dispatch`` / ``moe_combine``: expert-parallel token exchange for MoE layers (DeepEP's semantics).
+
+```python
+recv_x, handle = triton_dist.ops.moe_dispatch(x, topk_idx, topk_weights, num_experts)   # normal mode
+y = my_experts(recv_x, handle.expert_counts, handle.expert_offsets)                       # unweighted outputs
+out = triton_dist.ops.moe_combine(y, handle)                                             # sum_k w_k y_k, x's dtype
+```
+
+Each rank holds tokens ``x`` [T, H] (T may differ between ranks), ``topk_idx`` [T, k] (expert ids in [0, E), -1 for
+none) and ``topk_weights`` [T, k]. Experts are split contiguously, E / W per rank. Dispatch sends each token once
+per destination rank; the receiver gets its rows grouped by local expert (see :class:`MoeHandle` for the layouts of
+``mode="normal"`` and ``mode="low_latency"``). Combine returns, for every token on its home rank,
+``sum_k w_k * y_k`` accumulated in fp32, in ``x``'s dtype.
+
+- ``config.py``: :class:`MoeError`, :class:`MoeHandle` (the layouts), the input checks, the launch constants.
+- ``reference.py``: the torch reference (one process, every rank's inputs as lists), which the tests hold the
+  kernels to.
+"""
+
+from __future__ import annotations
+
+from triton_dist.ops.moe.config import MoeError, MoeHandle, MoeStatusError
+from triton_dist.ops.moe.reference import reference_combine, reference_dispatch
+
+__all__ = ["MoeError", "MoeHandle", "MoeStatusError", "reference_combine", "reference_dispatch"]

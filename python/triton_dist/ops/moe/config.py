@@ -1,0 +1,231 @@
+"""MoE dispatch / combine: the error type, the modes, the launch constants and the buffer sizes.
+
+Experts are split contiguously over the ``W`` ranks: rank ``d`` holds experts ``[d * L, (d + 1) * L)``, ``L = E / W``
+(``local_experts``). Nothing here needs a GPU or a world.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from triton_dist.ops.common.errors import OpInputError
+
+
+class MoeError(OpInputError):
+    """Bad input to ``moe_dispatch`` / ``moe_combine`` (shapes, dtypes, devices, an expert id out of range, a
+    low-latency call over its capacity, ranks that disagree on H, dtype or the expert count)."""
+
+
+class MoeStatusError(RuntimeError):
+    """A device-side check of a dispatch failed (an expert id out of range found by the kernel), raised when the
+    status is read: at normal mode's host synchronization, or by :func:`~triton_dist.ops.moe.check_status`."""
+
+
+MODES = ("normal", "low_latency")
+"""``normal``: the output sized by one host synchronization after the counts exchange (prefill, training);
+``low_latency``: fixed buffers of ``max_tokens_per_rank``, no host synchronization (decode, CUDA graphs)."""
+
+SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+"""The dtypes of ``x`` (the payload); ``y`` in combine has ``x``'s dtype."""
+INDEX_DTYPES = (torch.int32, torch.int64)
+"""The dtypes of ``topk_idx``."""
+WEIGHT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+"""The dtypes of ``topk_weights`` (the kernels and the reference use them as fp32)."""
+
+MAX_RANKS = 64
+"""The most ranks the kernels handle (the per-rank vectors of the layout kernel are padded to a power of two)."""
+MAX_TOPK = 32
+"""The most experts per token (``topk_idx.shape[1]``)."""
+
+STATUS_BAD_EXPERT = 0
+"""Index of the status word counting ``topk_idx`` entries outside ``[-1, E)`` (the kernels skip them)."""
+STATUS_WORDS = 4
+"""Length of the int32 status tensor of a dispatch (word 0: bad expert ids; the others reserved, zero)."""
+
+COPY_PROGRAMS = 64
+"""Programs of the push, expand and combine kernels (each strides over tokens; at most the SM count at launch)."""
+BLOCK_H = 1024
+"""Elements of the hidden dimension one program moves per step (16-byte vectors when H is a multiple of 16)."""
+ROUTE_BLOCK_T = 16
+"""Tokens per step of the routing kernel's serial prefix (one step builds a [tokens * k, experts] one-hot)."""
+
+
+def local_experts(num_experts: int, world_size: int) -> int:
+    """Experts per rank, ``E / W``; raises :class:`MoeError` unless ``W`` divides ``E``."""
+    if num_experts <= 0 or num_experts % world_size:
+        raise MoeError(
+            f"moe_dispatch: num_experts ({num_experts}) must be a positive multiple of the world size "
+            f"({world_size}): experts are split contiguously, E / W per rank"
+        )
+    return num_experts // world_size
+
+
+def capacity(needed: int) -> int:
+    """Rows a normal-mode receive buffer is allocated for when ``needed`` do not fit: the next power of two (at
+    least 64), so a growing workload reallocates a logarithmic number of times."""
+    return max(64, 1 << max(0, needed - 1).bit_length())
+
+
+@dataclass
+class MoeHandle:
+    """What a dispatch tells its receiver, and what ``moe_combine`` needs to send the results home.
+
+    The receive layout (``recv_x`` and the per-row tensors below), per rank ``d`` holding local experts
+    ``l = 0 .. L-1`` (global id ``d * L + l``):
+
+    - **normal**: ``recv_x`` is [R, H], R = ``sum(expert_counts)``. Expert ``l``'s rows are
+      ``[expert_offsets[l], expert_offsets[l] + expert_counts[l])``, ordered by (source rank, source token, k). A
+      token routed to two local experts of this rank fills two rows (it crossed the link once).
+    - **low_latency**: ``recv_x`` is [L, W * max_tokens_per_rank, H] (a grouped GEMM's layout); the per-row tensors
+      are [L, W * max_tokens_per_rank]. Expert ``l``'s rows are ``recv_x[l, :expert_counts[l]]``, in the same order;
+      ``expert_offsets[l]`` is ``l * W * max_tokens_per_rank`` (its first row in ``recv_x.view(-1, H)``). Rows past
+      the count are not written by the kernels (the reference zeroes them; their meta is -1 / 0).
+
+    Per row: ``recv_src_rank`` / ``recv_src_token`` (where the token came from), ``recv_expert`` (its global
+    expert id), ``recv_topk_slot`` (its column k in the source's ``topk_idx``) and ``recv_weights`` (fp32, the
+    router weight combine applies: the expert computes ``y`` unweighted).
+    ``src_offsets[l, s]``: the first row of source ``s``'s tokens within expert ``l``'s rows (relative to the
+    expert's first row). ``num_recv_tokens``: distinct tokens received, which is what crossed the links.
+
+    ``status`` (int32 [STATUS_WORDS], kernels only): word ``STATUS_BAD_EXPERT`` counts ``topk_idx`` entries outside
+    ``[-1, E)`` that this rank's dispatch skipped; normal mode raises :class:`MoeStatusError` at its host
+    synchronization, low-latency mode leaves it for :func:`check_status` (a host synchronization of its own).
+    """
+
+    mode: str
+    rank: int
+    world_size: int
+    num_experts: int
+    num_tokens: int
+    """T of this rank: the rows combine returns."""
+    hidden: int
+    dtype: torch.dtype
+    max_tokens_per_rank: int | None
+    expert_counts: torch.Tensor
+    expert_offsets: torch.Tensor
+    src_offsets: torch.Tensor
+    recv_src_rank: torch.Tensor
+    recv_src_token: torch.Tensor
+    recv_expert: torch.Tensor
+    recv_weights: torch.Tensor
+    recv_topk_slot: torch.Tensor
+    """Per row: its ``k``, the column of the source token's ``topk_idx`` row that routed it here."""
+    num_recv_tokens: int | torch.Tensor
+    """An int (reference, normal mode) or a 0-d int32 device tensor (low-latency mode: no host synchronization)."""
+    status: torch.Tensor | None = None
+    state: Any = field(default=None, repr=False)
+    """The kernels' own tensors (routing positions, combine rows, epoch, workspace); None in the reference."""
+
+    @property
+    def local_experts(self) -> int:
+        """Experts on each rank, ``E / W``."""
+        return self.num_experts // self.world_size
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _check_tensor(name: str, value: Any, device: torch.device | None) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise MoeError(f"moe_dispatch: {name} must be a torch.Tensor, got {type(value).__name__}")
+    if device is not None and value.device != device:
+        raise MoeError(f"moe_dispatch: {name} is on {value.device}, but this rank's triton_dist device is {device}")
+    return value
+
+
+def _check_dtype(name: str, value: torch.Tensor, dtypes: tuple[torch.dtype, ...]) -> None:
+    if value.dtype not in dtypes:
+        allowed = ", ".join(_dtype_name(d) for d in dtypes)
+        raise MoeError(f"moe_dispatch: {name} has dtype {_dtype_name(value.dtype)}; supported: {allowed}")
+
+
+def check_inputs(
+    x: Any,
+    topk_idx: Any,
+    topk_weights: Any,
+    num_experts: Any,
+    world_size: int,
+    mode: Any = "normal",
+    max_tokens_per_rank: Any = None,
+    fp8: Any = False,
+    device: torch.device | None = None,
+) -> None:
+    """Raise :class:`MoeError` naming the first problem of one rank's dispatch arguments.
+
+    The order: each argument a tensor; the devices (when ``device``, this rank's triton_dist device, is given);
+    the dtypes; the shapes ([T, H], [T, k], [T, k], contiguous); the mode and the expert count (a positive
+    multiple of ``world_size``); ``fp8`` (not implemented yet); in low-latency mode ``max_tokens_per_rank``, a
+    positive int with T at most it. The expert ids' values are checked where they are read (the reference on the
+    host, the kernels on the device: ``MoeHandle.status``).
+    """
+    tensors = {"x": x, "topk_idx": topk_idx, "topk_weights": topk_weights}
+    for name, value in tensors.items():
+        _check_tensor(name, value, device)
+    _check_dtype("x", x, SUPPORTED_DTYPES)
+    _check_dtype("topk_idx", topk_idx, INDEX_DTYPES)
+    _check_dtype("topk_weights", topk_weights, WEIGHT_DTYPES)
+    if x.dim() != 2:
+        raise MoeError(f"moe_dispatch: x must be [tokens, hidden], got shape {list(x.shape)}")
+    if topk_idx.dim() != 2 or topk_idx.shape[0] != x.shape[0]:
+        raise MoeError(
+            f"moe_dispatch: topk_idx must be [tokens, k] with x's {x.shape[0]} tokens, got {list(topk_idx.shape)}"
+        )
+    if topk_weights.shape != topk_idx.shape:
+        raise MoeError(
+            f"moe_dispatch: topk_weights must have topk_idx's shape {list(topk_idx.shape)}, "
+            f"got {list(topk_weights.shape)}"
+        )
+    if not 1 <= topk_idx.shape[1] <= MAX_TOPK:
+        raise MoeError(f"moe_dispatch: k (topk_idx.shape[1]) must be in [1, {MAX_TOPK}], got {topk_idx.shape[1]}")
+    if x.shape[1] < 1:
+        raise MoeError("moe_dispatch: x has hidden size 0")
+    for name, value in tensors.items():
+        if not value.is_contiguous():
+            raise MoeError(f"moe_dispatch: {name} must be contiguous, got strides {value.stride()}")
+    if mode not in MODES:
+        raise MoeError(f"moe_dispatch: mode must be one of {list(MODES)}, got {mode!r}")
+    if isinstance(num_experts, bool) or not isinstance(num_experts, int):
+        raise MoeError(f"moe_dispatch: num_experts must be an int, got {num_experts!r}")
+    if world_size > MAX_RANKS:
+        raise MoeError(f"moe_dispatch: at most {MAX_RANKS} ranks, the world has {world_size}")
+    local_experts(num_experts, world_size)
+    if not isinstance(fp8, bool):
+        raise MoeError(f"moe_dispatch: fp8 must be True or False, got {fp8!r}")
+    if fp8:
+        raise MoeError("moe_dispatch: fp8 payloads are not implemented yet (issue 27, item 2); pass fp8=False")
+    if mode == "low_latency":
+        if isinstance(max_tokens_per_rank, bool) or not isinstance(max_tokens_per_rank, int) or max_tokens_per_rank < 1:
+            raise MoeError(
+                f"moe_dispatch: low_latency mode needs max_tokens_per_rank, a positive int, got {max_tokens_per_rank!r}"
+            )
+        if x.shape[0] > max_tokens_per_rank:
+            raise MoeError(
+                f"moe_dispatch: {x.shape[0]} tokens exceed max_tokens_per_rank={max_tokens_per_rank} (the "
+                "low-latency buffers hold that many per rank; raise it, or split the batch)"
+            )
+    elif max_tokens_per_rank is not None:
+        raise MoeError("moe_dispatch: max_tokens_per_rank is for low_latency mode; normal mode sizes its buffers")
+
+
+def check_combine_input(y: Any, handle: Any, device: torch.device | None = None) -> None:
+    """Raise :class:`MoeError` unless ``y`` fits ``handle``: a contiguous tensor of the dispatched dtype with one
+    row per received row (normal: [R, H]; low-latency: [L, W * max_tokens_per_rank, H])."""
+    if not isinstance(handle, MoeHandle):
+        raise MoeError(f"moe_combine: handle must be the MoeHandle moe_dispatch returned, got {type(handle).__name__}")
+    if not isinstance(y, torch.Tensor):
+        raise MoeError(f"moe_combine: y must be a torch.Tensor, got {type(y).__name__}")
+    if device is not None and y.device != device:
+        raise MoeError(f"moe_combine: y is on {y.device}, but this rank's triton_dist device is {device}")
+    if y.dtype != handle.dtype:
+        raise MoeError(
+            f"moe_combine: y has dtype {_dtype_name(y.dtype)}, but the dispatch moved {_dtype_name(handle.dtype)}"
+        )
+    expected = [*handle.recv_src_rank.shape, handle.hidden]
+    if list(y.shape) != expected:
+        raise MoeError(f"moe_combine: y must have shape {expected} (one row per received row), got {list(y.shape)}")
+    if not y.is_contiguous():
+        raise MoeError(f"moe_combine: y must be contiguous, got strides {y.stride()}")
