@@ -24,6 +24,9 @@ Layout, one concern per subpackage:
   the wait watchdog's host-mapped records and ``WaitTimeoutError`` (``wait_timeout``).
 - ``copy_engine``: chunk copies on a stream, each followed by a flag write a kernel can ``dl.wait`` for
   (``copy_chunks_with_flags``; its Triton flag kernel is ``flag_kernel``).
+- ``emulation/``: distributed kernels in Triton's interpreter (``TRITON_INTERPRET=1``) on a ``device="cpu"``
+  heap, one process per rank, every program on a thread; registered with the language layer and Triton's
+  interpreter when this package is imported.
 - ``world/``: the world and its synchronization: ``init``/``finalize`` (``lifecycle``), their knobs
   (``settings``), collective agreement between ranks (``rank_agreement``), host- and device-side barriers
   (``lifecycle.barrier``, ``device_barrier``, ``stream_sync``: also ``synchronize`` and ``check_wait_timeout``,
@@ -38,6 +41,7 @@ from triton_dist.compiler.context_hook import register_context_hook
 from triton_dist.runtime.context.installer import context_installer, install_context_hook
 from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
 from triton_dist.runtime.copy_engine import copy_chunks_with_flags
+from triton_dist.runtime.emulation import install as install_emulation
 from triton_dist.runtime.heap.allocator import HeapExhaustedError
 from triton_dist.runtime.heap.tensors import (
     empty,
@@ -73,6 +77,7 @@ def barrier_on_device(stream: torch.cuda.Stream | None = None) -> None:
 
 
 register_context_hook(install_context_hook, context_installer.adopt)
+install_emulation()
 
 __all__ = [
     "HeapExhaustedError",
