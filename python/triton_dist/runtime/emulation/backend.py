@@ -21,7 +21,7 @@ import triton.language as tl
 from triton.language.core import _unwrap_if_constexpr
 from triton.runtime.interpreter import TensorHandle, interpreter_builder
 
-from triton_dist.runtime.emulation import heap_check
+from triton_dist.runtime.emulation import device_library, heap_check
 from triton_dist.runtime.emulation.builder import EmulationSemantic
 from triton_dist.runtime.emulation.state import EmulationError, Program, current_program
 
@@ -58,8 +58,14 @@ def _check_pointers(program: Program, name: str, arguments: Mapping[str, Any]) -
     if addresses is None:
         return
     bad = heap_check.outside(program, addresses)
-    if name == "dl.notify" and addresses.size > 1:
-        bad &= _mask_data(arguments.get("mask"), addresses.shape).ravel()
+    if name == "dl.notify":
+        rank = _unwrap_if_constexpr(arguments.get("rank"))
+        if isinstance(rank, tl.tensor) and rank.type.is_block() and isinstance(rank.handle, TensorHandle):
+            ranks = np.atleast_1d(np.asarray(rank.handle.data)).astype(np.int64)
+            kept = _mask_data(arguments.get("mask"), ranks.shape).ravel()
+            device_library.check_ranks(program, ranks.ravel()[kept], "a rank of the tensor of ranks:")
+        if addresses.size > 1:
+            bad &= _mask_data(arguments.get("mask"), addresses.shape).ravel()
     elif name == "dl.symm_at" and addresses.size > 1:
         return  # lanes outside are poisoned in the result (heap_check), refused only when accessed
     if bad.any():
@@ -77,7 +83,7 @@ def _poison_symm_at(program: Program, arguments: Mapping[str, Any], result: Any)
     data = np.asarray(result.handle.data).astype(np.uint64, copy=True).reshape(-1)
     targets = np.asarray(_target_ranks(arguments.get("rank"), addresses.shape), dtype=np.int64).reshape(-1)
     offsets = program.launch.heap_offsets(addresses)
-    data[bad] = heap_check.poison(offsets[bad], targets[bad])
+    data[bad] = heap_check.poison(program, offsets[bad], targets[bad])
     result.handle = TensorHandle(data.reshape(np.shape(result.handle.data)), result.handle.dtype)
     return result
 

@@ -78,12 +78,13 @@ def _addresses(handle: TensorHandle) -> np.ndarray:
     return np.atleast_1d(handle.data).astype(np.int64).view(np.uint64)
 
 
-def _check_ranks(program: Program, ranks: np.ndarray) -> None:
+def check_ranks(program: Program, ranks: np.ndarray, what: str = "rank") -> None:
+    """Refuse a rank outside the world, naming the primitive, this rank and the value."""
     launch = program.launch
     bad = (ranks < 0) | (ranks >= launch.world_size)
     if bad.any():
         raise EmulationError(
-            f"triton_dist: {program.primitive} on {program.where()}: rank {int(ranks[bad][0])} is outside the world "
+            f"triton_dist: {program.primitive} on {program.where()}: {what} {int(ranks[bad][0])} is outside the world "
             f"[0, {launch.world_size})"
         )
 
@@ -91,9 +92,14 @@ def _check_ranks(program: Program, ranks: np.ndarray) -> None:
 def _symm_at(program: Program, address: TensorHandle, rank: TensorHandle, ret: Any) -> TensorHandle:
     launch = program.launch
     ranks = np.atleast_1d(rank.data).astype(np.int64)
-    _check_ranks(program, ranks)
+    if ranks.size == 1:
+        check_ranks(program, ranks)
+    else:
+        # A tensor of ranks (dl.notify's): the lanes its mask turns off may name ranks beyond the world (a
+        # tl.arange rounded up to a power of two); they are never accessed (the backend checked the others).
+        ranks = np.where((ranks < 0) | (ranks >= launch.world_size), launch.rank, ranks)
     moved = _addresses(address) - launch.bases[launch.rank] + launch.bases[ranks]
-    return _handle(moved.view(np.int64).reshape(np.shape(address.data)), ret)
+    return _handle(moved.view(np.int64).reshape(np.broadcast_shapes(np.shape(address.data), np.shape(rank.data))), ret)
 
 
 def _notify(program: Program, op: str, flag: str, remote: TensorHandle, signal: TensorHandle) -> None:

@@ -62,6 +62,8 @@ class Launch:
     aborted: threading.Event = field(default_factory=threading.Event)
     """Set when a program failed: the others' waits stop (``ProgramAborted``)."""
     errors: list[BaseException] = field(default_factory=list)
+    poisoned: list[tuple[int, int]] = field(default_factory=list)
+    """(target rank, heap offset) of each address outside the heap that ``dl.symm_at`` poisoned (``heap_check``)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail(self, error: BaseException) -> None:

@@ -1,0 +1,319 @@
+"""Distributed kernels on CPUs: ``TRITON_INTERPRET=1``, one process per rank on gloo, ``init(device="cpu")``.
+
+Run as a script under torchrun (what the tests below do, at 2 and 3 ranks), this file is the worker: every rank runs
+the kernels here through the emulation (``triton_dist.runtime.emulation``) and writes what it saw, as JSON, to
+``<out>/rank<r>.json``; the tests check each rank's record. One torchrun per world size runs every case, so the
+processes start once (starting torch and Triton is most of the time).
+
+Cases (each a kernel written only against the documented API, docs/language.md):
+
+- ``ring``: a ring all-gather, one flag per step: rank r forwards at step s the chunk it received at step s-1
+  (waiting for that step's flag, then ``consume_token``). Right at 2 and 3 ranks, over two epochs.
+- ``identity``: ``dl.rank()`` / ``dl.num_ranks()`` stored by every program of a 2-D grid.
+- ``tensors``: one ``notify`` to a tensor of ranks (``tl.arange`` rounded up to a power of two, ``mask`` cutting
+  the extra lanes) with ``sig_op="add"``, a ``wait`` on ``num_ranks()`` flags with ``cmp="ge"``, an integer
+  ``consume_token``; then a ``notify`` of a tensor of flags on one rank with a tensor ``signal``.
+- ``intra_rank``: program 0 waits for a flag that program 1 of the same rank sets (Triton's interpreter, one
+  program after the other, would never get to program 1).
+- ``timeout``: a wait on a flag no peer sets, with a 0.3 s watchdog: ``triton_dist.WaitTimeoutError`` naming the
+  rank, the kernel and the flag.
+- ``symm_at_outside`` / ``lanes_outside`` / ``notify_outside`` / ``wait_outside``: pointers outside the heap (an
+  ordinary tensor): an error naming the primitive, the rank and the offset; a tensor of pointers whose lanes
+  outside the heap (before its start) are masked off works.
+- ``before_init``: a launch before ``triton_dist.init(device="cpu")``: an error that says to call it.
+- ``plain``: a kernel without primitives runs as Triton's interpreter runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER_TIMEOUT_S = 240
+
+
+def run_torchrun(script: Path, ranks: int, args: list[str], extra_env: dict[str, str] | None = None) -> str:
+    """Run ``script`` under ``torchrun --standalone --nproc-per-node=ranks`` with ``TRITON_INTERPRET=1``; returns
+    its output, failing the test with it when the run fails."""
+    env = {
+        **os.environ,
+        "TRITON_INTERPRET": "1",
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "python"), os.environ.get("PYTHONPATH", "")) if p),
+        "OMP_NUM_THREADS": "1",
+        "TRITON_DIST_WAIT_TIMEOUT_S": "120",
+        **(extra_env or {}),
+    }
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
+    done = subprocess.run(
+        [*command, str(script), *args], capture_output=True, text=True, env=env, timeout=WORKER_TIMEOUT_S, cwd=REPO
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-6000:]
+    return output
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
+def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    ranks = request.param
+    out = tmp_path_factory.mktemp(f"emulation{ranks}")
+    run_torchrun(Path(__file__), ranks, [str(out)])
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+
+
+def test_a_ring_all_gather_with_per_step_flags_gathers_every_shard(records: list[dict[str, Any]]) -> None:
+    for rank, record in enumerate(records):
+        assert record["ring"] == record["ring_expected"], f"rank {rank}"
+
+
+def test_rank_and_num_ranks_come_from_the_world(records: list[dict[str, Any]]) -> None:
+    world = len(records)
+    for rank, record in enumerate(records):
+        assert record["identity"] == [[rank, world]] * 6, f"rank {rank}"
+
+
+def test_tensors_of_ranks_masks_counters_and_flag_tensors(records: list[dict[str, Any]]) -> None:
+    world = len(records)
+    for rank, record in enumerate(records):
+        # Every rank added 1 to flag [r] of every rank: each flag counts the ranks; the masked lanes wrote nothing.
+        assert record["tensors"]["counters"] == [1] * world + [0] * (4 - world), f"rank {rank}"
+        assert record["tensors"]["consumed"] == 7 + rank
+        # The previous rank set this rank's flags 4..7 to (its rank + 1) * 10 + lane.
+        previous = (rank - 1) % world
+        assert record["tensors"]["flags"] == [(previous + 1) * 10 + lane for lane in range(4)], f"rank {rank}"
+
+
+def test_programs_of_one_launch_run_concurrently(records: list[dict[str, Any]]) -> None:
+    for record in records:
+        assert record["intra_rank"] == [41, 41]
+
+
+def test_a_wait_no_peer_satisfies_raises_wait_timeout_error_naming_rank_and_flag(
+    records: list[dict[str, Any]],
+) -> None:
+    for rank, record in enumerate(records):
+        kind, message, fields = record["timeout"]
+        assert kind == "WaitTimeoutError"
+        assert f"dl.wait timed out on rank {rank} in kernel 'stuck'" in message
+        assert "flag 2 of the awaited flags (i32 at heap offset" in message
+        assert "never satisfied flag == 5" in message and "the last value seen was 0" in message
+        assert fields == {"rank": rank, "flag_index": 2, "expected": 5, "last_seen": 0, "program_id": 0}
+
+
+def test_pointers_outside_the_heap_name_the_primitive_rank_and_offset(records: list[dict[str, Any]]) -> None:
+    for rank, record in enumerate(records):
+        for case, primitive in (
+            ("symm_at_outside", "dl.symm_at"),
+            ("notify_outside", "dl.notify"),
+            ("wait_outside", "dl.wait"),
+            ("lanes_outside", "dl.symm_at"),
+        ):
+            kind, message = record[case]
+            assert kind == "EmulationError", (case, kind, message)
+            assert f"{primitive} on rank {rank}, kernel" in message, (case, message)
+            assert "heap offset" in message and "outside" in message, (case, message)
+        assert record["lanes_masked_off"] == record["lanes_expected"], f"rank {rank}"
+
+
+def test_a_launch_before_init_says_to_call_init_cpu(records: list[dict[str, Any]]) -> None:
+    kind, message = records[0]["before_init"]
+    assert kind == "EmulationError"
+    assert "kernel 'identity' calls triton_dist primitives" in message
+    assert "triton_dist.init(device='cpu')" in message
+
+
+def test_kernels_without_primitives_run_as_in_triton(records: list[dict[str, Any]]) -> None:
+    for record in records:
+        assert record["plain"] == [0, 2, 4, 6]
+
+
+# --- the worker (run under torchrun) ---------------------------------------------------------------------------------
+
+
+@triton.jit
+def identity(out_ptr):
+    pid = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
+    tl.store(out_ptr + 2 * pid, dl.rank())
+    tl.store(out_ptr + 2 * pid + 1, dl.num_ranks())
+
+
+@triton.jit(do_not_specialize=["epoch"])
+def ring(out_ptr, flags_ptr, epoch, N: tl.constexpr):
+    me = dl.rank()
+    world = dl.num_ranks()
+    successor = (me + 1) % world
+    offsets = tl.arange(0, N)
+    for step in range(0, world - 1):
+        chunk = (me - step + world) % world
+        src = out_ptr
+        if step > 0:  # the chunk forwarded now arrived at the previous step
+            token = dl.wait(flags_ptr + step - 1, 1, "sys", "acquire", waitValue=epoch)
+            src = dl.consume_token(out_ptr, token)
+        values = tl.load(src + chunk * N + offsets)
+        tl.store(dl.symm_at(out_ptr + chunk * N + offsets, successor), values)
+        dl.notify(flags_ptr + step, successor, signal=epoch, comm_scope="intra_node")
+    dl.wait(flags_ptr + world - 2, 1, "sys", "acquire", waitValue=epoch)
+
+
+@triton.jit
+def tensors(counters_ptr, flags_ptr, out_ptr, WORLD_POW2: tl.constexpr):
+    ranks = tl.arange(0, WORLD_POW2)
+    dl.notify(counters_ptr + dl.rank(), ranks, signal=1, sig_op="add", mask=ranks < dl.num_ranks())
+    token = dl.wait(counters_ptr, dl.num_ranks(), "sys", "acquire", waitValue=1, cmp="ge")
+    tl.store(out_ptr, dl.consume_token(7 + dl.rank(), token))
+    lanes = tl.arange(0, 4)
+    successor = (dl.rank() + 1) % dl.num_ranks()
+    dl.notify(flags_ptr + 4 + lanes, successor, signal=(dl.rank() + 1) * 10 + lanes)
+    dl.wait(flags_ptr + 4, 4, "sys", "acquire", waitValue=10, cmp="ge")
+
+
+@triton.jit
+def intra_rank(flags_ptr, out_ptr):
+    if tl.program_id(0) == 0:
+        token = dl.wait(flags_ptr, 1, "gpu", "acquire", waitValue=1)
+        tl.store(out_ptr, tl.load(dl.consume_token(out_ptr + 1, token)))
+    else:
+        tl.store(out_ptr + 1, 41)
+        dl.notify(flags_ptr, dl.rank(), signal=1, comm_scope="gpu")
+
+
+@triton.jit
+def stuck(flags_ptr):
+    dl.wait(flags_ptr, 4, "sys", "acquire", waitValue=5)
+
+
+@triton.jit
+def pull(x_ptr, out_ptr, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    tl.store(out_ptr + offsets, tl.load(dl.symm_at(x_ptr + offsets, 0)))
+
+
+@triton.jit
+def pull_masked(x_ptr, out_ptr, shift, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    mask = offsets >= 8  # lanes 0..7 point before the heap
+    tl.store(out_ptr + offsets, tl.load(dl.symm_at(x_ptr + offsets - shift, 0), mask=mask, other=-1))
+
+
+@triton.jit
+def symm_scalar(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(dl.symm_at(x_ptr, 0)))
+
+
+@triton.jit
+def notify_outside(flag_ptr):
+    dl.notify(flag_ptr, 0)
+
+
+@triton.jit
+def wait_outside(flag_ptr):
+    dl.wait(flag_ptr, 1, "sys", "acquire")
+
+
+@triton.jit
+def plain(x_ptr):
+    offsets = tl.arange(0, 4)
+    tl.store(x_ptr + offsets, offsets * 2)
+
+
+def _worker(out_dir: str) -> None:  # noqa: PLR0915 (one case after the other, in one process)
+    import torch.distributed as dist
+
+    import triton_dist
+    import triton_dist.runtime  # noqa: F401 (registers the emulation, as triton_dist.init would)
+
+    record: dict[str, Any] = {}
+
+    def outcome(launch: Any) -> list[Any]:
+        try:
+            launch()
+        except Exception as error:  # noqa: BLE001 (recorded for the test)
+            return [type(error).__name__, str(error)]
+        return ["no error", ""]
+
+    record["before_init"] = outcome(lambda: identity[(1,)](torch.zeros(2, dtype=torch.int32)))
+
+    dist.init_process_group("gloo")
+    world = triton_dist.init(heap_size="1M", device="cpu")
+    rank, size = world.rank, world.world_size
+
+    out = triton_dist.zeros(12, dtype=torch.int32)
+    identity[(3, 2)](out)
+    record["identity"] = out.view(6, 2).tolist()
+
+    n = 16
+    gathered = triton_dist.zeros(size * n, dtype=torch.float32)
+    flags = triton_dist.zeros(size, dtype=torch.int32)
+    for epoch in (1, 2):
+        gathered.zero_()
+        gathered[rank * n : (rank + 1) * n] = torch.arange(n, dtype=torch.float32) + 100 * rank + epoch
+        triton_dist.barrier()
+        ring[(1,)](gathered, flags, epoch, N=n)
+        triton_dist.barrier()
+    record["ring"] = gathered.tolist()
+    record["ring_expected"] = [float(i + 100 * r + 2) for r in range(size) for i in range(n)]
+
+    counters = triton_dist.zeros(4, dtype=torch.int32)
+    tensor_flags = triton_dist.zeros(8, dtype=torch.int32)
+    consumed = torch.zeros(1, dtype=torch.int32)
+    triton_dist.barrier()
+    tensors[(1,)](counters, tensor_flags, consumed, WORLD_POW2=4)
+    triton_dist.barrier()
+    record["tensors"] = {
+        "counters": counters.tolist(),
+        "consumed": int(consumed.item()),
+        "flags": tensor_flags[4:].tolist(),
+    }
+
+    local_flags = triton_dist.zeros(1, dtype=torch.int32)
+    local_out = torch.zeros(2, dtype=torch.int32)
+    intra_rank[(2,)](local_flags, local_out)
+    record["intra_rank"] = local_out.tolist()
+
+    stuck_flags = triton_dist.zeros(4, dtype=torch.int32)
+    stuck_flags[:2] = 5
+    triton_dist.init(heap_size="1M", device="cpu", wait_timeout_s=0.3)
+    try:
+        stuck[(1,)](stuck_flags)
+        record["timeout"] = ["no error", "", {}]
+    except triton_dist.WaitTimeoutError as error:
+        fields = {name: getattr(error.record, name) for name in ("rank", "flag_index", "expected", "last_seen")}
+        record["timeout"] = [type(error).__name__, str(error), {**fields, "program_id": error.record.program_id}]
+    triton_dist.init(heap_size="1M", device="cpu", wait_timeout_s=120)
+    triton_dist.barrier()
+
+    outside = torch.arange(8, dtype=torch.float32)  # an ordinary tensor: not on the heap
+    result = torch.zeros(8, dtype=torch.float32)
+    record["symm_at_outside"] = outcome(lambda: symm_scalar[(1,)](outside, result))
+    record["lanes_outside"] = outcome(lambda: pull[(1,)](outside, result, N=8))
+    record["notify_outside"] = outcome(lambda: notify_outside[(1,)](torch.zeros(1, dtype=torch.int32)))
+    record["wait_outside"] = outcome(lambda: wait_outside[(1,)](torch.zeros(1, dtype=torch.int32)))
+    # A 16-lane block whose first 8 lanes lie before the heap's start: masked off, they are never touched.
+    shift = world.heap.offset_of(out) // 4 + 8
+    masked = torch.full((16,), -7, dtype=torch.int32)
+    pull_masked[(1,)](out, masked, shift, N=16)
+    record["lanes_masked_off"] = masked.tolist()
+    record["lanes_expected"] = [-1] * 8 + world.heap.mapping.peers[0][:32].view(torch.int32).tolist()
+
+    plain_out = torch.zeros(4, dtype=torch.int32)
+    plain[(1,)](plain_out)
+    record["plain"] = plain_out.tolist()
+
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
+    triton_dist.finalize()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
