@@ -35,5 +35,16 @@ from triton_dist.ops.flash_decode import flash_decode
 from triton_dist.ops.gemm_ar import gemm_ar
 from triton_dist.ops.gemm_rs import gemm_rs
 from triton_dist.ops.matmul import MatmulConfig, matmul
+from triton_dist.ops.moe import moe_combine, moe_dispatch
 
-__all__ = ["MatmulConfig", "ag_gemm", "all_reduce", "flash_decode", "gemm_ar", "gemm_rs", "matmul"]
+__all__ = [
+    "MatmulConfig",
+    "ag_gemm",
+    "all_reduce",
+    "flash_decode",
+    "gemm_ar",
+    "gemm_rs",
+    "matmul",
+    "moe_combine",
+    "moe_dispatch",
+]

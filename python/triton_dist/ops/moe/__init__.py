@@ -13,6 +13,10 @@ per destination rank; the receiver gets its rows grouped by local expert (see :c
 ``sum_k w_k * y_k`` accumulated in fp32, in ``x``'s dtype.
 
 - ``config.py``: :class:`MoeError`, :class:`MoeHandle` (the layouts), the input checks, the launch constants.
+- ``kernels.py``: the five ``@triton.jit`` kernels (route, push, expand; combine push and reduce) and their
+  ordering argument.
+- ``op.py``: the checks, the per-signature plan and workspace, ``torch.ops.triton_dist.moe_dispatch`` /
+  ``moe_combine``, the public functions and :func:`check_status`.
 - ``reference.py``: the torch reference (one process, every rank's inputs as lists), which the tests hold the
   kernels to.
 """
@@ -20,6 +24,16 @@ per destination rank; the receiver gets its rows grouped by local expert (see :c
 from __future__ import annotations
 
 from triton_dist.ops.moe.config import MoeError, MoeHandle, MoeStatusError
+from triton_dist.ops.moe.op import check_status, moe_combine, moe_dispatch
 from triton_dist.ops.moe.reference import reference_combine, reference_dispatch
 
-__all__ = ["MoeError", "MoeHandle", "MoeStatusError", "reference_combine", "reference_dispatch"]
+__all__ = [
+    "MoeError",
+    "MoeHandle",
+    "MoeStatusError",
+    "check_status",
+    "moe_combine",
+    "moe_dispatch",
+    "reference_combine",
+    "reference_dispatch",
+]

@@ -229,3 +229,64 @@ def check_combine_input(y: Any, handle: Any, device: torch.device | None = None)
         raise MoeError(f"moe_combine: y must have shape {expected} (one row per received row), got {list(y.shape)}")
     if not y.is_contiguous():
         raise MoeError(f"moe_combine: y must be contiguous, got strides {y.stride()}")
+
+
+FLAG_REGION = MAX_RANKS
+"""Flags per parity before the data flags: one count flag per rank (normal mode's exchange)."""
+
+
+def pow2(n: int) -> int:
+    """The smallest power of two at least ``n`` and 2 (the kernels' padded vector lengths)."""
+    return max(2, 1 << max(0, n - 1).bit_length())
+
+
+def flag_layout(programs: int) -> dict[str, int]:
+    """The flag offsets of one parity: count flags at 0, data flags ``(source, program)`` at ``DATA_FLAGS``, combine
+    flags at ``COMBINE_FLAGS``; ``FLAGS`` is the stride between the two parities."""
+    data = FLAG_REGION
+    combine = data + MAX_RANKS * programs
+    return {"DATA_FLAGS": data, "COMBINE_FLAGS": combine, "FLAGS": combine + MAX_RANKS * programs}
+
+
+def row_stride(world_size: int, num_experts: int) -> int:
+    """The ``ROW`` of the counts matrix: ``[N per rank (pow2(W)) | C per expert (pow2(E)) | bad ids]``, padded to
+    16 int32."""
+    return (pow2(world_size) + pow2(num_experts) + 1 + 15) // 16 * 16
+
+
+def kernel_constexprs(world_size: int, num_experts: int, topk: int, programs: int) -> dict[str, dict[str, int]]:
+    """The compile-time constants of each kernel (without the mode's ``EXCHANGE`` / ``LOW_LATENCY`` and ``WORLD``)."""
+    flags = flag_layout(programs)
+    shared = {"WP": pow2(world_size), "EP": pow2(num_experts), "ROW": row_stride(world_size, num_experts)}
+    kp = pow2(topk)
+    return {
+        "route": {"K": topk, "KP": kp, **shared, "FLAGS": flags["FLAGS"], "BLOCK_T": max(1, 128 // kp)},
+        "push": {
+            "K": topk,
+            **shared,
+            "MP": pow2(1 + 3 * topk),
+            "FLAGS": flags["FLAGS"],
+            "DATA_FLAGS": flags["DATA_FLAGS"],
+            "BLOCK_H": BLOCK_H,
+        },
+        "expand": {
+            "K": topk,
+            **shared,
+            "LP": pow2(num_experts // world_size),
+            "FLAGS": flags["FLAGS"],
+            "DATA_FLAGS": flags["DATA_FLAGS"],
+            "BLOCK_H": BLOCK_H,
+        },
+        "combine_push": {
+            "K": topk,
+            "FLAGS": flags["FLAGS"],
+            "COMBINE_FLAGS": flags["COMBINE_FLAGS"],
+            "BLOCK_H": BLOCK_H,
+        },
+        "combine_reduce": {
+            "FLAGS": flags["FLAGS"],
+            "COMBINE_FLAGS": flags["COMBINE_FLAGS"],
+            "PROGRAMS": programs,
+            "BLOCK_H": BLOCK_H,
+        },
+    }

@@ -1,0 +1,416 @@
+"""The MoE dispatch / combine kernels, written for any world size (``dl.num_ranks()`` at run time).
+
+A call moves through five kernels (``op.py`` launches them; ``R`` is the ``ROW`` stride of a counts row):
+
+1. ``_route_kernel`` (one program, local): reads ``topk_idx``, skips ids outside ``[-1, E)`` (counting them in the
+   status), and computes in one serial pass over the tokens, so the positions come out in (token, k) order:
+
+   - ``tok_pos[t, d]``: the place of token ``t`` among this rank's tokens bound for rank ``d`` (-1: not bound);
+   - ``pair_pos[t, k]``: the place of pair ``(t, k)`` among this rank's pairs routed to expert ``topk_idx[t, k]``;
+   - the counts row ``[N[me, 0..W) | C[me, 0..E) | bad ids]``: tokens per destination rank, pairs per expert.
+
+   In normal mode it also pushes the row into row ``me`` of every rank's symmetric counts matrix, sets its count
+   flag on every rank (release) and waits for every rank's (acquire): every rank then holds the whole matrix and
+   writes the summary the host reads in its one synchronization (rows and tokens it receives, the buffer sizes
+   every rank needs, the bad ids of the whole world).
+2. ``_push_kernel`` (``P`` programs): each token goes once to each destination rank ``d`` it is bound for, into
+   slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t | topk_idx[t] |
+   weights (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots are packed
+   by source); low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the data. Then
+   each program sets its data flag ``(me, program)`` on every rank (release: its pushes come first).
+3. ``_expand_kernel`` (``P`` programs): waits for every ``(source, program)`` data flag (acquire), then copies each
+   received token, locally, into one row per local expert it was routed to: expert ``l``'s rows start at its
+   offset, then source ``s``'s at ``sum_{s' < s} C[s', me * L + l]``, then the pair's ``pair_pos``. It writes the
+   per-row meta, and per received token the rows combine sums (``comb_rows``, k order) and where its partial goes
+   (``comb_src``: the home rank; ``comb_dst``: the slot there).
+4. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
+   here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
+   every rank.
+5. ``_combine_reduce_kernel`` (``P`` programs): waits for every combine flag, then per home token adds the
+   partials of the ranks it went to, in rank order, in fp32, and stores the sum in ``x``'s dtype. The partial of
+   rank ``d`` sits in slot ``cbase(d) + tok_pos[t, d]``: normal ``cbase(d) = sum_{d' < d} N[me, d']``;
+   low-latency ``d * M``.
+
+Synchronization: one int32 epoch counter per rank (``epochs``), advanced by the route kernel and written into the
+call's ``epoch`` tensor, which every later kernel of the call (and its combine) reads, so nothing comes from the
+host and a CUDA-graph replay advances like an eager call. Flags only take epoch values (``dl.wait`` with ``eq``).
+Every symmetric buffer (counts, tokens, meta, combine, flags) has two halves by epoch parity. Ordering argument:
+a peer ``q`` writes parity ``p`` at epoch ``e + 2`` only after waiting, at ``e + 1``, for a flag this rank set at
+``e + 1`` after it finished reading epoch ``e``'s data (stream order: a dispatch's expand precedes the next
+dispatch's route or push; combine ``e``'s reduce precedes dispatch ``e + 2``, the caller's one rule: at most two
+dispatch/combine pairs in flight). A single half would let a peer one call ahead overwrite what this rank still
+reads.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+import triton_dist.language as dl
+from triton_dist.ops.common.flags import notify_every_rank
+
+
+@triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
+def _route_kernel(
+    idx_ptr,
+    tok_pos_ptr,
+    pair_pos_ptr,
+    row_ptr,
+    info_ptr,
+    epoch_ptr,
+    T,
+    epochs_ptr,
+    counts_ptr,
+    flags_ptr,
+    E,
+    L,
+    K: tl.constexpr,
+    KP: tl.constexpr,
+    WP: tl.constexpr,
+    EP: tl.constexpr,
+    ROW: tl.constexpr,
+    FLAGS: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    EXCHANGE: tl.constexpr,
+    WORLD: tl.constexpr,
+):
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    epoch = tl.load(epochs_ptr) + 1
+    tl.store(epochs_ptr, epoch)
+    tl.store(epoch_ptr, epoch)
+    parity = epoch % 2
+    experts = tl.arange(0, EP)
+    dests = tl.arange(0, WP)
+    slots = tl.arange(0, KP)
+    expert_run = tl.zeros([EP], dtype=tl.int32)
+    dest_run = tl.zeros([WP], dtype=tl.int32)
+    bad = tl.zeros([BLOCK_T, KP], dtype=tl.int32)
+    for t0 in range(0, T, BLOCK_T):
+        tokens = t0 + tl.arange(0, BLOCK_T)
+        inside = (tokens < T)[:, None] & (slots < K)[None, :]
+        idx = tl.load(idx_ptr + tokens[:, None] * K + slots[None, :], mask=inside, other=-1).to(tl.int32)
+        wrong = (idx < -1) | (idx >= E)
+        bad += wrong.to(tl.int32)
+        idx = tl.where(wrong, -1, idx)
+        # Pairs in (token, k) order: the place of each among this rank's pairs to its expert.
+        flat = tl.reshape(idx, [BLOCK_T * KP])
+        onehot = (flat[:, None] == experts[None, :]).to(tl.int32)
+        before = tl.cumsum(onehot, axis=0) - onehot + expert_run[None, :]
+        place = tl.sum(onehot * before, axis=1)
+        place = tl.reshape(tl.where(flat >= 0, place, -1), [BLOCK_T, KP])
+        tl.store(pair_pos_ptr + tokens[:, None] * K + slots[None, :], place, mask=inside)
+        expert_run += tl.sum(onehot, axis=0)
+        # Tokens: bound for rank d if any of their experts lives there; their place among this rank's tokens to d.
+        dest_of = tl.where(idx >= 0, idx // L, -1)
+        bound = tl.max((dest_of[:, :, None] == dests[None, None, :]).to(tl.int32), axis=1)
+        token_place = tl.where(bound > 0, tl.cumsum(bound, axis=0) - bound + dest_run[None, :], -1)
+        in_world = (tokens < T)[:, None] & (dests < ranks)[None, :]
+        tl.store(tok_pos_ptr + tokens[:, None] * ranks + dests[None, :], token_place, mask=in_world)
+        dest_run += tl.sum(bound, axis=0)
+    bad_ids = tl.sum(tl.sum(bad, axis=1), axis=0)
+    tl.store(row_ptr + dests, dest_run, mask=dests < ranks)
+    tl.store(row_ptr + WP + experts, expert_run, mask=experts < E)
+    tl.store(row_ptr + WP + EP, bad_ids)
+    tl.store(info_ptr + 4, bad_ids)  # the status, word 0: this rank's skipped ids
+    if EXCHANGE:
+        matrix = counts_ptr + parity * WP * ROW
+        for peer in range(0, ranks):
+            remote = dl.symm_at(matrix + me * ROW, peer)
+            tl.store(remote + dests, dest_run, mask=dests < ranks)
+            tl.store(remote + WP + experts, expert_run, mask=experts < E)
+            tl.store(remote + WP + EP, bad_ids)
+        count_flags = flags_ptr + parity * FLAGS
+        notify_every_rank(count_flags + me, epoch, ranks, WORLD)
+        token = dl.wait(count_flags, ranks, "sys", "acquire", waitValue=epoch)
+        matrix = dl.consume_token(matrix, token)
+        sources = tl.arange(0, WP)
+        live = (sources < ranks)[:, None] & (dests < ranks)[None, :]
+        n = tl.load(matrix + sources[:, None] * ROW + dests[None, :], mask=live, other=0)  # N[source, dest]
+        mine = (sources < ranks)[:, None] & (experts >= me * L)[None, :] & (experts < (me + 1) * L)[None, :]
+        c = tl.load(matrix + sources[:, None] * ROW + WP + experts[None, :], mask=mine, other=0)
+        world_bad = tl.sum(tl.load(matrix + sources * ROW + WP + EP, mask=sources < ranks, other=0), axis=0)
+        tl.store(info_ptr + 0, tl.sum(tl.sum(c, axis=1), axis=0))  # rows this rank receives
+        tl.store(info_ptr + 1, tl.sum(tl.sum(tl.where(dests[None, :] == me, n, 0), axis=1), axis=0))  # tokens
+        tl.store(info_ptr + 2, tl.max(tl.sum(n, axis=0), axis=0))  # token slots the busiest receiver needs
+        tl.store(info_ptr + 3, tl.max(tl.sum(n, axis=1), axis=0))  # combine slots the busiest home rank needs
+        tl.store(info_ptr + 5, world_bad)
+
+
+@triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
+def _push_kernel(
+    x_ptr,
+    idx_ptr,
+    w_ptr,
+    tok_pos_ptr,
+    pair_pos_ptr,
+    row_ptr,
+    epoch_ptr,
+    T,
+    tokens_ptr,
+    meta_ptr,
+    counts_ptr,
+    flags_ptr,
+    H,
+    CAP,
+    M,
+    E,
+    K: tl.constexpr,
+    WP: tl.constexpr,
+    EP: tl.constexpr,
+    MP: tl.constexpr,
+    ROW: tl.constexpr,
+    FLAGS: tl.constexpr,
+    DATA_FLAGS: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    LOW_LATENCY: tl.constexpr,
+    WORLD: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    META: tl.constexpr = 1 + 3 * K
+    token_buf = tokens_ptr + parity * CAP * H
+    meta_buf = meta_ptr + parity * CAP * META
+    matrix = counts_ptr + parity * WP * ROW
+    dests = tl.arange(0, WP)
+    if LOW_LATENCY:
+        base = me * M + tl.zeros([WP], dtype=tl.int32)
+    else:  # packed by source: the slots of the ranks before me (the counts matrix the route kernel gathered)
+        base = tl.zeros([WP], dtype=tl.int32)
+        for source in range(0, me):
+            base += tl.load(matrix + source * ROW + dests, mask=dests < ranks, other=0)
+    cols = tl.arange(0, MP)
+    h = tl.arange(0, BLOCK_H)
+    for t in range(pid, T, programs):
+        is_idx = (cols >= 1) & (cols <= K)
+        is_w = (cols > K) & (cols <= 2 * K)
+        is_pos = (cols > 2 * K) & (cols < META)
+        row = tl.where(is_idx, tl.load(idx_ptr + t * K + cols - 1, mask=is_idx, other=0).to(tl.int32), t)
+        weights = tl.load(w_ptr + t * K + cols - 1 - K, mask=is_w, other=0.0).to(tl.float32)
+        row = tl.where(is_w, weights.to(tl.int32, bitcast=True), row)
+        row = tl.where(is_pos, tl.load(pair_pos_ptr + t * K + cols - 1 - 2 * K, mask=is_pos, other=0), row)
+        places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
+        for dest in range(0, ranks):
+            place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
+            if place >= 0:
+                slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
+                remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                tl.store(remote_meta + cols, row, mask=cols < META)
+                remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                for h0 in range(0, H, BLOCK_H):
+                    offs = h0 + h
+                    values = tl.load(x_ptr + t.to(tl.int64) * H + offs, mask=offs < H)
+                    tl.store(remote_row + offs, values, mask=offs < H)
+    if LOW_LATENCY:
+        if pid == 0:  # this rank's counts row travels with the data (no exchange before)
+            experts = tl.arange(0, EP)
+            for peer in range(0, ranks):
+                remote = dl.symm_at(matrix + me * ROW, peer)
+                tl.store(remote + dests, tl.load(row_ptr + dests, mask=dests < ranks), mask=dests < ranks)
+                tl.store(remote + WP + experts, tl.load(row_ptr + WP + experts, mask=experts < E), mask=experts < E)
+    data_flags = flags_ptr + parity * FLAGS + DATA_FLAGS
+    notify_every_rank(data_flags + me * programs + pid, epoch, ranks, WORLD)
+
+
+@triton.jit
+def _expand_kernel(
+    recv_ptr,
+    src_rank_ptr,
+    src_token_ptr,
+    expert_ptr,
+    weight_ptr,
+    slot_ptr,
+    comb_rows_ptr,
+    comb_src_ptr,
+    comb_dst_ptr,
+    counts_out_ptr,
+    offsets_out_ptr,
+    src_offsets_ptr,
+    recv_tokens_ptr,
+    epoch_ptr,
+    tokens_ptr,
+    meta_ptr,
+    counts_ptr,
+    flags_ptr,
+    H,
+    CAP,
+    M,
+    L,
+    K: tl.constexpr,
+    WP: tl.constexpr,
+    LP: tl.constexpr,
+    EP: tl.constexpr,
+    ROW: tl.constexpr,
+    FLAGS: tl.constexpr,
+    DATA_FLAGS: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    LOW_LATENCY: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    META: tl.constexpr = 1 + 3 * K
+    token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * programs, "sys", "acquire", waitValue=epoch)
+    token_buf = dl.consume_token(tokens_ptr + parity * CAP * H, token)
+    meta_buf = dl.consume_token(meta_ptr + parity * CAP * META, token)
+    matrix = dl.consume_token(counts_ptr + parity * WP * ROW, token)
+    sources = tl.arange(0, WP)
+    locals_ = tl.arange(0, LP)
+    live = (sources < ranks)[:, None] & (locals_ < L)[None, :]
+    received = tl.load(matrix + sources * ROW + me, mask=sources < ranks, other=0)  # N[s, me]
+    c = tl.load(matrix + sources[:, None] * ROW + WP + me * L + locals_[None, :], mask=live, other=0)  # C[s, me, l]
+    per_expert = tl.sum(c, axis=0)
+    before_source = tl.cumsum(c, axis=0) - c  # [s, l]: rows of the sources before s within expert l
+    if LOW_LATENCY:
+        expert_start = locals_ * (ranks * M)
+        slot_start = sources * M
+        slots = ranks * M
+    else:
+        expert_start = tl.cumsum(per_expert, axis=0) - per_expert
+        slot_start = tl.cumsum(received, axis=0) - received
+        slots = tl.sum(received, axis=0)
+    if pid == 0:
+        tl.store(counts_out_ptr + locals_, per_expert, mask=locals_ < L)
+        tl.store(offsets_out_ptr + locals_, expert_start, mask=locals_ < L)
+        tl.store(src_offsets_ptr + locals_[None, :] * ranks + sources[:, None], before_source, mask=live)
+        tl.store(recv_tokens_ptr, tl.sum(received, axis=0))
+    h = tl.arange(0, BLOCK_H)
+    for i in range(pid, slots, programs):
+        if LOW_LATENCY:
+            source = i // M
+            j = i % M
+        else:  # the last source whose slots start at or before i (sources with no slots skipped)
+            source = tl.max(tl.where((slot_start <= i) & (received > 0) & (sources < ranks), sources, -1), axis=0)
+            j = i - tl.sum(tl.where(sources == source, slot_start, 0), axis=0)
+        n_source = tl.sum(tl.where(sources == source, received, 0), axis=0)
+        valid = j < n_source
+        if valid:
+            home_token = tl.load(meta_buf + i * META)
+            if LOW_LATENCY:
+                home_slot = me * M + j
+            else:  # home rank `source` packs its partials by the rank they come from
+                home_slot = j
+                for d in range(0, me):
+                    home_slot += tl.load(matrix + source * ROW + d)
+            tl.store(comb_src_ptr + i, source)
+            tl.store(comb_dst_ptr + i, home_slot)
+            for k in range(0, K):
+                expert = tl.load(meta_buf + i * META + 1 + k)
+                local = expert - me * L
+                row = -1
+                if (local >= 0) & (local < L) & (expert >= 0):
+                    weight = tl.load(meta_buf + i * META + 1 + K + k).to(tl.float32, bitcast=True)
+                    place = tl.load(meta_buf + i * META + 1 + 2 * K + k)
+                    at = (sources == source)[:, None] & (locals_ == local)[None, :]
+                    row = (
+                        tl.sum(tl.where(locals_ == local, expert_start, 0), axis=0)
+                        + tl.sum(tl.sum(tl.where(at, before_source, 0), axis=1), axis=0)
+                        + place
+                    )
+                    tl.store(src_rank_ptr + row, source)
+                    tl.store(src_token_ptr + row, home_token)
+                    tl.store(expert_ptr + row, expert)
+                    tl.store(weight_ptr + row, weight)
+                    tl.store(slot_ptr + row, k)
+                    for h0 in range(0, H, BLOCK_H):
+                        offs = h0 + h
+                        values = tl.load(token_buf + i.to(tl.int64) * H + offs, mask=offs < H)
+                        tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
+                tl.store(comb_rows_ptr + i * K + k, row)
+        else:  # a low-latency slot nobody filled this call
+            tl.store(comb_src_ptr + i, -1)
+
+
+@triton.jit(do_not_specialize=["slots"])  # one compiled kernel for every slots
+def _combine_push_kernel(
+    y_ptr,
+    weight_ptr,
+    comb_rows_ptr,
+    comb_src_ptr,
+    comb_dst_ptr,
+    epoch_ptr,
+    slots,
+    combine_ptr,
+    flags_ptr,
+    H,
+    CAP,
+    K: tl.constexpr,
+    FLAGS: tl.constexpr,
+    COMBINE_FLAGS: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    WORLD: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    partials = combine_ptr + parity * CAP * H
+    h = tl.arange(0, BLOCK_H)
+    for i in range(pid, slots, programs):
+        home = tl.load(comb_src_ptr + i)
+        if home >= 0:
+            remote = dl.symm_at(partials + tl.load(comb_dst_ptr + i).to(tl.int64) * H, home)
+            for h0 in range(0, H, BLOCK_H):
+                offs = h0 + h
+                acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+                for k in range(0, K):  # k order, as the reference adds
+                    row = tl.load(comb_rows_ptr + i * K + k)
+                    if row >= 0:
+                        weight = tl.load(weight_ptr + row)
+                        values = tl.load(y_ptr + row.to(tl.int64) * H + offs, mask=offs < H, other=0.0)
+                        acc += weight * values.to(tl.float32)
+                tl.store(remote + offs, acc, mask=offs < H)
+    combine_flags = flags_ptr + parity * FLAGS + COMBINE_FLAGS
+    notify_every_rank(combine_flags + me * programs + pid, epoch, ranks, WORLD)
+
+
+@triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
+def _combine_reduce_kernel(
+    out_ptr,
+    tok_pos_ptr,
+    row_ptr,
+    epoch_ptr,
+    T,
+    combine_ptr,
+    flags_ptr,
+    H,
+    CAP,
+    M,
+    FLAGS: tl.constexpr,
+    COMBINE_FLAGS: tl.constexpr,
+    PROGRAMS: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    LOW_LATENCY: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    ranks = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    parity = epoch % 2
+    token = dl.wait(flags_ptr + parity * FLAGS + COMBINE_FLAGS, ranks * PROGRAMS, "sys", "acquire", waitValue=epoch)
+    partials = dl.consume_token(combine_ptr + parity * CAP * H, token)
+    h = tl.arange(0, BLOCK_H)
+    for t in range(pid, T, tl.num_programs(0)):
+        for h0 in range(0, H, BLOCK_H):
+            offs = h0 + h
+            acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+            start = 0
+            for d in range(0, ranks):  # rank order, as the reference adds
+                place = tl.load(tok_pos_ptr + t * ranks + d)
+                if LOW_LATENCY:
+                    start = d * M
+                if place >= 0:
+                    values = tl.load(partials + (start + place).to(tl.int64) * H + offs, mask=offs < H, other=0.0)
+                    acc += values
+                if not LOW_LATENCY:
+                    start += tl.load(row_ptr + d)  # this rank's tokens sent to d: d's partials come next
+            tl.store(out_ptr + t.to(tl.int64) * H + offs, acc.to(out_ptr.dtype.element_ty), mask=offs < H)

@@ -1,0 +1,494 @@
+"""The host side of ``moe_dispatch`` / ``moe_combine``: checks, the per-signature plan, the launches, the custom ops.
+
+A signature is (mode, H, dtype, E, k, max_tokens_per_rank, device): what the kernels and buffers depend on, and
+what every rank must agree on (checked once per world by ``ops.common.dispatch.PlanCache``: H, dtype or E that
+differ between ranks raise :class:`MoeError` on every rank before anything is launched). T is not part of it:
+ranks may send different numbers of tokens, and every T runs the same compiled kernels.
+
+The plan holds the workspace (``_Workspace``: the epoch counter, the flags, the counts matrix; ``_Buffers``: the
+token, meta and combine buffers, sized by capacity) and the :class:`~triton_dist.ops.common.launch.LaunchPlan` of
+each kernel (``kernels.py``). Normal mode reads the route kernel's summary once per call (its one host
+synchronization), raises :class:`MoeStatusError` on every rank if any rank passed an expert id out of range, and
+grows the buffers when the busiest rank needs more (every rank sees the same counts matrix, so all grow together,
+which keeps the symmetric heap in step). Low-latency mode never synchronizes: its buffers hold
+``W * max_tokens_per_rank`` tokens, and a bad expert id is counted in ``MoeHandle.status`` (:func:`check_status`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from triton_dist import runtime as rt
+from triton_dist.ops.common import resources
+from triton_dist.ops.common.dispatch import PlanCache
+from triton_dist.ops.common.eager import plain_eager
+from triton_dist.ops.common.errors import gpu_world
+from triton_dist.ops.common.flags import notify_world
+from triton_dist.ops.common.gpu import sm_count
+from triton_dist.ops.common.launch import LaunchPlan, compile_plan
+from triton_dist.ops.moe import kernels
+from triton_dist.ops.moe.config import (
+    COPY_PROGRAMS,
+    STATUS_BAD_EXPERT,
+    MoeError,
+    MoeHandle,
+    MoeStatusError,
+    capacity,
+    check_combine_input,
+    check_inputs,
+    kernel_constexprs,
+    pow2,
+    row_stride,
+)
+
+OP = "moe_dispatch"
+INFO_WORDS = 8
+"""The route kernel's summary: rows received, tokens received, token slots and combine slots the busiest rank
+needs, then the status (this rank's bad ids at 4, the world's at 5 in normal mode)."""
+
+
+@dataclass(frozen=True)
+class _Workspace:
+    """Fixed-size state of a signature: int32 epoch counter (local), flags and counts matrix (symmetric, two
+    parities each)."""
+
+    epochs: torch.Tensor
+    flags: torch.Tensor
+    counts: torch.Tensor
+
+
+@dataclass(frozen=True)
+class _Buffers:
+    """The symmetric token, meta and combine buffers of a signature at one capacity (two parities each)."""
+
+    tokens: torch.Tensor
+    meta: torch.Tensor
+    combine: torch.Tensor
+
+    @property
+    def token_slots(self) -> int:
+        return self.tokens.shape[1]
+
+    @property
+    def combine_slots(self) -> int:
+        return self.combine.shape[1]
+
+
+@dataclass
+class _Plan:
+    """Everything a signature's calls reuse (see the module docstring)."""
+
+    key: tuple[Any, ...]
+    mode: str
+    world_size: int
+    num_experts: int
+    topk: int
+    hidden: int
+    dtype: torch.dtype
+    max_tokens: int
+    programs: int
+    workspace: _Workspace
+    buffers: _Buffers | None = None
+    launches: dict[str, LaunchPlan] = field(default_factory=dict)
+
+    @property
+    def low_latency(self) -> bool:
+        return self.mode == "low_latency"
+
+    @property
+    def local_experts(self) -> int:
+        return self.num_experts // self.world_size
+
+
+_plans: PlanCache[_Plan] = PlanCache(OP, MoeError)
+
+
+def _signature(x: torch.Tensor, topk: int, num_experts: int, mode: str, max_tokens: int | None) -> tuple[Any, ...]:
+    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device)
+
+
+def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int) -> _Plan:
+    mode, hidden, dtype, num_experts, topk, max_tokens, _ = key
+    size = world.world_size
+    flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
+
+    def create(_: rt.World) -> _Workspace:
+        made = _Workspace(
+            epochs=torch.zeros(1, dtype=torch.int32, device=world.device),
+            flags=rt.zeros(2, flags, dtype=torch.int32),
+            counts=rt.zeros(2, pow2(size), row_stride(size, num_experts), dtype=torch.int32),
+        )
+        rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
+        return made
+
+    workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
+    plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace)
+    if plan.low_latency:
+        _grow(plan, size * plan.max_tokens, size * plan.max_tokens)
+    return plan
+
+
+def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
+    """Give ``plan`` buffers of at least these many slots (collective: every rank asks for the same sizes, which
+    normal mode's counts exchange and low-latency mode's fixed sizes guarantee); drops the smaller ones first."""
+    old = plan.buffers
+    if old is not None and old.token_slots >= token_slots and old.combine_slots >= combine_slots:
+        return
+    if not plan.low_latency:
+        token_slots, combine_slots = capacity(token_slots), capacity(combine_slots)
+        if old is not None:
+            token_slots, combine_slots = max(token_slots, old.token_slots), max(combine_slots, old.combine_slots)
+    prefix = f"moe.buffers.{plan.key!r}"
+    plan.buffers = None
+    plan.launches.clear()
+    resources.drop_workspaces(prefix)
+
+    def create(_: rt.World) -> _Buffers:
+        made = _Buffers(
+            tokens=rt.empty(2, token_slots, plan.hidden, dtype=plan.dtype),
+            meta=rt.empty(2, token_slots, 1 + 3 * plan.topk, dtype=torch.int32),
+            combine=rt.empty(2, combine_slots, plan.hidden, dtype=torch.float32),
+        )
+        rt.barrier()  # no peer pushes into buffers this rank has not allocated yet
+        return made
+
+    key = (prefix, token_slots, combine_slots)
+    plan.buffers = resources.workspace(key, create, what=f"moe_dispatch {plan.mode} buffers")
+
+
+def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.device) -> None:
+    """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use)."""
+    found = plan.launches.get(name)
+    if found is not None:
+        found.launch(device, *leading.values())
+        return
+    ws, buffers = plan.workspace, plan.buffers
+    constexprs = kernel_constexprs(plan.world_size, plan.num_experts, plan.topk, plan.programs)[name]
+    world = {"WORLD": notify_world(plan.world_size)}
+    fixed: dict[str, Any]
+    if name == "route":
+        fixed = {"epochs_ptr": ws.epochs, "counts_ptr": ws.counts, "flags_ptr": ws.flags}
+        fixed |= {"E": plan.num_experts, "L": plan.local_experts, "EXCHANGE": not plan.low_latency, **world}
+        grid = (1, 1, 1)
+    else:
+        assert buffers is not None  # sized before the data kernels
+        slots = {"H": plan.hidden, "CAP": buffers.token_slots}
+        if name == "push":
+            fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
+            fixed |= {"flags_ptr": ws.flags, **slots, "M": plan.max_tokens, "E": plan.num_experts}
+            fixed |= {"LOW_LATENCY": plan.low_latency, **world}
+        elif name == "expand":
+            fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
+            fixed |= {"flags_ptr": ws.flags, **slots, "M": plan.max_tokens, "L": plan.local_experts}
+            fixed |= {"LOW_LATENCY": plan.low_latency}
+        elif name == "combine_push":
+            fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
+            fixed |= {"CAP": buffers.combine_slots, **world}
+        else:
+            fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
+            fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
+        grid = (plan.programs, 1, 1)
+    kernel = getattr(kernels, f"_{name}_kernel")
+    named = {**leading, **fixed, **constexprs}
+    with torch.cuda.device(device):
+        launch = plan.launches[name] = compile_plan(kernel, grid, named, len(leading), num_warps=4)
+        launch.launch(device, *leading.values())
+
+
+def _aligned(t: torch.Tensor) -> torch.Tensor:
+    """``t``, or a copy of it if its address is not a multiple of 16 (the kernels are compiled for aligned rows)."""
+    return t if t.data_ptr() % 16 == 0 else t.clone()
+
+
+def _plan_for(x: torch.Tensor, topk_idx: torch.Tensor, num_experts: int, mode: str, max_tokens: int | None) -> _Plan:
+    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens)
+    plan = _plans.get(key)
+    if plan is not None:
+        return plan
+    world = gpu_world(OP, MoeError)
+    programs = min(COPY_PROGRAMS, sm_count(x.device))
+    described = {
+        "mode": mode,
+        "hidden": x.shape[1],
+        "dtype": str(x.dtype),
+        "num_experts": num_experts,
+        "topk": topk_idx.shape[1],
+        "max_tokens_per_rank": max_tokens,
+        "programs": programs,
+    }
+    return _plans.build(key, described, lambda: _make_plan(key, world, programs))
+
+
+def _dispatch(
+    x: torch.Tensor,
+    topk_idx: torch.Tensor,
+    topk_weights: torch.Tensor,
+    num_experts: int,
+    mode: str,
+    max_tokens: int | None,
+) -> tuple[torch.Tensor, ...]:
+    """The dispatch of checked inputs; returns the tensors of ``_TENSORS`` in order."""
+    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens)
+    device, size, topk = x.device, plan.world_size, plan.topk
+    x, topk_idx, topk_weights = _aligned(x), _aligned(topk_idx), _aligned(topk_weights)
+    tokens = x.shape[0]
+    ints = {"dtype": torch.int32, "device": device}
+    tok_pos = torch.empty(tokens, size, **ints)
+    pair_pos = torch.empty(tokens, topk, **ints)
+    row = torch.empty(row_stride(size, num_experts), **ints)
+    info = torch.zeros(INFO_WORDS, **ints)
+    epoch = torch.empty(1, **ints)
+    route = {"idx_ptr": topk_idx, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos, "row_ptr": row}
+    _launch(plan, "route", {**route, "info_ptr": info, "epoch_ptr": epoch, "T": tokens}, device)
+    experts = plan.local_experts
+    if plan.low_latency:
+        rows_shape: tuple[int, ...] = (experts, size * plan.max_tokens)
+        received = size * plan.max_tokens
+    else:
+        summary = info.tolist()  # the one host synchronization: the counts every rank exchanged
+        if summary[5]:
+            raise MoeStatusError(
+                f"moe_dispatch: {summary[5]} topk_idx entries over all ranks (this rank: {summary[4]}) are not "
+                f"expert ids in [0, {num_experts}) or -1; nothing was sent"
+            )
+        _grow(plan, summary[2], summary[3])
+        rows_shape, received = (summary[0],), summary[1]
+    recv_x = torch.empty(*rows_shape, plan.hidden, dtype=plan.dtype, device=device)
+    src_rank, src_token, expert, slot = (torch.empty(rows_shape, **ints) for _ in range(4))
+    weights = torch.empty(rows_shape, dtype=torch.float32, device=device)
+    if plan.low_latency:  # rows nobody fills this call read as "no row" (the kernels write only the filled ones)
+        for meta in (src_rank, src_token, expert, slot):
+            meta.fill_(-1)
+        weights.zero_()
+    comb_rows = torch.empty(received, topk, **ints)
+    comb_src, comb_dst = torch.empty(received, **ints), torch.empty(received, **ints)
+    counts, offsets = torch.empty(experts, **ints), torch.empty(experts, **ints)
+    src_offsets = torch.empty(experts, size, **ints)
+    recv_tokens = torch.empty((), **ints)
+    push = {"x_ptr": x, "idx_ptr": topk_idx, "w_ptr": topk_weights, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos}
+    _launch(plan, "push", {**push, "row_ptr": row, "epoch_ptr": epoch, "T": tokens}, device)
+    expand = {
+        "recv_ptr": recv_x,
+        "src_rank_ptr": src_rank,
+        "src_token_ptr": src_token,
+        "expert_ptr": expert,
+        "weight_ptr": weights,
+        "slot_ptr": slot,
+        "comb_rows_ptr": comb_rows,
+        "comb_src_ptr": comb_src,
+        "comb_dst_ptr": comb_dst,
+        "counts_out_ptr": counts,
+        "offsets_out_ptr": offsets,
+        "src_offsets_ptr": src_offsets,
+        "recv_tokens_ptr": recv_tokens,
+        "epoch_ptr": epoch,
+    }
+    _launch(plan, "expand", expand, device)
+    status = info[4:]
+    return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
+            tok_pos, row, epoch, comb_rows, comb_src, comb_dst)  # fmt: skip
+
+
+def _combine(
+    y: torch.Tensor,
+    weights: torch.Tensor,
+    comb_rows: torch.Tensor,
+    comb_src: torch.Tensor,
+    comb_dst: torch.Tensor,
+    tok_pos: torch.Tensor,
+    row: torch.Tensor,
+    epoch: torch.Tensor,
+    key: tuple[Any, ...],
+) -> torch.Tensor:
+    plan = _plans.get(key)
+    if plan is None:
+        raise MoeError("moe_combine: no dispatch of this signature in the current world (call moe_dispatch first)")
+    device, y = y.device, _aligned(y)
+    out = torch.empty(tok_pos.shape[0], plan.hidden, dtype=plan.dtype, device=device)
+    push = {"y_ptr": y, "weight_ptr": weights, "comb_rows_ptr": comb_rows, "comb_src_ptr": comb_src}
+    _launch(plan, "combine_push", {**push, "comb_dst_ptr": comb_dst, "epoch_ptr": epoch, "slots": comb_src.numel()},
+            device)  # fmt: skip
+    reduce = {"out_ptr": out, "tok_pos_ptr": tok_pos, "row_ptr": row, "epoch_ptr": epoch, "T": out.shape[0]}
+    _launch(plan, "combine_reduce", reduce, device)
+    return out
+
+
+# --- torch custom ops --------------------------------------------------------------------------------------------
+
+_DISPATCH_OUTPUTS = 17
+
+
+@torch.library.custom_op("triton_dist::moe_dispatch", mutates_args=())
+def _moe_dispatch_op(
+    x: torch.Tensor,
+    topk_idx: torch.Tensor,
+    topk_weights: torch.Tensor,
+    num_experts: int,
+    mode: str = "normal",
+    max_tokens_per_rank: int = 0,
+) -> list[torch.Tensor]:
+    world = gpu_world(OP, MoeError)
+    max_tokens = max_tokens_per_rank or None
+    check_inputs(x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, device=world.device)
+    return list(_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens))
+
+
+@_moe_dispatch_op.register_fake
+def _moe_dispatch_fake(
+    x: torch.Tensor,
+    topk_idx: torch.Tensor,
+    topk_weights: torch.Tensor,
+    num_experts: int,
+    mode: str = "normal",
+    max_tokens_per_rank: int = 0,
+) -> list[torch.Tensor]:
+    size = rt.current_world().world_size if rt.is_initialized() else 1
+    check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens_per_rank or None)
+    experts, topk, tokens = num_experts // size, topk_idx.shape[1], x.shape[0]
+    if mode == "low_latency":
+        rows: tuple[Any, ...] = (experts, size * max_tokens_per_rank)
+        received: Any = size * max_tokens_per_rank
+    else:
+        ctx = torch.library.get_ctx()
+        rows, received = (ctx.new_dynamic_size(),), ctx.new_dynamic_size()
+
+    def ints(*shape: Any) -> torch.Tensor:
+        return x.new_empty(shape, dtype=torch.int32)
+
+    return [x.new_empty(*rows, x.shape[1]), ints(experts), ints(experts), ints(experts, size), ints(*rows),
+            ints(*rows), ints(*rows), x.new_empty(rows, dtype=torch.float32), ints(*rows), ints(), ints(4),
+            ints(tokens, size), ints(row_stride(size, num_experts)), ints(1), ints(received, topk), ints(received),
+            ints(received)]  # fmt: skip
+
+
+@torch.library.custom_op("triton_dist::moe_combine", mutates_args=())
+def _moe_combine_op(
+    y: torch.Tensor,
+    weights: torch.Tensor,
+    comb_rows: torch.Tensor,
+    comb_src: torch.Tensor,
+    comb_dst: torch.Tensor,
+    tok_pos: torch.Tensor,
+    row: torch.Tensor,
+    epoch: torch.Tensor,
+    num_experts: int,
+    mode: str,
+    max_tokens_per_rank: int,
+) -> torch.Tensor:
+    key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device)
+    return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
+
+
+@_moe_combine_op.register_fake
+def _moe_combine_fake(
+    y: torch.Tensor,
+    weights: torch.Tensor,
+    comb_rows: torch.Tensor,
+    comb_src: torch.Tensor,
+    comb_dst: torch.Tensor,
+    tok_pos: torch.Tensor,
+    row: torch.Tensor,
+    epoch: torch.Tensor,
+    num_experts: int,
+    mode: str,
+    max_tokens_per_rank: int,
+) -> torch.Tensor:
+    return y.new_empty(tok_pos.shape[0], y.shape[-1])
+
+
+# --- the public functions ----------------------------------------------------------------------------------------
+
+
+def moe_dispatch(
+    x: torch.Tensor,
+    topk_idx: torch.Tensor,
+    topk_weights: torch.Tensor,
+    num_experts: int,
+    mode: str = "normal",
+    max_tokens_per_rank: int | None = None,
+    fp8: bool = False,
+) -> tuple[torch.Tensor, MoeHandle]:
+    """Send each token to the ranks holding its experts; returns ``(recv_x, handle)`` (``torch.ops.triton_dist``).
+
+    ``x`` [T, H] (bf16 / fp16 / fp32), ``topk_idx`` [T, k] (int32 / int64 expert ids in [0, E), -1 for none),
+    ``topk_weights`` [T, k], all contiguous on this rank's GPU; T may differ between ranks, H, dtype, E and k may
+    not (checked with every rank on the first call). Experts are split contiguously, ``E / W`` per rank. Each token
+    crosses to each destination rank once; the receiver's rows are grouped by local expert: :class:`MoeHandle`
+    describes both layouts and the per-row meta.
+
+    ``mode="normal"`` sizes ``recv_x`` with one host synchronization (after the counts exchange, on the device);
+    ``mode="low_latency"`` needs ``max_tokens_per_rank`` (T at most that, else :class:`MoeError`), returns
+    ``recv_x`` [E / W, W * max_tokens_per_rank, H], never synchronizes and can be captured in a CUDA graph once the
+    signature ran eagerly. At most two dispatch/combine pairs of one signature may be in flight (the buffers are
+    double-buffered): combine step n before dispatching step n + 2.
+
+    An expert id out of range: normal mode raises :class:`MoeStatusError` on every rank at its synchronization;
+    low-latency mode skips it and counts it in ``handle.status`` (:func:`check_status`). ``fp8`` is not
+    implemented yet (:class:`MoeError`). Needs ``triton_dist.init()`` on GPUs.
+    """
+    max_tokens = max_tokens_per_rank
+    if rt.is_initialized():
+        size, device = rt.current_world().world_size, gpu_world(OP, MoeError).device
+    else:
+        size, device = 1, None
+    check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device=device)
+    world = gpu_world(OP, MoeError)
+    if plain_eager(x, topk_idx, topk_weights):
+        outputs: Any = _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens)
+    else:
+        outputs = torch.ops.triton_dist.moe_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0)
+    (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
+     tok_pos, row, epoch, comb_rows, comb_src, comb_dst) = outputs  # fmt: skip
+    handle = MoeHandle(
+        mode=mode,
+        rank=world.rank,
+        world_size=world.world_size,
+        num_experts=num_experts,
+        num_tokens=x.shape[0],
+        hidden=x.shape[1],
+        dtype=x.dtype,
+        max_tokens_per_rank=max_tokens,
+        expert_counts=counts,
+        expert_offsets=offsets,
+        src_offsets=src_offsets,
+        recv_src_rank=src_rank,
+        recv_src_token=src_token,
+        recv_expert=expert,
+        recv_weights=weights,
+        recv_topk_slot=slot,
+        num_recv_tokens=recv_tokens if mode == "low_latency" else comb_src.shape[0],
+        status=status,
+        state=(comb_rows, comb_src, comb_dst, tok_pos, row, epoch),
+    )
+    return recv_x, handle
+
+
+def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
+    """For every token of this rank's dispatch, ``sum_k w_k * y_k`` over its experts, in fp32, returned [T, H] in
+    x's dtype (``torch.ops.triton_dist``). ``y``: the experts' unweighted outputs, one row per row of ``recv_x``
+    (same shape and dtype). Every rank calls it for the dispatch it made, in the same order."""
+    device = gpu_world("moe_combine", MoeError).device
+    check_combine_input(y, handle, device)
+    comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
+    args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
+    if plain_eager(*args):
+        key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
+               handle.max_tokens_per_rank, y.device)  # fmt: skip
+        return _combine(*args, key)
+    return torch.ops.triton_dist.moe_combine(*args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0)
+
+
+def check_status(handle: MoeHandle) -> None:
+    """Raise :class:`MoeStatusError` if this rank's dispatch skipped expert ids out of range (reads the device
+    status: a host synchronization, so low-latency callers do it outside the graph, e.g. every N steps)."""
+    if handle.status is None:
+        return
+    bad = int(handle.status[STATUS_BAD_EXPERT])
+    if bad:
+        raise MoeStatusError(
+            f"moe_dispatch: {bad} topk_idx entries on rank {handle.rank} were not expert ids in "
+            f"[0, {handle.num_experts}) or -1; those pairs were not sent"
+        )

@@ -1,0 +1,221 @@
+"""triton_dist.ops.moe without a GPU: the five kernels compile for sm_90 and gfx942 in both modes with the
+synchronization the ordering argument needs (release before each flag, acquire on each wait, 16-byte copies), the
+custom ops are registered with fake implementations, and bad calls raise before anything is launched (the device
+first, ranks that disagree on H / dtype / E on every rank)."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+from dl_compile import assembly, compile_kernel, need_real_library
+from test_runtime_world import run_ranks
+
+import triton_dist.ops
+from triton_dist import runtime as rt
+from triton_dist.ops.common import dispatch
+from triton_dist.ops.common.flags import notify_world
+from triton_dist.ops.moe import MoeError, kernels
+from triton_dist.ops.moe.config import kernel_constexprs
+
+moe_op = importlib.import_module("triton_dist.ops.moe.op")
+
+_I32 = "*i32"
+SIGNATURES: dict[str, dict[str, str]] = {
+    "route": {
+        **{n: _I32 for n in ("idx_ptr", "tok_pos_ptr", "pair_pos_ptr", "row_ptr", "info_ptr", "epoch_ptr")},
+        "T": "i32",
+        **{n: _I32 for n in ("epochs_ptr", "counts_ptr", "flags_ptr")},
+        "E": "i32",
+        "L": "i32",
+    },
+    "push": {
+        "x_ptr": "*bf16",
+        "idx_ptr": _I32,
+        "w_ptr": "*fp32",
+        **{n: _I32 for n in ("tok_pos_ptr", "pair_pos_ptr", "row_ptr", "epoch_ptr")},
+        "T": "i32",
+        "tokens_ptr": "*bf16",
+        **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr")},
+        **{n: "i32" for n in ("H", "CAP", "M", "E")},
+    },
+    "expand": {
+        "recv_ptr": "*bf16",
+        **{n: _I32 for n in ("src_rank_ptr", "src_token_ptr", "expert_ptr")},
+        "weight_ptr": "*fp32",
+        **{n: _I32 for n in ("slot_ptr", "comb_rows_ptr", "comb_src_ptr", "comb_dst_ptr", "counts_out_ptr")},
+        **{n: _I32 for n in ("offsets_out_ptr", "src_offsets_ptr", "recv_tokens_ptr", "epoch_ptr")},
+        "tokens_ptr": "*bf16",
+        **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr")},
+        **{n: "i32" for n in ("H", "CAP", "M", "L")},
+    },
+    "combine_push": {
+        "y_ptr": "*bf16",
+        "weight_ptr": "*fp32",
+        **{n: _I32 for n in ("comb_rows_ptr", "comb_src_ptr", "comb_dst_ptr", "epoch_ptr")},
+        "slots": "i32",
+        "combine_ptr": "*fp32",
+        "flags_ptr": _I32,
+        "H": "i32",
+        "CAP": "i32",
+    },
+    "combine_reduce": {
+        "out_ptr": "*bf16",
+        **{n: _I32 for n in ("tok_pos_ptr", "row_ptr", "epoch_ptr")},
+        "T": "i32",
+        "combine_ptr": "*fp32",
+        "flags_ptr": _I32,
+        **{n: "i32" for n in ("H", "CAP", "M")},
+    },
+}
+"""Each kernel's runtime arguments as the op passes them (bf16 tokens, int32 expert ids, fp32 weights)."""
+
+
+def _compile(name: str, target: str, low_latency: bool, world_size: int = 3) -> str:
+    """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
+    pointer and H 16-byte aligned, as the op launches it."""
+    constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64)[name])
+    if name == "route":
+        constexprs["EXCHANGE"] = not low_latency
+    if name in ("push", "expand", "combine_reduce"):
+        constexprs["LOW_LATENCY"] = low_latency
+    if name in ("route", "push", "combine_push"):
+        constexprs["WORLD"] = notify_world(world_size)
+    signature = SIGNATURES[name]
+    aligned = tuple(arg for arg in signature if arg.endswith("_ptr")) + (("H",) if "H" in signature else ())
+    kernel = getattr(kernels, f"_{name}_kernel")
+    return assembly(compile_kernel(kernel, signature, target, constexprs, aligned=aligned), target)
+
+
+def _order(text: str, *patterns: str) -> list[int]:
+    """The line of the first match of each pattern (-1 if none)."""
+    lines = text.splitlines()
+    return [next((i for i, line in enumerate(lines) if re.search(p, line)), -1) for p in patterns]
+
+
+@pytest.mark.parametrize("low_latency", [False, True])
+def test_sm90_flags_are_released_after_the_data_and_acquired_before_reading(low_latency: bool) -> None:
+    need_real_library("sm_90")
+    for name in ("push", "combine_push"):
+        ptx = _compile(name, "sm_90", low_latency)
+        lines = ptx.splitlines()
+        (release,) = _order(ptx, r"st\.release\.sys")
+        stores = [i for i, line in enumerate(lines[:release]) if re.search(r"st\.global\.v4\.b32", line)]
+        barriers = [i for i, line in enumerate(lines[:release]) if "bar.sync" in line]
+        assert stores, f"{name}: the payload moves in 16-byte stores, before the flag"
+        assert barriers and stores[-1] < barriers[-1], f"{name}: data stores, the program barrier, then the release"
+        assert "ld.acquire" not in ptx, f"{name} never waits"
+    for name in ("expand", "combine_reduce"):
+        ptx = _compile(name, "sm_90", low_latency)
+        acquire, load = _order(ptx, r"ld\.acquire\.sys", r"ld\.global(\.nc)?\.v4\.b32")
+        assert 0 <= acquire < load, f"{name}: the wait's acquire comes before the buffers are read"
+    route = _compile("route", "sm_90", low_latency)
+    if low_latency:  # purely local: the counts travel with the data
+        assert "release.sys" not in route and "acquire.sys" not in route
+    else:  # the counts exchange: pushed, released, acquired
+        store, release, acquire = _order(route, r"st\.global", r"st\.release\.sys", r"ld\.acquire\.sys")
+        assert 0 <= store < release < acquire
+
+
+def test_sm90_power_of_two_world_notifies_every_rank_in_one_release_atomic() -> None:
+    need_real_library("sm_90")
+    ptx = _compile("push", "sm_90", low_latency=True, world_size=2)
+    assert re.search(r"atom\.global\.sys\.release\.exch\.b32", ptx), "one notify to a tensor of ranks"
+
+
+@pytest.mark.parametrize("low_latency", [False, True])
+def test_gfx942_kernels_compile_with_release_and_acquire(low_latency: bool) -> None:
+    need_real_library("gfx942")
+    for name in ("push", "combine_push"):
+        text = _compile(name, "gfx942", low_latency)
+        assert "global_store_dwordx4" in text, f"{name}: 16-byte payload stores"
+        assert "buffer_wbl2" in text, f"{name}: the release writes back L2 before the flag"
+    for name in ("expand", "combine_reduce"):
+        text = _compile(name, "gfx942", low_latency)
+        assert "buffer_inv" in text, f"{name}: the acquire invalidates before reading what peers wrote"
+    _compile("route", "gfx942", low_latency)
+
+
+def test_custom_ops_are_registered_and_exported() -> None:
+    assert triton_dist.ops.moe_dispatch is moe_op.moe_dispatch and "moe_combine" in triton_dist.ops.__all__
+    schema = str(torch.ops.triton_dist.moe_dispatch.default._schema)
+    assert "Tensor topk_idx" in schema and 'str mode="normal"' in schema
+    assert "Tensor y" in str(torch.ops.triton_dist.moe_combine.default._schema)
+
+
+def test_fake_low_latency_dispatch_has_the_grouped_gemm_layout() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(5, 64, dtype=torch.bfloat16)
+        idx, weights = torch.empty(5, 2, dtype=torch.int32), torch.empty(5, 2)
+        outs = torch.ops.triton_dist.moe_dispatch(x, idx, weights, 8, "low_latency", 16)
+        assert outs[0].shape == (8, 16, 64) and outs[0].dtype == torch.bfloat16
+        assert outs[7].shape == (8, 16) and outs[7].dtype == torch.float32
+        y = torch.empty(8, 16, 64, dtype=torch.bfloat16)
+        out = torch.ops.triton_dist.moe_combine(y, outs[7], outs[14], outs[15], outs[16], outs[11], outs[12],
+                                                outs[13], 8, "low_latency", 16)  # fmt: skip
+        assert out.shape == (5, 64)
+        with pytest.raises(MoeError, match="exceed max_tokens_per_rank=4"):
+            torch.ops.triton_dist.moe_dispatch(x, idx, weights, 8, "low_latency", 4)
+
+
+def _fake_world(monkeypatch: pytest.MonkeyPatch, world_size: int = 2) -> SimpleNamespace:
+    world = SimpleNamespace(device=torch.device("cpu"), world_size=world_size, rank=0, group=None)
+    monkeypatch.setattr(rt, "is_initialized", lambda: True)
+    monkeypatch.setattr(rt, "current_world", lambda: world)
+    monkeypatch.setattr(moe_op, "gpu_world", lambda name, error: world)
+    monkeypatch.setattr(moe_op, "sm_count", lambda device: 132)
+    return world
+
+
+def test_ranks_that_disagree_on_hidden_raise_before_any_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_world(monkeypatch)
+    made: list[Any] = []
+    monkeypatch.setattr(moe_op, "_make_plan", lambda *args: made.append(args))
+    seen: list[dict] = []
+
+    def gather(described: dict, group: Any) -> list[dict]:
+        seen.append(described)
+        return [described, {**described, "hidden": described["hidden"] * 2, "num_experts": 16}]
+
+    monkeypatch.setattr(dispatch, "gather_from_ranks", gather)
+    moe_op._plans.clear()
+    x, idx, weights = torch.zeros(3, 64, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
+    with pytest.raises(MoeError, match=r"different inputs.*hidden: rank 0: 64, rank 1: 128.*num_experts"):
+        triton_dist.ops.moe_dispatch(x, idx, weights, 8)
+    assert not made, "no plan (no workspace, no launch) when the ranks disagree"
+    assert 3 not in seen[0].values() and seen[0]["dtype"] == "torch.bfloat16", "T (3) may differ between ranks"
+
+
+def test_device_is_named_before_dtype_and_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = _fake_world(monkeypatch)
+    world.device = torch.device("cuda", 0)
+    x = torch.zeros(3, 64, dtype=torch.int8)
+    with pytest.raises(MoeError, match="x is on cpu, but this rank's triton_dist device is cuda:0"):
+        triton_dist.ops.moe_dispatch(x, torch.zeros(3, 2), torch.zeros(2), 8)
+
+
+def _moe_on_a_cpu_world(rank: int, world_size: int) -> None:
+    del rank, world_size
+    rt.init(heap_size="64M", device="cpu")
+    try:
+        x = torch.zeros(4, 8, dtype=torch.int8)  # a bad dtype too: the world is named first
+        with pytest.raises(MoeError, match="initialized with device='cpu'; the ops run on GPUs"):
+            triton_dist.ops.moe_dispatch(x, torch.zeros(4, 2, dtype=torch.int32), torch.zeros(4, 2), 4)
+    finally:
+        rt.finalize()
+
+
+def test_dispatch_after_init_on_the_cpu_names_the_problem() -> None:
+    run_ranks(_moe_on_a_cpu_world, 1)
+
+
+def test_dispatch_before_init_says_to_call_init() -> None:
+    x, idx, weights = torch.zeros(3, 64, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
+    with pytest.raises(RuntimeError, match="triton_dist.init"):
+        triton_dist.ops.moe_dispatch(x, idx, weights, 8)
