@@ -12,8 +12,9 @@ Per shape (global M, N, K; rank r holds A_r [M/W, K] and B [K, N/W]), all in one
 - communication alone: NCCL all-gather, and our copy-engine push of the shard to every peer;
 - overlap bound = max(cuBLAS matmul alone, fastest communication alone); ours / bound;
 - ours again, timed after everything else of the shape: the same code twice, so the spread between the two is this
-  run's noise on ours (one shape's time has swung by up to 53% between runs, unexplained so far; this separates a
-  slow first timing from a slow kernel).
+  run's noise on ours;
+- from an idle GPU (host synchronize and barrier, then the call: its host path included) and host µs per call (the
+  CPU time to enqueue one call while the GPU is busy), ours and NCCL + cuBLAS.
 
 Writes bench/results/ag_gemm.md and ag_gemm.png (speedup over NCCL + cuBLAS per shape).
 """
@@ -21,6 +22,7 @@ Writes bench/results/ag_gemm.md and ag_gemm.png (speedup over NCCL + cuBLAS per 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from pathlib import Path
 
@@ -46,6 +48,8 @@ from triton_dist.ops.ag_gemm import workspace as _workspace  # noqa: E402
 from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
 from triton_dist.testing import setup_distributed  # noqa: E402
+from triton_dist.testing.distributed import max_over_ranks  # noqa: E402
+from triton_dist.testing.timing import host_us, idle_ms_samples  # noqa: E402
 
 
 def torch_fused(group_name: str):  # noqa: ANN201
@@ -114,6 +118,10 @@ def main() -> int:
             except Exception as error:  # noqa: BLE001
                 log0(f"torch fused failed on {m},{n},{k}: {error}")
         t_ours_again = time_ms(lambda a=a, b=b: ag_gemm(a, b), reps=args.reps)
+        idle_ours = max_over_ranks(statistics.median(idle_ms_samples(lambda a=a, b=b: ag_gemm(a, b), rep=args.reps)))
+        idle_base = max_over_ranks(statistics.median(idle_ms_samples(baseline, rep=args.reps)))
+        host_ours = host_us(lambda a=a, b=b: ag_gemm(a, b))
+        host_base = host_us(baseline)
         bound = max(t_cublas, min(t_nccl, t_push))
         speedup = t_base / t_ours
         speedups_again.append(t_base / t_ours_again)
@@ -125,7 +133,8 @@ def main() -> int:
             f"{m},{n},{k}", f"{t_ours:.3f}", f"{t_base:.3f}", f"{t_fused:.3f}", f"{t_cublas:.3f}",
             f"{t_ours_gemm:.3f}", f"{t_no_comm:.3f}", f"{t_nccl:.3f}", f"{t_push:.3f}", f"{bound:.3f}",
             f"{speedup:.3f}",
-            f"{t_fused / t_ours:.3f}", f"{t_ours / bound:.3f}", f"{t_ours_again:.3f}", config.short(),
+            f"{t_fused / t_ours:.3f}", f"{t_ours / bound:.3f}", f"{t_ours_again:.3f}",
+            f"{idle_ours:.3f} / {idle_base:.3f}", f"{host_ours:.0f} / {host_base:.0f}", config.short(),
             "ok" if ok else f"WRONG {err:.3g}",
         ])  # fmt: skip
         log0(" | ".join(rows[-1]))
@@ -135,7 +144,8 @@ def main() -> int:
         "M,N,K", "ours ms", "NCCL+cuBLAS ms", "torch fused ms", "cuBLAS mm alone", "our GEMM alone",
         "fused kernel, no comm", "NCCL AG alone", "CE push alone", "overlap bound", "speedup vs NCCL+cuBLAS",
         "speedup vs torch fused",
-        "ours / bound", "ours ms, timed again last", "config", "check",
+        "ours / bound", "ours ms, timed again last", "from idle ms ours / base", "host µs ours / base", "config",
+        "check",
     ]  # fmt: skip
     suffix = f"_{args.tag}" if args.tag else ""
     text = [

@@ -51,6 +51,8 @@ from triton_dist.ops.gemm_rs.op import plan_config  # noqa: E402
 from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
 from triton_dist.testing import setup_distributed  # noqa: E402
+from triton_dist.testing.distributed import max_over_ranks  # noqa: E402
+from triton_dist.testing.timing import host_us, idle_ms_samples  # noqa: E402
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
 
@@ -170,6 +172,12 @@ def bench_shape(
     err_base = normwise_error(grs.matmul_reduce_scatter(a, b), ref)
     t_ours = time_ms(lambda: grs.gemm_rs(a, b), args.warmup, args.reps)
     t_base = time_ms(lambda: grs.matmul_reduce_scatter(a, b), args.warmup, args.reps)
+    idle_ours = max_over_ranks(statistics.median(idle_ms_samples(lambda: grs.gemm_rs(a, b), rep=args.reps)))
+    idle_base = max_over_ranks(
+        statistics.median(idle_ms_samples(lambda: grs.matmul_reduce_scatter(a, b), rep=args.reps))
+    )
+    host_ours = host_us(lambda: grs.gemm_rs(a, b))
+    host_base = host_us(lambda: grs.matmul_reduce_scatter(a, b))
     t_mm = time_ms(lambda: a @ b, args.warmup, args.reps)
     partial = a @ b
     rs_out = torch.empty(m // w, n, dtype=dtype, device="cuda")
@@ -191,7 +199,8 @@ def bench_shape(
     row = [f"{m},{n},{k}", f"{t_ours:.3f}", config.short(), f"{t_base:.3f}", f"{t_fused:.3f}", f"{t_mm:.3f}",
            f"{t_rs:.3f}", f"{bound:.3f}", f"{t_ours / bound:.3f}", f"{t_base / t_ours:.3f}",
            f"{t_fused / t_ours:.3f}", f"{err_ours:.1e}", f"{err_base:.1e}", diagnosed.short(), f"{t_triton:.3f}",
-           f"{t_no_comm:.3f}", f"{t_our_gemm:.3f}"]  # fmt: skip
+           f"{t_no_comm:.3f}", f"{t_our_gemm:.3f}", f"{idle_ours:.3f} / {idle_base:.3f}",
+           f"{host_ours:.0f} / {host_base:.0f}"]  # fmt: skip
     log0("  " + " | ".join(str(x) for x in row))
     return row, {"ours": t_base / t_ours, "torch fused": t_base / t_fused, "overlap bound": t_base / bound}
 
@@ -223,7 +232,8 @@ def main() -> int:
     fused_op = torch_fused(dist.group.WORLD.group_name)
     headers = ["M,N,K", "ours ms", "config", "mm+NCCL ms", "torch fused ms", "mm alone ms", "NCCL RS alone ms",
                "bound ms", "ours/bound", "speedup vs mm+NCCL", "vs torch fused", "err ours", "err mm+NCCL",
-               "Triton fused config", "its ms", "its ms without comm", "our GEMM alone ms"]  # fmt: skip
+               "Triton fused config", "its ms", "its ms without comm", "our GEMM alone ms",
+               "from idle ms ours / mm+NCCL", "host µs ours / mm+NCCL"]  # fmt: skip
     rows: list[list[object]] = []
     tune_rows: list[list[object]] = []
     speedups: dict[str, list[float]] = {"ours": [], "torch fused": [], "overlap bound": []}
