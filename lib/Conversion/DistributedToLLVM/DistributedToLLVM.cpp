@@ -18,6 +18,13 @@
 //   notify                    the program barrier, then the first warp stores
 //                             (set) or thread 0 adds (add) the signal with
 //                             release ordering
+//   put_signal                the program barrier, then every thread calls the
+//                             target's one-sided block put with signal
+//   get                       the program barrier, the block get, the barrier
+//   signal_wait               every thread calls the one-sided wait, then the
+//                             program barrier; the token as for wait
+// The last three exist only on a target with a one-sided library
+// (TargetInfoBase::getOneSidedLibrary); elsewhere they are rejected.
 //
 //===----------------------------------------------------------------------===//
 
@@ -548,6 +555,67 @@ public:
   }
 };
 
+class PutSignalLowering : public DistributedPattern<PutSignalOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  LogicalResult
+  matchAndRewrite(PutSignalOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    // Every thread's writes of the source are made before any thread copies.
+    target.createProgramBarrier(rewriter, loc);
+    if (failed(target.createPutSignal(
+            rewriter, loc, adaptor.getDest(), adaptor.getSrc(),
+            adaptor.getBytes(), adaptor.getSignalPtr(), adaptor.getSignal(),
+            op.getSigOp(), adaptor.getRank())))
+      return failure();
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+class GetLowering : public DistributedPattern<GetOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  LogicalResult
+  matchAndRewrite(GetOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    target.createProgramBarrier(rewriter, loc);
+    if (failed(target.createGet(rewriter, loc, adaptor.getDest(),
+                                adaptor.getSrc(), adaptor.getBytes(),
+                                adaptor.getRank())))
+      return failure();
+    // Every thread may read what any thread of the program received.
+    target.createProgramBarrier(rewriter, loc);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+class SignalWaitLowering : public DistributedPattern<SignalWaitOp> {
+public:
+  using DistributedPattern::DistributedPattern;
+
+  // Every thread waits (a warp's polls of the one word are one request), so
+  // each is ordered after the signal by the library's own acquire; the barrier
+  // makes the program return together, as from distributed.wait.
+  LogicalResult
+  matchAndRewrite(SignalWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    if (failed(target.createSignalWaitUntil(rewriter, loc,
+                                            adaptor.getSignalPtr(), op.getCmp(),
+                                            adaptor.getValue())))
+      return failure();
+    target.createProgramBarrier(rewriter, loc);
+    rewriter.replaceOp(op, target.createToken(rewriter, loc));
+    return success();
+  }
+};
+
 /// The identity on every type but `!distributed.token`, for the ops the token
 /// may cross (function signatures, calls, returns, branches, scf).
 class TokenTypeConverter : public TypeConverter {
@@ -583,7 +651,8 @@ void mlir::triton_dist::populateDistributedToLLVMPatterns(
     const TargetInfoBase &target, const LoweringOptions &options) {
   patterns.add<RankQueryLowering<GetRankOp>, RankQueryLowering<GetNumRanksOp>,
                SymmAtLowering, HeapOffsetLowering, GetHeapSizeLowering,
-               ConsumeTokenLowering, NotifyLowering>(converter, target);
+               ConsumeTokenLowering, NotifyLowering, PutSignalLowering,
+               GetLowering, SignalWaitLowering>(converter, target);
   patterns.add<WaitLowering>(converter, target, options);
 }
 
@@ -642,12 +711,35 @@ mlir::triton_dist::checkTargetAttributes(ModuleOp module,
 }
 
 LogicalResult
+mlir::triton_dist::checkOneSidedSupport(Operation *root,
+                                        const TargetInfoBase &target) {
+  bool supported = !target.getOneSidedLibrary().empty();
+  bool ok = true;
+  root->walk([&](Operation *op) {
+    if (!isa<PutSignalOp, GetOp, SignalWaitOp>(op))
+      return;
+    if (supported) {
+      if (failed(target.declareOneSidedFunction(op)))
+        ok = false;
+      return;
+    }
+    op->emitOpError() << "has no lowering for '" << target.getTriple()
+                      << "': the one-sided inter-node ops lower to NVSHMEM "
+                         "device calls, on NVIDIA targets only (a rocSHMEM "
+                         "lowering is not implemented; docs/design.md)";
+    ok = false;
+  });
+  return success(ok);
+}
+
+LogicalResult
 mlir::triton_dist::lowerDistributedToLLVM(ModuleOp module,
                                           const TargetInfoBase &target,
                                           const LoweringOptions &options) {
   MLIRContext *context = module.getContext();
   if (failed(checkTargetAttributes(module, target)) ||
-      failed(checkLowerable(module)))
+      failed(checkLowerable(module)) ||
+      failed(checkOneSidedSupport(module, target)))
     return failure();
 
   // `llvm.mlir.addressof` resolves in the nearest symbol table: each module

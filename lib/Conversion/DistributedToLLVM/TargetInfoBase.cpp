@@ -8,6 +8,7 @@
 #include "TritonDistributed/Conversion/DistributedToLLVM/TargetInfoBase.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::triton_dist;
@@ -60,4 +61,48 @@ Value TargetInfoBase::createOpaqueCopy(OpBuilder &b, Location loc, Value value,
       LLVM::tailcallkind::TailCallKind::None,
       /*asm_dialect=*/LLVM::AsmDialectAttr(), /*operand_attrs=*/ArrayAttr());
   return copy.getRes();
+}
+
+LogicalResult TargetInfoBase::createPutSignal(RewriterBase &, Location, Value,
+                                              Value, Value, Value, Value,
+                                              SignalOp, Value) const {
+  llvm_unreachable("the target has no one-sided library");
+}
+
+LogicalResult TargetInfoBase::createGet(RewriterBase &, Location, Value, Value,
+                                        Value, Value) const {
+  llvm_unreachable("the target has no one-sided library");
+}
+
+LogicalResult TargetInfoBase::createSignalWaitUntil(RewriterBase &, Location,
+                                                    Value, WaitComparison,
+                                                    Value) const {
+  llvm_unreachable("the target has no one-sided library");
+}
+
+LLVM::LLVMFuncOp
+TargetInfoBase::getOrDeclareFunction(OpBuilder &b, Operation *from,
+                                     Location loc, StringRef name,
+                                     LLVM::LLVMFunctionType type) {
+  Operation *scope = SymbolTable::getNearestSymbolTable(from);
+  if (!scope)
+    return {};
+  Operation *existing = SymbolTable::lookupSymbolIn(scope, name);
+  if (auto function = dyn_cast_or_null<LLVM::LLVMFuncOp>(existing)) {
+    if (function.getFunctionType() == type)
+      return function;
+    emitError(loc) << "'" << name << "' is already declared as "
+                   << function.getFunctionType() << ", but the lowering calls "
+                   << type;
+    return {};
+  }
+  if (existing) {
+    emitError(loc) << "'" << name
+                   << "' names a symbol that is not an llvm.func, but the "
+                      "lowering calls the library function of that name";
+    return {};
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&scope->getRegion(0).front());
+  return LLVM::LLVMFuncOp::create(b, loc, name, type);
 }

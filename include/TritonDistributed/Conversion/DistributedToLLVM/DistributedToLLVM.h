@@ -65,6 +65,13 @@ LogicalResult checkLowerable(Operation *root);
 LogicalResult checkTargetAttributes(ModuleOp module,
                                     const TargetInfoBase &target);
 
+/// Emits a located error for every put_signal / get / signal_wait under
+/// `root` when `target` has no one-sided library (AMD today); otherwise
+/// declares the library functions they call (a conflicting symbol is a
+/// located error).
+LogicalResult checkOneSidedSupport(Operation *root,
+                                   const TargetInfoBase &target);
+
 /// The whole lowering both passes run: checks, declares the context, converts
 /// every `distributed` op (and the token type on function, call, branch and
 /// scf boundaries).

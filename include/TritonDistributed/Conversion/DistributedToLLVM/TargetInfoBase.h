@@ -17,6 +17,7 @@
 
 #include "TritonDistributed/Dialect/Distributed/IR/Dialect.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -113,6 +114,55 @@ public:
   /// nor compute it before `token` exists.
   virtual Value createOpaqueCopy(OpBuilder &b, Location loc, Value value,
                                  Value token) const;
+
+  //===--------------------------------------------------------------------===//
+  // One-sided communication: put_signal, get, signal_wait
+  //===--------------------------------------------------------------------===//
+
+  /// The one-sided communication library these ops lower to calls of
+  /// ("NVSHMEM"), or "" when the target lowers none of them: the lowering then
+  /// rejects them with a located diagnostic before converting anything, and
+  /// the three hooks below are never called.
+  virtual StringRef getOneSidedLibrary() const { return ""; }
+
+  /// Every thread of the program calls the library's block-scope put with
+  /// signal: `bytes` (i64) from the local `src` to `dest` on rank `rank` (i32),
+  /// then `signalPtr` on `rank` set to / increased by `signal` (i64). The
+  /// pointers are this rank's addresses (global or generic).
+  virtual LogicalResult createPutSignal(RewriterBase &rewriter, Location loc,
+                                        Value dest, Value src, Value bytes,
+                                        Value signalPtr, Value signal,
+                                        SignalOp sigOp, Value rank) const;
+
+  /// Every thread of the program calls the library's block-scope get: `bytes`
+  /// from `src` on rank `rank` to the local `dest`; blocking.
+  virtual LogicalResult createGet(RewriterBase &rewriter, Location loc,
+                                  Value dest, Value src, Value bytes,
+                                  Value rank) const;
+
+  /// Each fails (after a located diagnostic) when the library function cannot
+  /// be declared.
+  /// The calling thread waits until the local 64-bit signal at `signalPtr`
+  /// satisfies `signal <cmp> value` (unsigned).
+  virtual LogicalResult createSignalWaitUntil(RewriterBase &rewriter,
+                                              Location loc, Value signalPtr,
+                                              WaitComparison cmp,
+                                              Value value) const;
+
+  /// Declares (once) the library function `op` (a put_signal, get or
+  /// signal_wait) lowers to a call of, in the symbol table that holds `op`.
+  /// The lowering calls it for every such op before converting anything, so
+  /// that a conflicting symbol is one located error. Default: nothing.
+  virtual LogicalResult declareOneSidedFunction(Operation *op) const {
+    return success();
+  }
+
+  /// For the hooks: the external function `name` of `type`, declared (once)
+  /// at the start of the symbol table that holds `from`. A symbol of that name
+  /// with another type or kind is reported at `loc` and returns null.
+  static LLVM::LLVMFuncOp getOrDeclareFunction(OpBuilder &b, Operation *from,
+                                               Location loc, StringRef name,
+                                               LLVM::LLVMFunctionType type);
 };
 
 } // namespace triton_dist

@@ -35,6 +35,16 @@ LogicalResult verifyAxis(Operation *op, int32_t axis) {
   return success();
 }
 
+// A byte count known at compile time is a size_t of the one-sided library: a
+// negative i64 would be read as a copy of more than 8 EiB.
+LogicalResult verifyByteCount(Operation *op, Value bytes) {
+  APInt value;
+  if (matchPattern(bytes, m_ConstantInt(&value)) && value.isNegative())
+    return op->emitOpError()
+           << "bytes must be non-negative, got " << value.getSExtValue();
+  return success();
+}
+
 } // namespace
 
 LogicalResult GetRankOp::verify() { return verifyAxis(*this, getAxis()); }
@@ -67,6 +77,35 @@ LogicalResult WaitOp::verify() {
 }
 
 LogicalResult NotifyOp::verify() { return verifyRankOperand(*this, getRank()); }
+
+LogicalResult PutSignalOp::verify() {
+  if (failed(verifyRankOperand(*this, getRank())))
+    return failure();
+  return verifyByteCount(*this, getBytes());
+}
+
+LogicalResult GetOp::verify() {
+  if (failed(verifyRankOperand(*this, getRank())))
+    return failure();
+  return verifyByteCount(*this, getBytes());
+}
+
+LogicalResult SignalWaitOp::verify() {
+  // Signals are compared unsigned: a wait no signal value satisfies would
+  // spin forever.
+  APInt value;
+  if (!matchPattern(getValue(), m_ConstantInt(&value)))
+    return success();
+  WaitComparison cmp = getCmp();
+  if ((cmp == WaitComparison::gt && value.isMaxValue()) ||
+      (cmp == WaitComparison::lt && value.isMinValue()))
+    return emitOpError() << "no unsigned 64-bit signal is "
+                         << (cmp == WaitComparison::gt ? "greater" : "less")
+                         << " than " << value.getZExtValue()
+                         << ": the wait (cmp " << stringifyEnum(cmp)
+                         << ") could never return";
+  return success();
+}
 
 #define GET_OP_CLASSES
 #include "TritonDistributed/Dialect/Distributed/IR/DistributedOps.cpp.inc"

@@ -3,7 +3,9 @@
 // Operand order, names and defaults follow the kernel-author API (triton_dist.language):
 //   rank(axis=-1), num_ranks(axis=-1), symm_at(ptr, rank),
 //   wait(barrierPtrs, numBarriers, scope, semantic, waitValue=1, cmp="eq"), consume_token(value, token),
-//   notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node").
+//   notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node"),
+//   put_signal(dest, src, nbytes, signal_ptr, signal, rank, sig_op="set"), get(dest, src, nbytes, rank),
+//   signal_wait(signal_ptr, value, cmp="eq").
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,6 +204,84 @@ def Distributed_NotifyOp : Distributed_Op<"notify", [MemoryEffects<[MemRead, Mem
   let assemblyFormat = [{
     $ptr `,` $rank `,` $signal `sig_op` `(` $sig_op `)` `comm_scope` `(` $comm_scope `)` attr-dict
     `:` qualified(type($ptr)) `,` type($signal)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Inter-node data movement: put_signal / get / signal_wait
+//===----------------------------------------------------------------------===//
+
+def Distributed_PutSignalOp : Distributed_Op<"put_signal", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "copy bytes to another rank, then set or add to a 64-bit signal there";
+  let description = [{
+    One-sided put with signal, for ranks that load/store cannot reach (another node). Every thread of the program
+    executes the op: the program synchronizes, then copies `%bytes` bytes from `%src` (this rank's memory) to
+    `%dest` on rank `%rank`, and, once those bytes are delivered, updates the 64-bit signal `%signal_ptr` on rank
+    `%rank` with `%signal` (`sig_op(set)`: store, `sig_op(add)`: atomic add). `%dest` and `%signal_ptr` are this
+    rank's addresses of symmetric objects (as `symm_at` takes them); the runtime's one-sided library (NVSHMEM on
+    NVIDIA) translates them to `%rank`'s. A rank that waits for the signal with `distributed.signal_wait` sees the
+    bytes. The op returns when `%src` may be reused, not when the data has arrived.
+
+    ```mlir
+    distributed.put_signal %dest, %src, %bytes, %sig, %one, %peer sig_op(add) : !llvm.ptr<1>, !llvm.ptr<1>, !llvm.ptr<1>
+    ```
+
+    Lowered only for NVIDIA (`nvshmemx_putmem_signal_block`); the ROCDL lowering rejects it with a diagnostic.
+  }];
+  let arguments = (ins Distributed_Ptr:$dest, Distributed_Ptr:$src, I64:$bytes, Distributed_Ptr:$signal_ptr,
+                       I64:$signal, I32:$rank,
+                       DefaultValuedAttr<Distributed_SignalOp, "::mlir::triton_dist::SignalOp::set">:$sig_op);
+  let assemblyFormat = [{
+    $dest `,` $src `,` $bytes `,` $signal_ptr `,` $signal `,` $rank `sig_op` `(` $sig_op `)` attr-dict
+    `:` qualified(type($dest)) `,` qualified(type($src)) `,` qualified(type($signal_ptr))
+  }];
+  let hasVerifier = 1;
+}
+
+def Distributed_GetOp : Distributed_Op<"get", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "copy bytes from another rank into this rank's memory";
+  let description = [{
+    One-sided get. Every thread of the program executes the op: the program synchronizes, copies `%bytes` bytes
+    from `%src` on rank `%rank` (`%src` is this rank's address of a symmetric object) to `%dest` (this rank's
+    memory), and synchronizes again, so every thread of the program may read `%dest` after the op. The op is
+    blocking: the bytes have arrived when it returns.
+
+    ```mlir
+    distributed.get %dest, %src, %bytes, %peer : !llvm.ptr<1>, !llvm.ptr<1>
+    ```
+
+    Lowered only for NVIDIA (`nvshmemx_getmem_block`); the ROCDL lowering rejects it with a diagnostic.
+  }];
+  let arguments = (ins Distributed_Ptr:$dest, Distributed_Ptr:$src, I64:$bytes, I32:$rank);
+  let assemblyFormat = [{
+    $dest `,` $src `,` $bytes `,` $rank attr-dict `:` qualified(type($dest)) `,` qualified(type($src))
+  }];
+  let hasVerifier = 1;
+}
+
+def Distributed_SignalWaitOp : Distributed_Op<"signal_wait", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "spin until this rank's 64-bit signal compares true with a value";
+  let description = [{
+    Returns once the 64-bit signal at `%signal_ptr` (this rank's memory, updated by peers' `distributed.put_signal`)
+    satisfies `signal <cmp> %value`, compared as **unsigned** 64-bit integers (NVSHMEM's `signal_wait_until` on
+    `uint64_t`; `distributed.wait` compares signed). Every thread of the program executes the op and returns
+    together; data that the signalling put delivered is visible to all of them. `cmp` defaults to `eq`.
+
+    ```mlir
+    %token = distributed.signal_wait %sig, %expected cmp(ge) : !llvm.ptr<1>
+    ```
+
+    The token feeds `distributed.consume_token`, as a `distributed.wait`'s does. A comparison no unsigned value
+    satisfies (`gt` 2^64-1, `lt` 0, with a constant `%value`) is rejected by the verifier. Lowered only for NVIDIA
+    (`nvshmem_signal_wait_until`).
+  }];
+  let arguments = (ins Distributed_Ptr:$signal_ptr, I64:$value,
+                       DefaultValuedAttr<Distributed_WaitComparison,
+                                         "::mlir::triton_dist::WaitComparison::eq">:$cmp);
+  let results = (outs Distributed_TokenType:$token);
+  let assemblyFormat = [{
+    $signal_ptr `,` $value (`cmp` `(` $cmp^ `)`)? attr-dict `:` qualified(type($signal_ptr))
   }];
   let hasVerifier = 1;
 }

@@ -49,6 +49,24 @@ public:
   Value createToken(OpBuilder &b, Location loc) const override;
   /// "r" (32 bits), "l" (64 bits).
   StringRef getRegisterConstraint(unsigned bitWidth) const override;
+
+  /// "NVSHMEM": the functions of its device bitcode (libnvshmem_device_sm_*.bc
+  /// of the nvidia-nvshmem wheel), declared in the module and linked later.
+  StringRef getOneSidedLibrary() const override { return "NVSHMEM"; }
+  /// Declares the NVSHMEM function of a put_signal / get / signal_wait.
+  LogicalResult declareOneSidedFunction(Operation *op) const override;
+  /// nvshmemx_putmem_signal_block(dest, src, bytes, sig, signal, op, pe).
+  LogicalResult createPutSignal(RewriterBase &rewriter, Location loc,
+                                Value dest, Value src, Value bytes,
+                                Value signalPtr, Value signal, SignalOp sigOp,
+                                Value rank) const override;
+  /// nvshmemx_getmem_block(dest, src, bytes, pe).
+  LogicalResult createGet(RewriterBase &rewriter, Location loc, Value dest,
+                          Value src, Value bytes, Value rank) const override;
+  /// nvshmem_signal_wait_until(sig, cmp, value).
+  LogicalResult createSignalWaitUntil(RewriterBase &rewriter, Location loc,
+                                      Value signalPtr, WaitComparison cmp,
+                                      Value value) const override;
 };
 
 } // namespace triton_dist
