@@ -86,10 +86,10 @@ def test_commit_msg_hook_rejects_a_long_subject_naming_its_length(tmp_path):
 
 
 def test_type_checker_covers_the_package_and_ci_runs_it():
-    """mypy (pinned in requirements.txt) over python/triton_dist, ops excepted for now, from scripts/test.sh."""
+    """mypy (pinned in requirements.txt) over the whole of python/triton_dist, ops included, from scripts/test.sh."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mypy"]
     assert config["files"] == ["python/triton_dist"]
-    ops = [o for o in config["overrides"] if "triton_dist.ops.*" in o["module"]]
-    assert ops and ops[0]["ignore_errors"] is True
+    silenced = [o for o in config.get("overrides", []) if o.get("ignore_errors") and "triton_dist" in str(o["module"])]
+    assert not silenced, f"no part of the package may ignore its type errors: {silenced}"
     assert any(line.startswith("mypy==") for line in (REPO / "requirements.txt").read_text().splitlines())
     assert "python3 -m mypy" in (REPO / "scripts" / "test.sh").read_text()
