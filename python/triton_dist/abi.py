@@ -105,3 +105,37 @@ def all_symbols() -> list[str]:
     names += [wait_symbol(s, m, c, f) for s in SCOPES for m in SEMANTICS for c in COMPARISONS for f in FLAG_TYPES]
     names += [notify_symbol(o, c, f) for o in SIG_OPS for c in COMM_SCOPES for f in FLAG_TYPES]
     return sorted(names)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The NVSHMEM library (NVIDIA only; docs/multi-node.md): lib/DeviceLibrary/triton_dist_nvshmem.mlir, built into
+# NVSHMEM_LIBRARY_FILE. Its functions call NVSHMEM's device functions (NVSHMEM_DEVICE_FUNCTIONS), which the
+# nvidia-nvshmem wheel's libnvshmem_device_sm_<N>.bc defines; the compiler links both only into kernels that call one
+# of NVSHMEM_SYMBOL_PREFIX's symbols.
+# ---------------------------------------------------------------------------------------------------------------
+
+NVSHMEM_SYMBOL_PREFIX = "__triton_dist_nvshmem_"
+NVSHMEM_LIB_NAME = "triton_dist_nvshmem"
+"""The ``extern_libs`` name of the wrapper library; NVSHMEM's own bitcode is linked as ``NVSHMEM_DEVICE_LIB_NAME``."""
+NVSHMEM_DEVICE_LIB_NAME = "libnvshmem_device"
+NVSHMEM_LIBRARY_FILE = "triton_dist.nvshmem.nvptx64.bc"
+NVSHMEM_DEVICE_FUNCTIONS = ("nvshmem_signal_wait_until", "nvshmemx_getmem_block", "nvshmemx_putmem_signal_block")
+"""The NVSHMEM device functions the wrapper library declares and calls (and nothing else)."""
+NVSHMEM_GET = "__triton_dist_nvshmem_get"  # (i64 dest, i64 src, i64 bytes, i32 rank) -> i32 (0)
+
+
+def put_signal_symbol(sig_op: str) -> str:
+    """``__triton_dist_nvshmem_put_signal_{sig_op}``: (i64 dest, i64 src, i64 bytes, i64 signal_addr, i64 signal,
+    i32 rank) -> i32 (0)."""
+    return f"{NVSHMEM_SYMBOL_PREFIX}put_signal_{sig_op}"
+
+
+def signal_wait_symbol(cmp: str) -> str:
+    """``__triton_dist_nvshmem_signal_wait_{cmp}``: (i64 signal_addr, i64 value) -> i32 token; compared unsigned."""
+    return f"{NVSHMEM_SYMBOL_PREFIX}signal_wait_{cmp}"
+
+
+def nvshmem_symbols() -> list[str]:
+    """Every function the NVSHMEM wrapper library defines, sorted."""
+    names = [NVSHMEM_GET, *(put_signal_symbol(op) for op in SIG_OPS), *(signal_wait_symbol(c) for c in COMPARISONS)]
+    return sorted(names)

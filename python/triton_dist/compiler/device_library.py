@@ -14,23 +14,32 @@ target, or bitcode that lacks a function or global of the ABI (``triton_dist.abi
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from triton_dist.abi import (
     LIB_NAME,
     LIBRARY_TRIPLES,
+    NVSHMEM_DEVICE_FUNCTIONS,
+    NVSHMEM_DEVICE_LIB_NAME,
+    NVSHMEM_LIB_NAME,
+    NVSHMEM_LIBRARY_FILE,
     SYMBOL_PREFIX,
     WATCHDOG_LIBRARY_VARIANT,
     all_symbols,
     library_globals,
+    nvshmem_symbols,
 )
 
 __all__ = [
     "DEFAULT_DEVICE_LIB_DIR",
     "DEVICE_LIB_DIR_ENV",
     "LIBRARY_FILES",
+    "NVSHMEM_BITCODE_DIR_ENV",
+    "NVSHMEM_PACKAGES",
     "LIB_NAME",
     "SYMBOL_PREFIX",
     "WATCHDOG_LIBRARY_FILES",
@@ -38,11 +47,16 @@ __all__ = [
     "DeviceLibraryInvalidError",
     "DeviceLibraryMissingError",
     "DeviceLibraryUnreadableError",
+    "NvshmemMissingError",
+    "NvshmemUnreadableError",
     "check_library",
     "device_lib_dir",
     "libraries_digest",
     "library_path",
     "linkable_library",
+    "nvshmem_bitcode_dir",
+    "nvshmem_device_bitcode",
+    "nvshmem_libraries",
     "read_bitcode",
     "require_library",
 ]
@@ -106,14 +120,14 @@ def require_library(backend: str, watchdog: bool = False) -> Path:
 
 
 def libraries_digest() -> str:
-    """SHA-256 over the content of every target's libraries, default and watchdog (or the fact that one is
-    missing), and their file names.
+    """SHA-256 over the content of every target's libraries, default, watchdog and NVSHMEM wrapper (or the fact that
+    one is missing), and their file names. NVSHMEM's own bitcode is not covered (see ``nvshmem_libraries``).
 
     Computed on every call: a rebuilt library changes the digest in a process that started before the rebuild.
     """
     digest = hashlib.sha256()
     directory = device_lib_dir()
-    files = [*LIBRARY_FILES.items(), *WATCHDOG_LIBRARY_FILES.items()]
+    files = [*LIBRARY_FILES.items(), *WATCHDOG_LIBRARY_FILES.items(), ("cuda", NVSHMEM_LIBRARY_FILE)]
     for backend, name in sorted(files):
         digest.update(f"{backend}:{name}:".encode())
         try:
@@ -387,3 +401,116 @@ def linkable_library(backend: str, watchdog: bool = False) -> Path:
     path = require_library(backend, watchdog)
     check_library(path, backend, watchdog)
     return path
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# NVSHMEM (NVIDIA only): the wrapper library built from lib/DeviceLibrary/triton_dist_nvshmem.mlir, and NVSHMEM's own
+# device bitcode from the nvidia-nvshmem wheel, linked after it.
+# ----------------------------------------------------------------------------------------------------------------
+
+NVSHMEM_BITCODE_DIR_ENV = "TRITON_DIST_NVSHMEM_BITCODE_DIR"
+NVSHMEM_PACKAGES = ("nvidia-nvshmem-cu13", "nvidia-nvshmem-cu12")
+"""The pip packages that ship NVSHMEM's device bitcode (``nvidia/nvshmem/lib/libnvshmem_device*.bc``)."""
+
+_NVSHMEM_BITCODE = re.compile(r"libnvshmem_device_sm_(\d+)\.bc")
+
+
+class NvshmemMissingError(DeviceLibraryMissingError):
+    """A kernel calls an NVSHMEM primitive (dl.put_signal, dl.get, dl.signal_wait), but NVSHMEM's device bitcode (or
+    the triton_dist wrapper library) cannot be found or does not fit the target."""
+
+
+class NvshmemUnreadableError(DeviceLibraryUnreadableError):
+    """NVSHMEM's device bitcode exists, but the LLVM inside Triton cannot parse it (a newer LLVM wrote it)."""
+
+
+def nvshmem_bitcode_dir() -> Path:
+    """The directory that holds NVSHMEM's device bitcode: ``$TRITON_DIST_NVSHMEM_BITCODE_DIR`` if set, else the
+    ``lib`` directory of the installed ``nvidia.nvshmem`` package. Raises ``NvshmemMissingError`` naming the package
+    to install when neither exists."""
+    override = os.environ.get(NVSHMEM_BITCODE_DIR_ENV)
+    if override:
+        directory = Path(override).expanduser().resolve()
+        if not directory.is_dir():
+            raise NvshmemMissingError(f"${NVSHMEM_BITCODE_DIR_ENV} names {directory}, which is not a directory")
+        return directory
+    try:
+        spec = importlib.util.find_spec("nvidia.nvshmem")
+    except ModuleNotFoundError:  # no `nvidia` namespace package at all
+        spec = None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        directory = Path(location) / "lib"
+        if directory.is_dir():
+            return directory
+    raise NvshmemMissingError(
+        "NVSHMEM's device bitcode is needed to link a kernel that calls dl.put_signal / dl.get / dl.signal_wait, but "
+        f"the Python package nvidia.nvshmem is not installed: pip install {NVSHMEM_PACKAGES[0]} (CUDA 13) or "
+        f"{NVSHMEM_PACKAGES[1]} (CUDA 12), or point ${NVSHMEM_BITCODE_DIR_ENV} at a directory holding "
+        "libnvshmem_device_sm_<N>.bc"
+    )
+
+
+def nvshmem_device_bitcode(capability: int) -> Path:
+    """NVSHMEM's device bitcode for compute capability ``capability`` (90 for sm_90): the
+    ``libnvshmem_device_sm_<N>.bc`` with the largest N not above it, else an unversioned ``libnvshmem_device.bc``.
+    The file must start like LLVM bitcode (it is 30-50 MB: its symbols are not read)."""
+    directory = nvshmem_bitcode_dir()
+    versions = sorted(
+        (int(match.group(1)), path)
+        for path in directory.glob("libnvshmem_device_sm_*.bc")
+        if (match := _NVSHMEM_BITCODE.fullmatch(path.name))
+    )
+    fitting = [path for version, path in versions if version <= capability]
+    if fitting:
+        path = fitting[-1]
+    elif (directory / "libnvshmem_device.bc").is_file():
+        path = directory / "libnvshmem_device.bc"
+    else:
+        found = ", ".join(f"sm_{version}" for version, _ in versions) or "none"
+        raise NvshmemMissingError(
+            f"{directory} holds no NVSHMEM device bitcode for sm_{capability} (libnvshmem_device_sm_<N>.bc with N <= "
+            f"{capability}; found: {found})"
+        )
+    with path.open("rb") as file:
+        head = file.read(4)
+    if head not in (_BITCODE_MAGIC, _WRAPPER_MAGIC):
+        raise NvshmemMissingError(f"{path} is not LLVM bitcode (it starts with {head!r})")
+    return path
+
+
+def nvshmem_libraries(capability: int) -> list[tuple[str, str]]:
+    """The ``extern_libs`` entries a kernel that calls an NVSHMEM primitive needs, in link order: the triton_dist
+    wrapper library (checked: nvptx64 bitcode defining ``abi.nvshmem_symbols()``), then NVSHMEM's device bitcode,
+    which defines the functions the wrappers call. Triton links extern libraries one after the other, each only for
+    the symbols still undefined, so the order matters.
+
+    Neither file enters Triton's cache key through the options (the stages hook adds them after the key is made):
+    the wrapper is covered by ``libraries_digest``, NVSHMEM's bitcode by its path (clear the cache after upgrading
+    the wheel in place)."""
+    wrapper = device_lib_dir() / NVSHMEM_LIBRARY_FILE
+    if not wrapper.is_file():
+        raise NvshmemMissingError(
+            f"the triton_dist NVSHMEM library {wrapper} does not exist: build it with scripts/build.sh"
+        )
+    try:
+        summary = read_bitcode(wrapper.read_bytes())
+    except ValueError as error:
+        raise DeviceLibraryInvalidError(
+            f"the triton_dist NVSHMEM library {wrapper} cannot be linked: {error}"
+        ) from None
+    missing = [name for name in nvshmem_symbols() if name not in summary.defined]
+    if not summary.triple.startswith("nvptx64") or missing:
+        raise DeviceLibraryInvalidError(
+            f"the triton_dist NVSHMEM library {wrapper} cannot be linked: it must be nvptx64 bitcode defining "
+            f"{len(nvshmem_symbols())} functions, got target '{summary.triple}' missing {missing[:3]}; rebuild it "
+            "with scripts/build.sh"
+        )
+    unexpected = sorted(
+        name for name in summary.declared - set(NVSHMEM_DEVICE_FUNCTIONS) if not name.startswith("llvm.")
+    )
+    if unexpected:
+        raise DeviceLibraryInvalidError(
+            f"the triton_dist NVSHMEM library {wrapper} calls functions NVSHMEM does not provide: {unexpected[:3]}"
+        )
+    return [(NVSHMEM_LIB_NAME, str(wrapper)), (NVSHMEM_DEVICE_LIB_NAME, str(nvshmem_device_bitcode(capability)))]

@@ -17,17 +17,21 @@ our ``llir`` stage. Linking a kernel that calls a primitive also makes sure a co
 (``context_hook.ensure_context_hook``; the runtime registers its own when imported), for kernels compiled from IR.
 With a wait timeout configured (``watchdog.py``) the watchdog variant of the library is linked instead. On NVIDIA
 the stage then makes the checks of a kernel with ``wgmma`` call-free (``call_free_checks.py``).
+
+A CUDA kernel that calls an NVSHMEM primitive (``dl.put_signal``, ``dl.get``, ``dl.signal_wait``: symbols
+``__triton_dist_nvshmem_*``) also gets, after our library, the NVSHMEM wrapper library and NVSHMEM's device bitcode
+for its compute capability (``device_library.nvshmem_libraries``); other kernels never read NVSHMEM's 50 MB bitcode.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from triton import knobs
 
-from triton_dist.abi import LIB_NAME, SYMBOL_PREFIX
+from triton_dist.abi import LIB_NAME, NVSHMEM_SYMBOL_PREFIX, SYMBOL_PREFIX
 from triton_dist.compiler.call_free_checks import make_checks_call_free
 from triton_dist.compiler.context_hook import ensure_context_hook
 from triton_dist.compiler.device_library import (
@@ -35,16 +39,21 @@ from triton_dist.compiler.device_library import (
     DeviceLibraryInvalidError,
     DeviceLibraryMissingError,
     DeviceLibraryUnreadableError,
+    NvshmemUnreadableError,
     linkable_library,
+    nvshmem_libraries,
 )
 from triton_dist.compiler.watchdog import watchdog_enabled
 
 _OUR_STAGE = "__triton_dist_llir__"
 
 
-def _with_library(options: Any, path: str) -> Any:
-    libs = tuple((name, lib) for name, lib in (options.extern_libs or ()) if name != LIB_NAME)
-    return dataclasses.replace(options, extern_libs=libs + ((LIB_NAME, path),))
+def _with_library(options: Any, path: str | None, extra: Sequence[tuple[str, str]] = ()) -> Any:
+    """``options`` whose ``extern_libs`` end with our library (when ``path``) and then ``extra``, in that order."""
+    ours = ({LIB_NAME} if path is not None else set()) | {name for name, _ in extra}
+    libs = tuple((name, lib) for name, lib in (options.extern_libs or ()) if name not in ours)
+    added = (((LIB_NAME, path),) if path is not None else ()) + tuple(extra)
+    return dataclasses.replace(options, extern_libs=libs + added)
 
 
 def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[Any, dict], str]:
@@ -62,12 +71,23 @@ def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[
                 raise
             # This kernel calls no primitive: compile it as Triton would, without the (unbuilt or invalid) library.
             path = None
-        linked = _with_library(options, path) if path is not None else options
+        # A kernel that calls an NVSHMEM primitive also links the NVSHMEM wrapper library, then NVSHMEM's device
+        # bitcode (NvshmemMissingError, naming the package, when it is not installed).
+        extra = nvshmem_libraries(capability or 0) if target == "cuda" and NVSHMEM_SYMBOL_PREFIX in str(src) else []
+        linked = _with_library(options, path, extra) if path is not None or extra else options
         try:
             if target == "cuda":
                 return make_checks_call_free(backend.make_llir(src, metadata, linked, capability))
             return backend.make_llir(src, metadata, linked)
         except ValueError as error:
+            nvshmem = [lib for _, lib in extra if lib in str(error)]
+            if nvshmem:
+                raise NvshmemUnreadableError(
+                    f"Triton's LLVM cannot read NVSHMEM's device bitcode {nvshmem[0]} ({error}), most likely because a "
+                    "newer LLVM wrote it: triton==3.6.0 bundles LLVM 22.0.0git, and NVSHMEM 3.8's wheels "
+                    "(nvidia-nvshmem-cu12 and -cu13) ship bitcode from LLVM 22.1.8. Install an NVSHMEM whose bitcode "
+                    "that LLVM reads, or point $TRITON_DIST_NVSHMEM_BITCODE_DIR at one (docs/multi-node.md)."
+                ) from error
             if path is None or path not in str(error):
                 raise
             raise DeviceLibraryUnreadableError(

@@ -16,7 +16,9 @@ Each primitive is a Triton builtin that calls a function of the triton_dist devi
 importing this package installs the compiler hook that links the library into every kernel Triton compiles, and
 makes a primitive's error inside a ``@triton.jit`` helper keep its message (``compiler/helper_errors.py``) and a
 launch without a GPU driver say so (``compiler/driver_check.py``).
-Reference: docs/language.md. Nothing here needs torch or a GPU. ``dir(dl)`` lists the API and nothing else.
+``dl.put_signal`` / ``dl.get`` / ``dl.signal_wait`` move data to and from other nodes through NVSHMEM (NVIDIA only;
+docs/multi-node.md). Reference: docs/language.md. Nothing here needs torch or a GPU. ``dir(dl)`` lists the API and
+nothing else.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from triton_dist.compiler.driver_check import install_driver_check
 from triton_dist.compiler.helper_errors import install_helper_error_messages
 from triton_dist.compiler.stages_hook import install_stages_hook
 from triton_dist.language.notify import notify
+from triton_dist.language.one_sided import get, put_signal, signal_wait
 from triton_dist.language.ranks import num_ranks, rank
 from triton_dist.language.symmetric import symm_at
 from triton_dist.language.token import wait_token, wait_token_type
@@ -36,9 +39,12 @@ install_driver_check()
 
 __all__ = [
     "consume_token",
+    "get",
     "notify",
     "num_ranks",
+    "put_signal",
     "rank",
+    "signal_wait",
     "symm_at",
     "wait",
     "wait_token",
