@@ -1,5 +1,9 @@
 """Host side shared by ``allgather_push.py`` and ``allgather_pull.py``: correctness rounds and the benchmark
-against NCCL's ``all_gather_into_tensor`` at several output sizes, in the same run."""
+against NCCL's ``all_gather_into_tensor`` at several output sizes, in the same run.
+
+Under ``TRITON_INTERPRET=1`` (the CPU emulation, docs/getting-started.md "Develop and test without GPUs") the same
+kernels run on a CPU heap over gloo: small sizes, two programs per peer, the correctness rounds against gloo's
+``all_gather_into_tensor`` and no timing (times there mean nothing)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
+import triton
 
 from triton_dist import runtime as rt
 from triton_dist.testing import (
@@ -22,6 +27,9 @@ from triton_dist.testing import (
     write_chart,
     write_markdown,
 )
+
+EMULATED = triton.knobs.runtime.interpret
+"""``TRITON_INTERPRET=1``: run on the CPU emulation (checks only)."""
 
 Launch = Callable[[int], None]
 """``launch(epoch)`` runs one all-gather; epochs increase by one per call and are equal across ranks."""
@@ -39,7 +47,8 @@ class Variant:
 
 def parse_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes-mib", type=int, nargs="+", default=[1, 8, 64, 128], help="output sizes (MiB)")
+    sizes = [1] if EMULATED else [1, 8, 64, 128]
+    parser.add_argument("--sizes-mib", type=int, nargs="+", default=sizes, help="output sizes (MiB)")
     parser.add_argument("--iters", type=int, default=20, help="timed runs per size (median reported)")
     parser.add_argument("--check-rounds", type=int, default=3, help="correctness rounds per size (fresh data)")
     parser.add_argument("--ctas-per-peer", type=int, default=0, help="0: fill the GPU (see the kernel's docstring)")
@@ -55,10 +64,14 @@ def parse_args(description: str) -> argparse.Namespace:
 def run(variant: Variant, description: str) -> int:
     """Check and benchmark one all-gather variant at every requested size; returns the process exit code."""
     args = parse_args(description)
-    world = setup_distributed(heap_size=f"{2 * max(args.sizes_mib) + 64}M")
+    if EMULATED:
+        world = setup_distributed(heap_size=f"{2 * max(args.sizes_mib) + 1}M", device="cpu")
+        sm_count = 2 * world.world_size  # every program is a thread: a few suffice
+    else:
+        world = setup_distributed(heap_size=f"{2 * max(args.sizes_mib) + 64}M")
+        sm_count = torch.cuda.get_device_properties(world.device).multi_processor_count
     checks = Checks()
-    sm_count = torch.cuda.get_device_properties(world.device).multi_processor_count
-    ctas_per_peer = args.ctas_per_peer or max(16, min(64, sm_count // world.world_size))
+    ctas_per_peer = args.ctas_per_peer or (2 if EMULATED else max(16, min(64, sm_count // world.world_size)))
     if ctas_per_peer * world.world_size > sm_count:
         rank0_print(f"warning: {ctas_per_peer * world.world_size} programs > {sm_count} SMs; all must be co-resident")
     rank0_print(f"{variant.name}: {ctas_per_peer} programs per peer, BLOCK={args.block}, num_warps={args.num_warps}")
@@ -66,6 +79,10 @@ def run(variant: Variant, description: str) -> int:
     summary = []
     for size_mib in args.sizes_mib:
         summary.append(_one_size(variant, args, ctas_per_peer, size_mib, checks, state))
+    if EMULATED:
+        code = checks.exit_code()
+        teardown()
+        return code
     rank0_print(
         f"{variant.name} summary (max over ranks of the median of {args.iters} runs; algbw = output bytes / time):"
     )
@@ -130,7 +147,12 @@ def _one_size(
         shard.copy_(torch.randn(shard.shape, generator=state["generator"], device=world.device))
         poison_(out)  # NaN: an element the kernel fails to write compares unequal
         dist.all_gather_into_tensor(reference, shard)
-        rt.barrier_on_device()  # every rank's poison is in place before any rank's kernel writes to it
+        # Every rank's poison is in place before any rank's kernel writes to it (on CPUs the host barrier: kernels
+        # there finish before the launch returns).
+        if EMULATED:
+            rt.barrier()
+        else:
+            rt.barrier_on_device()
         launch(next_epoch())
         rt.barrier()
         if not torch.equal(out, reference):
@@ -141,7 +163,10 @@ def _one_size(
                 f"{first // shard_elems}): got {out[first].item()}, expected {reference[first].item()}"
             )
             good = False
-    checks.check(f"{name} {size_mib} MiB matches NCCL ({args.check_rounds} rounds, poisoned output)", good)
+    against = "gloo" if EMULATED else "NCCL"
+    checks.check(f"{name} {size_mib} MiB matches {against} ({args.check_rounds} rounds, poisoned output)", good)
+    if EMULATED:
+        return size_mib, 0.0, 0.0, 0.0, 0.0
 
     ours_us = bench(lambda: launch(next_epoch()), rep=args.iters) * 1000.0
     nccl_us = bench(lambda: dist.all_gather_into_tensor(reference, shard), rep=args.iters) * 1000.0
@@ -156,4 +181,4 @@ def _one_size(
 
 
 def _torch_empty(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    return torch.empty(shape, dtype=dtype, device="cuda")
+    return torch.empty(shape, dtype=dtype, device=rt.current_world().device)
