@@ -22,6 +22,8 @@ Cases (each a kernel written only against the documented API, docs/language.md):
   outside the heap (before its start) are masked off works.
 - ``before_init``: a launch before ``triton_dist.init(device="cpu")``: an error that says to call it.
 - ``plain``: a kernel without primitives runs as Triton's interpreter runs it.
+- ``hb_ring`` / ``hb_racy_ring``: with ``TRITON_DIST_EMULATE_VISIBILITY=happens-before``, the ring is still right;
+  the ring with its flag set before its stores and no wait reads stale data at 3 ranks, the same in every call.
 """
 
 from __future__ import annotations
@@ -75,6 +77,25 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 def test_a_ring_all_gather_with_per_step_flags_gathers_every_shard(records: list[dict[str, Any]]) -> None:
     for rank, record in enumerate(records):
         assert record["ring"] == record["ring_expected"], f"rank {rank}"
+
+
+def test_the_ring_gathers_in_the_stale_read_mode(records: list[dict[str, Any]]) -> None:
+    world = len(records)
+    for rank, record in enumerate(records):
+        assert record["hb_ring"] == [[100.0 * r + epoch for r in range(world)] for epoch in (3, 4)], f"rank {rank}"
+
+
+def test_the_racy_ring_reads_stale_data_in_the_stale_read_mode(records: list[dict[str, Any]]) -> None:
+    """Flag before the stores, no wait: at 3 ranks, rank r forwards chunk r-1 at step 1 without having received it,
+    so every rank ends with chunk r+1 as it was before the launch (-1), in every call. At 2 ranks nothing is
+    forwarded, and the racy ring is right."""
+    world = len(records)
+    for rank, record in enumerate(records):
+        expected = [[100.0 * r + epoch for r in range(world)] for epoch in (3, 4)]
+        if world == 3:
+            for row in expected:
+                row[(rank + 1) % world] = -1.0
+        assert record["hb_racy_ring"] == expected, f"rank {rank}"
 
 
 def test_rank_and_num_ranks_come_from_the_world(records: list[dict[str, Any]]) -> None:
@@ -164,6 +185,20 @@ def ring(out_ptr, flags_ptr, epoch, N: tl.constexpr):
         tl.store(dl.symm_at(out_ptr + chunk * N + offsets, successor), values)
         dl.notify(flags_ptr + step, successor, signal=epoch, comm_scope="intra_node")
     dl.wait(flags_ptr + world - 2, 1, "sys", "acquire", waitValue=epoch)
+
+
+@triton.jit(do_not_specialize=["epoch"])
+def racy_ring(out_ptr, flags_ptr, epoch, N: tl.constexpr):
+    """``ring`` with its flag set before its stores and no wait: it forwards chunks it may not have received."""
+    me = dl.rank()
+    world = dl.num_ranks()
+    successor = (me + 1) % world
+    offsets = tl.arange(0, N)
+    for step in range(0, world - 1):
+        chunk = (me - step + world) % world
+        dl.notify(flags_ptr + step, successor, signal=epoch, comm_scope="intra_node")
+        values = tl.load(out_ptr + chunk * N + offsets)
+        tl.store(dl.symm_at(out_ptr + chunk * N + offsets, successor), values)
 
 
 @triton.jit
@@ -305,6 +340,20 @@ def _worker(out_dir: str) -> None:  # noqa: PLR0915 (one case after the other, i
     pull_masked[(1,)](out, masked, shift, N=16)
     record["lanes_masked_off"] = masked.tolist()
     record["lanes_expected"] = [-1] * 8 + world.heap.mapping.peers[0][:32].view(torch.int32).tolist()
+
+    # The stale-read mode: the ring still gathers; the racy ring forwards what its slot held before the launch.
+    os.environ["TRITON_DIST_EMULATE_VISIBILITY"] = "happens-before"
+    for kernel, name in ((ring, "hb_ring"), (racy_ring, "hb_racy_ring")):
+        results = []
+        for epoch in (3, 4):
+            gathered.fill_(-1.0)
+            gathered[rank * n : (rank + 1) * n] = torch.arange(n, dtype=torch.float32) + 100 * rank + epoch
+            triton_dist.barrier()
+            kernel[(1,)](gathered, flags, epoch, N=n)
+            triton_dist.barrier()
+            results.append(gathered.view(size, n)[:, 0].tolist())
+        record[name] = results
+    del os.environ["TRITON_DIST_EMULATE_VISIBILITY"]
 
     plain_out = torch.zeros(4, dtype=torch.int32)
     plain[(1,)](plain_out)

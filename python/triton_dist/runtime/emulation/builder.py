@@ -11,7 +11,10 @@ class is swapped, and swapped back afterwards), which adds, through the builder'
 - ``create_assert`` of a primitive's guard (a message starting with ``triton_dist:``): an ``EmulationError``
   naming the rank and program, where the GPU would stop the kernel;
 - loads, stores and atomics that refuse an address :mod:`.heap_check` marked as outside the heap;
-- ``tl.dot`` on bfloat16 that multiplies the values (``interpreter_fixes``).
+- ``tl.dot`` on bfloat16 that multiplies the values (``interpreter_fixes``);
+- in the stale-read mode (``visibility``), stores recorded, loads of stores that do not happen before them
+  answered with the value from before the launch, release / acquire atomics (the tensor ``dl.notify``'s, or a
+  kernel's own) recorded as such.
 
 :class:`EmulationSemantic` is the ``_semantic`` the primitives get: Triton's ``TritonSemantic`` over that builder,
 with ``multiple_of`` / ``max_contiguous`` keeping the hint on the interpreter's handle (Triton's versions build an
@@ -23,14 +26,23 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
+from triton._C.libtriton import interpreter as _native
 from triton.language.semantic import TritonSemantic
 from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
 
 from triton_dist.abi import LIB_NAME
-from triton_dist.runtime.emulation import device_library, heap_check, interpreter_fixes
+from triton_dist.runtime.emulation import device_library, heap_check, interpreter_fixes, visibility
 from triton_dist.runtime.emulation.state import EmulationError, current_program
 
 _grid = threading.local()
+
+
+def _lanes(ptrs: TensorHandle, mask: TensorHandle) -> tuple[np.ndarray, np.ndarray]:
+    """A memory operation's addresses (uint64) and the lanes its mask keeps, flattened."""
+    addresses = np.atleast_1d(np.asarray(ptrs.data)).astype(np.uint64, copy=False).reshape(-1)
+    kept = np.broadcast_to(np.asarray(mask.data, dtype=bool), np.shape(ptrs.data)).reshape(-1)
+    return addresses, kept
 
 
 class EmulationBuilder(InterpreterBuilder):
@@ -75,12 +87,27 @@ class EmulationBuilder(InterpreterBuilder):
         is_volatile: Any,
     ) -> TensorHandle:
         heap_check.check_access(ptrs.data, mask.data, "load")
-        return super().create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+        loaded = super().create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile)
+        program = current_program()
+        if program is not None and program.launch.visibility is not None:
+            addresses, kept = _lanes(ptrs, mask)
+            stale, values = program.launch.visibility.stale(program, addresses, kept)
+            if stale.any():
+                data = np.array(loaded.data, copy=True)
+                data[stale.reshape(data.shape)] = visibility.from_bits(values[stale], data.dtype)
+                loaded = TensorHandle(data, loaded.dtype)
+        return loaded
 
     def create_masked_store(
         self, ptrs: TensorHandle, value: TensorHandle, mask: TensorHandle, cache_modifier: Any, eviction_policy: Any
     ) -> Any:
         heap_check.check_access(ptrs.data, mask.data, "store")
+        program = current_program()
+        if program is not None and program.launch.visibility is not None:
+            addresses, kept = _lanes(ptrs, mask)
+            dtype = np.asarray(value.data).dtype
+            old = _native.load(ptrs.data, mask.data, np.zeros(np.shape(ptrs.data), dtype=dtype), dtype)
+            program.launch.visibility.store(program, addresses, kept, visibility.as_bits(old).reshape(-1))
         return super().create_masked_store(ptrs, value, mask, cache_modifier, eviction_policy)
 
     def create_atomic_rmw(
@@ -93,7 +120,17 @@ class EmulationBuilder(InterpreterBuilder):
         scope: Any,
     ) -> TensorHandle:
         heap_check.check_access(ptr.data, mask.data, "atomic")
-        return super().create_atomic_rmw(rmwOp, ptr, val, mask, sem, scope)
+        program = current_program()
+        state = program.launch.visibility if program is not None else None
+        ordering = getattr(sem, "name", str(sem)).upper()
+        if state is not None and "RELEASE" in ordering:  # a tensor dl.notify, or a user's release atomic
+            addresses, kept = _lanes(ptr, mask)
+            state.release(program, addresses[kept])
+        result = super().create_atomic_rmw(rmwOp, ptr, val, mask, sem, scope)
+        if state is not None and "ACQUIRE" in ordering:
+            addresses, kept = _lanes(ptr, mask)
+            state.acquire(program, addresses[kept])
+        return result
 
     def create_dot(
         self, a: TensorHandle, b: TensorHandle, d: TensorHandle, input_precision: Any, max_num_imprecise_acc: Any

@@ -112,6 +112,8 @@ def _notify(program: Program, op: str, flag: str, remote: TensorHandle, signal: 
                 f"triton_dist: dl.notify on {program.where()}: the flag at {address:#x} is in no rank's symmetric heap"
             )
     values = np.broadcast_to(np.atleast_1d(signal.data).astype(_SIGNED[flag]), addresses.shape).copy()
+    if launch.visibility is not None:
+        launch.visibility.release(program, addresses)  # recorded before the flag is: a reader finds it
     rmw = _native.RMW_OP.XCHG if op == "set" else _native.RMW_OP.ADD
     _native.atomic_rmw(rmw, addresses, values, np.ones(addresses.shape, dtype=bool), _native.MEM_SEMANTIC.RELEASE)
 
@@ -154,6 +156,8 @@ def _wait(
         seen = read_flags(addresses, dtype, acquire=semantic == "acquire")
         passed = test(seen, expected)
         if passed.all():
+            if launch.visibility is not None and semantic == "acquire":
+                launch.visibility.acquire(program, addresses)
             return
         if launch.aborted.is_set():
             raise ProgramAborted()

@@ -6,7 +6,8 @@ one program after the other. A distributed kernel cannot run that way: a program
 another program of the launch, on this rank or another. :class:`EmulatedGridExecutor` replaces the interpreter's
 ``GridExecutor`` (``install``); for a kernel that calls triton_dist primitives (:func:`uses_primitives`) it
 
-- checks that ``triton_dist.init(device="cpu")`` made a CPU world, and describes the launch (``state.Launch``);
+- checks that ``triton_dist.init(device="cpu")`` made a CPU world, and describes the launch (``state.Launch``),
+  with the stale-read mode's state when ``$TRITON_DIST_EMULATE_VISIBILITY`` asks for it (``visibility``);
 - swaps Triton's interpreter builder to ``builder.EmulationBuilder`` for the launch;
 - lets Triton's own loop run, with the kernel wrapped so that each call starts the program on a thread of its own
   (grid index and program set for that thread) and the call for the last grid index waits for all of them;
@@ -33,6 +34,7 @@ from triton_dist.compiler.watchdog import wait_timeout_ns
 from triton_dist.language._primitive import PRIMITIVE_ATTRIBUTE
 from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
 from triton_dist.runtime.emulation import builder as emulation_builder
+from triton_dist.runtime.emulation import visibility
 from triton_dist.runtime.emulation.state import EmulationError, Launch, Program, ProgramAborted, set_current_program
 from triton_dist.runtime.world import lifecycle
 
@@ -91,7 +93,7 @@ def start_launch(kernel: str, grid: tuple[int, int, int]) -> Launch:
             "run without TRITON_INTERPRET"
         )
     heap = world.heap
-    return Launch(
+    launch = Launch(
         kernel=kernel,
         rank=heap.rank,
         world_size=heap.world_size,
@@ -100,6 +102,16 @@ def start_launch(kernel: str, grid: tuple[int, int, int]) -> Launch:
         grid=grid,
         timeout_ns=wait_timeout_ns(),
     )
+    if visibility.mode() == "happens-before":
+        global _visibility_launches
+        _visibility_launches += 1  # every rank launches the same kernels in the same order: the numbers agree
+        launch.visibility = visibility.Visibility(
+            launch, visibility.logs_for(launch, world.group), _visibility_launches
+        )
+    return launch
+
+
+_visibility_launches = 0
 
 
 def _spawner(kernel: Callable[..., Any], name: str, state: dict[str, Any]) -> Callable[..., None]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,8 @@ class Launch:
     errors: list[BaseException] = field(default_factory=list)
     poisoned: list[tuple[int, int]] = field(default_factory=list)
     """(target rank, heap offset) of each address outside the heap that ``dl.symm_at`` poisoned (``heap_check``)."""
+    visibility: Any = None
+    """The stale-read mode's state (``visibility.Visibility``), or None (loads see memory as it is)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fail(self, error: BaseException) -> None:
@@ -100,6 +103,8 @@ class Program:
     launch: Launch
     index: tuple[int, int, int]
     primitive: str = "dl primitive"
+    clock: np.ndarray | None = None
+    """The program's vector clock in the stale-read mode (``visibility``)."""
 
     @property
     def program_id(self) -> int:
