@@ -33,9 +33,12 @@ def test_dir_shows_only_the_api():
     assert dir(dl) == sorted(dl.__all__)
     assert set(dl.__all__) == {
         "consume_token",
+        "get",
         "notify",
         "num_ranks",
+        "put_signal",
         "rank",
+        "signal_wait",
         "symm_at",
         "wait",
         "wait_token",
