@@ -2,8 +2,9 @@
 
 Run as a script under torchrun (what the tests below do, at 2 and 3 ranks), this file is the worker: every rank runs
 the kernels here through the emulation (``triton_dist.runtime.emulation``) and writes what it saw, as JSON, to
-``<out>/rank<r>.json``; the tests check each rank's record. One torchrun per world size runs every case, so the
-processes start once (starting torch and Triton is most of the time).
+``<out>/rank<r>.json``, then runs the examples (``run_examples``); the tests check each rank's record and the
+output. One torchrun per world size runs every case, so the processes start once (starting torch and Triton is
+most of the time, and CI has 2 cores).
 
 Cases (each a kernel written only against the documented API, docs/language.md):
 
@@ -22,14 +23,18 @@ Cases (each a kernel written only against the documented API, docs/language.md):
   outside the heap (before its start) are masked off works.
 - ``before_init``: a launch before ``triton_dist.init(device="cpu")``: an error that says to call it.
 - ``plain``: a kernel without primitives runs as Triton's interpreter runs it.
+- the examples (ping-pong, push and pull all-gathers) with their CPU branch: their checks pass.
 - ``hb_ring`` / ``hb_racy_ring``: with ``TRITON_DIST_EMULATE_VISIBILITY=happens-before``, the ring is still right;
   the ring with its flag set before its stores and no wait reads stale data at 3 ranks, the same in every call.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -44,6 +49,9 @@ import triton_dist.language as dl
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER_TIMEOUT_S = 240
+HEAP = "8M"
+"""Each rank's CPU heap in the worker: room for the examples' 1 MiB all-gathers."""
+EXAMPLES = ("ping_pong.py", "allgather_push.py", "allgather_pull.py")
 
 
 def run_torchrun(script: Path, ranks: int, args: list[str], extra_env: dict[str, str] | None = None) -> str:
@@ -70,8 +78,19 @@ def run_torchrun(script: Path, ranks: int, args: list[str], extra_env: dict[str,
 def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     ranks = request.param
     out = tmp_path_factory.mktemp(f"emulation{ranks}")
-    run_torchrun(Path(__file__), ranks, [str(out)])
-    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+    output = run_torchrun(Path(__file__), ranks, [str(out), *(str(REPO / "examples" / name) for name in EXAMPLES)])
+    return [{**json.loads((out / f"rank{rank}.json").read_text()), "output": output} for rank in range(ranks)]
+
+
+def test_the_examples_pass(records: list[dict[str, Any]]) -> None:
+    """``TRITON_INTERPRET=1 torchrun --nproc-per-node=N examples/<each>.py``, N = 2 and 3 (see ``run_examples``)."""
+    output, ranks = records[0]["output"], len(records)
+    for name in EXAMPLES:
+        assert output.count(f"EXAMPLE {name} exit 0") == ranks, output[-4000:]
+    assert re.search(r"PASS every round trip completed: flags \[(\d+), (\d+)\], expected \[\1, \2\]", output)
+    for variant in ("allgather_push", "allgather_pull"):
+        assert output.count(f"PASS {variant} 1 MiB matches gloo (3 rounds, poisoned output)") == ranks, output[-4000:]
+    assert " FAIL " not in output
 
 
 def test_a_ring_all_gather_with_per_step_flags_gathers_every_shard(records: list[dict[str, Any]]) -> None:
@@ -262,7 +281,7 @@ def plain(x_ptr):
     tl.store(x_ptr + offsets, offsets * 2)
 
 
-def _worker(out_dir: str) -> None:  # noqa: PLR0915 (one case after the other, in one process)
+def _worker(out_dir: str, examples: list[str]) -> None:  # noqa: PLR0915 (one case after the other, in one process)
     import torch.distributed as dist
 
     import triton_dist
@@ -280,7 +299,7 @@ def _worker(out_dir: str) -> None:  # noqa: PLR0915 (one case after the other, i
     record["before_init"] = outcome(lambda: identity[(1,)](torch.zeros(2, dtype=torch.int32)))
 
     dist.init_process_group("gloo")
-    world = triton_dist.init(heap_size="1M", device="cpu")
+    world = triton_dist.init(heap_size=HEAP, device="cpu")
     rank, size = world.rank, world.world_size
 
     out = triton_dist.zeros(12, dtype=torch.int32)
@@ -318,14 +337,14 @@ def _worker(out_dir: str) -> None:  # noqa: PLR0915 (one case after the other, i
 
     stuck_flags = triton_dist.zeros(4, dtype=torch.int32)
     stuck_flags[:2] = 5
-    triton_dist.init(heap_size="1M", device="cpu", wait_timeout_s=0.3)
+    triton_dist.init(heap_size=HEAP, device="cpu", wait_timeout_s=0.3)
     try:
         stuck[(1,)](stuck_flags)
         record["timeout"] = ["no error", "", {}]
     except triton_dist.WaitTimeoutError as error:
         fields = {name: getattr(error.record, name) for name in ("rank", "flag_index", "expected", "last_seen")}
         record["timeout"] = [type(error).__name__, str(error), {**fields, "program_id": error.record.program_id}]
-    triton_dist.init(heap_size="1M", device="cpu", wait_timeout_s=120)
+    triton_dist.init(heap_size=HEAP, device="cpu", wait_timeout_s=120)
     triton_dist.barrier()
 
     outside = torch.arange(8, dtype=torch.float32)  # an ordinary tensor: not on the heap
@@ -360,9 +379,49 @@ def _worker(out_dir: str) -> None:  # noqa: PLR0915 (one case after the other, i
     record["plain"] = plain_out.tolist()
 
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
+    run_examples(examples)
     triton_dist.finalize()
     dist.destroy_process_group()
 
 
+def run_examples(scripts: list[str]) -> None:
+    """Run each example as ``__main__``, in this process, on the world initialized already.
+
+    Equivalent to ``TRITON_INTERPRET=1 torchrun --nproc-per-node=N examples/<each>.py``, with the processes started
+    once for all the cases of this file: ``triton_dist.testing.setup_distributed`` / ``teardown`` are made to keep
+    this run's process group and CPU heap (a gloo group cannot be created again in a process under torchrun's
+    store; teardown collects garbage, so that every rank's heap is in the same state for the next example).
+    Everything else is the example's own code (its ``EMULATED`` branch); a failed check is a non-zero exit."""
+    import triton_dist
+    import triton_dist.testing as testing
+
+    def setup_once(heap_size: int | str = "1G", timeout_s: float | None = None, *, device: str = "cuda") -> Any:
+        assert device == "cpu", f"an example asked for {device} under TRITON_INTERPRET=1"
+        return triton_dist.current_world()
+
+    def barrier_only() -> None:
+        gc.collect()
+        triton_dist.barrier()
+
+    setup, teardown = testing.setup_distributed, testing.teardown
+    testing.setup_distributed, testing.teardown = setup_once, barrier_only  # type: ignore[assignment]
+    try:
+        barrier_only()
+        if scripts:
+            sys.path.insert(0, str(Path(scripts[0]).parent))  # the examples import allgather_driver
+        for script in scripts:
+            sys.argv = [script]
+            code: Any = 0
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except SystemExit as exit_:
+                code = exit_.code
+            print(f"EXAMPLE {Path(script).name} exit {code}", flush=True)
+            if code:
+                sys.exit(code)
+    finally:
+        testing.setup_distributed, testing.teardown = setup, teardown
+
+
 if __name__ == "__main__":
-    _worker(sys.argv[1])
+    _worker(sys.argv[1], sys.argv[2:])
