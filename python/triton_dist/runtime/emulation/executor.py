@@ -119,7 +119,7 @@ def _spawner(kernel: Callable[..., Any], name: str, state: dict[str, Any]) -> Ca
     threads: list[threading.Thread] = []
 
     def run(launch: Launch, index: tuple[int, int, int], kwargs: dict[str, Any]) -> None:
-        emulation_builder.EmulationBuilder.grid_idx.fset(interpreter.interpreter_builder, index)  # type: ignore[attr-defined]
+        interpreter.interpreter_builder.grid_idx = index  # EmulationBuilder's grid_idx: this thread's
         set_current_program(Program(launch, index))
         try:
             kernel(**kwargs)
