@@ -17,6 +17,7 @@ import triton_dist.runtime  # noqa: F401 (registers the emulation)
 from triton_dist.language import _primitive
 from triton_dist.runtime.emulation import EmulatedGridExecutor, uses_primitives, visibility
 from triton_dist.runtime.emulation.backend import run_primitive
+from triton_dist.runtime.emulation.executor import jit_helpers
 
 
 @triton.jit
@@ -32,6 +33,12 @@ def _calls_a_helper(flag_ptr):
 @triton.jit
 def _plain(x_ptr):
     tl.store(x_ptr, 1)
+
+
+@triton.jit
+def _blocks(flag_ptr, n):
+    if tl.cdiv(n, 16) > 1:
+        _calls_a_helper(flag_ptr)
 
 
 def test_importing_the_runtime_registers_the_backend_and_the_executor() -> None:
@@ -61,6 +68,15 @@ def test_kernels_that_call_primitives_are_recognized_through_helpers_and_modules
     exec("def through_module(p):\n    helpers.push(p)\n\ndef plain_module(p):\n    helpers.store(p)\n", namespace)
     assert uses_primitives(namespace["through_module"])
     assert not uses_primitives(namespace["plain_module"])
+
+
+def test_every_helper_a_kernel_may_call_is_found_before_its_programs_start() -> None:
+    """The executor rewrites them up front: Triton's first call of a helper adds names to its module's globals,
+    which another program iterating them at the same time fails on ("dictionary changed size during iteration",
+    seen in the all-gather examples at 3 ranks)."""
+    names = sorted(helper.__name__ for helper in jit_helpers(_blocks.fn))
+    assert names == ["_calls_a_helper", "_notify_helper", "cdiv"]
+    assert jit_helpers(_plain.fn) == []
 
 
 def test_a_primitive_outside_a_kernel_still_says_so() -> None:

@@ -76,6 +76,31 @@ def uses_primitives(fn: Callable[..., Any], seen: set[int] | None = None) -> boo
     return any(_refers_to_primitives(namespace[name], names, seen) for name in names if name in namespace)
 
 
+def jit_helpers(fn: Callable[..., Any]) -> list[Any]:
+    """The ``@triton.jit`` functions ``fn`` may call, transitively: the globals it names, and the attributes it names
+    of the modules it names (``tl.cdiv``)."""
+    found: dict[int, Any] = {}
+    pending: list[Callable[..., Any]] = [fn]
+    seen: set[int] = set()
+    while pending:
+        function = pending.pop()
+        code = getattr(function, "__code__", None)
+        if code is None or id(code) in seen:
+            continue
+        seen.add(id(code))
+        names = _code_names(code)
+        namespace = getattr(function, "__globals__", {})
+        values = [namespace[name] for name in names if name in namespace]
+        for module in [value for value in values if isinstance(value, types.ModuleType)]:
+            values += [module.__dict__[name] for name in names if name in module.__dict__]
+        for value in values:
+            inner = getattr(value, "fn", None)
+            if callable(inner) and hasattr(inner, "__code__") and id(value) not in found:
+                found[id(value)] = value
+                pending.append(inner)
+    return list(found.values())
+
+
 def start_launch(kernel: str, grid: tuple[int, int, int]) -> Launch:
     """The launch of ``kernel`` on this rank; ``EmulationError`` unless a CPU world is initialized."""
     world = lifecycle._world
@@ -171,6 +196,14 @@ class EmulatedGridExecutor(interpreter.GridExecutor):
         name = getattr(kernel, "__name__", "<kernel>")
         if lifecycle._world is None or lifecycle._world.device.type != "cpu":
             start_launch(name, (1, 1, 1))  # raises the error that says what to do
+        # Triton rewrites a @triton.jit helper the first time it is called, adding names to its module's globals;
+        # another program iterating those globals (Triton's _patch_lang, at every helper call) would fail with
+        # "dictionary changed size during iteration". Rewriting every helper now, before the programs start,
+        # leaves nothing to add while they run.
+        for helper in jit_helpers(kernel):
+            rewrite = getattr(helper, "rewrite", None)
+            if callable(rewrite):
+                rewrite()
         builder = interpreter.interpreter_builder
         builder_class = builder.__class__
         state: dict[str, Any] = {}
