@@ -20,6 +20,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, describe_machine, log0  # noqa: E402
 
+import triton_dist.ops  # noqa: E402, F401 (the ops register their fused kernels' calibration probes)
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.ops.tuning import calibration as cal  # noqa: E402
 from triton_dist.ops.tuning import store  # noqa: E402

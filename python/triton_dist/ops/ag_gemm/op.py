@@ -31,6 +31,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_dist import runtime as rt
+from triton_dist.ops import tuning
 from triton_dist.ops.ag_gemm.kernels import _ag_gemm_ptr_kernel, _ag_gemm_tma_kernel, _begin_kernel, _push_kernel
 from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
@@ -352,7 +353,7 @@ def plan_for(
     n = b.shape[1]
     w = world.world_size
     if config is None:
-        config = choose_config(m_local, n, k, a.dtype, w, a.device)
+        config = choose_config(m_local, n, k, a.dtype, w, a.device, run=_run_with)
     described = {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
 
     def make() -> FusedPlan | UnfusedPlan:
@@ -362,6 +363,11 @@ def plan_for(
             return _build_fused(world, a, b, config, no_comm)
 
     return _plans.build(signature, described, make)
+
+
+def _run_with(a: torch.Tensor, b: torch.Tensor, config: OverlapConfig) -> torch.Tensor:
+    """One call with ``config`` (the autotuner's candidates)."""
+    return ag_gemm_impl(a, b, config=config)[0]
 
 
 def clear_workspaces() -> None:
@@ -437,3 +443,22 @@ def ag_gemm(
     else:
         c, gathered = torch.ops.triton_dist.ag_gemm(a, b, return_gathered)
     return (c, gathered) if return_gathered else c
+
+
+def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
+    """The fused path's time beyond its model at the calibration shape (``Calibration.ag_fused_extra_ms``)."""
+    from triton_dist.ops.tuning import calibration
+    from triton_dist.ops.tuning.cost_model import ag_gemm_estimate, ag_gemm_fused_config
+
+    m, n, k = calibration.CAL_AG
+    w = world.world_size
+    a = torch.randn(m // w, k, device=world.device, dtype=torch.bfloat16)
+    b = torch.randn(k, n // w, device=world.device, dtype=torch.bfloat16)
+    config = ag_gemm_fused_config(m, n, k, 2, w, partial)
+    fused = calibration.timed(world, lambda: ag_gemm_impl(a, b, config=config))
+    modelled = ag_gemm_estimate(m, n, k, 2, w, partial)["fused_ms"]
+    clear_workspaces()
+    return {"ag_fused_extra_ms": max(0.0, fused - modelled)}
+
+
+tuning.calibration_module.register_fused_probe("ag_gemm", _calibration_probe)

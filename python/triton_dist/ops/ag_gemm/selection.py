@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,14 +22,39 @@ def gpu_name(device_index: int) -> str:
     return torch.cuda.get_device_name(device_index)
 
 
-@functools.cache
-def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: int, device: torch.device) -> Any:
+RunConfig = Callable[[torch.Tensor, torch.Tensor, OverlapConfig], object]
+"""``run(a, b, config)``: one call of the op with a given configuration (the op passes its own, so that this module
+needs nothing from the op's host code)."""
+
+_chosen: dict[tuple[Any, ...], OverlapConfig] = {}
+
+
+def choose_config(
+    m_local: int,
+    n: int,
+    k: int,
+    dtype: torch.dtype,
+    world_size: int,
+    device: torch.device,
+    run: RunConfig | None = None,
+) -> OverlapConfig:
     """The configuration ``ag_gemm`` uses for this problem on this GPU: the tuned table's entry, else the cost model
     on this GPU's calibration (measured on first use where none is stored: a collective, as every first call of a
     signature is); where there is no calibration, NCCL + cuBLAS.
 
-    Remembered per problem for the life of the process (tuning files are read once per shape, not per call).
+    Remembered per problem for the life of the process (tuning files are read once per shape, not per call). With
+    ``TRITON_DIST_AUTOTUNE=1`` and ``run`` given, an untuned problem times candidates through ``run`` (autotune.py).
     """
+    memo = (m_local, n, k, dtype, world_size, device)
+    found = _chosen.get(memo)
+    if found is None:
+        found = _chosen[memo] = _choose(m_local, n, k, dtype, world_size, device, run)
+    return found
+
+
+def _choose(
+    m_local: int, n: int, k: int, dtype: torch.dtype, world_size: int, device: torch.device, run: RunConfig | None
+) -> OverlapConfig:
     gpu = gpu_name(device.index)
     itemsize = torch.empty((), dtype=dtype).element_size()
     m, n_global = m_local * world_size, n * world_size
@@ -39,17 +65,23 @@ def choose_config(m_local: int, n: int, k: int, dtype: torch.dtype, world_size: 
     if calibration is None:
         return OverlapConfig(backend="nccl")
     config, _ = tuning.cost_model("ag_gemm", m, n_global, k, itemsize, world_size, calibration)
-    if autotune.enabled():
-        config = _autotune(config, m_local, n, k, dtype, world_size, device, gpu)
+    if autotune.enabled() and run is not None:
+        config = _autotune(config, m_local, n, k, dtype, world_size, device, gpu, run)
     return config
 
 
 def _autotune(
-    modelled: OverlapConfig, m_local: int, n: int, k: int, dtype: torch.dtype, w: int, device: torch.device, gpu: str
+    modelled: OverlapConfig,
+    m_local: int,
+    n: int,
+    k: int,
+    dtype: torch.dtype,
+    w: int,
+    device: torch.device,
+    gpu: str,
+    run: RunConfig,
 ) -> OverlapConfig:
     """Time the model's pick, the unfused path and neighbours of the pick on this shape; keep and store the best."""
-    from triton_dist.ops.ag_gemm.op import ag_gemm_impl
-
     world = rt.current_world()
     fused = (
         modelled
@@ -68,7 +100,7 @@ def _autotune(
     b = torch.randn(k, n, dtype=dtype, device=device, generator=generator)
 
     def time_ms(config: OverlapConfig) -> float:
-        return tuning.calibration_module.timed(world, lambda: ag_gemm_impl(a, b, config=config))
+        return tuning.calibration_module.timed(world, lambda: run(a, b, config))
 
     best, measured = autotune.pick(world, candidates, time_ms, budget=autotune.budget_s())
     autotune.remember(tuning.key("ag_gemm", m_local * w, n * w, k, dtype, w, gpu), best, measured, world)

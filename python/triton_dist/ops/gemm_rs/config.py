@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,8 +151,11 @@ def choose_config(
     device: torch.device,
     target: Any = None,
     calibration: Calibration | None = None,
+    run: Callable[[torch.Tensor, torch.Tensor, GemmRSConfig], object] | None = None,
 ) -> GemmRSConfig:
-    """The tuned configuration for this problem if one is stored, else the cost model's pick.
+    """The tuned configuration for this problem if one is stored, else the cost model's pick (with
+    ``TRITON_DIST_AUTOTUNE=1`` and ``run(a, b, config)`` given by the op: the fastest of a few candidates timed
+    through ``run``).
 
     ``target`` (a triton ``GPUTarget``) defaults to the current device's. The tuned table (``bench/gemm_rs.py
     --tune``) holds the fastest measured candidate, torch.matmul + NCCL included, so a tuned shape never runs
@@ -180,8 +184,9 @@ def choose_config(
         m, n, k_local * world_size, element_size, world_size, calibration, tile.block_m, tile.block_n
     )
     chosen = dataclasses.replace(default, matmul=tile) if fused else FALLBACK
-    if tuning.autotune.enabled() and device.type == "cuda":
-        chosen = _autotune(chosen, dataclasses.replace(default, matmul=tile), m, n, k_local, dtype, world_size, device)
+    if tuning.autotune.enabled() and run is not None and device.type == "cuda":
+        fused_config = dataclasses.replace(default, matmul=tile)
+        chosen = _autotune(chosen, fused_config, m, n, k_local, dtype, world_size, device, run)
     return chosen
 
 
@@ -194,11 +199,11 @@ def _autotune(
     dtype: torch.dtype,
     world_size: int,
     device: torch.device,
+    run: Callable[[torch.Tensor, torch.Tensor, GemmRSConfig], object],
 ) -> GemmRSConfig:
     """Time the model's pick, the other of fused / unfused, the cuBLAS path and fp32 partials on this shape; keep
     and store the best (``TRITON_DIST_AUTOTUNE=1``)."""
     from triton_dist import runtime as rt
-    from triton_dist.ops.gemm_rs.op import gemm_rs_with
 
     world = rt.current_world()
     candidates = [modelled, fused if modelled.fallback else FALLBACK, CUBLAS_CE]
@@ -208,7 +213,7 @@ def _autotune(
     b = torch.randn(k_local, n, dtype=dtype, device=device, generator=generator)
 
     def time_ms(config: GemmRSConfig) -> float:
-        return tuning.calibration_module.timed(world, lambda: gemm_rs_with(a, b, config))
+        return tuning.calibration_module.timed(world, lambda: run(a, b, config))
 
     best, measured = tuning.autotune.pick(world, candidates, time_ms, budget=tuning.autotune.budget_s())
     key = tuning_key(m, n, k_local, dtype, world_size, device)

@@ -9,6 +9,7 @@ address).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import Any
 
@@ -447,7 +448,9 @@ def plan_config(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None) -
         calibration = None
         if world.world_size > 1:
             calibration = tuning.calibration_for(world, torch.cuda.get_device_name(a.device))
-        config = choose_config(m, b.shape[1], k_local, a.dtype, world.world_size, a.device, calibration=calibration)
+        config = choose_config(
+            m, b.shape[1], k_local, a.dtype, world.world_size, a.device, calibration=calibration, run=gemm_rs_with
+        )
     return config_for_operands(config, a, b)
 
 
@@ -520,3 +523,24 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if plain_eager(a, b):
         return gemm_rs_with(a, b)
     return torch.ops.triton_dist.gemm_rs(a, b)
+
+
+def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
+    """The fused kernel's time over cuBLAS's GEMM alone at a large and a small K
+    (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``)."""
+    from triton_dist.ops.tuning import calibration
+
+    w = world.world_size
+    ratios = []
+    for m, n, k in (calibration.CAL_RS, calibration.CAL_RS_SMALL_K):
+        a = torch.randn(m, k // w, device=world.device, dtype=torch.bfloat16)
+        b = torch.randn(k // w, n, device=world.device, dtype=torch.bfloat16)
+        config = GemmRSConfig(partial_dtype="input")
+        fused = calibration.timed(world, functools.partial(gemm_rs_with, a, b, config))
+        cublas = calibration.timed(world, functools.partial(torch.matmul, a, b))
+        ratios.append(fused / cublas)
+        clear_workspaces()
+    return {"rs_fused_over_cublas": ratios[0], "rs_fused_over_cublas_small_k": ratios[1]}
+
+
+tuning.calibration_module.register_fused_probe("gemm_rs", _calibration_probe)

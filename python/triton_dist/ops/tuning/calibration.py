@@ -265,34 +265,26 @@ def measure(world: Any, gpu: str) -> Calibration:
     return _measure_fused(world, partial)
 
 
+FusedProbe = Callable[[Any, Calibration], dict[str, float]]
+"""``probe(world, partial) -> {field: value}``: an op times its fused kernel at the calibration shapes against
+``partial`` (every rate already measured) and returns the :class:`Calibration` fields it measured."""
+
+_fused_probes: dict[str, FusedProbe] = {}
+
+
+def register_fused_probe(op: str, probe: FusedProbe) -> None:
+    """Let ``op`` measure its fused kernel during a calibration (each op registers itself when imported, so this
+    module needs nothing from the ops)."""
+    _fused_probes[op] = probe
+
+
 def _measure_fused(world: Any, partial: Calibration) -> Calibration:
-    """Time the fused kernels once each at the calibration shapes and fold them into ``partial``."""
-    import torch
-
-    from triton_dist.ops.tuning.cost_model import ag_gemm_estimate, ag_gemm_fused_config
-
-    ag_ops = __import__("triton_dist.ops.ag_gemm", fromlist=["ag_gemm_impl"])
-    rs_ops = __import__("triton_dist.ops.gemm_rs", fromlist=["gemm_rs_with"])
-    device, dtype, w = world.device, torch.bfloat16, world.world_size
-    m, n, k = CAL_AG
-    a = torch.randn(m // w, k, device=device, dtype=dtype)
-    b = torch.randn(k, n // w, device=device, dtype=dtype)
-    config = ag_gemm_fused_config(m, n, k, 2, w, partial)
-    fused = timed(world, lambda: ag_ops.ag_gemm_impl(a, b, config=config))
-    modelled = ag_gemm_estimate(m, n, k, 2, w, partial)["fused_ms"]
-    ag_ops.clear_workspaces()
-    ratios = []
-    for m, n, k in (CAL_RS, CAL_RS_SMALL_K):
-        a = torch.randn(m, k // w, device=device, dtype=dtype)
-        b = torch.randn(k // w, n, device=device, dtype=dtype)
-        rs_config = rs_ops.GemmRSConfig(partial_dtype="input")
-        rs_fused = timed(world, functools.partial(rs_ops.gemm_rs_with, a, b, rs_config))
-        cublas = timed(world, functools.partial(torch.matmul, a, b))
-        ratios.append(rs_fused / cublas)
-        rs_ops.clear_workspaces()
-    return dataclasses.replace(
-        partial,
-        ag_fused_extra_ms=max(0.0, fused - modelled),
-        rs_fused_over_cublas=ratios[0],
-        rs_fused_over_cublas_small_k=ratios[1],
-    )
+    """Run every registered op's probe and fold what it measured into ``partial`` (a field whose op is not
+    imported keeps its default)."""
+    measured: dict[str, Any] = {}
+    for op in sorted(_fused_probes):
+        measured.update(_fused_probes[op](world, partial))
+    unknown = set(measured) - {"ag_fused_extra_ms", "rs_fused_over_cublas", "rs_fused_over_cublas_small_k"}
+    if unknown:
+        raise ValueError(f"calibration probes returned fields that are not the fused kernels': {sorted(unknown)}")
+    return dataclasses.replace(partial, **measured)
