@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 RUNTIME_NAMES = (  # the public names of triton_dist.runtime, importable from the package root
+    "EmulationError",
     "HeapExhaustedError",
     "WaitTimeoutError",
     "World",

@@ -41,6 +41,7 @@ from triton_dist.compiler.context_hook import register_context_hook
 from triton_dist.runtime.context.installer import context_installer, install_context_hook
 from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
 from triton_dist.runtime.copy_engine import copy_chunks_with_flags
+from triton_dist.runtime.emulation import EmulationError
 from triton_dist.runtime.emulation import install as install_emulation
 from triton_dist.runtime.heap.allocator import HeapExhaustedError
 from triton_dist.runtime.heap.tensors import (
@@ -80,6 +81,7 @@ register_context_hook(install_context_hook, context_installer.adopt)
 install_emulation()
 
 __all__ = [
+    "EmulationError",
     "HeapExhaustedError",
     "WaitTimeoutError",
     "World",

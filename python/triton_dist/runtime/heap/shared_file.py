@@ -2,7 +2,8 @@
 
 It behaves like the GPU heap where the runtime can observe it (one allocation per rank, peers mapped at different
 addresses in each process, page-aligned bases), so the heap, the tensor constructors and ``peer_tensor`` can be
-exercised on machines without GPUs. Triton kernels cannot run on it.
+exercised on machines without GPUs. Kernels that call dl primitives run on it under ``TRITON_INTERPRET=1``
+(``runtime/emulation``).
 
 The files live in /dev/shm (a tmpfs: memory), one of ``heap_size`` bytes per rank of the node. Before any is
 created, every rank checks that the directory has room for all of them, and the ranks agree on the outcome; each

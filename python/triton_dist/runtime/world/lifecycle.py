@@ -106,7 +106,8 @@ def init(
         heap_size: bytes of symmetric memory per rank (int, or a string such as ``"4G"``); default
             ``$TRITON_DIST_HEAP_SIZE`` or 1 GiB. Every symmetric tensor comes out of this heap.
         device: the heap's device; default the current CUDA device (set it with ``torch.cuda.set_device`` first).
-            ``"cpu"`` builds a host-only heap from shared-memory files, for testing host code without GPUs.
+            ``"cpu"`` builds a host-only heap from shared-memory files, for testing without GPUs (kernels that call
+            ``dl`` primitives run on it under ``TRITON_INTERPRET=1``).
         timeout_s: how long host-side waits (``barrier()``) may take before raising; default
             ``$TRITON_DIST_TIMEOUT_S`` or 300.
         wait_timeout_s: the wait watchdog (docs/language.md): seconds a ``dl.wait`` may spin before its kernel
