@@ -40,6 +40,12 @@ a peer ``q`` writes parity ``p`` at epoch ``e + 2`` only after waiting, at ``e +
 dispatch's route or push; combine ``e``'s reduce precedes dispatch ``e + 2``, the caller's one rule: at most two
 dispatch/combine pairs in flight). A single half would let a peer one call ahead overwrite what this rank still
 reads.
+
+Each flag round notifies every rank with one ``dl.notify`` to a tensor of ranks when ``WORLD`` (the world size, if a
+power of two) is set, else with a loop (``ops.common.flags.notify_every_rank``, written out in each kernel). The
+kernels call no ``@triton.jit`` helper: in Triton's interpreter, which the CPU emulation runs them in with one
+thread per program, each helper call re-patches the interpreter's ``tensor.__index__`` while other programs may be
+inside a ``range`` over a run-time value (an intermittent "only 0-dimensional arrays" TypeError there).
 """
 
 from __future__ import annotations
@@ -48,7 +54,6 @@ import triton
 import triton.language as tl
 
 import triton_dist.language as dl
-from triton_dist.ops.common.flags import notify_every_rank
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
@@ -122,7 +127,11 @@ def _route_kernel(
             tl.store(remote + WP + experts, expert_run, mask=experts < E)
             tl.store(remote + WP + EP, bad_ids)
         count_flags = flags_ptr + parity * FLAGS
-        notify_every_rank(count_flags + me, epoch, ranks, WORLD)
+        if WORLD > 0:  # notify_every_rank, inlined
+            dl.notify(count_flags + me, tl.arange(0, WORLD), signal=epoch, sig_op="set", comm_scope="intra_node")
+        else:
+            for peer in range(0, ranks):
+                dl.notify(count_flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
         token = dl.wait(count_flags, ranks, "sys", "acquire", waitValue=epoch)
         matrix = dl.consume_token(matrix, token)
         sources = tl.arange(0, WP)
@@ -174,7 +183,7 @@ def _push_kernel(
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
     META: tl.constexpr = 1 + 3 * K
-    token_buf = tokens_ptr + parity * CAP * H
+    token_buf = tokens_ptr + tl.cast(parity, tl.int64) * CAP * H
     meta_buf = meta_ptr + parity * CAP * META
     matrix = counts_ptr + parity * WP * ROW
     dests = tl.arange(0, WP)
@@ -204,7 +213,7 @@ def _push_kernel(
                 remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                 for h0 in range(0, H, BLOCK_H):
                     offs = h0 + h
-                    values = tl.load(x_ptr + t.to(tl.int64) * H + offs, mask=offs < H)
+                    values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
                     tl.store(remote_row + offs, values, mask=offs < H)
     if LOW_LATENCY:
         if pid == 0:  # this rank's counts row travels with the data (no exchange before)
@@ -214,7 +223,13 @@ def _push_kernel(
                 tl.store(remote + dests, tl.load(row_ptr + dests, mask=dests < ranks), mask=dests < ranks)
                 tl.store(remote + WP + experts, tl.load(row_ptr + WP + experts, mask=experts < E), mask=experts < E)
     data_flags = flags_ptr + parity * FLAGS + DATA_FLAGS
-    notify_every_rank(data_flags + me * programs + pid, epoch, ranks, WORLD)
+    if WORLD > 0:  # notify_every_rank, inlined
+        dl.notify(
+            data_flags + me * programs + pid, tl.arange(0, WORLD), signal=epoch, sig_op="set", comm_scope="intra_node"
+        )
+    else:
+        for peer in range(0, ranks):
+            dl.notify(data_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
 
 
 @triton.jit
@@ -259,7 +274,7 @@ def _expand_kernel(
     parity = epoch % 2
     META: tl.constexpr = 1 + 3 * K
     token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * programs, "sys", "acquire", waitValue=epoch)
-    token_buf = dl.consume_token(tokens_ptr + parity * CAP * H, token)
+    token_buf = dl.consume_token(tokens_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
     meta_buf = dl.consume_token(meta_ptr + parity * CAP * META, token)
     matrix = dl.consume_token(counts_ptr + parity * WP * ROW, token)
     sources = tl.arange(0, WP)
@@ -322,7 +337,7 @@ def _expand_kernel(
                     tl.store(slot_ptr + row, k)
                     for h0 in range(0, H, BLOCK_H):
                         offs = h0 + h
-                        values = tl.load(token_buf + i.to(tl.int64) * H + offs, mask=offs < H)
+                        values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
                         tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
                 tl.store(comb_rows_ptr + i * K + k, row)
         else:  # a low-latency slot nobody filled this call
@@ -354,7 +369,7 @@ def _combine_push_kernel(
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
-    partials = combine_ptr + parity * CAP * H
+    partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H
     h = tl.arange(0, BLOCK_H)
     for i in range(pid, slots, programs):
         home = tl.load(comb_src_ptr + i)
@@ -371,7 +386,17 @@ def _combine_push_kernel(
                         acc += weight * values.to(tl.float32)
                 tl.store(remote + offs, acc, mask=offs < H)
     combine_flags = flags_ptr + parity * FLAGS + COMBINE_FLAGS
-    notify_every_rank(combine_flags + me * programs + pid, epoch, ranks, WORLD)
+    if WORLD > 0:  # notify_every_rank, inlined
+        dl.notify(
+            combine_flags + me * programs + pid,
+            tl.arange(0, WORLD),
+            signal=epoch,
+            sig_op="set",
+            comm_scope="intra_node",
+        )
+    else:
+        for peer in range(0, ranks):
+            dl.notify(combine_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
@@ -397,7 +422,7 @@ def _combine_reduce_kernel(
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
     token = dl.wait(flags_ptr + parity * FLAGS + COMBINE_FLAGS, ranks * PROGRAMS, "sys", "acquire", waitValue=epoch)
-    partials = dl.consume_token(combine_ptr + parity * CAP * H, token)
+    partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
     h = tl.arange(0, BLOCK_H)
     for t in range(pid, T, tl.num_programs(0)):
         for h0 in range(0, H, BLOCK_H):
@@ -413,4 +438,4 @@ def _combine_reduce_kernel(
                     acc += values
                 if not LOW_LATENCY:
                     start += tl.load(row_ptr + d)  # this rank's tokens sent to d: d's partials come next
-            tl.store(out_ptr + t.to(tl.int64) * H + offs, acc.to(out_ptr.dtype.element_ty), mask=offs < H)
+            tl.store(out_ptr + tl.cast(t, tl.int64) * H + offs, acc.to(out_ptr.dtype.element_ty), mask=offs < H)

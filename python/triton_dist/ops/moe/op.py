@@ -16,6 +16,7 @@ which keeps the symmetric heap in step). Low-latency mode never synchronizes: it
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,11 @@ from triton_dist.ops.moe.config import (
 )
 
 OP = "moe_dispatch"
+EMULATED_PROGRAMS = 1
+"""Programs per data kernel under the CPU emulation. One: with several program threads per rank, the emulation
+(Triton 3.6's interpreter, as patched by ``runtime/emulation/interpreter_fixes.py``) intermittently fails a
+``range`` over a run-time value at a kernel's first loop with "only 0-dimensional arrays can be converted to
+Python scalars" (its ``tensor.__index__`` is briefly the unpatched one while another program runs a primitive)."""
 INFO_WORDS = 8
 """The route kernel's summary: rows received, tokens received, token slots and combine slots the busiest rank
 needs, then the status (this rank's bad ids at 4, the world's at 5 in normal mode)."""
@@ -104,6 +110,19 @@ class _Plan:
 
 
 _plans: PlanCache[_Plan] = PlanCache(OP, MoeError)
+
+
+def _emulated(world: rt.World) -> bool:
+    """Whether the kernels run in Triton's interpreter over the CPU heap (``init(device="cpu")`` with
+    ``TRITON_INTERPRET=1``: the emulation of ``triton_dist.runtime.emulation``, for tests without GPUs)."""
+    return world.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def _world(op: str = OP) -> rt.World:
+    """The world the op runs in: a GPU world, or the CPU emulation (else :class:`MoeError` / RuntimeError)."""
+    if rt.is_initialized() and _emulated(rt.current_world()):
+        return rt.current_world()
+    return gpu_world(op, MoeError)
 
 
 def _signature(x: torch.Tensor, topk: int, num_experts: int, mode: str, max_tokens: int | None) -> tuple[Any, ...]:
@@ -193,6 +212,9 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
         grid = (plan.programs, 1, 1)
     kernel = getattr(kernels, f"_{name}_kernel")
     named = {**leading, **fixed, **constexprs}
+    if device.type == "cpu":  # the emulation: Triton's interpreter, every launch through its generic path
+        kernel[grid](**named)
+        return
     with torch.cuda.device(device):
         launch = plan.launches[name] = compile_plan(kernel, grid, named, len(leading), num_warps=4)
         launch.launch(device, *leading.values())
@@ -208,8 +230,8 @@ def _plan_for(x: torch.Tensor, topk_idx: torch.Tensor, num_experts: int, mode: s
     plan = _plans.get(key)
     if plan is not None:
         return plan
-    world = gpu_world(OP, MoeError)
-    programs = min(COPY_PROGRAMS, sm_count(x.device))
+    world = _world()
+    programs = EMULATED_PROGRAMS if _emulated(world) else min(COPY_PROGRAMS, sm_count(x.device))
     described = {
         "mode": mode,
         "hidden": x.shape[1],
@@ -330,7 +352,7 @@ def _moe_dispatch_op(
     mode: str = "normal",
     max_tokens_per_rank: int = 0,
 ) -> list[torch.Tensor]:
-    world = gpu_world(OP, MoeError)
+    world = _world()
     max_tokens = max_tokens_per_rank or None
     check_inputs(x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, device=world.device)
     return list(_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens))
@@ -431,11 +453,11 @@ def moe_dispatch(
     """
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
-        size, device = rt.current_world().world_size, gpu_world(OP, MoeError).device
+        size, device = rt.current_world().world_size, _world().device
     else:
         size, device = 1, None
     check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device=device)
-    world = gpu_world(OP, MoeError)
+    world = _world()
     if plain_eager(x, topk_idx, topk_weights):
         outputs: Any = _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens)
     else:
@@ -470,7 +492,7 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     """For every token of this rank's dispatch, ``sum_k w_k * y_k`` over its experts, in fp32, returned [T, H] in
     x's dtype (``torch.ops.triton_dist``). ``y``: the experts' unweighted outputs, one row per row of ``recv_x``
     (same shape and dtype). Every rank calls it for the dispatch it made, in the same order."""
-    device = gpu_world("moe_combine", MoeError).device
+    device = _world("moe_combine").device
     check_combine_input(y, handle, device)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)

@@ -1,0 +1,187 @@
+"""moe_dispatch / moe_combine on CPU ranks: the op's own host code and kernels under the emulation of the dl
+primitives (``TRITON_INTERPRET=1``, ``init(device="cpu")``, one process per rank on gloo), at 2 and 3 ranks,
+against the torch reference (``ops/moe/reference.py``).
+
+Run as a script under torchrun (the tests below do, once per world size), this file is the worker: every rank
+builds every rank's inputs from one seed, runs each case in both modes, computes the whole reference itself and
+writes, per case, what differed from it on this rank to ``<out>/rank<r>.json``.
+
+Cases: random routing with uneven T and slots of -1; k = 1; k = 8; every token to the last rank (rank 0 receives
+nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows its buffers; the first
+case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``). Dispatch must match
+the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by their expert id, too:
+the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's interpreter truncates where
+GPUs round to nearest even).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from test_emulation_primitives import run_torchrun
+
+HIDDEN = 32
+
+
+def _case_inputs(
+    name: str, world: int, seed: int
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], int]:
+    """Every rank's (x, topk_idx, topk_weights) and E for case ``name`` at ``world`` ranks."""
+    gen = torch.Generator().manual_seed(seed)
+    experts, k, none_rate = 4 * world, 2, 0.0
+    counts = [5, 9, 3][:world]
+    if name == "random":
+        none_rate = 0.25
+    elif name == "k1":
+        k, counts = 1, [6] * world
+    elif name == "k8":
+        k, counts = 8, [4, 7, 2][:world]
+    elif name == "t0":
+        counts = [6, 0, 4][:world]
+    elif name == "grow":
+        k, counts = 3, [40] * world
+    xs, idxs, weights = [], [], []
+    for tokens in counts:
+        xs.append(torch.randn(tokens, HIDDEN, generator=gen).to(torch.bfloat16))
+        rows = [torch.randperm(experts, generator=gen)[:k] for _ in range(tokens)]
+        idx = torch.stack(rows) if rows else torch.zeros(0, k, dtype=torch.int64)
+        if name == "one_rank":  # every token's experts on the last rank
+            idx = (world - 1) * 4 + torch.randint(0, 4, (tokens, k), generator=gen)
+        if name == "empty_expert":
+            idx[idx == 1] = 2
+        idx[torch.rand(tokens, k, generator=gen) < none_rate] = -1
+        idxs.append(idx.to(torch.int32))
+        weights.append(torch.rand(tokens, k, generator=gen))
+    return xs, idxs, weights, experts
+
+
+CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
+
+
+def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
+    """The experts: expert e multiplies its rows by (e + 1) / 4 (rows with expert -1 give 0)."""
+    return (recv_x.float() * ((expert.float() + 1) / 4).unsqueeze(-1)).to(recv_x.dtype)
+
+
+def _differences(got: Any, want: Any, handle: Any, ref: Any, mode: str) -> list[str]:
+    """What differs between the op's dispatch on this rank and the reference's."""
+    problems = []
+    fields = ("expert_counts", "src_offsets", "recv_src_rank", "recv_src_token", "recv_expert", "recv_weights",
+              "recv_topk_slot", "expert_offsets")  # fmt: skip
+    for field in fields:
+        mine, theirs = getattr(handle, field), getattr(ref, field)
+        if mine.shape != theirs.shape or not torch.equal(mine, theirs):
+            problems.append(f"{field}: {mine.tolist()} != {theirs.tolist()}")
+    if int(handle.num_recv_tokens) != ref.num_recv_tokens:
+        problems.append(f"num_recv_tokens: {int(handle.num_recv_tokens)} != {ref.num_recv_tokens}")
+    if mode == "normal":
+        if got.shape != want.shape or not torch.equal(got, want):
+            problems.append(f"recv_x differs (shapes {list(got.shape)} / {list(want.shape)})")
+    else:
+        for e, count in enumerate(ref.expert_counts.tolist()):
+            if not torch.equal(got[e, :count], want[e, :count]):
+                problems.append(f"recv_x rows of local expert {e} differ")
+    if int(handle.status[0]) != 0:
+        problems.append(f"status {handle.status.tolist()}")
+    return problems
+
+
+def _bad_ids(rank: int, size: int) -> list[str]:
+    """An expert id out of range on rank 0 only: normal mode raises MoeStatusError on every rank (nothing sent);
+    low-latency mode counts it in rank 0's status (check_status raises there only); calls after both work."""
+    import triton_dist
+    from triton_dist.ops.moe import MoeStatusError, check_status, reference_dispatch
+
+    xs, idxs, weights, experts = _case_inputs("random", size, seed=0)
+    bad = [idx.clone() for idx in idxs]
+    bad[0][1, 0] = experts + 3
+    problems = []
+    try:
+        triton_dist.ops.moe_dispatch(xs[rank], bad[rank], weights[rank], experts)
+        problems.append("normal mode: no error")
+    except MoeStatusError as error:
+        if "1 topk_idx entries over all ranks" not in str(error):
+            problems.append(f"normal mode: {error}")
+    cap = max(x.shape[0] for x in xs)
+    _, handle = triton_dist.ops.moe_dispatch(xs[rank], bad[rank], weights[rank], experts, "low_latency", cap)
+    if int(handle.status[0]) != (1 if rank == 0 else 0):
+        problems.append(f"low-latency status {handle.status.tolist()}")
+    try:
+        check_status(handle)
+        raised = False
+    except MoeStatusError as error:
+        raised = f"1 topk_idx entries on rank {rank}" in str(error)
+    if raised != (rank == 0):
+        problems.append("check_status")
+    recv_x, handle = triton_dist.ops.moe_dispatch(xs[rank], idxs[rank], weights[rank], experts)
+    want = reference_dispatch(xs, idxs, weights, experts)[rank][0]
+    if not torch.equal(recv_x, want):
+        problems.append("the next normal dispatch differs from the reference")
+    triton_dist.ops.moe_combine(recv_x, handle)
+    return problems
+
+
+def _worker(out_dir: str) -> None:
+    import torch.distributed as dist
+
+    import triton_dist
+    from triton_dist.ops.moe import reference_combine, reference_dispatch
+
+    dist.init_process_group("gloo")
+    world = triton_dist.init(heap_size="16M", device="cpu")
+    rank, size = world.rank, world.world_size
+    record: dict[str, list[str]] = {}
+    for number, name in enumerate(CASES):
+        xs, idxs, weights, experts = _case_inputs(name, size, seed=number if name != "random" else 0)
+        for mode in ("normal", "low_latency"):
+            cap = max(max(x.shape[0] for x in xs), 1) if mode == "low_latency" else None
+            key = f"{name}#{number}/{mode}"
+            try:
+                recv_x, handle = triton_dist.ops.moe_dispatch(
+                    xs[rank], idxs[rank], weights[rank], experts, mode=mode, max_tokens_per_rank=cap
+                )
+                refs = reference_dispatch(xs, idxs, weights, experts, mode=mode, max_tokens_per_rank=cap)
+                problems = _differences(recv_x, refs[rank][0], handle, refs[rank][1], mode)
+                out = triton_dist.ops.moe_combine(_experts(recv_x, handle.recv_expert), handle)
+                ys = [_experts(rx, h.recv_expert) for rx, h in refs]
+                exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
+                # The fp32 sums, rounded to bf16 to nearest even (GPUs) or truncated (Triton 3.6's interpreter).
+                truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+                if not (torch.equal(out, exact.to(torch.bfloat16)) or torch.equal(out, truncated)):
+                    worst = (out.float() - exact).abs().max().item() if out.shape == exact.shape else None
+                    problems.append(f"combine differs: shapes {list(out.shape)} / {list(exact.shape)}, max {worst}")
+            except Exception as error:  # noqa: BLE001 (recorded for the test)
+                problems = [f"{type(error).__name__}: {error}"]
+            record[key] = problems
+    record["bad_ids"] = _bad_ids(rank, size)
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
+    triton_dist.finalize()
+    dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
+def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
+    ranks = request.param
+    out = tmp_path_factory.mktemp(f"moe{ranks}")
+    run_torchrun(Path(__file__), ranks, [str(out)])
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+
+
+@pytest.mark.parametrize("mode", ["normal", "low_latency"])
+def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[str]]], mode: str) -> None:
+    for rank, record in enumerate(records):
+        cases = {key: problems for key, problems in record.items() if key.endswith(f"/{mode}")}
+        cases["bad_ids"] = record["bad_ids"]
+        assert len(cases) == len(CASES) + 1
+        failed = {key: problems for key, problems in cases.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
