@@ -6,18 +6,19 @@ Run as a script under torchrun (the tests below do, once per world size), this f
 builds every rank's inputs from one seed, runs each case in both modes, computes the whole reference itself and
 writes, per case, what differed from it on this rank to ``<out>/rank<r>.json``.
 
-Cases: random routing with uneven T and slots of -1; k = 1; k = 8; every token to the last rank (rank 0 receives
-nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows its buffers; the first
-case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``). Dispatch must match
-the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by their expert id, too:
-the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's interpreter truncates where
-GPUs round to nearest even).
+Cases: random routing with uneven T and slots of -1; k = 1 (int64 ids); k = 8 (bf16 weights); every token to the
+last rank (rank 0 receives nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows
+its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``).
+Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
+their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
+interpreter truncates where GPUs round to nearest even).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,8 @@ def _case_inputs(
         if name == "empty_expert":
             idx[idx == 1] = 2
         idx[torch.rand(tokens, k, generator=gen) < none_rate] = -1
-        idxs.append(idx.to(torch.int32))
-        weights.append(torch.rand(tokens, k, generator=gen))
+        idxs.append(idx.to(torch.int64 if name == "k1" else torch.int32))  # k1: int64 ids
+        weights.append(torch.rand(tokens, k, generator=gen).to(torch.bfloat16 if name == "k8" else torch.float32))
     return xs, idxs, weights, experts
 
 
@@ -162,7 +163,13 @@ def _worker(out_dir: str) -> None:
     record["bad_ids"] = _bad_ids(rank, size)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
+    dist.barrier()
     dist.destroy_process_group()
+    # Leave without the interpreter's teardown, where a gloo world's C++ destructors sometimes abort ("terminate
+    # called without an active exception") after everything passed (test_runtime_world.py does the same).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")

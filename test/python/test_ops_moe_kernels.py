@@ -219,3 +219,53 @@ def test_dispatch_before_init_says_to_call_init() -> None:
     x, idx, weights = torch.zeros(3, 64, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
     with pytest.raises(RuntimeError, match="triton_dist.init"):
         triton_dist.ops.moe_dispatch(x, idx, weights, 8)
+
+
+def test_launch_plans_are_kept_per_argument_dtype(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan compiled for int32 expert ids must not be relaunched with int64 ones (it would misread them)."""
+    compiled: list[str] = []
+
+    class Recorded:
+        def __init__(self, key: str) -> None:
+            self.key = key
+
+        def launch(self, device: torch.device, *leading: Any) -> None:
+            compiled.append(f"launch {self.key}")
+
+    def compile_plan(kernel: Any, grid: Any, named: dict[str, Any], leading: int, **options: Any) -> Recorded:
+        compiled.append(f"compile {named['idx_ptr'].dtype}")
+        return Recorded(str(named["idx_ptr"].dtype))
+
+    monkeypatch.setattr(moe_op, "compile_plan", compile_plan)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: _Nothing())
+    workspace = moe_op._Workspace(torch.zeros(1), torch.zeros(1), torch.zeros(1))
+    plan = moe_op._Plan(("key",), "normal", 2, 8, 2, 64, torch.bfloat16, 0, 4, workspace)
+    meta = torch.device("meta")
+    for dtype in (torch.int32, torch.int64, torch.int32):
+        moe_op._launch(plan, "route", {"idx_ptr": torch.empty(4, 2, dtype=dtype, device=meta), "T": 4}, meta)
+    assert compiled == [
+        "compile torch.int32",
+        "launch torch.int32",
+        "compile torch.int64",
+        "launch torch.int64",
+        "launch torch.int32",
+    ]
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *args: object) -> None:
+        return None
+
+
+def test_combine_refuses_a_reference_handle() -> None:
+    from triton_dist.ops.moe import reference_dispatch
+    from triton_dist.ops.moe.config import check_combine_input
+
+    xs = [torch.zeros(2, 8, dtype=torch.bfloat16)] * 2
+    idx, weights = [torch.tensor([[0, 3], [1, -1]])] * 2, [torch.ones(2, 2)] * 2
+    recv_x, handle = reference_dispatch(xs, idx, weights, 4)[0]
+    with pytest.raises(MoeError, match="reference_dispatch made it"):
+        check_combine_input(recv_x, handle)

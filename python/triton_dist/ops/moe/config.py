@@ -216,6 +216,11 @@ def check_combine_input(y: Any, handle: Any, device: torch.device | None = None)
     row per received row (normal: [R, H]; low-latency: [L, W * max_tokens_per_rank, H])."""
     if not isinstance(handle, MoeHandle):
         raise MoeError(f"moe_combine: handle must be the MoeHandle moe_dispatch returned, got {type(handle).__name__}")
+    if handle.state is None:
+        raise MoeError(
+            "moe_combine: this handle has no device state (reference_dispatch made it); combine it with "
+            "reference_combine, or pass the handle moe_dispatch returned"
+        )
     if not isinstance(y, torch.Tensor):
         raise MoeError(f"moe_combine: y must be a torch.Tensor, got {type(y).__name__}")
     if device is not None and y.device != device:

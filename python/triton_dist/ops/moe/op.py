@@ -180,7 +180,9 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
 
 def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.device) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use)."""
-    found = plan.launches.get(name)
+    # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
+    launch_key = f"{name}:" + ",".join(str(v.dtype) for v in leading.values() if isinstance(v, torch.Tensor))
+    found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
         return
@@ -216,7 +218,7 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
         kernel[grid](**named)
         return
     with torch.cuda.device(device):
-        launch = plan.launches[name] = compile_plan(kernel, grid, named, len(leading), num_warps=4)
+        launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=4)
         launch.launch(device, *leading.values())
 
 
