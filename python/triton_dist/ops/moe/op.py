@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -29,7 +29,7 @@ from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import gpu_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
-from triton_dist.ops.common.launch import LaunchPlan, compile_plan
+from triton_dist.ops.common.launch import compile_plan
 from triton_dist.ops.moe import kernels
 from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
@@ -83,6 +83,12 @@ class _Buffers:
         return self.combine.shape[1]
 
 
+class _Launch(Protocol):
+    """A kernel's plan for later calls: a :class:`LaunchPlan` on GPUs (or what ``compile_plan`` gives elsewhere)."""
+
+    def launch(self, device: torch.device, *leading: Any) -> None: ...
+
+
 @dataclass
 class _Plan:
     """Everything a signature's calls reuse (see the module docstring)."""
@@ -98,7 +104,7 @@ class _Plan:
     programs: int
     workspace: _Workspace
     buffers: _Buffers | None = None
-    launches: dict[str, LaunchPlan] = field(default_factory=dict)
+    launches: dict[str, _Launch] = field(default_factory=dict)
 
     @property
     def low_latency(self) -> bool:
