@@ -269,3 +269,29 @@ def test_combine_refuses_a_reference_handle() -> None:
     recv_x, handle = reference_dispatch(xs, idx, weights, 4)[0]
     with pytest.raises(MoeError, match="reference_dispatch made it"):
         check_combine_input(recv_x, handle)
+
+
+def test_fake_normal_dispatch_has_a_data_dependent_row_count() -> None:
+    """Normal mode's rows are known only after the counts exchange: the fake gives unbacked sizes, so
+    torch.compile can trace through it."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    with FakeTensorMode(shape_env=ShapeEnv()):
+        x = torch.empty(5, 64, dtype=torch.float16)
+        idx, weights = torch.empty(5, 2, dtype=torch.int64), torch.empty(5, 2)
+        outs = torch.ops.triton_dist.moe_dispatch(x, idx, weights, 8)
+        rows, received = outs[0].shape[0], outs[14].shape[0]
+        assert isinstance(rows, torch.SymInt) and isinstance(received, torch.SymInt)
+        assert outs[0].shape[1] == 64 and outs[0].dtype == torch.float16 and outs[14].shape[1] == 2
+        assert outs[11].shape == (5, 1), "tok_pos: one column per rank (no world: 1)"
+
+
+def test_buffer_capacity_and_flag_layout() -> None:
+    from triton_dist.ops.moe.config import MAX_RANKS, capacity, flag_layout, pow2
+
+    assert [capacity(n) for n in (0, 1, 64, 65, 1000)] == [64, 64, 64, 128, 1024]
+    assert [pow2(n) for n in (1, 2, 3, 8, 9)] == [2, 2, 4, 8, 16]
+    layout = flag_layout(programs=7)
+    assert layout["DATA_FLAGS"] >= MAX_RANKS, "count flags of every rank come first"
+    assert layout["COMBINE_FLAGS"] - layout["DATA_FLAGS"] == MAX_RANKS * 7 == layout["FLAGS"] - layout["COMBINE_FLAGS"]
