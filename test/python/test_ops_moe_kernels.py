@@ -295,3 +295,25 @@ def test_buffer_capacity_and_flag_layout() -> None:
     layout = flag_layout(programs=7)
     assert layout["DATA_FLAGS"] >= MAX_RANKS, "count flags of every rank come first"
     assert layout["COMBINE_FLAGS"] - layout["DATA_FLAGS"] == MAX_RANKS * 7 == layout["FLAGS"] - layout["COMBINE_FLAGS"]
+
+
+@pytest.mark.parametrize("mode", ["normal", "low_latency"])
+def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
+    """A LaunchPlan passes the per-call arguments by position: the names the op passes must be the kernel's first
+    parameters, in the kernel's order (the CPU emulation passes them by name, so it cannot catch this)."""
+    seen: dict[str, list[str]] = {}
+    monkeypatch.setattr(moe_op, "_launch", lambda plan, name, leading, device: seen.setdefault(name, list(leading)))
+    ws = moe_op._Workspace(torch.zeros(1), torch.zeros(1), torch.zeros(1))
+    buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
+    plan = moe_op._Plan(("k",), mode, 2, 8, 2, 8, torch.float32, 4, 1, ws, buffers)
+    monkeypatch.setattr(moe_op, "_plan_for", lambda *args: plan)
+    x, idx, weights = torch.zeros(3, 8), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
+    outputs = moe_op._dispatch(x, idx, weights, 8, mode, 4 if mode == "low_latency" else None)
+    comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
+    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device)
+    monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
+    moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
+    assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route"]
+    for name, names in seen.items():
+        kernel = getattr(kernels, f"_{name}_kernel")
+        assert names == list(kernel.arg_names[: len(names)]), name
