@@ -235,6 +235,17 @@ def heuristic_config(nbytes: int, world_size: int) -> AllReduceConfig:
     return AllReduceConfig("two_shot", max(8, min(SLOTS["two_shot"], nbytes // (64 << 10))), 8)
 
 
+EMULATED_PROGRAMS = 2
+"""The most programs of an all-reduce under the CPU emulation (each one a thread of Triton's interpreter)."""
+
+
+def emulated_config(nbytes: int, world_size: int) -> AllReduceConfig:
+    """The config under the CPU emulation: the heuristic's algorithm with at most ``EMULATED_PROGRAMS`` programs
+    of one warp (small blocks, which the interpreter runs quickly)."""
+    found = heuristic_config(nbytes, world_size)
+    return AllReduceConfig(found.algo, min(found.programs, EMULATED_PROGRAMS), 1)
+
+
 _tables: dict[str, Table | None] = {}
 """The tables read so far, by ``table_key`` (None: neither the cache nor the package has one)."""
 _selected: dict[tuple[int, torch.device, int, int], AllReduceConfig] = {}

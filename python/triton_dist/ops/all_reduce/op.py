@@ -22,6 +22,7 @@ from triton_dist.ops.all_reduce.config import (
     SUPPORTED_OPS,
     AllReduceConfig,
     AllReduceError,
+    emulated_config,
     launch_shape,
     ll_elements_per_word,
     ll_region_bytes,
@@ -35,9 +36,9 @@ from triton_dist.ops.all_reduce.kernels import (
 )
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import gpu_world
+from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device
 from triton_dist.ops.common.flags import notify_world
-from triton_dist.ops.common.launch import LaunchPlan, first_launch
+from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.common.slot_workspace import slot_workspace
 
 OP = "all_reduce"
@@ -50,7 +51,7 @@ class _Empty:
         """Enqueue nothing."""
 
 
-_plans: PlanCache[LaunchPlan | _Empty] = PlanCache(OP, AllReduceError)
+_plans: PlanCache[LaunchPlan | EmulatedLaunch | _Empty] = PlanCache(OP, AllReduceError)
 """The plan of each call signature (see the module docstring), per world."""
 
 
@@ -86,7 +87,7 @@ def _check(x: torch.Tensor, op: str, out: torch.Tensor | None = None) -> None:
         check_inputs(x, op, out)
     except AllReduceError:
         if isinstance(x, torch.Tensor) and rt.is_initialized():
-            check_inputs(x, op, out, gpu_world(OP, AllReduceError).device)
+            check_inputs(x, op, out, (emulated_world() or gpu_world(OP, AllReduceError)).device)
         raise
 
 
@@ -117,11 +118,18 @@ def _first_call(
     """What a repeated signature skips: the device, the config choice, the ranks' agreement (a collective: a rank
     that launched with another size would read past its peers' data or wait forever for their flags), then the
     first launch, which gives the plan."""
-    world = gpu_world(OP, AllReduceError)
+    world = emulated_world() or gpu_world(OP, AllReduceError)
     if x.device != world.device:  # before anything asks the device for its properties
         raise AllReduceError(f"all_reduce: x is on {x.device}, but this rank's triton_dist device is {world.device}")
+    if config is None and emulated(world):  # the CPU emulation: no GPU to pick a table for
+        config = emulated_config(x.numel() * x.element_size(), world.world_size)
     if config is None:
         config = select_config(x.numel() * x.element_size(), x.device, world.world_size, x.element_size())
+    if config.algo == "one_shot_ll" and emulated(world):
+        raise AllReduceError(
+            "all_reduce: one_shot_ll polls with inline PTX, which Triton's interpreter cannot run: under the CPU "
+            "emulation use one_shot, one_shot_push or two_shot"
+        )
     try:  # a config that cannot run here raises before the collective
         launch_shape(x.numel(), x.element_size(), world.world_size, config)
     except ValueError as error:
@@ -132,17 +140,17 @@ def _first_call(
 
 def _plan(
     x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: bool, world: rt.World
-) -> LaunchPlan | _Empty:
+) -> LaunchPlan | EmulatedLaunch | _Empty:
     """The first launch of a signature (through Triton, compiling if needed) and the plan it gives."""
     if x.numel() == 0:
         return _Empty()
-    with torch.cuda.device(x.device):
+    with on_device(x.device):
         return _first_launch(x, out, config, stage, world.world_size)
 
 
 def _first_launch(
     x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig, stage: bool, world_size: int
-) -> LaunchPlan:
+) -> LaunchPlan | EmulatedLaunch:
     shape = launch_shape(x.numel(), x.element_size(), world_size, config)
     if config.algo == "one_shot_ll":
         ws = slot_workspace("all_reduce.one_shot_ll", SLOTS["one_shot_ll"], 1, ll_region_bytes(world_size))
@@ -221,11 +229,13 @@ def all_reduce(x: torch.Tensor, op: str = "sum", *, out: torch.Tensor | None = N
     same order (checked collectively the first time a size is seen). Sums in fp32; the result, in ``x``'s dtype,
     is bit-identical on all ranks. ``out`` (same shape and dtype, contiguous; may be ``x``) receives it.
 
-    Needs ``triton_dist.init()`` on GPUs. Bad input raises :class:`AllReduceError` before any launch. Enqueued on
-    the current stream without host synchronization; CUDA-graph capture works once the size has been called eagerly
-    (the first call allocates the workspace and checks the ranks agree). Under ``torch.compile`` this is the custom
-    op; eager calls run its implementation directly (the same function), skipping the dispatcher's few tens of µs,
-    which would dominate a decode-size all-reduce.
+    Needs ``triton_dist.init()`` on GPUs, or ``init(device="cpu")`` under ``TRITON_INTERPRET=1`` (the CPU
+    emulation: the same kernels in Triton's interpreter, for tests without GPUs; not the "one_shot_ll" config).
+    Bad input raises :class:`AllReduceError` before any launch. Enqueued on the current stream without host
+    synchronization; CUDA-graph capture works once the size has been called eagerly (the first call allocates the
+    workspace and checks the ranks agree). Under ``torch.compile`` this is the custom op; eager calls run its
+    implementation directly (the same function), skipping the dispatcher's few tens of µs, which would dominate a
+    decode-size all-reduce.
     """
     if not plain_eager(x, out):
         if out is None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 import torch
@@ -29,9 +31,36 @@ def gpu_world(op: str, error: type[OpInputError] = OpInputError) -> rt.World:
     if world.device.type != "cuda":
         raise error(
             f"{op}: triton_dist was initialized with device={str(world.device)!r}; the ops run on GPUs "
-            "(call triton_dist.init() on a machine with GPUs, one per rank)"
+            "(call triton_dist.init() on a machine with GPUs, one per rank; the ops that support the CPU emulation run "
+            "on this world under TRITON_INTERPRET=1)"
         )
     return world
+
+
+def emulated(world: rt.World) -> bool:
+    """Whether the ops run their kernels in Triton's interpreter over a CPU heap: a world made with
+    ``init(device="cpu")`` while ``TRITON_INTERPRET=1`` (the multi-rank CPU emulation of
+    ``triton_dist.runtime.emulation``, docs/getting-started.md, "Develop and test without GPUs"). Such a world
+    launches every kernel through ``kernel[grid](...)``, one after the other on the host: no streams, events,
+    CUDA graphs or driver calls."""
+    return world.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def emulated_world() -> rt.World | None:
+    """The current world if it is :func:`emulated`, else None: an op that supports the CPU emulation takes its
+    world as ``emulated_world() or gpu_world(op, error)``."""
+    if rt.is_initialized():
+        world = rt.current_world()
+        if emulated(world):
+            return world
+    return None
+
+
+def on_device(device: torch.device) -> contextlib.AbstractContextManager[Any]:
+    """``torch.cuda.device(device)`` for a GPU; nothing for the CPU emulation's host device."""
+    if device.type == "cpu":
+        return contextlib.nullcontext()
+    return torch.cuda.device(device)
 
 
 def check_tensor(

@@ -73,15 +73,62 @@ def _has_hooks(hook: Any) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
+@dataclass
+class EmulatedLaunch:
+    """The plan of a kernel under the CPU emulation (``ops.common.errors.emulated``): every call goes through
+    ``kernel[grid](...)``, which Triton routes to its interpreter (a compiled kernel cannot run there). Launches
+    run on the host, one after the other: the stream arguments of :class:`LaunchPlan` are accepted and ignored."""
+
+    world: rt.World
+    kernel: Any
+    grid: tuple[int, int, int]
+    named: dict[str, Any]
+    """Every parameter of the kernel by name, in its parameter order (constexprs included)."""
+    leading: tuple[str, ...]
+    """The names of the parameters each call passes (the first ``len(leading)`` of the kernel)."""
+
+    def launch(self, device: torch.device, *leading: Any) -> None:
+        """Run the kernel now, ``leading`` its first arguments (``device``: the CPU, unused)."""
+        self.launch_on(0, *leading)
+
+    def launch_on(self, stream: int, *leading: Any) -> None:
+        """Run the kernel now, ``leading`` its first arguments (there is no stream: ``stream`` is unused). Pass
+        tensors, not addresses: the interpreter reads a tensor parameter through the tensor."""
+        named = dict(self.named)
+        for name, value in zip(self.leading, leading, strict=True):
+            if isinstance(named[name], torch.Tensor) and not isinstance(value, torch.Tensor):
+                raise TypeError(f"{self.kernel.__name__}: {name} needs a tensor under the emulation, got {value!r}")
+            named[name] = value
+        self.kernel[self.grid](**named)
+
+
+def _emulated_plan(
+    kernel: Any, grid: tuple[int, int, int], named: Mapping[str, Any], leading: int
+) -> EmulatedLaunch | None:
+    """The :class:`EmulatedLaunch` of ``kernel`` when the current world is emulated, else None."""
+    from triton_dist.ops.common.errors import emulated
+
+    world = rt.current_world() if rt.is_initialized() else None
+    if world is None or not emulated(world):
+        return None
+    ordered = {name: named[name] for name in kernel.arg_names}
+    return EmulatedLaunch(world, kernel, grid, ordered, tuple(kernel.arg_names[:leading]))
+
+
 def first_launch(
     kernel: Any, grid: tuple[int, int, int], named: Mapping[str, Any], leading: int, **options: Any
-) -> LaunchPlan:
+) -> LaunchPlan | EmulatedLaunch:
     """Launch ``kernel[grid]`` the ordinary way (compiling it if needed) and return the plan for the next calls.
 
     ``named`` holds every parameter of the kernel by name (extra names are ignored); the first ``leading``
     parameters are the ones each call passes to :meth:`LaunchPlan.launch`. Tensors among the others (the ops'
-    workspaces) must keep their storage while the plan lives: the plan passes their addresses.
+    workspaces) must keep their storage while the plan lives: the plan passes their addresses. Under the CPU
+    emulation the launch runs in Triton's interpreter and the plan is an :class:`EmulatedLaunch`.
     """
+    emulated_plan = _emulated_plan(kernel, grid, named, leading)
+    if emulated_plan is not None:
+        emulated_plan.launch(torch.device("cpu"), *(emulated_plan.named[name] for name in emulated_plan.leading))
+        return emulated_plan
     ordered = {name: named[name] for name in kernel.arg_names}
     compiled = kernel[grid](**ordered, **options)
     fixed = tuple(ordered.values())[leading:]
@@ -95,13 +142,17 @@ def first_launch(
 
 def compile_plan(
     kernel: Any, grid: tuple[int, int, int], named: Mapping[str, Any], leading: int, **options: Any
-) -> LaunchPlan:
+) -> LaunchPlan | EmulatedLaunch:
     """Compile ``kernel`` for these arguments, load it, and return its plan, without launching anything.
 
     As :func:`first_launch`, for callers whose first call must itself go through the plan (an op whose launches
     are ordered with copies and events on other streams). Loading the module here, not at the first launch, also
-    keeps a lazy module load from waiting behind kernels that spin on a peer.
+    keeps a lazy module load from waiting behind kernels that spin on a peer. Under the CPU emulation nothing is
+    compiled: the plan is an :class:`EmulatedLaunch`.
     """
+    emulated_plan = _emulated_plan(kernel, grid, named, leading)
+    if emulated_plan is not None:
+        return emulated_plan
     ordered = {name: named[name] for name in kernel.arg_names}
     compiled = kernel.warmup(**ordered, grid=grid, **options)
     compiled._init_handles()

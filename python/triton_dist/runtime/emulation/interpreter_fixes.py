@@ -3,7 +3,9 @@
 - ``range(n)`` over a runtime scalar (``for step in range(dl.num_ranks() - 1)``, or a kernel argument): the
   interpreter's ``tensor.__index__`` calls ``int()`` on the scalar's one-element array, which numpy 2 refuses.
   :func:`install` wraps the interpreter's ``_patch_lang_tensor`` so that the ``__index__`` it installs for a launch
-  takes the array's single element.
+  takes the array's single element. The wrapper installs only the fixed one: Triton patches again at every
+  ``@triton.jit`` helper call, while the emulation's other program threads run, so briefly installing Triton's own
+  (as replacing it afterwards would) fails another program's ``range`` at random.
 - ``tl.dot`` on bfloat16 multiplies the raw 16-bit patterns as integers: :func:`dot_operands` widens them to
   float32 first (``builder.EmulationBuilder.create_dot`` applies it).
 """
@@ -26,9 +28,18 @@ def _index(tensor: tl.tensor) -> int:
 _original_patch_lang_tensor = interpreter._patch_lang_tensor
 
 
+class _FixedIndexScope:
+    """A ``_LangPatchScope`` that sets ``__index__`` to :func:`_index` whatever it is asked to set it to."""
+
+    def __init__(self, scope: Any) -> None:
+        self._scope = scope
+
+    def set_attr(self, obj: object, name: str, value: object) -> None:
+        self._scope.set_attr(obj, name, _index if name == "__index__" else value)
+
+
 def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
-    _original_patch_lang_tensor(tensor, scope)
-    scope.set_attr(tensor, "__index__", _index)
+    _original_patch_lang_tensor(tensor, _FixedIndexScope(scope))
 
 
 def install() -> None:

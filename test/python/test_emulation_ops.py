@@ -1,0 +1,157 @@
+"""The ops on CPU ranks: their own host code and fused kernels under the emulation of the dl primitives
+(``TRITON_INTERPRET=1``, ``triton_dist.init(device="cpu")``, one process per rank on gloo), at 2 and 3 ranks,
+against torch on the CPU.
+
+Run as a script under torchrun (the tests below do, once per world size), this file is the worker: every rank
+builds every rank's inputs from one seed (fresh random data per case), runs each case through the public op (or the
+op's config-forcing entry point), computes the whole reference with torch itself and writes, per case, what
+differed on this rank to ``<out>/rank<r>.json``. Outputs given to an op are poisoned (NaN) first, so a kernel that
+skips part of its output fails.
+
+Cases: ``all_reduce`` at a few sizes and dtypes with the selected config, then forced through each algorithm the
+interpreter runs (one-shot pull, one-shot push, two-shot), a second call of a signature (the plan's relaunch), and
+the CPU-world error without the interpreter (checked in this process, ``test_ops_refuse_a_cpu_world_without_the
+_interpreter``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from test_emulation_primitives import run_torchrun
+
+HEAP = "160M"
+"""Each rank's CPU heap: the ops' workspaces are sized for GPUs (the two-shot all-reduce's alone is 32 MiB)."""
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, atol: float, rtol: float) -> list[str]:
+    """What differs between ``got`` and ``want`` (shape, NaNs left from the poison, values beyond tolerance)."""
+    if got.shape != want.shape:
+        return [f"shape {list(got.shape)} != {list(want.shape)}"]
+    if got.dtype != want.dtype:
+        return [f"dtype {got.dtype} != {want.dtype}"]
+    if torch.isnan(got.float()).any():
+        return [f"{int(torch.isnan(got.float()).sum())} NaN elements (left unwritten?)"]
+    if not torch.allclose(got.float(), want.float(), atol=atol, rtol=rtol):
+        return [f"max abs error {(got.float() - want.float()).abs().max().item():.4g}"]
+    return []
+
+
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    return (1e-4, 1e-4) if dtype == torch.float32 else (2e-2, 2e-2)
+
+
+def _all_reduce_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[], list[str]]]:
+    import triton_dist
+    from triton_dist.ops.all_reduce.config import AllReduceConfig
+    from triton_dist.ops.all_reduce.op import _run
+
+    def selected(numel: int, dtype: torch.dtype) -> list[str]:
+        xs = [torch.randn(numel, generator=gen).to(dtype) for _ in range(size)]
+        out = torch.full_like(xs[rank], float("nan"))
+        triton_dist.ops.all_reduce(xs[rank], out=out)
+        return _close(out, sum(x.float() for x in xs).to(dtype), *_tolerance(dtype))
+
+    def forced(algo: str) -> list[str]:
+        problems = []
+        for _ in range(2):  # the second call relaunches the plan
+            xs = [torch.randn(3, 333, generator=gen) for _ in range(size)]
+            out = torch.full_like(xs[rank], float("nan"))
+            _run(xs[rank], out, config=AllReduceConfig(algo, 2, 1))
+            problems += _close(out, sum(xs), 1e-4, 1e-4)
+        return problems
+
+    def fresh_output() -> list[str]:
+        xs = [torch.randn(64, generator=gen, dtype=torch.float16) for _ in range(size)]
+        out = triton_dist.ops.all_reduce(xs[rank])
+        return _close(out, sum(x.float() for x in xs).half(), 1e-2, 1e-2)
+
+    cases: dict[str, Callable[[], list[str]]] = {
+        f"all_reduce/{numel}/{str(dtype)[6:]}": (lambda numel=numel, dtype=dtype: selected(numel, dtype))
+        for numel in (1, 100, 3000)
+        for dtype in (torch.float32, torch.bfloat16)
+    }
+    cases["all_reduce/fresh_output"] = fresh_output
+    for algo in ("one_shot", "one_shot_push", "two_shot"):
+        cases[f"all_reduce/{algo}"] = lambda algo=algo: forced(algo)
+    return cases
+
+
+CASE_BUILDERS = (_all_reduce_cases,)
+
+
+def _worker(out_dir: str) -> None:
+    import torch.distributed as dist
+
+    import triton_dist
+
+    dist.init_process_group("gloo")
+    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    rank, size = world.rank, world.world_size
+    gen = torch.Generator().manual_seed(1234)  # every rank draws every rank's inputs alike
+    record: dict[str, list[str]] = {}
+    for build in CASE_BUILDERS:
+        for name, case in build(rank, size, gen).items():
+            try:
+                record[name] = case()
+            except Exception as error:  # noqa: BLE001 (recorded for the test)
+                record[name] = [f"{type(error).__name__}: {error}"]
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
+    triton_dist.finalize()  # ends with a barrier: every rank is done with every heap
+    # As test_emulation_primitives' worker: leave without tearing down gloo, whose C++ teardown occasionally
+    # aborts a process torchrun started ("terminate called without an active exception") after every check passed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
+def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    ranks = request.param
+    out = tmp_path_factory.mktemp(f"ops{ranks}")
+    run_torchrun(Path(__file__), ranks, [str(out)])
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+
+
+@pytest.mark.parametrize("op", ["all_reduce"])
+def test_the_op_matches_torch(records: list[dict[str, list[str]]], op: str) -> None:
+    for rank, record in enumerate(records):
+        cases = {name: problems for name, problems in record.items() if name.startswith(f"{op}/")}
+        assert cases, f"rank {rank} ran no {op} case"
+        failed = {name: problems for name, problems in cases.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
+
+
+def test_the_interpreter_patch_never_installs_tritons_own_index() -> None:
+    """Triton re-patches ``tensor.__index__`` at every jit-helper call while other program threads of the emulation
+    run: the fixed patch must set only the emulation's ``__index__`` (setting Triton's first, then replacing it,
+    failed another program's ``range`` over a run-time value at random: all_reduce's two-shot kernel did)."""
+    from triton_dist.runtime.emulation import interpreter_fixes
+
+    class Recording:
+        def __init__(self) -> None:
+            self.set: list[tuple[str, object]] = []
+
+        def set_attr(self, obj: object, name: str, value: object) -> None:
+            self.set.append((name, value))
+
+    scope = Recording()
+
+    class Tensor:  # a stand-in for tl.tensor: the patch sets its attributes
+        pass
+
+    interpreter_fixes._patch_lang_tensor(Tensor, scope)
+    indexes = [value for name, value in scope.set if name == "__index__"]
+    assert indexes == [interpreter_fixes._index]
+    assert "__bool__" in {name for name, _ in scope.set}  # the rest of Triton's patch is still applied
