@@ -84,7 +84,35 @@ def _all_reduce_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, C
     return cases
 
 
-CASE_BUILDERS = (_all_reduce_cases,)
+def _gemm_rs_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[], list[str]]]:
+    import dataclasses
+
+    import triton_dist
+    from triton_dist.ops.gemm_rs.op import EMULATED_CONFIG, gemm_rs_with
+
+    def run(config: Any, m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16) -> list[str]:
+        problems = []
+        for _ in range(2):  # the second call relaunches the plan (the next epoch, the other scratch half)
+            a_s = [torch.randn(m * size, k, generator=gen).to(dtype) for _ in range(size)]
+            b_s = [torch.randn(k, n, generator=gen).to(dtype) for _ in range(size)]
+            out = (
+                triton_dist.ops.gemm_rs(a_s[rank], b_s[rank])
+                if config is None
+                else gemm_rs_with(a_s[rank], b_s[rank], config)
+            )
+            want = sum(a.float() @ b.float() for a, b in zip(a_s, b_s, strict=True))[rank * m : (rank + 1) * m]
+            problems += _close(out, want.to(dtype), 0.1, 2e-2)
+        return problems
+
+    return {
+        "gemm_rs/selected": lambda: run(None, 20, 40, 24),
+        "gemm_rs/fp16_one_tile": lambda: run(None, 3, 8, 5, torch.float16),
+        "gemm_rs/two_kernels": lambda: run(dataclasses.replace(EMULATED_CONFIG, fused=False), 12, 24, 16),
+        "gemm_rs/notify_at_once": lambda: run(dataclasses.replace(EMULATED_CONFIG, defer_notify=False), 12, 24, 16),
+    }
+
+
+CASE_BUILDERS = (_all_reduce_cases, _gemm_rs_cases)
 
 
 def _worker(out_dir: str) -> None:
@@ -120,7 +148,7 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
 
 
-@pytest.mark.parametrize("op", ["all_reduce"])
+@pytest.mark.parametrize("op", ["all_reduce", "gemm_rs"])
 def test_the_op_matches_torch(records: list[dict[str, list[str]]], op: str) -> None:
     for rank, record in enumerate(records):
         cases = {name: problems for name, problems in record.items() if name.startswith(f"{op}/")}

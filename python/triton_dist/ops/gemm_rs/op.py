@@ -23,8 +23,9 @@ from triton_dist.ops import tuning
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import OpInputError, gpu_world
-from triton_dist.ops.common.launch import LaunchPlan, compile_plan, current_raw_stream
+from triton_dist.ops.common.errors import OpInputError, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.gpu import EMULATED_SMS
+from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, compile_plan, current_raw_stream
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
 from triton_dist.ops.gemm_rs.config import GemmRSConfig, choose_config
 from triton_dist.ops.gemm_rs.kernels import (
@@ -36,7 +37,7 @@ from triton_dist.ops.gemm_rs.kernels import (
     _gemm_rs_kernel,
     _reduce_partials_kernel,
 )
-from triton_dist.ops.matmul import check_matrix, num_sms, pointer_config, rows_fit_tma
+from triton_dist.ops.matmul import MatmulConfig, check_matrix, num_sms, pointer_config, rows_fit_tma
 
 CHECK_ENV = "TRITON_DIST_GEMM_RS_CHECK"
 """``always``: check that every rank passed the same shapes and dtypes on every eager call (a collective, ~50 us);
@@ -54,6 +55,16 @@ def _read_check_env() -> None:
 
 class GemmRsError(OpInputError):
     """Bad input to ``gemm_rs`` (raised on the host before anything is launched)."""
+
+
+EMULATED_CONFIG = GemmRSConfig(matmul=MatmulConfig(16, 16, 16, 1, 1, 1, False, 1, use_tma=False))
+"""The configuration under the CPU emulation (``ops.common.errors.emulated``): the fused kernel with 16x16x16 tiles
+of the pointer mainloop, which Triton's interpreter runs quickly."""
+
+
+def _sms(device: torch.device) -> int:
+    """The SMs a persistent grid fills: the GPU's, or ``EMULATED_SMS`` program threads under the CPU emulation."""
+    return EMULATED_SMS if device.type == "cpu" else num_sms(device.index)
 
 
 def check_inputs(a: Any, b: Any, world_size: int, device: torch.device) -> None:
@@ -212,8 +223,8 @@ class TritonPlan:
     """The persistent Triton kernel (fused epilogue or two kernels), every argument resolved."""
 
     workspace: Workspace
-    gemm: LaunchPlan
-    reduce: LaunchPlan | None
+    gemm: LaunchPlan | EmulatedLaunch
+    reduce: LaunchPlan | EmulatedLaunch | None
     use_tma: bool
     a_block: list[int]
     b_block: list[int]
@@ -222,6 +233,8 @@ class TritonPlan:
     clone_a: bool
     clone_b: bool
     local_only: bool
+    emulated: bool = False
+    """The CPU emulation: the launches take the tensors themselves (Triton's interpreter), on no stream."""
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         if self.clone_a:
@@ -231,6 +244,11 @@ class TritonPlan:
         out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
         if not self.local_only:
             self.workspace.epoch.add_(1)
+        if self.emulated:
+            self.gemm.launch_on(0, a, b, out)
+            if self.reduce is not None:
+                self.reduce.launch_on(0, out)
+            return out
         stream = current_raw_stream(a.device.index)
         if self.use_tma:
             a_arg: Any = TensorDescriptor(a, a.shape, a.stride(), self.a_block)
@@ -346,7 +364,7 @@ def _build_triton(
     else:
         a_arg, b_arg = a, b
     out = torch.empty((shard, n), dtype=a.dtype, device=a.device)
-    programs = min(num_sms(a.device.index), w * tiles)
+    programs = min(_sms(a.device), w * tiles)
     named = {
         "a": a_arg, "b": b_arg, "out_ptr": out, "scratch_ptr": ws.scratch, "flags_ptr": ws.flags,
         "epoch_ptr": ws.epoch, "M": m, "N": n, "K": k, "stride_am": a.stride(0), "stride_ak": a.stride(1),
@@ -364,9 +382,12 @@ def _build_triton(
             "out_ptr": out, "scratch_ptr": ws.scratch, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "M": m, "N": n,
             "stride_om": out.stride(0), "BLOCK_M": tile.block_m, "BLOCK_N": tile.block_n, "GROUP_M": tile.group_m,
         }  # fmt: skip
-        grid = (min(num_sms(a.device.index), tiles), 1, 1)
+        grid = (min(_sms(a.device), tiles), 1, 1)
         reduce = compile_plan(_reduce_partials_kernel, grid, named, 1, num_warps=8)
-    return TritonPlan(ws, gemm, reduce, tile.use_tma, a_block, b_block, shard, n, clone_a, clone_b, local_only)
+    emulated = isinstance(gemm, EmulatedLaunch)
+    return TritonPlan(
+        ws, gemm, reduce, tile.use_tma, a_block, b_block, shard, n, clone_a, clone_b, local_only, emulated
+    )
 
 
 REDUCE_BLOCK = 4096
@@ -420,7 +441,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = Non
             _plans.agree(_described(a, b, plan_config(a, b, config)), again=True)
         return plan
     _read_check_env()
-    world = gpu_world("gemm_rs", GemmRsError)
+    world = emulated_world() or gpu_world("gemm_rs", GemmRsError)
     check_inputs(a, b, world.world_size, world.device)
     chosen = plan_config(a, b, config)
     m, k_local = a.shape
@@ -432,7 +453,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = Non
             return UnfusedPlan(world.group, m // w, n)
         if m // w == 0 or n == 0 or k_local == 0:
             return EmptyPlan(m // w, n, zero=k_local == 0)
-        with torch.cuda.device(a.device):
+        with on_device(a.device):
             if chosen.gemm == "cublas":
                 return _build_cublas(world, a, b, chosen)
             return _build_triton(world, a, b, chosen, local_only)
@@ -442,6 +463,8 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = Non
 
 def plan_config(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None) -> GemmRSConfig:
     """The configuration a call runs: ``config``, else the tuned table's or the cost model's, fitted to the rows."""
+    if config is None and a.device.type == "cpu" and emulated_world() is not None:
+        config = EMULATED_CONFIG
     if config is None:
         world = rt.current_world()
         m, k_local = a.shape
@@ -461,6 +484,8 @@ def _described(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> dict[s
 def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
     """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op."""
     plan = plan_for(a, b, config)
+    if a.device.type == "cpu":  # the CPU emulation: no device context
+        return plan.run(a, b)
     if a.device.index != torch.cuda.current_device() and not isinstance(plan, UnfusedPlan | EmptyPlan):
         with torch.cuda.device(a.device):  # the launchers launch in the current device's context
             return plan.run(a, b)
@@ -518,7 +543,9 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     symmetric heap collectively, checks that every rank passed the same shapes and dtypes, and plans the call; run
     it once eagerly before capturing a CUDA graph. Later eager calls skip torch's dispatcher and launch the plan.
     Under ``torch.compile`` it is the custom op ``torch.ops.triton_dist.gemm_rs``. Raises ``GemmRsError`` (an
-    ``OpInputError``) naming the problem for bad input.
+    ``OpInputError``) naming the problem for bad input. Under ``TRITON_INTERPRET=1`` on a world made with
+    ``init(device="cpu")`` (the CPU emulation, for tests without GPUs) the fused kernel runs in Triton's
+    interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
     """
     if plain_eager(a, b):
         return gemm_rs_with(a, b)
