@@ -9,6 +9,9 @@ The ops (each importable from here; all but ``matmul`` also registered as ``torc
 - :func:`gemm_ar`: sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce in one kernel.
 - :func:`flash_decode`: decode attention over a KV cache split across ranks along the sequence, partial results
   combined inside the one kernel.
+- :func:`moe_dispatch` / :func:`moe_combine`: expert-parallel token dispatch (each token once per destination
+  rank, grouped by local expert) and the weighted combine back to the tokens' home ranks (normal and
+  low-latency modes; checked under the CPU emulation, not yet on GPUs).
 
 Layout: each op is a package ``ops/<op>/`` split by role, its ``__init__.py`` documenting the op and exporting its
 public names:
