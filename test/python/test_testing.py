@@ -267,6 +267,61 @@ def test_setup_without_torchrun_starts_a_world_of_one(tmp_path):
     assert "WORLD 1 0" in result.stdout
 
 
+_TEARDOWN_CHILD = """
+import os, sys, warnings
+from triton_dist import testing
+
+def threads():
+    return set(os.listdir("/proc/self/task"))
+
+before = threads()
+world = testing.setup_distributed(heap_size="1M", device="cpu")
+started = threads() - before
+assert started, "setup_distributed started no thread: nothing for this test to check"
+kept = world.group  # a reference teardown() cannot drop: the group's threads must outlive it, with a warning
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    testing.teardown()
+assert [str(w.category.__name__) for w in caught] == ["RuntimeWarning"], caught
+assert "still referenced" in str(caught[0].message), caught[0].message
+assert world.group is None
+del kept  # the last reference: the group and its threads end here, not at interpreter exit
+
+before = threads()
+world = testing.setup_distributed(heap_size="1M", device="cpu")
+# The main thread keeps the GIL from here on unless it blocks: a gloo worker that still had to free the last
+# collective's tensors when the interpreter shut down (the old teardown) waited for it there and aborted.
+sys.setswitchinterval(100)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    testing.teardown()
+assert caught == [], [str(w.message) for w in caught]
+left = threads() - before
+assert not left, f"threads setup_distributed started are still alive after teardown(): {left}"
+print("TEARDOWN OK", flush=True)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="lists the process's threads through /proc")
+def test_teardown_joins_the_process_groups_threads_before_exit(tmp_path):
+    """teardown() frees the process group, so every thread setup_distributed started (gloo's workers and TCP loop,
+    the store's server) is joined before the script ends, not while the interpreter shuts down, where a gloo worker
+    freeing the last collective's tensors aborted the process about once in twenty runs ("terminate called without
+    an active exception"). A group the script still references is reported."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "teardown.py"
+    script.write_text(_TEARDOWN_CHILD)
+    python_dir = Path(__file__).resolve().parents[2] / "python"
+    env = dict(testing.env_without_launcher(), PYTHONPATH=str(python_dir))
+    result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "TEARDOWN OK" in result.stdout
+    assert "terminate called" not in result.stderr
+
+
 def test_shared_gpus_reads_its_variable(monkeypatch):
     monkeypatch.setenv("TRITON_DIST_SHARED_GPUS", "1")
     assert testing.shared_gpus()

@@ -11,6 +11,8 @@ import os
 import socket
 import sys
 import time
+import warnings
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -108,10 +110,35 @@ def shared_gpus() -> bool:
 
 
 def teardown() -> None:
-    """``triton_dist.finalize()`` and destroy the process group (each only if it exists)."""
+    """``triton_dist.finalize()`` and destroy the process group (each only if it exists), releasing the group now.
+
+    The world ``setup_distributed`` returned stops referring to the group (its ``group`` becomes None), so the
+    group's backend is freed here and its threads (gloo's workers and TCP loop, the store's server) are joined while
+    the interpreter still runs. Left to the end of the script, they were joined only when the interpreter freed that
+    world during its shutdown; a gloo worker still freeing the last collective's tensors then needed the GIL, which a
+    finalizing interpreter refuses by ending the thread, and the process aborted ("terminate called without an
+    active exception"). Keep no other reference to the group past ``teardown()``: a RuntimeWarning says when one
+    kept it alive.
+    """
+    world = rt.current_world() if rt.is_initialized() else None
     rt.finalize()
+    group = None
     if dist.is_initialized():
+        default_group = dist.group.WORLD
+        group = weakref.ref(default_group) if default_group is not None else None
+        del default_group
         dist.destroy_process_group()
+    if world is not None:
+        # The group is destroyed and cannot be used any more; this was the last reference setup_distributed made.
+        world.group = None  # type: ignore[assignment]
+    if group is not None and group() is not None:
+        warnings.warn(
+            "triton_dist.testing.teardown(): the destroyed process group is still referenced, so its threads run "
+            "until interpreter exit, where a gloo worker can abort the process; drop other references to it before "
+            "teardown()",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 def _reduce_device() -> str:
