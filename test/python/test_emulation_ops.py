@@ -112,7 +112,37 @@ def _gemm_rs_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
     }
 
 
-CASE_BUILDERS = (_all_reduce_cases, _gemm_rs_cases)
+def _ag_gemm_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[], list[str]]]:
+    import dataclasses
+
+    import triton_dist
+    from triton_dist.ops.ag_gemm.op import EMULATED_CONFIG, ag_gemm_impl
+
+    def run(config: Any, m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16) -> list[str]:
+        problems = []
+        for _ in range(2):  # the second call relaunches the plan (the next epoch)
+            a_s = [torch.randn(m, k, generator=gen).to(dtype) for _ in range(size)]
+            b = torch.randn(k, n, generator=gen).to(dtype)
+            if config is None:
+                c, gathered = triton_dist.ops.ag_gemm(a_s[rank], b, return_gathered=True)
+            else:
+                c, gathered = ag_gemm_impl(a_s[rank], b, True, config)
+            want = torch.cat(a_s)
+            problems += _close(c, (want.float() @ b.float()).to(dtype), 0.1, 2e-2)
+            if gathered is None or not torch.equal(gathered, want):
+                problems.append("the gathered A differs from torch.cat of every rank's A")
+        return problems
+
+    return {
+        "ag_gemm/selected": lambda: run(None, 70, 40, 24),
+        "ag_gemm/fp16_one_chunk": lambda: run(None, 5, 8, 16, torch.float16),
+        "ag_gemm/push_kernel": lambda: run(
+            dataclasses.replace(EMULATED_CONFIG, producer="sm", push_ctas=2), 66, 24, 16
+        ),
+    }
+
+
+CASE_BUILDERS = (_all_reduce_cases, _gemm_rs_cases, _ag_gemm_cases)
 
 
 def _worker(out_dir: str) -> None:
@@ -148,7 +178,7 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
 
 
-@pytest.mark.parametrize("op", ["all_reduce", "gemm_rs"])
+@pytest.mark.parametrize("op", ["all_reduce", "gemm_rs", "ag_gemm"])
 def test_the_op_matches_torch(records: list[dict[str, list[str]]], op: str) -> None:
     for rank, record in enumerate(records):
         cases = {name: problems for name, problems in record.items() if name.startswith(f"{op}/")}

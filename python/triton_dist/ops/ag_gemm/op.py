@@ -37,10 +37,11 @@ from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import OpInputError, check_tensor, gpu_world
-from triton_dist.ops.common.launch import LaunchPlan, compile_plan, current_raw_stream
+from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.gpu import EMULATED_SMS
+from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, compile_plan, current_raw_stream
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
-from triton_dist.ops.matmul import check_operands, config_for_target, num_sms
+from triton_dist.ops.matmul import MatmulConfig, check_operands, config_for_target, num_sms
 from triton_dist.ops.tuning import OverlapConfig
 
 MAX_PUSH_CTAS = 64
@@ -53,6 +54,14 @@ class AgGemmError(OpInputError):
     """Bad input to ``ag_gemm`` (raised on the host before anything is launched)."""
 
 
+EMULATED_CONFIG = OverlapConfig(
+    matmul=MatmulConfig(MIN_BLOCK_M, 16, 16, 1, 1, 1, False, 1, use_tma=False), chunk_tiles=1, producer="ce"
+)
+"""The configuration under the CPU emulation (``ops.common.errors.emulated``): the fused pointer kernel with
+64x16x16 tiles (the smallest row tile the flags allow), one chunk per tile row, the copy-engine producer (a host
+copy, then the flag write)."""
+
+
 def check_inputs(a: Any, b: Any) -> rt.World:
     """Checks of ``ag_gemm``'s operands, devices first (types, devices, dtypes, shapes, layout, then the world).
 
@@ -62,7 +71,7 @@ def check_inputs(a: Any, b: Any) -> rt.World:
     for name, value in (("a", a), ("b", b)):
         if not isinstance(value, torch.Tensor):
             raise AgGemmError(f"ag_gemm: {name} must be a torch.Tensor, got {type(value).__name__}")
-        if value.device.type != "cuda":
+        if value.device.type != "cuda" and not (value.device.type == "cpu" and emulated_world() is not None):
             raise AgGemmError(f"ag_gemm: the operands must be on a GPU, but {name} is on {value.device}")
     if a.device != b.device:
         raise AgGemmError(f"ag_gemm: a is on {a.device} but b is on {b.device}")
@@ -70,7 +79,7 @@ def check_inputs(a: Any, b: Any) -> rt.World:
         check_operands(a, b, "ag_gemm", tma_rows=False)
     except (TypeError, ValueError) as error:
         raise AgGemmError(str(error)) from None
-    world = gpu_world("ag_gemm", AgGemmError)
+    world = emulated_world() or gpu_world("ag_gemm", AgGemmError)
     check_tensor("ag_gemm", "a", a, world.device, SUPPORTED_DTYPES, AgGemmError)
     return world
 
@@ -135,6 +144,17 @@ class _Copy:
 
 
 @dataclasses.dataclass
+class _HostCopy:
+    """The CPU emulation's copy-engine producer for one chunk and peer: rows ``lo:hi`` of ``a`` copied on the host
+    into ``destination`` (the peer's receive rows, through its mapping), then the epoch written into ``flag``."""
+
+    destination: torch.Tensor
+    lo: int
+    hi: int
+    flag: torch.Tensor
+
+
+@dataclasses.dataclass
 class FusedPlan:
     """Everything one fused call of a signature launches, resolved at its first call."""
 
@@ -142,23 +162,27 @@ class FusedPlan:
     workspace: Workspace
     rows: int
     n: int
-    begin: LaunchPlan
-    gemm: LaunchPlan
+    begin: LaunchPlan | EmulatedLaunch
+    gemm: LaunchPlan | EmulatedLaunch
     use_tma: bool
     a_block: list[int]
     b_block: list[int]
     c_block: list[int]
     recv_desc: Any
-    push: LaunchPlan | None
+    push: LaunchPlan | EmulatedLaunch | None
     copies: tuple[_Copy, ...]
-    side: torch.cuda.Stream
-    stream_ops: StreamOps
+    side: torch.cuda.Stream | None  # None under the CPU emulation (as stream_ops)
+    stream_ops: StreamOps | None
     no_comm: bool
     flag_count: int
     first_copies: int  # how many copies (the first chunk for every peer) go before the GEMM's launch
+    host_copies: tuple[_HostCopy, ...] = ()
+    """The copy-engine producer under the CPU emulation (``copies`` is empty there)."""
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         device = a.device
+        if isinstance(self.gemm, EmulatedLaunch):  # the CPU emulation
+            return self._run_emulated(a, b)
         if device.index != torch.cuda.current_device():  # the launchers launch in the current device's context
             with torch.cuda.device(device):
                 return self.run(a, b)
@@ -196,6 +220,23 @@ class FusedPlan:
                 ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
                 ops.copy(copy.flag, epoch, 4, side)
         ops.order("ag_gemm.join", side, main)
+        return c
+
+    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """The call under the CPU emulation, every step in order on the host: the begin kernel, the producer (the
+        push kernel, or host copies each followed by its flag write), then the GEMM."""
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+        ws = self.workspace
+        self.begin.launch_on(0)
+        if self.no_comm:
+            ws.flags[: self.flag_count].copy_(ws.epoch.expand(self.flag_count))
+        elif self.push is not None:
+            self.push.launch_on(0, a)
+        else:
+            for copy in self.host_copies:
+                copy.destination.copy_(a[copy.lo : copy.hi])
+                copy.flag.copy_(ws.epoch)  # after the rows: the peer's GEMM reads them once it sees the epoch
+        self.gemm.launch_on(0, a, ws.recv, b, c)
         return c
 
     def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
@@ -240,15 +281,16 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
     ws = workspace(world, a)
     device = a.device
     mm = config.matmul
-    target = triton.runtime.driver.active.get_current_target()
-    sms = num_sms(device.index)
+    emulated = device.type == "cpu"  # the CPU emulation: no driver, no streams, the pointer kernel
+    target = None if emulated else triton.runtime.driver.active.get_current_target()
+    sms = EMULATED_SMS if emulated else num_sms(device.index)
     # One SM stays free beside the copy engine too: should the driver run a small copy (the 4-byte flag copies)
     # as a kernel, it must not queue behind GEMM programs that spin on that very flag.
     reserved = config.push_ctas if config.producer == "sm" else 1
     chunk_rows = config.chunk_tiles * mm.block_m
     num_chunks = triton.cdiv(m_local, chunk_rows)
     flags_per_chunk = config.push_ctas if config.producer == "sm" else 1
-    side = resources.side_stream(device, "ag_gemm")
+    side = None if emulated else resources.side_stream(device, "ag_gemm")
     begin = compile_plan(_begin_kernel, (1, 1, 1), {"epoch_ptr": ws.epoch, "barrier_ptr": ws.barrier}, 0, num_warps=1)
     push = None
     if config.producer == "sm":
@@ -257,7 +299,7 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
             "K": k, "CHUNK_ROWS": chunk_rows, "num_chunks": num_chunks, "BLOCK": PUSH_BLOCK,
         }  # fmt: skip
         push = compile_plan(_push_kernel, (config.push_ctas, 1, 1), named, 1, num_warps=16)
-    use_tma = uses_tma(config, a, b)
+    use_tma = not emulated and uses_tma(config, a, b)
     recv_desc = None
     a_block = b_block = c_block = [0, 0]
     if use_tma:
@@ -275,7 +317,9 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
         }  # fmt: skip
         gemm = compile_plan(_ag_gemm_tma_kernel, grid, named, 4, num_stages=mm.num_stages, num_warps=mm.num_warps)
     else:
-        fallback = config_for_target(dataclasses.replace(mm, use_tma=False), target)
+        fallback = dataclasses.replace(mm, use_tma=False)
+        if target is not None:
+            fallback = config_for_target(fallback, target)
         tiles = triton.cdiv(m_local, fallback.block_m) * triton.cdiv(n, fallback.block_n) * w
         grid = (max(1, min(sms - reserved, tiles)), 1, 1)
         c = torch.empty((w * m_local, n), dtype=a.dtype, device=device)
@@ -289,7 +333,17 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
             _ag_gemm_ptr_kernel, grid, named, 4, num_stages=fallback.num_stages, num_warps=fallback.num_warps
         )
     copies = []
-    if config.producer == "ce":
+    host_copies = []
+    if config.producer == "ce" and emulated:
+        for chunk in range(num_chunks):
+            lo = chunk * chunk_rows
+            hi = min(lo + chunk_rows, m_local)
+            for step in range(1, w):
+                dst = (me - step) % w
+                flag = me * num_chunks + chunk
+                rows = ws.peer_recv[dst][me * m_local + lo : me * m_local + hi]
+                host_copies.append(_HostCopy(rows, lo, hi, ws.peer_flags[dst][flag : flag + 1]))
+    elif config.producer == "ce":
         row_bytes = k * a.element_size()
         for chunk in range(num_chunks):
             lo = chunk * chunk_rows
@@ -305,7 +359,7 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
                         flag=ws.peer_flags[dst].data_ptr() + flag * ws.flags.element_size(),
                     )
                 )
-    if push is not None:
+    if push is not None and not emulated:
         # Load the producer's module now, harmlessly (zero chunks): with CUDA's lazy loading its first launch
         # could otherwise wait for kernels that spin on the peers' flags, and the peer's the same way.
         _push_kernel[(1,)](a, ws.recv, ws.flags, ws.epoch, m_local, k, MIN_BLOCK_M, 0, BLOCK=PUSH_BLOCK, num_warps=16)
@@ -324,10 +378,11 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
         push=push,
         copies=tuple(copies),
         side=side,
-        stream_ops=stream_ops(device),
+        stream_ops=None if emulated else stream_ops(device),
         no_comm=no_comm,
         flag_count=w * num_chunks * flags_per_chunk,
         first_copies=w - 1,
+        host_copies=tuple(host_copies),
     )
 
 
@@ -352,6 +407,8 @@ def plan_for(
     m_local, k = a.shape
     n = b.shape[1]
     w = world.world_size
+    if config is None and a.device.type == "cpu":  # checked: the CPU emulation
+        config = EMULATED_CONFIG
     if config is None:
         config = choose_config(m_local, n, k, a.dtype, w, a.device, run=_run_with)
     described = {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
@@ -359,7 +416,7 @@ def plan_for(
     def make() -> FusedPlan | UnfusedPlan:
         if config.backend == "nccl" or m_local == 0 or n == 0:
             return UnfusedPlan(world.group, w * m_local, n, k)
-        with torch.cuda.device(a.device):
+        with on_device(a.device):
             return _build_fused(world, a, b, config, no_comm)
 
     return _plans.build(signature, described, make)
@@ -436,7 +493,9 @@ def ag_gemm(
     of a signature compiles and plans (run it once eagerly before capturing a CUDA graph); later eager calls skip
     torch's dispatcher and launch the plan. Under ``torch.compile`` it is ``torch.ops.triton_dist.ag_gemm``.
     Raises ``AgGemmError`` (an ``OpInputError``) naming the problem for bad input, ``HeapExhaustedError`` when the
-    heap cannot hold the receive buffer.
+    heap cannot hold the receive buffer. Under ``TRITON_INTERPRET=1`` on a world made with ``init(device="cpu")``
+    (the CPU emulation, for tests without GPUs) the operands are CPU tensors and the fused pointer kernel runs in
+    Triton's interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
     """
     if plain_eager(a, b):
         c, gathered = ag_gemm_impl(a, b, return_gathered)

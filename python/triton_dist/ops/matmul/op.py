@@ -46,6 +46,15 @@ def check_matrix(op: str, name: str, t: Any, *, contiguous: bool = True) -> None
         raise ValueError(f"{op}: {name} must be row-major (stride 1 along dim 1), got strides {t.stride()}")
 
 
+def _emulated_cpu(device: Any) -> bool:
+    """Whether ``device`` is the host device of a world under the CPU emulation (``ops.common.errors.emulated``),
+    where the GEMM ops run their kernels in Triton's interpreter."""
+    from triton_dist.ops.common.errors import emulated_world
+
+    world = emulated_world()
+    return world is not None and device == world.device
+
+
 def check_operands(a: Any, b: Any, op: str, *, tma_rows: bool = True) -> None:
     """Raise a ValueError/TypeError naming the problem unless A [M, K] @ B [K, N] can run on the GPU kernels.
 
@@ -58,7 +67,7 @@ def check_operands(a: Any, b: Any, op: str, *, tma_rows: bool = True) -> None:
         raise ValueError(f"{op}: a is on {a.device} but b is on {b.device}")
     if a.shape[1] != b.shape[0]:
         raise ValueError(f"{op}: a is {list(a.shape)} and b is {list(b.shape)}: a.shape[1] must equal b.shape[0]")
-    if a.device.type != "cuda":
+    if a.device.type != "cuda" and not _emulated_cpu(a.device):
         raise ValueError(f"{op}: the operands must be on a GPU, got {a.device}")
     if tma_rows and ((a.shape[1] * a.element_size()) % 16 or (b.shape[1] * b.element_size()) % 16):
         raise ValueError(
