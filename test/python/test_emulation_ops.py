@@ -142,7 +142,35 @@ def _ag_gemm_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
     }
 
 
-CASE_BUILDERS = (_all_reduce_cases, _gemm_rs_cases, _ag_gemm_cases)
+def _gemm_ar_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[], list[str]]]:
+    import dataclasses
+
+    import triton_dist
+    from triton_dist.ops.gemm_ar.op import EMULATED_CONFIG, _run
+
+    def run(config: Any, m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16) -> list[str]:
+        problems = []
+        for _ in range(2):  # the second call relaunches the plan (the next epoch)
+            a_s = [torch.randn(m, k, generator=gen).to(dtype) for _ in range(size)]
+            b_s = [torch.randn(k, n, generator=gen).to(dtype) for _ in range(size)]
+            if config is None:
+                out = triton_dist.ops.gemm_ar(a_s[rank], b_s[rank])
+            else:
+                out = torch.full((m, n), float("nan"), dtype=dtype)
+                _run(a_s[rank], b_s[rank], out, config)
+            want = sum(a.float() @ b.float() for a, b in zip(a_s, b_s, strict=True))
+            problems += _close(out, want.to(dtype), 0.1, 2e-2)
+        return problems
+
+    return {
+        "gemm_ar/selected": lambda: run(None, 5, 40, 24),
+        "gemm_ar/fp16_one_row": lambda: run(None, 1, 8, 16, torch.float16),
+        "gemm_ar/split_k": lambda: run(dataclasses.replace(EMULATED_CONFIG, split_k=2), 3, 24, 48),
+        "gemm_ar/matmul_then_all_reduce": lambda: run(dataclasses.replace(EMULATED_CONFIG, gemm="cublas"), 3, 24, 8),
+    }
+
+
+CASE_BUILDERS = (_all_reduce_cases, _gemm_rs_cases, _ag_gemm_cases, _gemm_ar_cases)
 
 
 def _worker(out_dir: str) -> None:
@@ -178,7 +206,7 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
 
 
-@pytest.mark.parametrize("op", ["all_reduce", "gemm_rs", "ag_gemm"])
+@pytest.mark.parametrize("op", ["all_reduce", "gemm_rs", "ag_gemm", "gemm_ar"])
 def test_the_op_matches_torch(records: list[dict[str, list[str]]], op: str) -> None:
     for rank, record in enumerate(records):
         cases = {name: problems for name, problems in record.items() if name.startswith(f"{op}/")}

@@ -18,10 +18,10 @@ from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import all_reduce_in_place
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import gpu_world
+from triton_dist.ops.common.errors import emulated_world, gpu_world, on_device
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
-from triton_dist.ops.common.launch import LaunchPlan, first_launch
+from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.common.slot_workspace import SlotWorkspace, slot_workspace
 from triton_dist.ops.gemm_ar.config import (
     SLOTS,
@@ -39,6 +39,9 @@ from triton_dist.ops.gemm_ar.config import (
 from triton_dist.ops.gemm_ar.kernels import _gemm_ar_kernel, _gemm_ar_split_k_kernel
 
 OP = "gemm_ar"
+EMULATED_CONFIG = GemmARConfig(16, 16, 16, num_warps=1, num_stages=1)
+"""The configuration under the CPU emulation (``ops.common.errors.emulated``): the fused kernel with 16x16x16
+tiles, which Triton's interpreter runs quickly."""
 
 
 @dataclass
@@ -79,7 +82,7 @@ class EmptyPlan:
         """Enqueue nothing."""
 
 
-Plan = LaunchPlan | CublasPlan | ZeroPlan | EmptyPlan
+Plan = LaunchPlan | EmulatedLaunch | CublasPlan | ZeroPlan | EmptyPlan
 _plans: PlanCache[Plan] = PlanCache(OP, GemmArError)
 """The plan of each call signature (see the module docstring), per world."""
 
@@ -139,7 +142,7 @@ def _check(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
         check_inputs(a, b, out)
     except GemmArError:
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and rt.is_initialized():
-            check_inputs(a, b, out, gpu_world(OP, GemmArError).device)
+            check_inputs(a, b, out, (emulated_world() or gpu_world(OP, GemmArError)).device)
         raise
 
 
@@ -149,6 +152,8 @@ def chosen_config(a: torch.Tensor, b: torch.Tensor) -> GemmARConfig:
     world = rt.current_world()
     m, k_local = a.shape
     n = b.shape[1]
+    if a.device.type == "cpu" and emulated_world() is not None:
+        return EMULATED_CONFIG
     tuned = lookup_tuned(tuning_key(m, n, k_local, a.dtype, world.world_size, a.device))
     if tuned is not None:
         return tuned
@@ -174,7 +179,7 @@ def _first_call(
 ) -> None:
     """What a repeated signature skips: the device, the config, the ranks' agreement (a collective), the first
     launch, which gives the plan."""
-    world = gpu_world(OP, GemmArError)
+    world = emulated_world() or gpu_world(OP, GemmArError)
     if a.device != world.device:
         raise GemmArError(f"gemm_ar: a is on {a.device}, but this rank's triton_dist device is {world.device}")
     if config is None:
@@ -185,7 +190,7 @@ def _first_call(
         split_k_geometry(m, n, k, config)  # refuse before the collective and before allocating anything
     described = {"M": m, "N": n, "K/W": k, "dtype": str(a.dtype), "config": asdict(config)}
     plan = _plans.build(signature, described, lambda: _plan(a, b, out, config, world))
-    if not isinstance(plan, LaunchPlan):  # a LaunchPlan launched as it was made; the others launch now
+    if not isinstance(plan, LaunchPlan | EmulatedLaunch):  # launched as it was made; the others launch now
         plan.launch(a.device, a, b, out)
 
 
@@ -197,7 +202,7 @@ def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARCon
         return ZeroPlan()
     if config.gemm == "cublas":
         return CublasPlan(config.exchange)
-    with torch.cuda.device(a.device):
+    with on_device(a.device):
         if config.split_k > 1:
             return _first_split_k_launch(a, b, out, config, world.world_size)
         return _first_launch(a, b, out, config, world.world_size)
@@ -205,7 +210,7 @@ def _plan(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARCon
 
 def _first_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig, world_size: int
-) -> LaunchPlan:
+) -> LaunchPlan | EmulatedLaunch:
     m, k = a.shape
     n = b.shape[1]
     region_bytes = workspace_region_bytes(world_size)
@@ -280,7 +285,7 @@ def split_k_launch_args(
 
 def _first_split_k_launch(
     a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig, world_size: int
-) -> LaunchPlan:
+) -> LaunchPlan | EmulatedLaunch:
     flags_per_parity, region_bytes = split_k_workspace_sizes(world_size)
     # Two "slots" = the two parities; the epochs tensor's two int32 are the kernel's call state (call_epoch.py).
     ws = slot_workspace("gemm_ar_split_k", 2, flags_per_parity, region_bytes)
@@ -324,8 +329,10 @@ def gemm_ar(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     memory). Every rank passes its own K slice with the same M, K_local and N (checked collectively on the first
     call of each shape). Accumulates in fp32; partial tiles are rounded to the dtype before the cross-rank sum (as
     an all-reduce of ``a @ b``'s output would be), the sum itself is fp32. Returns [M, N], bit-identical on every
-    rank. Bad input raises :class:`GemmArError` before any launch. Needs ``triton_dist.init()`` on GPUs; CUDA-graph
-    capture works once the shape has been called eagerly. Eager calls run the custom op's implementation directly
+    rank. Bad input raises :class:`GemmArError` before any launch. Needs ``triton_dist.init()`` on GPUs, or
+    ``init(device="cpu")`` under ``TRITON_INTERPRET=1`` (the CPU emulation, for tests without GPUs: the fused
+    kernel with ``EMULATED_CONFIG`` in Triton's interpreter); CUDA-graph capture works once the shape has been called
+    eagerly. Eager calls run the custom op's implementation directly
     (as ``all_reduce`` does); traced calls use the op.
     """
     if not plain_eager(a, b):
