@@ -186,6 +186,7 @@ class FusedPlan:
         if device.index != torch.cuda.current_device():  # the launchers launch in the current device's context
             with torch.cuda.device(device):
                 return self.run(a, b)
+        assert self.side is not None and self.stream_ops is not None, "a GPU plan has its side stream"
         c = torch.empty((self.rows, self.n), dtype=a.dtype, device=device)
         main = current_raw_stream(device.index)
         side = self.side.cuda_stream
@@ -407,7 +408,7 @@ def plan_for(
     m_local, k = a.shape
     n = b.shape[1]
     w = world.world_size
-    if config is None and a.device.type == "cpu":  # checked: the CPU emulation
+    if config is None and world is emulated_world():
         config = EMULATED_CONFIG
     if config is None:
         config = choose_config(m_local, n, k, a.dtype, w, a.device, run=_run_with)

@@ -271,11 +271,11 @@ class CublasPlan:
     shard: int
     n: int
     producer: str
-    begin: LaunchPlan
-    wait_ack: dict[int, LaunchPlan]
-    flag: dict[int, LaunchPlan]
-    wait: LaunchPlan
-    reduce: LaunchPlan
+    begin: LaunchPlan | EmulatedLaunch  # as compile_plan returns them; the cuBLAS path itself runs on GPUs only
+    wait_ack: dict[int, LaunchPlan | EmulatedLaunch]
+    flag: dict[int, LaunchPlan | EmulatedLaunch]
+    wait: LaunchPlan | EmulatedLaunch
+    reduce: LaunchPlan | EmulatedLaunch
     side: torch.cuda.Stream
     stream_ops: StreamOps
     copies: dict[int, tuple[int, int, int]]  # peer -> (destination, source, nbytes)
