@@ -124,6 +124,32 @@ def test_layers_import_only_the_layers_before_them():
     assert not violations, "imports against the layering:\n" + "\n".join(violations)
 
 
+def test_ops_import_no_testing_and_no_other_ops_private_names():
+    """The ops never import triton_dist.testing (issue 24), and an op takes from another op (``ops/<op>/``) only the
+    public names of its package, never a private name or one of its modules (kernels, config, op)."""
+    import ast
+
+    ops_dir = PYTHON_DIR / "triton_dist" / "ops"
+    ops = {path.parent.name for path in ops_dir.glob("*/__init__.py")} - {"common", "tuning"}
+    violations = []
+    for path in sorted(ops_dir.rglob("*.py")):
+        rel = path.relative_to(ops_dir).parts
+        home = rel[0] if len(rel) > 1 else None
+        for line, module in _imported_modules(path):
+            if module.startswith("triton_dist.testing"):
+                violations.append(f"{path.relative_to(PYTHON_DIR)}:{line} imports {module}")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("triton_dist.ops.")):
+                continue
+            parts = node.module.split(".")
+            if parts[2] == home or parts[2] not in ops:
+                continue
+            private = [alias.name for alias in node.names if alias.name.startswith("_")]
+            if len(parts) > 3 or private:
+                violations.append(f"{path.relative_to(PYTHON_DIR)}:{node.lineno} takes {private or node.module}")
+    assert not violations, "ops reaching past another op's public names, or into testing:\n" + "\n".join(violations)
+
+
 def test_the_layer_check_sees_lazy_and_importlib_imports(tmp_path):
     source = tmp_path / "sample.py"
     source.write_text(
