@@ -14,10 +14,10 @@ _sms: dict[int | None, int] = {}
 
 def sm_count(device: torch.device) -> int:
     """The streaming multiprocessors of ``device`` (a CUDA device; asked of the driver once per process);
-    ``EMULATED_SMS`` for the CPU emulation's host device."""
-    if device.type == "cpu":
-        return EMULATED_SMS
+    ``EMULATED_SMS`` for the CPU emulation's host device (unless a test set an entry)."""
     found = _sms.get(device.index)
+    if found is None and device.type == "cpu":
+        return EMULATED_SMS
     if found is None:
         found = _sms[device.index] = torch.cuda.get_device_properties(device.index).multi_processor_count
     return found

@@ -19,10 +19,10 @@ from triton_dist import runtime as rt
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import gpu_world
+from triton_dist.ops.common.errors import emulated_world, gpu_world, on_device
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
-from triton_dist.ops.common.launch import LaunchPlan, first_launch
+from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.flash_decode.config import (
     HEAD_DIM,
     MAX_FLAGS,
@@ -78,7 +78,7 @@ class _Plan:
     for an empty batch)."""
 
     prepared: _Prepared
-    launcher: LaunchPlan | None = None
+    launcher: LaunchPlan | EmulatedLaunch | None = None
 
 
 _plans: PlanCache[_Plan] = PlanCache(OP, FlashDecodeError)
@@ -86,6 +86,10 @@ _plans: PlanCache[_Plan] = PlanCache(OP, FlashDecodeError)
 
 _DEFAULT_CONFIG = default_config("hip" if torch.version.hip else "cuda")
 """What a call without a config uses on this build's backend."""
+
+EMULATED_CONFIG = FlashDecodeConfig(block_n=16, num_stages=1)
+"""What a call without a config uses under the CPU emulation (``ops.common.errors.emulated``): key blocks of 16,
+which Triton's interpreter runs quickly (split and combiner counts from the emulation's 2 "SMs")."""
 
 
 def check_scale(scale: float | None) -> float:
@@ -178,7 +182,7 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Ten
         check_inputs(q, k, v, lengths)
     except FlashDecodeError:
         if isinstance(q, torch.Tensor) and rt.is_initialized():
-            check_inputs(q, k, v, lengths, gpu_world(OP, FlashDecodeError).device)
+            check_inputs(q, k, v, lengths, (emulated_world() or gpu_world(OP, FlashDecodeError)).device)
         raise
 
 
@@ -259,12 +263,13 @@ def _new_plan(
 ) -> _Plan:
     """The first call of a signature, up to its launch: q on this rank's device, the combiner and split counts, the
     ranks' agreement (a collective: a difference raises on every rank, naming it), the workspace."""
-    world = gpu_world(OP, FlashDecodeError)
+    world = emulated_world() or gpu_world(OP, FlashDecodeError)
     if q.device != world.device:  # before anything asks the device for its properties
         raise FlashDecodeError(
             f"flash_decode: q is on {q.device}, but this rank's triton_dist device is {world.device}"
         )
-    config = _with_combiners(q, k, config or _DEFAULT_CONFIG)  # the count joins the ranks' agreement
+    default = EMULATED_CONFIG if world is emulated_world() else _DEFAULT_CONFIG
+    config = _with_combiners(q, k, config or default)  # the count joins the ranks' agreement
     splits = _splits_for(q, k, config, world.world_size)
     batch, q_heads, _ = q.shape
     kv_heads = k.shape[1]
@@ -347,7 +352,7 @@ def _launch(
     if q.shape[0] == 0:
         return
     grid, named, options = launch_args(q, k, v, lengths, out, plan.prepared, rt.current_world().world_size)
-    with torch.cuda.device(q.device):
+    with on_device(q.device):
         plan.launcher = first_launch(_flash_decode_kernel, grid, named, 5, **options)
 
 
@@ -442,7 +447,8 @@ def flash_decode(
     checks that collectively (a difference raises on every rank, naming it); later calls skip the check, so a rank
     that repeats a shape the others have moved on from is not caught (the others wait for its records). One
     launch, no host synchronization; calls must not run concurrently on two streams. CUDA-graph capture works
-    after one eager call of the shape.
+    after one eager call of the shape. Under ``TRITON_INTERPRET=1`` on a world made with ``init(device="cpu")``
+    (the CPU emulation, for tests without GPUs) the kernel runs in Triton's interpreter with ``EMULATED_CONFIG``.
     """
     if not plain_eager(q, k, v, lengths):
         return torch.ops.triton_dist.flash_decode(q, k, v, lengths, scale)
