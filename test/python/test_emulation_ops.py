@@ -108,6 +108,10 @@ def _gemm_rs_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
         "gemm_rs/fp16_one_tile": lambda: run(None, 3, 8, 5, torch.float16),
         "gemm_rs/two_kernels": lambda: run(dataclasses.replace(EMULATED_CONFIG, fused=False), 12, 24, 16),
         "gemm_rs/notify_at_once": lambda: run(dataclasses.replace(EMULATED_CONFIG, defer_notify=False), 12, 24, 16),
+        "gemm_rs/matmul_copy_engine": lambda: run(dataclasses.replace(EMULATED_CONFIG, gemm="cublas"), 4, 8, 16),
+        "gemm_rs/matmul_direct": lambda: run(
+            dataclasses.replace(EMULATED_CONFIG, gemm="cublas", producer="direct"), 4, 8, 16
+        ),
     }
 
 

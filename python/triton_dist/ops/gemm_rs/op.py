@@ -271,18 +271,20 @@ class CublasPlan:
     shard: int
     n: int
     producer: str
-    begin: LaunchPlan | EmulatedLaunch  # as compile_plan returns them; the cuBLAS path itself runs on GPUs only
+    begin: LaunchPlan | EmulatedLaunch  # as compile_plan returns them
     wait_ack: dict[int, LaunchPlan | EmulatedLaunch]
     flag: dict[int, LaunchPlan | EmulatedLaunch]
     wait: LaunchPlan | EmulatedLaunch
     reduce: LaunchPlan | EmulatedLaunch
-    side: torch.cuda.Stream
-    stream_ops: StreamOps
+    side: torch.cuda.Stream | None  # None under the CPU emulation (as stream_ops)
+    stream_ops: StreamOps | None
     copies: dict[int, tuple[int, int, int]]  # peer -> (destination, source, nbytes)
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         ws, shard, me, w = self.workspace, self.shard, self.me, self.world_size
         out = torch.empty((shard, self.n), dtype=a.dtype, device=a.device)
+        if self.side is None or self.stream_ops is None:  # the CPU emulation
+            return self._run_emulated(a, b, out)
         main = current_raw_stream(a.device.index)
         side = self.side.cuda_stream
         self.begin.launch_on(main)
@@ -305,6 +307,28 @@ class CublasPlan:
         self.reduce.launch_on(main, out.data_ptr())
         if self.producer == "ce":
             self.stream_ops.order("gemm_rs.join", side, main)  # CUDA-graph capture needs the join; send is free
+        return out
+
+    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The call under the CPU emulation, every step in order on the host; the copy-engine producer is a host
+        copy into the peer's mapped receive slot, then the flag kernel."""
+        ws, shard, me, w = self.workspace, self.shard, self.me, self.world_size
+        self.begin.launch_on(0)
+        for s in range(1, w):
+            peer = (me + s) % w
+            rows = a[peer * shard : (peer + 1) * shard]
+            slot = ws.peer_recv[peer][(me - peer - 1) % w]  # this rank's slot in the peer's receive buffer
+            if self.producer == "direct":
+                self.wait_ack[peer].launch_on(0)
+                torch.mm(rows, b, out=slot)
+            else:
+                torch.mm(rows, b, out=ws.send[s - 1])
+                self.wait_ack[peer].launch_on(0)
+                slot.copy_(ws.send[s - 1])
+            self.flag[peer].launch_on(0)
+        torch.mm(a[me * shard : (me + 1) * shard], b, out=ws.own)
+        self.wait.launch_on(0)
+        self.reduce.launch_on(0, out)
         return out
 
 
@@ -417,6 +441,8 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Gem
         "BLOCK": REDUCE_BLOCK,
     }  # fmt: skip
     reduce = compile_plan(_cublas_reduce_kernel, (triton.cdiv(out.numel(), REDUCE_BLOCK), 1, 1), named, 1, num_warps=8)
+    if isinstance(begin, EmulatedLaunch):  # the CPU emulation: everything in order on the host, no streams
+        return CublasPlan(ws, me, w, shard, n, config.producer, begin, wait_ack, flag, wait, reduce, None, None, {})
     side = resources.side_stream(a.device, "gemm_rs")
     return CublasPlan(
         ws, me, w, shard, n, config.producer, begin, wait_ack, flag, wait, reduce, side, stream_ops(a.device), copies
