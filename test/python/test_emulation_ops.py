@@ -8,10 +8,17 @@ op's config-forcing entry point), computes the whole reference with torch itself
 differed on this rank to ``<out>/rank<r>.json``. Outputs given to an op are poisoned (NaN) first, so a kernel that
 skips part of its output fails.
 
-Cases: ``all_reduce`` at a few sizes and dtypes with the selected config, then forced through each algorithm the
-interpreter runs (one-shot pull, one-shot push, two-shot), a second call of a signature (the plan's relaunch), and
-the CPU-world error without the interpreter (checked in this process, ``test_ops_refuse_a_cpu_world_without_the
-_interpreter``).
+Cases, each run twice (the second call relaunches the plan), with the selected config and with forced ones:
+
+- ``all_reduce``: sizes and dtypes, a fresh output, and each algorithm the interpreter runs (one-shot pull,
+  one-shot push, two-shot; not "one_shot_ll", inline PTX);
+- ``gemm_rs``: the fused kernel, a one-tile fp16 call, the two-kernel variant, the undeferred notify, and the cuBLAS
+  path's two producers (the copy engine's a host copy plus the flag kernel);
+- ``ag_gemm``: the fused pointer kernel with the copy-engine producer (host copies plus flag writes) and with the
+  push kernel, C and the gathered A;
+- ``gemm_ar``: the fused kernel, one row in fp16, split-K, and matmul followed by the emulated all-reduce;
+- ``flash_decode``: GQA, one head in fp16, three splits with one combiner, a sequence without tokens;
+- every op with ``TRITON_INTERPRET`` off on the same CPU world: its OpInputError naming the CPU device.
 """
 
 from __future__ import annotations
@@ -215,6 +222,37 @@ def _flash_decode_cases(rank: int, size: int, gen: torch.Generator) -> dict[str,
     }
 
 
+def _refused_without_the_interpreter(rank: int, size: int) -> dict[str, list[str]]:
+    """Each op on this CPU world with ``TRITON_INTERPRET`` off (shapes no case planned): its OpInputError naming
+    the CPU device, as before the emulation (the predicate reads the environment at a signature's first call)."""
+    import triton_dist
+    from triton_dist.ops.common.errors import OpInputError
+
+    bf16 = torch.bfloat16
+    q = torch.zeros(1, 2, 128, dtype=bf16)
+    kv = torch.zeros(1, 1, 9, 128, dtype=bf16)
+    calls: dict[str, Callable[[], Any]] = {
+        "all_reduce": lambda: triton_dist.ops.all_reduce(torch.zeros(77)),
+        "gemm_rs": lambda: triton_dist.ops.gemm_rs(torch.zeros(7 * size, 8, dtype=bf16), torch.zeros(8, 8, dtype=bf16)),
+        "ag_gemm": lambda: triton_dist.ops.ag_gemm(torch.zeros(7, 8, dtype=bf16), torch.zeros(8, 8, dtype=bf16)),
+        "gemm_ar": lambda: triton_dist.ops.gemm_ar(torch.zeros(7, 8, dtype=bf16), torch.zeros(8, 8, dtype=bf16)),
+        "flash_decode": lambda: triton_dist.ops.flash_decode(q, kv, kv, torch.full((1,), 9, dtype=torch.int32)),
+    }
+    record = {}
+    os.environ["TRITON_INTERPRET"] = "0"
+    try:
+        for op, call in calls.items():
+            try:
+                call()
+                record[f"{op}/refused_without_the_interpreter"] = ["no error"]
+            except OpInputError as error:
+                named = "cpu" in str(error)
+                record[f"{op}/refused_without_the_interpreter"] = [] if named else [f"the error names no CPU: {error}"]
+    finally:
+        os.environ["TRITON_INTERPRET"] = "1"
+    return record
+
+
 CASE_BUILDERS = (_all_reduce_cases, _gemm_rs_cases, _ag_gemm_cases, _gemm_ar_cases, _flash_decode_cases)
 
 
@@ -235,6 +273,7 @@ def _worker(out_dir: str) -> None:
                 record[name] = case()
             except Exception as error:  # noqa: BLE001 (recorded for the test)
                 record[name] = [f"{type(error).__name__}: {error}"]
+    record.update(_refused_without_the_interpreter(rank, size))
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()  # ends with a barrier: every rank is done with every heap
     # As test_emulation_primitives' worker: leave without tearing down gloo, whose C++ teardown occasionally
