@@ -470,6 +470,9 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = Non
     world = emulated_world() or gpu_world("gemm_rs", GemmRsError)
     check_inputs(a, b, world.world_size, world.device)
     chosen = plan_config(a, b, config)
+    if world is emulated_world() and chosen.gemm == "triton" and chosen.matmul.use_tma:
+        # Triton's interpreter cannot run the kernel's TMA loads: the pointer kernel with the same tile.
+        chosen = dataclasses.replace(chosen, matmul=dataclasses.replace(chosen.matmul, use_tma=False))
     m, k_local = a.shape
     n = b.shape[1]
     w = world.world_size
