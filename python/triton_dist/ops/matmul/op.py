@@ -143,6 +143,10 @@ def matmul(a: Any, b: Any, *, out: Any = None, config: MatmulConfig | None = Non
     import torch
 
     check_operands(a, b, "matmul")
+    if a.device.type != "cuda":  # check_operands lets the CPU emulation's device through for the distributed ops
+        raise ValueError(
+            f"matmul: the operands must be on a GPU, got {a.device} (the standalone matmul has no CPU path)"
+        )
     m, n = a.shape[0], b.shape[1]
     if out is None:
         out = torch.empty((m, n), dtype=a.dtype, device=a.device)
