@@ -1,0 +1,29 @@
+"""triton_dist.layers: tensor-parallel ``torch.nn.Module``s built on :mod:`triton_dist.ops`, to drop into a model.
+
+- :class:`ColumnParallelLinear`: sequence-parallel input through ``ops.ag_gemm``; input this rank's rows
+  [M/W, K], weight shard [K, N/W] (a column block of the full [K, N] weight), output [M, N/W].
+- :class:`RowParallelLinear`: ``ops.gemm_rs`` (prefill); input [M, K/W], weight shard [K/W, N] (a row block),
+  output this rank's rows [M/W, N] of the sum over ranks.
+- :class:`TensorParallelMLP`: column-parallel gate and up projections (one ``ag_gemm``), SiLU(gate) * up, then the
+  row-parallel down projection: sequence-parallel in, sequence-parallel out ([M/W, H] -> [M/W, H]).
+
+Weights are in the ops' [in_features, out_features] layout (the transpose of ``nn.Linear.weight``: pass
+``linear.weight.t()``). Each layer takes the full weight and keeps this rank's shard, or takes the shard itself
+(``from_shard`` / ``from_shards``). The parameters, and so ``state_dict``, hold this rank's shard only (the key
+``weight``; the MLP's ``gate_up.weight`` and ``down.weight``): save one state dict per rank and load it into a layer
+of the same world size and rank. The layers are for inference (no autograd through the ops: the parameters have
+``requires_grad=False``), have no bias, and take bf16 or fp16 weights. Bad input raises :class:`LayerError` naming
+the layer and the tensor.
+
+Every rank must call ``forward`` together, with the same shapes (the ops synchronize with the peers). Not here yet
+(issue 28): ``gemm_ar`` with the fused norm for decode, the attention block and the decoder layer.
+
+This is the package's top layer: it imports the ops' public names and the runtime, and nothing below imports it.
+"""
+
+from __future__ import annotations
+
+from triton_dist.layers.linear import ColumnParallelLinear, LayerError, RowParallelLinear
+from triton_dist.layers.mlp import TensorParallelMLP
+
+__all__ = ["ColumnParallelLinear", "LayerError", "RowParallelLinear", "TensorParallelMLP"]
