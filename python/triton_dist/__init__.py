@@ -32,6 +32,7 @@ RUNTIME_NAMES = (  # the public names of triton_dist.runtime, importable from th
     "init",
     "is_initialized",
     "is_symmetric",
+    "on_finalize",
     "ones",
     "peer_tensor",
     "rand",

@@ -66,6 +66,7 @@ from triton_dist.runtime.world.lifecycle import (
     finalize,
     init,
     is_initialized,
+    on_finalize,
 )
 from triton_dist.runtime.world.stream_sync import check_wait_timeout, synchronize
 
@@ -98,6 +99,7 @@ __all__ = [
     "init",
     "is_initialized",
     "is_symmetric",
+    "on_finalize",
     "ones",
     "peer_tensor",
     "rand",

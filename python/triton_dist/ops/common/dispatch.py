@@ -92,6 +92,11 @@ class PlanCache(Generic[PlanT]):
 
 
 def clear_all() -> None:
-    """Forget the plans of every op (tests; a re-tuned table)."""
+    """Forget the plans of every op and the world they were built for (``finalize()`` calls it: plans hold
+    compiled launches that refer to the world, whose process group must not outlive it)."""
     for cache in _caches:
         cache.clear()
+        cache._world = None
+
+
+rt.on_finalize(clear_all)

@@ -128,3 +128,14 @@ def event(device: torch.device, name: str) -> torch.cuda.Event:
     if found is None:
         found = _events[key] = torch.cuda.Event(enable_timing=False)
     return found
+
+
+def forget_world() -> None:
+    """Drop every workspace and the world they belong to (``finalize()`` calls it; streams and events stay, they
+    belong to the device)."""
+    global _world
+    _workspaces.clear()
+    _world = None
+
+
+rt.on_finalize(forget_world)

@@ -8,6 +8,7 @@ every Triton module (``context.installer.publish_context``). There is at most on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -190,8 +191,19 @@ def barrier() -> None:
         synchronize_stream(world.device, world.timeout_s, what)
 
 
+_finalize_hooks: list[Callable[[], None]] = []
+
+
+def on_finalize(hook: Callable[[], None]) -> None:
+    """Call ``hook()`` at every ``finalize()``, after the barrier (registered once; the ops use it to drop their
+    plans and workspaces, which refer to the world and its process group)."""
+    if hook not in _finalize_hooks:
+        _finalize_hooks.append(hook)
+
+
 def finalize() -> None:
-    """Tear down: barrier (if the process group still exists), drop the heap, unregister the hook. Idempotent.
+    """Tear down: barrier (if the process group still exists), drop what the ops keep of this world (their plans
+    and workspaces), drop the heap, unregister the hook. Idempotent.
 
     Symmetric tensors still referenced afterwards keep their local memory alive, but peers may have freed theirs:
     views of other ranks (``peer_tensor``) and kernels using ``dl.symm_at`` must not be used after ``finalize()``.
@@ -203,6 +215,8 @@ def finalize() -> None:
         if dist.is_initialized():
             barrier()
     finally:
+        for hook in list(_finalize_hooks):
+            hook()
         withdraw_context()
         remove_context_hook()
         _world = None
