@@ -9,7 +9,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-OPS = ("ag_gemm", "gemm_rs", "all_reduce", "gemm_ar", "flash_decode", "moe_dispatch", "moe_combine")
+OPS = (
+    "ag_gemm",
+    "gemm_rs",
+    "all_reduce",
+    "all_reduce_residual_rmsnorm",
+    "gemm_ar",
+    "flash_decode",
+    "moe_dispatch",
+    "moe_combine",
+)
 
 
 def test_every_op_is_exported_as_a_function() -> None:

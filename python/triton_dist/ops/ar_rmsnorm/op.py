@@ -1,0 +1,233 @@
+"""The host side of ``all_reduce_residual_rmsnorm``: checks, one plan per call signature, the custom op, the function.
+
+As ``all_reduce``: a signature's first call picks the config, checks with every rank that they call alike (a
+collective, ``ops.common.dispatch.PlanCache``), allocates the workspace and launches through Triton, keeping the
+launch plan; later calls check, look the plan up and relaunch it (``eps`` is passed per call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import torch
+
+from triton_dist import runtime as rt
+from triton_dist.ops.ar_rmsnorm.config import (
+    MAX_HIDDEN,
+    SLOTS,
+    SUPPORTED_DTYPES,
+    ArRmsNormConfig,
+    ArRmsNormError,
+    block_h,
+    choose_config,
+    region_bytes,
+)
+from triton_dist.ops.ar_rmsnorm.kernels import _ar_rmsnorm_kernel
+from triton_dist.ops.common.dispatch import PlanCache
+from triton_dist.ops.common.eager import plain_eager
+from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.flags import notify_world
+from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
+from triton_dist.ops.common.slot_workspace import slot_workspace
+
+OP = "all_reduce_residual_rmsnorm"
+
+
+class _Empty:
+    """The plan of a call without rows: nothing to launch."""
+
+    def launch(self, device: torch.device, *tensors: object) -> None:
+        """Enqueue nothing."""
+
+
+_plans: PlanCache[LaunchPlan | EmulatedLaunch | _Empty] = PlanCache(OP, ArRmsNormError)
+
+
+def _describe(t: torch.Tensor) -> str:
+    return f"{str(t.dtype).removeprefix('torch.')} {list(t.shape)}"
+
+
+def check_inputs(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    device: torch.device | None = None,
+) -> None:
+    """Raise ArRmsNormError naming the first problem: a non-tensor, a tensor off ``device`` (when given), an
+    unsupported dtype, ``residual`` unlike ``x``, ``weight`` not ``[hidden]`` of x's dtype, a layout, a hidden size
+    past ``MAX_HIDDEN``, a negative ``eps``. Fake tensors pass (no device given while tracing)."""
+    for name, value in (("x", x), ("residual", residual), ("weight", weight)):
+        if not isinstance(value, torch.Tensor):
+            raise ArRmsNormError(f"{OP}: {name} must be a torch.Tensor, got {type(value).__name__}")
+        if device is not None and value.device != device:
+            raise ArRmsNormError(f"{OP}: {name} is on {value.device}, but this rank's triton_dist device is {device}")
+        if not value.is_contiguous():
+            raise ArRmsNormError(f"{OP}: {name} must be contiguous, got strides {value.stride()}")
+    if x.dtype not in SUPPORTED_DTYPES:
+        raise ArRmsNormError(f"{OP}: x must be bfloat16, float16 or float32, got {x.dtype}")
+    if x.dim() < 1:
+        raise ArRmsNormError(f"{OP}: x must have a hidden dimension (at least 1-D), got a scalar")
+    if residual.shape != x.shape or residual.dtype != x.dtype or residual.device != x.device:
+        raise ArRmsNormError(f"{OP}: residual must match x ({_describe(x)}), got {_describe(residual)}")
+    hidden = x.shape[-1]
+    if weight.shape != (hidden,) or weight.dtype != x.dtype or weight.device != x.device:
+        raise ArRmsNormError(
+            f"{OP}: weight must be a {str(x.dtype).removeprefix('torch.')} [{hidden}] tensor (x's hidden size), "
+            f"got {_describe(weight)}"
+        )
+    if not 1 <= hidden <= MAX_HIDDEN:
+        raise ArRmsNormError(f"{OP}: the hidden size (x's last dimension) must be in [1, {MAX_HIDDEN}], got {hidden}")
+    if not isinstance(eps, (int, float)) or not eps >= 0:
+        raise ArRmsNormError(f"{OP}: eps must be a float >= 0, got {eps!r}")
+
+
+def _check(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float) -> None:
+    """``check_inputs`` on the eager path; where it fails, again with this rank's device (named first)."""
+    try:
+        check_inputs(x, residual, weight, eps)
+    except ArRmsNormError:
+        if isinstance(x, torch.Tensor) and rt.is_initialized():
+            device = (emulated_world() or gpu_world(OP, ArRmsNormError)).device
+            check_inputs(x, residual, weight, eps, device)
+        raise
+
+
+def _launch(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    normed: torch.Tensor,
+    new_residual: torch.Tensor,
+    config: ArRmsNormConfig | None,
+) -> None:
+    """Enqueue the fused op (inputs checked, outputs fresh and like x) on the current stream."""
+    aligned = tuple(t.data_ptr() % 16 == 0 for t in (x, residual, weight, normed, new_residual))
+    signature = (tuple(x.shape), x.dtype, x.device, aligned, config)
+    plan = _plans.get(signature)
+    if plan is None:  # the first call launches
+        _first_call(x, residual, weight, eps, normed, new_residual, config, signature)
+    else:
+        plan.launch(x.device, x, residual, weight, normed, new_residual, float(eps))
+
+
+def _first_call(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    normed: torch.Tensor,
+    new_residual: torch.Tensor,
+    config: ArRmsNormConfig | None,
+    signature: tuple,
+) -> LaunchPlan | EmulatedLaunch | _Empty:
+    world = emulated_world() or gpu_world(OP, ArRmsNormError)
+    check_inputs(x, residual, weight, eps, world.device)
+    hidden = x.shape[-1]
+    rows = x.numel() // hidden
+    if config is None:
+        nbytes = x.numel() * x.element_size()
+        config = choose_config(nbytes, max(rows, 1), x.device, world.world_size, x.element_size(), emulated(world))
+    described = {"shape": list(x.shape), "dtype": str(x.dtype), "config": asdict(config)}
+
+    def make() -> LaunchPlan | EmulatedLaunch | _Empty:
+        if rows == 0:
+            return _Empty()
+        with on_device(x.device):
+            return _first_launch(x, residual, weight, eps, normed, new_residual, config, world.world_size)
+
+    return _plans.build(signature, described, make)
+
+
+def _first_launch(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    normed: torch.Tensor,
+    new_residual: torch.Tensor,
+    config: ArRmsNormConfig,
+    world_size: int,
+) -> LaunchPlan | EmulatedLaunch:
+    hidden = x.shape[-1]
+    rows = x.numel() // hidden
+    chunk = -(-rows // world_size)
+    per_round = rows if config.algo == "one_shot" else chunk
+    programs = max(1, min(config.programs, per_round))
+    region = region_bytes(config.algo, hidden, x.element_size(), world_size)
+    ws = slot_workspace(f"{OP}.{config.algo}", SLOTS[config.algo], 2 * world_size, region)
+    named = {
+        "x_ptr": x,
+        "residual_ptr": residual,
+        "weight_ptr": weight,
+        "normed_ptr": normed,
+        "new_residual_ptr": new_residual,
+        "eps": float(eps),
+        "data_ptr": ws.data_as(x.dtype),
+        "flags_ptr": ws.flags,
+        "epochs_ptr": ws.epochs,
+        "rows": rows,
+        "hidden": hidden,
+        "chunk": chunk,
+        "flags_stride": ws.flags.shape[1],
+        "REGION": region // x.element_size(),
+        "BLOCK_H": block_h(hidden),
+        "TWO_SHOT": config.algo == "two_shot",
+        "WORLD": notify_world(world_size),
+    }
+    return first_launch(_ar_rmsnorm_kernel, (programs, 1, 1), named, 6, num_warps=config.num_warps)
+
+
+def _run(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    config: ArRmsNormConfig | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The fused op with ``config`` (None: the chosen one), inputs checked: what the custom op runs, and how
+    tests force an algorithm."""
+    _check(x, residual, weight, eps)
+    normed = torch.empty_like(x)
+    new_residual = torch.empty_like(x)
+    _launch(x, residual, weight, eps, normed, new_residual, config)
+    return normed, new_residual
+
+
+@torch.library.custom_op("triton_dist::all_reduce_residual_rmsnorm", mutates_args=())
+def _ar_rmsnorm_op(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return _run(x, residual, weight, eps)
+
+
+@_ar_rmsnorm_op.register_fake
+def _ar_rmsnorm_fake(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    check_inputs(x, residual, weight, eps)
+    return torch.empty_like(x), torch.empty_like(x)
+
+
+def all_reduce_residual_rmsnorm(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(normed, new_residual)``: ``new_residual = residual + sum over ranks of x`` and
+    ``normed = RMSNorm(new_residual) * weight``, in one kernel (``torch.ops.triton_dist``).
+
+    ``x``: this rank's partial sums, a contiguous bf16 / fp16 / fp32 tensor ``[..., hidden]`` (hidden <= 32768) on
+    this rank's device; ``residual``: like ``x``; ``weight``: ``[hidden]`` of x's dtype. Every rank calls with the
+    same shapes in the same order (checked collectively the first time a shape is seen); ``residual`` and ``weight``
+    are expected to be the same on every rank (tensor parallelism), which makes the outputs bit-identical on all
+    ranks. Computed in fp32 (``h = residual + sum_r x_r``, ``normed = h * rsqrt(mean(h^2) + eps) * weight``),
+    returned in x's dtype. The one-shot or two-shot algorithm follows ``all_reduce``'s choice for the message size.
+
+    Needs ``triton_dist.init()`` on GPUs, or ``init(device="cpu")`` under ``TRITON_INTERPRET=1``. Bad input raises
+    :class:`ArRmsNormError` before any launch. No host synchronization: CUDA-graph capture works once the shape has
+    been called eagerly (the first call allocates the workspace and checks the ranks agree). Under
+    ``torch.compile`` this is the custom op; eager calls skip the dispatcher.
+    """
+    if not plain_eager(x, residual, weight):
+        return torch.ops.triton_dist.all_reduce_residual_rmsnorm(x, residual, weight, eps)
+    return _run(x, residual, weight, eps)

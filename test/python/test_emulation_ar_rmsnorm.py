@@ -1,0 +1,247 @@
+"""``triton_dist.ops.all_reduce_residual_rmsnorm``: the fused all-reduce + residual add + RMSNorm.
+
+Under the CPU emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, one process per rank on gloo, as
+``test_emulation_ops.py``) at 2 and 3 ranks against a torch reference: the chosen config and each algorithm forced
+(one-shot push, two-shot, whose chunks leave the last rank short of rows), bf16 and fp32, a hidden size that is not
+a power of two, 3-D input, a call without rows, every call twice (the second relaunches the plan; the device-side
+epochs advance). Without GPUs: the kernel compiles for sm_90 and gfx942 with the flag protocol's release / acquire,
+bad input raises ``ArRmsNormError`` naming the tensor, and the custom op traces with fake tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from test_emulation_primitives import run_torchrun
+
+HEAP = "96M"
+"""Each rank's CPU heap: the workspaces (256 / 128 slots of a few rows each) fit easily."""
+
+
+def reference(
+    xs: list[torch.Tensor], residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(normed, new_residual) by torch: the ranks' x summed in rank order in fp32, plus the residual, RMSNorm."""
+    total = torch.zeros_like(xs[0], dtype=torch.float32)
+    for x in xs:
+        total += x.float()
+    h = residual.float() + total
+    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+    return normed.to(xs[0].dtype), h.to(xs[0].dtype)
+
+
+def _close(got: torch.Tensor, want: torch.Tensor) -> list[str]:
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return [f"{got.dtype} {list(got.shape)} != {want.dtype} {list(want.shape)}"]
+    if torch.isnan(got.float()).any():
+        return [f"{int(torch.isnan(got.float()).sum())} NaN elements"]
+    tol = 1e-4 if got.dtype == torch.float32 else 2e-2
+    if not torch.allclose(got.float(), want.float(), atol=tol, rtol=tol):
+        return [f"max abs error {(got.float() - want.float()).abs().max().item():.4g}"]
+    return []
+
+
+def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[], list[str]]]:
+    import triton_dist
+    from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig
+    from triton_dist.ops.ar_rmsnorm.op import _run
+
+    def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
+        problems = []
+        for _ in range(2):  # the second call relaunches the plan
+            xs = [torch.randn(shape, generator=gen).to(dtype) for _ in range(size)]
+            residual = torch.randn(shape, generator=gen).to(dtype)
+            weight = (torch.rand(shape[-1], generator=gen) + 0.5).to(dtype)
+            if config is None:
+                normed, new_residual = triton_dist.ops.all_reduce_residual_rmsnorm(xs[rank], residual, weight, 1e-5)
+            else:
+                normed, new_residual = _run(xs[rank], residual, weight, 1e-5, config)
+            want_normed, want_residual = reference(xs, residual, weight, 1e-5)
+            problems += [f"normed: {p}" for p in _close(normed, want_normed)]
+            problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
+        return problems
+
+    return {
+        "selected/bf16": lambda: run((4, 96), torch.bfloat16, None),
+        "selected/fp32_3d": lambda: run((2, 3, 40), torch.float32, None),
+        "one_shot/fp32": lambda: run((5, 100), torch.float32, ArRmsNormConfig("one_shot", 2, 1)),
+        "one_shot/bf16_one_program": lambda: run((3, 64), torch.bfloat16, ArRmsNormConfig("one_shot", 1, 1)),
+        "two_shot/fp32": lambda: run((5, 100), torch.float32, ArRmsNormConfig("two_shot", 2, 1)),
+        "two_shot/bf16_one_row": lambda: run((1, 48), torch.bfloat16, ArRmsNormConfig("two_shot", 2, 1)),
+        "no_rows": lambda: run((0, 32), torch.float32, None),
+    }
+
+
+def _worker(out_dir: str) -> None:
+    import torch.distributed as dist
+
+    import triton_dist
+    import triton_dist.ops  # noqa: F401 (triton_dist.ops.all_reduce_residual_rmsnorm)
+
+    dist.init_process_group("gloo")
+    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    gen = torch.Generator().manual_seed(4321)  # every rank draws every rank's inputs alike
+    record: dict[str, list[str]] = {}
+    for name, case in _cases(world.rank, world.world_size, gen).items():
+        try:
+            record[name] = case()
+        except Exception as error:  # noqa: BLE001 (recorded for the test)
+            record[name] = [f"{type(error).__name__}: {error}"]
+    Path(out_dir, f"rank{world.rank}.json").write_text(json.dumps(record))
+    triton_dist.finalize()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # as test_emulation_ops' worker: skip gloo's teardown
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
+def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    ranks = request.param
+    out = tmp_path_factory.mktemp(f"ar_rmsnorm{ranks}")
+    run_torchrun(Path(__file__), ranks, [str(out)])
+    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+
+
+def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None:
+    for rank, record in enumerate(records):
+        assert {"one_shot/fp32", "two_shot/fp32", "selected/bf16", "no_rows"} <= set(record), record
+        failed = {name: problems for name, problems in record.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Without GPUs or ranks: compilation, configs, bad input, tracing.
+
+
+@pytest.mark.parametrize("target", ["sm_90", "gfx942"])
+@pytest.mark.parametrize(("algo", "dtype", "world"), [("one_shot", "bf16", 2), ("two_shot", "fp16", 0)])
+def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtype: str, world: int) -> None:
+    """sm_90: the notify's system-scope release and the wait's acquire in the PTX; gfx942: the notify's
+    system-scope writeback (release) and the wait's invalidate (acquire). ``world`` 0: the notify loop of a
+    non-power-of-two world."""
+    from dl_compile import assembly, compile_kernel, need_real_library
+
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+    from triton_dist.ops.ar_rmsnorm import kernels
+
+    need_real_library(target)
+    pointer = f"*{dtype}"
+    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
+    signature |= {"eps": "fp32", "data_ptr": pointer, "flags_ptr": "*i32", "epochs_ptr": "*i32"}
+    signature |= {"rows": "i32", "hidden": "i32", "chunk": "i32", "flags_stride": "i32"}
+    hidden = 4096
+    constexprs = {
+        "REGION": cfg.region_bytes(algo, hidden, 2, 2) // 2,
+        "BLOCK_H": cfg.block_h(hidden),
+        "TWO_SHOT": algo == "two_shot",
+        "WORLD": world,
+    }
+    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr", "hidden")
+    compiled = compile_kernel(kernels._ar_rmsnorm_kernel, signature, target, constexprs, aligned, num_warps=4)
+    asm = assembly(compiled, target)
+    if target == "sm_90":
+        release = re.findall(r"st\.release\.sys|atom\.global\.sys\.release\.exch|fence\.(?:acq_rel|sc)\.sys", asm)
+        assert release, "a system-scope release (dl.notify) expected"
+        assert "ld.acquire.sys" in asm, "a system-scope acquire load (dl.wait) expected"
+        assert "rsqrt" in asm, "the norm's reciprocal square root expected"
+    else:
+        assert re.search(r"buffer_wbl2 .*sc1", asm), "a system-scope release (the notify's L2 writeback) expected"
+        assert re.search(r"buffer_inv .*sc1", asm), "a system-scope acquire (the wait's cache invalidate) expected"
+
+
+def test_the_algorithm_follows_the_all_reduce_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stored all_reduce table for this GPU decides one-shot (any one-shot variant) versus two-shot by size."""
+    from triton_dist.ops import tuning
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+
+    rows = [[4096, {"algo": "one_shot_ll", "programs": 4, "num_warps": 1}], [1 << 20, {"algo": "two_shot"}]]
+    tables = {"all_reduce|table|2|Fake GPU": {"config": {"rows": rows}}}
+    monkeypatch.setattr(tuning, "lookup_entry", tables.get)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
+    monkeypatch.setattr(cfg, "_algorithms", {})
+    cuda = torch.device("cuda", 0)
+    assert cfg.choose_config(4096, 2, cuda, 2, 2, emulated=False) == cfg.ArRmsNormConfig("one_shot", 2, 4)
+    assert cfg.choose_config(8192, 4, cuda, 2, 2, emulated=False) == cfg.ArRmsNormConfig("two_shot", 2, 4)
+    assert cfg.choose_config(64 << 20, 4096, cuda, 2, 2, emulated=False).algo == "two_shot"  # past the last row
+    assert cfg.choose_config(8192 * 2 * 8, 8, cuda, 2, 2, emulated=False).num_warps == 8  # hidden 8192
+    # Another world size has no table: the heuristic (one-shot up to 512 KiB / W).
+    assert cfg.choose_config(8192, 4, cuda, 4, 2, emulated=False).algo == "one_shot"
+    assert cfg.choose_config(256 << 10, 64, cuda, 4, 2, emulated=False).algo == "two_shot"
+
+
+def test_the_emulation_takes_the_heuristic_with_few_programs() -> None:
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+
+    small = cfg.choose_config(8 * 4096 * 2, 8, torch.device("cpu"), 2, 2, emulated=True)
+    large = cfg.choose_config(8192 * 8192 * 2, 8192, torch.device("cpu"), 2, 2, emulated=True)
+    assert small.algo == "one_shot" and large.algo == "two_shot"
+    assert small.programs <= 2 and large.programs <= 2 and small.num_warps == 1  # the emulation's small config
+    one_row = cfg.choose_config(2 * 1024 * 4, 2, torch.device("cpu"), 2, 4, emulated=True)
+    assert one_row.programs == 2
+    with pytest.raises(cfg.ArRmsNormError, match="algo must be one of"):
+        cfg.ArRmsNormConfig("one_shot_ll", 1)
+    with pytest.raises(cfg.ArRmsNormError, match=r"two_shot programs must be in \[1, 128\]"):
+        cfg.ArRmsNormConfig("two_shot", 129)
+
+
+def _bad_inputs() -> list[tuple[Callable[[], tuple[Any, Any, Any, float]], str]]:
+    x = torch.zeros(4, 64, dtype=torch.bfloat16)
+    w = torch.ones(64, dtype=torch.bfloat16)
+    return [
+        (lambda: ("no", x, w, 1e-6), "x must be a torch.Tensor"),
+        (lambda: (x.int(), x.int(), w.int(), 1e-6), "x must be bfloat16, float16 or float32"),
+        (lambda: (x, x.float(), w, 1e-6), r"residual must match x \(bfloat16 \[4, 64\]\), got float32"),
+        (lambda: (x, x[:2], w, 1e-6), r"residual must match x"),
+        (lambda: (x, x, torch.ones(32, dtype=torch.bfloat16), 1e-6), r"weight must be a bfloat16 \[64\] tensor"),
+        (lambda: (x, x, w.float(), 1e-6), r"weight must be a bfloat16 \[64\]"),
+        (lambda: (x.t(), x.t(), w, 1e-6), "x must be contiguous"),
+        (lambda: (x, x, w, -1.0), "eps must be a float >= 0"),
+        (lambda: (torch.zeros(2, 40000), torch.zeros(2, 40000), torch.ones(40000), 1e-6), "hidden size"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_bad_inputs())))
+def test_bad_input_raises_naming_the_tensor(case: int) -> None:
+    import triton_dist.ops
+    from triton_dist.ops.ar_rmsnorm import ArRmsNormError
+
+    make, text = _bad_inputs()[case]
+    with pytest.raises(ArRmsNormError, match=text):
+        triton_dist.ops.all_reduce_residual_rmsnorm(*make())
+
+
+def test_not_initialized_is_an_error_that_says_so() -> None:
+    import triton_dist.ops
+
+    x = torch.zeros(2, 16)
+    with pytest.raises(RuntimeError, match="triton_dist.init"):
+        triton_dist.ops.all_reduce_residual_rmsnorm(x, x, torch.ones(16))
+
+
+def test_the_custom_op_traces_with_fake_tensors() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    import triton_dist.ops
+
+    def layer(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        normed, new_residual = triton_dist.ops.all_reduce_residual_rmsnorm(x * 2, residual, weight, 1e-5)
+        return normed + new_residual
+
+    args = (torch.randn(4, 64), torch.randn(4, 64), torch.ones(64))
+    graph = make_fx(layer, tracing_mode="fake")(*args)
+    calls = [node.target for node in graph.graph.nodes if node.op == "call_function"]
+    assert torch.ops.triton_dist.all_reduce_residual_rmsnorm.default in calls
+    with pytest.raises(ValueError, match="weight must be a float32 \\[64\\]"):
+        make_fx(layer, tracing_mode="fake")(args[0], args[1], torch.ones(63))
