@@ -1,6 +1,7 @@
 """triton_dist.layers: the tensor-parallel MLP at 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``,
 ``init(device="cpu")``) against a one-process torch reference with the same full weights, and, without a world,
-the layers' sharding, ``from_shard(s)``, ``state_dict`` round trips and bad-input errors.
+the layers' sharding, ``from_shard(s)``, ``state_dict`` round trips and bad-input errors; and the script of
+docs/layers.md at 2 ranks.
 
 Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
 weights and input from one seed, runs its rows through ``TensorParallelMLP`` (twice: the second call relaunches the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +93,18 @@ def test_the_mlp_at_2_ranks_matches_torch(tmp_path: Path) -> None:
         assert set(record) == {"mlp/call0", "mlp/call1", "mlp/loaded_state_dict"}, f"rank {rank}: {record}"
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
+
+
+def test_the_docs_mlp_script_runs_at_2_ranks(tmp_path: Path) -> None:
+    """docs/layers.md's script (the Python block after ``<!-- layers-test: file mlp_on_cpu.py -->``) as written."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "layers.md").read_text()
+    found = re.search(r"<!-- layers-test: file mlp_on_cpu.py -->\n```python\n(.*?)```", page, re.DOTALL)
+    assert found, "docs/layers.md lost its mlp_on_cpu.py block"
+    script = tmp_path / "mlp_on_cpu.py"
+    script.write_text(found.group(1))
+    output = run_torchrun(script, 2, [])
+    for rank in range(2):
+        assert f"rank {rank}: the MLP matches torch on 2 CPU ranks" in output, output[-3000:]
 
 
 # --------------------------------------------------------------------------------------- without a world
