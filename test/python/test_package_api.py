@@ -172,5 +172,7 @@ def test_importing_a_layer_imports_no_later_layer():
         "assert not any(m.startswith('triton_dist.runtime') for m in sys.modules), 'language imported the runtime'\n"
         "import triton_dist.runtime, triton_dist.compiler.context_hook as hooks\n"
         "assert hooks.context_hooks.runtime_registered, 'importing the runtime registers its context hook'\n"
+        "import triton_dist.ops\n"
+        "assert not any(m.startswith('triton_dist.layers') for m in sys.modules), 'the ops imported the layers'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, env={"PYTHONPATH": str(PYTHON_DIR), "PATH": ""})
