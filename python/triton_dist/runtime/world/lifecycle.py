@@ -219,4 +219,8 @@ def finalize() -> None:
             hook()
         withdraw_context()
         remove_context_hook()
+        # The World a caller may still hold stops referring to the process group, so destroying the group frees it
+        # and joins its threads while the interpreter runs: a gloo worker still alive at interpreter exit (because a
+        # leftover World kept its group) can abort the process ("terminate called without an active exception").
+        _world.group = None  # type: ignore[assignment]
         _world = None
