@@ -35,7 +35,7 @@ from triton_dist.ops import tuning
 from triton_dist.ops.ag_gemm.kernels import _ag_gemm_ptr_kernel, _ag_gemm_tma_kernel, _begin_kernel, _push_kernel
 from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
-from triton_dist.ops.common.dispatch import PlanCache
+from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, gpu_world, on_device
 from triton_dist.ops.common.gpu import EMULATED_SMS
@@ -394,13 +394,7 @@ def plan_for(
     a: torch.Tensor, b: torch.Tensor, config: OverlapConfig | None = None, no_comm: bool = False
 ) -> FusedPlan | UnfusedPlan:
     """The plan of this call's signature, built (and agreed with the peers) on its first call."""
-    try:
-        signature = (
-            a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
-            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, config, no_comm,
-        )  # fmt: skip
-    except AttributeError:  # not tensors: the checks below say so
-        signature = None
+    signature = operand_signature(a, b, config, no_comm)
     plan = _plans.get(signature) if signature is not None else None
     if plan is not None:
         return plan

@@ -26,6 +26,18 @@ PlanT = TypeVar("PlanT")
 _caches: list[PlanCache[Any]] = []
 
 
+def operand_signature(a: Any, b: Any, *options: Hashable) -> tuple[Any, ...] | None:
+    """The signature of a two-operand call: both operands' shapes, strides, dtypes, devices and 16-byte alignment,
+    then ``options``; None when an operand is not a tensor (the op's checks then say so)."""
+    try:
+        return (
+            a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
+            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, *options,
+        )  # fmt: skip
+    except AttributeError:
+        return None
+
+
 class PlanCache(Generic[PlanT]):
     """One op's plans by signature, for the current world."""
 

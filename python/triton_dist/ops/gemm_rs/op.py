@@ -21,7 +21,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.common import resources
-from triton_dist.ops.common.dispatch import PlanCache
+from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import OpInputError, emulated_world, gpu_world, on_device
 from triton_dist.ops.common.gpu import EMULATED_SMS
@@ -454,13 +454,7 @@ _plans: PlanCache[Plan] = PlanCache("gemm_rs", GemmRsError)
 
 def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None, local_only: bool = False) -> Plan:
     """The plan of this call's signature, built (and agreed with the peers) on its first call."""
-    try:
-        signature = (
-            a.shape, b.shape, a.stride(), b.stride(), a.dtype, b.dtype, a.device, b.device,
-            a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, config, local_only,
-        )  # fmt: skip
-    except AttributeError:  # not tensors: the checks below say so
-        signature = None
+    signature = operand_signature(a, b, config, local_only)
     plan = _plans.get(signature) if signature is not None else None
     if plan is not None:
         if _check_always and not torch.cuda.is_current_stream_capturing():
