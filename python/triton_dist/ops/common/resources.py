@@ -1,4 +1,5 @@
-"""The one registry of what ops keep between calls: symmetric workspaces, side streams and reusable events.
+"""The one registry of what ops keep between calls: symmetric workspaces and side streams (the copy-engine
+producers' reusable events live with their driver calls, in ``stream_ops``).
 
 Everything is per world: a new world (``finalize()`` then ``init()``) starts empty, and a workspace of the old
 world is never handed out again. Creating a workspace is a collective (every rank makes its first call of an op
@@ -21,7 +22,6 @@ T = TypeVar("T")
 _world: Any = None
 _workspaces: dict[tuple[Any, ...], Any] = {}
 _streams: dict[tuple[str, int], torch.cuda.Stream] = {}
-_events: dict[tuple[str, int], torch.cuda.Event] = {}
 
 
 def _current() -> rt.World:
@@ -117,21 +117,8 @@ def side_stream(device: torch.device, name: str = "comm") -> torch.cuda.Stream:
     return stream
 
 
-def event(device: torch.device, name: str) -> torch.cuda.Event:
-    """A reusable event (no timing) of ``device``, one per ``name``: record it, then make another stream wait.
-
-    Reusing one event per fork or join point saves creating one per call; stream order makes the reuse safe (a
-    wait enqueued after a record waits for that record, whatever is recorded later).
-    """
-    key = (name, device.index)
-    found = _events.get(key)
-    if found is None:
-        found = _events[key] = torch.cuda.Event(enable_timing=False)
-    return found
-
-
 def forget_world() -> None:
-    """Drop every workspace and the world they belong to (``finalize()`` calls it; streams and events stay, they
+    """Drop every workspace and the world they belong to (``finalize()`` calls it; side streams stay, they
     belong to the device)."""
     global _world
     _workspaces.clear()
