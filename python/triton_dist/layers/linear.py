@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 import torch
 from torch import nn
 
@@ -62,7 +64,36 @@ def check_input(layer: str, x: torch.Tensor, weight: torch.Tensor, features: int
         raise LayerError(f"{layer}: input is on {x.device} but weight is on {weight.device}")
 
 
-class ColumnParallelLinear(nn.Module):
+class _ShardedLinear(nn.Module):
+    """What both linears share: one weight block of ``world_size`` along ``SHARD_DIM`` (1: columns, 0: rows), built
+    from the full weight or given as the shard, and the repr."""
+
+    SHARD_DIM: int
+
+    def __init__(self, weight: torch.Tensor, *, rank: int | None = None, world_size: int | None = None) -> None:
+        super().__init__()
+        self.rank, self.world_size = world_position(rank, world_size)
+        shard = shard_of(type(self).__name__, "weight", weight, self.SHARD_DIM, self.rank, self.world_size)
+        self.weight = nn.Parameter(shard, requires_grad=False)
+
+    @classmethod
+    def from_shard(cls, weight_shard: torch.Tensor, *, rank: int | None = None, world_size: int | None = None) -> Self:
+        """A layer holding ``weight_shard``, this rank's block, as given (made contiguous)."""
+        check_weight(cls.__name__, "weight_shard", weight_shard)
+        layer = cls.__new__(cls)
+        nn.Module.__init__(layer)
+        layer.rank, layer.world_size = world_position(rank, world_size)
+        layer.weight = nn.Parameter(weight_shard.detach().contiguous(), requires_grad=False)
+        return layer
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"rank={self.rank}, world_size={self.world_size}"
+        )
+
+
+class ColumnParallelLinear(_ShardedLinear):
     """``y = all_gather(x) @ W[:, this rank's columns]`` through ``ops.ag_gemm`` (sequence-parallel input).
 
     ``weight``: the full weight [K, N] (in_features, out_features); this rank keeps columns
@@ -71,23 +102,7 @@ class ColumnParallelLinear(nn.Module):
     ``rank`` / ``world_size`` default to the triton_dist world's. ``state_dict()["weight"]`` is this rank's shard.
     """
 
-    def __init__(self, weight: torch.Tensor, *, rank: int | None = None, world_size: int | None = None) -> None:
-        super().__init__()
-        self.rank, self.world_size = world_position(rank, world_size)
-        shard = shard_of(type(self).__name__, "weight", weight, 1, self.rank, self.world_size)
-        self.weight = nn.Parameter(shard, requires_grad=False)
-
-    @classmethod
-    def from_shard(
-        cls, weight_shard: torch.Tensor, *, rank: int | None = None, world_size: int | None = None
-    ) -> ColumnParallelLinear:
-        """A layer holding ``weight_shard`` [K, N/W], this rank's column block, as given (made contiguous)."""
-        check_weight(cls.__name__, "weight_shard", weight_shard)
-        layer = cls.__new__(cls)
-        nn.Module.__init__(layer)
-        layer.rank, layer.world_size = world_position(rank, world_size)
-        layer.weight = nn.Parameter(weight_shard.detach().contiguous(), requires_grad=False)
-        return layer
+    SHARD_DIM = 1  # from_shard takes [K, N/W], this rank's column block
 
     @property
     def in_features(self) -> int:
@@ -106,14 +121,8 @@ class ColumnParallelLinear(nn.Module):
         assert isinstance(out, torch.Tensor)  # without return_gathered, only C
         return out
 
-    def extra_repr(self) -> str:
-        return (
-            f"in_features={self.in_features}, out_features={self.out_features}, "
-            f"rank={self.rank}, world_size={self.world_size}"
-        )
 
-
-class RowParallelLinear(nn.Module):
+class RowParallelLinear(_ShardedLinear):
     """This rank's rows of ``sum over ranks of x_r @ W[this rank's rows]`` through ``ops.gemm_rs`` (prefill).
 
     ``weight``: the full weight [K, N]; this rank keeps rows ``[rank * K/W, (rank + 1) * K/W)``, K a multiple of the
@@ -122,23 +131,7 @@ class RowParallelLinear(nn.Module):
     ``rank`` / ``world_size`` default to the triton_dist world's. ``state_dict()["weight"]`` is this rank's shard.
     """
 
-    def __init__(self, weight: torch.Tensor, *, rank: int | None = None, world_size: int | None = None) -> None:
-        super().__init__()
-        self.rank, self.world_size = world_position(rank, world_size)
-        shard = shard_of(type(self).__name__, "weight", weight, 0, self.rank, self.world_size)
-        self.weight = nn.Parameter(shard, requires_grad=False)
-
-    @classmethod
-    def from_shard(
-        cls, weight_shard: torch.Tensor, *, rank: int | None = None, world_size: int | None = None
-    ) -> RowParallelLinear:
-        """A layer holding ``weight_shard`` [K/W, N], this rank's row block, as given (made contiguous)."""
-        check_weight(cls.__name__, "weight_shard", weight_shard)
-        layer = cls.__new__(cls)
-        nn.Module.__init__(layer)
-        layer.rank, layer.world_size = world_position(rank, world_size)
-        layer.weight = nn.Parameter(weight_shard.detach().contiguous(), requires_grad=False)
-        return layer
+    SHARD_DIM = 0  # from_shard takes [K/W, N], this rank's row block
 
     @property
     def in_features(self) -> int:
@@ -157,9 +150,3 @@ class RowParallelLinear(nn.Module):
         if x.shape[0] % self.world_size:
             raise LayerError(f"{name}: input has {x.shape[0]} rows, not a multiple of the world size {self.world_size}")
         return gemm_rs(x.contiguous(), self.weight)
-
-    def extra_repr(self) -> str:
-        return (
-            f"in_features={self.in_features}, out_features={self.out_features}, "
-            f"rank={self.rank}, world_size={self.world_size}"
-        )
