@@ -96,6 +96,22 @@ def test_the_no_communication_diagnostic_neither_flags_nor_waits():
     assert "release.sys" not in asm and "acquire.sys" not in asm, "no flag written or polled"
 
 
+@pytest.mark.parametrize("partial_dtype", ["input", "float32"])
+def test_the_fused_kernels_main_loop_is_pipelined_as_without_communication(partial_dtype):
+    """The flag protocol must not stop Triton's pipeliner: the fused kernel issues as many TMA loads as the same
+    GEMM without communication (prologue + loop). A flag flushed just before the own tile's wait left 2 of 6, the
+    main loop ran unpipelined and the fused kernel took 0.945 instead of 0.61 ms on 2 x H200 (8192,4096,12288)."""
+    need_library("sm_90")
+    config = grs.GemmRSConfig(partial_dtype=partial_dtype)
+    assert config.fused and config.defer_notify and config.matmul.use_tma, "the default is the deferred fused kernel"
+    fused = assembly(compile_gemm_rs(config, "sm_90"), "sm_90")
+    alone = assembly(compile_gemm_rs(config, "sm_90", local_only=True), "sm_90")
+    loads = fused.count("cp.async.bulk.tensor")
+    assert loads == alone.count("cp.async.bulk.tensor") > 2, (
+        f"{loads} TMA loads, without communication {alone.count('cp.async.bulk.tensor')}"
+    )
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("fused", [True, False])
 def test_pointer_fallback_compiles_for_gfx942(dtype, fused):
