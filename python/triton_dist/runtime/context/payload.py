@@ -9,7 +9,11 @@ from triton_dist.abi import CONTEXT_BYTES, CONTEXT_LAYOUT, HEAP_BASE_ALIGNMENT, 
 
 def pack_context(rank: int, num_ranks: int, heap_size: int, heap_bases: Sequence[int]) -> bytes:
     """The context bytes for ``rank`` of ``num_ranks`` whose ``heap_size``-byte heaps are mapped at ``heap_bases``
-    in this process."""
+    in this process; a peer's base may be 0 (not mapped: a rank on another node of an NVSHMEM heap).
+
+    Raises ValueError naming the value: ``num_ranks`` outside ``[1, MAX_RANKS]``, ``rank`` out of range, a
+    ``heap_size`` that is not a positive multiple of ``HEAP_BASE_ALIGNMENT``, a wrong number of bases, a base that is
+    not page aligned, or this rank's own base 0."""
     if not 1 <= num_ranks <= MAX_RANKS:
         raise ValueError(f"num_ranks must be in [1, {MAX_RANKS}], got {num_ranks}")
     if not 0 <= rank < num_ranks:
@@ -19,6 +23,8 @@ def pack_context(rank: int, num_ranks: int, heap_size: int, heap_bases: Sequence
     if len(heap_bases) != num_ranks:
         raise ValueError(f"expected {num_ranks} heap bases, got {len(heap_bases)}")
     for peer, base in enumerate(heap_bases):
+        if base == 0 and peer != rank:
+            continue  # a rank load/store cannot reach (another node, NVSHMEM heap): dl.symm_at must not target it
         if base <= 0 or base % HEAP_BASE_ALIGNMENT:
             raise ValueError(f"heap base of rank {peer} ({base:#x}) is not {HEAP_BASE_ALIGNMENT}-byte aligned")
     padded = list(heap_bases) + [0] * (MAX_RANKS - num_ranks)

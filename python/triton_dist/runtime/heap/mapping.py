@@ -15,33 +15,49 @@ class HeapMapping:
     """One rank's view of the symmetric heap.
 
     ``peers[r]`` is a uint8 tensor over rank ``r``'s heap *as mapped in this process* (``peers[rank]`` is this
-    rank's own heap); every view has exactly ``heap_size`` bytes. ``keepalive`` holds whatever keeps the mappings
-    valid (allocation, rendezvous handle).
+    rank's own heap); every view has exactly ``heap_size`` bytes. ``peers[r]`` is None for a rank that load/store
+    cannot reach (on another node: only the NVSHMEM heap has such peers; NVSHMEM's puts reach them). ``keepalive``
+    holds whatever keeps the mappings valid (allocation, rendezvous handle). ``backend`` names the heap's backend
+    (``world.settings.BACKENDS``).
     """
 
     rank: int
     world_size: int
     heap_size: int
     device: torch.device
-    peers: tuple[torch.Tensor, ...]
+    peers: tuple[torch.Tensor | None, ...]
     keepalive: object = None
+    backend: str = "cuda_ipc"
 
     @property
     def local(self) -> torch.Tensor:
         """This rank's own heap."""
-        return self.peers[self.rank]
+        view = self.peers[self.rank]
+        if view is None:
+            raise RuntimeError(f"rank {self.rank}'s heap mapping has no view of its own heap")
+        return view
 
     @property
     def bases(self) -> list[int]:
-        """``bases[r]``: the address of rank ``r``'s heap in this process (what the device context holds)."""
-        return [view.data_ptr() for view in self.peers]
+        """``bases[r]``: the address of rank ``r``'s heap in this process (what the device context holds); 0 for a
+        rank that load/store cannot reach (``peers[r]`` is None)."""
+        return [view.data_ptr() if view is not None else 0 for view in self.peers]
+
+    @property
+    def reachable(self) -> list[bool]:
+        """``reachable[r]``: whether this process can load from and store to rank ``r``'s heap."""
+        return [view is not None for view in self.peers]
 
     def problems(self) -> list[str]:
         """Everything wrong with this mapping (empty if it is usable): sizes, dtypes and base alignment."""
         found = []
         if len(self.peers) != self.world_size:
             found.append(f"{len(self.peers)} heap views for {self.world_size} ranks")
+        if 0 <= self.rank < len(self.peers) and self.peers[self.rank] is None:
+            found.append(f"rank {self.rank} has no view of its own heap")
         for peer, view in enumerate(self.peers):
+            if view is None:
+                continue
             if view.dtype != torch.uint8 or view.dim() != 1 or view.numel() != self.heap_size:
                 found.append(f"rank {peer}'s heap view is {view.dtype}{list(view.shape)}, not uint8[{self.heap_size}]")
             if view.data_ptr() % HEAP_BASE_ALIGNMENT:
@@ -51,13 +67,18 @@ class HeapMapping:
         return found
 
 
-def map_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> HeapMapping:
+def map_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device, backend: str = "cuda_ipc") -> HeapMapping:
     """Allocate this rank's ``heap_size``-byte heap on ``device`` and map every peer's (a collective).
 
     GPU heaps come from torch symmetric memory (``symm_mem.py``), or, when two ranks share a GPU (which symmetric
     memory refuses), from CUDA IPC handles (``cuda_ipc.py``); a CPU heap from shared-memory files
-    (``shared_file.py``, for testing host code without GPUs).
+    (``shared_file.py``, for testing host code without GPUs). ``backend="nvshmem"`` puts a GPU heap on torch
+    symmetric memory's NVSHMEM backend instead (``nvshmem.py``; it raises for a CPU device).
     """
+    if backend == "nvshmem":
+        from triton_dist.runtime.heap.nvshmem import map_nvshmem_heap
+
+        return map_nvshmem_heap(heap_size, group, device)
     if device.type == "cpu":
         from triton_dist.runtime.heap.shared_file import map_shared_file_heap
 

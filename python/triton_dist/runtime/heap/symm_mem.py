@@ -25,19 +25,24 @@ _BACKEND = "CUDA"
 _MULTICAST_OFF = "TORCH_SYMM_MEM_DISABLE_MULTICAST"
 
 
-def _use_ipc_backend(symm_mem: Any, device: torch.device) -> None:
+def use_backend(symm_mem: Any, device: torch.device, backend: str = _BACKEND) -> None:
+    """Make ``backend`` (``"CUDA"``: IPC, or ``"NVSHMEM"``) torch symmetric memory's backend for ``device``.
+
+    Raises RuntimeError when another backend is in use and torch refuses to switch (it allows no switch after an
+    allocation), saying how to pick the backend before anything is allocated.
+    """
     get_backend = getattr(symm_mem, "get_backend", None)
     set_backend = getattr(symm_mem, "set_backend", None)
     current = get_backend(device) if get_backend is not None else None
-    if current in (None, _BACKEND) or set_backend is None:
+    if current == backend or (current is None and backend == _BACKEND) or set_backend is None:
         return
     try:
-        set_backend(_BACKEND)
+        set_backend(backend)
     except RuntimeError as error:
         raise RuntimeError(
             f"torch symmetric memory already uses the {current} backend in this process; triton_dist needs the "
-            f"{_BACKEND} (IPC) backend: set TORCH_SYMMMEM={_BACKEND} or call triton_dist.init() before other "
-            f"symmetric-memory allocations"
+            f"{backend}{' (IPC)' if backend == _BACKEND else ''} backend: set TORCH_SYMMMEM={backend} or call "
+            f"triton_dist.init() before other symmetric-memory allocations"
         ) from error
 
 
@@ -56,13 +61,24 @@ def _rendezvous(symm_mem: Any, allocation: torch.Tensor, group_name: str) -> Any
     return symm_mem.rendezvous(allocation, group_name)
 
 
-def map_symmetric_memory_heap(heap_size: int, group: dist.ProcessGroup, device: torch.device) -> HeapMapping:
-    """Allocate this rank's heap with torch symmetric memory and map every peer's heap (a collective)."""
+def map_symmetric_memory_heap(
+    heap_size: int,
+    group: dist.ProcessGroup,
+    device: torch.device,
+    backend: str = _BACKEND,
+    remote_peers: bool = False,
+) -> HeapMapping:
+    """Allocate this rank's heap with torch symmetric memory and map every peer's heap (a collective).
+
+    ``backend`` is torch's backend name (``"CUDA"`` or ``"NVSHMEM"``). A peer torch gives no pointer for (one that
+    load/store cannot reach: another node) is an error unless ``remote_peers``; then its entry in the mapping's
+    ``peers`` is None.
+    """
     from torch.distributed import _symmetric_memory as symm_mem
 
     # triton_dist never uses multicast objects, and creating them hangs on some NVSwitch systems.
     os.environ.setdefault(_MULTICAST_OFF, "1")
-    _use_ipc_backend(symm_mem, device)
+    use_backend(symm_mem, device, backend)
     with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
         allocation = symm_mem.empty(heap_size + HEAP_BASE_ALIGNMENT, dtype=torch.uint8, device=device)
         handle = _rendezvous(symm_mem, allocation, group.group_name)
@@ -75,10 +91,13 @@ def map_symmetric_memory_heap(heap_size: int, group: dist.ProcessGroup, device: 
             f"torch symmetric memory returned a tensor at {allocation.data_ptr():#x} outside its buffer "
             f"[{buffer_ptrs[rank]:#x}, +{handle.buffer_size}); this torch version's layout is not supported"
         )
-    peers = []
+    peers: list[torch.Tensor | None] = []
     for peer in range(world_size):
         if peer == rank:
             peers.append(allocation[start : start + heap_size])
+            continue
+        if not buffer_ptrs[peer] and remote_peers:
+            peers.append(None)
             continue
         if not buffer_ptrs[peer]:
             raise RuntimeError(

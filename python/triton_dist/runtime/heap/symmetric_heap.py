@@ -119,7 +119,8 @@ class SymmetricHeap:
         """The same elements (shape, strides, dtype) in ``peer``'s heap, readable and writable from this process.
 
         The view aliases the peer's memory: it is valid until ``finalize()``, and ordering accesses through it
-        against the peer's kernels is up to the caller (e.g. ``triton_dist.barrier()``).
+        against the peer's kernels is up to the caller (e.g. ``triton_dist.barrier()``). Raises ValueError for a
+        ``peer`` out of range, a tensor off the heap, and a peer this process cannot map (on another node).
         """
         if not 0 <= peer < self.world_size:
             raise ValueError(f"peer must be a rank in [0, {self.world_size}), got {peer}")
@@ -129,5 +130,11 @@ class SymmetricHeap:
         itemsize = tensor.element_size()
         if offset % itemsize:
             raise ValueError(f"tensor at heap offset {offset} is not aligned to its {itemsize}-byte elements")
-        elements = self._peer_bytes[peer].view(tensor.dtype)
+        peer_bytes = self._peer_bytes[peer]
+        if peer_bytes is None:
+            raise ValueError(
+                f"rank {peer}'s heap is not mapped in this process (another node: load/store cannot reach it); "
+                "kernels reach it through dl.put_signal / dl.get on the NVSHMEM heap"
+            )
+        elements = peer_bytes.view(tensor.dtype)
         return elements.as_strided(tensor.shape, tensor.stride(), elements.storage_offset() + offset // itemsize)

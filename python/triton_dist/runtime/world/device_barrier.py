@@ -27,10 +27,16 @@ def barrier_on_device(stream: torch.cuda.Stream | None = None) -> None:
 
     Work queued on ``stream`` after it starts only when every rank's stream has reached its barrier, and sees
     the memory writes that each rank's stream made before its barrier. Every rank must call it equally often.
+    Raises RuntimeError on a CPU heap and on a world that spans nodes.
     """
     world = current_world()
     if world.device.type != "cuda":
         raise RuntimeError("barrier_on_device() needs a GPU heap; this world's heap is on the CPU")
+    if world.num_nodes > 1:
+        raise RuntimeError(
+            f"barrier_on_device() stores to every rank's flags by load/store, which reaches one node; this world "
+            f"spans {world.num_nodes} nodes: use triton_dist.barrier()"
+        )
     world.barrier_epoch += 1
     if world.barrier_epoch >= 2**31:
         raise OverflowError("barrier_on_device() ran 2**31 times; its int32 epochs are exhausted")

@@ -1,4 +1,4 @@
-"""The runtime's knobs: heap size and host-side timeout, from arguments or environment variables."""
+"""The runtime's knobs: heap size, heap backend and host-side timeout, from arguments or environment variables."""
 
 from __future__ import annotations
 
@@ -14,6 +14,12 @@ DEFAULT_HEAP_SIZE = 1 << 30
 HEAP_SIZE_ENV = "TRITON_DIST_HEAP_SIZE"
 DEFAULT_TIMEOUT_S = 300.0
 TIMEOUT_ENV = "TRITON_DIST_TIMEOUT_S"
+BACKEND_ENV = "TRITON_DIST_BACKEND"
+BACKENDS = ("cuda_ipc", "nvshmem")
+"""The heap backends ``init(backend=...)`` accepts: ``cuda_ipc`` (the default: torch symmetric memory's CUDA
+backend, or CUDA IPC handles when ranks share a GPU; one node) and ``nvshmem`` (torch symmetric memory's NVSHMEM
+backend, ``heap/nvshmem.py``; nodes reach each other through NVSHMEM)."""
+DEFAULT_BACKEND = "cuda_ipc"
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
@@ -101,3 +107,22 @@ def resolve_timeout(timeout_s: float | None) -> float:
     except ValueError:
         raise ValueError(f"${TIMEOUT_ENV} must be a number of seconds, got {env!r}") from None
     return _seconds(seconds, f"${TIMEOUT_ENV}")
+
+
+def resolve_backend(backend: str | None) -> str:
+    """The heap backend: the argument, else ``$TRITON_DIST_BACKEND``, else ``cuda_ipc``; case and surrounding blanks
+    do not matter.
+
+    Raises ``TypeError`` for a non-string and ``ValueError`` for a name not in ``BACKENDS``, naming the argument (or
+    the variable) and the accepted names.
+    """
+    source = "backend"
+    if backend is None:
+        env = os.environ.get(BACKEND_ENV, "").strip()
+        backend, source = (env, f"${BACKEND_ENV}") if env else (DEFAULT_BACKEND, "default")
+    if not isinstance(backend, str):
+        raise TypeError(f"{source} must be a string naming a heap backend {BACKENDS}, got {backend!r}")
+    name = backend.strip().lower()
+    if name not in BACKENDS:
+        raise ValueError(f"{source}={backend!r} is not a heap backend: use one of {', '.join(BACKENDS)}")
+    return name
