@@ -40,6 +40,45 @@ def reference(
     return normed.to(xs[0].dtype), h.to(xs[0].dtype)
 
 
+def reference_fp8(
+    xs: list[torch.Tensor], residual: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(the fp32 normed rows, their per-token scales [..., 1], new_residual) by torch, as the fp8 variant defines
+    them: scale = max(max|row| / 448, 1 / (448 * 512))."""
+    total = torch.zeros_like(xs[0], dtype=torch.float32)
+    for x in xs:
+        total += x.float()
+    h = residual.float() + total
+    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+    scale = (normed.abs().amax(-1, keepdim=True) / 448.0).clamp(min=1.0 / (448.0 * 512.0))
+    return normed, scale, h.to(xs[0].dtype)
+
+
+def close_fp8(
+    quantized: torch.Tensor, scale: torch.Tensor, normed: torch.Tensor, want_scale: torch.Tensor
+) -> list[str]:
+    """Problems of an e4m3 row set against torch's fp32 rows: the dtype and shapes, the scales (rtol 1e-5), and
+    every element within one e4m3 step of ``normed / scale`` (a step: 2^(e - 3) in the binade [2^e, 2^(e + 1)),
+    2^-9 below 2^-6: one step allows round to nearest and a tie flipped by the division's last bit)."""
+    if quantized.dtype != torch.float8_e4m3fn or scale.dtype != torch.float32:
+        return [f"dtypes {quantized.dtype}, {scale.dtype}: want float8_e4m3fn, float32"]
+    if quantized.shape != normed.shape or scale.shape != want_scale.shape:
+        return [
+            f"shapes {list(quantized.shape)}, {list(scale.shape)}: want {list(normed.shape)}, {list(want_scale.shape)}"
+        ]
+    got = quantized.float()
+    if torch.isnan(got).any() or torch.isnan(scale).any():
+        return ["NaN elements"]
+    if not torch.allclose(scale, want_scale, rtol=1e-5, atol=0):
+        return [f"scales: max relative error {((scale - want_scale).abs() / want_scale).max().item():.3g}"]
+    exact = normed / scale
+    step = torch.exp2(torch.floor(torch.log2(exact.abs().clamp(min=2.0**-6))) - 3)
+    bad = (got - exact).abs() > step
+    if bad.any():
+        return [f"{int(bad.sum())} elements off by more than one e4m3 step, e.g. {got[bad][0]} for {exact[bad][0]}"]
+    return []
+
+
 def _close(got: torch.Tensor, want: torch.Tensor) -> list[str]:
     if got.shape != want.shape or got.dtype != want.dtype:
         return [f"{got.dtype} {list(got.shape)} != {want.dtype} {list(want.shape)}"]
@@ -54,7 +93,7 @@ def _close(got: torch.Tensor, want: torch.Tensor) -> list[str]:
 def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[], list[str]]]:
     import triton_dist
     from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig, ArRmsNormError
-    from triton_dist.ops.ar_rmsnorm.op import _run
+    from triton_dist.ops.ar_rmsnorm.op import _run, _run_fp8
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -68,6 +107,26 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
                 normed, new_residual = _run(xs[rank], residual, weight, 1e-5, config)
             want_normed, want_residual = reference(xs, residual, weight, 1e-5)
             problems += [f"normed: {p}" for p in _close(normed, want_normed)]
+            problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
+        return problems
+
+    def run_fp8(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
+        problems = []
+        for _ in range(2):  # the second call relaunches the plan
+            xs = [torch.randn(shape, generator=gen).to(dtype) for _ in range(size)]
+            residual = torch.randn(shape, generator=gen).to(dtype)
+            weight = (torch.rand(shape[-1], generator=gen) + 0.5).to(dtype)
+            if len(shape) == 2 and shape[0] > 1:  # a row of zeros: the smallest scale, zeros out
+                residual[1] = 0
+                for x in xs:
+                    x[1] = 0
+            if config is None:
+                call = triton_dist.ops.ar_rmsnorm.all_reduce_residual_rmsnorm_fp8
+                quantized, scale, new_residual = call(xs[rank], residual, weight, 1e-5)
+            else:
+                quantized, scale, new_residual = _run_fp8(xs[rank], residual, weight, 1e-5, config)
+            normed, want_scale, want_residual = reference_fp8(xs, residual, weight, 1e-5)
+            problems += [f"normed_fp8: {p}" for p in close_fp8(quantized, scale, normed, want_scale)]
             problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
         return problems
 
@@ -100,6 +159,10 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "two_shot/fp32": lambda: run((5, 100), torch.float32, ArRmsNormConfig("two_shot", 2, 1)),
         "two_shot/bf16_one_row": lambda: run((1, 48), torch.bfloat16, ArRmsNormConfig("two_shot", 2, 1)),
         "no_rows": lambda: run((0, 32), torch.float32, None),
+        "fp8/selected_bf16_3d": lambda: run_fp8((2, 2, 40), torch.bfloat16, None),
+        "fp8/one_shot_fp32": lambda: run_fp8((5, 100), torch.float32, ArRmsNormConfig("one_shot", 2, 1)),
+        "fp8/two_shot_bf16": lambda: run_fp8((5, 100), torch.bfloat16, ArRmsNormConfig("two_shot", 2, 1)),
+        "fp8/no_rows": lambda: run_fp8((0, 32), torch.bfloat16, None),
     }
 
 
@@ -142,6 +205,8 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
         assert {
             "one_shot/fp32",
             "two_shot/fp32",
+            "fp8/one_shot_fp32",
+            "fp8/two_shot_bf16",
             "selected/bf16",
             "no_rows",
             "disagreeing_ranks",
@@ -156,19 +221,25 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
 
 
 @pytest.mark.parametrize("target", ["sm_90", "gfx942"])
-@pytest.mark.parametrize(("algo", "dtype", "world"), [("one_shot", "bf16", 2), ("two_shot", "fp16", 0)])
-def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtype: str, world: int) -> None:
+@pytest.mark.parametrize(
+    ("algo", "dtype", "world", "fp8"),
+    [("one_shot", "bf16", 2, False), ("two_shot", "fp16", 0, False), ("two_shot", "bf16", 2, True)],
+)
+def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtype: str, world: int, fp8: bool) -> None:
     """sm_90: the notify's system-scope release and the wait's acquire in the PTX; gfx942: the notify's
     system-scope writeback (release) and the wait's invalidate (acquire). ``world`` 0: the notify loop of a
-    non-power-of-two world."""
+    non-power-of-two world. ``fp8``: the e4m3 output (NVIDIA only), its conversion in the PTX."""
     from dl_compile import assembly, compile_kernel, need_real_library
 
     from triton_dist.ops.ar_rmsnorm import config as cfg
     from triton_dist.ops.ar_rmsnorm import kernels
 
+    if fp8 and target == "gfx942":
+        pytest.skip("the e4m3 output is NVIDIA only (the op refuses it on ROCm)")
     need_real_library(target)
     pointer = f"*{dtype}"
     signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
+    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
     signature |= {"eps": "fp32", "data_ptr": pointer, "flags_ptr": "*i32", "epochs_ptr": "*i32"}
     signature |= {"rows": "i32", "hidden": "i32", "chunk": "i32", "flags_stride": "i32"}
     hidden = 4096
@@ -176,11 +247,14 @@ def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtyp
         "REGION": cfg.region_bytes(algo, hidden, 2, 2) // 2,
         "BLOCK_H": cfg.block_h(hidden),
         "TWO_SHOT": algo == "two_shot",
+        "FP8": fp8,
         "WORLD": world,
     }
     aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr", "hidden")
     compiled = compile_kernel(kernels._ar_rmsnorm_kernel, signature, target, constexprs, aligned, num_warps=4)
     asm = assembly(compiled, target)
+    if fp8:
+        assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
     if target == "sm_90":
         release = re.findall(r"st\.release\.sys|atom\.global\.sys\.release\.exch|fence\.(?:acq_rel|sc)\.sys", asm)
         assert release, "a system-scope release (dl.notify) expected"
@@ -192,23 +266,32 @@ def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtyp
 
 
 def test_the_algorithm_follows_the_all_reduce_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A stored all_reduce table for this GPU decides one-shot (any one-shot variant) versus two-shot by size."""
+    """``all_reduce``'s choice (its stored table for this GPU, read through ``all_reduce.select_config``) decides
+    one-shot (any one-shot variant) versus two-shot by size; a malformed table is an ArRmsNormError naming it."""
     from triton_dist.ops import tuning
+    from triton_dist.ops.all_reduce import config as ar_cfg
     from triton_dist.ops.ar_rmsnorm import config as cfg
 
-    rows = [[4096, {"algo": "one_shot_ll", "programs": 4, "num_warps": 1}], [1 << 20, {"algo": "two_shot"}]]
-    tables = {"all_reduce|table|2|Fake GPU": {"config": {"rows": rows}}}
+    rows = [
+        [4096, {"algo": "one_shot_ll", "programs": 4, "num_warps": 1}],
+        [1 << 20, {"algo": "two_shot", "programs": 8}],
+    ]
+    tables: dict[str, Any] = {"all_reduce|table|2|Fake GPU": {"config": {"rows": rows}}}
     monkeypatch.setattr(tuning, "lookup_entry", tables.get)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
-    monkeypatch.setattr(cfg, "_algorithms", {})
+    monkeypatch.setattr(ar_cfg, "_tables", {})
+    monkeypatch.setattr(ar_cfg, "_selected", {})
     cuda = torch.device("cuda", 0)
     assert cfg.choose_config(4096, 2, cuda, 2, 2, emulated=False) == cfg.ArRmsNormConfig("one_shot", 2, 4)
     assert cfg.choose_config(8192, 4, cuda, 2, 2, emulated=False) == cfg.ArRmsNormConfig("two_shot", 2, 4)
     assert cfg.choose_config(64 << 20, 4096, cuda, 2, 2, emulated=False).algo == "two_shot"  # past the last row
     assert cfg.choose_config(8192 * 2 * 8, 8, cuda, 2, 2, emulated=False).num_warps == 8  # hidden 8192
-    # Another world size has no table: the heuristic (one-shot up to 512 KiB / W).
+    # Another world size has no table: all_reduce's heuristic (one-shot up to 512 KiB / W).
     assert cfg.choose_config(8192, 4, cuda, 4, 2, emulated=False).algo == "one_shot"
     assert cfg.choose_config(256 << 10, 64, cuda, 4, 2, emulated=False).algo == "two_shot"
+    tables["all_reduce|table|8|Fake GPU"] = {"config": {"rows": [[4096, {"algo": "two_shot"}]]}}
+    with pytest.raises(cfg.ArRmsNormError, match="all_reduce_residual_rmsnorm: all_reduce: a stored config table"):
+        cfg.choose_config(4096, 2, cuda, 8, 2, emulated=False)
 
 
 def test_the_emulation_takes_the_heuristic_with_few_programs() -> None:
@@ -275,3 +358,20 @@ def test_the_custom_op_traces_with_fake_tensors() -> None:
     assert torch.ops.triton_dist.all_reduce_residual_rmsnorm.default in calls
     with pytest.raises(ValueError, match="weight must be a float32 \\[64\\]"):
         make_fx(layer, tracing_mode="fake")(args[0], args[1], torch.ones(63))
+
+
+def test_the_fp8_custom_op_traces_with_fake_tensors() -> None:
+    """The e4m3 variant under tracing: its own custom op, fake outputs of e4m3, fp32 [..., 1] and x's dtype."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from triton_dist.ops.ar_rmsnorm import all_reduce_residual_rmsnorm_fp8
+
+    def layer(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        quantized, scale, new_residual = all_reduce_residual_rmsnorm_fp8(x, residual, weight, 1e-5)
+        assert quantized.dtype == torch.float8_e4m3fn and scale.shape == (*x.shape[:-1], 1)
+        return quantized.float() * scale + new_residual
+
+    args = (torch.randn(2, 4, 64), torch.randn(2, 4, 64), torch.ones(64))
+    graph = make_fx(layer, tracing_mode="fake")(*args)
+    calls = [node.target for node in graph.graph.nodes if node.op == "call_function"]
+    assert torch.ops.triton_dist.all_reduce_residual_rmsnorm_fp8.default in calls

@@ -11,13 +11,16 @@ triton_dist.ops.all_reduce(x, out=x)           # in place (also: all_reduce_in_p
 - ``op.py``: the checks, the per-signature plan, ``torch.ops.triton_dist.all_reduce`` (and ``all_reduce_out``),
   the public functions.
 
+``select_config`` (and ``emulated_config`` under the CPU emulation) is the one place that decides which algorithm a
+message of a given size takes; ops that move rows the way ``all_reduce`` moves elements (``ar_rmsnorm``) ask it.
+
 Every rank sums the ranks' values in the same order, so all ranks get bit-identical results. Bad input raises
 :class:`AllReduceError` (an ``ops.common.errors.OpInputError``) before any launch.
 """
 
 from __future__ import annotations
 
-from triton_dist.ops.all_reduce.config import AllReduceConfig, AllReduceError
+from triton_dist.ops.all_reduce.config import AllReduceConfig, AllReduceError, emulated_config, select_config
 from triton_dist.ops.all_reduce.op import all_reduce, all_reduce_in_place
 
-__all__ = ["AllReduceConfig", "AllReduceError", "all_reduce", "all_reduce_in_place"]
+__all__ = ["AllReduceConfig", "AllReduceError", "all_reduce", "all_reduce_in_place", "emulated_config", "select_config"]

@@ -1,5 +1,6 @@
-"""How a fused all-reduce + residual + RMSNorm runs: the algorithm (one-shot push or two-shot, chosen by message
-size with the all-reduce's tables), the programs, and the per-slot workspace a row needs."""
+"""How a fused all-reduce + residual + RMSNorm runs: the algorithm (one-shot push or two-shot, as ``all_reduce``
+chooses for the message size: ``all_reduce.select_config``), the programs, the per-slot workspace a row needs, and
+the fp8 output's per-token scale."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 import torch
 import triton
 
-from triton_dist.ops import tuning
+from triton_dist.ops.all_reduce import AllReduceError, emulated_config, select_config
 from triton_dist.ops.common.errors import OpInputError
 
 
@@ -64,54 +65,46 @@ def row_programs(algo: str, rows: int, world_size: int) -> int:
 
 
 def region_bytes(algo: str, hidden: int, itemsize: int, world_size: int) -> int:
-    """Bytes per slot: one-shot, 2 parities x W inbox rows; two-shot, W inbox rows + W x 2 gathered rows."""
-    rows = 2 * world_size if algo == "one_shot" else 3 * world_size
-    return rows * block_h(hidden) * itemsize
+    """Bytes per slot: one-shot, 2 parities x W inbox rows; two-shot, W inbox rows + W x 2 gathered rows, then W
+    fp32 per-token scales (the fp8 output's; 16-byte aligned)."""
+    if algo == "one_shot":
+        return 2 * world_size * block_h(hidden) * itemsize
+    return 3 * world_size * block_h(hidden) * itemsize + 16 * triton.cdiv(4 * world_size, 16)
+
+
+FP8_DTYPE = torch.float8_e4m3fn
+"""The fp8 output's dtype (OCP e4m3, NVIDIA's ``float8e4nv``)."""
+FP8_MAX = 448.0
+"""The largest finite e4m3 value: a row's largest magnitude maps to it."""
+FP8_MIN_SCALE = 1.0 / (FP8_MAX * 512.0)
+"""The smallest per-token scale: a row of zeros (or nearly) gets this one, never 0 (no division by zero)."""
 
 
 EMULATED_PROGRAMS = 2
 """The most programs under the CPU emulation (each one a thread of Triton's interpreter), of one warp."""
 
-_algorithms: dict[tuple[int, str], list[tuple[int, str]] | None] = {}
-"""Per (world size, GPU): the all-reduce table's rows as (largest message in bytes, algorithm); None: no table."""
 
-
-def all_reduce_rows(world_size: int, gpu: str) -> list[tuple[int, str]] | None:
-    """The rows of ``all_reduce``'s stored table for ``world_size`` ranks of ``gpu`` (the user's tuning cache, else
-    the package's ``ops/tuned_configs.json``, entry ``all_reduce|table|<world size>|<gpu>``) as (bytes, algorithm);
-    None if neither has one. Read once per process; a malformed table raises ArRmsNormError naming it."""
-    memo = (world_size, gpu)
-    if memo not in _algorithms:
-        entry = tuning.lookup_entry(f"all_reduce|table|{world_size}|{gpu}")
-        rows = None
-        if entry is not None:
-            try:
-                rows = [(int(nbytes), str(fields["algo"])) for nbytes, fields in entry["config"]["rows"]]
-            except (KeyError, TypeError, ValueError) as error:
-                raise ArRmsNormError(f"{OP_NAME}: the stored all_reduce table is malformed ({error})") from error
-        _algorithms[memo] = rows
-    return _algorithms[memo]
-
-
-def heuristic_algo(nbytes: int, world_size: int) -> str:
-    """Without a table: one-shot up to 512 KiB / W, else two-shot (``all_reduce``'s heuristic's bound)."""
-    return "one_shot" if nbytes <= (512 << 10) // max(1, world_size) else "two_shot"
+def choose_algo(nbytes: int, device: torch.device, world_size: int, itemsize: int, emulated: bool) -> str:
+    """ "two_shot" where ``all_reduce`` would take its two-shot for a message of ``nbytes``, else "one_shot" (every
+    one-shot variant of the all-reduce maps to the push one-shot). ``all_reduce.select_config`` decides (its tuned
+    table for this GPU and world size, else its heuristic); under the CPU emulation ``all_reduce.emulated_config``."""
+    if emulated:
+        found = emulated_config(nbytes, world_size)
+    else:
+        try:
+            found = select_config(nbytes, device, world_size, itemsize)
+        except AllReduceError as error:  # a malformed stored table
+            raise ArRmsNormError(f"{OP_NAME}: {error}") from error
+    return "two_shot" if found.algo == "two_shot" else "one_shot"
 
 
 def choose_config(
     nbytes: int, rows: int, device: torch.device, world_size: int, itemsize: int, emulated: bool
 ) -> ArRmsNormConfig:
-    """The config of a call. The algorithm: ``all_reduce``'s stored table for this GPU and world size decides
-    two-shot versus one-shot for a message of ``nbytes`` (the first row covering it, the last row past its end;
-    every one-shot variant maps to the push one-shot), else ``heuristic_algo`` (always under the CPU emulation).
+    """The config of a call. The algorithm: ``choose_algo`` (``all_reduce``'s choice for a message of ``nbytes``).
     Programs: one per row of a flag round, capped by the slots (under the emulation by ``EMULATED_PROGRAMS`` of
     one warp); warps: 4 up to a 4096-element row, then one per 1024 elements (at most 16)."""
-    table = None if emulated else all_reduce_rows(world_size, torch.cuda.get_device_name(device))
-    if table:
-        found = next((algo for bound, algo in table if nbytes <= bound), table[-1][1])
-        algo = "two_shot" if found == "two_shot" else "one_shot"
-    else:
-        algo = heuristic_algo(nbytes, world_size)
+    algo = choose_algo(nbytes, device, world_size, itemsize, emulated)
     most = EMULATED_PROGRAMS if emulated else SLOTS[algo]
     programs = max(1, min(row_programs(algo, rows, world_size), most, SLOTS[algo]))
     hidden = max(1, nbytes // itemsize // max(1, rows))

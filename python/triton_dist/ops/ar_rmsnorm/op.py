@@ -13,6 +13,7 @@ import torch
 
 from triton_dist import runtime as rt
 from triton_dist.ops.ar_rmsnorm.config import (
+    FP8_DTYPE,
     MAX_HIDDEN,
     SLOTS,
     SUPPORTED_DTYPES,
@@ -100,16 +101,19 @@ def _launch(
     eps: float,
     normed: torch.Tensor,
     new_residual: torch.Tensor,
+    scale: torch.Tensor | None,
     config: ArRmsNormConfig | None,
 ) -> None:
-    """Enqueue the fused op (inputs checked, outputs fresh and like x) on the current stream."""
-    aligned = tuple(t.data_ptr() % 16 == 0 for t in (x, residual, weight, normed, new_residual))
-    signature = (tuple(x.shape), x.dtype, x.device, aligned, config)
+    """Enqueue the fused op (inputs checked, outputs fresh: ``new_residual`` like x, ``normed`` like x or of
+    ``FP8_DTYPE`` with ``scale`` fp32 [rows]) on the current stream."""
+    scale_arg = new_residual if scale is None else scale  # never read without FP8
+    aligned = tuple(t.data_ptr() % 16 == 0 for t in (x, residual, weight, normed, new_residual, scale_arg))
+    signature = (tuple(x.shape), x.dtype, normed.dtype, x.device, aligned, config)
     plan = _plans.get(signature)
     if plan is None:  # the first call launches
-        _first_call(x, residual, weight, eps, normed, new_residual, config, signature)
+        _first_call(x, residual, weight, eps, normed, new_residual, scale_arg, config, signature)
     else:
-        plan.launch(x.device, x, residual, weight, normed, new_residual, float(eps))
+        plan.launch(x.device, x, residual, weight, normed, new_residual, scale_arg, float(eps))
 
 
 def _first_call(
@@ -119,6 +123,7 @@ def _first_call(
     eps: float,
     normed: torch.Tensor,
     new_residual: torch.Tensor,
+    scale: torch.Tensor,
     config: ArRmsNormConfig | None,
     signature: tuple,
 ) -> LaunchPlan | EmulatedLaunch | _Empty:
@@ -129,13 +134,13 @@ def _first_call(
     if config is None:
         nbytes = x.numel() * x.element_size()
         config = choose_config(nbytes, max(rows, 1), x.device, world.world_size, x.element_size(), emulated(world))
-    described = {"shape": list(x.shape), "dtype": str(x.dtype), "config": asdict(config)}
+    described = {"shape": list(x.shape), "dtype": str(x.dtype), "out": str(normed.dtype), "config": asdict(config)}
 
     def make() -> LaunchPlan | EmulatedLaunch | _Empty:
         if rows == 0:
             return _Empty()
         with on_device(x.device):
-            return _first_launch(x, residual, weight, eps, normed, new_residual, config, world.world_size)
+            return _first_launch(x, residual, weight, eps, normed, new_residual, scale, config, world.world_size)
 
     return _plans.build(signature, described, make)
 
@@ -147,6 +152,7 @@ def _first_launch(
     eps: float,
     normed: torch.Tensor,
     new_residual: torch.Tensor,
+    scale: torch.Tensor,
     config: ArRmsNormConfig,
     world_size: int,
 ) -> LaunchPlan | EmulatedLaunch:
@@ -163,6 +169,7 @@ def _first_launch(
         "weight_ptr": weight,
         "normed_ptr": normed,
         "new_residual_ptr": new_residual,
+        "scale_ptr": scale,
         "eps": float(eps),
         "data_ptr": ws.data_as(x.dtype),
         "flags_ptr": ws.flags,
@@ -174,9 +181,10 @@ def _first_launch(
         "REGION": region // x.element_size(),
         "BLOCK_H": block_h(hidden),
         "TWO_SHOT": config.algo == "two_shot",
+        "FP8": normed.dtype == FP8_DTYPE,
         "WORLD": notify_world(world_size),
     }
-    return first_launch(_ar_rmsnorm_kernel, (programs, 1, 1), named, 6, num_warps=config.num_warps)
+    return first_launch(_ar_rmsnorm_kernel, (programs, 1, 1), named, 7, num_warps=config.num_warps)
 
 
 def _run(
@@ -191,8 +199,36 @@ def _run(
     _check(x, residual, weight, eps)
     normed = torch.empty_like(x)
     new_residual = torch.empty_like(x)
-    _launch(x, residual, weight, eps, normed, new_residual, config)
+    _launch(x, residual, weight, eps, normed, new_residual, None, config)
     return normed, new_residual
+
+
+def _check_fp8() -> None:
+    """Raise ArRmsNormError where this build cannot write e4m3 (ROCm: its fp8 is another format)."""
+    if torch.version.hip is not None:
+        raise ArRmsNormError(f"{OP}_fp8: the e4m3 output (torch.float8_e4m3fn) needs an NVIDIA GPU; this is ROCm")
+
+
+def scale_shape(x: torch.Tensor) -> tuple[int, ...]:
+    """The per-token scale's shape: x's with a last dimension of 1 (``normed_fp8.float() * scale`` broadcasts)."""
+    return (*x.shape[:-1], 1)
+
+
+def _run_fp8(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float = 1e-6,
+    config: ArRmsNormConfig | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``_run`` with the e4m3 output: (normed_fp8, scale, new_residual)."""
+    _check(x, residual, weight, eps)
+    _check_fp8()
+    normed = torch.empty(x.shape, dtype=FP8_DTYPE, device=x.device)
+    scale = torch.empty(scale_shape(x), dtype=torch.float32, device=x.device)
+    new_residual = torch.empty_like(x)
+    _launch(x, residual, weight, eps, normed, new_residual, scale, config)
+    return normed, scale, new_residual
 
 
 @torch.library.custom_op("triton_dist::all_reduce_residual_rmsnorm", mutates_args=())
@@ -210,6 +246,22 @@ def _ar_rmsnorm_fake(
     return torch.empty_like(x), torch.empty_like(x)
 
 
+@torch.library.custom_op("triton_dist::all_reduce_residual_rmsnorm_fp8", mutates_args=())
+def _ar_rmsnorm_fp8_op(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return _run_fp8(x, residual, weight, eps)
+
+
+@_ar_rmsnorm_fp8_op.register_fake
+def _ar_rmsnorm_fp8_fake(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    check_inputs(x, residual, weight, eps)
+    normed = x.new_empty(x.shape, dtype=FP8_DTYPE)
+    return normed, x.new_empty(scale_shape(x), dtype=torch.float32), torch.empty_like(x)
+
+
 def all_reduce_residual_rmsnorm(
     x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -222,6 +274,7 @@ def all_reduce_residual_rmsnorm(
     are expected to be the same on every rank (tensor parallelism), which makes the outputs bit-identical on all
     ranks. Computed in fp32 (``h = residual + sum_r x_r``, ``normed = h * rsqrt(mean(h^2) + eps) * weight``),
     returned in x's dtype. The one-shot or two-shot algorithm follows ``all_reduce``'s choice for the message size.
+    :func:`all_reduce_residual_rmsnorm_fp8` returns ``normed`` in e4m3 with a per-token scale instead.
 
     Needs ``triton_dist.init()`` on GPUs, or ``init(device="cpu")`` under ``TRITON_INTERPRET=1``. Bad input raises
     :class:`ArRmsNormError` before any launch. No host synchronization: CUDA-graph capture works once the shape has
@@ -231,3 +284,23 @@ def all_reduce_residual_rmsnorm(
     if not plain_eager(x, residual, weight):
         return torch.ops.triton_dist.all_reduce_residual_rmsnorm(x, residual, weight, eps)
     return _run(x, residual, weight, eps)
+
+
+def all_reduce_residual_rmsnorm_fp8(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(normed_fp8, scale, new_residual)``: :func:`all_reduce_residual_rmsnorm` with the normed rows quantized to
+    fp8 (e4m3, ``torch.float8_e4m3fn``) with one fp32 scale per token (row), in the same one kernel
+    (``torch.ops.triton_dist.all_reduce_residual_rmsnorm_fp8``).
+
+    Per row, from the fp32 normed row ``y`` (never rounded to x's dtype first): ``scale = max(max|y| / 448,
+    1 / (448 * 512))`` and ``normed_fp8 = clamp(y / scale, -448, 448)`` rounded to nearest, so
+    ``normed_fp8.float() * scale`` approximates ``y`` (the row's largest magnitude maps to 448). ``scale`` has x's
+    shape with a last dimension of 1 (``[tokens, 1]`` for 2-D x: the per-token scale an fp8 GEMM takes);
+    ``new_residual`` is as in :func:`all_reduce_residual_rmsnorm`, in x's dtype. The arguments, the collective
+    agreement, CUDA-graph capture and the bit-identical results across ranks are as there. Raises
+    :class:`ArRmsNormError` for bad input, and on ROCm (another fp8 format).
+    """
+    if not plain_eager(x, residual, weight):
+        return torch.ops.triton_dist.all_reduce_residual_rmsnorm_fp8(x, residual, weight, eps)
+    return _run_fp8(x, residual, weight, eps)
