@@ -6,7 +6,8 @@ The ops (each importable from here; all but ``matmul`` also registered as ``torc
 - :func:`ag_gemm`: C = all_gather(A) @ B, overlapping the gather with the GEMM.
 - :func:`gemm_rs`: this rank's row shard of sum over ranks of A_r @ B_r (GEMM + reduce-scatter).
 - :func:`all_reduce`: one-launch one-shot / two-shot all-reduce for decode-size messages.
-- :func:`all_reduce_residual_rmsnorm`: all-reduce, residual add and RMSNorm in one kernel (a TP layer's epilogue).
+- :func:`all_reduce_residual_rmsnorm`: all-reduce, residual add and RMSNorm in one kernel (a TP layer's epilogue);
+  :func:`all_reduce_residual_rmsnorm_fp8`: the same with an e4m3 output and a per-token scale.
 - :func:`gemm_ar`: sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce in one kernel.
 - :func:`flash_decode`: decode attention over a KV cache split across ranks along the sequence, partial results
   combined inside the one kernel.
@@ -35,7 +36,7 @@ from __future__ import annotations
 # Python bound the submodule to the name) rebinds it, and later submodule imports leave it alone.
 from triton_dist.ops.ag_gemm import ag_gemm
 from triton_dist.ops.all_reduce import all_reduce
-from triton_dist.ops.ar_rmsnorm import all_reduce_residual_rmsnorm
+from triton_dist.ops.ar_rmsnorm import all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8
 from triton_dist.ops.flash_decode import flash_decode
 from triton_dist.ops.gemm_ar import gemm_ar
 from triton_dist.ops.gemm_rs import gemm_rs
@@ -47,6 +48,7 @@ __all__ = [
     "ag_gemm",
     "all_reduce",
     "all_reduce_residual_rmsnorm",
+    "all_reduce_residual_rmsnorm_fp8",
     "flash_decode",
     "gemm_ar",
     "gemm_rs",
