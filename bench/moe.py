@@ -1,0 +1,1228 @@
+"""MoE dispatch / combine (issue 27): ours beside an NCCL ``all_to_all_single`` dispatcher, torch symm-mem's NVSHMEM
+``all_to_all_vdev`` and the push all-gather's bandwidth, in one run.
+
+    torchrun --nproc-per-node=2 bench/moe.py [--tokens 1,128,512,2048,4096,16384] [--reps 20] [--skip-nvshmem]
+
+The problem: H 7168 bf16, top-8 of 256 experts (E / W per rank), random routing (each token's 8 experts distinct and
+uniform; the verification inputs also carry some ids of -1). Paths:
+
+- **ours**: ``triton_dist.ops.moe_dispatch`` / ``moe_combine``, ``mode="normal"`` at every ``--tokens`` (one host
+  synchronization per dispatch, by design), and ``mode="low_latency"`` at ``--ll-tokens`` per rank, both CUDA-graphed
+  (one dispatch per graph, one combine per graph) and eager; an fp8 dispatch row where ``moe_dispatch`` takes an fp8
+  option that works (otherwise the reason is printed and written).
+- **NCCL**: :class:`A2ADispatcher` over ``dist.all_to_all_single``, written the usual way with the care ours gets:
+  route on the device (tokens per destination rank and pairs per expert, no host sync), one counts exchange, one
+  host synchronization for the split sizes, each token packed once per destination rank with its ids and weights in
+  the same row (one payload exchange, staging buffers preallocated), then grouped by local expert on the receiver
+  (rows in (source, token, k) order, as ours). Combine reduces each received token's rows (weights applied, fp32)
+  into one partial per (token, rank) in x's dtype, sends it home, and sums the partials in fp32 there.
+- **NVSHMEM**: the same dispatcher with the payload exchanges made by ``torch.ops.symm_mem.all_to_all_vdev`` on
+  NVSHMEM symmetric buffers (the counts still over NCCL). NVSHMEM needs ``symm_mem.set_backend("NVSHMEM")`` before
+  any symmetric allocation, and the backend cannot change afterwards, while triton_dist's heap is a symm-mem
+  allocation of the ``CUDA`` backend: the two cannot share a process. So this phase runs last, in child processes
+  (one per rank, their own process group), and a failure lands in the table as its reason.
+- **push all-gather**: ``examples/allgather_push.py``'s kernel, a shard of ``--ag-tokens`` x H per rank; its
+  per-rank bandwidth (bytes each rank sends to its peers / µs) is the bar for normal mode at 4096 tokens.
+
+Per row: dispatch and combine µs three ways (max over ranks of the median of ``--reps`` >= 20 calls):
+
+- **device**: CUDA events around one call, a device barrier across ranks before each (``rt.barrier_on_device``;
+  an NCCL one-element all-reduce in the NVSHMEM phase); a combine's dispatch runs before its barrier, untimed;
+- **from idle**: events around one call after a host synchronize and a ``dist.barrier`` (the host path included);
+- **host**: CPU µs to enqueue one call while the GPU is busy (``testing.host_us``); a call that synchronizes with
+  the host (normal-mode dispatch, ours and the baselines) has none. Host µs of a combine repeat one dispatch's
+  combine (the host work does not depend on the data).
+
+GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
+same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
+once against ``triton_dist.ops.moe.reference_*`` before timing, and at every size ours and NCCL against the closed
+form of an identity expert (combine = x * sum of the valid weights). Writes ``bench/results/moe_<W>x<GPU>.md``,
+``.json`` and ``.png`` (``--out-dir``, ``--tag``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.distributed as dist
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+from _common import RESULTS, describe_machine, markdown_table, panel_chart, run_date, write_json  # noqa: E402
+
+from triton_dist.ops.moe import reference_combine, reference_dispatch  # noqa: E402
+
+TOKENS = (1, 128, 512, 2048, 4096, 16384)
+HIDDEN, EXPERTS, TOPK = 7168, 256, 8
+LL_TOKENS = 128
+NONE_RATE = 0.03
+"""Share of the verification inputs' ids set to -1 (no expert)."""
+OURS, NCCL, NVSHMEM, FP8 = "ours", "NCCL all_to_all_single", "NVSHMEM all_to_all_vdev", "ours fp8"
+CHUNK_ELEMENTS = 1 << 27
+"""Elements of fp32 a baseline's weighted sum converts at once (bounds its temporaries at 512 MiB)."""
+NVSHMEM_TIMEOUT_S = 150
+
+
+# --- arguments ---------------------------------------------------------------------------------------------------
+
+
+def _positive_ints(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected comma-separated ints, got {text!r}") from error
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive ints, got {text!r}")
+    return sorted(set(values))
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line (see the module docstring); raises ``SystemExit`` (argparse) on a bad value."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--tokens", type=_positive_ints, default=list(TOKENS), help="normal mode: tokens per rank")
+    parser.add_argument("--ll-tokens", type=int, default=LL_TOKENS, help="low-latency mode: tokens per rank")
+    parser.add_argument("--hidden", type=int, default=HIDDEN)
+    parser.add_argument("--experts", type=int, default=EXPERTS)
+    parser.add_argument("--topk", type=int, default=TOPK)
+    parser.add_argument("--ag-tokens", type=int, default=4096, help="push all-gather shard: this many tokens x H")
+    parser.add_argument("--reps", type=int, default=20, help="timed calls per measurement (median; >= 20)")
+    parser.add_argument("--heap", default="8G", help="triton_dist's symmetric heap per rank")
+    parser.add_argument("--skip-nvshmem", action="store_true", help="leave out the NVSHMEM all_to_all_vdev phase")
+    parser.add_argument("--nvshmem-timeout", type=int, default=NVSHMEM_TIMEOUT_S, help="seconds for that phase")
+    parser.add_argument("--out-dir", default=str(RESULTS))
+    parser.add_argument("--tag", default="", help="results file suffix (default: <W>x<GPU>)")
+    parser.add_argument("--nvshmem-child", default="", help=argparse.SUPPRESS)  # internal: the NVSHMEM phase
+    args = parser.parse_args(argv)
+    if args.reps < 20:
+        parser.error(f"--reps {args.reps}: a reported median needs at least 20 timed calls")
+    if args.topk < 1 or args.topk > args.experts:
+        parser.error(f"--topk {args.topk} must be in [1, --experts {args.experts}]")
+    if args.ll_tokens < 1 or args.hidden < 1 or args.ag_tokens < 1:
+        parser.error("--ll-tokens, --hidden and --ag-tokens must be positive")
+    return args
+
+
+# --- inputs and the checks -----------------------------------------------------------------------------------------
+
+
+def make_inputs(
+    tokens: int,
+    hidden: int,
+    experts: int,
+    topk: int,
+    generator: torch.Generator,
+    device: torch.device | str = "cpu",
+    none_rate: float = 0.0,
+    dtype: torch.dtype = torch.bfloat16,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One rank's (x [T, H], topk_idx [T, k] int32, topk_weights [T, k] fp32): distinct uniform experts per token,
+    a ``none_rate`` share of the ids set to -1. ``generator`` lives on ``device``."""
+    x = torch.randn(tokens, hidden, generator=generator, device=device).to(dtype)
+    idx = torch.rand(tokens, experts, generator=generator, device=device).topk(topk, dim=1).indices.to(torch.int32)
+    if none_rate:
+        idx[torch.rand(tokens, topk, generator=generator, device=device) < none_rate] = -1
+    weights = torch.rand(tokens, topk, generator=generator, device=device)
+    return x, idx, weights
+
+
+def scaled_experts(rows: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
+    """The verification's experts: expert e multiplies its rows by (e + 1) / 4 (rows of expert -1 give 0)."""
+    return (rows.float() * ((expert.float() + 1) / 4).unsqueeze(-1)).to(rows.dtype)
+
+
+@dataclass
+class PathResult:
+    """What a path gave for one rank's verification inputs, in normal mode's layout: rows grouped by local expert,
+    each expert's rows in (source, token, k) order."""
+
+    rows: torch.Tensor
+    expert_counts: list[int]
+    experts: torch.Tensor
+    weights: torch.Tensor
+    combined: torch.Tensor
+    """combine of :func:`scaled_experts` applied to the rows."""
+
+
+def compare(got: PathResult, want_rows: torch.Tensor, want: Any, combined: torch.Tensor, rtol: float) -> str:
+    """What differs between a path's result on this rank and the reference's ('' if nothing): the dispatch exactly,
+    the combine within ``rtol`` of |reference| plus 1% of the largest |reference| when ``rtol`` > 1e-2 (partials
+    rounded to x's dtype), else an absolute 1e-5."""
+    problems = []
+    if got.expert_counts != want.expert_counts.tolist():
+        problems.append(f"expert counts {got.expert_counts[:8]}... != reference {want.expert_counts.tolist()[:8]}...")
+    elif not torch.equal(got.rows.cpu(), want_rows):
+        problems.append("received rows differ from the reference's")
+    elif not torch.equal(got.experts.cpu().long(), want.recv_expert.long()):
+        problems.append("received rows' expert ids differ from the reference's")
+    elif not torch.equal(got.weights.cpu().float(), want.recv_weights.float()):
+        problems.append("received rows' weights differ from the reference's")
+    out, exact = got.combined.cpu().float(), combined.float()
+    atol = 1e-2 * float(exact.abs().max()) if rtol > 1e-2 and exact.numel() else 1e-5
+    bad = ~((out - exact).abs() <= atol + rtol * exact.abs())
+    if int(bad.sum()):
+        first = tuple(int(v) for v in bad.nonzero()[0])
+        problems.append(
+            f"combine: {int(bad.sum())} of {out.numel()} elements off (at {first}: {float(out[first])!r}, "
+            f"reference {float(exact[first])!r})"
+        )
+    return "; ".join(problems)
+
+
+def verification_inputs(
+    world_size: int, tokens: int, hidden: int, experts: int, topk: int
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
+    """Every rank's verification inputs, on the host, the same on every rank (seeded per rank)."""
+    xs, idxs, ws = [], [], []
+    for rank in range(world_size):
+        x, idx, w = make_inputs(
+            tokens, hidden, experts, topk, torch.Generator().manual_seed(2700 + rank), none_rate=NONE_RATE
+        )
+        xs.append(x)
+        idxs.append(idx)
+        ws.append(w)
+    return xs, idxs, ws
+
+
+def reference_results(
+    xs: list[torch.Tensor], idxs: list[torch.Tensor], ws: list[torch.Tensor], experts: int
+) -> tuple[list[tuple[torch.Tensor, Any]], list[torch.Tensor]]:
+    """``reference_dispatch`` of every rank, and each rank's exact (fp32) combine of :func:`scaled_experts`."""
+    refs = reference_dispatch(xs, idxs, ws, experts)
+    ys = [scaled_experts(rows, handle.recv_expert) for rows, handle in refs]
+    exact = reference_combine(ys, [dataclasses.replace(handle, dtype=torch.float32) for _, handle in refs])
+    return refs, exact
+
+
+# --- the all-to-all dispatcher (NCCL, NVSHMEM) -------------------------------------------------------------------
+
+
+class Comm(Protocol):
+    """What :class:`A2ADispatcher` needs from a transport."""
+
+    rank: int
+    world_size: int
+
+    def buffer(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor: ...
+
+    def exchange_counts(self, out: torch.Tensor, inp: torch.Tensor) -> None: ...
+
+    def all_to_all(self, out: torch.Tensor, inp: torch.Tensor, out_splits: list[int], in_splits: list[int]) -> None: ...
+
+
+class TorchComm:
+    """``dist.all_to_all_single`` over a process group (NCCL on GPUs, gloo on CPUs)."""
+
+    def __init__(self, group: dist.ProcessGroup | None = None) -> None:
+        self.group = group
+        self.rank = dist.get_rank(group)
+        self.world_size = dist.get_world_size(group)
+
+    def buffer(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A staging buffer [rows, cols] (plain device memory)."""
+        return torch.empty(rows, cols, dtype=dtype, device=device)
+
+    def exchange_counts(self, out: torch.Tensor, inp: torch.Tensor) -> None:
+        """Row d of ``inp`` to rank d; row s of ``out`` from rank s."""
+        dist.all_to_all_single(out, inp, group=self.group)
+
+    def all_to_all(self, out: torch.Tensor, inp: torch.Tensor, out_splits: list[int], in_splits: list[int]) -> None:
+        """Rows ``in_splits[d]`` of ``inp`` (in rank order) to rank d; ``out`` gets ``out_splits[s]`` from rank s."""
+        dist.all_to_all_single(out, inp, out_splits, in_splits, group=self.group)
+
+
+class NvshmemComm(TorchComm):
+    """The payload exchanges through ``torch.ops.symm_mem.all_to_all_vdev`` on NVSHMEM symmetric buffers (the caller
+    set the NVSHMEM backend before any symmetric allocation); the counts over the process group."""
+
+    def __init__(self, group: dist.ProcessGroup | None, device: torch.device) -> None:
+        super().__init__(group)
+        import torch.distributed._symmetric_memory as symm_mem
+
+        self.symm_mem = symm_mem
+        self.group_name = (group or dist.group.WORLD).group_name
+        self.device = device
+        self.buffers: list[torch.Tensor] = []
+        self.in_splits = self._symmetric((self.world_size,), torch.int64)
+        self.out_splits_offsets = self._symmetric((2, self.world_size), torch.int64)
+
+    def _symmetric(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        with torch.cuda.device(self.device):
+            made = self.symm_mem.empty(*shape, dtype=dtype, device=self.device)
+            self.symm_mem.rendezvous(made, self.group_name)
+        self.buffers.append(made)
+        return made
+
+    def buffer(self, rows: int, cols: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A symmetric buffer [rows, cols] (a collective: every rank allocates the same shape in the same order)."""
+        return self._symmetric((rows, cols), dtype)
+
+    def _owner(self, view: torch.Tensor) -> torch.Tensor:
+        """The symmetric buffer ``view`` lies in (RuntimeError if none)."""
+        for made in self.buffers:
+            if made.data_ptr() <= view.data_ptr() < made.data_ptr() + max(1, made.nbytes):
+                return made
+        raise RuntimeError("NvshmemComm: a tensor outside this comm's symmetric buffers")
+
+    def all_to_all(self, out: torch.Tensor, inp: torch.Tensor, out_splits: list[int], in_splits: list[int]) -> None:
+        """``all_to_all_vdev`` of the whole buffers holding ``inp`` and ``out``, ``in_splits`` copied to the device
+        (from pageable memory: the copy is done when ``copy_`` returns, so the next call cannot change it); the
+        received sizes come out on the device (``out_splits`` is what the counts exchange said)."""
+        self.in_splits.copy_(torch.tensor(in_splits, dtype=torch.int64))
+        torch.ops.symm_mem.all_to_all_vdev(
+            self._owner(inp), self._owner(out), self.in_splits, self.out_splits_offsets, self.group_name
+        )
+
+
+@dataclass
+class A2AHandle:
+    """What :meth:`A2ADispatcher.combine` needs of a dispatch."""
+
+    tokens: int
+    send_token: torch.Tensor
+    """[S]: the home token of each sent row (rows in destination order, tokens ascending within)."""
+    send_splits: list[int]
+    recv_splits: list[int]
+    pair_row: torch.Tensor
+    """[P]: the received row each expert row came from."""
+    recv_weights: torch.Tensor
+    """[P] fp32: each expert row's router weight."""
+    recv_expert: torch.Tensor
+    """[P]: each expert row's global expert id."""
+    expert_counts: list[int]
+
+
+def _add_rows(out: torch.Tensor, index: torch.Tensor, src: torch.Tensor, weight: torch.Tensor | None = None) -> None:
+    """``out[index[i]] += weight[i] * src[i]`` in fp32 (``out`` fp32), a bounded number of rows at a time."""
+    if src.shape[0] == 0:
+        return
+    chunk = max(1, CHUNK_ELEMENTS // max(1, src.shape[1]))
+    for start in range(0, src.shape[0], chunk):
+        part = src[start : start + chunk].float()
+        if weight is not None:
+            part.mul_(weight[start : start + chunk, None])
+        out.index_add_(0, index[start : start + chunk], part)
+
+
+class A2ADispatcher:
+    """An MoE dispatcher over an all-to-all with host-known splits (see the module docstring), for one rank.
+
+    ``max_tokens``: the most tokens per rank a call may bring (the staging buffers hold ``max_tokens * W`` rows).
+    Raises ValueError for a larger T, a dtype whose rows cannot carry the int32 meta, or E not a multiple of W.
+    """
+
+    def __init__(
+        self,
+        comm: Comm,
+        num_experts: int,
+        hidden: int,
+        topk: int,
+        max_tokens: int,
+        dtype: torch.dtype,
+        device: torch.device,
+    ) -> None:
+        size = comm.world_size
+        if num_experts % size:
+            raise ValueError(f"A2ADispatcher: {num_experts} experts do not split over {size} ranks")
+        itemsize = torch.empty((), dtype=dtype).element_size()
+        if 4 % itemsize:
+            raise ValueError(f"A2ADispatcher: {dtype} rows cannot carry int32 meta")
+        self.comm, self.hidden, self.topk, self.dtype, self.device = comm, hidden, topk, dtype, device
+        self.num_experts, self.local = num_experts, num_experts // size
+        self.max_tokens = max_tokens
+        self.words = topk * 4 // itemsize  # elements of ``dtype`` holding k int32
+        row = hidden + 2 * self.words  # [x | ids (int32) | weights (fp32 bits)]
+        self.send = comm.buffer(max_tokens * size, row, dtype, device)
+        self.recv = comm.buffer(max_tokens * size, row, dtype, device)
+        self.back_send = comm.buffer(max_tokens * size, hidden, dtype, device)
+        self.back_recv = comm.buffer(max_tokens * size, hidden, dtype, device)
+        self.counts = torch.empty(size, 1 + self.local, dtype=torch.int64, device=device)
+        self.recv_counts = torch.empty_like(self.counts)
+        self.ranks = torch.arange(size, device=device)
+
+    def dispatch(self, x: torch.Tensor, idx: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, A2AHandle]:
+        """(recv_x [P, H] grouped by local expert, handle); one host synchronization (the split sizes)."""
+        tokens, size, local, hidden, k = x.shape[0], self.comm.world_size, self.local, self.hidden, self.topk
+        if tokens > self.max_tokens:
+            raise ValueError(f"A2ADispatcher: {tokens} tokens exceed max_tokens={self.max_tokens}")
+        ids = idx.long()
+        dest = ids.div(local, rounding_mode="floor")  # -1 stays -1
+        hit = (dest.unsqueeze(-1) == self.ranks).any(1)  # [T, W]: token t goes to rank d
+        self.counts[:, 0] = hit.sum(0)
+        pairs = torch.zeros(self.num_experts + 1, dtype=torch.int64, device=x.device)
+        pairs.scatter_add_(0, ids.flatten() + 1, torch.ones(ids.numel(), dtype=torch.int64, device=x.device))
+        self.counts[:, 1:] = pairs[1:].view(size, local)
+        self.comm.exchange_counts(self.recv_counts, self.counts)
+        positions = torch.arange(tokens, device=x.device) + self.ranks.unsqueeze(1) * tokens  # [W, T]: d * T + t
+        order = torch.sort(torch.where(hit.t(), positions, size * tokens).flatten()).values
+        both = torch.cat([self.counts.flatten(), self.recv_counts.flatten()]).tolist()  # the one host sync
+        stride, offset = 1 + local, size * (1 + local)
+        send_splits = [both[d * stride] for d in range(size)]
+        recv_splits = [both[offset + s * stride] for s in range(size)]
+        expert_counts = [sum(both[offset + s * stride + 1 + e] for s in range(size)) for e in range(local)]
+        sent, received = sum(send_splits), sum(recv_splits)
+        send_token = order[:sent] % tokens if tokens else order[:0]
+        torch.index_select(x, 0, send_token, out=self.send[:sent, :hidden])
+        meta = torch.cat([idx.to(torch.int32), weights.float().view(torch.int32)], 1).view(self.dtype)
+        torch.index_select(meta, 0, send_token, out=self.send[:sent, hidden:])
+        self.comm.all_to_all(self.recv[:received], self.send[:sent], recv_splits, send_splits)
+        # Group by local expert: pair (r, j) of received row r sorts by (expert, r, j), i.e. (source, token, k).
+        rows = self.recv[:received]
+        got_ids = rows[:, hidden : hidden + self.words].view(torch.int32).long() - self.comm.rank * local
+        got_weights = rows[:, hidden + self.words :].view(torch.float32)
+        mine = (got_ids >= 0) & (got_ids < local)
+        slots = torch.arange(received * k, device=x.device).view(received, k)
+        key = torch.where(mine, got_ids * (received * k) + slots, local * received * k).flatten()
+        chosen = torch.sort(key).indices[: sum(expert_counts)]
+        pair_row = chosen.div(k, rounding_mode="floor")
+        recv_x = torch.index_select(rows[:, :hidden], 0, pair_row)
+        handle = A2AHandle(
+            tokens=tokens,
+            send_token=send_token,
+            send_splits=send_splits,
+            recv_splits=recv_splits,
+            pair_row=pair_row,
+            recv_weights=got_weights.reshape(-1)[chosen],
+            recv_expert=got_ids.flatten()[chosen] + self.comm.rank * local,
+            expert_counts=expert_counts,
+        )
+        return recv_x, handle
+
+    def combine(self, y: torch.Tensor, handle: A2AHandle) -> torch.Tensor:
+        """Per home token, sum_k w_k y_k: each rank's partial (fp32, rounded to x's dtype) sent home, summed there in
+        fp32; returns [T, H] in x's dtype. No host synchronization."""
+        received, sent = sum(handle.recv_splits), sum(handle.send_splits)
+        partial = torch.zeros(received, self.hidden, dtype=torch.float32, device=y.device)
+        _add_rows(partial, handle.pair_row, y, handle.recv_weights)
+        self.back_send[:received].copy_(partial)
+        self.comm.all_to_all(self.back_recv[:sent], self.back_send[:received], handle.send_splits, handle.recv_splits)
+        out = torch.zeros(handle.tokens, self.hidden, dtype=torch.float32, device=y.device)
+        _add_rows(out, handle.send_token, self.back_recv[:sent])
+        return out.to(self.dtype)
+
+
+def run_a2a(disp: A2ADispatcher, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> PathResult:
+    """One dispatch and combine of :func:`scaled_experts` through ``disp``."""
+    rows, handle = disp.dispatch(x, idx, w)
+    combined = disp.combine(scaled_experts(rows, handle.recv_expert), handle)
+    return PathResult(rows, handle.expert_counts, handle.recv_expert, handle.recv_weights, combined)
+
+
+# --- timing --------------------------------------------------------------------------------------------------------
+
+
+def device_us(
+    fn: Callable[[], object], barrier: Callable[[], object], reps: int, prepare: Callable[[], object] | None = None
+) -> float:
+    """Median µs of ``fn`` between CUDA events, a device barrier (``barrier``) before each call and ``prepare``
+    (untimed) before that; max over ranks."""
+    from triton_dist.testing import max_over_ranks
+
+    for _ in range(2):
+        if prepare is not None:
+            prepare()
+        barrier()
+        fn()
+    spans = []
+    for _ in range(reps):
+        if prepare is not None:
+            prepare()
+        barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        spans.append((start, end))
+    torch.cuda.synchronize()
+    return max_over_ranks(statistics.median(s.elapsed_time(e) * 1e3 for s, e in spans))
+
+
+def idle_us(fn: Callable[[], object], reps: int, prepare: Callable[[], object] | None = None) -> float:
+    """Median µs of one call of ``fn`` from an idle GPU (host synchronize and ``dist.barrier`` first, after
+    ``prepare``), the host's launch path included; max over ranks."""
+    from triton_dist.testing import max_over_ranks
+
+    samples = []
+    for rep in range(reps + 2):
+        if prepare is not None:
+            prepare()
+        torch.cuda.synchronize()
+        dist.barrier()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        if rep >= 2:  # two warm-up calls
+            samples.append(start.elapsed_time(end) * 1e3)
+    return max_over_ranks(statistics.median(samples))
+
+
+def maybe_host_us(fn: Callable[[], object]) -> float | None:
+    """``testing.host_us`` of ``fn``, or None (with an INFO line) where it cannot be measured."""
+    from triton_dist.testing import host_us
+
+    try:
+        return host_us(fn)
+    except RuntimeError as error:
+        log0(f"INFO host µs not measured: {error}")
+        return None
+
+
+def log0(message: str) -> None:
+    """Print on rank 0 (or without a process group)."""
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        print(message, flush=True)
+
+
+def sent_bytes(idx: torch.Tensor, local: int, rank: int, world_size: int, hidden: int, itemsize: int) -> float:
+    """Mean over ranks of the bytes a rank's tokens cross the links with (once per other destination rank)."""
+    dest = idx.long().div(local, rounding_mode="floor")
+    ranks = torch.arange(world_size, device=idx.device)
+    hit = (dest.unsqueeze(-1) == ranks).any(1)
+    hit[:, rank] = False
+    total = torch.tensor([float(hit.sum()) * hidden * itemsize], dtype=torch.float64, device=idx.device)
+    dist.all_reduce(total)
+    return float(total) / world_size
+
+
+# --- results -------------------------------------------------------------------------------------------------------
+
+COLUMNS = ("dispatch", "combine")
+TIMINGS = ("device", "idle", "host")
+
+
+def _us(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, float) else "—"
+
+
+def _ratio(base: object, ours: object) -> str:
+    return f"{base / ours:.2f}" if isinstance(base, float) and isinstance(ours, float) and ours > 0 else "—"
+
+
+def nccl_row(rows: Sequence[dict[str, Any]], tokens: int) -> dict[str, Any] | None:
+    """The NCCL row at ``tokens`` per rank, if any."""
+    return next((r for r in rows if r["path"] == NCCL and r["tokens"] == tokens), None)
+
+
+def bars(rows: Sequence[dict[str, Any]], extras: dict[str, Any], ll_tokens: int) -> list[str]:
+    """The issue's bars, each with its measured numbers and PASS / FAIL / not measured."""
+    lines = []
+
+    def verdict(ok: bool | None) -> str:
+        return "not measured" if ok is None else ("PASS" if ok else "FAIL")
+
+    ll = next((r for r in rows if r["path"] == OURS and r["mode"] == "low_latency graphed"), None)
+    base = nccl_row(rows, ll_tokens)
+    if ll is not None:
+        d, c = ll.get("dispatch device"), ll.get("combine device")
+        ok = isinstance(d, float) and isinstance(c, float) and d <= 40 and c <= 50
+        lines.append(f"- low-latency, {ll_tokens} tokens, graphed: dispatch {_us(d)} µs (≤ 40), combine {_us(c)} µs "
+                     f"(≤ 50): {verdict(ok)}")  # fmt: skip
+        if base is not None:
+            speed = [
+                base[f"{op} {t}"] / ll[f"{op} {t}"]
+                for op in COLUMNS
+                for t in ("device", "idle")
+                if isinstance(base.get(f"{op} {t}"), float) and isinstance(ll.get(f"{op} {t}"), float)
+            ]
+            lines.append(
+                f"- low-latency ≥ 5x the NCCL dispatcher (device and from idle, dispatch and combine): "
+                f"{', '.join(f'{s:.1f}x' for s in speed) or '—'}: {verdict(bool(speed) and min(speed) >= 5)}"
+            )
+    ag = extras.get("allgather_gbps")
+    at = next((r for r in rows if r["path"] == OURS and r["mode"] == "normal" and r["tokens"] == 4096), None)
+    if at is not None and isinstance(ag, float):
+        d, c = at.get("dispatch GB/s"), at.get("combine GB/s")
+        ok = isinstance(d, float) and isinstance(c, float) and min(d, c) >= 0.75 * ag
+        lines.append(f"- normal, 4096 tokens: dispatch {_us(d)} GB/s, combine {_us(c)} GB/s per rank vs 75% of the "
+                     f"push all-gather's {ag:.1f} GB/s = {0.75 * ag:.1f}: {verdict(ok)}")  # fmt: skip
+    slower = []
+    normal = [r for r in rows if r["path"] == OURS and r["mode"] == "normal"]
+    for r in normal:
+        other = nccl_row(rows, r["tokens"])
+        for op in COLUMNS:
+            for t in ("device", "idle"):
+                mine, theirs = r.get(f"{op} {t}"), (other or {}).get(f"{op} {t}")
+                if isinstance(mine, float) and isinstance(theirs, float) and mine > theirs:
+                    slower.append(f"{op} {t} at {r['tokens']} ({mine:.0f} vs {theirs:.0f} µs)")
+    if normal:
+        lines.append(f"- normal never slower than NCCL (1..16384 tokens): {verdict(not slower)}"
+                     + (f" — slower: {'; '.join(slower)}" if slower else ""))  # fmt: skip
+    fp8 = next((r for r in rows if r["path"] == FP8 and r["tokens"] == 4096), None)
+    bf16 = next((r for r in normal if r["tokens"] == 4096), None)
+    if fp8 is not None and bf16 is not None and isinstance(fp8.get("dispatch device"), float):
+        ratio = _ratio(bf16.get("dispatch device"), fp8.get("dispatch device"))
+        ok = ratio != "—" and float(ratio) >= 1.6
+        lines.append(f"- fp8 dispatch ≥ 1.6x bf16 at 4096 tokens (device): {ratio}x: {verdict(ok)}")
+    else:
+        lines.append(f"- fp8 dispatch ≥ 1.6x bf16 at 4096 tokens: not measured ({extras.get('fp8', 'no fp8 row')})")
+    return lines
+
+
+def table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The markdown cells of every row."""
+    cells = []
+    for r in rows:
+        base = nccl_row(rows, r["tokens"]) if r["path"] != NCCL else None
+        line = [r["path"], r["mode"], str(r["tokens"])]
+        for op in COLUMNS:
+            line.append(" / ".join(_us(r.get(f"{op} {t}")) for t in TIMINGS))
+        line += [_us(r.get("dispatch GB/s")), _us(r.get("combine GB/s"))]
+        if base is None:
+            line.append("—")
+        else:
+            line.append(" / ".join(_ratio(base.get(f"{op} {t}"), r.get(f"{op} {t}"))
+                                   for op in COLUMNS for t in ("device", "idle")))  # fmt: skip
+        line.append(str(r.get("verified", "—")).replace("|", "/"))
+        cells.append(line)
+    return cells
+
+
+HEADERS = [
+    "path", "mode", "tokens/rank", "dispatch µs device / from idle / host", "combine µs device / from idle / host",
+    "dispatch GB/s per rank", "combine GB/s per rank", "speedup over NCCL: dispatch dev / idle, combine dev / idle",
+    "verified",
+]  # fmt: skip
+
+
+def write_results(
+    out_dir: Path,
+    slug: str,
+    rows: Sequence[dict[str, Any]],
+    extras: dict[str, Any],
+    header: Sequence[str],
+    started: float,
+    ll_tokens: int = LL_TOKENS,
+) -> Path:
+    """``moe_<slug>.md`` (header, bars, table, notes), ``.json`` (rows and extras) and ``.png`` (µs per normal-mode
+    call against tokens, every path) in ``out_dir``; returns the markdown's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines = [f"# MoE dispatch / combine ({extras.get('title', '')})", "", *header, ""]
+    lines += [
+        f"H {extras.get('hidden', HIDDEN)} bf16, top-{extras.get('topk', TOPK)} of {extras.get('experts', EXPERTS)} "
+        "experts, random routing. µs: max over ranks of the median of >= 20 calls; device: events around one call "
+        "after a device barrier (graphed rows: one op per CUDA graph, replayed); from idle: after a host sync and a "
+        "barrier; host: CPU µs to enqueue one call while the GPU is busy (— where the call synchronizes with the "
+        "host). GB/s per rank: tokens sent to other ranks (once per destination) x H x 2 B / device µs. Speedup: "
+        "NCCL's µs / this row's, NCCL at the same tokens per rank.",
+        "",
+        "## Bars (issue 27)",
+        "",
+        *bars(rows, extras, ll_tokens),
+        "",
+        markdown_table(HEADERS, table_rows(rows)),
+        "",
+        "## Notes",
+        "",
+    ]
+    lines += [f"- {note}" for note in extras.get("notes", [])]
+    (out_dir / f"moe_{slug}.md").write_text("\n".join(lines) + "\n")
+    write_json(out_dir / f"moe_{slug}.json", [dict(r) for r in rows], started)
+    data = json.loads((out_dir / f"moe_{slug}.json").read_text())
+    data["extras"] = {k: v for k, v in extras.items() if isinstance(v, str | int | float | list)}
+    (out_dir / f"moe_{slug}.json").write_text(json.dumps(data, indent=1))
+    xs = [r["tokens"] for r in rows if r["path"] == OURS and r["mode"] == "normal"]
+    panels = []
+    for op in COLUMNS:
+        series = {}
+        for path in (OURS, NCCL, NVSHMEM):
+            at = {r["tokens"]: r.get(f"{op} device") for r in rows if r["path"] == path and r["mode"] == "normal"}
+            if at:
+                series[path] = [float(at.get(t) or float("nan")) for t in xs]
+        if xs:
+            panels.append((f"{op}, device µs", xs, series))
+    if panels:
+        panel_chart(
+            out_dir / f"moe_{slug}.png",
+            panels,
+            title=f"MoE dispatch / combine, normal mode ({run_date(started)})",
+            xlabel="tokens per rank",
+            ylabel="µs per call",
+            logy=True,
+        )
+    return out_dir / f"moe_{slug}.md"
+
+
+# --- the GPU phases ------------------------------------------------------------------------------------------------
+
+
+def moe_fp8_option() -> tuple[dict[str, Any] | None, str]:
+    """The keyword arguments that ask ``moe_dispatch`` for fp8 payloads, or None and why not."""
+    from triton_dist.ops.moe import moe_dispatch
+
+    params = inspect.signature(moe_dispatch).parameters
+    if "fp8" in params:
+        return {"fp8": True}, ""
+    for name in ("payload_dtype", "quant_dtype", "dispatch_dtype"):
+        if name in params:
+            return {name: torch.float8_e4m3fn}, ""
+    return None, f"moe_dispatch has no fp8 option (parameters: {', '.join(params)})"
+
+
+def _ours_result(recv_x: torch.Tensor, handle: Any, combined: torch.Tensor) -> PathResult:
+    """Normal mode's layout of a dispatch (low-latency's rows past each expert's count dropped)."""
+    counts = handle.expert_counts.tolist()
+    if recv_x.dim() == 2:
+        return PathResult(recv_x, counts, handle.recv_expert, handle.recv_weights, combined)
+    pick = [slice(0, c) for c in counts]
+    return PathResult(
+        torch.cat([recv_x[e, s] for e, s in enumerate(pick)]),
+        counts,
+        torch.cat([handle.recv_expert[e, s] for e, s in enumerate(pick)]),
+        torch.cat([handle.recv_weights[e, s] for e, s in enumerate(pick)]),
+        combined,
+    )
+
+
+def fp8_problem(recv_x: torch.Tensor, handle: Any, want_rows: torch.Tensor, want: Any) -> str:
+    """What is wrong with an fp8 dispatch's rows ('' if nothing): counts, expert ids and weights exactly, the rows
+    (times ``handle.recv_scales`` per 128 channels unless dequantized) within 5% relative error per row."""
+    scales = getattr(handle, "recv_scales", None)
+    rows = recv_x.float()
+    if recv_x.dtype != want_rows.dtype:
+        if scales is None:
+            return f"recv_x is {recv_x.dtype} but the handle has no recv_scales"
+        group = -(-rows.shape[-1] // scales.shape[-1])
+        rows = rows * scales.float().repeat_interleave(group, dim=-1)[..., : rows.shape[-1]]
+    got = _ours_result(rows, handle, torch.zeros(0))
+    if got.expert_counts != want.expert_counts.tolist():
+        return "fp8: expert counts differ from the reference's"
+    if not torch.equal(got.experts.cpu().long(), want.recv_expert.long()):
+        return "fp8: received rows' expert ids differ from the reference's"
+    if not torch.equal(got.weights.cpu().float(), want.recv_weights.float()):
+        return "fp8: received rows' weights differ from the reference's"
+    exact = want_rows.float()
+    error = (got.rows.cpu() - exact).norm(dim=-1) / exact.norm(dim=-1).clamp_min(1e-12)
+    if error.numel() and float(error.max()) > 0.05:
+        return f"fp8: a row's relative error {float(error.max()):.3f} > 0.05 (row {int(error.argmax())})"
+    return ""
+
+
+class Bench:
+    """The main phase (triton_dist's world): verification, the sweeps, the push all-gather."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        from triton_dist import runtime as rt
+        from triton_dist.testing import setup_distributed
+
+        self.args = args
+        self.rt = rt
+        self.world = setup_distributed(heap_size=args.heap)
+        self.rank, self.size, self.device = self.world.rank, self.world.world_size, self.world.device
+        self.local = args.experts // self.size
+        self.rows: list[dict[str, Any]] = []
+        self.extras: dict[str, Any] = {"hidden": args.hidden, "experts": args.experts, "topk": args.topk, "notes": []}
+        self.started = time.time()
+        gpu = torch.cuda.get_device_name(self.device)
+        short = gpu.replace("NVIDIA ", "").split()[0]
+        self.slug = args.tag or f"{self.size}x{short}"
+        self.extras["title"] = f"{self.size} x {gpu}"
+        self.header = describe_machine(self.started)
+        self.nccl = A2ADispatcher(
+            TorchComm(), args.experts, args.hidden, args.topk, max(args.tokens + [args.ll_tokens]),
+            torch.bfloat16, self.device,
+        )  # fmt: skip
+
+    def note(self, text: str) -> None:
+        log0(f"INFO {text}")
+        self.extras["notes"].append(text)
+
+    def barrier(self) -> None:
+        self.rt.barrier_on_device()
+
+    def agreed(self, problem: str) -> str:
+        """'ok' if no rank saw a problem, else this rank's problem (or 'failed on another rank')."""
+        from triton_dist.testing import all_ranks_true
+
+        if all_ranks_true(not problem):
+            return "ok"
+        if problem:
+            print(f"FAIL rank {self.rank}: {problem}", flush=True)
+        return f"FAILED: {problem}" if problem else "FAILED on another rank"
+
+    def save(self) -> None:
+        if self.rank == 0:
+            path = write_results(
+                Path(self.args.out_dir), self.slug, self.rows, self.extras, self.header, self.started,
+                self.args.ll_tokens,
+            )  # fmt: skip
+            print(f"wrote {path}", flush=True)
+
+    # - verification -
+
+    def verify(self) -> dict[str, str]:
+        """Every path once against the reference at ``--ll-tokens`` per rank; returns path/mode -> 'ok' or why not."""
+        import triton_dist
+
+        a = self.args
+        xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
+        refs, exact = reference_results(xs, idxs, ws, a.experts)
+        want_rows, want = refs[self.rank]
+        x, idx, w = (t.to(self.device) for t in (xs[self.rank], idxs[self.rank], ws[self.rank]))
+        found: dict[str, str] = {}
+
+        def ours(mode: str) -> PathResult:
+            cap = a.ll_tokens if mode == "low_latency" else None
+            recv_x, handle = triton_dist.ops.moe_dispatch(x, idx, w, a.experts, mode=mode, max_tokens_per_rank=cap)
+            combined = triton_dist.ops.moe_combine(scaled_experts(recv_x, handle.recv_expert), handle)
+            return _ours_result(recv_x, handle, combined)
+
+        checks: dict[str, tuple[Callable[[], PathResult], float]] = {
+            f"{OURS}/normal": (lambda: ours("normal"), 8e-3),
+            f"{OURS}/low_latency": (lambda: ours("low_latency"), 8e-3),
+            f"{NCCL}/normal": (lambda: run_a2a(self.nccl, x, idx, w), 2e-2),
+        }
+        for name, (run, rtol) in checks.items():
+            try:
+                problem = compare(run(), want_rows, want, exact[self.rank], rtol)
+            except Exception as error:  # noqa: BLE001 (reported in the table)
+                problem = f"{type(error).__name__}: {error}"[:300]
+            found[name] = self.agreed(problem)
+            log0(f"RESULT verify {name}: {found[name]}")
+        found[f"{OURS}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact)
+        log0(f"RESULT verify {OURS}/low_latency graphed: {found[f'{OURS}/low_latency graphed']}")
+        return found
+
+    def ll_graphs(self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> dict[str, Any]:
+        """Static inputs, one CUDA graph with a low-latency dispatch, one with its combine (of a static ``y``)."""
+        import triton_dist
+
+        a = self.args
+        static = {"x": x.clone(), "idx": idx.clone(), "w": w.clone()}
+        args = (static["x"], static["idx"], static["w"], a.experts)
+        kwargs = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens}
+        recv_x, handle = triton_dist.ops.moe_dispatch(*args, **kwargs)  # eager first: plan, buffers, compilation
+        triton_dist.ops.moe_combine(recv_x, handle)
+        torch.cuda.synchronize()
+        dispatch_graph, combine_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(dispatch_graph, capture_error_mode="thread_local"):
+            recv_x, handle = triton_dist.ops.moe_dispatch(*args, **kwargs)
+        y = torch.zeros_like(recv_x)
+        with torch.cuda.graph(combine_graph, pool=dispatch_graph.pool(), capture_error_mode="thread_local"):
+            out = triton_dist.ops.moe_combine(y, handle)
+        return {**static, "dispatch": dispatch_graph, "combine": combine_graph, "recv_x": recv_x, "handle": handle,
+                "y": y, "out": out}  # fmt: skip
+
+    def verify_graph(self, xs: list[torch.Tensor], idxs: list[torch.Tensor], ws: list[torch.Tensor],
+                     refs: list[tuple[torch.Tensor, Any]], exact: list[torch.Tensor]) -> str:  # fmt: skip
+        """Low-latency mode through its CUDA graphs (captured on other inputs, replayed on these) vs the reference."""
+        try:
+            x, idx, w = (t.to(self.device) for t in (xs[self.rank], idxs[self.rank], ws[self.rank]))
+            graphs = self.ll_graphs(torch.zeros_like(x), torch.full_like(idx, -1), torch.zeros_like(w))
+            for name, value in (("x", x), ("idx", idx), ("w", w)):
+                graphs[name].copy_(value)
+            graphs["out"].fill_(float("nan"))
+            graphs["dispatch"].replay()
+            graphs["y"].copy_(scaled_experts(graphs["recv_x"], graphs["handle"].recv_expert))
+            graphs["combine"].replay()
+            torch.cuda.synchronize()
+            got = _ours_result(graphs["recv_x"], graphs["handle"], graphs["out"])
+            problem = compare(got, refs[self.rank][0], refs[self.rank][1], exact[self.rank], 8e-3)
+        except Exception as error:  # noqa: BLE001 (reported in the table)
+            problem = f"{type(error).__name__}: {error}"[:300]
+        return self.agreed(problem)
+
+    # - the sweeps -
+
+    def closed_form(self, out: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, rtol: float) -> str:
+        """'' if ``out`` is x * (sum of the valid weights) (combine of an identity expert), else what is off."""
+        want = x.float() * (w * (idx >= 0)).sum(1, keepdim=True)
+        atol = 1e-2 * float(want.abs().max()) if want.numel() else 0.0
+        bad = int((~((out.float() - want).abs() <= atol + rtol * want.abs())).sum())
+        return f"identity-expert combine: {bad} of {out.numel()} elements off" if bad else ""
+
+    def inputs(self, tokens: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        gen = torch.Generator(device=self.device).manual_seed(1000 * tokens + self.rank)
+        a = self.args
+        return make_inputs(tokens, a.hidden, a.experts, a.topk, gen, self.device)
+
+    def timed_row(
+        self,
+        path: str,
+        mode: str,
+        tokens: int,
+        dispatch: Callable[[], object],
+        combine: Callable[[], object],
+        nbytes: float,
+        *,
+        host: tuple[Callable[[], object] | None, Callable[[], object] | None] = (None, None),
+    ) -> dict[str, Any]:
+        """Time ``dispatch`` (``dispatch()`` makes a fresh state ``combine()`` reads) three ways; the row."""
+        reps = self.args.reps
+        row: dict[str, Any] = {"path": path, "mode": mode, "tokens": tokens, "bytes per rank": nbytes}
+        row["dispatch device"] = device_us(dispatch, self.barrier, reps)
+        row["combine device"] = device_us(combine, self.barrier, reps, prepare=dispatch)
+        row["dispatch idle"] = idle_us(dispatch, reps)
+        row["combine idle"] = idle_us(combine, reps, prepare=dispatch)
+        for op, fn in zip(COLUMNS, host, strict=True):
+            row[f"{op} host"] = maybe_host_us(fn) if fn is not None else None
+        for op in COLUMNS:
+            row[f"{op} GB/s"] = nbytes / row[f"{op} device"] / 1e3 if nbytes else None
+        log0(f"RESULT {path} {mode} T={tokens}: " + ", ".join(
+            f"{op} {_us(row[f'{op} device'])}/{_us(row[f'{op} idle'])}/{_us(row[f'{op} host'])} µs" for op in COLUMNS
+        ))  # fmt: skip
+        return row
+
+    def normal_sizes(self, verified: dict[str, str]) -> None:
+        """Ours and NCCL in normal mode at every ``--tokens`` (NCCL also at ``--ll-tokens``, the low-latency rows'
+        baseline), each checked at that size against the identity expert's closed form first."""
+        for tokens in sorted(set(self.args.tokens) | {self.args.ll_tokens}):
+            self.normal_size(tokens, verified)
+            torch.cuda.empty_cache()
+            self.save()
+
+    def normal_size(self, tokens: int, verified: dict[str, str]) -> None:
+        import triton_dist
+
+        a = self.args
+        x, idx, w = self.inputs(tokens)
+        nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
+        state: dict[str, Any] = {}
+
+        def ours_dispatch() -> None:
+            state["ours"] = triton_dist.ops.moe_dispatch(x, idx, w, a.experts)
+
+        def ours_combine() -> None:
+            recv_x, handle = state["ours"]
+            triton_dist.ops.moe_combine(recv_x, handle)
+
+        def nccl_dispatch() -> None:
+            state["nccl"] = self.nccl.dispatch(x, idx, w)
+
+        def nccl_combine() -> None:
+            recv_x, handle = state["nccl"]
+            self.nccl.combine(recv_x, handle)
+
+        ours_dispatch()
+        ours_ok = self.agreed(self.closed_form(triton_dist.ops.moe_combine(*state["ours"]), x, idx, w, 8e-3))
+        nccl_dispatch()
+        nccl_ok = self.agreed(self.closed_form(self.nccl.combine(*state["nccl"]), x, idx, w, 2e-2))
+        if tokens in a.tokens:
+            row = self.timed_row(OURS, "normal", tokens, ours_dispatch, ours_combine, nbytes, host=(None, ours_combine))
+            row["verified"] = f"{verified.get(f'{OURS}/normal', '—')}; this size: {ours_ok}"
+            self.rows.append(row)
+        row = self.timed_row(NCCL, "normal", tokens, nccl_dispatch, nccl_combine, nbytes, host=(None, nccl_combine))
+        row["verified"] = f"{verified.get(f'{NCCL}/normal', '—')}; this size: {nccl_ok}"
+        self.rows.append(row)
+
+    def low_latency(self, verified: dict[str, str]) -> None:
+        import triton_dist
+
+        a = self.args
+        x, idx, w = self.inputs(a.ll_tokens)
+        nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
+        graphs = self.ll_graphs(x, idx, w)
+        kwargs = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens}
+        state: dict[str, Any] = {}
+
+        def eager_dispatch() -> None:
+            state["d"] = triton_dist.ops.moe_dispatch(x, idx, w, a.experts, **kwargs)
+
+        def eager_combine() -> None:
+            triton_dist.ops.moe_combine(*state["d"])
+
+        host = (eager_dispatch, eager_combine)
+        eager_dispatch()
+        torch.cuda.synchronize()
+        row = self.timed_row(OURS, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
+                             graphs["combine"].replay, nbytes, host=host)  # fmt: skip
+        row["verified"] = verified.get(f"{OURS}/low_latency graphed", "—")
+        self.rows.append(row)
+        row = self.timed_row(OURS, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes, host=host)
+        row["verified"] = verified.get(f"{OURS}/low_latency", "—")
+        self.rows.append(row)
+        self.save()
+
+    def fp8(self) -> None:
+        """fp8 dispatch rows (fp8 rows + scales; dequantized on receipt) at 4096 tokens (or the largest ``--tokens``
+        below it), if ``moe_dispatch`` has an fp8 option that runs: each checked once against the bf16 reference's
+        rows (dequantized, relative error per row under 5%: e4m3 keeps 3 mantissa bits), then timed (dispatch only:
+        combine takes ``y`` in x's dtype either way, the normal rows' combine)."""
+        import triton_dist
+        from triton_dist.testing import all_ranks_true
+
+        a = self.args
+        option, why = moe_fp8_option()
+        if option is None:
+            self.extras["fp8"] = why
+            self.note(f"fp8 rows skipped: {why}")
+            return
+        tokens = max([t for t in a.tokens if t <= 4096] or [a.tokens[0]])
+        variants = {f"{FP8}": dict(option)}
+        if "dequantize" in inspect.signature(triton_dist.ops.moe_dispatch).parameters:
+            variants[f"{FP8} (dequantized on receipt)"] = {**option, "dequantize": True}
+        xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
+        refs = reference_dispatch(xs, idxs, ws, a.experts)
+        want_rows, want = refs[self.rank]
+        vx, vidx, vw = (t.to(self.device) for t in (xs[self.rank], idxs[self.rank], ws[self.rank]))
+        x, idx, w = self.inputs(tokens)
+        nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
+        for path, kwargs in variants.items():
+            raised = ""
+            try:
+                recv_x, handle = triton_dist.ops.moe_dispatch(vx, vidx, vw, a.experts, **kwargs)
+                problem = fp8_problem(recv_x, handle, want_rows, want)
+            except Exception as error:  # noqa: BLE001 (the reason is the result)
+                problem = raised = f"{type(error).__name__}: {error}"[:300]
+            verified = self.agreed(problem)
+            log0(f"RESULT verify {path}: {verified}")
+            if not all_ranks_true(not raised):  # every rank takes the same branch
+                self.extras["fp8"] = f"moe_dispatch(..., {kwargs}) raised: {raised or 'on another rank'}"
+                self.note(f"{path} row skipped: {self.extras['fp8']}")
+                continue
+
+            def dispatch(kwargs: dict[str, Any] = kwargs) -> None:
+                triton_dist.ops.moe_dispatch(x, idx, w, a.experts, **kwargs)
+
+            row: dict[str, Any] = {"path": path, "mode": "normal", "tokens": tokens, "bytes per rank": nbytes}
+            row["dispatch device"] = device_us(dispatch, self.barrier, a.reps)
+            row["dispatch idle"] = idle_us(dispatch, a.reps)
+            row["dispatch host"] = row["combine device"] = row["combine idle"] = row["combine host"] = None
+            row["dispatch GB/s"] = nbytes / row["dispatch device"] / 1e3  # at bf16 bytes, to compare with bf16's
+            row["combine GB/s"] = None
+            row["verified"] = f"{verified} (rows vs the bf16 reference, dequantized, < 5% per row)"
+            log0(f"RESULT {path} T={tokens}: dispatch {row['dispatch device']:.1f}/{row['dispatch idle']:.1f} us")
+            self.rows.append(row)
+        self.save()
+
+    def allgather(self) -> None:
+        """The push all-gather example's per-rank bandwidth at a shard of ``--ag-tokens`` x H bf16."""
+        sys.path.insert(0, str(BENCH.parent / "examples"))
+        from allgather_push import allgather_push
+
+        a = self.args
+        rt = self.rt
+        elems = a.ag_tokens * a.hidden
+        shard = torch.randn(elems, device=self.device).to(torch.bfloat16)
+        out = rt.empty(elems * self.size, dtype=torch.bfloat16)
+        sms = torch.cuda.get_device_properties(self.device).multi_processor_count
+        ctas = max(16, min(64, sms // self.size))
+        flags = rt.zeros(self.size * ctas, dtype=torch.int32)
+        rt.barrier()
+        epoch = [0]
+
+        def launch() -> None:
+            epoch[0] += 1
+            allgather_push[(ctas, self.size)](shard, out, flags, elems, epoch[0], CTAS_PER_PEER=ctas, BLOCK=4096,
+                                              num_warps=8)  # fmt: skip
+
+        reference = torch.empty_like(out)
+        dist.all_gather_into_tensor(reference, shard)
+        out.fill_(float("nan"))
+        rt.barrier_on_device()
+        launch()
+        rt.barrier()
+        ok = self.agreed("" if torch.equal(out, reference) else "push all-gather output differs from NCCL's")
+        us = device_us(launch, self.barrier, a.reps)
+        gbps = elems * 2 * (self.size - 1) / us / 1e3
+        self.extras["allgather_gbps"] = gbps
+        self.extras["allgather_us"] = us
+        self.note(
+            f"push all-gather (examples/allgather_push.py, {ctas} programs per peer, BLOCK 4096, 8 warps), shard "
+            f"{a.ag_tokens} x {a.hidden} bf16 = {elems * 2 / 2**20:.1f} MiB per rank: {us:.1f} µs device, "
+            f"{gbps:.1f} GB/s per rank sent to peers (checked against all_gather_into_tensor: {ok})"
+        )
+        log0(f"RESULT push all-gather {gbps:.1f} GB/s per rank ({us:.1f} us)")
+        self.save()
+
+    def nvshmem(self) -> None:
+        """The NVSHMEM phase in child processes (see the module docstring); its rows or its reason."""
+        a = self.args
+        if a.skip_nvshmem:
+            self.note("NVSHMEM all_to_all_vdev phase skipped (--skip-nvshmem)")
+            return
+        shared: list[Any] = [None, None]
+        if self.rank == 0:
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                shared = [probe.getsockname()[1], tempfile.mkdtemp(prefix="moe_nvshmem_")]
+        dist.broadcast_object_list(shared, src=0)
+        port, folder = shared
+        os.makedirs(folder, exist_ok=True)
+        record_path = Path(folder, f"rank{self.rank}.json")
+        rows, error = run_nvshmem_children(a, self.rank, self.size, port, record_path)
+        dist.barrier()
+        self.rows += rows
+        if error:
+            self.extras["nvshmem"] = error
+            self.note(f"NVSHMEM all_to_all_vdev: {error}")
+        self.save()
+
+
+def child_env(rank: int, size: int, port: int, needed_bytes: int) -> dict[str, str]:
+    """The environment of one rank's NVSHMEM child: torchrun's variables replaced by a group of its own."""
+    from triton_dist.testing import env_without_launcher
+
+    env = env_without_launcher()
+    env.update(RANK=str(rank), WORLD_SIZE=str(size), LOCAL_RANK=os.environ.get("LOCAL_RANK", str(rank)),
+               LOCAL_WORLD_SIZE=str(size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))  # fmt: skip
+    env.setdefault("NVSHMEM_SYMMETRIC_SIZE", str(needed_bytes + (1 << 30)))
+    return env
+
+
+def run_nvshmem_children(
+    args: argparse.Namespace, rank: int, size: int, port: int, record_path: Path
+) -> tuple[list[dict[str, Any]], str]:
+    """Run this rank's NVSHMEM child; returns its rows and '' or the reason it gave none."""
+    max_tokens = max(args.tokens)
+    row = args.hidden + 4 * args.topk
+    needed = 2 * max_tokens * size * (row + args.hidden) * 2
+    command = [sys.executable, str(Path(__file__).resolve()), "--nvshmem-child", str(record_path),
+               "--tokens", ",".join(map(str, args.tokens)), "--ll-tokens", str(args.ll_tokens),
+               "--hidden", str(args.hidden), "--experts", str(args.experts), "--topk", str(args.topk),
+               "--reps", str(args.reps)]  # fmt: skip
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    try:
+        done = subprocess.run(command, env=child_env(rank, size, port, needed), capture_output=True, text=True,
+                              timeout=args.nvshmem_timeout)  # fmt: skip
+        output = done.stdout + done.stderr
+        status = f"exit {done.returncode}"
+    except subprocess.TimeoutExpired as timeout:
+        out = timeout.stdout.decode() if isinstance(timeout.stdout, bytes) else (timeout.stdout or "")
+        err = timeout.stderr.decode() if isinstance(timeout.stderr, bytes) else (timeout.stderr or "")
+        output = out + err
+        status = f"timed out after {args.nvshmem_timeout} s"
+    tail = output[-3000:]
+    record: dict[str, Any] = {}
+    if record_path.exists():
+        try:
+            record = json.loads(record_path.read_text())
+        except json.JSONDecodeError:
+            record = {}
+    rows = record.get("rows", [])
+    error = record.get("error", "")
+    if not record.get("done"):
+        lines = [line for line in tail.splitlines() if "Error" in line or "error" in line or "FATAL" in line]
+        error = error or f"child {status}: " + (lines[-1] if lines else tail[-300:]).strip()[:300]
+    if rank == 0:
+        for line in output.splitlines():
+            if line.startswith("RESULT"):
+                print(line, flush=True)
+        if error:
+            print(f"INFO NVSHMEM child of rank {rank}: {status}; output tail:\n{tail[-1500:]}", flush=True)
+    return rows, error
+
+
+def nvshmem_row(
+    disp: A2ADispatcher, tokens: int, args: argparse.Namespace, barrier: Callable[[], object]
+) -> dict[str, Any]:
+    """One NVSHMEM row: ``disp`` at ``tokens`` per rank, timed device and from idle."""
+    rank, size = dist.get_rank(), dist.get_world_size()
+    gen = torch.Generator(device=disp.device).manual_seed(1000 * tokens + rank)
+    x, idx, w = make_inputs(tokens, args.hidden, args.experts, args.topk, gen, disp.device)
+    nbytes = sent_bytes(idx, args.experts // size, rank, size, args.hidden, x.element_size())
+    state: dict[str, Any] = {}
+
+    def dispatch() -> None:
+        state["d"] = disp.dispatch(x, idx, w)
+
+    def combine() -> None:
+        disp.combine(*state["d"])
+
+    row: dict[str, Any] = {"path": NVSHMEM, "mode": "normal", "tokens": tokens, "bytes per rank": nbytes}
+    row["dispatch device"] = device_us(dispatch, barrier, args.reps)
+    row["combine device"] = device_us(combine, barrier, args.reps, prepare=dispatch)
+    row["dispatch idle"] = idle_us(dispatch, args.reps)
+    row["combine idle"] = idle_us(combine, args.reps, prepare=dispatch)
+    row["dispatch host"] = row["combine host"] = None
+    for op in COLUMNS:
+        row[f"{op} GB/s"] = nbytes / row[f"{op} device"] / 1e3
+    return row
+
+
+def nvshmem_child(args: argparse.Namespace) -> int:
+    """The NVSHMEM phase, one process per rank (``--nvshmem-child PATH``): verification, then the normal-mode sizes
+    through the all-to-all dispatcher with ``all_to_all_vdev`` exchanges; writes its record to PATH as it goes."""
+    record: dict[str, Any] = {"rows": [], "error": "", "done": False}
+    path = Path(args.nvshmem_child)
+
+    def save() -> None:
+        path.write_text(json.dumps(record))
+
+    try:
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", device_id=device)
+        rank, size = dist.get_rank(), dist.get_world_size()
+        import torch.distributed._symmetric_memory as symm_mem
+
+        if not symm_mem.is_nvshmem_available():
+            raise RuntimeError("torch reports NVSHMEM unavailable (symm_mem.is_nvshmem_available() is False)")
+        symm_mem.set_backend("NVSHMEM")
+        comm = NvshmemComm(dist.group.WORLD, device)
+        max_tokens = max(args.tokens + [args.ll_tokens])
+        disp = A2ADispatcher(comm, args.experts, args.hidden, args.topk, max_tokens, torch.bfloat16, device)
+        xs, idxs, ws = verification_inputs(size, args.ll_tokens, args.hidden, args.experts, args.topk)
+        refs, exact = reference_results(xs, idxs, ws, args.experts)
+        x, idx, w = (t.to(device) for t in (xs[rank], idxs[rank], ws[rank]))
+        try:
+            problem = compare(run_a2a(disp, x, idx, w), refs[rank][0], refs[rank][1], exact[rank], 2e-2)
+        except Exception as error:  # noqa: BLE001 (reported)
+            problem = f"{type(error).__name__}: {error}"[:300]
+        flag = torch.tensor([0 if problem else 1], device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        verified = "ok" if int(flag) else f"FAILED: {problem or 'on another rank'}"
+        log0(f"RESULT verify {NVSHMEM}/normal: {verified}")
+        one = torch.zeros(1, device=device)
+
+        def barrier() -> None:
+            dist.all_reduce(one)
+
+        for tokens in args.tokens:
+            row = nvshmem_row(disp, tokens, args, barrier)
+            row["verified"] = verified
+            record["rows"].append(row)
+            log0(f"RESULT {NVSHMEM} T={tokens}: dispatch {row['dispatch device']:.1f} combine "
+                 f"{row['combine device']:.1f} us")  # fmt: skip
+            save()
+        record["done"] = True
+    except Exception as error:  # noqa: BLE001 (the reason is the result)
+        record["error"] = f"{type(error).__name__}: {error}"[:300]
+        print(f"FATAL {record['error']}", flush=True)
+    save()
+    sys.stdout.flush()
+    os._exit(0)  # NVSHMEM's finalize at exit is not needed here and has crashed on some stacks
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.nvshmem_child:
+        return nvshmem_child(args)
+    from triton_dist.testing import teardown
+
+    bench = Bench(args)
+    if args.experts % bench.size:
+        raise SystemExit(f"--experts {args.experts} must be a multiple of the world size {bench.size}")
+    log0(f"moe bench: {bench.size} ranks, H {args.hidden}, top-{args.topk} of {args.experts}, tokens {args.tokens}")
+    verified = bench.verify()
+    bench.normal_sizes(verified)
+    bench.low_latency(verified)
+    bench.fp8()
+    bench.allgather()
+    bench.nvshmem()
+    bench.rt.barrier()
+    teardown()
+    return 0
+
+
+if __name__ == "__main__":
+    from triton_dist.testing import main_guard
+
+    main_guard(main)
