@@ -1,0 +1,470 @@
+"""The tensor-parallel attention block and its KV cache (see the package docstring and docs/layers.md).
+
+Heads are split over the ranks: rank r computes query heads ``[r * Hq/W, (r + 1) * Hq/W)`` and KV heads
+``[r * Hkv/W, (r + 1) * Hkv/W)`` (grouped-query attention: query head h reads KV head ``h // (Hq / Hkv)``, so a
+rank's query heads read only its own KV heads). Prefill is sequence-parallel (``ag_gemm`` for QKV, ``gemm_rs`` for
+O); decode takes the replicated hidden state of the new tokens and reduces O with ``gemm_ar`` (or leaves the partial
+sum to the caller's fused all-reduce + residual + RMSNorm: ``decode_partial``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional
+
+from triton_dist.layers.linear import (
+    ColumnParallelLinear,
+    LayerError,
+    RowParallelLinear,
+    check_weight,
+    shard_of,
+    world_position,
+)
+from triton_dist.ops import all_reduce, flash_decode, gemm_ar
+
+KV_LAYOUTS = ("heads", "sequence")
+"""How a KV cache is split over the ranks: by KV heads (each rank holds its own heads at every position) or by
+sequence (each rank holds every KV head at its block of positions; decode attention is ``ops.flash_decode``)."""
+FLASH_DECODE_HEAD_DIM = 128
+"""The head dim ``ops.flash_decode`` takes (the sequence-split cache needs it)."""
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """``x * rsqrt(mean(x^2, -1) + eps) * weight``, in fp32, returned in x's dtype."""
+    h = x.float()
+    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+
+
+def rope_inv_freq(head_dim: int, theta: float, device: torch.device | str | None = None) -> torch.Tensor:
+    """fp32 [head_dim/2]: the rotary frequencies ``theta^(-2i/head_dim)``."""
+    return 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+
+
+def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 ``(cos, sin)`` of shape ``positions.shape + [head_dim]`` for the rotary embedding (the half-split
+    convention of Llama and Qwen: dims ``i`` and ``i + head_dim/2`` rotate together at frequency ``inv_freq[i]``)."""
+    freqs = positions.float().unsqueeze(-1) * inv_freq
+    angles = torch.cat([freqs, freqs], dim=-1)
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate ``x`` [..., heads, head_dim] by ``cos``/``sin`` [..., head_dim] (broadcast over heads), in fp32."""
+    h = x.float()
+    half = h.shape[-1] // 2
+    rotated = torch.cat([-h[..., half:], h[..., :half]], dim=-1)
+    return (h * cos.unsqueeze(-2) + rotated * sin.unsqueeze(-2)).to(x.dtype)
+
+
+@dataclass
+class KVCache:
+    """One attention layer's KV cache on this rank: ``k`` and ``v`` [batch, kv_heads, local_len, head_dim].
+
+    ``layout`` "heads": this rank's ``Hkv/W`` KV heads at every position (``local_len = max_len``). "sequence":
+    every KV head at this rank's block of positions ``[rank * local_len, (rank + 1) * local_len)``
+    (``local_len = max_len / W``); decode attention over it is ``ops.flash_decode`` (head dim 128). Made by
+    ``TensorParallelAttention.new_cache``; ``forward``/``prefill``/``decode`` write the new tokens' keys and values.
+    """
+
+    k: torch.Tensor
+    v: torch.Tensor
+    layout: str
+    rank: int
+    world_size: int
+
+    @property
+    def local_len(self) -> int:
+        """Positions per rank: every position ("heads"), this rank's block ("sequence")."""
+        return int(self.k.shape[2])
+
+    @property
+    def max_len(self) -> int:
+        """The longest sequence the cache holds."""
+        return self.local_len * (self.world_size if self.layout == "sequence" else 1)
+
+
+class TensorParallelAttention(nn.Module):
+    """Grouped-query self-attention with its heads split over the ranks: QKV column-parallel, RoPE, attention on
+    this rank's heads, O row-parallel. No bias; optional per-head RMSNorm of q and k before RoPE (Qwen3).
+
+    ``q_weight`` [H, Hq*D], ``k_weight`` and ``v_weight`` [H, Hkv*D], ``o_weight`` [Hq*D, H]: the full weights in the
+    ops' [in_features, out_features] layout (``linear.weight.t()``), heads in order along the Hq*D / Hkv*D side.
+    ``num_heads`` (Hq) and ``num_kv_heads`` (Hkv) must both be multiples of the world size W, and Hq of Hkv.
+    ``q_norm_weight`` / ``k_norm_weight``: [D] each, or None (no QK norm). ``rope_theta``: the rotary base;
+    ``rms_eps``: the QK norm's epsilon.
+
+    The module keeps this rank's shards: ``qkv.weight`` [H, (Hq/W + 2*Hkv/W)*D] (its q heads' columns, then k's,
+    then v's: one GEMM computes all three) and ``o.weight`` [Hq*D/W, H], plus the QK norm weights (replicated);
+    ``state_dict`` holds exactly these. ``from_shards`` builds one from them. Bad weights raise LayerError naming
+    the layer and the tensor.
+    """
+
+    def __init__(
+        self,
+        q_weight: torch.Tensor,
+        k_weight: torch.Tensor,
+        v_weight: torch.Tensor,
+        o_weight: torch.Tensor,
+        *,
+        num_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        rope_theta: float = 10000.0,
+        q_norm_weight: torch.Tensor | None = None,
+        k_norm_weight: torch.Tensor | None = None,
+        rms_eps: float = 1e-6,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        rank, world_size = world_position(rank, world_size)
+        name = type(self).__name__
+        _check_heads(name, num_heads, num_kv_heads, head_dim, world_size)
+        hidden = _hidden_of(name, q_weight)
+        for tensor, weight, cols in (
+            ("q_weight", q_weight, num_heads * head_dim),
+            ("k_weight", k_weight, num_kv_heads * head_dim),
+            ("v_weight", v_weight, num_kv_heads * head_dim),
+        ):
+            check_weight(name, tensor, weight)
+            if tuple(weight.shape) != (hidden, cols):
+                raise LayerError(f"{name}: {tensor} must be [{hidden}, {cols}], got {list(weight.shape)}")
+        check_weight(name, "o_weight", o_weight)
+        if tuple(o_weight.shape) != (num_heads * head_dim, hidden):
+            raise LayerError(f"{name}: o_weight must be [{num_heads * head_dim}, {hidden}], got {list(o_weight.shape)}")
+        qkv = torch.cat(
+            [shard_of(name, t, w, 1, rank, world_size) for t, w in (("q_weight", q_weight), ("k_weight", k_weight))]
+            + [shard_of(name, "v_weight", v_weight, 1, rank, world_size)],
+            dim=1,
+        )
+        o = shard_of(name, "o_weight", o_weight, 0, rank, world_size)
+        self._init_from_shards(
+            qkv, o, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps, rank,
+            world_size,
+        )  # fmt: skip
+
+    @classmethod
+    def from_shards(
+        cls,
+        qkv_shard: torch.Tensor,
+        o_shard: torch.Tensor,
+        *,
+        num_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        rope_theta: float = 10000.0,
+        q_norm_weight: torch.Tensor | None = None,
+        k_norm_weight: torch.Tensor | None = None,
+        rms_eps: float = 1e-6,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> TensorParallelAttention:
+        """A block holding this rank's shards as ``state_dict`` has them: ``qkv_shard`` [H, (Hq/W + 2*Hkv/W)*D]
+        (q's columns, then k's, then v's) and ``o_shard`` [Hq*D/W, H]."""
+        rank, world_size = world_position(rank, world_size)
+        _check_heads(cls.__name__, num_heads, num_kv_heads, head_dim, world_size)
+        block = cls.__new__(cls)
+        block._init_from_shards(
+            qkv_shard, o_shard, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps,
+            rank, world_size,
+        )  # fmt: skip
+        return block
+
+    def _init_from_shards(
+        self,
+        qkv: torch.Tensor,
+        o: torch.Tensor,
+        num_heads: int,
+        num_kv_heads: int,
+        head_dim: int,
+        rope_theta: float,
+        q_norm_weight: torch.Tensor | None,
+        k_norm_weight: torch.Tensor | None,
+        rms_eps: float,
+        rank: int,
+        world_size: int,
+    ) -> None:
+        nn.Module.__init__(self)
+        name = type(self).__name__
+        check_weight(name, "qkv_shard", qkv)
+        check_weight(name, "o_shard", o)
+        local_cols = (num_heads + 2 * num_kv_heads) // world_size * head_dim
+        if qkv.shape[1] != local_cols:
+            raise LayerError(
+                f"{name}: qkv_shard must have {local_cols} columns ((Hq + 2*Hkv) / W * D = ({num_heads} + "
+                f"2*{num_kv_heads}) / {world_size} * {head_dim}), got {list(qkv.shape)}"
+            )
+        hidden = int(qkv.shape[0])
+        if tuple(o.shape) != (num_heads // world_size * head_dim, hidden):
+            raise LayerError(
+                f"{name}: o_shard must be [{num_heads // world_size * head_dim}, {hidden}], got {list(o.shape)}"
+            )
+        if o.dtype != qkv.dtype:
+            raise LayerError(f"{name}: mixed weight dtypes: qkv {qkv.dtype}, o {o.dtype}")
+        self.rank, self.world_size = rank, world_size
+        self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
+        self.rope_theta, self.rms_eps = float(rope_theta), float(rms_eps)
+        self.qkv = ColumnParallelLinear.from_shard(qkv, rank=rank, world_size=world_size)
+        self.inv_freq: torch.Tensor
+        self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.rope_theta, qkv.device), persistent=False)
+        self.o = RowParallelLinear.from_shard(o, rank=rank, world_size=world_size)
+        if (q_norm_weight is None) != (k_norm_weight is None):
+            raise LayerError(f"{name}: give both q_norm_weight and k_norm_weight, or neither")
+        self.q_norm_weight: nn.Parameter | None = None
+        self.k_norm_weight: nn.Parameter | None = None
+        for tensor, weight in (("q_norm_weight", q_norm_weight), ("k_norm_weight", k_norm_weight)):
+            if weight is None:
+                continue
+            if not isinstance(weight, torch.Tensor) or tuple(weight.shape) != (head_dim,) or weight.dtype != qkv.dtype:
+                got = f"{weight.dtype} {list(weight.shape)}" if isinstance(weight, torch.Tensor) else type(weight)
+                raise LayerError(f"{name}: {tensor} must be a {qkv.dtype} [{head_dim}] tensor, got {got}")
+            setattr(self, tensor, nn.Parameter(weight.detach().contiguous().clone(), requires_grad=False))
+
+    # ------------------------------------------------------------------------------------------------ geometry
+
+    @property
+    def hidden_size(self) -> int:
+        """H."""
+        return self.qkv.in_features
+
+    @property
+    def local_heads(self) -> int:
+        """Query heads on this rank (Hq/W)."""
+        return self.num_heads // self.world_size
+
+    @property
+    def local_kv_heads(self) -> int:
+        """KV heads on this rank (Hkv/W)."""
+        return self.num_kv_heads // self.world_size
+
+    def extra_repr(self) -> str:
+        return (
+            f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}, "
+            f"head_dim={self.head_dim}, qk_norm={self.q_norm_weight is not None}, rank={self.rank}, "
+            f"world_size={self.world_size}"
+        )
+
+    def new_cache(
+        self, batch: int, max_len: int, layout: str = "heads", device: torch.device | str | None = None
+    ) -> KVCache:
+        """A zeroed KV cache for ``batch`` sequences of up to ``max_len`` tokens, split by ``layout`` ("heads" or
+        "sequence", see :class:`KVCache`; "sequence" needs ``max_len`` a multiple of W and head dim 128), on
+        ``device`` (default: the weights'). Raises LayerError otherwise."""
+        name = type(self).__name__
+        if layout not in KV_LAYOUTS:
+            raise LayerError(f"{name}: the KV cache layout must be one of {list(KV_LAYOUTS)}, got {layout!r}")
+        if batch < 1 or max_len < 1:
+            raise LayerError(f"{name}: a KV cache needs batch >= 1 and max_len >= 1, got {batch} and {max_len}")
+        if layout == "sequence":
+            if max_len % self.world_size:
+                raise LayerError(
+                    f"{name}: a sequence-split KV cache needs max_len a multiple of the world size "
+                    f"{self.world_size}, got {max_len}"
+                )
+            if self.head_dim != FLASH_DECODE_HEAD_DIM:
+                raise LayerError(
+                    f"{name}: a sequence-split KV cache runs ops.flash_decode, which takes head_dim "
+                    f"{FLASH_DECODE_HEAD_DIM}, not {self.head_dim}"
+                )
+            shape = (batch, self.num_kv_heads, max_len // self.world_size, self.head_dim)
+        else:
+            shape = (batch, self.local_kv_heads, max_len, self.head_dim)
+        where = self.qkv.weight.device if device is None else torch.device(device)
+        k = torch.zeros(shape, dtype=self.qkv.weight.dtype, device=where)
+        return KVCache(k, torch.zeros_like(k), layout, self.rank, self.world_size)
+
+    # ------------------------------------------------------------------------------------------------ pieces
+
+    def _qk_norm_rope(
+        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """q [..., heads, D] and k [..., kv_heads, D] normed (when the block has QK norm) and rotated by
+        ``positions`` (shape ``...``)."""
+        if self.q_norm_weight is not None and self.k_norm_weight is not None:
+            q = rms_norm(q, self.q_norm_weight, self.rms_eps)
+            k = rms_norm(k, self.k_norm_weight, self.rms_eps)
+        cos, sin = rope_cos_sin(positions, self.inv_freq)
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+
+    def _split_qkv(self, qkv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """[..., local columns] -> q [..., Hq/W, D], k and v [..., Hkv/W, D]."""
+        d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
+        q, k, v = qkv.split([hq * d, hkv * d, hkv * d], dim=-1)
+        lead = qkv.shape[:-1]
+        return q.reshape(*lead, hq, d), k.reshape(*lead, hkv, d), v.reshape(*lead, hkv, d)
+
+    def _check_cache(self, cache: KVCache, batch: int) -> None:
+        name = type(self).__name__
+        if not isinstance(cache, KVCache):
+            raise LayerError(f"{name}: cache must be a KVCache (new_cache), got {type(cache).__name__}")
+        kv_heads = self.num_kv_heads if cache.layout == "sequence" else self.local_kv_heads
+        want = (batch, kv_heads, cache.local_len, self.head_dim)
+        if tuple(cache.k.shape) != want or cache.rank != self.rank or cache.world_size != self.world_size:
+            raise LayerError(
+                f"{name}: the KV cache ({cache.layout}, k {list(cache.k.shape)}, rank {cache.rank} of "
+                f"{cache.world_size}) does not fit this block at batch {batch} (want k {list(want)}, rank "
+                f"{self.rank} of {self.world_size})"
+            )
+
+    def _check_hidden(self, x: torch.Tensor, what: str) -> None:
+        name = type(self).__name__
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.hidden_size:
+            got = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise LayerError(f"{name}: {what} must be [rows, {self.hidden_size}], got {got}")
+        if x.dtype != self.qkv.weight.dtype:
+            raise LayerError(f"{name}: {what} is {x.dtype} but the weights are {self.qkv.weight.dtype}")
+        if x.device != self.qkv.weight.device:
+            raise LayerError(f"{name}: {what} is on {x.device} but the weights are on {self.qkv.weight.device}")
+
+    # ------------------------------------------------------------------------------------------------ prefill
+
+    def forward(self, x: torch.Tensor, *, batch: int = 1, cache: KVCache | None = None) -> torch.Tensor:
+        """Prefill (``prefill``)."""
+        return self.prefill(x, batch=batch, cache=cache)
+
+    def prefill(self, x: torch.Tensor, *, batch: int = 1, cache: KVCache | None = None) -> torch.Tensor:
+        """Causal self-attention over ``batch`` sequences of S tokens each, from position 0, sequence-parallel.
+
+        ``x``: this rank's rows [M/W, H] of the [M, H] hidden states (M = batch * S tokens, sequence b's tokens at
+        rows ``[b * S, (b + 1) * S)``; M a multiple of W). QKV through ``ag_gemm`` (every token, this rank's
+        heads), QK norm and RoPE, ``scaled_dot_product_attention`` (causal) on this rank's heads, O through
+        ``gemm_rs``. Returns this rank's rows [M/W, H] of the block's output. ``cache`` (optional, of this batch
+        and ``max_len >= S``): receives the keys and values of positions ``[0, S)`` (a sequence-split cache
+        gathers them from every rank's heads). Every rank calls it together, with the same shapes.
+        """
+        name = type(self).__name__
+        self._check_hidden(x, "x")
+        tokens = x.shape[0] * self.world_size
+        if batch < 1 or tokens % batch:
+            raise LayerError(f"{name}: {tokens} tokens do not split into batch={batch} equal sequences")
+        seq = tokens // batch
+        q, k, v = self._split_qkv(self.qkv(x).view(batch, seq, -1))  # [B, S, heads, D]
+        positions = torch.arange(seq, device=x.device)
+        q, k = self._qk_norm_rope(q, k, positions)  # cos/sin [S, D] broadcast over the batch
+        if cache is not None:
+            self._fill_cache(cache, k, v, batch, seq)
+        group = self.num_heads // self.num_kv_heads
+        out = functional.scaled_dot_product_attention(
+            q.transpose(1, 2),
+            k.transpose(1, 2).repeat_interleave(group, dim=1),
+            v.transpose(1, 2).repeat_interleave(group, dim=1),
+            is_causal=True,
+        )  # [B, Hq/W, S, D]
+        return self.o(out.transpose(1, 2).reshape(tokens, self.local_heads * self.head_dim))
+
+    def _fill_cache(self, cache: KVCache, k: torch.Tensor, v: torch.Tensor, batch: int, seq: int) -> None:
+        """Write positions [0, seq) of k, v [B, S, Hkv/W, D] (this rank's heads) into ``cache``."""
+        self._check_cache(cache, batch)
+        if seq > cache.max_len:
+            raise LayerError(f"{type(self).__name__}: {seq} tokens do not fit a KV cache of max_len {cache.max_len}")
+        if cache.layout == "heads":
+            cache.k[:, :, :seq] = k.transpose(1, 2)
+            cache.v[:, :, :seq] = v.transpose(1, 2)
+            return
+        import torch.distributed as dist
+
+        # Every rank's heads for this rank's block of positions: gather every rank's heads (a prefill-time cost).
+        start = self.rank * cache.local_len
+        count = max(0, min(seq - start, cache.local_len))
+        for source, target in ((k, cache.k), (v, cache.v)):
+            pieces = [torch.empty_like(source) for _ in range(self.world_size)]
+            dist.all_gather(pieces, source.contiguous())
+            every = torch.cat(pieces, dim=2)  # [B, S, Hkv, D], heads in rank order
+            if count:
+                target[:, :, :count] = every[:, start : start + count].transpose(1, 2)
+
+    # ------------------------------------------------------------------------------------------------ decode
+
+    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """One new token per sequence: ``decode_partial``'s attention with O reduced over the ranks by
+        ``ops.gemm_ar``. Returns [B, H], the same on every rank."""
+        attn = self._decode_attention(x, positions, cache)
+        return gemm_ar(attn, self.o.weight)
+
+    def decode_partial(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """One new token per sequence, O left unreduced: returns this rank's partial [B, H] (``attn_local @ o``),
+        whose sum over the ranks is the block's output; for a caller that fuses the all-reduce into what
+        follows (``ops.all_reduce_residual_rmsnorm``).
+
+        ``x``: the new tokens' hidden states [B, H], the same on every rank; ``positions``: int [B] on x's device,
+        each sequence's position of its new token (the cache holds its earlier positions); ``cache``: this
+        block's KV cache (``new_cache``) of batch B, which receives the new keys and values. No host
+        synchronization (CUDA-graph capturable once each shape ran eagerly). A "heads" cache attends with
+        ``scaled_dot_product_attention`` on this rank's heads; a "sequence" cache first gathers every rank's new
+        q, k, v (one ``ops.all_reduce`` of the zero-padded columns) and runs ``ops.flash_decode``.
+        """
+        attn = self._decode_attention(x, positions, cache)
+        return torch.matmul(attn, self.o.weight)
+
+    def _decode_attention(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache) -> torch.Tensor:
+        """The new tokens' attention output on this rank's heads, [B, Hq/W * D]."""
+        name = type(self).__name__
+        self._check_hidden(x, "x")
+        batch = x.shape[0]
+        if not isinstance(positions, torch.Tensor) or positions.shape != (batch,) or positions.is_floating_point():
+            got = f"{positions.dtype} {list(positions.shape)}" if isinstance(positions, torch.Tensor) else positions
+            raise LayerError(f"{name}: positions must be an integer tensor of shape [{batch}], got {got}")
+        if positions.device != x.device:
+            raise LayerError(f"{name}: positions is on {positions.device} but x is on {x.device}")
+        self._check_cache(cache, batch)
+        positions = positions.long()
+        q, k, v = self._split_qkv(torch.matmul(x, self.qkv.weight))  # [B, heads, D]
+        q, k = self._qk_norm_rope(q, k, positions)
+        rows = torch.arange(batch, device=x.device)
+        d, hq = self.head_dim, self.local_heads
+        if cache.layout == "heads":
+            cache.k[rows, :, positions] = k
+            cache.v[rows, :, positions] = v
+            group = self.num_heads // self.num_kv_heads
+            # The group's query heads as the query rows of their KV head: no copy of the cache for GQA.
+            visible = torch.arange(cache.local_len, device=x.device) <= positions.unsqueeze(1)  # [B, L]
+            out = functional.scaled_dot_product_attention(
+                q.reshape(batch, self.local_kv_heads, group, d),
+                cache.k,
+                cache.v,
+                attn_mask=visible[:, None, None, :],
+            )
+            return out.reshape(batch, hq * d)
+        # Sequence-split cache: every head's new q, k, v on every rank (an all-gather as one all-reduce of zeros
+        # around this rank's columns), the new token's k, v into the rank holding its position, then flash_decode.
+        local = torch.cat([q.reshape(batch, -1), k.reshape(batch, -1), v.reshape(batch, -1)], dim=1)
+        gathered = torch.zeros(batch, self.world_size, local.shape[1], dtype=x.dtype, device=x.device)
+        gathered[:, self.rank] = local
+        gathered = all_reduce(gathered)
+        hkv = self.local_kv_heads
+        q_all = gathered[:, :, : hq * d].reshape(batch, self.num_heads, d)
+        k_all = gathered[:, :, hq * d : (hq + hkv) * d].reshape(batch, self.num_kv_heads, d)
+        v_all = gathered[:, :, (hq + hkv) * d :].reshape(batch, self.num_kv_heads, d)
+        local_len = cache.local_len
+        start = self.rank * local_len
+        mine = ((positions >= start) & (positions < start + local_len)).view(batch, 1, 1)
+        slots = (positions - start).clamp(0, local_len - 1)
+        cache.k[rows, :, slots] = torch.where(mine, k_all, cache.k[rows, :, slots])
+        cache.v[rows, :, slots] = torch.where(mine, v_all, cache.v[rows, :, slots])
+        lengths = (positions + 1 - start).clamp(0, local_len).to(torch.int32)
+        out = flash_decode(q_all.contiguous(), cache.k, cache.v, lengths, scale=d**-0.5)  # [B, Hq, D]
+        return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)
+
+
+def _check_heads(name: str, num_heads: int, num_kv_heads: int, head_dim: int, world_size: int) -> None:
+    """Raise LayerError unless the heads split evenly over ``world_size`` ranks and group evenly (GQA)."""
+    if num_heads < 1 or num_kv_heads < 1 or head_dim < 2 or head_dim % 2:
+        raise LayerError(
+            f"{name}: num_heads and num_kv_heads must be >= 1 and head_dim even, got {num_heads}, {num_kv_heads}, "
+            f"{head_dim}"
+        )
+    if num_heads % num_kv_heads:
+        raise LayerError(f"{name}: num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
+    for what, count in (("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
+        if count % world_size:
+            raise LayerError(
+                f"{name}: {what} {count} does not split over {world_size} ranks (each rank takes whole heads; "
+                "replicated KV heads are not supported)"
+            )
+
+
+def _hidden_of(name: str, q_weight: torch.Tensor) -> int:
+    check_weight(name, "q_weight", q_weight)
+    return int(q_weight.shape[0])
