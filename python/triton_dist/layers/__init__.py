@@ -15,15 +15,46 @@ of the same world size and rank. The layers are for inference (no autograd throu
 ``requires_grad=False``), have no bias, and take bf16 or fp16 weights. Bad input raises :class:`LayerError` naming
 the layer and the tensor.
 
-Every rank must call ``forward`` together, with the same shapes (the ops synchronize with the peers). Not here yet
-(issue 28): ``gemm_ar`` with the fused norm for decode, the attention block and the decoder layer.
+- :class:`TensorParallelAttention`: grouped-query attention with its heads split over the ranks (QKV column-parallel,
+  QK norm and RoPE, SDPA on this rank's heads, O row-parallel); prefill sequence-parallel (``ag_gemm``,
+  ``gemm_rs``), decode on replicated tokens (O through ``gemm_ar``, or left partial); a :class:`KVCache` split by
+  heads, or by sequence (decode attention through ``ops.flash_decode``).
+- :class:`TensorParallelDecoderLayer`: RMSNorm, attention, residual, RMSNorm, MLP, residual; at decode its two
+  all-reduces are ``ops.all_reduce_residual_rmsnorm``. :class:`DecoderConfig` and ``CONFIGS`` (Llama-3-8B,
+  Llama-3-70B, Qwen3-32B) give the shapes, ``random_weights`` full weights of one.
+
+Every rank must call ``forward`` together, with the same shapes (the ops synchronize with the peers).
 
 This is the package's top layer: it imports the ops' public names and the runtime, and nothing below imports it.
 """
 
 from __future__ import annotations
 
+from triton_dist.layers.attention import KVCache, TensorParallelAttention
+from triton_dist.layers.decoder import (
+    CONFIGS,
+    LLAMA_3_8B,
+    LLAMA_3_70B,
+    QWEN3_32B,
+    DecoderConfig,
+    TensorParallelDecoderLayer,
+    random_weights,
+)
 from triton_dist.layers.linear import ColumnParallelLinear, LayerError, RowParallelLinear
 from triton_dist.layers.mlp import TensorParallelMLP
 
-__all__ = ["ColumnParallelLinear", "LayerError", "RowParallelLinear", "TensorParallelMLP"]
+__all__ = [
+    "CONFIGS",
+    "LLAMA_3_70B",
+    "LLAMA_3_8B",
+    "QWEN3_32B",
+    "ColumnParallelLinear",
+    "DecoderConfig",
+    "KVCache",
+    "LayerError",
+    "RowParallelLinear",
+    "TensorParallelAttention",
+    "TensorParallelDecoderLayer",
+    "TensorParallelMLP",
+    "random_weights",
+]
