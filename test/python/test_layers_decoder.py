@@ -1,0 +1,320 @@
+"""triton_dist.layers: the tensor-parallel decoder layer and attention block at 2 CPU ranks under the emulation
+(``TRITON_INTERPRET=1``, ``init(device="cpu")``) against a one-process fp32 torch reference with the same full
+weights, prefill and decode, both KV cache layouts; and, without a world, the configs, the sharding, ``state_dict``
+round trips, RoPE against a complex-number rotation, and the bad-input errors.
+
+Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
+weights and tokens from one seed; prefills ``S`` tokens of 2 sequences (its rows, sequence-parallel) into a
+"heads" and a "sequence" KV cache; decodes two more tokens per sequence with each cache (the second at a position
+held by the other rank of the sequence-split cache); checks the attention block's own ``decode`` (``gemm_ar``);
+and writes what differed from the reference to ``<out>/rank<r>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from test_emulation_primitives import run_torchrun
+from torch.nn import functional
+
+from triton_dist.layers import (
+    CONFIGS,
+    DecoderConfig,
+    LayerError,
+    TensorParallelAttention,
+    TensorParallelDecoderLayer,
+    random_weights,
+)
+from triton_dist.layers.attention import apply_rope, rope_cos_sin, rope_inv_freq
+
+HEAP = "160M"
+"""Each rank's CPU heap (the ops' workspaces are sized for GPUs)."""
+TINY = DecoderConfig("tiny", 64, 4, 2, 128, 128, 10000.0, 1e-6, qk_norm=True)
+"""A small layer with GQA (2 query heads per KV head), QK norm, head dim 128 (what flash_decode takes, for the
+sequence-split cache), 2 KV heads (one per rank)."""
+TINY_D32 = DecoderConfig("tiny-d32", 64, 4, 2, 32, 128, 500000.0, 1e-5)
+"""The same with head dim 32 and no QK norm, for the head-split cache (a quarter of the QKV GEMM's columns: the
+interpreter's time goes with them)."""
+LAYOUTS = {"heads": TINY_D32, "sequence": TINY}
+BATCH, PREFILL, MAX_LEN = 2, 7, 16
+"""2 sequences of 7 prompt tokens (7 rows per rank), then 2 decoded tokens each (positions 7 and 8: the sequence-
+split cache of 16 positions holds them on rank 0 and rank 1)."""
+TOLERANCE = 5e-2
+"""atol and rtol of bf16 weights and activations through a layer against the fp32 reference."""
+
+
+def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def _rope(x: torch.Tensor, theta: float) -> torch.Tensor:
+    """x [B, T, heads, D] rotated by its position along T: dims (i, i + D/2) as one complex number."""
+    d = x.shape[-1]
+    angles = torch.arange(x.shape[1], dtype=torch.float64)[:, None] * theta ** (-torch.arange(0, d, 2) / d)
+    turn = torch.polar(torch.ones_like(angles), angles)[None, :, None, :]  # [1, T, 1, D/2]
+    z = torch.complex(x[..., : d // 2].double(), x[..., d // 2 :].double()) * turn
+    return torch.cat([z.real, z.imag], dim=-1).float()
+
+
+def reference(
+    config: DecoderConfig, weights: dict[str, torch.Tensor], x: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The unsplit layer in fp32 on one process over x [B, T, H] (positions 0..T-1, causal): ``(attention
+    output, layer output)``, each [B, T, H]."""
+    w = {name: value.float() for name, value in weights.items()}
+    x = x.float()
+    batch, tokens, _ = x.shape
+    d, eps = config.head_dim, config.rms_eps
+    h = _rms(x, w["input_norm"], eps)
+    q = (h @ w["q"]).view(batch, tokens, config.num_heads, d)
+    k = (h @ w["k"]).view(batch, tokens, config.num_kv_heads, d)
+    v = (h @ w["v"]).view(batch, tokens, config.num_kv_heads, d)
+    if config.qk_norm:
+        q, k = _rms(q, w["q_norm"], eps), _rms(k, w["k_norm"], eps)
+    q, k = _rope(q, config.rope_theta), _rope(k, config.rope_theta)
+    group = config.num_heads // config.num_kv_heads
+    k, v = (t.repeat_interleave(group, dim=2) for t in (k, v))
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)
+    scores = scores.masked_fill(torch.ones(tokens, tokens, dtype=torch.bool).triu(1), float("-inf"))
+    attn = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).reshape(batch, tokens, -1) @ w["o"]
+    h1 = x + attn
+    h2 = _rms(h1, w["post_norm"], eps)
+    return attn, h1 + (functional.silu(h2 @ w["gate"]) * (h2 @ w["up"])) @ w["down"]
+
+
+def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
+    if got.shape != want.shape:
+        return [f"shape {list(got.shape)} != {list(want.shape)}"]
+    if got.dtype != torch.bfloat16:
+        return [f"dtype {got.dtype}, not the weights' bf16"]
+    if torch.allclose(got.float(), want, atol=TOLERANCE, rtol=TOLERANCE):
+        return []
+    return [f"max abs error {(got.float() - want).abs().max().item():.4g}"]
+
+
+def _worker(out_dir: str) -> None:
+    import torch.distributed as dist
+
+    import triton_dist
+    from triton_dist.layers.attention import rms_norm
+
+    dist.init_process_group("gloo")
+    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    rank, size = world.rank, world.world_size
+    gen = torch.Generator().manual_seed(28)
+    record: dict[str, list[str]] = {}
+    began = time.perf_counter()
+    try:
+        for layout, config in LAYOUTS.items():
+            weights = random_weights(config, generator=gen)
+            tokens = torch.randn(BATCH, PREFILL + 2, config.hidden_size, generator=gen).to(torch.bfloat16)
+            attn_ref, want = reference(config, weights, tokens)
+            layer = TensorParallelDecoderLayer(config, weights)
+            rows = BATCH * PREFILL // size
+            mine = slice(rank * rows, (rank + 1) * rows)
+            prompt = tokens[:, :PREFILL].reshape(BATCH * PREFILL, -1)
+            cache = layer.new_cache(BATCH, MAX_LEN, layout)
+            got = layer.prefill(prompt[mine], batch=BATCH, cache=cache)
+            record[f"{layout}/prefill"] = _problems(got, want[:, :PREFILL].reshape(BATCH * PREFILL, -1)[mine])
+            if layout == "heads":  # the attention block alone, O reduced by gemm_ar, on a copy of the cache
+                copy = type(cache)(cache.k.clone(), cache.v.clone(), cache.layout, cache.rank, cache.world_size)
+                normed = rms_norm(tokens[:, PREFILL], layer.input_norm_weight, config.rms_eps)
+                positions = torch.full((BATCH,), PREFILL)
+                record["attention/decode_gemm_ar"] = _problems(
+                    layer.attention.decode(normed, positions, copy), attn_ref[:, PREFILL]
+                )
+            for step in (PREFILL, PREFILL + 1):
+                positions = torch.full((BATCH,), step, dtype=torch.int32)
+                got = layer.decode_hidden(tokens[:, step], positions, cache)
+                record[f"{layout}/decode@{step}"] = _problems(got, want[:, step])
+            print(f"rank {rank}: {layout} done at {time.perf_counter() - began:.1f} s", flush=True)
+    except Exception as error:  # noqa: BLE001 (recorded for the test)
+        record["raised"] = [f"{type(error).__name__}: {error}"]
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
+    triton_dist.finalize()
+    # As test_emulation_ops' worker: leave without tearing down gloo (its teardown now and then aborts the process).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def test_the_decoder_layer_at_2_ranks_matches_torch(tmp_path: Path) -> None:
+    run_torchrun(Path(__file__), 2, [str(tmp_path)])
+    names = {"attention/decode_gemm_ar"}
+    names |= {f"{layout}/{what}" for layout in ("heads", "sequence") for what in ("prefill", "decode@7", "decode@8")}
+    for rank in range(2):
+        record = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert set(record) == names, f"rank {rank}: {record}"
+        failed = {name: problems for name, problems in record.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+# --------------------------------------------------------------------------------------- without a world
+
+
+def test_the_configs_are_the_published_ones() -> None:
+    # (hidden, heads, KV heads, head dim, intermediate, rope theta, eps, QK norm, layers) of each model's config.json
+    published = {
+        "Llama-3-8B": (4096, 32, 8, 128, 14336, 500000.0, 1e-5, False, 32),
+        "Llama-3-70B": (8192, 64, 8, 128, 28672, 500000.0, 1e-5, False, 80),
+        "Qwen3-32B": (5120, 64, 8, 128, 25600, 1000000.0, 1e-6, True, 64),
+    }
+    for name, values in published.items():
+        c = CONFIGS[name]
+        got = (c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size, c.rope_theta)
+        assert got + (c.rms_eps, c.qk_norm, c.num_layers) == values, name
+
+
+def test_rope_matches_a_complex_rotation() -> None:
+    x = torch.randn(2, 5, 3, 16)
+    cos, sin = rope_cos_sin(torch.arange(5), rope_inv_freq(16, 500000.0))
+    assert torch.allclose(apply_rope(x, cos, sin), _rope(x, 500000.0), atol=1e-5)
+
+
+def _layer(rank: int, world_size: int, seed: int = 0) -> tuple[TensorParallelDecoderLayer, dict[str, torch.Tensor]]:
+    weights = random_weights(TINY, generator=torch.Generator().manual_seed(seed))
+    return TensorParallelDecoderLayer(TINY, weights, rank=rank, world_size=world_size), weights
+
+
+def test_the_layer_keeps_this_ranks_heads_and_rows() -> None:
+    layer, w = _layer(1, 2)
+    d = TINY.head_dim
+    q_cols = slice(2 * d, 4 * d)  # query heads 2, 3 of 4
+    kv_cols = slice(d, 2 * d)  # KV head 1 of 2
+    want_qkv = torch.cat([w["q"][:, q_cols], w["k"][:, kv_cols], w["v"][:, kv_cols]], dim=1)
+    assert torch.equal(layer.attention.qkv.weight, want_qkv)
+    assert torch.equal(layer.attention.o.weight, w["o"][2 * d :])
+    half = TINY.intermediate_size // 2
+    assert torch.equal(layer.mlp.gate_up.weight, torch.cat([w["gate"][:, half:], w["up"][:, half:]], dim=1))
+    assert torch.equal(layer.mlp.down.weight, w["down"][half:])
+    assert torch.equal(layer.input_norm_weight, w["input_norm"]) and torch.equal(layer.post_norm_weight, w["post_norm"])
+    assert torch.equal(layer.attention.q_norm_weight, w["q_norm"])  # type: ignore[arg-type]
+    assert (layer.attention.local_heads, layer.attention.local_kv_heads) == (2, 1)
+
+
+def test_decoder_state_dict_round_trips() -> None:
+    layer, _ = _layer(1, 2)
+    state = layer.state_dict()
+    assert set(state) == {
+        "input_norm_weight",
+        "post_norm_weight",
+        "attention.qkv.weight",
+        "attention.o.weight",
+        "attention.q_norm_weight",
+        "attention.k_norm_weight",
+        "mlp.gate_up.weight",
+        "mlp.down.weight",
+    }
+    again = TensorParallelDecoderLayer.from_shards(TINY, state, rank=1, world_size=2)
+    other, _ = _layer(1, 2, seed=1)
+    other.load_state_dict(state)
+    for built in (again, other):
+        for key, value in built.state_dict().items():
+            assert torch.equal(value, state[key]), key
+
+
+def test_caches_have_the_layouts_shapes() -> None:
+    layer, _ = _layer(0, 2)
+    heads = layer.new_cache(3, 10, "heads")
+    sequence = layer.new_cache(3, 10, "sequence")
+    assert list(heads.k.shape) == [3, 1, 10, 128] and heads.max_len == 10
+    assert list(sequence.k.shape) == [3, 2, 5, 128] and sequence.max_len == 10
+    assert heads.k.abs().sum() == 0 and sequence.v.abs().sum() == 0
+
+
+def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:
+    return {**random_weights(TINY), **changes}
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: TensorParallelDecoderLayer(TINY, _weights(), rank=0, world_size=4),
+            "TensorParallelAttention: num_kv_heads 2 does not split over 4 ranks",
+        ),
+        (
+            lambda: TensorParallelAttention(
+                *(torch.zeros(64, 6 * 16, dtype=torch.bfloat16) for _ in range(3)),
+                torch.zeros(96, 64, dtype=torch.bfloat16),
+                num_heads=6,
+                num_kv_heads=4,
+                head_dim=16,
+                rank=0,
+                world_size=1,
+            ),  # fmt: skip
+            "num_heads 6 is not a multiple of num_kv_heads 4",
+        ),
+        (
+            lambda: TensorParallelDecoderLayer(TINY, _weights(o=torch.zeros(64, 64)), rank=0, world_size=2),
+            r"TensorParallelDecoderLayer: weight 'o' must be \[512, 64\] for 'tiny', got \[64, 64\]",
+        ),
+        (
+            lambda: TensorParallelDecoderLayer(
+                TINY, _weights(down=torch.zeros(128, 64, dtype=torch.half)), rank=0, world_size=2
+            ),
+            "TensorParallelDecoderLayer: weight 'down' is torch.float16 but 'q' is torch.bfloat16",
+        ),
+        (
+            lambda: TensorParallelDecoderLayer(TINY, {"q": torch.zeros(1)}, rank=0, world_size=2),
+            r"TensorParallelDecoderLayer: weights missing \['input_norm', 'k'",
+        ),
+        (
+            lambda: TensorParallelDecoderLayer(
+                DecoderConfig("wide", 40960, 4, 2, 128, 128, 1e4, 1e-6), {}, rank=0, world_size=2
+            ),
+            "TensorParallelDecoderLayer: hidden size 40960 cannot be tiled by the fused all-reduce",
+        ),
+        (
+            lambda: TensorParallelDecoderLayer.from_shards(TINY, {}, rank=0, world_size=2),
+            r"TensorParallelDecoderLayer: the shards lack \['input_norm_weight'",
+        ),
+        (
+            lambda: TensorParallelDecoderLayer.from_shards(
+                TINY,
+                {**_layer(0, 2)[0].state_dict(), "attention.o.weight": torch.zeros(512, 64, dtype=torch.bfloat16)},
+                rank=0,
+                world_size=2,
+            ),  # fmt: skip
+            r"TensorParallelAttention: o_shard must be \[256, 64\], got \[512, 64\]",
+        ),
+        (lambda: _layer(0, 2)[0].new_cache(2, 9, "sequence"), "max_len a multiple of the world size 2, got 9"),
+        (lambda: _layer(0, 2)[0].new_cache(2, 8, "pages"), "layout must be one of"),
+    ],
+)
+def test_bad_input_names_the_layer_and_tensor(build: Callable[[], object], message: str) -> None:
+    with pytest.raises(LayerError, match=message):
+        build()
+
+
+def test_bad_decode_input_names_the_layer() -> None:
+    layer, _ = _layer(0, 1)
+    cache = layer.new_cache(2, 8)
+    x = torch.zeros(2, 64, dtype=torch.bfloat16)
+    with pytest.raises(LayerError, match=r"TensorParallelAttention: x is torch.float16 but the weights are"):
+        layer.attention.decode_partial(x.half(), torch.zeros(2, dtype=torch.long), cache)
+    with pytest.raises(
+        LayerError, match=r"TensorParallelAttention: positions must be an integer tensor of shape \[2\]"
+    ):
+        layer.attention.decode_partial(x, torch.zeros(3, dtype=torch.long), cache)
+    with pytest.raises(LayerError, match=r"TensorParallelAttention: the KV cache \(heads, k \[2, 2, 8, 128\]"):
+        layer.attention.decode_partial(x[:1], torch.zeros(1, dtype=torch.long), cache)
+
+
+def test_sequence_cache_needs_flash_decodes_head_dim() -> None:
+    small = DecoderConfig("d64", 64, 4, 2, 64, 128, 1e4, 1e-6)
+    layer = TensorParallelDecoderLayer(small, random_weights(small), rank=0, world_size=2)
+    with pytest.raises(LayerError, match="takes head_dim 128, not 64"):
+        layer.new_cache(1, 8, "sequence")
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
