@@ -75,7 +75,7 @@ NONE_RATE = 0.03
 OURS, NCCL, NVSHMEM, FP8 = "ours", "NCCL all_to_all_single", "NVSHMEM all_to_all_vdev", "ours fp8"
 CHUNK_ELEMENTS = 1 << 27
 """Elements of fp32 a baseline's weighted sum converts at once (bounds its temporaries at 512 MiB)."""
-NVSHMEM_TIMEOUT_S = 150
+NVSHMEM_TIMEOUT_S = 120
 
 
 # --- arguments ---------------------------------------------------------------------------------------------------
