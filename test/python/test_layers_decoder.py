@@ -58,7 +58,8 @@ def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def _rope(x: torch.Tensor, theta: float) -> torch.Tensor:
     """x [B, T, heads, D] rotated by its position along T: dims (i, i + D/2) as one complex number."""
     d = x.shape[-1]
-    angles = torch.arange(x.shape[1], dtype=torch.float64)[:, None] * theta ** (-torch.arange(0, d, 2) / d)
+    steps = torch.arange(0, d, 2, dtype=torch.float64, device=x.device)
+    angles = torch.arange(x.shape[1], dtype=torch.float64, device=x.device)[:, None] * theta ** (-steps / d)
     turn = torch.polar(torch.ones_like(angles), angles)[None, :, None, :]  # [1, T, 1, D/2]
     z = torch.complex(x[..., : d // 2].double(), x[..., d // 2 :].double()) * turn
     return torch.cat([z.real, z.imag], dim=-1).float()
@@ -83,7 +84,7 @@ def reference(
     group = config.num_heads // config.num_kv_heads
     k, v = (t.repeat_interleave(group, dim=2) for t in (k, v))
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)
-    scores = scores.masked_fill(torch.ones(tokens, tokens, dtype=torch.bool).triu(1), float("-inf"))
+    scores = scores.masked_fill(torch.ones(tokens, tokens, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
     attn = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).reshape(batch, tokens, -1) @ w["o"]
     h1 = x + attn
     h2 = _rms(h1, w["post_norm"], eps)
