@@ -689,6 +689,15 @@ def _ours_result(recv_x: torch.Tensor, handle: Any, combined: torch.Tensor) -> P
     )
 
 
+def closed_form_problem(out: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, rtol: float) -> str:
+    """'' if ``out`` is x * (sum of the valid weights), the combine of an identity expert, within ``rtol`` of it
+    plus 1% of its largest magnitude; else how many elements are off."""
+    want = x.float() * (w * (idx >= 0)).sum(1, keepdim=True)
+    atol = 1e-2 * float(want.abs().max()) if want.numel() else 0.0
+    bad = int((~((out.float() - want).abs() <= atol + rtol * want.abs())).sum())
+    return f"identity-expert combine: {bad} of {out.numel()} elements off" if bad else ""
+
+
 def fp8_problem(recv_x: torch.Tensor, handle: Any, want_rows: torch.Tensor, want: Any) -> str:
     """What is wrong with an fp8 dispatch's rows ('' if nothing): counts, expert ids and weights exactly, the rows
     (times ``handle.recv_scales`` per 128 channels unless dequantized) within 5% relative error per row."""
@@ -839,13 +848,6 @@ class Bench:
 
     # - the sweeps -
 
-    def closed_form(self, out: torch.Tensor, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, rtol: float) -> str:
-        """'' if ``out`` is x * (sum of the valid weights) (combine of an identity expert), else what is off."""
-        want = x.float() * (w * (idx >= 0)).sum(1, keepdim=True)
-        atol = 1e-2 * float(want.abs().max()) if want.numel() else 0.0
-        bad = int((~((out.float() - want).abs() <= atol + rtol * want.abs())).sum())
-        return f"identity-expert combine: {bad} of {out.numel()} elements off" if bad else ""
-
     def inputs(self, tokens: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         gen = torch.Generator(device=self.device).manual_seed(1000 * tokens + self.rank)
         a = self.args
@@ -909,9 +911,9 @@ class Bench:
             self.nccl.combine(recv_x, handle)
 
         ours_dispatch()
-        ours_ok = self.agreed(self.closed_form(triton_dist.ops.moe_combine(*state["ours"]), x, idx, w, 8e-3))
+        ours_ok = self.agreed(closed_form_problem(triton_dist.ops.moe_combine(*state["ours"]), x, idx, w, 8e-3))
         nccl_dispatch()
-        nccl_ok = self.agreed(self.closed_form(self.nccl.combine(*state["nccl"]), x, idx, w, 2e-2))
+        nccl_ok = self.agreed(closed_form_problem(self.nccl.combine(*state["nccl"]), x, idx, w, 2e-2))
         if tokens in a.tokens:
             row = self.timed_row(OURS, "normal", tokens, ours_dispatch, ours_combine, nbytes, host=(None, ours_combine))
             row["verified"] = f"{verified.get(f'{OURS}/normal', '—')}; this size: {ours_ok}"
@@ -1135,7 +1137,11 @@ def nvshmem_row(
     def combine() -> None:
         disp.combine(*state["d"])
 
+    dispatch()
+    flag = torch.tensor([0 if closed_form_problem(disp.combine(*state["d"]), x, idx, w, 2e-2) else 1], device=x.device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MIN)
     row: dict[str, Any] = {"path": NVSHMEM, "mode": "normal", "tokens": tokens, "bytes per rank": nbytes}
+    row["this size"] = "ok" if int(flag) else "FAILED (identity-expert combine)"
     row["dispatch device"] = device_us(dispatch, barrier, args.reps)
     row["combine device"] = device_us(combine, barrier, args.reps, prepare=dispatch)
     row["dispatch idle"] = idle_us(dispatch, args.reps)
@@ -1187,7 +1193,7 @@ def nvshmem_child(args: argparse.Namespace) -> int:
 
         for tokens in args.tokens:
             row = nvshmem_row(disp, tokens, args, barrier)
-            row["verified"] = verified
+            row["verified"] = f"{verified}; this size: {row.pop('this size')}"
             record["rows"].append(row)
             log0(f"RESULT {NVSHMEM} T={tokens}: dispatch {row['dispatch device']:.1f} combine "
                  f"{row['combine device']:.1f} us")  # fmt: skip

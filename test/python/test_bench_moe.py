@@ -144,3 +144,11 @@ def test_the_results_writer(tmp_path: Path) -> None:
     assert "| 10.00 / 10.00 / 5.00 / 5.00 | ok |" in text
     data = json.loads((tmp_path / "moe_2xTEST.json").read_text())
     assert len(data["rows"]) == 5 and data["extras"]["allgather_gbps"] == 10.0
+
+
+def test_the_identity_expert_check() -> None:
+    x, idx, w = moe.make_inputs(6, 32, 8, 2, torch.Generator().manual_seed(3), none_rate=0.3)
+    out = (x.float() * (w * (idx >= 0)).sum(1, keepdim=True)).to(x.dtype)
+    assert moe.closed_form_problem(out, x, idx, w, 8e-3) == ""
+    out[2, 5] = out[2, 5] * 1.5 + 1
+    assert moe.closed_form_problem(out, x, idx, w, 8e-3) == "identity-expert combine: 1 of 192 elements off"
