@@ -1,13 +1,15 @@
-"""``triton_dist.ops.all_reduce_residual_rmsnorm``: the fused all-reduce + residual add + RMSNorm.
+"""``triton_dist.ops.all_reduce_residual_rmsnorm``: the fused all-reduce + residual add + RMSNorm, its fp8 variant
+(``all_reduce_residual_rmsnorm_fp8``) and ``gemm_ar``'s norm epilogue.
 
 Under the CPU emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, one process per rank on gloo, as
 ``test_emulation_ops.py``) at 2 and 3 ranks against a torch reference: the chosen config and each algorithm forced
 (one-shot push, two-shot, whose chunks leave the last rank short of rows), bf16 and fp32, a hidden size that is not
 a power of two, 3-D input, a call without rows, every call twice (the second relaunches the plan; the device-side
-epochs advance); ranks that call with different shapes, and the CPU world without the interpreter, are refused.
-Without GPUs: the kernel compiles for sm_90 and gfx942 with the flag protocol's release / acquire, bad input raises
-``ArRmsNormError`` naming the tensor, the algorithm follows the all-reduce's table, and the custom op traces with
-fake tensors.
+epochs advance); the e4m3 output of both algorithms (per-token scales, every element within one e4m3 step, a row of
+zeros); ``gemm_ar(a, b, residual=, norm_weight=)``; ranks that call with different shapes, and the CPU world without
+the interpreter, are refused. Without GPUs: the kernel compiles for sm_90 and gfx942 with the flag protocol's
+release / acquire (and the e4m3 conversion on sm_90), bad input raises ``ArRmsNormError`` / ``GemmArError`` naming
+the tensor, the algorithm is ``all_reduce``'s choice, and the custom ops trace with fake tensors.
 """
 
 from __future__ import annotations
@@ -130,6 +132,24 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
             problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
         return problems
 
+    def gemm_ar_norm(m: int, n: int, k: int, dtype: torch.dtype) -> list[str]:
+        """gemm_ar's norm epilogue: each rank's a @ b (rounded to the dtype, as the op's product) summed."""
+        problems = []
+        for _ in range(2):  # the second call relaunches both plans
+            operands = [
+                (torch.randn(m, k, generator=gen).to(dtype), (torch.randn(k, n, generator=gen) / k**0.5).to(dtype))
+                for _ in range(size)
+            ]
+            residual = torch.randn(m, n, generator=gen).to(dtype)
+            weight = (torch.rand(n, generator=gen) + 0.5).to(dtype)
+            a, b = operands[rank]
+            normed, new_residual = triton_dist.ops.gemm_ar(a, b, residual=residual, norm_weight=weight, eps=1e-5)
+            products = [(x.float() @ w.float()).to(dtype) for x, w in operands]
+            want_normed, want_residual = reference(products, residual, weight, 1e-5)
+            problems += [f"normed: {p}" for p in _close(normed, want_normed)]
+            problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
+        return problems
+
     def disagreeing_ranks() -> list[str]:
         rows = 2 if rank == 0 else 3  # rank 0 calls with another shape: every rank refuses, naming the difference
         x = torch.ones(rows, 32)
@@ -163,6 +183,8 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "fp8/one_shot_fp32": lambda: run_fp8((5, 100), torch.float32, ArRmsNormConfig("one_shot", 2, 1)),
         "fp8/two_shot_bf16": lambda: run_fp8((5, 100), torch.bfloat16, ArRmsNormConfig("two_shot", 2, 1)),
         "fp8/no_rows": lambda: run_fp8((0, 32), torch.bfloat16, None),
+        "gemm_ar_norm/bf16": lambda: gemm_ar_norm(3, 40, 24, torch.bfloat16),
+        "gemm_ar_norm/fp16_one_row": lambda: gemm_ar_norm(1, 48, 40, torch.float16),
     }
 
 
@@ -207,6 +229,7 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
             "two_shot/fp32",
             "fp8/one_shot_fp32",
             "fp8/two_shot_bf16",
+            "gemm_ar_norm/bf16",
             "selected/bf16",
             "no_rows",
             "disagreeing_ranks",
@@ -323,6 +346,50 @@ def _bad_inputs() -> list[tuple[Callable[[], tuple[Any, Any, Any, float]], str]]
         (lambda: (x, x, w, -1.0), "eps must be a float >= 0"),
         (lambda: (torch.zeros(2, 40000), torch.zeros(2, 40000), torch.ones(40000), 1e-6), "hidden size"),
     ]
+
+
+def _bad_gemm_ar_norm_inputs() -> list[tuple[dict[str, Any], str]]:
+    r = torch.zeros(4, 32, dtype=torch.bfloat16)
+    w = torch.ones(32, dtype=torch.bfloat16)
+    return [
+        ({"residual": r}, "needs both residual and norm_weight; residual given, norm_weight not"),
+        ({"norm_weight": w}, "needs both residual and norm_weight; norm_weight given, residual not"),
+        ({"residual": r[:3], "norm_weight": w}, r"residual must be a bfloat16 \[4, 32\] tensor on cpu \(a @ b is"),
+        ({"residual": r.half(), "norm_weight": w}, r"residual must be a bfloat16 \[4, 32\].*got float16"),
+        ({"residual": r, "norm_weight": w[:16]}, r"norm_weight must be a bfloat16 \[32\] tensor"),
+        ({"residual": "no", "norm_weight": w}, "residual must be a torch.Tensor"),
+        ({"residual": r.t().contiguous().t(), "norm_weight": w}, "residual must be contiguous"),
+        ({"residual": r, "norm_weight": w, "eps": -1.0}, "eps must be a float >= 0"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_bad_gemm_ar_norm_inputs())))
+def test_gemm_ar_norm_bad_input_raises_naming_the_tensor(case: int) -> None:
+    import triton_dist.ops
+    from triton_dist.ops.gemm_ar import GemmArError
+
+    kwargs, text = _bad_gemm_ar_norm_inputs()[case]
+    a = torch.zeros(4, 16, dtype=torch.bfloat16)
+    b = torch.zeros(16, 32, dtype=torch.bfloat16)
+    with pytest.raises(GemmArError, match=text):
+        triton_dist.ops.gemm_ar(a, b, **kwargs)
+
+
+def test_gemm_ar_norm_traces_to_its_custom_op() -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    import triton_dist.ops
+
+    def layer(a: torch.Tensor, b: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        normed, new_residual = triton_dist.ops.gemm_ar(a, b, residual=residual, norm_weight=weight, eps=1e-5)
+        return normed + new_residual
+
+    args = (torch.randn(4, 16).half(), torch.randn(16, 32).half(), torch.randn(4, 32).half(), torch.ones(32).half())
+    graph = make_fx(layer, tracing_mode="fake")(*args)
+    calls = [node.target for node in graph.graph.nodes if node.op == "call_function"]
+    assert torch.ops.triton_dist.gemm_ar_rmsnorm.default in calls
+    with pytest.raises(ValueError, match=r"norm_weight must be a float16 \[32\]"):
+        make_fx(layer, tracing_mode="fake")(*args[:3], torch.ones(31).half())
 
 
 @pytest.mark.parametrize("case", range(len(_bad_inputs())))

@@ -18,7 +18,13 @@ residual=, norm_weight=)`` feeds its product to this op.
 
 from __future__ import annotations
 
-from triton_dist.ops.ar_rmsnorm.config import ArRmsNormConfig, ArRmsNormError
+from triton_dist.ops.ar_rmsnorm.config import MAX_HIDDEN, ArRmsNormConfig, ArRmsNormError
 from triton_dist.ops.ar_rmsnorm.op import all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8
 
-__all__ = ["ArRmsNormConfig", "ArRmsNormError", "all_reduce_residual_rmsnorm", "all_reduce_residual_rmsnorm_fp8"]
+__all__ = [
+    "MAX_HIDDEN",
+    "ArRmsNormConfig",
+    "ArRmsNormError",
+    "all_reduce_residual_rmsnorm",
+    "all_reduce_residual_rmsnorm_fp8",
+]

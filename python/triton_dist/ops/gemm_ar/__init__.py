@@ -4,6 +4,8 @@ that measured slower, cuBLAS then ``all_reduce``: see "The cuBLAS path" below).
 ```python
 # a: [M, K / W] (this rank's slice of the activations), b: [K / W, N] (this rank's rows of the weight)
 y = triton_dist.ops.gemm_ar(a, b)          # [M, N], the same on every rank
+# with a decoder layer's epilogue: residual + the sum, then RMSNorm (all_reduce_residual_rmsnorm's definition)
+normed, residual = triton_dist.ops.gemm_ar(a, b, residual=residual, norm_weight=w, eps=1e-6)
 ```
 
 Each program computes output tiles ``[BLOCK_M, BLOCK_N]`` of ``a @ b`` in fp32 (a K loop over this rank's slice, the
@@ -20,6 +22,11 @@ all-reduce (``ops/all_reduce/kernels.py``); the epochs live on the device (``ops
 CUDA graphs replay correctly.
 
 Meant for decode shapes (M <= 256). Registered as ``torch.ops.triton_dist.gemm_ar``.
+
+The norm epilogue (``residual=``, ``norm_weight=``; ``torch.ops.triton_dist.gemm_ar_rmsnorm``): the norm needs whole
+rows, which the tiles above split across programs, so it is two launches: this rank's ``a @ b`` with the GEMM the
+plain call would run (the chosen config with its exchange off), then ``all_reduce_residual_rmsnorm`` of the product,
+whose one kernel all-reduces, adds the residual and norms.
 
 The cuBLAS path (``GemmARConfig(gemm="cublas")``): ``torch.matmul`` into the output, then ``ops.all_reduce`` of it in
 place, two launches. ``default_config`` takes it on NVIDIA where it measured faster than the fused kernel: above 64

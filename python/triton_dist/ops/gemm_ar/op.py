@@ -9,13 +9,15 @@ check their inputs, look the plan up (one dict lookup) and relaunch it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import overload
 
 import torch
 import triton
 
 from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce import all_reduce_in_place
+from triton_dist.ops.ar_rmsnorm import MAX_HIDDEN, all_reduce_residual_rmsnorm
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import emulated_world, gpu_world, on_device
@@ -162,20 +164,28 @@ def chosen_config(a: torch.Tensor, b: torch.Tensor) -> GemmARConfig:
     return default_config(m, n, k_local, backend, sms)
 
 
-def _launch(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig | None) -> None:
+def _launch(
+    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig | None, local: bool = False
+) -> None:
     """Enqueue ``sum over ranks of a @ b`` into ``out`` (checked) on the current stream: the signature's plan, or
-    the first call of the signature. ``config`` None: ``chosen_config``."""
+    the first call of the signature. ``config`` None: ``chosen_config``. ``local``: this rank's ``a @ b`` only, with
+    the chosen config's GEMM (its exchange off): what the norm epilogue feeds to ``all_reduce_residual_rmsnorm``."""
     aligned = (a.data_ptr() % 16 == 0, b.data_ptr() % 16 == 0, out.data_ptr() % 16 == 0)
-    signature = (a.shape, b.shape, a.stride(0), b.stride(0), out.stride(0), a.dtype, a.device, aligned, config)
+    signature = (a.shape, b.shape, a.stride(0), b.stride(0), out.stride(0), a.dtype, a.device, aligned, config, local)
     plan = _plans.get(signature)
     if plan is not None:
         plan.launch(a.device, a, b, out)
     else:
-        _first_call(a, b, out, config, signature)
+        _first_call(a, b, out, config, signature, local)
 
 
 def _first_call(
-    a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, config: GemmARConfig | None, signature: tuple
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    config: GemmARConfig | None,
+    signature: tuple,
+    local: bool = False,
 ) -> None:
     """What a repeated signature skips: the device, the config, the ranks' agreement (a collective), the first
     launch, which gives the plan."""
@@ -184,6 +194,8 @@ def _first_call(
         raise GemmArError(f"gemm_ar: a is on {a.device}, but this rank's triton_dist device is {world.device}")
     if config is None:
         config = chosen_config(a, b)
+    if local:
+        config = replace(config, exchange=False)
     m, k = a.shape
     n = b.shape[1]
     if config.gemm == "triton" and config.split_k > 1:
@@ -305,6 +317,45 @@ def _new_output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
 
 
+def check_norm_inputs(a: torch.Tensor, b: torch.Tensor, residual: object, norm_weight: object, eps: object) -> None:
+    """Raise GemmArError naming the first problem of the norm epilogue's arguments (``a`` and ``b`` checked):
+    ``residual`` not a contiguous [M, N] tensor of a's dtype on a's device, ``norm_weight`` not [N] of that dtype
+    there, an N past the norm's ``MAX_HIDDEN`` (a program holds a row), a negative ``eps``."""
+    m, n = a.shape[0], b.shape[1]
+    for name, value, shape in (("residual", residual, (m, n)), ("norm_weight", norm_weight, (n,))):
+        if not isinstance(value, torch.Tensor):
+            raise GemmArError(f"gemm_ar: {name} must be a torch.Tensor, got {type(value).__name__}")
+        if tuple(value.shape) != shape or value.dtype != a.dtype or value.device != a.device:
+            raise GemmArError(
+                f"gemm_ar: {name} must be a {str(a.dtype).removeprefix('torch.')} {list(shape)} tensor on {a.device} "
+                f"(a @ b is [{m}, {n}]), got {str(value.dtype).removeprefix('torch.')} {list(value.shape)} on "
+                f"{value.device}"
+            )
+        if not value.is_contiguous():
+            raise GemmArError(f"gemm_ar: {name} must be contiguous, got strides {value.stride()}")
+    if n > MAX_HIDDEN:
+        raise GemmArError(f"gemm_ar: the norm epilogue takes N <= {MAX_HIDDEN} (whole rows), got N = {n}")
+    if not isinstance(eps, (int, float)) or not eps >= 0:
+        raise GemmArError(f"gemm_ar: eps must be a float >= 0, got {eps!r}")
+
+
+def _run_norm(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    residual: torch.Tensor,
+    norm_weight: torch.Tensor,
+    eps: float = 1e-6,
+    config: GemmARConfig | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The norm epilogue, inputs checked: this rank's ``a @ b`` with ``config``'s GEMM (None: ``chosen_config``'s),
+    its exchange off, then ``all_reduce_residual_rmsnorm`` of the product. How the custom op and tests run it."""
+    _check(a, b)
+    check_norm_inputs(a, b, residual, norm_weight, eps)
+    product = _new_output(a, b)
+    _launch(a, b, product, config, local=True)
+    return all_reduce_residual_rmsnorm(product, residual, norm_weight, eps)
+
+
 @torch.library.custom_op("triton_dist::gemm_ar", mutates_args=())
 def _gemm_ar_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _check(a, b)
@@ -319,7 +370,42 @@ def _gemm_ar_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a.new_empty((a.shape[0], b.shape[1]))
 
 
-def gemm_ar(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+@torch.library.custom_op("triton_dist::gemm_ar_rmsnorm", mutates_args=())
+def _gemm_ar_rmsnorm_op(
+    a: torch.Tensor, b: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return _run_norm(a, b, residual, norm_weight, eps)
+
+
+@_gemm_ar_rmsnorm_op.register_fake
+def _gemm_ar_rmsnorm_fake(
+    a: torch.Tensor, b: torch.Tensor, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    check_inputs(a, b)
+    check_norm_inputs(a, b, residual, norm_weight, eps)
+    return a.new_empty((a.shape[0], b.shape[1])), a.new_empty((a.shape[0], b.shape[1]))
+
+
+@overload
+def gemm_ar(
+    a: torch.Tensor, b: torch.Tensor, *, residual: None = None, norm_weight: None = None, eps: float = 1e-6
+) -> torch.Tensor: ...
+
+
+@overload
+def gemm_ar(
+    a: torch.Tensor, b: torch.Tensor, *, residual: torch.Tensor, norm_weight: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+def gemm_ar(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    *,
+    residual: torch.Tensor | None = None,
+    norm_weight: torch.Tensor | None = None,
+    eps: float = 1e-6,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``sum over ranks of a @ b`` on every rank (``torch.ops.triton_dist``): GEMM and all-reduce in one kernel, or,
     where that measured slower on NVIDIA (more than 64 rows; 17-32 rows with a short split K: ``default_config``),
     cuBLAS followed by triton_dist's all-reduce. A shape tuned on this GPU and world size (``bench/gemm_ar.py
@@ -334,10 +420,27 @@ def gemm_ar(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     kernel with ``EMULATED_CONFIG`` in Triton's interpreter); CUDA-graph capture works once the shape has been called
     eagerly. Eager calls run the custom op's implementation directly
     (as ``all_reduce`` does); traced calls use the op.
+
+    The norm epilogue of a row-parallel layer: with ``residual`` ([M, N], a's dtype) and ``norm_weight`` ([N]),
+    returns ``(normed, new_residual)`` with ``new_residual = residual + sum over ranks of a @ b`` and ``normed =
+    RMSNorm(new_residual) * norm_weight`` (``eps``), as ``all_reduce_residual_rmsnorm`` defines them
+    (``torch.ops.triton_dist.gemm_ar_rmsnorm``). Two launches: this rank's ``a @ b`` with the GEMM the plain call
+    would use (the chosen config, its exchange off; the product rounded to the dtype, as the plain call's partial
+    tiles), then the fused all-reduce + residual + RMSNorm kernel of the product, which replaces the plain call's
+    exchange. Give both or neither; N at most ``ar_rmsnorm.MAX_HIDDEN``.
     """
-    if not plain_eager(a, b):
-        return torch.ops.triton_dist.gemm_ar(a, b)
-    _check(a, b)
-    out = _new_output(a, b)
-    _launch(a, b, out, None)  # out is new, row-major [M, N] by construction
-    return out
+    if residual is None and norm_weight is None:
+        if not plain_eager(a, b):
+            return torch.ops.triton_dist.gemm_ar(a, b)
+        _check(a, b)
+        out = _new_output(a, b)
+        _launch(a, b, out, None)  # out is new, row-major [M, N] by construction
+        return out
+    if residual is None or norm_weight is None:
+        given, missing = ("residual", "norm_weight") if norm_weight is None else ("norm_weight", "residual")
+        raise GemmArError(
+            f"gemm_ar: the norm epilogue needs both residual and norm_weight; {given} given, {missing} not"
+        )
+    if not plain_eager(a, b, residual, norm_weight):
+        return torch.ops.triton_dist.gemm_ar_rmsnorm(a, b, residual, norm_weight, eps)
+    return _run_norm(a, b, residual, norm_weight, eps)
