@@ -8,8 +8,9 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 
 - **ours**: ``triton_dist.ops.moe_dispatch`` / ``moe_combine``, ``mode="normal"`` at every ``--tokens`` (one host
   synchronization per dispatch, by design), and ``mode="low_latency"`` at ``--ll-tokens`` per rank, both CUDA-graphed
-  (one dispatch per graph, one combine per graph) and eager; an fp8 dispatch row where ``moe_dispatch`` takes an fp8
-  option that works (otherwise the reason is printed and written).
+  (one dispatch per graph, one combine per graph) and eager; fp8 dispatch rows (dispatch only; fp8 rows with their
+  scales, and dequantized on receipt) where ``moe_dispatch`` takes an fp8 option that works (otherwise the reason is
+  printed and written).
 - **NCCL**: :class:`A2ADispatcher` over ``dist.all_to_all_single``, written the usual way with the care ours gets:
   route on the device (tokens per destination rank and pairs per expert, no host sync), one counts exchange, one
   host synchronization for the split sizes, each token packed once per destination rank with its ids and weights in
@@ -742,6 +743,17 @@ class Bench:
         self.slug = args.tag or f"{self.size}x{short}"
         self.extras["title"] = f"{self.size} x {gpu}"
         self.header = describe_machine(self.started)
+        self.extras["notes"] += [
+            f"ours: triton_dist.ops.moe_dispatch / moe_combine; normal mode syncs with the host once per dispatch (to "
+            f"size recv_x); low_latency mode (max_tokens_per_rank {args.ll_tokens}) never does. The experts are the "
+            "identity in the timed calls (combine's y = recv_x).",
+            f"{NCCL}: the A2ADispatcher of bench/moe.py (route on the device, one counts exchange, one host sync, "
+            "each token packed once per destination rank with its ids and weights, one payload exchange, grouped by "
+            "local expert on receipt; combine sends one partial per token and rank in bf16, summed in fp32 at home).",
+            f"{NVSHMEM}: the same dispatcher, its payload exchanges through torch.ops.symm_mem.all_to_all_vdev on "
+            "NVSHMEM symmetric buffers (counts over NCCL), in child processes after the main phase: symm-mem's "
+            "backend is per process and fixed by the first allocation, and triton_dist's heap is a CUDA-backend one.",
+        ]
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk, max(args.tokens + [args.ll_tokens]),
             torch.bfloat16, self.device,
