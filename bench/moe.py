@@ -31,13 +31,13 @@ Per row: dispatch and combine µs three ways (max over ranks of the median of ``
   an NCCL one-element all-reduce in the NVSHMEM phase); a combine's dispatch runs before its barrier, untimed;
 - **from idle**: events around one call after a host synchronize and a ``dist.barrier`` (the host path included);
 - **host**: CPU µs to enqueue one call while the GPU is busy (``testing.host_us``); a call that synchronizes with
-  the host (normal-mode dispatch, ours and the baselines) has none. Host µs of a combine repeat one dispatch's
-  combine (the host work does not depend on the data).
+  the host (normal-mode dispatch, ours and the baselines) has none, nor does the NVSHMEM phase. Host µs of a
+  combine repeat one dispatch's combine (the host work does not depend on the data).
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
-once against ``triton_dist.ops.moe.reference_*`` before timing, and at every size ours and NCCL against the closed
-form of an identity expert (combine = x * sum of the valid weights). Writes ``bench/results/moe_<W>x<GPU>.md``,
+once against ``triton_dist.ops.moe.reference_*`` before timing, and at every size ours, NCCL and NVSHMEM against the
+closed form of an identity expert (combine = x * sum of the valid weights). Writes ``bench/results/moe_<W>x<GPU>.md``,
 ``.json`` and ``.png`` (``--out-dir``, ``--tag``).
 """
 
