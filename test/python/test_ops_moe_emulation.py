@@ -8,7 +8,9 @@ writes, per case, what differed from it on this rank to ``<out>/rank<r>.json``.
 
 Cases: random routing with uneven T and slots of -1; k = 1 (int64 ids); k = 8 (bf16 weights); every token to the
 last rank (rank 0 receives nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows
-its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``).
+its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``);
+at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
+low-latency mode dequantizing) and a low-latency expert over its capacity (``_overflow``).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
 their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
 interpreter truncates where GPUs round to nearest even).
@@ -31,7 +33,7 @@ HIDDEN = 32
 
 
 def _case_inputs(
-    name: str, world: int, seed: int
+    name: str, world: int, seed: int, hidden: int = HIDDEN
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], int]:
     """Every rank's (x, topk_idx, topk_weights) and E for case ``name`` at ``world`` ranks."""
     gen = torch.Generator().manual_seed(seed)
@@ -49,7 +51,7 @@ def _case_inputs(
         k, counts = 3, [40] * world
     xs, idxs, weights = [], [], []
     for tokens in counts:
-        xs.append(torch.randn(tokens, HIDDEN, generator=gen).to(torch.bfloat16))
+        xs.append(torch.randn(tokens, hidden, generator=gen).to(torch.bfloat16))
         rows = [torch.randperm(experts, generator=gen)[:k] for _ in range(tokens)]
         idx = torch.stack(rows) if rows else torch.zeros(0, k, dtype=torch.int64)
         if name == "one_rank":  # every token's experts on the last rank
@@ -128,6 +130,98 @@ def _bad_ids(rank: int, size: int) -> list[str]:
     return problems
 
 
+def _bf16_problems(what: str, got: torch.Tensor, exact: torch.Tensor) -> list[str]:
+    """``got`` (bf16) must be ``exact`` (fp32) rounded to nearest even (GPUs) or truncated (Triton 3.6's
+    interpreter)."""
+    truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+    if got.shape == exact.shape and (torch.equal(got, exact.to(torch.bfloat16)) or torch.equal(got, truncated)):
+        return []
+    worst = (got.float() - exact).abs().max().item() if got.shape == exact.shape else None
+    return [f"{what} differs: shapes {list(got.shape)} / {list(exact.shape)}, max {worst}"]
+
+
+def _fp8(rank: int, size: int) -> dict[str, list[str]]:
+    """fp8 dispatch against the reference: normal mode keeps fp8 rows (bit-exact) and their scales (exact);
+    low-latency mode dequantizes (the reference's fp32 values in bf16); then combine of the dequantized rows."""
+    import triton_dist
+    from triton_dist.ops.moe import reference_combine, reference_dispatch
+    from triton_dist.ops.moe.reference import dequantize_fp8
+
+    xs, idxs, weights, experts = _case_inputs("random", size, seed=5, hidden=160)
+    xs = [x * 40 for x in xs]  # beyond e4m3's range unscaled: the scales matter
+    record: dict[str, list[str]] = {}
+    for mode, dequantize in (("normal", False), ("low_latency", True)):
+        cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
+        key = f"fp8/{mode}" + ("/dequantize" if dequantize else "")
+        try:
+            recv_x, handle = triton_dist.ops.moe_dispatch(
+                xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize
+            )
+            refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
+            want, ref = refs[rank]
+            counts = ref.expert_counts.tolist()
+            rows = [slice(None)] if mode == "normal" else [(e, slice(0, c)) for e, c in enumerate(counts)]
+            problems = []
+            if not torch.equal(handle.expert_counts, ref.expert_counts) or handle.fp8 is not True:
+                problems.append(f"counts {handle.expert_counts.tolist()} != {counts}")
+            for at in rows:
+                exact = dequantize_fp8(want[at], ref.recv_scales[at])
+                if dequantize:
+                    problems += _bf16_problems(f"dequantized rows {at}", recv_x[at], exact)
+                elif not torch.equal(recv_x[at].view(torch.uint8), want[at].view(torch.uint8)):
+                    problems.append(f"fp8 rows {at} differ")
+                elif handle.recv_scales is None or not torch.equal(handle.recv_scales[at], ref.recv_scales[at]):
+                    problems.append(f"scales {at} differ")
+            mine = recv_x if dequantize else dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16)
+            out = triton_dist.ops.moe_combine(_experts(mine, handle.recv_expert), handle)
+            ys = [_experts(dequantize_fp8(rx, h.recv_scales, torch.bfloat16), h.recv_expert) for rx, h in refs]
+            exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
+            if not dequantize:
+                problems += _bf16_problems("combine", out, exact)
+            elif out.shape != exact.shape or not torch.allclose(out.float(), exact, rtol=2e-2, atol=1e-2):
+                # each rank's rows: the reference's bf16 (nearest even) or the interpreter's (truncated)
+                problems.append("combine of the dequantized rows differs")
+        except Exception as error:  # noqa: BLE001 (recorded for the test)
+            problems = [f"{type(error).__name__}: {error}"]
+        record[key] = problems
+    return record
+
+
+def _overflow(rank: int, size: int) -> list[str]:
+    """Every pair of every rank to one expert of the last rank, each token naming it twice (k = 2), at
+    max_tokens_per_rank = T: the expert would need 2 * W * T rows of its W * T. The last rank keeps the first
+    W * T, counts the other W * T in its status (check_status raises there, naming the capacity), combine still
+    completes, and a normal dispatch after it works."""
+    import triton_dist
+    from triton_dist.ops.moe import MoeStatusError, check_status
+
+    tokens, experts = 4, 4 * size
+    x = torch.randn(tokens, HIDDEN, generator=torch.Generator().manual_seed(rank)).to(torch.bfloat16)
+    idx = torch.full((tokens, 2), experts - 1, dtype=torch.int32)
+    recv_x, handle = triton_dist.ops.moe_dispatch(x, idx, torch.ones(tokens, 2), experts, "low_latency", tokens)
+    last = rank == size - 1
+    problems = []
+    if handle.status.tolist() != [0, 0, size * tokens if last else 0, 0]:
+        problems.append(f"status {handle.status.tolist()}")
+    if handle.expert_counts.tolist() != ([0, 0, 0, size * tokens] if last else [0, 0, 0, 0]):
+        problems.append(f"counts {handle.expert_counts.tolist()}")
+    try:
+        check_status(handle)
+        raised = ""
+    except MoeStatusError as error:
+        raised = str(error)
+    if last != (f"low-latency capacity exceeded on rank {rank}: {size * tokens} (token, k) pairs" in raised):
+        problems.append(f"check_status: {raised!r}")
+    out = triton_dist.ops.moe_combine(recv_x, handle)
+    if out.shape != x.shape:
+        problems.append(f"combine shape {list(out.shape)}")
+    recv_x, handle = triton_dist.ops.moe_dispatch(x, idx[:, :1].contiguous(), torch.ones(tokens, 1), experts)
+    if handle.expert_counts.tolist() != ([0, 0, 0, size * tokens] if last else [0, 0, 0, 0]):
+        problems.append(f"the next normal dispatch: counts {handle.expert_counts.tolist()}")
+    triton_dist.ops.moe_combine(recv_x, handle)
+    return problems
+
+
 def _worker(out_dir: str) -> None:
     import torch.distributed as dist
 
@@ -161,6 +255,9 @@ def _worker(out_dir: str) -> None:
                 problems = [f"{type(error).__name__}: {error}"]
             record[key] = problems
     record["bad_ids"] = _bad_ids(rank, size)
+    if size == 2:  # the fp8 and capacity paths once (the emulation is slow; the kernels take W at run time)
+        record |= _fp8(rank, size)
+        record["overflow"] = _overflow(rank, size)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -183,9 +280,13 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 @pytest.mark.parametrize("mode", ["normal", "low_latency"])
 def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[str]]], mode: str) -> None:
     for rank, record in enumerate(records):
-        cases = {key: problems for key, problems in record.items() if key.endswith(f"/{mode}")}
+        cases = {key: problems for key, problems in record.items() if key.endswith(f"/{mode}") and "#" in key}
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
+        if len(records) == 2:
+            extra = {key: problems for key, problems in record.items() if key.startswith(("fp8/", "overflow"))}
+            assert sorted(extra) == ["fp8/low_latency/dequantize", "fp8/normal", "overflow"]
+            cases |= extra
         failed = {key: problems for key, problems in cases.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 

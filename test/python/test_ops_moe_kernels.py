@@ -48,7 +48,9 @@ SIGNATURES: dict[str, dict[str, str]] = {
         **{n: _I32 for n in ("src_rank_ptr", "src_token_ptr", "expert_ptr")},
         "weight_ptr": "*fp32",
         **{n: _I32 for n in ("slot_ptr", "comb_rows_ptr", "comb_src_ptr", "comb_dst_ptr", "counts_out_ptr")},
-        **{n: _I32 for n in ("offsets_out_ptr", "src_offsets_ptr", "recv_tokens_ptr", "epoch_ptr")},
+        **{n: _I32 for n in ("offsets_out_ptr", "src_offsets_ptr", "recv_tokens_ptr")},
+        "scales_ptr": "*fp32",
+        **{n: _I32 for n in ("status_ptr", "epoch_ptr")},
         "tokens_ptr": "*bf16",
         **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr")},
         **{n: "i32" for n in ("H", "CAP", "M", "L")},
@@ -75,17 +77,24 @@ SIGNATURES: dict[str, dict[str, str]] = {
 """Each kernel's runtime arguments as the op passes them (bf16 tokens, int32 expert ids, fp32 weights)."""
 
 
-def _compile(name: str, target: str, low_latency: bool, world_size: int = 3) -> str:
+def _compile(
+    name: str, target: str, low_latency: bool, world_size: int = 3, scales: int = 0, dequantize: bool = False
+) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
-    pointer and H 16-byte aligned, as the op launches it."""
-    constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64)[name])
+    pointer and H 16-byte aligned, as the op launches it; ``scales`` > 0: an fp8 payload (``dequantize``: expand
+    writes bf16)."""
+    constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize)[name])
     if name == "route":
         constexprs["EXCHANGE"] = not low_latency
     if name in ("push", "expand", "combine_reduce"):
         constexprs["LOW_LATENCY"] = low_latency
     if name in ("route", "push", "combine_push"):
         constexprs["WORLD"] = notify_world(world_size)
-    signature = SIGNATURES[name]
+    signature = dict(SIGNATURES[name])
+    if scales:
+        signature["tokens_ptr"] = "*fp8e4nv"
+        if name == "expand" and not dequantize:
+            signature["recv_ptr"] = "*fp8e4nv"
     aligned = tuple(arg for arg in signature if arg.endswith("_ptr")) + (("H",) if "H" in signature else ())
     kernel = getattr(kernels, f"_{name}_kernel")
     return assembly(compile_kernel(kernel, signature, target, constexprs, aligned=aligned), target)
@@ -138,6 +147,26 @@ def test_gfx942_kernels_compile_with_release_and_acquire(low_latency: bool) -> N
         text = _compile(name, "gfx942", low_latency)
         assert "buffer_inv" in text, f"{name}: the acquire invalidates before reading what peers wrote"
     _compile("route", "gfx942", low_latency)
+
+
+@pytest.mark.parametrize("low_latency", [False, True])
+def test_sm90_fp8_push_quantizes_and_expand_keeps_or_dequantizes(low_latency: bool) -> None:
+    need_real_library("sm_90")
+    push = _compile("push", "sm_90", low_latency, scales=56)
+    assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", push), "the push kernel converts to e4m3 itself"
+    assert re.search(r"div\.rn\.f32", push), "IEEE division for the scales and the scaled values (as the reference)"
+    (release,) = _order(push, r"st\.release\.sys")
+    stores = [
+        i for i, line in enumerate(push.splitlines()[:release]) if re.search(r"st\.global\.(v\d\.)?b(8|16|32)", line)
+    ]
+    assert stores, "the quantized payload is stored before the flag"
+    kept = _compile("expand", "sm_90", low_latency, scales=56)
+    assert "e4m3" not in kept, "without dequantize the fp8 bytes are copied as they came"
+    acquire, load = _order(kept, r"ld\.acquire\.sys", r"ld\.global(\.nc)?\.v\d\.b32")
+    assert 0 <= acquire < load, "the fp8 rows are read (in vectors) after the wait's acquire"
+    dequantized = _compile("expand", "sm_90", low_latency, scales=56, dequantize=True)
+    assert "cvt.rn.f16x2.e4m3x2" in dequantized, "the expand kernel widens the fp8 rows"
+    assert re.search(r"cvt\.rn\.bf16(x2)?\.f32", dequantized), "and writes bf16"
 
 
 def test_custom_ops_are_registered_and_exported() -> None:
@@ -310,7 +339,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     x, idx, weights = torch.zeros(3, 8), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
     outputs = moe_op._dispatch(x, idx, weights, 8, mode, 4 if mode == "low_latency" else None)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
-    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device)
+    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
     moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route"]

@@ -112,8 +112,10 @@ def test_bad_inputs_name_the_problem() -> None:
     wide = [xs[0], torch.zeros(4, 16, dtype=torch.bfloat16)]
     with pytest.raises(MoeError, match="different inputs"):
         reference_dispatch(wide, idxs, weights, 8)
-    with pytest.raises(MoeError, match="fp8 payloads are not implemented"):
-        check_inputs(xs[0], idxs[0], weights[0], 8, 2, fp8=True)
+    with pytest.raises(MoeError, match="dequantize=True is for fp8 payloads"):
+        check_inputs(xs[0], idxs[0], weights[0], 8, 2, dequantize=True)
+    with pytest.raises(MoeError, match="fp8 must be True or False, got 1"):
+        check_inputs(xs[0], idxs[0], weights[0], 8, 2, fp8=1)
     with pytest.raises(MoeError, match="needs max_tokens_per_rank"):
         check_inputs(xs[0], idxs[0], weights[0], 8, 2, mode="low_latency")
     with pytest.raises(MoeError, match="mode must be one of"):
@@ -132,3 +134,53 @@ def test_device_is_checked_before_dtype() -> None:
         check_inputs(torch.zeros(4, 8, device="meta"), idx, weights, 8, 2, device=torch.device("meta"))
     with pytest.raises(MoeError, match="x has dtype int8; supported: bfloat16, float16, float32"):
         check_inputs(x, idx, weights, 8, 2)
+
+
+def test_quantize_fp8_by_hand() -> None:
+    from triton_dist.ops.moe.reference import dequantize_fp8, quantize_fp8
+
+    x = torch.zeros(2, 136)  # two groups: 128 channels, then a short one of 8
+    x[0, 0], x[0, 1], x[0, 2], x[0, 3] = 448.0, 42.0, 46.0, -1.0  # scale 1: ties go to the even mantissa
+    x[0, 128:] = torch.arange(8.0) - 3.0  # the short group: amax 4, scale 4 / 448
+    x[1, 5] = 896.0  # scale 2; row 1's second group is all zero
+    q, scales = quantize_fp8(x)
+    assert q.dtype == torch.float8_e4m3fn and q.shape == (2, 136) and scales.shape == (2, 2)
+    assert scales[0, 0] == 1.0 and scales[1, 0] == 2.0
+    assert scales[0, 1] == torch.tensor(4.0) / 448 and scales[1, 1] == torch.tensor(1e-4) / 448
+    assert q[0, :4].float().tolist() == [448.0, 40.0, 48.0, -1.0]  # 42 -> 40, 46 -> 48 (nearest even)
+    assert q[0, 128:].float().abs().max() == 448.0 and q[1, 5].float() == 448.0 and q[1, 128:].float().eq(0).all()
+    back = dequantize_fp8(q, scales)
+    assert back[1, 5] == 896.0 and back[0, 131] == 0.0 and back[0, 135] == 4.0
+    assert dequantize_fp8(q, scales, torch.bfloat16).dtype == torch.bfloat16
+
+
+def test_quantize_fp8_round_trip_is_within_e4m3_precision() -> None:
+    from triton_dist.ops.moe.reference import dequantize_fp8, quantize_fp8
+
+    x = torch.randn(16, 300, generator=torch.Generator().manual_seed(3)) * torch.logspace(-3, 2, 300)
+    q, scales = quantize_fp8(x)
+    back = dequantize_fp8(q, scales)
+    per_channel_scale = scales.repeat_interleave(128, dim=1)[:, :300]
+    # Half a step of e4m3: 2^-4 relative for normals, 2^-10 of the scale in the subnormal range.
+    assert ((back - x).abs() <= x.abs() / 16 + per_channel_scale / 1024).all()
+    assert ((back - x).abs() > 0).any(), "fp8 loses precision: the check above can fail"
+
+
+@pytest.mark.parametrize("mode", ["normal", "low_latency"])
+def test_fp8_reference_dispatch_carries_the_quantized_rows(mode: str) -> None:
+    from triton_dist.ops.moe.reference import dequantize_fp8, quantize_fp8
+
+    xs, idxs, weights = _inputs([5, 3], 160, 8, 2, seed=4)
+    cap = 5 if mode == "low_latency" else None
+    plain = reference_dispatch(xs, idxs, weights, 8, mode, cap)
+    fp8 = reference_dispatch(xs, idxs, weights, 8, mode, cap, fp8=True)
+    dequantized = reference_dispatch(xs, idxs, weights, 8, mode, cap, fp8=True, dequantize=True)
+    for (rx, h), (qx, qh), (dx, dh) in zip(plain, fp8, dequantized, strict=True):
+        assert qx.dtype == torch.float8_e4m3fn and qh.fp8 and qh.recv_scales is not None and dh.recv_scales is None
+        assert dx.dtype == torch.bfloat16 and torch.equal(qh.recv_src_token, h.recv_src_token)
+        flat = [t.reshape(-1, t.shape[-1]) for t in (rx, qx, qh.recv_scales, dx)]
+        valid = (h.recv_src_rank.reshape(-1) >= 0).nonzero().squeeze(1)
+        want_q, want_scales = quantize_fp8(flat[0][valid])
+        assert torch.equal(flat[1][valid].view(torch.uint8), want_q.view(torch.uint8))
+        assert torch.equal(flat[2][valid], want_scales)
+        assert torch.equal(flat[3][valid], dequantize_fp8(want_q, want_scales, torch.bfloat16))

@@ -41,9 +41,25 @@ MAX_TOPK = 32
 """The most experts per token (``topk_idx.shape[1]``)."""
 
 STATUS_BAD_EXPERT = 0
-"""Index of the status word counting ``topk_idx`` entries outside ``[-1, E)`` (the kernels skip them)."""
+"""Index of the status word counting this rank's ``topk_idx`` entries outside ``[-1, E)`` (the kernels skip them)."""
+STATUS_WORLD_BAD_EXPERT = 1
+"""Index of the status word counting the whole world's bad ids (normal mode only: the counts exchange sees them)."""
+STATUS_OVERFLOW = 2
+"""Index of the status word counting the (token, k) pairs a low-latency dispatch dropped because an expert received
+more than its ``W * max_tokens_per_rank`` rows (only possible when a token names one expert several times in its
+``topk_idx`` row): those pairs are missing from ``recv_x`` and from combine's sums, and :func:`check_status` raises."""
 STATUS_WORDS = 4
-"""Length of the int32 status tensor of a dispatch (word 0: bad expert ids; the others reserved, zero)."""
+"""Length of the int32 status tensor of a dispatch (words ``STATUS_*``; word 3 reserved, zero)."""
+
+FP8_GROUP = 128
+"""Channels per fp8 scale: a token's row is quantized in groups of 128 consecutive channels (the last group may be
+shorter), one fp32 scale per group."""
+FP8_MAX = 448.0
+"""The largest finite float8_e4m3fn value: each group is scaled so that its largest magnitude maps to it."""
+FP8_AMAX_FLOOR = 1e-4
+"""The smallest amax a group is scaled by (an all-zero group quantizes to zeros with scale ``1e-4 / 448``)."""
+FP8_DTYPE = torch.float8_e4m3fn
+"""The dtype of fp8 payloads (NVIDIA's e4m3, sm_89 and later; the CPU emulation runs it too)."""
 
 COPY_PROGRAMS = 64
 """Programs of the push, expand and combine kernels (each strides over tokens; at most the SM count at launch)."""
@@ -51,6 +67,11 @@ BLOCK_H = 1024
 """Elements of the hidden dimension one program moves per step (16-byte vectors when H is a multiple of 16)."""
 ROUTE_BLOCK_T = 16
 """Tokens per step of the routing kernel's serial prefix (one step builds a [tokens * k, experts] one-hot)."""
+
+
+def fp8_groups(hidden: int) -> int:
+    """Scales per token of an fp8 payload of ``hidden`` channels: ``ceil(hidden / FP8_GROUP)``."""
+    return -(-hidden // FP8_GROUP)
 
 
 def local_experts(num_experts: int, world_size: int) -> int:
@@ -92,7 +113,13 @@ class MoeHandle:
 
     ``status`` (int32 [STATUS_WORDS], kernels only): word ``STATUS_BAD_EXPERT`` counts ``topk_idx`` entries outside
     ``[-1, E)`` that this rank's dispatch skipped; normal mode raises :class:`MoeStatusError` at its host
-    synchronization, low-latency mode leaves it for :func:`check_status` (a host synchronization of its own).
+    synchronization, low-latency mode leaves it for :func:`check_status` (a host synchronization of its own), as it
+    does word ``STATUS_OVERFLOW``, the pairs dropped because an expert's rows exceeded the low-latency capacity.
+
+    fp8 payloads (``moe_dispatch(..., fp8=True)``): ``fp8`` is True, and unless the dispatch dequantized on receipt
+    ``recv_x`` is float8_e4m3fn and ``recv_scales`` holds, per row, the fp32 scale of each group of 128 channels
+    (normal [R, G]; low-latency [L, W * max_tokens_per_rank, G]; G = ``ceil(H / 128)``): row value = ``fp8 value *
+    scale`` (see ``reference.quantize_fp8``). ``dtype`` stays x's dtype, which combine's ``y`` must have.
     """
 
     mode: str
@@ -118,6 +145,10 @@ class MoeHandle:
     status: torch.Tensor | None = None
     state: Any = field(default=None, repr=False)
     """The kernels' own tensors (routing positions, combine rows, epoch, workspace); None in the reference."""
+    fp8: bool = False
+    """Whether the payload crossed the links as float8_e4m3fn with per-128-channel scales."""
+    recv_scales: torch.Tensor | None = None
+    """fp32 [rows..., G]: the scales of an fp8 ``recv_x`` (None unless ``fp8`` without dequantization)."""
 
     @property
     def local_experts(self) -> int:
@@ -153,14 +184,15 @@ def check_inputs(
     max_tokens_per_rank: Any = None,
     fp8: Any = False,
     device: torch.device | None = None,
+    dequantize: Any = False,
 ) -> None:
     """Raise :class:`MoeError` naming the first problem of one rank's dispatch arguments.
 
     The order: each argument a tensor; the devices (when ``device``, this rank's triton_dist device, is given);
     the dtypes; the shapes ([T, H], [T, k], [T, k], contiguous); the mode and the expert count (a positive
-    multiple of ``world_size``); ``fp8`` (not implemented yet); in low-latency mode ``max_tokens_per_rank``, a
-    positive int with T at most it. The expert ids' values are checked where they are read (the reference on the
-    host, the kernels on the device: ``MoeHandle.status``).
+    multiple of ``world_size``); ``fp8`` and ``dequantize`` (bools; ``dequantize`` only with ``fp8``); in
+    low-latency mode ``max_tokens_per_rank``, a positive int with T at most it. The expert ids' values are checked
+    where they are read (the reference on the host, the kernels on the device: ``MoeHandle.status``).
     """
     tensors = {"x": x, "topk_idx": topk_idx, "topk_weights": topk_weights}
     for name, value in tensors.items():
@@ -195,8 +227,10 @@ def check_inputs(
     local_experts(num_experts, world_size)
     if not isinstance(fp8, bool):
         raise MoeError(f"moe_dispatch: fp8 must be True or False, got {fp8!r}")
-    if fp8:
-        raise MoeError("moe_dispatch: fp8 payloads are not implemented yet (issue 27, item 2); pass fp8=False")
+    if not isinstance(dequantize, bool):
+        raise MoeError(f"moe_dispatch: dequantize must be True or False, got {dequantize!r}")
+    if dequantize and not fp8:
+        raise MoeError("moe_dispatch: dequantize=True is for fp8 payloads; pass fp8=True with it, or neither")
     if mode == "low_latency":
         if isinstance(max_tokens_per_rank, bool) or not isinstance(max_tokens_per_rank, int) or max_tokens_per_rank < 1:
             raise MoeError(
@@ -259,8 +293,13 @@ def row_stride(world_size: int, num_experts: int) -> int:
     return (pow2(world_size) + pow2(num_experts) + 1 + 15) // 16 * 16
 
 
-def kernel_constexprs(world_size: int, num_experts: int, topk: int, programs: int) -> dict[str, dict[str, int]]:
-    """The compile-time constants of each kernel (without the mode's ``EXCHANGE`` / ``LOW_LATENCY`` and ``WORLD``)."""
+def kernel_constexprs(
+    world_size: int, num_experts: int, topk: int, programs: int, scales: int = 0, dequantize: bool = False
+) -> dict[str, dict[str, int]]:
+    """The compile-time constants of each kernel (without the mode's ``EXCHANGE`` / ``LOW_LATENCY`` and ``WORLD``).
+
+    ``scales``: 0 for a payload in x's dtype, else the fp8 scales per token (``fp8_groups(H)``), which ride at the end
+    of each token's meta row; ``dequantize``: the expand kernel writes x's dtype from an fp8 payload."""
     flags = flag_layout(programs)
     shared = {"WP": pow2(world_size), "EP": pow2(num_experts), "ROW": row_stride(world_size, num_experts)}
     kp = pow2(topk)
@@ -273,6 +312,7 @@ def kernel_constexprs(world_size: int, num_experts: int, topk: int, programs: in
             "FLAGS": flags["FLAGS"],
             "DATA_FLAGS": flags["DATA_FLAGS"],
             "BLOCK_H": BLOCK_H,
+            "SCALES": scales,
         },
         "expand": {
             "K": topk,
@@ -281,6 +321,9 @@ def kernel_constexprs(world_size: int, num_experts: int, topk: int, programs: in
             "FLAGS": flags["FLAGS"],
             "DATA_FLAGS": flags["DATA_FLAGS"],
             "BLOCK_H": BLOCK_H,
+            "SCALES": scales,
+            "SP": pow2(scales),
+            "DEQUANT": dequantize,
         },
         "combine_push": {
             "K": topk,

@@ -173,6 +173,7 @@ def _push_kernel(
     FLAGS: tl.constexpr,
     DATA_FLAGS: tl.constexpr,
     BLOCK_H: tl.constexpr,
+    SCALES: tl.constexpr,
     LOW_LATENCY: tl.constexpr,
     WORLD: tl.constexpr,
 ):
@@ -182,7 +183,7 @@ def _push_kernel(
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
-    META: tl.constexpr = 1 + 3 * K
+    META: tl.constexpr = 1 + 3 * K + SCALES
     token_buf = tokens_ptr + tl.cast(parity, tl.int64) * CAP * H
     meta_buf = meta_ptr + parity * CAP * META
     matrix = counts_ptr + parity * WP * ROW
@@ -204,17 +205,50 @@ def _push_kernel(
         row = tl.where(is_w, weights.to(tl.int32, bitcast=True), row)
         row = tl.where(is_pos, tl.load(pair_pos_ptr + t * K + cols - 1 - 2 * K, mask=is_pos, other=0), row)
         places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
-        for dest in range(0, ranks):
-            place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
-            if place >= 0:
-                slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                remote_meta = dl.symm_at(meta_buf + slot * META, dest)
-                tl.store(remote_meta + cols, row, mask=cols < META)
-                remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
-                for h0 in range(0, H, BLOCK_H):
-                    offs = h0 + h
-                    values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
-                    tl.store(remote_row + offs, values, mask=offs < H)
+        if SCALES == 0:
+            for dest in range(0, ranks):
+                place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
+                if place >= 0:
+                    slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
+                    remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                    tl.store(remote_meta + cols, row, mask=cols < 1 + 3 * K)
+                    remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                    for h0 in range(0, H, BLOCK_H):
+                        offs = h0 + h
+                        values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
+                        tl.store(remote_row + offs, values, mask=offs < H)
+        else:  # fp8: quantize each chunk once, then push it (and its scales, at the meta row's end) to each rank
+            for dest in range(0, ranks):
+                place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
+                if place >= 0:
+                    slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
+                    tl.store(dl.symm_at(meta_buf + slot * META, dest) + cols, row, mask=cols < 1 + 3 * K)
+            GB: tl.constexpr = BLOCK_H // 128
+            groups = tl.arange(0, GB)
+            for h0 in range(0, H, BLOCK_H):
+                offs = h0 + h
+                values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H, other=0.0).to(tl.float32)
+                grouped = tl.reshape(values, [GB, 128])
+                amax = tl.maximum(tl.max(tl.abs(grouped), axis=1), 1e-4)  # config.FP8_AMAX_FLOOR
+                scale = tl.div_rn(amax, 448.0)  # config.FP8_MAX
+                v = tl.div_rn(grouped, scale[:, None])
+                # Round to e4m3's 3 mantissa bits, to nearest even, in fp32 (so the cast below is exact on every
+                # backend: Triton 3.6's interpreter rounds fp8 casts wrongly): normal range by the bits, the
+                # subnormal range (|v| < 2^-6, steps of 2^-9) by adding and removing 1.5 * 2^14.
+                bits = v.to(tl.int32, bitcast=True)
+                normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & -1048576).to(tl.float32, bitcast=True)
+                v = tl.where(tl.abs(v) < 0.015625, (v + 24576.0) - 24576.0, normal)
+                q = tl.reshape(tl.minimum(tl.maximum(v, -448.0), 448.0), [BLOCK_H]).to(token_buf.dtype.element_ty)
+                group_ids = h0 // 128 + groups
+                scale_bits = scale.to(tl.int32, bitcast=True)
+                for dest in range(0, ranks):
+                    place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
+                    if place >= 0:
+                        slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
+                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                        tl.store(remote_row + offs, q, mask=offs < H)
+                        remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                        tl.store(remote_meta + 1 + 3 * K + group_ids, scale_bits, mask=group_ids < SCALES)
     if LOW_LATENCY:
         if pid == 0:  # this rank's counts row travels with the data (no exchange before)
             experts = tl.arange(0, EP)
@@ -247,6 +281,8 @@ def _expand_kernel(
     offsets_out_ptr,
     src_offsets_ptr,
     recv_tokens_ptr,
+    scales_ptr,
+    status_ptr,
     epoch_ptr,
     tokens_ptr,
     meta_ptr,
@@ -264,6 +300,9 @@ def _expand_kernel(
     FLAGS: tl.constexpr,
     DATA_FLAGS: tl.constexpr,
     BLOCK_H: tl.constexpr,
+    SCALES: tl.constexpr,
+    SP: tl.constexpr,
+    DEQUANT: tl.constexpr,
     LOW_LATENCY: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -272,7 +311,7 @@ def _expand_kernel(
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
-    META: tl.constexpr = 1 + 3 * K
+    META: tl.constexpr = 1 + 3 * K + SCALES
     token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * programs, "sys", "acquire", waitValue=epoch)
     token_buf = dl.consume_token(tokens_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
     meta_buf = dl.consume_token(meta_ptr + parity * CAP * META, token)
@@ -288,6 +327,10 @@ def _expand_kernel(
         expert_start = locals_ * (ranks * M)
         slot_start = sources * M
         slots = ranks * M
+        # An expert's rows beyond its W * M (a token naming it twice) are dropped and counted, never written.
+        if pid == 0:
+            tl.store(status_ptr + 2, tl.sum(tl.maximum(per_expert - ranks * M, 0), axis=0))  # STATUS_OVERFLOW
+        per_expert = tl.minimum(per_expert, ranks * M)
     else:
         expert_start = tl.cumsum(per_expert, axis=0) - per_expert
         slot_start = tl.cumsum(received, axis=0) - received
@@ -298,6 +341,7 @@ def _expand_kernel(
         tl.store(src_offsets_ptr + locals_[None, :] * ranks + sources[:, None], before_source, mask=live)
         tl.store(recv_tokens_ptr, tl.sum(received, axis=0))
     h = tl.arange(0, BLOCK_H)
+    GB: tl.constexpr = BLOCK_H // 128
     for i in range(pid, slots, programs):
         if LOW_LATENCY:
             source = i // M
@@ -325,20 +369,40 @@ def _expand_kernel(
                     weight = tl.load(meta_buf + i * META + 1 + K + k).to(tl.float32, bitcast=True)
                     place = tl.load(meta_buf + i * META + 1 + 2 * K + k)
                     at = (sources == source)[:, None] & (locals_ == local)[None, :]
-                    row = (
-                        tl.sum(tl.where(locals_ == local, expert_start, 0), axis=0)
-                        + tl.sum(tl.sum(tl.where(at, before_source, 0), axis=1), axis=0)
-                        + place
-                    )
-                    tl.store(src_rank_ptr + row, source)
-                    tl.store(src_token_ptr + row, home_token)
-                    tl.store(expert_ptr + row, expert)
-                    tl.store(weight_ptr + row, weight)
-                    tl.store(slot_ptr + row, k)
-                    for h0 in range(0, H, BLOCK_H):
-                        offs = h0 + h
-                        values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
-                        tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
+                    row = tl.sum(tl.sum(tl.where(at, before_source, 0), axis=1), axis=0) + place
+                    start = tl.sum(tl.where(locals_ == local, expert_start, 0), axis=0)
+                    if LOW_LATENCY:  # past the expert's capacity: dropped (counted in the status)
+                        row = tl.where(row < ranks * M, row + start, -1)
+                    else:
+                        row += start
+                    if row >= 0:
+                        tl.store(src_rank_ptr + row, source)
+                        tl.store(src_token_ptr + row, home_token)
+                        tl.store(expert_ptr + row, expert)
+                        tl.store(weight_ptr + row, weight)
+                        tl.store(slot_ptr + row, k)
+                        if DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
+                            for h0 in range(0, H, BLOCK_H):
+                                offs = h0 + h
+                                values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
+                                group_ids = h0 // 128 + tl.arange(0, GB)
+                                scale_bits = tl.load(
+                                    meta_buf + i * META + 1 + 3 * K + group_ids, mask=group_ids < SCALES
+                                )
+                                scale = scale_bits.to(tl.float32, bitcast=True)
+                                grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                                out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
+                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+                        else:
+                            for h0 in range(0, H, BLOCK_H):
+                                offs = h0 + h
+                                values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
+                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
+                            if SCALES > 0:  # fp8 kept: the row's scales go with it
+                                groups = tl.arange(0, SP)
+                                scale_bits = tl.load(meta_buf + i * META + 1 + 3 * K + groups, mask=groups < SCALES)
+                                scale = scale_bits.to(tl.float32, bitcast=True)
+                                tl.store(scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES)
                 tl.store(comb_rows_ptr + i * K + k, row)
         else:  # a low-latency slot nobody filled this call
             tl.store(comb_src_ptr + i, -1)

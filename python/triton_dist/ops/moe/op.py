@@ -33,13 +33,16 @@ from triton_dist.ops.common.launch import compile_plan
 from triton_dist.ops.moe import kernels
 from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
+    FP8_DTYPE,
     STATUS_BAD_EXPERT,
+    STATUS_OVERFLOW,
     MoeError,
     MoeHandle,
     MoeStatusError,
     capacity,
     check_combine_input,
     check_inputs,
+    fp8_groups,
     kernel_constexprs,
     pow2,
     row_stride,
@@ -105,10 +108,16 @@ class _Plan:
     workspace: _Workspace
     buffers: _Buffers | None = None
     launches: dict[str, _Launch] = field(default_factory=dict)
+    fp8: bool = False
 
     @property
     def low_latency(self) -> bool:
         return self.mode == "low_latency"
+
+    @property
+    def scales(self) -> int:
+        """fp8 scales per token (0 without fp8): they ride at the end of each token's meta row."""
+        return fp8_groups(self.hidden) if self.fp8 else 0
 
     @property
     def local_experts(self) -> int:
@@ -131,12 +140,14 @@ def _world(op: str = OP) -> rt.World:
     return gpu_world(op, MoeError)
 
 
-def _signature(x: torch.Tensor, topk: int, num_experts: int, mode: str, max_tokens: int | None) -> tuple[Any, ...]:
-    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device)
+def _signature(
+    x: torch.Tensor, topk: int, num_experts: int, mode: str, max_tokens: int | None, fp8: bool = False
+) -> tuple[Any, ...]:
+    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8)
 
 
 def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int) -> _Plan:
-    mode, hidden, dtype, num_experts, topk, max_tokens, _ = key
+    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8 = key
     size = world.world_size
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
 
@@ -150,7 +161,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int) -> _Plan:
         return made
 
     workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
-    plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace)
+    plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
     if plan.low_latency:
         _grow(plan, size * plan.max_tokens, size * plan.max_tokens)
     return plan
@@ -173,8 +184,8 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
 
     def create(_: rt.World) -> _Buffers:
         made = _Buffers(
-            tokens=rt.empty(2, token_slots, plan.hidden, dtype=plan.dtype),
-            meta=rt.empty(2, token_slots, 1 + 3 * plan.topk, dtype=torch.int32),
+            tokens=rt.empty(2, token_slots, plan.hidden, dtype=FP8_DTYPE if plan.fp8 else plan.dtype),
+            meta=rt.empty(2, token_slots, 1 + 3 * plan.topk + plan.scales, dtype=torch.int32),
             combine=rt.empty(2, combine_slots, plan.hidden, dtype=torch.float32),
         )
         rt.barrier()  # no peer pushes into buffers this rank has not allocated yet
@@ -193,7 +204,11 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
         found.launch(device, *leading.values())
         return
     ws, buffers = plan.workspace, plan.buffers
-    constexprs = kernel_constexprs(plan.world_size, plan.num_experts, plan.topk, plan.programs)[name]
+    # An fp8 plan's expand writes fp8 rows and their scales, or dequantizes into recv_x's dtype (a launch each).
+    dequantize = plan.fp8 and name == "expand" and leading["recv_ptr"].dtype != FP8_DTYPE
+    constexprs = kernel_constexprs(
+        plan.world_size, plan.num_experts, plan.topk, plan.programs, plan.scales, dequantize
+    )[name]
     world = {"WORLD": notify_world(plan.world_size)}
     fixed: dict[str, Any]
     if name == "route":
@@ -233,8 +248,10 @@ def _aligned(t: torch.Tensor) -> torch.Tensor:
     return t if t.data_ptr() % 16 == 0 else t.clone()
 
 
-def _plan_for(x: torch.Tensor, topk_idx: torch.Tensor, num_experts: int, mode: str, max_tokens: int | None) -> _Plan:
-    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens)
+def _plan_for(
+    x: torch.Tensor, topk_idx: torch.Tensor, num_experts: int, mode: str, max_tokens: int | None, fp8: bool = False
+) -> _Plan:
+    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8)
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -248,6 +265,7 @@ def _plan_for(x: torch.Tensor, topk_idx: torch.Tensor, num_experts: int, mode: s
         "topk": topk_idx.shape[1],
         "max_tokens_per_rank": max_tokens,
         "programs": programs,
+        "fp8": fp8,
     }
     return _plans.build(key, described, lambda: _make_plan(key, world, programs))
 
@@ -259,9 +277,12 @@ def _dispatch(
     num_experts: int,
     mode: str,
     max_tokens: int | None,
+    fp8: bool = False,
+    dequantize: bool = False,
 ) -> tuple[torch.Tensor, ...]:
-    """The dispatch of checked inputs; returns the tensors of ``_TENSORS`` in order."""
-    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens)
+    """The dispatch of checked inputs; returns the 18 tensors the custom op returns, in its order (the last: the
+    fp8 scales of the rows, or an empty tensor)."""
+    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8)
     device, size, topk = x.device, plan.world_size, plan.topk
     x, topk_idx, topk_weights = _aligned(x), _aligned(topk_idx), _aligned(topk_weights)
     tokens = x.shape[0]
@@ -286,7 +307,10 @@ def _dispatch(
             )
         _grow(plan, summary[2], summary[3])
         rows_shape, received = (summary[0],), summary[1]
-    recv_x = torch.empty(*rows_shape, plan.hidden, dtype=plan.dtype, device=device)
+    payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
+    recv_x = torch.empty(*rows_shape, plan.hidden, dtype=payload, device=device)
+    kept_scales = fp8 and not dequantize
+    scales = torch.empty(*rows_shape, plan.scales, dtype=torch.float32, device=device) if kept_scales else None
     src_rank, src_token, expert, slot = (torch.empty(rows_shape, **ints) for _ in range(4))
     weights = torch.empty(rows_shape, dtype=torch.float32, device=device)
     if plan.low_latency:  # rows nobody fills this call read as "no row" (the kernels write only the filled ones)
@@ -314,12 +338,16 @@ def _dispatch(
         "offsets_out_ptr": offsets,
         "src_offsets_ptr": src_offsets,
         "recv_tokens_ptr": recv_tokens,
+        "scales_ptr": scales if scales is not None else weights,  # weights: a stand-in the kernel never touches
+        "status_ptr": info[4:],
         "epoch_ptr": epoch,
     }
     _launch(plan, "expand", expand, device)
     status = info[4:]
+    if scales is None:
+        scales = torch.empty(0, dtype=torch.float32, device=device)
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
-            tok_pos, row, epoch, comb_rows, comb_src, comb_dst)  # fmt: skip
+            tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales)  # fmt: skip
 
 
 def _combine(
@@ -348,7 +376,7 @@ def _combine(
 
 # --- torch custom ops --------------------------------------------------------------------------------------------
 
-_DISPATCH_OUTPUTS = 17
+_DISPATCH_OUTPUTS = 18
 
 
 @torch.library.custom_op("triton_dist::moe_dispatch", mutates_args=())
@@ -359,11 +387,15 @@ def _moe_dispatch_op(
     num_experts: int,
     mode: str = "normal",
     max_tokens_per_rank: int = 0,
+    fp8: bool = False,
+    dequantize: bool = False,
 ) -> list[torch.Tensor]:
     world = _world()
     max_tokens = max_tokens_per_rank or None
-    check_inputs(x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, device=world.device)
-    return list(_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens))
+    check_inputs(
+        x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, fp8, world.device, dequantize
+    )
+    return list(_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize))
 
 
 @_moe_dispatch_op.register_fake
@@ -374,9 +406,13 @@ def _moe_dispatch_fake(
     num_experts: int,
     mode: str = "normal",
     max_tokens_per_rank: int = 0,
+    fp8: bool = False,
+    dequantize: bool = False,
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
-    check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens_per_rank or None)
+    check_inputs(
+        x, topk_idx, topk_weights, num_experts, size, mode, max_tokens_per_rank or None, fp8, dequantize=dequantize
+    )
     experts, topk, tokens = num_experts // size, topk_idx.shape[1], x.shape[0]
     if mode == "low_latency":
         rows: tuple[Any, ...] = (experts, size * max_tokens_per_rank)
@@ -388,10 +424,15 @@ def _moe_dispatch_fake(
     def ints(*shape: Any) -> torch.Tensor:
         return x.new_empty(shape, dtype=torch.int32)
 
-    return [x.new_empty(*rows, x.shape[1]), ints(experts), ints(experts), ints(experts, size), ints(*rows),
+    kept = fp8 and not dequantize
+    recv_x = x.new_empty(*rows, x.shape[1], dtype=FP8_DTYPE if kept else x.dtype)
+    scales = (
+        x.new_empty(*rows, fp8_groups(x.shape[1]), dtype=torch.float32) if kept else x.new_empty(0, dtype=torch.float32)
+    )
+    return [recv_x, ints(experts), ints(experts), ints(experts, size), ints(*rows),
             ints(*rows), ints(*rows), x.new_empty(rows, dtype=torch.float32), ints(*rows), ints(), ints(4),
             ints(tokens, size), ints(row_stride(size, num_experts)), ints(1), ints(received, topk), ints(received),
-            ints(received)]  # fmt: skip
+            ints(received), scales]  # fmt: skip
 
 
 @torch.library.custom_op("triton_dist::moe_combine", mutates_args=())
@@ -407,8 +448,9 @@ def _moe_combine_op(
     num_experts: int,
     mode: str,
     max_tokens_per_rank: int,
+    fp8: bool = False,
 ) -> torch.Tensor:
-    key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device)
+    key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8)
     return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
 
 
@@ -425,6 +467,7 @@ def _moe_combine_fake(
     num_experts: int,
     mode: str,
     max_tokens_per_rank: int,
+    fp8: bool = False,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -440,6 +483,7 @@ def moe_dispatch(
     mode: str = "normal",
     max_tokens_per_rank: int | None = None,
     fp8: bool = False,
+    dequantize: bool = False,
 ) -> tuple[torch.Tensor, MoeHandle]:
     """Send each token to the ranks holding its experts; returns ``(recv_x, handle)`` (``torch.ops.triton_dist``).
 
@@ -455,23 +499,34 @@ def moe_dispatch(
     signature ran eagerly. At most two dispatch/combine pairs of one signature may be in flight (the buffers are
     double-buffered): combine step n before dispatching step n + 2.
 
+    ``fp8=True`` quantizes each token inside the push kernel to float8_e4m3fn with one fp32 scale per 128 channels
+    (``scale = max(amax, 1e-4) / 448``, values rounded to nearest even; ``reference.quantize_fp8`` is the same in
+    torch), so about half the bytes cross the links. The receiver gets ``recv_x`` in fp8 and the scales in
+    ``handle.recv_scales`` (for an fp8 expert GEMM: ``ops.grouped_gemm``), or, with ``dequantize=True``, ``recv_x``
+    dequantized to x's dtype. Combine still takes ``y`` in x's dtype. fp8 needs an NVIDIA GPU of sm_89 or later (or
+    the CPU emulation).
+
     An expert id out of range: normal mode raises :class:`MoeStatusError` on every rank at its synchronization;
-    low-latency mode skips it and counts it in ``handle.status`` (:func:`check_status`). ``fp8`` is not
-    implemented yet (:class:`MoeError`). Needs ``triton_dist.init()`` on GPUs.
+    low-latency mode skips it and counts it in ``handle.status`` (:func:`check_status`). A low-latency expert that
+    receives more than ``W * max_tokens_per_rank`` rows (a token naming one expert twice) keeps the first ones and
+    counts the dropped pairs in the status too: :func:`check_status` raises for either. Needs
+    ``triton_dist.init()`` on GPUs.
     """
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world().device
     else:
         size, device = 1, None
-    check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device=device)
+    check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device, dequantize)
     world = _world()
     if plain_eager(x, topk_idx, topk_weights):
-        outputs: Any = _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens)
+        outputs: Any = _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize)
     else:
-        outputs = torch.ops.triton_dist.moe_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0)
+        outputs = torch.ops.triton_dist.moe_dispatch(
+            x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize
+        )
     (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
-     tok_pos, row, epoch, comb_rows, comb_src, comb_dst) = outputs  # fmt: skip
+     tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales) = outputs  # fmt: skip
     handle = MoeHandle(
         mode=mode,
         rank=world.rank,
@@ -492,6 +547,8 @@ def moe_dispatch(
         num_recv_tokens=recv_tokens if mode == "low_latency" else comb_src.shape[0],
         status=status,
         state=(comb_rows, comb_src, comb_dst, tok_pos, row, epoch),
+        fp8=fp8,
+        recv_scales=scales if fp8 and not dequantize else None,
     )
     return recv_x, handle
 
@@ -506,17 +563,28 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
-               handle.max_tokens_per_rank, y.device)  # fmt: skip
+               handle.max_tokens_per_rank, y.device, handle.fp8)  # fmt: skip
         return _combine(*args, key)
-    return torch.ops.triton_dist.moe_combine(*args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0)
+    return torch.ops.triton_dist.moe_combine(
+        *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8
+    )
 
 
 def check_status(handle: MoeHandle) -> None:
-    """Raise :class:`MoeStatusError` if this rank's dispatch skipped expert ids out of range (reads the device
-    status: a host synchronization, so low-latency callers do it outside the graph, e.g. every N steps)."""
+    """Raise :class:`MoeStatusError` if this rank's dispatch skipped expert ids out of range, or (low-latency mode)
+    dropped pairs over an expert's capacity (reads the device status: a host synchronization, so low-latency
+    callers do it outside the graph, e.g. every N steps)."""
     if handle.status is None:
         return
-    bad = int(handle.status[STATUS_BAD_EXPERT])
+    words = handle.status.tolist()
+    bad, dropped = words[STATUS_BAD_EXPERT], words[STATUS_OVERFLOW]
+    if dropped:
+        raise MoeStatusError(
+            f"moe_dispatch: low-latency capacity exceeded on rank {handle.rank}: {dropped} (token, k) pairs did not "
+            f"fit their expert's {handle.world_size} * max_tokens_per_rank = "
+            f"{handle.world_size * (handle.max_tokens_per_rank or 0)} rows (a token named one expert more than once) "
+            "and were dropped from recv_x and combine"
+        )
     if bad:
         raise MoeStatusError(
             f"moe_dispatch: {bad} topk_idx entries on rank {handle.rank} were not expert ids in "

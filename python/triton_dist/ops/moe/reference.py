@@ -12,7 +12,38 @@ from collections.abc import Sequence
 
 import torch
 
-from triton_dist.ops.moe.config import MoeError, MoeHandle, check_inputs, local_experts
+from triton_dist.ops.moe.config import (
+    FP8_AMAX_FLOOR,
+    FP8_DTYPE,
+    FP8_GROUP,
+    FP8_MAX,
+    MoeError,
+    MoeHandle,
+    check_inputs,
+    fp8_groups,
+    local_experts,
+)
+
+
+def quantize_fp8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` [..., H] as the fp8 dispatch quantizes it: ``(q, scales)``, q float8_e4m3fn [..., H], scales fp32
+    [..., ceil(H / 128)]. Per group of 128 channels (the last may be shorter): ``scale = max(amax, 1e-4) / 448``
+    and ``q = x / scale`` rounded to nearest even (fp32 arithmetic, IEEE division, as the kernel does)."""
+    hidden, groups = x.shape[-1], fp8_groups(x.shape[-1])
+    padded = torch.nn.functional.pad(x.float(), (0, groups * FP8_GROUP - hidden))
+    grouped = padded.reshape(*x.shape[:-1], groups, FP8_GROUP)
+    scales = grouped.abs().amax(dim=-1).clamp(min=FP8_AMAX_FLOOR) / FP8_MAX
+    q = (grouped / scales.unsqueeze(-1)).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+    return q.reshape(*x.shape[:-1], groups * FP8_GROUP)[..., :hidden].contiguous(), scales
+
+
+def dequantize_fp8(q: torch.Tensor, scales: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The values of ``quantize_fp8``'s ``(q, scales)``: each group of 128 channels times its scale (fp32), in
+    ``dtype``."""
+    hidden, groups = q.shape[-1], scales.shape[-1]
+    values = torch.nn.functional.pad(q.float(), (0, groups * FP8_GROUP - hidden))
+    values = values.reshape(*q.shape[:-1], groups, FP8_GROUP) * scales.unsqueeze(-1)
+    return values.reshape(*q.shape[:-1], groups * FP8_GROUP)[..., :hidden].to(dtype)
 
 
 def _check_ids(rank: int, topk_idx: torch.Tensor, num_experts: int) -> None:
@@ -32,9 +63,14 @@ def reference_dispatch(
     num_experts: int,
     mode: str = "normal",
     max_tokens_per_rank: int | None = None,
+    fp8: bool = False,
+    dequantize: bool = False,
 ) -> list[tuple[torch.Tensor, MoeHandle]]:
     """``moe_dispatch`` on every rank at once: ``xs[r]``, ``topk_idxs[r]``, ``topk_weights[r]`` are rank ``r``'s
     arguments (the world size is ``len(xs)``). Returns rank ``r``'s ``(recv_x, handle)`` at index ``r``.
+
+    ``fp8``: the rows are ``quantize_fp8``'s fp8 values, their scales in ``handle.recv_scales`` (zero past a
+    low-latency expert's count), or with ``dequantize`` the dequantized values in x's dtype.
 
     Raises :class:`MoeError` as the op does: bad arguments, ranks whose H or dtype differ, and an expert id
     outside ``[-1, E)`` (which the kernels report through ``MoeHandle.status`` instead).
@@ -43,7 +79,9 @@ def reference_dispatch(
     if world == 0 or not len(topk_idxs) == len(topk_weights) == world:
         raise MoeError("reference_dispatch: give one x, topk_idx and topk_weights per rank (equal, non-empty lists)")
     for r in range(world):
-        check_inputs(xs[r], topk_idxs[r], topk_weights[r], num_experts, world, mode, max_tokens_per_rank)
+        check_inputs(
+            xs[r], topk_idxs[r], topk_weights[r], num_experts, world, mode, max_tokens_per_rank, fp8, None, dequantize
+        )
         if xs[r].shape[1] != xs[0].shape[1] or xs[r].dtype != xs[0].dtype:
             raise MoeError(
                 f"moe_dispatch: ranks called with different inputs (rank 0: x {xs[0].dtype} H={xs[0].shape[1]}; "
@@ -52,6 +90,8 @@ def reference_dispatch(
         _check_ids(r, topk_idxs[r], num_experts)
     experts = local_experts(num_experts, world)
     hidden, dtype = xs[0].shape[1], xs[0].dtype
+    groups = fp8_groups(hidden) if fp8 else 0
+    quantized = [quantize_fp8(x.cpu()) for x in xs] if fp8 else []
     results = []
     for dest in range(world):
         # Every (source, token, k) pair routed to one of dest's experts, in (source, token, k) order.
@@ -72,10 +112,18 @@ def reference_dispatch(
         rank_of, token_of, slot_of, expert_of = rank_of[order], token_of[order], slot_of[order], expert_of[order]
         weight_of = torch.zeros(order.shape[0], dtype=torch.float32)
         rows_x = torch.zeros(order.shape[0], hidden, dtype=dtype)
+        rows_q = torch.zeros(order.shape[0], hidden, dtype=torch.uint8)  # fp8 bits
+        rows_scales = torch.zeros(order.shape[0], groups, dtype=torch.float32)
         for src in range(world):
             mine = rank_of == src
             weight_of[mine] = topk_weights[src].float()[token_of[mine], slot_of[mine]]
             rows_x[mine] = xs[src][token_of[mine]].cpu().to(dtype)
+            if fp8:
+                q, scales = quantized[src]
+                rows_q[mine] = q.view(torch.uint8)[token_of[mine]]
+                rows_scales[mine] = scales[token_of[mine]]
+        if fp8 and dequantize:
+            rows_x = dequantize_fp8(rows_q.view(FP8_DTYPE), rows_scales, dtype)
         local = expert_of - dest * experts
         counts = torch.bincount(local, minlength=experts).to(torch.int32)
         starts = torch.cumsum(counts, 0) - counts
@@ -89,15 +137,24 @@ def reference_dispatch(
             weight_of,
             slot_of.to(torch.int32),
         )
+        kept = fp8 and not dequantize
+        recv_scales = rows_scales if kept else None
         if mode == "normal":
-            recv_x = rows_x
+            recv_x = rows_q.view(FP8_DTYPE) if kept else rows_x
             offsets = starts.to(torch.int32)
         else:
             assert max_tokens_per_rank is not None  # check_inputs
             capacity = world * max_tokens_per_rank
-            recv_x = torch.zeros(experts, capacity, hidden, dtype=dtype)
             column = torch.arange(order.shape[0]) - starts[local]  # the row's place within its expert
-            recv_x[local, column] = rows_x
+            if kept:
+                recv_q = torch.zeros(experts, capacity, hidden, dtype=torch.uint8)
+                recv_q[local, column] = rows_q
+                recv_x = recv_q.view(FP8_DTYPE)
+                recv_scales = torch.zeros(experts, capacity, groups, dtype=torch.float32)
+                recv_scales[local, column] = rows_scales
+            else:
+                recv_x = torch.zeros(experts, capacity, hidden, dtype=dtype)
+                recv_x[local, column] = rows_x
             padded = []
             for values, fill in zip(meta, (-1, -1, -1, 0.0, -1), strict=True):
                 full = torch.full((experts, capacity), fill, dtype=values.dtype)
@@ -123,6 +180,8 @@ def reference_dispatch(
             recv_weights=meta[3],
             recv_topk_slot=meta[4],
             num_recv_tokens=tokens,
+            fp8=fp8,
+            recv_scales=recv_scales,
         )
         results.append((recv_x, handle))
     return results
