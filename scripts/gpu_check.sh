@@ -190,7 +190,7 @@ run_step() {
     return 0
   fi
   if [ "$DRY" = 1 ]; then
-    say "DRY $name on $ranks GPUs (timeout ${limit}s): ${launcher[*]} $script $*"
+    say "DRY $name on $ranks GPUs (timeout ${limit}s): ${TRITON_DIST_BACKEND:+TRITON_DIST_BACKEND=$TRITON_DIST_BACKEND }${launcher[*]} $script $*"
     echo "| $ranks | $name | DRY | 0 | \`$script $*\` |" >>"$TABLE"
     STEP_RESULT[$name]=PASS
     return 0
@@ -256,6 +256,13 @@ run_step check "$first" watchdog 300 test/gpu/check_watchdog.py
 run_step check "$first" watchdog_cost 300 bench/watchdog_cost.py --results "$LOGDIR/watchdog_cost"
 # The round trip's release write and poll crossed, ours against Triton's atomics (issue 12, item 6).
 run_step check "$first" round_trip_variants 240 bench/round_trip_variants.py --results "$LOGDIR/round_trip_variants"
+# The NVSHMEM heap (issue 29): the primitives and two examples again, init()'s default backend set to nvshmem (torch
+# symmetric memory's NVSHMEM backend; one rank per GPU, so not with shared GPUs).
+if [ "$SHARED" != 1 ]; then
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" primitives_nvshmem 240 test/gpu/check_primitives.py
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" ping_pong_nvshmem 120 examples/ping_pong.py $PING_ARGS
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" allgather_push_nvshmem 180 examples/allgather_push.py $AG_ARGS
+fi
 # The flag round trip inside one GPU (two programs through L2): the instructions' own cost beside ping_pong's.
 run_step check 1 round_trip_one_gpu 120 bench/round_trip_one_gpu.py
 run_step tune "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128
@@ -283,6 +290,9 @@ run_step bench "$first" bench_moe 300 bench/moe.py
 # at the per-rank sizes of the first size (bench/results/gemm_ar_tiles.md).
 run_step bench 1 bench_flash_decode_anatomy 200 bench/flash_decode_anatomy.py
 run_step bench 1 bench_gemm_ar_tiles 300 bench/gemm_ar_tiles.py --k-ranks "$first"
+# The NVSHMEM heap's cost against the CUDA-IPC heap (ping-pong, push all-gather, all_reduce; one torchrun per heap,
+# alternating; issue 29's bar: <= 3%).
+run_step bench 1 bench_heap_backends 600 bench/heap_backends.py --nproc "$first" --out "$LOGDIR/heap_backends.md"
 
 {
   echo

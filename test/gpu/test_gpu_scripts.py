@@ -71,6 +71,7 @@ CHECK_STEPS = [
     "gemm_rs",
 ]
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
+ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem"]
 ONE_GPU_STEPS = ["round_trip_one_gpu"]
 """Check steps that always run on one GPU (ranks 1), after the once-steps."""
 BENCH_STEPS = [
@@ -82,6 +83,7 @@ BENCH_STEPS = [
     "bench_flash_decode",
     "bench_flash_decode_anatomy",
     "bench_gemm_ar_tiles",
+    "bench_heap_backends",
 ]
 TUNE_STEPS = ["allgather_tune", "tune_ag_gemm", "tune_gemm_rs"]
 ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\w+) \| \d+ \| (.*) \|$")
@@ -142,6 +144,17 @@ def test_only_runs_the_named_steps_and_passes_the_shapes(tmp_path):
     assert [r[1] for r in rows] == ["gemm_rs", "bench_gemm_rs"]
     assert "--quick" in rows[0][3]
     assert "--shapes 8192,4096,12288" in rows[1][3]
+
+
+def test_the_nvshmem_steps_run_on_the_nvshmem_heap(tmp_path):
+    steps = ["primitives", "primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem"]
+    code, output, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2", GPU_CHECK_ONLY=" ".join(steps))
+    assert code == 0, output
+    assert [r[1] for r in rows] == steps
+    said = {line.split()[3]: line for line in output.splitlines() if line.startswith("[gpu_check") and " DRY " in line}
+    assert "TRITON_DIST_BACKEND" not in said["primitives"]
+    for name in steps[1:]:
+        assert "TRITON_DIST_BACKEND=nvshmem python3 -m torch.distributed.run" in said[name], said[name]
 
 
 def test_budget_skips_steps_and_fails_the_run(tmp_path):
