@@ -1,6 +1,7 @@
 """Every triton_dist primitive on GPUs, on random data with poisoned outputs, plus the runtime's bad-input errors.
 
     torchrun --nproc-per-node=N test/gpu/check_primitives.py      (N >= 2; exit code 0 iff every check passed)
+    TRITON_DIST_BACKEND=nvshmem torchrun ...                       (the same checks on the NVSHMEM heap)
 
 Each check logs PASS/FAIL per rank; a failing check does not stop the others.
 """
@@ -409,7 +410,10 @@ def check_subprocess_errors(checks: Checks) -> None:
 def main() -> int:
     world = setup_distributed(heap_size="256M")
     checks = Checks()
-    rank0_print(f"checking primitives on {world.world_size} ranks")
+    rank0_print(f"checking primitives on {world.world_size} ranks, on the {world.backend} heap")
+    # TRITON_DIST_BACKEND=nvshmem (gpu_check.sh's primitives_nvshmem) runs every check on the NVSHMEM heap.
+    asked = os.environ.get("TRITON_DIST_BACKEND", "").strip().lower() or "cuda_ipc"
+    checks.check(f"the heap is on the backend $TRITON_DIST_BACKEND asks for ({asked})", world.backend == asked)
     cases = (
         ("context", check_context),
         ("symm_at reads", check_reads),
