@@ -1,0 +1,430 @@
+"""Stacks of tensor-parallel decoder layers (``triton_dist.layers.TensorParallelDecoderLayer``) shaped like
+Llama-3-8B, Llama-3-70B and Qwen3-32B (their published configs, random bf16 weights, a few layers), against a torch
+tensor-parallel baseline of the same weights, one run.
+
+    torchrun --nproc-per-node=2 bench/decoder.py [--layers 2] [--compile] [--out-dir bench/results]
+
+- Prefill, 4k and 8k tokens (one sequence): ours is sequence-parallel (each rank holds M/W rows; QKV and gate/up
+  through ``ag_gemm``, O and down through ``gemm_rs``, local RMSNorm); the baseline is Megatron-style TP on
+  replicated rows (cuBLAS GEMMs on this rank's heads and columns, SDPA causal, NCCL ``all_reduce`` after O and
+  after down, torch RMSNorm). Eager; CUDA events around the whole stack after a device barrier, median of >= 20,
+  max over ranks.
+- Decode, one token per sequence at batch 1, 8, 64 with 4k and 32k tokens of context already cached: ours with
+  the sequence-split KV cache (every rank's new q/k/v gathered by one ``all_reduce``, attention by
+  ``flash_decode``) and with the head-split one (SDPA with a length mask), both with the two fused
+  ``all_reduce_residual_rmsnorm`` per layer and cuBLAS GEMMs; the baseline: torch RMSNorm, cuBLAS, SDPA on this
+  rank's heads (the query group as query rows, no mask: the cache is sliced to the context), NCCL ``all_reduce``
+  after O and after down, torch residual adds. Everything CUDA-graphed (10 steps per graph, median of >= 20
+  replays, max over ranks). RoPE, QK norm and SiLU are the same torch code on both sides.
+- ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
+
+Before timing, each case compares ours with the baseline (the stack's output, relative to its largest element);
+a case off by more than 5% is marked and the run exits 1 after writing the results. ms per layer = the stack's time
+/ layers; tokens/s = tokens per step / (ms per layer x the model's published depth), i.e. extrapolated to the whole
+model's decoder layers (no embedding, no LM head).
+
+Writes ``decoder_<W>x<GPU>.md``, ``.png`` and ``.json`` to ``--out-dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.nn import functional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    RESULTS,
+    bar_chart,
+    describe_machine,
+    markdown_table,
+    run_date,
+    write_json,
+    write_on_rank0_and_finish,
+)
+
+from triton_dist import runtime as rt  # noqa: E402
+from triton_dist.layers import CONFIGS, DecoderConfig, KVCache, TensorParallelDecoderLayer, random_weights  # noqa: E402
+from triton_dist.layers.attention import rms_norm  # noqa: E402
+from triton_dist.ops import all_reduce  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+from triton_dist.testing.timing import graphed_us, time_ms  # noqa: E402
+
+PREFILL = [4096, 8192]
+BATCHES = [1, 8, 64]
+CONTEXTS = [4096, 32768]
+AGREEMENT = 0.05
+"""The largest difference between ours and the baseline, relative to the output's largest element."""
+BAR = {"prefill": 1.15, "decode": 1.25}
+"""Issue 28's bar for the stack against the torch baseline."""
+
+
+# --------------------------------------------------------------------------------------------- the torch baseline
+
+
+def torch_prefill_layer(layer: TensorParallelDecoderLayer, x: torch.Tensor) -> torch.Tensor:
+    """Megatron-style TP of one layer on replicated rows x [M, H]: this rank's heads and MLP columns, NCCL
+    all-reduce after O and after down."""
+    att, eps = layer.attention, layer.config.rms_eps
+    tokens = x.shape[0]
+    h = rms_norm(x, layer.input_norm_weight, eps)
+    q, k, v = att._split_qkv((h @ att.qkv.weight).view(1, tokens, -1))
+    q, k = att._qk_norm_rope(q, k, torch.arange(tokens, device=x.device))
+    group = att.num_heads // att.num_kv_heads
+    out = functional.scaled_dot_product_attention(
+        q.transpose(1, 2),
+        k.transpose(1, 2).repeat_interleave(group, dim=1),
+        v.transpose(1, 2).repeat_interleave(group, dim=1),
+        is_causal=True,
+    )
+    o = out.transpose(1, 2).reshape(tokens, -1) @ att.o.weight
+    dist.all_reduce(o)
+    x = x + o
+    gate, up = (rms_norm(x, layer.post_norm_weight, eps) @ layer.mlp.gate_up.weight).chunk(2, dim=1)
+    down = (functional.silu(gate) * up) @ layer.mlp.down.weight
+    dist.all_reduce(down)
+    return x + down
+
+
+def torch_decode_layer(
+    layer: TensorParallelDecoderLayer,
+    hidden: torch.Tensor,
+    positions: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    context: int,
+) -> torch.Tensor:
+    """One new token per sequence through one layer, torch TP: replicated hidden [B, H], this rank's heads with a
+    head-split cache [B, Hkv/W, max_len, D] (every sequence at position ``context``), NCCL all-reduces."""
+    att, eps = layer.attention, layer.config.rms_eps
+    batch = hidden.shape[0]
+    q, k, v = att._split_qkv(rms_norm(hidden, layer.input_norm_weight, eps) @ att.qkv.weight)
+    q, k = att._qk_norm_rope(q, k, positions)
+    rows = torch.arange(batch, device=hidden.device)
+    k_cache[rows, :, positions] = k
+    v_cache[rows, :, positions] = v
+    group = att.num_heads // att.num_kv_heads
+    out = functional.scaled_dot_product_attention(
+        q.reshape(batch, att.local_kv_heads, group, att.head_dim),
+        k_cache[:, :, : context + 1],
+        v_cache[:, :, : context + 1],
+    )
+    o = out.reshape(batch, -1) @ att.o.weight
+    dist.all_reduce(o)
+    hidden = hidden + o
+    gate, up = (rms_norm(hidden, layer.post_norm_weight, eps) @ layer.mlp.gate_up.weight).chunk(2, dim=1)
+    down = (functional.silu(gate) * up) @ layer.mlp.down.weight
+    dist.all_reduce(down)
+    return hidden + down
+
+
+# --------------------------------------------------------------------------------------------- one model
+
+
+def difference(ours: torch.Tensor, base: torch.Tensor) -> float:
+    """max |ours - base| / max |base|, max over ranks."""
+    value = torch.tensor(
+        [float((ours.float() - base.float()).abs().max()) / max(float(base.float().abs().max()), 1e-6)],
+        device=ours.device,
+    )
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return float(value)
+
+
+def bench_model(config: DecoderConfig, args: argparse.Namespace, rows: list[dict]) -> int:
+    """Prefill and decode rows of one model; returns the number of cases where ours and the baseline disagree."""
+    gen = torch.Generator(device="cuda").manual_seed(28)
+    layers = []
+    for _ in range(args.layers):
+        weights = random_weights(config, device="cuda", generator=gen)
+        layers.append(TensorParallelDecoderLayer(config, weights))
+        del weights
+    failures = 0
+    for tokens in args.prefill:
+        row = prefill_case(config, layers, tokens, gen, args)
+        failures += row["difference"] > AGREEMENT
+        rows.append(row)
+        torch.cuda.empty_cache()
+    for batch in args.batches:
+        for context in args.contexts:
+            row = decode_case(config, layers, batch, context, gen, args)
+            failures += row["difference"] > AGREEMENT
+            rows.append(row)
+            torch.cuda.empty_cache()
+            rt.barrier()
+    return failures
+
+
+def prefill_case(
+    config: DecoderConfig,
+    layers: list[TensorParallelDecoderLayer],
+    tokens: int,
+    gen: torch.Generator,
+    args: argparse.Namespace,
+) -> dict:
+    """One prefill row: ours (sequence-parallel) and the baseline (replicated rows) on the same tokens."""
+    world = rt.current_world()
+    mine = slice(world.rank * tokens // world.world_size, (world.rank + 1) * tokens // world.world_size)
+    x = torch.randn(tokens, config.hidden_size, device="cuda", generator=gen).to(torch.bfloat16)
+
+    def ours() -> torch.Tensor:
+        h = x[mine]
+        for layer in layers:
+            h = layer.prefill(h)
+        return h
+
+    def base(fn: Callable = torch_prefill_layer) -> torch.Tensor:
+        h = x
+        for layer in layers:
+            h = fn(layer, h)
+        return h
+
+    row: dict = {"phase": "prefill", "model": config.name, "tokens": tokens, "batch": 1, "context": 0}
+    row["difference"] = difference(ours(), base()[mine])
+    row["ours ms"] = time_ms(ours, warmup=3, reps=args.iters) / args.layers
+    row["torch ms"] = time_ms(base, warmup=3, reps=args.iters) / args.layers
+    if args.compile:
+        compiled = torch.compile(torch_prefill_layer)
+        try:
+            row["torch compiled ms"] = time_ms(lambda: base(compiled), warmup=3, reps=args.iters) / args.layers
+        except Exception as error:  # noqa: BLE001 (a baseline that cannot run is reported, not fatal)
+            rank0_print(f"INFO torch.compile prefill {config.name}: {type(error).__name__}: {error}")
+    finish_row(row, config)
+    return row
+
+
+def decode_case(
+    config: DecoderConfig,
+    layers: list[TensorParallelDecoderLayer],
+    batch: int,
+    context: int,
+    gen: torch.Generator,
+    args: argparse.Namespace,
+) -> dict:
+    """One decode row: a step of ours with either cache layout and of the baseline, from the same cached tokens."""
+    world = rt.current_world()
+    rank, size = world.rank, world.world_size
+    row: dict = {"phase": "decode", "model": config.name, "tokens": batch, "batch": batch, "context": context}
+    max_len = context + 64  # a multiple of W (<= 64 ranks): room for the new token in either layout
+    heads = [layer.new_cache(batch, max_len, "heads") for layer in layers]
+    seqs = [layer.new_cache(batch, max_len, "sequence") for layer in layers]
+    full = torch.empty(batch, config.num_kv_heads, max_len, config.head_dim, device="cuda", dtype=torch.bfloat16)
+    hkv = config.num_kv_heads // size
+    for head_cache, seq_cache in zip(heads, seqs, strict=True):  # the same tokens in both layouts
+        for side in ("k", "v"):
+            full.normal_(generator=gen)
+            getattr(head_cache, side).copy_(full[:, rank * hkv : (rank + 1) * hkv])
+            local = seq_cache.local_len
+            getattr(seq_cache, side).copy_(full[:, :, rank * local : (rank + 1) * local])
+    del full
+    hidden = torch.randn(batch, config.hidden_size, device="cuda", generator=gen).to(torch.bfloat16)
+    positions = torch.full((batch,), context, device="cuda", dtype=torch.int32)
+    zeros = torch.zeros_like(hidden)
+
+    def ours_step(caches: list[KVCache]) -> tuple[torch.Tensor, torch.Tensor]:
+        x, residual = zeros, hidden
+        for layer, cache in zip(layers, caches, strict=True):
+            x, residual = layer.decode(x, residual, positions, cache)
+        return x, residual
+
+    def base_step(fn: Callable = torch_decode_layer) -> torch.Tensor:
+        h = hidden
+        for layer, cache in zip(layers, heads, strict=True):
+            h = fn(layer, h, positions, cache.k, cache.v, context)
+        return h
+
+    want = base_step()
+    for name, caches in (("seq-KV", seqs), ("head-KV", heads)):
+        x, residual = ours_step(caches)
+        row[f"difference {name}"] = difference(residual + all_reduce(x), want)
+    row["difference"] = max(row["difference seq-KV"], row["difference head-KV"])
+    impls: dict[str, Callable[[], object]] = {
+        "ours ms": lambda: ours_step(seqs),
+        "ours head-KV ms": lambda: ours_step(heads),
+        "torch ms": base_step,
+    }
+    if args.compile:
+        compiled = torch.compile(torch_decode_layer)
+        impls["torch compiled ms"] = lambda: base_step(compiled)
+    for column, fn in impls.items():
+        try:
+            row[column] = graphed_us(fn, replays=args.iters) / 1000 / args.layers
+        except Exception as error:  # noqa: BLE001 (a variant that cannot run is reported, not fatal)
+            row[column] = float("nan")
+            rank0_print(f"INFO {column} B={batch} ctx={context}: {type(error).__name__}: {error}")
+    finish_row(row, config)
+    return row
+
+
+def finish_row(row: dict, config: DecoderConfig) -> None:
+    """Speedup, tokens/s through the model's depth, and the RESULT line."""
+    nan = float("nan")
+    times = [row[column] for column in ("torch ms", "torch compiled ms") if row.get(column, nan) == row.get(column)]
+    row["best torch ms"] = baseline = min(times, default=nan)
+    row["speedup"] = baseline / row["ours ms"]
+    if "ours head-KV ms" in row:
+        row["speedup head-KV"] = baseline / row["ours head-KV ms"]
+    for column in ("ours ms", "best torch ms"):
+        row[column.replace("ms", "tok/s")] = row["tokens"] / (row[column] * config.num_layers / 1000)
+    what = case_name(row)
+    extra = f", ours head-KV {row['ours head-KV ms']:.3f}" if "ours head-KV ms" in row else ""
+    extra += f" ({row['speedup head-KV']:.2f}x)" if "speedup head-KV" in row else ""
+    flag = "" if row["difference"] <= AGREEMENT else f" (DIFFERS from torch by {row['difference']:.3g})"
+    rank0_print(
+        f"RESULT {row['phase']} {row['model']} {what}: ours {row['ours ms']:.3f} ms/layer{extra}, torch "
+        f"{baseline:.3f} -> {row['speedup']:.2f}x{flag}"
+    )
+
+
+# --------------------------------------------------------------------------------------------- results
+
+
+def case_name(row: dict) -> str:
+    """``prefill 4096`` or ``B8 32k``."""
+    if row["phase"] == "prefill":
+        return f"prefill {row['tokens']}"
+    return f"B{row['batch']} {row['context'] >> 10}k"
+
+
+def gpu_tag(world_size: int) -> str:
+    """``2xH100``, ``2xH200``, ... (the GPU's model from its name)."""
+    name = torch.cuda.get_device_name()
+    model = next((word for word in name.replace("-", " ").split() if word[:1] in "HABL" and word[1:2].isdigit()), "")
+    return f"{world_size}x{model or 'GPU'}"
+
+
+def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, started: float) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    size = rt.current_world().world_size
+    stem = out_dir / f"decoder_{gpu_tag(size)}"
+
+    def fmt(value: object, digits: int = 3) -> str:
+        return f"{value:.{digits}f}" if isinstance(value, float) and value == value else str(value)
+
+    prefill = [r for r in rows if r["phase"] == "prefill"]
+    decode = [r for r in rows if r["phase"] == "decode"]
+    compiled = any("torch compiled ms" in r for r in rows)
+    lines = [
+        f"# Decoder-layer stacks, {size} x {torch.cuda.get_device_name()}, bf16, {args.layers} layers each",
+        "",
+        *describe_machine(started),
+        "- Configs: "
+        + "; ".join(
+            f"{c.name} (H {c.hidden_size}, heads {c.num_heads}/{c.num_kv_heads}, D {c.head_dim}, I "
+            f"{c.intermediate_size}, {c.num_layers} layers{', QK norm' if c.qk_norm else ''})"
+            for c in (CONFIGS[name] for name in args.models)
+        ),
+        "- ms per layer: the stack's time / layers, max over ranks. Prefill eager (median of >= 20 after a device",
+        "  barrier); decode CUDA-graphed (10 steps per graph, median of >= 20 replays). tok/s: tokens per step /",
+        "  (ms per layer x the model's depth): the decoder layers of the whole model, no embedding or LM head.",
+        "- ours: triton_dist.layers (prefill sequence-parallel through ag_gemm / gemm_rs; decode with",
+        "  all_reduce_residual_rmsnorm at both all-reduces, flash_decode over a sequence-split KV cache; head-KV:",
+        "  SDPA with a length mask over a head-split cache). torch: Megatron-style TP, NCCL all_reduce, cuBLAS,",
+        "  SDPA, torch RMSNorm"
+        + (", and torch.compile of its layer (best of the two is the baseline)." if compiled else "."),
+        f"- Bar (issue 28): decode >= {BAR['decode']}x and prefill >= {BAR['prefill']}x on every model shape.",
+        f"- difference: max |ours - torch| / max |torch| of the stack's output (a case above {AGREEMENT} fails).",
+        "",
+        "## Prefill",
+        "",
+    ]
+    head = ["model", "tokens", "ours ms/layer", "torch ms/layer"] + (["torch compiled ms/layer"] if compiled else [])
+    head += ["ours tok/s", "torch tok/s", "speedup", "difference"]
+    lines.append(
+        markdown_table(
+            head,
+            [
+                [r["model"], r["tokens"], fmt(r["ours ms"]), fmt(r["torch ms"])]
+                + ([fmt(r.get("torch compiled ms", float("nan")))] if compiled else [])
+                + [
+                    f"{r['ours tok/s']:.0f}",
+                    f"{r['best torch tok/s']:.0f}",
+                    f"{r['speedup']:.2f}x",
+                    fmt(r["difference"], 4),
+                ]
+                for r in prefill
+            ],
+        )
+    )
+    lines += ["", "## Decode", ""]
+    head = ["model", "batch", "context", "ours ms/layer", "ours head-KV ms/layer", "torch ms/layer"]
+    head += (["torch compiled ms/layer"] if compiled else []) + ["ours tok/s", "torch tok/s", "speedup"]
+    head += ["speedup head-KV", "difference"]
+    lines.append(
+        markdown_table(
+            head,
+            [
+                [r["model"], r["batch"], r["context"], fmt(r["ours ms"]), fmt(r["ours head-KV ms"]), fmt(r["torch ms"])]
+                + ([fmt(r.get("torch compiled ms", float("nan")))] if compiled else [])
+                + [f"{r['ours tok/s']:.0f}", f"{r['best torch tok/s']:.0f}", f"{r['speedup']:.2f}x"]
+                + [f"{r['speedup head-KV']:.2f}x", fmt(r["difference"], 4)]
+                for r in decode
+            ],
+        )
+    )
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    labels = [f"{r['model']}\n{case_name(r)}" for r in rows]
+    series = {"ours (seq-KV decode)": [r["speedup"] for r in rows]}
+    series["ours head-KV decode"] = [r.get("speedup head-KV", float("nan")) for r in rows]
+    try:
+        bar_chart(
+            stem.with_suffix(".png"),
+            f"Decoder layers vs torch TP, {size} x {torch.cuda.get_device_name()} ({run_date(started)})",
+            labels,
+            series,
+            "speedup over torch TP (x)",
+            line=1.0,
+        )
+    except ImportError as error:
+        print(f"INFO no PNG: {error}")
+    write_json(stem.with_suffix(".json"), rows, started)
+    print(f"wrote {stem}.md, .png, .json")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(CONFIGS), help="comma-separated: " + ", ".join(CONFIGS))
+    parser.add_argument("--layers", type=int, default=2, help="decoder layers per stack")
+    parser.add_argument("--prefill", default=",".join(map(str, PREFILL)), help="prefill token counts")
+    parser.add_argument("--batches", default=",".join(map(str, BATCHES)), help="decode batch sizes")
+    parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="decode context lengths")
+    parser.add_argument("--iters", type=int, default=20, help="timed runs per measurement (median; >= 20)")
+    parser.add_argument("--compile", action="store_true", help="also time the baseline under torch.compile")
+    parser.add_argument("--out-dir", default=str(RESULTS))
+    args = parser.parse_args()
+    args.models = [name for name in args.models.split(",") if name]
+    unknown = [name for name in args.models if name not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown models {unknown}; known: {list(CONFIGS)}")
+    for name in ("prefill", "batches", "contexts"):
+        setattr(args, name, [int(text) for text in getattr(args, name).split(",") if text])
+    world = setup_distributed(heap_size="8G")
+    started = time.time()
+    rows: list[dict] = []
+    failures = 0
+    for name in args.models:
+        began = time.time()
+        failures += bench_model(CONFIGS[name], args, rows)
+        rank0_print(f"INFO {name}: {time.time() - began:.0f} s")
+    for phase, bar in BAR.items():
+        speedups = [row["speedup"] for row in rows if row["phase"] == phase]
+        if speedups:
+            met = "met" if min(speedups) >= bar else "NOT met"
+            rank0_print(
+                f"RESULT {phase} speedup min {min(speedups):.2f}x, max {max(speedups):.2f}x (bar {bar}x: {met})"
+            )
+    if failures:
+        rank0_print(f"FAIL {failures} cases where ours and torch differ by more than {AGREEMENT} (see DIFFERS)")
+    del world
+    write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, args, started))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    main_guard(main)
