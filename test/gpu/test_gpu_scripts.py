@@ -69,6 +69,7 @@ CHECK_STEPS = [
     "memory_model",
     "decode_ops",
     "gemm_rs",
+    "layers",
 ]
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
 ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem"]
