@@ -85,6 +85,7 @@ BENCH_STEPS = [
     "bench_flash_decode_anatomy",
     "bench_gemm_ar_tiles",
     "bench_heap_backends",
+    "bench_decoder",
 ]
 TUNE_STEPS = ["allgather_tune", "tune_ag_gemm", "tune_gemm_rs"]
 ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\w+) \| \d+ \| (.*) \|$")
