@@ -142,11 +142,11 @@ def map_nvshmem_heap(heap_size: int, group: dist.ProcessGroup, device: torch.dev
 
 
 def mentions_nvshmem(metadata_group: Mapping[str, str]) -> bool:
-    """Whether a compiled kernel's assembly (``.ptx`` / ``.llir`` in its metadata group) holds NVSHMEM's device
-    state, i.e. whether NVSHMEM's bitcode was linked into it. Unreadable files count as not holding it."""
+    """Whether a compiled kernel's PTX (in its metadata group) holds NVSHMEM's device state, i.e. whether NVSHMEM's
+    bitcode was linked into it. An unreadable file counts as not holding it."""
     needle = NVSHMEM_DEVICE_STATE.encode()
     for file_name, path in metadata_group.items():
-        if file_name.endswith((".ptx", ".llir")):
+        if file_name.endswith(".ptx"):
             try:
                 if needle in Path(path).read_bytes():
                     return True

@@ -46,6 +46,21 @@ def use_backend(symm_mem: Any, device: torch.device, backend: str = _BACKEND) ->
         ) from error
 
 
+def _allocate(symm_mem: Any, nbytes: int, device: torch.device) -> torch.Tensor:
+    """``nbytes`` of symmetric memory; the NVSHMEM backend allocates over the default group, which older torch
+    releases needed registered first (as ``_rendezvous`` does for the heap's group)."""
+    try:
+        return symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
+    except RuntimeError as error:
+        enable = getattr(symm_mem, "enable_symm_mem_for_group", None)
+        if "group info" not in str(error) or enable is None or not dist.is_initialized():
+            raise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        enable(dist.group.WORLD.group_name)  # type: ignore[union-attr]
+    return symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
+
+
 def _rendezvous(symm_mem: Any, allocation: torch.Tensor, group_name: str) -> Any:
     try:
         return symm_mem.rendezvous(allocation, group_name)
@@ -80,7 +95,7 @@ def map_symmetric_memory_heap(
     os.environ.setdefault(_MULTICAST_OFF, "1")
     use_backend(symm_mem, device, backend)
     with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-        allocation = symm_mem.empty(heap_size + HEAP_BASE_ALIGNMENT, dtype=torch.uint8, device=device)
+        allocation = _allocate(symm_mem, heap_size + HEAP_BASE_ALIGNMENT, device)
         handle = _rendezvous(symm_mem, allocation, group.group_name)
     rank, world_size = handle.rank, handle.world_size
     buffer_ptrs = [int(ptr) for ptr in handle.buffer_ptrs]
