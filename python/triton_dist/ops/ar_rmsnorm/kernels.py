@@ -89,7 +89,7 @@ def _norm_row(
     return normed, residual, scale
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["rows", "chunk"])  # one compiled kernel for every row count of a hidden size
 def _ar_rmsnorm_kernel(
     x_ptr,
     residual_ptr,

@@ -1,0 +1,374 @@
+"""The fused all-reduce + residual add + RMSNorm on GPUs: every algorithm against torch, CUDA graphs, the e4m3
+variant, gemm_ar's norm epilogue, bad input.
+
+    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,gemm_ar,compile,bad_input]
+
+Each case draws fresh random inputs (every rank regenerates every rank's for the reference), poisons the outputs
+(NaN) and compares with torch in fp32 (``h = residual + sum over ranks of x`` in rank order, ``normed = h *
+rsqrt(mean(h^2) + eps) * weight``): bf16 and fp32, M from 1 to 8192, hidden 4096, 8192 and two sizes that are not
+powers of two (5120, 1000), the chosen algorithm and each one forced; outputs must be bit-identical on every rank.
+CUDA graphs: chained calls captured once and replayed with new inputs (poisoned outputs each replay). Exit code 0
+iff every check passed on every rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import torch
+import torch.distributed as dist
+
+from triton_dist import runtime as rt
+from triton_dist.ops import all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8, gemm_ar
+from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig, ArRmsNormError
+from triton_dist.ops.ar_rmsnorm.op import _check, _launch
+from triton_dist.ops.common.errors import OpInputError
+from triton_dist.ops.gemm_ar import GemmArError
+from triton_dist.testing import Checks, finish, main_guard, poison_, rank0_print, setup_distributed, sync
+
+EPS = 1e-5
+TOLERANCE = {torch.bfloat16: (2e-2, 2e-2), torch.float16: (4e-3, 4e-3), torch.float32: (2e-5, 2e-5)}
+"""(rtol, atol) against torch's fp32 reference: the output's rounding to the dtype (bf16, fp16), or the order of
+fp32 sums and the GPU's rsqrt (fp32)."""
+ROWS = (1, 2, 3, 8, 16, 31, 64, 128, 129, 256, 1024, 4096, 8192)
+HIDDENS = (4096, 8192, 5120, 1000)
+DTYPES = (torch.bfloat16, torch.float32)
+
+
+def rank_data(owner: int, tag: int, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """Rank ``owner``'s tensor ``tag``; every rank can regenerate it for the reference."""
+    generator = torch.Generator(device="cuda").manual_seed(1_000_003 * owner + 7919 * tag + 31 * sum(shape))
+    return torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32).to(dtype)
+
+
+def inputs(
+    rank: int, tag: int, shape: tuple[int, ...], dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(this rank's x, the residual, the weight); residual and weight are the same on every rank."""
+    weight = (rank_data(0, tag + 2, (shape[-1],), torch.float32).abs() + 0.5).to(dtype)
+    return rank_data(rank, tag, shape, dtype), rank_data(0, tag + 1, shape, dtype), weight
+
+
+def reference(
+    tag: int, shape: tuple[int, ...], dtype: torch.dtype, world_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(normed fp32, new_residual fp32): the ranks' x summed in rank order in fp32, the residual added, RMSNorm."""
+    total = torch.zeros(shape, dtype=torch.float32, device="cuda")
+    for owner in range(world_size):
+        total += inputs(owner, tag, shape, dtype)[0].float()
+    _, residual, weight = inputs(0, tag, shape, dtype)
+    h = total + residual.float()
+    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float(), h
+
+
+def close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> tuple[bool, str]:
+    """Whether ``out`` (of ``dtype``) matches the fp32 ``ref`` (poison left over fails)."""
+    if out.dtype != dtype or out.shape != ref.shape:
+        return False, f"got {out.dtype} {list(out.shape)}, want {dtype} {list(ref.shape)}"
+    rtol, atol = TOLERANCE[dtype]
+    got = out.float()
+    if torch.isnan(got).any():
+        return False, f"{int(torch.isnan(got).sum())} NaN (poison) elements left"
+    diff = (got - ref).abs()
+    bad = int((diff > atol + rtol * ref.abs()).sum())
+    return bad == 0, f"max |diff| {float(diff.max()) if diff.numel() else 0:.3g}, {bad} elements out of tolerance"
+
+
+def close_fp8(quantized: torch.Tensor, scale: torch.Tensor, ref: torch.Tensor) -> tuple[bool, str]:
+    """The e4m3 rows against torch's fp32 normed rows: scales ``max|row| / 448`` (rtol 1e-5, at least 1/(448*512)),
+    every element within one e4m3 step of ``ref / scale`` (2^(e - 3) in the binade [2^e, 2^(e + 1)), 2^-9 below
+    2^-6)."""
+    if quantized.dtype != torch.float8_e4m3fn or scale.dtype != torch.float32:
+        return False, f"dtypes {quantized.dtype}, {scale.dtype}"
+    want_scale = (ref.abs().amax(-1, keepdim=True) / 448.0).clamp(min=1.0 / (448.0 * 512.0))
+    if scale.shape != want_scale.shape or quantized.shape != ref.shape:
+        return False, f"shapes {list(quantized.shape)}, {list(scale.shape)}"
+    got = quantized.float()
+    if torch.isnan(got).any() or torch.isnan(scale).any():
+        return False, "NaN (poison) left"
+    scale_error = float(((scale - want_scale).abs() / want_scale).max()) if scale.numel() else 0.0
+    if scale_error > 1e-5:
+        return False, f"scales: max relative error {scale_error:.3g}"
+    exact = ref / scale
+    step = torch.exp2(torch.floor(torch.log2(exact.abs().clamp(min=2.0**-6))) - 3)
+    bad = int(((got - exact).abs() > step).sum())
+    return bad == 0, f"scales within {scale_error:.2g}; {bad} elements off by more than one e4m3 step"
+
+
+def fingerprint(tensor: torch.Tensor) -> torch.Tensor:
+    """An int64 digest of the tensor's bytes (position-weighted, wrapping: the same in any summation order),
+    computed on the GPU."""
+    raw = tensor.detach().contiguous().view(-1).view(torch.uint8)
+    data = (raw.view(torch.int32) if raw.numel() % 4 == 0 else raw).to(torch.int64)
+    weights = torch.arange(data.numel(), device=data.device, dtype=torch.int64) % 65_521 + 1
+    return (data * weights).sum().reshape(1)
+
+
+def same_on_all_ranks(*tensors: torch.Tensor) -> bool:
+    """Whether every rank holds the same bytes (by ``fingerprint``) in each of ``tensors``."""
+    mine = torch.cat([fingerprint(t) for t in tensors])
+    everyone = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(everyone, mine)
+    return all(torch.equal(everyone[0], other) for other in everyone[1:])
+
+
+def poisoned_outputs(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    return poison_(torch.empty(shape, dtype=dtype, device="cuda")), poison_(
+        torch.empty(shape, dtype=dtype, device="cuda")
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def check_eager(checks: Checks, world: rt.World) -> None:
+    """Every (M, hidden, dtype) with the chosen algorithm; each algorithm forced at a few sizes (the one-shot at
+    8192 rows takes 32 rows per program, the two-shot at one row leaves all but one rank without rows)."""
+    cases: list[tuple[int, int, torch.dtype, ArRmsNormConfig | None]] = [
+        (m, hidden, dtype, None) for dtype in DTYPES for hidden in HIDDENS for m in ROWS
+    ]
+    for m in (1, 3, 128, 8192):
+        for algo in ("one_shot", "two_shot"):
+            cases.append((m, 8192, torch.bfloat16, ArRmsNormConfig(algo, 256 if algo == "one_shot" else 128, 8)))
+    cases.append((129, 5120, torch.float32, ArRmsNormConfig("two_shot", 7, 4)))  # rounds per program, ragged chunk
+    for tag, (m, hidden, dtype, config) in enumerate(cases, start=10):
+        tag *= 10
+        shape = (m, hidden)
+        x, residual, weight = inputs(world.rank, tag, shape, dtype)
+        x_before, residual_before = x.clone(), residual.clone()
+        normed, new_residual = poisoned_outputs(shape, dtype)
+        _check(x, residual, weight, EPS)
+        _launch(x, residual, weight, EPS, normed, new_residual, None, config)
+        sync("all_reduce_residual_rmsnorm")
+        want_normed, want_residual = reference(tag, shape, dtype, world.world_size)
+        what = f"M={m} hidden={hidden} {str(dtype).removeprefix('torch.')} {config or 'chosen'}"
+        ok_n, detail_n = close(normed, want_normed, dtype)
+        ok_r, detail_r = close(new_residual, want_residual, dtype)
+        checks.check(f"{what}: normed, new_residual", ok_n and ok_r, f"normed {detail_n}; new_residual {detail_r}")
+        identical = same_on_all_ranks(normed, new_residual)
+        untouched = torch.equal(x, x_before) and torch.equal(residual, residual_before)
+        checks.check(f"{what}: bit-identical on every rank, inputs untouched", identical and untouched)
+        del x, residual, normed, new_residual, want_normed, want_residual, x_before, residual_before
+    # The public function (fresh outputs) on a 3-D input and a one-row input.
+    for tag, shape in enumerate(((2, 3, 8192), (1, 4096)), start=4000):
+        tag *= 10
+        x, residual, weight = inputs(world.rank, tag, shape, torch.bfloat16)
+        normed, new_residual = all_reduce_residual_rmsnorm(x, residual, weight, EPS)
+        sync("all_reduce_residual_rmsnorm")
+        want_normed, want_residual = reference(tag, shape, torch.bfloat16, world.world_size)
+        ok_n, detail_n = close(normed, want_normed, torch.bfloat16)
+        ok_r, detail_r = close(new_residual, want_residual, torch.bfloat16)
+        checks.check(f"all_reduce_residual_rmsnorm(x) {list(shape)}", ok_n and ok_r, f"{detail_n}; {detail_r}")
+
+
+def check_fp8(checks: Checks, world: rt.World) -> None:
+    """The e4m3 output: chosen and forced algorithms, bf16 and fp32 inputs, a 3-D input, a row of zeros."""
+    cases: list[tuple[tuple[int, ...], torch.dtype, ArRmsNormConfig | None]] = [
+        ((m, hidden), dtype, None) for dtype in DTYPES for hidden in (8192, 5120) for m in (1, 7, 128, 1024, 8192)
+    ]
+    cases += [((4, 2, 4096), torch.bfloat16, None)]
+    cases += [
+        ((m, 8192), torch.bfloat16, ArRmsNormConfig(a, 64, 8)) for m in (3, 200) for a in ("one_shot", "two_shot")
+    ]
+    for tag, (shape, dtype, config) in enumerate(cases, start=5000):
+        tag *= 10
+        x, residual, weight = inputs(world.rank, tag, shape, dtype)
+        if shape[0] > 1:  # the second token all zeros: the smallest scale, zeros out
+            x[1] = 0
+            residual[1] = 0
+        if config is None and tag % 20 == 0:  # the public function (fresh outputs)
+            quantized, scale, new_residual = all_reduce_residual_rmsnorm_fp8(x, residual, weight, EPS)
+        else:
+            quantized = torch.empty(shape, dtype=torch.float8_e4m3fn, device="cuda")
+            quantized.view(torch.uint8).fill_(0x7F)  # e4m3 NaN
+            scale = poison_(torch.empty((*shape[:-1], 1), dtype=torch.float32, device="cuda"))
+            new_residual = poison_(torch.empty(shape, dtype=dtype, device="cuda"))
+            _check(x, residual, weight, EPS)
+            _launch(x, residual, weight, EPS, quantized, new_residual, scale, config)
+        sync("all_reduce_residual_rmsnorm_fp8")
+        total = torch.zeros(shape, dtype=torch.float32, device="cuda")
+        for owner in range(world.world_size):
+            mine = inputs(owner, tag, shape, dtype)[0]
+            if shape[0] > 1:
+                mine[1] = 0
+            total += mine.float()
+        h = total + residual.float()
+        ref = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+        what = f"fp8 {list(shape)} {str(dtype).removeprefix('torch.')} {config or 'chosen'}"
+        ok_q, detail_q = close_fp8(quantized, scale, ref)
+        ok_r, detail_r = close(new_residual, h, dtype)
+        checks.check(f"{what}: e4m3 rows, scales, new_residual", ok_q and ok_r, f"{detail_q}; new_residual {detail_r}")
+        checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(quantized, scale, new_residual))
+
+
+def _chain(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Three chained calls: the fused op, again on its outputs, and the fp8 variant on the first's outputs."""
+    normed, new_residual = all_reduce_residual_rmsnorm(x, residual, weight, EPS)
+    normed2, new_residual2 = all_reduce_residual_rmsnorm(normed, new_residual, weight, EPS)
+    quantized, scale, new_residual3 = all_reduce_residual_rmsnorm_fp8(normed, new_residual, weight, EPS)
+    return normed, new_residual, normed2, new_residual2, quantized, scale, new_residual3
+
+
+def check_graph(checks: Checks, world: rt.World) -> None:
+    """Per shape, three chained calls captured in one CUDA graph (the second norms the first's normed output with
+    the first's new residual, the third is the fp8 variant of the second), replayed with fresh inputs and poisoned
+    outputs; every replay checked against torch."""
+    for case, (m, hidden, dtype) in enumerate(
+        ((1, 8192, torch.bfloat16), (8, 5120, torch.float32), (128, 8192, torch.bfloat16), (4096, 4096, torch.bfloat16))
+    ):
+        shape = (m, hidden)
+        x_in, residual_in, weight_in = (torch.zeros_like(t) for t in inputs(0, 0, shape, dtype))
+        weight_in.fill_(1.0)
+
+        _chain(x_in, residual_in, weight_in)  # warm-up: the workspaces, compilation, the ranks' agreement
+        sync("graph warm-up")
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            outputs = _chain(x_in, residual_in, weight_in)
+        for replay in range(4):
+            tag = 9000 + 100 * case + 10 * replay
+            x, residual, weight = inputs(world.rank, tag, shape, dtype)
+            x_in.copy_(x)
+            residual_in.copy_(residual)
+            weight_in.copy_(weight)
+            for out in outputs:
+                if out.dtype != torch.float8_e4m3fn:
+                    poison_(out)
+                else:
+                    out.view(torch.uint8).fill_(0x7F)  # e4m3 NaN
+            graph.replay()
+            sync("graph replay")
+            normed, new_residual, normed2, new_residual2, quantized, scale, new_residual3 = outputs
+            want_normed, want_residual = reference(tag, shape, dtype, world.world_size)
+            # The second call's reference: from the first call's outputs as they are (summed over the ranks).
+            h2 = normed.float() * world.world_size + new_residual.float()
+            want_normed2 = h2 * torch.rsqrt(h2.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+            results = [
+                close(normed, want_normed, dtype),
+                close(new_residual, want_residual, dtype),
+                close(normed2, want_normed2, dtype),
+                close(new_residual2, h2, dtype),
+                close_fp8(quantized, scale, want_normed2),
+                close(new_residual3, h2, dtype),
+            ]
+            what = f"CUDA graph M={m} hidden={hidden} {str(dtype).removeprefix('torch.')} replay {replay}"
+            checks.check(f"{what}: three chained calls", all(ok for ok, _ in results), "; ".join(d for _, d in results))
+            checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(*outputs))
+
+
+def gemm_operands(
+    owner: int, tag: int, m: int, n: int, k: int, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    a = rank_data(owner, tag, (m, k), dtype)
+    b = (rank_data(owner, tag + 50_000, (k, n), torch.float32) / k**0.5).to(dtype)
+    return a, b
+
+
+def check_gemm_ar(checks: Checks, world: rt.World) -> None:
+    """gemm_ar(a, b, residual=, norm_weight=) eagerly (the fused-kernel and the cuBLAS GEMMs) and in a CUDA graph;
+    the reference sums each rank's product rounded to the dtype (what the op exchanges)."""
+    cases = [(1, 8192, 4096), (8, 5120, 2560), (32, 4096, 7168), (128, 8192, 1024), (256, 1000, 512)]
+    dtype = torch.bfloat16
+    for tag, (m, n, k) in enumerate(cases, start=700):
+        tag *= 10
+        a, b = gemm_operands(world.rank, tag, m, n, k, dtype)
+        _, residual, weight = inputs(0, tag + 5, (m, n), dtype)
+        normed, new_residual = gemm_ar(a, b, residual=residual, norm_weight=weight, eps=EPS)
+        sync("gemm_ar norm")
+        total = torch.zeros((m, n), dtype=torch.float32, device="cuda")
+        for owner in range(world.world_size):
+            oa, ob = gemm_operands(owner, tag, m, n, k, dtype)
+            total += (oa.float() @ ob.float()).to(dtype).float()
+        h = total + residual.float()
+        ref = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+        # The GEMM's fp32 accumulation order differs from torch's: a product may round to the next bf16, inside
+        # the bf16 tolerance of the normed and the residual outputs.
+        ok_n, detail_n = close(normed, ref, dtype)
+        ok_r, detail_r = close(new_residual, h, dtype)
+        what = f"gemm_ar norm M={m} N={n} K/W={k}"
+        checks.check(f"{what}: eager", ok_n and ok_r, f"normed {detail_n}; new_residual {detail_r}")
+        checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(normed, new_residual))
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            outputs = gemm_ar(a, b, residual=residual, norm_weight=weight, eps=EPS)
+        for out in outputs:
+            poison_(out)
+        graph.replay()
+        sync("gemm_ar norm graph replay")
+        same = torch.equal(outputs[0], normed) and torch.equal(outputs[1], new_residual)
+        checks.check(f"{what}: CUDA graph replay equals the eager call", same)
+
+
+def check_compile(checks: Checks, world: rt.World) -> None:
+    """Both custom ops inside torch.compile(fullgraph=True), between traced torch ops."""
+
+    def layer(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        normed, new_residual = all_reduce_residual_rmsnorm(x * 2.0, residual, weight, EPS)
+        quantized, scale, _ = all_reduce_residual_rmsnorm_fp8(x * 2.0, residual, weight, EPS)
+        return normed, new_residual, quantized, scale
+
+    shape, dtype, tag = (16, 4096), torch.bfloat16, 8000
+    x, residual, weight = inputs(world.rank, tag, shape, dtype)
+    normed, new_residual, quantized, scale = torch.compile(layer, fullgraph=True)(x, residual, weight)
+    total = torch.zeros(shape, dtype=torch.float32, device="cuda")
+    for owner in range(world.world_size):
+        total += (inputs(owner, tag, shape, dtype)[0] * 2.0).float()
+    h = total + residual.float()
+    ref = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+    results = [close(normed, ref, dtype), close(new_residual, h, dtype), close_fp8(quantized, scale, ref)]
+    ok = all(ok for ok, _ in results)
+    checks.check("torch.compile(fullgraph=True): both custom ops", ok, "; ".join(d for _, d in results))
+
+
+def check_bad_input(checks: Checks, world: rt.World) -> None:
+    x = torch.randn(4, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.ones(4096, device="cuda", dtype=torch.bfloat16)
+
+    def expect(name: str, error: type[BaseException], call: Callable[[], object], text: str) -> None:
+        checks.expect_error(f"bad input: {name}", error, call, text)
+
+    expect("weight of another size", ArRmsNormError, lambda: all_reduce_residual_rmsnorm(x, x, w[:100]), "weight")
+    expect("fp32 residual", ArRmsNormError, lambda: all_reduce_residual_rmsnorm(x, x.float(), w), "residual")
+    expect("CPU tensors", ArRmsNormError, lambda: all_reduce_residual_rmsnorm(x.cpu(), x.cpu(), w.cpu()), "cuda")
+    big = torch.zeros(2, 40000, device="cuda", dtype=torch.bfloat16)
+    expect("hidden past 32768", ArRmsNormError, lambda: all_reduce_residual_rmsnorm(big, big, big[0]), "hidden size")
+    a = torch.randn(4, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16)
+    expect("gemm_ar norm_weight missing", GemmArError, lambda: gemm_ar(a, b, residual=x), "norm_weight")
+    expect("gemm_ar residual shape", GemmArError, lambda: gemm_ar(a, b, residual=x[:2], norm_weight=w), "residual")
+    if world.world_size < 2:
+        rank0_print("SKIP bad input: ranks disagree: needs 2 or more ranks")
+        return
+    odd = torch.randn(5 + world.rank, 2048, device="cuda", dtype=torch.bfloat16)
+    weight = torch.ones(2048, device="cuda", dtype=torch.bfloat16)
+    expect(
+        "shapes differ across ranks",
+        OpInputError,
+        lambda: all_reduce_residual_rmsnorm(odd, odd, weight),
+        "ranks called with different inputs",
+    )
+
+
+GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
+    "eager": check_eager,
+    "fp8": check_fp8,
+    "graph": check_graph,
+    "gemm_ar": check_gemm_ar,
+    "compile": check_compile,
+    "bad_input": check_bad_input,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups: " + ", ".join(GROUPS))
+    args = parser.parse_args()
+    world = setup_distributed(heap_size="2G")
+    checks = Checks()
+    checks.run_each([(f"ar_rmsnorm {name}", GROUPS[name]) for name in args.only.split(",")], world)
+    return finish(checks)
+
+
+if __name__ == "__main__":
+    main_guard(main)
