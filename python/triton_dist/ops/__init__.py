@@ -14,6 +14,8 @@ The ops (each importable from here; all but ``matmul`` also registered as ``torc
 - :func:`moe_dispatch` / :func:`moe_combine`: expert-parallel token dispatch (each token once per destination
   rank, grouped by local expert) and the weighted combine back to the tokens' home ranks (normal and
   low-latency modes; checked under the CPU emulation, not yet on GPUs).
+- :func:`grouped_gemm`: the experts' GEMM over the rows ``moe_dispatch`` grouped per local expert (bf16 / fp16, or
+  fp8 with per-row and per-block scales), one launch, no host synchronization.
 
 Layout: each op is a package ``ops/<op>/`` split by role, its ``__init__.py`` documenting the op and exporting its
 public names:
@@ -40,6 +42,7 @@ from triton_dist.ops.ar_rmsnorm import all_reduce_residual_rmsnorm, all_reduce_r
 from triton_dist.ops.flash_decode import flash_decode
 from triton_dist.ops.gemm_ar import gemm_ar
 from triton_dist.ops.gemm_rs import gemm_rs
+from triton_dist.ops.grouped_gemm import grouped_gemm
 from triton_dist.ops.matmul import MatmulConfig, matmul
 from triton_dist.ops.moe import moe_combine, moe_dispatch
 
@@ -52,6 +55,7 @@ __all__ = [
     "flash_decode",
     "gemm_ar",
     "gemm_rs",
+    "grouped_gemm",
     "matmul",
     "moe_combine",
     "moe_dispatch",
