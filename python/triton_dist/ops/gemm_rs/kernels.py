@@ -139,9 +139,9 @@ def _gemm_rs_kernel(
         slots = W - 1
     flags = flags_ptr + parity * tiles * W
     scratch = scratch_ptr + parity * slots * slot_elems
-    pending_local = -1
-    pending_dest = 0
-    for t in tl.range(tl.program_id(0), W * tiles, tl.num_programs(0), flatten=FLATTEN):
+    nprog = tl.num_programs(0)
+    pushes = (W - 1) * tiles  # the work items before the own tiles (the last step)
+    for t in tl.range(tl.program_id(0), W * tiles, nprog, flatten=FLATTEN):
         step = t // tiles
         local = t - step * tiles
         dest = (me + 1 + step) % W
@@ -160,10 +160,13 @@ def _gemm_rs_kernel(
                 BLOCK_M, BLOCK_N, BLOCK_K,
             )  # fmt: skip
         if DEFER_NOTIFY and not LOCAL_ONLY:
-            # The previous pushed tile's stores had this whole main loop to drain: flag it now.
-            if pending_local >= 0:
-                _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
-            pending_local = -1
+            # This program's previous item was a push deferred to here (see below): its stores had this whole main
+            # loop to drain. Recomputed from t, not carried through the loop: the flattened, pipelined loop
+            # faulted with a flag index carried across iterations.
+            if t >= nprog and t < pushes:
+                prev = t - nprog
+                prev_step = prev // tiles
+                _notify_pushed(flags, prev - prev_step * tiles, W, me, (me + 1 + prev_step) % W, epoch)
         if dest != me:
             peer_slot = (me - dest - 1 + W) % W
             store_rank = dest
@@ -172,16 +175,12 @@ def _gemm_rs_kernel(
             remote = dl.symm_at(scratch + peer_slot * slot_elems, store_rank)
             _store_tile(remote, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
             if not LOCAL_ONLY:
-                # Deferred, the flag goes out after the next tile's main loop, unless that tile is this rank's own:
-                # it waits for the peers first, and a program must never wait while holding a flag back (with
-                # one tile per program, both ranks would wait for each other forever). Deciding here rather than
-                # flushing before that wait keeps the main loop's prologue free of stores, which Triton's
-                # pipeliner needs (with the flush there, the TMA loads were not pipelined: 1.5x slower on H200).
-                # (The own tiles are the last step, W - 1.)
-                if DEFER_NOTIFY and t + tl.num_programs(0) < (W - 1) * tiles:
-                    pending_local = local
-                    pending_dest = dest
-                else:
+                # Deferred, the flag goes out after the next item's main loop, unless that item is an own tile or
+                # none: an own tile waits for the peers first, and a program must never wait while holding a flag
+                # back (with one tile per program, both ranks would wait for each other forever). Deciding here
+                # rather than flushing before that wait keeps the main loop's prologue free of stores, which
+                # Triton's pipeliner needs (with the flush there, the TMA loads were not pipelined).
+                if not DEFER_NOTIFY or t + nprog >= pushes:
                     _notify_pushed(flags, local, W, me, dest, epoch)
         elif FUSED:
             left, right = _halves(acc, SPLIT_N)
@@ -203,9 +202,6 @@ def _gemm_rs_kernel(
                 _tile_part(out_ptr, right, off_m, right_n, shard_m, N, stride_om, False)
         else:
             _store_tile(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
-    if DEFER_NOTIFY and not LOCAL_ONLY:
-        if pending_local >= 0:
-            _notify_pushed(flags, pending_local, W, me, pending_dest, epoch)
 
 
 @triton.jit
