@@ -1,0 +1,255 @@
+"""The decode epilogue: triton_dist's fused all-reduce + residual add + RMSNorm against the unfused paths, one run.
+
+    torchrun --nproc-per-node=2 bench/ar_rmsnorm.py [--hidden 8192] [--iters 20] [--out-dir bench/results]
+
+Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16, each implementation timed graphed
+(10 calls per CUDA graph, median of >= 20 replays) and eager (events around one call after a barrier), max over ranks:
+
+- ``fused``: ``triton_dist.ops.all_reduce_residual_rmsnorm(x, residual, weight)`` (one kernel);
+- ``fused fp8``: ``all_reduce_residual_rmsnorm_fp8`` (the same with an e4m3 output and per-token scales);
+- ``our AR``: ``triton_dist.ops.all_reduce(x, out=)`` alone (what the fused op must not cost much more than);
+- ``our AR + add + RMSNorm``: our all-reduce, then ``torch.add`` of the residual and
+  ``torch.nn.functional.rms_norm`` (our unfused path);
+- ``NCCL + add + RMSNorm``: ``dist.all_reduce`` (in place, of a buffer) then the same;
+- ``symm-mem one-shot + add + RMSNorm``: ``torch.ops.symm_mem.one_shot_all_reduce`` of a symmetric buffer (where
+  this torch has it) then the same.
+
+Before timing, each M's fused result is compared with the unfused torch path's (an ``INFO`` line if they differ).
+The bar (issue 28), graphed: fused / our AR <= 1.2 and fused / (NCCL + add + RMSNorm) <= 0.45 at M <= 128; the fused
+op never slower than our unfused path at any M (graphed and eager). Writes ``ar_rmsnorm_<W>x<GPU>.md``, ``.png`` and
+``.json`` to ``--out-dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    GRAPHED_AND_EAGER,
+    add_decode_arguments,
+    describe_machine,
+    panel_chart,
+    run_date,
+    time_graphed_and_eager,
+    write_json,
+    write_on_rank0_and_finish,
+)
+
+from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8  # noqa: E402
+from triton_dist.ops.ar_rmsnorm.config import choose_config  # noqa: E402
+from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+
+ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192)
+EPS = 1e-6
+FUSED = "fused"
+FP8 = "fused fp8"
+OURS = "our AR"
+UNFUSED = "our AR + add + RMSNorm"
+NCCL = "NCCL + add + RMSNorm"
+SYMM = "symm-mem one-shot + add + RMSNorm"
+NAMES = (FUSED, FP8, OURS, UNFUSED, NCCL, SYMM)
+BAR_ROWS = 128
+"""The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
+
+
+def gpu_tag(world_size: int) -> str:
+    """``2xH100``, ``2xH200``, ... (the GPU's model from its name; ``GPU`` where none is recognised)."""
+    name = torch.cuda.get_device_name()
+    model = next((word for word in name.replace("-", " ").split() if word[:1] in "HABL" and word[1:2].isdigit()), "")
+    return f"{world_size}x{model or 'GPU'}"
+
+
+def add_rms_norm(reduced: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """torch's epilogue: the residual add, then RMSNorm of the sum (returns normed, new residual)."""
+    h = torch.add(reduced, residual)
+    return torch.nn.functional.rms_norm(h, (h.shape[-1],), weight, EPS), h
+
+
+def implementations(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, group_name: str, symm_mem: Any
+) -> dict[str, Callable[[], object]]:
+    """What is timed at one M (see the module docstring); symm-mem only where it can run (an INFO line if not)."""
+    reduced = torch.empty_like(x)
+    nccl_buffer = torch.zeros_like(x)  # summed in place every call: zeros stay zeros (no overflow over the reps)
+    impls: dict[str, Callable[[], object]] = {
+        FUSED: lambda: all_reduce_residual_rmsnorm(x, residual, weight, EPS),
+        FP8: lambda: all_reduce_residual_rmsnorm_fp8(x, residual, weight, EPS),
+        OURS: lambda: all_reduce(x, out=reduced),
+        UNFUSED: lambda: add_rms_norm(all_reduce(x, out=reduced), residual, weight),
+        NCCL: lambda: (dist.all_reduce(nccl_buffer), add_rms_norm(nccl_buffer, residual, weight)),
+    }
+    if symm_mem is not None and hasattr(torch.ops.symm_mem, "one_shot_all_reduce"):
+        try:
+            buffer = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
+            symm_mem.rendezvous(buffer, group_name)
+            buffer.copy_(x)
+            one_shot = torch.ops.symm_mem.one_shot_all_reduce
+            impls[SYMM] = lambda: add_rms_norm(one_shot(buffer, "sum", group_name), residual, weight)
+        except Exception as error:  # noqa: BLE001 (a baseline that cannot run is reported, not fatal)
+            rank0_print(f"INFO symm-mem at {list(x.shape)}: {type(error).__name__}: {error}")
+    return impls
+
+
+def fused_matches_torch(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> str:
+    """'' if the fused op's outputs match the unfused torch path's (NCCL's sum of the same x) on this rank, else what
+    differs."""
+    normed, new_residual = all_reduce_residual_rmsnorm(x, residual, weight, EPS)
+    total = x.float()
+    dist.all_reduce(total)
+    want_normed, want_residual = add_rms_norm(total, residual.float(), weight.float())
+    problems = []
+    for name, got, want in (("normed", normed, want_normed), ("new_residual", new_residual, want_residual)):
+        if not torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2):
+            problems.append(f"{name}: max |diff| {float((got.float() - want).abs().max()):.3g}")
+    return "; ".join(problems)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hidden", type=int, default=8192)
+    parser.add_argument("--rows", default=",".join(map(str, ROWS)), help="comma-separated M values")
+    add_decode_arguments(parser)
+    args = parser.parse_args()
+    world = setup_distributed(heap_size="2G")
+    group_name = dist.group.WORLD.group_name
+    dtype = torch.bfloat16
+    started = time.time()
+    symm_mem = None
+    try:
+        import torch.distributed._symmetric_memory as symm_mem
+    except ImportError as error:
+        rank0_print(f"INFO symm_mem unavailable: {error}")
+
+    rows = []
+    for m in (int(value) for value in args.rows.split(",")):
+        shape = (m, args.hidden)
+        generator = torch.Generator(device="cuda").manual_seed(1000 * world.rank + m)
+        x = torch.randn(shape, generator=generator, device="cuda").to(dtype)
+        shared = torch.Generator(device="cuda").manual_seed(m)  # the residual and weight alike on every rank
+        residual = torch.randn(shape, generator=shared, device="cuda").to(dtype)
+        weight = (torch.rand(args.hidden, generator=shared, device="cuda") + 0.5).to(dtype)
+        problem = fused_matches_torch(x, residual, weight)
+        if problem:
+            print(f"INFO rank {world.rank} M={m}: the fused op differs from torch: {problem}", flush=True)
+        nbytes = x.numel() * x.element_size()
+        config = choose_config(nbytes, m, x.device, world.world_size, x.element_size(), emulated=False)
+        row: dict[str, object] = {"M": float(m), "config": f"{config.algo} {config.programs}x{config.num_warps}w"}
+        impls = implementations(x, residual, weight, group_name, symm_mem)
+        time_graphed_and_eager(row, impls, args.iters, f"at M={m} failed")
+        rows.append(row)
+        graphed = ", ".join(f"{name} {row[f'{name} graphed']:.1f}" for name in NAMES if f"{name} graphed" in row)
+        rank0_print(f"RESULT M={m} graphed µs: {graphed}")
+        del x, residual, weight, impls
+        torch.cuda.empty_cache()
+        dist.barrier()
+
+    rank0_print(f"RESULT bar: {'; '.join(bar_summary(rows))}")
+    return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world.world_size, args, started))
+
+
+def us(row: dict[str, object], key: str) -> float:
+    """The µs measured under ``key`` ("<name> graphed" / "<name> eager"), NaN where it was not."""
+    value = row.get(key)
+    return value if isinstance(value, float) else float("nan")
+
+
+def ratio(row: dict[str, object], numerator: str, denominator: str, mode: str = "graphed") -> float:
+    """``numerator``'s time over ``denominator``'s in ``mode`` (NaN where either is missing)."""
+    return us(row, f"{numerator} {mode}") / us(row, f"{denominator} {mode}")
+
+
+def bar_summary(rows: list[dict[str, object]]) -> list[str]:
+    """The bar's three parts, each with the worst ratio measured and PASS / FAIL."""
+    small = [r for r in rows if us(r, "M") <= BAR_ROWS]
+
+    def worst(subset: list[dict[str, object]], den: str, mode: str = "graphed") -> float:
+        values = [ratio(r, FUSED, den, mode) for r in subset]
+        return max(values) if values and all(v == v for v in values) else float("nan")
+
+    ar, nccl = worst(small, OURS), worst(small, NCCL)
+    unfused = max(worst(rows, UNFUSED, "graphed"), worst(rows, UNFUSED, "eager"))
+    verdict = {True: "PASS", False: "FAIL"}
+    return [
+        f"fused / our AR at M <= {BAR_ROWS}: worst {ar:.2f} (<= 1.2: {verdict[ar <= 1.2]})",
+        f"fused / NCCL + add + RMSNorm at M <= {BAR_ROWS}: worst {nccl:.2f} (<= 0.45: {verdict[nccl <= 0.45]})",
+        f"fused / our unfused path, every M, graphed and eager: worst {unfused:.2f} (<= 1: {verdict[unfused <= 1]})",
+    ]
+
+
+def write_results(
+    out_dir: Path, rows: list[dict[str, object]], world_size: int, args: argparse.Namespace, started: float
+) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gpu = torch.cuda.get_device_name()
+    stem = out_dir / f"ar_rmsnorm_{gpu_tag(world_size)}"
+
+    def cell(row: dict[str, object], key: str) -> str:
+        value = us(row, key)
+        return f"{value:.1f}" if value == value else "-"
+
+    lines = [
+        f"# all-reduce + residual add + RMSNorm (decode epilogue), {world_size} x {gpu}, hidden {args.hidden}, bf16",
+        "",
+        *describe_machine(started),
+        *GRAPHED_AND_EAGER,
+        "- fused: `all_reduce_residual_rmsnorm` (one kernel); fused fp8: its e4m3 variant; our AR: `all_reduce`",
+        "  alone; the `+ add + RMSNorm` paths: `torch.add` of the residual, then `torch.nn.functional.rms_norm`.",
+        "",
+        "Bar (issue 28), graphed unless said:",
+        "",
+        *[f"- {line}" for line in bar_summary(rows)],
+        "",
+        "| M | " + " | ".join(f"{name} graphed" for name in NAMES) + " | fused / our AR | fused / NCCL+ | "
+        "fused / unfused | fused / unfused eager | config |",
+        "|---" * (len(NAMES) + 6) + "|",
+    ]
+    for row in rows:
+        cells = [f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} graphed") for name in NAMES]
+        cells += [f"{ratio(row, FUSED, den):.2f}" for den in (OURS, NCCL, UNFUSED)]
+        cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", str(row["config"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Eager, µs:", "", "| M | " + " | ".join(f"{name} eager" for name in NAMES) + " |"]
+    lines.append("|---" * (len(NAMES) + 1) + "|")
+    for row in rows:
+        lines.append("| " + " | ".join([f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} eager") for name in NAMES]) + " |")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_json(stem.with_suffix(".json"), rows, started)
+    ms = [us(r, "M") for r in rows]
+    panels: list[tuple[str, list[float], dict[str, list[float]]]] = [
+        (
+            f"{mode}, µs per call",
+            ms,
+            {name: [us(r, f"{name} {mode}") for r in rows] for name in NAMES},
+        )
+        for mode in ("graphed", "eager")
+    ]
+    panels.append(
+        (
+            "graphed ratios (bar: 1.2, 0.45 at M <= 128; 1)",
+            ms,
+            {f"fused / {den}": [ratio(r, FUSED, den) for r in rows] for den in (OURS, NCCL, UNFUSED)},
+        )
+    )
+    panel_chart(
+        stem.with_suffix(".png"),
+        panels,
+        title=f"all-reduce + residual + RMSNorm, {world_size} x {gpu}, hidden {args.hidden} ({run_date(started)})",
+        xlabel="M (tokens)",
+        ylabel="µs / ratio",
+        panel_size=(6.5, 4.5),
+        logy=True,
+        legend_on_first_only=False,
+    )
+
+
+if __name__ == "__main__":
+    main_guard(main)
