@@ -74,8 +74,7 @@ def torch_prefill_layer(layer: TensorParallelDecoderLayer, x: torch.Tensor) -> t
     att, eps = layer.attention, layer.config.rms_eps
     tokens = x.shape[0]
     h = rms_norm(x, layer.input_norm_weight, eps)
-    q, k, v = att._split_qkv((h @ att.qkv.weight).view(1, tokens, -1))
-    q, k = att._qk_norm_rope(q, k, torch.arange(tokens, device=x.device))
+    q, k, v = att.rotate_qkv((h @ att.qkv.weight).view(1, tokens, -1), torch.arange(tokens, device=x.device))
     group = att.num_heads // att.num_kv_heads
     out = functional.scaled_dot_product_attention(
         q.transpose(1, 2),
@@ -104,8 +103,7 @@ def torch_decode_layer(
     head-split cache [B, Hkv/W, max_len, D] (every sequence at position ``context``), NCCL all-reduces."""
     att, eps = layer.attention, layer.config.rms_eps
     batch = hidden.shape[0]
-    q, k, v = att._split_qkv(rms_norm(hidden, layer.input_norm_weight, eps) @ att.qkv.weight)
-    q, k = att._qk_norm_rope(q, k, positions)
+    q, k, v = att.rotate_qkv(rms_norm(hidden, layer.input_norm_weight, eps) @ att.qkv.weight, positions)
     rows = torch.arange(batch, device=hidden.device)
     k_cache[rows, :, positions] = k
     v_cache[rows, :, positions] = v

@@ -32,10 +32,10 @@ FLASH_DECODE_HEAD_DIM = 128
 """The head dim ``ops.flash_decode`` takes (the sequence-split cache needs it)."""
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """``x * rsqrt(mean(x^2, -1) + eps) * weight``, in fp32, returned in x's dtype."""
-    h = x.float()
-    return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
+    """``x * rsqrt(mean(x^2, -1) + eps) * weight`` over the last dim: torch's RMSNorm
+    (``functional.rms_norm``), in x's dtype."""
+    return functional.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
 def rope_inv_freq(head_dim: int, theta: float, device: torch.device | str | None = None) -> torch.Tensor:
@@ -277,23 +277,20 @@ class TensorParallelAttention(nn.Module):
 
     # ------------------------------------------------------------------------------------------------ pieces
 
-    def _qk_norm_rope(
-        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """q [..., heads, D] and k [..., kv_heads, D] normed (when the block has QK norm) and rotated by
-        ``positions`` (shape ``...``)."""
-        if self.q_norm_weight is not None and self.k_norm_weight is not None:
-            q = rms_norm(q, self.q_norm_weight, self.rms_eps)
-            k = rms_norm(k, self.k_norm_weight, self.rms_eps)
-        cos, sin = rope_cos_sin(positions, self.inv_freq)
-        return apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-
-    def _split_qkv(self, qkv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """[..., local columns] -> q [..., Hq/W, D], k and v [..., Hkv/W, D]."""
+    def rotate_qkv(self, qkv: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """This rank's QKV projection [..., (Hq/W + 2*Hkv/W)*D] -> ``(q, k, v)``: q [..., Hq/W, D], k and v
+        [..., Hkv/W, D], q and k RMS-normed per head (with QK norm) and rotated by ``positions`` (shape ``...``
+        without its trailing dims, broadcast: [S] for [B, S, ...]). q and k are normed and rotated together (they
+        are adjacent columns), in few launches."""
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
-        q, k, v = qkv.split([hq * d, hkv * d, hkv * d], dim=-1)
-        lead = qkv.shape[:-1]
-        return q.reshape(*lead, hq, d), k.reshape(*lead, hkv, d), v.reshape(*lead, hkv, d)
+        qk = qkv[..., : (hq + hkv) * d].unflatten(-1, (hq + hkv, d))
+        v = qkv[..., (hq + hkv) * d :].unflatten(-1, (hkv, d))
+        if self.q_norm_weight is not None and self.k_norm_weight is not None:
+            per_head = torch.cat([self.q_norm_weight.expand(hq, d), self.k_norm_weight.expand(hkv, d)])
+            qk = rms_norm(qk, None, self.rms_eps) * per_head
+        cos, sin = rope_cos_sin(positions, self.inv_freq)
+        qk = apply_rope(qk, cos, sin)
+        return qk[..., :hq, :], qk[..., hq:, :], v
 
     def _check_cache(self, cache: KVCache, batch: int) -> None:
         name = type(self).__name__
@@ -340,9 +337,8 @@ class TensorParallelAttention(nn.Module):
         if batch < 1 or tokens % batch:
             raise LayerError(f"{name}: {tokens} tokens do not split into batch={batch} equal sequences")
         seq = tokens // batch
-        q, k, v = self._split_qkv(self.qkv(x).view(batch, seq, -1))  # [B, S, heads, D]
-        positions = torch.arange(seq, device=x.device)
-        q, k = self._qk_norm_rope(q, k, positions)  # cos/sin [S, D] broadcast over the batch
+        positions = torch.arange(seq, device=x.device)  # cos/sin [S, D] broadcast over the batch
+        q, k, v = self.rotate_qkv(self.qkv(x).view(batch, seq, -1), positions)  # [B, S, heads, D]
         if cache is not None:
             self._fill_cache(cache, k, v, batch, seq)
         group = self.num_heads // self.num_kv_heads
@@ -410,8 +406,7 @@ class TensorParallelAttention(nn.Module):
             raise LayerError(f"{name}: positions is on {positions.device} but x is on {x.device}")
         self._check_cache(cache, batch)
         positions = positions.long()
-        q, k, v = self._split_qkv(torch.matmul(x, self.qkv.weight))  # [B, heads, D]
-        q, k = self._qk_norm_rope(q, k, positions)
+        q, k, v = self.rotate_qkv(torch.matmul(x, self.qkv.weight), positions)  # [B, heads, D]
         rows = torch.arange(batch, device=x.device)
         d, hq = self.head_dim, self.local_heads
         if cache.layout == "heads":
