@@ -29,6 +29,7 @@ Writes ``decoder_<W>x<GPU>.md``, ``.png`` and ``.json`` to ``--out-dir``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Callable
@@ -55,6 +56,9 @@ from triton_dist.layers.attention import rms_norm  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 from triton_dist.testing.timing import graphed_us, time_ms  # noqa: E402
+
+ag_gemm_op = importlib.import_module("triton_dist.ops.ag_gemm")  # the packages (ops' names are the functions)
+gemm_rs_op = importlib.import_module("triton_dist.ops.gemm_rs")
 
 PREFILL = [4096, 8192]
 BATCHES = [1, 8, 64]
@@ -149,6 +153,9 @@ def bench_model(config: DecoderConfig, args: argparse.Namespace, rows: list[dict
         failures += row["difference"] > AGREEMENT
         rows.append(row)
         torch.cuda.empty_cache()
+    # The prefill shapes' symmetric workspaces go back to the heap before the next model's.
+    ag_gemm_op.clear_workspaces()
+    gemm_rs_op.clear_workspaces()
     for batch in args.batches:
         for context in args.contexts:
             row = decode_case(config, layers, batch, context, gen, args)
