@@ -17,7 +17,13 @@ import pytest
 import torch
 from dl_compile import assembly, compile_kernel, need_library, run_in_interpreter
 
-from triton_dist.ops.grouped_gemm import GroupedGemmConfig, GroupedGemmError, grouped_gemm, kernels
+from triton_dist.ops.grouped_gemm import (
+    GroupedGemmConfig,
+    GroupedGemmError,
+    grouped_gemm,
+    kernels,
+    quantize_weights_fp8,
+)
 from triton_dist.ops.moe.reference import dequantize_fp8, quantize_fp8
 
 SMALL = GroupedGemmConfig(block_m=16, block_n=32, block_k=32, num_warps=4, num_stages=1)
@@ -29,12 +35,7 @@ def _quantize_weights(w: torch.Tensor, per_expert: bool) -> tuple[torch.Tensor, 
     if per_expert:
         scales = w.abs().amax(dim=(1, 2)) / 448
         return (w / scales[:, None, None]).to(torch.float8_e4m3fn), scales
-    q, scales = quantize_fp8(w.transpose(1, 2))  # per (expert, column n, 128 of K)
-    blocks = scales.shape[-1]
-    padded = torch.nn.functional.pad(scales, (0, 0, 0, -scales.shape[1] % 128))
-    block = padded.reshape(w.shape[0], -1, 128, blocks).amax(dim=2).transpose(1, 2)  # [L, Kb, Nb]
-    full = block.repeat_interleave(128, 1).repeat_interleave(128, 2)[:, : w.shape[1], : w.shape[2]]
-    return (w / full).clamp(-448, 448).to(torch.float8_e4m3fn), block.contiguous()
+    return quantize_weights_fp8(w)
 
 
 def _weights_value(q: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
@@ -134,12 +135,24 @@ def test_sm90_grouped_gemm_runs_on_wgmma(fp8: bool) -> None:
     assert "cp.async" in ptx, "the operands stream in asynchronously (software pipelining)"
 
 
+def test_quantize_weights_fp8_scales_each_128_block() -> None:
+    w = torch.zeros(2, 200, 130)  # blocks: K 128 + 72, N 128 + 2
+    w[0, 0, 0], w[0, 150, 129], w[1, 5, 5] = 896.0, -4.0, 42.0
+    q, scales = quantize_weights_fp8(w)
+    assert q.dtype == torch.float8_e4m3fn and q.shape == w.shape and scales.shape == (2, 2, 2)
+    assert scales[0, 0, 0] == 2.0 and scales[0, 1, 1] == torch.tensor(4.0) / 448 and scales[1, 0, 0] == 42.0 / 448
+    assert scales[0, 0, 1] == torch.tensor(1e-4) / 448, "an all-zero block"
+    assert q[0, 0, 0].float() == 448.0 and q[0, 150, 129].float() == -448.0 and q[1, 5, 5].float() == 448.0
+    with pytest.raises(GroupedGemmError, match="w must be a float tensor \\[L, K, N\\]"):
+        quantize_weights_fp8(torch.zeros(3, 3))
+
+
 def test_custom_op_is_registered_with_a_fake() -> None:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     import triton_dist.ops
 
-    assert triton_dist.ops.grouped_gemm is grouped_gemm
+    assert triton_dist.ops.grouped_gemm is grouped_gemm and triton_dist.ops.quantize_weights_fp8 is quantize_weights_fp8
     with FakeTensorMode():
         x = torch.empty(4, 36, 160, dtype=torch.float8_e4m3fn)
         w = torch.empty(4, 160, 96, dtype=torch.float8_e4m3fn)

@@ -11,12 +11,13 @@ activation scales and per-128x128-block (or per-expert) weight scales. Local: no
 
 - ``config.py``: :class:`GroupedGemmConfig`, :class:`GroupedGemmError`, the default configuration.
 - ``kernels.py``: the ``@triton.jit`` kernel (the expert of each tile found on the device).
-- ``op.py``: the checks, the launch, ``torch.ops.triton_dist.grouped_gemm`` and :func:`grouped_gemm`.
+- ``op.py``: the checks, the launch, ``torch.ops.triton_dist.grouped_gemm``, :func:`grouped_gemm` and
+  :func:`quantize_weights_fp8` (weights to fp8 with per-128x128-block scales, in torch).
 """
 
 from __future__ import annotations
 
 from triton_dist.ops.grouped_gemm.config import GroupedGemmConfig, GroupedGemmError
-from triton_dist.ops.grouped_gemm.op import grouped_gemm
+from triton_dist.ops.grouped_gemm.op import grouped_gemm, quantize_weights_fp8
 
-__all__ = ["GroupedGemmConfig", "GroupedGemmError", "grouped_gemm"]
+__all__ = ["GroupedGemmConfig", "GroupedGemmError", "grouped_gemm", "quantize_weights_fp8"]

@@ -172,6 +172,22 @@ def _launch(
     return y
 
 
+def quantize_weights_fp8(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``w`` [L, K, N] as the fp8 ``grouped_gemm`` takes it: ``(q, scales)``, q float8_e4m3fn [L, K, N] and scales
+    fp32 [L, ceil(K / 128), ceil(N / 128)], one per 128 x 128 block (``scale = max(amax, 1e-4) / 448``, values
+    rounded to nearest even). Torch on w's device; raises :class:`GroupedGemmError` unless ``w`` is a 3-D float
+    tensor."""
+    if not isinstance(w, torch.Tensor) or w.dim() != 3 or not w.is_floating_point():
+        raise GroupedGemmError(f"quantize_weights_fp8: w must be a float tensor [L, K, N], got {w!r:.80}")
+    experts, k, n = w.shape
+    kb, nb = _blocks(k), _blocks(n)
+    padded = torch.nn.functional.pad(w.float(), (0, nb * SCALE_BLOCK - n, 0, kb * SCALE_BLOCK - k))
+    blocks = padded.reshape(experts, kb, SCALE_BLOCK, nb, SCALE_BLOCK)
+    scales = blocks.abs().amax(dim=(2, 4)).clamp(min=1e-4) / 448.0
+    q = (blocks / scales[:, :, None, :, None]).clamp(-448.0, 448.0).to(FP8_DTYPE)
+    return q.reshape(experts, kb * SCALE_BLOCK, nb * SCALE_BLOCK)[:, :k, :n].contiguous(), scales
+
+
 @torch.library.custom_op("triton_dist::grouped_gemm", mutates_args=())
 def _grouped_gemm_op(
     x: torch.Tensor,

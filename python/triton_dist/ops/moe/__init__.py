@@ -25,15 +25,17 @@ from __future__ import annotations
 
 from triton_dist.ops.moe.config import MoeError, MoeHandle, MoeStatusError
 from triton_dist.ops.moe.op import check_status, moe_combine, moe_dispatch
-from triton_dist.ops.moe.reference import reference_combine, reference_dispatch
+from triton_dist.ops.moe.reference import dequantize_fp8, quantize_fp8, reference_combine, reference_dispatch
 
 __all__ = [
     "MoeError",
     "MoeHandle",
     "MoeStatusError",
     "check_status",
+    "dequantize_fp8",
     "moe_combine",
     "moe_dispatch",
+    "quantize_fp8",
     "reference_combine",
     "reference_dispatch",
 ]
