@@ -15,7 +15,9 @@ The ops (each importable from here; all but ``matmul`` also registered as ``torc
   rank, grouped by local expert) and the weighted combine back to the tokens' home ranks (normal and
   low-latency modes; checked under the CPU emulation, not yet on GPUs).
 - :func:`grouped_gemm`: the experts' GEMM over the rows ``moe_dispatch`` grouped per local expert (bf16 / fp16, or
-  fp8 with per-row and per-block scales), one launch, no host synchronization.
+  fp8 with per-row and per-block scales), one launch, no host synchronization. ``quantize_fp8`` (rows, per 128
+  channels, as the fp8 dispatch does) and ``quantize_weights_fp8`` (per 128 x 128 block) make its fp8 operands;
+  ``moe_check_status`` reads a low-latency dispatch's device-side status.
 
 Layout: each op is a package ``ops/<op>/`` split by role, its ``__init__.py`` documenting the op and exporting its
 public names:
@@ -42,9 +44,10 @@ from triton_dist.ops.ar_rmsnorm import all_reduce_residual_rmsnorm, all_reduce_r
 from triton_dist.ops.flash_decode import flash_decode
 from triton_dist.ops.gemm_ar import gemm_ar
 from triton_dist.ops.gemm_rs import gemm_rs
-from triton_dist.ops.grouped_gemm import grouped_gemm
+from triton_dist.ops.grouped_gemm import grouped_gemm, quantize_weights_fp8
 from triton_dist.ops.matmul import MatmulConfig, matmul
-from triton_dist.ops.moe import moe_combine, moe_dispatch
+from triton_dist.ops.moe import check_status as moe_check_status
+from triton_dist.ops.moe import moe_combine, moe_dispatch, quantize_fp8
 
 __all__ = [
     "MatmulConfig",
@@ -57,6 +60,9 @@ __all__ = [
     "gemm_rs",
     "grouped_gemm",
     "matmul",
+    "moe_check_status",
     "moe_combine",
     "moe_dispatch",
+    "quantize_fp8",
+    "quantize_weights_fp8",
 ]
