@@ -260,6 +260,30 @@ def test_without_a_runtime_the_stand_in_refuses_kernels_that_need_a_context(tmp_
     assert [loaded[2] for loaded in guard.refused] == ["uses_rank"], "only the kernel that needs a context"
 
 
+def test_the_stand_in_refuses_later_launches_until_a_runtime_registers(tmp_path):
+    """Triton skips the load hook once a module is loaded: the stand-in refuses the refused kernel's later launches
+    from the launch hook (seen on 2 x H200: without it the second launch ran on the zeroed context), only that
+    kernel's, and leaves the launch hook chain when the runtime registers (which then refuses them itself)."""
+    from triton_dist.compiler.context_hook import ContextHookRegistry
+
+    loads, launches = FakeChain(), FakeChain()
+    registry = ContextHookRegistry(hooks=lambda: loads, launch_hooks=lambda: launches)
+    registry.ensure()
+    with pytest.raises(RuntimeError):
+        loads.calls[0](8, "uses_rank_fn", "uses_rank", _metadata_group(tmp_path, abi.CONTEXT_SYMBOL), "h2")
+    assert launches.calls == [registry.guard.refuse_launch]
+
+    class Launch:
+        def __init__(self, function: object) -> None:
+            self.data = {"function": function}
+
+    with pytest.raises(RuntimeError, match=r"'uses_rank'.*loaded before triton_dist\.init\(\)"):
+        launches.calls[0](Launch("uses_rank_fn"))
+    launches.calls[0](Launch("another_fn"))  # another kernel launches
+    registry.register(lambda: None, lambda *loaded: None)
+    assert launches.calls == [], "the runtime refuses the adopted kernels' launches from now on"
+
+
 def test_a_runtime_registering_replaces_the_stand_in_and_adopts_what_it_refused(tmp_path):
     from triton_dist.compiler.context_hook import ContextHookRegistry
 

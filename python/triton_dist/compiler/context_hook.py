@@ -14,9 +14,9 @@ primitive is hashed (on every cache lookup, hit or miss: see ``cache_key.py``) o
   load.
 
 A second launch of a kernel whose load hook raised (Triton 3.6 keeps the loaded module and skips the hook the second
-time) is refused by the runtime's ``launch_enter_hook`` (``runtime/context/installer.py``); the device-side context
-check (``checks.py``) covers what no host hook sees: launchers that bypass Triton's hooks, and a kernel relaunched in
-a process that never imports the runtime.
+time) is refused from Triton's ``launch_enter_hook``: by the stand-in until the runtime registers, then by the
+runtime's (``runtime/context/installer.py``), which adopts the refused modules. The device-side context check
+(``checks.py``) covers what no host hook sees: launchers that bypass Triton's hooks.
 """
 
 from __future__ import annotations
@@ -59,20 +59,38 @@ def mentions_context(metadata_group: Mapping[str, str]) -> bool:
 
 class MissingRuntimeGuard:
     """The ``kernel_load_end_hook`` in Triton's chain while no runtime has registered: refuses to load a kernel that
-    needs a device context, and remembers it for the runtime (:meth:`ContextHookRegistry.register`)."""
+    needs a device context, remembers it for the runtime (:meth:`ContextHookRegistry.register`), and refuses its
+    later launches too (from Triton's ``launch_enter_hook``: Triton skips the load hook once a module is loaded)."""
 
-    def __init__(self) -> None:
+    def __init__(self, launch_hooks: Callable[[], HookChain] | None = None) -> None:
         self.refused: list[LoadedModule] = []
+        self._launch_hooks = launch_hooks if launch_hooks is not None else _triton_launch_hooks
+        self._refused_functions: dict[Any, str] = {}
 
     def __call__(self, module: Any, function: Any, name: str, metadata_group: Mapping[str, str], hash: str) -> None:
         if not mentions_context(metadata_group):
             return
         self.refused.append((module, function, name, metadata_group, hash))
-        raise RuntimeError(
-            f"kernel {name!r} uses triton_dist primitives, but triton_dist.runtime is not imported, so nothing fills "
-            "its device context (rank, world size, heap bases): call torch.distributed.init_process_group(...) and "
-            "then triton_dist.init() before launching it"
+        message = (
+            f"kernel {name!r} uses triton_dist primitives but was loaded before triton_dist.init() (triton_dist."
+            "runtime is not even imported), so nothing fills its device context (rank, world size, heap bases): call "
+            "torch.distributed.init_process_group(...) and then triton_dist.init() before launching it"
         )
+        self._refused_functions[function] = message
+        self._launch_hooks().add(self.refuse_launch)
+        raise RuntimeError(message)
+
+    def refuse_launch(self, launch_metadata: object) -> None:
+        """Triton's ``launch_enter_hook``: raise for a later launch of a kernel this guard refused to load."""
+        data = getattr(launch_metadata, "data", None)  # Triton's LazyDict; its extras are not evaluated here
+        message = self._refused_functions.get(data.get("function")) if isinstance(data, dict) else None
+        if message is not None:
+            raise RuntimeError(message)
+
+    def stop_refusing_launches(self) -> None:
+        """Leave Triton's ``launch_enter_hook`` chain (the runtime refuses the adopted modules' launches itself)."""
+        self._refused_functions.clear()
+        self._launch_hooks().remove(self.refuse_launch)
 
 
 class ContextHookRegistry:
@@ -82,12 +100,14 @@ class ContextHookRegistry:
     chain of their own).
     """
 
-    def __init__(self, hooks: Callable[[], HookChain] | None = None) -> None:
+    def __init__(
+        self, hooks: Callable[[], HookChain] | None = None, launch_hooks: Callable[[], HookChain] | None = None
+    ) -> None:
         self._hooks = hooks if hooks is not None else _triton_load_hooks
         self._lock = threading.Lock()
         self.install: Callable[[], None] | None = None
         self.adopt: Callable[..., None] | None = None
-        self.guard = MissingRuntimeGuard()
+        self.guard = MissingRuntimeGuard(launch_hooks)
 
     @property
     def runtime_registered(self) -> bool:
@@ -104,6 +124,7 @@ class ContextHookRegistry:
         with self._lock:
             self.install, self.adopt = install, adopt
             self._hooks().remove(self.guard)
+            self.guard.stop_refusing_launches()
             refused, self.guard.refused = self.guard.refused, []
         install()
         for loaded in refused:
@@ -127,6 +148,12 @@ def _triton_load_hooks() -> HookChain:
     from triton import knobs
 
     return knobs.runtime.kernel_load_end_hook
+
+
+def _triton_launch_hooks() -> HookChain:
+    from triton import knobs
+
+    return knobs.runtime.launch_enter_hook
 
 
 context_hooks = ContextHookRegistry()
