@@ -46,7 +46,7 @@ interpreter's time goes with them)."""
 LAYOUTS = {"heads": TINY_D32, "sequence": TINY}
 BATCH, PREFILL, MAX_LEN = 2, 7, 16
 """2 sequences of 7 prompt tokens (7 rows per rank), then 2 decoded tokens each (positions 7 and 8: the sequence-
-split cache of 16 positions holds them on rank 0 and rank 1)."""
+split cache of 16 positions holds them on rank 0 and rank 1), then one at positions 9 and 3."""
 TOLERANCE = 5e-2
 """atol and rtol of bf16 weights and activations through a layer against the fp32 reference."""
 
@@ -116,7 +116,7 @@ def _worker(out_dir: str) -> None:
     try:
         for layout, config in LAYOUTS.items():
             weights = random_weights(config, generator=gen)
-            tokens = torch.randn(BATCH, PREFILL + 2, config.hidden_size, generator=gen).to(torch.bfloat16)
+            tokens = torch.randn(BATCH, PREFILL + 3, config.hidden_size, generator=gen).to(torch.bfloat16)
             attn_ref, want = reference(config, weights, tokens)
             layer = TensorParallelDecoderLayer(config, weights)
             rows = BATCH * PREFILL // size
@@ -136,6 +136,13 @@ def _worker(out_dir: str) -> None:
                 positions = torch.full((BATCH,), step, dtype=torch.int32)
                 got = layer.decode_hidden(tokens[:, step], positions, cache)
                 record[f"{layout}/decode@{step}"] = _problems(got, want[:, step])
+            # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
+            # cache), sequence 1 restarts at 3 (rank 0's), as if its prompt had been 3 tokens.
+            new = tokens[:, PREFILL + 2]
+            got = layer.decode_hidden(new, torch.tensor([PREFILL + 2, 3]), cache)
+            restarted = torch.cat([tokens[1:, :3], new[1:, None]], dim=1)
+            want_mixed = torch.stack([want[0, PREFILL + 2], reference(config, weights, restarted)[1][0, 3]])
+            record[f"{layout}/decode@9,3"] = _problems(got, want_mixed)
             print(f"rank {rank}: {layout} done at {time.perf_counter() - began:.1f} s", flush=True)
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         record["raised"] = [f"{type(error).__name__}: {error}"]
@@ -150,7 +157,11 @@ def _worker(out_dir: str) -> None:
 def test_the_decoder_layer_at_2_ranks_matches_torch(tmp_path: Path) -> None:
     run_torchrun(Path(__file__), 2, [str(tmp_path)])
     names = {"attention/decode_gemm_ar"}
-    names |= {f"{layout}/{what}" for layout in ("heads", "sequence") for what in ("prefill", "decode@7", "decode@8")}
+    names |= {
+        f"{layout}/{what}"
+        for layout in ("heads", "sequence")
+        for what in ("prefill", "decode@7", "decode@8", "decode@9,3")
+    }
     for rank in range(2):
         record = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert set(record) == names, f"rank {rank}: {record}"
