@@ -4,11 +4,11 @@ variant, gemm_ar's norm epilogue, bad input.
     torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,gemm_ar,compile,bad_input]
 
 Each case draws fresh random inputs (every rank regenerates every rank's for the reference), poisons the outputs
-(NaN) and compares with torch in fp32 (``h = residual + sum over ranks of x`` in rank order, ``normed = h *
-rsqrt(mean(h^2) + eps) * weight``): bf16 and fp32, M from 1 to 8192, hidden 4096, 8192 and two sizes that are not
-powers of two (5120, 1000), the chosen algorithm and each one forced; outputs must be bit-identical on every rank.
-CUDA graphs: chained calls captured once and replayed with new inputs (poisoned outputs each replay). Exit code 0
-iff every check passed on every rank.
+(NaN) and compares with torch in fp32: ``h = residual + sum over ranks of x`` in rank order, ``new_residual`` = h
+rounded to the dtype, ``normed = new_residual * rsqrt(mean(new_residual^2) + eps) * weight``. bf16 and fp32, M from
+1 to 8192, hidden 4096, 8192 and two sizes that are not powers of two (5120, 1000), the chosen algorithm and each one
+forced; outputs must be bit-identical on every rank. CUDA graphs: chained calls captured once and replayed with new
+inputs (poisoned outputs each replay). Exit code 0 iff every check passed on every rank.
 """
 
 from __future__ import annotations
@@ -50,6 +50,12 @@ def inputs(
     return rank_data(rank, tag, shape, dtype), rank_data(0, tag + 1, shape, dtype), weight
 
 
+def norm_of(h: torch.Tensor, weight: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """torch's fp32 RMSNorm of ``h`` rounded to ``dtype`` (what the op norms: the new residual it returns)."""
+    rounded = h.to(dtype).float()
+    return rounded * torch.rsqrt(rounded.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+
+
 def reference(
     tag: int, shape: tuple[int, ...], dtype: torch.dtype, world_size: int
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -59,7 +65,7 @@ def reference(
         total += inputs(owner, tag, shape, dtype)[0].float()
     _, residual, weight = inputs(0, tag, shape, dtype)
     h = total + residual.float()
-    return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float(), h
+    return norm_of(h, weight, dtype), h
 
 
 def close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> tuple[bool, str]:
@@ -194,7 +200,7 @@ def check_fp8(checks: Checks, world: rt.World) -> None:
                 mine[1] = 0
             total += mine.float()
         h = total + residual.float()
-        ref = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+        ref = norm_of(h, weight, dtype)
         what = f"fp8 {list(shape)} {str(dtype).removeprefix('torch.')} {config or 'chosen'}"
         ok_q, detail_q = close_fp8(quantized, scale, ref)
         ok_r, detail_r = close(new_residual, h, dtype)
@@ -243,7 +249,7 @@ def check_graph(checks: Checks, world: rt.World) -> None:
             want_normed, want_residual = reference(tag, shape, dtype, world.world_size)
             # The second call's reference: from the first call's outputs as they are (summed over the ranks).
             h2 = normed.float() * world.world_size + new_residual.float()
-            want_normed2 = h2 * torch.rsqrt(h2.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+            want_normed2 = norm_of(h2, weight, dtype)
             results = [
                 close(normed, want_normed, dtype),
                 close(new_residual, want_residual, dtype),
@@ -281,7 +287,7 @@ def check_gemm_ar(checks: Checks, world: rt.World) -> None:
             oa, ob = gemm_operands(owner, tag, m, n, k, dtype)
             total += (oa.float() @ ob.float()).to(dtype).float()
         h = total + residual.float()
-        ref = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+        ref = norm_of(h, weight, dtype)
         # The GEMM's fp32 accumulation order differs from torch's: a product may round to the next bf16, inside
         # the bf16 tolerance of the normed and the residual outputs.
         ok_n, detail_n = close(normed, ref, dtype)
@@ -315,7 +321,7 @@ def check_compile(checks: Checks, world: rt.World) -> None:
     for owner in range(world.world_size):
         total += (inputs(owner, tag, shape, dtype)[0] * 2.0).float()
     h = total + residual.float()
-    ref = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + EPS) * weight.float()
+    ref = norm_of(h, weight, dtype)
     results = [close(normed, ref, dtype), close(new_residual, h, dtype), close_fp8(quantized, scale, ref)]
     ok = all(ok for ok, _ in results)
     checks.check("torch.compile(fullgraph=True): both custom ops", ok, "; ".join(d for _, d in results))

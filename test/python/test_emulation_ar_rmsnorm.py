@@ -26,20 +26,21 @@ import pytest
 import torch
 from test_emulation_primitives import run_torchrun
 
-HEAP = "96M"
-"""Each rank's CPU heap: the workspaces (256 / 128 slots of a few rows each) fit easily."""
+HEAP = "256M"
+"""Each rank's CPU heap: the workspaces (256 / 128 slots of up to 16 KiB / 128 KiB of rows per rank) fit."""
 
 
 def reference(
     xs: list[torch.Tensor], residual: torch.Tensor, weight: torch.Tensor, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(normed, new_residual) by torch: the ranks' x summed in rank order in fp32, plus the residual, RMSNorm."""
+    """(normed, new_residual) by torch: the ranks' x summed in rank order in fp32, plus the residual, rounded to the
+    dtype (new_residual), RMSNorm of that in fp32."""
     total = torch.zeros_like(xs[0], dtype=torch.float32)
     for x in xs:
         total += x.float()
-    h = residual.float() + total
-    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
-    return normed.to(xs[0].dtype), h.to(xs[0].dtype)
+    h = (total + residual.float()).to(xs[0].dtype)
+    normed = h.float() * torch.rsqrt(h.float().pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+    return normed.to(xs[0].dtype), h
 
 
 def reference_fp8(
@@ -50,16 +51,16 @@ def reference_fp8(
     total = torch.zeros_like(xs[0], dtype=torch.float32)
     for x in xs:
         total += x.float()
-    h = residual.float() + total
-    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+    h = (total + residual.float()).to(xs[0].dtype)
+    normed = h.float() * torch.rsqrt(h.float().pow(2).mean(-1, keepdim=True) + eps) * weight.float()
     scale = (normed.abs().amax(-1, keepdim=True) / 448.0).clamp(min=1.0 / (448.0 * 512.0))
-    return normed, scale, h.to(xs[0].dtype)
+    return normed, scale, h
 
 
 def close_fp8(
-    quantized: torch.Tensor, scale: torch.Tensor, normed: torch.Tensor, want_scale: torch.Tensor
+    quantized: torch.Tensor, scale: torch.Tensor, normed: torch.Tensor, want_scale: torch.Tensor, scale_rtol: float
 ) -> list[str]:
-    """Problems of an e4m3 row set against torch's fp32 rows: the dtype and shapes, the scales (rtol 1e-5), and
+    """Problems of an e4m3 row set against torch's fp32 rows: the dtype and shapes, the scales (``scale_rtol``), and
     every element within one e4m3 step of ``normed / scale`` (a step: 2^(e - 3) in the binade [2^e, 2^(e + 1)),
     2^-9 below 2^-6: one step allows round to nearest and a tie flipped by the division's last bit)."""
     if quantized.dtype != torch.float8_e4m3fn or scale.dtype != torch.float32:
@@ -71,7 +72,7 @@ def close_fp8(
     got = quantized.float()
     if torch.isnan(got).any() or torch.isnan(scale).any():
         return ["NaN elements"]
-    if not torch.allclose(scale, want_scale, rtol=1e-5, atol=0):
+    if not torch.allclose(scale, want_scale, rtol=scale_rtol, atol=0):
         return [f"scales: max relative error {((scale - want_scale).abs() / want_scale).max().item():.3g}"]
     exact = normed / scale
     step = torch.exp2(torch.floor(torch.log2(exact.abs().clamp(min=2.0**-6))) - 3)
@@ -128,7 +129,10 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
             else:
                 quantized, scale, new_residual = _run_fp8(xs[rank], residual, weight, 1e-5, config)
             normed, want_scale, want_residual = reference_fp8(xs, residual, weight, 1e-5)
-            problems += [f"normed_fp8: {p}" for p in close_fp8(quantized, scale, normed, want_scale)]
+            # Triton's interpreter rounds fp32 to bf16 toward zero (GPUs: to nearest, as torch), so a bf16 new
+            # residual, which the norm starts from, may be one ulp off torch's here: its scales within two ulps.
+            scale_rtol = 1e-5 if dtype == torch.float32 else 2.0**-7
+            problems += [f"normed_fp8: {p}" for p in close_fp8(quantized, scale, normed, want_scale, scale_rtol)]
             problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
         return problems
 
@@ -178,6 +182,9 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot/fp32": lambda: run((5, 100), torch.float32, ArRmsNormConfig("one_shot", 2, 1)),
         "two_shot/fp32": lambda: run((5, 100), torch.float32, ArRmsNormConfig("two_shot", 2, 1)),
         "two_shot/bf16_one_row": lambda: run((1, 48), torch.bfloat16, ArRmsNormConfig("two_shot", 2, 1)),
+        # 16 KiB rows: one row per flag round, rounds per program (the one-shot's epoch parity alternates).
+        "one_shot/fp32_row_rounds": lambda: run((5, 2100), torch.float32, ArRmsNormConfig("one_shot", 2, 1)),
+        "two_shot/bf16_row_rounds": lambda: run((9, 4100), torch.bfloat16, ArRmsNormConfig("two_shot", 1, 1)),
         "no_rows": lambda: run((0, 32), torch.float32, None),
         "fp8/selected_bf16_3d": lambda: run_fp8((2, 2, 40), torch.bfloat16, None),
         "fp8/one_shot_fp32": lambda: run_fp8((5, 100), torch.float32, ArRmsNormConfig("one_shot", 2, 1)),
@@ -269,6 +276,7 @@ def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtyp
     constexprs = {
         "REGION": cfg.region_bytes(algo, hidden, 2, 2) // 2,
         "BLOCK_H": cfg.block_h(hidden),
+        "ROUND_ROWS": cfg.max_round_rows(algo, hidden, 2, 2),  # 2 (one-shot), 8 (two-shot): rows per flag round
         "TWO_SHOT": algo == "two_shot",
         "FP8": fp8,
         "WORLD": world,

@@ -5,13 +5,14 @@ normed, residual = triton_dist.ops.all_reduce_residual_rmsnorm(x, residual, weig
 normed_fp8, scale, residual = all_reduce_residual_rmsnorm_fp8(x, residual, weight, eps=1e-6)  # e4m3, per token
 ```
 
-``new_residual = residual + sum over ranks of x``; ``normed = RMSNorm(new_residual) * weight`` (fp32 inside,
-x's dtype out), with the all-reduce's one-shot (push) or two-shot flag rounds by message size
+``new_residual = residual + sum over ranks of x``; ``normed = RMSNorm(new_residual) * weight`` (fp32 inside, the
+norm of the rounded new residual, x's dtype out), with the all-reduce's one-shot (push) or two-shot flag rounds by message size
 (``all_reduce.select_config`` chooses). The fp8 variant quantizes each normed row to e4m3 with one fp32 scale per
 token (``scale = max|row| / 448``, ``[..., 1]``: ``normed_fp8.float() * scale`` dequantizes). ``gemm_ar(a, b,
 residual=, norm_weight=)`` feeds its product to this op.
 
-- ``kernels.py``: the fused kernel (whole rows per program, device-side epochs);
+- ``kernels.py``: the fused kernel (whole rows per program, several per flag round for large calls, device-side
+  epochs);
 - ``config.py``: :class:`ArRmsNormConfig` and the choice of the algorithm (``all_reduce``'s tables);
 - ``op.py``: checks, the per-signature plan, ``torch.ops.triton_dist.all_reduce_residual_rmsnorm``, the function.
 """

@@ -23,7 +23,7 @@ OP_NAME = "all_reduce_residual_rmsnorm"
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ALGORITHMS = ("one_shot", "two_shot")
 SLOTS = {"one_shot": 256, "two_shot": 128}
-"""Program slots per workspace: the most programs of one launch (each moves one row per flag round)."""
+"""Program slots per workspace: the most programs of one launch (each moves ``round_rows`` rows per flag round)."""
 MAX_HIDDEN = 32768
 """The largest hidden size: a program holds one row (``next_power_of_2(hidden)`` fp32 values) in registers."""
 
@@ -64,12 +64,36 @@ def row_programs(algo: str, rows: int, world_size: int) -> int:
     return rows if algo == "one_shot" else triton.cdiv(rows, world_size)
 
 
+ROUND_BYTES = {"one_shot": 16 << 10, "two_shot": 128 << 10}
+"""What one program moves per flag round, at most (unless one row is more): one-shot, 16 KiB of rows it pushes to
+each peer (as ``all_reduce``'s push one-shot); two-shot, 128 KiB of rows from all ranks into its inbox (as
+``all_reduce``'s two-shot)."""
+
+
+def _pow2_floor(value: int) -> int:
+    return 1 << (max(1, value).bit_length() - 1)
+
+
+def max_round_rows(algo: str, hidden: int, itemsize: int, world_size: int) -> int:
+    """The most rows a program moves per flag round (a power of two): ``ROUND_BYTES`` of rows (two-shot: from
+    each of the ``world_size`` ranks), at least one. The workspace is sized for it."""
+    row = block_h(hidden) * itemsize
+    budget = ROUND_BYTES[algo] // (1 if algo == "one_shot" else world_size)
+    return _pow2_floor(budget // row)
+
+
+def round_rows(algo: str, rows: int, hidden: int, itemsize: int, world_size: int, programs: int) -> int:
+    """The rows each program moves per flag round for a call of ``rows`` rows on at most ``programs`` programs:
+    one while the programs cover a round's rows (more programs in parallel beat fewer flag rounds), else the next
+    power of two of the rows per program, at most ``max_round_rows`` (fewer flag rounds per program)."""
+    wanted = triton.next_power_of_2(triton.cdiv(row_programs(algo, rows, world_size), programs))
+    return min(wanted, max_round_rows(algo, hidden, itemsize, world_size))
+
+
 def region_bytes(algo: str, hidden: int, itemsize: int, world_size: int) -> int:
-    """Bytes per slot: one-shot, 2 parities x W inbox rows; two-shot, W inbox rows + W x 2 gathered rows, then W
-    fp32 per-token scales (the fp8 output's; 16-byte aligned)."""
-    if algo == "one_shot":
-        return 2 * world_size * block_h(hidden) * itemsize
-    return 3 * world_size * block_h(hidden) * itemsize + 16 * triton.cdiv(4 * world_size, 16)
+    """Bytes per slot: ``max_round_rows`` rows from each of the W ranks, twice (one-shot: 2 epoch parities of the
+    inbox; two-shot: the inbox and the gather buffer of new residual rows)."""
+    return 2 * world_size * max_round_rows(algo, hidden, itemsize, world_size) * block_h(hidden) * itemsize
 
 
 FP8_DTYPE = torch.float8_e4m3fn
@@ -103,7 +127,8 @@ def choose_config(
 ) -> ArRmsNormConfig:
     """The config of a call. The algorithm: ``choose_algo`` (``all_reduce``'s choice for a message of ``nbytes``).
     Programs: one per row of a flag round, capped by the slots (under the emulation by ``EMULATED_PROGRAMS`` of
-    one warp); warps: 4 up to a 4096-element row, then one per 1024 elements (at most 16)."""
+    one warp; with more rows than programs, each moves ``round_rows`` per flag round); warps: 4 up to a
+    4096-element row, then one per 1024 elements (at most 16)."""
     algo = choose_algo(nbytes, device, world_size, itemsize, emulated)
     most = EMULATED_PROGRAMS if emulated else SLOTS[algo]
     programs = max(1, min(row_programs(algo, rows, world_size), most, SLOTS[algo]))

@@ -22,6 +22,7 @@ from triton_dist.ops.ar_rmsnorm.config import (
     block_h,
     choose_config,
     region_bytes,
+    round_rows,
 )
 from triton_dist.ops.ar_rmsnorm.kernels import _ar_rmsnorm_kernel
 from triton_dist.ops.common.dispatch import PlanCache
@@ -160,7 +161,8 @@ def _first_launch(
     rows = x.numel() // hidden
     chunk = -(-rows // world_size)
     per_round = rows if config.algo == "one_shot" else chunk
-    programs = max(1, min(config.programs, per_round))
+    together = round_rows(config.algo, rows, hidden, x.element_size(), world_size, config.programs)
+    programs = max(1, min(config.programs, -(-per_round // together)))
     region = region_bytes(config.algo, hidden, x.element_size(), world_size)
     ws = slot_workspace(f"{OP}.{config.algo}", SLOTS[config.algo], 2 * world_size, region)
     named = {
@@ -180,6 +182,7 @@ def _first_launch(
         "flags_stride": ws.flags.shape[1],
         "REGION": region // x.element_size(),
         "BLOCK_H": block_h(hidden),
+        "ROUND_ROWS": together,
         "TWO_SHOT": config.algo == "two_shot",
         "FP8": normed.dtype == FP8_DTYPE,
         "WORLD": notify_world(world_size),
@@ -272,8 +275,9 @@ def all_reduce_residual_rmsnorm(
     this rank's device; ``residual``: like ``x``; ``weight``: ``[hidden]`` of x's dtype. Every rank calls with the
     same shapes in the same order (checked collectively the first time a shape is seen); ``residual`` and ``weight``
     are expected to be the same on every rank (tensor parallelism), which makes the outputs bit-identical on all
-    ranks. Computed in fp32 (``h = residual + sum_r x_r``, ``normed = h * rsqrt(mean(h^2) + eps) * weight``),
-    returned in x's dtype. The one-shot or two-shot algorithm follows ``all_reduce``'s choice for the message size.
+    ranks. Computed in fp32: ``h = residual + sum_r x_r`` (the ranks' x summed in rank order), ``new_residual`` is
+    ``h`` rounded to x's dtype and ``normed = new_residual * rsqrt(mean(new_residual^2) + eps) * weight`` (the norm
+    of the residual returned, as torch's add then RMSNorm computes it), returned in x's dtype. The one-shot or two-shot algorithm follows ``all_reduce``'s choice for the message size.
     :func:`all_reduce_residual_rmsnorm_fp8` returns ``normed`` in e4m3 with a per-token scale instead.
 
     Needs ``triton_dist.init()`` on GPUs, or ``init(device="cpu")`` under ``TRITON_INTERPRET=1``. Bad input raises
@@ -293,7 +297,8 @@ def all_reduce_residual_rmsnorm_fp8(
     fp8 (e4m3, ``torch.float8_e4m3fn``) with one fp32 scale per token (row), in the same one kernel
     (``torch.ops.triton_dist.all_reduce_residual_rmsnorm_fp8``).
 
-    Per row, from the fp32 normed row ``y`` (never rounded to x's dtype first): ``scale = max(max|y| / 448,
+    Per row, from the fp32 normed row ``y`` (of the rounded ``new_residual``; ``y`` itself is never rounded to x's
+    dtype): ``scale = max(max|y| / 448,
     1 / (448 * 512))`` and ``normed_fp8 = clamp(y / scale, -448, 448)`` rounded to nearest, so
     ``normed_fp8.float() * scale`` approximates ``y`` (the row's largest magnitude maps to 448). ``scale`` has x's
     shape with a last dimension of 1 (``[tokens, 1]`` for 2-D x: the per-token scale an fp8 GEMM takes);
