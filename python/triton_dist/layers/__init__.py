@@ -6,6 +6,9 @@
   output this rank's rows [M/W, N] of the sum over ranks.
 - :class:`TensorParallelMLP`: column-parallel gate and up projections (one ``ag_gemm``), SiLU(gate) * up, then the
   row-parallel down projection: sequence-parallel in, sequence-parallel out ([M/W, H] -> [M/W, H]).
+- :class:`ExpertParallelMoE`: the experts of an MoE block, E/W per rank: ``ops.moe_dispatch``, gate/up and down
+  through ``ops.grouped_gemm`` with SiLU(gate) * up between, ``ops.moe_combine``; input this rank's tokens [T, H]
+  with the router's top-k ids and weights, output [T, H] (normal or low-latency mode, bf16 or fp8).
 
 Weights are in the ops' [in_features, out_features] layout (the transpose of ``nn.Linear.weight``: pass
 ``linear.weight.t()``). Each layer takes the full weight and keeps this rank's shard, or takes the shard itself
@@ -42,6 +45,7 @@ from triton_dist.layers.decoder import (
 )
 from triton_dist.layers.linear import ColumnParallelLinear, LayerError, RowParallelLinear
 from triton_dist.layers.mlp import TensorParallelMLP
+from triton_dist.layers.moe import ExpertParallelMoE
 
 __all__ = [
     "CONFIGS",
@@ -50,6 +54,7 @@ __all__ = [
     "QWEN3_32B",
     "ColumnParallelLinear",
     "DecoderConfig",
+    "ExpertParallelMoE",
     "KVCache",
     "LayerError",
     "RowParallelLinear",
