@@ -23,7 +23,8 @@
 #
 # Per-op runs: GPU_CHECK_ONLY="ag_gemm bench_matmul tune_ag_gemm bench_ag_gemm" (AllGather+GEMM),
 # "gemm_rs tune_gemm_rs bench_gemm_rs" (GEMM+reduce-scatter), "decode_ops bench_all_reduce bench_gemm_ar
-# bench_flash_decode" (the decode ops). Steps run in the order of this file, not of GPU_CHECK_ONLY.
+# bench_flash_decode" (the decode ops), "ar_rmsnorm bench_ar_rmsnorm" (the fused all-reduce + residual + RMSNorm).
+# Steps run in the order of this file, not of GPU_CHECK_ONLY.
 #
 # Output: with $OUT set (the device machine returns at most 8 files from it), $OUT/gpu_check.md (the table) and
 # $OUT/gpu_check.tgz (every log, the benchmarks' new files under bench/results, tuning tables), both rewritten after
@@ -286,6 +287,7 @@ run_step tune "$first" tune_gemm_rs 400 bench/gemm_rs.py --tune --write-package-
 run_step bench "$first" bench_gemm_rs 300 bench/gemm_rs.py --reps 30 "${SHAPE_ARGS[@]}"
 run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py ${TUNE_ARG:+--write-package-table}
+run_step bench "$first" bench_ar_rmsnorm 240 bench/ar_rmsnorm.py
 run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
 run_step bench "$first" bench_moe 300 bench/moe.py
 run_step bench "$first" bench_decoder 300 bench/decoder.py
