@@ -14,6 +14,9 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
 - ``symm-mem one-shot + add + RMSNorm``: ``torch.ops.symm_mem.one_shot_all_reduce`` of a symmetric buffer (where
   this torch has it) then the same.
 
+At the ``--sweep-rows`` M values, the fused op is also timed (graphed) with each algorithm at 4, 8 and 16 warps
+(``SWEEP``), beside the config a call chooses and the all-reduce's own config for the size: what the choice leaves.
+
 Before timing, each M's fused result is compared with the unfused torch path's (an ``INFO`` line if they differ).
 The bar (issue 28), graphed: fused / our AR <= 1.2 and fused / (NCCL + add + RMSNorm) <= 0.45 at M <= 128; the fused
 op never slower than our unfused path at any M (graphed and eager). Writes ``ar_rmsnorm_<W>x<GPU>.md``, ``.png`` and
@@ -45,8 +48,12 @@ from _common import (  # noqa: E402
 )
 
 from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8  # noqa: E402
-from triton_dist.ops.ar_rmsnorm.config import choose_config  # noqa: E402
+from triton_dist.ops.all_reduce import select_config  # noqa: E402
+from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig  # noqa: E402
+from triton_dist.ops.ar_rmsnorm.config import ALGORITHMS, SLOTS, choose_config  # noqa: E402
+from triton_dist.ops.ar_rmsnorm.op import _run  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
+from triton_dist.testing.timing import graphed_us  # noqa: E402
 
 ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192)
 EPS = 1e-6
@@ -59,6 +66,10 @@ SYMM = "symm-mem one-shot + add + RMSNorm"
 NAMES = (FUSED, FP8, OURS, UNFUSED, NCCL, SYMM)
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
+SWEEP = [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)]
+"""The fused op's configs also timed (graphed) at the ``--sweep-rows`` M values: what the chosen config (the
+all-reduce's algorithm for the size, warps by row length) leaves on the table."""
+SWEEP_ROWS = (1, 4, 16, 64, 128, 256, 1024, 8192)
 
 
 def gpu_tag(world_size: int) -> str:
@@ -117,6 +128,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hidden", type=int, default=8192)
     parser.add_argument("--rows", default=",".join(map(str, ROWS)), help="comma-separated M values")
+    parser.add_argument(
+        "--sweep-rows", default=",".join(map(str, SWEEP_ROWS)), help="M values where every SWEEP config is timed too"
+    )
     add_decode_arguments(parser)
     args = parser.parse_args()
     world = setup_distributed(heap_size="2G")
@@ -142,9 +156,22 @@ def main() -> int:
             print(f"INFO rank {world.rank} M={m}: the fused op differs from torch: {problem}", flush=True)
         nbytes = x.numel() * x.element_size()
         config = choose_config(nbytes, m, x.device, world.world_size, x.element_size(), emulated=False)
-        row: dict[str, object] = {"M": float(m), "config": f"{config.algo} {config.programs}x{config.num_warps}w"}
+        ours = select_config(nbytes, x.device, world.world_size, x.element_size())
+        row: dict[str, object] = {
+            "M": float(m),
+            "config": f"{config.algo} {config.programs}x{config.num_warps}w",
+            "AR config": f"{ours.algo} {ours.programs}x{ours.num_warps}w",
+        }
         impls = implementations(x, residual, weight, group_name, symm_mem)
         time_graphed_and_eager(row, impls, args.iters, f"at M={m} failed")
+        if str(m) in args.sweep_rows.split(","):
+            for forced in SWEEP:
+                try:
+                    row[f"sweep {sweep_name(forced)}"] = graphed_us(
+                        lambda c=forced, x=x, r=residual, w=weight: _run(x, r, w, EPS, c), replays=args.iters
+                    )
+                except Exception as error:  # noqa: BLE001 (a config that cannot run is reported, not fatal)
+                    rank0_print(f"INFO {forced} at M={m}: {type(error).__name__}: {error}")
         rows.append(row)
         graphed = ", ".join(f"{name} {row[f'{name} graphed']:.1f}" for name in NAMES if f"{name} graphed" in row)
         rank0_print(f"RESULT M={m} graphed µs: {graphed}")
@@ -154,6 +181,10 @@ def main() -> int:
 
     rank0_print(f"RESULT bar: {'; '.join(bar_summary(rows))}")
     return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world.world_size, args, started))
+
+
+def sweep_name(config: ArRmsNormConfig) -> str:
+    return f"{config.algo} {config.num_warps}w"
 
 
 def us(row: dict[str, object], key: str) -> float:
@@ -221,6 +252,16 @@ def write_results(
     lines.append("|---" * (len(NAMES) + 1) + "|")
     for row in rows:
         lines.append("| " + " | ".join([f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} eager") for name in NAMES]) + " |")
+    swept = [r for r in rows if any(str(key).startswith("sweep ") for key in r)]
+    if swept:
+        names = [sweep_name(config) for config in SWEEP]
+        lines += ["", "The fused op's configs (all programs; graphed µs) beside the chosen one:", ""]
+        lines += ["| M | fused (chosen) | " + " | ".join(names) + " | chosen | all_reduce's |"]
+        lines += ["|---" * (len(names) + 4) + "|"]
+        for row in swept:
+            cells = [f"{us(row, 'M'):.0f}", cell(row, f"{FUSED} graphed")]
+            cells += [cell(row, f"sweep {name}") for name in names] + [str(row["config"]), str(row["AR config"])]
+            lines.append("| " + " | ".join(cells) + " |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     write_json(stem.with_suffix(".json"), rows, started)
     ms = [us(r, "M") for r in rows]
