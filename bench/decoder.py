@@ -78,7 +78,8 @@ def torch_prefill_layer(layer: TensorParallelDecoderLayer, x: torch.Tensor) -> t
     att, eps = layer.attention, layer.config.rms_eps
     tokens = x.shape[0]
     h = rms_norm(x, layer.input_norm_weight, eps)
-    q, k, v = att.rotate_qkv((h @ att.qkv.weight).view(1, tokens, -1), torch.arange(tokens, device=x.device))
+    rope = att.rope_tables(torch.arange(tokens, device=x.device))
+    q, k, v = att.rotate_qkv((h @ att.qkv.weight).view(1, tokens, -1), rope)
     group = att.num_heads // att.num_kv_heads
     out = functional.scaled_dot_product_attention(
         q.transpose(1, 2),
@@ -102,13 +103,15 @@ def torch_decode_layer(
     k_cache: torch.Tensor,
     v_cache: torch.Tensor,
     context: int,
+    rope: tuple[torch.Tensor, torch.Tensor],
+    rows: torch.Tensor,
 ) -> torch.Tensor:
     """One new token per sequence through one layer, torch TP: replicated hidden [B, H], this rank's heads with a
-    head-split cache [B, Hkv/W, max_len, D] (every sequence at position ``context``), NCCL all-reduces."""
+    head-split cache [B, Hkv/W, max_len, D] (every sequence at position ``context``), NCCL all-reduces. ``rope``
+    (the rotary tables) and ``rows`` (``arange(B)``) are made once per step, as HF's models do."""
     att, eps = layer.attention, layer.config.rms_eps
     batch = hidden.shape[0]
-    q, k, v = att.rotate_qkv(rms_norm(hidden, layer.input_norm_weight, eps) @ att.qkv.weight, positions)
-    rows = torch.arange(batch, device=hidden.device)
+    q, k, v = att.rotate_qkv(rms_norm(hidden, layer.input_norm_weight, eps) @ att.qkv.weight, rope)
     k_cache[rows, :, positions] = k
     v_cache[rows, :, positions] = v
     group = att.num_heads // att.num_kv_heads
@@ -233,15 +236,18 @@ def decode_case(
     zeros = torch.zeros_like(hidden)
 
     def ours_step(caches: list[KVCache]) -> tuple[torch.Tensor, torch.Tensor]:
+        step = layers[0].decode_positions(positions, caches[0])  # once per step, for every layer
         x, residual = zeros, hidden
         for layer, cache in zip(layers, caches, strict=True):
-            x, residual = layer.decode(x, residual, positions, cache)
+            x, residual = layer.decode(x, residual, step, cache)
         return x, residual
 
     def base_step(fn: Callable = torch_decode_layer) -> torch.Tensor:
+        rope = layers[0].attention.rope_tables(positions)
+        rows = torch.arange(batch, device=hidden.device)
         h = hidden
         for layer, cache in zip(layers, heads, strict=True):
-            h = fn(layer, h, positions, cache.k, cache.v, context)
+            h = fn(layer, h, positions, cache.k, cache.v, context, rope, rows)
         return h
 
     want = base_step()

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from test_layers_decoder import reference  # noqa: E402  (the fp32 one-process reference of the CPU test)
 
 from triton_dist import runtime as rt  # noqa: E402
-from triton_dist.layers import DecoderConfig, KVCache, TensorParallelDecoderLayer, random_weights  # noqa: E402
+from triton_dist.layers import DecoderConfig, TensorParallelDecoderLayer, random_weights  # noqa: E402
 from triton_dist.layers.attention import rms_norm  # noqa: E402
 from triton_dist.testing import Checks, finish, main_guard, setup_distributed  # noqa: E402
 
@@ -52,10 +52,6 @@ def _same_on_all_ranks(tensor: torch.Tensor) -> bool:
     return len(set(everyone)) == 1
 
 
-def _copy(cache: KVCache) -> KVCache:
-    return KVCache(cache.k.clone(), cache.v.clone(), cache.layout, cache.rank, cache.world_size)
-
-
 def check_config(checks: Checks, world: rt.World, config: DecoderConfig) -> None:
     """Prefill, the attention block's decode, and 3 decode steps (the last one graphed) of both cache layouts."""
     rank, size = world.rank, world.world_size
@@ -74,7 +70,7 @@ def check_config(checks: Checks, world: rt.World, config: DecoderConfig) -> None
         checks.check(f"{name} prefill", *_close(got, want[:, :PROMPT].reshape(BATCH * PROMPT, -1)[mine]))
         positions = torch.full((BATCH,), PROMPT, device="cuda")
         normed = rms_norm(tokens[:, PROMPT], layer.input_norm_weight, config.rms_eps)
-        attn = layer.attention.decode(normed, positions, _copy(cache))
+        attn = layer.attention.decode(normed, positions, cache.clone())
         checks.check(f"{name} attention decode (gemm_ar)", *_close(attn, attn_ref[:, PROMPT]))
         for step in (PROMPT, PROMPT + 1):
             positions = torch.full((BATCH,), step, device="cuda", dtype=torch.int32)
@@ -88,7 +84,7 @@ def check_config(checks: Checks, world: rt.World, config: DecoderConfig) -> None
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            layer.decode_hidden(hidden, positions, _copy(cache))
+            layer.decode_hidden(hidden, positions, cache.clone())
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):

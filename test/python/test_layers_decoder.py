@@ -33,7 +33,7 @@ from triton_dist.layers import (
     TensorParallelDecoderLayer,
     random_weights,
 )
-from triton_dist.layers.attention import apply_rope, rope_cos_sin, rope_inv_freq
+from triton_dist.layers.attention import apply_rope, rope_cos_sin, rope_inv_freq, rotate
 
 HEAP = "160M"
 """Each rank's CPU heap (the ops' workspaces are sized for GPUs)."""
@@ -126,7 +126,7 @@ def _worker(out_dir: str) -> None:
             got = layer.prefill(prompt[mine], batch=BATCH, cache=cache)
             record[f"{layout}/prefill"] = _problems(got, want[:, :PREFILL].reshape(BATCH * PREFILL, -1)[mine])
             if layout == "heads":  # the attention block alone, O reduced by gemm_ar, on a copy of the cache
-                copy = type(cache)(cache.k.clone(), cache.v.clone(), cache.layout, cache.rank, cache.world_size)
+                copy = cache.clone()
                 normed = rms_norm(tokens[:, PREFILL], layer.input_norm_weight, config.rms_eps)
                 positions = torch.full((BATCH,), PREFILL)
                 record["attention/decode_gemm_ar"] = _problems(
@@ -134,6 +134,8 @@ def _worker(out_dir: str) -> None:
                 )
             for step in (PREFILL, PREFILL + 1):
                 positions = torch.full((BATCH,), step, dtype=torch.int32)
+                if step > PREFILL:  # the per-step tensors made once, as a stack of layers would share them
+                    positions = layer.decode_positions(positions, cache)  # type: ignore[assignment]
                 got = layer.decode_hidden(tokens[:, step], positions, cache)
                 record[f"{layout}/decode@{step}"] = _problems(got, want[:, step])
             # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
@@ -239,7 +241,29 @@ def test_caches_have_the_layouts_shapes() -> None:
     sequence = layer.new_cache(3, 10, "sequence")
     assert list(heads.k.shape) == [3, 1, 10, 128] and heads.max_len == 10
     assert list(sequence.k.shape) == [3, 2, 5, 128] and sequence.max_len == 10
-    assert heads.k.abs().sum() == 0 and sequence.v.abs().sum() == 0
+    assert list(sequence.k_store.shape) == [3, 2, 6, 128]  # and a spare position
+    assert heads.k.abs().sum() == 0 and sequence.v_store.abs().sum() == 0
+    copy = sequence.clone()
+    copy.k.fill_(1)
+    assert sequence.k.abs().sum() == 0 and copy.k_store[:, :, 5].abs().sum() == 0
+
+
+def test_decode_positions_place_each_token() -> None:
+    positions = torch.tensor([3, 7])
+    for rank, slots, lengths in ((0, [3, 5], [4, 5]), (1, [5, 2], [0, 3])):  # 5: the spare position
+        layer, _ = _layer(rank, 2)
+        step = layer.decode_positions(positions, layer.new_cache(2, 10, "sequence"))
+        assert step.slots.tolist() == slots and step.lengths is not None and step.lengths.tolist() == lengths
+        assert step.lengths.dtype == torch.int32 and step.mask is None
+    heads = layer.decode_positions(positions, layer.new_cache(2, 10, "heads"))
+    assert heads.slots.tolist() == [3, 7] and heads.mask is not None and heads.lengths is None
+    assert heads.mask[:, 0, 0].tolist() == [[i <= 3 for i in range(10)], [i <= 7 for i in range(10)]]
+    cos, sin = rope_cos_sin(positions, layer.attention.inv_freq)
+    x = torch.randn(2, 3, TINY.head_dim)
+    assert torch.allclose(rotate(x, heads.cos, heads.signed_sin), apply_rope(x, cos, sin))
+    other = layer.new_cache(2, 12, "heads")
+    with pytest.raises(LayerError, match=r"the DecodePositions were made for \('heads', 10"):
+        layer.attention.decode_partial(torch.zeros(2, 64, dtype=torch.bfloat16), heads, other)
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -51,12 +51,26 @@ def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch
     return angles.cos(), angles.sin()
 
 
+def rope_tables(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cos, signed_sin)`` for ``rotate``: ``rope_cos_sin`` with the first half of sin negated (computed once per
+    forward pass and shared by every layer)."""
+    freqs = positions.float().unsqueeze(-1) * inv_freq
+    sin = freqs.sin()
+    return torch.cat([freqs, freqs], dim=-1).cos(), torch.cat([-sin, sin], dim=-1)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """The rotary embedding of ``x`` [..., heads, head_dim] with ``rope_tables`` [..., head_dim] (broadcast over
+    heads): ``x * cos + roll(x, head_dim/2) * signed_sin`` in fp32, returned in x's dtype (four launches)."""
+    turned = torch.roll(x, x.shape[-1] // 2, dims=-1)
+    return torch.addcmul(x * cos.unsqueeze(-2), turned, signed_sin.unsqueeze(-2)).to(x.dtype)
+
+
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate ``x`` [..., heads, head_dim] by ``cos``/``sin`` [..., head_dim] (broadcast over heads), in fp32."""
-    h = x.float()
-    half = h.shape[-1] // 2
-    rotated = torch.cat([-h[..., half:], h[..., :half]], dim=-1)
-    return (h * cos.unsqueeze(-2) + rotated * sin.unsqueeze(-2)).to(x.dtype)
+    """Rotate ``x`` [..., heads, head_dim] by ``rope_cos_sin``'s ``cos``/``sin`` [..., head_dim] (broadcast over
+    heads), in fp32, returned in x's dtype."""
+    half = x.shape[-1] // 2
+    return rotate(x, cos, torch.cat([-sin[..., :half], sin[..., half:]], dim=-1))
 
 
 @dataclass
@@ -67,10 +81,12 @@ class KVCache:
     every KV head at this rank's block of positions ``[rank * local_len, (rank + 1) * local_len)``
     (``local_len = max_len / W``); decode attention over it is ``ops.flash_decode`` (head dim 128). Made by
     ``TensorParallelAttention.new_cache``; ``forward``/``prefill``/``decode`` write the new tokens' keys and values.
+    ``k_store`` / ``v_store`` are the tensors behind ``k`` / ``v``: a sequence-split cache has one spare position
+    past its block, where a rank writes the new token of a sequence whose position another rank holds.
     """
 
-    k: torch.Tensor
-    v: torch.Tensor
+    k_store: torch.Tensor
+    v_store: torch.Tensor
     layout: str
     rank: int
     world_size: int
@@ -78,12 +94,49 @@ class KVCache:
     @property
     def local_len(self) -> int:
         """Positions per rank: every position ("heads"), this rank's block ("sequence")."""
-        return int(self.k.shape[2])
+        return int(self.k_store.shape[2]) - (self.layout == "sequence")
+
+    @property
+    def k(self) -> torch.Tensor:
+        """Keys [batch, kv_heads, local_len, head_dim] (a view of ``k_store``)."""
+        return self.k_store[:, :, : self.local_len]
+
+    @property
+    def v(self) -> torch.Tensor:
+        """Values [batch, kv_heads, local_len, head_dim] (a view of ``v_store``)."""
+        return self.v_store[:, :, : self.local_len]
 
     @property
     def max_len(self) -> int:
         """The longest sequence the cache holds."""
         return self.local_len * (self.world_size if self.layout == "sequence" else 1)
+
+    def clone(self) -> KVCache:
+        """A copy with its own tensors."""
+        return KVCache(self.k_store.clone(), self.v_store.clone(), self.layout, self.rank, self.world_size)
+
+
+@dataclass(frozen=True)
+class DecodePositions:
+    """What every layer's decode step derives from the new tokens' positions, computed once per step
+    (``TensorParallelAttention.decode_positions``) and passed to each layer in place of the positions tensor.
+
+    ``positions`` int64 [B]; ``rows`` ``arange(B)``; ``cos`` / ``signed_sin`` fp32 [B, head_dim] (``rope_tables``);
+    ``slots`` int64 [B], where each new token goes in this rank's cache storage (a sequence-split cache's spare
+    position when another rank holds it); ``lengths`` int32 [B], this rank's valid tokens per sequence after the
+    step (sequence-split), ``mask`` bool [B, 1, 1, local_len], the positions each sequence attends to (head-split).
+    ``key``: the cache geometry and rotary frequencies they were made for (layout, local_len, rank, world size,
+    head dim, rope theta).
+    """
+
+    positions: torch.Tensor
+    rows: torch.Tensor
+    cos: torch.Tensor
+    signed_sin: torch.Tensor
+    slots: torch.Tensor
+    lengths: torch.Tensor | None
+    mask: torch.Tensor | None
+    key: tuple
 
 
 class TensorParallelAttention(nn.Module):
@@ -268,28 +321,64 @@ class TensorParallelAttention(nn.Module):
                     f"{name}: a sequence-split KV cache runs ops.flash_decode, which takes head_dim "
                     f"{FLASH_DECODE_HEAD_DIM}, not {self.head_dim}"
                 )
-            shape = (batch, self.num_kv_heads, max_len // self.world_size, self.head_dim)
+            shape = (batch, self.num_kv_heads, max_len // self.world_size + 1, self.head_dim)  # + the spare
         else:
             shape = (batch, self.local_kv_heads, max_len, self.head_dim)
         where = self.qkv.weight.device if device is None else torch.device(device)
         k = torch.zeros(shape, dtype=self.qkv.weight.dtype, device=where)
         return KVCache(k, torch.zeros_like(k), layout, self.rank, self.world_size)
 
+    def decode_positions(self, positions: torch.Tensor, cache: KVCache) -> DecodePositions:
+        """The per-step tensors of ``positions`` (int [B] on the cache's device: each sequence's position of its
+        new token) for caches like ``cache``: compute once per decode step, pass to every layer. Raises
+        LayerError for positions of the wrong type or shape. Positions are not checked against ``max_len`` (that
+        would need a host synchronization): one past the cache is a device-side indexing error."""
+        name = type(self).__name__
+        self._check_cache(cache, int(cache.k_store.shape[0]))
+        batch = int(cache.k_store.shape[0])
+        if not isinstance(positions, torch.Tensor) or positions.shape != (batch,) or positions.is_floating_point():
+            got = f"{positions.dtype} {list(positions.shape)}" if isinstance(positions, torch.Tensor) else positions
+            raise LayerError(f"{name}: positions must be an integer tensor of shape [{batch}], got {got}")
+        if positions.device != cache.k_store.device:
+            raise LayerError(f"{name}: positions is on {positions.device} but the KV cache on {cache.k_store.device}")
+        positions = positions.long()
+        cos, signed_sin = rope_tables(positions, self.inv_freq)
+        local_len = cache.local_len
+        lengths = mask = None
+        if cache.layout == "sequence":
+            start = self.rank * local_len
+            offset = positions - start
+            slots = torch.where((offset >= 0) & (offset < local_len), offset, local_len)  # else the spare
+            lengths = (offset + 1).clamp(0, local_len).to(torch.int32)
+        else:
+            slots = positions
+            mask = (torch.arange(local_len, device=positions.device) <= positions.unsqueeze(1))[:, None, None, :]
+        rows = torch.arange(batch, device=positions.device)
+        return DecodePositions(positions, rows, cos, signed_sin, slots, lengths, mask, self._step_key(cache))
+
+    def _step_key(self, cache: KVCache) -> tuple:
+        return (cache.layout, cache.local_len, self.rank, self.world_size, self.head_dim, self.rope_theta)
+
     # ------------------------------------------------------------------------------------------------ pieces
 
-    def rotate_qkv(self, qkv: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def rope_tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rope_tables`` of ``positions`` with this block's frequencies (for ``rotate_qkv``)."""
+        return rope_tables(positions, self.inv_freq)
+
+    def rotate_qkv(
+        self, qkv: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """This rank's QKV projection [..., (Hq/W + 2*Hkv/W)*D] -> ``(q, k, v)``: q [..., Hq/W, D], k and v
-        [..., Hkv/W, D], q and k RMS-normed per head (with QK norm) and rotated by ``positions`` (shape ``...``
-        without its trailing dims, broadcast: [S] for [B, S, ...]). q and k are normed and rotated together (they
-        are adjacent columns), in few launches."""
+        [..., Hkv/W, D], q and k RMS-normed per head (with QK norm) and rotated by ``rope`` (``rope_tables`` of the
+        positions: [..., D] without the heads dim, broadcast: [S, D] for [B, S, ...]). q and k are normed and
+        rotated together (they are adjacent columns), in few launches."""
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
         qk = qkv[..., : (hq + hkv) * d].unflatten(-1, (hq + hkv, d))
         v = qkv[..., (hq + hkv) * d :].unflatten(-1, (hkv, d))
         if self.q_norm_weight is not None and self.k_norm_weight is not None:
             per_head = torch.cat([self.q_norm_weight.expand(hq, d), self.k_norm_weight.expand(hkv, d)])
             qk = rms_norm(qk, None, self.rms_eps) * per_head
-        cos, sin = rope_cos_sin(positions, self.inv_freq)
-        qk = apply_rope(qk, cos, sin)
+        qk = rotate(qk, *rope)
         return qk[..., :hq, :], qk[..., hq:, :], v
 
     def _check_cache(self, cache: KVCache, batch: int) -> None:
@@ -337,8 +426,8 @@ class TensorParallelAttention(nn.Module):
         if batch < 1 or tokens % batch:
             raise LayerError(f"{name}: {tokens} tokens do not split into batch={batch} equal sequences")
         seq = tokens // batch
-        positions = torch.arange(seq, device=x.device)  # cos/sin [S, D] broadcast over the batch
-        q, k, v = self.rotate_qkv(self.qkv(x).view(batch, seq, -1), positions)  # [B, S, heads, D]
+        rope = self.rope_tables(torch.arange(seq, device=x.device))  # [S, D], broadcast over the batch
+        q, k, v = self.rotate_qkv(self.qkv(x).view(batch, seq, -1), rope)  # [B, S, heads, D]
         if cache is not None:
             self._fill_cache(cache, k, v, batch, seq)
         group = self.num_heads // self.num_kv_heads
@@ -373,73 +462,72 @@ class TensorParallelAttention(nn.Module):
 
     # ------------------------------------------------------------------------------------------------ decode
 
-    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    def decode(self, x: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache) -> torch.Tensor:
         """One new token per sequence: ``decode_partial``'s attention with O reduced over the ranks by
         ``ops.gemm_ar``. Returns [B, H], the same on every rank."""
         attn = self._decode_attention(x, positions, cache)
         return gemm_ar(attn, self.o.weight)
 
-    def decode_partial(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    def decode_partial(
+        self, x: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
+    ) -> torch.Tensor:
         """One new token per sequence, O left unreduced: returns this rank's partial [B, H] (``attn_local @ o``),
         whose sum over the ranks is the block's output; for a caller that fuses the all-reduce into what
         follows (``ops.all_reduce_residual_rmsnorm``).
 
         ``x``: the new tokens' hidden states [B, H], the same on every rank; ``positions``: int [B] on x's device,
-        each sequence's position of its new token (the cache holds its earlier positions); ``cache``: this
-        block's KV cache (``new_cache``) of batch B, which receives the new keys and values. No host
-        synchronization (CUDA-graph capturable once each shape ran eagerly). A "heads" cache attends with
-        ``scaled_dot_product_attention`` on this rank's heads; a "sequence" cache first gathers every rank's new
-        q, k, v (one ``ops.all_reduce`` of the zero-padded columns) and runs ``ops.flash_decode``.
+        each sequence's position of its new token (the cache holds its earlier positions; below ``max_len``), or
+        ``decode_positions`` of them (computed once per step for every layer); ``cache``: this block's KV cache
+        (``new_cache``) of batch B, which receives the new keys and values. No host synchronization (CUDA-graph
+        capturable once each shape ran eagerly). A "heads" cache attends with ``scaled_dot_product_attention`` on
+        this rank's heads; a "sequence" cache first gathers every rank's new q, k, v (one ``ops.all_reduce`` of the
+        zero-padded columns) and runs ``ops.flash_decode``.
         """
         attn = self._decode_attention(x, positions, cache)
         return torch.matmul(attn, self.o.weight)
 
-    def _decode_attention(self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    def _decode_attention(
+        self, x: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
+    ) -> torch.Tensor:
         """The new tokens' attention output on this rank's heads, [B, Hq/W * D]."""
         name = type(self).__name__
         self._check_hidden(x, "x")
         batch = x.shape[0]
-        if not isinstance(positions, torch.Tensor) or positions.shape != (batch,) or positions.is_floating_point():
-            got = f"{positions.dtype} {list(positions.shape)}" if isinstance(positions, torch.Tensor) else positions
-            raise LayerError(f"{name}: positions must be an integer tensor of shape [{batch}], got {got}")
-        if positions.device != x.device:
-            raise LayerError(f"{name}: positions is on {positions.device} but x is on {x.device}")
         self._check_cache(cache, batch)
-        positions = positions.long()
-        q, k, v = self.rotate_qkv(torch.matmul(x, self.qkv.weight), positions)  # [B, heads, D]
-        rows = torch.arange(batch, device=x.device)
-        d, hq = self.head_dim, self.local_heads
+        step = positions if isinstance(positions, DecodePositions) else self.decode_positions(positions, cache)
+        if step.key != self._step_key(cache) or step.positions.shape != (batch,):
+            raise LayerError(
+                f"{name}: the DecodePositions were made for {step.key} at batch {step.positions.shape[0]}, not for "
+                f"this cache {self._step_key(cache)} at batch {batch}"
+            )
+        if step.positions.device != x.device:
+            raise LayerError(f"{name}: positions is on {step.positions.device} but x is on {x.device}")
+        q, k, v = self.rotate_qkv(torch.matmul(x, self.qkv.weight), (step.cos, step.signed_sin))  # [B, heads, D]
+        d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
         if cache.layout == "heads":
-            cache.k[rows, :, positions] = k
-            cache.v[rows, :, positions] = v
-            group = self.num_heads // self.num_kv_heads
+            cache.k_store[step.rows, :, step.slots] = k
+            cache.v_store[step.rows, :, step.slots] = v
             # The group's query heads as the query rows of their KV head: no copy of the cache for GQA.
-            visible = torch.arange(cache.local_len, device=x.device) <= positions.unsqueeze(1)  # [B, L]
             out = functional.scaled_dot_product_attention(
-                q.reshape(batch, self.local_kv_heads, group, d),
-                cache.k,
-                cache.v,
-                attn_mask=visible[:, None, None, :],
+                q.reshape(batch, hkv, hq // hkv, d), cache.k, cache.v, attn_mask=step.mask
             )
             return out.reshape(batch, hq * d)
         # Sequence-split cache: every head's new q, k, v on every rank (an all-gather as one all-reduce of zeros
-        # around this rank's columns), the new token's k, v into the rank holding its position, then flash_decode.
-        local = torch.cat([q.reshape(batch, -1), k.reshape(batch, -1), v.reshape(batch, -1)], dim=1)
-        gathered = torch.zeros(batch, self.world_size, local.shape[1], dtype=x.dtype, device=x.device)
-        gathered[:, self.rank] = local
-        gathered = all_reduce(gathered)
-        hkv = self.local_kv_heads
-        q_all = gathered[:, :, : hq * d].reshape(batch, self.num_heads, d)
-        k_all = gathered[:, :, hq * d : (hq + hkv) * d].reshape(batch, self.num_kv_heads, d)
-        v_all = gathered[:, :, (hq + hkv) * d :].reshape(batch, self.num_kv_heads, d)
-        local_len = cache.local_len
-        start = self.rank * local_len
-        mine = ((positions >= start) & (positions < start + local_len)).view(batch, 1, 1)
-        slots = (positions - start).clamp(0, local_len - 1)
-        cache.k[rows, :, slots] = torch.where(mine, k_all, cache.k[rows, :, slots])
-        cache.v[rows, :, slots] = torch.where(mine, v_all, cache.v[rows, :, slots])
-        lengths = (positions + 1 - start).clamp(0, local_len).to(torch.int32)
-        out = flash_decode(q_all.contiguous(), cache.k, cache.v, lengths, scale=d**-0.5)  # [B, Hq, D]
+        # around this rank's columns), each new token's k, v into its slot here (the spare one where another rank
+        # holds its position), then flash_decode.
+        cols = (hq + 2 * hkv) * d
+        gathered = torch.zeros(batch, self.world_size, cols, dtype=x.dtype, device=x.device)
+        gathered[:, self.rank, : (hq + hkv) * d] = torch.cat([q, k], dim=1).flatten(1)
+        gathered[:, self.rank, (hq + hkv) * d :] = v.flatten(1)
+        gathered = all_reduce(gathered).view(batch, self.world_size, hq + 2 * hkv, d)
+        q_all = gathered[:, :, :hq].reshape(batch, self.num_heads, d)  # one copy, contiguous for flash_decode
+        for store, part in (
+            (cache.k_store, gathered[:, :, hq : hq + hkv]),
+            (cache.v_store, gathered[:, :, hq + hkv :]),
+        ):
+            # The store's KV heads as [W, Hkv/W] (a view), so the gathered rows go in without a copy.
+            store.unflatten(1, (self.world_size, hkv))[step.rows, :, :, step.slots] = part
+        out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
         return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)
 
 

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from triton_dist.layers.attention import KVCache, TensorParallelAttention, rms_norm
+from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, rms_norm
 from triton_dist.layers.linear import LayerError, world_position
 from triton_dist.layers.mlp import TensorParallelMLP
 from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm
@@ -209,6 +209,11 @@ class TensorParallelDecoderLayer(nn.Module):
         """This layer's KV cache (``TensorParallelAttention.new_cache``)."""
         return self.attention.new_cache(batch, max_len, layout, device)
 
+    def decode_positions(self, positions: torch.Tensor, cache: KVCache) -> DecodePositions:
+        """What every layer's decode step derives from ``positions`` (``TensorParallelAttention.decode_positions``):
+        compute once per step, pass to each layer's ``decode`` (layers of one config with caches of one shape)."""
+        return self.attention.decode_positions(positions, cache)
+
     def forward(self, x: torch.Tensor, *, batch: int = 1, cache: KVCache | None = None) -> torch.Tensor:
         """Prefill (``prefill``)."""
         return self.prefill(x, batch=batch, cache=cache)
@@ -223,14 +228,15 @@ class TensorParallelDecoderLayer(nn.Module):
         return h + self.mlp(rms_norm(h, self.post_norm_weight, eps))
 
     def decode(
-        self, x: torch.Tensor, residual: torch.Tensor, positions: torch.Tensor, cache: KVCache
+        self, x: torch.Tensor, residual: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """One new token per sequence. The layer's input is ``residual + sum over ranks of x`` ([B, H] each,
         ``residual`` the same on every rank); returns ``(x_out, residual_out)``, the output as the same kind of
         pair (this rank's unreduced partial, and the replicated residual). ``positions`` and ``cache`` as
-        ``TensorParallelAttention.decode_partial``. Launches: the fused all-reduce + residual + RMSNorm, the QKV
-        GEMM, the attention, the O GEMM, the fused op again, the gate/up GEMM, the down GEMM. No host
-        synchronization (CUDA-graph capturable once each shape ran eagerly)."""
+        ``TensorParallelAttention.decode_partial`` (a stack computes ``decode_positions`` once per step).
+        Launches: the fused all-reduce + residual + RMSNorm, the QKV GEMM, the attention, the O GEMM, the fused op
+        again, the gate/up GEMM, the down GEMM. No host synchronization (CUDA-graph capturable once each shape ran
+        eagerly)."""
         name = type(self).__name__
         if not isinstance(x, torch.Tensor) or not isinstance(residual, torch.Tensor) or x.shape != residual.shape:
             raise LayerError(f"{name}: x and residual must be tensors of one shape [B, H]")
@@ -242,7 +248,9 @@ class TensorParallelDecoderLayer(nn.Module):
         gate, up = torch.matmul(normed, self.mlp.gate_up.weight).chunk(2, dim=1)
         return torch.matmul(functional.silu(gate) * up, self.mlp.down.weight), residual
 
-    def decode_hidden(self, hidden: torch.Tensor, positions: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    def decode_hidden(
+        self, hidden: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
+    ) -> torch.Tensor:
         """``decode`` of one layer from and to plain hidden states: [B, H] in (the same on every rank), [B, H]
         out (the same on every rank)."""
         x, residual = self.decode(torch.zeros_like(hidden), hidden, positions, cache)
