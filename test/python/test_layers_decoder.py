@@ -257,7 +257,8 @@ def test_decode_positions_place_each_token() -> None:
         assert step.lengths.dtype == torch.int32 and step.mask is None
     heads = layer.decode_positions(positions, layer.new_cache(2, 10, "heads"))
     assert heads.slots.tolist() == [3, 7] and heads.mask is not None and heads.lengths is None
-    assert heads.mask[:, 0, 0].tolist() == [[i <= 3 for i in range(10)], [i <= 7 for i in range(10)]]
+    assert (heads.mask[:, 0, 0] == 0).tolist() == [[i <= 3 for i in range(10)], [i <= 7 for i in range(10)]]
+    assert heads.mask.dtype == torch.bfloat16 and heads.mask.max() == 0 and heads.mask.min() == float("-inf")
     cos, sin = rope_cos_sin(positions, layer.attention.inv_freq)
     x = torch.randn(2, 3, TINY.head_dim)
     assert torch.allclose(rotate(x, heads.cos, heads.signed_sin), apply_rope(x, cos, sin))

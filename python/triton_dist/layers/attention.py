@@ -124,7 +124,8 @@ class DecodePositions:
     ``positions`` int64 [B]; ``rows`` ``arange(B)``; ``cos`` / ``signed_sin`` fp32 [B, head_dim] (``rope_tables``);
     ``slots`` int64 [B], where each new token goes in this rank's cache storage (a sequence-split cache's spare
     position when another rank holds it); ``lengths`` int32 [B], this rank's valid tokens per sequence after the
-    step (sequence-split), ``mask`` bool [B, 1, 1, local_len], the positions each sequence attends to (head-split).
+    step (sequence-split), ``mask`` [B, 1, 1, local_len] in the cache's dtype, 0 where each sequence attends and
+    -inf past its position (head-split).
     ``key``: the cache geometry and rotary frequencies they were made for (layout, local_len, rank, world size,
     head dim, rope theta).
     """
@@ -352,7 +353,10 @@ class TensorParallelAttention(nn.Module):
             lengths = (offset + 1).clamp(0, local_len).to(torch.int32)
         else:
             slots = positions
-            mask = (torch.arange(local_len, device=positions.device) <= positions.unsqueeze(1))[:, None, None, :]
+            hidden = torch.arange(local_len, device=positions.device) > positions.unsqueeze(1)  # [B, L]
+            # Additive, in the cache's dtype: SDPA takes it as is (a boolean mask is converted per call).
+            mask = torch.zeros(hidden.shape, dtype=cache.k_store.dtype, device=positions.device)
+            mask = mask.masked_fill_(hidden, float("-inf"))[:, None, None, :]
         rows = torch.arange(batch, device=positions.device)
         return DecodePositions(positions, rows, cos, signed_sin, slots, lengths, mask, self._step_key(cache))
 
