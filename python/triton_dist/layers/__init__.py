@@ -21,7 +21,8 @@ the layer and the tensor.
 - :class:`TensorParallelAttention`: grouped-query attention with its heads split over the ranks (QKV column-parallel,
   QK norm and RoPE, SDPA on this rank's heads, O row-parallel); prefill sequence-parallel (``ag_gemm``,
   ``gemm_rs``), decode on replicated tokens (O through ``gemm_ar``, or left partial); a :class:`KVCache` split by
-  heads, or by sequence (decode attention through ``ops.flash_decode``).
+  heads, or by sequence (decode attention through ``ops.flash_decode``); :class:`DecodePositions`, what a decode
+  step derives from the positions, made once for every layer.
 - :class:`TensorParallelDecoderLayer`: RMSNorm, attention, residual, RMSNorm, MLP, residual; at decode its two
   all-reduces are ``ops.all_reduce_residual_rmsnorm``. :class:`DecoderConfig` and ``CONFIGS`` (Llama-3-8B,
   Llama-3-70B, Qwen3-32B) give the shapes, ``random_weights`` full weights of one.
@@ -33,7 +34,7 @@ This is the package's top layer: it imports the ops' public names and the runtim
 
 from __future__ import annotations
 
-from triton_dist.layers.attention import KVCache, TensorParallelAttention
+from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention
 from triton_dist.layers.decoder import (
     CONFIGS,
     LLAMA_3_8B,
@@ -53,6 +54,7 @@ __all__ = [
     "LLAMA_3_8B",
     "QWEN3_32B",
     "ColumnParallelLinear",
+    "DecodePositions",
     "DecoderConfig",
     "ExpertParallelMoE",
     "KVCache",
