@@ -12,6 +12,11 @@ per destination rank; the receiver gets its rows grouped by local expert (see :c
 ``mode="normal"`` and ``mode="low_latency"``). Combine returns, for every token on its home rank,
 ``sum_k w_k * y_k`` accumulated in fp32, in ``x``'s dtype.
 
+``fp8=True`` quantizes the payload to e4m3 inside the push kernel, one fp32 scale per 128 channels (``quantize_fp8``
+is the same in torch); the receiver gets the fp8 rows and ``handle.recv_scales`` for an fp8 expert GEMM
+(``ops.grouped_gemm``), or ``dequantize=True`` rows in x's dtype. Device-side problems (ids out of range, a
+low-latency expert over its capacity) land in ``handle.status``: :func:`check_status`.
+
 - ``config.py``: :class:`MoeError`, :class:`MoeHandle` (the layouts), the input checks, the launch constants.
 - ``kernels.py``: the five ``@triton.jit`` kernels (route, push, expand; combine push and reduce) and their
   ordering argument.

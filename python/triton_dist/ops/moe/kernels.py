@@ -17,12 +17,17 @@ A call moves through five kernels (``op.py`` launches them; ``R`` is the ``ROW``
    slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t | topk_idx[t] |
    weights (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots are packed
    by source); low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the data. Then
-   each program sets its data flag ``(me, program)`` on every rank (release: its pushes come first).
+   each program sets its data flag ``(me, program)`` on every rank (release: its pushes come first). With fp8
+   (``SCALES`` > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4) / 448``,
+   IEEE division, rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every destination,
+   its scales written at the end of the meta row.
 3. ``_expand_kernel`` (``P`` programs): waits for every ``(source, program)`` data flag (acquire), then copies each
    received token, locally, into one row per local expert it was routed to: expert ``l``'s rows start at its
    offset, then source ``s``'s at ``sum_{s' < s} C[s', me * L + l]``, then the pair's ``pair_pos``. It writes the
    per-row meta, and per received token the rows combine sums (``comb_rows``, k order) and where its partial goes
-   (``comb_src``: the home rank; ``comb_dst``: the slot there).
+   (``comb_src``: the home rank; ``comb_dst``: the slot there). fp8: it copies the e4m3 bytes and the row's scales,
+   or (``DEQUANT``) writes ``e4m3 value * scale`` in x's dtype. Low-latency: a pair past its expert's ``W * M`` rows
+   is dropped, and pid 0 counts the dropped pairs in status word 2.
 4. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
    every rank.
