@@ -120,7 +120,8 @@ def _launch(
     fp8 = x.dtype == FP8_DTYPE
     total = x.numel() // k
     if config is None:
-        config = default_config(capacity if x.dim() == 3 else total / experts, fp8)
+        # The low-latency layout is decode's: few rows per expert, whatever its capacity.
+        config = default_config(min(capacity, 64) if x.dim() == 3 else total / experts, fp8)
     config.check(fp8)
     y = torch.empty(*x.shape[:-1], n, dtype=out, device=x.device)
     if offsets is None:  # the low-latency layout: expert e's rows start at e * capacity
