@@ -8,7 +8,8 @@ The ops (each importable from here; all but ``matmul`` also registered as ``torc
 - :func:`all_reduce`: one-launch one-shot / two-shot all-reduce for decode-size messages.
 - :func:`all_reduce_residual_rmsnorm`: all-reduce, residual add and RMSNorm in one kernel (a TP layer's epilogue);
   :func:`all_reduce_residual_rmsnorm_fp8`: the same with an e4m3 output and a per-token scale.
-- :func:`gemm_ar`: sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce in one kernel.
+- :func:`gemm_ar`: sum over ranks of a @ b (row-parallel decode linear), GEMM and all-reduce in one kernel; with
+  ``residual=`` and ``norm_weight=``, the residual add and RMSNorm too (through ``all_reduce_residual_rmsnorm``).
 - :func:`flash_decode`: decode attention over a KV cache split across ranks along the sequence, partial results
   combined inside the one kernel.
 - :func:`moe_dispatch` / :func:`moe_combine`: expert-parallel token dispatch (each token once per destination
