@@ -335,7 +335,8 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
         "  barrier); decode CUDA-graphed (10 steps per graph, median of >= 20 replays). tok/s: tokens per step /",
         "  (ms per layer x the model's depth): the decoder layers of the whole model, no embedding or LM head.",
         "- ours: triton_dist.layers (prefill sequence-parallel through ag_gemm / gemm_rs; decode with",
-        "  all_reduce_residual_rmsnorm at both all-reduces, flash_decode over a sequence-split KV cache; head-KV:",
+        "  all_reduce_residual_rmsnorm at both all-reduces (after O as gemm_ar's norm epilogue), flash_decode",
+        "  over a sequence-split KV cache; head-KV:",
         "  SDPA with a length mask over a head-split cache). torch: Megatron-style TP, NCCL all_reduce, cuBLAS,",
         "  SDPA, torch RMSNorm"
         + (", and torch.compile of its layer (best of the two is the baseline)." if compiled else "."),

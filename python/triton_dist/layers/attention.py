@@ -469,7 +469,7 @@ class TensorParallelAttention(nn.Module):
     def decode(self, x: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache) -> torch.Tensor:
         """One new token per sequence: ``decode_partial``'s attention with O reduced over the ranks by
         ``ops.gemm_ar``. Returns [B, H], the same on every rank."""
-        attn = self._decode_attention(x, positions, cache)
+        attn = self.decode_attention(x, positions, cache)
         return gemm_ar(attn, self.o.weight)
 
     def decode_partial(
@@ -487,13 +487,15 @@ class TensorParallelAttention(nn.Module):
         this rank's heads; a "sequence" cache first gathers every rank's new q, k, v (one ``ops.all_reduce`` of the
         zero-padded columns) and runs ``ops.flash_decode``.
         """
-        attn = self._decode_attention(x, positions, cache)
+        attn = self.decode_attention(x, positions, cache)
         return torch.matmul(attn, self.o.weight)
 
-    def _decode_attention(
+    def decode_attention(
         self, x: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
     ) -> torch.Tensor:
-        """The new tokens' attention output on this rank's heads, [B, Hq/W * D]."""
+        """The new tokens' attention output on this rank's heads, [B, Hq/W * D], before O (arguments as
+        ``decode_partial``): for a caller that runs O itself (the decoder layer: ``gemm_ar`` with its norm
+        epilogue)."""
         name = type(self).__name__
         self._check_hidden(x, "x")
         batch = x.shape[0]

@@ -13,7 +13,7 @@ from torch.nn import functional
 from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, rms_norm
 from triton_dist.layers.linear import LayerError, world_position
 from triton_dist.layers.mlp import TensorParallelMLP
-from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm
+from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm, gemm_ar
 
 MAX_HIDDEN = 32768
 """The largest hidden size ``ops.all_reduce_residual_rmsnorm`` tiles (one row per program)."""
@@ -96,8 +96,9 @@ class TensorParallelDecoderLayer(nn.Module):
     - ``decode(x, residual, positions, cache)``, one new token per sequence, replicated hidden states [B, H], the
       all-reduces deferred and fused: the layer's input is ``residual + sum over ranks of x``, and it returns
       ``(x_out, residual_out)`` meaning the same for its output. Both of its all-reduces are
-      ``ops.all_reduce_residual_rmsnorm`` (with this layer's input norm, then its post-attention norm), so a stack
-      of layers passes ``(x, residual)`` along with one fused all-reduce + residual + RMSNorm per boundary. Start a
+      ``ops.all_reduce_residual_rmsnorm`` (with this layer's input norm; then with its post-attention norm, as
+      ``ops.gemm_ar``'s epilogue after O), so a stack of layers passes ``(x, residual)`` along with one fused
+      all-reduce + residual + RMSNorm per boundary. Start a
       stack with ``x = zeros``, ``residual = hidden``; ``decode_hidden`` does one layer that way and reduces its
       output.
     """
@@ -234,17 +235,19 @@ class TensorParallelDecoderLayer(nn.Module):
         ``residual`` the same on every rank); returns ``(x_out, residual_out)``, the output as the same kind of
         pair (this rank's unreduced partial, and the replicated residual). ``positions`` and ``cache`` as
         ``TensorParallelAttention.decode_partial`` (a stack computes ``decode_positions`` once per step).
-        Launches: the fused all-reduce + residual + RMSNorm, the QKV GEMM, the attention, the O GEMM, the fused op
-        again, the gate/up GEMM, the down GEMM. No host synchronization (CUDA-graph capturable once each shape ran
-        eagerly)."""
+        Launches: the fused all-reduce + residual + RMSNorm, the QKV GEMM, the attention, O through ``gemm_ar``
+        with its norm epilogue (O's GEMM, then the fused op again), the gate/up GEMM, the down GEMM. No host
+        synchronization (CUDA-graph capturable once each shape ran eagerly)."""
         name = type(self).__name__
         if not isinstance(x, torch.Tensor) or not isinstance(residual, torch.Tensor) or x.shape != residual.shape:
             raise LayerError(f"{name}: x and residual must be tensors of one shape [B, H]")
         eps = self.config.rms_eps
         x, residual = x.contiguous(), residual.contiguous()  # the fused op takes contiguous tensors
         normed, residual = all_reduce_residual_rmsnorm(x, residual, self.input_norm_weight, eps)
-        attn = self.attention.decode_partial(normed, positions, cache)
-        normed, residual = all_reduce_residual_rmsnorm(attn, residual, self.post_norm_weight, eps)
+        attn = self.attention.decode_attention(normed, positions, cache)
+        normed, residual = gemm_ar(
+            attn, self.attention.o.weight, residual=residual, norm_weight=self.post_norm_weight, eps=eps
+        )
         gate, up = torch.matmul(normed, self.mlp.gate_up.weight).chunk(2, dim=1)
         return torch.matmul(functional.silu(gate) * up, self.mlp.down.weight), residual
 
