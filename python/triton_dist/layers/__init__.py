@@ -23,9 +23,9 @@ the layer and the tensor.
   ``gemm_rs``), decode on replicated tokens (O through ``gemm_ar``, or left partial); a :class:`KVCache` split by
   heads, or by sequence (decode attention through ``ops.flash_decode``); :class:`DecodePositions`, what a decode
   step derives from the positions, made once for every layer.
-- :class:`TensorParallelDecoderLayer`: RMSNorm, attention, residual, RMSNorm, MLP, residual; at decode its two
-  all-reduces are ``ops.all_reduce_residual_rmsnorm``. :class:`DecoderConfig` and ``CONFIGS`` (Llama-3-8B,
-  Llama-3-70B, Qwen3-32B) give the shapes, ``random_weights`` full weights of one.
+- :class:`TensorParallelDecoderLayer`: RMSNorm, attention, residual, RMSNorm, MLP, residual; at decode its two all-
+  reduces are ``ops.all_reduce_residual_rmsnorm`` (after O as ``ops.gemm_ar``'s norm epilogue). :class:`DecoderConfig`
+  and ``CONFIGS`` (Llama-3-8B, Llama-3-70B, Qwen3-32B) give the shapes, ``random_weights`` full weights of one.
 
 Every rank must call ``forward`` together, with the same shapes (the ops synchronize with the peers).
 
