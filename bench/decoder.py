@@ -424,6 +424,8 @@ def main() -> int:
         began = time.time()
         failures += bench_model(CONFIGS[name], args, rows)
         rank0_print(f"INFO {name}: {time.time() - began:.0f} s")
+        if world.rank == 0:  # the results so far, in case a time limit stops the run before the end
+            write_results(Path(args.out_dir), rows, args, started)
     for phase, bar in BAR.items():
         speedups = [row["speedup"] for row in rows if row["phase"] == phase]
         if speedups:
