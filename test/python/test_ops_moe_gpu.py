@@ -1,10 +1,14 @@
 """moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases
 (test_ops_moe_emulation.py) on real kernels, two dispatches in flight before their combines (the double-buffered
-halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference.
+halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference; fp8
+dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert
+over its capacity, ``grouped_gemm`` against torch per expert (both layouts, bf16 and fp8), and
+``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs
 
-Each rank writes, per check, what differed from the reference to ``OUT_DIR/rank<r>.json``.
+Each rank writes, per check, what differed from the reference to ``OUT_DIR/rank<r>.json``, prints the failed checks
+and exits non-zero if any failed.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +34,229 @@ def _cpu(handle: Any) -> Any:
     return dataclasses.replace(handle, **moved)
 
 
-def _combine_problems(out: torch.Tensor, ys: list[torch.Tensor], refs: list[Any], rank: int) -> list[str]:
+def _combine_problems(
+    out: torch.Tensor, ys: list[torch.Tensor], refs: list[Any], rank: int, rtol: float = 8e-3
+) -> list[str]:
+    """``out`` against reference_combine of ``ys``; ``rtol`` 8e-3: fp32 sums in the reference's order, the GPU may
+    fuse a multiply-add, so the last bf16 bit may differ (2e-2 where the experts' inputs are dequantized rows, which
+    the interpreter of a dry run rounds to bf16 by truncation)."""
     from triton_dist.ops.moe import reference_combine
 
     exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
-    try:  # fp32 sums in the reference's order; the GPU may fuse a multiply-add, so allow the last bf16 bit
-        torch.testing.assert_close(out.cpu().float(), exact, rtol=8e-3, atol=1e-5)
+    try:
+        torch.testing.assert_close(out.cpu().float(), exact, rtol=rtol, atol=1e-5)
     except AssertionError as error:
         return [f"combine: {str(error)[:300]}"]
     return []
+
+
+def _graphed(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` captured in a CUDA graph (after the caller's eager warm-up): the returned callable replays it and
+    returns the captured outputs. On a CPU world (a dry run of these checks under the emulation) it calls ``fn``."""
+    if not torch.cuda.is_available():
+        return fn
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outputs = fn()
+
+    def replay() -> Any:
+        graph.replay()
+        return outputs
+
+    return replay
+
+
+def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
+    """fp8 dispatch: normal mode's fp8 rows and scales bit-exact against reference.quantize_fp8 (both round to
+    nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; then a
+    low-latency fp8 dispatch + combine in a CUDA graph with fresh routing per replay; then an expert over its
+    low-latency capacity."""
+    from test_ops_moe_emulation import _case_inputs, _experts
+
+    import triton_dist
+    from triton_dist.ops.moe import MoeStatusError, check_status, reference_dispatch
+    from triton_dist.ops.moe.reference import dequantize_fp8
+    from triton_dist.testing import sync
+
+    def inputs(seed: int, name: str = "k8") -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], int]:
+        xs, idxs, weights, experts = _case_inputs(name, size, seed, hidden=320)  # groups of 128, 128 and 64
+        return [x * 30 for x in xs], idxs, weights, experts
+
+    def compare(key: str, got: tuple[torch.Tensor, Any], out: torch.Tensor, xs: Any, idxs: Any, weights: Any,
+                experts: int, mode: str, cap: int | None, dequantize: bool) -> None:  # fmt: skip
+        recv_x, handle = got
+        refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
+        want, ref = refs[rank]
+        sync(key)
+        problems = []
+        if not torch.equal(handle.expert_counts.cpu(), ref.expert_counts):
+            problems.append(f"counts {handle.expert_counts.tolist()} != {ref.expert_counts.tolist()}")
+        counts = ref.expert_counts.tolist()
+        rows = [slice(None)] if mode == "normal" else [(e, slice(0, c)) for e, c in enumerate(counts)]
+        for at in rows:
+            if dequantize:  # fp32 products rounded to bf16: to nearest even (GPUs) or truncated (the interpreter)
+                exact = dequantize_fp8(want[at], ref.recv_scales[at])
+                truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+                got_rows = recv_x[at].cpu()
+                if not (torch.equal(got_rows, exact.to(torch.bfloat16)) or torch.equal(got_rows, truncated)):
+                    problems.append(f"dequantized rows {at} differ")
+            elif not torch.equal(recv_x[at].cpu().view(torch.uint8), want[at].view(torch.uint8)):
+                problems.append(f"fp8 rows {at} differ")
+            elif not torch.equal(handle.recv_scales[at].cpu(), ref.recv_scales[at]):
+                problems.append(f"scales {at} differ")
+        ys = [_experts(dequantize_fp8(rx, h.recv_scales, torch.bfloat16), h.recv_expert) for rx, h in refs]
+        problems += _combine_problems(out, ys, refs, rank, rtol=2e-2 if dequantize else 8e-3)
+        record[key] = problems
+
+    def run(xs: Any, idxs: Any, weights: Any, experts: int, mode: str, cap: int | None, dequantize: bool) -> Any:
+        args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, mode, cap)
+        recv_x, handle = triton_dist.ops.moe_dispatch(*args, fp8=True, dequantize=dequantize)
+        rows = recv_x if dequantize else dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16)
+        return (recv_x, handle), triton_dist.ops.moe_combine(_experts(rows, handle.recv_expert), handle)
+
+    for mode, dequantize in (("normal", False), ("normal", True), ("low_latency", False), ("low_latency", True)):
+        for name in ("k8", "random", "one_rank"):
+            xs, idxs, weights, experts = inputs(40, name)
+            cap = max(max(x.shape[0] for x in xs), 1) if mode == "low_latency" else None
+            got, out = run(xs, idxs, weights, experts, mode, cap, dequantize)
+            key = f"fp8-{name}/{mode}" + ("/dequantize" if dequantize else "")
+            compare(key, got, out, xs, idxs, weights, experts, mode, cap, dequantize)
+    xs, idxs, weights, experts = inputs(50)
+    cap = max(x.shape[0] for x in xs)
+    static = [xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda)]
+    run(xs, idxs, weights, experts, "low_latency", cap, False)  # eager first: plans, buffers, compilation
+    sync("fp8 graph warm-up")
+
+    def step() -> Any:
+        recv_x, handle = triton_dist.ops.moe_dispatch(*static, experts, "low_latency", cap, fp8=True)
+        rows = dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16)
+        return recv_x, handle, triton_dist.ops.moe_combine(_experts(rows, handle.recv_expert), handle)
+
+    replayed = _graphed(step)
+    for replay in range(3):
+        xs, idxs, weights, experts = inputs(60 + replay)
+        for target, value in zip(static, (xs[rank], idxs[rank], weights[rank]), strict=True):
+            target.copy_(value)
+        recv_x, handle, out = replayed()
+        compare(f"fp8-graph-replay-{replay}/low_latency", (recv_x, handle), out, xs, idxs, weights, experts,
+                "low_latency", cap, False)  # fmt: skip
+    # Every token names the last rank's last expert twice: 2 * W * T pairs for its W * T rows.
+    tokens, experts = 16, 4 * size
+    idx = torch.full((tokens, 2), experts - 1, dtype=torch.int32, device=cuda)
+    x = torch.randn(tokens, 64, device=cuda).bfloat16()
+    recv_x, handle = triton_dist.ops.moe_dispatch(x, idx, torch.ones(tokens, 2, device=cuda), experts, "low_latency",
+                                                  tokens)  # fmt: skip
+    triton_dist.ops.moe_combine(recv_x, handle)
+    last = rank == size - 1
+    try:
+        check_status(handle)
+        raised = ""
+    except MoeStatusError as error:
+        raised = str(error)
+    problems = [] if last == ("low-latency capacity exceeded" in raised) else [f"check_status: {raised!r}"]
+    if handle.status.tolist()[2] != (size * tokens if last else 0):
+        problems.append(f"status {handle.status.tolist()}")
+    record["overflow/low_latency"] = problems
+
+
+def _grouped_gemm_checks(cuda: torch.device, record: dict[str, list[str]]) -> None:
+    """grouped_gemm against torch per expert: normal and low-latency layouts, bf16 and fp8 (block weight scales),
+    uneven counts with an empty expert, K and N with a short last 128-block."""
+    from triton_dist.ops import grouped_gemm, quantize_fp8, quantize_weights_fp8
+    from triton_dist.ops.moe.reference import dequantize_fp8
+
+    gen = torch.Generator().manual_seed(7)
+    experts, k, n, capacity = 8, 1088, 704, 300
+    counts = torch.randint(0, capacity, (experts,), generator=gen).to(torch.int32)
+    counts[3] = 0
+    w = torch.randn(experts, k, n, generator=gen) / k**0.5
+    wq, ws = quantize_weights_fp8(w)
+    w_value = wq.float() * ws.repeat_interleave(128, 1).repeat_interleave(128, 2)[:, :k, :n]
+    for layout in ("normal", "low_latency"):
+        if layout == "normal":
+            x = torch.randn(int(counts.sum()), k, generator=gen)
+            offsets = torch.cumsum(counts, 0) - counts
+            rows = [slice(int(o), int(o + c)) for o, c in zip(offsets, counts, strict=True)]
+        else:
+            x = torch.randn(experts, capacity, k, generator=gen)
+            offsets = torch.arange(experts) * capacity
+            rows = [(e, slice(0, int(c))) for e, c in enumerate(counts)]  # type: ignore[misc]
+        dev_counts, dev_offsets = counts.to(cuda), offsets.to(torch.int32).to(cuda)
+        for fp8 in (False, True):
+            if fp8:
+                xq, xs = quantize_fp8(x)
+                y = grouped_gemm(xq.to(cuda), wq.to(cuda), dev_counts, dev_offsets, x_scales=xs.to(cuda),
+                                 w_scales=ws.to(cuda))  # fmt: skip
+                x_value, weights = dequantize_fp8(xq, xs), w_value
+            else:
+                y = grouped_gemm(x.bfloat16().to(cuda), w.bfloat16().to(cuda), dev_counts, dev_offsets)
+                x_value, weights = x.bfloat16().float(), w.bfloat16().float()
+            y = y.cpu().float()
+            problems = []
+            for e, at in enumerate(rows):
+                want = x_value[at] @ weights[e]
+                if not torch.allclose(y[at], want, rtol=2e-2, atol=2e-2):
+                    problems.append(f"expert {e}: max error {(y[at] - want).abs().max().item():.4g}")
+            record[f"grouped_gemm/{layout}/{'fp8' if fp8 else 'bf16'}"] = problems
+
+
+def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
+    """ExpertParallelMoE against the dense fp32 reference: normal, fp8, and low-latency in a CUDA graph replayed
+    with fresh tokens and routing."""
+    from torch.nn import functional
+
+    from triton_dist.layers import ExpertParallelMoE
+    from triton_dist.testing import sync
+
+    experts, hidden, inter, topk, max_tokens = 8 * size, 512, 384, 4, 96
+    gen = torch.Generator().manual_seed(9)
+    gate = (torch.randn(experts, hidden, inter, generator=gen) / hidden**0.5).bfloat16()
+    up = (torch.randn(experts, hidden, inter, generator=gen) / hidden**0.5).bfloat16()
+    down = (torch.randn(experts, inter, hidden, generator=gen) / inter**0.5).bfloat16()
+
+    def routing(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(seed * 10 + rank)
+        tokens = max_tokens - 17 * rank  # uneven T
+        x = torch.randn(tokens, hidden, generator=g).bfloat16()
+        idx = torch.stack([torch.randperm(experts, generator=g)[:topk] for _ in range(tokens)]).to(torch.int32)
+        idx[torch.rand(tokens, topk, generator=g) < 0.1] = -1
+        return x, idx, torch.rand(tokens, topk, generator=g)
+
+    def dense(x: torch.Tensor, idx: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        x, out = x.to(cuda).float(), torch.zeros(x.shape[0], hidden, device=cuda)
+        idx, weights = idx.to(cuda), weights.to(cuda)
+        for e in range(experts):
+            hit = idx == e
+            tokens = hit.any(dim=1)
+            if tokens.any():
+                h = functional.silu(x[tokens] @ gate[e].to(cuda).float()) * (x[tokens] @ up[e].to(cuda).float())
+                out[tokens] += (weights * hit).sum(dim=1)[tokens, None] * (h @ down[e].to(cuda).float())
+        return out
+
+    def problems(got: torch.Tensor, want: torch.Tensor, fp8: bool) -> list[str]:
+        error = ((got.float() - want).norm() / want.norm()).item()
+        return [] if got.dtype == torch.bfloat16 and error < (0.1 if fp8 else 0.02) else [f"relative error {error:.4g}"]
+
+    for name, options in (("normal", {}), ("fp8", {"fp8": True})):
+        layer = ExpertParallelMoE(gate.to(cuda), up.to(cuda), down.to(cuda), **options)  # type: ignore[arg-type]
+        for call in range(2):
+            x, idx, weights = routing(call)
+            got = layer(x.to(cuda), idx.to(cuda), weights.to(cuda))
+            record[f"layer/{name}/call{call}"] = problems(got, dense(x, idx, weights), name == "fp8")
+    layer = ExpertParallelMoE(gate.to(cuda), up.to(cuda), down.to(cuda), mode="low_latency",
+                              max_tokens_per_rank=max_tokens)  # fmt: skip
+    static = [t.to(cuda) for t in routing(5)]
+    layer(*static)  # eager first
+    sync("layer graph warm-up")
+    replayed = _graphed(lambda: layer(*static))
+    for replay in range(3):
+        x, idx, weights = routing(10 + replay)
+        for target, value in zip(static, (x, idx, weights), strict=True):
+            target.copy_(value)
+        out = replayed()
+        sync("layer graph replay")
+        record[f"layer/low_latency-graph-replay-{replay}"] = problems(out, dense(x, idx, weights), False)
+    layer.check_status()
 
 
 def _worker(out_dir: str) -> None:
@@ -95,10 +314,21 @@ def _worker(out_dir: str) -> None:
             target.copy_(value)
         graph.replay()
         check(f"graph-replay-{replay}/low_latency", args, refs, dispatched, out)
+    for name, checks in (
+        ("fp8", lambda: _fp8_checks(rank, size, cuda, record)),
+        ("grouped_gemm", lambda: _grouped_gemm_checks(cuda, record)),
+        ("layer", lambda: _layer_checks(rank, size, cuda, record)),
+    ):
+        try:
+            checks()
+        except Exception as error:  # noqa: BLE001 (recorded: the other checks still run)
+            record[f"{name}/raised"] = [f"{type(error).__name__}: {error}"]
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
+    failed = {key: problems for key, problems in record.items() if problems}
+    print(f"rank {rank}: {len(record) - len(failed)} of {len(record)} checks passed; failed: {failed or 'none'}")
     triton_dist.finalize()
     sys.stdout.flush()
-    os._exit(0)
+    os._exit(1 if failed else 0)
 
 
 @pytest.mark.skipif(GPUS < 2, reason=f"needs 2 GPUs, this machine has {GPUS}")
