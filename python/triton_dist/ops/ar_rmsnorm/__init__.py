@@ -6,10 +6,10 @@ normed_fp8, scale, residual = all_reduce_residual_rmsnorm_fp8(x, residual, weigh
 ```
 
 ``new_residual = residual + sum over ranks of x``; ``normed = RMSNorm(new_residual) * weight`` (fp32 inside, the
-norm of the rounded new residual, x's dtype out), with the all-reduce's one-shot (push) or two-shot flag rounds by message size
-(``all_reduce.select_config`` chooses). The fp8 variant quantizes each normed row to e4m3 with one fp32 scale per
-token (``scale = max|row| / 448``, ``[..., 1]``: ``normed_fp8.float() * scale`` dequantizes). ``gemm_ar(a, b,
-residual=, norm_weight=)`` feeds its product to this op.
+norm of the rounded new residual, x's dtype out), with the all-reduce's one-shot (push) or two-shot flag rounds by
+message size (``all_reduce.select_config`` chooses). The fp8 variant quantizes each normed row to e4m3 with one
+fp32 scale per token (``scale = max|row| / 448``, ``[..., 1]``: ``normed_fp8.float() * scale`` dequantizes).
+``gemm_ar(a, b, residual=, norm_weight=)`` feeds its product to this op.
 
 - ``kernels.py``: the fused kernel (whole rows per program, several per flag round for large calls, device-side
   epochs);

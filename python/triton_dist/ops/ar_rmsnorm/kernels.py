@@ -13,10 +13,11 @@ the all-reduce's kernels (``ops/all_reduce/kernels.py``), whose ordering argumen
   row.
 - **two-shot** (``TWO_SHOT`` True): rank ``r`` owns rows ``[r * chunk, (r + 1) * chunk)``. The program pushes its
   rows of every owner's chunk into that owner's inbox, flag round; the owner sums in rank order, adds its
-  ``residual`` row, writes ``new_residual`` and the normed row and pushes the new residual row (in the dtype) into
-  every peer's gather buffer, flag round; every rank writes the other owners' new residual rows and norms them
-  itself. Single buffers (the all-reduce's two-shot argument). Each rank receives one row per row of the message,
-  as the all-reduce's two-shot gathers: the norm travels as its input, not as a second row.
+  ``residual`` row, writes ``new_residual`` and pushes the new residual row (in the dtype) into every rank's gather
+  buffer (its own included), flag round; every rank writes the other owners' new residual rows and norms every
+  row of the round from its gather buffer (the same code for every row, so the same bits on every rank). Single
+  buffers (the all-reduce's two-shot argument). Each rank receives one row per row of the message, as the
+  all-reduce's two-shot gathers: the norm travels as its input, not as a second row.
 
 The norm: ``h = residual + sum_r x_r`` in fp32, ``new_residual = h`` rounded to the dtype, ``normed =
 new_residual * rsqrt(mean(new_residual^2) + eps) * weight`` in fp32 (the norm of the residual the caller gets, as
@@ -135,19 +136,19 @@ def _ar_rmsnorm_kernel(
                             tl.float32
                         )
                     new = _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, in_row, hidden)
-                    _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
-                    for peer in range(0, ranks):
-                        if peer != me:
-                            tl.store(dl.symm_at(gathered + me * ROUND + r * BLOCK_H + offs, peer), new, mask=in_row)
+                    for peer in range(0, ranks):  # every rank's gather buffer, mine included
+                        tl.store(dl.symm_at(gathered + me * ROUND + r * BLOCK_H + offs, peer), new, mask=in_row)
             landed = flag_round(slot_flags + ranks, me, epoch, ranks, gathered, WORLD)
+            # Every rank norms every row of the round from its gather buffer, in the same code (its own rows too):
+            # the same instructions on the same values, so the same bits on every rank.
             for owner in range(0, ranks):
-                if owner != me:
-                    for r in range(0, ROUND_ROWS):
-                        row = owner * chunk + first + r
-                        if (first + r < chunk) & (row < rows):
-                            new = tl.load(landed + owner * ROUND + r * BLOCK_H + offs, mask=in_row, other=0.0)
+                for r in range(0, ROUND_ROWS):
+                    row = owner * chunk + first + r
+                    if (first + r < chunk) & (row < rows):
+                        new = tl.load(landed + owner * ROUND + r * BLOCK_H + offs, mask=in_row, other=0.0)
+                        if owner != me:
                             tl.store(new_residual_ptr + row * hidden + offs, new, mask=in_row)
-                            _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
+                        _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
     else:
         for t in range(slot, tl.cdiv(rows, ROUND_ROWS), tl.num_programs(0)):
             epoch += 1

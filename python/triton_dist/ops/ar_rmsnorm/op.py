@@ -277,7 +277,8 @@ def all_reduce_residual_rmsnorm(
     are expected to be the same on every rank (tensor parallelism), which makes the outputs bit-identical on all
     ranks. Computed in fp32: ``h = residual + sum_r x_r`` (the ranks' x summed in rank order), ``new_residual`` is
     ``h`` rounded to x's dtype and ``normed = new_residual * rsqrt(mean(new_residual^2) + eps) * weight`` (the norm
-    of the residual returned, as torch's add then RMSNorm computes it), returned in x's dtype. The one-shot or two-shot algorithm follows ``all_reduce``'s choice for the message size.
+    of the residual returned, as torch's add then RMSNorm computes it), returned in x's dtype. The one-shot or
+    two-shot algorithm follows ``all_reduce``'s choice for the message size.
     :func:`all_reduce_residual_rmsnorm_fp8` returns ``normed`` in e4m3 with a per-token scale instead.
 
     Needs ``triton_dist.init()`` on GPUs, or ``init(device="cpu")`` under ``TRITON_INTERPRET=1``. Bad input raises
