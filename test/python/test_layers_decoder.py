@@ -37,10 +37,10 @@ from triton_dist.layers.attention import apply_rope, rope_cos_sin, rope_inv_freq
 
 HEAP = "160M"
 """Each rank's CPU heap (the ops' workspaces are sized for GPUs)."""
-TINY = DecoderConfig("tiny", 64, 4, 2, 128, 128, 10000.0, 1e-6, qk_norm=True)
+TINY = DecoderConfig("tiny", 32, 4, 2, 128, 64, 10000.0, 1e-6, qk_norm=True)
 """A small layer with GQA (2 query heads per KV head), QK norm, head dim 128 (what flash_decode takes, for the
 sequence-split cache), 2 KV heads (one per rank)."""
-TINY_D32 = DecoderConfig("tiny-d32", 64, 4, 2, 32, 128, 500000.0, 1e-5)
+TINY_D32 = DecoderConfig("tiny-d32", 32, 4, 2, 32, 64, 500000.0, 1e-5)
 """The same with head dim 32 and no QK norm, for the head-split cache (a quarter of the QKV GEMM's columns: the
 interpreter's time goes with them)."""
 LAYOUTS = {"heads": TINY_D32, "sequence": TINY}
@@ -264,7 +264,7 @@ def test_decode_positions_place_each_token() -> None:
     assert torch.allclose(rotate(x, heads.cos, heads.signed_sin), apply_rope(x, cos, sin))
     other = layer.new_cache(2, 12, "heads")
     with pytest.raises(LayerError, match=r"the DecodePositions were made for \('heads', 10"):
-        layer.attention.decode_partial(torch.zeros(2, 64, dtype=torch.bfloat16), heads, other)
+        layer.attention.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), heads, other)
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -292,11 +292,11 @@ def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:
         ),
         (
             lambda: TensorParallelDecoderLayer(TINY, _weights(o=torch.zeros(64, 64)), rank=0, world_size=2),
-            r"TensorParallelDecoderLayer: weight 'o' must be \[512, 64\] for 'tiny', got \[64, 64\]",
+            r"TensorParallelDecoderLayer: weight 'o' must be \[512, 32\] for 'tiny', got \[64, 64\]",
         ),
         (
             lambda: TensorParallelDecoderLayer(
-                TINY, _weights(down=torch.zeros(128, 64, dtype=torch.half)), rank=0, world_size=2
+                TINY, _weights(down=torch.zeros(64, 32, dtype=torch.half)), rank=0, world_size=2
             ),
             "TensorParallelDecoderLayer: weight 'down' is torch.float16 but 'q' is torch.bfloat16",
         ),
@@ -317,11 +317,11 @@ def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:
         (
             lambda: TensorParallelDecoderLayer.from_shards(
                 TINY,
-                {**_layer(0, 2)[0].state_dict(), "attention.o.weight": torch.zeros(512, 64, dtype=torch.bfloat16)},
+                {**_layer(0, 2)[0].state_dict(), "attention.o.weight": torch.zeros(512, 32, dtype=torch.bfloat16)},
                 rank=0,
                 world_size=2,
             ),  # fmt: skip
-            r"TensorParallelAttention: o_shard must be \[256, 64\], got \[512, 64\]",
+            r"TensorParallelAttention: o_shard must be \[256, 32\], got \[512, 32\]",
         ),
         (lambda: _layer(0, 2)[0].new_cache(2, 9, "sequence"), "max_len a multiple of the world size 2, got 9"),
         (lambda: _layer(0, 2)[0].new_cache(2, 8, "pages"), "layout must be one of"),
@@ -335,7 +335,7 @@ def test_bad_input_names_the_layer_and_tensor(build: Callable[[], object], messa
 def test_bad_decode_input_names_the_layer() -> None:
     layer, _ = _layer(0, 1)
     cache = layer.new_cache(2, 8)
-    x = torch.zeros(2, 64, dtype=torch.bfloat16)
+    x = torch.zeros(2, 32, dtype=torch.bfloat16)
     with pytest.raises(LayerError, match=r"TensorParallelAttention: x is torch.float16 but the weights are"):
         layer.attention.decode_partial(x.half(), torch.zeros(2, dtype=torch.long), cache)
     with pytest.raises(
