@@ -247,7 +247,7 @@ for n in $SIZES; do
   run_step check "$n" ag_gemm 300 test/gpu/check_ag_gemm.py
   run_step check "$n" memory_model 180 test/gpu/check_memory_model.py
   run_step check "$n" decode_ops 360 test/gpu/check_decode_ops.py
-  run_step check "$n" ar_rmsnorm 300 test/gpu/check_ar_rmsnorm.py
+  run_step check "$n" ar_rmsnorm 420 test/gpu/check_ar_rmsnorm.py
   run_step check "$n" gemm_rs 300 test/gpu/check_gemm_rs.py $QUICK_ARG
   run_step check "$n" layers 300 test/gpu/check_layers.py
 done
