@@ -323,6 +323,18 @@ def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:
             ),  # fmt: skip
             r"TensorParallelAttention: o_shard must be \[256, 32\], got \[512, 32\]",
         ),
+        (
+            lambda: TensorParallelAttention(
+                *(torch.zeros(32, 4 * 16, dtype=torch.bfloat16) for _ in range(3)),
+                torch.zeros(64, 32, dtype=torch.half),
+                num_heads=4,
+                num_kv_heads=4,
+                head_dim=16,
+                rank=0,
+                world_size=1,
+            ),  # fmt: skip
+            "TensorParallelAttention: mixed weight dtypes: q_weight is torch.bfloat16, o_weight torch.float16",
+        ),
         (lambda: _layer(0, 2)[0].new_cache(2, 9, "sequence"), "max_len a multiple of the world size 2, got 9"),
         (lambda: _layer(0, 2)[0].new_cache(2, 8, "pages"), "layout must be one of"),
     ],

@@ -186,6 +186,9 @@ class TensorParallelAttention(nn.Module):
             if tuple(weight.shape) != (hidden, cols):
                 raise LayerError(f"{name}: {tensor} must be [{hidden}, {cols}], got {list(weight.shape)}")
         check_weight(name, "o_weight", o_weight)
+        for tensor, weight in (("k_weight", k_weight), ("v_weight", v_weight), ("o_weight", o_weight)):
+            if weight.dtype != q_weight.dtype:
+                raise LayerError(f"{name}: mixed weight dtypes: q_weight is {q_weight.dtype}, {tensor} {weight.dtype}")
         if tuple(o_weight.shape) != (num_heads * head_dim, hidden):
             raise LayerError(f"{name}: o_weight must be [{num_heads * head_dim}, {hidden}], got {list(o_weight.shape)}")
         qkv = torch.cat(
