@@ -358,6 +358,19 @@ def test_bad_decode_input_names_the_layer() -> None:
         layer.attention.decode_partial(x[:1], torch.zeros(1, dtype=torch.long), cache)
 
 
+def test_bad_layer_input_names_the_decoder_layer() -> None:
+    layer, _ = _layer(0, 2)
+    cache = layer.new_cache(2, 8)
+    x = torch.zeros(2, 32, dtype=torch.bfloat16)
+    positions = torch.zeros(2, dtype=torch.long)
+    with pytest.raises(LayerError, match="TensorParallelDecoderLayer: x is torch.float16 but the weights are"):
+        layer.prefill(x.half())
+    with pytest.raises(LayerError, match=r"TensorParallelDecoderLayer: residual must be \[rows, 32\], got \[2, 16\]"):
+        layer.decode(x, x[:, :16], positions, cache)
+    with pytest.raises(LayerError, match=r"TensorParallelDecoderLayer: x and residual must have one shape"):
+        layer.decode(x, x[:1], positions, cache)
+
+
 def test_sequence_cache_needs_flash_decodes_head_dim() -> None:
     small = DecoderConfig("d64", 64, 4, 2, 64, 128, 1e4, 1e-6)
     layer = TensorParallelDecoderLayer(small, random_weights(small), rank=0, world_size=2)

@@ -224,6 +224,7 @@ class TensorParallelDecoderLayer(nn.Module):
         rank's rows [M/W, H] of the [M, H] hidden states (M = batch * S, sequence-major; a multiple of W); returns
         this rank's rows [M/W, H] of the output. ``cache`` (optional) receives the keys and values (see
         ``TensorParallelAttention.prefill``)."""
+        self._check_input("x", x)
         eps = self.config.rms_eps
         h = x + self.attention.prefill(rms_norm(x, self.input_norm_weight, eps), batch=batch, cache=cache)
         return h + self.mlp(rms_norm(h, self.post_norm_weight, eps))
@@ -238,9 +239,13 @@ class TensorParallelDecoderLayer(nn.Module):
         Launches: the fused all-reduce + residual + RMSNorm, the QKV GEMM, the attention, O through ``gemm_ar``
         with its norm epilogue (O's GEMM, then the fused op again), the gate/up GEMM, the down GEMM. No host
         synchronization (CUDA-graph capturable once each shape ran eagerly)."""
-        name = type(self).__name__
-        if not isinstance(x, torch.Tensor) or not isinstance(residual, torch.Tensor) or x.shape != residual.shape:
-            raise LayerError(f"{name}: x and residual must be tensors of one shape [B, H]")
+        self._check_input("x", x)
+        self._check_input("residual", residual)
+        if x.shape != residual.shape:
+            raise LayerError(
+                f"{type(self).__name__}: x and residual must have one shape, got {list(x.shape)} and "
+                f"{list(residual.shape)}"
+            )
         eps = self.config.rms_eps
         x, residual = x.contiguous(), residual.contiguous()  # the fused op takes contiguous tensors
         normed, residual = all_reduce_residual_rmsnorm(x, residual, self.input_norm_weight, eps)
@@ -250,6 +255,17 @@ class TensorParallelDecoderLayer(nn.Module):
         )
         gate, up = torch.matmul(normed, self.mlp.gate_up.weight).chunk(2, dim=1)
         return torch.matmul(functional.silu(gate) * up, self.mlp.down.weight), residual
+
+    def _check_input(self, what: str, x: torch.Tensor) -> None:
+        """Raise LayerError unless ``x`` is [rows, H] in the weights' dtype, on their device."""
+        name, weight = type(self).__name__, self.input_norm_weight
+        if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.shape[1] != self.config.hidden_size:
+            got = list(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise LayerError(f"{name}: {what} must be [rows, {self.config.hidden_size}], got {got}")
+        if x.dtype != weight.dtype:
+            raise LayerError(f"{name}: {what} is {x.dtype} but the weights are {weight.dtype}")
+        if x.device != weight.device:
+            raise LayerError(f"{name}: {what} is on {x.device} but the weights are on {weight.device}")
 
     def decode_hidden(
         self, hidden: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
