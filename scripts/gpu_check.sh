@@ -266,6 +266,9 @@ if [ "$SHARED" != 1 ]; then
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" ping_pong_nvshmem 120 examples/ping_pong.py $PING_ARGS
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" allgather_push_nvshmem 180 examples/allgather_push.py $AG_ARGS
 fi
+# MoE dispatch / combine (normal, low-latency, CUDA-graph replays, fp8) against the torch reference: the pytest entry
+# launches its 2-rank worker itself and fails on any difference (issue 27).
+run_step check 1 moe 300 test/gpu/check_moe.py
 # The flag round trip inside one GPU (two programs through L2): the instructions' own cost beside ping_pong's.
 run_step check 1 round_trip_one_gpu 120 bench/round_trip_one_gpu.py
 run_step tune "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128

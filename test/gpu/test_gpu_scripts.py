@@ -68,12 +68,13 @@ CHECK_STEPS = [
     "ag_gemm",
     "memory_model",
     "decode_ops",
+    "ar_rmsnorm",
     "gemm_rs",
     "layers",
 ]
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
 ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem"]
-ONE_GPU_STEPS = ["round_trip_one_gpu"]
+ONE_GPU_STEPS = ["moe", "round_trip_one_gpu"]
 """Check steps that always run on one GPU (ranks 1), after the once-steps."""
 BENCH_STEPS = [
     "bench_matmul",
@@ -86,6 +87,8 @@ BENCH_STEPS = [
     "bench_gemm_ar_tiles",
     "bench_heap_backends",
     "bench_decoder",
+    "bench_moe",
+    "bench_ar_rmsnorm",
 ]
 TUNE_STEPS = ["allgather_tune", "tune_ag_gemm", "tune_gemm_rs"]
 ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\w+) \| \d+ \| (.*) \|$")
