@@ -1,7 +1,8 @@
 """triton_dist.layers.ExpertParallelMoE: at 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``,
 ``init(device="cpu")``) against a dense one-process torch reference with the same full weights (normal and
-low-latency mode, bf16 and fp8, a layer loaded from another's state dict, an expert id out of range in low-latency
-mode); and, without a world, the sharding, ``from_shards``, ``state_dict`` round trips and the errors.
+low-latency mode, bf16 and fp8, a layer built from zeros that loaded the first one's state dict, an expert id out
+of range in low-latency mode); and, without a world, the sharding, ``from_shards``, ``state_dict`` round trips and
+the errors.
 
 Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
 weights and every rank's tokens and routing from one seed, runs its own tokens through the layer and writes what

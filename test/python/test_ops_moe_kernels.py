@@ -191,6 +191,11 @@ def test_fake_low_latency_dispatch_has_the_grouped_gemm_layout() -> None:
         assert out.shape == (5, 64)
         with pytest.raises(MoeError, match="exceed max_tokens_per_rank=4"):
             torch.ops.triton_dist.moe_dispatch(x, idx, weights, 8, "low_latency", 4)
+        wide = torch.empty(5, 200, dtype=torch.bfloat16)  # fp8: e4m3 rows and 2 scales per row (128 + 72 channels)
+        fp8 = torch.ops.triton_dist.moe_dispatch(wide, idx, weights, 8, "low_latency", 16, True)
+        assert fp8[0].dtype == torch.float8_e4m3fn and fp8[17].shape == (8, 16, 2) and fp8[17].dtype == torch.float32
+        dequantized = torch.ops.triton_dist.moe_dispatch(wide, idx, weights, 8, "low_latency", 16, True, True)
+        assert dequantized[0].dtype == torch.bfloat16 and dequantized[17].numel() == 0
 
 
 def _fake_world(monkeypatch: pytest.MonkeyPatch, world_size: int = 2) -> SimpleNamespace:
