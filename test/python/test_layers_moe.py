@@ -1,8 +1,8 @@
 """triton_dist.layers.ExpertParallelMoE: at 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``,
 ``init(device="cpu")``) against a dense one-process torch reference with the same full weights (normal and
-low-latency mode, bf16 and fp8, a layer built from zeros that loaded the first one's state dict, an expert id out
-of range in low-latency mode); and, without a world, the sharding, ``from_shards``, ``state_dict`` round trips and
-the errors.
+low-latency mode, bf16 and fp8, a rank without tokens and a rank receiving none, a layer built from zeros that
+loaded the first one's state dict, an expert id out of range in low-latency mode); and, without a world, the
+sharding, ``from_shards``, ``state_dict`` round trips and the errors.
 
 Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
 weights and every rank's tokens and routing from one seed, runs its own tokens through the layer and writes what
@@ -40,7 +40,8 @@ def _weights(gen: torch.Generator, experts: int = EXPERTS) -> tuple[torch.Tensor
 def _routing(gen: torch.Generator, tokens: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x [T, H] bf16, distinct expert ids per token with some -1, and weights."""
     x = torch.randn(tokens, HIDDEN, generator=gen).bfloat16()
-    idx = torch.stack([torch.randperm(EXPERTS, generator=gen)[:TOPK] for _ in range(tokens)]).to(torch.int32)
+    rows = [torch.randperm(EXPERTS, generator=gen)[:TOPK] for _ in range(tokens)]
+    idx = (torch.stack(rows) if rows else torch.zeros(0, TOPK)).to(torch.int32)
     idx[torch.rand(tokens, TOPK, generator=gen) < 0.2] = -1
     return x, idx, torch.rand(tokens, TOPK, generator=gen)
 
@@ -62,6 +63,8 @@ def _reference(
 def _problems(got: torch.Tensor, want: torch.Tensor, fp8: bool = False) -> list[str]:
     if got.shape != want.shape or got.dtype != torch.bfloat16:
         return [f"got {got.dtype} {list(got.shape)}, want bf16 {list(want.shape)}"]
+    if want.numel() == 0:
+        return []
     if fp8:  # e4m3 keeps 3 mantissa bits: a relative error of a few percent
         error = ((got.float() - want).norm() / want.norm()).item()
         return [] if error < 0.08 else [f"relative error {error:.4g}"]
@@ -95,6 +98,13 @@ def _worker(out_dir: str) -> None:
     low_latency = ExpertParallelMoE(gate, up, down, mode="low_latency", max_tokens_per_rank=max(TOKENS))
     run("low_latency", low_latency)
     run("fp8/normal", ExpertParallelMoE(gate, up, down, fp8=True), fp8=True)
+    # Rank 1 has no tokens and rank 0 sends every token to rank 1's experts: rank 0's GEMMs get no rows.
+    x, idx, weights = _routing(torch.Generator().manual_seed(rank), 5 if rank == 0 else 0)
+    idx = torch.where(idx >= 0, EXPERTS - 1 - idx % 2, idx)
+    try:
+        record["empty"] = _problems(normal(x, idx, weights), _reference(x, idx, weights, gate, up, down))
+    except Exception as error:  # noqa: BLE001 (recorded for the test)
+        record["empty"] = [f"{type(error).__name__}: {error}"]
     loaded = ExpertParallelMoE(*(torch.zeros_like(w) for w in (gate, up, down)))
     loaded.load_state_dict(normal.state_dict())
     run("loaded_state_dict", loaded)  # the same plans again, fresh routing
@@ -118,7 +128,7 @@ def _worker(out_dir: str) -> None:
 
 def test_the_moe_layer_at_2_ranks_matches_a_dense_reference(tmp_path: Path) -> None:
     run_torchrun(Path(__file__), 2, [str(tmp_path)])
-    keys = {"normal", "low_latency", "fp8/normal", "loaded_state_dict", "bad_id/check_status"}
+    keys = {"normal", "low_latency", "empty", "fp8/normal", "loaded_state_dict", "bad_id/check_status"}
     for rank in range(2):
         record = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert set(record) == keys, f"rank {rank}: {record}"
