@@ -39,7 +39,7 @@ TOLERANCE = {torch.bfloat16: (3e-2, 3e-2, 8e-3), torch.float16: (4e-3, 4e-3, 1.5
 # puts A's rows (K/W bf16) off 16-byte multiples at 2, 4 and 8 ranks: TMA configurations must take the pointer kernel
 # there (K = 528 only does so from 4 ranks, where it first failed).
 # (4096, 4096, 4096) gives every persistent program several pushed tiles before its own ones (512 work items at two
-# ranks), where a deferred flag crosses items: the shapes above have at most about one item per program, and the
+# ranks): the shapes above have at most about one item per program, and the
 # quick run passed while the default kernel faulted there on H200.
 SHAPES = [(1024, 768, 1024), (8 * 130, 8 * 75, 8 * 66), (8 * 65, 8 * 75, 536), (4096, 2048, 4096), (4096, 4096, 4096)]
 QUICK_SHAPES = [(1024, 768, 1024), (8 * 130, 8 * 75, 8 * 66), (8 * 65, 8 * 75, 536), (4096, 4096, 4096)]
@@ -48,7 +48,6 @@ VARIANTS = [
     grs.GemmRSConfig(),
     grs.CUBLAS_CE,
     dataclasses.replace(grs.CUBLAS_CE, producer="direct"),
-    grs.GemmRSConfig(defer_notify=False),
     grs.GemmRSConfig(partial_dtype="input"),
     grs.GemmRSConfig(flatten=False),
     grs.GemmRSConfig(fused=False),

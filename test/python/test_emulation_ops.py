@@ -114,7 +114,7 @@ def _gemm_rs_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
         "gemm_rs/selected": lambda: run(None, 20, 40, 24),
         "gemm_rs/fp16_one_tile": lambda: run(None, 3, 8, 5, torch.float16),
         "gemm_rs/two_kernels": lambda: run(dataclasses.replace(EMULATED_CONFIG, fused=False), 12, 24, 16),
-        "gemm_rs/notify_at_once": lambda: run(dataclasses.replace(EMULATED_CONFIG, defer_notify=False), 12, 24, 16),
+        "gemm_rs/input_partials": lambda: run(dataclasses.replace(EMULATED_CONFIG, partial_dtype="input"), 12, 24, 16),
         "gemm_rs/tma_config_runs_pointers": lambda: run(
             dataclasses.replace(EMULATED_CONFIG, matmul=dataclasses.replace(EMULATED_CONFIG.matmul, use_tma=True)),
             16,

@@ -59,7 +59,7 @@ def compile_gemm_rs(  # noqa: ANN201
         "LOCAL_ONLY": local_only,
         "BLOCK_M": tile.block_m, "BLOCK_N": tile.block_n, "BLOCK_K": tile.block_k, "GROUP_M": tile.group_m,
         "SPLIT_N": tile.split_n, "USE_TMA": tile.use_tma, "FUSED": config.fused,
-        "DEFER_NOTIFY": config.defer_notify, "FLATTEN": config.flattens(),
+        "FLATTEN": config.flattens(),
     }  # fmt: skip
     return compile_kernel(
         grs._gemm_rs_kernel,
@@ -103,7 +103,7 @@ def test_the_fused_kernels_main_loop_is_pipelined_as_without_communication(parti
     main loop ran unpipelined and the fused kernel took 0.945 instead of 0.61 ms on 2 x H200 (8192,4096,12288)."""
     need_library("sm_90")
     config = grs.GemmRSConfig(partial_dtype=partial_dtype)
-    assert config.fused and config.defer_notify and config.matmul.use_tma, "the default is the deferred fused kernel"
+    assert config.fused and config.flattens(), "the default is the flattened fused kernel"
     fused = assembly(compile_gemm_rs(config, "sm_90"), "sm_90")
     alone = assembly(compile_gemm_rs(config, "sm_90", local_only=True), "sm_90")
     loads = fused.count("cp.async.bulk.tensor")
@@ -380,7 +380,7 @@ def sass_loops(listing: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("partial_dtype", ["float32", "input"])
 def test_default_tile_epilogue_loops_do_not_spill(partial_dtype):
-    """The default tile (128x256, flattened, defer_notify) with either partial dtype: no local memory in the own
+    """The default tile (128x256, flattened) with either partial dtype: no local memory in the own
     tile's peer loops (the innermost loops that load the peers' partials; before the tile left the MMA layout
     there, each peer cost every thread 26-43 spill loads and 4-24 spill stores per column half), and at most a
     few local accesses in any other loop that is not the wgmma loop: a value or two reloaded once per tile or
@@ -389,7 +389,7 @@ def test_default_tile_epilogue_loops_do_not_spill(partial_dtype):
 
     need_library("sm_90")
     config = dataclasses.replace(grs.GemmRSConfig(), partial_dtype=partial_dtype)
-    assert config.flattens() and config.defer_notify
+    assert config.flattens()
     loops = sass_loops(sass(compile_gemm_rs(config, "sm_90")))
     epilogue = [loop for loop in loops if not any("HGMMA" in line for line in loop)]
     assert any(any("LDG.E.STRONG.SYS" in line for line in loop) for loop in epilogue), "the await loop is found"

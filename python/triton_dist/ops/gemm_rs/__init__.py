@@ -10,9 +10,7 @@ shard comes last). A tile of a peer's shard is computed and stored in fp32 (or t
 straight into that peer's symmetric scratch (``dl.symm_at`` stores), then flagged there (``dl.notify``, one int32
 flag per (tile, source rank) holding the call's epoch). A tile of its own shard is computed last; before its main
 loop it waits for the W - 1 flags of that tile (``dl.wait``), which the peers set long before because they computed
-this shard first, and its epilogue adds the received partials in fp32 and stores the output. The ``DEFER_NOTIFY``
-variant flags a pushed tile only after the next tile's main loop, so the release never waits for its own stores to
-drain over NVLink.
+this shard first, and its epilogue adds the received partials in fp32 and stores the output.
 
 The two-kernel variant (``fused=False``) stores the own shard's partial locally and leaves the sum to a second,
 memory-bound kernel (``_reduce_partials_kernel``); kept to compare against.

@@ -31,7 +31,6 @@ class GemmRSConfig:
     - ``fused``: True reduces in the own tiles' epilogue; False writes partials and reduces in a second kernel.
     - ``partial_dtype``: "float32" pushes fp32 partial tiles (exact fp32 reduction of the fp32 accumulators);
       "input" pushes them in A's dtype (half the NVLink bytes, each partial rounded once before the fp32 sum).
-    - ``defer_notify``: flag a pushed tile after the next tile's main loop instead of right after its stores.
     - ``flatten``: let Triton flatten the persistent tile loop with the K loop (the next tile's loads overlap this
       tile's epilogue). Not applied where Triton 3.6 cannot (a fused epilogue with one column block, no TMA).
     - ``gemm``: "triton" (the persistent kernel above; every field but ``producer`` applies) or "cublas": per
@@ -47,7 +46,6 @@ class GemmRSConfig:
     matmul: MatmulConfig = MatmulConfig(128, 256, 64, 8, 3, 8, False, 2)
     fused: bool = True
     partial_dtype: str = "float32"
-    defer_notify: bool = True
     flatten: bool = True
     gemm: str = "triton"
     producer: str = "ce"
@@ -69,7 +67,7 @@ class GemmRSConfig:
         mode = "fused" if self.fused else "2kernel"
         part = "f32" if self.partial_dtype == "float32" else "in"
         flat = "" if self.flatten else "-noflat"
-        return f"{self.matmul.short()}-{mode}-{part}{'-defer' if self.defer_notify else ''}{flat}"
+        return f"{self.matmul.short()}-{mode}-{part}{flat}"
 
     def flattens(self) -> bool:
         """Whether the kernel is compiled with a flattened tile loop (see ``flatten``)."""
@@ -92,7 +90,7 @@ class GemmRSConfig:
 FALLBACK = GemmRSConfig(fallback=True)
 
 # The joint search space (bench/gemm_rs.py --tune, the tune_gemm_rs step of scripts/gpu_check.sh): GEMM tiles x
-# reduction mode x partial precision x when to flag. Tiles stay within Hopper's 227 KiB of shared memory with an
+# reduction mode x partial precision. Tiles stay within Hopper's 227 KiB of shared memory with an
 # fp32 epilogue.
 _TILES = (
     MatmulConfig(128, 256, 64, 8, 3, 8, False, 2),
@@ -104,11 +102,11 @@ CUBLAS_CE = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="ce")
 CANDIDATES = (
     CUBLAS_CE,
     GemmRSConfig(partial_dtype="input", gemm="cublas", producer="direct"),
-    *(GemmRSConfig(_TILES[0], True, partial, defer) for partial in PARTIAL_DTYPES for defer in (True, False)),
-    GemmRSConfig(_TILES[0], True, "float32", True, flatten=False),
-    GemmRSConfig(_TILES[0], False, "float32", True),
-    GemmRSConfig(_TILES[0], False, "input", True),
-    *(GemmRSConfig(tile, True, partial, True) for tile in _TILES[1:] for partial in PARTIAL_DTYPES),
+    *(GemmRSConfig(_TILES[0], True, partial) for partial in PARTIAL_DTYPES),
+    GemmRSConfig(_TILES[0], True, "float32", flatten=False),
+    GemmRSConfig(_TILES[0], False, "float32"),
+    GemmRSConfig(_TILES[0], False, "input"),
+    *(GemmRSConfig(tile, True, partial) for tile in _TILES[1:] for partial in PARTIAL_DTYPES),
     FALLBACK,
 )
 

@@ -113,7 +113,6 @@ def _gemm_rs_kernel(
     SPLIT_N: tl.constexpr,
     USE_TMA: tl.constexpr,
     FUSED: tl.constexpr,
-    DEFER_NOTIFY: tl.constexpr,
     FLATTEN: tl.constexpr = True,
     LOCAL_ONLY: tl.constexpr = False,
 ):
@@ -139,9 +138,7 @@ def _gemm_rs_kernel(
         slots = W - 1
     flags = flags_ptr + parity * tiles * W
     scratch = scratch_ptr + parity * slots * slot_elems
-    nprog = tl.num_programs(0)
-    pushes = (W - 1) * tiles  # the work items before the own tiles (the last step)
-    for t in tl.range(tl.program_id(0), W * tiles, nprog, flatten=FLATTEN):
+    for t in tl.range(tl.program_id(0), W * tiles, tl.num_programs(0), flatten=FLATTEN):
         step = t // tiles
         local = t - step * tiles
         dest = (me + 1 + step) % W
@@ -159,14 +156,6 @@ def _gemm_rs_kernel(
                 a, b, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, dest * shard_m + off_m, off_n,
                 BLOCK_M, BLOCK_N, BLOCK_K,
             )  # fmt: skip
-        if DEFER_NOTIFY and not LOCAL_ONLY:
-            # This program's previous item was a push deferred to here (see below): its stores had this whole main
-            # loop to drain. Recomputed from t, not carried through the loop: the flattened, pipelined loop
-            # faulted with a flag index carried across iterations.
-            if t >= nprog and t < pushes:
-                prev = t - nprog
-                prev_step = prev // tiles
-                _notify_pushed(flags, prev - prev_step * tiles, W, me, (me + 1 + prev_step) % W, epoch)
         if dest != me:
             peer_slot = (me - dest - 1 + W) % W
             store_rank = dest
@@ -175,13 +164,9 @@ def _gemm_rs_kernel(
             remote = dl.symm_at(scratch + peer_slot * slot_elems, store_rank)
             _store_tile(remote, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
             if not LOCAL_ONLY:
-                # Deferred, the flag goes out after the next item's main loop, unless that item is an own tile or
-                # none: an own tile waits for the peers first, and a program must never wait while holding a flag
-                # back (with one tile per program, both ranks would wait for each other forever). Deciding here
-                # rather than flushing before that wait keeps the main loop's prologue free of stores, which
-                # Triton's pipeliner needs (with the flush there, the TMA loads were not pipelined).
-                if not DEFER_NOTIFY or t + nprog >= pushes:
-                    _notify_pushed(flags, local, W, me, dest, epoch)
+                # Flagged right after its stores: a flag deferred past the next item's main loop hung or faulted in
+                # the flattened, pipelined loop (docs/results/2026-11-26-2xH200-session18.md).
+                _notify_pushed(flags, local, W, me, dest, epoch)
         elif FUSED:
             left, right = _halves(acc, SPLIT_N)
             # Hopper: each half leaves the MMA layout just before its own peer loop (_loop_layout): no conversion

@@ -394,7 +394,7 @@ def _build_triton(
         "epoch_ptr": ws.epoch, "M": m, "N": n, "K": k, "stride_am": a.stride(0), "stride_ak": a.stride(1),
         "stride_bk": b.stride(0), "stride_bn": b.stride(1), "stride_om": out.stride(0), "BLOCK_M": tile.block_m,
         "BLOCK_N": tile.block_n, "BLOCK_K": tile.block_k, "GROUP_M": tile.group_m, "SPLIT_N": tile.split_n,
-        "USE_TMA": tile.use_tma, "FUSED": config.fused, "DEFER_NOTIFY": config.defer_notify,
+        "USE_TMA": tile.use_tma, "FUSED": config.fused,
         "FLATTEN": config.flattens(), "LOCAL_ONLY": local_only,
     }  # fmt: skip
     gemm = compile_plan(
