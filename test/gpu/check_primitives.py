@@ -371,7 +371,10 @@ def check_subprocess_errors(checks: Checks) -> None:
     device = torch.cuda.current_device()
     this_gpu = visible.split(",")[device] if visible else str(device)  # the subprocess sees only this rank's GPU
     # Without torchrun's variables: the subprocess starts a process group of its own.
-    env = dict(env_without_launcher(), PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=this_gpu)
+    # A world of one rank: the NVSHMEM heap needs two (init refuses), so these cases take the CUDA-IPC heap.
+    env = dict(
+        env_without_launcher(), PYTHONPATH=str(REPO / "python"), CUDA_VISIBLE_DEVICES=this_gpu, TRITON_DIST_BACKEND=""
+    )
     result = subprocess.run(
         [sys.executable, "-c", INIT_WITHOUT_GROUP], env=env, capture_output=True, text=True, timeout=120
     )

@@ -72,6 +72,12 @@ def test_nvshmem_is_usable_on_a_gpu_of_the_whole_world():
     assert nvshmem.nvshmem_problems(CUDA, 4, 4, _symm_mem()) == []
 
 
+def test_nvshmem_refuses_a_world_of_one_rank():
+    """torch's NVSHMEM rendezvous raises an assertion for one rank (seen on 2 x H200): init says so instead."""
+    (one,) = nvshmem.nvshmem_problems(CUDA, 1, 1, _symm_mem())
+    assert "at least 2 ranks" in one and "cuda_ipc" in one
+
+
 def test_nvshmem_problems_name_each_cause():
     (unavailable,) = nvshmem.nvshmem_problems(CUDA, 2, 2, _symm_mem(available=False))
     assert "is_nvshmem_available() is False" in unavailable and "nvidia-nvshmem-cu12" in unavailable
@@ -84,9 +90,9 @@ def test_nvshmem_problems_name_each_cause():
 
 def test_this_torch_reports_what_it_lacks():
     """The CPU machine's torch has no NVSHMEM: the problem says so instead of failing later in an allocation."""
-    if nvshmem.nvshmem_problems(CUDA, 1, 1) == []:
+    if nvshmem.nvshmem_problems(CUDA, 2, 2) == []:
         pytest.skip("this torch has NVSHMEM (checked on GPUs by gpu_check.sh's *_nvshmem steps)")
-    (problem,) = nvshmem.nvshmem_problems(CUDA, 1, 1)
+    (problem,) = nvshmem.nvshmem_problems(CUDA, 2, 2)
     assert "NVSHMEM" in problem and "backend='cuda_ipc'" in problem
 
 

@@ -48,7 +48,8 @@ WHAT = "triton_dist.init(backend='nvshmem')"
 
 def nvshmem_problems(device: torch.device, group_size: int, world_size: int, symm_mem: Any = None) -> list[str]:
     """Why this process cannot put a heap on NVSHMEM (empty: it can): a device that is not an NVIDIA GPU, a torch
-    without the NVSHMEM backend or without NVSHMEM at run time, a group that is not the whole world.
+    without the NVSHMEM backend or without NVSHMEM at run time, a world of one rank, a group that is not the whole
+    world.
 
     ``symm_mem`` stands in for ``torch.distributed._symmetric_memory`` (tests).
     """
@@ -58,6 +59,11 @@ def nvshmem_problems(device: torch.device, group_size: int, world_size: int, sym
     elif torch.version.hip:
         found.append(
             "NVSHMEM is NVIDIA only and triton_dist has no rocSHMEM heap (docs/multi-node.md); use backend='cuda_ipc'"
+        )
+    if world_size < 2:
+        found.append(
+            "backend='nvshmem' needs at least 2 ranks (torch's NVSHMEM rendezvous refuses a world of one: "
+            "'Expected global_ranks.size() > 1'); a single rank has no peers: use backend='cuda_ipc'"
         )
     if group_size != world_size:
         found.append(
