@@ -37,7 +37,7 @@ from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, compile_plan, current_raw_stream
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
@@ -79,7 +79,7 @@ def check_inputs(a: Any, b: Any) -> rt.World:
         check_operands(a, b, "ag_gemm", tma_rows=False)
     except (TypeError, ValueError) as error:
         raise AgGemmError(str(error)) from None
-    world = emulated_world() or gpu_world("ag_gemm", AgGemmError)
+    world = peer_world("ag_gemm", AgGemmError)
     check_tensor("ag_gemm", "a", a, world.device, SUPPORTED_DTYPES, AgGemmError)
     return world
 

@@ -36,7 +36,7 @@ from triton_dist.ops.all_reduce.kernels import (
 )
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device, peer_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.common.slot_workspace import slot_workspace
@@ -118,7 +118,7 @@ def _first_call(
     """What a repeated signature skips: the device, the config choice, the ranks' agreement (a collective: a rank
     that launched with another size would read past its peers' data or wait forever for their flags), then the
     first launch, which gives the plan."""
-    world = emulated_world() or gpu_world(OP, AllReduceError)
+    world = peer_world(OP, AllReduceError)
     if x.device != world.device:  # before anything asks the device for its properties
         raise AllReduceError(f"all_reduce: x is on {x.device}, but this rank's triton_dist device is {world.device}")
     if config is None and emulated(world):  # the CPU emulation: no GPU to pick a table for

@@ -27,7 +27,7 @@ from triton_dist.ops.ar_rmsnorm.config import (
 from triton_dist.ops.ar_rmsnorm.kernels import _ar_rmsnorm_kernel
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device, peer_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.common.slot_workspace import slot_workspace
@@ -128,7 +128,7 @@ def _first_call(
     config: ArRmsNormConfig | None,
     signature: tuple,
 ) -> LaunchPlan | EmulatedLaunch | _Empty:
-    world = emulated_world() or gpu_world(OP, ArRmsNormError)
+    world = peer_world(OP, ArRmsNormError)
     check_inputs(x, residual, weight, eps, world.device)
     hidden = x.shape[-1]
     rows = x.numel() // hidden

@@ -19,7 +19,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import emulated_world, gpu_world, on_device, peer_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
@@ -263,7 +263,7 @@ def _new_plan(
 ) -> _Plan:
     """The first call of a signature, up to its launch: q on this rank's device, the combiner and split counts, the
     ranks' agreement (a collective: a difference raises on every rank, naming it), the workspace."""
-    world = emulated_world() or gpu_world(OP, FlashDecodeError)
+    world = peer_world(OP, FlashDecodeError)
     if q.device != world.device:  # before anything asks the device for its properties
         raise FlashDecodeError(
             f"flash_decode: q is on {q.device}, but this rank's triton_dist device is {world.device}"

@@ -20,7 +20,7 @@ from triton_dist.ops.all_reduce import all_reduce_in_place
 from triton_dist.ops.ar_rmsnorm import MAX_HIDDEN, all_reduce_residual_rmsnorm
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import emulated_world, gpu_world, on_device, peer_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
@@ -189,7 +189,7 @@ def _first_call(
 ) -> None:
     """What a repeated signature skips: the device, the config, the ranks' agreement (a collective), the first
     launch, which gives the plan."""
-    world = emulated_world() or gpu_world(OP, GemmArError)
+    world = peer_world(OP, GemmArError)
     if a.device != world.device:
         raise GemmArError(f"gemm_ar: a is on {a.device}, but this rank's triton_dist device is {world.device}")
     if config is None:

@@ -23,7 +23,7 @@ from triton_dist.ops import tuning
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import OpInputError, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import OpInputError, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, compile_plan, current_raw_stream
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
@@ -461,7 +461,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = Non
             _plans.agree(_described(a, b, plan_config(a, b, config)), again=True)
         return plan
     _read_check_env()
-    world = emulated_world() or gpu_world("gemm_rs", GemmRsError)
+    world = peer_world("gemm_rs", GemmRsError)
     check_inputs(a, b, world.world_size, world.device)
     chosen = plan_config(a, b, config)
     if world is emulated_world() and chosen.gemm == "triton" and chosen.matmul.use_tma:

@@ -26,7 +26,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import gpu_world
+from triton_dist.ops.common.errors import check_load_store_world, gpu_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
 from triton_dist.ops.common.launch import compile_plan
@@ -136,8 +136,8 @@ def _emulated(world: rt.World) -> bool:
 def _world(op: str = OP) -> rt.World:
     """The world the op runs in: a GPU world, or the CPU emulation (else :class:`MoeError` / RuntimeError)."""
     if rt.is_initialized() and _emulated(rt.current_world()):
-        return rt.current_world()
-    return gpu_world(op, MoeError)
+        return check_load_store_world(op, rt.current_world(), MoeError)
+    return check_load_store_world(op, gpu_world(op, MoeError), MoeError)
 
 
 def _signature(

@@ -1,0 +1,142 @@
+"""Every op that reaches its peers by load/store refuses, on the host at its first call, a world whose ranks are not
+all reachable that way (``ops.common.errors.check_load_store_world``): one that spans nodes (the NVSHMEM heap across
+nodes) or where a peer's heap has no mapping here (its base in the device context is 0, where a kernel's
+``dl.symm_at`` would fault).
+
+The worlds are built in this process, without other ranks: a CPU heap whose unreachable peers have no view, as the
+NVSHMEM heap maps a peer on another node, installed as the current world under the CPU emulation
+(``TRITON_INTERPRET=1``). Nothing reaches a kernel or a collective: the check comes first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import torch
+
+import triton_dist.ops as ops
+from triton_dist.ops.common.errors import OpInputError, check_load_store_world, load_store_problem, peer_world
+from triton_dist.runtime.heap.mapping import HeapMapping
+from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
+from triton_dist.runtime.world import lifecycle
+from triton_dist.runtime.world.topology import NodeLayout
+
+HEAP_SIZE = 64 * 1024
+PAGE = 4096
+
+
+def _world(rank: int, nodes: tuple[tuple[int, ...], ...], unmapped: set[int]) -> lifecycle.World:
+    """Rank ``rank``'s world over ``nodes``, on a CPU heap where the ranks in ``unmapped`` have no view."""
+    world_size = sum(len(node) for node in nodes)
+    memory = torch.zeros((world_size + 1) * HEAP_SIZE + PAGE, dtype=torch.uint8)
+    skip = (-memory.data_ptr()) % PAGE
+    views = tuple(
+        None if peer in unmapped else memory[skip + peer * HEAP_SIZE : skip + (peer + 1) * HEAP_SIZE]
+        for peer in range(world_size)
+    )
+    mapping = HeapMapping(rank, world_size, HEAP_SIZE, torch.device("cpu"), views, keepalive=memory)
+    heap = SymmetricHeap(mapping)
+    flags = heap.empty((world_size,), torch.int32)
+    return lifecycle.World(
+        group=None,  # type: ignore[arg-type]  # nothing here reaches a collective
+        heap=heap,
+        timeout_s=1.0,
+        barrier_flags=flags,
+        backend="nvshmem",
+        layout=NodeLayout(nodes),
+    )
+
+
+TWO_NODES = ((0, 1), (2, 3))
+
+
+@pytest.fixture
+def two_node_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[lifecycle.World]:
+    """Rank 1 of 4 on two nodes of 2 ranks (ranks 2 and 3 unmapped, as the NVSHMEM heap maps them), current under
+    the CPU emulation."""
+    world = _world(1, TWO_NODES, unmapped={2, 3})
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(lifecycle, "_world", world)
+    yield world
+
+
+def _bf16(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape).to(torch.bfloat16)
+
+
+CALLS: dict[str, Callable[[], Any]] = {
+    "all_reduce": lambda: ops.all_reduce(torch.randn(24)),
+    "ag_gemm": lambda: ops.ag_gemm(_bf16(16, 32), _bf16(32, 16)),
+    "gemm_rs": lambda: ops.gemm_rs(_bf16(16, 16), _bf16(16, 32)),
+    "gemm_ar": lambda: ops.gemm_ar(_bf16(4, 16), _bf16(16, 32)),
+    "flash_decode": lambda: ops.flash_decode(
+        _bf16(1, 2, 128), _bf16(1, 1, 8, 128), _bf16(1, 1, 8, 128), torch.full((1,), 8, dtype=torch.int32)
+    ),
+    "all_reduce_residual_rmsnorm": lambda: ops.all_reduce_residual_rmsnorm(_bf16(2, 32), _bf16(2, 32), _bf16(32)),
+    "all_reduce_residual_rmsnorm_fp8": lambda: ops.all_reduce_residual_rmsnorm_fp8(
+        _bf16(2, 32), _bf16(2, 32), _bf16(32)
+    ),
+    "moe_dispatch": lambda: ops.moe_dispatch(
+        _bf16(4, 16), torch.randint(0, 8, (4, 2), dtype=torch.int32), torch.rand(4, 2), 8
+    ),
+    "moe_combine": lambda: ops.moe_combine(_bf16(4, 16), None),  # type: ignore[arg-type]  # refused before use
+}
+"""Each op with small inputs it accepts (the name is what its error starts with)."""
+
+
+@pytest.mark.parametrize("op", sorted(CALLS))
+def test_each_op_refuses_a_world_that_spans_nodes(op: str, two_node_world: lifecycle.World) -> None:
+    with pytest.raises(OpInputError) as raised:
+        CALLS[op]()
+    message = str(raised.value)
+    # ar_rmsnorm's fp8 variant shares the op's name; every other op names itself.
+    name = "all_reduce_residual_rmsnorm" if op.startswith("all_reduce_residual_rmsnorm") else op
+    assert message.startswith(f"{name}: the world spans 2 nodes (ranks by node: [[0, 1], [2, 3]])"), message
+    assert "rank 1 is on node 0 and reaches ranks [2, 3] only through NVSHMEM's puts" in message
+    assert f"{name} reaches every peer by load/store" in message
+    assert "new_subgroups()" in message and "hierarchical" in message
+
+
+def test_a_peer_without_a_mapping_is_refused_on_one_node(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = _world(0, ((0, 1, 2),), unmapped={2})
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(lifecycle, "_world", world)
+    unmapped = r"^all_reduce: rank 0 has no load/store mapping of the heaps of ranks \[2\] "
+    with pytest.raises(OpInputError, match=unmapped):
+        ops.all_reduce(torch.randn(24))
+    with pytest.raises(OpInputError, match=r"^flash: rank 0 has no load/store mapping"):
+        check_load_store_world("flash", world)
+
+
+def test_a_world_of_one_node_passes_and_stays_passed(monkeypatch: pytest.MonkeyPatch) -> None:
+    single = _world(2, ((0, 1, 2, 3),), unmapped=set())
+    assert load_store_problem(single) is None
+    assert check_load_store_world("all_reduce", single) is single
+    assert check_load_store_world("all_reduce", single) is single, "the second call takes the cached answer"
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(lifecycle, "_world", single)
+    assert peer_world("all_reduce") is single
+    # A later world that spans nodes is checked afresh, not taken from the cache.
+    spanning = _world(2, ((0, 1), (2, 3)), unmapped={0, 1})
+    monkeypatch.setattr(lifecycle, "_world", spanning)
+    with pytest.raises(OpInputError, match=r"rank 2 is on node 1 and reaches ranks \[0, 1\]"):
+        peer_world("all_reduce")
+
+
+def test_an_uneven_layout_is_named_as_it_is() -> None:
+    world = _world(3, ((0, 1, 2), (3,)), unmapped={0, 1, 2})
+    problem = load_store_problem(world)
+    assert problem is not None and "the world spans 2 nodes (ranks by node: [[0, 1, 2], [3]])" in problem
+    assert "rank 3 is on node 1 and reaches ranks [0, 1, 2]" in problem
+
+
+def test_peer_tensor_refuses_a_peer_on_another_node(two_node_world: lifecycle.World) -> None:
+    x = two_node_world.heap.empty((8,), torch.float32)
+    x.fill_(float("nan"))  # poison
+    values = torch.randn(8)
+    two_node_world.heap.peer_tensor(x, 0).copy_(values)
+    assert torch.equal(two_node_world.heap.peer_tensor(x, 0), values), "a peer of this node is reachable"
+    with pytest.raises(ValueError, match=r"rank 3's heap is not mapped in this process \(another node"):
+        two_node_world.heap.peer_tensor(x, 3)
