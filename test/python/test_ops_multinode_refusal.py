@@ -15,9 +15,13 @@ from typing import Any
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
+import triton_dist.language as dl
 import triton_dist.ops as ops
 from triton_dist.ops.common.errors import OpInputError, check_load_store_world, load_store_problem, peer_world
+from triton_dist.runtime.emulation.state import EmulationError
 from triton_dist.runtime.heap.mapping import HeapMapping
 from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
 from triton_dist.runtime.world import lifecycle
@@ -140,3 +144,41 @@ def test_peer_tensor_refuses_a_peer_on_another_node(two_node_world: lifecycle.Wo
     assert torch.equal(two_node_world.heap.peer_tensor(x, 0), values), "a peer of this node is reachable"
     with pytest.raises(ValueError, match=r"rank 3's heap is not mapped in this process \(another node"):
         two_node_world.heap.peer_tensor(x, 3)
+
+
+# --- the CPU emulation: dl.symm_at / dl.notify to a rank without a mapping ----------------------------------------
+
+
+def test_the_emulation_stops_symm_at_and_notify_to_a_rank_on_another_node(two_node_world: lifecycle.World) -> None:
+    """Rank 1 of [[0, 1], [2, 3]] reads rank 0's copy through ``dl.symm_at``; rank 3 (no mapping, base 0) is an
+    ``EmulationError`` naming it, for a scalar rank and for a kept lane of ``dl.notify``'s tensor of ranks."""
+
+    @triton.jit  # decorated here, under the fixture's TRITON_INTERPRET=1: the interpreter runs it
+    def pull(x_ptr, out_ptr, peer):  # noqa: ANN001, ANN202
+        offs = tl.arange(0, 4)
+        tl.store(out_ptr + offs, tl.load(dl.symm_at(x_ptr, peer) + offs))
+
+    @triton.jit
+    def notify_ranks(flag_ptr, last):  # noqa: ANN001, ANN202
+        ranks = tl.arange(0, 4)
+        dl.notify(flag_ptr, ranks, signal=1, mask=ranks <= last)
+
+    heap = two_node_world.heap
+    x = heap.empty((4,), torch.float32)
+    x.fill_(float("nan"))  # poison
+    values = torch.randn(4)
+    heap.peer_tensor(x, 0).copy_(values)
+    out = torch.full((4,), float("nan"))
+    pull[(1,)](x, out, 0)
+    assert torch.equal(out, values), "rank 0, on this node, is reached by load/store"
+    with pytest.raises(
+        EmulationError, match=r"dl.symm_at on rank 1, kernel 'pull', program 0: rank 3 is not reachable"
+    ):
+        pull[(1,)](x, out, 3)
+    flags = heap.empty((4,), torch.int32)
+    flags.zero_()
+    heap.peer_tensor(flags, 0).zero_()
+    notify_ranks[(1,)](flags, 1)  # ranks 0 and 1 only: flags[0] set on both
+    assert heap.peer_tensor(flags, 0).tolist() == [1, 0, 0, 0] and flags.tolist() == [1, 0, 0, 0]
+    with pytest.raises(EmulationError, match=r"a rank of the tensor of ranks: 2 is not reachable by load/store"):
+        notify_ranks[(1,)](flags, 3)

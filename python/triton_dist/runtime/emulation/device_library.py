@@ -6,7 +6,8 @@ emulation's builder (``builder.py``) hands to :func:`call`. Each function gets t
 (numpy arrays, broadcast to one shape) and returns one:
 
 - ``rank`` / ``num_ranks`` / ``heap_size``: from the world of ``triton_dist.init(device="cpu")``.
-- ``symm_at(addr, rank)``: ``addr - bases[me] + bases[rank]`` over the heap files every rank maps.
+- ``symm_at(addr, rank)``: ``addr - bases[me] + bases[rank]`` over the heap files every rank maps; a rank outside
+  the world, or one whose heap has no mapping here (base 0), is an ``EmulationError``.
 - ``heap_offset(addr)``: ``addr - bases[me]`` (the primitives' guards compare it with ``heap_size``).
 - ``consume_token(value, token)``: ``value``.
 - ``notify_{set,add}_*(remote, me, signal)``: one atomic exchange / add with release ordering on the flag.
@@ -79,13 +80,21 @@ def _addresses(handle: TensorHandle) -> np.ndarray:
 
 
 def check_ranks(program: Program, ranks: np.ndarray, what: str = "rank") -> None:
-    """Refuse a rank outside the world, naming the primitive, this rank and the value."""
+    """Refuse a rank outside the world, and a rank whose heap has no mapping in this process (base 0: on another
+    node of an NVSHMEM world, where a GPU would fault), naming the primitive, this rank and the value."""
     launch = program.launch
     bad = (ranks < 0) | (ranks >= launch.world_size)
     if bad.any():
         raise EmulationError(
             f"triton_dist: {program.primitive} on {program.where()}: {what} {int(ranks[bad][0])} is outside the world "
             f"[0, {launch.world_size})"
+        )
+    unmapped = launch.bases[ranks] == 0
+    if unmapped.any():
+        raise EmulationError(
+            f"triton_dist: {program.primitive} on {program.where()}: {what} {int(ranks[unmapped][0])} is not reachable "
+            "by load/store (another node: its heap has no mapping in this process, its base in the context is 0); "
+            "dl.symm_at / dl.notify reach the ranks of this node only"
         )
 
 
