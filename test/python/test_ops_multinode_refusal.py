@@ -10,7 +10,13 @@ NVSHMEM heap maps a peer on another node, installed as the current world under t
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +33,7 @@ from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
 from triton_dist.runtime.world import lifecycle
 from triton_dist.runtime.world.topology import NodeLayout
 
+REPO = Path(__file__).resolve().parents[2]
 HEAP_SIZE = 64 * 1024
 PAGE = 4096
 
@@ -66,34 +73,42 @@ def two_node_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[lifecycle.World]
     yield world
 
 
-def _bf16(*shape: int) -> torch.Tensor:
-    return torch.randn(*shape).to(torch.bfloat16)
+def _bf16(device: torch.device, *shape: int) -> torch.Tensor:
+    return torch.randn(*shape).to(device, torch.bfloat16)
 
 
-CALLS: dict[str, Callable[[], Any]] = {
-    "all_reduce": lambda: ops.all_reduce(torch.randn(24)),
-    "ag_gemm": lambda: ops.ag_gemm(_bf16(16, 32), _bf16(32, 16)),
-    "gemm_rs": lambda: ops.gemm_rs(_bf16(16, 16), _bf16(16, 32)),
-    "gemm_ar": lambda: ops.gemm_ar(_bf16(4, 16), _bf16(16, 32)),
-    "flash_decode": lambda: ops.flash_decode(
-        _bf16(1, 2, 128), _bf16(1, 1, 8, 128), _bf16(1, 1, 8, 128), torch.full((1,), 8, dtype=torch.int32)
+def _flash_decode(d: torch.device) -> Any:
+    kv = _bf16(d, 1, 1, 8, 128)
+    return ops.flash_decode(_bf16(d, 1, 2, 128), kv, kv.clone(), torch.full((1,), 8, dtype=torch.int32, device=d))
+
+
+def _moe_dispatch(d: torch.device) -> Any:
+    experts = torch.randint(0, 8, (4, 2), dtype=torch.int32, device=d)
+    return ops.moe_dispatch(_bf16(d, 4, 16), experts, torch.rand(4, 2, device=d), 8)
+
+
+CALLS: dict[str, Callable[[torch.device], Any]] = {
+    "all_reduce": lambda d: ops.all_reduce(torch.randn(24, device=d)),
+    "ag_gemm": lambda d: ops.ag_gemm(_bf16(d, 16, 32), _bf16(d, 32, 16)),
+    "gemm_rs": lambda d: ops.gemm_rs(_bf16(d, 16, 16), _bf16(d, 16, 32)),
+    "gemm_ar": lambda d: ops.gemm_ar(_bf16(d, 4, 16), _bf16(d, 16, 32)),
+    "flash_decode": _flash_decode,
+    "all_reduce_residual_rmsnorm": lambda d: ops.all_reduce_residual_rmsnorm(
+        _bf16(d, 2, 32), _bf16(d, 2, 32), _bf16(d, 32)
     ),
-    "all_reduce_residual_rmsnorm": lambda: ops.all_reduce_residual_rmsnorm(_bf16(2, 32), _bf16(2, 32), _bf16(32)),
-    "all_reduce_residual_rmsnorm_fp8": lambda: ops.all_reduce_residual_rmsnorm_fp8(
-        _bf16(2, 32), _bf16(2, 32), _bf16(32)
+    "all_reduce_residual_rmsnorm_fp8": lambda d: ops.all_reduce_residual_rmsnorm_fp8(
+        _bf16(d, 2, 32), _bf16(d, 2, 32), _bf16(d, 32)
     ),
-    "moe_dispatch": lambda: ops.moe_dispatch(
-        _bf16(4, 16), torch.randint(0, 8, (4, 2), dtype=torch.int32), torch.rand(4, 2), 8
-    ),
-    "moe_combine": lambda: ops.moe_combine(_bf16(4, 16), None),  # type: ignore[arg-type]  # refused before use
+    "moe_dispatch": _moe_dispatch,
+    "moe_combine": lambda d: ops.moe_combine(_bf16(d, 4, 16), None),  # type: ignore[arg-type]  # refused first
 }
-"""Each op with small inputs it accepts (the name is what its error starts with)."""
+"""Each op with small inputs it accepts, on a device (the name is what its error starts with)."""
 
 
 @pytest.mark.parametrize("op", sorted(CALLS))
 def test_each_op_refuses_a_world_that_spans_nodes(op: str, two_node_world: lifecycle.World) -> None:
     with pytest.raises(OpInputError) as raised:
-        CALLS[op]()
+        CALLS[op](torch.device("cpu"))
     message = str(raised.value)
     # ar_rmsnorm's fp8 variant shares the op's name; every other op names itself.
     name = "all_reduce_residual_rmsnorm" if op.startswith("all_reduce_residual_rmsnorm") else op
@@ -182,3 +197,80 @@ def test_the_emulation_stops_symm_at_and_notify_to_a_rank_on_another_node(two_no
     assert heap.peer_tensor(flags, 0).tolist() == [1, 0, 0, 0] and flags.tolist() == [1, 0, 0, 0]
     with pytest.raises(EmulationError, match=r"a rank of the tensor of ranks: 2 is not reachable by load/store"):
         notify_ranks[(1,)](flags, 3)
+
+
+# --- on GPUs: two torchrun agents on one host are two nodes of an NVSHMEM world ------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        return int(listener.getsockname()[1])
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs (two torchrun agents, one GPU each)")
+def test_on_gpus_every_op_refuses_a_two_node_nvshmem_world(tmp_path: Path) -> None:
+    """``torchrun --nnodes=2 --node-rank=<0|1> --nproc-per-node=1`` twice on this host: ``init(backend="nvshmem")``
+    sees two nodes (docs/multi-node.md), and every op raises its error at its first call, on both ranks."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "python"), os.environ.get("PYTHONPATH", "")) if p),
+    }
+    env.pop("TRITON_INTERPRET", None)
+    agents = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes=2",
+                f"--node-rank={node}",
+                "--nproc-per-node=1",
+                "--master-addr=127.0.0.1",
+                f"--master-port={port}",
+                __file__,
+                str(tmp_path),
+            ],  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+        for node in range(2)
+    ]
+    outputs = [agent.communicate(timeout=300)[0] for agent in agents]
+    assert all(agent.returncode == 0 for agent in agents), "\n".join(output[-4000:] for output in outputs)
+    for rank in range(2):
+        refused = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert sorted(refused) == sorted(CALLS), refused
+        for op, message in refused.items():
+            name = "all_reduce_residual_rmsnorm" if op.startswith("all_reduce_residual_rmsnorm") else op
+            assert message.startswith(f"{name}: the world spans 2 nodes (ranks by node: [[0], [1]])"), message
+
+
+def _gpu_worker(out: Path) -> None:
+    """One rank of the GPU test: every op's error message, by op, into ``out/rank<r>.json``."""
+    import torch.distributed as dist
+
+    import triton_dist
+
+    rank = int(os.environ["RANK"])
+    torch.cuda.set_device(rank % torch.cuda.device_count())
+    dist.init_process_group("nccl")
+    world = triton_dist.init(heap_size="256M", backend="nvshmem")
+    assert world.num_nodes == 2 and world.node == rank, (world.num_nodes, world.node)
+    refused = {}
+    for op, call in CALLS.items():
+        try:
+            call(world.device)
+        except OpInputError as error:
+            refused[op] = str(error)
+    (out / f"rank{rank}.json").write_text(json.dumps(refused, indent=1))
+    triton_dist.finalize()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    _gpu_worker(Path(sys.argv[1]))
