@@ -43,18 +43,26 @@ class HookChain(Protocol):
     def remove(self, func: Callable[..., None]) -> None: ...
 
 
-def mentions_context(metadata_group: Mapping[str, str]) -> bool:
-    """Whether a compiled kernel's assembly (``.ptx`` / ``.amdgcn`` / ``.llir`` in its metadata group) refers to the
-    context global, i.e. whether the kernel needs a filled context. Unreadable files count as not mentioning it."""
-    needle = CONTEXT_SYMBOL.encode()
+def assembly_mentions(
+    metadata_group: Mapping[str, str], symbol: str, suffixes: tuple[str, ...] = _ASM_SUFFIXES
+) -> bool:
+    """Whether a compiled kernel's assembly files (those of ``metadata_group`` ending in ``suffixes``) name
+    ``symbol``. Unreadable files count as not naming it."""
+    needle = symbol.encode()
     for file_name, path in metadata_group.items():
-        if file_name.endswith(_ASM_SUFFIXES):
+        if file_name.endswith(suffixes):
             try:
                 if needle in Path(path).read_bytes():
                     return True
             except OSError:
                 continue
     return False
+
+
+def mentions_context(metadata_group: Mapping[str, str]) -> bool:
+    """Whether a compiled kernel's assembly (``.ptx`` / ``.amdgcn`` / ``.llir`` in its metadata group) refers to the
+    context global, i.e. whether the kernel needs a filled context. Unreadable files count as not mentioning it."""
+    return assembly_mentions(metadata_group, CONTEXT_SYMBOL)
 
 
 class MissingRuntimeGuard:

@@ -22,13 +22,13 @@ import dataclasses
 import importlib
 import os
 from collections.abc import Callable, Mapping, MutableMapping
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
 
 from triton_dist.abi import HEAP_BASE_ALIGNMENT
+from triton_dist.compiler.context_hook import assembly_mentions
 from triton_dist.runtime.heap.mapping import HeapMapping, ranks_share_a_gpu
 from triton_dist.runtime.heap.symm_mem import map_symmetric_memory_heap
 from triton_dist.runtime.world.rank_agreement import raise_if_any_rank_failed
@@ -150,15 +150,7 @@ def map_nvshmem_heap(heap_size: int, group: dist.ProcessGroup, device: torch.dev
 def mentions_nvshmem(metadata_group: Mapping[str, str]) -> bool:
     """Whether a compiled kernel's PTX (in its metadata group) holds NVSHMEM's device state, i.e. whether NVSHMEM's
     bitcode was linked into it. An unreadable file counts as not holding it."""
-    needle = NVSHMEM_DEVICE_STATE.encode()
-    for file_name, path in metadata_group.items():
-        if file_name.endswith(".ptx"):
-            try:
-                if needle in Path(path).read_bytes():
-                    return True
-            except OSError:
-                continue
-    return False
+    return assembly_mentions(metadata_group, NVSHMEM_DEVICE_STATE, (".ptx",))
 
 
 def _torch_cumodule_init(module: int) -> None:
