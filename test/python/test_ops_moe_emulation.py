@@ -10,7 +10,8 @@ Cases: random routing with uneven T and slots of -1; k = 1 (int64 ids); k = 8 (b
 last rank (rank 0 receives nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows
 its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``);
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
-low-latency mode dequantizing) and a low-latency expert over its capacity (``_overflow``).
+low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), and ``MoeConfig(whole_row=
+True)``'s kernels (``WHOLE_ROW_CASES`` in both modes, then fp8 both ways: the same bits as the default's).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
 their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
 interpreter truncates where GPUs round to nearest even).
@@ -65,6 +66,8 @@ def _case_inputs(
 
 
 CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
+WHOLE_ROW_CASES = ("random", "k8")
+"""Run again at 2 ranks with ``MoeConfig(whole_row=True)``: -1 slots (combine's masked rows), k = 8, bf16 weights."""
 
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
@@ -140,9 +143,10 @@ def _bf16_problems(what: str, got: torch.Tensor, exact: torch.Tensor) -> list[st
     return [f"{what} differs: shapes {list(got.shape)} / {list(exact.shape)}, max {worst}"]
 
 
-def _fp8(rank: int, size: int) -> dict[str, list[str]]:
+def _fp8(rank: int, size: int, config: Any = None) -> dict[str, list[str]]:
     """fp8 dispatch against the reference: normal mode keeps fp8 rows (bit-exact) and their scales (exact);
-    low-latency mode dequantizes (the reference's fp32 values in bf16); then combine of the dequantized rows."""
+    low-latency mode dequantizes (the reference's fp32 values in bf16); then combine of the dequantized rows.
+    ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/whole_row/`` for a whole-row one)."""
     import triton_dist
     from triton_dist.ops.moe import reference_combine, reference_dispatch
     from triton_dist.ops.moe.reference import dequantize_fp8
@@ -152,10 +156,10 @@ def _fp8(rank: int, size: int) -> dict[str, list[str]]:
     record: dict[str, list[str]] = {}
     for mode, dequantize in (("normal", False), ("low_latency", True)):
         cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
-        key = f"fp8/{mode}" + ("/dequantize" if dequantize else "")
+        key = ("fp8/whole_row/" if config is not None else "fp8/") + mode + ("/dequantize" if dequantize else "")
         try:
             recv_x, handle = triton_dist.ops.moe_dispatch(
-                xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize
+                xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize, config=config
             )
             refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
             want, ref = refs[rank]
@@ -222,42 +226,59 @@ def _overflow(rank: int, size: int) -> list[str]:
     return problems
 
 
+def _case(rank: int, size: int, name: str, number: int, mode: str, config: Any = None) -> list[str]:
+    """Case ``name`` (the ``number``-th of its list) in ``mode`` with ``config`` (a ``MoeConfig`` or None): what
+    this rank's dispatch and combine got that the reference did not."""
+    import triton_dist
+    from triton_dist.ops.moe import reference_combine, reference_dispatch
+
+    xs, idxs, weights, experts = _case_inputs(name, size, seed=number if name != "random" else 0)
+    cap = max(max(x.shape[0] for x in xs), 1) if mode == "low_latency" else None
+    try:
+        recv_x, handle = triton_dist.ops.moe_dispatch(
+            xs[rank], idxs[rank], weights[rank], experts, mode=mode, max_tokens_per_rank=cap, config=config
+        )
+        refs = reference_dispatch(xs, idxs, weights, experts, mode=mode, max_tokens_per_rank=cap)
+        problems = _differences(recv_x, refs[rank][0], handle, refs[rank][1], mode)
+        if handle.config is not config:
+            problems.append(f"handle.config {handle.config!r} is not the dispatch's {config!r}")
+        out = triton_dist.ops.moe_combine(_experts(recv_x, handle.recv_expert), handle)
+        ys = [_experts(rx, h.recv_expert) for rx, h in refs]
+        exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
+        # The fp32 sums, rounded to bf16 to nearest even (GPUs) or truncated (Triton 3.6's interpreter).
+        truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+        if not (torch.equal(out, exact.to(torch.bfloat16)) or torch.equal(out, truncated)):
+            worst = (out.float() - exact).abs().max().item() if out.shape == exact.shape else None
+            problems.append(f"combine differs: shapes {list(out.shape)} / {list(exact.shape)}, max {worst}")
+    except Exception as error:  # noqa: BLE001 (recorded for the test)
+        problems = [f"{type(error).__name__}: {error}"]
+    return problems
+
+
 def _worker(out_dir: str) -> None:
     import torch.distributed as dist
 
     import triton_dist
-    from triton_dist.ops.moe import reference_combine, reference_dispatch
+    from triton_dist.ops.moe import MoeConfig
 
     dist.init_process_group("gloo")
     world = triton_dist.init(heap_size="16M", device="cpu")
     rank, size = world.rank, world.world_size
     record: dict[str, list[str]] = {}
     for number, name in enumerate(CASES):
-        xs, idxs, weights, experts = _case_inputs(name, size, seed=number if name != "random" else 0)
         for mode in ("normal", "low_latency"):
-            cap = max(max(x.shape[0] for x in xs), 1) if mode == "low_latency" else None
-            key = f"{name}#{number}/{mode}"
-            try:
-                recv_x, handle = triton_dist.ops.moe_dispatch(
-                    xs[rank], idxs[rank], weights[rank], experts, mode=mode, max_tokens_per_rank=cap
-                )
-                refs = reference_dispatch(xs, idxs, weights, experts, mode=mode, max_tokens_per_rank=cap)
-                problems = _differences(recv_x, refs[rank][0], handle, refs[rank][1], mode)
-                out = triton_dist.ops.moe_combine(_experts(recv_x, handle.recv_expert), handle)
-                ys = [_experts(rx, h.recv_expert) for rx, h in refs]
-                exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
-                # The fp32 sums, rounded to bf16 to nearest even (GPUs) or truncated (Triton 3.6's interpreter).
-                truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
-                if not (torch.equal(out, exact.to(torch.bfloat16)) or torch.equal(out, truncated)):
-                    worst = (out.float() - exact).abs().max().item() if out.shape == exact.shape else None
-                    problems.append(f"combine differs: shapes {list(out.shape)} / {list(exact.shape)}, max {worst}")
-            except Exception as error:  # noqa: BLE001 (recorded for the test)
-                problems = [f"{type(error).__name__}: {error}"]
-            record[key] = problems
+            record[f"{name}#{number}/{mode}"] = _case(rank, size, name, number, mode)
     record["bad_ids"] = _bad_ids(rank, size)
-    if size == 2:  # the fp8 and capacity paths once (the emulation is slow; the kernels take W at run time)
+    if size == 2:  # the fp8, capacity and whole-row paths once (the emulation is slow; W is a run-time value)
         record |= _fp8(rank, size)
         record["overflow"] = _overflow(rank, size)
+        whole = MoeConfig(whole_row=True)
+        for name in WHOLE_ROW_CASES:
+            for mode in ("normal", "low_latency"):
+                record[f"whole_row/{name}#{CASES.index(name)}/{mode}"] = _case(
+                    rank, size, name, CASES.index(name), mode, whole
+                )
+        record |= _fp8(rank, size, whole)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -280,13 +301,25 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 @pytest.mark.parametrize("mode", ["normal", "low_latency"])
 def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[str]]], mode: str) -> None:
     for rank, record in enumerate(records):
-        cases = {key: problems for key, problems in record.items() if key.endswith(f"/{mode}") and "#" in key}
+        cases = {
+            key: problems
+            for key, problems in record.items()
+            if key.endswith(f"/{mode}") and "#" in key and not key.startswith("whole_row/")
+        }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
         if len(records) == 2:
             extra = {key: problems for key, problems in record.items() if key.startswith(("fp8/", "overflow"))}
-            assert sorted(extra) == ["fp8/low_latency/dequantize", "fp8/normal", "overflow"]
-            cases |= extra
+            assert sorted(extra) == [
+                "fp8/low_latency/dequantize",
+                "fp8/normal",
+                "fp8/whole_row/low_latency/dequantize",
+                "fp8/whole_row/normal",
+                "overflow",
+            ]
+            whole = {key: problems for key, problems in record.items() if key.startswith("whole_row/")}
+            assert len(whole) == 2 * len(WHOLE_ROW_CASES)
+            cases |= extra | whole
         failed = {key: problems for key, problems in cases.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 import torch
-from dl_compile import assembly, compile_kernel, need_real_library
+from dl_compile import assembly, compile_kernel, need_real_library, ptxas_info
 from test_runtime_world import run_ranks
 
 import triton_dist.ops
 from triton_dist import runtime as rt
 from triton_dist.ops.common import dispatch
 from triton_dist.ops.common.flags import notify_world
-from triton_dist.ops.moe import MoeError, kernels
-from triton_dist.ops.moe.config import kernel_constexprs
+from triton_dist.ops.moe import MoeConfig, MoeError, kernels
+from triton_dist.ops.moe.config import BLOCK_H, MAX_ROW_BLOCK, kernel_constexprs
 
 moe_op = importlib.import_module("triton_dist.ops.moe.op")
 
@@ -78,12 +78,18 @@ SIGNATURES: dict[str, dict[str, str]] = {
 
 
 def _compile(
-    name: str, target: str, low_latency: bool, world_size: int = 3, scales: int = 0, dequantize: bool = False
+    name: str,
+    target: str,
+    low_latency: bool,
+    world_size: int = 3,
+    scales: int = 0,
+    dequantize: bool = False,
+    row_block: int = 0,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it; ``scales`` > 0: an fp8 payload (``dequantize``: expand
-    writes bf16)."""
-    constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize)[name])
+    writes bf16); ``row_block`` > 0: ``MoeConfig(whole_row=True)``'s kernels for rows of up to that many elements."""
+    constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
     if name == "route":
         constexprs["EXCHANGE"] = not low_latency
     if name in ("push", "expand", "combine_reduce"):
@@ -169,6 +175,63 @@ def test_sm90_fp8_push_quantizes_and_expand_keeps_or_dequantizes(low_latency: bo
     assert re.search(r"cvt\.rn\.bf16(x2)?\.f32", dequantized), "and writes bf16"
 
 
+def _loads_before_first_store(ptx: str) -> int:
+    """16-byte global loads in the PTX before its first 16-byte global store (in text order)."""
+    lines = ptx.splitlines()
+    first = next(i for i, line in enumerate(lines) if re.search(r"st\.global\.v4\.", line))
+    return sum(1 for line in lines[:first] if re.search(r"ld\.global(\.nc)?\.v4\.", line))
+
+
+def test_sm90_whole_row_loads_every_row_before_storing_and_does_not_spill(tmp_path: Any) -> None:
+    """``MoeConfig(whole_row=True)`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps): push and expand issue a row's eight
+    16-byte loads per thread before the first 16-byte store (the default: one), combine's push all k = 8 rows'
+    64, and no kernel spills registers (ptxas -v)."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    assert block == 8192
+    for name, loads in (("push", 8), ("expand", 8), ("combine_push", 64)):
+        default = _loads_before_first_store(_compile(name, "sm_90", False, world_size=2))
+        assert default < loads, f"{name}: the default moves a chunk at a time ({default} loads before a store)"
+    for name, loads in (("push", 8), ("expand", 8), ("combine_push", 64), ("combine_reduce", 0)):
+        ptx = _compile(name, "sm_90", False, world_size=2, row_block=block)
+        if loads:
+            assert _loads_before_first_store(ptx) == loads, name
+        info = ptxas_info(ptx, tmp_path)
+        assert re.search(r"Used \d+ registers", info), info
+        assert "0 bytes spill stores, 0 bytes spill loads" in info and "bytes stack frame" in info, f"{name}: {info}"
+        assert not re.search(r"[1-9]\d* bytes spill", info), f"{name} spills: {info}"
+
+
+def test_whole_row_config_picks_the_block_and_is_checked() -> None:
+    assert MoeConfig().row_block(7168) == 0, "the default keeps BLOCK_H chunks"
+    whole = MoeConfig(whole_row=True)
+    assert [whole.row_block(h) for h in (1, 32, 160, 7168, MAX_ROW_BLOCK, MAX_ROW_BLOCK + 1)] == [
+        128,
+        128,
+        256,
+        8192,
+        MAX_ROW_BLOCK,
+        0,
+    ]
+    default, wide = kernel_constexprs(2, 8, 2, 4), kernel_constexprs(2, 8, 2, 4, row_block=256)
+    for name in ("push", "expand", "combine_push"):
+        assert (default[name]["BLOCK_H"], default[name]["WHOLE_ROW"]) == (BLOCK_H, False)
+        assert (wide[name]["BLOCK_H"], wide[name]["WHOLE_ROW"]) == (256, True)
+    assert wide["combine_reduce"]["BLOCK_H"] == 256
+    for bad in (64, 384, 2 * MAX_ROW_BLOCK):
+        with pytest.raises(MoeError, match=f"row_block must be 0 or a power of two.*got {bad}"):
+            kernel_constexprs(2, 8, 2, 4, row_block=bad)
+    with pytest.raises(MoeError, match="whole_row must be True or False, got 1"):
+        MoeConfig(whole_row=1)  # type: ignore[arg-type]
+
+
+def test_dispatch_refuses_a_config_that_is_not_a_moe_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_world(monkeypatch)
+    x, idx, weights = torch.zeros(3, 64), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
+    with pytest.raises(MoeError, match="config must be a MoeConfig or None, got dict"):
+        triton_dist.ops.moe_dispatch(x, idx, weights, 8, config={"whole_row": True})  # type: ignore[arg-type]
+
+
 def test_custom_ops_are_registered_and_exported() -> None:
     assert triton_dist.ops.moe_dispatch is moe_op.moe_dispatch and "moe_combine" in triton_dist.ops.__all__
     schema = str(torch.ops.triton_dist.moe_dispatch.default._schema)
@@ -204,6 +267,7 @@ def _fake_world(monkeypatch: pytest.MonkeyPatch, world_size: int = 2) -> SimpleN
     monkeypatch.setattr(rt, "current_world", lambda: world)
     monkeypatch.setattr(moe_op, "gpu_world", lambda name, error: world)
     monkeypatch.setattr(moe_op, "sm_count", lambda device: 132)
+    monkeypatch.setattr(moe_op, "check_load_store_world", lambda op, world, error: world)  # no heap, no nodes
     return world
 
 
@@ -344,7 +408,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     x, idx, weights = torch.zeros(3, 8), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
     outputs = moe_op._dispatch(x, idx, weights, 8, mode, 4 if mode == "low_latency" else None)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
-    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False)
+    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, False)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
     moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route"]

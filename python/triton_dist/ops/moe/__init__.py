@@ -17,7 +17,8 @@ is the same in torch); the receiver gets the fp8 rows and ``handle.recv_scales``
 (``ops.grouped_gemm``), or ``dequantize=True`` rows in x's dtype. Device-side problems (ids out of range, a
 low-latency expert over its capacity) land in ``handle.status``: :func:`check_status`.
 
-- ``config.py``: :class:`MoeError`, :class:`MoeHandle` (the layouts), the input checks, the launch constants.
+- ``config.py``: :class:`MoeError`, :class:`MoeHandle` (the layouts), :class:`MoeConfig` (how the kernels move
+  rows: ``moe_dispatch(..., config=MoeConfig(whole_row=True))``), the input checks, the launch constants.
 - ``kernels.py``: the five ``@triton.jit`` kernels (route, push, expand; combine push and reduce) and their
   ordering argument.
 - ``op.py``: the checks, the per-signature plan and workspace, ``torch.ops.triton_dist.moe_dispatch`` /
@@ -28,11 +29,12 @@ low-latency expert over its capacity) land in ``handle.status``: :func:`check_st
 
 from __future__ import annotations
 
-from triton_dist.ops.moe.config import MoeError, MoeHandle, MoeStatusError
+from triton_dist.ops.moe.config import MoeConfig, MoeError, MoeHandle, MoeStatusError
 from triton_dist.ops.moe.op import check_status, moe_combine, moe_dispatch
 from triton_dist.ops.moe.reference import dequantize_fp8, quantize_fp8, reference_combine, reference_dispatch
 
 __all__ = [
+    "MoeConfig",
     "MoeError",
     "MoeHandle",
     "MoeStatusError",

@@ -67,6 +67,36 @@ BLOCK_H = 1024
 """Elements of the hidden dimension one program moves per step (16-byte vectors when H is a multiple of 16)."""
 ROUTE_BLOCK_T = 16
 """Tokens per step of the routing kernel's serial prefix (one step builds a [tokens * k, experts] one-hot)."""
+MAX_ROW_BLOCK = 16384
+"""The widest row ``MoeConfig(whole_row=True)`` moves in one step (elements; 128 registers of fp32 per thread at 4
+warps): rows wider than it keep the default ``BLOCK_H`` steps."""
+
+
+@dataclass(frozen=True)
+class MoeConfig:
+    """How ``moe_dispatch`` / ``moe_combine`` move rows (``moe_dispatch(..., config=MoeConfig(...))``; combine
+    follows its dispatch's handle). The default is the layout measured correct and timed on GPUs.
+
+    ``whole_row``: every copy loop moves a whole row per step instead of ``BLOCK_H``-element chunks
+    (``BLOCK_H = max(128, next power of two of H)``, while that is at most ``MAX_ROW_BLOCK``; wider rows keep the
+    chunks): the push kernel loads a token's row once, before any store, and stores it to every destination;
+    expand loads a received row once and stores it to each of its local rows; combine's push loads its ``k`` row
+    indices, weights and rows unconditionally (masked, no branch), so the loads of every row are in flight
+    together. The results are the same bits; only how much each program keeps in flight changes (an option until
+    timed on GPUs: ``bench/moe.py`` times both).
+    """
+
+    whole_row: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.whole_row, bool):
+            raise MoeError(f"MoeConfig: whole_row must be True or False, got {self.whole_row!r}")
+
+    def row_block(self, hidden: int) -> int:
+        """The ``BLOCK_H`` of a whole-row plan for rows of ``hidden`` elements, or 0 where this config keeps the
+        default chunks (``whole_row`` off, or the row wider than ``MAX_ROW_BLOCK``)."""
+        block = max(FP8_GROUP, 1 << max(0, hidden - 1).bit_length())
+        return block if self.whole_row and block <= MAX_ROW_BLOCK else 0
 
 
 def fp8_groups(hidden: int) -> int:
@@ -149,6 +179,8 @@ class MoeHandle:
     """Whether the payload crossed the links as float8_e4m3fn with per-128-channel scales."""
     recv_scales: torch.Tensor | None = None
     """fp32 [rows..., G]: the scales of an fp8 ``recv_x`` (None unless ``fp8`` without dequantization)."""
+    config: MoeConfig | None = None
+    """The :class:`MoeConfig` the dispatch ran with (None: the default); its combine runs with it too."""
 
     @property
     def local_experts(self) -> int:
@@ -294,12 +326,25 @@ def row_stride(world_size: int, num_experts: int) -> int:
 
 
 def kernel_constexprs(
-    world_size: int, num_experts: int, topk: int, programs: int, scales: int = 0, dequantize: bool = False
+    world_size: int,
+    num_experts: int,
+    topk: int,
+    programs: int,
+    scales: int = 0,
+    dequantize: bool = False,
+    row_block: int = 0,
 ) -> dict[str, dict[str, int]]:
     """The compile-time constants of each kernel (without the mode's ``EXCHANGE`` / ``LOW_LATENCY`` and ``WORLD``).
 
     ``scales``: 0 for a payload in x's dtype, else the fp8 scales per token (``fp8_groups(H)``), which ride at the end
-    of each token's meta row; ``dequantize``: the expand kernel writes x's dtype from an fp8 payload."""
+    of each token's meta row; ``dequantize``: the expand kernel writes x's dtype from an fp8 payload; ``row_block``:
+    0 for the default ``BLOCK_H`` chunks, else ``MoeConfig.row_block(H)`` (a power of two, at least 128 and H): the
+    copy kernels move whole rows (``WHOLE_ROW``). Raises :class:`MoeError` for a ``row_block`` that is neither."""
+    if row_block and (row_block < FP8_GROUP or row_block & (row_block - 1) or row_block > MAX_ROW_BLOCK):
+        raise MoeError(
+            f"moe kernels: row_block must be 0 or a power of two in [{FP8_GROUP}, {MAX_ROW_BLOCK}], got {row_block}"
+        )
+    block, whole = (row_block, True) if row_block else (BLOCK_H, False)
     flags = flag_layout(programs)
     shared = {"WP": pow2(world_size), "EP": pow2(num_experts), "ROW": row_stride(world_size, num_experts)}
     kp = pow2(topk)
@@ -311,7 +356,8 @@ def kernel_constexprs(
             "MP": pow2(1 + 3 * topk),
             "FLAGS": flags["FLAGS"],
             "DATA_FLAGS": flags["DATA_FLAGS"],
-            "BLOCK_H": BLOCK_H,
+            "BLOCK_H": block,
+            "WHOLE_ROW": whole,
             "SCALES": scales,
         },
         "expand": {
@@ -320,7 +366,8 @@ def kernel_constexprs(
             "LP": pow2(num_experts // world_size),
             "FLAGS": flags["FLAGS"],
             "DATA_FLAGS": flags["DATA_FLAGS"],
-            "BLOCK_H": BLOCK_H,
+            "BLOCK_H": block,
+            "WHOLE_ROW": whole,
             "SCALES": scales,
             "SP": pow2(scales),
             "DEQUANT": dequantize,
@@ -329,12 +376,13 @@ def kernel_constexprs(
             "K": topk,
             "FLAGS": flags["FLAGS"],
             "COMBINE_FLAGS": flags["COMBINE_FLAGS"],
-            "BLOCK_H": BLOCK_H,
+            "BLOCK_H": block,
+            "WHOLE_ROW": whole,
         },
         "combine_reduce": {
             "FLAGS": flags["FLAGS"],
             "COMBINE_FLAGS": flags["COMBINE_FLAGS"],
             "PROGRAMS": programs,
-            "BLOCK_H": BLOCK_H,
+            "BLOCK_H": block,  # a whole row: the loop over chunks runs once
         },
     }

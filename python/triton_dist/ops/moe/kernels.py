@@ -36,6 +36,12 @@ A call moves through five kernels (``op.py`` launches them; ``R`` is the ``ROW``
    rank ``d`` sits in slot ``cbase(d) + tok_pos[t, d]``: normal ``cbase(d) = sum_{d' < d} N[me, d']``;
    low-latency ``d * M``.
 
+Rows move in ``BLOCK_H``-element steps (load a chunk, store it, load the next). With ``WHOLE_ROW``
+(``MoeConfig(whole_row=True)``, ``BLOCK_H`` a power of two at least H) each row moves in one step, loaded before
+anything is stored: push loads a token's row once for all its destinations, expand loads a received row once for
+all its local rows, and combine's push loads its ``k`` rows without branches (a missing row: masked, adding 0 * 0),
+so every row's loads can be in flight together. Same results, bit for bit.
+
 Synchronization: one int32 epoch counter per rank (``epochs``), advanced by the route kernel and written into the
 call's ``epoch`` tensor, which every later kernel of the call (and its combine) reads, so nothing comes from the
 host and a CUDA-graph replay advances like an eager call. Flags only take epoch values (``dl.wait`` with ``eq``).
@@ -178,6 +184,7 @@ def _push_kernel(
     FLAGS: tl.constexpr,
     DATA_FLAGS: tl.constexpr,
     BLOCK_H: tl.constexpr,
+    WHOLE_ROW: tl.constexpr,
     SCALES: tl.constexpr,
     LOW_LATENCY: tl.constexpr,
     WORLD: tl.constexpr,
@@ -210,7 +217,17 @@ def _push_kernel(
         row = tl.where(is_w, weights.to(tl.int32, bitcast=True), row)
         row = tl.where(is_pos, tl.load(pair_pos_ptr + t * K + cols - 1 - 2 * K, mask=is_pos, other=0), row)
         places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
-        if SCALES == 0:
+        if SCALES == 0 and WHOLE_ROW:  # the row loaded once, before any store, then stored to every destination
+            values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H)
+            for dest in range(0, ranks):
+                place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
+                if place >= 0:
+                    slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
+                    remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                    tl.store(remote_meta + cols, row, mask=cols < 1 + 3 * K)
+                    remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                    tl.store(remote_row + h, values, mask=h < H)
+        elif SCALES == 0:
             for dest in range(0, ranks):
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
@@ -305,6 +322,7 @@ def _expand_kernel(
     FLAGS: tl.constexpr,
     DATA_FLAGS: tl.constexpr,
     BLOCK_H: tl.constexpr,
+    WHOLE_ROW: tl.constexpr,
     SCALES: tl.constexpr,
     SP: tl.constexpr,
     DEQUANT: tl.constexpr,
@@ -366,6 +384,20 @@ def _expand_kernel(
                     home_slot += tl.load(matrix + source * ROW + d)
             tl.store(comb_src_ptr + i, source)
             tl.store(comb_dst_ptr + i, home_slot)
+            if WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
+                if DEQUANT:
+                    group_ids = tl.arange(0, GB)
+                    scale_bits = tl.load(meta_buf + i * META + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                    scale = scale_bits.to(tl.float32, bitcast=True)
+                    values = tl.load(token_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
+                    grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                    whole = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
+                else:
+                    whole = tl.load(token_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
+                    if SCALES > 0:
+                        groups = tl.arange(0, SP)
+                        scale_bits = tl.load(meta_buf + i * META + 1 + 3 * K + groups, mask=groups < SCALES)
+                        whole_scales = scale_bits.to(tl.float32, bitcast=True)
             for k in range(0, K):
                 expert = tl.load(meta_buf + i * META + 1 + k)
                 local = expert - me * L
@@ -386,7 +418,17 @@ def _expand_kernel(
                         tl.store(expert_ptr + row, expert)
                         tl.store(weight_ptr + row, weight)
                         tl.store(slot_ptr + row, k)
-                        if DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
+                        if WHOLE_ROW:
+                            tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
+                            if SCALES > 0:
+                                if not DEQUANT:  # fp8 kept: the row's scales go with it
+                                    groups = tl.arange(0, SP)
+                                    tl.store(
+                                        scales_ptr + row.to(tl.int64) * SCALES + groups,
+                                        whole_scales,
+                                        mask=groups < SCALES,
+                                    )
+                        elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
                             for h0 in range(0, H, BLOCK_H):
                                 offs = h0 + h
                                 values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
@@ -430,6 +472,7 @@ def _combine_push_kernel(
     FLAGS: tl.constexpr,
     COMBINE_FLAGS: tl.constexpr,
     BLOCK_H: tl.constexpr,
+    WHOLE_ROW: tl.constexpr,
     WORLD: tl.constexpr,
 ):
     pid = tl.program_id(0)
@@ -444,16 +487,27 @@ def _combine_push_kernel(
         home = tl.load(comb_src_ptr + i)
         if home >= 0:
             remote = dl.symm_at(partials + tl.load(comb_dst_ptr + i).to(tl.int64) * H, home)
-            for h0 in range(0, H, BLOCK_H):
-                offs = h0 + h
+            if WHOLE_ROW:  # every k's row index, weight and row loaded without a branch: all in flight together
                 acc = tl.zeros([BLOCK_H], dtype=tl.float32)
-                for k in range(0, K):  # k order, as the reference adds
+                for k in tl.static_range(K):  # k order, as the reference adds; a missing row adds 0 * 0
                     row = tl.load(comb_rows_ptr + i * K + k)
-                    if row >= 0:
-                        weight = tl.load(weight_ptr + row)
-                        values = tl.load(y_ptr + row.to(tl.int64) * H + offs, mask=offs < H, other=0.0)
-                        acc += weight * values.to(tl.float32)
-                tl.store(remote + offs, acc, mask=offs < H)
+                    present = row >= 0
+                    at = tl.maximum(row, 0).to(tl.int64)
+                    weight = tl.load(weight_ptr + at, mask=present, other=0.0)
+                    values = tl.load(y_ptr + at * H + h, mask=(h < H) & present, other=0.0)
+                    acc += weight * values.to(tl.float32)
+                tl.store(remote + h, acc, mask=h < H)
+            else:
+                for h0 in range(0, H, BLOCK_H):
+                    offs = h0 + h
+                    acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+                    for k in range(0, K):  # k order, as the reference adds
+                        row = tl.load(comb_rows_ptr + i * K + k)
+                        if row >= 0:
+                            weight = tl.load(weight_ptr + row)
+                            values = tl.load(y_ptr + row.to(tl.int64) * H + offs, mask=offs < H, other=0.0)
+                            acc += weight * values.to(tl.float32)
+                    tl.store(remote + offs, acc, mask=offs < H)
     combine_flags = flags_ptr + parity * FLAGS + COMBINE_FLAGS
     if WORLD > 0:  # notify_every_rank, inlined
         dl.notify(

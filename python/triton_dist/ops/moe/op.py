@@ -36,6 +36,7 @@ from triton_dist.ops.moe.config import (
     FP8_DTYPE,
     STATUS_BAD_EXPERT,
     STATUS_OVERFLOW,
+    MoeConfig,
     MoeError,
     MoeHandle,
     MoeStatusError,
@@ -109,6 +110,8 @@ class _Plan:
     buffers: _Buffers | None = None
     launches: dict[str, _Launch] = field(default_factory=dict)
     fp8: bool = False
+    row_block: int = 0
+    """``MoeConfig.row_block(H)``: 0 for the default chunks, else the whole-row ``BLOCK_H``."""
 
     @property
     def low_latency(self) -> bool:
@@ -141,13 +144,19 @@ def _world(op: str = OP) -> rt.World:
 
 
 def _signature(
-    x: torch.Tensor, topk: int, num_experts: int, mode: str, max_tokens: int | None, fp8: bool = False
+    x: torch.Tensor,
+    topk: int,
+    num_experts: int,
+    mode: str,
+    max_tokens: int | None,
+    fp8: bool = False,
+    whole_row: bool = False,
 ) -> tuple[Any, ...]:
-    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8)
+    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row)
 
 
 def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int) -> _Plan:
-    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8 = key
+    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row = key
     size = world.world_size
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
 
@@ -162,6 +171,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int) -> _Plan:
 
     workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
+    plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     if plan.low_latency:
         _grow(plan, size * plan.max_tokens, size * plan.max_tokens)
     return plan
@@ -207,7 +217,7 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
     # An fp8 plan's expand writes fp8 rows and their scales, or dequantizes into recv_x's dtype (a launch each).
     dequantize = plan.fp8 and name == "expand" and leading["recv_ptr"].dtype != FP8_DTYPE
     constexprs = kernel_constexprs(
-        plan.world_size, plan.num_experts, plan.topk, plan.programs, plan.scales, dequantize
+        plan.world_size, plan.num_experts, plan.topk, plan.programs, plan.scales, dequantize, plan.row_block
     )[name]
     world = {"WORLD": notify_world(plan.world_size)}
     fixed: dict[str, Any]
@@ -249,9 +259,15 @@ def _aligned(t: torch.Tensor) -> torch.Tensor:
 
 
 def _plan_for(
-    x: torch.Tensor, topk_idx: torch.Tensor, num_experts: int, mode: str, max_tokens: int | None, fp8: bool = False
+    x: torch.Tensor,
+    topk_idx: torch.Tensor,
+    num_experts: int,
+    mode: str,
+    max_tokens: int | None,
+    fp8: bool = False,
+    whole_row: bool = False,
 ) -> _Plan:
-    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8)
+    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row)
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -266,6 +282,7 @@ def _plan_for(
         "max_tokens_per_rank": max_tokens,
         "programs": programs,
         "fp8": fp8,
+        "whole_row": whole_row,
     }
     return _plans.build(key, described, lambda: _make_plan(key, world, programs))
 
@@ -279,10 +296,11 @@ def _dispatch(
     max_tokens: int | None,
     fp8: bool = False,
     dequantize: bool = False,
+    whole_row: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     """The dispatch of checked inputs; returns the 18 tensors the custom op returns, in its order (the last: the
     fp8 scales of the rows, or an empty tensor)."""
-    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8)
+    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row)
     device, size, topk = x.device, plan.world_size, plan.topk
     x, topk_idx, topk_weights = _aligned(x), _aligned(topk_idx), _aligned(topk_weights)
     tokens = x.shape[0]
@@ -389,13 +407,14 @@ def _moe_dispatch_op(
     max_tokens_per_rank: int = 0,
     fp8: bool = False,
     dequantize: bool = False,
+    whole_row: bool = False,
 ) -> list[torch.Tensor]:
     world = _world()
     max_tokens = max_tokens_per_rank or None
     check_inputs(
         x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, fp8, world.device, dequantize
     )
-    return list(_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize))
+    return list(_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row))
 
 
 @_moe_dispatch_op.register_fake
@@ -408,6 +427,7 @@ def _moe_dispatch_fake(
     max_tokens_per_rank: int = 0,
     fp8: bool = False,
     dequantize: bool = False,
+    whole_row: bool = False,
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
     check_inputs(
@@ -449,8 +469,10 @@ def _moe_combine_op(
     mode: str,
     max_tokens_per_rank: int,
     fp8: bool = False,
+    whole_row: bool = False,
 ) -> torch.Tensor:
-    key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8)
+    key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
+           whole_row)  # fmt: skip
     return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
 
 
@@ -468,6 +490,7 @@ def _moe_combine_fake(
     mode: str,
     max_tokens_per_rank: int,
     fp8: bool = False,
+    whole_row: bool = False,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -484,6 +507,8 @@ def moe_dispatch(
     max_tokens_per_rank: int | None = None,
     fp8: bool = False,
     dequantize: bool = False,
+    *,
+    config: MoeConfig | None = None,
 ) -> tuple[torch.Tensor, MoeHandle]:
     """Send each token to the ranks holding its experts; returns ``(recv_x, handle)`` (``torch.ops.triton_dist``).
 
@@ -511,7 +536,14 @@ def moe_dispatch(
     receives more than ``W * max_tokens_per_rank`` rows (a token naming one expert twice) keeps the first ones and
     counts the dropped pairs in the status too: :func:`check_status` raises for either. Needs
     ``triton_dist.init()`` on GPUs.
+
+    ``config``: a :class:`~triton_dist.ops.moe.config.MoeConfig` choosing how the kernels move rows (None: the
+    default; ``MoeConfig(whole_row=True)``: whole rows per step, the same results), which its combine follows.
+    Every rank passes the same one (checked on the first call, like H); anything else raises :class:`MoeError`.
     """
+    if config is not None and not isinstance(config, MoeConfig):
+        raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
+    whole_row = config is not None and config.whole_row
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world().device
@@ -520,10 +552,10 @@ def moe_dispatch(
     check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device, dequantize)
     world = _world()
     if plain_eager(x, topk_idx, topk_weights):
-        outputs: Any = _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize)
+        outputs: Any = _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row)
     else:
         outputs = torch.ops.triton_dist.moe_dispatch(
-            x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize
+            x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row
         )
     (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
      tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales) = outputs  # fmt: skip
@@ -549,6 +581,7 @@ def moe_dispatch(
         state=(comb_rows, comb_src, comb_dst, tok_pos, row, epoch),
         fp8=fp8,
         recv_scales=scales if fp8 and not dequantize else None,
+        config=config,
     )
     return recv_x, handle
 
@@ -556,17 +589,19 @@ def moe_dispatch(
 def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     """For every token of this rank's dispatch, ``sum_k w_k * y_k`` over its experts, in fp32, returned [T, H] in
     x's dtype (``torch.ops.triton_dist``). ``y``: the experts' unweighted outputs, one row per row of ``recv_x``
-    (same shape and dtype). Every rank calls it for the dispatch it made, in the same order."""
+    (same shape and dtype). Every rank calls it for the dispatch it made, in the same order; it runs with that
+    dispatch's ``config`` (``handle.config``)."""
     device = _world("moe_combine").device
     check_combine_input(y, handle, device)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
+    whole_row = handle.config is not None and handle.config.whole_row
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
-               handle.max_tokens_per_rank, y.device, handle.fp8)  # fmt: skip
+               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row)  # fmt: skip
         return _combine(*args, key)
     return torch.ops.triton_dist.moe_combine(
-        *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8
+        *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row
     )
 
 
