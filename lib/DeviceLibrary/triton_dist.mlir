@@ -23,6 +23,28 @@ func.func @__triton_dist_num_ranks() -> i32 attributes {always_inline} {
   return %num_ranks : i32
 }
 
+// This rank's rank among the ranks of its node, and their number (the context's local_rank / local_num_ranks).
+func.func @__triton_dist_local_rank() -> i32 attributes {always_inline} {
+  %local_rank = distributed.get_rank axis(local)
+  return %local_rank : i32
+}
+
+func.func @__triton_dist_local_num_ranks() -> i32 attributes {always_inline} {
+  %local_num_ranks = distributed.get_num_ranks axis(local)
+  return %local_num_ranks : i32
+}
+
+// rank / local_num_ranks and num_ranks / local_num_ranks: every node holds the same number of consecutive ranks.
+func.func @__triton_dist_node() -> i32 attributes {always_inline} {
+  %node = distributed.get_rank axis(node)
+  return %node : i32
+}
+
+func.func @__triton_dist_num_nodes() -> i32 attributes {always_inline} {
+  %num_nodes = distributed.get_num_ranks axis(node)
+  return %num_nodes : i32
+}
+
 // addr - heap_bases[me] + heap_bases[rank]; symm_at(0, rank) is the byte distance between the two heaps.
 func.func @__triton_dist_symm_at(%addr: i64, %rank: i32) -> i64 attributes {always_inline} {
   %ptr = llvm.inttoptr %addr : i64 to !llvm.ptr<1>

@@ -6,7 +6,8 @@ two sides cannot drift apart silently.
 
 ```
 @__triton_dist_context = addrspace(1) externally_initialized global
-    { i32 rank, i32 num_ranks, i64 heap_size, [256 x i64] heap_bases }     ; 2064 bytes
+    { i32 rank, i32 num_ranks, i64 heap_size, [256 x i64] heap_bases, i32 local_rank, i32 local_num_ranks }
+                                                                                   ; 2072 bytes
 ```
 """
 
@@ -26,12 +27,15 @@ MAX_RANKS = 256
 HEAP_BASE_ALIGNMENT = 4096
 """Every heap base is page aligned (checked at ``init()``), so a translated pointer keeps its alignment."""
 
-CONTEXT_LAYOUT = struct.Struct(f"<iiq{MAX_RANKS}q")
+CONTEXT_LAYOUT = struct.Struct(f"<iiq{MAX_RANKS}qii")
 """rank (i32, offset 0), num_ranks (i32, offset 4; 0 = never filled), heap_size (i64 bytes, offset 8),
-heap_bases[MAX_RANKS] (i64, offset 16 + 8 r)."""
+heap_bases[MAX_RANKS] (i64, offset 16 + 8 r), local_rank (i32, offset 2064: this rank's rank among the ranks of its
+node), local_num_ranks (i32, offset 2068: how many ranks its node holds; 0 = never filled)."""
 CONTEXT_BYTES = CONTEXT_LAYOUT.size
 CONTEXT_HEAP_SIZE_OFFSET = 8
 CONTEXT_HEAP_BASES_OFFSET = 16
+CONTEXT_LOCAL_RANK_OFFSET = CONTEXT_HEAP_BASES_OFFSET + 8 * MAX_RANKS
+CONTEXT_LOCAL_NUM_RANKS_OFFSET = CONTEXT_LOCAL_RANK_OFFSET + 4
 
 WAIT_TIMEOUT_SYMBOL = "__triton_dist_wait_timeout"
 """The wait watchdog's record as a module global (addrspace 1, external, zero-initialized): in every module that
@@ -70,10 +74,20 @@ libraries, lowered with ``wait-timeout-from-runtime=true``."""
 # Functions of the device library (docs/abi.md has the semantics of each).
 RANK = "__triton_dist_rank"  # () -> i32
 NUM_RANKS = "__triton_dist_num_ranks"  # () -> i32
+LOCAL_RANK = "__triton_dist_local_rank"  # () -> i32: the context's local_rank
+LOCAL_NUM_RANKS = "__triton_dist_local_num_ranks"  # () -> i32: the context's local_num_ranks
+NODE = "__triton_dist_node"  # () -> i32: rank / local_num_ranks
+NUM_NODES = "__triton_dist_num_nodes"  # () -> i32: num_ranks / local_num_ranks
 SYMM_AT = "__triton_dist_symm_at"  # (i64 addr, i32 rank) -> i64
 CONSUME_TOKEN = "__triton_dist_consume_token"  # (i64 value, i32 token) -> i64
 HEAP_OFFSET = "__triton_dist_heap_offset"  # (i64 addr) -> i64: addr - heap_bases[rank]
 HEAP_SIZE = "__triton_dist_heap_size"  # () -> i64
+
+RANK_AXES = ("world", "local", "node")
+"""``dl.rank(axis=...)`` / ``dl.num_ranks(axis=...)``: the whole world, the ranks of this node, the nodes (every node
+holds the same number of consecutive ranks: torchrun's layout)."""
+RANK_SYMBOLS = {"world": (RANK, NUM_RANKS), "local": (LOCAL_RANK, LOCAL_NUM_RANKS), "node": (NODE, NUM_NODES)}
+"""axis -> the (rank, number) functions that answer it."""
 
 SCOPES = ("cta", "gpu", "sys")
 SEMANTICS = ("acquire", "relaxed")
@@ -101,7 +115,8 @@ def library_globals(watchdog: bool = False) -> list[str]:
 
 def all_symbols() -> list[str]:
     """Every function the device library defines, sorted (the agreement test compares the built library to it)."""
-    names = [RANK, NUM_RANKS, SYMM_AT, CONSUME_TOKEN, HEAP_OFFSET, HEAP_SIZE]
+    names = [RANK, NUM_RANKS, LOCAL_RANK, LOCAL_NUM_RANKS, NODE, NUM_NODES, SYMM_AT, CONSUME_TOKEN, HEAP_OFFSET]
+    names += [HEAP_SIZE]
     names += [wait_symbol(s, m, c, f) for s in SCOPES for m in SEMANTICS for c in COMPARISONS for f in FLAG_TYPES]
     names += [notify_symbol(o, c, f) for o in SIG_OPS for c in COMM_SCOPES for f in FLAG_TYPES]
     return sorted(names)

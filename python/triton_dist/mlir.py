@@ -260,7 +260,7 @@ class ContextABI:
 
     symbol: str  # the global's name, "__triton_dist_context"
     max_ranks: int  # the length of heap_bases
-    mlir_type: str  # e.g. "!llvm.struct<(i32, i32, i64, array<256 x i64>)>"
+    mlir_type: str  # e.g. "!llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>"
     size_bytes: int
 
 

@@ -10,6 +10,20 @@
 
 ; CHECK-LABEL: __triton_dist_rank:
 ; CHECK-LABEL: __triton_dist_num_ranks:
+; local_rank and local_num_ranks follow the heap bases (bytes 0x810, 0x814); node and num_nodes divide by the latter.
+; CHECK-LABEL: __triton_dist_local_rank:
+; CHECK:         s_load_dword s{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0x810
+; CHECK-LABEL: __triton_dist_local_num_ranks:
+; CHECK:         s_load_dword s{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0x814
+; CHECK-LABEL: __triton_dist_node:
+; CHECK-DAG:     s_load_dword [[PER_NODE:s[0-9]+]], s[{{[0-9]+:[0-9]+}}], 0x814
+; CHECK-DAG:     s_load_dword [[RANK:s[0-9]+]], s[{{[0-9]+:[0-9]+}}], 0x0
+; CHECK:         s_cmp_lg_u32 [[PER_NODE]], 0
+; CHECK:         v_rcp_iflag_f32
+; CHECK-LABEL: __triton_dist_num_nodes:
+; CHECK-DAG:     s_load_dword s{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0x814
+; CHECK-DAG:     s_load_dword s{{[0-9]+}}, s[{{[0-9]+:[0-9]+}}], 0x4
+; CHECK:         v_rcp_iflag_f32
 ; CHECK-LABEL: __triton_dist_symm_at:
 ; heap_offset: heap_bases[rank] at byte 16 + 8 * rank; heap_size at byte 8.
 ; CHECK-LABEL: __triton_dist_heap_offset:

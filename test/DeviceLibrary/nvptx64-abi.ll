@@ -7,10 +7,14 @@
 
 ; CHECK: target datalayout = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 ; CHECK: target triple = "nvptx64-nvidia-cuda"
-; CHECK: @__triton_dist_context = addrspace(1) externally_initialized global { i32, i32, i64, [256 x i64] } zeroinitializer, align 8
+; CHECK: @__triton_dist_context = addrspace(1) externally_initialized global { i32, i32, i64, [256 x i64], i32, i32 } zeroinitializer, align 8
 
 ; CHECK: define i32 @__triton_dist_rank() #[[INLINE:[0-9]+]] {
 ; CHECK: define i32 @__triton_dist_num_ranks() #[[INLINE]] {
+; CHECK: define i32 @__triton_dist_local_rank() #[[INLINE]] {
+; CHECK: define i32 @__triton_dist_local_num_ranks() #[[INLINE]] {
+; CHECK: define i32 @__triton_dist_node() #[[INLINE]] {
+; CHECK: define i32 @__triton_dist_num_nodes() #[[INLINE]] {
 ; CHECK: define i64 @__triton_dist_symm_at(i64 %{{.*}}, i32 %{{.*}}) #[[INLINE]] {
 ; CHECK: define i64 @__triton_dist_heap_offset(i64 %{{.*}}) #[[INLINE]] {
 ; CHECK: define i64 @__triton_dist_heap_size() #[[INLINE]] {
@@ -108,6 +112,9 @@
 ; SYMBOLS-NEXT: D __triton_dist_context
 ; SYMBOLS-NEXT: T __triton_dist_heap_offset
 ; SYMBOLS-NEXT: T __triton_dist_heap_size
+; SYMBOLS-NEXT: T __triton_dist_local_num_ranks
+; SYMBOLS-NEXT: T __triton_dist_local_rank
+; SYMBOLS-NEXT: T __triton_dist_node
 ; SYMBOLS-NEXT: T __triton_dist_notify_add_gpu_i32
 ; SYMBOLS-NEXT: T __triton_dist_notify_add_gpu_i64
 ; SYMBOLS-NEXT: T __triton_dist_notify_add_inter_node_i32
@@ -120,6 +127,7 @@
 ; SYMBOLS-NEXT: T __triton_dist_notify_set_inter_node_i64
 ; SYMBOLS-NEXT: T __triton_dist_notify_set_intra_node_i32
 ; SYMBOLS-NEXT: T __triton_dist_notify_set_intra_node_i64
+; SYMBOLS-NEXT: T __triton_dist_num_nodes
 ; SYMBOLS-NEXT: T __triton_dist_num_ranks
 ; SYMBOLS-NEXT: T __triton_dist_rank
 ; SYMBOLS-NEXT: T __triton_dist_symm_at

@@ -1,11 +1,27 @@
 ; The built NVIDIA device library compiles for sm_90, and each ABI name gets the scope and ordering it names.
 ; RUN: llc -mtriple=nvptx64-nvidia-cuda -mcpu=sm_90 -mattr=+ptx80 %device_lib_dir/triton_dist.nvptx64.bc -o - | FileCheck %s
 
-; CHECK: .visible .global .align 8 .b8 __triton_dist_context[2064];
+; CHECK: .visible .global .align 8 .b8 __triton_dist_context[2072];
 ; CHECK-LABEL: __triton_dist_rank()
 ; CHECK:         ld.global.nc.b32 %{{r[0-9]+}}, [__triton_dist_context];
 ; CHECK-LABEL: __triton_dist_num_ranks()
 ; CHECK:         ld.global.nc.b32 %{{r[0-9]+}}, [__triton_dist_context+4];
+; local_rank and local_num_ranks follow the heap bases (bytes 2064, 2068); node and num_nodes divide by the latter,
+; read as 1 when 0.
+; CHECK-LABEL: __triton_dist_local_rank()
+; CHECK:         ld.global.nc.b32 %{{r[0-9]+}}, [__triton_dist_context+2064];
+; CHECK-LABEL: __triton_dist_local_num_ranks()
+; CHECK:         ld.global.nc.b32 %{{r[0-9]+}}, [__triton_dist_context+2068];
+; CHECK-LABEL: __triton_dist_node()
+; CHECK:         ld.global.nc.b32 %[[RANK:r[0-9]+]], [__triton_dist_context];
+; CHECK:         ld.global.nc.b32 %[[PER_NODE:r[0-9]+]], [__triton_dist_context+2068];
+; CHECK:         setp.eq.b32 %[[UNFILLED:p[0-9]+]], %[[PER_NODE]], 0;
+; CHECK:         selp.b32 %[[DIVISOR:r[0-9]+]], 1, %[[PER_NODE]], %[[UNFILLED]];
+; CHECK:         div.u32 %{{r[0-9]+}}, %[[RANK]], %[[DIVISOR]];
+; CHECK-LABEL: __triton_dist_num_nodes()
+; CHECK:         ld.global.nc.b32 %[[WORLD:r[0-9]+]], [__triton_dist_context+4];
+; CHECK:         ld.global.nc.b32 %[[PER_NODE:r[0-9]+]], [__triton_dist_context+2068];
+; CHECK:         div.u32 %{{r[0-9]+}}, %[[WORLD]], %{{r[0-9]+}};
 ; CHECK-LABEL: __triton_dist_symm_at(
 ; CHECK:         sub.s64
 ; CHECK:         add.s64

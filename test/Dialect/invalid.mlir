@@ -1,17 +1,33 @@
 // Every verifier rule of the `distributed` dialect, and the type constraints ODS enforces.
 // RUN: triton-dist-opt %s --split-input-file --verify-diagnostics
 
-func.func @axis_below_minus_one() -> i32 {
-  // expected-error @+1 {{'distributed.get_rank' op axis must be -1 (the whole world) or a mesh axis >= 0, got -2}}
-  %r = distributed.get_rank axis(-2)
+func.func @unknown_axis() -> i32 {
+  // expected-error @+1 {{custom op 'distributed.get_rank' expected string or keyword containing one of the following enum values for attribute 'axis' [world, local, node]}}
+  %r = distributed.get_rank axis(mesh)
   return %r : i32
 }
 
 // -----
 
-func.func @num_ranks_axis_below_minus_one() -> i32 {
-  // expected-error @+1 {{'distributed.get_num_ranks' op axis must be -1 (the whole world) or a mesh axis >= 0, got -7}}
-  %r = distributed.get_num_ranks axis(-7)
+func.func @integer_axis() -> i32 {
+  // expected-error @+1 {{custom op 'distributed.get_num_ranks' expected string or keyword containing one of the following enum values for attribute 'axis' [world, local, node]}}
+  %r = distributed.get_num_ranks axis(-1)
+  return %r : i32
+}
+
+// -----
+
+func.func @generic_form_axis_out_of_range() -> i32 {
+  // expected-error @+1 {{'distributed.get_rank' op attribute 'axis' failed to satisfy constraint: which ranks a rank query counts}}
+  %r = "distributed.get_rank"() {axis = 3 : i32} : () -> i32
+  return %r : i32
+}
+
+// -----
+
+func.func @generic_form_num_ranks_axis_negative() -> i32 {
+  // expected-error @+1 {{'distributed.get_num_ranks' op attribute 'axis' failed to satisfy constraint: which ranks a rank query counts}}
+  %r = "distributed.get_num_ranks"() {axis = -1 : i32} : () -> i32
   return %r : i32
 }
 

@@ -3,17 +3,23 @@
 // RUN: triton-dist-opt %s --mlir-print-op-generic | triton-dist-opt | FileCheck %s
 
 // CHECK-LABEL: func.func @ranks
-func.func @ranks() -> (i32, i32, i32, i32) {
+func.func @ranks() -> (i32, i32, i32, i32, i32, i32, i32) {
   // CHECK-NEXT: distributed.get_rank{{$}}
   %me = distributed.get_rank
   // CHECK-NEXT: distributed.get_num_ranks{{$}}
   %world = distributed.get_num_ranks
-  // The default axis (-1, the whole world) is elided; others are printed.
+  // The default axis (world) is elided; the others are printed.
   // CHECK-NEXT: distributed.get_rank{{$}}
-  %me_explicit = distributed.get_rank axis(-1)
-  // CHECK-NEXT: distributed.get_num_ranks axis(1)
-  %mesh_axis = distributed.get_num_ranks axis(1)
-  return %me, %world, %me_explicit, %mesh_axis : i32, i32, i32, i32
+  %me_explicit = distributed.get_rank axis(world)
+  // CHECK-NEXT: distributed.get_rank axis(local)
+  %local = distributed.get_rank axis(local)
+  // CHECK-NEXT: distributed.get_num_ranks axis(local)
+  %local_world = distributed.get_num_ranks axis(local)
+  // CHECK-NEXT: distributed.get_rank axis(node)
+  %node = distributed.get_rank axis(node)
+  // CHECK-NEXT: distributed.get_num_ranks axis(node)
+  %nodes = distributed.get_num_ranks axis(node)
+  return %me, %world, %me_explicit, %local, %local_world, %node, %nodes : i32, i32, i32, i32, i32, i32, i32
 }
 
 // CHECK-LABEL: func.func @symm_at

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -25,7 +26,7 @@ TARGETS = ["nvptx64", "amdgcn"]
 needs_llvm_dis = pytest.mark.skipif(LLVM_DIS is None, reason="llvm-dis of LLVM 22 is not installed")
 needs_mlir = pytest.mark.skipif(not mlir.is_available(), reason="triton_dist._C._mlir is not built")
 
-# `{ i32, i32, i64, [256 x i64] }` from the struct format "<iiq256q".
+# `{ i32, i32, i64, [256 x i64], i32, i32 }` from the struct format "<iiq256qii".
 _LLVM_FIELD = {"i": "i32", "q": "i64"}
 
 
@@ -54,6 +55,7 @@ def _defined_functions(ir: str) -> dict[str, tuple[str, list[str]]]:
 
 def test_llvm_struct_of_the_layout():
     assert _llvm_struct_of("<iiq256q") == "{ i32, i32, i64, [256 x i64] }"
+    assert _llvm_struct_of(abi.CONTEXT_LAYOUT.format) == "{ i32, i32, i64, [256 x i64], i32, i32 }"
 
 
 @needs_llvm_dis
@@ -79,6 +81,9 @@ def test_wait_and_notify_signatures(target):
     assert functions[abi.HEAP_OFFSET] == ("i64", ["i64"])
     assert functions[abi.HEAP_SIZE] == ("i64", [])
     assert functions[abi.SYMM_AT] == ("i64", ["i64", "i32"])
+    for axis in abi.RANK_AXES:
+        for symbol in abi.RANK_SYMBOLS[axis]:
+            assert functions[symbol] == ("i32", [])
 
 
 @needs_llvm_dis
@@ -100,10 +105,12 @@ def test_lowering_constants_match_abi():
     native = mlir.context_abi()
     assert native.symbol == abi.CONTEXT_SYMBOL
     assert native.max_ranks == abi.MAX_RANKS
-    assert native.size_bytes == abi.CONTEXT_BYTES == 2064
-    assert native.mlir_type == f"!llvm.struct<(i32, i32, i64, array<{abi.MAX_RANKS} x i64>)>"
-    # The heap bases follow rank, num_ranks and heap_size: byte 16.
-    assert abi.CONTEXT_LAYOUT.size - 8 * abi.MAX_RANKS == abi.CONTEXT_HEAP_BASES_OFFSET
+    assert native.size_bytes == abi.CONTEXT_BYTES == 2072
+    assert native.mlir_type == f"!llvm.struct<(i32, i32, i64, array<{abi.MAX_RANKS} x i64>, i32, i32)>"
+    # The heap bases follow rank, num_ranks and heap_size (byte 16); local_rank and local_num_ranks follow them.
+    assert struct.calcsize("<iiq") == abi.CONTEXT_HEAP_SIZE_OFFSET + 8 == abi.CONTEXT_HEAP_BASES_OFFSET
+    assert abi.CONTEXT_HEAP_BASES_OFFSET + 8 * abi.MAX_RANKS == abi.CONTEXT_LOCAL_RANK_OFFSET == 2064
+    assert abi.CONTEXT_LOCAL_NUM_RANKS_OFFSET + 4 == abi.CONTEXT_BYTES
 
 
 @needs_mlir

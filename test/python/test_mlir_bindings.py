@@ -27,9 +27,9 @@ EVERY_OP = """\
 module {
   func.func @every_op(%arg0: !llvm.ptr<1>, %arg1: !llvm.ptr, %arg2: i32, %arg3: i64, %arg4: f32, %arg5: f64) {
     %0 = distributed.get_rank
-    %1 = distributed.get_rank axis(2)
+    %1 = distributed.get_rank axis(local)
     %2 = distributed.get_num_ranks
-    %3 = distributed.get_num_ranks axis(0)
+    %3 = distributed.get_num_ranks axis(node)
     %4 = distributed.symm_at %arg0, %0 : !llvm.ptr<1>
     %5 = distributed.symm_at %arg1, %2 : !llvm.ptr
     %6 = distributed.wait %arg0, %arg2, %arg2 scope(cta) semantic(acquire) : !llvm.ptr<1>, i32
@@ -74,7 +74,7 @@ def test_round_trip_of_every_op():
 
 @needs_mlir
 def test_defaults_are_elided_when_printed():
-    module = mlir.parse("func.func @f() -> i32 {\n  %r = distributed.get_rank axis(-1)\n  return %r : i32\n}\n")
+    module = mlir.parse("func.func @f() -> i32 {\n  %r = distributed.get_rank axis(world)\n  return %r : i32\n}\n")
     assert "distributed.get_rank\n" in str(module)
     assert "axis" not in str(module)
 
@@ -229,13 +229,13 @@ def test_invalid_pipeline_raises():
 @needs_mlir
 @pytest.mark.parametrize("target", ["nvvm", "rocdl"])
 def test_failing_pass_raises_with_location(target):
-    # The runtime context only describes the whole world: the lowering rejects a mesh axis, at the op.
-    text = "func.func @f() -> i32 {\n  %r = distributed.get_rank axis(1)\n  return %r : i32\n}\n"
+    # An op outside any function cannot become instructions: the lowering rejects it, at the op.
+    text = "module {\n  %r = distributed.get_rank axis(node)\n}\n"
     with pytest.raises(mlir.MLIRError) as info:
-        mlir.run_pipeline(mlir.parse(text, source_name="axis.mlir"), mlir.lowering_pipeline(target))
-    assert info.value.errors[0].location == "axis.mlir:2:8"
-    assert "mesh axis 1 is not supported" in info.value.errors[0].message
-    assert "%r = distributed.get_rank axis(1)" in str(info.value)
+        mlir.run_pipeline(mlir.parse(text, source_name="outside.mlir"), mlir.lowering_pipeline(target))
+    assert info.value.errors[0].location == "outside.mlir:2:8"
+    assert "is outside any function" in info.value.errors[0].message
+    assert "%r = distributed.get_rank axis(node)" in str(info.value)
 
 
 @needs_mlir

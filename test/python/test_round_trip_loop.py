@@ -177,7 +177,7 @@ FLAG_OFFSET = 0x2340
 
 def _context_bytes() -> bytes:
     bases = BASES + [0] * (abi.MAX_RANKS - WORLD)
-    return abi.CONTEXT_LAYOUT.pack(RANK, WORLD, HEAP_SIZE, *bases)
+    return abi.CONTEXT_LAYOUT.pack(RANK, WORLD, HEAP_SIZE, *bases, RANK, WORLD)  # one node
 
 
 class _AddressEvaluator:

@@ -10,12 +10,14 @@ from triton_dist.abi import (
     CONTEXT_BYTES,
     CONTEXT_HEAP_BASES_OFFSET,
     CONTEXT_HEAP_SIZE_OFFSET,
+    CONTEXT_LOCAL_NUM_RANKS_OFFSET,
+    CONTEXT_LOCAL_RANK_OFFSET,
     CONTEXT_SYMBOL,
     MAX_RANKS,
 )
 from triton_dist.runtime.context.installer import ContextInstaller
 from triton_dist.runtime.context.module_globals import NOT_FOUND, CudaModuleGlobals, HipModuleGlobals
-from triton_dist.runtime.context.payload import pack_context, unpack_context
+from triton_dist.runtime.context.payload import pack_context, unpack_context, unpack_local
 
 BASES = [0x7F0000000000 + rank * 0x40000000 for rank in range(4)]
 
@@ -25,7 +27,7 @@ HEAP_SIZE = 3 << 30
 
 def test_context_layout_matches_the_abi():
     payload = pack_context(2, 4, HEAP_SIZE, BASES)
-    assert len(payload) == CONTEXT_BYTES == 2064
+    assert len(payload) == CONTEXT_BYTES == 2072
     assert int.from_bytes(payload[0:4], "little") == 2
     assert int.from_bytes(payload[4:8], "little") == 4
     assert CONTEXT_HEAP_SIZE_OFFSET == 8
@@ -33,8 +35,36 @@ def test_context_layout_matches_the_abi():
     assert CONTEXT_HEAP_BASES_OFFSET == 16
     for rank, base in enumerate(BASES):
         assert int.from_bytes(payload[16 + 8 * rank : 24 + 8 * rank], "little") == base
-    assert payload[16 + 8 * 4 :] == bytes(8 * (MAX_RANKS - 4))
+    assert payload[16 + 8 * 4 : CONTEXT_LOCAL_RANK_OFFSET] == bytes(8 * (MAX_RANKS - 4))
     assert unpack_context(payload) == (2, 4, HEAP_SIZE, BASES)
+    # Without a layout: one node holds the world (local = world).
+    assert CONTEXT_LOCAL_RANK_OFFSET == 2064 and CONTEXT_LOCAL_NUM_RANKS_OFFSET == 2068
+    assert int.from_bytes(payload[2064:2068], "little") == 2
+    assert int.from_bytes(payload[2068:2072], "little") == 4
+    assert unpack_local(payload) == (2, 4)
+
+
+def test_context_carries_the_local_rank_after_the_heap_bases():
+    # Rank 3 of 4 on two nodes of two ranks: local rank 1 of 2; the world's fields are unchanged.
+    payload = pack_context(3, 4, HEAP_SIZE, BASES, local_rank=1, local_num_ranks=2)
+    assert unpack_context(payload) == (3, 4, HEAP_SIZE, BASES)
+    assert unpack_local(payload) == (1, 2)
+    assert payload[CONTEXT_LOCAL_RANK_OFFSET:] == (1).to_bytes(4, "little") + (2).to_bytes(4, "little")
+    assert payload[:CONTEXT_LOCAL_RANK_OFFSET] == pack_context(3, 4, HEAP_SIZE, BASES)[:CONTEXT_LOCAL_RANK_OFFSET]
+
+
+@pytest.mark.parametrize(
+    ("local_rank", "local_num_ranks", "message"),
+    [
+        (2, 2, "local_rank 2 is out of range for 2 ranks on the node"),
+        (-1, 2, "local_rank -1 is out of range"),
+        (0, 0, r"local_num_ranks must be in \[1, num_ranks=4\], got 0"),
+        (0, 5, r"local_num_ranks must be in \[1, num_ranks=4\], got 5"),
+    ],
+)
+def test_bad_local_values_are_rejected(local_rank, local_num_ranks, message):
+    with pytest.raises(ValueError, match=message):
+        pack_context(1, 4, HEAP_SIZE, BASES, local_rank=local_rank, local_num_ranks=local_num_ranks)
 
 
 @pytest.mark.parametrize(

@@ -121,7 +121,7 @@ class ProgramGenerator:
         op = self.rng.choice(["get_rank", "get_num_ranks", "get_heap_size"])
         axis = ""
         if op != "get_heap_size" and self.chance(self.bad * 3):
-            axis = f" axis({self.rng.choice([-1, 0, 1, 7, -2, 2**31 - 1, 2**40])})"
+            axis = f" axis({self.rng.choice(['world', 'local', 'node', 'local', 'node', 'mesh', -1])})"
         lines.append(f"{indent}{name} = distributed.{op}{axis}")
         scope.add(name, "i64" if op == "get_heap_size" else "i32")
         return name

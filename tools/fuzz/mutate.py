@@ -22,7 +22,7 @@ KEYWORDS = {
     "sig_op": SIG_OPS,
     "comm_scope": COMM_SCOPES,
     "cmp": CMPS,
-    "axis": ["-1", "0", "1", "255", "-7", "2147483648", "99999999999999999999"],
+    "axis": ["world", "local", "node", "mesh", "-1", "0", "2147483648"],
 }
 TYPES = ["i32", "i64", "!llvm.ptr<1>", "!llvm.ptr", "!distributed.token", "f32", "index"]
 TYPE_RE = re.compile(

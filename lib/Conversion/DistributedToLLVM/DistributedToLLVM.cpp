@@ -3,7 +3,9 @@
 // Lowers the `distributed` ops to the LLVM dialect through a target's hooks
 // (TargetInfoBase). Every op is executed by every thread of the program.
 //
-//   get_rank / get_num_ranks  invariant loads of the runtime context
+//   get_rank / get_num_ranks  invariant loads of the runtime context; axis
+//                             node: rank (num_ranks) divided by
+//                             local_num_ranks (at least 1)
 //   get_heap_size             likewise
 //   symm_at                   addr - heap_bases[me] + heap_bases[rank]
 //   heap_offset               addr - heap_bases[me]
@@ -164,12 +166,36 @@ public:
   LogicalResult
   matchAndRewrite(SourceOp op, typename SourceOp::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (static_cast<int32_t>(op.getAxis()) != -1)
-      return rewriter.notifyMatchFailure(op, "mesh axes are not supported");
     Location loc = op.getLoc();
-    Value result = std::is_same_v<SourceOp, GetRankOp>
-                       ? loadContextRank(rewriter, loc)
-                       : loadContextNumRanks(rewriter, loc);
+    constexpr bool isRank = std::is_same_v<SourceOp, GetRankOp>;
+    Value result;
+    switch (op.getAxis()) {
+    case RankAxis::world:
+      result = isRank ? loadContextRank(rewriter, loc)
+                      : loadContextNumRanks(rewriter, loc);
+      break;
+    case RankAxis::local:
+      result = isRank ? loadContextLocalRank(rewriter, loc)
+                      : loadContextLocalNumRanks(rewriter, loc);
+      break;
+    case RankAxis::node: {
+      // Every node holds local_num_ranks consecutive ranks (torchrun's
+      // layout). A context that was never filled holds 0 there: divide by 1
+      // instead, so the division is never undefined.
+      Value world = isRank ? loadContextRank(rewriter, loc)
+                           : loadContextNumRanks(rewriter, loc);
+      Value perNode = loadContextLocalNumRanks(rewriter, loc);
+      Type i32 = rewriter.getI32Type();
+      Value zero = LLVM::ConstantOp::create(rewriter, loc, i32, 0);
+      Value one = LLVM::ConstantOp::create(rewriter, loc, i32, 1);
+      Value unfilled = LLVM::ICmpOp::create(
+          rewriter, loc, LLVM::ICmpPredicate::eq, perNode, zero);
+      Value divisor =
+          LLVM::SelectOp::create(rewriter, loc, unfilled, one, perNode);
+      result = LLVM::UDivOp::create(rewriter, loc, world, divisor);
+      break;
+    }
+    }
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -661,17 +687,6 @@ LogicalResult mlir::triton_dist::checkLowerable(Operation *root) {
   root->walk([&](Operation *op) {
     if (!isa_and_nonnull<TritonDistributedDialect>(op->getDialect()))
       return;
-    int32_t axis = -1;
-    if (auto rank = dyn_cast<GetRankOp>(op))
-      axis = rank.getAxis();
-    else if (auto numRanks = dyn_cast<GetNumRanksOp>(op))
-      axis = numRanks.getAxis();
-    if (axis != -1) {
-      op->emitError() << "mesh axis " << axis
-                      << " is not supported by the lowering: the runtime "
-                         "context only describes the whole world (axis -1)";
-      ok = false;
-    }
     if (!op->getParentOfType<FunctionOpInterface>()) {
       op->emitOpError() << "is outside any function: it lowers to "
                            "instructions, and LLVM IR has instructions only in "

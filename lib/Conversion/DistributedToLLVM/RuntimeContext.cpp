@@ -12,7 +12,9 @@ enum ContextField : int32_t {
   kRankField = 0,
   kNumRanksField = 1,
   kHeapSizeField = 2,
-  kHeapBasesField = 3
+  kHeapBasesField = 3,
+  kLocalRankField = 4,
+  kLocalNumRanksField = 5
 };
 
 Type getGlobalPtrType(MLIRContext *context) {
@@ -79,7 +81,8 @@ LLVM::LLVMStructType mlir::triton_dist::getContextType(MLIRContext *context) {
   auto i32 = IntegerType::get(context, 32);
   auto i64 = IntegerType::get(context, 64);
   return LLVM::LLVMStructType::getLiteral(
-      context, {i32, i32, i64, LLVM::LLVMArrayType::get(i64, kMaxRanks)});
+      context,
+      {i32, i32, i64, LLVM::LLVMArrayType::get(i64, kMaxRanks), i32, i32});
 }
 
 FailureOr<LLVM::GlobalOp>
@@ -95,6 +98,14 @@ Value mlir::triton_dist::loadContextRank(OpBuilder &b, Location loc) {
 
 Value mlir::triton_dist::loadContextNumRanks(OpBuilder &b, Location loc) {
   return loadField(b, loc, b.getI32Type(), {0, kNumRanksField});
+}
+
+Value mlir::triton_dist::loadContextLocalRank(OpBuilder &b, Location loc) {
+  return loadField(b, loc, b.getI32Type(), {0, kLocalRankField});
+}
+
+Value mlir::triton_dist::loadContextLocalNumRanks(OpBuilder &b, Location loc) {
+  return loadField(b, loc, b.getI32Type(), {0, kLocalNumRanksField});
 }
 
 Value mlir::triton_dist::loadContextHeapSize(OpBuilder &b, Location loc) {

@@ -20,12 +20,12 @@ func.func @many_readers(%ptr: !llvm.ptr<1>, %peer: i32) -> !llvm.ptr<1> {
 
 // An existing definition without externally_initialized gets it; no second global.
 // CHECK-LABEL: module {
-// CHECK:         llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32, externally_initialized} : !llvm.struct<(i32, i32, i64, array<256 x i64>)> {
+// CHECK:         llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32, externally_initialized} : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)> {
 // CHECK-NOT:     llvm.mlir.global
 // CHECK:         func.func @existing_definition
-llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>)> {
-  %0 = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
-  llvm.return %0 : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)> {
+  %0 = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+  llvm.return %0 : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
 }
 func.func @existing_definition() -> i32 {
   %0 = distributed.get_rank
@@ -36,10 +36,10 @@ func.func @existing_definition() -> i32 {
 
 // An external declaration (defined elsewhere) is used as it is.
 // CHECK-LABEL: module {
-// CHECK:         llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>)>{{$}}
+// CHECK:         llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>{{$}}
 // CHECK-NOT:     llvm.mlir.global
 // CHECK:         func.func @existing_declaration
-llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
 func.func @existing_declaration() -> i32 {
   %0 = distributed.get_num_ranks
   return %0 : i32

@@ -3,22 +3,6 @@
 
 // What the lowerings cannot handle: a located error on the op, and the pass fails (no crash, no partial output).
 
-func.func @rank_on_mesh_axis() -> i32 {
-  // expected-error @+1 {{mesh axis 0 is not supported by the lowering: the runtime context only describes the whole world (axis -1)}}
-  %0 = distributed.get_rank axis(0)
-  return %0 : i32
-}
-
-// -----
-
-func.func @num_ranks_on_mesh_axis() -> i32 {
-  // expected-error @+1 {{mesh axis 1 is not supported by the lowering}}
-  %0 = distributed.get_num_ranks axis(1)
-  return %0 : i32
-}
-
-// -----
-
 // wait becomes a loop, which only a function body's region is known to hold; scf regions go to cf first.
 func.func @wait_in_scf_for(%flags: !llvm.ptr<1>, %lb: index, %ub: index, %step: index) {
   %one = arith.constant 1 : i32
@@ -102,7 +86,7 @@ func.func @rank() -> i32 {
 
 // -----
 
-// expected-error @+1 {{the triton-dist runtime context must be a non-constant external global of type '!llvm.struct<(i32, i32, i64, array<256 x i64>)>' in address space 1}}
+// expected-error @+1 {{the triton-dist runtime context must be a non-constant external global of type '!llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>' in address space 1}}
 llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, array<128 x i64>)>
 
 func.func @rank() -> i32 {
@@ -113,7 +97,7 @@ func.func @rank() -> i32 {
 // -----
 
 // expected-error @+1 {{the triton-dist runtime context must be a non-constant external global}}
-llvm.mlir.global external @__triton_dist_context() : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+llvm.mlir.global external @__triton_dist_context() : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
 
 func.func @num_ranks() -> i32 {
   %0 = distributed.get_num_ranks
@@ -123,9 +107,9 @@ func.func @num_ranks() -> i32 {
 // -----
 
 // expected-error @+1 {{the triton-dist runtime context must be a non-constant external global}}
-llvm.mlir.global internal @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>)> {
-  %0 = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
-  llvm.return %0 : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+llvm.mlir.global internal @__triton_dist_context() {addr_space = 1 : i32} : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)> {
+  %0 = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+  llvm.return %0 : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
 }
 
 func.func @symm_at(%ptr: !llvm.ptr<1>, %peer: i32) -> !llvm.ptr<1> {

@@ -10,8 +10,8 @@
 // printed). Scope and ordering of every memory operation are checked exactly.
 
 // The context global of docs/abi.md, declared once.
-// CHECK:       llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32, alignment = 8 : i64, externally_initialized} : !llvm.struct<(i32, i32, i64, array<256 x i64>)> {
-// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+// CHECK:       llvm.mlir.global external @__triton_dist_context() {addr_space = 1 : i32, alignment = 8 : i64, externally_initialized} : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)> {
+// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.zero : !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
 // CHECK-NEXT:    llvm.return %[[Z]]
 // CHECK-NOT:   llvm.mlir.global
 // CHECK-NOT:   distributed.
@@ -29,7 +29,7 @@
 
 // CHECK-LABEL: func.func @rank() -> i32
 // CHECK:         %[[CTX:.*]] = llvm.mlir.addressof @__triton_dist_context : !llvm.ptr<1>
-// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 0] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 0] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
 // CHECK:         %[[RANK:.*]] = llvm.load %[[FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:         return %[[RANK]] : i32
 func.func @rank() -> i32 {
@@ -39,11 +39,62 @@ func.func @rank() -> i32 {
 
 // CHECK-LABEL: func.func @num_ranks() -> i32
 // CHECK:         %[[CTX:.*]] = llvm.mlir.addressof @__triton_dist_context : !llvm.ptr<1>
-// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>)>
+// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
 // CHECK:         %[[NUM:.*]] = llvm.load %[[FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
 // CHECK:         return %[[NUM]] : i32
 func.func @num_ranks() -> i32 {
   %0 = distributed.get_num_ranks
+  return %0 : i32
+}
+
+// The axes: `local` reads the fields after the heap bases (local_rank: 4, local_num_ranks: 5); `node` divides the
+// world's rank (number) by local_num_ranks, read as 1 while the context is unfilled (0), so the division is defined.
+// CHECK-LABEL: func.func @local_rank() -> i32
+// CHECK:         %[[CTX:.*]] = llvm.mlir.addressof @__triton_dist_context : !llvm.ptr<1>
+// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %[[CTX]][0, 4] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+// CHECK:         %[[LOCAL:.*]] = llvm.load %[[FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         return %[[LOCAL]] : i32
+func.func @local_rank() -> i32 {
+  %0 = distributed.get_rank axis(local)
+  return %0 : i32
+}
+
+// CHECK-LABEL: func.func @local_num_ranks() -> i32
+// CHECK:         %[[FIELD:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 5] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+// CHECK:         %[[NUM:.*]] = llvm.load %[[FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         return %[[NUM]] : i32
+func.func @local_num_ranks() -> i32 {
+  %0 = distributed.get_num_ranks axis(local)
+  return %0 : i32
+}
+
+// CHECK-LABEL: func.func @node() -> i32
+// CHECK:         %[[RANK_FIELD:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 0] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+// CHECK:         %[[RANK:.*]] = llvm.load %[[RANK_FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         %[[PER_NODE_FIELD:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 5] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+// CHECK:         %[[PER_NODE:.*]] = llvm.load %[[PER_NODE_FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK:         %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK:         %[[UNFILLED:.*]] = llvm.icmp "eq" %[[PER_NODE]], %[[ZERO]] : i32
+// CHECK:         %[[DIVISOR:.*]] = llvm.select %[[UNFILLED]], %[[ONE]], %[[PER_NODE]] : i1, i32
+// CHECK:         %[[NODE:.*]] = llvm.udiv %[[RANK]], %[[DIVISOR]] : i32
+// CHECK:         return %[[NODE]] : i32
+func.func @node() -> i32 {
+  %0 = distributed.get_rank axis(node)
+  return %0 : i32
+}
+
+// CHECK-LABEL: func.func @num_nodes() -> i32
+// CHECK:         %[[WORLD_FIELD:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 1] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+// CHECK:         %[[WORLD:.*]] = llvm.load %[[WORLD_FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         %[[PER_NODE_FIELD:.*]] = llvm.getelementptr inbounds %{{.*}}[0, 5] : (!llvm.ptr<1>) -> !llvm.ptr<1>, !llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>
+// CHECK:         %[[PER_NODE:.*]] = llvm.load %[[PER_NODE_FIELD]] invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+// CHECK:         %[[UNFILLED:.*]] = llvm.icmp "eq" %[[PER_NODE]], %{{.*}} : i32
+// CHECK:         %[[DIVISOR:.*]] = llvm.select %[[UNFILLED]], %{{.*}}, %[[PER_NODE]] : i1, i32
+// CHECK:         %[[NODES:.*]] = llvm.udiv %[[WORLD]], %[[DIVISOR]] : i32
+// CHECK:         return %[[NODES]] : i32
+func.func @num_nodes() -> i32 {
+  %0 = distributed.get_num_ranks axis(node)
   return %0 : i32
 }
 

@@ -54,9 +54,8 @@ void populateDistributedToLLVMPatterns(LLVMTypeConverter &converter,
                                        const LoweringOptions &options);
 
 /// Emits a located error for every `distributed` op under `root` the lowering
-/// cannot handle (a mesh axis other than -1, an op outside any function, a
-/// wait or notify outside a function body's region). Fails when it emitted
-/// any.
+/// cannot handle (an op outside any function, a wait or notify outside a
+/// function body's region). Fails when it emitted any.
 LogicalResult checkLowerable(Operation *root);
 
 /// Emits a located error for each module (nested ones included) whose

@@ -3,10 +3,12 @@
 // The external global the runtime fills once per loaded module (docs/abi.md):
 //
 //   @__triton_dist_context = externally_initialized addrspace(1) global
-//                            { i32, i32, i64, [256 x i64] } zeroinitializer
+//                            { i32, i32, i64, [256 x i64], i32, i32 }
+//                            zeroinitializer
 //
-// holding this rank, the world size, the heap size and the heap base of every
-// rank (ABI v2: 2064 bytes, heap_bases at byte 16).
+// holding this rank, the world size, the heap size, the heap base of every
+// rank, this rank's rank on its node and the number of ranks on its node
+// (ABI v3: 2072 bytes, heap_bases at byte 16, local_rank at byte 2064).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,8 +30,8 @@ inline constexpr llvm::StringLiteral kContextSymbol = "__triton_dist_context";
 /// The address space of the context and of symmetric heaps (global memory).
 inline constexpr unsigned kGlobalAddressSpace = 1;
 
-/// `!llvm.struct<(i32, i32, i64, array<256 x i64>)>`: rank, num_ranks,
-/// heap_size, heap_bases.
+/// `!llvm.struct<(i32, i32, i64, array<256 x i64>, i32, i32)>`: rank,
+/// num_ranks, heap_size, heap_bases, local_rank, local_num_ranks.
 LLVM::LLVMStructType getContextType(MLIRContext *context);
 
 /// Returns the `@__triton_dist_context` of `symbolTable` (a module: the nearest
@@ -104,6 +106,9 @@ Value loadWaitWatchdogRecord(OpBuilder &b, Location loc);
 /// does not change while a kernel runs, so the loads are marked invariant.
 Value loadContextRank(OpBuilder &b, Location loc);
 Value loadContextNumRanks(OpBuilder &b, Location loc);
+/// This rank's rank among the ranks of its node, and their number.
+Value loadContextLocalRank(OpBuilder &b, Location loc);
+Value loadContextLocalNumRanks(OpBuilder &b, Location loc);
 /// The heap size in bytes, as an i64.
 Value loadContextHeapSize(OpBuilder &b, Location loc);
 /// heap_bases[rank] as an i64; `rank` is an i32.

@@ -27,14 +27,6 @@ LogicalResult verifyRankOperand(Operation *op, Value rank) {
   return success();
 }
 
-LogicalResult verifyAxis(Operation *op, int32_t axis) {
-  if (axis < -1)
-    return op->emitOpError()
-           << "axis must be -1 (the whole world) or a mesh axis >= 0, got "
-           << axis;
-  return success();
-}
-
 // A byte count known at compile time is a size_t of the one-sided library: a
 // negative i64 would be read as a copy of more than 8 EiB.
 LogicalResult verifyByteCount(Operation *op, Value bytes) {
@@ -46,10 +38,6 @@ LogicalResult verifyByteCount(Operation *op, Value bytes) {
 }
 
 } // namespace
-
-LogicalResult GetRankOp::verify() { return verifyAxis(*this, getAxis()); }
-
-LogicalResult GetNumRanksOp::verify() { return verifyAxis(*this, getAxis()); }
 
 LogicalResult SymmAtOp::verify() { return verifyRankOperand(*this, getRank()); }
 

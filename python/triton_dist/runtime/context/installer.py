@@ -247,9 +247,19 @@ def remove_context_hook() -> None:
     knobs.runtime.kernel_load_end_hook.remove(context_installer)
 
 
-def publish_context(rank: int, num_ranks: int, heap_size: int, heap_bases: Sequence[int], device_index: int) -> None:
-    """Write this process's context into every module loaded so far and every module loaded from now on."""
-    context_installer.set_context(pack_context(rank, num_ranks, heap_size, heap_bases), device_index)
+def publish_context(
+    rank: int,
+    num_ranks: int,
+    heap_size: int,
+    heap_bases: Sequence[int],
+    device_index: int,
+    local_rank: int | None = None,
+    local_num_ranks: int | None = None,
+) -> None:
+    """Write this process's context into every module loaded so far and every module loaded from now on;
+    ``local_rank`` / ``local_num_ranks`` default to one node (``pack_context``)."""
+    payload = pack_context(rank, num_ranks, heap_size, heap_bases, local_rank, local_num_ranks)
+    context_installer.set_context(payload, device_index)
     install_context_hook()
 
 

@@ -241,7 +241,15 @@ def init(
     heap = SymmetricHeap(mapping)
 
     if heap_device.type == "cuda":
-        publish_context(heap.rank, heap.world_size, heap.heap_size, heap.bases, heap_device.index)
+        publish_context(
+            heap.rank,
+            heap.world_size,
+            heap.heap_size,
+            heap.bases,
+            heap_device.index,
+            local_rank=layout.local_rank_of(heap.rank),
+            local_num_ranks=layout.local_world_size_of(heap.rank),
+        )
         context_installer.refresh_wait_timeout()
         from triton_dist.runtime.heap.nvshmem import install_nvshmem_module_hook
 

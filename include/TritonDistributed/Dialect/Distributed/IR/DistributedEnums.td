@@ -68,4 +68,18 @@ def Distributed_CommScope : I32EnumAttr<"CommScope",
   }];
 }
 
+def Distributed_RankAxis : I32EnumAttr<"RankAxis",
+    "which ranks a rank query counts", [
+      I32EnumAttrCase<"world", 0>,
+      I32EnumAttrCase<"local", 1>,
+      I32EnumAttrCase<"node", 2>,
+    ]> {
+  let cppNamespace = "::mlir::triton_dist";
+  let description = [{
+    `world`: every rank (the context's `rank` / `num_ranks`); `local`: the ranks of this node (`local_rank` /
+    `local_num_ranks`); `node`: the nodes (`rank / local_num_ranks` / `num_ranks / local_num_ranks`: every node holds
+    the same number of consecutive ranks, torchrun's layout).
+  }];
+}
+
 #endif // TRITON_DIST_DIALECT_DISTRIBUTED_IR_ENUMS_TD

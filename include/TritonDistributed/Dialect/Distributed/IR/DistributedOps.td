@@ -1,7 +1,7 @@
 //===- DistributedOps.td - the `distributed` ops -----------*- tablegen -*-===//
 //
 // Operand order, names and defaults follow the kernel-author API (triton_dist.language):
-//   rank(axis=-1), num_ranks(axis=-1), symm_at(ptr, rank),
+//   rank(axis="world"), num_ranks(axis="world"), symm_at(ptr, rank),
 //   wait(barrierPtrs, numBarriers, scope, semantic, waitValue=1, cmp="eq"), consume_token(value, token),
 //   notify(ptr, rank, signal=1, sig_op="set", comm_scope="inter_node"),
 //   put_signal(dest, src, nbytes, signal_ptr, signal, rank, sig_op="set"), get(dest, src, nbytes, rank),
@@ -31,20 +31,22 @@ defvar Distributed_FlagValue = AnyTypeOf<[I32, I64]>;
 //===----------------------------------------------------------------------===//
 
 class Distributed_RankQueryOp<string mnemonic> : Distributed_Op<mnemonic, [Pure]> {
-  let arguments = (ins DefaultValuedAttr<I32Attr, "-1">:$axis);
+  let arguments = (ins DefaultValuedAttr<Distributed_RankAxis, "::mlir::triton_dist::RankAxis::world">:$axis);
   let results = (outs I32:$result);
   let assemblyFormat = "(`axis` `(` $axis^ `)`)? attr-dict";
-  let hasVerifier = 1;
 }
 
 def Distributed_GetRankOp : Distributed_RankQueryOp<"get_rank"> {
   let summary = "the rank of this process";
   let description = [{
-    The rank of the calling process along mesh axis `axis`; `axis = -1` (the default, elided when printed) means
-    the whole world. It is fixed for the lifetime of a kernel launch, so the op is pure.
+    The rank of the calling process along `axis`: `world` (the default, elided when printed) is its rank in the
+    whole world, `local` its rank among the ranks of its node, `node` the index of its node. It is fixed for the
+    lifetime of a kernel launch, so the op is pure.
 
     ```mlir
     %me = distributed.get_rank
+    %local = distributed.get_rank axis(local)
+    %node = distributed.get_rank axis(node)
     ```
   }];
 }
@@ -52,10 +54,12 @@ def Distributed_GetRankOp : Distributed_RankQueryOp<"get_rank"> {
 def Distributed_GetNumRanksOp : Distributed_RankQueryOp<"get_num_ranks"> {
   let summary = "the number of ranks";
   let description = [{
-    The number of ranks along mesh axis `axis`; `axis = -1` (the default) means the world size.
+    The number of ranks along `axis`: `world` (the default) is the world size, `local` the number of ranks on this
+    node, `node` the number of nodes.
 
     ```mlir
     %world = distributed.get_num_ranks
+    %nodes = distributed.get_num_ranks axis(node)
     ```
   }];
 }
