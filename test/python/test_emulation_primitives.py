@@ -11,6 +11,9 @@ Cases (each a kernel written only against the documented API, docs/language.md):
 - ``ring``: a ring all-gather, one flag per step: rank r forwards at step s the chunk it received at step s-1
   (waiting for that step's flag, then ``consume_token``). Right at 2 and 3 ranks, over two epochs.
 - ``identity``: ``dl.rank()`` / ``dl.num_ranks()`` stored by every program of a 2-D grid.
+- ``axes``: ``dl.rank(axis=...)`` / ``dl.num_ranks(axis=...)`` for ``"world"``, ``-1``, ``"local"``, ``"node"`` on
+  the world's layout (one node), then on a fake layout of one rank per node set on the world after ``init`` (the
+  emulation reads the layout at each launch, as the runtime writes it into the device context).
 - ``tensors``: one ``notify`` to a tensor of ranks (``tl.arange`` rounded up to a power of two, ``mask`` cutting
   the extra lanes) with ``sig_op="add"``, a ``wait`` on ``num_ranks()`` flags with ``cmp="ge"``, an integer
   ``consume_token``; then a ``notify`` of a tensor of flags on one rank with a tensor ``signal``.
@@ -123,6 +126,17 @@ def test_rank_and_num_ranks_come_from_the_world(records: list[dict[str, Any]]) -
         assert record["identity"] == [[rank, world]] * 6, f"rank {rank}"
 
 
+def _axes(rank: int, world: int, local_rank: int, per_node: int) -> list[int]:
+    return [rank, world, rank, world, local_rank, per_node, rank // per_node, world // per_node]
+
+
+def test_every_rank_axis_reads_the_world_layout(records: list[dict[str, Any]]) -> None:
+    world = len(records)
+    for rank, record in enumerate(records):
+        assert record["axes"]["one_node"] == _axes(rank, world, rank, world), f"rank {rank}"
+        assert record["axes"]["node_per_rank"] == _axes(rank, world, 0, 1), f"rank {rank}"
+
+
 def test_tensors_of_ranks_masks_counters_and_flag_tensors(records: list[dict[str, Any]]) -> None:
     world = len(records)
     for rank, record in enumerate(records):
@@ -186,6 +200,18 @@ def identity(out_ptr):
     pid = tl.program_id(0) * tl.num_programs(1) + tl.program_id(1)
     tl.store(out_ptr + 2 * pid, dl.rank())
     tl.store(out_ptr + 2 * pid + 1, dl.num_ranks())
+
+
+@triton.jit
+def rank_axes(out_ptr):
+    tl.store(out_ptr + 0, dl.rank())
+    tl.store(out_ptr + 1, dl.num_ranks())
+    tl.store(out_ptr + 2, dl.rank(-1))
+    tl.store(out_ptr + 3, dl.num_ranks(axis=-1))
+    tl.store(out_ptr + 4, dl.rank(axis="local"))
+    tl.store(out_ptr + 5, dl.num_ranks(axis="local"))
+    tl.store(out_ptr + 6, dl.rank(axis="node"))
+    tl.store(out_ptr + 7, dl.num_ranks("node"))
 
 
 @triton.jit(do_not_specialize=["epoch"])
@@ -305,6 +331,18 @@ def _worker(out_dir: str, examples: list[str]) -> None:  # noqa: PLR0915 (one ca
     out = triton_dist.zeros(12, dtype=torch.int32)
     identity[(3, 2)](out)
     record["identity"] = out.view(6, 2).tolist()
+
+    from triton_dist.runtime.world.topology import NodeLayout
+
+    axes: dict[str, list[int]] = {}
+    own_layout = world.layout
+    for name, layout in (("one_node", own_layout), ("node_per_rank", NodeLayout(tuple((r,) for r in range(size))))):
+        world.layout = layout
+        axes_out = torch.full((8,), -7, dtype=torch.int32)  # poisoned: every slot must be written
+        rank_axes[(1,)](axes_out)
+        axes[name] = axes_out.tolist()
+    world.layout = own_layout  # back to the world's one node for the other cases
+    record["axes"] = axes
 
     n = 16
     gathered = triton_dist.zeros(size * n, dtype=torch.float32)

@@ -139,6 +139,9 @@ def tensor_num_barriers(flag_ptr):
     dl.wait(flag_ptr, tl.arange(0, 2), "sys", "acquire")
 
 
+AXES = "axis must be one of ['world', 'local', 'node']"
+
+
 @triton.jit
 def rank_axis_zero(out_ptr):
     tl.store(out_ptr, dl.rank(axis=0))
@@ -147,6 +150,16 @@ def rank_axis_zero(out_ptr):
 @triton.jit
 def num_ranks_axis_one(out_ptr):
     tl.store(out_ptr, dl.num_ranks(1))
+
+
+@triton.jit
+def rank_axis_misspelled(out_ptr):
+    tl.store(out_ptr, dl.rank(axis="nodes"))
+
+
+@triton.jit
+def num_ranks_axis_float(out_ptr):
+    tl.store(out_ptr, dl.num_ranks(axis=-1.0))
 
 
 @triton.jit
@@ -337,8 +350,10 @@ CASES = [
     (float_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "2.0")),
     (pointer_num_barriers, I32, {}, ("dl.wait", "numBarriers must be an integer", "pointer")),
     (tensor_num_barriers, I32, {}, ("dl.wait", "numBarriers must be a scalar integer")),
-    (rank_axis_zero, {"out_ptr": "*i32"}, {}, ("dl.rank", "only axis=-1", "axis=0")),
-    (num_ranks_axis_one, {"out_ptr": "*i32"}, {}, ("dl.num_ranks", "only axis=-1", "axis=1")),
+    (rank_axis_zero, {"out_ptr": "*i32"}, {}, ("dl.rank", AXES, "got axis=0")),
+    (num_ranks_axis_one, {"out_ptr": "*i32"}, {}, ("dl.num_ranks", AXES, "got axis=1")),
+    (rank_axis_misspelled, {"out_ptr": "*i32"}, {}, ("dl.rank", AXES, "got axis='nodes'")),
+    (num_ranks_axis_float, {"out_ptr": "*i32"}, {}, ("dl.num_ranks", AXES, "-1.0")),
     (negative_peer, I32, {}, ("dl.symm_at", "rank must be >= 0", "-1")),
     (float_peer, I32, {}, ("dl.notify", "rank must be an integer")),
     (block_pointer, FP32, {}, ("dl.symm_at", "block pointer")),

@@ -37,6 +37,12 @@ def rank_kernel(out_ptr):
 
 
 @triton.jit
+def rank_axis_kernel(out_ptr, AXIS: tl.constexpr):
+    tl.store(out_ptr + 0, dl.rank(axis=AXIS))
+    tl.store(out_ptr + 1, dl.num_ranks(AXIS))
+
+
+@triton.jit
 def symm_at_kernel(heap_ptr, out_ptr, peer):
     tl.store(out_ptr, dl.symm_at(heap_ptr, peer).to(tl.int64) - heap_ptr.to(tl.int64))
 
@@ -75,6 +81,38 @@ def test_rank_and_num_ranks_read_the_context(target_name):
     need_library(target_name)
     asm = assembly(compile_kernel(rank_kernel, {"out_ptr": "*i32"}, target_name), target_name)
     assert context_is_defined_and_used(asm, target_name), asm
+
+
+# The context's fields after the heap bases (abi.CONTEXT_LOCAL_RANK_OFFSET, ..._NUM_RANKS_OFFSET): 2064 and 2068
+# (gfx942 loads them from the context's address: a scalar load's 0x810 / 0x814 or a vector load's offset).
+LOCAL_FIELDS = {
+    "sm_90": (rf"\[{abi.CONTEXT_SYMBOL}\+2064\]", rf"\[{abi.CONTEXT_SYMBOL}\+2068\]"),
+    "gfx942": (r"_load_dword\s.*(0x810|offset:2064)$", r"_load_dword\s.*(0x814|offset:2068)$"),
+}
+DIVISION = {"sm_90": r"\bdiv\.u32\b", "gfx942": r"\bv_rcp_iflag_f32"}
+
+
+@pytest.mark.parametrize("target_name", TARGET_NAMES)
+def test_rank_axes_read_their_context_fields(target_name):
+    """Axis "local" reads local_rank / local_num_ranks (after the heap bases), "node" divides rank / num_ranks by
+    local_num_ranks, "world" (and -1) reads neither."""
+    need_real_library(target_name)
+    rank_field, per_node_field = LOCAL_FIELDS[target_name]
+    for axis, (ttir_names, reads_rank, reads_per_node, divides) in {
+        "world": ((abi.RANK, abi.NUM_RANKS), False, False, False),
+        -1: ((abi.RANK, abi.NUM_RANKS), False, False, False),
+        "local": ((abi.LOCAL_RANK, abi.LOCAL_NUM_RANKS), True, True, False),
+        "node": ((abi.NODE, abi.NUM_NODES), False, True, True),
+    }.items():
+        compiled = compile_kernel(rank_axis_kernel, {"out_ptr": "*i32"}, target_name, {"AXIS": axis})
+        for name in ttir_names:
+            assert f'symbol = "{name}"' in compiled.asm["ttir"], (axis, name)
+        asm = assembly(compiled, target_name)
+        assert "__triton_dist_" + "local" not in asm.replace(abi.CONTEXT_SYMBOL, ""), "the calls must be inlined"
+        assert context_is_defined_and_used(asm, target_name), asm
+        assert bool(re.search(rank_field, asm, re.M)) == reads_rank, (axis, asm)
+        assert bool(re.search(per_node_field, asm, re.M)) == reads_per_node, (axis, asm)
+        assert bool(re.search(DIVISION[target_name], asm)) == divides, (axis, asm)
 
 
 @pytest.mark.parametrize("target_name", TARGET_NAMES)

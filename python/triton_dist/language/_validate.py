@@ -64,13 +64,18 @@ def choice(value: Any, primitive: str, name: str, allowed: Sequence[str]) -> str
     return value
 
 
-def world_axis(axis: Any, primitive: str) -> None:
-    """Only ``axis=-1`` (every rank of the world) exists for now."""
+def rank_axis(axis: Any, primitive: str) -> str:
+    """The axis of ``dl.rank`` / ``dl.num_ranks``, one of ``abi.RANK_AXES`` (``-1`` is accepted as ``"world"``)."""
     axis = _unwrap_if_constexpr(axis)
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise TypeError(f"dl.{primitive}: axis must be the integer constant -1, got {describe(axis)}")
-    if axis != -1:
-        raise ValueError(f"dl.{primitive}: only axis=-1 (all ranks of the world) is supported for now, got axis={axis}")
+    is_int = isinstance(axis, int) and not isinstance(axis, bool)
+    if is_int and axis == -1:
+        return "world"
+    if isinstance(axis, str) and axis in abi.RANK_AXES:
+        return axis
+    accepted = f"one of {list(abi.RANK_AXES)} ('world', the default, may also be written -1)"
+    if isinstance(axis, str) or is_int:
+        raise ValueError(f"dl.{primitive}: axis must be {accepted}, got axis={axis!r}")
+    raise TypeError(f"dl.{primitive}: axis must be {accepted}, got {describe(axis)}")
 
 
 def _is_pointer(value: Any) -> bool:

@@ -5,7 +5,8 @@ calls of the library's functions (``tl.extern_elementwise`` under the library na
 emulation's builder (``builder.py``) hands to :func:`call`. Each function gets the interpreter's ``TensorHandle`` s
 (numpy arrays, broadcast to one shape) and returns one:
 
-- ``rank`` / ``num_ranks`` / ``heap_size``: from the world of ``triton_dist.init(device="cpu")``.
+- ``rank`` / ``num_ranks`` / ``heap_size``: from the world of ``triton_dist.init(device="cpu")``; ``local_rank`` /
+  ``local_num_ranks`` from its layout, ``node`` / ``num_nodes`` divided by ``local_num_ranks`` as on a GPU.
 - ``symm_at(addr, rank)``: ``addr - bases[me] + bases[rank]`` over the heap files every rank maps; a rank outside
   the world, or one whose heap has no mapping here (base 0), is an ``EmulationError``.
 - ``heap_offset(addr)``: ``addr - bases[me]`` (the primitives' guards compare it with ``heap_size``).
@@ -199,6 +200,14 @@ def call(symbol: str, args: Sequence[TensorHandle], ret: Any) -> TensorHandle:
         return _handle(np.array([launch.rank], dtype=np.int32), ret)
     if symbol == abi.NUM_RANKS:
         return _handle(np.array([launch.world_size], dtype=np.int32), ret)
+    if symbol == abi.LOCAL_RANK:
+        return _handle(np.array([launch.local_rank], dtype=np.int32), ret)
+    if symbol == abi.LOCAL_NUM_RANKS:
+        return _handle(np.array([launch.local_num_ranks], dtype=np.int32), ret)
+    if symbol == abi.NODE:
+        return _handle(np.array([launch.rank // launch.local_num_ranks], dtype=np.int32), ret)
+    if symbol == abi.NUM_NODES:
+        return _handle(np.array([launch.world_size // launch.local_num_ranks], dtype=np.int32), ret)
     if symbol == abi.HEAP_SIZE:
         return _handle(np.array([launch.heap_size], dtype=np.int64), ret)
     if symbol == abi.HEAP_OFFSET:

@@ -126,6 +126,8 @@ def start_launch(kernel: str, grid: tuple[int, int, int]) -> Launch:
         bases=np.array(heap.bases, dtype=np.uint64),
         grid=grid,
         timeout_ns=wait_timeout_ns(),
+        local_rank=world.nodes.local_rank_of(heap.rank),
+        local_num_ranks=world.nodes.local_world_size_of(heap.rank),
     )
     if visibility.mode() == "happens-before":
         global _visibility_launches

@@ -60,6 +60,10 @@ class Launch:
     grid: tuple[int, int, int]
     timeout_ns: int
     """The wait watchdog's timeout (0: waits never time out)."""
+    local_rank: int = 0
+    """This rank's rank among the ranks of its node (the context's ``local_rank``)."""
+    local_num_ranks: int = 1
+    """How many ranks its node holds (the context's ``local_num_ranks``)."""
     aborted: threading.Event = field(default_factory=threading.Event)
     """Set when a program failed: the others' waits stop (``ProgramAborted``)."""
     errors: list[BaseException] = field(default_factory=list)
