@@ -6,9 +6,10 @@ host name) and reports torchrun's ``$LOCAL_RANK`` / ``$LOCAL_WORLD_SIZE``; ``ini
 :func:`launcher_problems` checks that torchrun's variables say the same, so every rank agrees on one layout or
 ``init()`` fails on every rank.
 
-Kernels see only ``dl.rank()`` / ``dl.num_ranks()``; where every node holds the same number of consecutive ranks
-(``NodeLayout.ranks_per_node``: torchrun's layout), a kernel passes that number as a ``tl.constexpr`` and computes
-``node = dl.rank() // RANKS_PER_NODE``, ``local = dl.rank() % RANKS_PER_NODE`` (docs/multi-node.md).
+``init()`` writes this rank's local rank and its node's size into the device context, so kernels read them as
+``dl.rank("local")`` / ``dl.num_ranks("local")``; ``dl.rank("node")`` / ``dl.num_ranks("node")`` divide by the
+node's size, right where every node holds the same number of consecutive ranks (``NodeLayout.ranks_per_node``:
+torchrun's layout; docs/multi-node.md).
 """
 
 from __future__ import annotations
