@@ -59,6 +59,16 @@ def probe_context(out_ptr, heap_ptr):
 
 
 @triton.jit
+def probe_rank_axes(out_ptr):
+    tl.store(out_ptr + 0, dl.rank("local"))
+    tl.store(out_ptr + 1, dl.num_ranks("local"))
+    tl.store(out_ptr + 2, dl.rank("node"))
+    tl.store(out_ptr + 3, dl.num_ranks("node"))
+    tl.store(out_ptr + 4, dl.rank(axis="world"))
+    tl.store(out_ptr + 5, dl.num_ranks(axis="world"))
+
+
+@triton.jit
 def read_peer(src_ptr, out_ptr, n, peer, SCALAR_FORM: tl.constexpr, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
@@ -142,6 +152,15 @@ def check_context(checks: Checks, world: rt.World) -> None:
     expected = [world.rank, world.world_size] + [base - bases[world.rank] for base in bases]
     got = out.tolist()
     checks.check("dl.rank / dl.num_ranks / symm_at deltas match the heap bases", got == expected, f"{got[:6]}...")
+
+
+def check_rank_axes(checks: Checks, world: rt.World) -> None:
+    out = rt.full((6,), POISON, dtype=torch.int32)
+    probe_rank_axes[(1,)](out)
+    local, per_node = world.nodes.local_rank_of(world.rank), world.nodes.local_world_size_of(world.rank)
+    expected = [local, per_node, world.rank // per_node, world.world_size // per_node, world.rank, world.world_size]
+    got = out.tolist()
+    checks.check("dl.rank / dl.num_ranks along 'local' and 'node' match the world's layout", got == expected, f"{got}")
 
 
 def check_reads(checks: Checks, world: rt.World) -> None:
@@ -419,6 +438,7 @@ def main() -> int:
     checks.check(f"the heap is on the backend $TRITON_DIST_BACKEND asks for ({asked})", world.backend == asked)
     cases = (
         ("context", check_context),
+        ("rank axes", check_rank_axes),
         ("symm_at reads", check_reads),
         ("symm_at writes", check_writes),
         ("notify set + wait", check_set_wait),

@@ -73,6 +73,7 @@ KERNELS = [
         {"CTAS_PER_PEER": 32, "BLOCK": 4096},
     ),
     ("test/gpu/check_primitives.py", "probe_context", {"out_ptr": "*i64", "heap_ptr": "*i64"}, {}),
+    ("test/gpu/check_primitives.py", "probe_rank_axes", {"out_ptr": "*i32"}, {}),
     (
         "test/gpu/check_primitives.py",
         "read_peer",
