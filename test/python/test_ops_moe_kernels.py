@@ -415,3 +415,29 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     for name, names in seen.items():
         kernel = getattr(kernels, f"_{name}_kernel")
         assert names == list(kernel.arg_names[: len(names)]), name
+
+
+def test_bench_times_whole_row_beside_the_default(tmp_path: Any) -> None:
+    """bench/moe.py asks for ``MoeConfig(whole_row=True)`` through ``config=`` and writes its rows, labelled, beside
+    the default's (``--skip-whole-row`` leaves them out)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("bench_moe_whole_row", Path(__file__).parents[2] / "bench" / "moe.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # dataclasses look their module up there
+    spec.loader.exec_module(bench)
+    options, why = bench.whole_row_option()
+    assert why == "" and options == {"config": MoeConfig(whole_row=True)}
+    assert not bench.parse_args([]).skip_whole_row and bench.parse_args(["--skip-whole-row"]).skip_whole_row
+
+    def row(path: str, dispatch: float) -> dict[str, Any]:
+        timings = {f"{op} {t}": dispatch for op in ("dispatch", "combine") for t in ("device", "idle")}
+        return {"path": path, "mode": "normal", "tokens": 128, "verified": "ok", "bytes per rank": 1e6, **timings}
+
+    rows = [row(bench.OURS, 50.0), row(bench.WHOLE, 25.0), row(bench.NCCL, 100.0)]
+    text = bench.write_results(tmp_path, "T", rows, {"notes": []}, [], 0.0).read_text()
+    assert "| ours | normal | 128 | 50.0 / 50.0 / — |" in text
+    assert "| ours whole_row | normal | 128 | 25.0 / 25.0 / — |" in text and "| 4.00 / 4.00 / 4.00 / 4.00 |" in text
