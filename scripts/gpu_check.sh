@@ -292,7 +292,7 @@ run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py ${TUNE_ARG:+--write-package-table}
 run_step bench "$first" bench_ar_rmsnorm 240 bench/ar_rmsnorm.py
 run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
-run_step bench "$first" bench_moe 300 bench/moe.py
+run_step bench "$first" bench_moe 300 bench/moe.py --heap 12G
 run_step bench "$first" bench_decoder 300 bench/decoder.py
 # One GPU: flash_decode's fixed cost and streaming rate (bench/results/flash_decode_anatomy.md), gemm_ar's GEMM tiles
 # at the per-rank sizes of the first size (bench/results/gemm_ar_tiles.md).
