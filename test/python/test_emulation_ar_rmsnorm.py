@@ -98,6 +98,8 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig, ArRmsNormError
     from triton_dist.ops.ar_rmsnorm.op import _run, _run_fp8
 
+    LL = ArRmsNormConfig("one_shot_ll", 2, 1)  # noqa: N806 (a constant of the cases)
+
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
         for _ in range(2):  # the second call relaunches the plan
@@ -163,6 +165,15 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
             return [] if "[2, 32]" in str(error) and "[3, 32]" in str(error) else [f"unclear error: {error}"]
         return ["no error"]
 
+    def too_many_ll_rows() -> list[str]:
+        """More rows than the LL one-shot's programs hold in one round each: refused before any launch."""
+        x = torch.ones(3, 4096)  # 4096 fp32 words a row: one row per program, two programs under the emulation
+        try:
+            _run(x, x, torch.ones(4096), 1e-5, ArRmsNormConfig("one_shot_ll", 2, 1))
+        except ArRmsNormError as error:
+            return [] if "at most 2 rows of hidden 4096" in str(error) else [f"unclear error: {error}"]
+        return ["no error"]
+
     def refused_without_the_interpreter() -> list[str]:
         os.environ["TRITON_INTERPRET"] = "0"
         try:
@@ -190,6 +201,14 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "fp8/one_shot_fp32": lambda: run_fp8((5, 100), torch.float32, ArRmsNormConfig("one_shot", 2, 1)),
         "fp8/two_shot_bf16": lambda: run_fp8((5, 100), torch.bfloat16, ArRmsNormConfig("two_shot", 2, 1)),
         "fp8/no_rows": lambda: run_fp8((0, 32), torch.bfloat16, None),
+        # The LL one-shot (forced; never chosen): 1 to 3 rows, a round of several rows per program, an odd hidden
+        # size (a half-used last word), every call twice and the shapes sharing its slots (the epochs advance).
+        "one_shot_ll/bf16": lambda: run((3, 100), torch.bfloat16, LL),
+        "one_shot_ll/fp32_one_row": lambda: run((1, 100), torch.float32, LL),
+        "one_shot_ll/bf16_odd_hidden": lambda: run((2, 37), torch.bfloat16, ArRmsNormConfig("one_shot_ll", 1, 1)),
+        "one_shot_ll/fp32_3d": lambda: run((2, 2, 24), torch.float32, LL),
+        "fp8/one_shot_ll_bf16": lambda: run_fp8((3, 100), torch.bfloat16, LL),
+        "one_shot_ll/too_many_rows": too_many_ll_rows,
         "gemm_ar_norm/bf16": lambda: gemm_ar_norm(3, 40, 24, torch.bfloat16),
         "gemm_ar_norm/fp16_one_row": lambda: gemm_ar_norm(1, 48, 40, torch.float16),
     }
@@ -236,6 +255,10 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
             "two_shot/fp32",
             "fp8/one_shot_fp32",
             "fp8/two_shot_bf16",
+            "one_shot_ll/bf16",
+            "one_shot_ll/fp32_one_row",
+            "one_shot_ll/bf16_odd_hidden",
+            "fp8/one_shot_ll_bf16",
             "gemm_ar_norm/bf16",
             "selected/bf16",
             "no_rows",
@@ -335,7 +358,7 @@ def test_the_emulation_takes_the_heuristic_with_few_programs() -> None:
     one_row = cfg.choose_config(2 * 1024 * 4, 2, torch.device("cpu"), 2, 4, emulated=True)
     assert one_row.programs == 2
     with pytest.raises(cfg.ArRmsNormError, match="algo must be one of"):
-        cfg.ArRmsNormConfig("one_shot_ll", 1)
+        cfg.ArRmsNormConfig("one_shot_pull", 1)
     with pytest.raises(cfg.ArRmsNormError, match=r"two_shot programs must be in \[1, 128\]"):
         cfg.ArRmsNormConfig("two_shot", 129)
 

@@ -10,6 +10,7 @@ import torch
 import triton
 
 from triton_dist.ops.all_reduce import AllReduceError, emulated_config, select_config
+from triton_dist.ops.all_reduce.config import LL_PER_THREAD, ll_elements_per_word, ll_supported
 from triton_dist.ops.common.errors import OpInputError
 
 
@@ -21,17 +22,21 @@ class ArRmsNormError(OpInputError, TypeError):
 
 OP_NAME = "all_reduce_residual_rmsnorm"
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-ALGORITHMS = ("one_shot", "two_shot")
-SLOTS = {"one_shot": 256, "two_shot": 128}
-"""Program slots per workspace: the most programs of one launch (each moves ``round_rows`` rows per flag round)."""
+ALGORITHMS = ("one_shot", "two_shot", "one_shot_ll")
+SLOTS = {"one_shot": 256, "two_shot": 128, "one_shot_ll": 256}
+"""Program slots per workspace: the most programs of one launch (each moves ``round_rows`` rows per flag round;
+"one_shot_ll": ``ll_round_rows`` rows in its one round)."""
 MAX_HIDDEN = 32768
 """The largest hidden size: a program holds one row (``next_power_of_2(hidden)`` fp32 values) in registers."""
 
 
 @dataclass(frozen=True)
 class ArRmsNormConfig:
-    """``algo`` "one_shot" (the push one-shot: every rank sums every row) or "two_shot" (each rank sums and norms
-    its chunk of rows, then gathers the others'), at most ``programs`` programs of ``num_warps`` warps."""
+    """``algo`` "one_shot" (the push one-shot: every rank sums every row), "two_shot" (each rank sums and norms
+    its chunk of rows, then gathers the others') or "one_shot_ll" (the low-latency one-shot: every rank sums every
+    row, the call's epoch travels inside the data words, no flag round; NVIDIA only, never chosen by
+    ``choose_config``: force it with a config), at most ``programs`` programs of ``num_warps`` warps
+    ("one_shot_ll": ``ll_num_warps`` bounds the warps by the row's words)."""
 
     algo: str
     programs: int
@@ -59,9 +64,9 @@ def block_h(hidden: int) -> int:
 
 
 def row_programs(algo: str, rows: int, world_size: int) -> int:
-    """The rows one flag round of all programs covers: every row (one-shot), one chunk of ``cdiv(rows, W)``
-    (two-shot)."""
-    return rows if algo == "one_shot" else triton.cdiv(rows, world_size)
+    """The rows one flag round of all programs covers: every row (one-shot, LL one-shot), one chunk of
+    ``cdiv(rows, W)`` (two-shot)."""
+    return triton.cdiv(rows, world_size) if algo == "two_shot" else rows
 
 
 ROUND_BYTES = {"one_shot": 16 << 10, "two_shot": 128 << 10}
@@ -135,3 +140,72 @@ def choose_config(
     hidden = max(1, nbytes // itemsize // max(1, rows))
     num_warps = 1 if emulated else min(16, max(4, block_h(hidden) // 1024))
     return ArRmsNormConfig(algo, programs, num_warps)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The LL one-shot ("one_shot_ll"): all_reduce's LL words (ops/all_reduce/kernels.py), one round per program.
+
+LL_ROUND_WORDS = 4096
+"""LL one-shot: the words one program moves per peer in its one round (32 KiB), unless one row is more: rows of
+hidden 8192 bf16 (4096 words) go one per program, shorter rows several."""
+LL_MAX_ROW_WORDS = 8192
+"""LL one-shot: the most words of one row (``LL_PER_THREAD`` per thread at 16 warps): hidden 16384 in bf16 /
+fp16, 8192 in fp32."""
+EMULATED_LL_SLOTS = EMULATED_PROGRAMS
+"""LL one-shot under the CPU emulation: slots of its workspace (the emulation's programs; the GPU's 256 slots of
+rows from every rank would crowd a small CPU heap)."""
+
+
+def ll_row_words(hidden: int, itemsize: int) -> int:
+    """The LL words of one row: the hidden size in words of ``ll_elements_per_word(itemsize)`` elements, rounded up
+    to a power of two (the kernel's block)."""
+    return triton.next_power_of_2(triton.cdiv(hidden, ll_elements_per_word(itemsize)))
+
+
+def ll_max_round_rows(hidden: int, itemsize: int) -> int:
+    """The most rows one LL program moves in its round: ``LL_ROUND_WORDS`` of row words, at least one."""
+    return max(1, LL_ROUND_WORDS // ll_row_words(hidden, itemsize))
+
+
+def ll_region_bytes(hidden: int, itemsize: int, world_size: int) -> int:
+    """LL bytes per slot: 2 epoch parities x ``world_size`` senders x one round's words (``LL_ROUND_WORDS``, or one
+    longer row) of 8 bytes: 128 KiB at 2 ranks (32 MiB of symmetric heap over 256 slots; 128 MiB at 8 ranks)."""
+    return 2 * world_size * max(LL_ROUND_WORDS, ll_row_words(hidden, itemsize)) * 8
+
+
+def ll_num_warps(hidden: int, itemsize: int, num_warps: int) -> int:
+    """The LL kernel's warps for a config's ``num_warps``: at least enough for ``LL_PER_THREAD`` words per thread,
+    at most one word per thread (fewer words than threads would have threads store a word twice; one warp where a
+    row has fewer than 32 words)."""
+    words = ll_row_words(hidden, itemsize)
+    least = max(1, words // (32 * LL_PER_THREAD))
+    most = max(1, words // 32)
+    return min(max(num_warps, least), most)
+
+
+def ll_launch(rows: int, hidden: int, itemsize: int, programs: int, emulated: bool) -> tuple[int, int]:
+    """(programs, rows per program) of an LL one-shot call of ``rows`` rows on at most ``programs`` programs (under
+    the emulation at most ``EMULATED_LL_SLOTS``): each program moves a power of two of rows in its one round.
+    Raises ArRmsNormError where this cannot run: not NVIDIA (its PTX 8-byte system-scope accesses; the emulation
+    runs it anywhere), a row past ``LL_MAX_ROW_WORDS`` words, more rows than the programs' rounds hold."""
+    if not emulated and not ll_supported():
+        raise ArRmsNormError(
+            f"{OP_NAME}: one_shot_ll needs an NVIDIA GPU (8-byte relaxed system-scope PTX loads and stores): use "
+            "one_shot or two_shot"
+        )
+    per_word = ll_elements_per_word(itemsize)
+    if ll_row_words(hidden, itemsize) > LL_MAX_ROW_WORDS:
+        raise ArRmsNormError(
+            f"{OP_NAME}: one_shot_ll moves rows of at most {LL_MAX_ROW_WORDS * per_word} elements of {itemsize} "
+            f"bytes, got hidden {hidden}: use one_shot or two_shot"
+        )
+    most = min(programs, EMULATED_LL_SLOTS if emulated else SLOTS["one_shot_ll"])
+    together = triton.next_power_of_2(triton.cdiv(max(rows, 1), most))
+    limit = ll_max_round_rows(hidden, itemsize)
+    if together > limit:
+        raise ArRmsNormError(
+            f"{OP_NAME}: one_shot_ll with {most} programs moves at most {most * limit} rows of hidden {hidden} "
+            f"({limit} per program, one round), got {rows}: use more programs (up to {SLOTS['one_shot_ll']}) or "
+            "one_shot / two_shot"
+        )
+    return triton.cdiv(max(rows, 1), together), together

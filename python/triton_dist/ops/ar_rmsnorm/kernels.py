@@ -25,6 +25,18 @@ torch's add then RMSNorm computes it; for fp32 the two are the same). Every rank
 the same rounded rows, so with the same ``residual`` and ``weight`` on every rank (tensor parallelism) all ranks
 get bit-identical outputs.
 
+The **LL one-shot** (``_ar_rmsnorm_ll_kernel``, config "one_shot_ll"; low latency, never chosen by default) is
+``all_reduce``'s "one_shot_ll" with the norm after the sum, built from its device helpers
+(``ops/all_reduce/kernels.py``, whose docstring has the memory-ordering argument): no flag round; each row travels
+as 8-byte words, the call's epoch in the high 32 bits and 32 bits of the row (two bf16 / fp16 elements, one fp32)
+in the low; a program pushes its ``ROUND_ROWS`` rows' words into row block ``me`` of every peer's buffer (epoch
+parity double-buffered, its own slot workspace and epoch counter), then per row polls each peer's words until each
+carries the epoch, sums in rank order, adds the residual and norms as above. One round per program per call (the
+argument's condition), so a call holds at most ``programs x ROUND_ROWS`` rows (``config.ll_launch``). With the wait
+watchdog on (``WATCHED``) the polls are bounded and a row with a missing word waits for it with ``dl.wait``, as the
+all-reduce's. Under the CPU emulation (``EMULATED``: Triton's interpreter runs no inline PTX) the words are plain
+8-byte stores and loads, and a missing word is awaited with ``dl.wait`` on its high half (``_ll_receive_emulated``).
+
 With ``FP8`` the normed row is quantized to e4m3 with a per-token scale: ``scale = max(max|normed| / 448,
 FP8_MIN_SCALE)``, ``normed_fp8 = clamp(normed / scale, +-448)`` rounded to nearest (even), both from the fp32 row.
 """
@@ -35,6 +47,18 @@ import triton
 import triton.language as tl
 
 import triton_dist.language as dl
+from triton_dist.ops.all_reduce.kernels import (
+    _LL_WATCHED_POLL_PASSES,
+    _ll_add,
+    _ll_fence_acq_rel_sys,
+    _ll_next_epoch,
+    _ll_pack,
+    _ll_payload,
+    _ll_receive,
+    _ll_receive_late,
+    _ll_store,
+    _ll_unpack,
+)
 from triton_dist.ops.ar_rmsnorm import config as cfg
 from triton_dist.ops.common.flags import flag_round
 
@@ -175,4 +199,151 @@ def _ar_rmsnorm_kernel(
                             acc += got.to(tl.float32)
                     new = _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, in_row, hidden)
                     _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
+    tl.store(epochs_ptr + slot, epoch)
+
+
+@triton.jit
+def _ll_receive_emulated(words_ptr, offs, mask, epoch):
+    """The uint32 payloads of the words at ``words_ptr + offs`` (where ``mask``) once each carries ``epoch``, under
+    the CPU emulation: plain 8-byte loads (the interpreter's are whole words), and while a word is missing a
+    ``dl.wait`` on the high half of the first one (the emulation's wait backs off and times out under the
+    watchdog, naming the word), then the missing words loaded again."""
+    BLOCK: tl.constexpr = offs.shape[0]
+    words = tl.load(words_ptr + offs, mask=mask, other=0).to(tl.uint64, bitcast=True)
+    arrived, payload = _ll_unpack(words)
+    missing = mask & (arrived != epoch)
+    while tl.max(missing.to(tl.int32), axis=0) > 0:
+        first = tl.min(tl.where(missing, offs, BLOCK), axis=0)
+        high_half = (words_ptr + first).to(tl.pointer_type(tl.int32), bitcast=True) + 1  # little-endian
+        dl.wait(high_half, 1, "sys", "relaxed", epoch, cmp="eq")
+        again = tl.load(words_ptr + offs, mask=missing, other=0).to(tl.uint64, bitcast=True)
+        arrived, fresh = _ll_unpack(again)
+        payload = tl.where(missing, fresh, payload)
+        missing = missing & (arrived != epoch)
+    return payload
+
+
+@triton.jit
+def _ll_row_sum(
+    words,
+    offs,
+    mask,
+    mine,
+    packed,
+    epoch,
+    me,
+    ranks,
+    ROUND: tl.constexpr,
+    DTYPE: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    PASSES: tl.constexpr,
+    LATE: tl.constexpr,
+    EMULATED: tl.constexpr,
+):
+    """The fp32 sums of one row's low and high elements over the ranks in rank order (mine from ``mine``, a peer's
+    from its words at ``words + peer * ROUND + offs``) and an int32 1 per lane whose word a bounded poll missed
+    (``PASSES`` > 0). ``LATE``: every word awaited (``_ll_receive_late``); ``EMULATED``: the interpreter's receive."""
+    acc_low = tl.zeros(offs.shape, dtype=tl.float32)
+    acc_high = tl.zeros(offs.shape, dtype=tl.float32)
+    missing = tl.zeros(offs.shape, dtype=tl.int32)
+    for peer in range(0, ranks):  # rank order: the same sum on every rank
+        if peer == me:
+            acc_low, acc_high = _ll_add(acc_low, acc_high, mine, DTYPE, PER_WORD)
+        else:
+            if EMULATED:
+                got = _ll_receive_emulated(words + peer * ROUND, offs, mask, epoch)
+            elif LATE:
+                got = _ll_receive_late(words + peer * ROUND, offs, mask, packed, epoch, PASSES)
+            else:
+                got, late = _ll_receive(words + peer * ROUND + offs, mask, packed, PASSES)
+                missing |= late
+            acc_low, acc_high = _ll_add(acc_low, acc_high, got, DTYPE, PER_WORD)
+    return acc_low, acc_high, missing
+
+
+@triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
+def _ar_rmsnorm_ll_kernel(
+    x_ptr,
+    residual_ptr,
+    weight_ptr,
+    normed_ptr,
+    new_residual_ptr,
+    scale_ptr,
+    eps,
+    data_ptr,
+    epochs_ptr,
+    rows,
+    hidden,
+    REGION: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+    ROUND_ROWS: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+    WATCHED: tl.constexpr = False,
+    EMULATED: tl.constexpr = False,
+):
+    slot = tl.program_id(0)
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
+    if EMULATED:  # the interpreter runs no PTX; its memory is coherent and its 8-byte accesses whole
+        epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
+    else:  # the fence: release for the previous call's reads of this slot, acquire for its observations
+        epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
+    ROUND: tl.constexpr = ROUND_ROWS * BLOCK_W  # one rank's words of the round
+    words = data_ptr + slot * REGION + (epoch % 2) * ranks * ROUND  # [ranks][ROUND_ROWS][BLOCK_W]
+    offs = tl.arange(0, BLOCK_W)  # a row's words: PER_WORD elements each
+    first = slot * ROUND_ROWS
+    # Push: each row's words into row block `me` of every peer's buffer (rows past the last: no word).
+    for r in range(0, ROUND_ROWS):
+        row = first + r
+        n = tl.where(row < rows, hidden, 0)  # the row's elements
+        mask = offs * PER_WORD < n
+        packed = _ll_pack(_ll_payload(x_ptr + row * hidden, offs, n, PER_WORD), epoch)
+        for peer in range(0, ranks):
+            if peer != me:
+                remote = dl.symm_at(words + me * ROUND + r * BLOCK_W + offs, peer)
+                if EMULATED:
+                    tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
+                else:
+                    _ll_store(remote, packed, mask)
+    # Receive, sum, add the residual, norm: row by row.
+    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
+    BLOCK_H: tl.constexpr = BLOCK_W * PER_WORD
+    cols = tl.arange(0, BLOCK_H)
+    in_row = cols < hidden
+    for r in range(0, ROUND_ROWS):
+        row = first + r
+        if row < rows:
+            mask = offs * PER_WORD < hidden
+            mine = _ll_payload(x_ptr + row * hidden, offs, hidden, PER_WORD)
+            packed = _ll_pack(mine, epoch)
+            row_words = words + r * BLOCK_W
+            acc_low, acc_high, missing = _ll_row_sum(
+                row_words, offs, mask, mine, packed, epoch, me, ranks, ROUND, DTYPE, PER_WORD, PASSES, False, EMULATED
+            )
+            if WATCHED:
+                if tl.max(missing, axis=0) > 0:  # one reduction per row; the sum again, every word awaited
+                    acc_low, acc_high, missing = _ll_row_sum(
+                        row_words,
+                        offs,
+                        mask,
+                        mine,
+                        packed,
+                        epoch,
+                        me,
+                        ranks,
+                        ROUND,
+                        DTYPE,
+                        PER_WORD,
+                        PASSES,
+                        True,
+                        EMULATED,
+                    )
+            if PER_WORD == 2:
+                acc = tl.interleave(acc_low, acc_high)  # element 2w is word w's low half, 2w + 1 its high
+            else:
+                acc = acc_low
+            new = _new_residual(acc, residual_ptr, new_residual_ptr, row, cols, in_row, hidden)
+            _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, cols, in_row, eps, hidden, FP8)
     tl.store(epochs_ptr + slot, epoch)

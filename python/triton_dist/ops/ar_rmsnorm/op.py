@@ -12,7 +12,10 @@ from dataclasses import asdict
 import torch
 
 from triton_dist import runtime as rt
+from triton_dist.compiler.watchdog import watchdog_enabled
+from triton_dist.ops.all_reduce.config import ll_elements_per_word
 from triton_dist.ops.ar_rmsnorm.config import (
+    EMULATED_LL_SLOTS,
     FP8_DTYPE,
     MAX_HIDDEN,
     SLOTS,
@@ -21,16 +24,21 @@ from triton_dist.ops.ar_rmsnorm.config import (
     ArRmsNormError,
     block_h,
     choose_config,
+    ll_launch,
+    ll_num_warps,
+    ll_region_bytes,
+    ll_row_words,
     region_bytes,
     round_rows,
 )
-from triton_dist.ops.ar_rmsnorm.kernels import _ar_rmsnorm_kernel
+from triton_dist.ops.ar_rmsnorm.kernels import _ar_rmsnorm_kernel, _ar_rmsnorm_ll_kernel
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device, peer_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.common.slot_workspace import slot_workspace
+from triton_dist.runtime.emulation import visibility
 
 OP = "all_reduce_residual_rmsnorm"
 
@@ -109,7 +117,8 @@ def _launch(
     ``FP8_DTYPE`` with ``scale`` fp32 [rows]) on the current stream."""
     scale_arg = new_residual if scale is None else scale  # never read without FP8
     aligned = tuple(t.data_ptr() % 16 == 0 for t in (x, residual, weight, normed, new_residual, scale_arg))
-    signature = (tuple(x.shape), x.dtype, normed.dtype, x.device, aligned, config)
+    # The watchdog: the LL kernel is compiled for it (bounded polls).
+    signature = (tuple(x.shape), x.dtype, normed.dtype, x.device, aligned, config, watchdog_enabled())
     plan = _plans.get(signature)
     if plan is None:  # the first call launches
         _first_call(x, residual, weight, eps, normed, new_residual, scale_arg, config, signature)
@@ -135,12 +144,21 @@ def _first_call(
     if config is None:
         nbytes = x.numel() * x.element_size()
         config = choose_config(nbytes, max(rows, 1), x.device, world.world_size, x.element_size(), emulated(world))
+    if config.algo == "one_shot_ll":  # a config that cannot run raises before the collective
+        ll_launch(rows, hidden, x.element_size(), config.programs, emulated(world))
+        if emulated(world) and visibility.mode() == "happens-before":
+            raise ArRmsNormError(
+                f"{OP}: one_shot_ll reads words that no release / acquire orders, which the emulation's "
+                f"happens-before mode (${visibility.VISIBILITY_ENV}) keeps stale forever: use one_shot or two_shot"
+            )
     described = {"shape": list(x.shape), "dtype": str(x.dtype), "out": str(normed.dtype), "config": asdict(config)}
 
     def make() -> LaunchPlan | EmulatedLaunch | _Empty:
         if rows == 0:
             return _Empty()
         with on_device(x.device):
+            if config.algo == "one_shot_ll":
+                return _first_launch_ll(x, residual, weight, eps, normed, new_residual, scale, config, world)
             return _first_launch(x, residual, weight, eps, normed, new_residual, scale, config, world.world_size)
 
     return _plans.build(signature, described, make)
@@ -190,6 +208,51 @@ def _first_launch(
     return first_launch(_ar_rmsnorm_kernel, (programs, 1, 1), named, 7, num_warps=config.num_warps)
 
 
+def _first_launch_ll(
+    x: torch.Tensor,
+    residual: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    normed: torch.Tensor,
+    new_residual: torch.Tensor,
+    scale: torch.Tensor,
+    config: ArRmsNormConfig,
+    world: rt.World,
+) -> LaunchPlan | EmulatedLaunch:
+    """The LL one-shot's first launch (``kernels._ar_rmsnorm_ll_kernel``): its own slot workspace of 8-byte words
+    (fewer slots under the emulation), one round per program."""
+    hidden = x.shape[-1]
+    rows = x.numel() // hidden
+    itemsize = x.element_size()
+    on_cpu = emulated(world)
+    programs, together = ll_launch(rows, hidden, itemsize, config.programs, on_cpu)
+    region = ll_region_bytes(hidden, itemsize, world.world_size)
+    slots = EMULATED_LL_SLOTS if on_cpu else SLOTS["one_shot_ll"]
+    ws = slot_workspace(f"{OP}.one_shot_ll", slots, 1, region)
+    named = {
+        "x_ptr": x,
+        "residual_ptr": residual,
+        "weight_ptr": weight,
+        "normed_ptr": normed,
+        "new_residual_ptr": new_residual,
+        "scale_ptr": scale,
+        "eps": float(eps),
+        "data_ptr": ws.data_as(torch.int64),
+        "epochs_ptr": ws.epochs,
+        "rows": rows,
+        "hidden": hidden,
+        "REGION": region // 8,
+        "BLOCK_W": ll_row_words(hidden, itemsize),
+        "ROUND_ROWS": together,
+        "PER_WORD": ll_elements_per_word(itemsize),
+        "FP8": normed.dtype == FP8_DTYPE,
+        "WATCHED": watchdog_enabled(),
+        "EMULATED": on_cpu,
+    }
+    num_warps = ll_num_warps(hidden, itemsize, config.num_warps)
+    return first_launch(_ar_rmsnorm_ll_kernel, (programs, 1, 1), named, 7, num_warps=num_warps)
+
+
 def _run(
     x: torch.Tensor,
     residual: torch.Tensor,
@@ -198,7 +261,8 @@ def _run(
     config: ArRmsNormConfig | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The fused op with ``config`` (None: the chosen one), inputs checked: what the custom op runs, and how
-    tests force an algorithm."""
+    tests and benchmarks force an algorithm, e.g. the LL one-shot: ``_run(x, residual, weight, eps,
+    ArRmsNormConfig("one_shot_ll", 256, 8))``."""
     _check(x, residual, weight, eps)
     normed = torch.empty_like(x)
     new_residual = torch.empty_like(x)
