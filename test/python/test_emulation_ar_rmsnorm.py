@@ -3,13 +3,15 @@
 
 Under the CPU emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, one process per rank on gloo, as
 ``test_emulation_ops.py``) at 2 and 3 ranks against a torch reference: the chosen config and each algorithm forced
-(one-shot push, two-shot, whose chunks leave the last rank short of rows), bf16 and fp32, a hidden size that is not
-a power of two, 3-D input, a call without rows, every call twice (the second relaunches the plan; the device-side
-epochs advance); the e4m3 output of both algorithms (per-token scales, every element within one e4m3 step, a row of
-zeros); ``gemm_ar(a, b, residual=, norm_weight=)``; ranks that call with different shapes, and the CPU world without
-the interpreter, are refused. Without GPUs: the kernel compiles for sm_90 and gfx942 with the flag protocol's
-release / acquire (and the e4m3 conversion on sm_90), bad input raises ``ArRmsNormError`` / ``GemmArError`` naming
-the tensor, the algorithm is ``all_reduce``'s choice, and the custom ops trace with fake tensors.
+(one-shot push, two-shot, whose chunks leave the last rank short of rows, and the LL one-shot "one_shot_ll"), bf16
+and fp32, a hidden size that is not a power of two, 3-D input, a call without rows, every call twice (the second
+relaunches the plan; the device-side epochs advance); the e4m3 output of every algorithm (per-token scales, every
+element within one e4m3 step, a row of zeros); ``gemm_ar(a, b, residual=, norm_weight=)``; ranks that call with
+different shapes, an LL call past its rows, and the CPU world without the interpreter, are refused. Without GPUs:
+the kernel compiles for sm_90 and gfx942 with the flag protocol's release / acquire (and the e4m3 conversion on
+sm_90), the LL kernel for sm_90 with all_reduce's LL words (fence, relaxed 8-byte stores and polled loads, no flag
+round), its launch shapes, bad input raises ``ArRmsNormError`` / ``GemmArError`` naming the tensor, the algorithm is
+``all_reduce``'s choice, and the custom ops trace with fake tensors.
 """
 
 from __future__ import annotations
@@ -317,6 +319,93 @@ def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtyp
     else:
         assert re.search(r"buffer_wbl2 .*sc1", asm), "a system-scope release (the notify's L2 writeback) expected"
         assert re.search(r"buffer_inv .*sc1", asm), "a system-scope acquire (the wait's cache invalidate) expected"
+
+
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "rows", "fp8", "watched"),
+    [("bf16", 8192, 1, False, False), ("fp32", 100, 4, False, False), ("bf16", 4096, 1, True, False),
+     ("bf16", 2048, 2, False, True)],
+)  # fmt: skip
+def test_the_ll_kernel_compiles_with_the_ll_words(dtype: str, hidden: int, rows: int, fp8: bool, watched: bool) -> None:
+    """sm_90 only (all_reduce's LL words are inline PTX: no gfx942 build). One ``fence.acq_rel.sys`` before the
+    first word access, the words as relaxed system-scope 8-byte stores (one per word of a thread and row of the
+    round: never a weak one) and loads inside the poll's loop, no flag round (no acquire load) unless the watchdog's
+    late receive waits, no local memory in a loop, the norm and (``fp8``) the e4m3 conversion."""
+    from asm_loops import loop_components, ptx_blocks
+    from dl_compile import assembly, compile_kernel, need_real_library
+
+    from triton_dist.ops.all_reduce.config import ll_elements_per_word
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+    from triton_dist.ops.ar_rmsnorm import kernels
+
+    need_real_library("sm_90")
+    itemsize = 4 if dtype == "fp32" else 2
+    pointer = f"*{dtype}"
+    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
+    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
+    signature |= {"eps": "fp32", "data_ptr": "*i64", "epochs_ptr": "*i32", "rows": "i32", "hidden": "i32"}
+    words = cfg.ll_row_words(hidden, itemsize)
+    constexprs = {
+        "REGION": cfg.ll_region_bytes(hidden, itemsize, 2) // 8,
+        "BLOCK_W": words,
+        "ROUND_ROWS": rows,
+        "PER_WORD": ll_elements_per_word(itemsize),
+        "FP8": fp8,
+        "WATCHED": watched,
+        "EMULATED": False,
+    }
+    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
+    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr")
+    compiled = compile_kernel(kernels._ar_rmsnorm_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps)
+    asm = assembly(compiled, "sm_90")
+    lines = asm.splitlines()
+    stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
+    loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
+    fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
+    assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
+    assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
+    per_thread = max(1, words // (32 * num_warps))
+    # One store per word of a thread and row of the round (the peers are a loop; the rows' may be unrolled).
+    assert len(stores) in (per_thread, per_thread * rows), "an 8-byte store merged away or duplicated"
+    assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
+    if not watched:
+        assert "ld.acquire" not in asm, "no flag round: the words carry the epoch"
+        assert len(loads) in (per_thread, per_thread * rows), "one relaxed load per word: the poll, not cloned"
+    loops = loop_components(ptx_blocks(asm))
+    polls = [loop for loop in loops if any("ld.relaxed.sys.global.b64" in line for b in loop for line in b.lines)]
+    assert polls, "the relaxed loads must be inside the poll loop (not hoisted out of it)"
+    inside = [line.strip() for loop in loops for block_ in loop for line in block_.lines]
+    assert not [line for line in inside if ".local" in line], "local memory inside a loop"
+    assert "rsqrt" in asm, "the norm's reciprocal square root expected"
+    if fp8:
+        assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
+
+
+def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ll_launch``: programs x rows per program (a power of two) cover the rows in one round each; more rows than
+    that, a row past ``LL_MAX_ROW_WORDS`` words, or a build without NVIDIA support (but for the emulation) raise
+    naming the limit; the warps keep 1 to ``LL_PER_THREAD`` words per thread."""
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+
+    monkeypatch.setattr(cfg, "ll_supported", lambda: True)
+    assert cfg.ll_launch(1, 8192, 2, 256, emulated=False) == (1, 1)
+    assert cfg.ll_launch(128, 8192, 2, 256, emulated=False) == (128, 1)
+    assert cfg.ll_launch(256, 8192, 2, 256, emulated=False) == (256, 1)
+    assert cfg.ll_launch(512, 4096, 2, 256, emulated=False) == (256, 2)  # 2048 words: 2 rows a round
+    assert cfg.ll_launch(5, 100, 4, 2, emulated=True) == (2, 4)
+    assert cfg.ll_launch(5, 100, 4, 256, emulated=True) == (2, 4)  # the emulation's slots
+    with pytest.raises(cfg.ArRmsNormError, match=r"at most 256 rows of hidden 8192 \(1 per program"):
+        cfg.ll_launch(257, 8192, 2, 256, emulated=False)
+    with pytest.raises(cfg.ArRmsNormError, match="rows of at most 16384 elements of 2 bytes, got hidden 16385"):
+        cfg.ll_launch(1, 16385, 2, 256, emulated=False)
+    assert cfg.ll_launch(1, 8192, 4, 1, emulated=False) == (1, 1)
+    assert [cfg.ll_num_warps(8192, 2, w) for w in (1, 4, 16)] == [8, 8, 16]  # 4096 words: >= 8 warps
+    assert [cfg.ll_num_warps(40, 2, w) for w in (1, 4)] == [1, 1]  # 32 words: one warp
+    assert cfg.ll_num_warps(4096, 4, 4) == 8 and cfg.ll_num_warps(1024, 2, 4) == 4
+    monkeypatch.setattr(cfg, "ll_supported", lambda: False)
+    with pytest.raises(cfg.ArRmsNormError, match="one_shot_ll needs an NVIDIA GPU"):
+        cfg.ll_launch(1, 64, 2, 1, emulated=False)
+    assert cfg.ll_launch(1, 64, 2, 1, emulated=True) == (1, 1)
 
 
 def test_the_algorithm_follows_the_all_reduce_table(monkeypatch: pytest.MonkeyPatch) -> None:

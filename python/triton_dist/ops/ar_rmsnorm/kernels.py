@@ -50,6 +50,7 @@ import triton_dist.language as dl
 from triton_dist.ops.all_reduce.kernels import (
     _LL_WATCHED_POLL_PASSES,
     _ll_add,
+    _ll_elements,
     _ll_fence_acq_rel_sys,
     _ll_next_epoch,
     _ll_pack,
@@ -57,6 +58,7 @@ from triton_dist.ops.all_reduce.kernels import (
     _ll_receive,
     _ll_receive_late,
     _ll_store,
+    _ll_store_elements,
     _ll_unpack,
 )
 from triton_dist.ops.ar_rmsnorm import config as cfg
@@ -261,6 +263,56 @@ def _ll_row_sum(
     return acc_low, acc_high, missing
 
 
+@triton.jit
+def _ll_norm_row(
+    acc_low,
+    acc_high,
+    residual_ptr,
+    weight_ptr,
+    normed_ptr,
+    new_residual_ptr,
+    scale_ptr,
+    row,
+    words,
+    eps,
+    hidden,
+    DTYPE: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+):
+    """``_new_residual`` then ``_store_normed`` for row ``row`` in the LL words' layout (no layout conversion):
+    lane ``w`` holds elements ``PER_WORD * w`` (``acc_low``) and ``2 w + 1`` (``acc_high``, ``PER_WORD`` 2), the
+    fp32 sums of the ranks' rows; the residual and the weight are read, the outputs written, the same way
+    (``_ll_payload`` / ``_ll_store_elements``). The same arithmetic, per element, as the flag kernels' helpers."""
+    base = row * hidden
+    res_low, res_high = _ll_elements(_ll_payload(residual_ptr + base, words, hidden, PER_WORD), DTYPE, PER_WORD)
+    w_low, w_high = _ll_elements(_ll_payload(weight_ptr, words, hidden, PER_WORD), DTYPE, PER_WORD)
+    # Elements past the hidden size read 0 (x's, the residual's and the weight's): their new residual is 0.
+    new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)
+    h_low = new_low.to(tl.float32)
+    if PER_WORD == 2:
+        new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
+        h_high = new_high.to(tl.float32)
+        squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
+    else:
+        new_high = new_low
+        h_high = h_low
+        squares = tl.sum(h_low * h_low, axis=0)
+    _ll_store_elements(new_residual_ptr + base, words, hidden, new_low, new_high, PER_WORD)
+    rstd = tl.rsqrt(squares / hidden + eps)
+    y_low = h_low * rstd * w_low.to(tl.float32)
+    y_high = h_high * rstd * w_high.to(tl.float32)
+    OUT: tl.constexpr = normed_ptr.dtype.element_ty
+    if FP8:
+        scale = tl.maximum(tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0) / FP8_MAX, FP8_MIN_SCALE)
+        q_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX)).to(OUT)
+        q_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX)).to(OUT)
+        _ll_store_elements(normed_ptr + base, words, hidden, q_low, q_high, PER_WORD)
+        tl.store(scale_ptr + row, scale)
+    else:
+        _ll_store_elements(normed_ptr + base, words, hidden, y_low.to(OUT), y_high.to(OUT), PER_WORD)
+
+
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
 def _ar_rmsnorm_ll_kernel(
     x_ptr,
@@ -309,9 +361,6 @@ def _ar_rmsnorm_ll_kernel(
                     _ll_store(remote, packed, mask)
     # Receive, sum, add the residual, norm: row by row.
     PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
-    BLOCK_H: tl.constexpr = BLOCK_W * PER_WORD
-    cols = tl.arange(0, BLOCK_H)
-    in_row = cols < hidden
     for r in range(0, ROUND_ROWS):
         row = first + r
         if row < rows:
@@ -340,10 +389,20 @@ def _ar_rmsnorm_ll_kernel(
                         True,
                         EMULATED,
                     )
-            if PER_WORD == 2:
-                acc = tl.interleave(acc_low, acc_high)  # element 2w is word w's low half, 2w + 1 its high
-            else:
-                acc = acc_low
-            new = _new_residual(acc, residual_ptr, new_residual_ptr, row, cols, in_row, hidden)
-            _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, cols, in_row, eps, hidden, FP8)
+            _ll_norm_row(
+                acc_low,
+                acc_high,
+                residual_ptr,
+                weight_ptr,
+                normed_ptr,
+                new_residual_ptr,
+                scale_ptr,
+                row,
+                offs,
+                eps,
+                hidden,
+                DTYPE,
+                PER_WORD,
+                FP8,
+            )
     tl.store(epochs_ptr + slot, epoch)
