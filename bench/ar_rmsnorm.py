@@ -7,6 +7,8 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
 
 - ``fused``: ``triton_dist.ops.all_reduce_residual_rmsnorm(x, residual, weight)`` (one kernel);
 - ``fused fp8``: ``all_reduce_residual_rmsnorm_fp8`` (the same with an e4m3 output and per-token scales);
+- ``fused LL (forced)``: the fused op with its low-latency one-shot forced (``ArRmsNormConfig("one_shot_ll", ...)``:
+  the epoch inside the data words, no flag round; never chosen by default yet), at M <= 256 (``LL_ROWS``);
 - ``our AR``: ``triton_dist.ops.all_reduce(x, out=)`` alone (what the fused op must not cost much more than);
 - ``our AR + add + RMSNorm``: our all-reduce, then ``torch.add`` of the residual and
   ``torch.nn.functional.rms_norm`` (our unfused path);
@@ -17,7 +19,8 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
 At the ``--sweep-rows`` M values, the fused op is also timed (graphed) with each algorithm at 4, 8 and 16 warps
 (``SWEEP``), beside the config a call chooses and the all-reduce's own config for the size: what the choice leaves.
 
-Before timing, each M's fused result is compared with the unfused torch path's (an ``INFO`` line if they differ).
+Before timing, each M's fused result (and the forced LL variant's) is compared with the unfused torch path's (an
+``INFO`` line if they differ).
 The bar (issue 28), graphed: fused / our AR <= 1.2 and fused / (NCCL + add + RMSNorm) <= 0.45 at M <= 128; the fused
 op never slower than our unfused path at any M (graphed and eager). Writes ``ar_rmsnorm_<W>x<GPU>.md``, ``.png`` and
 ``.json`` to ``--out-dir``.
@@ -59,11 +62,17 @@ ROWS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192)
 EPS = 1e-6
 FUSED = "fused"
 FP8 = "fused fp8"
+FUSED_LL = "fused LL (forced)"
 OURS = "our AR"
 UNFUSED = "our AR + add + RMSNorm"
 NCCL = "NCCL + add + RMSNorm"
 SYMM = "symm-mem one-shot + add + RMSNorm"
-NAMES = (FUSED, FP8, OURS, UNFUSED, NCCL, SYMM)
+NAMES = (FUSED, FP8, FUSED_LL, OURS, UNFUSED, NCCL, SYMM)
+LL_ROWS = 256
+"""The forced LL variant is timed at M <= 256 (the most rows its 256 programs hold at hidden 8192)."""
+LL_CONFIG = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4)
+"""The forced LL variant's config: one program per row (up to 256), warps raised to the row's words as needed
+(``ar_rmsnorm.config.ll_num_warps``: 8 at hidden 8192 bf16)."""
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
 SWEEP = [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)]
@@ -94,10 +103,13 @@ def implementations(
     impls: dict[str, Callable[[], object]] = {
         FUSED: lambda: all_reduce_residual_rmsnorm(x, residual, weight, EPS),
         FP8: lambda: all_reduce_residual_rmsnorm_fp8(x, residual, weight, EPS),
+        FUSED_LL: lambda: _run(x, residual, weight, EPS, LL_CONFIG),
         OURS: lambda: all_reduce(x, out=reduced),
         UNFUSED: lambda: add_rms_norm(all_reduce(x, out=reduced), residual, weight),
         NCCL: lambda: (dist.all_reduce(nccl_buffer), add_rms_norm(nccl_buffer, residual, weight)),
     }
+    if x.shape[0] > LL_ROWS:
+        del impls[FUSED_LL]
     if symm_mem is not None and hasattr(torch.ops.symm_mem, "one_shot_all_reduce"):
         try:
             buffer = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -110,10 +122,15 @@ def implementations(
     return impls
 
 
-def fused_matches_torch(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> str:
-    """'' if the fused op's outputs match the unfused torch path's (NCCL's sum of the same x) on this rank, else what
-    differs."""
-    normed, new_residual = all_reduce_residual_rmsnorm(x, residual, weight, EPS)
+def fused_matches_torch(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, config: ArRmsNormConfig | None = None
+) -> str:
+    """'' if the fused op's outputs (with ``config``; None: the chosen one) match the unfused torch path's (NCCL's
+    sum of the same x) on this rank, else what differs."""
+    if config is None:
+        normed, new_residual = all_reduce_residual_rmsnorm(x, residual, weight, EPS)
+    else:
+        normed, new_residual = _run(x, residual, weight, EPS, config)
     total = x.float()
     dist.all_reduce(total)
     want_normed, want_residual = add_rms_norm(total, residual.float(), weight.float())
@@ -154,6 +171,13 @@ def main() -> int:
         problem = fused_matches_torch(x, residual, weight)
         if problem:
             print(f"INFO rank {world.rank} M={m}: the fused op differs from torch: {problem}", flush=True)
+        if m <= LL_ROWS:
+            try:
+                problem = fused_matches_torch(x, residual, weight, LL_CONFIG)
+            except Exception as error:  # noqa: BLE001 (reported, not fatal: its timing reports it too)
+                problem = f"{type(error).__name__}: {error}"
+            if problem:
+                print(f"INFO rank {world.rank} M={m}: the forced LL variant differs from torch: {problem}", flush=True)
         nbytes = x.numel() * x.element_size()
         config = choose_config(nbytes, m, x.device, world.world_size, x.element_size(), emulated=False)
         ours = select_config(nbytes, x.device, world.world_size, x.element_size())
@@ -208,11 +232,15 @@ def bar_summary(rows: list[dict[str, object]]) -> list[str]:
 
     ar, nccl = worst(small, OURS), worst(small, NCCL)
     unfused = max(worst(rows, UNFUSED, "graphed"), worst(rows, UNFUSED, "eager"))
+    ll_values = [ratio(r, FUSED_LL, OURS) for r in small]
+    ll = max(ll_values) if ll_values and all(v == v for v in ll_values) else float("nan")
     verdict = {True: "PASS", False: "FAIL"}
     return [
         f"fused / our AR at M <= {BAR_ROWS}: worst {ar:.2f} (<= 1.2: {verdict[ar <= 1.2]})",
         f"fused / NCCL + add + RMSNorm at M <= {BAR_ROWS}: worst {nccl:.2f} (<= 0.45: {verdict[nccl <= 0.45]})",
         f"fused / our unfused path, every M, graphed and eager: worst {unfused:.2f} (<= 1: {verdict[unfused <= 1]})",
+        f"(not the default) fused LL (forced) / our AR at M <= {BAR_ROWS}: worst {ll:.2f} (<= 1.2: "
+        f"{verdict[ll <= 1.2]})",
     ]
 
 
@@ -232,21 +260,23 @@ def write_results(
         "",
         *describe_machine(started),
         *GRAPHED_AND_EAGER,
-        "- fused: `all_reduce_residual_rmsnorm` (one kernel); fused fp8: its e4m3 variant; our AR: `all_reduce`",
-        "  alone; the `+ add + RMSNorm` paths: `torch.add` of the residual, then `torch.nn.functional.rms_norm`.",
+        "- fused: `all_reduce_residual_rmsnorm` (one kernel); fused fp8: its e4m3 variant; fused LL (forced): the",
+        f"  fused op with algo {LL_CONFIG.algo} forced ({LL_CONFIG.programs} programs, M <= {LL_ROWS}; not the",
+        "  default); our AR: `all_reduce` alone; the `+ add + RMSNorm` paths: `torch.add` of the residual, then",
+        "  `torch.nn.functional.rms_norm`.",
         "",
         "Bar (issue 28), graphed unless said:",
         "",
         *[f"- {line}" for line in bar_summary(rows)],
         "",
         "| M | " + " | ".join(f"{name} graphed" for name in NAMES) + " | fused / our AR | fused / NCCL+ | "
-        "fused / unfused | fused / unfused eager | config |",
-        "|---" * (len(NAMES) + 6) + "|",
+        "fused / unfused | fused / unfused eager | LL / our AR | config |",
+        "|---" * (len(NAMES) + 7) + "|",
     ]
     for row in rows:
         cells = [f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} graphed") for name in NAMES]
         cells += [f"{ratio(row, FUSED, den):.2f}" for den in (OURS, NCCL, UNFUSED)]
-        cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", str(row["config"])]
+        cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", f"{ratio(row, FUSED_LL, OURS):.2f}", str(row["config"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Eager, µs:", "", "| M | " + " | ".join(f"{name} eager" for name in NAMES) + " |"]
     lines.append("|---" * (len(NAMES) + 1) + "|")
@@ -277,7 +307,8 @@ def write_results(
         (
             "graphed ratios (bar: 1.2, 0.45 at M <= 128; 1)",
             ms,
-            {f"fused / {den}": [ratio(r, FUSED, den) for r in rows] for den in (OURS, NCCL, UNFUSED)},
+            {f"fused / {den}": [ratio(r, FUSED, den) for r in rows] for den in (OURS, NCCL, UNFUSED)}
+            | {"fused LL (forced) / our AR": [ratio(r, FUSED_LL, OURS) for r in rows]},
         )
     )
     panel_chart(
