@@ -1,14 +1,15 @@
 """The fused all-reduce + residual add + RMSNorm on GPUs: every algorithm against torch, CUDA graphs, the e4m3
 variant, gemm_ar's norm epilogue, bad input.
 
-    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,gemm_ar,compile,bad_input]
+    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,gemm_ar,compile,bad_input]
 
 Each case draws fresh random inputs (every rank regenerates every rank's for the reference), poisons the outputs
 (NaN) and compares with torch in fp32: ``h = residual + sum over ranks of x`` in rank order, ``new_residual`` = h
 rounded to the dtype, ``normed = new_residual * rsqrt(mean(new_residual^2) + eps) * weight``. bf16 and fp32, M from
 1 to 8192, hidden 4096, 8192 and two sizes that are not powers of two (5120, 1000), the chosen algorithm and each one
 forced; outputs must be bit-identical on every rank. CUDA graphs: chained calls captured once and replayed with new
-inputs (poisoned outputs each replay). Exit code 0 iff every check passed on every rank.
+inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (M 1 to 64, fp8, graphed replays).
+Exit code 0 iff every check passed on every rank.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import torch.distributed as dist
 
 from triton_dist import runtime as rt
 from triton_dist.ops import all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8, gemm_ar
+from triton_dist.ops.all_reduce.config import ll_supported
 from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig, ArRmsNormError
-from triton_dist.ops.ar_rmsnorm.op import _check, _launch
+from triton_dist.ops.ar_rmsnorm.op import _check, _launch, _run, _run_fp8
 from triton_dist.ops.common.errors import OpInputError
 from triton_dist.ops.gemm_ar import GemmArError
 from triton_dist.testing import Checks, finish, main_guard, poison_, rank0_print, setup_distributed, sync
@@ -131,6 +133,28 @@ def poisoned_outputs(shape: tuple[int, ...], dtype: torch.dtype) -> tuple[torch.
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def eager_case(
+    checks: Checks, world: rt.World, tag: int, m: int, hidden: int, dtype: torch.dtype, config: ArRmsNormConfig | None
+) -> None:
+    """One eager call into poisoned outputs against torch: the values, bit-identical on every rank, the inputs
+    untouched."""
+    shape = (m, hidden)
+    x, residual, weight = inputs(world.rank, tag, shape, dtype)
+    x_before, residual_before = x.clone(), residual.clone()
+    normed, new_residual = poisoned_outputs(shape, dtype)
+    _check(x, residual, weight, EPS)
+    _launch(x, residual, weight, EPS, normed, new_residual, None, config)
+    sync("all_reduce_residual_rmsnorm")
+    want_normed, want_residual = reference(tag, shape, dtype, world.world_size)
+    what = f"M={m} hidden={hidden} {str(dtype).removeprefix('torch.')} {config or 'chosen'}"
+    ok_n, detail_n = close(normed, want_normed, dtype)
+    ok_r, detail_r = close(new_residual, want_residual, dtype)
+    checks.check(f"{what}: normed, new_residual", ok_n and ok_r, f"normed {detail_n}; new_residual {detail_r}")
+    identical = same_on_all_ranks(normed, new_residual)
+    untouched = torch.equal(x, x_before) and torch.equal(residual, residual_before)
+    checks.check(f"{what}: bit-identical on every rank, inputs untouched", identical and untouched)
+
+
 def check_eager(checks: Checks, world: rt.World) -> None:
     """Every (M, hidden, dtype) with the chosen algorithm; each algorithm forced at a few sizes (the one-shot at
     8192 rows takes 32 rows per program, the two-shot at one row leaves all but one rank without rows)."""
@@ -145,23 +169,7 @@ def check_eager(checks: Checks, world: rt.World) -> None:
             cases.append((m, 8192, torch.bfloat16, ArRmsNormConfig(algo, 256 if algo == "one_shot" else 128, 8)))
     cases.append((129, 5120, torch.float32, ArRmsNormConfig("two_shot", 7, 4)))  # rounds per program, ragged chunk
     for tag, (m, hidden, dtype, config) in enumerate(cases, start=10):
-        tag *= 10
-        shape = (m, hidden)
-        x, residual, weight = inputs(world.rank, tag, shape, dtype)
-        x_before, residual_before = x.clone(), residual.clone()
-        normed, new_residual = poisoned_outputs(shape, dtype)
-        _check(x, residual, weight, EPS)
-        _launch(x, residual, weight, EPS, normed, new_residual, None, config)
-        sync("all_reduce_residual_rmsnorm")
-        want_normed, want_residual = reference(tag, shape, dtype, world.world_size)
-        what = f"M={m} hidden={hidden} {str(dtype).removeprefix('torch.')} {config or 'chosen'}"
-        ok_n, detail_n = close(normed, want_normed, dtype)
-        ok_r, detail_r = close(new_residual, want_residual, dtype)
-        checks.check(f"{what}: normed, new_residual", ok_n and ok_r, f"normed {detail_n}; new_residual {detail_r}")
-        identical = same_on_all_ranks(normed, new_residual)
-        untouched = torch.equal(x, x_before) and torch.equal(residual, residual_before)
-        checks.check(f"{what}: bit-identical on every rank, inputs untouched", identical and untouched)
-        del x, residual, normed, new_residual, want_normed, want_residual, x_before, residual_before
+        eager_case(checks, world, tag * 10, m, hidden, dtype, config)
     # The public function (fresh outputs) on a 3-D input and a one-row input.
     for tag, shape in enumerate(((2, 3, 8192), (1, 4096)), start=4000):
         tag *= 10
@@ -184,62 +192,89 @@ def check_fp8(checks: Checks, world: rt.World) -> None:
         ((m, 8192), torch.bfloat16, ArRmsNormConfig(a, 64, 8)) for m in (3, 200) for a in ("one_shot", "two_shot")
     ]
     for tag, (shape, dtype, config) in enumerate(cases, start=5000):
-        tag *= 10
-        x, residual, weight = inputs(world.rank, tag, shape, dtype)
-        if shape[0] > 1:  # the second token all zeros: the smallest scale, zeros out
-            x[1] = 0
-            residual[1] = 0
-        if config is None and tag % 20 == 0:  # the public function (fresh outputs)
-            quantized, scale, new_residual = all_reduce_residual_rmsnorm_fp8(x, residual, weight, EPS)
-        else:
-            quantized = torch.empty(shape, dtype=torch.float8_e4m3fn, device="cuda")
-            quantized.view(torch.uint8).fill_(0x7F)  # e4m3 NaN
-            scale = poison_(torch.empty((*shape[:-1], 1), dtype=torch.float32, device="cuda"))
-            new_residual = poison_(torch.empty(shape, dtype=dtype, device="cuda"))
-            _check(x, residual, weight, EPS)
-            _launch(x, residual, weight, EPS, quantized, new_residual, scale, config)
-        sync("all_reduce_residual_rmsnorm_fp8")
-        total = torch.zeros(shape, dtype=torch.float32, device="cuda")
-        for owner in range(world.world_size):
-            mine = inputs(owner, tag, shape, dtype)[0]
-            if shape[0] > 1:
-                mine[1] = 0
-            total += mine.float()
-        h = total + residual.float()
-        ref = norm_of(h, weight, dtype)
-        what = f"fp8 {list(shape)} {str(dtype).removeprefix('torch.')} {config or 'chosen'}"
-        ok_q, detail_q = close_fp8(quantized, scale, ref)
-        ok_r, detail_r = close(new_residual, h, dtype)
-        checks.check(f"{what}: e4m3 rows, scales, new_residual", ok_q and ok_r, f"{detail_q}; new_residual {detail_r}")
-        checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(quantized, scale, new_residual))
+        fp8_case(checks, world, tag * 10, shape, dtype, config)
 
 
-def _chain(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Three chained calls: the fused op, again on its outputs, and the fp8 variant on the first's outputs."""
-    normed, new_residual = all_reduce_residual_rmsnorm(x, residual, weight, EPS)
-    normed2, new_residual2 = all_reduce_residual_rmsnorm(normed, new_residual, weight, EPS)
-    quantized, scale, new_residual3 = all_reduce_residual_rmsnorm_fp8(normed, new_residual, weight, EPS)
+def fp8_case(
+    checks: Checks,
+    world: rt.World,
+    tag: int,
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    config: ArRmsNormConfig | None,
+) -> None:
+    """One e4m3 call (the public function for the chosen config at every other tag, else into poisoned outputs)
+    against torch, the second token all zeros; bit-identical on every rank."""
+    x, residual, weight = inputs(world.rank, tag, shape, dtype)
+    if shape[0] > 1:  # the second token all zeros: the smallest scale, zeros out
+        x[1] = 0
+        residual[1] = 0
+    if config is None and tag % 20 == 0:  # the public function (fresh outputs)
+        quantized, scale, new_residual = all_reduce_residual_rmsnorm_fp8(x, residual, weight, EPS)
+    else:
+        quantized = torch.empty(shape, dtype=torch.float8_e4m3fn, device="cuda")
+        quantized.view(torch.uint8).fill_(0x7F)  # e4m3 NaN
+        scale = poison_(torch.empty((*shape[:-1], 1), dtype=torch.float32, device="cuda"))
+        new_residual = poison_(torch.empty(shape, dtype=dtype, device="cuda"))
+        _check(x, residual, weight, EPS)
+        _launch(x, residual, weight, EPS, quantized, new_residual, scale, config)
+    sync("all_reduce_residual_rmsnorm_fp8")
+    total = torch.zeros(shape, dtype=torch.float32, device="cuda")
+    for owner in range(world.world_size):
+        mine = inputs(owner, tag, shape, dtype)[0]
+        if shape[0] > 1:
+            mine[1] = 0
+        total += mine.float()
+    h = total + residual.float()
+    ref = norm_of(h, weight, dtype)
+    what = f"fp8 {list(shape)} {str(dtype).removeprefix('torch.')} {config or 'chosen'}"
+    ok_q, detail_q = close_fp8(quantized, scale, ref)
+    ok_r, detail_r = close(new_residual, h, dtype)
+    checks.check(f"{what}: e4m3 rows, scales, new_residual", ok_q and ok_r, f"{detail_q}; new_residual {detail_r}")
+    checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(quantized, scale, new_residual))
+
+
+def _chain(
+    x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, config: ArRmsNormConfig | None = None
+) -> tuple[torch.Tensor, ...]:
+    """Three chained calls: the fused op, again on its outputs, and the fp8 variant on the first's outputs (the
+    public functions; with ``config``, that config forced)."""
+    if config is None:
+        normed, new_residual = all_reduce_residual_rmsnorm(x, residual, weight, EPS)
+        normed2, new_residual2 = all_reduce_residual_rmsnorm(normed, new_residual, weight, EPS)
+        quantized, scale, new_residual3 = all_reduce_residual_rmsnorm_fp8(normed, new_residual, weight, EPS)
+    else:
+        normed, new_residual = _run(x, residual, weight, EPS, config)
+        normed2, new_residual2 = _run(normed, new_residual, weight, EPS, config)
+        quantized, scale, new_residual3 = _run_fp8(normed, new_residual, weight, EPS, config)
     return normed, new_residual, normed2, new_residual2, quantized, scale, new_residual3
 
 
-def check_graph(checks: Checks, world: rt.World) -> None:
+GRAPH_SHAPES = ((1, 8192, torch.bfloat16), (8, 5120, torch.float32), (128, 8192, torch.bfloat16))
+GRAPH_SHAPES += ((4096, 4096, torch.bfloat16),)
+
+
+def check_graph(
+    checks: Checks,
+    world: rt.World,
+    shapes: tuple[tuple[int, int, torch.dtype], ...] = GRAPH_SHAPES,
+    config: ArRmsNormConfig | None = None,
+) -> None:
     """Per shape, three chained calls captured in one CUDA graph (the second norms the first's normed output with
     the first's new residual, the third is the fp8 variant of the second), replayed with fresh inputs and poisoned
-    outputs; every replay checked against torch."""
-    for case, (m, hidden, dtype) in enumerate(
-        ((1, 8192, torch.bfloat16), (8, 5120, torch.float32), (128, 8192, torch.bfloat16), (4096, 4096, torch.bfloat16))
-    ):
+    outputs; every replay checked against torch. ``config``: forced (None: the chosen one)."""
+    for case, (m, hidden, dtype) in enumerate(shapes):
         shape = (m, hidden)
         x_in, residual_in, weight_in = (torch.zeros_like(t) for t in inputs(0, 0, shape, dtype))
         weight_in.fill_(1.0)
 
-        _chain(x_in, residual_in, weight_in)  # warm-up: the workspaces, compilation, the ranks' agreement
+        _chain(x_in, residual_in, weight_in, config)  # warm-up: the workspaces, compilation, the ranks' agreement
         sync("graph warm-up")
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):
-            outputs = _chain(x_in, residual_in, weight_in)
+            outputs = _chain(x_in, residual_in, weight_in, config)
         for replay in range(4):
-            tag = 9000 + 100 * case + 10 * replay
+            tag = (9000 if config is None else 9500) + 100 * case + 10 * replay
             x, residual, weight = inputs(world.rank, tag, shape, dtype)
             x_in.copy_(x)
             residual_in.copy_(residual)
@@ -264,7 +299,8 @@ def check_graph(checks: Checks, world: rt.World) -> None:
                 close_fp8(quantized, scale, want_normed2),
                 close(new_residual3, h2, dtype),
             ]
-            what = f"CUDA graph M={m} hidden={hidden} {str(dtype).removeprefix('torch.')} replay {replay}"
+            described = f"{str(dtype).removeprefix('torch.')} {config or 'chosen'}"
+            what = f"CUDA graph M={m} hidden={hidden} {described} replay {replay}"
             checks.check(f"{what}: three chained calls", all(ok for ok, _ in results), "; ".join(d for _, d in results))
             checks.check(f"{what}: bit-identical on every rank", same_on_all_ranks(*outputs))
 
@@ -362,10 +398,49 @@ def check_bad_input(checks: Checks, world: rt.World) -> None:
     )
 
 
+LL_ROWS = (1, 2, 3, 8, 16, 31, 64)
+"""The forced LL one-shot's M values (its use: decode)."""
+
+
+def check_ll(checks: Checks, world: rt.World) -> None:
+    """The LL one-shot ("one_shot_ll", forced: never chosen by default yet) against torch: M 1 to 64 at every hidden
+    size and dtype (one row per program), fewer programs than rows (several rows in a program's one round), the
+    e4m3 output (a row of zeros), and three chained calls in a CUDA graph replayed with fresh inputs (the epochs
+    advance in the graph). NVIDIA only: on ROCm the config is refused, which is checked instead."""
+    ll = ArRmsNormConfig("one_shot_ll", 256, 4)
+    if not ll_supported():
+        x = torch.randn(2, 1024, device="cuda", dtype=torch.bfloat16)
+        checks.expect_error("LL on ROCm: refused", ArRmsNormError, lambda: _run(x, x, x[0], EPS, ll), "NVIDIA")
+        return
+    tag = 20_000
+    for dtype in DTYPES:
+        for hidden in HIDDENS:
+            for m in LL_ROWS:
+                tag += 10
+                eager_case(checks, world, tag, m, hidden, dtype, ll)
+    for m, hidden, config in (
+        (64, 1000, ArRmsNormConfig("one_shot_ll", 8, 4)),
+        (31, 4096, ArRmsNormConfig("one_shot_ll", 16, 8)),
+    ):
+        tag += 10
+        eager_case(checks, world, tag, m, hidden, torch.bfloat16, config)
+    for m in (1, 7, 64):
+        tag += 10
+        fp8_case(checks, world, tag, (m, 8192), torch.bfloat16, ll)
+    fp8_case(checks, world, tag + 10, (5, 5120), torch.float32, ll)
+    big = torch.zeros(257, 8192, device="cuda", dtype=torch.bfloat16)
+    checks.expect_error(
+        "LL past its rows (257 of hidden 8192)", ArRmsNormError, lambda: _run(big, big, big[0], EPS, ll), "at most 256"
+    )
+    shapes = ((1, 8192, torch.bfloat16), (16, 5120, torch.float32), (64, 8192, torch.bfloat16))
+    check_graph(checks, world, shapes, ll)
+
+
 GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
     "eager": check_eager,
     "fp8": check_fp8,
     "graph": check_graph,
+    "ll": check_ll,
     "gemm_ar": check_gemm_ar,
     "compile": check_compile,
     "bad_input": check_bad_input,
