@@ -9,10 +9,13 @@ normed_fp8, scale, residual = all_reduce_residual_rmsnorm_fp8(x, residual, weigh
 norm of the rounded new residual, x's dtype out), with the all-reduce's one-shot (push) or two-shot flag rounds by
 message size (``all_reduce.select_config`` chooses). The fp8 variant quantizes each normed row to e4m3 with one
 fp32 scale per token (``scale = max|row| / 448``, ``[..., 1]``: ``normed_fp8.float() * scale`` dequantizes).
-``gemm_ar(a, b, residual=, norm_weight=)`` feeds its product to this op.
+``gemm_ar(a, b, residual=, norm_weight=)`` feeds its product to this op. A low-latency variant, the LL one-shot
+(``all_reduce``'s "one_shot_ll": the call's epoch inside the data words, no flag round; NVIDIA, decode sizes), is
+never chosen yet; force it with ``op._run(x, residual, weight, eps, ArRmsNormConfig("one_shot_ll", 256, 4))`` (or
+``op._run_fp8``).
 
 - ``kernels.py``: the fused kernel (whole rows per program, several per flag round for large calls, device-side
-  epochs);
+  epochs) and the LL one-shot's kernel (built from ``all_reduce``'s LL device helpers);
 - ``config.py``: :class:`ArRmsNormConfig` and the choice of the algorithm (``all_reduce``'s tables);
 - ``op.py``: checks, the per-signature plan, ``torch.ops.triton_dist.all_reduce_residual_rmsnorm``, the function.
 """

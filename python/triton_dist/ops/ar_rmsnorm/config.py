@@ -1,6 +1,7 @@
 """How a fused all-reduce + residual + RMSNorm runs: the algorithm (one-shot push or two-shot, as ``all_reduce``
-chooses for the message size: ``all_reduce.select_config``), the programs, the per-slot workspace a row needs, and
-the fp8 output's per-token scale."""
+chooses for the message size: ``all_reduce.select_config``; the LL one-shot only where a config forces it), the
+programs, the per-slot workspace a row needs, the LL one-shot's launch shape, and the fp8 output's per-token
+scale."""
 
 from __future__ import annotations
 
