@@ -27,6 +27,7 @@ from triton_dist.ops.all_reduce import AllReduceError
 from triton_dist.ops.all_reduce import config as ar_config
 from triton_dist.ops.all_reduce import kernels as ar_kernels
 from triton_dist.ops.all_reduce import op as ar_op
+from triton_dist.ops.common import ll_words
 
 AllReduceConfig = ar_config.AllReduceConfig
 BENCH = Path(__file__).resolve().parents[2] / "bench"
@@ -41,7 +42,7 @@ EPOCHS = [1, 2, 3, 0x12345, 2**31 - 2, 2**31 - 1]
 @triton.jit
 def _pack_kernel(x_ptr, words_ptr, epoch, n, BLOCK: tl.constexpr, PER_WORD: tl.constexpr):
     word = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    words = ar_kernels._ll_pack(ar_kernels._ll_payload(x_ptr, word, n, PER_WORD), epoch)
+    words = ll_words._ll_pack(ll_words._ll_payload(x_ptr, word, n, PER_WORD), epoch)
     tl.store(words_ptr + word, words.to(tl.int64, bitcast=True), mask=word * PER_WORD < n)
 
 
@@ -50,9 +51,9 @@ def _unpack_kernel(words_ptr, out_ptr, epochs_ptr, n, BLOCK: tl.constexpr, PER_W
     word = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = word * PER_WORD < n
     words = tl.load(words_ptr + word, mask=mask).to(tl.uint64, bitcast=True)
-    high, payload = ar_kernels._ll_unpack(words)
-    low_values, high_values = ar_kernels._ll_elements(payload, out_ptr.dtype.element_ty, PER_WORD)
-    ar_kernels._ll_store_elements(out_ptr, word, n, low_values, high_values, PER_WORD)
+    high, payload = ll_words._ll_unpack(words)
+    low_values, high_values = ll_words._ll_elements(payload, out_ptr.dtype.element_ty, PER_WORD)
+    ll_words._ll_store_elements(out_ptr, word, n, low_values, high_values, PER_WORD)
     tl.store(epochs_ptr + word, high, mask=mask)
 
 
@@ -60,7 +61,7 @@ def _unpack_kernel(words_ptr, out_ptr, epochs_ptr, n, BLOCK: tl.constexpr, PER_W
 def _next_epoch_kernel(epochs_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs, ar_kernels._ll_next_epoch(tl.load(epochs_ptr + offs, mask=mask)), mask=mask)
+    tl.store(out_ptr + offs, ll_words._ll_next_epoch(tl.load(epochs_ptr + offs, mask=mask)), mask=mask)
 
 
 BITS = {"bfloat16": torch.int16, "float16": torch.int16, "float32": torch.int32}
@@ -319,9 +320,7 @@ def _polls_kernel(words_ptr, out_ptr, epoch, n, BLOCK: tl.constexpr, PEERS: tl.c
     mask = offs < n
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     for peer in tl.static_range(PEERS):  # unrolled: PEERS instances of the poll's asm in one function
-        _, payload = ar_kernels._ll_unpack(
-            ar_kernels._ll_poll(words_ptr + peer * BLOCK + offs, tl.where(mask, epoch, 0))
-        )
+        _, payload = ll_words._ll_unpack(ll_words._ll_poll(words_ptr + peer * BLOCK + offs, tl.where(mask, epoch, 0)))
         acc += payload.to(tl.float32, bitcast=True)
     tl.store(out_ptr + offs, acc, mask=mask)
 
@@ -350,12 +349,12 @@ def test_poll_asm_assembles_many_times_in_one_kernel(block, num_warps):
 def test_poll_asm_operands():
     """$0.. the words, then the addresses, then the epochs; the pending state is one 32-bit register per word (the
     epoch still awaited, 0 once seen), not a predicate per word (16 would spill out of sm_90's 7 predicates)."""
-    asm, constraints = ar_kernels._ll_poll_asm(3)
+    asm, constraints = ll_words._ll_poll_asm(3)
     assert constraints == "=l,=l,=l,l,l,l,r,r,r"
     assert "ld.relaxed.sys.global.b64 %llw2, [$5];" in asm and "mov.b32 %llk2, $8;" in asm
     assert "mov.b64 $2, %llw2;" in asm and asm.count("LL_POLL") == 2
     assert asm.count(".reg .pred") == 1 and ".reg .b32 %llk<3>;" in asm
-    assert ar_kernels._ll_words_per_thread(1024, 2) == 16 and ar_kernels._ll_words_per_thread(32, 4) == 1
+    assert ll_words._ll_words_per_thread(1024, 2) == 16 and ll_words._ll_words_per_thread(32, 4) == 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -504,14 +503,14 @@ def test_a_forced_ll_config_runs_with_the_watchdog_on(monkeypatch):
 def test_bounded_poll_asm_gives_up_after_its_passes():
     """The watched poll counts its passes in one register and leaves the loop when they run out, through the same
     single predicated branch back (no second exit, nothing per pass but an add and a compare)."""
-    asm, constraints = ar_kernels._ll_poll_asm(2, ar_kernels.LL_WATCHED_POLL_PASSES)
-    assert constraints == ar_kernels._ll_poll_asm(2)[1]
+    asm, constraints = ll_words._ll_poll_asm(2, ll_words.LL_WATCHED_POLL_PASSES)
+    assert constraints == ll_words._ll_poll_asm(2)[1]
     lines = [line.strip() for line in asm.split("\n")]
     assert "mov.b32 %llpass, 0;" in lines and "add.u32 %llpass, %llpass, 1;" in lines
-    assert f"setp.lt.u32 %llp, %llpass, {ar_kernels.LL_WATCHED_POLL_PASSES};" in lines
+    assert f"setp.lt.u32 %llp, %llpass, {ll_words.LL_WATCHED_POLL_PASSES};" in lines
     assert "setp.ne.and.b32 %llp, %llany, 0, %llp;" in lines
     assert sum("bra" in line for line in lines) == 1 and "@%llp bra LL_POLL;" in lines
-    assert "%llpass" not in ar_kernels._ll_poll_asm(2), "the unwatched poll is unchanged"
+    assert "%llpass" not in ll_words._ll_poll_asm(2), "the unwatched poll is unchanged"
 
 
 @pytest.mark.parametrize(("dtype", "block", "num_warps"), [("bf16", 32, 1), ("bf16", 1024, 2), ("fp32", 1024, 4)])
@@ -546,7 +545,7 @@ def test_watched_ll_kernel_bounded_polls_then_a_watched_wait(dtype, block, num_w
     polls = _poll_asm_blocks(ptx)
     assert len(polls) == 3, "the peer loop's poll, and the late path's first and repeated polls"
     for poll in polls:
-        assert f"setp.lt.u32 %llp, %llpass, {ar_kernels.LL_WATCHED_POLL_PASSES};" in poll, "an unbounded poll"
+        assert f"setp.lt.u32 %llp, %llpass, {ll_words.LL_WATCHED_POLL_PASSES};" in poll, "an unbounded poll"
         assert sum("ld.relaxed.sys.global.b64" in line for line in poll) == per_thread
     assert "globaltimer" in ptx, "the late path's dl.wait is not the watched one"
     first_load = next(line.strip() for line in ptx.splitlines() if "ld.relaxed.sys.global.b64" in line)

@@ -16,6 +16,7 @@ import triton
 
 from triton_dist.ops import tuning
 from triton_dist.ops.common.errors import OpInputError
+from triton_dist.ops.common.ll_words import LL_PER_THREAD, ll_elements_per_word, ll_supported
 
 
 class AllReduceError(OpInputError, TypeError):
@@ -45,17 +46,6 @@ CHUNK_ALIGN = 16
 """Two-shot chunks start at multiples of 16 elements, so every chunk's slices stay 16-byte aligned."""
 LL_LANES = 1024
 """LL one-shot: the most 8-byte words one program moves per call (one round)."""
-LL_PER_THREAD = 16
-"""LL one-shot: at most 16 words per thread (one warp at 1024 spills registers on sm_90, outside its loops)."""
-LL_EPOCH_MAX = 2**31 - 1
-"""LL epochs run 1, 2, ..., LL_EPOCH_MAX, then 2, 3, ... (positive, never 0, parity alternating on the wrap). A
-word is mistaken for a new one only if the slot's calls left it untouched for a whole cycle (2^31 - 2
-calls of that slot, all with fewer elements per program)."""
-
-
-def ll_elements_per_word(itemsize: int) -> int:
-    """Elements of ``itemsize`` bytes in one LL word's 32 data bits: 2 for bf16 / fp16, 1 for fp32."""
-    return 4 // itemsize
 
 
 def ll_words_per_program(config: AllReduceConfig) -> int:
@@ -84,11 +74,6 @@ def ll_region_bytes(world_size: int) -> int:
 def push_region_bytes(world_size: int) -> int:
     """One-shot push bytes per slot: 2 parities x ``world_size`` rows of ``PUSH_ROUND_BYTES``."""
     return 2 * world_size * PUSH_ROUND_BYTES
-
-
-def ll_supported() -> bool:
-    """Whether this build can run the LL one-shot: NVIDIA only (its PTX 8-byte relaxed system-scope accesses)."""
-    return torch.version.hip is None
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ import torch
 import triton
 
 from triton_dist.ops.all_reduce import AllReduceError, emulated_config, select_config
-from triton_dist.ops.all_reduce.config import LL_PER_THREAD, ll_elements_per_word, ll_supported
 from triton_dist.ops.common.errors import OpInputError
+from triton_dist.ops.common.ll_words import LL_PER_THREAD, ll_elements_per_word, ll_supported
 
 
 class ArRmsNormError(OpInputError, TypeError):

@@ -47,7 +47,9 @@ import triton
 import triton.language as tl
 
 import triton_dist.language as dl
-from triton_dist.ops.all_reduce.kernels import (
+from triton_dist.ops.ar_rmsnorm import config as cfg
+from triton_dist.ops.common.flags import flag_round
+from triton_dist.ops.common.ll_words import (
     _LL_WATCHED_POLL_PASSES,
     _ll_add,
     _ll_elements,
@@ -61,8 +63,6 @@ from triton_dist.ops.all_reduce.kernels import (
     _ll_store_elements,
     _ll_unpack,
 )
-from triton_dist.ops.ar_rmsnorm import config as cfg
-from triton_dist.ops.common.flags import flag_round
 
 FP8_MAX = tl.constexpr(cfg.FP8_MAX)
 FP8_MIN_SCALE = tl.constexpr(cfg.FP8_MIN_SCALE)

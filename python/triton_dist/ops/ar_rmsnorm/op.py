@@ -13,7 +13,6 @@ import torch
 
 from triton_dist import runtime as rt
 from triton_dist.compiler.watchdog import watchdog_enabled
-from triton_dist.ops.all_reduce.config import ll_elements_per_word
 from triton_dist.ops.ar_rmsnorm.config import (
     EMULATED_LL_SLOTS,
     FP8_DTYPE,
@@ -37,6 +36,7 @@ from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device, peer_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
+from triton_dist.ops.common.ll_words import ll_elements_per_word
 from triton_dist.ops.common.slot_workspace import slot_workspace
 from triton_dist.runtime.emulation import visibility
 
