@@ -53,6 +53,7 @@ def fake_world(monkeypatch: pytest.MonkeyPatch, op: ModuleType, world_size: int 
     monkeypatch.setattr(rt, "is_initialized", lambda: True)
     monkeypatch.setattr(rt, "current_world", lambda: fake.world)
     monkeypatch.setattr(op, "gpu_world", lambda name, error: fake.world)
+    monkeypatch.setattr(op, "peer_world", lambda name, error: fake.world)  # its first-call check, past the topology
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Fake GPU")
     monkeypatch.setattr(torch.cuda, "device", lambda device: _Nothing())
 

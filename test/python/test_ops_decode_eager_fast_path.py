@@ -91,6 +91,7 @@ def _without_gpu() -> list[RecordingLauncher]:
     for module in (ar, fd, gar):
         module.first_launch = first_launch
         module.gpu_world = lambda op, error: rt.current_world()  # the CPU heap stands in for a GPU world
+        module.peer_world = lambda op, error: rt.current_world()
     gpu._sms[None] = 132
     return launchers
 

@@ -25,6 +25,7 @@ def _cpu_heap_as_gpu() -> None:
     """In this rank's process: the ops take the CPU heap's world for a GPU world (they refuse a CPU world), and a
     CPU device has 132 SMs (the automatic split and combiner counts ask)."""
     fd_op.gpu_world = lambda op, error: rt.current_world()
+    fd_op.peer_world = lambda op, error: rt.current_world()
     gpu._sms[None] = 132
 
 
