@@ -298,6 +298,23 @@ with warnings.catch_warnings(record=True) as caught:
 assert caught == [], [str(w.message) for w in caught]
 left = threads() - before
 assert not left, f"threads setup_distributed started are still alive after teardown(): {left}"
+
+# A group held only by garbage in a reference cycle (as the frames of a caught exception's traceback hold the
+# arguments of torch.distributed's calls) is collected by teardown(), not left to the collector or to exit.
+import gc
+gc.disable()
+before = threads()
+world = testing.setup_distributed(heap_size="1M", device="cpu")
+cycle = [world.group]
+cycle.append(cycle)
+del cycle
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    testing.teardown()
+assert caught == [], [str(w.message) for w in caught]
+left = threads() - before
+assert not left, f"a group held by a garbage cycle kept its threads after teardown(): {left}"
+gc.enable()
 print("TEARDOWN OK", flush=True)
 """
 
@@ -307,7 +324,8 @@ def test_teardown_joins_the_process_groups_threads_before_exit(tmp_path):
     """teardown() frees the process group, so every thread setup_distributed started (gloo's workers and TCP loop,
     the store's server) is joined before the script ends, not while the interpreter shuts down, where a gloo worker
     freeing the last collective's tensors aborted the process about once in twenty runs ("terminate called without
-    an active exception"). A group the script still references is reported."""
+    an active exception"). A group the script still references is reported; one held only by a garbage cycle is
+    collected."""
     import subprocess
     import sys
     from pathlib import Path

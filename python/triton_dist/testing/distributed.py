@@ -7,6 +7,7 @@ sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and the rendezvous address that ``
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import socket
 import sys
@@ -131,6 +132,10 @@ def teardown() -> None:
     if world is not None:
         # The group is destroyed and cannot be used any more; this was the last reference setup_distributed made.
         world.group = None  # type: ignore[assignment]
+    # Garbage still in reference cycles can hold the group: the argument tuples of torch.distributed's wrapped calls
+    # in the frames of a caught exception's traceback. Left to the collector, the group's threads could outlive the
+    # interpreter (in CI the docs' MLP script aborted that way at exit, now and then).
+    gc.collect()
     if group is not None and group() is not None:
         warnings.warn(
             "triton_dist.testing.teardown(): the destroyed process group is still referenced, so its threads run "
