@@ -2,7 +2,7 @@
 
 ``init(heap_size=...)`` reads, in order: the knobs (``settings.resolve_heap_size`` / ``resolve_timeout`` /
 ``resolve_backend``), a collective check that every rank asked for the same thing (``rank_agreement``), the nodes
-the ranks are on (``topology``), the heap's memory (``heap.mapping.map_heap``; ``heap.nvshmem`` for
+the ranks are on (``topology``), the heap's memory (``heap.backends.map_heap``; ``heap.nvshmem`` for
 ``backend="nvshmem"``) wrapped in a ``heap.symmetric_heap.SymmetricHeap``, and the device context written into every
 Triton module (``context.installer.publish_context``). There is at most one initialized world per process.
 """
@@ -24,7 +24,7 @@ from triton_dist.runtime.context.installer import (
     remove_context_hook,
     withdraw_context,
 )
-from triton_dist.runtime.heap.mapping import map_heap
+from triton_dist.runtime.heap.backends import map_heap
 from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
 from triton_dist.runtime.world.rank_agreement import check_same_setup, gather_from_ranks, raise_if_any_rank_failed
 from triton_dist.runtime.world.settings import resolve_backend, resolve_heap_size, resolve_timeout
