@@ -437,48 +437,20 @@ def run_a2a(disp: A2ADispatcher, x: torch.Tensor, idx: torch.Tensor, w: torch.Te
 def device_us(
     fn: Callable[[], object], barrier: Callable[[], object], reps: int, prepare: Callable[[], object] | None = None
 ) -> float:
-    """Median µs of ``fn`` between CUDA events, a device barrier (``barrier``) before each call and ``prepare``
-    (untimed) before that; max over ranks."""
-    from triton_dist.testing import max_over_ranks
+    """Median µs of ``fn`` between CUDA events, ``barrier`` (a device barrier across ranks) before each call and
+    ``prepare`` (untimed) before that; max over ranks (``testing.time_ms``)."""
+    from triton_dist.testing.timing import time_ms
 
-    for _ in range(2):
-        if prepare is not None:
-            prepare()
-        barrier()
-        fn()
-    spans = []
-    for _ in range(reps):
-        if prepare is not None:
-            prepare()
-        barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        spans.append((start, end))
-    torch.cuda.synchronize()
-    return max_over_ranks(statistics.median(s.elapsed_time(e) * 1e3 for s, e in spans))
+    return time_ms(fn, warmup=2, reps=reps, prepare=prepare, start_together=barrier) * 1e3
 
 
 def idle_us(fn: Callable[[], object], reps: int, prepare: Callable[[], object] | None = None) -> float:
     """Median µs of one call of ``fn`` from an idle GPU (host synchronize and ``dist.barrier`` first, after
-    ``prepare``), the host's launch path included; max over ranks."""
+    ``prepare``), the host's launch path included; max over ranks (``testing.idle_ms_samples``)."""
     from triton_dist.testing import max_over_ranks
+    from triton_dist.testing.timing import idle_ms_samples
 
-    samples = []
-    for rep in range(reps + 2):
-        if prepare is not None:
-            prepare()
-        torch.cuda.synchronize()
-        dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        if rep >= 2:  # two warm-up calls
-            samples.append(start.elapsed_time(end) * 1e3)
-    return max_over_ranks(statistics.median(samples))
+    return max_over_ranks(statistics.median(idle_ms_samples(fn, rep=reps, warmup=2, prepare=prepare))) * 1e3
 
 
 def maybe_host_us(fn: Callable[[], object]) -> float | None:

@@ -35,12 +35,16 @@ def bench_samples(
     rep: int = MIN_TIMED_RUNS,
     sync_ranks: bool = True,
     cuda_graph: bool = False,
+    prepare: Callable[[], object] | None = None,
+    start_together: Callable[[], object] | None = None,
 ) -> list[float]:
     """Milliseconds of each of ``rep`` timed calls of ``fn`` on this rank (after ``warmup`` untimed calls).
 
     ``fn`` enqueues GPU work on the current stream. With ``cuda_graph`` the calls are one CUDA graph captured from
     ``fn`` (after the warm-up) and replayed: the time then excludes the host's launch overhead. With
-    ``sync_ranks`` (and a process group) every run starts after a barrier across ranks, outside the timed span.
+    ``sync_ranks`` (and a process group) every run starts after a barrier across ranks, outside the timed span:
+    ``start_together`` (default: triton_dist's device barrier, else ``dist.barrier``). ``prepare`` runs before
+    each call, untimed (e.g. the dispatch a timed combine consumes); it cannot be combined with ``cuda_graph``.
     """
     if rep < MIN_TIMED_RUNS:
         raise ValueError(f"rep={rep}: a reported median needs at least {MIN_TIMED_RUNS} timed runs")
@@ -48,9 +52,18 @@ def bench_samples(
         raise ValueError(f"warmup={warmup}: at least one untimed call (compilation, caches) must come first")
     if not torch.cuda.is_available():
         raise RuntimeError("bench() times GPU work with CUDA events; no GPU is visible")
-    for _ in range(warmup):
+    if cuda_graph and prepare is not None:
+        raise ValueError("prepare runs between the calls, so they cannot be replayed as one CUDA graph")
+    together = start_together if start_together is not None else _start_together
+
+    def before() -> None:
+        if prepare is not None:
+            prepare()
         if sync_ranks:
-            _start_together()
+            together()
+
+    for _ in range(warmup):
+        before()
         fn()
     launch = fn
     if cuda_graph:
@@ -64,14 +77,13 @@ def bench_samples(
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
     for start, end in zip(starts, ends, strict=True):
-        if sync_ranks:
-            _start_together()
+        before()
         start.record()
         launch()
         end.record()
     rt.synchronize()
     if sync_ranks and dist.is_initialized():
-        _start_together()
+        together()
         rt.synchronize()
     return [start.elapsed_time(end) for start, end in zip(starts, ends, strict=True)]
 
@@ -92,10 +104,22 @@ def bench(
     return max_over_ranks(median)
 
 
-def time_ms(fn: Callable[[], object], warmup: int = 5, reps: int = 30, distributed: bool = True) -> float:
+def time_ms(
+    fn: Callable[[], object],
+    warmup: int = 5,
+    reps: int = 30,
+    distributed: bool = True,
+    *,
+    prepare: Callable[[], object] | None = None,
+    start_together: Callable[[], object] | None = None,
+) -> float:
     """Median milliseconds of ``fn()`` over ``reps`` calls (``bench_samples``: each after a device barrier when
-    ``distributed``), the maximum over ranks when ``distributed``."""
-    median = statistics.median(bench_samples(fn, warmup=warmup, rep=reps, sync_ranks=distributed))
+    ``distributed``, and after ``prepare``), the maximum over ranks when ``distributed``."""
+    median = statistics.median(
+        bench_samples(
+            fn, warmup=warmup, rep=reps, sync_ranks=distributed, prepare=prepare, start_together=start_together
+        )
+    )
     return max_over_ranks(median) if distributed else median
 
 
@@ -176,13 +200,24 @@ def host_us(fn: Callable[[], object], *, calls: int = MIN_TIMED_RUNS, warmup: in
     return max_over_ranks(statistics.median(samples))
 
 
-def idle_ms_samples(fn: Callable[[], object], *, rep: int = MIN_TIMED_RUNS, warmup: int = 3) -> list[float]:
+def idle_ms_samples(
+    fn: Callable[[], object],
+    *,
+    rep: int = MIN_TIMED_RUNS,
+    warmup: int = 3,
+    prepare: Callable[[], object] | None = None,
+) -> list[float]:
     """Milliseconds from an idle GPU to the end of one call of ``fn``, per call: the host synchronizes and passes a
-    barrier with the other ranks, then an event is recorded and ``fn`` enqueued (its host path included)."""
+    barrier with the other ranks, then an event is recorded and ``fn`` enqueued (its host path included).
+    ``prepare`` runs before each call (warm-ups too), untimed: before the synchronization."""
     for _ in range(warmup):
+        if prepare is not None:
+            prepare()
         fn()
     samples = []
     for _ in range(rep):
+        if prepare is not None:
+            prepare()
         rt.synchronize()
         if dist.is_initialized():
             dist.barrier()
