@@ -191,11 +191,8 @@ class TensorParallelAttention(nn.Module):
                 raise LayerError(f"{name}: mixed weight dtypes: q_weight is {q_weight.dtype}, {tensor} {weight.dtype}")
         if tuple(o_weight.shape) != (num_heads * head_dim, hidden):
             raise LayerError(f"{name}: o_weight must be [{num_heads * head_dim}, {hidden}], got {list(o_weight.shape)}")
-        qkv = torch.cat(
-            [shard_of(name, t, w, 1, rank, world_size) for t, w in (("q_weight", q_weight), ("k_weight", k_weight))]
-            + [shard_of(name, "v_weight", v_weight, 1, rank, world_size)],
-            dim=1,
-        )
+        named = (("q_weight", q_weight), ("k_weight", k_weight), ("v_weight", v_weight))
+        qkv = torch.cat([shard_of(name, t, w, 1, rank, world_size) for t, w in named], dim=1)
         o = shard_of(name, "o_weight", o_weight, 0, rank, world_size)
         self._init_from_shards(
             qkv, o, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps, rank,
