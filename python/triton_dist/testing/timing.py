@@ -4,6 +4,12 @@
 preceded by a device-side barrier across ranks (``triton_dist.runtime.barrier_on_device``) so that no rank's time
 includes waiting for a late peer, the median of the runs is taken on each rank, and the result is the maximum over
 ranks (a collective operation finishes when its slowest rank does).
+
+Device time must not include the host's time to enqueue the call. A device barrier alone does not ensure that: once
+the GPU has drained the queue (a small op, a slow host path), the start event fires while the call is still being
+enqueued, and the measured span then holds part of the host path, differently from run to run. So each timed run
+also puts a GPU spin of ``HOST_LEAD_CYCLES`` after the barrier, during which the host enqueues the call (see
+``bench_samples``).
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ from triton_dist.testing.distributed import max_over_ranks
 
 MIN_TIMED_RUNS = 20
 """The fewest timed runs a reported median may come from."""
+
+HOST_LEAD_CYCLES = 2_000_000
+"""GPU clock cycles of the spin before each timed run (about 1 ms at Hopper clocks): longer than the slowest host
+path of an op (a few hundred µs), so the call is enqueued before the GPU reaches the start event."""
 
 
 def _start_together() -> None:
@@ -45,6 +55,9 @@ def bench_samples(
     ``sync_ranks`` (and a process group) every run starts after a barrier across ranks, outside the timed span:
     ``start_together`` (default: triton_dist's device barrier, else ``dist.barrier``). ``prepare`` runs before
     each call, untimed (e.g. the dispatch a timed combine consumes); it cannot be combined with ``cuda_graph``.
+    Each timed run of an eager ``fn`` is preceded by a GPU spin (``HOST_LEAD_CYCLES``, before the barrier) that keeps
+    the GPU behind the host, so the span holds the GPU's work and not the host's enqueueing (``host_us`` times the
+    host alone).
     """
     if rep < MIN_TIMED_RUNS:
         raise ValueError(f"rep={rep}: a reported median needs at least {MIN_TIMED_RUNS} timed runs")
@@ -56,9 +69,12 @@ def bench_samples(
         raise ValueError("prepare runs between the calls, so they cannot be replayed as one CUDA graph")
     together = start_together if start_together is not None else _start_together
 
-    def before() -> None:
+    def before(lead: bool = False) -> None:
         if prepare is not None:
             prepare()
+        if lead:
+            # Before the barrier, so the ranks still start together whatever their clocks.
+            torch.cuda._sleep(HOST_LEAD_CYCLES)
         if sync_ranks:
             together()
 
@@ -77,7 +93,7 @@ def bench_samples(
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(rep)]
     for start, end in zip(starts, ends, strict=True):
-        before()
+        before(lead=not cuda_graph)
         start.record()
         launch()
         end.record()
