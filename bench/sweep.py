@@ -17,6 +17,13 @@ Per row, in one run, ours and the baseline (``all_gather_into_tensor`` + ``torch
 - from idle: median of ``--reps`` calls, each after a host synchronize and barrier (the host path included);
 - host µs per call: CPU time to enqueue one call while the GPU is busy.
 
+The baseline's two parts are timed alone too, with the same care (device barrier, median of ``--reps``, the same
+preallocated tensors): the collective (``all_gather_into_tensor`` / ``reduce_scatter_tensor``) and the GEMM
+(``torch.matmul`` into its output). A row's overlap bound is baseline / max(collective, GEMM): the speedup a perfect
+overlap of those two parts would give. Issue 24's bar per op (``bar_verdict``): the geo-mean speedup at least the goal
+(1.30x AG+GEMM, 1.08x GEMM+RS), or, where the geo-mean bound is lower than the goal, within 5% (AG) / 3% (RS) of
+it; and no row below 0.98x (device barrier) or 0.95x (from idle) (``floor_line``).
+
 The path ours ran (``fused``, ``cublas`` or the ``nccl``/``matmul+nccl`` fallback) is named per row; where it was the
 fallback, the fused kernel's default configuration is timed too (``fused ms``), so the selection can be judged.
 Writes bench/results/sweep_<gpu>.md, .json and .png (speedup per row, both timings).
@@ -26,9 +33,11 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import math
 import statistics
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +90,112 @@ MODELS = [
 ]
 TOKENS = (1024, 2048, 4096, 8192, 16384)
 MAX_TFLOP_PER_ROW = 30.0  # skip rows whose GEMM alone would take tens of ms per call (device minutes are few)
+BARS = {"ag": (1.30, 0.05), "rs": (1.08, 0.03)}
+"""Issue 24's bar per op: (geo-mean speedup goal, how far below the geo-mean overlap bound counts when it is lower)."""
+DEVICE_FLOOR = 0.98
+"""No row's speedup (device barrier, first pass) below this."""
+IDLE_FLOOR = 0.95
+"""No row's speedup from idle below this."""
+
+
+def overlap_bound(base_ms: float, comm_ms: float, gemm_ms: float) -> float:
+    """The speedup over the baseline that a perfect overlap of its two parts would give: base / max(comm, gemm).
+
+    Raises ValueError when a time is not a positive finite number (a timing that failed or was not taken).
+    """
+    for name, value in (("baseline", base_ms), ("collective", comm_ms), ("GEMM", gemm_ms)):
+        if not math.isfinite(value) or value <= 0:
+            raise ValueError(f"overlap_bound: the {name} time is {value} ms; it must be a positive finite number")
+    return base_ms / max(comm_ms, gemm_ms)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One op's bar over the sweep: the geo-mean speedup against its target."""
+
+    op: str
+    speedup: float  # geo-mean speedup, device barrier, first pass
+    bound: float  # geo-mean overlap bound
+    goal: float  # the bar's speedup goal
+    tolerance: float  # how far below the bound counts, where the bound is lower than the goal
+    target: float  # what the geo-mean must reach: the goal, or (1 - tolerance) x the bound where that is lower
+    met: bool
+
+    def line(self) -> str:
+        """``bar: geo-mean X vs <target and why>: met`` (or ``NOT met``)."""
+        if self.bound >= self.goal:
+            against = f"{self.goal:.2f} (bound geo-mean {self.bound:.3f} >= {self.goal:.2f})"
+        else:
+            against = (
+                f"{1 - self.tolerance:.2f} x bound geo-mean {self.bound:.3f} = {self.target:.3f} "
+                f"(bound below {self.goal:.2f})"
+            )
+        return f"bar: geo-mean {self.speedup:.3f} vs {against}: {'met' if self.met else 'NOT met'}"
+
+
+def bar_verdict(op: str, speedups: list[float], bounds: list[float]) -> Verdict:
+    """Issue 24's bar for ``op`` (``"ag"`` or ``"rs"``) over the sweep's rows: the geo-mean of ``speedups`` must
+    reach the goal of ``BARS``, or, where the geo-mean of ``bounds`` (each row's ``overlap_bound``) is lower than the
+    goal, (1 - tolerance) x that geo-mean.
+
+    Raises ValueError for an unknown op, no rows, lists of different lengths, or a value that is not positive.
+    """
+    if op not in BARS:
+        raise ValueError(f"bar_verdict: unknown op {op!r}; expected one of {sorted(BARS)}")
+    if not speedups or len(speedups) != len(bounds):
+        raise ValueError(f"bar_verdict({op}): {len(speedups)} speedups and {len(bounds)} bounds; need as many, > 0")
+    for name, values in (("speedup", speedups), ("bound", bounds)):
+        bad = [v for v in values if not (math.isfinite(v) and v > 0)]
+        if bad:
+            raise ValueError(f"bar_verdict({op}): a {name} of {bad[0]}; every one must be positive and finite")
+    goal, tolerance = BARS[op]
+    speedup, bound = geomean(speedups), geomean(bounds)
+    target = goal if bound >= goal else (1 - tolerance) * bound
+    return Verdict(op, speedup, bound, goal, tolerance, target, speedup >= target)
+
+
+def row_label(row: Mapping[str, object]) -> str:
+    """``<model> <layer> M=<m>``: a row's name in the floor lines and the chart."""
+    return f"{row['model']} {row['layer']} M={row['m']}"
+
+
+def floor_line(rows: Sequence[Mapping[str, object]], key: str, floor: float, timing: str) -> str:
+    """``floor (<timing>) >= F: met (worst W)``, or ``NOT met`` with every row below ``floor`` (its ``key``).
+
+    Raises ValueError when there are no rows.
+    """
+    if not rows:
+        raise ValueError(f"floor_line({key}): no rows")
+    values = [float(r[key]) for r in rows]  # type: ignore[arg-type]
+    below = [f"{row_label(r)} {v:.2f}" for r, v in zip(rows, values, strict=True) if not v >= floor]
+    head = f"floor ({timing}) >= {floor:.2f}:"
+    if not below:
+        return f"{head} met (worst {min(values):.2f})"
+    return f"{head} NOT met, {len(below)} of {len(rows)} rows below: " + ", ".join(below)
+
+
+def derive(row: dict[str, object]) -> None:
+    """Add a measured row's ratios: ``speedup`` and ``speedup_2`` (device barrier, two passes), ``idle_speedup``,
+    ``bound`` (``overlap_bound`` of the first-pass baseline) and ``of_bound`` (speedup / bound)."""
+
+    def ms(key: str) -> float:
+        return float(row[key])  # type: ignore[arg-type]
+
+    row["speedup"] = ms("base_ms") / ms("ours_ms")
+    row["speedup_2"] = ms("base_ms_2") / ms("ours_ms_2")
+    row["idle_speedup"] = ms("base_idle_ms") / ms("ours_idle_ms")
+    row["bound"] = overlap_bound(ms("base_ms"), ms("comm_ms"), ms("gemm_ms"))
+    row["of_bound"] = ms("speedup") / ms("bound")
+
+
+def summary_lines(op: str, rows: Sequence[Mapping[str, object]]) -> list[str]:
+    """The bar line and the two floor lines of one op's rows."""
+    verdict = bar_verdict(op, [float(r["speedup"]) for r in rows], [float(r["bound"]) for r in rows])  # type: ignore[arg-type]
+    return [
+        verdict.line(),
+        floor_line(rows, "speedup", DEVICE_FLOOR, "device barrier"),
+        floor_line(rows, "idle_speedup", IDLE_FLOOR, "from idle"),
+    ]
 
 
 def rows_to_run(models: list[Model], ops: list[str]) -> list[tuple[str, Model, str, int, int, int]]:
@@ -120,6 +235,12 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
             dist.all_gather_into_tensor(gathered, a, group=group)
             return torch.matmul(gathered, b, out=c)
 
+        def comm() -> None:  # the baseline's two parts alone (the overlap bound)
+            dist.all_gather_into_tensor(gathered, a, group=group)
+
+        def gemm() -> None:
+            torch.matmul(gathered, b, out=c)
+
         def ours() -> torch.Tensor:
             return ag_ops(a, b)
 
@@ -143,6 +264,12 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
             dist.reduce_scatter_tensor(out, partial, group=group)
             return out
 
+        def comm() -> None:  # the baseline's two parts alone (the overlap bound)
+            dist.reduce_scatter_tensor(out, partial, group=group)
+
+        def gemm() -> None:
+            torch.matmul(a, b, out=partial)
+
         def ours() -> torch.Tensor:
             return rs_ops(a, b)
 
@@ -164,6 +291,8 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
     row["base_ms"] = _median_ms(baseline, reps)
     row["ours_ms_2"] = _median_ms(ours, reps)
     row["base_ms_2"] = _median_ms(baseline, reps)
+    row["comm_ms"] = _median_ms(comm, reps)
+    row["gemm_ms"] = _median_ms(gemm, reps)
     row["ours_idle_ms"] = _idle_ms(ours, reps)
     row["base_idle_ms"] = _idle_ms(baseline, reps)
     row["ours_host_us"] = host_us(ours)
@@ -180,19 +309,28 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
     return row
 
 
-def write(results: list[dict[str, object]], started: float, out_dir: Path, tag: str) -> None:
-    gpu = torch.cuda.get_device_name(0)
+def write(
+    results: list[dict[str, object]], started: float, out_dir: Path, tag: str, *, gpu: str, world_size: int
+) -> None:
+    """Write sweep_<tag or GPU>.md (per op: the bar and floor lines and the table), .json (the rows) and .png (the
+    speedups, the bound as a marker) under ``out_dir``; rows need ``derive``'s ratios."""
     slug = tag or gpu.replace("NVIDIA ", "").split()[0]
-    lines = [f"# The overlap ops on model layers ({rt.current_world().world_size} x {gpu})", ""]
+    lines = [f"# The overlap ops on model layers ({world_size} x {gpu})", ""]
     lines += describe_machine(started)
     lines += [
         "",
         "Speedup = baseline / ours (device barrier timing, first pass; second pass beside it); from idle: ours / the",
         "baseline; host µs per call (GPU busy): ours / the unfused path as a user writes it (outputs allocated per",
         "call, as the op allocates its output) / the preallocated baseline. Path: what ours ran. fused ms: the fused",
-        "kernel's default configuration",
-        "where the selection ran the fallback (so the choice can be judged). Error: relative Frobenius error against",
-        "the baseline's result.",
+        "kernel's default configuration where the selection ran the fallback (so the choice can be judged). Error:",
+        "relative Frobenius error against the baseline's result.",
+        "",
+        "Overlap bound = baseline / max(comm, GEMM): comm and GEMM are the baseline's collective",
+        "(all_gather_into_tensor / reduce_scatter_tensor) and its torch.matmul, each timed alone like the baseline",
+        "(device barrier, median, preallocated outputs). It is the speedup a perfect overlap of the two would give;",
+        "ours can pass it where its GEMM is faster than cuBLAS's. Bar (issue 24): geo-mean speedup >= 1.30 (AG) /",
+        "1.08 (RS), or >= 0.95 / 0.97 x the geo-mean bound where that bound is below the goal; floors: no row below",
+        f"{DEVICE_FLOOR:.2f}x (device barrier) or {IDLE_FLOOR:.2f}x (from idle).",
         "",
     ]
     for op, title in (("ag", "AllGather + GEMM (column-parallel)"), ("rs", "GEMM + ReduceScatter (row-parallel)")):
@@ -204,23 +342,26 @@ def write(results: list[dict[str, object]], started: float, out_dir: Path, tag: 
             table.append(
                 [
                     r["model"], r["layer"], f"{r['m']},{r['n']},{r['k']}", r["path"],
-                    f"{r['base_ms']:.3f}", f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
-                    f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['fused_ms']:.3f}",
+                    f"{r['base_ms']:.3f}", f"{r['comm_ms']:.3f} / {r['gemm_ms']:.3f}",
+                    f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
+                    f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
+                    f"{r['fused_ms']:.3f}",
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
                     f"{r['ours_host_us']:.0f} / {r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
                     f"{r['rel_error']:.1e}",
                 ]
             )  # fmt: skip
         headers = [
-            "model", "layer", "M,N,K", "path", "baseline ms", "ours ms (1st / 2nd)", "speedup (1st / 2nd)",
-            "fused ms", "from idle ms ours / base (x)", "host µs ours / unfused / base", "error",
+            "model", "layer", "M,N,K", "path", "baseline ms", "comm / GEMM ms", "ours ms (1st / 2nd)",
+            "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms", "from idle ms ours / base (x)",
+            "host µs ours / unfused / base", "error",
         ]  # fmt: skip
-        speedups = [float(r["speedup"]) for r in rows]
-        second = [float(r["speedup_2"]) for r in rows]
-        idle = [float(r["idle_speedup"]) for r in rows]
-        host = [float(r["ours_host_us"]) / float(r["unfused_host_us"]) for r in rows]
-        host_pre = [float(r["ours_host_us"]) / float(r["base_host_us"]) for r in rows]
-        spread = max(abs(float(r["ours_ms"]) - float(r["ours_ms_2"])) / min(float(r["ours_ms"]), float(r["ours_ms_2"]))
+        speedups = [float(r["speedup"]) for r in rows]  # type: ignore[arg-type]
+        second = [float(r["speedup_2"]) for r in rows]  # type: ignore[arg-type]
+        idle = [float(r["idle_speedup"]) for r in rows]  # type: ignore[arg-type]
+        host = [float(r["ours_host_us"]) / float(r["unfused_host_us"]) for r in rows]  # type: ignore[arg-type]
+        host_pre = [float(r["ours_host_us"]) / float(r["base_host_us"]) for r in rows]  # type: ignore[arg-type]
+        spread = max(abs(float(r["ours_ms"]) - float(r["ours_ms_2"])) / min(float(r["ours_ms"]), float(r["ours_ms_2"]))  # type: ignore[arg-type]
                      for r in rows)  # fmt: skip
         lines += [
             f"## {title}",
@@ -232,9 +373,9 @@ def write(results: list[dict[str, object]], started: float, out_dir: Path, tag: 
             f"{spread * 100:.1f}%. Paths: "
             + ", ".join(f"{p} {sum(r['path'] == p for r in rows)}" for p in sorted({str(r["path"]) for r in rows})),
             "",
-            markdown_table(headers, table),
-            "",
         ]
+        lines += [f"- {line}" for line in summary_lines(op, rows)]
+        lines += ["", markdown_table(headers, table), ""]
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"sweep_{slug}.md").write_text("\n".join(lines) + "\n")
     write_json(out_dir / f"sweep_{slug}.json", results, started)
@@ -242,8 +383,13 @@ def write(results: list[dict[str, object]], started: float, out_dir: Path, tag: 
 
 
 def _chart(results: list[dict[str, object]], path: Path, gpu: str) -> None:
-    import matplotlib
-
+    """Speedup per row (device barrier and from idle bars, the overlap bound a marker, the bar's target a dashed
+    line), one panel per op; an INFO line instead where matplotlib is missing (the table is the result)."""
+    try:
+        import matplotlib
+    except ImportError as error:
+        print(f"INFO no PNG: {error}")
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -254,14 +400,20 @@ def _chart(results: list[dict[str, object]], path: Path, gpu: str) -> None:
         x = range(len(rows))
         axis.bar([i - 0.2 for i in x], [r["speedup"] for r in rows], 0.4, label="device barrier (1st)")
         axis.bar([i + 0.2 for i in x], [r["idle_speedup"] for r in rows], 0.4, label="from idle")
+        axis.plot(list(x), [r["bound"] for r in rows], linestyle="none", marker="_", markersize=14,
+                  markeredgewidth=2.5, color="black", label="overlap bound")  # fmt: skip
+        verdict = bar_verdict(op, [float(r["speedup"]) for r in rows], [float(r["bound"]) for r in rows])  # type: ignore[arg-type]
+        axis.axhline(verdict.target, color="tab:red", linestyle="--", linewidth=1,
+                     label=f"bar target {verdict.target:.2f} (geo-mean {verdict.speedup:.2f})")  # fmt: skip
         axis.axhline(1.0, color="black", linewidth=0.8)
         axis.set_xticks(list(x))
-        axis.set_xticklabels([f"{r['model']} {r['layer']} M={r['m']}" for r in rows], rotation=70, fontsize=7)
+        axis.set_xticklabels([row_label(r) for r in rows], rotation=70, fontsize=7)
         axis.set_ylabel("speedup over NCCL + cuBLAS")
         axis.set_title(("ag_gemm" if op == "ag" else "gemm_rs") + f" on {gpu}")
-        axis.legend()
+        axis.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> int:
@@ -277,6 +429,8 @@ def main() -> int:
     started = time.time()
     setup_distributed("24G")
     dtype = getattr(torch, args.dtype)
+    world = rt.current_world()
+    gpu = torch.cuda.get_device_name(0)
     wanted = set(filter(None, args.models.split(",")))
     models = [m for m in MODELS if not wanted or m.name in wanted]
     if args.quick:
@@ -288,20 +442,23 @@ def main() -> int:
         row = run_row(op, m, n, k, dtype, args.reps)
         faulthandler.cancel_dump_traceback_later()
         row.update(op=op, model=model.name, layer=layer, m=m, n=n, k=k)
-        row["speedup"] = float(row["base_ms"]) / float(row["ours_ms"])
-        row["speedup_2"] = float(row["base_ms_2"]) / float(row["ours_ms_2"])
-        row["idle_speedup"] = float(row["base_idle_ms"]) / float(row["ours_idle_ms"])
+        derive(row)
         results.append(row)
         log0(
             f"RESULT {op} {model.name} {layer} {m},{n},{k} [{row['path']}]: base {row['base_ms']:.3f} ours "
             f"{row['ours_ms']:.3f}/{row['ours_ms_2']:.3f} ms ({row['speedup']:.2f}x/{row['speedup_2']:.2f}x) fused "
-            f"{row['fused_ms']:.3f}; idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
+            f"{row['fused_ms']:.3f}; comm {row['comm_ms']:.3f} gemm {row['gemm_ms']:.3f} bound {row['bound']:.2f}x; "
+            f"idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
             f"{row['ours_host_us']:.0f}/{row['unfused_host_us']:.0f}/{row['base_host_us']:.0f} us; "
             f"err {row['rel_error']:.1e} "
             f"({time.time() - begun:.1f} s)"
         )
-        if rt.current_world().rank == 0:
-            write(results, started, Path(args.out_dir), args.tag)
+        if world.rank == 0:
+            write(results, started, Path(args.out_dir), args.tag, gpu=gpu, world_size=world.world_size)
+    if world.rank == 0:
+        for op in dict.fromkeys(str(r["op"]) for r in results):
+            for line in summary_lines(op, [r for r in results if r["op"] == op]):
+                log0(f"SUMMARY {op}: {line}")
     rt.barrier()
     return 0
 
