@@ -410,7 +410,9 @@ def _chart(results: list[dict[str, object]], path: Path, gpu: str) -> None:
         axis.set_xticklabels([row_label(r) for r in rows], rotation=70, fontsize=7)
         axis.set_ylabel("speedup over NCCL + cuBLAS")
         axis.set_title(("ag_gemm" if op == "ag" else "gemm_rs") + f" on {gpu}")
-        axis.legend(fontsize=8, loc="upper left")
+        top = max(max(float(r[key]) for r in rows) for key in ("speedup", "idle_speedup", "bound"))  # type: ignore[arg-type]
+        axis.set_ylim(0, max(top, verdict.target) * 1.2)  # room for the legend above the bars and markers
+        axis.legend(fontsize=8, loc="upper center", ncol=5)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
