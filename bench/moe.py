@@ -11,11 +11,10 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   (one dispatch per graph, one combine per graph) and eager; fp8 dispatch rows (dispatch only; fp8 rows with their
   scales, and dequantized on receipt) where ``moe_dispatch`` takes an fp8 option that works (otherwise the reason is
   printed and written).
-- **ours whole_row**: the same calls with ``config=MoeConfig(whole_row=True)`` (whole rows per copy step, not the
-  default 1024-element chunks), normal mode at every ``--tokens`` and low-latency mode graphed and eager, each row
-  beside the default's, so one run tells which to make the default (``--skip-whole-row`` leaves them out). Its plan
-  has buffers of its own: at 16384 tokens per rank and H 7168 both plans need about 2.8 GB each of the heap
-  (``--heap 12G`` leaves room).
+- **ours chunked** (``--chunked``): the same calls with ``config=MoeConfig(whole_row=False)`` (1024-element copy
+  steps, the default before whole rows), normal mode at every ``--tokens`` and low-latency mode graphed and eager,
+  each row beside the default's. Its plan has buffers of its own: at 16384 tokens per rank and H 7168 both plans
+  need about 2.8 GB each of the heap (``--heap 12G`` leaves room).
 - **NCCL**: :class:`A2ADispatcher` over ``dist.all_to_all_single``, written the usual way with the care ours gets:
   route on the device (tokens per destination rank and pairs per expert, no host sync), one counts exchange, one
   host synchronization for the split sizes, each token packed once per destination rank with its ids and weights in
@@ -79,8 +78,8 @@ LL_TOKENS = 128
 NONE_RATE = 0.03
 """Share of the verification inputs' ids set to -1 (no expert)."""
 OURS, NCCL, NVSHMEM, FP8 = "ours", "NCCL all_to_all_single", "NVSHMEM all_to_all_vdev", "ours fp8"
-WHOLE = "ours whole_row"
-"""The path label of ``MoeConfig(whole_row=True)``'s rows (ours with whole-row copy steps)."""
+CHUNKED = "ours chunked"
+"""The path label of ``MoeConfig(whole_row=False)``'s rows (ours with 1024-element copy steps)."""
 CHUNK_ELEMENTS = 1 << 27
 """Elements of fp32 a baseline's weighted sum converts at once (bounds its temporaries at 512 MiB)."""
 NVSHMEM_TIMEOUT_S = 120
@@ -111,7 +110,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=20, help="timed calls per measurement (median; >= 20)")
     parser.add_argument("--heap", default="8G", help="triton_dist's symmetric heap per rank")
     parser.add_argument("--skip-nvshmem", action="store_true", help="leave out the NVSHMEM all_to_all_vdev phase")
-    parser.add_argument("--skip-whole-row", action="store_true", help="leave out the MoeConfig(whole_row=True) rows")
+    parser.add_argument("--chunked", action="store_true", help="also time MoeConfig(whole_row=False) (chunked rows)")
     parser.add_argument("--nvshmem-timeout", type=int, default=NVSHMEM_TIMEOUT_S, help="seconds for that phase")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--tag", default="", help="results file suffix (default: <W>x<GPU>)")
@@ -621,7 +620,7 @@ def write_results(
     panels = []
     for op in COLUMNS:
         series = {}
-        for path in (OURS, WHOLE, NCCL, NVSHMEM):
+        for path in (OURS, CHUNKED, NCCL, NVSHMEM):
             at = {r["tokens"]: r.get(f"{op} device") for r in rows if r["path"] == path and r["mode"] == "normal"}
             if at:
                 series[path] = [float(at.get(t) or float("nan")) for t in xs]
@@ -655,13 +654,13 @@ def moe_fp8_option() -> tuple[dict[str, Any] | None, str]:
     return None, f"moe_dispatch has no fp8 option (parameters: {', '.join(params)})"
 
 
-def whole_row_option() -> tuple[dict[str, Any] | None, str]:
-    """The keyword arguments that ask ``moe_dispatch`` for whole-row copy steps, or None and why not."""
+def chunked_option() -> tuple[dict[str, Any] | None, str]:
+    """The keyword arguments that ask ``moe_dispatch`` for chunked copy steps, or None and why not."""
     from triton_dist.ops import moe
 
     if not hasattr(moe, "MoeConfig") or "config" not in inspect.signature(moe.moe_dispatch).parameters:
         return None, "moe_dispatch has no config=MoeConfig(...) option"
-    return {"config": moe.MoeConfig(whole_row=True)}, ""
+    return {"config": moe.MoeConfig(whole_row=False)}, ""
 
 
 def _ours_result(recv_x: torch.Tensor, handle: Any, combined: torch.Tensor) -> PathResult:
@@ -743,14 +742,14 @@ class Bench:
             "NVSHMEM symmetric buffers (counts over NCCL), in child processes after the main phase: symm-mem's "
             "backend is per process and fixed by the first allocation, and triton_dist's heap is a CUDA-backend one.",
         ]
-        self.whole: dict[str, Any] | None = None
-        if not args.skip_whole_row:
-            self.whole, why = whole_row_option()
+        self.chunked: dict[str, Any] | None = None
+        if args.chunked:
+            self.chunked, why = chunked_option()
             self.extras["notes"].append(
-                f"{WHOLE}: ours with moe_dispatch(..., config=MoeConfig(whole_row=True)): every copy step moves a "
-                "whole row (BLOCK_H = next power of two of H) instead of 1024 elements; same results."
-                if self.whole is not None
-                else f"{WHOLE} rows skipped: {why}"
+                f"{CHUNKED}: ours with moe_dispatch(..., config=MoeConfig(whole_row=False)): every copy step moves "
+                "1024 elements instead of a whole row (the default); same results."
+                if self.chunked is not None
+                else f"{CHUNKED} rows skipped: {why}"
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk, max(args.tokens + [args.ll_tokens]),
@@ -808,9 +807,9 @@ class Bench:
             f"{OURS}/low_latency": (lambda: ours("low_latency"), 8e-3),
             f"{NCCL}/normal": (lambda: run_a2a(self.nccl, x, idx, w), 2e-2),
         }
-        if self.whole is not None:
-            checks[f"{WHOLE}/normal"] = (lambda: ours("normal", self.whole), 8e-3)
-            checks[f"{WHOLE}/low_latency"] = (lambda: ours("low_latency", self.whole), 8e-3)
+        if self.chunked is not None:
+            checks[f"{CHUNKED}/normal"] = (lambda: ours("normal", self.chunked), 8e-3)
+            checks[f"{CHUNKED}/low_latency"] = (lambda: ours("low_latency", self.chunked), 8e-3)
         for name, (run, rtol) in checks.items():
             try:
                 problem = compare(run(), want_rows, want, exact[self.rank], rtol)
@@ -820,16 +819,16 @@ class Bench:
             log0(f"RESULT verify {name}: {found[name]}")
         found[f"{OURS}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact)
         log0(f"RESULT verify {OURS}/low_latency graphed: {found[f'{OURS}/low_latency graphed']}")
-        if self.whole is not None:
-            found[f"{WHOLE}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact, self.whole)
-            log0(f"RESULT verify {WHOLE}/low_latency graphed: {found[f'{WHOLE}/low_latency graphed']}")
+        if self.chunked is not None:
+            found[f"{CHUNKED}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact, self.chunked)
+            log0(f"RESULT verify {CHUNKED}/low_latency graphed: {found[f'{CHUNKED}/low_latency graphed']}")
         return found
 
     def ll_graphs(
         self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, options: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """Static inputs, one CUDA graph with a low-latency dispatch, one with its combine (of a static ``y``);
-        ``options``: more keyword arguments of the dispatch (the whole-row rows' config)."""
+        ``options``: more keyword arguments of the dispatch (the chunked rows' config)."""
         import triton_dist
 
         a = self.args
@@ -940,23 +939,23 @@ class Bench:
             row = self.timed_row(OURS, "normal", tokens, ours_dispatch, ours_combine, nbytes, host=(None, ours_combine))
             row["verified"] = f"{verified.get(f'{OURS}/normal', '—')}; this size: {ours_ok}"
             self.rows.append(row)
-            if self.whole is not None:
-                self.whole_normal(tokens, x, idx, w, nbytes, verified)
+            if self.chunked is not None:
+                self.chunked_normal(tokens, x, idx, w, nbytes, verified)
         row = self.timed_row(NCCL, "normal", tokens, nccl_dispatch, nccl_combine, nbytes, host=(None, nccl_combine))
         row["verified"] = f"{verified.get(f'{NCCL}/normal', '—')}; this size: {nccl_ok}"
         self.rows.append(row)
 
-    def whole_normal(
+    def chunked_normal(
         self, tokens: int, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, nbytes: float, verified: dict[str, str]
     ) -> None:
-        """The ``MoeConfig(whole_row=True)`` row in normal mode at ``tokens`` (checked against the closed form
+        """The ``MoeConfig(whole_row=False)`` row in normal mode at ``tokens`` (checked against the closed form
         first); a failure that every rank sees (e.g. the heap too small for a second plan's buffers) becomes a
         note and the sweep goes on."""
         import triton_dist
         from triton_dist.testing import all_ranks_true
 
-        assert self.whole is not None
-        options = self.whole
+        assert self.chunked is not None
+        options = self.chunked
         state: dict[str, Any] = {}
 
         def dispatch() -> None:
@@ -973,10 +972,10 @@ class Bench:
             problem = raised = f"{type(error).__name__}: {error}"[:300]
         ok = self.agreed(problem)  # every rank takes part in both collectives, whatever it raised
         if not all_ranks_true(not raised):
-            self.note(f"{WHOLE} normal row at {tokens} tokens skipped: {raised or 'raised on another rank'}")
+            self.note(f"{CHUNKED} normal row at {tokens} tokens skipped: {raised or 'raised on another rank'}")
             return
-        row = self.timed_row(WHOLE, "normal", tokens, dispatch, combine, nbytes, host=(None, combine))
-        row["verified"] = f"{verified.get(f'{WHOLE}/normal', '—')}; this size: {ok}"
+        row = self.timed_row(CHUNKED, "normal", tokens, dispatch, combine, nbytes, host=(None, combine))
+        row["verified"] = f"{verified.get(f'{CHUNKED}/normal', '—')}; this size: {ok}"
         self.rows.append(row)
 
     def low_latency(self, verified: dict[str, str]) -> None:
@@ -1005,19 +1004,19 @@ class Bench:
         row = self.timed_row(OURS, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes, host=host)
         row["verified"] = verified.get(f"{OURS}/low_latency", "—")
         self.rows.append(row)
-        if self.whole is not None:
-            self.whole_low_latency(x, idx, w, nbytes, verified)
+        if self.chunked is not None:
+            self.chunked_low_latency(x, idx, w, nbytes, verified)
         self.save()
 
-    def whole_low_latency(
+    def chunked_low_latency(
         self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, nbytes: float, verified: dict[str, str]
     ) -> None:
-        """The ``MoeConfig(whole_row=True)`` rows in low-latency mode, graphed and eager, as the default's."""
+        """The ``MoeConfig(whole_row=False)`` rows in low-latency mode, graphed and eager, as the default's."""
         import triton_dist
 
         a = self.args
-        options = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **(self.whole or {})}
-        graphs = self.ll_graphs(x, idx, w, self.whole)
+        options = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **(self.chunked or {})}
+        graphs = self.ll_graphs(x, idx, w, self.chunked)
         state: dict[str, Any] = {}
 
         def eager_dispatch() -> None:
@@ -1029,12 +1028,13 @@ class Bench:
         host = (eager_dispatch, eager_combine)
         eager_dispatch()
         torch.cuda.synchronize()
-        row = self.timed_row(WHOLE, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
+        row = self.timed_row(CHUNKED, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
                              graphs["combine"].replay, nbytes, host=host)  # fmt: skip
-        row["verified"] = verified.get(f"{WHOLE}/low_latency graphed", "—")
+        row["verified"] = verified.get(f"{CHUNKED}/low_latency graphed", "—")
         self.rows.append(row)
-        row = self.timed_row(WHOLE, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes, host=host)
-        row["verified"] = verified.get(f"{WHOLE}/low_latency", "—")
+        row = self.timed_row(CHUNKED, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes,
+                             host=host)  # fmt: skip
+        row["verified"] = verified.get(f"{CHUNKED}/low_latency", "—")
         self.rows.append(row)
 
     def fp8(self) -> None:

@@ -11,7 +11,8 @@ last rank (rank 0 receives nothing); T = 0 on rank 1; an expert no token picks; 
 its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``);
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
 low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), and ``MoeConfig(whole_row=
-True)``'s kernels (``WHOLE_ROW_CASES`` in both modes, then fp8 both ways: the same bits as the default's).
+False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
+whole rows).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
 their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
 interpreter truncates where GPUs round to nearest even).
@@ -66,8 +67,8 @@ def _case_inputs(
 
 
 CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
-WHOLE_ROW_CASES = ("random", "k8")
-"""Run again at 2 ranks with ``MoeConfig(whole_row=True)``: -1 slots (combine's masked rows), k = 8, bf16 weights."""
+CHUNKED_CASES = ("random", "k8")
+"""Run again at 2 ranks with ``MoeConfig(whole_row=False)`` (the chunked loops): -1 slots, k = 8, bf16 weights."""
 
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
@@ -146,7 +147,7 @@ def _bf16_problems(what: str, got: torch.Tensor, exact: torch.Tensor) -> list[st
 def _fp8(rank: int, size: int, config: Any = None) -> dict[str, list[str]]:
     """fp8 dispatch against the reference: normal mode keeps fp8 rows (bit-exact) and their scales (exact);
     low-latency mode dequantizes (the reference's fp32 values in bf16); then combine of the dequantized rows.
-    ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/whole_row/`` for a whole-row one)."""
+    ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/chunked/`` for a chunked one)."""
     import triton_dist
     from triton_dist.ops.moe import reference_combine, reference_dispatch
     from triton_dist.ops.moe.reference import dequantize_fp8
@@ -156,7 +157,7 @@ def _fp8(rank: int, size: int, config: Any = None) -> dict[str, list[str]]:
     record: dict[str, list[str]] = {}
     for mode, dequantize in (("normal", False), ("low_latency", True)):
         cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
-        key = ("fp8/whole_row/" if config is not None else "fp8/") + mode + ("/dequantize" if dequantize else "")
+        key = ("fp8/chunked/" if config is not None else "fp8/") + mode + ("/dequantize" if dequantize else "")
         try:
             recv_x, handle = triton_dist.ops.moe_dispatch(
                 xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize, config=config
@@ -269,16 +270,16 @@ def _worker(out_dir: str) -> None:
         for mode in ("normal", "low_latency"):
             record[f"{name}#{number}/{mode}"] = _case(rank, size, name, number, mode)
     record["bad_ids"] = _bad_ids(rank, size)
-    if size == 2:  # the fp8, capacity and whole-row paths once (the emulation is slow; W is a run-time value)
+    if size == 2:  # the fp8, capacity and chunked paths once (the emulation is slow; W is a run-time value)
         record |= _fp8(rank, size)
         record["overflow"] = _overflow(rank, size)
-        whole = MoeConfig(whole_row=True)
-        for name in WHOLE_ROW_CASES:
+        chunked = MoeConfig(whole_row=False)
+        for name in CHUNKED_CASES:
             for mode in ("normal", "low_latency"):
-                record[f"whole_row/{name}#{CASES.index(name)}/{mode}"] = _case(
-                    rank, size, name, CASES.index(name), mode, whole
+                record[f"chunked/{name}#{CASES.index(name)}/{mode}"] = _case(
+                    rank, size, name, CASES.index(name), mode, chunked
                 )
-        record |= _fp8(rank, size, whole)
+        record |= _fp8(rank, size, chunked)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -304,22 +305,22 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
         cases = {
             key: problems
             for key, problems in record.items()
-            if key.endswith(f"/{mode}") and "#" in key and not key.startswith("whole_row/")
+            if key.endswith(f"/{mode}") and "#" in key and not key.startswith("chunked/")
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
         if len(records) == 2:
             extra = {key: problems for key, problems in record.items() if key.startswith(("fp8/", "overflow"))}
             assert sorted(extra) == [
+                "fp8/chunked/low_latency/dequantize",
+                "fp8/chunked/normal",
                 "fp8/low_latency/dequantize",
                 "fp8/normal",
-                "fp8/whole_row/low_latency/dequantize",
-                "fp8/whole_row/normal",
                 "overflow",
             ]
-            whole = {key: problems for key, problems in record.items() if key.startswith("whole_row/")}
-            assert len(whole) == 2 * len(WHOLE_ROW_CASES)
-            cases |= extra | whole
+            chunked = {key: problems for key, problems in record.items() if key.startswith("chunked/")}
+            assert len(chunked) == 2 * len(CHUNKED_CASES)
+            cases |= extra | chunked
         failed = {key: problems for key, problems in cases.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 

@@ -2,7 +2,8 @@
 (test_ops_moe_emulation.py) on real kernels, two dispatches in flight before their combines (the double-buffered
 halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference; fp8
 dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert
-over its capacity, ``MoeConfig(whole_row=True)``'s kernels at H = 7168 (a normal and a low-latency case),
+over its capacity, the default whole-row kernels and ``MoeConfig(whole_row=False)``'s chunks at H = 7168 (a
+normal and a low-latency case each),
 ``grouped_gemm`` against torch per expert (both layouts, bf16 and fp8), and
 ``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8).
 
@@ -315,17 +316,18 @@ def _worker(out_dir: str) -> None:
             target.copy_(value)
         graph.replay()
         check(f"graph-replay-{replay}/low_latency", args, refs, dispatched, out)
-    whole = MoeConfig(whole_row=True)  # whole-row copy steps (8192 wide at H 7168: 8 16-byte loads per thread)
+    chunked = MoeConfig(whole_row=False)  # 1024-element copy steps (the default moves 8192-wide whole rows)
     for number, (name, mode) in enumerate((("k8", "normal"), ("random", "low_latency"))):
         xs, idxs, weights, experts = _case_inputs(name, size, 70 + number, hidden=7168)
         cap = max(max(x.shape[0] for x in xs), 1) if mode == "low_latency" else None
         args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, mode, cap)
         refs = reference_dispatch(xs, idxs, weights, experts, mode=mode, max_tokens_per_rank=cap)
-        dispatched = triton_dist.ops.moe_dispatch(*args, config=whole)
-        out = triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
-        check(f"whole_row-{name}/{mode}", args, refs, dispatched, out)
-        if dispatched[1].config is not whole:
-            record[f"whole_row-{name}/{mode}"].append(f"handle.config is {dispatched[1].config!r}")
+        for key, config in ((f"whole_row-{name}/{mode}", None), (f"chunked-{name}/{mode}", chunked)):
+            dispatched = triton_dist.ops.moe_dispatch(*args, config=config)
+            out = triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
+            check(key, args, refs, dispatched, out)
+            if dispatched[1].config is not config:
+                record[key].append(f"handle.config is {dispatched[1].config!r}")
     for name, checks in (
         ("fp8", lambda: _fp8_checks(rank, size, cuda, record)),
         ("grouped_gemm", lambda: _grouped_gemm_checks(cuda, record)),

@@ -183,15 +183,15 @@ def _loads_before_first_store(ptx: str) -> int:
 
 
 def test_sm90_whole_row_loads_every_row_before_storing_and_does_not_spill(tmp_path: Any) -> None:
-    """``MoeConfig(whole_row=True)`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps): push and expand issue a row's eight
-    16-byte loads per thread before the first 16-byte store (the default: one), combine's push all k = 8 rows'
-    64, and no kernel spills registers (ptxas -v)."""
+    """The default ``MoeConfig(whole_row=True)`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps): push and expand issue a
+    row's eight 16-byte loads per thread before the first 16-byte store (the chunks of ``whole_row=False``: one),
+    combine's push all k = 8 rows' 64, and no kernel spills registers (ptxas -v)."""
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
     assert block == 8192
     for name, loads in (("push", 8), ("expand", 8), ("combine_push", 64)):
-        default = _loads_before_first_store(_compile(name, "sm_90", False, world_size=2))
-        assert default < loads, f"{name}: the default moves a chunk at a time ({default} loads before a store)"
+        chunked = _loads_before_first_store(_compile(name, "sm_90", False, world_size=2))
+        assert chunked < loads, f"{name}: the chunks move one at a time ({chunked} loads before a store)"
     for name, loads in (("push", 8), ("expand", 8), ("combine_push", 64), ("combine_reduce", 0)):
         ptx = _compile(name, "sm_90", False, world_size=2, row_block=block)
         if loads:
@@ -203,8 +203,9 @@ def test_sm90_whole_row_loads_every_row_before_storing_and_does_not_spill(tmp_pa
 
 
 def test_whole_row_config_picks_the_block_and_is_checked() -> None:
-    assert MoeConfig().row_block(7168) == 0, "the default keeps BLOCK_H chunks"
-    whole = MoeConfig(whole_row=True)
+    assert MoeConfig().row_block(7168) == 8192, "the default moves whole rows"
+    assert MoeConfig(whole_row=False).row_block(7168) == 0, "whole_row=False keeps BLOCK_H chunks"
+    whole = MoeConfig()
     assert [whole.row_block(h) for h in (1, 32, 160, 7168, MAX_ROW_BLOCK, MAX_ROW_BLOCK + 1)] == [
         128,
         128,
@@ -408,7 +409,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     x, idx, weights = torch.zeros(3, 8), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
     outputs = moe_op._dispatch(x, idx, weights, 8, mode, 4 if mode == "low_latency" else None)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
-    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, False)
+    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
     moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route"]
@@ -417,27 +418,27 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
         assert names == list(kernel.arg_names[: len(names)]), name
 
 
-def test_bench_times_whole_row_beside_the_default(tmp_path: Any) -> None:
-    """bench/moe.py asks for ``MoeConfig(whole_row=True)`` through ``config=`` and writes its rows, labelled, beside
-    the default's (``--skip-whole-row`` leaves them out)."""
+def test_bench_times_chunked_beside_the_default(tmp_path: Any) -> None:
+    """bench/moe.py asks for ``MoeConfig(whole_row=False)`` through ``config=`` with ``--chunked`` and writes its
+    rows, labelled, beside the default's."""
     import importlib.util
     import sys
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("bench_moe_whole_row", Path(__file__).parents[2] / "bench" / "moe.py")
+    spec = importlib.util.spec_from_file_location("bench_moe_chunked", Path(__file__).parents[2] / "bench" / "moe.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bench  # dataclasses look their module up there
     spec.loader.exec_module(bench)
-    options, why = bench.whole_row_option()
-    assert why == "" and options == {"config": MoeConfig(whole_row=True)}
-    assert not bench.parse_args([]).skip_whole_row and bench.parse_args(["--skip-whole-row"]).skip_whole_row
+    options, why = bench.chunked_option()
+    assert why == "" and options == {"config": MoeConfig(whole_row=False)}
+    assert not bench.parse_args([]).chunked and bench.parse_args(["--chunked"]).chunked
 
     def row(path: str, dispatch: float) -> dict[str, Any]:
         timings = {f"{op} {t}": dispatch for op in ("dispatch", "combine") for t in ("device", "idle")}
         return {"path": path, "mode": "normal", "tokens": 128, "verified": "ok", "bytes per rank": 1e6, **timings}
 
-    rows = [row(bench.OURS, 50.0), row(bench.WHOLE, 25.0), row(bench.NCCL, 100.0)]
+    rows = [row(bench.OURS, 25.0), row(bench.CHUNKED, 50.0), row(bench.NCCL, 100.0)]
     text = bench.write_results(tmp_path, "T", rows, {"notes": []}, [], 0.0).read_text()
-    assert "| ours | normal | 128 | 50.0 / 50.0 / — |" in text
-    assert "| ours whole_row | normal | 128 | 25.0 / 25.0 / — |" in text and "| 4.00 / 4.00 / 4.00 / 4.00 |" in text
+    assert "| ours | normal | 128 | 25.0 / 25.0 / — |" in text and "| 4.00 / 4.00 / 4.00 / 4.00 |" in text
+    assert "| ours chunked | normal | 128 | 50.0 / 50.0 / — |" in text

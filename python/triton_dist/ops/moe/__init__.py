@@ -18,7 +18,8 @@ is the same in torch); the receiver gets the fp8 rows and ``handle.recv_scales``
 low-latency expert over its capacity) land in ``handle.status``: :func:`check_status`.
 
 - ``config.py``: :class:`MoeError`, :class:`MoeHandle` (the layouts), :class:`MoeConfig` (how the kernels move
-  rows: ``moe_dispatch(..., config=MoeConfig(whole_row=True))``), the input checks, the launch constants.
+  rows: whole rows by default, ``moe_dispatch(..., config=MoeConfig(whole_row=False))`` for chunks), the input
+  checks, the launch constants.
 - ``kernels.py``: the five ``@triton.jit`` kernels (route, push, expand; combine push and reduce) and their
   ordering argument.
 - ``op.py``: the checks, the per-signature plan and workspace, ``torch.ops.triton_dist.moe_dispatch`` /

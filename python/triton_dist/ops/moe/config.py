@@ -64,37 +64,39 @@ FP8_DTYPE = torch.float8_e4m3fn
 COPY_PROGRAMS = 64
 """Programs of the push, expand and combine kernels (each strides over tokens; at most the SM count at launch)."""
 BLOCK_H = 1024
-"""Elements of the hidden dimension one program moves per step (16-byte vectors when H is a multiple of 16)."""
+"""Elements of the hidden dimension one program moves per step of the chunked loops (rows wider than
+``MAX_ROW_BLOCK``, or ``MoeConfig(whole_row=False)``; 16-byte vectors when H is a multiple of 16)."""
 ROUTE_BLOCK_T = 16
 """Tokens per step of the routing kernel's serial prefix (one step builds a [tokens * k, experts] one-hot)."""
 MAX_ROW_BLOCK = 16384
-"""The widest row ``MoeConfig(whole_row=True)`` moves in one step (elements; 128 registers of fp32 per thread at 4
-warps): rows wider than it keep the default ``BLOCK_H`` steps."""
+"""The widest row the default ``MoeConfig(whole_row=True)`` moves in one step (elements; 128 registers of fp32 per
+thread at 4 warps): rows wider than it move in ``BLOCK_H`` chunks."""
 
 
 @dataclass(frozen=True)
 class MoeConfig:
     """How ``moe_dispatch`` / ``moe_combine`` move rows (``moe_dispatch(..., config=MoeConfig(...))``; combine
-    follows its dispatch's handle). The default is the layout measured correct and timed on GPUs.
+    follows its dispatch's handle). The default is the layout measured fastest on GPUs.
 
-    ``whole_row``: every copy loop moves a whole row per step instead of ``BLOCK_H``-element chunks
-    (``BLOCK_H = max(128, next power of two of H)``, while that is at most ``MAX_ROW_BLOCK``; wider rows keep the
-    chunks): the push kernel loads a token's row once, before any store, and stores it to every destination;
-    expand loads a received row once and stores it to each of its local rows; combine's push loads its ``k`` row
-    indices, weights and rows unconditionally (masked, no branch), so the loads of every row are in flight
-    together. The results are the same bits; only how much each program keeps in flight changes (an option until
-    timed on GPUs: ``bench/moe.py`` times both).
+    ``whole_row`` (default True): every copy loop moves a whole row per step (``BLOCK_H = max(128, next power of
+    two of H)``, while that is at most ``MAX_ROW_BLOCK``; wider rows always move in ``BLOCK_H``-element chunks):
+    the push kernel loads a token's row once, before any store, and stores it to every destination; expand loads a
+    received row once and stores it to each of its local rows; combine's push loads its ``k`` row indices, weights
+    and rows unconditionally (masked, no branch), so the loads of every row are in flight together. It beat the
+    chunks on every row of the 2 x H100 run of 2026-11-27 (normal dispatch at 4096 tokens 1908 against 2409 µs,
+    combine 1283 against 2577; results/2026-11-26-moe-analysis.md). ``whole_row=False`` forces the 1024-element
+    chunks at any H (the same results, bit for bit), which the tests use to cover the wide-row path at small H.
     """
 
-    whole_row: bool = False
+    whole_row: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.whole_row, bool):
             raise MoeError(f"MoeConfig: whole_row must be True or False, got {self.whole_row!r}")
 
     def row_block(self, hidden: int) -> int:
-        """The ``BLOCK_H`` of a whole-row plan for rows of ``hidden`` elements, or 0 where this config keeps the
-        default chunks (``whole_row`` off, or the row wider than ``MAX_ROW_BLOCK``)."""
+        """The ``BLOCK_H`` of a whole-row plan for rows of ``hidden`` elements, or 0 where the plan moves
+        ``BLOCK_H`` chunks (``whole_row`` off, or the row wider than ``MAX_ROW_BLOCK``)."""
         block = max(FP8_GROUP, 1 << max(0, hidden - 1).bit_length())
         return block if self.whole_row and block <= MAX_ROW_BLOCK else 0
 

@@ -36,11 +36,12 @@ A call moves through five kernels (``op.py`` launches them; ``R`` is the ``ROW``
    rank ``d`` sits in slot ``cbase(d) + tok_pos[t, d]``: normal ``cbase(d) = sum_{d' < d} N[me, d']``;
    low-latency ``d * M``.
 
-Rows move in ``BLOCK_H``-element steps (load a chunk, store it, load the next). With ``WHOLE_ROW``
-(``MoeConfig(whole_row=True)``, ``BLOCK_H`` a power of two at least H) each row moves in one step, loaded before
-anything is stored: push loads a token's row once for all its destinations, expand loads a received row once for
-all its local rows, and combine's push loads its ``k`` rows without branches (a missing row: masked, adding 0 * 0),
-so every row's loads can be in flight together. Same results, bit for bit.
+With ``WHOLE_ROW`` (the default ``MoeConfig(whole_row=True)``, ``BLOCK_H`` a power of two at least H) each row
+moves in one step, loaded before anything is stored: push loads a token's row once for all its destinations,
+expand loads a received row once for all its local rows, and combine's push loads its ``k`` rows without branches
+(a missing row: masked, adding 0 * 0), so every row's loads can be in flight together. Without it (rows wider
+than ``MAX_ROW_BLOCK``, or ``MoeConfig(whole_row=False)``) rows move in ``BLOCK_H``-element chunks (load a chunk,
+store it, load the next). Same results, bit for bit.
 
 Synchronization: one int32 epoch counter per rank (``epochs``), advanced by the route kernel and written into the
 call's ``epoch`` tensor, which every later kernel of the call (and its combine) reads, so nothing comes from the

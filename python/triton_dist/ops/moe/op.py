@@ -150,7 +150,7 @@ def _signature(
     mode: str,
     max_tokens: int | None,
     fp8: bool = False,
-    whole_row: bool = False,
+    whole_row: bool = True,
 ) -> tuple[Any, ...]:
     return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row)
 
@@ -265,7 +265,7 @@ def _plan_for(
     mode: str,
     max_tokens: int | None,
     fp8: bool = False,
-    whole_row: bool = False,
+    whole_row: bool = True,
 ) -> _Plan:
     key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row)
     plan = _plans.get(key)
@@ -296,7 +296,7 @@ def _dispatch(
     max_tokens: int | None,
     fp8: bool = False,
     dequantize: bool = False,
-    whole_row: bool = False,
+    whole_row: bool = True,
 ) -> tuple[torch.Tensor, ...]:
     """The dispatch of checked inputs; returns the 18 tensors the custom op returns, in its order (the last: the
     fp8 scales of the rows, or an empty tensor)."""
@@ -407,7 +407,7 @@ def _moe_dispatch_op(
     max_tokens_per_rank: int = 0,
     fp8: bool = False,
     dequantize: bool = False,
-    whole_row: bool = False,
+    whole_row: bool = True,
 ) -> list[torch.Tensor]:
     world = _world()
     max_tokens = max_tokens_per_rank or None
@@ -427,7 +427,7 @@ def _moe_dispatch_fake(
     max_tokens_per_rank: int = 0,
     fp8: bool = False,
     dequantize: bool = False,
-    whole_row: bool = False,
+    whole_row: bool = True,
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
     check_inputs(
@@ -469,7 +469,7 @@ def _moe_combine_op(
     mode: str,
     max_tokens_per_rank: int,
     fp8: bool = False,
-    whole_row: bool = False,
+    whole_row: bool = True,
 ) -> torch.Tensor:
     key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
            whole_row)  # fmt: skip
@@ -490,7 +490,7 @@ def _moe_combine_fake(
     mode: str,
     max_tokens_per_rank: int,
     fp8: bool = False,
-    whole_row: bool = False,
+    whole_row: bool = True,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -538,12 +538,13 @@ def moe_dispatch(
     ``triton_dist.init()`` on GPUs.
 
     ``config``: a :class:`~triton_dist.ops.moe.config.MoeConfig` choosing how the kernels move rows (None: the
-    default; ``MoeConfig(whole_row=True)``: whole rows per step, the same results), which its combine follows.
+    default, whole rows per step; ``MoeConfig(whole_row=False)``: 1024-element chunks, the same results), which
+    its combine follows.
     Every rank passes the same one (checked on the first call, like H); anything else raises :class:`MoeError`.
     """
     if config is not None and not isinstance(config, MoeConfig):
         raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
-    whole_row = config is not None and config.whole_row
+    whole_row = (config or MoeConfig()).whole_row
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world().device
@@ -595,7 +596,7 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     check_combine_input(y, handle, device)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
-    whole_row = handle.config is not None and handle.config.whole_row
+    whole_row = (handle.config or MoeConfig()).whole_row
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
                handle.max_tokens_per_rank, y.device, handle.fp8, whole_row)  # fmt: skip
