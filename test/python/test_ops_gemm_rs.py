@@ -307,6 +307,119 @@ def test_custom_op_is_registered_with_a_fake_that_shards_rows():
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# The matmul + NCCL fallback: per call the baseline's GPU work and as little host work (issue 24)
+
+
+class _TwoRankGroup:
+    """A process group stand-in for rank ``rank`` of two: its reduce-scatter adds the peer's partial to this rank's
+    in fp32 (as NCCL's sum of two bf16 values), writes this rank's rows into ``out``, and records every call."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self.peer_partial: torch.Tensor | None = None
+        self.calls: list[tuple[torch.Tensor, torch.Tensor, object]] = []
+        self.waits = 0
+
+    def _reduce_scatter_base(self, out: torch.Tensor, partial: torch.Tensor, options: object) -> _TwoRankGroup:
+        assert self.peer_partial is not None
+        self.calls.append((out, partial, options))
+        rows = out.shape[0]
+        total = partial.float() + self.peer_partial.float()
+        out.copy_(total[self.rank * rows : (self.rank + 1) * rows])
+        return self
+
+    def wait(self) -> bool:
+        self.waits += 1
+        return True
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_fallback_plan_is_one_matmul_and_one_reduce_scatter_into_a_new_output(rank: int) -> None:
+    """The plan's call: ``torch.mm`` into the partial it keeps, a new output, the group's reduce-scatter with options
+    built once (sum, synchronous: NCCL on the current stream), one wait; the result is this rank's rows of the sum."""
+    import types
+
+    from triton_dist.ops.gemm_rs import op
+
+    m, n, k_local = 12, 10, 8
+    group = _TwoRankGroup(rank)
+    plan = op._build_unfused(
+        types.SimpleNamespace(group=group, world_size=2), torch.empty(m, k_local, dtype=torch.bfloat16), m, n
+    )
+    assert isinstance(plan, op.UnfusedPlan) and plan.partial.shape == (m, n)
+    partial = plan.partial
+    outputs = []
+    for call in range(2):
+        a, b, peer_a, peer_b = (torch.randn(shape).to(torch.bfloat16) for shape in [(m, k_local), (k_local, n)] * 2)
+        group.peer_partial = peer_a @ peer_b
+        plan.partial.fill_(float("nan"))  # poisoned: the matmul must write all of it
+        out = plan.run(a, b)
+        want = (a.float() @ b.float() + peer_a.float() @ peer_b.float())[rank * m // 2 : (rank + 1) * m // 2]
+        assert out.shape == (m // 2, n) and out.dtype == torch.bfloat16
+        torch.testing.assert_close(out.float(), want, rtol=2e-2, atol=2e-2)
+        assert len(group.calls) == call + 1 and group.waits == call + 1, "one reduce-scatter and one wait per call"
+        sent_out, sent_partial, options = group.calls[-1]
+        assert sent_out is out and sent_partial is partial, "into the returned output, from the kept partial"
+        outputs.append(out)
+    assert outputs[0].data_ptr() != outputs[1].data_ptr(), "every call returns a tensor of its own"
+    first, second = group.calls[0][2], group.calls[1][2]
+    assert first is second, "the options are built once per plan, not per call"
+    assert first.reduceOp == dist.ReduceOp.SUM and not first.asyncOp
+
+
+@pytest.mark.filterwarnings("ignore:.*reduce_scatter_tensor.*:FutureWarning")
+def test_fallback_runs_the_baselines_ops_and_nothing_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a one-rank gloo world: the fallback's dispatcher ops are the baseline's (``torch.matmul`` into a kept buffer
+    + ``dist.reduce_scatter_tensor`` into a kept output) plus the one allocation of the output it returns; no other
+    copy, cast, fill or collective; the c10d Python wrapper is not on its path; its result is A @ B exactly."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import triton_dist
+    from triton_dist.ops.gemm_rs import op
+
+    class Recording(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the CPU emulation's world (no kernel runs on this path)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        world = triton_dist.init(heap_size="1M", device="cpu")
+        a, b = (torch.randn(shape).to(torch.bfloat16) for shape in [(16, 8), (8, 12)])
+        op.gemm_rs_with(a, b, grs.FALLBACK)  # builds the plan
+        plan = op.plan_for(a, b, grs.FALLBACK)
+        assert isinstance(plan, op.UnfusedPlan)
+        plan.partial.fill_(float("nan"))
+
+        def no_wrapper(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the fallback called dist.reduce_scatter_tensor's Python wrapper")
+
+        with monkeypatch.context() as patched:
+            for name in ("reduce_scatter_tensor", "reduce_scatter_single"):
+                for module in (dist, dist.distributed_c10d):
+                    patched.setattr(module, name, no_wrapper, raising=False)
+            with Recording() as ours:
+                out = op.gemm_rs_with(a, b, grs.FALLBACK)
+        kept, kept_out = torch.empty(16, 12, dtype=torch.bfloat16), torch.empty(16, 12, dtype=torch.bfloat16)
+        with Recording() as baseline:
+            torch.matmul(a, b, out=kept)
+            dist.reduce_scatter_tensor(kept_out, kept, group=world.group)
+        assert baseline.ops[:2] == ["aten.mm.out", "c10d._reduce_scatter_base_.default"], baseline.ops
+        allocation = ours.ops[1] if len(ours.ops) > 1 else None
+        assert allocation in ("aten.new_empty.default", "aten.empty.memory_format"), ours.ops
+        assert ours.ops == [baseline.ops[0], allocation, *baseline.ops[1:]], ours.ops
+        assert torch.equal(out, a @ b) and torch.equal(out, kept_out)
+    finally:
+        triton_dist.finalize()
+        dist.destroy_process_group()
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # The own tile's peer loop (the fused epilogue): loads and adds only
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -332,24 +333,54 @@ class CublasPlan:
         return out
 
 
+def reduce_scatter_method(group: Any) -> tuple[Callable[..., Any], Any]:
+    """``group``'s own reduce-scatter and its options (sum, synchronous), resolved once for a plan.
+
+    What ``dist.reduce_scatter_tensor(out, partial, group=group)`` ends in, without its per-call Python (the
+    deprecation and logging wrappers, the tensor and group checks, a new ``ReduceScatterOptions``), which the
+    fallback paid on every call on top of the same GPU work (issue 24). ``asyncOp=False`` as the wrapper sets it:
+    NCCL then runs the collective on the current stream. Raises ``GemmRsError`` for a group without one.
+    """
+    # _reduce_scatter_base: what reduce_scatter_tensor calls (torch 2.11); reduce_scatter_single: its newer name.
+    method = getattr(group, "_reduce_scatter_base", None) or getattr(group, "reduce_scatter_single", None)
+    if method is None:
+        raise GemmRsError(f"gemm_rs: the process group {group!r} has no reduce-scatter of one tensor")
+    options = dist.ReduceScatterOptions()
+    options.reduceOp = dist.ReduceOp.SUM
+    if hasattr(options, "asyncOp"):
+        options.asyncOp = False
+    return method, options
+
+
 @dataclasses.dataclass
 class UnfusedPlan:
-    """torch.matmul then NCCL reduce_scatter_tensor (the baseline, and the fallback where fusion cannot win)."""
+    """torch.matmul then NCCL reduce-scatter (the baseline, and the fallback where fusion cannot win).
 
-    group: Any
+    Per call exactly the baseline's GPU work: one cuBLAS GEMM into ``partial`` and one reduce-scatter of it into
+    the output, both on the current stream; the host allocates the output (the op returns a new tensor) and calls
+    the group's reduce-scatter with options built once (``reduce_scatter_method``).
+    """
+
+    partial: torch.Tensor
+    """[M, N]: the partial product, kept by the plan and reused by every call (stream order makes that safe)."""
+    reduce_scatter: Callable[..., Any]
+    options: Any
     shard: int
     n: int
-    partial: torch.Tensor | None = None
-    """[M, N]: the partial product, kept by the plan and reused by every call (stream order makes that safe), so a
-    call allocates only its output, as the unfused code a user writes does at least."""
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        if self.partial is None:
-            self.partial = torch.empty((a.shape[0], self.n), dtype=a.dtype, device=a.device)
-        torch.matmul(a, b, out=self.partial)
-        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
-        dist.reduce_scatter_tensor(out, self.partial, group=self.group)
+        torch.mm(a, b, out=self.partial)
+        out = self.partial.new_empty((self.shard, self.n))
+        work = self.reduce_scatter(out, self.partial, self.options)
+        if work is not None:  # as dist.reduce_scatter_tensor: orders the current stream after the collective
+            work.wait()
         return out
+
+
+def _build_unfused(world: rt.World, a: torch.Tensor, m: int, n: int) -> UnfusedPlan:
+    method, options = reduce_scatter_method(world.group)
+    partial = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    return UnfusedPlan(partial, method, options, m // world.world_size, n)
 
 
 @dataclasses.dataclass
@@ -473,7 +504,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = Non
 
     def make() -> Plan:
         if chosen.fallback:
-            return UnfusedPlan(world.group, m // w, n)
+            return _build_unfused(world, a, m, n)
         if m // w == 0 or n == 0 or k_local == 0:
             return EmptyPlan(m // w, n, zero=k_local == 0)
         with on_device(a.device):
@@ -507,9 +538,9 @@ def _described(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> dict[s
 def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
     """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op."""
     plan = plan_for(a, b, config)
-    if a.device.type == "cpu":  # the CPU emulation: no device context
-        return plan.run(a, b)
-    if a.device.index != torch.cuda.current_device() and not isinstance(plan, UnfusedPlan | EmptyPlan):
+    if type(plan) is UnfusedPlan or type(plan) is EmptyPlan or a.device.type == "cpu":
+        return plan.run(a, b)  # torch calls only (or the CPU emulation): no device context needed
+    if a.device.index != torch.cuda.current_device():
         with torch.cuda.device(a.device):  # the launchers launch in the current device's context
             return plan.run(a, b)
     return plan.run(a, b)
