@@ -17,15 +17,25 @@ fp32 or input-dtype partials x when to flag) per shape, checks each against an f
 correct one (the ``--finalists`` fastest of the sweep timed again in alternation) in the tuning table (``--table``,
 default the user cache of ``ops.tuning``; ``--write-package-table``: also the package's committed table) and writes
 ``bench/results/gemm_rs_tune.md``; the main table then uses it. Writes bench/results/gemm_rs.md and gemm_rs.png.
+
+``--fallback`` (issue 24) instead compares the matmul + NCCL fallback with the hand-written baseline on the shapes
+where the sweep found it slower (default ``FALLBACK_SHAPES``): the baseline (``torch.matmul`` into a kept buffer +
+``dist.reduce_scatter_tensor`` into a kept output), the fallback forced (``gemm_rs_with(a, b, FALLBACK)``), the op
+as selected, and the fallback as it was before (a new output and ``dist.reduce_scatter_tensor`` per call), each
+timed in two interleaved passes with a device barrier before every call, under CUDA-graph replay (GPU time alone)
+and for host µs per call; torch's profiler counts the GPU kernels and CUDA runtime calls of one call of each.
+Writes bench/results/gemm_rs_fallback.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import json
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +62,7 @@ from triton_dist.ops.matmul import matmul  # noqa: E402
 from triton_dist.ops.tuning import geomean  # noqa: E402
 from triton_dist.testing import setup_distributed  # noqa: E402
 from triton_dist.testing.distributed import max_over_ranks  # noqa: E402
-from triton_dist.testing.timing import host_us, idle_ms_samples  # noqa: E402
+from triton_dist.testing.timing import bench_samples, graphed_us, host_us, idle_ms_samples  # noqa: E402
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
 
@@ -205,6 +215,118 @@ def bench_shape(
     return row, {"ours": t_base / t_ours, "torch fused": t_base / t_fused, "overlap bound": t_base / bound}
 
 
+FALLBACK_SHAPES = "1024,4096,4096;1024,5120,8192;2048,3584,3584;2048,6144,6144;1024,6144,16384;4096,8192,8192"
+"""The sweep's rows where the fallback was slower than the baseline (2 x H100, 9e144fd), and one where it was not."""
+
+
+def _per_call_profile(fn: Callable[[], object], calls: int = 5) -> tuple[str, str]:
+    """torch.profiler over ``calls`` calls: the GPU kernels / copies / fills and the host's CUDA runtime, driver and
+    NCCL calls (launches, allocations, event records and waits), per call."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    device: collections.Counter[str] = collections.Counter()
+    runtime: collections.Counter[str] = collections.Counter()
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            device[event.name[:48]] += 1
+        elif event.name.startswith(("cuda", "cuLaunch", "cuMem", "nccl")):  # CUDA runtime / driver / NCCL calls
+            runtime[event.name] += 1
+
+    def text(counter: collections.Counter[str]) -> str:
+        return ", ".join(f"{name} x{count / calls:g}" for name, count in sorted(counter.items())) or "none"
+
+    return text(device), text(runtime)
+
+
+def fallback_row(m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> tuple[list[object], list[object]]:
+    """``--fallback``, one shape: the baseline beside the fallback (forced, selected, as before), see the docstring;
+    returns the row and the per-call profile row."""
+    world = rt.current_world()
+    w, group = world.world_size, world.group
+    torch.manual_seed(1234 + world.rank)
+    a = torch.randn(m, k // w, dtype=dtype, device="cuda") / k**0.25
+    b = torch.randn(k // w, n, dtype=dtype, device="cuda") / k**0.25
+    partial = torch.empty(m, n, dtype=dtype, device="cuda")
+    out = torch.empty(m // w, n, dtype=dtype, device="cuda")
+    kept = torch.empty(m, n, dtype=dtype, device="cuda")
+
+    def baseline() -> torch.Tensor:
+        torch.matmul(a, b, out=partial)
+        dist.reduce_scatter_tensor(out, partial, group=group)
+        return out
+
+    def before() -> torch.Tensor:  # the fallback up to 9e144fd: a new output, the c10d Python wrapper
+        torch.matmul(a, b, out=kept)
+        here = torch.empty((m // w, n), dtype=a.dtype, device=a.device)
+        dist.reduce_scatter_tensor(here, kept, group=group)
+        return here
+
+    impls: dict[str, Callable[[], torch.Tensor]] = {
+        "base": baseline,
+        "fallback": lambda: grs.gemm_rs_with(a, b, grs.FALLBACK),
+        "op": lambda: grs.gemm_rs(a, b),
+        "before": before,
+    }
+    expected = baseline().clone()
+    error = max(float((fn().float() - expected.float()).abs().max()) for fn in impls.values())
+    passes: dict[str, list[float]] = {name: [] for name in impls}
+    for _ in range(2):
+        for name, fn in impls.items():
+            passes[name].append(max_over_ranks(statistics.median(bench_samples(fn, warmup=3, rep=reps))))
+    host = {name: host_us(fn) for name, fn in impls.items()}
+    profiles = {name: _per_call_profile(fn) for name, fn in impls.items()}
+    graphed = {}
+    for name, fn in impls.items():  # last: a capture that fails leaves only the later captures in doubt
+        try:
+            graphed[name] = f"{graphed_us(fn):.1f}"
+        except Exception as failure:  # noqa: BLE001 (reported, not fatal)
+            graphed[name] = type(failure).__name__
+            log0(f"  {name} graphed: {type(failure).__name__}: {failure}")
+    path = grs.path_of(a, b)
+    base_ms = min(passes["base"])
+    row: list[object] = [f"{m},{n},{k}", path]
+    row += [f"{passes[name][0]:.3f} / {passes[name][1]:.3f} ({base_ms / min(passes[name]):.2f}x)" for name in impls]
+    row += [" / ".join(graphed[name] for name in impls), " / ".join(f"{host[name]:.0f}" for name in impls)]
+    row += [f"{error:.1e}"]
+    log0(f"RESULT fallback {m},{n},{k} [{path}]: " + " | ".join(str(x) for x in row[2:]))
+    for name in impls:
+        log0(f"  {name}: GPU per call: {profiles[name][0]}; runtime per call: {profiles[name][1]}")
+    detail: list[object] = ["", "per call"]
+    detail += [f"GPU: {profiles[name][0]}<br>host: {profiles[name][1]}" for name in impls]
+    grs.clear_workspaces()
+    return row, [*detail, "", "", ""]
+
+
+def fallback_rows(args: argparse.Namespace, dtype: torch.dtype) -> list[list[object]]:
+    """``--fallback``: every shape's row and per-call profile row."""
+    rows: list[list[object]] = []
+    for m, n, k in parse_shapes(args.shapes or FALLBACK_SHAPES):
+        rows.extend(fallback_row(m, n, k, dtype, args.reps))
+    return rows
+
+
+def write_fallback(args: argparse.Namespace, rows: list[list[object]]) -> None:
+    """bench/results/gemm_rs_fallback.md (rank 0)."""
+    headers = ["M,N,K", "op path", "base ms (1st / 2nd)", "fallback ms (x)", "op ms (x)", "before ms (x)",
+               "graphed µs base / fallback / op / before", "host µs base / fallback / op / before",
+               "max abs diff to base"]  # fmt: skip
+    lines = [f"# gemm_rs: the matmul + NCCL fallback beside the baseline ({args.dtype}, "
+             f"{rt.current_world().world_size} ranks)", "", *describe_machine(), "",
+             f"ms: median of {args.reps} calls, device barrier before each, max over ranks, two interleaved passes; "
+             "(x) = best base / best of the column. graphed: one CUDA graph of 10 calls (GPU time alone). host: "
+             "µs to enqueue one call while the GPU is busy. Per call: torch.profiler over 5 calls.", "",
+             markdown_table(headers, rows), ""]  # fmt: skip
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{args.name}_fallback.md").write_text("\n".join(lines))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_shape_arguments(parser, reps=30)
@@ -222,11 +344,20 @@ def main() -> int:
     parser.add_argument("--table", default=None, help="tuning table to store into (default: the user cache)")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--name", default="gemm_rs", help="file name stem of the results")
+    parser.add_argument("--fallback", action="store_true", help="only the fallback beside the baseline (issue 24)")
     args = parser.parse_args()
     setup_distributed(args.heap_size)
     world = rt.current_world()
     w = world.world_size
     dtype = getattr(torch, args.dtype)
+    if args.fallback:
+        fallback = fallback_rows(args, dtype)
+        if world.rank == 0:
+            write_fallback(args, fallback)
+        dist.barrier()
+        rt.finalize()
+        dist.destroy_process_group()
+        return 0
     out_dir = Path(args.out_dir)
     table_path = Path(args.table) if args.table else tuning.cache_path()
     fused_op = torch_fused(dist.group.WORLD.group_name)
