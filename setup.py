@@ -97,7 +97,13 @@ if __name__ == "__main__":  # setuptools runs this file as __main__; the tests i
         package_dir={"": "python"},
         packages=find_packages("python"),
         package_data={
-            "triton_dist": ["_device/*.bc", "_C/*.so", "ops/tuned_configs.json", "ops/tuning/calibrations.json"]
+            "triton_dist": [
+                "_device/*.bc",
+                "_device/*.ll",
+                "_C/*.so",
+                "ops/tuned_configs.json",
+                "ops/tuning/calibrations.json",
+            ]
         },
         cmdclass={"build_py": BuildWithCMake},
         zip_safe=False,
