@@ -101,6 +101,7 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     from triton_dist.ops.ar_rmsnorm.op import _run, _run_fp8
 
     LL = ArRmsNormConfig("one_shot_ll", 2, 1)  # noqa: N806 (a constant of the cases)
+    LL_SPLIT = ArRmsNormConfig("one_shot_ll", 8, 1)  # noqa: N806 (the emulation's most LL programs)
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -137,6 +138,38 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
             # residual, which the norm starts from, may be one ulp off torch's here: its scales within two ulps.
             scale_rtol = 1e-5 if dtype == torch.float32 else 2.0**-7
             problems += [f"normed_fp8: {p}" for p in close_fp8(quantized, scale, normed, want_scale, scale_rtol)]
+            problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
+        return problems
+
+    def run_poisoned(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig, fp8: bool) -> list[str]:
+        """``config`` into outputs poisoned first (NaN; e4m3's NaN byte 0x7F), so an element no program writes (a
+        slice of a row split over programs) fails; the e4m3 output with a row of zeros."""
+        from triton_dist.ops.ar_rmsnorm.op import _check, _launch, scale_shape
+
+        problems = []
+        for _ in range(2):  # the second call relaunches the plan
+            xs = [torch.randn(shape, generator=gen).to(dtype) for _ in range(size)]
+            residual = torch.randn(shape, generator=gen).to(dtype)
+            weight = (torch.rand(shape[-1], generator=gen) + 0.5).to(dtype)
+            new_residual = torch.full(shape, float("nan"), dtype=dtype)
+            _check(xs[rank], residual, weight, 1e-5)
+            if fp8:
+                if shape[0] > 1:  # a row of zeros: the smallest scale, zeros out
+                    residual[1] = 0
+                    for x in xs:
+                        x[1] = 0
+                quantized = torch.empty(shape, dtype=torch.float8_e4m3fn)
+                quantized.view(torch.uint8).fill_(0x7F)
+                scale = torch.full(scale_shape(xs[rank]), float("nan"))
+                _launch(xs[rank], residual, weight, 1e-5, quantized, new_residual, scale, config)
+                normed, want_scale, want_residual = reference_fp8(xs, residual, weight, 1e-5)
+                scale_rtol = 1e-5 if dtype == torch.float32 else 2.0**-7  # as run_fp8
+                problems += [f"normed_fp8: {p}" for p in close_fp8(quantized, scale, normed, want_scale, scale_rtol)]
+            else:
+                normed = torch.full(shape, float("nan"), dtype=dtype)
+                _launch(xs[rank], residual, weight, 1e-5, normed, new_residual, None, config)
+                want_normed, want_residual = reference(xs, residual, weight, 1e-5)
+                problems += [f"normed: {p}" for p in _close(normed, want_normed)]
             problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
         return problems
 
@@ -187,7 +220,20 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
             os.environ["TRITON_INTERPRET"] = "1"
         return ["no error"]
 
+    # The LL one-shot's rows split over programs, at 2 ranks only (8 programs' threads per rank: the emulation's
+    # slowest cases). hidden 200 bf16 is 128 words, up to 4 slices of 32 at one warp: M = 1 in 4 slices, M = 3 in
+    # 2 slices each, M = 16 unsplit at 2 rows a group; hidden 131 leaves the last two of four slices without a
+    # word; fp32; e4m3 (one program of a row writes its scale). Outputs poisoned first.
+    split: dict[str, Callable[[], list[str]]] = {
+        "one_shot_ll/split/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_SPLIT, False),
+        "one_shot_ll/split/bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPLIT, False),
+        "one_shot_ll/split/bf16_m16": lambda: run_poisoned((16, 200), torch.bfloat16, LL_SPLIT, False),
+        "one_shot_ll/split/bf16_short_last_slices": lambda: run_poisoned((1, 131), torch.bfloat16, LL_SPLIT, False),
+        "one_shot_ll/split/fp32_m3": lambda: run_poisoned((3, 100), torch.float32, LL_SPLIT, False),
+        "one_shot_ll/split/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPLIT, True),
+    }
     return {
+        **(split if size == 2 else {}),
         "disagreeing_ranks": disagreeing_ranks,
         "refused_without_the_interpreter": refused_without_the_interpreter,
         "selected/bf16": lambda: run((4, 96), torch.bfloat16, None),
@@ -267,6 +313,9 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
             "disagreeing_ranks",
             "refused_without_the_interpreter",
         } <= set(record)
+        if len(records) == 2:
+            split = {"bf16_m1", "bf16_m3", "bf16_m16", "bf16_short_last_slices", "fp32_m3", "fp8_bf16_m3"}
+            assert {f"one_shot_ll/split/{name}" for name in split} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 
@@ -322,15 +371,18 @@ def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtyp
 
 
 @pytest.mark.parametrize(
-    ("dtype", "hidden", "rows", "fp8", "watched"),
-    [("bf16", 8192, 1, False, False), ("fp32", 100, 4, False, False), ("bf16", 4096, 1, True, False),
-     ("bf16", 2048, 2, False, True)],
+    ("dtype", "hidden", "rows", "slices", "fp8", "watched"),
+    [("bf16", 8192, 1, 1, False, False), ("bf16", 8192, 1, 16, False, False), ("fp32", 100, 4, 1, False, False),
+     ("bf16", 4096, 1, 4, True, False), ("bf16", 2048, 2, 2, False, True)],
 )  # fmt: skip
-def test_the_ll_kernel_compiles_with_the_ll_words(dtype: str, hidden: int, rows: int, fp8: bool, watched: bool) -> None:
+def test_the_ll_kernel_compiles_with_the_ll_words(
+    dtype: str, hidden: int, rows: int, slices: int, fp8: bool, watched: bool
+) -> None:
     """sm_90 only (all_reduce's LL words are inline PTX: no gfx942 build). One ``fence.acq_rel.sys`` before the
-    first word access, the words as relaxed system-scope 8-byte stores (one per word of a thread and row of the
-    round: never a weak one) and loads inside the poll's loop, no flag round (no acquire load) unless the watchdog's
-    late receive waits, no local memory in a loop, the norm and (``fp8``) the e4m3 conversion."""
+    first word access, the words as relaxed system-scope 8-byte stores (one per word of a thread's slice and row of
+    the round: never a weak one) and loads of the whole row inside the poll's loop, no flag round (no acquire
+    load) unless the watchdog's late receive waits, no local memory in a loop, the norm and (``fp8``) the e4m3
+    conversion."""
     from asm_loops import loop_components, ptx_blocks
     from dl_compile import assembly, compile_kernel, need_real_library
 
@@ -346,9 +398,10 @@ def test_the_ll_kernel_compiles_with_the_ll_words(dtype: str, hidden: int, rows:
     signature |= {"eps": "fp32", "data_ptr": "*i64", "epochs_ptr": "*i32", "rows": "i32", "hidden": "i32"}
     words = cfg.ll_row_words(hidden, itemsize)
     constexprs = {
-        "REGION": cfg.ll_region_bytes(hidden, itemsize, 2) // 8,
+        "REGION": cfg.ll_group_words(hidden, itemsize, 2),
         "BLOCK_W": words,
         "ROUND_ROWS": rows,
+        "SLICES": slices,
         "PER_WORD": ll_elements_per_word(itemsize),
         "FP8": fp8,
         "WATCHED": watched,
@@ -365,8 +418,10 @@ def test_the_ll_kernel_compiles_with_the_ll_words(dtype: str, hidden: int, rows:
     assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
     assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
     per_thread = max(1, words // (32 * num_warps))
-    # One store per word of a thread and row of the round (the peers are a loop; the rows' may be unrolled).
-    assert len(stores) in (per_thread, per_thread * rows), "an 8-byte store merged away or duplicated"
+    assert per_thread % slices == 0, "a slice narrower than the program's threads"
+    pushed = per_thread // slices
+    # One store per word of a thread's slice and row of the round (the peers are a loop; the rows' may be unrolled).
+    assert len(stores) in (pushed, pushed * rows), "an 8-byte store merged away or duplicated"
     assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
     if not watched:
         assert "ld.acquire" not in asm, "no flag round: the words carry the epoch"
@@ -382,30 +437,48 @@ def test_the_ll_kernel_compiles_with_the_ll_words(dtype: str, hidden: int, rows:
 
 
 def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``ll_launch``: programs x rows per program (a power of two) cover the rows in one round each; more rows than
-    that, a row past ``LL_MAX_ROW_WORDS`` words, or a build without NVIDIA support (but for the emulation) raise
-    naming the limit; the warps keep 1 to ``LL_PER_THREAD`` words per thread."""
+    """``ll_launch``: groups x rows per group (a power of two) cover the rows in one round each, each group's rows
+    split over a power of two of programs while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (or as
+    ``ll_slices`` asks), never narrower than a program's threads; more rows than the rounds hold, a row past
+    ``LL_MAX_ROW_WORDS`` words, or a build without NVIDIA support (but for the emulation) raise naming the limit;
+    the warps keep 1 to ``LL_PER_THREAD`` words per thread."""
     from triton_dist.ops.ar_rmsnorm import config as cfg
 
+    def launch(rows: int, hidden: int, itemsize: int, programs: int, emulated: bool = False, **kw: int) -> tuple:
+        got = cfg.ll_launch(rows, hidden, itemsize, cfg.ArRmsNormConfig("one_shot_ll", programs, **kw), emulated)
+        return got.groups, got.slices, got.rows
+
     monkeypatch.setattr(cfg, "ll_supported", lambda: True)
-    assert cfg.ll_launch(1, 8192, 2, 256, emulated=False) == (1, 1)
-    assert cfg.ll_launch(128, 8192, 2, 256, emulated=False) == (128, 1)
-    assert cfg.ll_launch(256, 8192, 2, 256, emulated=False) == (256, 1)
-    assert cfg.ll_launch(512, 4096, 2, 256, emulated=False) == (256, 2)  # 2048 words: 2 rows a round
-    assert cfg.ll_launch(5, 100, 4, 2, emulated=True) == (2, 4)
-    assert cfg.ll_launch(5, 100, 4, 256, emulated=True) == (2, 4)  # the emulation's slots
+    # hidden 8192 bf16: 4096 words a row, 8 warps, so at most 16 slices of 256 words (one per thread).
+    assert [launch(m, 8192, 2, 256) for m in (1, 2, 4, 16, 32, 256)] == [
+        (1, 16, 1), (2, 16, 1), (4, 8, 1), (16, 2, 1), (32, 1, 1), (256, 1, 1)
+    ]  # fmt: skip
+    assert launch(1, 8192, 2, 256, num_warps=16) == (1, 8, 1)  # 512 threads: slices of 512 words
+    assert launch(16, 8192, 2, 256, ll_slices=16) == (16, 16, 1)  # asked for: past LL_SPLIT_PROGRAMS
+    assert launch(1, 8192, 2, 256, ll_slices=1) == (1, 1, 1) and launch(1, 8192, 2, 4) == (1, 4, 1)
+    assert launch(512, 4096, 2, 256) == (256, 1, 2)  # 2048 words: 2 rows a round
+    assert launch(5, 100, 4, 2, emulated=True) == (2, 1, 4)
+    assert launch(5, 100, 4, 256, emulated=True) == (5, 1, 1)  # the emulation's 8 slots
+    assert launch(1, 100, 4, 256, emulated=True, num_warps=1) == (1, 4, 1)  # 128 words, one warp: 4 slices of 32
+    assert launch(1, 40, 2, 256, emulated=True, num_warps=1) == (1, 1, 1)  # 32 words: one slice
     with pytest.raises(cfg.ArRmsNormError, match=r"at most 256 rows of hidden 8192 \(1 per program"):
-        cfg.ll_launch(257, 8192, 2, 256, emulated=False)
+        launch(257, 8192, 2, 256)
     with pytest.raises(cfg.ArRmsNormError, match="rows of at most 16384 elements of 2 bytes, got hidden 16385"):
-        cfg.ll_launch(1, 16385, 2, 256, emulated=False)
-    assert cfg.ll_launch(1, 8192, 4, 1, emulated=False) == (1, 1)
+        launch(1, 16385, 2, 256)
+    with pytest.raises(cfg.ArRmsNormError, match="ll_slices must be 0 or a power of two, and only with one_shot_ll"):
+        cfg.ArRmsNormConfig("one_shot_ll", 4, ll_slices=3)
+    with pytest.raises(cfg.ArRmsNormError, match="only with one_shot_ll; got 2 with one_shot"):
+        cfg.ArRmsNormConfig("one_shot", 4, ll_slices=2)
+    assert launch(1, 8192, 4, 1) == (1, 1, 1)
     assert [cfg.ll_num_warps(8192, 2, w) for w in (1, 4, 16)] == [8, 8, 16]  # 4096 words: >= 8 warps
     assert [cfg.ll_num_warps(40, 2, w) for w in (1, 4)] == [1, 1]  # 32 words: one warp
     assert cfg.ll_num_warps(4096, 4, 4) == 8 and cfg.ll_num_warps(1024, 2, 4) == 4
+    # A group's region spans its slices' slots: the same bytes per group whatever the slices.
+    assert cfg.ll_region_bytes(8192, 2, 2, 16) * 16 == cfg.ll_region_bytes(8192, 2, 2) == 2 * 2 * 4096 * 8
     monkeypatch.setattr(cfg, "ll_supported", lambda: False)
     with pytest.raises(cfg.ArRmsNormError, match="one_shot_ll needs an NVIDIA GPU"):
-        cfg.ll_launch(1, 64, 2, 1, emulated=False)
-    assert cfg.ll_launch(1, 64, 2, 1, emulated=True) == (1, 1)
+        launch(1, 64, 2, 1)
+    assert launch(1, 64, 2, 1, emulated=True) == (1, 1, 1)
 
 
 def test_the_algorithm_follows_the_all_reduce_table(monkeypatch: pytest.MonkeyPatch) -> None:

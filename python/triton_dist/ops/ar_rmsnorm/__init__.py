@@ -10,12 +10,12 @@ norm of the rounded new residual, x's dtype out), with the all-reduce's one-shot
 message size (``all_reduce.select_config`` chooses). The fp8 variant quantizes each normed row to e4m3 with one
 fp32 scale per token (``scale = max|row| / 448``, ``[..., 1]``: ``normed_fp8.float() * scale`` dequantizes).
 ``gemm_ar(a, b, residual=, norm_weight=)`` feeds its product to this op. A low-latency variant, the LL one-shot
-(``all_reduce``'s "one_shot_ll": the call's epoch inside the data words, no flag round; NVIDIA, decode sizes), is
-never chosen yet; force it with ``op._run(x, residual, weight, eps, ArRmsNormConfig("one_shot_ll", 256, 4))`` (or
-``op._run_fp8``).
+(``all_reduce``'s "one_shot_ll": the call's epoch inside the data words, no flag round, a row split over up to 16
+programs at small M; NVIDIA, decode sizes), is never chosen yet; force it with
+``op._run(x, residual, weight, eps, ArRmsNormConfig("one_shot_ll", 256, 4))`` (or ``op._run_fp8``).
 
 - ``kernels.py``: the fused kernel (whole rows per program, several per flag round for large calls, device-side
-  epochs) and the LL one-shot's kernel (built from ``all_reduce``'s LL device helpers);
+  epochs) and the LL one-shot's kernel (``all_reduce``'s LL device helpers; rows split into slices over programs);
 - ``config.py``: :class:`ArRmsNormConfig` and the choice of the algorithm (``all_reduce``'s tables);
 - ``op.py``: checks, the per-signature plan, ``torch.ops.triton_dist.all_reduce_residual_rmsnorm``, the function.
 """

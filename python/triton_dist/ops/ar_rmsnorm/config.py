@@ -26,7 +26,7 @@ SUPPORTED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ALGORITHMS = ("one_shot", "two_shot", "one_shot_ll")
 SLOTS = {"one_shot": 256, "two_shot": 128, "one_shot_ll": 256}
 """Program slots per workspace: the most programs of one launch (each moves ``round_rows`` rows per flag round;
-"one_shot_ll": ``ll_round_rows`` rows in its one round)."""
+"one_shot_ll": its slice of a group's rows in its one round, ``ll_launch``)."""
 MAX_HIDDEN = 32768
 """The largest hidden size: a program holds one row (``next_power_of_2(hidden)`` fp32 values) in registers."""
 
@@ -37,11 +37,15 @@ class ArRmsNormConfig:
     its chunk of rows, then gathers the others') or "one_shot_ll" (the low-latency one-shot: every rank sums every
     row, the call's epoch travels inside the data words, no flag round; NVIDIA only, never chosen by
     ``choose_config``: force it with a config), at most ``programs`` programs of ``num_warps`` warps
-    ("one_shot_ll": ``ll_num_warps`` bounds the warps by the row's words)."""
+    ("one_shot_ll": ``ll_num_warps`` bounds the warps by the row's words; a row may be split over up to
+    ``ll_slices`` programs)."""
 
     algo: str
     programs: int
     num_warps: int = 4
+    ll_slices: int = 0
+    """"one_shot_ll" only: the most programs that share one row (a power of two; each pushes its slice of the row
+    and writes its slice of the outputs, ``ll_launch``); 0: as many as ``ll_launch`` chooses."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -56,6 +60,11 @@ class ArRmsNormConfig:
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ArRmsNormError(
                 f"all_reduce_residual_rmsnorm: num_warps must be a power of two <= 16, got {self.num_warps}"
+            )
+        if self.ll_slices and (self.algo != "one_shot_ll" or self.ll_slices & (self.ll_slices - 1)):
+            raise ArRmsNormError(
+                "all_reduce_residual_rmsnorm: ll_slices must be 0 or a power of two, and only with one_shot_ll; got "
+                f"{self.ll_slices} with {self.algo}"
             )
 
 
@@ -144,17 +153,38 @@ def choose_config(
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The LL one-shot ("one_shot_ll"): all_reduce's LL words (ops/all_reduce/kernels.py), one round per program.
+# The LL one-shot ("one_shot_ll"): all_reduce's LL words (ops/all_reduce/kernels.py), one round per program, a row
+# shared by up to ``ll_max_slices`` programs.
 
 LL_ROUND_WORDS = 4096
-"""LL one-shot: the words one program moves per peer in its one round (32 KiB), unless one row is more: rows of
-hidden 8192 bf16 (4096 words) go one per program, shorter rows several."""
+"""LL one-shot: the words one group of programs moves per peer in its one round (32 KiB), unless one row is more:
+rows of hidden 8192 bf16 (4096 words) go one per group, shorter rows several."""
 LL_MAX_ROW_WORDS = 8192
 """LL one-shot: the most words of one row (``LL_PER_THREAD`` per thread at 16 warps): hidden 16384 in bf16 /
 fp16, 8192 in fp32."""
-EMULATED_LL_SLOTS = EMULATED_PROGRAMS
-"""LL one-shot under the CPU emulation: slots of its workspace (the emulation's programs; the GPU's 256 slots of
-rows from every rank would crowd a small CPU heap)."""
+LL_SPLIT_PROGRAMS = 32
+"""LL one-shot: rows are split over programs only while the launch stays within this many programs. Every program
+of a row reads the whole row (the peers' words, x, the residual, the weight: 80 KiB at hidden 8192 bf16 on 2 ranks)
+to norm it, so S slices multiply those local reads by S: worth it while few rows leave most SMs idle (M = 1: 16
+programs push 1/16 of the row each instead of one pushing all of it), not once the rows alone fill the GPU."""
+EMULATED_LL_SLOTS = 8
+"""LL one-shot under the CPU emulation: slots of its workspaces, so the most programs of a launch (each a thread
+of the interpreter; the GPU's 256 slots of rows from every rank would crowd a small CPU heap). More than the flag
+kernels' ``EMULATED_PROGRAMS``, so that the emulation runs rows split over programs next to several rows."""
+
+
+@dataclass(frozen=True)
+class LLLaunch:
+    """An LL one-shot call's grid: ``groups`` x ``slices`` programs, program ``p`` the slice ``p % slices`` of
+    group ``p // slices``'s ``rows`` rows (each group one round of one slot workspace's region)."""
+
+    groups: int
+    slices: int
+    rows: int
+
+    @property
+    def programs(self) -> int:
+        return self.groups * self.slices
 
 
 def ll_row_words(hidden: int, itemsize: int) -> int:
@@ -164,14 +194,20 @@ def ll_row_words(hidden: int, itemsize: int) -> int:
 
 
 def ll_max_round_rows(hidden: int, itemsize: int) -> int:
-    """The most rows one LL program moves in its round: ``LL_ROUND_WORDS`` of row words, at least one."""
+    """The most rows one LL group moves in its round: ``LL_ROUND_WORDS`` of row words, at least one."""
     return max(1, LL_ROUND_WORDS // ll_row_words(hidden, itemsize))
 
 
-def ll_region_bytes(hidden: int, itemsize: int, world_size: int) -> int:
-    """LL bytes per slot: 2 epoch parities x ``world_size`` senders x one round's words (``LL_ROUND_WORDS``, or one
-    longer row) of 8 bytes: 128 KiB at 2 ranks (32 MiB of symmetric heap over 256 slots; 128 MiB at 8 ranks)."""
-    return 2 * world_size * max(LL_ROUND_WORDS, ll_row_words(hidden, itemsize)) * 8
+def ll_group_words(hidden: int, itemsize: int, world_size: int) -> int:
+    """LL words of one group's region: 2 epoch parities x ``world_size`` senders x one round's words
+    (``LL_ROUND_WORDS``, or one longer row): 128 KiB at 2 ranks (32 MiB of symmetric heap for 256 groups)."""
+    return 2 * world_size * max(LL_ROUND_WORDS, ll_row_words(hidden, itemsize))
+
+
+def ll_region_bytes(hidden: int, itemsize: int, world_size: int, slices: int = 1) -> int:
+    """LL bytes per slot of the workspace of ``slices`` slices per row: a group's region over its ``slices`` slots
+    (group ``g``'s region spans slots ``g * slices`` to ``g * slices + slices - 1``, those of its programs)."""
+    return ll_group_words(hidden, itemsize, world_size) * 8 // slices
 
 
 def ll_num_warps(hidden: int, itemsize: int, num_warps: int) -> int:
@@ -184,11 +220,22 @@ def ll_num_warps(hidden: int, itemsize: int, num_warps: int) -> int:
     return min(max(num_warps, least), most)
 
 
-def ll_launch(rows: int, hidden: int, itemsize: int, programs: int, emulated: bool) -> tuple[int, int]:
-    """(programs, rows per program) of an LL one-shot call of ``rows`` rows on at most ``programs`` programs (under
-    the emulation at most ``EMULATED_LL_SLOTS``): each program moves a power of two of rows in its one round.
-    Raises ArRmsNormError where this cannot run: not NVIDIA (its PTX 8-byte system-scope accesses; the emulation
-    runs it anywhere), a row past ``LL_MAX_ROW_WORDS`` words, more rows than the programs' rounds hold."""
+def ll_max_slices(hidden: int, itemsize: int, num_warps: int) -> int:
+    """The most programs one row is split over at the config's ``num_warps``: one word of the row per thread and
+    slice (a slice narrower than the program's threads would have threads push a word twice); at most 16, as
+    ``ll_num_warps`` keeps at most ``LL_PER_THREAD`` words per thread."""
+    threads = 32 * ll_num_warps(hidden, itemsize, num_warps)
+    return max(1, ll_row_words(hidden, itemsize) // threads)
+
+
+def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, emulated: bool) -> LLLaunch:
+    """The grid of an LL one-shot call of ``rows`` rows with ``config`` (at most ``config.programs`` programs, under
+    the emulation at most ``EMULATED_LL_SLOTS``): rows in groups of a power of two per round (one while the programs
+    outnumber the rows), then each group's rows split into ``slices`` (a power of two, at most ``ll_max_slices``)
+    while the launch stays within ``LL_SPLIT_PROGRAMS`` programs, or (``config.ll_slices``) into that many while
+    the launch stays within the programs. Raises ArRmsNormError where this cannot run: not NVIDIA (its PTX 8-byte
+    system-scope accesses; the emulation runs it anywhere), a row past ``LL_MAX_ROW_WORDS`` words, more rows than
+    the programs' rounds hold."""
     if not emulated and not ll_supported():
         raise ArRmsNormError(
             f"{OP_NAME}: one_shot_ll needs an NVIDIA GPU (8-byte relaxed system-scope PTX loads and stores): use "
@@ -200,7 +247,7 @@ def ll_launch(rows: int, hidden: int, itemsize: int, programs: int, emulated: bo
             f"{OP_NAME}: one_shot_ll moves rows of at most {LL_MAX_ROW_WORDS * per_word} elements of {itemsize} "
             f"bytes, got hidden {hidden}: use one_shot or two_shot"
         )
-    most = min(programs, EMULATED_LL_SLOTS if emulated else SLOTS["one_shot_ll"])
+    most = min(config.programs, EMULATED_LL_SLOTS if emulated else SLOTS["one_shot_ll"])
     together = triton.next_power_of_2(triton.cdiv(max(rows, 1), most))
     limit = ll_max_round_rows(hidden, itemsize)
     if together > limit:
@@ -209,4 +256,7 @@ def ll_launch(rows: int, hidden: int, itemsize: int, programs: int, emulated: bo
             f"({limit} per program, one round), got {rows}: use more programs (up to {SLOTS['one_shot_ll']}) or "
             "one_shot / two_shot"
         )
-    return triton.cdiv(max(rows, 1), together), together
+    groups = triton.cdiv(max(rows, 1), together)
+    budget = min(most, LL_SPLIT_PROGRAMS) if config.ll_slices == 0 else min(most, config.ll_slices * groups)
+    slices = min(ll_max_slices(hidden, itemsize, config.num_warps), _pow2_floor(budget // groups))
+    return LLLaunch(groups, slices, together)

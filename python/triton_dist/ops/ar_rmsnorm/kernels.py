@@ -29,12 +29,29 @@ The **LL one-shot** (``_ar_rmsnorm_ll_kernel``, config "one_shot_ll"; low latenc
 ``all_reduce``'s "one_shot_ll" with the norm after the sum, built from its device helpers
 (``ops/all_reduce/kernels.py``, whose docstring has the memory-ordering argument): no flag round; each row travels
 as 8-byte words, the call's epoch in the high 32 bits and 32 bits of the row (two bf16 / fp16 elements, one fp32)
-in the low; a program pushes its ``ROUND_ROWS`` rows' words into row block ``me`` of every peer's buffer (epoch
-parity double-buffered, its own slot workspace and epoch counter), then per row polls each peer's words until each
-carries the epoch, sums in rank order, adds the residual and norms as above. One round per program per call (the
-argument's condition), so a call holds at most ``programs x ROUND_ROWS`` rows (``config.ll_launch``). With the wait
-watchdog on (``WATCHED``) the polls are bounded and a row with a missing word waits for it with ``dl.wait``, as the
-all-reduce's. Under the CPU emulation (``EMULATED``: Triton's interpreter runs no inline PTX) the words are plain
+in the low. The grid is ``groups x SLICES`` programs (``config.ll_launch``): a group's ``ROUND_ROWS`` rows are
+split into ``SLICES`` slices of ``BLOCK_W / SLICES`` words, one per program, so that at small M the row's pushes
+are spread over several SMs (all_reduce's LL spreads a message over many programs; one program per row made the
+fused op's LL push a 32 KiB row from one SM). Program ``(g, s)`` pushes slice ``s`` of its group's rows into row
+block ``me`` of every peer's buffer of group ``g`` (epoch parity double-buffered), then per row polls the *whole*
+row's words of each peer (every slice, each pushed by the peer's program of that slice; they land in this rank's
+own buffer, so the polls are local loads), sums in rank order, adds the residual and norms the whole row as above
+(each program of the row computes the same bits: the same code on the same values), and stores only its slice of
+``new_residual`` and ``normed`` (slice 0 the fp8 scale). x, the residual and the weight are loaded before the polls,
+so they arrive while the words travel. Every program reads whole rows, so splits multiply those local reads:
+``config.LL_SPLIT_PROGRAMS`` bounds the launch that splits.
+
+Epochs: one counter per program (slot ``g * SLICES + s`` of the workspace of that ``SLICES``, ``op.py``); all
+programs of a group use their slots in every call that uses the group, so their counters, and the epochs their
+words carry, agree (and agree across ranks, which launch the same grid). The ordering argument of all_reduce's LL
+carries over with "a group's programs" for "a program": a peer's program rewrites a word of parity ``p`` at epoch
+``e + 2`` only in its call after one in which it observed words of epoch ``e + 1`` from this rank's programs of the
+group, which each pushed after its fence, which follows (kernel boundary) every read of epoch ``e`` by every program
+of this rank's previous call. One round per program per call (the argument's condition), so a call holds at most
+``SLOTS x ROUND_ROWS`` rows. All programs of a group must be resident together (each waits for every slice): a group
+is at most 16 consecutive programs, which the GPU dispatches in order. With the wait watchdog on (``WATCHED``) the
+polls are bounded and a row with a missing word waits for it with ``dl.wait``, as the all-reduce's. Under the CPU
+emulation (``EMULATED``: Triton's interpreter runs no inline PTX; every program a thread) the words are plain
 8-byte stores and loads, and a missing word is awaited with ``dl.wait`` on its high half (``_ll_receive_emulated``).
 
 With ``FP8`` the normed row is quantized to e4m3 with a per-token scale: ``scale = max(max|normed| / 448,
@@ -60,7 +77,6 @@ from triton_dist.ops.common.ll_words import (
     _ll_receive,
     _ll_receive_late,
     _ll_store,
-    _ll_store_elements,
     _ll_unpack,
 )
 
@@ -264,29 +280,58 @@ def _ll_row_sum(
 
 
 @triton.jit
+def _ll_payload_where(x_ptr, words, n, keep, PER_WORD: tl.constexpr):
+    """``_ll_payload`` of the lanes where ``keep`` (the others read as 0): a program's slice of a row."""
+    if PER_WORD == 2:
+        first = words * 2
+        low = tl.load(x_ptr + first, mask=keep & (first < n), other=0.0).to(tl.uint16, bitcast=True).to(tl.uint32)
+        high = tl.load(x_ptr + first + 1, mask=keep & (first + 1 < n), other=0.0)
+        payload = low | (high.to(tl.uint16, bitcast=True).to(tl.uint32) << 16)
+    else:
+        payload = tl.load(x_ptr + words, mask=keep & (words < n), other=0.0).to(tl.uint32, bitcast=True)
+    return payload
+
+
+@triton.jit
+def _ll_store_where(out_ptr, words, n, low, high, keep, PER_WORD: tl.constexpr):
+    """``_ll_store_elements`` of the lanes where ``keep``: a program's slice of a row."""
+    if PER_WORD == 2:
+        first = words * 2
+        tl.store(out_ptr + first, low, mask=keep & (first < n))
+        tl.store(out_ptr + first + 1, high, mask=keep & (first + 1 < n))
+    else:
+        tl.store(out_ptr + words, low, mask=keep & (words < n))
+
+
+@triton.jit
 def _ll_norm_row(
     acc_low,
     acc_high,
-    residual_ptr,
-    weight_ptr,
+    residual,
+    weight,
     normed_ptr,
     new_residual_ptr,
     scale_ptr,
     row,
     words,
+    keep,
     eps,
     hidden,
     DTYPE: tl.constexpr,
     PER_WORD: tl.constexpr,
     FP8: tl.constexpr,
+    store_scale,
 ):
-    """``_new_residual`` then ``_store_normed`` for row ``row`` in the LL words' layout (no layout conversion):
-    lane ``w`` holds elements ``PER_WORD * w`` (``acc_low``) and ``2 w + 1`` (``acc_high``, ``PER_WORD`` 2), the
-    fp32 sums of the ranks' rows; the residual and the weight are read, the outputs written, the same way
-    (``_ll_payload`` / ``_ll_store_elements``). The same arithmetic, per element, as the flag kernels' helpers."""
+    """``_new_residual`` then ``_store_normed`` for row ``row`` in the LL words' layout (no layout conversion), the
+    whole row computed and the lanes where ``keep`` (this program's slice) stored: lane ``w`` holds elements
+    ``PER_WORD * w`` (``acc_low``) and ``2 w + 1`` (``acc_high``, ``PER_WORD`` 2), the fp32 sums of the ranks' rows;
+    ``residual`` and ``weight`` are the row's residual and the weight as LL payloads (``_ll_payload``; the weight
+    may be 0 outside ``keep`` but for ``FP8``, whose scale is the whole row's); the outputs are written the same
+    way. ``store_scale``: this program writes the row's fp8 scale (the same value in every program of the row). The
+    same arithmetic, per element, as the flag kernels' helpers, so every program of a row gets the same bits."""
     base = row * hidden
-    res_low, res_high = _ll_elements(_ll_payload(residual_ptr + base, words, hidden, PER_WORD), DTYPE, PER_WORD)
-    w_low, w_high = _ll_elements(_ll_payload(weight_ptr, words, hidden, PER_WORD), DTYPE, PER_WORD)
+    res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
+    w_low, w_high = _ll_elements(weight, DTYPE, PER_WORD)
     # Elements past the hidden size read 0 (x's, the residual's and the weight's): their new residual is 0.
     new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)
     h_low = new_low.to(tl.float32)
@@ -298,7 +343,7 @@ def _ll_norm_row(
         new_high = new_low
         h_high = h_low
         squares = tl.sum(h_low * h_low, axis=0)
-    _ll_store_elements(new_residual_ptr + base, words, hidden, new_low, new_high, PER_WORD)
+    _ll_store_where(new_residual_ptr + base, words, hidden, new_low, new_high, keep, PER_WORD)
     rstd = tl.rsqrt(squares / hidden + eps)
     y_low = h_low * rstd * w_low.to(tl.float32)
     y_high = h_high * rstd * w_high.to(tl.float32)
@@ -307,10 +352,11 @@ def _ll_norm_row(
         scale = tl.maximum(tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0) / FP8_MAX, FP8_MIN_SCALE)
         q_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX)).to(OUT)
         q_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX)).to(OUT)
-        _ll_store_elements(normed_ptr + base, words, hidden, q_low, q_high, PER_WORD)
-        tl.store(scale_ptr + row, scale)
+        _ll_store_where(normed_ptr + base, words, hidden, q_low, q_high, keep, PER_WORD)
+        if store_scale:
+            tl.store(scale_ptr + row, scale)
     else:
-        _ll_store_elements(normed_ptr + base, words, hidden, y_low.to(OUT), y_high.to(OUT), PER_WORD)
+        _ll_store_where(normed_ptr + base, words, hidden, y_low.to(OUT), y_high.to(OUT), keep, PER_WORD)
 
 
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
@@ -329,43 +375,55 @@ def _ar_rmsnorm_ll_kernel(
     REGION: tl.constexpr,
     BLOCK_W: tl.constexpr,
     ROUND_ROWS: tl.constexpr,
+    SLICES: tl.constexpr,
     PER_WORD: tl.constexpr,
     FP8: tl.constexpr,
     WATCHED: tl.constexpr = False,
     EMULATED: tl.constexpr = False,
 ):
     slot = tl.program_id(0)
+    group = slot // SLICES  # the group's ROUND_ROWS rows
+    part = slot % SLICES  # my slice of each of them
     me = dl.rank()
     ranks = dl.num_ranks()
     DTYPE: tl.constexpr = x_ptr.dtype.element_ty
     if EMULATED:  # the interpreter runs no PTX; its memory is coherent and its 8-byte accesses whole
         epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
-    else:  # the fence: release for the previous call's reads of this slot, acquire for its observations
+    else:  # the fence: release for the previous call's reads of this group, acquire for its observations
         epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
     ROUND: tl.constexpr = ROUND_ROWS * BLOCK_W  # one rank's words of the round
-    words = data_ptr + slot * REGION + (epoch % 2) * ranks * ROUND  # [ranks][ROUND_ROWS][BLOCK_W]
+    SLICE_W: tl.constexpr = BLOCK_W // SLICES  # my slice's words of a row
+    words = data_ptr + group * REGION + (epoch % 2) * ranks * ROUND  # [ranks][ROUND_ROWS][BLOCK_W]
     offs = tl.arange(0, BLOCK_W)  # a row's words: PER_WORD elements each
-    first = slot * ROUND_ROWS
-    # Push: each row's words into row block `me` of every peer's buffer (rows past the last: no word).
+    keep = offs // SLICE_W == part  # my slice's lanes of the row
+    sliced = part * SLICE_W + tl.arange(0, SLICE_W)
+    first = group * ROUND_ROWS
+    # Push: my slice of each row's words into row block `me` of every peer's buffer (rows past the last: no word).
     for r in range(0, ROUND_ROWS):
         row = first + r
         n = tl.where(row < rows, hidden, 0)  # the row's elements
-        mask = offs * PER_WORD < n
-        packed = _ll_pack(_ll_payload(x_ptr + row * hidden, offs, n, PER_WORD), epoch)
+        mask = sliced * PER_WORD < n
+        packed = _ll_pack(_ll_payload(x_ptr + row * hidden, sliced, n, PER_WORD), epoch)
         for peer in range(0, ranks):
             if peer != me:
-                remote = dl.symm_at(words + me * ROUND + r * BLOCK_W + offs, peer)
+                remote = dl.symm_at(words + me * ROUND + r * BLOCK_W + sliced, peer)
                 if EMULATED:
                     tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
                 else:
                     _ll_store(remote, packed, mask)
-    # Receive, sum, add the residual, norm: row by row.
+    # Receive every slice of the row, sum, add the residual, norm the whole row; store my slice: row by row.
     PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
     for r in range(0, ROUND_ROWS):
         row = first + r
         if row < rows:
             mask = offs * PER_WORD < hidden
+            # x, the residual and the weight are local: loaded before the poll, so they arrive while it waits.
             mine = _ll_payload(x_ptr + row * hidden, offs, hidden, PER_WORD)
+            residual = _ll_payload(residual_ptr + row * hidden, offs, hidden, PER_WORD)
+            if FP8:  # the scale is the whole row's largest normed value
+                weight = _ll_payload(weight_ptr, offs, hidden, PER_WORD)
+            else:
+                weight = _ll_payload_where(weight_ptr, offs, hidden, keep, PER_WORD)
             packed = _ll_pack(mine, epoch)
             row_words = words + r * BLOCK_W
             acc_low, acc_high, missing = _ll_row_sum(
@@ -392,17 +450,19 @@ def _ar_rmsnorm_ll_kernel(
             _ll_norm_row(
                 acc_low,
                 acc_high,
-                residual_ptr,
-                weight_ptr,
+                residual,
+                weight,
                 normed_ptr,
                 new_residual_ptr,
                 scale_ptr,
                 row,
                 offs,
+                keep,
                 eps,
                 hidden,
                 DTYPE,
                 PER_WORD,
                 FP8,
+                part == 0,  # one program of the row stores its fp8 scale
             )
     tl.store(epochs_ptr + slot, epoch)

@@ -23,6 +23,7 @@ from triton_dist.ops.ar_rmsnorm.config import (
     ArRmsNormError,
     block_h,
     choose_config,
+    ll_group_words,
     ll_launch,
     ll_num_warps,
     ll_region_bytes,
@@ -145,7 +146,7 @@ def _first_call(
         nbytes = x.numel() * x.element_size()
         config = choose_config(nbytes, max(rows, 1), x.device, world.world_size, x.element_size(), emulated(world))
     if config.algo == "one_shot_ll":  # a config that cannot run raises before the collective
-        ll_launch(rows, hidden, x.element_size(), config.programs, emulated(world))
+        ll_launch(rows, hidden, x.element_size(), config, emulated(world))
         if emulated(world) and visibility.mode() == "happens-before":
             raise ArRmsNormError(
                 f"{OP}: one_shot_ll reads words that no release / acquire orders, which the emulation's "
@@ -219,16 +220,18 @@ def _first_launch_ll(
     config: ArRmsNormConfig,
     world: rt.World,
 ) -> LaunchPlan | EmulatedLaunch:
-    """The LL one-shot's first launch (``kernels._ar_rmsnorm_ll_kernel``): its own slot workspace of 8-byte words
-    (fewer slots under the emulation), one round per program."""
+    """The LL one-shot's first launch (``kernels._ar_rmsnorm_ll_kernel``): the slot workspace of its slices per row
+    (8-byte words; fewer slots under the emulation), one round per program, ``ll_launch``'s grid."""
     hidden = x.shape[-1]
     rows = x.numel() // hidden
     itemsize = x.element_size()
     on_cpu = emulated(world)
-    programs, together = ll_launch(rows, hidden, itemsize, config.programs, on_cpu)
-    region = ll_region_bytes(hidden, itemsize, world.world_size)
+    launch = ll_launch(rows, hidden, itemsize, config, on_cpu)
+    # One workspace per slices-per-row: a slot's epoch counts the calls of its program, and all programs of a group
+    # must count alike, so its slots are always used together (a group spans `slices` slots of its workspace).
+    region = ll_region_bytes(hidden, itemsize, world.world_size, launch.slices)
     slots = EMULATED_LL_SLOTS if on_cpu else SLOTS["one_shot_ll"]
-    ws = slot_workspace(f"{OP}.one_shot_ll", slots, 1, region)
+    ws = slot_workspace(f"{OP}.one_shot_ll.{launch.slices}", slots, 1, region)
     named = {
         "x_ptr": x,
         "residual_ptr": residual,
@@ -241,16 +244,17 @@ def _first_launch_ll(
         "epochs_ptr": ws.epochs,
         "rows": rows,
         "hidden": hidden,
-        "REGION": region // 8,
+        "REGION": ll_group_words(hidden, itemsize, world.world_size),
         "BLOCK_W": ll_row_words(hidden, itemsize),
-        "ROUND_ROWS": together,
+        "ROUND_ROWS": launch.rows,
+        "SLICES": launch.slices,
         "PER_WORD": ll_elements_per_word(itemsize),
         "FP8": normed.dtype == FP8_DTYPE,
         "WATCHED": watchdog_enabled(),
         "EMULATED": on_cpu,
     }
     num_warps = ll_num_warps(hidden, itemsize, config.num_warps)
-    return first_launch(_ar_rmsnorm_ll_kernel, (programs, 1, 1), named, 7, num_warps=num_warps)
+    return first_launch(_ar_rmsnorm_ll_kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
 
 
 def _run(
