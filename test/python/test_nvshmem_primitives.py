@@ -2,7 +2,8 @@
 emit, the selection of NVSHMEM's device bitcode, and linking for sm_90 without a GPU.
 
 NVSHMEM's own bitcode is usually not installed on the CPU machine, and the one NVSHMEM 3.8 ships cannot be read by
-triton==3.6.0's LLVM: the link tests use a stand-in bitcode (built with llvm-as) that defines the three NVSHMEM
+triton==3.6.0's LLVM (the copy scripts/build.sh converts can: test_nvshmem_device_code.py): these link tests use a
+stand-in bitcode (built with llvm-as) that defines the three NVSHMEM
 functions as non-inlined calls, so the PTX shows that the kernel calls them. A test of the real bitcode runs when
 nvidia.nvshmem is installed (or $TRITON_DIST_NVSHMEM_BITCODE_DIR is set) and says so when it skips.
 """
@@ -133,6 +134,7 @@ def test_kernel_without_nvshmem_primitives_never_reads_nvshmem(fresh_cache, monk
 def test_missing_package_names_it(fresh_cache, monkeypatch):
     need_library("sm_90")
     monkeypatch.delenv(NVSHMEM_BITCODE_DIR_ENV, raising=False)
+    monkeypatch.setattr(device_library, "converted_nvshmem", lambda capability: None)  # no build-converted copy
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name.startswith("nvidia") else real(name, *a)

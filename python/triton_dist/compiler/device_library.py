@@ -14,6 +14,7 @@ target, or bitcode that lacks a function or global of the ABI (``triton_dist.abi
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import re
@@ -39,6 +40,7 @@ __all__ = [
     "DEVICE_LIB_DIR_ENV",
     "LIBRARY_FILES",
     "NVSHMEM_BITCODE_DIR_ENV",
+    "NVSHMEM_CONVERTED_GLOB",
     "NVSHMEM_PACKAGES",
     "LIB_NAME",
     "SYMBOL_PREFIX",
@@ -47,15 +49,21 @@ __all__ = [
     "DeviceLibraryInvalidError",
     "DeviceLibraryMissingError",
     "DeviceLibraryUnreadableError",
+    "ConvertedNvshmem",
     "NvshmemMissingError",
     "NvshmemUnreadableError",
     "check_library",
+    "converted_nvshmem",
+    "converted_nvshmem_copies",
     "device_lib_dir",
+    "installed_nvshmem_version",
     "libraries_digest",
     "library_path",
     "linkable_library",
     "nvshmem_bitcode_dir",
     "nvshmem_device_bitcode",
+    "nvshmem_device_code",
+    "nvshmem_rebuild_hint",
     "nvshmem_libraries",
     "read_bitcode",
     "require_library",
@@ -121,13 +129,15 @@ def require_library(backend: str, watchdog: bool = False) -> Path:
 
 def libraries_digest() -> str:
     """SHA-256 over the content of every target's libraries, default, watchdog and NVSHMEM wrapper (or the fact that
-    one is missing), and their file names. NVSHMEM's own bitcode is not covered (see ``nvshmem_libraries``).
+    one is missing), the converted copies of NVSHMEM's device code in the same directory, and their file names. The
+    wheel's own NVSHMEM bitcode is not covered (see ``nvshmem_libraries``).
 
     Computed on every call: a rebuilt library changes the digest in a process that started before the rebuild.
     """
     digest = hashlib.sha256()
     directory = device_lib_dir()
     files = [*LIBRARY_FILES.items(), *WATCHDOG_LIBRARY_FILES.items(), ("cuda", NVSHMEM_LIBRARY_FILE)]
+    files += [("cuda", path.name) for path in directory.glob(NVSHMEM_CONVERTED_GLOB)]
     for backend, name in sorted(files):
         digest.update(f"{backend}:{name}:".encode())
         try:
@@ -405,7 +415,8 @@ def linkable_library(backend: str, watchdog: bool = False) -> Path:
 
 # ----------------------------------------------------------------------------------------------------------------
 # NVSHMEM (NVIDIA only): the wrapper library built from lib/DeviceLibrary/triton_dist_nvshmem.mlir, and NVSHMEM's own
-# device bitcode from the nvidia-nvshmem wheel, linked after it.
+# device code linked after it: the build's converted copy (scripts/nvshmem_device.py) of the installed version, else
+# the nvidia-nvshmem wheel's bitcode.
 # ----------------------------------------------------------------------------------------------------------------
 
 NVSHMEM_BITCODE_DIR_ENV = "TRITON_DIST_NVSHMEM_BITCODE_DIR"
@@ -413,6 +424,13 @@ NVSHMEM_PACKAGES = ("nvidia-nvshmem-cu13", "nvidia-nvshmem-cu12")
 """The pip packages that ship NVSHMEM's device bitcode (``nvidia/nvshmem/lib/libnvshmem_device*.bc``)."""
 
 _NVSHMEM_BITCODE = re.compile(r"libnvshmem_device_sm_(\d+)\.bc")
+NVSHMEM_CONVERTED_GLOB = "nvshmem_device.*.nvptx64.ll"
+"""The converted copies of NVSHMEM's device code that ``scripts/nvshmem_device.py`` (run by ``scripts/build.sh``)
+writes into the device-library directory, one per NVSHMEM version: ``nvshmem_device.<version>.nvptx64.ll``."""
+_CONVERTED_HEADER = re.compile(
+    r"; triton_dist nvshmem device code: package=(?P<package>\S+) version=(?P<version>\S+) source=(?P<source>\S+) "
+    r"sm=(?P<sm>\d+) format=\d+"
+)
 
 
 class NvshmemMissingError(DeviceLibraryMissingError):
@@ -479,15 +497,99 @@ def nvshmem_device_bitcode(capability: int) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class ConvertedNvshmem:
+    """A converted copy of NVSHMEM's device code (``scripts/nvshmem_device.py``): the functions ``dl.*`` calls and
+    NVSHMEM's device-state globals, as textual IR triton's LLVM reads."""
+
+    path: Path
+    package: str  # the wheel it came from, e.g. nvidia-nvshmem-cu13
+    version: str  # NVSHMEM's version, e.g. 3.4.5
+    source: str  # the bitcode file of the wheel, e.g. libnvshmem_device_sm_90.bc
+    sm: int  # the compute capability of that file's variant; 0 for the unversioned libnvshmem_device.bc
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else -1 for part in re.split(r"[.+-]", version))
+
+
+def converted_nvshmem_copies() -> list[ConvertedNvshmem]:
+    """The converted copies in the device-library directory, oldest NVSHMEM version first. Raises
+    ``DeviceLibraryInvalidError`` for a file whose first line is not the converter's header (a damaged or foreign
+    file: rebuild with scripts/build.sh)."""
+    copies = []
+    for path in sorted(device_lib_dir().glob(NVSHMEM_CONVERTED_GLOB)):
+        with path.open("r", errors="replace") as file:
+            first = file.readline().rstrip("\n")
+        match = _CONVERTED_HEADER.fullmatch(first)
+        if match is None:
+            raise DeviceLibraryInvalidError(
+                f"{path} does not start with the header scripts/nvshmem_device.py writes (it starts with "
+                f"{first[:80]!r}): remove it and rebuild with scripts/build.sh"
+            )
+        copies.append(ConvertedNvshmem(path, match["package"], match["version"], match["source"], int(match["sm"])))
+    return sorted(copies, key=lambda copy: _version_key(copy.version))
+
+
+def installed_nvshmem_version() -> str | None:
+    """The version of the installed nvidia-nvshmem wheel (``NVSHMEM_PACKAGES``, CUDA 13 first), None without one.
+    Its host library initializes the device state of loaded kernels, so their device code must be of this version."""
+    for package in NVSHMEM_PACKAGES:
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def converted_nvshmem(capability: int) -> ConvertedNvshmem | None:
+    """The converted copy to link for compute capability ``capability``: with an nvidia-nvshmem wheel installed, the
+    copy of exactly its version (None if there is none: the wheel's own bitcode must do); without one (compiling on a
+    machine without NVSHMEM), the newest copy. Copies of a variant above ``capability`` are never picked."""
+    fitting = [copy for copy in converted_nvshmem_copies() if copy.sm <= capability]
+    installed = installed_nvshmem_version()
+    if installed is not None:
+        fitting = [copy for copy in fitting if copy.version == installed]
+    return fitting[-1] if fitting else None
+
+
+def nvshmem_rebuild_hint(capability: int) -> str:
+    """What to do when the wheel's NVSHMEM bitcode cannot be read: the sentence names the installed version and the
+    converted copies there are, and the build command that converts the installed version."""
+    installed = installed_nvshmem_version()
+    copies = ", ".join(copy.version for copy in converted_nvshmem_copies()) or "none"
+    version = installed or "<version>"
+    return (
+        f"scripts/build.sh converts NVSHMEM's device code into a copy triton's LLVM reads ({device_lib_dir()}/"
+        f"nvshmem_device.<version>.nvptx64.ll; copies there now: {copies}); the installed NVSHMEM is "
+        f"{installed or 'unknown'}, so build one for it on a machine with LLVM 22: TRITON_DIST_NVSHMEM_VERSION="
+        f"{version} bash scripts/build.sh (or python3 scripts/nvshmem_device.py --version {version}), then copy it "
+        "along with the other device libraries"
+    )
+
+
+def nvshmem_device_code(capability: int) -> Path:
+    """NVSHMEM's device code to link for compute capability ``capability``: the wheel's bitcode in
+    ``$TRITON_DIST_NVSHMEM_BITCODE_DIR`` when that is set (an explicit choice), else the converted copy that
+    ``converted_nvshmem`` picks, else the installed wheel's bitcode (``nvshmem_device_bitcode``). Raises
+    ``NvshmemMissingError`` when there is none."""
+    if not os.environ.get(NVSHMEM_BITCODE_DIR_ENV):
+        copy = converted_nvshmem(capability)
+        if copy is not None:
+            return copy.path
+    return nvshmem_device_bitcode(capability)
+
+
 def nvshmem_libraries(capability: int) -> list[tuple[str, str]]:
     """The ``extern_libs`` entries a kernel that calls an NVSHMEM primitive needs, in link order: the triton_dist
     wrapper library (checked: nvptx64 bitcode defining ``abi.nvshmem_symbols()``), then NVSHMEM's device bitcode,
-    which defines the functions the wrappers call. Triton links extern libraries one after the other, each only for
-    the symbols still undefined, so the order matters.
+    which defines the functions the wrappers call (``nvshmem_device_code``: the converted copy of the installed
+    version, else the wheel's bitcode). Triton links extern libraries one after the other, each only for the symbols
+    still undefined, so the order matters.
 
     Neither file enters Triton's cache key through the options (the stages hook adds them after the key is made):
-    the wrapper is covered by ``libraries_digest``, NVSHMEM's bitcode by its path (clear the cache after upgrading
-    the wheel in place)."""
+    the wrapper and the converted copies are covered by ``libraries_digest``, the wheel's bitcode by its path (clear
+    the cache after upgrading the wheel in place)."""
     wrapper = device_lib_dir() / NVSHMEM_LIBRARY_FILE
     if not wrapper.is_file():
         raise NvshmemMissingError(
@@ -513,4 +615,4 @@ def nvshmem_libraries(capability: int) -> list[tuple[str, str]]:
         raise DeviceLibraryInvalidError(
             f"the triton_dist NVSHMEM library {wrapper} calls functions NVSHMEM does not provide: {unexpected[:3]}"
         )
-    return [(NVSHMEM_LIB_NAME, str(wrapper)), (NVSHMEM_DEVICE_LIB_NAME, str(nvshmem_device_bitcode(capability)))]
+    return [(NVSHMEM_LIB_NAME, str(wrapper)), (NVSHMEM_DEVICE_LIB_NAME, str(nvshmem_device_code(capability)))]

@@ -19,8 +19,9 @@ With a wait timeout configured (``watchdog.py``) the watchdog variant of the lib
 the stage then makes the checks of a kernel with ``wgmma`` call-free (``call_free_checks.py``).
 
 A CUDA kernel that calls an NVSHMEM primitive (``dl.put_signal``, ``dl.get``, ``dl.signal_wait``: symbols
-``__triton_dist_nvshmem_*``) also gets, after our library, the NVSHMEM wrapper library and NVSHMEM's device bitcode
-for its compute capability (``device_library.nvshmem_libraries``); other kernels never read NVSHMEM's 50 MB bitcode.
+``__triton_dist_nvshmem_*``) also gets, after our library, the NVSHMEM wrapper library and NVSHMEM's device code for
+its compute capability (``device_library.nvshmem_libraries``: the build's converted copy of the installed NVSHMEM,
+a few functions as textual IR, else the wheel's 30-50 MB bitcode); other kernels never read either.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from triton_dist.compiler.device_library import (
     NvshmemUnreadableError,
     linkable_library,
     nvshmem_libraries,
+    nvshmem_rebuild_hint,
 )
 from triton_dist.compiler.watchdog import watchdog_enabled
 
@@ -83,10 +85,11 @@ def _make_llir(backend: Any, options: Any, capability: int | None) -> Callable[[
             nvshmem = [lib for _, lib in extra if lib in str(error)]
             if nvshmem:
                 raise NvshmemUnreadableError(
-                    f"Triton's LLVM cannot read NVSHMEM's device bitcode {nvshmem[0]} ({error}), most likely because a "
-                    "newer LLVM wrote it: triton==3.6.0 bundles LLVM 22.0.0git, and NVSHMEM 3.8's wheels "
-                    "(nvidia-nvshmem-cu12 and -cu13) ship bitcode from LLVM 22.1.8. Install an NVSHMEM whose bitcode "
-                    "that LLVM reads, or point $TRITON_DIST_NVSHMEM_BITCODE_DIR at one (docs/multi-node.md)."
+                    f"Triton's LLVM cannot read NVSHMEM's device code {nvshmem[0]} ({error}), most likely because a "
+                    "newer LLVM wrote it: triton==3.6.0 bundles LLVM 22.0.0git, and NVSHMEM 3.8's wheels ship bitcode "
+                    "from LLVM 22.1.8, whose intrinsic declarations carry the attribute 'nocreateundeforpoison' "
+                    f"(kind 105) that the older reader refuses. {nvshmem_rebuild_hint(capability or 0)} "
+                    "(docs/multi-node.md)."
                 ) from error
             if path is None or path not in str(error):
                 raise
