@@ -47,5 +47,10 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     -DPython3_EXECUTABLE="$(command -v python3)"
 fi
 cmake --build "$BUILD_DIR" -j "${TRITON_DIST_JOBS:-$(nproc)}"
-echo "build: $(ls "$BUILD_DIR"/bin/triton-dist-opt) and $(ls python/triton_dist/_device/*.bc 2>/dev/null | tr '\n' ' ')" \
+# NVSHMEM's device functions behind dl.put_signal / dl.get / dl.signal_wait, cut out of the nvidia-nvshmem wheel into
+# textual IR that triton 3.6's LLVM reads (TRITON_DIST_NVSHMEM_VERSION picks the version; docs/multi-node.md). Not
+# fatal: only kernels calling those primitives need it, and without it they fall back to the wheel's bitcode.
+python3 scripts/nvshmem_device.py --cache "$BUILD_DIR/nvshmem" ||
+  echo "build: NVSHMEM's device code was not converted (above): kernels calling dl.put_signal use the wheel's" >&2
+echo "build: $(ls "$BUILD_DIR"/bin/triton-dist-opt) and $(ls python/triton_dist/_device/*.bc python/triton_dist/_device/*.ll 2>/dev/null | tr '\n' ' ')" \
   "(${SECONDS} s)"
