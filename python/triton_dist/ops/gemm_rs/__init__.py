@@ -33,7 +33,11 @@ purpose: its spinning programs filled every SM and starved the peer-bound flag k
 deadlocked both ranks (at a [4096, 4096] shard).
 
 Which path runs for a shape (the fused kernel, the cuBLAS path, or torch.matmul + NCCL): the tuned table, else the
-calibrated cost model (``config.choose_config``); ``path_of(a, b)`` says which.
+calibrated cost model (``config.choose_config``); ``path_of(a, b)`` says which. The torch.matmul + NCCL fallback
+does per call exactly what the hand-written baseline does on the GPU (one cuBLAS GEMM into a partial the plan keeps,
+one reduce-scatter into the output, on the current stream) and on the host little more than the output's
+allocation: the group's reduce-scatter is called with options built once, not through ``dist.reduce_scatter_tensor``
+(whose per-call Python showed in small shapes' times, issue 24).
 
 - ``kernels.py``: the device code; ``config.py``: configurations, candidates, the choice; ``op.py``: checks,
   workspaces, plans, the custom op.
