@@ -8,7 +8,10 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
 - ``fused``: ``triton_dist.ops.all_reduce_residual_rmsnorm(x, residual, weight)`` (one kernel);
 - ``fused fp8``: ``all_reduce_residual_rmsnorm_fp8`` (the same with an e4m3 output and per-token scales);
 - ``fused LL (forced)``: the fused op with its low-latency one-shot forced (``ArRmsNormConfig("one_shot_ll", ...)``:
-  the epoch inside the data words, no flag round; never chosen by default yet), at M <= 256 (``LL_ROWS``);
+  the epoch inside the data words, no flag round, each row split over up to 16 programs at small M (``LL grid``
+  in the table: groups x slices); never chosen by default yet), at M <= 256 (``LL_ROWS``);
+- ``fused LL unsplit (forced)``: the same with one program per row (``ll_slices=1``), what the split is measured
+  against;
 - ``our AR``: ``triton_dist.ops.all_reduce(x, out=)`` alone (what the fused op must not cost much more than);
 - ``our AR + add + RMSNorm``: our all-reduce, then ``torch.add`` of the residual and
   ``torch.nn.functional.rms_norm`` (our unfused path);
@@ -22,7 +25,8 @@ At the ``--sweep-rows`` M values, the fused op is also timed (graphed) with each
 Before timing, each M's fused result (and the forced LL variant's) is compared with the unfused torch path's (an
 ``INFO`` line if they differ).
 The bar (issue 28), graphed: fused / our AR <= 1.2 and fused / (NCCL + add + RMSNorm) <= 0.45 at M <= 128; the fused
-op never slower than our unfused path at any M (graphed and eager). Writes ``ar_rmsnorm_<W>x<GPU>.md``, ``.png`` and
+op never slower than our unfused path at any M (graphed and eager). Each line names the M (and mode) of its worst
+ratio. Writes ``ar_rmsnorm_<W>x<GPU>.md``, ``.png`` and
 ``.json`` to ``--out-dir``.
 """
 
@@ -52,8 +56,8 @@ from _common import (  # noqa: E402
 
 from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8  # noqa: E402
 from triton_dist.ops.all_reduce import select_config  # noqa: E402
-from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig  # noqa: E402
-from triton_dist.ops.ar_rmsnorm.config import ALGORITHMS, SLOTS, choose_config  # noqa: E402
+from triton_dist.ops.ar_rmsnorm import ArRmsNormConfig, ArRmsNormError  # noqa: E402
+from triton_dist.ops.ar_rmsnorm.config import ALGORITHMS, SLOTS, choose_config, ll_launch  # noqa: E402
 from triton_dist.ops.ar_rmsnorm.op import _run  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 from triton_dist.testing.timing import graphed_us  # noqa: E402
@@ -63,16 +67,20 @@ EPS = 1e-6
 FUSED = "fused"
 FP8 = "fused fp8"
 FUSED_LL = "fused LL (forced)"
+FUSED_LL_UNSPLIT = "fused LL unsplit (forced)"
 OURS = "our AR"
 UNFUSED = "our AR + add + RMSNorm"
 NCCL = "NCCL + add + RMSNorm"
 SYMM = "symm-mem one-shot + add + RMSNorm"
-NAMES = (FUSED, FP8, FUSED_LL, OURS, UNFUSED, NCCL, SYMM)
+NAMES = (FUSED, FP8, FUSED_LL, FUSED_LL_UNSPLIT, OURS, UNFUSED, NCCL, SYMM)
 LL_ROWS = 256
 """The forced LL variant is timed at M <= 256 (the most rows its 256 programs hold at hidden 8192)."""
 LL_CONFIG = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4)
-"""The forced LL variant's config: one program per row (up to 256), warps raised to the row's words as needed
-(``ar_rmsnorm.config.ll_num_warps``: 8 at hidden 8192 bf16)."""
+"""The forced LL variant's config: up to 256 programs, a row split over up to 16 of them while the launch stays
+within 32 (``ar_rmsnorm.config.ll_launch``), warps raised to the row's words as needed (``ll_num_warps``: 8 at
+hidden 8192 bf16)."""
+LL_UNSPLIT = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_slices=1)
+"""The LL variant with one program per row (as before the split), timed beside it."""
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
 SWEEP = [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)]
@@ -104,12 +112,13 @@ def implementations(
         FUSED: lambda: all_reduce_residual_rmsnorm(x, residual, weight, EPS),
         FP8: lambda: all_reduce_residual_rmsnorm_fp8(x, residual, weight, EPS),
         FUSED_LL: lambda: _run(x, residual, weight, EPS, LL_CONFIG),
+        FUSED_LL_UNSPLIT: lambda: _run(x, residual, weight, EPS, LL_UNSPLIT),
         OURS: lambda: all_reduce(x, out=reduced),
         UNFUSED: lambda: add_rms_norm(all_reduce(x, out=reduced), residual, weight),
         NCCL: lambda: (dist.all_reduce(nccl_buffer), add_rms_norm(nccl_buffer, residual, weight)),
     }
     if x.shape[0] > LL_ROWS:
-        del impls[FUSED_LL]
+        del impls[FUSED_LL], impls[FUSED_LL_UNSPLIT]
     if symm_mem is not None and hasattr(torch.ops.symm_mem, "one_shot_all_reduce"):
         try:
             buffer = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -185,6 +194,7 @@ def main() -> int:
             "M": float(m),
             "config": f"{config.algo} {config.programs}x{config.num_warps}w",
             "AR config": f"{ours.algo} {ours.programs}x{ours.num_warps}w",
+            "LL grid": ll_grid(m, args.hidden, x.element_size()),
         }
         impls = implementations(x, residual, weight, group_name, symm_mem)
         time_graphed_and_eager(row, impls, args.iters, f"at M={m} failed")
@@ -207,6 +217,15 @@ def main() -> int:
     return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world.world_size, args, started))
 
 
+def ll_grid(rows: int, hidden: int, itemsize: int) -> str:
+    """The forced LL variant's grid at M = ``rows``: "groups x slices" ("-" where it cannot run)."""
+    try:
+        launch = ll_launch(rows, hidden, itemsize, LL_CONFIG, emulated=False)
+    except ArRmsNormError:
+        return "-"
+    return f"{launch.groups}x{launch.slices}"
+
+
 def sweep_name(config: ArRmsNormConfig) -> str:
     return f"{config.algo} {config.num_warps}w"
 
@@ -222,26 +241,42 @@ def ratio(row: dict[str, object], numerator: str, denominator: str, mode: str = 
     return us(row, f"{numerator} {mode}") / us(row, f"{denominator} {mode}")
 
 
+def worst_ratio(rows: list[dict[str, object]], numerator: str, denominator: str, modes: tuple[str, ...]) -> str:
+    """The largest ``numerator`` / ``denominator`` ratio over ``rows`` and ``modes``, with where it was: "1.13 at
+    M=4 eager" ("nan" where a ratio is missing)."""
+    found = [(ratio(r, numerator, denominator, mode), us(r, "M"), mode) for r in rows for mode in modes]
+    if not found or any(value != value for value, _, _ in found):
+        return "nan"
+    value, m, mode = max(found)
+    return f"{value:.2f} at M={m:.0f}" + (f" {mode}" if len(modes) > 1 else "")
+
+
 def bar_summary(rows: list[dict[str, object]]) -> list[str]:
-    """The bar's three parts, each with the worst ratio measured and PASS / FAIL."""
+    """The bar's three parts and the forced LL variant's ratio, each with the worst ratio measured, the M (and
+    mode) where it was, and PASS / FAIL."""
     small = [r for r in rows if us(r, "M") <= BAR_ROWS]
-
-    def worst(subset: list[dict[str, object]], den: str, mode: str = "graphed") -> float:
-        values = [ratio(r, FUSED, den, mode) for r in subset]
-        return max(values) if values and all(v == v for v in values) else float("nan")
-
-    ar, nccl = worst(small, OURS), worst(small, NCCL)
-    unfused = max(worst(rows, UNFUSED, "graphed"), worst(rows, UNFUSED, "eager"))
-    ll_values = [ratio(r, FUSED_LL, OURS) for r in small]
-    ll = max(ll_values) if ll_values and all(v == v for v in ll_values) else float("nan")
     verdict = {True: "PASS", False: "FAIL"}
-    return [
-        f"fused / our AR at M <= {BAR_ROWS}: worst {ar:.2f} (<= 1.2: {verdict[ar <= 1.2]})",
-        f"fused / NCCL + add + RMSNorm at M <= {BAR_ROWS}: worst {nccl:.2f} (<= 0.45: {verdict[nccl <= 0.45]})",
-        f"fused / our unfused path, every M, graphed and eager: worst {unfused:.2f} (<= 1: {verdict[unfused <= 1]})",
-        f"(not the default) fused LL (forced) / our AR at M <= {BAR_ROWS}: worst {ll:.2f} (<= 1.2: "
-        f"{verdict[ll <= 1.2]})",
+
+    graphed, both = ("graphed",), ("graphed", "eager")
+    specs = [
+        (f"fused / our AR at M <= {BAR_ROWS}", small, FUSED, OURS, 1.2, graphed),
+        (f"fused / NCCL + add + RMSNorm at M <= {BAR_ROWS}", small, FUSED, NCCL, 0.45, graphed),
+        ("fused / our unfused path, every M, graphed and eager", rows, FUSED, UNFUSED, 1, both),
+        (f"(not the default) fused LL (forced) / our AR at M <= {BAR_ROWS}", small, FUSED_LL, OURS, 1.2, graphed),
+        (
+            f"(not the default) {FUSED_LL_UNSPLIT} / our AR at M <= {BAR_ROWS}",
+            small,
+            FUSED_LL_UNSPLIT,
+            OURS,
+            1.2,
+            graphed,
+        ),
     ]
+    lines = []
+    for what, subset, numerator, denominator, bar, modes in specs:
+        worst = worst_ratio(subset, numerator, denominator, modes)
+        lines.append(f"{what}: worst {worst} (<= {bar:g}: {verdict[float(worst.split()[0]) <= bar]})")
+    return lines
 
 
 def write_results(
@@ -262,21 +297,23 @@ def write_results(
         *GRAPHED_AND_EAGER,
         "- fused: `all_reduce_residual_rmsnorm` (one kernel); fused fp8: its e4m3 variant; fused LL (forced): the",
         f"  fused op with algo {LL_CONFIG.algo} forced ({LL_CONFIG.programs} programs, M <= {LL_ROWS}; not the",
-        "  default); our AR: `all_reduce` alone; the `+ add + RMSNorm` paths: `torch.add` of the residual, then",
-        "  `torch.nn.functional.rms_norm`.",
+        "  default), each row split over the programs of the LL grid's slices (groups x slices); fused LL unsplit",
+        "  (forced): the same, one program per row; our AR: `all_reduce` alone; the `+ add + RMSNorm` paths:",
+        "  `torch.add` of the residual, then `torch.nn.functional.rms_norm`.",
         "",
         "Bar (issue 28), graphed unless said:",
         "",
         *[f"- {line}" for line in bar_summary(rows)],
         "",
         "| M | " + " | ".join(f"{name} graphed" for name in NAMES) + " | fused / our AR | fused / NCCL+ | "
-        "fused / unfused | fused / unfused eager | LL / our AR | config |",
-        "|---" * (len(NAMES) + 7) + "|",
+        "fused / unfused | fused / unfused eager | LL / our AR | LL grid | config |",
+        "|---" * (len(NAMES) + 8) + "|",
     ]
     for row in rows:
         cells = [f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} graphed") for name in NAMES]
         cells += [f"{ratio(row, FUSED, den):.2f}" for den in (OURS, NCCL, UNFUSED)]
-        cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", f"{ratio(row, FUSED_LL, OURS):.2f}", str(row["config"])]
+        cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", f"{ratio(row, FUSED_LL, OURS):.2f}"]
+        cells += [str(row["LL grid"]), str(row["config"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Eager, µs:", "", "| M | " + " | ".join(f"{name} eager" for name in NAMES) + " |"]
     lines.append("|---" * (len(NAMES) + 1) + "|")
@@ -308,7 +345,7 @@ def write_results(
             "graphed ratios (bar: 1.2, 0.45 at M <= 128; 1)",
             ms,
             {f"fused / {den}": [ratio(r, FUSED, den) for r in rows] for den in (OURS, NCCL, UNFUSED)}
-            | {"fused LL (forced) / our AR": [ratio(r, FUSED_LL, OURS) for r in rows]},
+            | {f"{name} / our AR": [ratio(r, name, OURS) for r in rows] for name in (FUSED_LL, FUSED_LL_UNSPLIT)},
         )
     )
     panel_chart(

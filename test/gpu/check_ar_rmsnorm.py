@@ -404,9 +404,12 @@ LL_ROWS = (1, 2, 3, 8, 16, 31, 64)
 
 def check_ll(checks: Checks, world: rt.World) -> None:
     """The LL one-shot ("one_shot_ll", forced: never chosen by default yet) against torch: M 1 to 64 at every hidden
-    size and dtype (one row per program), fewer programs than rows (several rows in a program's one round), the
-    e4m3 output (a row of zeros), and three chained calls in a CUDA graph replayed with fresh inputs (the epochs
-    advance in the graph). NVIDIA only: on ROCm the config is refused, which is checked instead."""
+    size and dtype (rows split over up to 16 programs at M <= 16, one program per row from M = 32), fewer programs
+    than rows (several rows in a program's one round), splits forced past the default (16 slices at M = 16: 256
+    programs) and none (``ll_slices=1``), 16 warps (8 slices), the e4m3 output (a row of zeros; one program of a
+    split row writes its scale), and three chained calls in a CUDA graph replayed with fresh inputs (the epochs
+    advance in the graph; the shapes use 16, 2 and 1 slices). NVIDIA only: on ROCm the config is refused, which
+    is checked instead."""
     ll = ArRmsNormConfig("one_shot_ll", 256, 4)
     if not ll_supported():
         x = torch.randn(2, 1024, device="cuda", dtype=torch.bfloat16)
@@ -421,6 +424,10 @@ def check_ll(checks: Checks, world: rt.World) -> None:
     for m, hidden, config in (
         (64, 1000, ArRmsNormConfig("one_shot_ll", 8, 4)),
         (31, 4096, ArRmsNormConfig("one_shot_ll", 16, 8)),
+        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=16)),
+        (3, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=1)),
+        (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 16)),
+        (2, 5120, ArRmsNormConfig("one_shot_ll", 256, 8, ll_slices=4)),
     ):
         tag += 10
         eager_case(checks, world, tag, m, hidden, torch.bfloat16, config)

@@ -1,0 +1,63 @@
+"""bench/ar_rmsnorm.py's bar lines on the CPU: each names the worst ratio's M (and, where graphed and eager are
+both compared, the mode), and PASS / FAIL follows the ratio; the forced LL variant's grid."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_ar_rmsnorm", REPO / "bench" / "ar_rmsnorm.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load()
+
+
+def _row(m: int, times: dict[str, tuple[float, float]]) -> dict[str, object]:
+    """A result row at M = ``m``: name -> (graphed µs, eager µs)."""
+    row: dict[str, object] = {"M": float(m)}
+    for name, (graphed, eager) in times.items():
+        row[f"{name} graphed"], row[f"{name} eager"] = graphed, eager
+    return row
+
+
+def test_each_bar_line_names_where_its_worst_ratio_is() -> None:
+    b = bench
+    rows = [
+        _row(1, {b.FUSED: (7.4, 69.6), b.OURS: (4.9, 70.5), b.UNFUSED: (13.2, 142.9), b.NCCL: (15.8, 206.0)}),
+        _row(4, {b.FUSED: (7.6, 91.2), b.OURS: (5.4, 66.8), b.UNFUSED: (14.6, 81.0), b.NCCL: (16.9, 170.8)}),
+        _row(1024, {b.FUSED: (75.9, 128.9), b.OURS: (66.5, 105.7), b.UNFUSED: (96.4, 146.0), b.NCCL: (107.9, 1.0)}),
+    ]
+    for row, (split, unsplit) in zip(rows, ((5.0, 8.9), (5.3, 9.2), (None, None)), strict=True):
+        if split is not None:
+            row[f"{b.FUSED_LL} graphed"], row[f"{b.FUSED_LL_UNSPLIT} graphed"] = split, unsplit
+    lines = b.bar_summary(rows)
+    assert lines[0] == "fused / our AR at M <= 128: worst 1.51 at M=1 (<= 1.2: FAIL)"
+    assert lines[1] == "fused / NCCL + add + RMSNorm at M <= 128: worst 0.47 at M=1 (<= 0.45: FAIL)"
+    # The eager M = 4 (91.2 / 81.0), not a graphed ratio and not M = 1024 (past the bar's M, but in this line).
+    assert lines[2] == "fused / our unfused path, every M, graphed and eager: worst 1.13 at M=4 eager (<= 1: FAIL)"
+    assert lines[3] == "(not the default) fused LL (forced) / our AR at M <= 128: worst 1.02 at M=1 (<= 1.2: PASS)"
+    assert lines[4].endswith("worst 1.82 at M=1 (<= 1.2: FAIL)") and b.FUSED_LL_UNSPLIT in lines[4]
+    rows[1][f"{b.FUSED} eager"] = 70.0
+    assert b.bar_summary(rows)[2].endswith("worst 0.88 at M=1024 eager (<= 1: PASS)")
+    del rows[0][f"{b.OURS} graphed"]  # a missing time: no verdict but FAIL
+    assert b.bar_summary(rows)[0] == "fused / our AR at M <= 128: worst nan (<= 1.2: FAIL)"
+
+
+def test_the_ll_grid_is_groups_by_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+
+    monkeypatch.setattr(cfg, "ll_supported", lambda: True)
+    assert [bench.ll_grid(m, 8192, 2) for m in (1, 4, 256, 257)] == ["1x16", "4x8", "256x1", "-"]
