@@ -265,6 +265,8 @@ if [ "$SHARED" != 1 ]; then
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" primitives_nvshmem 240 test/gpu/check_primitives.py
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" ping_pong_nvshmem 120 examples/ping_pong.py $PING_ARGS
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" allgather_push_nvshmem 180 examples/allgather_push.py $AG_ARGS
+  # NVSHMEM's device calls in kernels (dl.put_signal / dl.get / dl.signal_wait), linking the converted device code.
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" nvshmem_put 240 test/gpu/check_nvshmem_put.py
 fi
 # MoE dispatch / combine (normal, low-latency, CUDA-graph replays, fp8) against the torch reference: the pytest entry
 # launches its 2-rank worker itself and fails on any difference (issue 27).

@@ -73,7 +73,7 @@ CHECK_STEPS = [
     "layers",
 ]
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
-ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem"]
+ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem", "nvshmem_put"]
 ONE_GPU_STEPS = ["moe", "round_trip_one_gpu"]
 """Check steps that always run on one GPU (ranks 1), after the once-steps."""
 BENCH_STEPS = [
@@ -152,7 +152,7 @@ def test_only_runs_the_named_steps_and_passes_the_shapes(tmp_path):
 
 
 def test_the_nvshmem_steps_run_on_the_nvshmem_heap(tmp_path):
-    steps = ["primitives", "primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem"]
+    steps = ["primitives", "primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem", "nvshmem_put"]
     code, output, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2", GPU_CHECK_ONLY=" ".join(steps))
     assert code == 0, output
     assert [r[1] for r in rows] == steps
