@@ -45,7 +45,7 @@ so the device code must be of the same version."""
 VERSION_ENV = "TRITON_DIST_NVSHMEM_VERSION"
 PACKAGE_ENV = "TRITON_DIST_NVSHMEM_PACKAGE"
 HEADER_PREFIX = "; triton_dist nvshmem device code:"
-FORMAT = 1
+FORMAT = 2
 """Bumped when the conversion changes, so that an older output is rebuilt."""
 STATE_GLOBALS = (
     "nvshmemi_device_state_d",
@@ -80,7 +80,8 @@ def output_name(version: str) -> str:
 
 
 def header(package: str, version: str, source: str, sm: int) -> str:
-    """The first line of the output: where it came from (``device_library.read_nvshmem_header`` parses it)."""
+    """The first line of the output: where it came from and the compute capability its code needs
+    (``device_library.converted_nvshmem_copies`` parses it)."""
     return f"{HEADER_PREFIX} package={package} version={version} source={source} sm={sm} format={FORMAT}"
 
 
@@ -167,12 +168,18 @@ def convert(package: str, version: str, sm: int, out_dir: Path, cache: Path, whe
     wheel = wheel if wheel is not None else find_wheel(package, version, cache)
     with zipfile.ZipFile(wheel) as archive:
         member, member_sm = pick_member(archive.namelist(), sm)
-        first = header(package, version, Path(member).name, member_sm)
-        if out.is_file() and out.read_text(errors="replace").split("\n", 1)[0] == first:
-            return out
+        if out.is_file():
+            with out.open(errors="replace") as file:
+                first = file.readline().rstrip("\n")
+            made = header(package, version, Path(member).name, 0).rsplit(" sm=", 1)[0]
+            if first.startswith(made + " sm=") and first.endswith(f" format={FORMAT}"):
+                return out
         with tempfile.TemporaryDirectory() as scratch:
             bitcode = Path(archive.extract(member, scratch))
             text = reduce_bitcode(bitcode, device_functions(), opt)
+    # The variant's real target: NVSHMEM 3.4's unversioned file is compiled for sm_90, say.
+    targets = [int(found) for found in re.findall(r'"target-cpu"="sm_(\d+)a?"', text)]
+    first = header(package, version, Path(member).name, max([member_sm, *targets]))
     text = strip_unknown_attributes(re.sub(r"\A; ModuleID = [^\n]*\n", "", text))
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     out_dir.mkdir(parents=True, exist_ok=True)
