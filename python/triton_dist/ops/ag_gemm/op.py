@@ -23,10 +23,10 @@ the receive buffer's TMA descriptor. Later calls look the plan up and launch: a 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import torch
-import torch.distributed as dist
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -35,6 +35,7 @@ from triton_dist.ops import tuning
 from triton_dist.ops.ag_gemm.kernels import _ag_gemm_ptr_kernel, _ag_gemm_tma_kernel, _begin_kernel, _push_kernel
 from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
+from triton_dist.ops.common.collectives import all_gather_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, on_device, peer_world
@@ -250,9 +251,14 @@ class FusedPlan:
 
 @dataclasses.dataclass
 class UnfusedPlan:
-    """NCCL all-gather then cuBLAS: where fusion cannot win, and for empty problems."""
+    """NCCL all-gather then cuBLAS: where fusion cannot win, and for empty problems.
 
-    group: Any
+    Per call the baseline's GPU work (one all-gather, one cuBLAS GEMM, on the current stream); the host allocates
+    the output and calls the group's all-gather with options built once (``ops.common.collectives``).
+    """
+
+    all_gather: Callable[..., Any]
+    options: Any
     rows: int
     n: int
     k: int
@@ -267,7 +273,9 @@ class UnfusedPlan:
             if self.gathered is None:
                 self.gathered = torch.empty((self.rows, self.k), dtype=a.dtype, device=a.device)
             gathered = self.gathered
-        dist.all_gather_into_tensor(gathered, a, group=self.group)
+        work = self.all_gather(gathered, a, self.options)
+        if work is not None:  # as dist.all_gather_into_tensor: orders the current stream after the collective
+            work.wait()
         c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
         torch.matmul(gathered, b, out=c)
         return c, gathered
@@ -410,7 +418,7 @@ def plan_for(
 
     def make() -> FusedPlan | UnfusedPlan:
         if config.backend == "nccl" or m_local == 0 or n == 0:
-            return UnfusedPlan(world.group, w * m_local, n, k)
+            return UnfusedPlan(*all_gather_method(world.group), w * m_local, n, k)
         with on_device(a.device):
             return _build_fused(world, a, b, config, no_comm)
 

@@ -22,6 +22,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.common import resources
+from triton_dist.ops.common.collectives import reduce_scatter_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import OpInputError, emulated_world, on_device, peer_world
@@ -331,25 +332,6 @@ class CublasPlan:
         self.wait.launch_on(0)
         self.reduce.launch_on(0, out)
         return out
-
-
-def reduce_scatter_method(group: Any) -> tuple[Callable[..., Any], Any]:
-    """``group``'s own reduce-scatter and its options (sum, synchronous), resolved once for a plan.
-
-    What ``dist.reduce_scatter_tensor(out, partial, group=group)`` ends in, without its per-call Python (the
-    deprecation and logging wrappers, the tensor and group checks, a new ``ReduceScatterOptions``), which the
-    fallback paid on every call on top of the same GPU work (issue 24). ``asyncOp=False`` as the wrapper sets it:
-    NCCL then runs the collective on the current stream. Raises ``GemmRsError`` for a group without one.
-    """
-    # _reduce_scatter_base: what reduce_scatter_tensor calls (torch 2.11); reduce_scatter_single: its newer name.
-    method = getattr(group, "_reduce_scatter_base", None) or getattr(group, "reduce_scatter_single", None)
-    if method is None:
-        raise GemmRsError(f"gemm_rs: the process group {group!r} has no reduce-scatter of one tensor")
-    options = dist.ReduceScatterOptions()
-    options.reduceOp = dist.ReduceOp.SUM
-    if hasattr(options, "asyncOp"):
-        options.asyncOp = False
-    return method, options
 
 
 @dataclasses.dataclass
