@@ -39,7 +39,7 @@ def make_data(owner: int, round_index: int, n: int, dtype: torch.dtype) -> torch
 
 def poisoned(n: int, dtype: torch.dtype, on_heap: bool) -> torch.Tensor:
     tensor = rt.empty(n, dtype=dtype) if on_heap else torch.empty(n, dtype=dtype, device="cuda")
-    return tensor.fill_(POISON if not dtype.is_floating_point else float(POISON))
+    return tensor.fill_(float(POISON) if dtype.is_floating_point else max(POISON, torch.iinfo(dtype).min + 1))
 
 
 @triton.jit(do_not_specialize=["epoch"])
