@@ -182,6 +182,9 @@ def ucx_lib_dir(given: Path | None) -> Path | None:
 
 def first_nvshmem_error(output: str) -> str:
     for line in output.splitlines():
+        if "PROBE" in line and "error" in line:
+            return re.sub(r"\s+", " ", line.strip())[:200]
+    for line in output.splitlines():
         if ("NVSHMEM" in line or "nvshmem" in line or "PROBE" in line) and ERROR_LINE.search(line):
             return re.sub(r"\s+", " ", line.strip())[:160]
     tail = [line for line in output.splitlines() if line.strip()]
@@ -255,8 +258,14 @@ def worker() -> int:
     from torch.distributed import _symmetric_memory as symm_mem
 
     symm_mem.set_backend("NVSHMEM")
-    probe_buffer = symm_mem.empty(1024, device="cuda")
-    handle = symm_mem.rendezvous(probe_buffer, dist.group.WORLD.group_name)
+    stage = "NVSHMEM start (first symmetric allocation)"
+    try:
+        probe_buffer = symm_mem.empty(1024, device="cuda")
+        stage = "torch symm-mem rendezvous"
+        handle = symm_mem.rendezvous(probe_buffer, dist.group.WORLD.group_name)
+    except Exception as error:  # noqa: BLE001 (reported, then the worker stops)
+        print(f"PROBE init error in {stage}: {type(error).__name__}: {error}", flush=True)
+        return 1
     peer = 1 - dist.get_rank()
     print(f"PROBE init ok peer_pointer={'yes' if int(handle.buffer_ptrs[peer]) else 'none'}", flush=True)
 
@@ -265,7 +274,11 @@ def worker() -> int:
 
     from triton_dist import runtime as rt
 
-    world = rt.init(heap_size="64M")
+    try:
+        world = rt.init(heap_size="64M")
+    except Exception as error:  # noqa: BLE001 (reported, then the worker stops)
+        print(f"PROBE put error in triton_dist.init: {type(error).__name__}: {error}", flush=True)
+        return 1
     signal_buffer = rt.zeros(1, dtype=torch.int64)
     n = 100_003
     shard = make_data(world.rank, 1, n, torch.float32)
