@@ -224,7 +224,14 @@ def probe(name: str, extra: dict[str, str], timeout: float, ucx: Path | None) ->
     if ucx is not None and name == "ucx":
         env["LD_LIBRARY_PATH"] = f"{ucx}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}"
         env.setdefault("UCX_MODULE_DIR", str(ucx / "ucx"))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", __file__, "--worker"]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node=2",
+        str(Path(__file__).resolve()),
+        "--worker",
+    ]
     start = time.monotonic()
     code, output = run(command, timeout=timeout, env=env)
     seconds = f"{time.monotonic() - start:.0f}"
