@@ -220,6 +220,51 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
             os.environ["TRITON_INTERPRET"] = "1"
         return ["no error"]
 
+    def peer_ahead_by_a_call(algo: str, first: int, second: int) -> list[str]:
+        """Call A (``first`` rows of hidden 32 fp32, one program: one slot) read late on rank 1 (1 s after each
+        of its flag waits) while rank 0, done with A, runs call B (``second`` rows: another number of rows per
+        round) on the same slot: A's and B's results must both be right. With strides that followed the rows
+        per round, B's pushes landed in the half of rank 1's region that A's reads were still using."""
+        import time
+
+        from triton_dist.ops.ar_rmsnorm import config as cfg
+        from triton_dist.ops.ar_rmsnorm.op import OP
+        from triton_dist.ops.common.slot_workspace import slot_workspace
+        from triton_dist.runtime.emulation import device_library
+
+        config = ArRmsNormConfig(algo, 1, 1)
+
+        def draw(rows: int) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+            xs = [torch.randn(rows, 32, generator=gen) for _ in range(size)]
+            return xs, torch.randn(rows, 32, generator=gen), torch.rand(32, generator=gen) + 0.5
+
+        calls = [draw(first), draw(second)]
+        for xs, residual, weight in calls:  # the plans (a first call is collective)
+            _run(xs[rank], residual, weight, 1e-5, config)
+        region = cfg.region_bytes(algo, 32, 4, size)
+        epochs = slot_workspace(f"{OP}.{algo}", cfg.SLOTS[algo], 2 * size, region).epochs
+        if algo == "one_shot" and int(epochs[0]) % 2 == 0:  # A at an even epoch (the next): the first half
+            xs, residual, weight = calls[1]
+            _run(xs[rank], residual, weight, 1e-5, config)
+        wait = device_library._wait
+
+        def late_wait(*args: Any) -> None:
+            wait(*args)
+            time.sleep(1.0)
+
+        problems = []
+        for call, (xs, residual, weight) in enumerate(calls):
+            if rank == 1 and call == 0:
+                device_library._wait = late_wait
+            try:
+                normed, new_residual = _run(xs[rank], residual, weight, 1e-5, config)
+            finally:
+                device_library._wait = wait
+            want_normed, want_residual = reference(xs, residual, weight, 1e-5)
+            problems += [f"call {'AB'[call]} normed: {p}" for p in _close(normed, want_normed)]
+            problems += [f"call {'AB'[call]} new_residual: {p}" for p in _close(new_residual, want_residual)]
+        return problems
+
     # The LL one-shot's rows split over programs, at 2 ranks only (8 programs' threads per rank: the emulation's
     # slowest cases). hidden 200 bf16 is 128 words, up to 4 slices of 32 at one warp: M = 1 in 4 slices, M = 3 in
     # 2 slices each, M = 16 unsplit at 2 rows a group; hidden 131 leaves the last two of four slices without a
@@ -231,6 +276,9 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/split/bf16_short_last_slices": lambda: run_poisoned((1, 131), torch.bfloat16, LL_SPLIT, False),
         "one_shot_ll/split/fp32_m3": lambda: run_poisoned((3, 100), torch.float32, LL_SPLIT, False),
         "one_shot_ll/split/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPLIT, True),
+        # A peer a call ahead (rank 1 late): one-shot 64 rows a round then 2; two-shot 1 row a round then 64.
+        "peer_ahead/one_shot": lambda: peer_ahead_by_a_call("one_shot", 64, 2),
+        "peer_ahead/two_shot": lambda: peer_ahead_by_a_call("two_shot", 2, 128),
     }
     return {
         **(split if size == 2 else {}),
@@ -316,6 +364,7 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
         if len(records) == 2:
             split = {"bf16_m1", "bf16_m3", "bf16_m16", "bf16_short_last_slices", "fp32_m3", "fp8_bf16_m3"}
             assert {f"one_shot_ll/split/{name}" for name in split} <= set(record)
+            assert {"peer_ahead/one_shot", "peer_ahead/two_shot"} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 
@@ -351,6 +400,7 @@ def test_the_kernel_compiles_with_the_flag_protocol(target: str, algo: str, dtyp
         "REGION": cfg.region_bytes(algo, hidden, 2, 2) // 2,
         "BLOCK_H": cfg.block_h(hidden),
         "ROUND_ROWS": cfg.max_round_rows(algo, hidden, 2, 2),  # 2 (one-shot), 8 (two-shot): rows per flag round
+        "RANK_STRIDE": cfg.region_bytes(algo, hidden, 2, 2) // 2 // 4,
         "TWO_SHOT": algo == "two_shot",
         "FP8": fp8,
         "WORLD": world,
@@ -399,6 +449,7 @@ def test_the_ll_kernel_compiles_with_the_ll_words(
     words = cfg.ll_row_words(hidden, itemsize)
     constexprs = {
         "REGION": cfg.ll_group_words(hidden, itemsize, 2),
+        "RANK_WORDS": cfg.ll_group_words(hidden, itemsize, 2) // 4,
         "BLOCK_W": words,
         "ROUND_ROWS": rows,
         "SLICES": slices,

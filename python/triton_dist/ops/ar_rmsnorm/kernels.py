@@ -19,6 +19,15 @@ the all-reduce's kernels (``ops/all_reduce/kernels.py``), whose ordering argumen
   buffers (the all-reduce's two-shot argument). Each rank receives one row per row of the message, as the
   all-reduce's two-shot gathers: the norm travels as its input, not as a second row.
 
+**The layout is fixed per workspace, never per call.** A slot's region is split into halves (one-shot: the two
+epoch parities; two-shot: the inbox and the gather buffer) of one block per sender (``RANK_STRIDE`` elements, from
+the region's size), and a round's rows fill the start of a block. The ordering arguments only say that a word of
+one half is not rewritten before its readers are done with it; they say nothing about a word that belongs to one
+half in one call and to the other half in the next. When the strides followed the call's rows per round (as they
+did, and as the all-reduce's still do), a call with fewer rows per round than the previous call on the same slot
+put its other parity, or its inbox, inside the previous call's half: a peer that passed its flag round could push
+the next call's rows over rows this rank was still reading (``test_a_peer_ahead_by_a_call_overwrites_nothing``).
+
 The norm: ``h = residual + sum_r x_r`` in fp32, ``new_residual = h`` rounded to the dtype, ``normed =
 new_residual * rsqrt(mean(new_residual^2) + eps) * weight`` in fp32 (the norm of the residual the caller gets, as
 torch's add then RMSNorm computes it; for fp32 the two are the same). Every rank sums in the same order and norms
@@ -40,6 +49,10 @@ own buffer, so the polls are local loads), sums in rank order, adds the residual
 ``new_residual`` and ``normed`` (slice 0 the fp8 scale). x, the residual and the weight are loaded before the polls,
 so they arrive while the words travel. Every program reads whole rows, so splits multiply those local reads:
 ``config.LL_SPLIT_PROGRAMS`` bounds the launch that splits.
+
+The layout is fixed likewise: a group's region is 2 parities x W senders x ``RANK_WORDS`` words, whatever the
+call's rows per round (else a call with another row count could overwrite, with its other parity, a word a slow
+reader of the previous call still polls for, and that reader would wait forever).
 
 Epochs: one counter per program (slot ``g * SLICES + s`` of the workspace of that ``SLICES``, ``op.py``); all
 programs of a group use their slots in every call that uses the group, so their counters, and the epochs their
@@ -143,6 +156,7 @@ def _ar_rmsnorm_kernel(
     REGION: tl.constexpr,
     BLOCK_H: tl.constexpr,
     ROUND_ROWS: tl.constexpr,
+    RANK_STRIDE: tl.constexpr,
     TWO_SHOT: tl.constexpr,
     FP8: tl.constexpr,
     WORLD: tl.constexpr,
@@ -155,15 +169,14 @@ def _ar_rmsnorm_kernel(
     slot_flags = flags_ptr + slot * flags_stride
     offs = tl.arange(0, BLOCK_H)
     in_row = offs < hidden
-    ROUND: tl.constexpr = ROUND_ROWS * BLOCK_H  # one rank's rows of one round in a buffer
     if TWO_SHOT:
-        inbox = slot_data  # [ranks][ROUND_ROWS][BLOCK_H]: the round's rows of my chunk from each rank
-        gathered = inbox + ranks * ROUND  # [ranks][ROUND_ROWS][BLOCK_H]: each owner's new residual rows
+        inbox = slot_data  # [ranks][RANK_STRIDE]: the round's rows of my chunk from each rank
+        gathered = inbox + ranks * RANK_STRIDE  # [ranks][RANK_STRIDE]: each owner's new residual rows
         for t in range(slot, tl.cdiv(chunk, ROUND_ROWS), tl.num_programs(0)):
             epoch += 1
             first = t * ROUND_ROWS  # the round's first row within each chunk
             for peer in range(0, ranks):
-                remote = dl.symm_at(inbox + me * ROUND, peer)
+                remote = dl.symm_at(inbox + me * RANK_STRIDE, peer)
                 for r in range(0, ROUND_ROWS):
                     row = peer * chunk + first + r
                     mask = in_row & (first + r < chunk) & (row < rows)
@@ -174,12 +187,12 @@ def _ar_rmsnorm_kernel(
                 if (first + r < chunk) & (row < rows):
                     acc = tl.zeros([BLOCK_H], dtype=tl.float32)
                     for peer in range(0, ranks):  # rank order: the same sum on every rank
-                        acc += tl.load(arrived + peer * ROUND + r * BLOCK_H + offs, mask=in_row, other=0.0).to(
+                        acc += tl.load(arrived + peer * RANK_STRIDE + r * BLOCK_H + offs, mask=in_row, other=0.0).to(
                             tl.float32
                         )
                     new = _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, in_row, hidden)
                     for peer in range(0, ranks):  # every rank's gather buffer, mine included
-                        tl.store(dl.symm_at(gathered + me * ROUND + r * BLOCK_H + offs, peer), new, mask=in_row)
+                        tl.store(dl.symm_at(gathered + me * RANK_STRIDE + r * BLOCK_H + offs, peer), new, mask=in_row)
             landed = flag_round(slot_flags + ranks, me, epoch, ranks, gathered, WORLD)
             # Every rank norms every row of the round from its gather buffer, in the same code (its own rows too):
             # the same instructions on the same values, so the same bits on every rank.
@@ -187,7 +200,7 @@ def _ar_rmsnorm_kernel(
                 for r in range(0, ROUND_ROWS):
                     row = owner * chunk + first + r
                     if (first + r < chunk) & (row < rows):
-                        new = tl.load(landed + owner * ROUND + r * BLOCK_H + offs, mask=in_row, other=0.0)
+                        new = tl.load(landed + owner * RANK_STRIDE + r * BLOCK_H + offs, mask=in_row, other=0.0)
                         if owner != me:
                             tl.store(new_residual_ptr + row * hidden + offs, new, mask=in_row)
                         _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
@@ -195,11 +208,11 @@ def _ar_rmsnorm_kernel(
         for t in range(slot, tl.cdiv(rows, ROUND_ROWS), tl.num_programs(0)):
             epoch += 1
             parity = epoch % 2
-            inbox = slot_data + parity * ranks * ROUND  # [2 parities][ranks][ROUND_ROWS][BLOCK_H]
+            inbox = slot_data + parity * ranks * RANK_STRIDE  # [2 parities][ranks][RANK_STRIDE]
             first = t * ROUND_ROWS
             for peer in range(0, ranks):
                 if peer != me:
-                    remote = dl.symm_at(inbox + me * ROUND, peer)
+                    remote = dl.symm_at(inbox + me * RANK_STRIDE, peer)
                     for r in range(0, ROUND_ROWS):
                         mask = in_row & (first + r < rows)
                         mine = tl.load(x_ptr + (first + r) * hidden + offs, mask=mask)
@@ -213,7 +226,7 @@ def _ar_rmsnorm_kernel(
                         if peer == me:
                             acc += tl.load(x_ptr + row * hidden + offs, mask=in_row, other=0.0).to(tl.float32)
                         else:
-                            got = tl.load(arrived + peer * ROUND + r * BLOCK_H + offs, mask=in_row, other=0.0)
+                            got = tl.load(arrived + peer * RANK_STRIDE + r * BLOCK_H + offs, mask=in_row, other=0.0)
                             acc += got.to(tl.float32)
                     new = _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, in_row, hidden)
                     _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
@@ -251,7 +264,7 @@ def _ll_row_sum(
     epoch,
     me,
     ranks,
-    ROUND: tl.constexpr,
+    STRIDE: tl.constexpr,
     DTYPE: tl.constexpr,
     PER_WORD: tl.constexpr,
     PASSES: tl.constexpr,
@@ -259,7 +272,7 @@ def _ll_row_sum(
     EMULATED: tl.constexpr,
 ):
     """The fp32 sums of one row's low and high elements over the ranks in rank order (mine from ``mine``, a peer's
-    from its words at ``words + peer * ROUND + offs``) and an int32 1 per lane whose word a bounded poll missed
+    from its words at ``words + peer * STRIDE + offs``) and an int32 1 per lane whose word a bounded poll missed
     (``PASSES`` > 0). ``LATE``: every word awaited (``_ll_receive_late``); ``EMULATED``: the interpreter's receive."""
     acc_low = tl.zeros(offs.shape, dtype=tl.float32)
     acc_high = tl.zeros(offs.shape, dtype=tl.float32)
@@ -269,11 +282,11 @@ def _ll_row_sum(
             acc_low, acc_high = _ll_add(acc_low, acc_high, mine, DTYPE, PER_WORD)
         else:
             if EMULATED:
-                got = _ll_receive_emulated(words + peer * ROUND, offs, mask, epoch)
+                got = _ll_receive_emulated(words + peer * STRIDE, offs, mask, epoch)
             elif LATE:
-                got = _ll_receive_late(words + peer * ROUND, offs, mask, packed, epoch, PASSES)
+                got = _ll_receive_late(words + peer * STRIDE, offs, mask, packed, epoch, PASSES)
             else:
-                got, late = _ll_receive(words + peer * ROUND + offs, mask, packed, PASSES)
+                got, late = _ll_receive(words + peer * STRIDE + offs, mask, packed, PASSES)
                 missing |= late
             acc_low, acc_high = _ll_add(acc_low, acc_high, got, DTYPE, PER_WORD)
     return acc_low, acc_high, missing
@@ -373,6 +386,7 @@ def _ar_rmsnorm_ll_kernel(
     rows,
     hidden,
     REGION: tl.constexpr,
+    RANK_WORDS: tl.constexpr,
     BLOCK_W: tl.constexpr,
     ROUND_ROWS: tl.constexpr,
     SLICES: tl.constexpr,
@@ -391,9 +405,9 @@ def _ar_rmsnorm_ll_kernel(
         epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
     else:  # the fence: release for the previous call's reads of this group, acquire for its observations
         epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
-    ROUND: tl.constexpr = ROUND_ROWS * BLOCK_W  # one rank's words of the round
     SLICE_W: tl.constexpr = BLOCK_W // SLICES  # my slice's words of a row
-    words = data_ptr + group * REGION + (epoch % 2) * ranks * ROUND  # [ranks][ROUND_ROWS][BLOCK_W]
+    # [2 parities][ranks][RANK_WORDS], whatever the call's rows (module docstring: the layout is fixed).
+    words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS
     offs = tl.arange(0, BLOCK_W)  # a row's words: PER_WORD elements each
     keep = offs // SLICE_W == part  # my slice's lanes of the row
     sliced = part * SLICE_W + tl.arange(0, SLICE_W)
@@ -406,7 +420,7 @@ def _ar_rmsnorm_ll_kernel(
         packed = _ll_pack(_ll_payload(x_ptr + row * hidden, sliced, n, PER_WORD), epoch)
         for peer in range(0, ranks):
             if peer != me:
-                remote = dl.symm_at(words + me * ROUND + r * BLOCK_W + sliced, peer)
+                remote = dl.symm_at(words + me * RANK_WORDS + r * BLOCK_W + sliced, peer)
                 if EMULATED:
                     tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
                 else:
@@ -427,7 +441,20 @@ def _ar_rmsnorm_ll_kernel(
             packed = _ll_pack(mine, epoch)
             row_words = words + r * BLOCK_W
             acc_low, acc_high, missing = _ll_row_sum(
-                row_words, offs, mask, mine, packed, epoch, me, ranks, ROUND, DTYPE, PER_WORD, PASSES, False, EMULATED
+                row_words,
+                offs,
+                mask,
+                mine,
+                packed,
+                epoch,
+                me,
+                ranks,
+                RANK_WORDS,
+                DTYPE,
+                PER_WORD,
+                PASSES,
+                False,
+                EMULATED,
             )
             if WATCHED:
                 if tl.max(missing, axis=0) > 0:  # one reduction per row; the sum again, every word awaited
@@ -440,7 +467,7 @@ def _ar_rmsnorm_ll_kernel(
                         epoch,
                         me,
                         ranks,
-                        ROUND,
+                        RANK_WORDS,
                         DTYPE,
                         PER_WORD,
                         PASSES,

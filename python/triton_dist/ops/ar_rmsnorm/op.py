@@ -202,6 +202,8 @@ def _first_launch(
         "REGION": region // x.element_size(),
         "BLOCK_H": block_h(hidden),
         "ROUND_ROWS": together,
+        # A sender's block of rows: fixed by the workspace, never by the call (kernels.py: the layout is fixed).
+        "RANK_STRIDE": region // x.element_size() // (2 * world_size),
         "TWO_SHOT": config.algo == "two_shot",
         "FP8": normed.dtype == FP8_DTYPE,
         "WORLD": notify_world(world_size),
@@ -245,6 +247,7 @@ def _first_launch_ll(
         "rows": rows,
         "hidden": hidden,
         "REGION": ll_group_words(hidden, itemsize, world.world_size),
+        "RANK_WORDS": ll_group_words(hidden, itemsize, world.world_size) // (2 * world.world_size),
         "BLOCK_W": ll_row_words(hidden, itemsize),
         "ROUND_ROWS": launch.rows,
         "SLICES": launch.slices,
