@@ -83,9 +83,13 @@ LL_UNSPLIT = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_slices=1
 """The LL variant with one program per row (as before the split), timed beside it."""
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
-SWEEP = [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)]
+SWEEP = [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)] + [
+    ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 8, ll_slices=slices) for slices in (1, 4, 16)
+]
 """The fused op's configs also timed (graphed) at the ``--sweep-rows`` M values: what the chosen config (the
-all-reduce's algorithm for the size, warps by row length) leaves on the table."""
+all-reduce's algorithm for the size, warps by row length) leaves on the table; and the LL variant with its rows
+split into 1, 4 and 16 slices whatever the programs (``ll_slices``: up to 16 x M programs), what its own bound on
+the split (``LL_SPLIT_PROGRAMS``) leaves."""
 SWEEP_ROWS = (1, 4, 16, 64, 128, 256, 1024, 8192)
 
 
@@ -227,7 +231,8 @@ def ll_grid(rows: int, hidden: int, itemsize: int) -> str:
 
 
 def sweep_name(config: ArRmsNormConfig) -> str:
-    return f"{config.algo} {config.num_warps}w"
+    """A swept config's column: "one_shot 8w", "one_shot_ll 8w 16 slices"."""
+    return f"{config.algo} {config.num_warps}w" + (f" {config.ll_slices} slices" if config.ll_slices else "")
 
 
 def us(row: dict[str, object], key: str) -> float:

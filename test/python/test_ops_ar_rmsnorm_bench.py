@@ -61,3 +61,9 @@ def test_the_ll_grid_is_groups_by_slices(monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr(cfg, "ll_supported", lambda: True)
     assert [bench.ll_grid(m, 8192, 2) for m in (1, 4, 256, 257)] == ["1x16", "4x8", "256x1", "-"]
+
+
+def test_the_sweep_names_each_config_apart() -> None:
+    names = [bench.sweep_name(config) for config in bench.SWEEP]
+    assert len(set(names)) == len(names)
+    assert "one_shot_ll 8w 16 slices" in names and "one_shot_ll 8w" in names
