@@ -45,7 +45,13 @@ def test_kernels_compile_with_vector_accesses_and_flags(kernel_name, dtype, worl
     kernel = {"one_shot": ar_kernels._one_shot_kernel, "one_shot_push": ar_kernels._one_shot_push_kernel}.get(
         kernel_name, ar_kernels._two_shot_kernel
     )
-    constexprs = {"REGION": shape.region_elems, "ROUND": shape.round, "BLOCK": shape.block, "WORLD": world}
+    constexprs = {
+        "REGION": shape.region_elems,
+        "ROUND": shape.round,
+        "STRIDE": shape.stride,
+        "BLOCK": shape.block,
+        "WORLD": world,
+    }
     if kernel_name == "one_shot":
         constexprs["STAGE"] = True
     aligned = ("x_ptr", "out_ptr", "data_ptr", "n") + (("chunk",) if kernel_name == "two_shot" else ())
@@ -70,15 +76,20 @@ def _check_launch_shape(algo: str, itemsize: int, world_size: int, numel: int, p
     shape = ar_config.launch_shape(numel, itemsize, world_size, config)
     assert 1 <= shape.programs <= min(programs, ar_config.SLOTS[algo])
     assert shape.round % shape.block == 0 and shape.round & (shape.round - 1) == 0
+    # The slot's layout: blocks of `stride` elements, the same bytes for every message and element size (a call
+    # must never place a block where the previous call on the slot had another), 16-byte aligned, a round in each.
+    stride_bytes = shape.stride * itemsize
+    assert shape.round <= shape.stride and stride_bytes % 16 == 0
     if algo == "one_shot":
-        assert 2 * shape.round * itemsize <= ar_config.ONE_SHOT_REGION_BYTES  # two parity halves
+        assert stride_bytes == ar_config.ONE_SHOT_REGION_BYTES // 2  # two parity halves
         length = numel
     elif algo == "one_shot_push":
-        assert 2 * world_size * shape.round * itemsize <= ar_config.push_region_bytes(world_size)  # 2 parities x W rows
-        assert shape.region_elems * itemsize == ar_config.push_region_bytes(world_size)
+        assert stride_bytes == ar_config.PUSH_ROUND_BYTES  # 2 parities x W rows
+        assert shape.region_elems * itemsize == ar_config.push_region_bytes(world_size) == 2 * world_size * stride_bytes
         length = numel
     else:
-        assert 2 * world_size * shape.round * itemsize <= ar_config.TWO_SHOT_REGION_BYTES  # inbox + gather buffer
+        assert stride_bytes == 1 << ((ar_config.TWO_SHOT_REGION_BYTES // (2 * world_size)).bit_length() - 1)
+        assert 2 * world_size * stride_bytes <= ar_config.TWO_SHOT_REGION_BYTES  # inbox + gather buffer
         assert shape.chunk % ar_config.CHUNK_ALIGN == 0 and shape.chunk * world_size >= numel
         length = shape.chunk
     rounds = -(-length // shape.round)
@@ -87,8 +98,8 @@ def _check_launch_shape(algo: str, itemsize: int, world_size: int, numel: int, p
 
 def test_launch_shape_fits_workspace_and_covers_message():
     """Every (algorithm, element size, world size, message, programs) of the grid: the launch shape fits the
-    algorithm's workspace and its programs cover the message, or the config is refused (case_grid names a failing
-    case)."""
+    algorithm's workspace with a layout of the workspace's (not the message's) blocks, and its programs cover the
+    message, or the config is refused (case_grid names a failing case)."""
     cases = grid(
         algo=["one_shot", "one_shot_push", "two_shot"],
         itemsize=[2, 4],

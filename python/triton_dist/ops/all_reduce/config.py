@@ -102,13 +102,18 @@ class AllReduceConfig:
 
 @dataclass(frozen=True)
 class LaunchShape:
-    """What a config means for one message: elements per program per flag round, block, grid, workspace."""
+    """What a config means for one message: elements per program per flag round, block, grid, workspace.
+
+    ``stride``: the elements from one block of a slot to the next (the one-shot's parity halves, the push's and the
+    two-shot's per-sender rows; LL: words per sender). Fixed by the workspace and the element size, never by the
+    message: a round's elements fill the start of a block (``kernels.py``: the layout is fixed)."""
 
     round: int
     block: int
     programs: int
     region_elems: int
     chunk: int
+    stride: int
 
 
 def _pow2_floor(value: int) -> int:
@@ -141,7 +146,8 @@ def launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceCo
     block = min(config.num_warps * 32 * (32 // itemsize), capacity)  # two 16-byte vectors per thread
     round_ = min(max(triton.next_power_of_2(triton.cdiv(length, config.programs)), block), capacity)
     programs = max(1, min(triton.cdiv(length, round_), config.programs))  # the rest in more flag rounds
-    return LaunchShape(round_, block, programs, region_bytes // itemsize, chunk)
+    # The stride is the capacity, whatever the message: the same bytes (a power of two) for every element size.
+    return LaunchShape(round_, block, programs, region_bytes // itemsize, chunk, capacity)
 
 
 def _ll_launch_shape(numel: int, itemsize: int, world_size: int, config: AllReduceConfig) -> LaunchShape:
@@ -167,7 +173,7 @@ def _ll_launch_shape(numel: int, itemsize: int, world_size: int, config: AllRedu
     most = ll_words_per_program(config)
     round_ = min(max(triton.next_power_of_2(triton.cdiv(words, config.programs)), threads), most)
     programs = max(1, triton.cdiv(words, round_))
-    return LaunchShape(round_, round_, programs, ll_region_bytes(world_size) // 8, numel)
+    return LaunchShape(round_, round_, programs, ll_region_bytes(world_size) // 8, numel, LL_LANES)
 
 
 def fits(config: AllReduceConfig, numel: int, itemsize: int) -> bool:

@@ -64,6 +64,18 @@ epoch values, so nothing is ever reset and nothing waits on the host. The orderi
   (Within one call a program does one round only: a second would need this fence, and a barrier of the program's
   threads, between its rounds.)
 
+**The layout is fixed per workspace, never per call.** A slot's region is cut into blocks of ``STRIDE`` elements
+(``config.LaunchShape.stride``: the workspace's capacity per round, the same bytes for every message and element
+size): one-shot, the two parity halves; push, 2 parities x W senders' rows; two-shot, W senders' inbox rows then W
+owners' gather rows. A round's elements (``ROUND`` <= ``STRIDE``) fill the start of a block. The ordering arguments
+above only say that a word of one half (one parity, or the inbox against the gather buffer) is not rewritten
+before its readers are done with it; they say nothing about a word that lies in one half in one call and in the
+other half in the next. With blocks of the call's ``ROUND`` (as before), two calls on one slot with different
+elements per round broke them: one-shot and push, the next call's other parity began inside the half a slow
+reader still read (fewer elements per round); two-shot, the next call's inbox reached over the gather buffer a slow
+owner still copied (more): a peer a call ahead overwrote data in flight (``test_emulation_all_reduce.py``). The
+LL one-shot's words were always laid out by ``LL_LANES`` per sender.
+
 Each flag round is one ``dl.notify`` to a tensor of every rank (one program barrier, the writes in parallel) when the
 world size is a power of two, a loop of notifies otherwise (``ops/common/flags.py``).
 """
@@ -100,6 +112,7 @@ def _one_shot_kernel(
     flags_stride,
     REGION: tl.constexpr,
     ROUND: tl.constexpr,
+    STRIDE: tl.constexpr,
     BLOCK: tl.constexpr,
     STAGE: tl.constexpr,
     WORLD: tl.constexpr,
@@ -115,7 +128,7 @@ def _one_shot_kernel(
         parity = epoch % 2
         base = t * ROUND
         if STAGE:
-            staged = slot_data + parity * ROUND
+            staged = slot_data + parity * STRIDE  # [2 parities][STRIDE]: the round fills the start of its half
             for s in range(0, ROUND, BLOCK):
                 offs = s + tl.arange(0, BLOCK)
                 mask = base + offs < n
@@ -144,6 +157,7 @@ def _one_shot_push_kernel(
     flags_stride,
     REGION: tl.constexpr,
     ROUND: tl.constexpr,
+    STRIDE: tl.constexpr,
     BLOCK: tl.constexpr,
     WORLD: tl.constexpr,
 ):
@@ -151,17 +165,17 @@ def _one_shot_push_kernel(
     me = dl.rank()
     ranks = dl.num_ranks()
     epoch = tl.load(epochs_ptr + slot)
-    slot_data = data_ptr + slot * REGION  # [2 parities][ranks][ROUND]: row q holds rank q's slice
+    slot_data = data_ptr + slot * REGION  # [2 parities][ranks][STRIDE]: row q holds rank q's slice
     slot_flags = flags_ptr + slot * flags_stride
     for t in range(slot, tl.cdiv(n, ROUND), tl.num_programs(0)):
         epoch += 1
         parity = epoch % 2
         base = t * ROUND
-        inbox = slot_data + parity * ranks * ROUND
+        inbox = slot_data + parity * ranks * STRIDE
         # Push my slice into row `me` of every peer's inbox (remote 16-byte stores, straight from x).
         for peer in range(0, ranks):
             if peer != me:
-                remote = dl.symm_at(inbox + me * ROUND, peer)
+                remote = dl.symm_at(inbox + me * STRIDE, peer)
                 for s in range(0, ROUND, BLOCK):
                     offs = s + tl.arange(0, BLOCK)
                     mask = base + offs < n
@@ -176,7 +190,7 @@ def _one_shot_push_kernel(
                 if peer == me:
                     acc += tl.load(x_ptr + base + offs, mask=mask).to(tl.float32)
                 else:
-                    acc += tl.load(arrived + peer * ROUND + offs, mask=mask).to(tl.float32)
+                    acc += tl.load(arrived + peer * STRIDE + offs, mask=mask).to(tl.float32)
             tl.store(out_ptr + base + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
     tl.store(epochs_ptr + slot, epoch)
 
@@ -193,6 +207,7 @@ def _two_shot_kernel(
     flags_stride,
     REGION: tl.constexpr,
     ROUND: tl.constexpr,
+    STRIDE: tl.constexpr,
     BLOCK: tl.constexpr,
     WORLD: tl.constexpr,
 ):
@@ -200,8 +215,8 @@ def _two_shot_kernel(
     me = dl.rank()
     ranks = dl.num_ranks()
     epoch = tl.load(epochs_ptr + slot)
-    inbox = data_ptr + slot * REGION  # [ranks][ROUND]: slice of chunk `me` from each rank
-    gathered = inbox + ranks * ROUND  # [ranks][ROUND]: reduced slice of chunk `owner` from each owner
+    inbox = data_ptr + slot * REGION  # [ranks][STRIDE]: slice of chunk `me` from each rank
+    gathered = inbox + ranks * STRIDE  # [ranks][STRIDE]: reduced slice of chunk `owner` from each owner
     scatter_flags = flags_ptr + slot * flags_stride
     gather_flags = scatter_flags + ranks
     for t in range(slot, tl.cdiv(chunk, ROUND), tl.num_programs(0)):
@@ -209,7 +224,7 @@ def _two_shot_kernel(
         base = t * ROUND
         # Reduce-scatter: push slice t of chunk `peer` into rank peer's inbox, row `me`.
         for peer in range(0, ranks):
-            remote = dl.symm_at(inbox + me * ROUND, peer)
+            remote = dl.symm_at(inbox + me * STRIDE, peer)
             for s in range(0, ROUND, BLOCK):
                 offs = s + tl.arange(0, BLOCK)
                 mask = (base + offs < chunk) & (peer * chunk + base + offs < n)
@@ -221,12 +236,12 @@ def _two_shot_kernel(
             mask = (base + offs < chunk) & (me * chunk + base + offs < n)
             acc = tl.zeros([BLOCK], dtype=tl.float32)
             for peer in range(0, ranks):
-                acc += tl.load(arrived + peer * ROUND + offs, mask=mask).to(tl.float32)
+                acc += tl.load(arrived + peer * STRIDE + offs, mask=mask).to(tl.float32)
             reduced = acc.to(out_ptr.dtype.element_ty)
             tl.store(out_ptr + me * chunk + base + offs, reduced, mask=mask)
             for peer in range(0, ranks):
                 if peer != me:
-                    tl.store(dl.symm_at(gathered + me * ROUND + offs, peer), reduced, mask=mask)
+                    tl.store(dl.symm_at(gathered + me * STRIDE + offs, peer), reduced, mask=mask)
         landed = flag_round(gather_flags, me, epoch, ranks, gathered, WORLD)
         # All-gather: copy every other owner's reduced slice into out.
         for owner in range(0, ranks):
@@ -234,7 +249,7 @@ def _two_shot_kernel(
                 for s in range(0, ROUND, BLOCK):
                     offs = s + tl.arange(0, BLOCK)
                     mask = (base + offs < chunk) & (owner * chunk + base + offs < n)
-                    values = tl.load(landed + owner * ROUND + offs, mask=mask)
+                    values = tl.load(landed + owner * STRIDE + offs, mask=mask)
                     tl.store(out_ptr + owner * chunk + base + offs, values, mask=mask)
     tl.store(epochs_ptr + slot, epoch)
 

@@ -183,6 +183,7 @@ def _first_launch(
         "flags_stride": ws.flags.shape[1],
         "REGION": shape.region_elems,
         "ROUND": shape.round,
+        "STRIDE": shape.stride,  # the slot's layout: fixed by the workspace, never by the call (kernels.py)
         "BLOCK": shape.block,
         "STAGE": stage,
         "WORLD": notify_world(world_size),
