@@ -190,6 +190,53 @@ def check_all_reduce_api(checks: Checks, world: rt.World) -> None:
     checks.check("101 back-to-back LL one-shot calls, 4 sizes x 2 configs: every result", not bad, "; ".join(bad[:3]))
 
 
+# (config, numel of call A, numel of call B): one program (so one slot), bf16, A's and B's elements per flag round
+# apart in the direction in which blocks of the call's round used to overlap (ops/all_reduce/kernels.py: the layout
+# is fixed): one-shot 16384 then 2048 (its capacity, then a block), push 8192 then 1024, two-shot chunks of 2048 then
+# 32768 (its capacity at 2 ranks).
+ALTERNATING_ROUNDS = [
+    (AllReduceConfig("one_shot", 1, 4), 16_384, 2048),
+    (AllReduceConfig("one_shot_push", 1, 4), 8192, 1024),
+    (AllReduceConfig("two_shot", 1, 4), 4096, 65_536),
+]
+ALTERNATING_CALLS = 200
+
+
+def check_all_reduce_alternating_rounds(checks: Checks, world: rt.World) -> None:
+    """``ALTERNATING_CALLS`` calls on one slot without a sync, alternating two sizes of different elements per
+    round, every result kept and checked; odd ranks run matmuls on a side stream meanwhile, so their reads lag and
+    a peer may start the next call while they read. With blocks of the call's round a peer a call ahead overwrote
+    rows still being read (deterministically shown by test/python/test_emulation_all_reduce.py; here a stress:
+    it may pass by luck against that bug, but must never fail with the fixed layout)."""
+    load = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+    for index, (config, first, second) in enumerate(ALTERNATING_ROUNDS):
+        tags = [1000 + 1000 * index + i for i in range(ALTERNATING_CALLS)]
+        sizes = [(first, second)[i % 2] for i in range(ALTERNATING_CALLS)]
+        for numel in (first, second):  # the plans (a signature's first call is collective)
+            warm = rank_data(world.rank, 999, (numel,), torch.bfloat16)
+            _run(warm, poisoned((numel,), torch.bfloat16), "sum", config)
+        xs = [rank_data(world.rank, tag, (numel,), torch.bfloat16) for tag, numel in zip(tags, sizes, strict=True)]
+        outs = [poisoned((numel,), torch.bfloat16) for numel in sizes]
+        sync(f"all_reduce alternating rounds {config.algo}: setup")
+        if world.rank % 2:
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(30):
+                    load = (load @ load).clamp_(-1.0, 1.0)
+        for x, out in zip(xs, outs, strict=True):
+            _run(x, out, "sum", config)
+        torch.cuda.current_stream().wait_stream(side)
+        sync(f"all_reduce alternating rounds {config.algo}")
+        bad = []
+        for i, (tag, numel, out) in enumerate(zip(tags, sizes, outs, strict=True)):
+            ok, detail = close(out, reference_sum(tag, (numel,), torch.bfloat16, world.world_size))
+            if not ok:
+                bad.append(f"call {i} ({numel}): {detail}")
+        what = f"{ALTERNATING_CALLS} calls of {config} alternating {first} / {second} elements on one slot"
+        checks.check(f"{what}: every result", not bad, "; ".join(bad[:3]))
+
+
 def check_all_reduce_graph(checks: Checks, world: rt.World) -> None:
     check_all_reduce_graph_with(checks, world, None)
     if ll_supported():
@@ -643,6 +690,7 @@ GROUPS: dict[str, list[tuple[str, Callable[[Checks, rt.World], None]]]] = {
     "all_reduce": [
         ("all_reduce eager", check_all_reduce_eager),
         ("all_reduce API", check_all_reduce_api),
+        ("all_reduce alternating rounds on one slot", check_all_reduce_alternating_rounds),
         ("all_reduce CUDA graph", check_all_reduce_graph),
         ("all_reduce torch.compile", check_all_reduce_compile),
         ("all_reduce bad input", check_all_reduce_bad_input),
