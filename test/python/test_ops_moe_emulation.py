@@ -51,6 +51,8 @@ def _case_inputs(
         counts = [6, 0, 4][:world]
     elif name == "grow":
         k, counts = 3, [40] * world
+    elif name == "large":  # the GPU test's: several tokens per route count program (64 of them), uneven chunks
+        k, counts = 4, [700, 333, 517][:world]
     xs, idxs, weights = [], [], []
     for tokens in counts:
         xs.append(torch.randn(tokens, hidden, generator=gen).to(torch.bfloat16))

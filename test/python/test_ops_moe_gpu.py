@@ -1,5 +1,6 @@
 """moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases
-(test_ops_moe_emulation.py) on real kernels, two dispatches in flight before their combines (the double-buffered
+(test_ops_moe_emulation.py) on real kernels, hundreds of tokens per rank (``large``: the route count programs'
+prefixes), two dispatches in flight before their combines (the double-buffered
 halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference; fp8
 dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert
 over its capacity, the default whole-row kernels and ``MoeConfig(whole_row=False)``'s chunks at H = 7168 (a
@@ -292,6 +293,11 @@ def _worker(out_dir: str) -> None:
             dispatched = triton_dist.ops.moe_dispatch(*args)
             out = triton_dist.ops.moe_combine(_experts(*dispatched[:1], dispatched[1].recv_expert), dispatched[1])
             check(f"{name}#{number}/{mode}", args, refs, dispatched, out)
+    for mode in ("normal", "low_latency"):  # hundreds of tokens: the route count programs' prefixes carry
+        args, refs = one("large", 40, mode)
+        dispatched = triton_dist.ops.moe_dispatch(*args)
+        out = triton_dist.ops.moe_combine(_experts(*dispatched[:1], dispatched[1].recv_expert), dispatched[1])
+        check(f"large/{mode}", args, refs, dispatched, out)
     for mode in ("normal", "low_latency"):  # two dispatches in flight, then their combines
         (args_a, refs_a), (args_b, refs_b) = one("k8", 11, mode), one("k8", 12, mode)
         first = triton_dist.ops.moe_dispatch(*args_a)

@@ -26,12 +26,15 @@ moe_op = importlib.import_module("triton_dist.ops.moe.op")
 
 _I32 = "*i32"
 SIGNATURES: dict[str, dict[str, str]] = {
-    "route": {
-        **{n: _I32 for n in ("idx_ptr", "tok_pos_ptr", "pair_pos_ptr", "row_ptr", "info_ptr", "epoch_ptr")},
+    "route_count": {
+        **{n: _I32 for n in ("idx_ptr", "tok_pos_ptr", "pair_pos_ptr")},
         "T": "i32",
-        **{n: _I32 for n in ("epochs_ptr", "counts_ptr", "flags_ptr")},
+        "part_ptr": _I32,
+        **{n: "i32" for n in ("W", "E", "L")},
+    },
+    "route": {
+        **{n: _I32 for n in ("row_ptr", "info_ptr", "epoch_ptr", "epochs_ptr", "counts_ptr", "flags_ptr", "part_ptr")},
         "E": "i32",
-        "L": "i32",
     },
     "push": {
         "x_ptr": "*bf16",
@@ -40,7 +43,7 @@ SIGNATURES: dict[str, dict[str, str]] = {
         **{n: _I32 for n in ("tok_pos_ptr", "pair_pos_ptr", "row_ptr", "epoch_ptr")},
         "T": "i32",
         "tokens_ptr": "*bf16",
-        **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr")},
+        **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr", "part_ptr")},
         **{n: "i32" for n in ("H", "CAP", "M", "E")},
     },
     "expand": {
@@ -52,7 +55,7 @@ SIGNATURES: dict[str, dict[str, str]] = {
         "scales_ptr": "*fp32",
         **{n: _I32 for n in ("status_ptr", "epoch_ptr")},
         "tokens_ptr": "*bf16",
-        **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr")},
+        **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr", "table_ptr")},
         **{n: "i32" for n in ("H", "CAP", "M", "L")},
     },
     "combine_push": {
@@ -128,6 +131,8 @@ def test_sm90_flags_are_released_after_the_data_and_acquired_before_reading(low_
         ptx = _compile(name, "sm_90", low_latency)
         acquire, load = _order(ptx, r"ld\.acquire\.sys", r"ld\.global(\.nc)?\.v4\.b32")
         assert 0 <= acquire < load, f"{name}: the wait's acquire comes before the buffers are read"
+    count = _compile("route_count", "sm_90", low_latency)
+    assert "release" not in count and "acquire" not in count, "the route count kernel is local"
     route = _compile("route", "sm_90", low_latency)
     if low_latency:  # purely local: the counts travel with the data
         assert "release.sys" not in route and "acquire.sys" not in route
@@ -153,6 +158,7 @@ def test_gfx942_kernels_compile_with_release_and_acquire(low_latency: bool) -> N
         text = _compile(name, "gfx942", low_latency)
         assert "buffer_inv" in text, f"{name}: the acquire invalidates before reading what peers wrote"
     _compile("route", "gfx942", low_latency)
+    _compile("route_count", "gfx942", low_latency)
 
 
 @pytest.mark.parametrize("low_latency", [False, True])
@@ -337,11 +343,11 @@ def test_launch_plans_are_kept_per_argument_dtype(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setattr(moe_op, "compile_plan", compile_plan)
     monkeypatch.setattr(torch.cuda, "device", lambda device: _Nothing())
-    workspace = moe_op._Workspace(torch.zeros(1), torch.zeros(1), torch.zeros(1))
+    workspace = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
     plan = moe_op._Plan(("key",), "normal", 2, 8, 2, 64, torch.bfloat16, 0, 4, workspace)
     meta = torch.device("meta")
     for dtype in (torch.int32, torch.int64, torch.int32):
-        moe_op._launch(plan, "route", {"idx_ptr": torch.empty(4, 2, dtype=dtype, device=meta), "T": 4}, meta)
+        moe_op._launch(plan, "route_count", {"idx_ptr": torch.empty(4, 2, dtype=dtype, device=meta), "T": 4}, meta)
     assert compiled == [
         "compile torch.int32",
         "launch torch.int32",
@@ -401,8 +407,14 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     """A LaunchPlan passes the per-call arguments by position: the names the op passes must be the kernel's first
     parameters, in the kernel's order (the CPU emulation passes them by name, so it cannot catch this)."""
     seen: dict[str, list[str]] = {}
-    monkeypatch.setattr(moe_op, "_launch", lambda plan, name, leading, device: seen.setdefault(name, list(leading)))
-    ws = moe_op._Workspace(torch.zeros(1), torch.zeros(1), torch.zeros(1))
+
+    def launch(plan: Any, name: str, leading: dict[str, Any], device: torch.device) -> None:
+        seen.setdefault(name, list(leading))
+        if "info_ptr" in leading:  # what the route kernel writes: nothing received, no bad ids
+            leading["info_ptr"].zero_()
+
+    monkeypatch.setattr(moe_op, "_launch", launch)
+    ws = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
     buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
     plan = moe_op._Plan(("k",), mode, 2, 8, 2, 8, torch.float32, 4, 1, ws, buffers)
     monkeypatch.setattr(moe_op, "_plan_for", lambda *args: plan)
@@ -412,7 +424,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
     moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
-    assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route"]
+    assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route", "route_count"]
     for name, names in seen.items():
         kernel = getattr(kernels, f"_{name}_kernel")
         assert names == list(kernel.arg_names[: len(names)]), name

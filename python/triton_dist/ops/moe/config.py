@@ -61,11 +61,19 @@ FP8_AMAX_FLOOR = 1e-4
 FP8_DTYPE = torch.float8_e4m3fn
 """The dtype of fp8 payloads (NVIDIA's e4m3, sm_89 and later; the CPU emulation runs it too)."""
 
-COPY_PROGRAMS = 64
-"""Programs of the push, expand and combine kernels (each strides over tokens; at most the SM count at launch)."""
+COPY_PROGRAMS = 512
+"""The most programs of the push, expand and combine kernels (each strides over tokens); a plan launches one per SM
+(132 on an H100) up to this."""
 BLOCK_H = 1024
 """Elements of the hidden dimension one program moves per step of the chunked loops (rows wider than
 ``MAX_ROW_BLOCK``, or ``MoeConfig(whole_row=False)``; 16-byte vectors when H is a multiple of 16)."""
+ROUTE_PROGRAMS = 64
+"""Programs of the route count kernel: each counts and places ``ceil(T / ROUTE_PROGRAMS)`` consecutive tokens, the
+one-program route kernel turns their counts into prefixes, and push adds a token's program's prefix to its local
+positions (so the positions are those of one serial pass in (token, k) order)."""
+EMULATED_ROUTE_PROGRAMS = 4
+"""Route count programs under the CPU emulation (the kernel uses no primitive, so Triton's interpreter runs its
+programs one after the other): several, so the emulation tests the prefixes over programs."""
 ROUTE_BLOCK_T = 16
 """Tokens per step of the routing kernel's serial prefix (one step builds a [tokens * k, experts] one-hot)."""
 MAX_ROW_BLOCK = 16384
@@ -321,6 +329,14 @@ def flag_layout(programs: int) -> dict[str, int]:
     return {"DATA_FLAGS": data, "COMBINE_FLAGS": combine, "FLAGS": combine + MAX_RANKS * programs}
 
 
+def expand_table(world_size: int, num_experts: int) -> int:
+    """int32 words of the expand kernel's per-program lookup table: ``pow2(W) x pow2(L)`` rows of the sources
+    before each source per local expert, then ``pow2(L)`` expert starts, ``pow2(L)`` row counts and ``pow2(W)`` home
+    slot bases (``L = E / W``)."""
+    wp, lp = pow2(world_size), pow2(num_experts // world_size)
+    return wp * lp + 2 * lp + wp
+
+
 def row_stride(world_size: int, num_experts: int) -> int:
     """The ``ROW`` of the counts matrix: ``[N per rank (pow2(W)) | C per expert (pow2(E)) | bad ids]``, padded to
     16 int32."""
@@ -335,13 +351,17 @@ def kernel_constexprs(
     scales: int = 0,
     dequantize: bool = False,
     row_block: int = 0,
+    route_programs: int = ROUTE_PROGRAMS,
 ) -> dict[str, dict[str, int]]:
     """The compile-time constants of each kernel (without the mode's ``EXCHANGE`` / ``LOW_LATENCY`` and ``WORLD``).
 
     ``scales``: 0 for a payload in x's dtype, else the fp8 scales per token (``fp8_groups(H)``), which ride at the end
     of each token's meta row; ``dequantize``: the expand kernel writes x's dtype from an fp8 payload; ``row_block``:
     0 for the default ``BLOCK_H`` chunks, else ``MoeConfig.row_block(H)`` (a power of two, at least 128 and H): the
-    copy kernels move whole rows (``WHOLE_ROW``). Raises :class:`MoeError` for a ``row_block`` that is neither."""
+    copy kernels move whole rows (``WHOLE_ROW``); ``route_programs``: the route count kernel's grid (a power of two).
+    Raises :class:`MoeError` for a ``row_block`` that is neither, or ``route_programs`` not a power of two."""
+    if route_programs < 1 or route_programs & (route_programs - 1):
+        raise MoeError(f"moe kernels: route_programs must be a power of two, got {route_programs}")
     if row_block and (row_block < FP8_GROUP or row_block & (row_block - 1) or row_block > MAX_ROW_BLOCK):
         raise MoeError(
             f"moe kernels: row_block must be 0 or a power of two in [{FP8_GROUP}, {MAX_ROW_BLOCK}], got {row_block}"
@@ -350,20 +370,26 @@ def kernel_constexprs(
     flags = flag_layout(programs)
     shared = {"WP": pow2(world_size), "EP": pow2(num_experts), "ROW": row_stride(world_size, num_experts)}
     kp = pow2(topk)
+    # Count rows the route kernel scans per step: at most 4096 values, and at least 4 steps (GPUs: 64 programs of
+    # 256 experts take 4 of 16 rows; the emulation's 4 programs 4 of 1, so it runs the carried prefix too).
+    scan_rows = min(max(1, route_programs // 4), max(1, 4096 // shared["EP"]))
     return {
-        "route": {"K": topk, "KP": kp, **shared, "FLAGS": flags["FLAGS"], "BLOCK_T": max(1, 128 // kp)},
+        "route_count": {"K": topk, "KP": kp, **shared, "BLOCK_T": max(1, 128 // kp)},
+        "route": {**shared, "FLAGS": flags["FLAGS"], "PARTS": route_programs, "PB": scan_rows},
         "push": {
             "K": topk,
             **shared,
             "MP": pow2(1 + 3 * topk),
             "FLAGS": flags["FLAGS"],
             "DATA_FLAGS": flags["DATA_FLAGS"],
+            "PARTS": route_programs,
             "BLOCK_H": block,
             "WHOLE_ROW": whole,
             "SCALES": scales,
         },
         "expand": {
             "K": topk,
+            "KP": kp,
             **shared,
             "LP": pow2(num_experts // world_size),
             "FLAGS": flags["FLAGS"],

@@ -1,37 +1,45 @@
 """The MoE dispatch / combine kernels, written for any world size (``dl.num_ranks()`` at run time).
 
-A call moves through five kernels (``op.py`` launches them; ``R`` is the ``ROW`` stride of a counts row):
+A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` stride of a counts row):
 
-1. ``_route_kernel`` (one program, local): reads ``topk_idx``, skips ids outside ``[-1, E)`` (counting them in the
-   status), and computes in one serial pass over the tokens, so the positions come out in (token, k) order:
+1. ``_route_count_kernel`` (``PARTS`` programs, local, no primitive): program ``p`` reads the ``topk_idx`` rows of
+   its ``ceil(T / PARTS)`` consecutive tokens, skips ids outside ``[-1, E)`` (counting them), and computes in one
+   pass over them, in (token, k) order, the *local* positions
 
-   - ``tok_pos[t, d]``: the place of token ``t`` among this rank's tokens bound for rank ``d`` (-1: not bound);
-   - ``pair_pos[t, k]``: the place of pair ``(t, k)`` among this rank's pairs routed to expert ``topk_idx[t, k]``;
-   - the counts row ``[N[me, 0..W) | C[me, 0..E) | bad ids]``: tokens per destination rank, pairs per expert.
+   - ``tok_pos[t, d]``: the place of token ``t`` among the program's tokens bound for rank ``d`` (-1: not bound);
+   - ``pair_pos[t, k]``: the place of pair ``(t, k)`` among the program's pairs routed to expert ``topk_idx[t, k]``;
 
+   and its counts row ``[N per rank | C per expert | bad ids]`` in the local ``parts`` table (one ``ROW`` each).
+2. ``_route_kernel`` (one program): turns ``parts`` into exclusive prefixes over programs, in place (what push
+   adds to each program's local positions, so every position is the one a serial pass over all tokens gives), and
+   writes this rank's counts row ``[N[me, 0..W) | C[me, 0..E) | bad ids]`` and the summary ``info`` (every word).
    In normal mode it also pushes the row into row ``me`` of every rank's symmetric counts matrix, sets its count
    flag on every rank (release) and waits for every rank's (acquire): every rank then holds the whole matrix and
    writes the summary the host reads in its one synchronization (rows and tokens it receives, the buffer sizes
    every rank needs, the bad ids of the whole world).
-2. ``_push_kernel`` (``P`` programs): each token goes once to each destination rank ``d`` it is bound for, into
-   slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t | topk_idx[t] |
-   weights (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots are packed
-   by source); low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the data. Then
-   each program sets its data flag ``(me, program)`` on every rank (release: its pushes come first). With fp8
-   (``SCALES`` > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4) / 448``,
-   IEEE division, rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every destination,
-   its scales written at the end of the meta row.
-3. ``_expand_kernel`` (``P`` programs): waits for every ``(source, program)`` data flag (acquire), then copies each
-   received token, locally, into one row per local expert it was routed to: expert ``l``'s rows start at its
-   offset, then source ``s``'s at ``sum_{s' < s} C[s', me * L + l]``, then the pair's ``pair_pos``. It writes the
-   per-row meta, and per received token the rows combine sums (``comb_rows``, k order) and where its partial goes
-   (``comb_src``: the home rank; ``comb_dst``: the slot there). fp8: it copies the e4m3 bytes and the row's scales,
-   or (``DEQUANT``) writes ``e4m3 value * scale`` in x's dtype. Low-latency: a pair past its expert's ``W * M`` rows
-   is dropped, and pid 0 counts the dropped pairs in status word 2.
-4. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
+3. ``_push_kernel`` (``P`` programs): each token's positions get its count program's prefixes added (``tok_pos`` is
+   written back final: combine's reduce reads it); each token goes once to each destination rank ``d`` it is bound
+   for, into slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t |
+   topk_idx[t] | weights (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots
+   are packed by source); low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the
+   data. Then each program sets its data flag ``(me, program)`` on every rank (release: its pushes come first).
+   With fp8 (``SCALES`` > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4)
+   / 448``, IEEE division, rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every
+   destination, its scales written at the end of the meta row.
+4. ``_expand_kernel`` (``P`` programs): waits for every ``(source, program)`` data flag (acquire), writes its own
+   lookup table (``table``: per source and local expert the rows of the sources before it, the experts' starts and
+   row counts, the home slot bases; a program barrier, then gathers), then copies each received token, locally,
+   into one row per local expert it was routed to: expert ``l``'s rows start at its offset, then source ``s``'s at
+   ``sum_{s' < s} C[s', me * L + l]``, then the pair's ``pair_pos``. A token's meta row is read as vectors and its
+   payload before any store, so its loads are in flight together. It writes the per-row meta, and per received
+   token the rows combine sums (``comb_rows``, k order) and where its partial goes (``comb_src``: the home rank;
+   ``comb_dst``: the slot there). fp8: it copies the e4m3 bytes and the row's scales, or (``DEQUANT``) writes ``e4m3
+   value * scale`` in x's dtype. Low-latency: a pair past its expert's ``W * M`` rows is dropped, pid 0 counts the
+   dropped pairs in status word 2, and the rows past each expert's count get meta -1 and weight 0.
+5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
    every rank.
-5. ``_combine_reduce_kernel`` (``P`` programs): waits for every combine flag, then per home token adds the
+6. ``_combine_reduce_kernel`` (``P`` programs): waits for every combine flag, then per home token adds the
    partials of the ranks it went to, in rank order, in fp32, and stores the sum in ``x``'s dtype. The partial of
    rank ``d`` sits in slot ``cbase(d) + tok_pos[t, d]``: normal ``cbase(d) = sum_{d' < d} N[me, d']``;
    low-latency ``d * M``.
@@ -51,7 +59,8 @@ a peer ``q`` writes parity ``p`` at epoch ``e + 2`` only after waiting, at ``e +
 ``e + 1`` after it finished reading epoch ``e``'s data (stream order: a dispatch's expand precedes the next
 dispatch's route or push; combine ``e``'s reduce precedes dispatch ``e + 2``, the caller's one rule: at most two
 dispatch/combine pairs in flight). A single half would let a peer one call ahead overwrite what this rank still
-reads.
+reads. The local workspaces (``parts``, ``table``) have one half: only this rank's kernels touch them, and stream
+order puts a call's push and expand before the next call's route count.
 
 Each flag round notifies every rank with one ``dl.notify`` to a tensor of ranks when ``WORLD`` (the world size, if a
 power of two) is set, else with a loop (``ops.common.flags.notify_every_rank``, written out in each kernel). The
@@ -69,17 +78,13 @@ import triton_dist.language as dl
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
-def _route_kernel(
+def _route_count_kernel(
     idx_ptr,
     tok_pos_ptr,
     pair_pos_ptr,
-    row_ptr,
-    info_ptr,
-    epoch_ptr,
     T,
-    epochs_ptr,
-    counts_ptr,
-    flags_ptr,
+    part_ptr,
+    W,
     E,
     L,
     K: tl.constexpr,
@@ -87,8 +92,63 @@ def _route_kernel(
     WP: tl.constexpr,
     EP: tl.constexpr,
     ROW: tl.constexpr,
-    FLAGS: tl.constexpr,
     BLOCK_T: tl.constexpr,
+):
+    # Local (no primitive): program p takes tokens [p * chunk, (p + 1) * chunk), chunk = ceil(T / programs).
+    pid = tl.program_id(0)
+    chunk = tl.cdiv(T, tl.num_programs(0))
+    first = pid * chunk
+    last = tl.minimum(first + chunk, T)
+    experts = tl.arange(0, EP)
+    dests = tl.arange(0, WP)
+    slots = tl.arange(0, KP)
+    expert_run = tl.zeros([EP], dtype=tl.int32)
+    dest_run = tl.zeros([WP], dtype=tl.int32)
+    bad = tl.zeros([BLOCK_T, KP], dtype=tl.int32)
+    for t0 in range(first, last, BLOCK_T):
+        tokens = t0 + tl.arange(0, BLOCK_T)
+        inside = (tokens < last)[:, None] & (slots < K)[None, :]
+        idx = tl.load(idx_ptr + tokens[:, None] * K + slots[None, :], mask=inside, other=-1).to(tl.int32)
+        wrong = (idx < -1) | (idx >= E)
+        bad += wrong.to(tl.int32)
+        idx = tl.where(wrong, -1, idx)
+        # Pairs in (token, k) order: the place of each among this program's pairs to its expert.
+        flat = tl.reshape(idx, [BLOCK_T * KP])
+        onehot = (flat[:, None] == experts[None, :]).to(tl.int32)
+        before = tl.cumsum(onehot, axis=0) - onehot + expert_run[None, :]
+        place = tl.sum(onehot * before, axis=1)
+        place = tl.reshape(tl.where(flat >= 0, place, -1), [BLOCK_T, KP])
+        tl.store(pair_pos_ptr + tokens[:, None] * K + slots[None, :], place, mask=inside)
+        expert_run += tl.sum(onehot, axis=0)
+        # Tokens: bound for rank d if any of their experts lives there; their place among this program's to d.
+        dest_of = tl.where(idx >= 0, idx // L, -1)
+        bound = tl.max((dest_of[:, :, None] == dests[None, None, :]).to(tl.int32), axis=1)
+        token_place = tl.where(bound > 0, tl.cumsum(bound, axis=0) - bound + dest_run[None, :], -1)
+        in_world = (tokens < last)[:, None] & (dests < W)[None, :]
+        tl.store(tok_pos_ptr + tokens[:, None] * W + dests[None, :], token_place, mask=in_world)
+        dest_run += tl.sum(bound, axis=0)
+    part = part_ptr + pid * ROW
+    tl.store(part + dests, dest_run)
+    tl.store(part + WP + experts, expert_run)
+    tl.store(part + WP + EP, tl.sum(tl.sum(bad, axis=1), axis=0))
+
+
+@triton.jit
+def _route_kernel(
+    row_ptr,
+    info_ptr,
+    epoch_ptr,
+    epochs_ptr,
+    counts_ptr,
+    flags_ptr,
+    part_ptr,
+    E,
+    WP: tl.constexpr,
+    EP: tl.constexpr,
+    ROW: tl.constexpr,
+    FLAGS: tl.constexpr,
+    PARTS: tl.constexpr,
+    PB: tl.constexpr,
     EXCHANGE: tl.constexpr,
     WORLD: tl.constexpr,
 ):
@@ -100,37 +160,26 @@ def _route_kernel(
     parity = epoch % 2
     experts = tl.arange(0, EP)
     dests = tl.arange(0, WP)
-    slots = tl.arange(0, KP)
     expert_run = tl.zeros([EP], dtype=tl.int32)
     dest_run = tl.zeros([WP], dtype=tl.int32)
-    bad = tl.zeros([BLOCK_T, KP], dtype=tl.int32)
-    for t0 in range(0, T, BLOCK_T):
-        tokens = t0 + tl.arange(0, BLOCK_T)
-        inside = (tokens < T)[:, None] & (slots < K)[None, :]
-        idx = tl.load(idx_ptr + tokens[:, None] * K + slots[None, :], mask=inside, other=-1).to(tl.int32)
-        wrong = (idx < -1) | (idx >= E)
-        bad += wrong.to(tl.int32)
-        idx = tl.where(wrong, -1, idx)
-        # Pairs in (token, k) order: the place of each among this rank's pairs to its expert.
-        flat = tl.reshape(idx, [BLOCK_T * KP])
-        onehot = (flat[:, None] == experts[None, :]).to(tl.int32)
-        before = tl.cumsum(onehot, axis=0) - onehot + expert_run[None, :]
-        place = tl.sum(onehot * before, axis=1)
-        place = tl.reshape(tl.where(flat >= 0, place, -1), [BLOCK_T, KP])
-        tl.store(pair_pos_ptr + tokens[:, None] * K + slots[None, :], place, mask=inside)
-        expert_run += tl.sum(onehot, axis=0)
-        # Tokens: bound for rank d if any of their experts lives there; their place among this rank's tokens to d.
-        dest_of = tl.where(idx >= 0, idx // L, -1)
-        bound = tl.max((dest_of[:, :, None] == dests[None, None, :]).to(tl.int32), axis=1)
-        token_place = tl.where(bound > 0, tl.cumsum(bound, axis=0) - bound + dest_run[None, :], -1)
-        in_world = (tokens < T)[:, None] & (dests < ranks)[None, :]
-        tl.store(tok_pos_ptr + tokens[:, None] * ranks + dests[None, :], token_place, mask=in_world)
-        dest_run += tl.sum(bound, axis=0)
-    bad_ids = tl.sum(tl.sum(bad, axis=1), axis=0)
+    bad_ids = tl.sum(tl.zeros([PB], dtype=tl.int32), axis=0)
+    # The count programs' rows become exclusive prefixes over programs, in place: what push adds to each program's
+    # local positions.
+    parts = tl.arange(0, PB)
+    for p0 in range(0, PARTS, PB):
+        part = part_ptr + (p0 + parts)[:, None] * ROW
+        n = tl.load(part + dests[None, :])
+        c = tl.load(part + WP + experts[None, :])
+        bad_ids += tl.sum(tl.load(part_ptr + (p0 + parts) * ROW + WP + EP), axis=0)
+        tl.store(part + dests[None, :], tl.cumsum(n, axis=0) - n + dest_run[None, :])
+        tl.store(part + WP + experts[None, :], tl.cumsum(c, axis=0) - c + expert_run[None, :])
+        dest_run += tl.sum(n, axis=0)
+        expert_run += tl.sum(c, axis=0)
     tl.store(row_ptr + dests, dest_run, mask=dests < ranks)
     tl.store(row_ptr + WP + experts, expert_run, mask=experts < E)
     tl.store(row_ptr + WP + EP, bad_ids)
-    tl.store(info_ptr + 4, bad_ids)  # the status, word 0: this rank's skipped ids
+    words = tl.arange(0, 8)
+    info = tl.where(words == 4, bad_ids, 0)  # the status, word 0: this rank's skipped ids; the rest 0
     if EXCHANGE:
         matrix = counts_ptr + parity * WP * ROW
         for peer in range(0, ranks):
@@ -149,14 +198,16 @@ def _route_kernel(
         sources = tl.arange(0, WP)
         live = (sources < ranks)[:, None] & (dests < ranks)[None, :]
         n = tl.load(matrix + sources[:, None] * ROW + dests[None, :], mask=live, other=0)  # N[source, dest]
-        mine = (sources < ranks)[:, None] & (experts >= me * L)[None, :] & (experts < (me + 1) * L)[None, :]
+        mine = (sources < ranks)[:, None] & (experts >= me * (E // ranks))[None, :]
+        mine = mine & (experts < (me + 1) * (E // ranks))[None, :]
         c = tl.load(matrix + sources[:, None] * ROW + WP + experts[None, :], mask=mine, other=0)
         world_bad = tl.sum(tl.load(matrix + sources * ROW + WP + EP, mask=sources < ranks, other=0), axis=0)
-        tl.store(info_ptr + 0, tl.sum(tl.sum(c, axis=1), axis=0))  # rows this rank receives
-        tl.store(info_ptr + 1, tl.sum(tl.sum(tl.where(dests[None, :] == me, n, 0), axis=1), axis=0))  # tokens
-        tl.store(info_ptr + 2, tl.max(tl.sum(n, axis=0), axis=0))  # token slots the busiest receiver needs
-        tl.store(info_ptr + 3, tl.max(tl.sum(n, axis=1), axis=0))  # combine slots the busiest home rank needs
-        tl.store(info_ptr + 5, world_bad)
+        info = tl.where(words == 0, tl.sum(tl.sum(c, axis=1), axis=0), info)  # rows this rank receives
+        info = tl.where(words == 1, tl.sum(tl.sum(tl.where(dests[None, :] == me, n, 0), axis=1), axis=0), info)
+        info = tl.where(words == 2, tl.max(tl.sum(n, axis=0), axis=0), info)  # token slots the busiest receiver needs
+        info = tl.where(words == 3, tl.max(tl.sum(n, axis=1), axis=0), info)  # combine slots the busiest home needs
+        info = tl.where(words == 5, world_bad, info)
+    tl.store(info_ptr + words, info)
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
@@ -173,6 +224,7 @@ def _push_kernel(
     meta_ptr,
     counts_ptr,
     flags_ptr,
+    part_ptr,
     H,
     CAP,
     M,
@@ -184,6 +236,7 @@ def _push_kernel(
     ROW: tl.constexpr,
     FLAGS: tl.constexpr,
     DATA_FLAGS: tl.constexpr,
+    PARTS: tl.constexpr,
     BLOCK_H: tl.constexpr,
     WHOLE_ROW: tl.constexpr,
     SCALES: tl.constexpr,
@@ -209,17 +262,26 @@ def _push_kernel(
             base += tl.load(matrix + source * ROW + dests, mask=dests < ranks, other=0)
     cols = tl.arange(0, MP)
     h = tl.arange(0, BLOCK_H)
+    chunk = tl.cdiv(T, PARTS)  # the route count programs' token ranges
     for t in range(pid, T, programs):
+        if WHOLE_ROW:  # the row loaded once, before any store, then stored to every destination
+            values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H, other=0.0)
         is_idx = (cols >= 1) & (cols <= K)
         is_w = (cols > K) & (cols <= 2 * K)
-        is_pos = (cols > 2 * K) & (cols < META)
+        is_pos = (cols > 2 * K) & (cols < 1 + 3 * K)  # (META also counts the fp8 scales)
         row = tl.where(is_idx, tl.load(idx_ptr + t * K + cols - 1, mask=is_idx, other=0).to(tl.int32), t)
         weights = tl.load(w_ptr + t * K + cols - 1 - K, mask=is_w, other=0.0).to(tl.float32)
         row = tl.where(is_w, weights.to(tl.int32, bitcast=True), row)
-        row = tl.where(is_pos, tl.load(pair_pos_ptr + t * K + cols - 1 - 2 * K, mask=is_pos, other=0), row)
-        places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
-        if SCALES == 0 and WHOLE_ROW:  # the row loaded once, before any store, then stored to every destination
-            values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H)
+        # The route count program's local positions plus what the programs before it counted (its prefix row).
+        prefix = part_ptr + (t // chunk) * ROW
+        local_pos = tl.load(pair_pos_ptr + t * K + cols - 1 - 2 * K, mask=is_pos, other=-1)
+        pair_expert = tl.load(idx_ptr + t * K + cols - 1 - 2 * K, mask=is_pos & (local_pos >= 0), other=0).to(tl.int32)
+        pos = local_pos + tl.load(prefix + WP + pair_expert, mask=is_pos & (local_pos >= 0), other=0)
+        row = tl.where(is_pos, tl.where(local_pos >= 0, pos, -1), row)
+        local_places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
+        in_prefix = tl.load(prefix + dests, mask=(dests < ranks) & (local_places >= 0), other=0)
+        places = tl.where(local_places >= 0, local_places + in_prefix, -1)
+        if SCALES == 0 and WHOLE_ROW:
             for dest in range(0, ranks):
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
@@ -250,8 +312,12 @@ def _push_kernel(
             groups = tl.arange(0, GB)
             for h0 in range(0, H, BLOCK_H):
                 offs = h0 + h
-                values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H, other=0.0).to(tl.float32)
-                grouped = tl.reshape(values, [GB, 128])
+                if WHOLE_ROW:  # loaded at the top (the loop runs once)
+                    chunk_values = values.to(tl.float32)
+                else:
+                    chunk_values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H, other=0.0)
+                    chunk_values = chunk_values.to(tl.float32)
+                grouped = tl.reshape(chunk_values, [GB, 128])
                 amax = tl.maximum(tl.max(tl.abs(grouped), axis=1), 1e-4)  # config.FP8_AMAX_FLOOR
                 scale = tl.div_rn(amax, 448.0)  # config.FP8_MAX
                 v = tl.div_rn(grouped, scale[:, None])
@@ -272,6 +338,7 @@ def _push_kernel(
                         tl.store(remote_row + offs, q, mask=offs < H)
                         remote_meta = dl.symm_at(meta_buf + slot * META, dest)
                         tl.store(remote_meta + 1 + 3 * K + group_ids, scale_bits, mask=group_ids < SCALES)
+        tl.store(tok_pos_ptr + t * ranks + dests, places, mask=dests < ranks)  # final: combine's reduce reads it
     if LOW_LATENCY:
         if pid == 0:  # this rank's counts row travels with the data (no exchange before)
             experts = tl.arange(0, EP)
@@ -311,11 +378,13 @@ def _expand_kernel(
     meta_ptr,
     counts_ptr,
     flags_ptr,
+    table_ptr,
     H,
     CAP,
     M,
     L,
     K: tl.constexpr,
+    KP: tl.constexpr,
     WP: tl.constexpr,
     LP: tl.constexpr,
     EP: tl.constexpr,
@@ -364,8 +433,23 @@ def _expand_kernel(
         tl.store(offsets_out_ptr + locals_, expert_start, mask=locals_ < L)
         tl.store(src_offsets_ptr + locals_[None, :] * ranks + sources[:, None], before_source, mask=live)
         tl.store(recv_tokens_ptr, tl.sum(received, axis=0))
+    # This program's lookup table (global memory, read back after a program barrier): a pair's row is a gather,
+    # [before_source (WP x LP) | expert_start (LP) | rows per expert (LP) | home slot base per source (WP)].
+    TABLE: tl.constexpr = WP * LP + 2 * LP + WP
+    table = table_ptr + pid * TABLE
+    tl.store(table + sources[:, None] * LP + locals_[None, :], before_source)
+    tl.store(table + WP * LP + locals_, expert_start)
+    tl.store(table + WP * LP + LP + locals_, per_expert)
+    if not LOW_LATENCY:  # home rank s packs its partials by the rank they come from: sum_{d < me} N[s, d] first
+        dests = tl.arange(0, WP)
+        before_me = (sources < ranks)[:, None] & (dests < me)[None, :]
+        n = tl.load(matrix + sources[:, None] * ROW + dests[None, :], mask=before_me, other=0)
+        tl.store(table + WP * LP + 2 * LP + sources, tl.sum(n, axis=1))
+    tl.debug_barrier()  # the table's stores are visible to every thread of the program
     h = tl.arange(0, BLOCK_H)
     GB: tl.constexpr = BLOCK_H // 128
+    ks = tl.arange(0, KP)
+    in_k = ks < K
     for i in range(pid, slots, programs):
         if LOW_LATENCY:
             source = i // M
@@ -376,19 +460,16 @@ def _expand_kernel(
         n_source = tl.sum(tl.where(sources == source, received, 0), axis=0)
         valid = j < n_source
         if valid:
-            home_token = tl.load(meta_buf + i * META)
-            if LOW_LATENCY:
-                home_slot = me * M + j
-            else:  # home rank `source` packs its partials by the rank they come from
-                home_slot = j
-                for d in range(0, me):
-                    home_slot += tl.load(matrix + source * ROW + d)
-            tl.store(comb_src_ptr + i, source)
-            tl.store(comb_dst_ptr + i, home_slot)
+            # Every load of the received token first (its meta row as vectors, its payload), then the table's.
+            meta_row = meta_buf + i * META
+            home_token = tl.load(meta_row)
+            ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
+            weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
+            places = tl.load(meta_row + 1 + 2 * K + ks, mask=in_k, other=0)
             if WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
                 if DEQUANT:
                     group_ids = tl.arange(0, GB)
-                    scale_bits = tl.load(meta_buf + i * META + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                    scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
                     scale = scale_bits.to(tl.float32, bitcast=True)
                     values = tl.load(token_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
                     grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
@@ -397,63 +478,78 @@ def _expand_kernel(
                     whole = tl.load(token_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
                     if SCALES > 0:
                         groups = tl.arange(0, SP)
-                        scale_bits = tl.load(meta_buf + i * META + 1 + 3 * K + groups, mask=groups < SCALES)
+                        scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
                         whole_scales = scale_bits.to(tl.float32, bitcast=True)
+            local = ids - me * L
+            mine = in_k & (ids >= 0) & (local >= 0) & (local < L)
+            at = tl.where(mine, local, 0)
+            within = tl.load(table + source * LP + at, mask=mine, other=0) + places  # row within expert `local`
+            start = tl.load(table + WP * LP + at, mask=mine, other=0)
+            if LOW_LATENCY:  # past the expert's capacity: dropped (counted in the status)
+                rows = tl.where(mine & (within < ranks * M), within + start, -1)
+                home_slot = me * M + j
+            else:
+                rows = tl.where(mine, within + start, -1)
+                home_slot = j + tl.load(table + WP * LP + 2 * LP + source)
+            tl.store(comb_src_ptr + i, source)
+            tl.store(comb_dst_ptr + i, home_slot)
+            got = rows >= 0
+            row_at = tl.where(got, rows, 0)
+            tl.store(src_rank_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + source, mask=got)
+            tl.store(src_token_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + home_token, mask=got)
+            tl.store(expert_ptr + row_at, ids, mask=got)
+            tl.store(weight_ptr + row_at, weight_bits.to(tl.float32, bitcast=True), mask=got)
+            tl.store(slot_ptr + row_at, ks, mask=got)
+            tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
             for k in range(0, K):
-                expert = tl.load(meta_buf + i * META + 1 + k)
-                local = expert - me * L
-                row = -1
-                if (local >= 0) & (local < L) & (expert >= 0):
-                    weight = tl.load(meta_buf + i * META + 1 + K + k).to(tl.float32, bitcast=True)
-                    place = tl.load(meta_buf + i * META + 1 + 2 * K + k)
-                    at = (sources == source)[:, None] & (locals_ == local)[None, :]
-                    row = tl.sum(tl.sum(tl.where(at, before_source, 0), axis=1), axis=0) + place
-                    start = tl.sum(tl.where(locals_ == local, expert_start, 0), axis=0)
-                    if LOW_LATENCY:  # past the expert's capacity: dropped (counted in the status)
-                        row = tl.where(row < ranks * M, row + start, -1)
-                    else:
-                        row += start
-                    if row >= 0:
-                        tl.store(src_rank_ptr + row, source)
-                        tl.store(src_token_ptr + row, home_token)
-                        tl.store(expert_ptr + row, expert)
-                        tl.store(weight_ptr + row, weight)
-                        tl.store(slot_ptr + row, k)
-                        if WHOLE_ROW:
-                            tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
-                            if SCALES > 0:
-                                if not DEQUANT:  # fp8 kept: the row's scales go with it
-                                    groups = tl.arange(0, SP)
-                                    tl.store(
-                                        scales_ptr + row.to(tl.int64) * SCALES + groups,
-                                        whole_scales,
-                                        mask=groups < SCALES,
-                                    )
-                        elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
-                            for h0 in range(0, H, BLOCK_H):
-                                offs = h0 + h
-                                values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
-                                group_ids = h0 // 128 + tl.arange(0, GB)
-                                scale_bits = tl.load(
-                                    meta_buf + i * META + 1 + 3 * K + group_ids, mask=group_ids < SCALES
-                                )
-                                scale = scale_bits.to(tl.float32, bitcast=True)
-                                grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
-                                out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
-                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
-                        else:
-                            for h0 in range(0, H, BLOCK_H):
-                                offs = h0 + h
-                                values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
-                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
-                            if SCALES > 0:  # fp8 kept: the row's scales go with it
+                row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
+                if row >= 0:
+                    if WHOLE_ROW:
+                        tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
+                        if SCALES > 0:
+                            if not DEQUANT:  # fp8 kept: the row's scales go with it
                                 groups = tl.arange(0, SP)
-                                scale_bits = tl.load(meta_buf + i * META + 1 + 3 * K + groups, mask=groups < SCALES)
-                                scale = scale_bits.to(tl.float32, bitcast=True)
-                                tl.store(scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES)
-                tl.store(comb_rows_ptr + i * K + k, row)
+                                tl.store(
+                                    scales_ptr + row.to(tl.int64) * SCALES + groups, whole_scales, mask=groups < SCALES
+                                )
+                    elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
+                        for h0 in range(0, H, BLOCK_H):
+                            offs = h0 + h
+                            values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
+                            group_ids = h0 // 128 + tl.arange(0, GB)
+                            scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                            scale = scale_bits.to(tl.float32, bitcast=True)
+                            grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                            out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
+                            tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+                    else:
+                        for h0 in range(0, H, BLOCK_H):
+                            offs = h0 + h
+                            values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
+                            tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
+                        if SCALES > 0:  # fp8 kept: the row's scales go with it
+                            groups = tl.arange(0, SP)
+                            scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                            scale = scale_bits.to(tl.float32, bitcast=True)
+                            tl.store(scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES)
         else:  # a low-latency slot nobody filled this call
             tl.store(comb_src_ptr + i, -1)
+    if LOW_LATENCY:  # the rows past each expert's count read as "no row": meta -1, weight 0 (recv_x left as it is)
+        FILL: tl.constexpr = 256
+        fill = tl.arange(0, FILL)
+        per_expert_rows = ranks * M
+        for r0 in range(pid * FILL, L * per_expert_rows, programs * FILL):
+            r = r0 + fill
+            expert_of = r // per_expert_rows
+            inside = r < L * per_expert_rows
+            count = tl.load(table + WP * LP + LP + expert_of, mask=inside, other=0)
+            empty = inside & (r - expert_of * per_expert_rows >= count)
+            none = tl.full([FILL], -1, tl.int32)
+            tl.store(src_rank_ptr + r, none, mask=empty)
+            tl.store(src_token_ptr + r, none, mask=empty)
+            tl.store(expert_ptr + r, none, mask=empty)
+            tl.store(slot_ptr + r, none, mask=empty)
+            tl.store(weight_ptr + r, tl.zeros([FILL], dtype=tl.float32), mask=empty)
 
 
 @triton.jit(do_not_specialize=["slots"])  # one compiled kernel for every slots

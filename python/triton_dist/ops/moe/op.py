@@ -17,6 +17,7 @@ which keeps the symmetric heap in step). Low-latency mode never synchronizes: it
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +34,9 @@ from triton_dist.ops.common.launch import compile_plan
 from triton_dist.ops.moe import kernels
 from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
+    EMULATED_ROUTE_PROGRAMS,
     FP8_DTYPE,
+    ROUTE_PROGRAMS,
     STATUS_BAD_EXPERT,
     STATUS_OVERFLOW,
     MoeConfig,
@@ -43,6 +46,7 @@ from triton_dist.ops.moe.config import (
     capacity,
     check_combine_input,
     check_inputs,
+    expand_table,
     fp8_groups,
     kernel_constexprs,
     pow2,
@@ -55,6 +59,22 @@ EMULATED_PROGRAMS = 1
 (Triton 3.6's interpreter, as patched by ``runtime/emulation/interpreter_fixes.py``) intermittently fails a
 ``range`` over a run-time value at a kernel's first loop with "only 0-dimensional arrays can be converted to
 Python scalars" (its ``tensor.__index__`` is briefly the unpatched one while another program runs a primitive)."""
+PHASES = ("start", "route", "sync", "push", "alloc", "expand")
+"""The points of a normal-mode dispatch a phase hook is called at (:func:`set_phase_hook`), in order: before the
+route kernel, after its launch, after the host synchronization, after the push launch, after the outputs are
+allocated (while push runs), after the expand launch."""
+_phase_hook: Callable[[str], object] | None = None
+
+
+def set_phase_hook(hook: Callable[[str], object] | None) -> Callable[[str], object] | None:
+    """Call ``hook(phase)`` at each of :data:`PHASES` in every normal-mode dispatch from now on (None: stop); returns
+    the hook it replaces. For measurements (``bench/moe.py`` records a CUDA event at each point); the hook runs on
+    the host, inside the dispatch."""
+    global _phase_hook
+    previous, _phase_hook = _phase_hook, hook
+    return previous
+
+
 INFO_WORDS = 8
 """The route kernel's summary: rows received, tokens received, token slots and combine slots the busiest rank
 needs, then the status (this rank's bad ids at 4, the world's at 5 in normal mode)."""
@@ -63,11 +83,14 @@ needs, then the status (this rank's bad ids at 4, the world's at 5 in normal mod
 @dataclass(frozen=True)
 class _Workspace:
     """Fixed-size state of a signature: int32 epoch counter (local), flags and counts matrix (symmetric, two
-    parities each)."""
+    parities each), the expand kernel's lookup tables (local, one per program: ``config.expand_table``), the route
+    count programs' counts, then prefixes (local, one ``ROW`` each)."""
 
     epochs: torch.Tensor
     flags: torch.Tensor
     counts: torch.Tensor
+    table: torch.Tensor
+    parts: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -111,7 +134,9 @@ class _Plan:
     launches: dict[str, _Launch] = field(default_factory=dict)
     fp8: bool = False
     row_block: int = 0
-    """``MoeConfig.row_block(H)``: 0 for the default chunks, else the whole-row ``BLOCK_H``."""
+    """``MoeConfig.row_block(H)``: 0 for chunks, else the whole-row ``BLOCK_H``."""
+    route_programs: int = ROUTE_PROGRAMS
+    """The route count kernel's programs (``config.ROUTE_PROGRAMS``; fewer under the emulation)."""
 
     @property
     def low_latency(self) -> bool:
@@ -155,7 +180,7 @@ def _signature(
     return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row)
 
 
-def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int) -> _Plan:
+def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int) -> _Plan:
     mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row = key
     size = world.world_size
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
@@ -165,12 +190,15 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int) -> _Plan:
             epochs=torch.zeros(1, dtype=torch.int32, device=world.device),
             flags=rt.zeros(2, flags, dtype=torch.int32),
             counts=rt.zeros(2, pow2(size), row_stride(size, num_experts), dtype=torch.int32),
+            table=torch.empty(programs, expand_table(size, num_experts), dtype=torch.int32, device=world.device),
+            parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
         return made
 
     workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
+    plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     if plan.low_latency:
         _grow(plan, size * plan.max_tokens, size * plan.max_tokens)
@@ -217,24 +245,35 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
     # An fp8 plan's expand writes fp8 rows and their scales, or dequantizes into recv_x's dtype (a launch each).
     dequantize = plan.fp8 and name == "expand" and leading["recv_ptr"].dtype != FP8_DTYPE
     constexprs = kernel_constexprs(
-        plan.world_size, plan.num_experts, plan.topk, plan.programs, plan.scales, dequantize, plan.row_block
+        plan.world_size,
+        plan.num_experts,
+        plan.topk,
+        plan.programs,
+        plan.scales,
+        dequantize,
+        plan.row_block,
+        plan.route_programs,
     )[name]
     world = {"WORLD": notify_world(plan.world_size)}
     fixed: dict[str, Any]
-    if name == "route":
-        fixed = {"epochs_ptr": ws.epochs, "counts_ptr": ws.counts, "flags_ptr": ws.flags}
-        fixed |= {"E": plan.num_experts, "L": plan.local_experts, "EXCHANGE": not plan.low_latency, **world}
+    if name == "route_count":  # local: no world constants
+        fixed = {"part_ptr": ws.parts, "W": plan.world_size, "E": plan.num_experts, "L": plan.local_experts}
+        grid = (plan.route_programs, 1, 1)
+    elif name == "route":
+        fixed = {"epochs_ptr": ws.epochs, "counts_ptr": ws.counts, "flags_ptr": ws.flags, "part_ptr": ws.parts}
+        fixed |= {"E": plan.num_experts, "EXCHANGE": not plan.low_latency, **world}
         grid = (1, 1, 1)
     else:
         assert buffers is not None  # sized before the data kernels
         slots = {"H": plan.hidden, "CAP": buffers.token_slots}
         if name == "push":
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
-            fixed |= {"flags_ptr": ws.flags, **slots, "M": plan.max_tokens, "E": plan.num_experts}
+            fixed |= {"flags_ptr": ws.flags, "part_ptr": ws.parts, **slots, "M": plan.max_tokens, "E": plan.num_experts}
             fixed |= {"LOW_LATENCY": plan.low_latency, **world}
         elif name == "expand":
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
-            fixed |= {"flags_ptr": ws.flags, **slots, "M": plan.max_tokens, "L": plan.local_experts}
+            fixed |= {"flags_ptr": ws.flags, "table_ptr": ws.table, **slots, "M": plan.max_tokens}
+            fixed |= {"L": plan.local_experts}
             fixed |= {"LOW_LATENCY": plan.low_latency}
         elif name == "combine_push":
             fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
@@ -272,7 +311,9 @@ def _plan_for(
     if plan is not None:
         return plan
     world = _world()
-    programs = EMULATED_PROGRAMS if _emulated(world) else min(COPY_PROGRAMS, sm_count(x.device))
+    emulated = _emulated(world)
+    programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, sm_count(x.device))  # one per SM
+    route_programs = EMULATED_ROUTE_PROGRAMS if emulated else ROUTE_PROGRAMS
     described = {
         "mode": mode,
         "hidden": x.shape[1],
@@ -281,10 +322,11 @@ def _plan_for(
         "topk": topk_idx.shape[1],
         "max_tokens_per_rank": max_tokens,
         "programs": programs,
+        "route_programs": route_programs,
         "fp8": fp8,
         "whole_row": whole_row,
     }
-    return _plans.build(key, described, lambda: _make_plan(key, world, programs))
+    return _plans.build(key, described, lambda: _make_plan(key, world, programs, route_programs))
 
 
 def _dispatch(
@@ -302,22 +344,30 @@ def _dispatch(
     fp8 scales of the rows, or an empty tensor)."""
     plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row)
     device, size, topk = x.device, plan.world_size, plan.topk
+    mark = None if plan.low_latency else _phase_hook
+    if mark is not None:
+        mark("start")
     x, topk_idx, topk_weights = _aligned(x), _aligned(topk_idx), _aligned(topk_weights)
     tokens = x.shape[0]
     ints = {"dtype": torch.int32, "device": device}
     tok_pos = torch.empty(tokens, size, **ints)
     pair_pos = torch.empty(tokens, topk, **ints)
     row = torch.empty(row_stride(size, num_experts), **ints)
-    info = torch.zeros(INFO_WORDS, **ints)
+    info = torch.empty(INFO_WORDS, **ints)  # the route kernel writes every word
     epoch = torch.empty(1, **ints)
-    route = {"idx_ptr": topk_idx, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos, "row_ptr": row}
-    _launch(plan, "route", {**route, "info_ptr": info, "epoch_ptr": epoch, "T": tokens}, device)
+    route = {"idx_ptr": topk_idx, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos, "T": tokens}
+    _launch(plan, "route_count", route, device)
+    _launch(plan, "route", {"row_ptr": row, "info_ptr": info, "epoch_ptr": epoch}, device)
+    if mark is not None:
+        mark("route")
     experts = plan.local_experts
     if plan.low_latency:
         rows_shape: tuple[int, ...] = (experts, size * plan.max_tokens)
         received = size * plan.max_tokens
     else:
         summary = info.tolist()  # the one host synchronization: the counts every rank exchanged
+        if mark is not None:
+            mark("sync")
         if summary[5]:
             raise MoeStatusError(
                 f"moe_dispatch: {summary[5]} topk_idx entries over all ranks (this rank: {summary[4]}) are not "
@@ -325,23 +375,26 @@ def _dispatch(
             )
         _grow(plan, summary[2], summary[3])
         rows_shape, received = (summary[0],), summary[1]
+    # Push first: it needs none of the outputs, so the host allocates them while it runs (normal mode: the GPU
+    # would otherwise idle through them after the synchronization).
+    push = {"x_ptr": x, "idx_ptr": topk_idx, "w_ptr": topk_weights, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos}
+    _launch(plan, "push", {**push, "row_ptr": row, "epoch_ptr": epoch, "T": tokens}, device)
+    if mark is not None:
+        mark("push")
     payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
     recv_x = torch.empty(*rows_shape, plan.hidden, dtype=payload, device=device)
     kept_scales = fp8 and not dequantize
     scales = torch.empty(*rows_shape, plan.scales, dtype=torch.float32, device=device) if kept_scales else None
+    # Low-latency rows nobody fills this call read as "no row" (-1 / 0): the expand kernel writes them too.
     src_rank, src_token, expert, slot = (torch.empty(rows_shape, **ints) for _ in range(4))
     weights = torch.empty(rows_shape, dtype=torch.float32, device=device)
-    if plan.low_latency:  # rows nobody fills this call read as "no row" (the kernels write only the filled ones)
-        for meta in (src_rank, src_token, expert, slot):
-            meta.fill_(-1)
-        weights.zero_()
     comb_rows = torch.empty(received, topk, **ints)
     comb_src, comb_dst = torch.empty(received, **ints), torch.empty(received, **ints)
     counts, offsets = torch.empty(experts, **ints), torch.empty(experts, **ints)
     src_offsets = torch.empty(experts, size, **ints)
     recv_tokens = torch.empty((), **ints)
-    push = {"x_ptr": x, "idx_ptr": topk_idx, "w_ptr": topk_weights, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos}
-    _launch(plan, "push", {**push, "row_ptr": row, "epoch_ptr": epoch, "T": tokens}, device)
+    if mark is not None:
+        mark("alloc")
     expand = {
         "recv_ptr": recv_x,
         "src_rank_ptr": src_rank,
@@ -361,6 +414,8 @@ def _dispatch(
         "epoch_ptr": epoch,
     }
     _launch(plan, "expand", expand, device)
+    if mark is not None:
+        mark("expand")
     status = info[4:]
     if scales is None:
         scales = torch.empty(0, dtype=torch.float32, device=device)
