@@ -38,6 +38,10 @@ Per row: dispatch and combine µs three ways (max over ranks of the median of ``
   the host (normal-mode dispatch, ours and the baselines) has none, nor does the NVSHMEM phase. Host µs of a
   combine repeat one dispatch's combine (the host work does not depend on the data).
 
+Phases of ours' normal dispatch at every ``--tokens``: CUDA events at the points ``ops.moe.op.set_phase_hook`` names
+(route kernels / host synchronization / push / allocations past push / expand), the median of each interval over
+``--reps`` calls, max over ranks, printed as ``RESULT ours normal T=... dispatch phases`` lines and kept as notes.
+
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
 once against ``triton_dist.ops.moe.reference_*`` before timing, and at every size ours, NCCL and NVSHMEM against the
@@ -938,12 +942,51 @@ class Bench:
         if tokens in a.tokens:
             row = self.timed_row(OURS, "normal", tokens, ours_dispatch, ours_combine, nbytes, host=(None, ours_combine))
             row["verified"] = f"{verified.get(f'{OURS}/normal', '—')}; this size: {ours_ok}"
+            row["phases"] = self.phases(tokens, ours_dispatch)
             self.rows.append(row)
             if self.chunked is not None:
                 self.chunked_normal(tokens, x, idx, w, nbytes, verified)
         row = self.timed_row(NCCL, "normal", tokens, nccl_dispatch, nccl_combine, nbytes, host=(None, nccl_combine))
         row["verified"] = f"{verified.get(f'{NCCL}/normal', '—')}; this size: {nccl_ok}"
         self.rows.append(row)
+
+    def phases(self, tokens: int, dispatch: Callable[[], object]) -> dict[str, float]:
+        """Normal dispatch split into its phases: a CUDA event at each point ``op.set_phase_hook`` names
+        (``op.PHASES``) over ``--reps`` calls, each after a device barrier; per interval (named by the point it ends
+        at) the median, max over ranks; printed as a RESULT line and kept as a note. The intervals: ``route`` the
+        host's inputs and the route kernel, ``sync`` the host synchronization after it (the GPU idle), ``push`` the
+        push kernel (with the host's buffer check and launch before it), ``alloc`` what of the host's allocations
+        outlasts push (the GPU idle), ``expand`` the expand kernel."""
+        from triton_dist.ops.moe import op as moe_op
+        from triton_dist.testing import max_over_ranks
+
+        events: list[tuple[str, torch.cuda.Event]] = []
+
+        def hook(phase: str) -> None:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            events.append((phase, event))
+
+        samples: dict[str, list[float]] = {phase: [] for phase in moe_op.PHASES[1:]}
+        previous = moe_op.set_phase_hook(hook)
+        try:
+            for _ in range(self.args.reps + 2):  # the first two: warm-up
+                self.barrier()
+                events.clear()
+                dispatch()
+                torch.cuda.synchronize()
+                for (_, begin), (phase, end) in zip(events, events[1:], strict=False):
+                    samples[phase].append(begin.elapsed_time(end) * 1e3)
+        finally:
+            moe_op.set_phase_hook(previous)
+        medians = {
+            phase: max_over_ranks(statistics.median(v[2:]) if len(v) > 2 else -1.0) for phase, v in samples.items()
+        }
+        text = ", ".join(f"{phase} {us:.1f}" for phase, us in medians.items())
+        log0(f"RESULT {OURS} normal T={tokens} dispatch phases µs (device, median, max over ranks): {text} "
+             f"(sum {sum(medians.values()):.1f})")  # fmt: skip
+        self.extras["notes"].append(f"{OURS} normal dispatch at {tokens} tokens, phases (µs, CUDA events): {text}")
+        return medians
 
     def chunked_normal(
         self, tokens: int, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, nbytes: float, verified: dict[str, str]
