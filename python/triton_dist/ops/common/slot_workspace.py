@@ -12,8 +12,12 @@ to program ``c`` of the other ranks. A slot holds:
   and waited on with ``dl.wait(..., waitValue=epoch)``.
 - ``region_bytes`` bytes of symmetric **data** that peers read or write through ``dl.symm_at``.
 
-Because a slot is used by one program index only, two calls with different sizes or grids never touch each other's
-data: the ordering argument of each kernel (see ``all_reduce.py``) only needs program ``c``'s rounds on all ranks.
+A slot is used by one program index only, so the ordering argument of each kernel (see
+``ops/all_reduce/kernels.py``) only needs program ``c``'s rounds on all ranks. That argument holds only if a slot's
+layout (its halves, and each sender's block in them) is the same in every call: a kernel must place them by the
+region's size, never by the call's rows per round, or a call of another size puts one half over the half a slow
+peer still reads for the previous call (test/python/test_emulation_all_reduce.py and the ``peer_ahead_by_a_call``
+case of test/python/test_emulation_ar_rmsnorm.py run such a late peer).
 
 Workspaces are allocated on the first call (a collective: every rank makes its first call of an op together) and
 live until ``triton_dist.finalize()``. They cannot be created while a CUDA graph is being captured (zeroing the
