@@ -15,6 +15,9 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   steps, the default before whole rows), normal mode at every ``--tokens`` and low-latency mode graphed and eager,
   each row beside the default's. Its plan has buffers of its own: at 16384 tokens per rank and H 7168 both plans
   need about 2.8 GB each of the heap (``--heap 12G`` leaves room).
+- **ours 2 programs/SM** (unless ``--skip-programs``): ``config=MoeConfig(programs_per_sm=2)``, twice the default's
+  copy programs, normal mode at 4096 tokens (or the largest ``--tokens`` below it) and low-latency mode graphed and
+  eager, beside the default's rows.
 - **NCCL**: :class:`A2ADispatcher` over ``dist.all_to_all_single``, written the usual way with the care ours gets:
   route on the device (tokens per destination rank and pairs per expert, no host sync), one counts exchange, one
   host synchronization for the split sizes, each token packed once per destination rank with its ids and weights in
@@ -84,6 +87,8 @@ NONE_RATE = 0.03
 OURS, NCCL, NVSHMEM, FP8 = "ours", "NCCL all_to_all_single", "NVSHMEM all_to_all_vdev", "ours fp8"
 CHUNKED = "ours chunked"
 """The path label of ``MoeConfig(whole_row=False)``'s rows (ours with 1024-element copy steps)."""
+PER_SM2 = "ours 2 programs/SM"
+"""The path label of ``MoeConfig(programs_per_sm=2)``'s rows (twice the default's copy programs)."""
 CHUNK_ELEMENTS = 1 << 27
 """Elements of fp32 a baseline's weighted sum converts at once (bounds its temporaries at 512 MiB)."""
 NVSHMEM_TIMEOUT_S = 120
@@ -115,6 +120,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--heap", default="8G", help="triton_dist's symmetric heap per rank")
     parser.add_argument("--skip-nvshmem", action="store_true", help="leave out the NVSHMEM all_to_all_vdev phase")
     parser.add_argument("--chunked", action="store_true", help="also time MoeConfig(whole_row=False) (chunked rows)")
+    parser.add_argument("--skip-programs", action="store_true", help="leave out the MoeConfig(programs_per_sm=2) rows")
     parser.add_argument("--nvshmem-timeout", type=int, default=NVSHMEM_TIMEOUT_S, help="seconds for that phase")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--tag", default="", help="results file suffix (default: <W>x<GPU>)")
@@ -624,7 +630,7 @@ def write_results(
     panels = []
     for op in COLUMNS:
         series = {}
-        for path in (OURS, CHUNKED, NCCL, NVSHMEM):
+        for path in (OURS, CHUNKED, PER_SM2, NCCL, NVSHMEM):
             at = {r["tokens"]: r.get(f"{op} device") for r in rows if r["path"] == path and r["mode"] == "normal"}
             if at:
                 series[path] = [float(at.get(t) or float("nan")) for t in xs]
@@ -746,14 +752,29 @@ class Bench:
             "NVSHMEM symmetric buffers (counts over NCCL), in child processes after the main phase: symm-mem's "
             "backend is per process and fixed by the first allocation, and triton_dist's heap is a CUDA-backend one.",
         ]
-        self.chunked: dict[str, Any] | None = None
+        self.variants: dict[str, dict[str, Any]] = {}
+        """Label -> ``moe_dispatch`` options of ours' variants, each timed beside the default."""
+        self.variant_sizes: dict[str, int | None] = {}
+        """Label -> the one normal-mode size it is timed at (None: every ``--tokens``)."""
         if args.chunked:
-            self.chunked, why = chunked_option()
+            chunked, why = chunked_option()
+            if chunked is not None:
+                self.variants[CHUNKED], self.variant_sizes[CHUNKED] = chunked, None
             self.extras["notes"].append(
                 f"{CHUNKED}: ours with moe_dispatch(..., config=MoeConfig(whole_row=False)): every copy step moves "
                 "1024 elements instead of a whole row (the default); same results."
-                if self.chunked is not None
+                if chunked is not None
                 else f"{CHUNKED} rows skipped: {why}"
+            )
+        if not args.skip_programs:
+            from triton_dist.ops.moe import MoeConfig
+
+            self.variants[PER_SM2] = {"config": MoeConfig(programs_per_sm=2)}
+            self.variant_sizes[PER_SM2] = max([t for t in args.tokens if t <= 4096] or [min(args.tokens)])
+            self.extras["notes"].append(
+                f"{PER_SM2}: ours with moe_dispatch(..., config=MoeConfig(programs_per_sm=2)): two programs per SM "
+                f"in the copy kernels instead of one; normal mode at {self.variant_sizes[PER_SM2]} tokens and "
+                "low-latency mode."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk, max(args.tokens + [args.ll_tokens]),
@@ -811,9 +832,9 @@ class Bench:
             f"{OURS}/low_latency": (lambda: ours("low_latency"), 8e-3),
             f"{NCCL}/normal": (lambda: run_a2a(self.nccl, x, idx, w), 2e-2),
         }
-        if self.chunked is not None:
-            checks[f"{CHUNKED}/normal"] = (lambda: ours("normal", self.chunked), 8e-3)
-            checks[f"{CHUNKED}/low_latency"] = (lambda: ours("low_latency", self.chunked), 8e-3)
+        for label, options in self.variants.items():
+            checks[f"{label}/normal"] = (lambda options=options: ours("normal", options), 8e-3)
+            checks[f"{label}/low_latency"] = (lambda options=options: ours("low_latency", options), 8e-3)
         for name, (run, rtol) in checks.items():
             try:
                 problem = compare(run(), want_rows, want, exact[self.rank], rtol)
@@ -823,9 +844,9 @@ class Bench:
             log0(f"RESULT verify {name}: {found[name]}")
         found[f"{OURS}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact)
         log0(f"RESULT verify {OURS}/low_latency graphed: {found[f'{OURS}/low_latency graphed']}")
-        if self.chunked is not None:
-            found[f"{CHUNKED}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact, self.chunked)
-            log0(f"RESULT verify {CHUNKED}/low_latency graphed: {found[f'{CHUNKED}/low_latency graphed']}")
+        for label, options in self.variants.items():
+            found[f"{label}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact, options)
+            log0(f"RESULT verify {label}/low_latency graphed: {found[f'{label}/low_latency graphed']}")
         return found
 
     def ll_graphs(
@@ -944,8 +965,9 @@ class Bench:
             row["verified"] = f"{verified.get(f'{OURS}/normal', '—')}; this size: {ours_ok}"
             row["phases"] = self.phases(tokens, ours_dispatch)
             self.rows.append(row)
-            if self.chunked is not None:
-                self.chunked_normal(tokens, x, idx, w, nbytes, verified)
+            for label in self.variants:
+                if self.variant_sizes[label] in (None, tokens):
+                    self.variant_normal(label, tokens, x, idx, w, nbytes, verified)
         row = self.timed_row(NCCL, "normal", tokens, nccl_dispatch, nccl_combine, nbytes, host=(None, nccl_combine))
         row["verified"] = f"{verified.get(f'{NCCL}/normal', '—')}; this size: {nccl_ok}"
         self.rows.append(row)
@@ -988,17 +1010,23 @@ class Bench:
         self.extras["notes"].append(f"{OURS} normal dispatch at {tokens} tokens, phases (µs, CUDA events): {text}")
         return medians
 
-    def chunked_normal(
-        self, tokens: int, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, nbytes: float, verified: dict[str, str]
+    def variant_normal(
+        self,
+        label: str,
+        tokens: int,
+        x: torch.Tensor,
+        idx: torch.Tensor,
+        w: torch.Tensor,
+        nbytes: float,
+        verified: dict[str, str],
     ) -> None:
-        """The ``MoeConfig(whole_row=False)`` row in normal mode at ``tokens`` (checked against the closed form
-        first); a failure that every rank sees (e.g. the heap too small for a second plan's buffers) becomes a
-        note and the sweep goes on."""
+        """Variant ``label``'s row in normal mode at ``tokens`` (checked against the closed form first); a failure
+        that every rank sees (e.g. the heap too small for a second plan's buffers) becomes a note and the sweep
+        goes on."""
         import triton_dist
         from triton_dist.testing import all_ranks_true
 
-        assert self.chunked is not None
-        options = self.chunked
+        options = self.variants[label]
         state: dict[str, Any] = {}
 
         def dispatch() -> None:
@@ -1015,10 +1043,10 @@ class Bench:
             problem = raised = f"{type(error).__name__}: {error}"[:300]
         ok = self.agreed(problem)  # every rank takes part in both collectives, whatever it raised
         if not all_ranks_true(not raised):
-            self.note(f"{CHUNKED} normal row at {tokens} tokens skipped: {raised or 'raised on another rank'}")
+            self.note(f"{label} normal row at {tokens} tokens skipped: {raised or 'raised on another rank'}")
             return
-        row = self.timed_row(CHUNKED, "normal", tokens, dispatch, combine, nbytes, host=(None, combine))
-        row["verified"] = f"{verified.get(f'{CHUNKED}/normal', '—')}; this size: {ok}"
+        row = self.timed_row(label, "normal", tokens, dispatch, combine, nbytes, host=(None, combine))
+        row["verified"] = f"{verified.get(f'{label}/normal', '—')}; this size: {ok}"
         self.rows.append(row)
 
     def low_latency(self, verified: dict[str, str]) -> None:
@@ -1047,19 +1075,25 @@ class Bench:
         row = self.timed_row(OURS, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes, host=host)
         row["verified"] = verified.get(f"{OURS}/low_latency", "—")
         self.rows.append(row)
-        if self.chunked is not None:
-            self.chunked_low_latency(x, idx, w, nbytes, verified)
+        for label in self.variants:
+            self.variant_low_latency(label, x, idx, w, nbytes, verified)
         self.save()
 
-    def chunked_low_latency(
-        self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, nbytes: float, verified: dict[str, str]
+    def variant_low_latency(
+        self,
+        label: str,
+        x: torch.Tensor,
+        idx: torch.Tensor,
+        w: torch.Tensor,
+        nbytes: float,
+        verified: dict[str, str],
     ) -> None:
-        """The ``MoeConfig(whole_row=False)`` rows in low-latency mode, graphed and eager, as the default's."""
+        """Variant ``label``'s rows in low-latency mode, graphed and eager, as the default's."""
         import triton_dist
 
         a = self.args
-        options = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **(self.chunked or {})}
-        graphs = self.ll_graphs(x, idx, w, self.chunked)
+        options = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **self.variants[label]}
+        graphs = self.ll_graphs(x, idx, w, self.variants[label])
         state: dict[str, Any] = {}
 
         def eager_dispatch() -> None:
@@ -1071,13 +1105,13 @@ class Bench:
         host = (eager_dispatch, eager_combine)
         eager_dispatch()
         torch.cuda.synchronize()
-        row = self.timed_row(CHUNKED, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
+        row = self.timed_row(label, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
                              graphs["combine"].replay, nbytes, host=host)  # fmt: skip
-        row["verified"] = verified.get(f"{CHUNKED}/low_latency graphed", "—")
+        row["verified"] = verified.get(f"{label}/low_latency graphed", "—")
         self.rows.append(row)
-        row = self.timed_row(CHUNKED, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes,
+        row = self.timed_row(label, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes,
                              host=host)  # fmt: skip
-        row["verified"] = verified.get(f"{CHUNKED}/low_latency", "—")
+        row["verified"] = verified.get(f"{label}/low_latency", "—")
         self.rows.append(row)
 
     def fp8(self) -> None:

@@ -12,7 +12,7 @@ its buffers; the first case again (the epochs and buffer halves moved on); an ex
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
 low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), and ``MoeConfig(whole_row=
 False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
-whole rows).
+whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once.
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
 their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
 interpreter truncates where GPUs round to nearest even).
@@ -282,6 +282,8 @@ def _worker(out_dir: str) -> None:
                     rank, size, name, CASES.index(name), mode, chunked
                 )
         record |= _fp8(rank, size, chunked)
+        # Two programs per SM: one under the emulation, but the config travels through dispatch and combine.
+        record["programs2/random#0/normal"] = _case(rank, size, "random", 0, "normal", MoeConfig(programs_per_sm=2))
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -307,7 +309,7 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
         cases = {
             key: problems
             for key, problems in record.items()
-            if key.endswith(f"/{mode}") and "#" in key and not key.startswith("chunked/")
+            if key.endswith(f"/{mode}") and "#" in key and not key.startswith(("chunked/", "programs2/"))
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
@@ -322,7 +324,7 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             ]
             chunked = {key: problems for key, problems in record.items() if key.startswith("chunked/")}
             assert len(chunked) == 2 * len(CHUNKED_CASES)
-            cases |= extra | chunked
+            cases |= extra | chunked | {"programs2": record["programs2/random#0/normal"]}
         failed = {key: problems for key, problems in cases.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 

@@ -230,6 +230,10 @@ def test_whole_row_config_picks_the_block_and_is_checked() -> None:
             kernel_constexprs(2, 8, 2, 4, row_block=bad)
     with pytest.raises(MoeError, match="whole_row must be True or False, got 1"):
         MoeConfig(whole_row=1)  # type: ignore[arg-type]
+    assert MoeConfig().programs_per_sm == 1 and MoeConfig(programs_per_sm=2).programs_per_sm == 2
+    for bad_count in (0, 9, True, 1.0):
+        with pytest.raises(MoeError, match=f"programs_per_sm must be an int in \\[1, 8\\], got {bad_count!r}"):
+            MoeConfig(programs_per_sm=bad_count)  # type: ignore[arg-type]
 
 
 def test_dispatch_refuses_a_config_that_is_not_a_moe_config(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -421,7 +425,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     x, idx, weights = torch.zeros(3, 8), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
     outputs = moe_op._dispatch(x, idx, weights, 8, mode, 4 if mode == "low_latency" else None)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
-    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True)
+    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True, 1)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
     moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route", "route_count"]
@@ -430,9 +434,10 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
         assert names == list(kernel.arg_names[: len(names)]), name
 
 
-def test_bench_times_chunked_beside_the_default(tmp_path: Any) -> None:
-    """bench/moe.py asks for ``MoeConfig(whole_row=False)`` through ``config=`` with ``--chunked`` and writes its
-    rows, labelled, beside the default's."""
+def test_bench_times_the_variants_beside_the_default(tmp_path: Any) -> None:
+    """bench/moe.py asks for ``MoeConfig(whole_row=False)`` through ``config=`` with ``--chunked``, times
+    ``MoeConfig(programs_per_sm=2)`` unless ``--skip-programs``, and writes their rows, labelled, beside the
+    default's."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -445,12 +450,14 @@ def test_bench_times_chunked_beside_the_default(tmp_path: Any) -> None:
     options, why = bench.chunked_option()
     assert why == "" and options == {"config": MoeConfig(whole_row=False)}
     assert not bench.parse_args([]).chunked and bench.parse_args(["--chunked"]).chunked
+    assert not bench.parse_args([]).skip_programs and bench.parse_args(["--skip-programs"]).skip_programs
 
     def row(path: str, dispatch: float) -> dict[str, Any]:
         timings = {f"{op} {t}": dispatch for op in ("dispatch", "combine") for t in ("device", "idle")}
         return {"path": path, "mode": "normal", "tokens": 128, "verified": "ok", "bytes per rank": 1e6, **timings}
 
-    rows = [row(bench.OURS, 25.0), row(bench.CHUNKED, 50.0), row(bench.NCCL, 100.0)]
+    rows = [row(bench.OURS, 25.0), row(bench.CHUNKED, 50.0), row(bench.PER_SM2, 20.0), row(bench.NCCL, 100.0)]
     text = bench.write_results(tmp_path, "T", rows, {"notes": []}, [], 0.0).read_text()
     assert "| ours | normal | 128 | 25.0 / 25.0 / — |" in text and "| 4.00 / 4.00 / 4.00 / 4.00 |" in text
     assert "| ours chunked | normal | 128 | 50.0 / 50.0 / — |" in text
+    assert "| ours 2 programs/SM | normal | 128 | 20.0 / 20.0 / — |" in text and "| 5.00 / 5.00 / 5.00 / 5.00 |" in text

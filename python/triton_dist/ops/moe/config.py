@@ -62,8 +62,8 @@ FP8_DTYPE = torch.float8_e4m3fn
 """The dtype of fp8 payloads (NVIDIA's e4m3, sm_89 and later; the CPU emulation runs it too)."""
 
 COPY_PROGRAMS = 512
-"""The most programs of the push, expand and combine kernels (each strides over tokens); a plan launches one per SM
-(132 on an H100) up to this."""
+"""The most programs of the push, expand and combine kernels (each strides over tokens); a plan launches
+``MoeConfig.programs_per_sm`` per SM (default one: 132 on an H100) up to this."""
 BLOCK_H = 1024
 """Elements of the hidden dimension one program moves per step of the chunked loops (rows wider than
 ``MAX_ROW_BLOCK``, or ``MoeConfig(whole_row=False)``; 16-byte vectors when H is a multiple of 16)."""
@@ -94,13 +94,21 @@ class MoeConfig:
     chunks on every row of the 2 x H100 run of 2026-11-27 (normal dispatch at 4096 tokens 1908 against 2409 µs,
     combine 1283 against 2577; results/2026-11-26-moe-analysis.md). ``whole_row=False`` forces the 1024-element
     chunks at any H (the same results, bit for bit), which the tests use to cover the wide-row path at small H.
+
+    ``programs_per_sm`` (default 1, at most 8): programs of the push, expand and combine kernels per SM of the GPU
+    (``COPY_PROGRAMS`` at most; 1 under the CPU emulation); more keep more rows in flight, at more flags per wait
+    (each wait covers W x programs flags). ``bench/moe.py`` times 2 beside the default.
     """
 
     whole_row: bool = True
+    programs_per_sm: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.whole_row, bool):
             raise MoeError(f"MoeConfig: whole_row must be True or False, got {self.whole_row!r}")
+        per_sm = self.programs_per_sm
+        if isinstance(per_sm, bool) or not isinstance(per_sm, int) or not 1 <= per_sm <= 8:
+            raise MoeError(f"MoeConfig: programs_per_sm must be an int in [1, 8], got {per_sm!r}")
 
     def row_block(self, hidden: int) -> int:
         """The ``BLOCK_H`` of a whole-row plan for rows of ``hidden`` elements, or 0 where the plan moves

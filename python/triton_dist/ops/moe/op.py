@@ -176,12 +176,13 @@ def _signature(
     max_tokens: int | None,
     fp8: bool = False,
     whole_row: bool = True,
+    programs_per_sm: int = 1,
 ) -> tuple[Any, ...]:
-    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row)
+    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm)
 
 
 def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int) -> _Plan:
-    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row = key
+    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _ = key
     size = world.world_size
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
 
@@ -305,14 +306,15 @@ def _plan_for(
     max_tokens: int | None,
     fp8: bool = False,
     whole_row: bool = True,
+    programs_per_sm: int = 1,
 ) -> _Plan:
-    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row)
+    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm)
     plan = _plans.get(key)
     if plan is not None:
         return plan
     world = _world()
     emulated = _emulated(world)
-    programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, sm_count(x.device))  # one per SM
+    programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, programs_per_sm * sm_count(x.device))
     route_programs = EMULATED_ROUTE_PROGRAMS if emulated else ROUTE_PROGRAMS
     described = {
         "mode": mode,
@@ -325,6 +327,7 @@ def _plan_for(
         "route_programs": route_programs,
         "fp8": fp8,
         "whole_row": whole_row,
+        "programs_per_sm": programs_per_sm,
     }
     return _plans.build(key, described, lambda: _make_plan(key, world, programs, route_programs))
 
@@ -339,10 +342,11 @@ def _dispatch(
     fp8: bool = False,
     dequantize: bool = False,
     whole_row: bool = True,
+    programs_per_sm: int = 1,
 ) -> tuple[torch.Tensor, ...]:
     """The dispatch of checked inputs; returns the 18 tensors the custom op returns, in its order (the last: the
     fp8 scales of the rows, or an empty tensor)."""
-    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row)
+    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm)
     device, size, topk = x.device, plan.world_size, plan.topk
     mark = None if plan.low_latency else _phase_hook
     if mark is not None:
@@ -463,13 +467,16 @@ def _moe_dispatch_op(
     fp8: bool = False,
     dequantize: bool = False,
     whole_row: bool = True,
+    programs_per_sm: int = 1,
 ) -> list[torch.Tensor]:
     world = _world()
     max_tokens = max_tokens_per_rank or None
     check_inputs(
         x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, fp8, world.device, dequantize
     )
-    return list(_dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row))
+    return list(
+        _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm)
+    )
 
 
 @_moe_dispatch_op.register_fake
@@ -483,6 +490,7 @@ def _moe_dispatch_fake(
     fp8: bool = False,
     dequantize: bool = False,
     whole_row: bool = True,
+    programs_per_sm: int = 1,
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
     check_inputs(
@@ -525,9 +533,10 @@ def _moe_combine_op(
     max_tokens_per_rank: int,
     fp8: bool = False,
     whole_row: bool = True,
+    programs_per_sm: int = 1,
 ) -> torch.Tensor:
     key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
-           whole_row)  # fmt: skip
+           whole_row, programs_per_sm)  # fmt: skip
     return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
 
 
@@ -546,6 +555,7 @@ def _moe_combine_fake(
     max_tokens_per_rank: int,
     fp8: bool = False,
     whole_row: bool = True,
+    programs_per_sm: int = 1,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -599,7 +609,8 @@ def moe_dispatch(
     """
     if config is not None and not isinstance(config, MoeConfig):
         raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
-    whole_row = (config or MoeConfig()).whole_row
+    config_ = config or MoeConfig()
+    whole_row, programs_per_sm = config_.whole_row, config_.programs_per_sm
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world().device
@@ -608,10 +619,12 @@ def moe_dispatch(
     check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device, dequantize)
     world = _world()
     if plain_eager(x, topk_idx, topk_weights):
-        outputs: Any = _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row)
+        outputs: Any = _dispatch(
+            x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm
+        )
     else:
         outputs = torch.ops.triton_dist.moe_dispatch(
-            x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row
+            x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row, programs_per_sm
         )
     (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
      tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales) = outputs  # fmt: skip
@@ -651,13 +664,14 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     check_combine_input(y, handle, device)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
-    whole_row = (handle.config or MoeConfig()).whole_row
+    config = handle.config or MoeConfig()
+    whole_row, programs_per_sm = config.whole_row, config.programs_per_sm
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
-               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row)  # fmt: skip
+               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm)  # fmt: skip
         return _combine(*args, key)
     return torch.ops.triton_dist.moe_combine(
-        *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row
+        *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row, programs_per_sm
     )
 
 
