@@ -63,9 +63,25 @@ SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 ERROR_LINE = re.compile(r"(error|fail|abort|not found|unable|cannot|could not|WARN)", re.I)
 
 
+_running: set[int] = set()
+"""Process groups of the runs in flight, killed if the probe itself is stopped (``_stop``)."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    """SIGTERM / SIGINT: kill every run's process group first. The runs start their own sessions, so an outer
+    ``timeout`` that stops only the probe left them spinning on the GPUs (session 19: a killed probe's NVSHMEM
+    ranks kept both GPUs busy and time-sliced the next command's every kernel, ~2.4 ms each)."""
+    for group in list(_running):
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    raise SystemExit(128 + signum)
+
+
 def run(command: list[str], timeout: float, env: dict[str, str] | None = None) -> tuple[int | None, str]:
-    """(exit status or None on timeout, stdout + stderr) of ``command``; on timeout its whole process group is
-    killed, so no child outlives the probe."""
+    """(exit status or None on timeout, stdout + stderr) of ``command``; on timeout, or if the probe is stopped, its
+    whole process group is killed, so no child outlives the probe."""
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -75,6 +91,7 @@ def run(command: list[str], timeout: float, env: dict[str, str] | None = None) -
         start_new_session=True,
         cwd=REPO,
     )
+    _running.add(process.pid)
     try:
         output, _ = process.communicate(timeout=timeout)
         return process.returncode, output
@@ -82,6 +99,8 @@ def run(command: list[str], timeout: float, env: dict[str, str] | None = None) -
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
         return None, output or ""
+    finally:
+        _running.discard(process.pid)
 
 
 def nvshmem_lib_dir() -> tuple[str | None, Path | None]:
@@ -312,6 +331,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.worker:
         return worker()
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     if args.extract_ucx:
         print(f"UCX libraries in {extract_ucx(*args.extract_ucx)}: --ucx-lib that directory")
         return 0
