@@ -8,8 +8,8 @@ ranks (a collective operation finishes when its slowest rank does).
 Device time must not include the host's time to enqueue the call. A device barrier alone does not ensure that: once
 the GPU has drained the queue (a small op, a slow host path), the start event fires while the call is still being
 enqueued, and the measured span then holds part of the host path, differently from run to run. So each timed run
-also puts a GPU spin of ``HOST_LEAD_CYCLES`` after the barrier, during which the host enqueues the call (see
-``bench_samples``).
+also starts with a GPU spin before the barrier, during which the host enqueues the call
+(``triton_dist.runtime.world.host_lead``).
 """
 
 from __future__ import annotations
@@ -21,14 +21,11 @@ import torch
 import torch.distributed as dist
 
 from triton_dist import runtime as rt
+from triton_dist.runtime.world.host_lead import lead_host
 from triton_dist.testing.distributed import max_over_ranks
 
 MIN_TIMED_RUNS = 20
 """The fewest timed runs a reported median may come from."""
-
-HOST_LEAD_CYCLES = 2_000_000
-"""GPU clock cycles of the spin before each timed run (about 1 ms at Hopper clocks): longer than the slowest host
-path of an op (a few hundred µs), so the call is enqueued before the GPU reaches the start event."""
 
 
 def _start_together() -> None:
@@ -55,7 +52,7 @@ def bench_samples(
     ``sync_ranks`` (and a process group) every run starts after a barrier across ranks, outside the timed span:
     ``start_together`` (default: triton_dist's device barrier, else ``dist.barrier``). ``prepare`` runs before
     each call, untimed (e.g. the dispatch a timed combine consumes); it cannot be combined with ``cuda_graph``.
-    Each timed run of an eager ``fn`` is preceded by a GPU spin (``HOST_LEAD_CYCLES``, before the barrier) that keeps
+    Each timed run of an eager ``fn`` is preceded by a GPU spin (``lead_host``, before the barrier) that keeps
     the GPU behind the host, so the span holds the GPU's work and not the host's enqueueing (``host_us`` times the
     host alone).
     """
@@ -74,7 +71,7 @@ def bench_samples(
             prepare()
         if lead:
             # Before the barrier, so the ranks still start together whatever their clocks.
-            torch.cuda._sleep(HOST_LEAD_CYCLES)
+            lead_host()
         if sync_ranks:
             together()
 

@@ -176,9 +176,9 @@ of tiles at two ranks on 132 SMs, a large and a small K)."""
 
 
 def timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
-    """Median device ms of ``fn`` over ``reps`` calls, each after a device barrier with the other ranks (the GPU
-    waits in the barrier while the host enqueues, so the host's launch path is not timed: the device time the
-    cost model predicts), maximum over ranks.
+    """Median device ms of ``fn`` over ``reps`` calls, each after a GPU spin and a device barrier with the other
+    ranks (``runtime.world.host_lead``: the GPU spins while the host enqueues, so the host's launch path is not
+    timed: the device time the cost model predicts), maximum over ranks.
 
     The calibration's and the opt-in autotuner's timer, which run inside an op's first call (the ops cannot depend
     on the testing package, where the benchmarks' timing lives).
@@ -187,6 +187,7 @@ def timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
     import torch.distributed as dist
 
     from triton_dist import runtime as rt
+    from triton_dist.runtime.world.host_lead import lead_host
 
     for _ in range(3):
         fn()
@@ -194,6 +195,7 @@ def timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for start, end in zip(starts, ends, strict=True):
+        lead_host(world.device)
         if world.world_size > 1:
             rt.barrier_on_device()
         start.record()
