@@ -6,7 +6,7 @@ copy-engine push of a shard to a peer, and two measured properties of the fused 
 AllGather + GEMM costs beyond its model, and the fused GEMM + ReduceScatter's time over cuBLAS's GEMM alone).
 
 Where it comes from (:func:`calibration_for`): the user's cache (``calibration.json`` beside ``tuning.json``),
-then the committed ``calibrations.json`` (2 x H100, 2 x H200), else it is measured on the first call that needs
+then the committed ``calibrations.json`` (2 x H200), else it is measured on the first call that needs
 it (a collective of a few seconds on every rank, with one warning) and stored in the user's cache.
 ``TRITON_DIST_CALIBRATE=0`` forbids that measurement: an unknown GPU then runs the unfused path, correctly.
 
