@@ -23,7 +23,8 @@
 #
 # Per-op runs: GPU_CHECK_ONLY="ag_gemm bench_matmul tune_ag_gemm bench_ag_gemm" (AllGather+GEMM),
 # "gemm_rs tune_gemm_rs bench_gemm_rs" (GEMM+reduce-scatter), "decode_ops bench_all_reduce bench_gemm_ar
-# bench_flash_decode" (the decode ops), "ar_rmsnorm bench_ar_rmsnorm" (the fused all-reduce + residual + RMSNorm).
+# bench_flash_decode" (the decode ops), "ar_rmsnorm bench_ar_rmsnorm" (the fused all-reduce + residual + RMSNorm),
+# "calibrate bench_gemm_rs bench_sweep" (the cost model's calibration, then issue 24's seed and layer tables).
 # Steps run in the order of this file, not of GPU_CHECK_ONLY.
 #
 # Output: with $OUT set (the device machine returns at most 8 files from it), $OUT/gpu_check.md (the table) and
@@ -65,8 +66,9 @@ pack() {
   cp "$TABLE" "$OUT/gpu_check.md"
   mkdir -p "$LOGDIR/bench_results"
   find bench/results -maxdepth 1 -type f -newer "$STAMP" -exec cp {} "$LOGDIR/bench_results/" \; 2>/dev/null
-  [ -f python/triton_dist/ops/tuned_configs.json ] && [ python/triton_dist/ops/tuned_configs.json -nt "$STAMP" ] &&
-    cp python/triton_dist/ops/tuned_configs.json "$LOGDIR/bench_results/"
+  for table in python/triton_dist/ops/tuned_configs.json python/triton_dist/ops/tuning/calibrations.json; do
+    [ -f "$table" ] && [ "$table" -nt "$STAMP" ] && cp "$table" "$LOGDIR/bench_results/"
+  done
   tar czf "$OUT/gpu_check.tgz.part" -C "$WORKDIR" gpu_check && mv "$OUT/gpu_check.tgz.part" "$OUT/gpu_check.tgz"
 }
 
@@ -278,6 +280,8 @@ run_step tune "$last" allgather_tune 420 bench/allgather_tune.py --size-mib 128
 # The ops benchmarks (results under bench/results, packed) and their tuning, on the first size. The matmul step writes
 # the GEMM tiles tune_ag_gemm starts from; tune_ag_gemm writes the package table bench_ag_gemm uses.
 run_step bench 1 bench_matmul 200 bench/matmul.py --world-size "$first"
+# This GPU's calibration for the cost model (ops/tuning/calibrations.json, packed), before anything that selects.
+run_step tune "$first" calibrate 180 bench/calibrate.py --write-package-table
 run_step tune "$first" tune_ag_gemm 360 bench/tune_overlap.py --write-package-table "${SHAPE_ARGS[@]}" $QUICK_ARG
 run_step bench "$first" bench_ag_gemm 240 bench/ag_gemm.py "${SHAPE_ARGS[@]}"
 # The A/B of docs/results/2026-11-23-wgmma-serialization.md: one shape again with TRITON_DIST_DEBUG=1, whose kernels
@@ -290,6 +294,8 @@ GEMM_RS_CANDIDATES=all
 case "${STEP_RESULT[gemm_rs]:-PASS}" in PASS) ;; *) GEMM_RS_CANDIDATES=triton ;; esac
 run_step tune "$first" tune_gemm_rs 400 bench/gemm_rs.py --tune --write-package-table --reps 20 --candidates "$GEMM_RS_CANDIDATES" "${SHAPE_ARGS[@]}"
 run_step bench "$first" bench_gemm_rs 300 bench/gemm_rs.py --reps 30 "${SHAPE_ARGS[@]}"
+# Both overlap ops on real model layers, with each row's overlap bound and issue 24's bar lines.
+run_step bench "$first" bench_sweep 420 bench/sweep.py $QUICK_ARG
 run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py ${TUNE_ARG:+--write-package-table}
 run_step bench "$first" bench_ar_rmsnorm 240 bench/ar_rmsnorm.py
