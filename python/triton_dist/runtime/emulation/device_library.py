@@ -28,6 +28,7 @@ from triton.runtime.interpreter import TensorHandle
 
 from triton_dist import abi
 from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
+from triton_dist.runtime.emulation import one_sided
 from triton_dist.runtime.emulation.state import (
     EmulatedWaitTimeoutRecord,
     EmulationError,
@@ -222,5 +223,8 @@ def call(symbol: str, args: Sequence[TensorHandle], ret: Any) -> TensorHandle:
         return zero
     if symbol in _WAIT:
         _wait(program, *_WAIT[symbol], args[0], args[1], args[2])
+        return zero
+    if symbol in one_sided.SYMBOLS:
+        one_sided.call(program, symbol, list(args))
         return zero
     raise EmulationError(f"triton_dist: the CPU emulation has no device-library function {symbol!r}")

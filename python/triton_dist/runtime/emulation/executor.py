@@ -34,7 +34,7 @@ from triton_dist.compiler.watchdog import wait_timeout_ns
 from triton_dist.language._primitive import PRIMITIVE_ATTRIBUTE
 from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
 from triton_dist.runtime.emulation import builder as emulation_builder
-from triton_dist.runtime.emulation import visibility
+from triton_dist.runtime.emulation import one_sided, visibility
 from triton_dist.runtime.emulation.state import EmulationError, Launch, Program, ProgramAborted, set_current_program
 from triton_dist.runtime.world import lifecycle
 
@@ -128,6 +128,7 @@ def start_launch(kernel: str, grid: tuple[int, int, int]) -> Launch:
         timeout_ns=wait_timeout_ns(),
         local_rank=world.nodes.local_rank_of(heap.rank),
         local_num_ranks=world.nodes.local_world_size_of(heap.rank),
+        remote_bases=one_sided.remote_bases(world),
     )
     if visibility.mode() == "happens-before":
         global _visibility_launches

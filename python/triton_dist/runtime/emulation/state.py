@@ -64,6 +64,9 @@ class Launch:
     """This rank's rank among the ranks of its node (the context's ``local_rank``)."""
     local_num_ranks: int = 1
     """How many ranks its node holds (the context's ``local_num_ranks``)."""
+    remote_bases: np.ndarray | None = None
+    """``remote_bases[r]``: rank ``r``'s heap as NVSHMEM's one-sided primitives reach it from this process (every
+    rank, those on other emulated nodes included: ``one_sided.remote_bases``); None: ``bases``."""
     aborted: threading.Event = field(default_factory=threading.Event)
     """Set when a program failed: the others' waits stop (``ProgramAborted``)."""
     errors: list[BaseException] = field(default_factory=list)
