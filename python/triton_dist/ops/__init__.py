@@ -5,6 +5,8 @@ The ops (each importable from here; all but ``matmul`` also registered as ``torc
 - :func:`matmul`: the persistent Hopper GEMM the fused ops are built from, standalone.
 - :func:`ag_gemm`: C = all_gather(A) @ B, overlapping the gather with the GEMM.
 - :func:`gemm_rs`: this rank's row shard of sum over ranks of A_r @ B_r (GEMM + reduce-scatter).
+- :func:`all_gather`: every rank's tensor concatenated along dim 0; load/store within a node, NVSHMEM puts across
+  nodes (hierarchical, selected by topology).
 - :func:`all_reduce`: one-launch one-shot / two-shot all-reduce for decode-size messages.
 - :func:`all_reduce_residual_rmsnorm`: all-reduce, residual add and RMSNorm in one kernel (a TP layer's epilogue);
   :func:`all_reduce_residual_rmsnorm_fp8`: the same with an e4m3 output and a per-token scale.
@@ -40,6 +42,7 @@ from __future__ import annotations
 # Each op's name is bound to the function, not to the submodule of the same name: importing the function (after
 # Python bound the submodule to the name) rebinds it, and later submodule imports leave it alone.
 from triton_dist.ops.ag_gemm import ag_gemm
+from triton_dist.ops.all_gather import all_gather
 from triton_dist.ops.all_reduce import all_reduce
 from triton_dist.ops.ar_rmsnorm import all_reduce_residual_rmsnorm, all_reduce_residual_rmsnorm_fp8
 from triton_dist.ops.flash_decode import flash_decode
@@ -53,6 +56,7 @@ from triton_dist.ops.moe import moe_combine, moe_dispatch, quantize_fp8
 __all__ = [
     "MatmulConfig",
     "ag_gemm",
+    "all_gather",
     "all_reduce",
     "all_reduce_residual_rmsnorm",
     "all_reduce_residual_rmsnorm_fp8",
