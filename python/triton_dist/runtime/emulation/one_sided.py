@@ -116,6 +116,9 @@ def emulate_nodes(nodes: int) -> Any:
         layout=layout,
     )
     lifecycle._world = emulated
+    # The replaced world stops referring to the process group, as finalize() leaves a world: the group is then freed
+    # when it is destroyed (testing.teardown warns about a group kept alive).
+    world.group = None  # type: ignore[assignment]
     lifecycle.barrier()
     return emulated
 
