@@ -21,11 +21,14 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from dl_compile import need_library
 from test_emulation_primitives import run_torchrun
 
 import triton_dist.language as dl
 import triton_dist.ops as ops
+from triton_dist.compiler import device_library
 from triton_dist.ops.all_gather import AllGatherError, gather_world
+from triton_dist.ops.all_gather.kernels import _all_gather_kernel
 from triton_dist.runtime.context.wait_timeout import WaitTimeoutError
 from triton_dist.runtime.emulation.one_sided import NodeEmulation
 from triton_dist.runtime.emulation.state import EmulationError
@@ -33,6 +36,7 @@ from triton_dist.runtime.heap.mapping import HeapMapping
 from triton_dist.runtime.heap.symmetric_heap import SymmetricHeap
 from triton_dist.runtime.world import lifecycle
 from triton_dist.runtime.world.topology import NodeLayout
+from triton_dist.testing import compile_for
 
 REPO = Path(__file__).resolve().parents[2]
 CHECK = REPO / "test" / "gpu" / "check_all_gather.py"
@@ -50,6 +54,26 @@ def test_the_op_gathers_on_one_two_and_four_emulated_nodes() -> None:
     assert len(tallies) == 4 and all(failed == "0" and total == "0" for _, failed, total in tallies), output[-4000:]
     assert all(int(passed) >= 30 for passed, _, _ in tallies), tallies  # 3 layouts x (1 + 6 + 4) checks each
     assert " FAIL " not in output
+
+
+def test_the_kernel_calls_nvshmem_only_across_nodes_for_sm_90(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 2 x 2 kernel compiles for sm_90 with NVSHMEM's device code linked (its puts and signal waits resolved),
+    the 1 x 2 one without any. (The GPU check asserts the same of the kernels it launches.)"""
+    need_library("sm_90")
+    copies = device_library.converted_nvshmem_copies()
+    if not copies:
+        pytest.skip("no converted NVSHMEM copy in the device directory: scripts/build.sh makes one (needs PyPI)")
+    monkeypatch.setattr(device_library, "installed_nvshmem_version", lambda: copies[-1].version)
+    signature = {
+        **{name: "*bf16" for name in ("x_ptr", "out_ptr", "data_ptr")},
+        **{"flags_ptr": "*i32", "signals_ptr": "*i64", "state_ptr": "*i64", "n": "i32", "chunk": "i32", "half": "i32"},
+    }
+    ptx = {}
+    for nodes, local in ((2, 2), (1, 2)):
+        constexprs = {"ELEM_BYTES": 2, "NODES": nodes, "LOCAL": local, "MAX_PROGRAMS": 16, "BLOCK": 2048}
+        ptx[nodes] = compile_for(_all_gather_kernel, signature, "sm_90", constexprs=constexprs).asm["ptx"]
+    assert "nvshmemi_device_state_d" in ptx[2] and not re.search(r"\.extern \.func[^\n]*nvshmem", ptx[2])
+    assert "nvshmem" not in ptx[1]
 
 
 # --- worlds built in this process ---------------------------------------------------------------------------------
