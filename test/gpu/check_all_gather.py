@@ -316,6 +316,17 @@ def stages(gpus: int, rdzv: str) -> list[Stage]:
     return found
 
 
+_live: list[subprocess.Popen[bytes]] = []
+"""The agents of the stage running now (what a SIGTERM / SIGINT / SIGHUP of the launcher kills before it exits)."""
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    """The launcher was told to stop: kill every agent's process group first (they run in sessions of their own, so
+    nothing else would), then exit 128 + the signal."""
+    _kill(list(_live))
+    sys.exit(128 + signum)
+
+
 def _kill(processes: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM every agent's process group, then SIGKILL what is left after 5 s."""
     for sig, pause in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 0.0)):
@@ -343,6 +354,7 @@ def run_stage(stage: Stage, timeout_s: float, logs: Path) -> tuple[bool, str]:
         subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         for (argv, env), out in zip(stage.agents, files, strict=True)
     ]
+    _live[:] = processes
     start = time.monotonic()
     first_failure: float | None = None
     why = ""
@@ -361,6 +373,7 @@ def run_stage(stage: Stage, timeout_s: float, logs: Path) -> tuple[bool, str]:
             time.sleep(0.5)
     finally:
         _kill(processes)
+        _live.clear()
         for out in files:
             out.close()
     codes = [p.returncode for p in processes]
@@ -370,7 +383,8 @@ def run_stage(stage: Stage, timeout_s: float, logs: Path) -> tuple[bool, str]:
 
 def _tail(path: Path, lines: int) -> str:
     text = path.read_text(errors="replace").splitlines()
-    keep = [line for line in text if line.startswith(("PASS", "FAIL", "[rank", "TIME")) or "Error" in line]
+    words = (" PASS ", " FAIL ", " FATAL ", "TIME ", "Error", "failures over all ranks", "all_gather: ")
+    keep = [line for line in text if any(word in line for word in words)]
     return "\n".join((keep or text)[-lines:])
 
 
@@ -391,6 +405,8 @@ def main() -> int:
     if gpus < 2:
         print(f"check_all_gather: needs 2 GPUs, found {gpus}")
         return 1
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _on_signal)
     logs = args.logs or Path(tempfile.mkdtemp(prefix="check_all_gather."))
     logs.mkdir(parents=True, exist_ok=True)
     results = []

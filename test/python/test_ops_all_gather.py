@@ -261,3 +261,51 @@ def test_the_one_sided_primitives_refuse_what_a_gpu_would_fault_on(current: pyte
         EmulationError, match=r"the signal \(8 bytes at heap offset \d+\) does not lie .* multiple of 8"
     ):
         put[(1,)](dest, src, 4, signal, 1, SHIFT=4)
+
+
+# --- the GPU check's launcher -------------------------------------------------------------------------------------
+
+
+def test_the_gpu_checks_launcher_kills_every_agents_process_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stage that outlives its timeout, and one whose other agent fails, end with every agent and every process
+    an agent started killed (torchrun's workers, which would otherwise hold the GPUs)."""
+    import importlib.util
+    import os
+    import sys
+    import uuid
+
+    spec = importlib.util.spec_from_file_location("check_all_gather_launcher", CHECK)
+    assert spec is not None and spec.loader is not None
+    launcher = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, launcher)
+    spec.loader.exec_module(launcher)
+    monkeypatch.setattr(launcher, "GRACE_S", 0.5)
+    marker = f"agent-child-{uuid.uuid4().hex}"
+    hang = [
+        sys.executable,
+        "-c",
+        f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', "
+        f"'{marker}']); time.sleep(600)",
+    ]
+    fail = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    done = [sys.executable, "-c", "pass"]
+    env = dict(os.environ)
+    for agents, timeout_s, why in (
+        ([hang, hang], 1.0, "timed out after 1 s: every agent's process group killed"),
+        ([fail, hang], 60.0, "agent 0 failed; the others were killed 0.5 s later"),
+    ):
+        stage = launcher.Stage("stuck", True, [(argv, env) for argv in agents])
+        assert launcher.run_stage(stage, timeout_s, tmp_path) == (False, why)
+        left = [pid for pid in os.listdir("/proc") if pid.isdigit() and marker in _cmdline(pid)]
+        assert not left, f"processes left behind: {left}"
+    passing = launcher.Stage("fine", True, [(done, env), (done, env)])
+    assert launcher.run_stage(passing, 60.0, tmp_path) == (True, "exit codes [0, 0]")
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
