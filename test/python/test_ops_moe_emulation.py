@@ -12,7 +12,9 @@ its buffers; the first case again (the epochs and buffer halves moved on); an ex
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
 low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), and ``MoeConfig(whole_row=
 False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
-whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once.
+whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once. Normal mode's
+``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): every case at 2 ranks
+(and chunked k = 8, fp8 kept and dequantized), ``GATHER_CASES_3`` at 3.
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
 their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
 interpreter truncates where GPUs round to nearest even).
@@ -70,6 +72,8 @@ def _case_inputs(
 
 CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
 CHUNKED_CASES = ("random", "k8")
+GATHER_CASES_3 = ("random", "one_rank", "t0")
+"""The cases run with ``layout="gather"`` at 3 ranks too (at 2 ranks: every case, and chunked k8 and fp8)."""
 """Run again at 2 ranks with ``MoeConfig(whole_row=False)`` (the chunked loops): -1 slots, k = 8, bf16 weights."""
 
 
@@ -146,10 +150,11 @@ def _bf16_problems(what: str, got: torch.Tensor, exact: torch.Tensor) -> list[st
     return [f"{what} differs: shapes {list(got.shape)} / {list(exact.shape)}, max {worst}"]
 
 
-def _fp8(rank: int, size: int, config: Any = None) -> dict[str, list[str]]:
+def _fp8(rank: int, size: int, config: Any = None, gather: bool = False) -> dict[str, list[str]]:
     """fp8 dispatch against the reference: normal mode keeps fp8 rows (bit-exact) and their scales (exact);
     low-latency mode dequantizes (the reference's fp32 values in bf16); then combine of the dequantized rows.
-    ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/chunked/`` for a chunked one)."""
+    ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/chunked/`` for a chunked one). ``gather``:
+    normal mode only, with ``layout="gather"``, kept and dequantized (keys ``fp8/gather/normal[/dequantize]``)."""
     import triton_dist
     from triton_dist.ops.moe import reference_combine, reference_dispatch
     from triton_dist.ops.moe.reference import dequantize_fp8
@@ -157,18 +162,29 @@ def _fp8(rank: int, size: int, config: Any = None) -> dict[str, list[str]]:
     xs, idxs, weights, experts = _case_inputs("random", size, seed=5, hidden=160)
     xs = [x * 40 for x in xs]  # beyond e4m3's range unscaled: the scales matter
     record: dict[str, list[str]] = {}
-    for mode, dequantize in (("normal", False), ("low_latency", True)):
+    runs = (("normal", False), ("normal", True)) if gather else (("normal", False), ("low_latency", True))
+    prefix = "fp8/gather/" if gather else "fp8/chunked/" if config is not None else "fp8/"
+    for mode, dequantize in runs:
         cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
-        key = ("fp8/chunked/" if config is not None else "fp8/") + mode + ("/dequantize" if dequantize else "")
+        key = prefix + mode + ("/dequantize" if dequantize else "")
         try:
             recv_x, handle = triton_dist.ops.moe_dispatch(
-                xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize, config=config
-            )
+                xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize,
+                config=config, layout="gather" if gather else "expanded",
+            )  # fmt: skip
             refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
             want, ref = refs[rank]
             counts = ref.expert_counts.tolist()
             rows = [slice(None)] if mode == "normal" else [(e, slice(0, c)) for e, c in enumerate(counts)]
             problems = []
+            if gather:
+                scales = handle.recv_scales
+                if not dequantize and (scales is None or scales.shape[0] != recv_x.shape[0]):
+                    problems.append(f"gather: recv_scales {scales!r:.60} for {recv_x.shape[0]} rows")
+                elif not dequantize:
+                    handle.recv_scales = scales[handle.gather_rows.long()]
+                recv_x, wrong = _gathered(recv_x, handle, ref)
+                problems += wrong
             if not torch.equal(handle.expert_counts, ref.expert_counts) or handle.fp8 is not True:
                 problems.append(f"counts {handle.expert_counts.tolist()} != {counts}")
             for at in rows:
@@ -229,9 +245,25 @@ def _overflow(rank: int, size: int) -> list[str]:
     return problems
 
 
-def _case(rank: int, size: int, name: str, number: int, mode: str, config: Any = None) -> list[str]:
-    """Case ``name`` (the ``number``-th of its list) in ``mode`` with ``config`` (a ``MoeConfig`` or None): what
-    this rank's dispatch and combine got that the reference did not."""
+def _gathered(recv_x: torch.Tensor, handle: Any, ref: Any) -> tuple[torch.Tensor, list[str]]:
+    """A ``layout="gather"`` dispatch's ``recv_x[handle.gather_rows]`` (what the expanded layout returns) and what
+    is wrong with the layout itself: one row per received token, every row read by some pair row."""
+    rows = handle.gather_rows
+    problems = []
+    if handle.layout != "gather" or rows is None or rows.dtype != torch.int32 or rows.shape != ref.recv_expert.shape:
+        return recv_x, [f"layout {handle.layout!r}, gather_rows {rows!r:.60}"]
+    if recv_x.shape[0] != ref.num_recv_tokens:
+        problems.append(f"recv_x has {recv_x.shape[0]} rows for {ref.num_recv_tokens} received tokens")
+    elif not torch.equal(rows.unique(), torch.arange(recv_x.shape[0], dtype=torch.int32)):
+        problems.append(f"gather_rows {rows.tolist()} do not read every row of recv_x once or more")
+    return recv_x[rows.long()], problems
+
+
+def _case(
+    rank: int, size: int, name: str, number: int, mode: str, config: Any = None, layout: str = "expanded"
+) -> list[str]:
+    """Case ``name`` (the ``number``-th of its list) in ``mode`` with ``config`` (a ``MoeConfig`` or None) and
+    ``layout``: what this rank's dispatch and combine got that the reference did not."""
     import triton_dist
     from triton_dist.ops.moe import reference_combine, reference_dispatch
 
@@ -239,10 +271,14 @@ def _case(rank: int, size: int, name: str, number: int, mode: str, config: Any =
     cap = max(max(x.shape[0] for x in xs), 1) if mode == "low_latency" else None
     try:
         recv_x, handle = triton_dist.ops.moe_dispatch(
-            xs[rank], idxs[rank], weights[rank], experts, mode=mode, max_tokens_per_rank=cap, config=config
-        )
+            xs[rank], idxs[rank], weights[rank], experts, mode=mode, max_tokens_per_rank=cap, config=config,
+            layout=layout,
+        )  # fmt: skip
         refs = reference_dispatch(xs, idxs, weights, experts, mode=mode, max_tokens_per_rank=cap)
-        problems = _differences(recv_x, refs[rank][0], handle, refs[rank][1], mode)
+        problems = []
+        if layout == "gather":
+            recv_x, problems = _gathered(recv_x, handle, refs[rank][1])
+        problems += _differences(recv_x, refs[rank][0], handle, refs[rank][1], mode)
         if handle.config is not config:
             problems.append(f"handle.config {handle.config!r} is not the dispatch's {config!r}")
         out = triton_dist.ops.moe_combine(_experts(recv_x, handle.recv_expert), handle)
@@ -271,6 +307,8 @@ def _worker(out_dir: str) -> None:
     for number, name in enumerate(CASES):
         for mode in ("normal", "low_latency"):
             record[f"{name}#{number}/{mode}"] = _case(rank, size, name, number, mode)
+        if size == 2 or name in GATHER_CASES_3:  # normal mode's layout="gather": recv_x[gather_rows] as above
+            record[f"gather/{name}#{number}/normal"] = _case(rank, size, name, number, "normal", layout="gather")
     record["bad_ids"] = _bad_ids(rank, size)
     if size == 2:  # the fp8, capacity and chunked paths once (the emulation is slow; W is a run-time value)
         record |= _fp8(rank, size)
@@ -282,6 +320,8 @@ def _worker(out_dir: str) -> None:
                     rank, size, name, CASES.index(name), mode, chunked
                 )
         record |= _fp8(rank, size, chunked)
+        record |= _fp8(rank, size, gather=True)
+        record["gather/chunked/k8#2/normal"] = _case(rank, size, "k8", 2, "normal", chunked, "gather")
         # Two programs per SM: one under the emulation, but the config travels through dispatch and combine.
         record["programs2/random#0/normal"] = _case(rank, size, "random", 0, "normal", MoeConfig(programs_per_sm=2))
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
@@ -309,7 +349,7 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
         cases = {
             key: problems
             for key, problems in record.items()
-            if key.endswith(f"/{mode}") and "#" in key and not key.startswith(("chunked/", "programs2/"))
+            if key.endswith(f"/{mode}") and "#" in key and not key.startswith(("chunked/", "programs2/", "gather/"))
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
@@ -318,6 +358,8 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             assert sorted(extra) == [
                 "fp8/chunked/low_latency/dequantize",
                 "fp8/chunked/normal",
+                "fp8/gather/normal",
+                "fp8/gather/normal/dequantize",
                 "fp8/low_latency/dequantize",
                 "fp8/normal",
                 "overflow",
@@ -325,6 +367,11 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             chunked = {key: problems for key, problems in record.items() if key.startswith("chunked/")}
             assert len(chunked) == 2 * len(CHUNKED_CASES)
             cases |= extra | chunked | {"programs2": record["programs2/random#0/normal"]}
+        if mode == "normal":
+            gathered = {key: problems for key, problems in record.items() if key.startswith("gather/")}
+            at_3 = sum(name in GATHER_CASES_3 for name in CASES)
+            assert len(gathered) == (len(CASES) + 1 if len(records) == 2 else at_3), sorted(gathered)
+            cases |= gathered
         failed = {key: problems for key, problems in cases.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 

@@ -1,5 +1,6 @@
 """``triton_dist.ops.grouped_gemm`` without a GPU: the kernel under Triton's interpreter against torch's per-expert
-matmul (both layouts moe_dispatch gives, bf16, fp16 and fp8 with either weight-scale layout), its sm_90 code on the
+matmul (both layouts moe_dispatch gives, bf16, fp16 and fp8 with either weight-scale layout; rows read through
+``gather_rows``, bf16 and fp8), its sm_90 code on the
 tensor cores (wgmma, bf16 and e4m3), the custom op's fake, and the checks' messages.
 
 Run as a script with a JSON request (``dl_compile.run_in_interpreter`` does, under ``TRITON_INTERPRET=1``), this file
@@ -65,17 +66,25 @@ def _case(name: str) -> list[str]:
         x = torch.randn(int(counts.sum()), k, generator=gen)
         offsets = (torch.cumsum(counts, 0) - counts).to(torch.int32)
         valid = [(slice(int(o), int(o + c)),) for o, c in zip(offsets, counts, strict=True)]
+    # "gather": x holds 19 distinct rows; row r of the problem reads x[gather[r]] (repeats, any order).
+    gather = torch.randint(0, 19, (x.shape[0],), generator=gen, dtype=torch.int32) if "gather" in name else None
+    if gather is not None:
+        x = torch.randn(19, k, generator=gen)
     if fp8:
         xq, xs = quantize_fp8(x)
         wq, ws = _quantize_weights(w, per_expert=name.endswith("per_expert"))
-        y = grouped_gemm(xq, wq, counts, offsets, x_scales=xs, w_scales=ws, config=SMALL)
+        y = grouped_gemm(xq, wq, counts, offsets, x_scales=xs, w_scales=ws, config=SMALL, gather_rows=gather)
         x_value, w_value = dequantize_fp8(xq, xs), _weights_value(wq, ws)
         want_dtype, tolerance = torch.bfloat16, 1e-2
     else:
         xd, wd = x.to(dtype), w.to(dtype)
-        y = grouped_gemm(xd, wd, counts, offsets, config=SMALL)
+        y = grouped_gemm(xd, wd, counts, offsets, config=SMALL, gather_rows=gather)
         x_value, w_value = xd.float(), wd.float()
         want_dtype, tolerance = dtype, 1e-2
+    if gather is not None:  # what the kernel must equal: the expanded rows
+        x, x_value = x[gather.long()], x_value[gather.long()]
+        if fp8:
+            xq = xq[gather.long()]
     problems = []
     if y.dtype != want_dtype or y.shape != (*x.shape[:-1], n):
         problems.append(f"y is {y.dtype} {list(y.shape)}")
@@ -92,7 +101,7 @@ def _case(name: str) -> list[str]:
     return problems
 
 
-CASES = ("bf16", "bf16_ll", "bf16_ll_clamped", "fp16", "fp8", "fp8_per_expert", "fp8_ll")
+CASES = ("bf16", "bf16_ll", "bf16_ll_clamped", "fp16", "fp8", "fp8_per_expert", "fp8_ll", "bf16_gather", "fp8_gather")
 
 
 def test_grouped_gemm_matches_torch_under_the_interpreter() -> None:
@@ -102,14 +111,19 @@ def test_grouped_gemm_matches_torch_under_the_interpreter() -> None:
     assert not failed, failed
 
 
-def _compile(fp8: bool, config: GroupedGemmConfig) -> str:
+def _compile(fp8: bool, config: GroupedGemmConfig, gather: bool = False) -> str:
     operand = "*fp8e4nv" if fp8 else "*bf16"
     signature = {"x_ptr": operand, "w_ptr": operand, "y_ptr": "*bf16", "counts_ptr": "*i32", "offsets_ptr": "*i32"}
-    signature |= {"xs_ptr": "*fp32", "ws_ptr": "*fp32"}
-    ints = ("N", "K", "L", "CAP", "TOTAL", "stride_xm", "stride_we", "stride_wk", "stride_ym", "stride_xs")
+    signature |= {"xs_ptr": "*fp32", "ws_ptr": "*fp32", "gather_ptr": "*i32"}
+    ints = ("N", "K", "L", "CAP", "TOTAL", "XR", "stride_xm", "stride_we", "stride_wk", "stride_ym", "stride_xs")
     signature |= {name: "i32" for name in (*ints, "stride_wse", "stride_wsk")}
     constexprs = {"BLOCK_M": config.block_m, "BLOCK_N": config.block_n, "BLOCK_K": config.block_k, "LP": 64}
-    constexprs |= {"FP8": fp8, "WIDEN": False, "stride_wn": 1}  # [L, K, N] contiguous weights, as the layer's
+    constexprs |= {
+        "FP8": fp8,
+        "WIDEN": False,
+        "GATHER": gather,
+        "stride_wn": 1,
+    }  # [L, K, N] contiguous weights, as the layer's
     aligned = ("x_ptr", "w_ptr", "y_ptr", "N", "K", "stride_xm", "stride_we", "stride_wk", "stride_ym")
     compiled = compile_kernel(
         kernels._grouped_gemm_kernel,
@@ -123,13 +137,16 @@ def _compile(fp8: bool, config: GroupedGemmConfig) -> str:
     return assembly(compiled, "sm_90")
 
 
-@pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8"])
-def test_sm90_grouped_gemm_runs_on_wgmma(fp8: bool) -> None:
+@pytest.mark.parametrize(
+    ("fp8", "gather"), [(False, False), (True, False), (False, True)], ids=["bf16", "fp8", "gather"]
+)
+def test_sm90_grouped_gemm_runs_on_wgmma(fp8: bool, gather: bool) -> None:
+    """The sm_90 code multiplies on wgmma and pipelines its loads, also where A's rows come through gather_rows."""
     need_library("sm_90")
     from triton_dist.ops.grouped_gemm.config import default_config
 
     config = default_config(4096 / 8, fp8)
-    ptx = _compile(fp8, config)
+    ptx = _compile(fp8, config, gather)
     kind = r"e4m3\.e4m3" if fp8 else r"bf16\.bf16"
     assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n128k(16|32)\.f32\.{kind}", ptx), "tensor cores, wgmma"
     assert "cp.async" in ptx, "the operands stream in asynchronously (software pipelining)"
@@ -194,6 +211,14 @@ def _bf16(*shape: int) -> torch.Tensor:
         ),
         (lambda c: grouped_gemm(_bf16(8, 32), _bf16(2, 32, 16), c, c, x_scales=torch.ones(8, 1)), "are for fp8"),
         (lambda c: grouped_gemm(_bf16(8, 32).t(), _bf16(2, 8, 16), c, c), "x's rows must be contiguous"),
+        (
+            lambda c: grouped_gemm(_bf16(8, 32), _bf16(2, 32, 16), c, c, gather_rows=c.long()),
+            "gather_rows must be a contiguous int32 tensor \\[R\\]",
+        ),
+        (
+            lambda c: grouped_gemm(_bf16(2, 8, 32), _bf16(2, 32, 16), c, gather_rows=c),
+            "gather_rows is for the normal layout",
+        ),
     ],
 )
 def test_bad_arguments_name_the_tensor(call: Any, message: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,10 @@ fp8 (``FP8``): ``x`` and ``w`` are float8_e4m3fn; each ``BLOCK_K`` step (at most
 in one scale group) multiplies on the tensor cores in fp32 and adds the product times ``x_scale[row, k / 128] *
 w_scale[e, k / 128, n / 128]`` (``BLOCK_N`` divides 128: a column tile lies in one weight block).
 
+``GATHER`` (``grouped_gemm(..., gather_rows=...)``): row ``r`` of the grouped problem loads row ``gather[r]`` of ``x``
+(and of its fp8 scales; ``XR`` rows, an index outside them reads zeros): the pointer loads gather rows, which a
+TMA descriptor could not; ``y`` keeps one row per ``r``.
+
 ``WIDEN`` (CPU tensors, Triton's interpreter only): bf16 / fp16 operands are widened to fp32 before ``tl.dot``.
 """
 
@@ -27,6 +31,7 @@ def _grouped_gemm_kernel(
     y_ptr,
     counts_ptr,
     offsets_ptr,
+    gather_ptr,
     xs_ptr,
     ws_ptr,
     N,
@@ -34,6 +39,7 @@ def _grouped_gemm_kernel(
     L,
     CAP,
     TOTAL,
+    XR,
     stride_xm,
     stride_we,
     stride_wk,
@@ -48,6 +54,7 @@ def _grouped_gemm_kernel(
     LP: tl.constexpr,
     FP8: tl.constexpr,
     WIDEN: tl.constexpr,
+    GATHER: tl.constexpr,
 ):
     pid = tl.program_id(0)
     n_tiles = tl.cdiv(N, BLOCK_N)
@@ -66,6 +73,12 @@ def _grouped_gemm_kernel(
         offs_m = (m_tile - first_tile) * BLOCK_M + tl.arange(0, BLOCK_M)
         row_ok = (offs_m < count) & (offset + offs_m < TOTAL)
         rows = (offset + offs_m).to(tl.int64)
+        if GATHER:  # row r of the problem reads row gather[r] of x (and of its scales)
+            a_rows = tl.load(gather_ptr + rows, mask=row_ok, other=0).to(tl.int64)
+            a_ok = row_ok & (a_rows >= 0) & (a_rows < XR)  # an index outside x reads a zero row, never past x
+        else:
+            a_rows = rows
+            a_ok = row_ok
         offs_n = n_tile * BLOCK_N + tl.arange(0, BLOCK_N)
         col_ok = offs_n < N
         w_base = w_ptr + expert.to(tl.int64) * stride_we
@@ -74,7 +87,7 @@ def _grouped_gemm_kernel(
             offs_k = k0 + tl.arange(0, BLOCK_K)
             k_ok = offs_k < K
             a = tl.load(
-                x_ptr + rows[:, None] * stride_xm + offs_k[None, :], mask=row_ok[:, None] & k_ok[None, :], other=0.0
+                x_ptr + a_rows[:, None] * stride_xm + offs_k[None, :], mask=a_ok[:, None] & k_ok[None, :], other=0.0
             )
             b = tl.load(
                 w_base + offs_k[:, None] * stride_wk + offs_n[None, :] * stride_wn,
@@ -83,7 +96,7 @@ def _grouped_gemm_kernel(
             )
             if FP8:
                 group = k0 // 128
-                a_scale = tl.load(xs_ptr + rows * stride_xs + group, mask=row_ok, other=0.0)
+                a_scale = tl.load(xs_ptr + a_rows * stride_xs + group, mask=a_ok, other=0.0)
                 w_scale = tl.load(ws_ptr + expert * stride_wse + group * stride_wsk + (n_tile * BLOCK_N) // 128)
                 acc += tl.dot(a, b) * (a_scale[:, None] * w_scale)
             elif WIDEN:  # Triton 3.6's interpreter multiplies bf16 bit patterns as integers: fp32 operands (exact)

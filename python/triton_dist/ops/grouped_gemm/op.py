@@ -34,9 +34,11 @@ def _check(
     x_scales: Any,
     w_scales: Any,
     out_dtype: Any,
+    gather_rows: Any = None,
 ) -> tuple[int, int, int, int, torch.dtype]:
     """Raise :class:`GroupedGemmError` naming the first bad argument; returns (L, K, N, rows per expert, out dtype)
-    (rows per expert: the capacity of the low-latency layout, else the total rows)."""
+    (rows per expert: the capacity of the low-latency layout, else the total rows: ``gather_rows``' length if
+    given)."""
     for name, value in (("x", x), ("w", w), ("expert_counts", counts)):
         if not isinstance(value, torch.Tensor):
             raise GroupedGemmError(f"{OP}: {name} must be a torch.Tensor, got {type(value).__name__}")
@@ -65,6 +67,20 @@ def _check(
         or offsets.dtype != torch.int32
     ):
         raise GroupedGemmError(f"{OP}: expert_offsets must be an int32 tensor [L={experts}], got {offsets!r}")
+    if gather_rows is not None:
+        if x.dim() != 2:
+            raise GroupedGemmError(f"{OP}: gather_rows is for the normal layout x [rows, K], got x {list(x.shape)}")
+        if (
+            not isinstance(gather_rows, torch.Tensor)
+            or gather_rows.dim() != 1
+            or gather_rows.dtype != torch.int32
+            or gather_rows.device != x.device
+            or not gather_rows.is_contiguous()
+        ):
+            raise GroupedGemmError(
+                f"{OP}: gather_rows must be a contiguous int32 tensor [R] on x's device ({x.device}), got "
+                f"{gather_rows!r:.80}"
+            )
     if min(k, n, experts) < 1:
         raise GroupedGemmError(f"{OP}: w has an empty dimension: {list(w.shape)}")
     for name, value in (("w", w), ("expert_counts", counts), ("expert_offsets", offsets)):
@@ -102,7 +118,7 @@ def _check(
         raise GroupedGemmError(f"{OP}: out_dtype must be bf16, fp16 or fp32, got {out_dtype}")
     if x.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise GroupedGemmError(f"{OP}: x is on the CPU; the kernel runs on GPUs (or under TRITON_INTERPRET=1)")
-    capacity = x.shape[1] if x.dim() == 3 else x.shape[0]
+    capacity = x.shape[1] if x.dim() == 3 else x.shape[0] if gather_rows is None else gather_rows.shape[0]
     return experts, k, n, capacity, out
 
 
@@ -115,24 +131,27 @@ def _launch(
     w_scales: torch.Tensor | None,
     out_dtype: torch.dtype | None,
     config: GroupedGemmConfig | None,
+    gather_rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    experts, k, n, capacity, out = _check(x, w, counts, offsets, x_scales, w_scales, out_dtype)
+    experts, k, n, capacity, out = _check(x, w, counts, offsets, x_scales, w_scales, out_dtype, gather_rows)
     fp8 = x.dtype == FP8_DTYPE
-    total = x.numel() // k
+    x_rows = x.numel() // k
+    total = x_rows if gather_rows is None else gather_rows.shape[0]
     if config is None:
         # The low-latency layout is decode's: few rows per expert, whatever its capacity.
         config = default_config(min(capacity, 64) if x.dim() == 3 else total / experts, fp8)
     config.check(fp8)
-    y = torch.empty(*x.shape[:-1], n, dtype=out, device=x.device)
+    y_shape = (total,) if gather_rows is not None else x.shape[:-1]
+    y = torch.empty(*y_shape, n, dtype=out, device=x.device)
     if offsets is None:  # the low-latency layout: expert e's rows start at e * capacity
         offsets = torch.arange(experts, dtype=torch.int32, device=x.device) * capacity
-    rows = x.view(total, k)
+    rows = x.view(x_rows, k)
     if fp8:
         assert x_scales is not None and w_scales is not None  # _check
         if w_scales.dim() == 1:
             w_scales = w_scales[:, None, None].expand(experts, _blocks(k), _blocks(n))
         w_scales = w_scales.contiguous()
-        scales, stride_xs = x_scales.reshape(total, -1), _blocks(k)
+        scales, stride_xs = x_scales.reshape(x_rows, -1), _blocks(k)
         stride_wse, stride_wsk = w_scales.stride(0), w_scales.stride(1)
     else:
         scales, w_scales, stride_xs, stride_wse, stride_wsk = counts, counts, 0, 0, 0  # stand-ins, never read
@@ -146,6 +165,7 @@ def _launch(
         y.view(total, n),
         counts,
         offsets,
+        gather_rows if gather_rows is not None else counts,  # counts: a stand-in the kernel never reads
         scales,
         w_scales,
         n,
@@ -153,6 +173,7 @@ def _launch(
         experts,
         capacity,
         total,
+        x_rows,
         rows.stride(0),
         w.stride(0),
         w.stride(1),
@@ -167,6 +188,7 @@ def _launch(
         LP=max(2, triton.next_power_of_2(experts)),
         FP8=fp8,
         WIDEN=x.device.type == "cpu",
+        GATHER=gather_rows is not None,
         num_warps=config.num_warps,
         num_stages=config.num_stages,
     )
@@ -198,8 +220,9 @@ def _grouped_gemm_op(
     x_scales: torch.Tensor | None = None,
     w_scales: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
+    gather_rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    return _launch(x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype, None)
+    return _launch(x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype, None, gather_rows)
 
 
 @_grouped_gemm_op.register_fake
@@ -211,10 +234,12 @@ def _grouped_gemm_fake(
     x_scales: torch.Tensor | None = None,
     w_scales: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
+    gather_rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
     fp8 = x.dtype == FP8_DTYPE
     out = out_dtype if out_dtype is not None else (torch.bfloat16 if fp8 else x.dtype)
-    return x.new_empty(*x.shape[:-1], w.shape[-1], dtype=out)
+    rows = x.shape[:-1] if gather_rows is None else gather_rows.shape
+    return x.new_empty(*rows, w.shape[-1], dtype=out)
 
 
 def grouped_gemm(
@@ -227,6 +252,7 @@ def grouped_gemm(
     w_scales: torch.Tensor | None = None,
     out_dtype: torch.dtype | None = None,
     config: GroupedGemmConfig | None = None,
+    gather_rows: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """``y[rows of expert e] = x[rows of expert e] @ w[e]`` for every local expert ``e``, in one launch
     (``torch.ops.triton_dist.grouped_gemm``; no host synchronization, CUDA-graph capturable).
@@ -247,15 +273,20 @@ def grouped_gemm(
     [L, ceil(K / 128), ceil(N / 128)], one per 128 x 128 block of each expert's weight (DeepSeek-V3's layout), or
     [L], one per expert; ``y = sum over K blocks of (x_q @ w_q) * x_scale * w_scale`` in fp32.
 
+    ``gather_rows`` (normal layout only): int32 [R]; row ``r`` of the grouped problem (expert ``e``'s rows as
+    above, over ``[0, R)``) reads row ``gather_rows[r]`` of ``x`` (and of ``x_scales``), so ``x`` holds each token
+    once (``moe_dispatch(..., layout="gather")``'s ``recv_x`` and ``handle.gather_rows``); ``y`` is [R, N], the
+    same as ``grouped_gemm(x[gather_rows], ...)``. An index outside ``[0, rows of x)`` reads a zero row.
+
     ``config``: a :class:`GroupedGemmConfig` (default: ``default_config`` by the rows per expert). Raises
     :class:`GroupedGemmError` naming the bad argument. Runs on GPUs (fp8: sm_89 and later), or on CPU tensors
     under ``TRITON_INTERPRET=1``.
     """
-    if config is None and plain_eager(x, w, expert_counts, expert_offsets, x_scales, w_scales):
-        return _launch(x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype, None)
+    if config is None and plain_eager(x, w, expert_counts, expert_offsets, x_scales, w_scales, gather_rows):
+        return _launch(x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype, None, gather_rows)
     if config is not None:
-        return _launch(x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype, config)
+        return _launch(x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype, config, gather_rows)
     out: torch.Tensor = torch.ops.triton_dist.grouped_gemm(
-        x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype
+        x, w, expert_counts, expert_offsets, x_scales, w_scales, out_dtype, gather_rows
     )
     return out

@@ -25,6 +25,9 @@ class MoeStatusError(RuntimeError):
 
 
 MODES = ("normal", "low_latency")
+LAYOUTS = ("expanded", "gather")
+"""``moe_dispatch``'s ``layout``: ``recv_x`` with one row per (token, local expert) pair (the default), or, in normal
+mode, with each received token once and ``MoeHandle.gather_rows`` naming the row each pair reads."""
 """``normal``: the output sized by one host synchronization after the counts exchange (prefill, training);
 ``low_latency``: fixed buffers of ``max_tokens_per_rank``, no host synchronization (decode, CUDA graphs)."""
 
@@ -199,6 +202,13 @@ class MoeHandle:
     """fp32 [rows..., G]: the scales of an fp8 ``recv_x`` (None unless ``fp8`` without dequantization)."""
     config: MoeConfig | None = None
     """The :class:`MoeConfig` the dispatch ran with (None: the default); its combine runs with it too."""
+    layout: str = "expanded"
+    """``"expanded"``: ``recv_x`` has one row per row above. ``"gather"`` (normal mode): ``recv_x`` is [N, H], N =
+    ``num_recv_tokens``, each received token once (``recv_scales`` [N, G] likewise), and ``gather_rows`` says which
+    row of it each row above reads: ``recv_x[gather_rows]`` is the expanded layout's ``recv_x``."""
+    gather_rows: torch.Tensor | None = None
+    """int32 [R] (``layout="gather"`` only, else None): the row of ``recv_x`` each expert-grouped row reads (pass it
+    to ``ops.grouped_gemm(..., gather_rows=...)``)."""
 
     @property
     def local_experts(self) -> int:
@@ -235,12 +245,14 @@ def check_inputs(
     fp8: Any = False,
     device: torch.device | None = None,
     dequantize: Any = False,
+    layout: Any = "expanded",
 ) -> None:
     """Raise :class:`MoeError` naming the first problem of one rank's dispatch arguments.
 
     The order: each argument a tensor; the devices (when ``device``, this rank's triton_dist device, is given);
     the dtypes; the shapes ([T, H], [T, k], [T, k], contiguous); the mode and the expert count (a positive
-    multiple of ``world_size``); ``fp8`` and ``dequantize`` (bools; ``dequantize`` only with ``fp8``); in
+    multiple of ``world_size``); ``fp8`` and ``dequantize`` (bools; ``dequantize`` only with ``fp8``); ``layout``
+    (one of :data:`LAYOUTS`; ``"gather"`` in normal mode only); in
     low-latency mode ``max_tokens_per_rank``, a positive int with T at most it. The expert ids' values are checked
     where they are read (the reference on the host, the kernels on the device: ``MoeHandle.status``).
     """
@@ -293,6 +305,12 @@ def check_inputs(
             )
     elif max_tokens_per_rank is not None:
         raise MoeError("moe_dispatch: max_tokens_per_rank is for low_latency mode; normal mode sizes its buffers")
+    if layout not in LAYOUTS:
+        raise MoeError(f"moe_dispatch: layout must be one of {list(LAYOUTS)}, got {layout!r}")
+    if layout == "gather" and mode != "normal":
+        raise MoeError(
+            "moe_dispatch: layout='gather' is for normal mode (low-latency mode's recv_x is already per expert)"
+        )
 
 
 def check_combine_input(y: Any, handle: Any, device: torch.device | None = None) -> None:

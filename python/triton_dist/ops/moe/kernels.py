@@ -35,7 +35,9 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    token the rows combine sums (``comb_rows``, k order) and where its partial goes (``comb_src``: the home rank;
    ``comb_dst``: the slot there). fp8: it copies the e4m3 bytes and the row's scales, or (``DEQUANT``) writes ``e4m3
    value * scale`` in x's dtype. Low-latency: a pair past its expert's ``W * M`` rows is dropped, pid 0 counts the
-   dropped pairs in status word 2, and the rows past each expert's count get meta -1 and weight 0.
+   dropped pairs in status word 2, and the rows past each expert's count get meta -1 and weight 0. ``GATHER``
+   (normal mode's ``layout="gather"``): each received token is copied once, to row ``i`` (its slot), and each of
+   its local rows gets ``i`` in ``gather`` instead of a copy of the payload; the per-row meta is the same.
 5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
    every rank.
@@ -372,6 +374,7 @@ def _expand_kernel(
     src_offsets_ptr,
     recv_tokens_ptr,
     scales_ptr,
+    gather_ptr,
     status_ptr,
     epoch_ptr,
     tokens_ptr,
@@ -397,6 +400,7 @@ def _expand_kernel(
     SP: tl.constexpr,
     DEQUANT: tl.constexpr,
     LOW_LATENCY: tl.constexpr,
+    GATHER: tl.constexpr,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -501,8 +505,14 @@ def _expand_kernel(
             tl.store(weight_ptr + row_at, weight_bits.to(tl.float32, bitcast=True), mask=got)
             tl.store(slot_ptr + row_at, ks, mask=got)
             tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
-            for k in range(0, K):
-                row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
+            if GATHER:  # the token's local rows read it from row i of recv_x, which holds it once
+                tl.store(gather_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + i, mask=got)
+            COPIES: tl.constexpr = 1 if GATHER else K
+            for k in range(0, COPIES):
+                if GATHER:
+                    row = i
+                else:
+                    row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
                 if row >= 0:
                     if WHOLE_ROW:
                         tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)

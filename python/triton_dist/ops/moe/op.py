@@ -234,10 +234,12 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
     plan.buffers = resources.workspace(key, create, what=f"moe_dispatch {plan.mode} buffers")
 
 
-def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.device) -> None:
-    """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use)."""
+def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False) -> None:
+    """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
+    ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written)."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
-    launch_key = f"{name}:" + ",".join(str(v.dtype) for v in leading.values() if isinstance(v, torch.Tensor))
+    variant = f"{name}/gather" if gather else name
+    launch_key = f"{variant}:" + ",".join(str(v.dtype) for v in leading.values() if isinstance(v, torch.Tensor))
     found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
@@ -275,7 +277,7 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
             fixed |= {"flags_ptr": ws.flags, "table_ptr": ws.table, **slots, "M": plan.max_tokens}
             fixed |= {"L": plan.local_experts}
-            fixed |= {"LOW_LATENCY": plan.low_latency}
+            fixed |= {"LOW_LATENCY": plan.low_latency, "GATHER": gather}
         elif name == "combine_push":
             fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, **world}
@@ -343,9 +345,11 @@ def _dispatch(
     dequantize: bool = False,
     whole_row: bool = True,
     programs_per_sm: int = 1,
+    layout: str = "expanded",
 ) -> tuple[torch.Tensor, ...]:
-    """The dispatch of checked inputs; returns the 18 tensors the custom op returns, in its order (the last: the
-    fp8 scales of the rows, or an empty tensor)."""
+    """The dispatch of checked inputs; returns the 19 tensors the custom op returns, in its order (the last two:
+    the fp8 scales of ``recv_x``'s rows, or an empty tensor; ``layout="gather"``'s row of ``recv_x`` per pair row,
+    or an empty tensor)."""
     plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm)
     device, size, topk = x.device, plan.world_size, plan.topk
     mark = None if plan.low_latency else _phase_hook
@@ -379,6 +383,8 @@ def _dispatch(
             )
         _grow(plan, summary[2], summary[3])
         rows_shape, received = (summary[0],), summary[1]
+    gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
+    recv_shape = (received,) if gather else rows_shape
     # Push first: it needs none of the outputs, so the host allocates them while it runs (normal mode: the GPU
     # would otherwise idle through them after the synchronization).
     push = {"x_ptr": x, "idx_ptr": topk_idx, "w_ptr": topk_weights, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos}
@@ -386,9 +392,10 @@ def _dispatch(
     if mark is not None:
         mark("push")
     payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
-    recv_x = torch.empty(*rows_shape, plan.hidden, dtype=payload, device=device)
+    recv_x = torch.empty(*recv_shape, plan.hidden, dtype=payload, device=device)
     kept_scales = fp8 and not dequantize
-    scales = torch.empty(*rows_shape, plan.scales, dtype=torch.float32, device=device) if kept_scales else None
+    scales = torch.empty(*recv_shape, plan.scales, dtype=torch.float32, device=device) if kept_scales else None
+    gather_rows = torch.empty(rows_shape if gather else (0,), **ints)
     # Low-latency rows nobody fills this call read as "no row" (-1 / 0): the expand kernel writes them too.
     src_rank, src_token, expert, slot = (torch.empty(rows_shape, **ints) for _ in range(4))
     weights = torch.empty(rows_shape, dtype=torch.float32, device=device)
@@ -414,17 +421,18 @@ def _dispatch(
         "src_offsets_ptr": src_offsets,
         "recv_tokens_ptr": recv_tokens,
         "scales_ptr": scales if scales is not None else weights,  # weights: a stand-in the kernel never touches
+        "gather_ptr": gather_rows if gather else slot,  # slot: a stand-in the kernel never touches
         "status_ptr": info[4:],
         "epoch_ptr": epoch,
     }
-    _launch(plan, "expand", expand, device)
+    _launch(plan, "expand", expand, device, gather)
     if mark is not None:
         mark("expand")
     status = info[4:]
     if scales is None:
         scales = torch.empty(0, dtype=torch.float32, device=device)
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
-            tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales)  # fmt: skip
+            tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows)  # fmt: skip
 
 
 def _combine(
@@ -453,7 +461,7 @@ def _combine(
 
 # --- torch custom ops --------------------------------------------------------------------------------------------
 
-_DISPATCH_OUTPUTS = 18
+_DISPATCH_OUTPUTS = 19
 
 
 @torch.library.custom_op("triton_dist::moe_dispatch", mutates_args=())
@@ -468,15 +476,16 @@ def _moe_dispatch_op(
     dequantize: bool = False,
     whole_row: bool = True,
     programs_per_sm: int = 1,
+    layout: str = "expanded",
 ) -> list[torch.Tensor]:
     world = _world()
     max_tokens = max_tokens_per_rank or None
     check_inputs(
-        x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, fp8, world.device, dequantize
-    )
-    return list(
-        _dispatch(x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm)
-    )
+        x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, fp8, world.device, dequantize,
+        layout,
+    )  # fmt: skip
+    args = (x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm)
+    return list(_dispatch(*args, layout))
 
 
 @_moe_dispatch_op.register_fake
@@ -491,11 +500,13 @@ def _moe_dispatch_fake(
     dequantize: bool = False,
     whole_row: bool = True,
     programs_per_sm: int = 1,
+    layout: str = "expanded",
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
     check_inputs(
-        x, topk_idx, topk_weights, num_experts, size, mode, max_tokens_per_rank or None, fp8, dequantize=dequantize
-    )
+        x, topk_idx, topk_weights, num_experts, size, mode, max_tokens_per_rank or None, fp8, dequantize=dequantize,
+        layout=layout,
+    )  # fmt: skip
     experts, topk, tokens = num_experts // size, topk_idx.shape[1], x.shape[0]
     if mode == "low_latency":
         rows: tuple[Any, ...] = (experts, size * max_tokens_per_rank)
@@ -508,14 +519,18 @@ def _moe_dispatch_fake(
         return x.new_empty(shape, dtype=torch.int32)
 
     kept = fp8 and not dequantize
-    recv_x = x.new_empty(*rows, x.shape[1], dtype=FP8_DTYPE if kept else x.dtype)
+    recv_rows = (received,) if layout == "gather" else rows
+    recv_x = x.new_empty(*recv_rows, x.shape[1], dtype=FP8_DTYPE if kept else x.dtype)
     scales = (
-        x.new_empty(*rows, fp8_groups(x.shape[1]), dtype=torch.float32) if kept else x.new_empty(0, dtype=torch.float32)
+        x.new_empty(*recv_rows, fp8_groups(x.shape[1]), dtype=torch.float32)
+        if kept
+        else x.new_empty(0, dtype=torch.float32)
     )
+    gather_rows = ints(*rows) if layout == "gather" else ints(0)
     return [recv_x, ints(experts), ints(experts), ints(experts, size), ints(*rows),
             ints(*rows), ints(*rows), x.new_empty(rows, dtype=torch.float32), ints(*rows), ints(), ints(4),
             ints(tokens, size), ints(row_stride(size, num_experts)), ints(1), ints(received, topk), ints(received),
-            ints(received), scales]  # fmt: skip
+            ints(received), scales, gather_rows]  # fmt: skip
 
 
 @torch.library.custom_op("triton_dist::moe_combine", mutates_args=())
@@ -574,6 +589,7 @@ def moe_dispatch(
     dequantize: bool = False,
     *,
     config: MoeConfig | None = None,
+    layout: str = "expanded",
 ) -> tuple[torch.Tensor, MoeHandle]:
     """Send each token to the ranks holding its experts; returns ``(recv_x, handle)`` (``torch.ops.triton_dist``).
 
@@ -606,6 +622,14 @@ def moe_dispatch(
     default, whole rows per step; ``MoeConfig(whole_row=False)``: 1024-element chunks, the same results), which
     its combine follows.
     Every rank passes the same one (checked on the first call, like H); anything else raises :class:`MoeError`.
+
+    ``layout`` (normal mode): ``"expanded"`` (the default) copies each received token into one row per local expert
+    it picked; ``"gather"`` skips that copy: ``recv_x`` is [N, H], each received token once (N =
+    ``handle.num_recv_tokens``; fp8 scales [N, G] likewise), and ``handle.gather_rows`` (int32 [R]) names the row of
+    ``recv_x`` each expert-grouped row reads, so ``recv_x[handle.gather_rows]`` is the expanded ``recv_x``.
+    ``ops.grouped_gemm(recv_x, w, counts, offsets, gather_rows=handle.gather_rows)`` reads through it; the counts,
+    offsets, per-row meta and ``moe_combine`` (``y`` [R, H]) are the same as with the default. ``"gather"`` in
+    low-latency mode raises :class:`MoeError`. An option until a GPU run measures it (docs/design.md).
     """
     if config is not None and not isinstance(config, MoeConfig):
         raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
@@ -616,18 +640,20 @@ def moe_dispatch(
         size, device = rt.current_world().world_size, _world().device
     else:
         size, device = 1, None
-    check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device, dequantize)
+    check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device, dequantize, layout)
     world = _world()
     if plain_eager(x, topk_idx, topk_weights):
         outputs: Any = _dispatch(
-            x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm
-        )
+            x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm,
+            layout,
+        )  # fmt: skip
     else:
         outputs = torch.ops.triton_dist.moe_dispatch(
-            x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row, programs_per_sm
-        )
+            x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row, programs_per_sm,
+            layout,
+        )  # fmt: skip
     (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
-     tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales) = outputs  # fmt: skip
+     tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows) = outputs  # fmt: skip
     handle = MoeHandle(
         mode=mode,
         rank=world.rank,
@@ -651,6 +677,8 @@ def moe_dispatch(
         fp8=fp8,
         recv_scales=scales if fp8 and not dequantize else None,
         config=config,
+        layout=layout,
+        gather_rows=gather_rows if layout == "gather" else None,
     )
     return recv_x, handle
 
