@@ -157,6 +157,9 @@ def test_bad_input_is_refused_before_any_launch(current: pytest.MonkeyPatch) -> 
             ops.all_gather(bad)  # type: ignore[arg-type]
         assert str(raised.value).startswith("all_gather: ") and words in str(raised.value), str(raised.value)
     assert issubclass(AllGatherError, ValueError)
+    huge = torch.empty(1 << 30, dtype=torch.int8)  # 2 ranks x 2**30 elements: past the kernel's 32-bit offsets
+    with pytest.raises(AllGatherError, match=r"2 ranks x 1073741824 elements = 2147483648 gathered elements"):
+        ops.all_gather(huge)
 
 
 def test_the_custom_op_has_a_fake_with_the_gathered_shape(current: pytest.MonkeyPatch) -> None:

@@ -31,6 +31,8 @@ from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, l
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 
 OP = "all_gather"
+MAX_ELEMENTS = 1 << 31
+"""The gathered output must hold fewer elements (the kernel's offsets are 32-bit)."""
 
 
 class _Empty:
@@ -133,6 +135,11 @@ def _launch(x: torch.Tensor, out: torch.Tensor) -> None:
         return
     world = gather_world()
     check_inputs(x, world.device)
+    if world.world_size * x.numel() >= MAX_ELEMENTS:
+        raise AllGatherError(
+            f"all_gather: {world.world_size} ranks x {x.numel()} elements = {world.world_size * x.numel()} gathered "
+            f"elements; the kernel indexes the output with 32-bit offsets (at most {MAX_ELEMENTS - 1}): gather in parts"
+        )
     described = {"numel": x.numel(), "dtype": str(x.dtype), "shape": list(x.shape)}
     _plans.build(signature, described, lambda: _plan(x, out, world))
 
@@ -202,8 +209,8 @@ def all_gather(x: torch.Tensor) -> torch.Tensor:
     ``TRITON_INTERPRET=1`` (the CPU emulation). Enqueued on the current stream without host synchronization;
     CUDA-graph capture works once the size has been called eagerly.
 
-    Raises :class:`AllGatherError` for bad input or a world it cannot run on (``gather_world``), before any launch;
-    RuntimeError before ``triton_dist.init()``.
+    Raises :class:`AllGatherError` for bad input, an output of ``2**31`` elements or more, or a world it cannot run
+    on (``gather_world``), before any launch; RuntimeError before ``triton_dist.init()``.
     """
     if not plain_eager(x):
         return torch.ops.triton_dist.all_gather(x)
