@@ -53,7 +53,7 @@ SIGNATURES: dict[str, dict[str, str]] = {
         **{n: _I32 for n in ("slot_ptr", "comb_rows_ptr", "comb_src_ptr", "comb_dst_ptr", "counts_out_ptr")},
         **{n: _I32 for n in ("offsets_out_ptr", "src_offsets_ptr", "recv_tokens_ptr")},
         "scales_ptr": "*fp32",
-        **{n: _I32 for n in ("status_ptr", "epoch_ptr")},
+        **{n: _I32 for n in ("gather_ptr", "status_ptr", "epoch_ptr")},
         "tokens_ptr": "*bf16",
         **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr", "table_ptr")},
         **{n: "i32" for n in ("H", "CAP", "M", "L")},
@@ -88,15 +88,19 @@ def _compile(
     scales: int = 0,
     dequantize: bool = False,
     row_block: int = 0,
+    gather: bool = False,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it; ``scales`` > 0: an fp8 payload (``dequantize``: expand
-    writes bf16); ``row_block`` > 0: ``MoeConfig(whole_row=True)``'s kernels for rows of up to that many elements."""
+    writes bf16); ``row_block`` > 0: ``MoeConfig(whole_row=True)``'s kernels for rows of up to that many elements;
+    ``gather``: expand for ``layout="gather"``."""
     constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
     if name == "route":
         constexprs["EXCHANGE"] = not low_latency
     if name in ("push", "expand", "combine_reduce"):
         constexprs["LOW_LATENCY"] = low_latency
+    if name == "expand":
+        constexprs["GATHER"] = gather
     if name in ("route", "push", "combine_push"):
         constexprs["WORLD"] = notify_world(world_size)
     signature = dict(SIGNATURES[name])
@@ -380,6 +384,49 @@ def test_combine_refuses_a_reference_handle() -> None:
         check_combine_input(recv_x, handle)
 
 
+def _stores(ptx: str) -> int:
+    """16-byte global stores in the PTX (in text: a loop's body counts once)."""
+    return sum(1 for line in ptx.splitlines() if re.search(r"st\.global\.v4\.", line))
+
+
+def test_sm90_gather_expand_stores_each_row_once_and_does_not_spill(tmp_path: Any) -> None:
+    """``layout="gather"``'s expand at H = 7168 bf16, whole rows: the row's eight 16-byte loads before its first
+    store, one row of stores (no per-k loop of them, which the expanded layout has), no spills."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    expanded = _compile("expand", "sm_90", False, world_size=2, row_block=block)
+    gathered = _compile("expand", "sm_90", False, world_size=2, row_block=block, gather=True)
+    assert _loads_before_first_store(gathered) == 8
+    assert 0 < _stores(gathered) <= _stores(expanded), (_stores(gathered), _stores(expanded))
+    info = ptxas_info(gathered, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+
+
+def test_fake_gather_dispatch_returns_each_token_once() -> None:
+    """The fake of ``layout="gather"``: recv_x [received, H] (the combine rows' count), gather_rows [rows]."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    with FakeTensorMode(shape_env=ShapeEnv()):
+        x = torch.empty(5, 64, dtype=torch.float16)
+        idx, weights = torch.empty(5, 2, dtype=torch.int64), torch.empty(5, 2)
+        outs = torch.ops.triton_dist.moe_dispatch(x, idx, weights, 8, layout="gather")
+        assert str(outs[0].shape[0]) == str(outs[14].shape[0]) != str(outs[4].shape[0]), "received, not rows"
+        assert outs[18].shape == outs[4].shape and outs[18].dtype == torch.int32
+        plain = torch.ops.triton_dist.moe_dispatch(x, idx, weights, 8)
+        assert plain[18].shape == (0,)
+
+
+def test_gather_layout_is_for_normal_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    from triton_dist.ops.moe.config import check_inputs
+
+    x, idx, weights = torch.zeros(4, 16), torch.zeros(4, 2, dtype=torch.int32), torch.zeros(4, 2)
+    with pytest.raises(MoeError, match="layout='gather' is for normal mode"):
+        check_inputs(x, idx, weights, 8, 2, "low_latency", 4, layout="gather")
+    with pytest.raises(MoeError, match="layout must be one of \\['expanded', 'gather'\\], got 'once'"):
+        check_inputs(x, idx, weights, 8, 2, layout="once")
+
+
 def test_fake_normal_dispatch_has_a_data_dependent_row_count() -> None:
     """Normal mode's rows are known only after the counts exchange: the fake gives unbacked sizes, so
     torch.compile can trace through it."""
@@ -412,7 +459,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     parameters, in the kernel's order (the CPU emulation passes them by name, so it cannot catch this)."""
     seen: dict[str, list[str]] = {}
 
-    def launch(plan: Any, name: str, leading: dict[str, Any], device: torch.device) -> None:
+    def launch(plan: Any, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False) -> None:
         seen.setdefault(name, list(leading))
         if "info_ptr" in leading:  # what the route kernel writes: nothing received, no bad ids
             leading["info_ptr"].zero_()

@@ -510,7 +510,7 @@ def _expand_kernel(
             COPIES: tl.constexpr = 1 if GATHER else K
             for k in range(0, COPIES):
                 if GATHER:
-                    row = i
+                    row = tl.cast(i, tl.int32)
                 else:
                     row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
                 if row >= 0:
