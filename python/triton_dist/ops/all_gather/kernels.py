@@ -46,12 +46,19 @@ from triton_dist.ops.common.call_epoch import arrive
 
 
 @triton.jit
-def _copy(src, dst, count, BLOCK: tl.constexpr):
-    """Copy ``count`` elements from ``src`` to ``dst`` (either may be a peer's address) in blocks of ``BLOCK``."""
-    for s in range(0, count, BLOCK):
+def _copy(src, dst, lo, hi, n, peer, REMOTE: tl.constexpr, BLOCK: tl.constexpr):
+    """Copy elements ``[lo, min(hi, n))`` of ``src`` to the same offsets of ``dst`` (of ``dst`` on rank ``peer``
+    when ``REMOTE``), in blocks of ``BLOCK``. The offsets and both bounds of the mask come straight from ``lo`` (a
+    program's first element), ``hi`` and ``n``, so where the host made them multiples of 16 elements the accesses
+    vectorize (a mask from ``min(hi, n) - lo`` would hide that)."""
+    for s in range(lo, hi, BLOCK):
         offs = s + tl.arange(0, BLOCK)
-        mask = offs < count
-        tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+        mask = (offs < hi) & (offs < n)
+        values = tl.load(src + offs, mask=mask)
+        if REMOTE:
+            tl.store(dl.symm_at(dst + offs, peer), values, mask=mask)
+        else:
+            tl.store(dst + offs, values, mask=mask)
 
 
 @triton.jit
@@ -81,35 +88,36 @@ def _all_gather_kernel(
     me = dl.rank()
     node = me // LOCAL
     local = me % LOCAL
-    start = c * chunk
-    count = tl.maximum(tl.minimum(chunk, n - start), 0)
+    lo = c * chunk
+    hi = lo + chunk
+    count = tl.maximum(tl.minimum(chunk, n - lo), 0)
     buf = data_ptr + parity * half
     flags = flags_ptr + (parity * MAX_PROGRAMS + c) * (LOCAL * NODES)
     signals = signals_ptr + (parity * MAX_PROGRAMS + c) * NODES
-    mine = buf + me * n + start
+    mine = buf + me * n  # my slot (my shard) in my buffer
     # 1. Stage my chunk in my own slot.
-    _copy(x_ptr + start, mine, count, BLOCK)
+    _copy(x_ptr, mine, lo, hi, n, me, False, BLOCK)
     # 2. Push it into my slot on every other rank of my node, and set my flag there.
     for j in range(0, LOCAL):
         if j != local:
             peer = node * LOCAL + j
-            _copy(x_ptr + start, dl.symm_at(mine, peer), count, BLOCK)
+            _copy(x_ptr, mine, lo, hi, n, peer, True, BLOCK)
             dl.notify(flags + local * NODES + node, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
     if NODES > 1:
         # 3. Put it into my slot on my same-local-rank peer of every other node, setting its signal `node`.
         for step in range(1, NODES):
             remote = ((node + step) % NODES) * LOCAL + local
-            dl.put_signal(mine, mine, count * ELEM_BYTES, signals + node, epoch, remote, sig_op="set")
+            dl.put_signal(mine + lo, mine + lo, count * ELEM_BYTES, signals + node, epoch, remote, sig_op="set")
         # 4. Forward each such put's chunk, once it has landed here, to every other rank of my node.
         for step in range(1, NODES):
             m = (node + step) % NODES
             source = m * LOCAL + local
             token = dl.signal_wait(signals + m, epoch, cmp="eq")
-            landed = dl.consume_token(buf, token) + source * n + start
+            landed = dl.consume_token(buf, token) + source * n
             for j in range(0, LOCAL):
                 if j != local:
                     peer = node * LOCAL + j
-                    _copy(landed, dl.symm_at(buf + source * n + start, peer), count, BLOCK)
+                    _copy(landed, buf + source * n, lo, hi, n, peer, True, BLOCK)
                     dl.notify(flags + local * NODES + m, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
     # 5. Wait for the ranks of the other local ranks (flags [0, local NODES) and [(local + 1) NODES, LOCAL NODES)),
     #    then copy every slot's chunk out.
@@ -117,4 +125,4 @@ def _all_gather_kernel(
     after = dl.wait(flags + (local + 1) * NODES, (LOCAL - 1 - local) * NODES, "sys", "acquire", waitValue=epoch)
     gathered = dl.consume_token(dl.consume_token(buf, before), after)
     for s in range(0, LOCAL * NODES):
-        _copy(gathered + s * n + start, out_ptr + s * n + start, count, BLOCK)
+        _copy(gathered + s * n, out_ptr + s * n, lo, hi, n, me, False, BLOCK)

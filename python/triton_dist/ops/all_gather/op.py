@@ -31,6 +31,8 @@ from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, l
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 
 OP = "all_gather"
+CHUNK_ALIGN = 16
+"""Programs' chunks are multiples of this many elements."""
 MAX_ELEMENTS = 1 << 31
 """The gathered output must hold fewer elements (the kernel's offsets are 32-bit)."""
 
@@ -150,7 +152,10 @@ def _plan(x: torch.Tensor, out: torch.Tensor, world: rt.World) -> LaunchPlan | E
         return _Empty()
     shard_bytes = x.numel() * x.element_size()
     is_emulated = emulated(world)
-    programs = programs_for(shard_bytes, is_emulated)
+    # Each program's chunk a multiple of 16 elements, so its offsets keep n's divisibility (vector accesses).
+    per_program = -(-x.numel() // programs_for(shard_bytes, is_emulated))
+    chunk = -(-per_program // CHUNK_ALIGN) * CHUNK_ALIGN
+    programs = -(-x.numel() // chunk)
     ws = _workspace(half_bytes_for(shard_bytes, world.world_size), world)
     local = world.ranks_per_node or world.world_size
     named = {
@@ -161,7 +166,7 @@ def _plan(x: torch.Tensor, out: torch.Tensor, world: rt.World) -> LaunchPlan | E
         "signals_ptr": ws.signals,
         "state_ptr": ws.state,
         "n": x.numel(),
-        "chunk": -(-x.numel() // programs),
+        "chunk": chunk,
         "half": ws.data.numel() // 2 // x.element_size(),
         "ELEM_BYTES": x.element_size(),
         "NODES": world.num_nodes,
