@@ -18,6 +18,10 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 - **ours 2 programs/SM** (unless ``--skip-programs``): ``config=MoeConfig(programs_per_sm=2)``, twice the default's
   copy programs, normal mode at 4096 tokens (or the largest ``--tokens`` below it) and low-latency mode graphed and
   eager, beside the default's rows.
+- **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
+  ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
+  expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
+  its combine takes ``recv_x[gather_rows]`` (built once, untimed). fp8 too (``ours fp8 gather``).
 - **NCCL**: :class:`A2ADispatcher` over ``dist.all_to_all_single``, written the usual way with the care ours gets:
   route on the device (tokens per destination rank and pairs per expert, no host sync), one counts exchange, one
   host synchronization for the split sizes, each token packed once per destination rank with its ids and weights in
@@ -89,6 +93,9 @@ CHUNKED = "ours chunked"
 """The path label of ``MoeConfig(whole_row=False)``'s rows (ours with 1024-element copy steps)."""
 PER_SM2 = "ours 2 programs/SM"
 """The path label of ``MoeConfig(programs_per_sm=2)``'s rows (twice the default's copy programs)."""
+GATHER = "ours gather"
+"""The path label of ``moe_dispatch(..., layout="gather")``'s rows (normal mode: each received token once, no
+per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
 CHUNK_ELEMENTS = 1 << 27
 """Elements of fp32 a baseline's weighted sum converts at once (bounds its temporaries at 512 MiB)."""
 NVSHMEM_TIMEOUT_S = 120
@@ -121,6 +128,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-nvshmem", action="store_true", help="leave out the NVSHMEM all_to_all_vdev phase")
     parser.add_argument("--chunked", action="store_true", help="also time MoeConfig(whole_row=False) (chunked rows)")
     parser.add_argument("--skip-programs", action="store_true", help="leave out the MoeConfig(programs_per_sm=2) rows")
+    parser.add_argument("--skip-gather", action="store_true", help="leave out the layout='gather' rows")
     parser.add_argument("--nvshmem-timeout", type=int, default=NVSHMEM_TIMEOUT_S, help="seconds for that phase")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--tag", default="", help="results file suffix (default: <W>x<GPU>)")
@@ -630,7 +638,7 @@ def write_results(
     panels = []
     for op in COLUMNS:
         series = {}
-        for path in (OURS, CHUNKED, PER_SM2, NCCL, NVSHMEM):
+        for path in (OURS, CHUNKED, PER_SM2, GATHER, NCCL, NVSHMEM):
             at = {r["tokens"]: r.get(f"{op} device") for r in rows if r["path"] == path and r["mode"] == "normal"}
             if at:
                 series[path] = [float(at.get(t) or float("nan")) for t in xs]
@@ -671,6 +679,13 @@ def chunked_option() -> tuple[dict[str, Any] | None, str]:
     if not hasattr(moe, "MoeConfig") or "config" not in inspect.signature(moe.moe_dispatch).parameters:
         return None, "moe_dispatch has no config=MoeConfig(...) option"
     return {"config": moe.MoeConfig(whole_row=False)}, ""
+
+
+def expanded(recv_x: torch.Tensor, handle: Any) -> torch.Tensor:
+    """``recv_x`` with one row per expert-grouped row: as it is, or ``recv_x[handle.gather_rows]`` after a
+    ``layout="gather"`` dispatch."""
+    rows = getattr(handle, "gather_rows", None)
+    return recv_x if rows is None else recv_x[rows.long()]
 
 
 def _ours_result(recv_x: torch.Tensor, handle: Any, combined: torch.Tensor) -> PathResult:
@@ -776,6 +791,16 @@ class Bench:
                 f"in the copy kernels instead of one; normal mode at {self.variant_sizes[PER_SM2]} tokens and "
                 "low-latency mode."
             )
+        self.normal_only: set[str] = set()
+        """Variants without a low-latency mode (``layout="gather"``)."""
+        if not args.skip_gather:
+            self.variants[GATHER], self.variant_sizes[GATHER] = {"layout": "gather"}, None
+            self.normal_only.add(GATHER)
+            self.extras["notes"].append(
+                f"{GATHER}: ours with moe_dispatch(..., layout='gather') in normal mode: each received token once "
+                "(no per-expert copy) and handle.gather_rows for the expert GEMM; its combine's y is "
+                "recv_x[gather_rows], built once outside the timing."
+            )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk, max(args.tokens + [args.ll_tokens]),
             torch.bfloat16, self.device,
@@ -824,6 +849,7 @@ class Bench:
             recv_x, handle = triton_dist.ops.moe_dispatch(
                 x, idx, w, a.experts, mode=mode, max_tokens_per_rank=cap, **(options or {})
             )
+            recv_x = expanded(recv_x, handle)
             combined = triton_dist.ops.moe_combine(scaled_experts(recv_x, handle.recv_expert), handle)
             return _ours_result(recv_x, handle, combined)
 
@@ -834,7 +860,8 @@ class Bench:
         }
         for label, options in self.variants.items():
             checks[f"{label}/normal"] = (lambda options=options: ours("normal", options), 8e-3)
-            checks[f"{label}/low_latency"] = (lambda options=options: ours("low_latency", options), 8e-3)
+            if label not in self.normal_only:
+                checks[f"{label}/low_latency"] = (lambda options=options: ours("low_latency", options), 8e-3)
         for name, (run, rtol) in checks.items():
             try:
                 problem = compare(run(), want_rows, want, exact[self.rank], rtol)
@@ -845,6 +872,8 @@ class Bench:
         found[f"{OURS}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact)
         log0(f"RESULT verify {OURS}/low_latency graphed: {found[f'{OURS}/low_latency graphed']}")
         for label, options in self.variants.items():
+            if label in self.normal_only:
+                continue
             found[f"{label}/low_latency graphed"] = self.verify_graph(xs, idxs, ws, refs, exact, options)
             log0(f"RESULT verify {label}/low_latency graphed: {found[f'{label}/low_latency graphed']}")
         return found
@@ -972,7 +1001,7 @@ class Bench:
         row["verified"] = f"{verified.get(f'{NCCL}/normal', '—')}; this size: {nccl_ok}"
         self.rows.append(row)
 
-    def phases(self, tokens: int, dispatch: Callable[[], object]) -> dict[str, float]:
+    def phases(self, tokens: int, dispatch: Callable[[], object], label: str = OURS) -> dict[str, float]:
         """Normal dispatch split into its phases: a CUDA event at each point ``op.set_phase_hook`` names
         (``op.PHASES``) over ``--reps`` calls, each after a device barrier; per interval (named by the point it ends
         at) the median, max over ranks; printed as a RESULT line and kept as a note. The intervals: ``route`` the
@@ -1005,9 +1034,9 @@ class Bench:
             phase: max_over_ranks(statistics.median(v[2:]) if len(v) > 2 else -1.0) for phase, v in samples.items()
         }
         text = ", ".join(f"{phase} {us:.1f}" for phase, us in medians.items())
-        log0(f"RESULT {OURS} normal T={tokens} dispatch phases µs (device, median, max over ranks): {text} "
+        log0(f"RESULT {label} normal T={tokens} dispatch phases µs (device, median, max over ranks): {text} "
              f"(sum {sum(medians.values()):.1f})")  # fmt: skip
-        self.extras["notes"].append(f"{OURS} normal dispatch at {tokens} tokens, phases (µs, CUDA events): {text}")
+        self.extras["notes"].append(f"{label} normal dispatch at {tokens} tokens, phases (µs, CUDA events): {text}")
         return medians
 
     def variant_normal(
@@ -1032,13 +1061,14 @@ class Bench:
         def dispatch() -> None:
             state["d"] = triton_dist.ops.moe_dispatch(x, idx, w, self.args.experts, **options)
 
-        def combine() -> None:
-            triton_dist.ops.moe_combine(*state["d"])
+        def combine() -> None:  # y: the expanded rows of the first dispatch (the same inputs give the same rows)
+            triton_dist.ops.moe_combine(state["y"], state["d"][1])
 
         raised = ""
         try:
             dispatch()
-            problem = closed_form_problem(triton_dist.ops.moe_combine(*state["d"]), x, idx, w, 8e-3)
+            state["y"] = expanded(*state["d"])
+            problem = closed_form_problem(triton_dist.ops.moe_combine(state["y"], state["d"][1]), x, idx, w, 8e-3)
         except Exception as error:  # noqa: BLE001 (the reason is the result)
             problem = raised = f"{type(error).__name__}: {error}"[:300]
         ok = self.agreed(problem)  # every rank takes part in both collectives, whatever it raised
@@ -1047,6 +1077,8 @@ class Bench:
             return
         row = self.timed_row(label, "normal", tokens, dispatch, combine, nbytes, host=(None, combine))
         row["verified"] = f"{verified.get(f'{label}/normal', '—')}; this size: {ok}"
+        if label in self.normal_only:
+            row["phases"] = self.phases(tokens, dispatch, label)
         self.rows.append(row)
 
     def low_latency(self, verified: dict[str, str]) -> None:
@@ -1076,7 +1108,8 @@ class Bench:
         row["verified"] = verified.get(f"{OURS}/low_latency", "—")
         self.rows.append(row)
         for label in self.variants:
-            self.variant_low_latency(label, x, idx, w, nbytes, verified)
+            if label not in self.normal_only:
+                self.variant_low_latency(label, x, idx, w, nbytes, verified)
         self.save()
 
     def variant_low_latency(
@@ -1132,6 +1165,8 @@ class Bench:
         variants = {f"{FP8}": dict(option)}
         if "dequantize" in inspect.signature(triton_dist.ops.moe_dispatch).parameters:
             variants[f"{FP8} (dequantized on receipt)"] = {**option, "dequantize": True}
+        if not a.skip_gather and "layout" in inspect.signature(triton_dist.ops.moe_dispatch).parameters:
+            variants[f"{FP8} gather"] = {**option, "layout": "gather"}
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs = reference_dispatch(xs, idxs, ws, a.experts)
         want_rows, want = refs[self.rank]
@@ -1142,6 +1177,11 @@ class Bench:
             raised = ""
             try:
                 recv_x, handle = triton_dist.ops.moe_dispatch(vx, vidx, vw, a.experts, **kwargs)
+                gather = getattr(handle, "gather_rows", None)
+                if gather is not None:  # each token once: the expanded rows and their scales
+                    rows, scales = gather.long(), handle.recv_scales
+                    recv_x = recv_x[rows]
+                    handle = dataclasses.replace(handle, recv_scales=None if scales is None else scales[rows])
                 problem = fp8_problem(recv_x, handle, want_rows, want)
             except Exception as error:  # noqa: BLE001 (the reason is the result)
                 problem = raised = f"{type(error).__name__}: {error}"[:300]

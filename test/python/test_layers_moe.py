@@ -1,7 +1,8 @@
 """triton_dist.layers.ExpertParallelMoE: at 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``,
 ``init(device="cpu")``) against a dense one-process torch reference with the same full weights (normal and
 low-latency mode, bf16 and fp8, a rank without tokens and a rank receiving none, a layer built from zeros that
-loaded the first one's state dict, an expert id out of range in low-latency mode); and, without a world, the
+loaded the first one's state dict, an expert id out of range in low-latency mode; ``dispatch_layout="gather"``
+in bf16, fp8 and with a rank receiving none); and, without a world, the
 sharding, ``from_shards``, ``state_dict`` round trips and the errors.
 
 Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
@@ -98,6 +99,9 @@ def _worker(out_dir: str) -> None:
     low_latency = ExpertParallelMoE(gate, up, down, mode="low_latency", max_tokens_per_rank=max(TOKENS))
     run("low_latency", low_latency)
     run("fp8/normal", ExpertParallelMoE(gate, up, down, fp8=True), fp8=True)
+    gathered = ExpertParallelMoE(gate, up, down, dispatch_layout="gather")  # each token once, GEMM reads through
+    run("gather/normal", gathered)
+    run("gather/fp8/normal", ExpertParallelMoE(gate, up, down, fp8=True, dispatch_layout="gather"), fp8=True)
     # Rank 1 has no tokens and rank 0 sends every token to rank 1's experts: rank 0's GEMMs get no rows.
     x, idx, weights = _routing(torch.Generator().manual_seed(rank), 5 if rank == 0 else 0)
     idx = torch.where(idx >= 0, EXPERTS - 1 - idx % 2, idx)
@@ -105,6 +109,10 @@ def _worker(out_dir: str) -> None:
         record["empty"] = _problems(normal(x, idx, weights), _reference(x, idx, weights, gate, up, down))
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         record["empty"] = [f"{type(error).__name__}: {error}"]
+    try:
+        record["gather/empty"] = _problems(gathered(x, idx, weights), _reference(x, idx, weights, gate, up, down))
+    except Exception as error:  # noqa: BLE001 (recorded for the test)
+        record["gather/empty"] = [f"{type(error).__name__}: {error}"]
     loaded = ExpertParallelMoE(*(torch.zeros_like(w) for w in (gate, up, down)))
     loaded.load_state_dict(normal.state_dict())
     run("loaded_state_dict", loaded)  # the same plans again, fresh routing
@@ -129,6 +137,7 @@ def _worker(out_dir: str) -> None:
 def test_the_moe_layer_at_2_ranks_matches_a_dense_reference(tmp_path: Path) -> None:
     run_torchrun(Path(__file__), 2, [str(tmp_path)])
     keys = {"normal", "low_latency", "empty", "fp8/normal", "loaded_state_dict", "bad_id/check_status"}
+    keys |= {"gather/normal", "gather/fp8/normal", "gather/empty"}
     for rank in range(2):
         record = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert set(record) == keys, f"rank {rank}: {record}"
@@ -206,6 +215,11 @@ def _layer(**options: object) -> ExpertParallelMoE:
         (lambda: _layer(mode="fast"), "ExpertParallelMoE: mode must be one of"),
         (lambda: _layer(mode="low_latency"), "ExpertParallelMoE: low_latency mode needs max_tokens_per_rank"),
         (lambda: _layer(max_tokens_per_rank=8), "max_tokens_per_rank is for low_latency mode"),
+        (lambda: _layer(dispatch_layout="once"), "ExpertParallelMoE: dispatch_layout must be 'expanded' or 'gather'"),
+        (
+            lambda: _layer(mode="low_latency", max_tokens_per_rank=8, dispatch_layout="gather"),
+            "dispatch_layout='gather' is for normal mode",
+        ),
     ],
 )
 def test_bad_weights_name_the_layer_and_tensor(build: Callable[[], object], message: str) -> None:

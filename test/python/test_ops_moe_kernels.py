@@ -483,8 +483,8 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
 
 def test_bench_times_the_variants_beside_the_default(tmp_path: Any) -> None:
     """bench/moe.py asks for ``MoeConfig(whole_row=False)`` through ``config=`` with ``--chunked``, times
-    ``MoeConfig(programs_per_sm=2)`` unless ``--skip-programs``, and writes their rows, labelled, beside the
-    default's."""
+    ``MoeConfig(programs_per_sm=2)`` unless ``--skip-programs`` and ``layout="gather"`` unless ``--skip-gather``
+    (expanding its rows for the checks), and writes their rows, labelled, beside the default's."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -498,13 +498,19 @@ def test_bench_times_the_variants_beside_the_default(tmp_path: Any) -> None:
     assert why == "" and options == {"config": MoeConfig(whole_row=False)}
     assert not bench.parse_args([]).chunked and bench.parse_args(["--chunked"]).chunked
     assert not bench.parse_args([]).skip_programs and bench.parse_args(["--skip-programs"]).skip_programs
+    assert not bench.parse_args([]).skip_gather and bench.parse_args(["--skip-gather"]).skip_gather
+    recv_once, rows = torch.arange(6.0).view(3, 2), torch.tensor([2, 0, 2, 1], dtype=torch.int32)
+    assert torch.equal(bench.expanded(recv_once, SimpleNamespace(gather_rows=rows)), recv_once[[2, 0, 2, 1]])
+    assert bench.expanded(recv_once, SimpleNamespace(gather_rows=None)) is recv_once
 
     def row(path: str, dispatch: float) -> dict[str, Any]:
         timings = {f"{op} {t}": dispatch for op in ("dispatch", "combine") for t in ("device", "idle")}
         return {"path": path, "mode": "normal", "tokens": 128, "verified": "ok", "bytes per rank": 1e6, **timings}
 
     rows = [row(bench.OURS, 25.0), row(bench.CHUNKED, 50.0), row(bench.PER_SM2, 20.0), row(bench.NCCL, 100.0)]
+    rows.append(row(bench.GATHER, 10.0))
     text = bench.write_results(tmp_path, "T", rows, {"notes": []}, [], 0.0).read_text()
     assert "| ours | normal | 128 | 25.0 / 25.0 / — |" in text and "| 4.00 / 4.00 / 4.00 / 4.00 |" in text
     assert "| ours chunked | normal | 128 | 50.0 / 50.0 / — |" in text
     assert "| ours 2 programs/SM | normal | 128 | 20.0 / 20.0 / — |" in text and "| 5.00 / 5.00 / 5.00 / 5.00 |" in text
+    assert "| ours gather | normal | 128 | 10.0 / 10.0 / — |" in text and "| 10.00 / 10.00 / 10.00 / 10.00 |" in text

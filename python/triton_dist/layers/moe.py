@@ -50,6 +50,10 @@ class ExpertParallelMoE(nn.Module):
     ``"low_latency"`` (decode: no host synchronization, CUDA-graph capturable; T at most ``max_tokens_per_rank``).
     ``fp8``: tokens cross the links in e4m3 with per-128-channel scales, and both GEMMs run in fp8 (the activation
     between them quantized per row per 128 channels); x stays bf16 / fp16.
+    ``dispatch_layout`` (normal mode): ``"expanded"`` (default) or ``"gather"``: the dispatch returns each received
+    token once and the first grouped GEMM reads the rows through ``handle.gather_rows`` (``moe_dispatch(...,
+    layout=...)``; the same results, without the dispatch's per-expert copy). An option until a GPU run measures
+    it.
 
     Bad ids: in normal mode an expert id out of range raises ``MoeStatusError`` on every rank; in low-latency mode
     the dispatch counts it on the device and :meth:`check_status` raises (a host synchronization: call it outside
@@ -69,6 +73,7 @@ class ExpertParallelMoE(nn.Module):
         fp8: bool = False,
         rank: int | None = None,
         world_size: int | None = None,
+        dispatch_layout: str = "expanded",
     ) -> None:
         rank, world_size = world_position(rank, world_size)
         name = type(self).__name__
@@ -87,7 +92,9 @@ class ExpertParallelMoE(nn.Module):
         local = experts // world_size
         mine = slice(rank * local, (rank + 1) * local)
         gate, up, down = (w[mine].contiguous().clone() for w in (gate_weight, up_weight, down_weight))
-        self._init_from_shards(gate, up, down, experts, mode, max_tokens_per_rank, fp8, rank, world_size)
+        self._init_from_shards(
+            gate, up, down, experts, mode, max_tokens_per_rank, fp8, rank, world_size, dispatch_layout
+        )
 
     @classmethod
     def from_shards(
@@ -102,13 +109,15 @@ class ExpertParallelMoE(nn.Module):
         fp8: bool = False,
         rank: int | None = None,
         world_size: int | None = None,
+        dispatch_layout: str = "expanded",
     ) -> ExpertParallelMoE:
         """A layer holding this rank's experts: gate and up [E/W, H, I], down [E/W, I, H]; ``num_experts`` is E."""
         rank, world_size = world_position(rank, world_size)
         layer = cls.__new__(cls)
         layer._init_from_shards(
-            gate_shard, up_shard, down_shard, num_experts, mode, max_tokens_per_rank, fp8, rank, world_size
-        )
+            gate_shard, up_shard, down_shard, num_experts, mode, max_tokens_per_rank, fp8, rank, world_size,
+            dispatch_layout,
+        )  # fmt: skip
         return layer
 
     def _init_from_shards(
@@ -122,6 +131,7 @@ class ExpertParallelMoE(nn.Module):
         fp8: bool,
         rank: int,
         world_size: int,
+        dispatch_layout: str = "expanded",
     ) -> None:
         nn.Module.__init__(self)
         name = type(self).__name__
@@ -157,6 +167,11 @@ class ExpertParallelMoE(nn.Module):
             raise LayerError(f"{name}: max_tokens_per_rank is for low_latency mode")
         if not isinstance(fp8, bool):
             raise LayerError(f"{name}: fp8 must be True or False, got {fp8!r}")
+        if dispatch_layout not in ("expanded", "gather"):
+            raise LayerError(f"{name}: dispatch_layout must be 'expanded' or 'gather', got {dispatch_layout!r}")
+        if dispatch_layout == "gather" and mode != "normal":
+            raise LayerError(f"{name}: dispatch_layout='gather' is for normal mode, not {mode!r}")
+        self.dispatch_layout = dispatch_layout
         self.rank, self.world_size, self.num_experts = rank, world_size, num_experts
         self.mode, self.max_tokens_per_rank, self.fp8 = mode, max_tokens_per_rank, fp8
         self.dtype = gate.dtype
@@ -220,9 +235,11 @@ class ExpertParallelMoE(nn.Module):
             self.mode,
             self.max_tokens_per_rank,
             fp8=self.fp8,
+            layout=self.dispatch_layout,
         )
         self._last_handle = handle
         counts, offsets = handle.expert_counts, handle.expert_offsets
+        gather = handle.gather_rows  # layout="gather": the first GEMM reads each token's row through it
         inter = self.intermediate_size
         if self.fp8:
             gate_up = grouped_gemm(
@@ -233,6 +250,7 @@ class ExpertParallelMoE(nn.Module):
                 x_scales=handle.recv_scales,
                 w_scales=self.gate_up_scale,
                 out_dtype=x.dtype,
+                gather_rows=gather,
             )
             act_q, act_scales = quantize_fp8(functional.silu(gate_up[..., :inter]) * gate_up[..., inter:])
             y = grouped_gemm(
@@ -245,7 +263,7 @@ class ExpertParallelMoE(nn.Module):
                 out_dtype=x.dtype,
             )
         else:
-            gate_up = grouped_gemm(recv_x, self.gate_up_weight, counts, offsets)
+            gate_up = grouped_gemm(recv_x, self.gate_up_weight, counts, offsets, gather_rows=gather)
             act = functional.silu(gate_up[..., :inter]) * gate_up[..., inter:]
             y = grouped_gemm(act.contiguous(), self.down_weight, counts, offsets)
         return moe_combine(y, handle)
@@ -259,6 +277,7 @@ class ExpertParallelMoE(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"num_experts={self.num_experts}, local_experts={self.local_experts}, hidden_size={self.hidden_size}, "
-            f"intermediate_size={self.intermediate_size}, mode={self.mode!r}, fp8={self.fp8}, rank={self.rank}, "
+            f"intermediate_size={self.intermediate_size}, mode={self.mode!r}, fp8={self.fp8}, "
+            f"dispatch_layout={self.dispatch_layout!r}, rank={self.rank}, "
             f"world_size={self.world_size}"
         )
