@@ -4,9 +4,11 @@ prefixes), two dispatches in flight before their combines (the double-buffered
 halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference; fp8
 dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert
 over its capacity, the default whole-row kernels and ``MoeConfig(whole_row=False)``'s chunks at H = 7168 (a
-normal and a low-latency case each),
-``grouped_gemm`` against torch per expert (both layouts, bf16 and fp8), and
-``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8).
+normal and a low-latency case each), normal mode's ``layout="gather"`` (every case, large, two in flight, H = 7168
+both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` against the reference's rows),
+``grouped_gemm`` against torch per expert (both layouts and rows through ``gather_rows``, bf16 and fp8), and
+``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
+``dispatch_layout="gather"`` in bf16 and fp8).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs
 
@@ -111,9 +113,16 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
         problems += _combine_problems(out, ys, refs, rank, rtol=2e-2 if dequantize else 8e-3)
         record[key] = problems
 
-    def run(xs: Any, idxs: Any, weights: Any, experts: int, mode: str, cap: int | None, dequantize: bool) -> Any:
+    def run(
+        xs: Any, idxs: Any, weights: Any, experts: int, mode: str, cap: int | None, dequantize: bool,
+        layout: str = "expanded",
+    ) -> Any:  # fmt: skip
         args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, mode, cap)
-        recv_x, handle = triton_dist.ops.moe_dispatch(*args, fp8=True, dequantize=dequantize)
+        recv_x, handle = triton_dist.ops.moe_dispatch(*args, fp8=True, dequantize=dequantize, layout=layout)
+        if layout == "gather":  # each token once: compare and combine its expanded rows (and scales)
+            gather = handle.gather_rows.long()
+            scales = None if handle.recv_scales is None else handle.recv_scales[gather]
+            recv_x, handle = recv_x[gather], dataclasses.replace(handle, recv_scales=scales)
         rows = recv_x if dequantize else dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16)
         return (recv_x, handle), triton_dist.ops.moe_combine(_experts(rows, handle.recv_expert), handle)
 
@@ -124,6 +133,9 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
             got, out = run(xs, idxs, weights, experts, mode, cap, dequantize)
             key = f"fp8-{name}/{mode}" + ("/dequantize" if dequantize else "")
             compare(key, got, out, xs, idxs, weights, experts, mode, cap, dequantize)
+            if mode == "normal":
+                got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, "gather")
+                compare(f"gather/{key}", got, out, xs, idxs, weights, experts, mode, cap, dequantize)
     xs, idxs, weights, experts = inputs(50)
     cap = max(x.shape[0] for x in xs)
     static = [xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda)]
@@ -201,6 +213,29 @@ def _grouped_gemm_checks(cuda: torch.device, record: dict[str, list[str]]) -> No
                 if not torch.allclose(y[at], want, rtol=2e-2, atol=2e-2):
                     problems.append(f"expert {e}: max error {(y[at] - want).abs().max().item():.4g}")
             record[f"grouped_gemm/{layout}/{'fp8' if fp8 else 'bf16'}"] = problems
+    # The normal layout's rows read through gather_rows from 200 distinct rows (layout="gather"'s recv_x).
+    total = int(counts.sum())
+    once = torch.randn(200, k, generator=gen)
+    gather = torch.randint(0, 200, (total,), generator=gen, dtype=torch.int32)
+    offsets = (torch.cumsum(counts, 0) - counts).to(torch.int32)
+    rows = [slice(int(o), int(o + c)) for o, c in zip(offsets, counts, strict=True)]
+    for fp8 in (False, True):
+        dev = {"gather_rows": gather.to(cuda)}
+        if fp8:
+            xq, xs = quantize_fp8(once)
+            y = grouped_gemm(xq.to(cuda), wq.to(cuda), counts.to(cuda), offsets.to(cuda), x_scales=xs.to(cuda),
+                             w_scales=ws.to(cuda), **dev)  # fmt: skip
+            x_value, weights = dequantize_fp8(xq, xs)[gather.long()], w_value
+        else:
+            y = grouped_gemm(once.bfloat16().to(cuda), w.bfloat16().to(cuda), counts.to(cuda), offsets.to(cuda), **dev)
+            x_value, weights = once.bfloat16().float()[gather.long()], w.bfloat16().float()
+        y = y.cpu().float()
+        problems = [] if y.shape == (total, n) else [f"y is {list(y.shape)}"]
+        for e, at in enumerate(rows):
+            want = x_value[at] @ weights[e]
+            if not problems and not torch.allclose(y[at], want, rtol=2e-2, atol=2e-2):
+                problems.append(f"expert {e}: max error {(y[at] - want).abs().max().item():.4g}")
+        record[f"grouped_gemm/gather/{'fp8' if fp8 else 'bf16'}"] = problems
 
 
 def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
@@ -240,12 +275,18 @@ def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, li
         error = ((got.float() - want).norm() / want.norm()).item()
         return [] if got.dtype == torch.bfloat16 and error < (0.1 if fp8 else 0.02) else [f"relative error {error:.4g}"]
 
-    for name, options in (("normal", {}), ("fp8", {"fp8": True})):
+    gather: dict[str, Any] = {"dispatch_layout": "gather"}
+    for name, options in (
+        ("normal", {}),
+        ("fp8", {"fp8": True}),
+        ("gather", gather),
+        ("fp8-gather", {"fp8": True, **gather}),
+    ):
         layer = ExpertParallelMoE(gate.to(cuda), up.to(cuda), down.to(cuda), **options)  # type: ignore[arg-type]
         for call in range(2):
             x, idx, weights = routing(call)
             got = layer(x.to(cuda), idx.to(cuda), weights.to(cuda))
-            record[f"layer/{name}/call{call}"] = problems(got, dense(x, idx, weights), name == "fp8")
+            record[f"layer/{name}/call{call}"] = problems(got, dense(x, idx, weights), name.startswith("fp8"))
     layer = ExpertParallelMoE(gate.to(cuda), up.to(cuda), down.to(cuda), mode="low_latency",
                               max_tokens_per_rank=max_tokens)  # fmt: skip
     static = [t.to(cuda) for t in routing(5)]
@@ -263,7 +304,7 @@ def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, li
 
 
 def _worker(out_dir: str) -> None:
-    from test_ops_moe_emulation import CASES, _case_inputs, _differences, _experts
+    from test_ops_moe_emulation import CASES, _case_inputs, _differences, _experts, _gathered
 
     import triton_dist
     from triton_dist.ops.moe import MoeConfig, reference_dispatch
@@ -287,12 +328,40 @@ def _worker(out_dir: str) -> None:
         problems += _combine_problems(out, [_experts(rx, h.recv_expert) for rx, h in refs], refs, rank)
         record[key] = problems
 
+    def gathered(args: tuple[Any, ...], config: Any = None) -> tuple[tuple[torch.Tensor, Any], torch.Tensor]:
+        """A layout="gather" dispatch of ``args`` and its combine of the expanded rows' experts."""
+        dispatched = triton_dist.ops.moe_dispatch(*args, config=config, layout="gather")
+        rows = dispatched[0][dispatched[1].gather_rows.long()]
+        return dispatched, triton_dist.ops.moe_combine(_experts(rows, dispatched[1].recv_expert), dispatched[1])
+
+    def check_gathered(key: str, args: tuple[Any, ...], refs: Any, dispatched: Any, out: torch.Tensor) -> None:
+        """``check`` of a layout="gather" dispatch: its layout, then recv_x[gather_rows] as the expanded recv_x."""
+        recv_x, handle = dispatched
+        sync(key)
+        rows, problems = _gathered(recv_x.cpu(), _cpu(handle), refs[rank][1])
+        problems += _differences(rows, refs[rank][0], _cpu(handle), refs[rank][1], "normal")
+        problems += _combine_problems(out, [_experts(rx, h.recv_expert) for rx, h in refs], refs, rank)
+        record[key] = problems
+
     for number, name in enumerate(CASES):
         for mode in ("normal", "low_latency"):
             args, refs = one(name, number if name != "random" else 0, mode)
             dispatched = triton_dist.ops.moe_dispatch(*args)
             out = triton_dist.ops.moe_combine(_experts(*dispatched[:1], dispatched[1].recv_expert), dispatched[1])
             check(f"{name}#{number}/{mode}", args, refs, dispatched, out)
+            if mode == "normal":
+                check_gathered(f"gather/{name}#{number}/normal", args, refs, *gathered(args))
+    args, refs = one("large", 40, "normal")
+    check_gathered("gather/large/normal", args, refs, *gathered(args))
+    (args_a, refs_a), (args_b, refs_b) = one("k8", 13, "normal"), one("k8", 14, "normal")
+    first = triton_dist.ops.moe_dispatch(*args_a, layout="gather")  # two gather dispatches in flight
+    second = triton_dist.ops.moe_dispatch(*args_b, layout="gather")
+    out_a = triton_dist.ops.moe_combine(_experts(first[0][first[1].gather_rows.long()], first[1].recv_expert), first[1])
+    out_b = triton_dist.ops.moe_combine(
+        _experts(second[0][second[1].gather_rows.long()], second[1].recv_expert), second[1]
+    )
+    check_gathered("gather/overlap-a/normal", args_a, refs_a, first, out_a)
+    check_gathered("gather/overlap-b/normal", args_b, refs_b, second, out_b)
     for mode in ("normal", "low_latency"):  # hundreds of tokens: the route count programs' prefixes carry
         args, refs = one("large", 40, mode)
         dispatched = triton_dist.ops.moe_dispatch(*args)
@@ -334,6 +403,8 @@ def _worker(out_dir: str) -> None:
             check(key, args, refs, dispatched, out)
             if dispatched[1].config is not config:
                 record[key].append(f"handle.config is {dispatched[1].config!r}")
+            if mode == "normal":  # layout="gather" at H = 7168, whole rows and chunks
+                check_gathered(f"gather/{key}", args, refs, *gathered(args, config))
     for name, checks in (
         ("fp8", lambda: _fp8_checks(rank, size, cuda, record)),
         ("grouped_gemm", lambda: _grouped_gemm_checks(cuda, record)),
