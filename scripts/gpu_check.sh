@@ -269,6 +269,9 @@ if [ "$SHARED" != 1 ]; then
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" allgather_push_nvshmem 180 examples/allgather_push.py $AG_ARGS
   # NVSHMEM's device calls in kernels (dl.put_signal / dl.get / dl.signal_wait), linking the converted device code.
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" nvshmem_put 240 test/gpu/check_nvshmem_put.py
+  # ops.all_gather: one node on both heaps, then two torchrun agents on this host as two nodes (NVSHMEM puts
+  # between them); the script launches its own agents and kills their process groups on a timeout.
+  run_step check 1 all_gather 420 test/gpu/check_all_gather.py
 fi
 # MoE dispatch / combine (normal, low-latency, CUDA-graph replays, fp8) against the torch reference: the pytest entry
 # launches its 2-rank worker itself and fails on any difference (issue 27).
