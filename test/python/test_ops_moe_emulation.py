@@ -13,8 +13,8 @@ at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; nor
 low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), and ``MoeConfig(whole_row=
 False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
 whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once. Normal mode's
-``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): every case at 2 ranks
-(and chunked k = 8, fp8 kept and dequantized), ``GATHER_CASES_3`` at 3.
+``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
+ranks also chunked k = 8, fp8 kept and dequantized).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
 their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
 interpreter truncates where GPUs round to nearest even).
@@ -72,8 +72,9 @@ def _case_inputs(
 
 CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
 CHUNKED_CASES = ("random", "k8")
-GATHER_CASES_3 = ("random", "one_rank", "t0")
-"""The cases run with ``layout="gather"`` at 3 ranks too (at 2 ranks: every case, and chunked k8 and fp8)."""
+GATHER_CASES = {2: ("random", "k1", "k8", "one_rank", "t0", "empty_expert"), 3: ("t0",)}
+"""The cases run again in normal mode with ``layout="gather"``, per world size (their first place in ``CASES``); at
+2 ranks also chunked k = 8 and fp8 kept and dequantized."""
 """Run again at 2 ranks with ``MoeConfig(whole_row=False)`` (the chunked loops): -1 slots, k = 8, bf16 weights."""
 
 
@@ -307,7 +308,7 @@ def _worker(out_dir: str) -> None:
     for number, name in enumerate(CASES):
         for mode in ("normal", "low_latency"):
             record[f"{name}#{number}/{mode}"] = _case(rank, size, name, number, mode)
-        if size == 2 or name in GATHER_CASES_3:  # normal mode's layout="gather": recv_x[gather_rows] as above
+        if name in GATHER_CASES[size] and CASES.index(name) == number:  # layout="gather": recv_x[gather_rows]
             record[f"gather/{name}#{number}/normal"] = _case(rank, size, name, number, "normal", layout="gather")
     record["bad_ids"] = _bad_ids(rank, size)
     if size == 2:  # the fp8, capacity and chunked paths once (the emulation is slow; W is a run-time value)
@@ -369,8 +370,8 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             cases |= extra | chunked | {"programs2": record["programs2/random#0/normal"]}
         if mode == "normal":
             gathered = {key: problems for key, problems in record.items() if key.startswith("gather/")}
-            at_3 = sum(name in GATHER_CASES_3 for name in CASES)
-            assert len(gathered) == (len(CASES) + 1 if len(records) == 2 else at_3), sorted(gathered)
+            want = len(GATHER_CASES[len(records)]) + (1 if len(records) == 2 else 0)  # 2 ranks: chunked k8 too
+            assert len(gathered) == want, sorted(gathered)
             cases |= gathered
         failed = {key: problems for key, problems in cases.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
