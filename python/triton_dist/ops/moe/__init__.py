@@ -17,6 +17,10 @@ is the same in torch); the receiver gets the fp8 rows and ``handle.recv_scales``
 (``ops.grouped_gemm``), or ``dequantize=True`` rows in x's dtype. Device-side problems (ids out of range, a
 low-latency expert over its capacity) land in ``handle.status``: :func:`check_status`.
 
+``layout="gather"`` (normal mode; an option until a GPU run measures it) skips the per-expert copies: ``recv_x``
+holds each received token once and ``handle.gather_rows`` the row each expert-grouped row reads, which
+``ops.grouped_gemm(..., gather_rows=...)`` loads through; counts, offsets and combine are unchanged.
+
 - ``config.py``: :class:`MoeError`, :class:`MoeHandle` (the layouts), :class:`MoeConfig` (how the kernels move
   rows: whole rows by default, ``moe_dispatch(..., config=MoeConfig(whole_row=False))`` for chunks), the input
   checks, the launch constants.
