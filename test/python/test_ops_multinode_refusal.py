@@ -88,7 +88,6 @@ def _moe_dispatch(d: torch.device) -> Any:
 
 
 CALLS: dict[str, Callable[[torch.device], Any]] = {
-    "all_reduce": lambda d: ops.all_reduce(torch.randn(24, device=d)),
     "ag_gemm": lambda d: ops.ag_gemm(_bf16(d, 16, 32), _bf16(d, 32, 16)),
     "gemm_rs": lambda d: ops.gemm_rs(_bf16(d, 16, 16), _bf16(d, 16, 32)),
     "gemm_ar": lambda d: ops.gemm_ar(_bf16(d, 4, 16), _bf16(d, 16, 32)),
@@ -102,7 +101,8 @@ CALLS: dict[str, Callable[[torch.device], Any]] = {
     "moe_dispatch": _moe_dispatch,
     "moe_combine": lambda d: ops.moe_combine(_bf16(d, 4, 16), None),  # type: ignore[arg-type]  # refused first
 }
-"""Each op with small inputs it accepts, on a device (the name is what its error starts with)."""
+"""Each op with small inputs it accepts, on a device (the name is what its error starts with). ``all_reduce`` and
+``all_gather`` serve a world across nodes (test_ops_all_reduce_nodes.py, test_ops_all_gather.py)."""
 
 
 @pytest.mark.parametrize("op", sorted(CALLS))
