@@ -23,7 +23,7 @@ from test_ops_all_gather import _world
 import triton_dist.ops as ops
 from triton_dist.compiler import device_library
 from triton_dist.ops.all_reduce import AllReduceConfig, AllReduceError
-from triton_dist.ops.all_reduce.nodes import nodes_shape, reduce_world
+from triton_dist.ops.all_reduce.nodes import across_nodes_world, nodes_shape
 from triton_dist.ops.all_reduce.nodes_kernel import _all_reduce_nodes_kernel
 from triton_dist.runtime.world import lifecycle
 from triton_dist.testing import compile_for
@@ -61,9 +61,14 @@ def test_the_world_across_nodes_is_checked(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     two_by_two, _ = _world(1, ((0, 1), (2, 3)))
     monkeypatch.setattr(lifecycle, "_world", two_by_two)
-    assert reduce_world() is two_by_two
+    assert across_nodes_world(AllReduceError("refused")) is two_by_two
     with pytest.raises(AllReduceError, match=r"config=.* names a one-node algorithm, but the world spans 2 nodes"):
         _with_config(torch.randn(8))
+
+    one_node, _ = _world(0, ((0, 1),))
+    monkeypatch.setattr(lifecycle, "_world", one_node)
+    with pytest.raises(AllReduceError, match="^the one-node check's reason$"):
+        across_nodes_world(AllReduceError("the one-node check's reason"))
 
     ipc, _ = _world(0, ((0,), (1,)), backend="cuda_ipc")
     monkeypatch.setattr(lifecycle, "_world", ipc)

@@ -1,7 +1,8 @@
 """The host side of ``all_reduce`` on a world across nodes: the world it accepts, sizes, buffers, the first launch.
 
-``op.py`` takes this path when the world spans nodes (``reduce_world``); a one-node world keeps the one-node kernels
-(``kernels.py``) and their configs. The kernel and its ordering argument: ``nodes_kernel.py``.
+``op.py`` takes this path when the one-node check (``peer_world``) refuses a world because it spans nodes
+(``across_nodes_world``); a one-node world keeps the one-node kernels (``kernels.py``), their configs and their
+first-call path unchanged. The kernel and its ordering argument: ``nodes_kernel.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops.all_reduce.config import AllReduceError
 from triton_dist.ops.all_reduce.nodes_kernel import _all_reduce_nodes_kernel
 from triton_dist.ops.common import resources
-from triton_dist.ops.common.errors import check_load_store_world, emulated, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 
 OP = "all_reduce"
@@ -67,18 +68,17 @@ class NodesShape:
     row_bytes: int
 
 
-def reduce_world() -> rt.World:
-    """The world ``all_reduce`` runs on: the CPU emulation's or a GPU world. On one node every rank must reach every
-    other rank's heap by load/store (``check_load_store_world``); across nodes the heap must be NVSHMEM's and the
-    nodes in torchrun's layout.
+def across_nodes_world(refused: AllReduceError) -> rt.World:
+    """The world ``all_reduce`` runs its hierarchical kernel on, after the one-node check (``peer_world``) refused
+    the current world with ``refused``: the world, if it spans nodes on the NVSHMEM heap in torchrun's layout.
 
-    Raises RuntimeError before ``triton_dist.init()``; AllReduceError for a CPU world outside the emulation, a
-    one-node world with a peer this rank cannot map, a world across nodes whose heap is not NVSHMEM's (only NVSHMEM's
-    puts reach another node), and a world across nodes whose node ``m`` does not hold ranks ``[m L, (m + 1) L)``.
+    Raises ``refused`` when the world does not span nodes (the one-node check's reason stands: a CPU world outside
+    the emulation, a peer this rank cannot map); AllReduceError for a world across nodes whose heap is not
+    NVSHMEM's (only NVSHMEM's puts reach another node) or whose node ``m`` does not hold ranks ``[m L, (m + 1) L)``.
     """
     world = emulated_world() or gpu_world(OP, AllReduceError)
     if world.num_nodes == 1:
-        return check_load_store_world(OP, world, AllReduceError)
+        raise refused
     layout = [list(node) for node in world.nodes.nodes]
     if world.backend != "nvshmem":
         raise AllReduceError(

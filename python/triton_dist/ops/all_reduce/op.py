@@ -34,10 +34,10 @@ from triton_dist.ops.all_reduce.kernels import (
     _one_shot_push_kernel,
     _two_shot_kernel,
 )
-from triton_dist.ops.all_reduce.nodes import check_size, first_nodes_launch, reduce_world
+from triton_dist.ops.all_reduce.nodes import across_nodes_world, check_size, first_nodes_launch
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device
+from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device, peer_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.common.slot_workspace import slot_workspace
@@ -119,19 +119,16 @@ def _first_call(
     """What a repeated signature skips: the device, the config choice, the ranks' agreement (a collective: a rank
     that launched with another size would read past its peers' data or wait forever for their flags), then the
     first launch, which gives the plan."""
-    world = reduce_world()
+    refused = None
+    try:
+        world = peer_world(OP, AllReduceError)
+    except AllReduceError as error:
+        refused = error
+    if refused is not None:  # maybe a world across nodes: the hierarchical kernel (nodes.py), or `refused` again
+        _first_call_across_nodes(x, out, config, signature, across_nodes_world(refused))
+        return
     if x.device != world.device:  # before anything asks the device for its properties
         raise AllReduceError(f"all_reduce: x is on {x.device}, but this rank's triton_dist device is {world.device}")
-    if world.num_nodes > 1:  # the hierarchical kernel (nodes_kernel.py): no config, no staging choice
-        if config is not None:
-            raise AllReduceError(
-                f"all_reduce: config={config} names a one-node algorithm, but the world spans {world.num_nodes} "
-                "nodes, where all_reduce runs its hierarchical kernel (no config): call it without one"
-            )
-        check_size(x.numel(), x.element_size(), world)
-        described = {"numel": x.numel(), "dtype": str(x.dtype), "nodes": world.num_nodes}
-        _plans.build(signature, described, lambda: _Empty() if x.numel() == 0 else first_nodes_launch(x, out, world))
-        return
     if config is None and emulated(world):  # the CPU emulation: no GPU to pick a table for
         config = emulated_config(x.numel() * x.element_size(), world.world_size)
     if config is None:
@@ -147,6 +144,23 @@ def _first_call(
         raise AllReduceError(str(error)) from None
     described = {"numel": x.numel(), "dtype": str(x.dtype), "config": asdict(config), "stage": stage}
     _plans.build(signature, described, lambda: _plan(x, out, config, stage, world))
+
+
+def _first_call_across_nodes(
+    x: torch.Tensor, out: torch.Tensor, config: AllReduceConfig | None, signature: tuple, world: rt.World
+) -> None:
+    """``_first_call`` on a world across nodes: no config (the one-node algorithms do not apply), the size limit,
+    the ranks' agreement, then the first launch of the hierarchical kernel (``nodes.py``)."""
+    if x.device != world.device:
+        raise AllReduceError(f"all_reduce: x is on {x.device}, but this rank's triton_dist device is {world.device}")
+    if config is not None:
+        raise AllReduceError(
+            f"all_reduce: config={config} names a one-node algorithm, but the world spans {world.num_nodes} "
+            "nodes, where all_reduce runs its hierarchical kernel (no config): call it without one"
+        )
+    check_size(x.numel(), x.element_size(), world)
+    described = {"numel": x.numel(), "dtype": str(x.dtype), "nodes": world.num_nodes}
+    _plans.build(signature, described, lambda: _Empty() if x.numel() == 0 else first_nodes_launch(x, out, world))
 
 
 def _plan(
