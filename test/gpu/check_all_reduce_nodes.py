@@ -71,7 +71,7 @@ def worker(layouts: list[int], backend: str, emulate: bool = False) -> int:
             world = emulate_nodes(nodes) if nodes > 1 else triton_dist.runtime.current_world()
             backend = "nvshmem" if nodes > 1 else "cuda_ipc"
         else:
-            world = triton_dist.init(heap_size="1G", backend=backend)
+            world = triton_dist.init(heap_size="2G", backend=backend)
         rank0_print(
             f"all_reduce: {world.world_size} ranks, {world.num_nodes} node(s) x {world.local_world_size}, "
             f"{world.backend} heap, {'CPU emulation' if emulate else torch.cuda.get_device_name()}; "

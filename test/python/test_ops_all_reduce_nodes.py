@@ -6,7 +6,7 @@
   the float64 sum of every rank's random tensor, poisoned buffers and outputs, the same bits on every rank, in place,
   calls of several sizes in a row, and which path ran.
 - The world it accepts across nodes and what it refuses there, on worlds built in this process.
-- The hierarchical kernel compiled for sm_90: NVSHMEM's device code linked across nodes.
+- The hierarchical kernel compiled for sm_90 at 2 x 2 and 2 x 1: NVSHMEM's device code linked.
 """
 
 from __future__ import annotations
@@ -92,9 +92,9 @@ def _with_config(x: torch.Tensor) -> None:
     _run(x, torch.empty_like(x), config=AllReduceConfig("two_shot", 2, 4))
 
 
-def test_the_kernel_calls_nvshmem_only_across_nodes_for_sm_90(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The 2 x 2 kernel compiles for sm_90 with NVSHMEM's device code linked (its puts and signal waits resolved),
-    the 1 x 2 one (never launched by the op) without any."""
+def test_the_kernel_links_nvshmem_for_sm_90(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 2 x 2 kernel and the 2 x 1 one (the GPU check's two agents) compile for sm_90 with NVSHMEM's device code
+    linked: its puts and signal waits resolved, no external NVSHMEM function left."""
     need_library("sm_90")
     copies = device_library.converted_nvshmem_copies()
     if not copies:
@@ -105,10 +105,9 @@ def test_the_kernel_calls_nvshmem_only_across_nodes_for_sm_90(monkeypatch: pytes
         **{"flags_ptr": "*i32", "signals_ptr": "*i64", "state_ptr": "*i64"},
         **{name: "i32" for name in ("n", "part", "chunk", "row", "row_f32")},
     }
-    ptx = {}
-    for nodes, local in ((2, 2), (1, 2)):
-        constexprs = {"NODES": nodes, "LOCAL": local, "MAX_PROGRAMS": 16, "BLOCK": 2048}
-        ptx[nodes] = compile_for(_all_reduce_nodes_kernel, signature, "sm_90", constexprs=constexprs).asm["ptx"]
-    assert "nvshmemi_device_state_d" in ptx[2] and not re.search(r"\.extern \.func[^\n]*nvshmem", ptx[2])
-    assert "nvshmem" not in ptx[1]
-    assert re.search(r"\.entry _all_reduce_nodes_kernel", ptx[2]) and "ld.acquire.sys" in ptx[2]
+    for local in (2, 1):
+        constexprs = {"NODES": 2, "LOCAL": local, "MAX_PROGRAMS": 16, "BLOCK": 2048}
+        ptx = compile_for(_all_reduce_nodes_kernel, signature, "sm_90", constexprs=constexprs).asm["ptx"]
+        assert "nvshmemi_device_state_d" in ptx and not re.search(r"\.extern \.func[^\n]*nvshmem", ptx), local
+        assert re.search(r"\.entry _all_reduce_nodes_kernel", ptx), local
+        assert ("ld.acquire.sys" in ptx) == (local > 1), local  # the intra-node flag waits, only with local peers
