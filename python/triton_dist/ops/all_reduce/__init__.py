@@ -10,6 +10,9 @@ triton_dist.ops.all_reduce(x, out=x)           # in place (also: all_reduce_in_p
   table for this GPU and world size in ``ops/tuned_configs.json`` or the user's cache, else a size heuristic).
 - ``op.py``: the checks, the per-signature plan, ``torch.ops.triton_dist.all_reduce`` (and ``all_reduce_out``),
   the public functions.
+- ``nodes_kernel.py`` / ``nodes.py``: a world across nodes (``triton_dist.init(backend="nvshmem")``, torchrun's
+  layout): reduce-scatter within the node by load/store, the owned parts' partial sums across nodes with
+  ``dl.put_signal``, all-gather within the node; selected by topology, without configs (docs/multi-node.md).
 
 ``select_config`` (and ``emulated_config`` under the CPU emulation) is the one place that decides which algorithm a
 message of a given size takes; ops that move rows the way ``all_reduce`` moves elements (``ar_rmsnorm``) ask it.

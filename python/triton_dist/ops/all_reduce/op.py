@@ -257,6 +257,9 @@ def all_reduce(x: torch.Tensor, op: str = "sum", *, out: torch.Tensor | None = N
 
     Needs ``triton_dist.init()`` on GPUs, or ``init(device="cpu")`` under ``TRITON_INTERPRET=1`` (the CPU
     emulation: the same kernels in Triton's interpreter, for tests without GPUs; not the "one_shot_ll" config).
+    On a world across nodes (``init(backend="nvshmem")``, torchrun's layout of L ranks per node) it runs the
+    hierarchical kernel (``nodes_kernel.py``: reduce-scatter in the node, the partial sums across nodes with NVSHMEM
+    puts, all-gather in the node), which takes no config; any other heap or node layout there is an AllReduceError.
     Bad input raises :class:`AllReduceError` before any launch. Enqueued on the current stream without host
     synchronization; CUDA-graph capture works once the size has been called eagerly (the first call allocates the
     workspace and checks the ranks agree). Under ``torch.compile`` this is the custom op; eager calls run its
