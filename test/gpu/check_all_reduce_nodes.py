@@ -213,7 +213,8 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
     def graphs(checks: Checks) -> None:
         shape = (2048, 64)
         static = make(rank, 1000, shape, torch.bfloat16)
-        ops.all_reduce(static)  # eager first: the plan and buffers
+        ops.all_reduce(static)  # eager first, both sizes: the plans and buffers (allocating them is a collective)
+        ops.all_reduce(static[:1024])
         sync("graph warm-up")
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
