@@ -272,6 +272,8 @@ if [ "$SHARED" != 1 ]; then
   # ops.all_gather: one node on both heaps, then two torchrun agents on this host as two nodes (NVSHMEM puts
   # between them); the script launches its own agents and kills their process groups on a timeout.
   run_step check 1 all_gather 420 test/gpu/check_all_gather.py
+  # ops.all_reduce across nodes (its hierarchical kernel), the same stages: check_all_gather.py's launcher.
+  run_step check 1 all_reduce_nodes 420 test/gpu/check_all_reduce_nodes.py
 fi
 # MoE dispatch / combine (normal, low-latency, CUDA-graph replays, fp8) against the torch reference: the pytest entry
 # launches its 2-rank worker itself and fails on any difference (issue 27).
