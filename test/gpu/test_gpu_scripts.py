@@ -74,12 +74,13 @@ CHECK_STEPS = [
 ]
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
 ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem", "nvshmem_put"]
-ONE_GPU_STEPS = ["moe", "round_trip_one_gpu"]
-"""Check steps that always run on one GPU (ranks 1), after the once-steps."""
+ONE_GPU_STEPS = ["all_gather", "all_reduce_nodes", "moe", "round_trip_one_gpu"]
+"""Check steps started as one process (ranks 1), after the once-steps: they launch their own ranks or use one GPU."""
 BENCH_STEPS = [
     "bench_matmul",
     "bench_ag_gemm",
     "bench_gemm_rs",
+    "bench_sweep",
     "bench_all_reduce",
     "bench_gemm_ar",
     "bench_flash_decode",
@@ -90,7 +91,7 @@ BENCH_STEPS = [
     "bench_moe",
     "bench_ar_rmsnorm",
 ]
-TUNE_STEPS = ["allgather_tune", "tune_ag_gemm", "tune_gemm_rs"]
+TUNE_STEPS = ["allgather_tune", "calibrate", "tune_ag_gemm", "tune_gemm_rs"]
 ROW = re.compile(r"^\| (\d+) \| (\w+) \| (\w+) \| \d+ \| (.*) \|$")
 
 
@@ -128,6 +129,8 @@ def test_bench_and_tune_modes_add_their_steps_once(tmp_path):
     assert "--tune" in by_name["bench_all_reduce"][3] and "--tune" in by_name["tune_gemm_rs"][3]
     # the GEMM tiles come before the AG+GEMM sweep that starts from them, the sweep before its benchmark
     assert names.index("bench_matmul") < names.index("tune_ag_gemm") < names.index("bench_ag_gemm")
+    # the calibration comes before every step whose ops select through the cost model
+    assert names.index("calibrate") < min(names.index(n) for n in ("tune_ag_gemm", "bench_ag_gemm", "bench_sweep"))
 
 
 def test_every_step_names_a_script_in_the_tree(tmp_path):
