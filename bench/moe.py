@@ -2,6 +2,7 @@
 ``all_to_all_vdev`` and the push all-gather's bandwidth, in one run.
 
     torchrun --nproc-per-node=2 bench/moe.py [--tokens 1,128,512,2048,4096,16384] [--reps 20] [--skip-nvshmem]
+        [--layer-tokens 128,4096] [--layer-intermediate 2048] [--skip-layer]
 
 The problem: H 7168 bf16, top-8 of 256 experts (E / W per rank), random routing (each token's 8 experts distinct and
 uniform; the verification inputs also carry some ids of -1). Paths:
@@ -33,6 +34,13 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   any symmetric allocation, and the backend cannot change afterwards, while triton_dist's heap is a symm-mem
   allocation of the ``CUDA`` backend: the two cannot share a process. So this phase runs last, in child processes
   (one per rank, their own process group), and a failure lands in the table as its reason.
+- **the EP MoE layer** (unless ``--skip-layer``; issue 27's layer bar): ``triton_dist.layers.ExpertParallelMoE``
+  (normal mode) with E / W experts of intermediate size ``--layer-intermediate`` per rank (random bf16 weights), a
+  whole forward (dispatch -> gate/up grouped GEMM -> SiLU * up -> down grouped GEMM -> combine) at every
+  ``--layer-tokens`` per rank: (1) the default layout, (2) ``dispatch_layout="gather"``, (3) the same weights through
+  :class:`A2ADispatcher` (NCCL) + the same two ``ops.grouped_gemm`` calls + its NCCL combine. Before timing, at each
+  size, (2) and (3) are checked against (1), and at the smallest size all three against a dense fp32 torch reference
+  (every expert's tokens through its weights, summed over the ranks). The bar: (3)'s device µs / (1)'s >= 1.5.
 - **push all-gather**: ``examples/allgather_push.py``'s kernel, a shard of ``--ag-tokens`` x H per rank; its
   per-rank bandwidth (bytes each rank sends to its peers / µs) is the bar for normal mode at 4096 tokens.
 
@@ -76,6 +84,7 @@ from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
+from torch.nn import functional
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -96,6 +105,15 @@ PER_SM2 = "ours 2 programs/SM"
 GATHER = "ours gather"
 """The path label of ``moe_dispatch(..., layout="gather")``'s rows (normal mode: each received token once, no
 per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
+LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
+LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
+"""The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
+with ``dispatch_layout="gather"``, and the same weights through :class:`A2ADispatcher` + ``ops.grouped_gemm``."""
+LAYER_PATHS = (LAYER_OURS, LAYER_GATHER, LAYER_NCCL)
+LAYER_TOKENS = (128, 4096)
+LAYER_INTERMEDIATE = 2048
+LAYER_BAR = 1.5
+"""Issue 27: the layer >= 1.5x faster than the NCCL dispatcher with the same grouped GEMM (device µs)."""
 CHUNK_ELEMENTS = 1 << 27
 """Elements of fp32 a baseline's weighted sum converts at once (bounds its temporaries at 512 MiB)."""
 NVSHMEM_TIMEOUT_S = 120
@@ -129,6 +147,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--chunked", action="store_true", help="also time MoeConfig(whole_row=False) (chunked rows)")
     parser.add_argument("--skip-programs", action="store_true", help="leave out the MoeConfig(programs_per_sm=2) rows")
     parser.add_argument("--skip-gather", action="store_true", help="leave out the layout='gather' rows")
+    parser.add_argument("--skip-layer", action="store_true", help="leave out the EP MoE layer rows")
+    parser.add_argument("--layer-tokens", type=_positive_ints, default=list(LAYER_TOKENS),
+                        help="the EP MoE layer: tokens per rank")  # fmt: skip
+    parser.add_argument("--layer-intermediate", type=int, default=LAYER_INTERMEDIATE,
+                        help="the EP MoE layer: each expert's intermediate size")  # fmt: skip
     parser.add_argument("--nvshmem-timeout", type=int, default=NVSHMEM_TIMEOUT_S, help="seconds for that phase")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--tag", default="", help="results file suffix (default: <W>x<GPU>)")
@@ -138,8 +161,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--reps {args.reps}: a reported median needs at least 20 timed calls")
     if args.topk < 1 or args.topk > args.experts:
         parser.error(f"--topk {args.topk} must be in [1, --experts {args.experts}]")
-    if args.ll_tokens < 1 or args.hidden < 1 or args.ag_tokens < 1:
-        parser.error("--ll-tokens, --hidden and --ag-tokens must be positive")
+    if args.ll_tokens < 1 or args.hidden < 1 or args.ag_tokens < 1 or args.layer_intermediate < 1:
+        parser.error("--ll-tokens, --hidden, --ag-tokens and --layer-intermediate must be positive")
     return args
 
 
@@ -448,6 +471,75 @@ def run_a2a(disp: A2ADispatcher, x: torch.Tensor, idx: torch.Tensor, w: torch.Te
     return PathResult(rows, handle.expert_counts, handle.recv_expert, handle.recv_weights, combined)
 
 
+# --- the EP MoE layer ----------------------------------------------------------------------------------------------
+
+GroupedGemm = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+"""``gemm(x, w, expert_counts, expert_offsets)``: ``ops.grouped_gemm``'s normal layout (int32 counts / offsets)."""
+
+
+def nccl_layer_forward(
+    disp: A2ADispatcher,
+    gate_up: torch.Tensor,
+    down: torch.Tensor,
+    x: torch.Tensor,
+    idx: torch.Tensor,
+    weights: torch.Tensor,
+    gemm: GroupedGemm,
+) -> torch.Tensor:
+    """``ExpertParallelMoE.forward``'s math with ``disp``'s dispatch and combine: the rows grouped by local expert,
+    ``gemm`` with ``gate_up`` [L, H, 2I] (gate's columns, then up's), ``silu(gate) * up``, ``gemm`` with ``down``
+    [L, I, H], then ``disp.combine`` (the router weights applied there). The counts and offsets the GEMMs take are
+    built on the device from the counts exchange (no host synchronization past the dispatch's). Returns [T, H] in
+    x's dtype; raises what ``disp`` or ``gemm`` raise."""
+    recv_x, handle = disp.dispatch(x, idx, weights)
+    counts = disp.recv_counts[:, 1:].sum(0).to(torch.int32)  # rows per local expert, summed over the sources
+    offsets = (torch.cumsum(counts, 0) - counts).to(torch.int32)
+    inter = down.shape[1]
+    gate_up_rows = gemm(recv_x, gate_up, counts, offsets)
+    act = functional.silu(gate_up_rows[:, :inter]) * gate_up_rows[:, inter:]
+    return disp.combine(gemm(act.contiguous(), down, counts, offsets), handle)
+
+
+def dense_moe_partial(
+    x: torch.Tensor,
+    idx: torch.Tensor,
+    weights: torch.Tensor,
+    gate_up: torch.Tensor,
+    down: torch.Tensor,
+    first_expert: int,
+) -> torch.Tensor:
+    """The dense fp32 reference of the experts ``[first_expert, first_expert + L)`` one rank holds, for every token
+    of ``x`` [N, H] (all ranks' tokens): ``sum over k with idx[t, k] held here of weights[t, k] * (silu(x_t @ gate)
+    * (x_t @ up)) @ down``; [N, H] fp32 (summed over the ranks, the layer's output before rounding)."""
+    inter = down.shape[1]
+    out = torch.zeros(x.shape[0], down.shape[2], dtype=torch.float32, device=x.device)
+    for local in range(gate_up.shape[0]):
+        token, slot = (idx.long() == first_expert + local).nonzero(as_tuple=True)
+        if token.numel() == 0:
+            continue
+        h = x[token].float() @ gate_up[local].float()
+        act = functional.silu(h[:, :inter]) * h[:, inter:]
+        out.index_add_(0, token, (act @ down[local].float()) * weights[token, slot].float().unsqueeze(1))
+    return out
+
+
+def layer_problem(got: torch.Tensor, want: torch.Tensor, what: str, rtol: float = 2e-2) -> str:
+    """'' if ``got`` is within ``rtol`` of |``want``| plus 1% of the largest |``want``| everywhere (bf16 GEMMs and
+    activations against fp32, or two bf16 paths), else ``what``: how many elements are off and the first."""
+    if got.shape != want.shape:
+        return f"{what}: shape {list(got.shape)} != {list(want.shape)}"
+    out, exact = got.float(), want.float()
+    atol = 1e-2 * float(exact.abs().max()) if exact.numel() else 0.0
+    bad = ~((out - exact).abs() <= atol + rtol * exact.abs())  # NaN counts as off
+    if not int(bad.sum()):
+        return ""
+    first = tuple(int(v) for v in bad.nonzero()[0])
+    return (
+        f"{what}: {int(bad.sum())} of {out.numel()} elements off (at {first}: {float(out[first])!r}, "
+        f"want {float(exact[first])!r})"
+    )
+
+
 # --- timing --------------------------------------------------------------------------------------------------------
 
 
@@ -591,6 +683,60 @@ def table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
     return cells
 
 
+def layer_row(rows: Sequence[dict[str, Any]], path: str, tokens: int) -> dict[str, Any] | None:
+    """The EP MoE layer's row of ``path`` at ``tokens`` per rank, if any."""
+    return next((r for r in rows if r["mode"] == "layer" and r["path"] == path and r["tokens"] == tokens), None)
+
+
+def _speedup(base: dict[str, Any] | None, row: dict[str, Any] | None, timing: str) -> float | None:
+    """``base``'s forward µs / ``row``'s (``timing``: device or idle), or None where either is missing."""
+    theirs, mine = (base or {}).get(f"forward {timing}"), (row or {}).get(f"forward {timing}")
+    if isinstance(theirs, float) and isinstance(mine, float) and mine > 0:
+        return theirs / mine
+    return None
+
+
+def layer_bar(rows: Sequence[dict[str, Any]], tokens: int) -> str:
+    """Issue 27's layer bar at ``tokens`` per rank: ``layer: ours / NCCL dispatcher + same GEMM: X.XXx (>= 1.5:
+    PASS/FAIL)`` (device µs; FAIL too where a row at this size failed its check; 'not measured' without both
+    rows), then from idle and the gather layout's ratios."""
+    ours, gather, base = (layer_row(rows, path, tokens) for path in LAYER_PATHS)
+    speed = _speedup(base, ours, "device")
+    if speed is None:
+        return f"layer: ours / NCCL dispatcher + same GEMM at {tokens} tokens/rank: not measured"
+    checked = all(str(r.get("verified", "")).startswith("ok") for r in (ours, base, gather) if r is not None)
+    verdict = "PASS" if checked and speed >= LAYER_BAR else "FAIL"
+    text = (
+        f"layer: ours / NCCL dispatcher + same GEMM: {speed:.2f}x (>= {LAYER_BAR}: {verdict}) at {tokens} tokens/rank"
+    )
+    more = [f"device {_us(ours and ours.get('forward device'))} vs {_us(base and base.get('forward device'))} µs"]
+    idle = _speedup(base, ours, "idle")
+    if idle is not None:
+        more.append(f"from idle {idle:.2f}x")
+    gathered = _speedup(base, gather, "device")
+    if gathered is not None:
+        more.append(f"gather layout {gathered:.2f}x")
+    if not checked:
+        more.append("a row failed its check")
+    return f"{text} ({'; '.join(more)})"
+
+
+def layer_table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The markdown cells of the EP MoE layer's rows."""
+    cells = []
+    for r in (r for r in rows if r["mode"] == "layer"):
+        base = layer_row(rows, LAYER_NCCL, r["tokens"]) if r["path"] != LAYER_NCCL else None
+        line = [r["path"], str(r["tokens"]), " / ".join(_us(r.get(f"forward {t}")) for t in TIMINGS)]
+        speeds = [_speedup(base, r, t) for t in ("device", "idle")] if base is not None else []
+        line.append(" / ".join(f"{v:.2f}" if v is not None else "—" for v in speeds) or "—")
+        line.append(str(r.get("verified", "—")).replace("|", "/"))
+        cells.append(line)
+    return cells
+
+
+LAYER_HEADERS = ["path", "tokens/rank", "forward µs device / from idle / host",
+                 "speedup over NCCL + same GEMM: device / idle", "verified"]  # fmt: skip
+
 HEADERS = [
     "path", "mode", "tokens/rank", "dispatch µs device / from idle / host", "combine µs device / from idle / host",
     "dispatch GB/s per rank", "combine GB/s per rank", "speedup over NCCL: dispatch dev / idle, combine dev / idle",
@@ -610,6 +756,9 @@ def write_results(
     """``moe_<slug>.md`` (header, bars, table, notes), ``.json`` (rows and extras) and ``.png`` (µs per normal-mode
     call against tokens, every path) in ``out_dir``; returns the markdown's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    layer = [r for r in rows if r["mode"] == "layer"]
+    layer_sizes = sorted({r["tokens"] for r in layer})
+    main_rows = [r for r in rows if r["mode"] != "layer"]
     lines = [f"# MoE dispatch / combine ({extras.get('title', '')})", "", *header, ""]
     lines += [
         f"H {extras.get('hidden', HIDDEN)} bf16, top-{extras.get('topk', TOPK)} of {extras.get('experts', EXPERTS)} "
@@ -621,13 +770,27 @@ def write_results(
         "",
         "## Bars (issue 27)",
         "",
-        *bars(rows, extras, ll_tokens),
+        *bars(main_rows, extras, ll_tokens),
+        *[f"- {layer_bar(rows, tokens)}" for tokens in layer_sizes],
         "",
-        markdown_table(HEADERS, table_rows(rows)),
-        "",
-        "## Notes",
+        markdown_table(HEADERS, table_rows(main_rows)),
         "",
     ]
+    if layer:
+        lines += [
+            "## The EP MoE layer",
+            "",
+            f"triton_dist.layers.ExpertParallelMoE (normal mode), H {extras.get('hidden', HIDDEN)}, top-"
+            f"{extras.get('topk', TOPK)} of {extras.get('experts', EXPERTS)} experts, intermediate size "
+            f"{extras.get('layer_intermediate', LAYER_INTERMEDIATE)} per expert, bf16: one forward (dispatch, gate/up "
+            "grouped GEMM, SiLU * up, down grouped GEMM, combine). µs as above (host: — since the dispatch "
+            f"synchronizes with the host). {LAYER_NCCL}: the same weights through the NCCL A2ADispatcher, the same "
+            "two ops.grouped_gemm calls and its NCCL combine. Speedup: its µs / this row's.",
+            "",
+            markdown_table(LAYER_HEADERS, layer_table_rows(rows)),
+            "",
+        ]
+    lines += ["## Notes", ""]
     lines += [f"- {note}" for note in extras.get("notes", [])]
     (out_dir / f"moe_{slug}.md").write_text("\n".join(lines) + "\n")
     write_json(out_dir / f"moe_{slug}.json", [dict(r) for r in rows], started)
@@ -644,6 +807,13 @@ def write_results(
                 series[path] = [float(at.get(t) or float("nan")) for t in xs]
         if xs:
             panels.append((f"{op}, device µs", xs, series))
+    if layer_sizes:
+        series = {}
+        for path in LAYER_PATHS:
+            at = {r["tokens"]: r.get("forward device") for r in layer if r["path"] == path}
+            if at:
+                series[path] = [float(at.get(t) or float("nan")) for t in layer_sizes]
+        panels.append(("EP MoE layer forward, device µs", layer_sizes, series))
     if panels:
         panel_chart(
             out_dir / f"moe_{slug}.png",
@@ -802,7 +972,8 @@ class Bench:
                 "recv_x[gather_rows], built once outside the timing."
             )
         self.nccl = A2ADispatcher(
-            TorchComm(), args.experts, args.hidden, args.topk, max(args.tokens + [args.ll_tokens]),
+            TorchComm(), args.experts, args.hidden, args.topk,
+            max(args.tokens + [args.ll_tokens] + ([] if args.skip_layer else args.layer_tokens)),
             torch.bfloat16, self.device,
         )  # fmt: skip
 
@@ -1206,6 +1377,130 @@ class Bench:
             self.rows.append(row)
         self.save()
 
+    def layer(self) -> None:
+        """The EP MoE layer's rows (see the module docstring) at every ``--layer-tokens``; its weights (about
+        ``3 * E/W * H * I * 2`` bytes per rank, 11 GiB at the defaults on 2 ranks) are freed afterwards. A failure
+        every rank sees while building or checking becomes a note and the other phases go on."""
+        self._layer_rows()
+        torch.cuda.empty_cache()  # the layer's weights, gone with _layer_rows' frame
+
+    def _layer_rows(self) -> None:
+        from triton_dist.layers import ExpertParallelMoE
+        from triton_dist.ops import grouped_gemm
+        from triton_dist.testing import all_ranks_true
+
+        a = self.args
+        if a.skip_layer:
+            self.note("EP MoE layer rows skipped (--skip-layer)")
+            return
+        self.extras["layer_intermediate"] = a.layer_intermediate
+        hidden, inter, local = a.hidden, a.layer_intermediate, self.local
+        layers: list[Any] = []
+        raised = ""
+        try:
+            gen = torch.Generator(device=self.device).manual_seed(27_000 + self.rank)  # each rank its own experts
+
+            def weight(*shape: int) -> torch.Tensor:
+                made = torch.randn(*shape, generator=gen, device=self.device, dtype=torch.bfloat16)
+                return made.mul_(shape[1] ** -0.5)  # unit-size activations through every GEMM
+
+            gate, up = weight(local, hidden, inter), weight(local, hidden, inter)
+            ours = ExpertParallelMoE.from_shards(gate, up, weight(local, inter, hidden), num_experts=a.experts)
+            del gate, up
+            gather = ExpertParallelMoE.from_shards(
+                ours.gate_up_weight[..., :inter], ours.gate_up_weight[..., inter:], ours.down_weight,
+                num_experts=a.experts, dispatch_layout="gather",
+            )  # fmt: skip
+            gather.gate_up_weight = ours.gate_up_weight  # the same weights, one copy
+            layers = [ours, gather]
+            torch.cuda.empty_cache()
+        except Exception as error:  # noqa: BLE001 (the reason is the result)
+            raised = f"{type(error).__name__}: {error}"[:300]
+        if not all_ranks_true(not raised):
+            self.note(f"EP MoE layer rows skipped: building the layer raised {raised or 'on another rank'}")
+            return
+        ours, gather = layers
+        gate_up_weight, down_weight = ours.gate_up_weight, ours.down_weight
+        self.extras["notes"].append(
+            f"EP MoE layer: ExpertParallelMoE.from_shards, {local} experts per rank of [{hidden}, {inter}] gate and "
+            f"up, [{inter}, {hidden}] down, random bf16 (N(0, 1) / sqrt(fan-in)); {LAYER_GATHER}: the same weights "
+            f"with dispatch_layout='gather'; {LAYER_NCCL}: the same weights through A2ADispatcher, ops.grouped_gemm "
+            "twice (counts and offsets from the counts exchange, on the device) and A2ADispatcher.combine."
+        )
+
+        def nccl(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            return nccl_layer_forward(self.nccl, gate_up_weight, down_weight, x, idx, w, grouped_gemm)
+
+        paths: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]] = {
+            LAYER_OURS: ours, LAYER_GATHER: gather, LAYER_NCCL: nccl,
+        }  # fmt: skip
+        for tokens in a.layer_tokens:
+            gen = torch.Generator(device=self.device).manual_seed(5_000_000 + 1000 * tokens + self.rank)
+            x, idx, w = make_inputs(tokens, hidden, a.experts, a.topk, gen, self.device)
+            verified = self.layer_check(paths, x, idx, w, dense=tokens == min(a.layer_tokens))
+            if verified is None:
+                continue
+            for path, forward in paths.items():
+
+                def run(forward: Callable[..., torch.Tensor] = forward, inputs: tuple[Any, ...] = (x, idx, w)) -> None:
+                    forward(*inputs)
+
+                row: dict[str, Any] = {"path": path, "mode": "layer", "tokens": tokens}
+                row["forward device"] = device_us(run, self.barrier, a.reps)
+                row["forward idle"] = idle_us(run, a.reps)
+                row["forward host"] = None  # the dispatch synchronizes with the host
+                row["verified"] = verified[path]
+                log0(f"RESULT {path} T={tokens}: forward {row['forward device']:.1f}/{row['forward idle']:.1f} µs "
+                     f"(device / from idle)")  # fmt: skip
+                self.rows.append(row)
+            log0(f"RESULT {layer_bar(self.rows, tokens)}")
+            torch.cuda.empty_cache()
+            self.save()
+
+    def layer_check(
+        self,
+        paths: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]],
+        x: torch.Tensor,
+        idx: torch.Tensor,
+        w: torch.Tensor,
+        dense: bool,
+    ) -> dict[str, str] | None:
+        """Each layer path once on these inputs: the gather layout and the NCCL path against the default, and with
+        ``dense`` every path against :func:`dense_moe_partial` summed over the ranks (all ranks' tokens gathered);
+        path -> 'ok' or why not, or None (with a note) where a path raised on some rank."""
+        from triton_dist.testing import all_ranks_true
+
+        outs: dict[str, torch.Tensor] = {}
+        raised = ""
+        try:
+            for path, forward in paths.items():
+                outs[path] = forward(x, idx, w)
+            want = None
+            if dense:
+                every = [t.new_empty((self.size * t.shape[0], *t.shape[1:])) for t in (x, idx, w)]  # rank-major
+                for gathered, mine in zip(every, (x, idx, w), strict=True):
+                    dist.all_gather_into_tensor(gathered, mine.contiguous())
+                layer = paths[LAYER_OURS]
+                assert isinstance(layer, torch.nn.Module)
+                partial = dense_moe_partial(*every, layer.gate_up_weight, layer.down_weight, self.rank * self.local)
+                dist.all_reduce(partial)
+                want = partial.view(self.size, x.shape[0], -1)[self.rank]
+            torch.cuda.synchronize()
+        except Exception as error:  # noqa: BLE001 (the reason is the result)
+            raised = f"{type(error).__name__}: {error}"[:300]
+        if not all_ranks_true(not raised):
+            self.note(f"EP MoE layer at {x.shape[0]} tokens skipped: {raised or 'raised on another rank'}")
+            return None
+        found = {}
+        for path, out in outs.items():
+            problems = [layer_problem(out, want, "vs the dense fp32 reference")] if want is not None else []
+            if path != LAYER_OURS:
+                problems.append(layer_problem(out, outs[LAYER_OURS], f"vs {LAYER_OURS}"))
+            found[path] = self.agreed("; ".join(p for p in problems if p))
+            what = "dense reference and " if want is not None else ""
+            log0(f"RESULT verify {path} T={x.shape[0]} ({what}{LAYER_OURS}): {found[path]}")
+        return found
+
     def allgather(self) -> None:
         """The push all-gather example's per-rank bandwidth at a shard of ``--ag-tokens`` x H bf16."""
         sys.path.insert(0, str(BENCH.parent / "examples"))
@@ -1425,6 +1720,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.normal_sizes(verified)
     bench.low_latency(verified)
     bench.fp8()
+    bench.layer()
     bench.allgather()
     bench.nvshmem()
     bench.rt.barrier()

@@ -1,6 +1,7 @@
 """bench/moe.py's pure-Python parts on the CPU: the arguments, the all-to-all dispatcher the benchmark holds ours
 against (its permutation, grouping and weighted combine, every rank a thread exchanging through shared memory)
-checked against ``ops/moe/reference.py``, the check itself, and the results writer."""
+checked against ``ops/moe/reference.py``, the check itself, and the results writer; the EP MoE layer's NCCL baseline
+(the dispatcher with two grouped GEMMs in torch) against the dense fp32 reference, and the layer bar's arithmetic."""
 
 from __future__ import annotations
 
@@ -111,7 +112,11 @@ def test_arguments() -> None:
     assert args.tokens == [1, 128, 512, 2048, 4096, 16384]
     assert (args.hidden, args.experts, args.topk, args.ll_tokens, args.reps) == (7168, 256, 8, 128, 20)
     assert moe.parse_args(["--tokens", "4096,1,4096"]).tokens == [1, 4096]
-    for bad in (["--reps", "5"], ["--tokens", "0"], ["--tokens", "a"], ["--topk", "300"]):
+    assert (args.skip_layer, args.layer_tokens, args.layer_intermediate) == (False, [128, 4096], 2048)
+    layer = moe.parse_args(["--skip-layer", "--layer-tokens", "64,8,64", "--layer-intermediate", "512"])
+    assert (layer.skip_layer, layer.layer_tokens, layer.layer_intermediate) == (True, [8, 64], 512)
+    for bad in (["--reps", "5"], ["--tokens", "0"], ["--tokens", "a"], ["--topk", "300"], ["--layer-tokens", "0"],
+                ["--layer-intermediate", "0"]):  # fmt: skip
         with pytest.raises(SystemExit):
             moe.parse_args(bad)
 
@@ -152,3 +157,116 @@ def test_the_identity_expert_check() -> None:
     assert moe.closed_form_problem(out, x, idx, w, 8e-3) == ""
     out[2, 5] = out[2, 5] * 1.5 + 1
     assert moe.closed_form_problem(out, x, idx, w, 8e-3) == "identity-expert combine: 1 of 192 elements off"
+
+
+def _grouped_gemm(x: torch.Tensor, w: torch.Tensor, counts: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """``ops.grouped_gemm``'s normal layout in torch (fp32 accumulation, x's dtype out); rows outside every
+    expert's range stay poisoned."""
+    assert counts.dtype == offsets.dtype == torch.int32 and counts.shape == offsets.shape == (w.shape[0],)
+    y = torch.full((x.shape[0], w.shape[2]), float("nan"), dtype=x.dtype)
+    for e, (count, offset) in enumerate(zip(counts.tolist(), offsets.tolist(), strict=True)):
+        y[offset : offset + count] = (x[offset : offset + count].float() @ w[e].float()).to(x.dtype)
+    return y
+
+
+def test_the_nccl_layer_path_matches_the_dense_reference() -> None:
+    """The layer's NCCL baseline (A2ADispatcher, two grouped GEMMs, combine) on 2 thread ranks against the dense
+    fp32 reference of every rank's experts, summed over the ranks, with some ids -1."""
+    world, tokens, hidden, inter, experts, topk = 2, [6, 9], 16, 8, 8, 3
+    local = experts // world
+    inputs = [moe.make_inputs(t, hidden, experts, topk, torch.Generator().manual_seed(70 + r), none_rate=0.2)
+              for r, t in enumerate(tokens)]  # fmt: skip
+    gen = torch.Generator().manual_seed(7)
+    gate_up = [(torch.randn(local, hidden, 2 * inter, generator=gen) / 4).bfloat16() for _ in range(world)]
+    down = [(torch.randn(local, inter, hidden, generator=gen) / 3).bfloat16() for _ in range(world)]
+    board = {"posted": [None] * world, "barrier": threading.Barrier(world, timeout=30)}
+    outs: list[Any] = [None] * world
+    errors: list[BaseException] = []
+
+    def rank_main(rank: int) -> None:
+        try:
+            comm = ThreadComm(rank, world, board)
+            disp = moe.A2ADispatcher(comm, experts, hidden, topk, max(tokens), torch.bfloat16, torch.device("cpu"))
+            outs[rank] = moe.nccl_layer_forward(disp, gate_up[rank], down[rank], *inputs[rank], _grouped_gemm)
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+            board["barrier"].abort()
+
+    threads = [threading.Thread(target=rank_main, args=(rank,)) for rank in range(world)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    if errors:
+        raise errors[0]
+    every = [torch.cat([inp[i] for inp in inputs]) for i in range(3)]
+    want = sum(moe.dense_moe_partial(*every, gate_up[r], down[r], r * local) for r in range(world))
+    assert isinstance(want, torch.Tensor) and float(want.abs().max()) > 0.1
+    for rank, mine in enumerate(want.split(tokens)):
+        assert outs[rank].shape == (tokens[rank], hidden) and outs[rank].dtype == torch.bfloat16
+        assert moe.layer_problem(outs[rank], mine, "nccl") == "", rank
+    wrong = [down[1], down[0]]  # the other rank's experts: the check must see it
+    assert moe.layer_problem(sum(moe.dense_moe_partial(*every, gate_up[r], wrong[r], r * local) for r in range(2)),
+                             want, "swapped") != ""  # fmt: skip
+
+
+def test_the_dense_reference_and_the_layer_check() -> None:
+    x = torch.randn(3, 4)
+    idx = torch.tensor([[0, 2], [1, -1], [2, 3]], dtype=torch.int32)
+    w = torch.rand(3, 2)
+    gate_up, down = torch.randn(2, 4, 6), torch.randn(2, 3, 4)  # this rank: experts 2 and 3
+    got = moe.dense_moe_partial(x, idx, w, gate_up, down, 2)
+
+    def expert(e: int, row: torch.Tensor) -> torch.Tensor:
+        h = row @ gate_up[e]
+        return (torch.nn.functional.silu(h[:3]) * h[3:]) @ down[e]
+
+    want = torch.stack(
+        [w[0, 1] * expert(0, x[0]), torch.zeros(4), w[2, 0] * expert(0, x[2]) + w[2, 1] * expert(1, x[2])]
+    )
+    torch.testing.assert_close(got, want)
+    assert moe.layer_problem(got, want, "same") == ""
+    off = got.clone()
+    off[2, 1] += float(want.abs().max())
+    assert moe.layer_problem(off, want, "off").startswith("off: 1 of 12 elements off (at (2, 1)")
+    off[2, 1] = float("nan")
+    assert moe.layer_problem(off, want, "nan").startswith("nan: 1 of 12")
+    assert moe.layer_problem(got[:2], want, "short") == "short: shape [2, 4] != [3, 4]"
+
+
+def _layer(path: str, tokens: int, device: float, idle: float, verified: str = "ok") -> dict[str, Any]:
+    return {"path": path, "mode": "layer", "tokens": tokens, "forward device": device, "forward idle": idle,
+            "forward host": None, "verified": verified}  # fmt: skip
+
+
+def test_the_layer_bar_and_its_table(tmp_path: Path) -> None:
+    rows = [
+        _row(moe.OURS, "normal", 128, 50.0, 60.0),
+        _row(moe.NCCL, "normal", 128, 500.0, 300.0),
+        _layer(moe.LAYER_OURS, 128, 100.0, 200.0),
+        _layer(moe.LAYER_GATHER, 128, 80.0, 160.0),
+        _layer(moe.LAYER_NCCL, 128, 200.0, 300.0),
+        _layer(moe.LAYER_OURS, 4096, 1000.0, 1100.0),
+        _layer(moe.LAYER_GATHER, 4096, 900.0, 1000.0, "FAILED: vs layer: ours: 3 of 9 elements off"),
+        _layer(moe.LAYER_NCCL, 4096, 1200.0, 1300.0),
+        _layer(moe.LAYER_OURS, 16, 10.0, 20.0),
+    ]
+    assert moe.layer_bar(rows, 128) == (
+        "layer: ours / NCCL dispatcher + same GEMM: 2.00x (>= 1.5: PASS) at 128 tokens/rank "
+        "(device 100.0 vs 200.0 µs; from idle 1.50x; gather layout 2.50x)"
+    )
+    assert moe.layer_bar(rows, 4096).startswith("layer: ours / NCCL dispatcher + same GEMM: 1.20x (>= 1.5: FAIL)")
+    assert moe.layer_bar(rows, 4096).endswith("gather layout 1.33x; a row failed its check)")
+    slow = [dict(r, verified="FAILED: vs the dense fp32 reference") if r["tokens"] == 128 else r for r in rows]
+    assert "2.00x (>= 1.5: FAIL)" in moe.layer_bar(slow, 128)  # fast but wrong is no pass
+    assert moe.layer_bar(rows, 16).endswith("at 16 tokens/rank: not measured")
+    extras = {"title": "2 x test GPU", "notes": [], "layer_intermediate": 256}
+    text = moe.write_results(tmp_path, "2xTEST", rows, extras, [], 0.0).read_text()
+    assert "- layer: ours / NCCL dispatcher + same GEMM: 2.00x (>= 1.5: PASS) at 128 tokens/rank" in text
+    assert "intermediate size 256 per expert" in text
+    assert "| layer: ours | 128 | 100.0 / 200.0 / — | 2.00 / 1.50 | ok |" in text
+    assert "| layer: ours gather | 4096 | 900.0 / 1000.0 / — | 1.33 / 1.30 | FAILED: vs layer: ours" in text
+    assert "| layer: NCCL dispatcher + same GEMM | 128 | 200.0 / 300.0 / — | — | ok |" in text
+    assert "| ours | normal | 128 |" in text and "| layer: ours | layer |" not in text  # not in the main table
+    data = json.loads((tmp_path / "moe_2xTEST.json").read_text())
+    assert sum(r["mode"] == "layer" for r in data["rows"]) == 7
