@@ -357,6 +357,34 @@ def _kill(processes: list[subprocess.Popen[bytes]]) -> None:
         except ProcessLookupError:
             pass
         process.wait()
+    for process in processes:
+        _wait_group_gone(process.pid)
+
+
+def _live_members(group: int) -> list[int]:
+    """The processes of process group ``group`` that are not zombies (from /proc; empty where /proc is absent)."""
+    members = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(entry))
+    return members
+
+
+def _wait_group_gone(group: int, timeout_s: float = 10.0) -> None:
+    """Wait until every process of a SIGKILLed group has died (delivery is asynchronous: on a loaded machine a
+    worker can still hold its GPU a moment after killpg returns). Raises RuntimeError naming the survivors."""
+    deadline = time.monotonic() + timeout_s
+    while (left := _live_members(group)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if left:
+        raise RuntimeError(f"processes {left} of a killed agent's group {group} still run after {timeout_s:g} s")
 
 
 def run_stage(stage: Stage, timeout_s: float, logs: Path) -> tuple[bool, str]:
