@@ -61,6 +61,19 @@ def worker(layouts: list[int], backend: str, emulate: bool = False) -> int:
     ``nvshmem`` there and ``cuda_ipc`` on one node), with small shapes and without the CUDA-graph, PTX and timing
     checks: how ``test/python/test_ops_all_gather.py`` runs these checks in CI.
     """
+    return run_layouts("all_gather", cases, layouts, backend, emulate, cpu_heap="8M", gpu_heap="512M")
+
+
+CaseList = Callable[[Any, bool], list[tuple[str, Callable[..., None]]]]
+"""``cases(world, emulate)``: one rank's named checks on a world (``Checks.run_each`` cases)."""
+
+
+def run_layouts(
+    op: str, cases: CaseList, layouts: list[int], backend: str, emulate: bool, *, cpu_heap: str, gpu_heap: str
+) -> int:
+    """The worker of a multi-node GPU check (this file's and check_all_reduce_nodes.py's): for each layout, a world
+    of that many nodes (emulated on CPU ranks, else the one torchrun made, on ``gpu_heap`` of the ``backend`` heap),
+    a check that the world is what the stage meant, then ``cases``. Returns the exit code (``testing.finish``)."""
     import torch
     import torch.distributed as dist
 
@@ -80,13 +93,13 @@ def worker(layouts: list[int], backend: str, emulate: bool = False) -> int:
 
             if index:
                 triton_dist.finalize()
-            triton_dist.init(device="cpu", heap_size="8M")
+            triton_dist.init(device="cpu", heap_size=cpu_heap)
             world = emulate_nodes(nodes) if nodes > 1 else triton_dist.runtime.current_world()
             backend = "nvshmem" if nodes > 1 else "cuda_ipc"
         else:
-            world = triton_dist.init(heap_size="512M", backend=backend)
+            world = triton_dist.init(heap_size=gpu_heap, backend=backend)
         rank0_print(
-            f"all_gather: {world.world_size} ranks, {world.num_nodes} node(s) x {world.local_world_size}, "
+            f"{op}: {world.world_size} ranks, {world.num_nodes} node(s) x {world.local_world_size}, "
             f"{world.backend} heap, {'CPU emulation' if emulate else torch.cuda.get_device_name()}; "
             f"GROUP_RANK={os.environ.get('GROUP_RANK')} "
             f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
@@ -294,9 +307,9 @@ def _torchrun(rdzv: str, nodes: int, node: int, per_node: int, port: int) -> lis
     return [*run, f"--nnodes={nodes}", f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}"]
 
 
-def stages(gpus: int, rdzv: str) -> list[Stage]:
-    """The stages this host can run (see the module docstring)."""
-    me = str(Path(__file__).resolve())
+def stages(gpus: int, rdzv: str, script: Path = Path(__file__)) -> list[Stage]:
+    """The stages this host can run (see the module docstring), each agent running ``script``'s worker."""
+    me = str(script.resolve())
     found = []
     base = _base_env()
     port = _free_port()
@@ -421,15 +434,20 @@ def run_stage(stage: Stage, timeout_s: float, logs: Path) -> tuple[bool, str]:
     return passed, why or f"exit codes {codes}"
 
 
-def _tail(path: Path, lines: int) -> str:
+def _tail(path: Path, lines: int, op: str) -> str:
     text = path.read_text(errors="replace").splitlines()
-    words = (" PASS ", " FAIL ", " FATAL ", "TIME ", "Error", "failures over all ranks", "all_gather: ")
+    words = (" PASS ", " FAIL ", " FATAL ", "TIME ", "Error", "failures over all ranks", f"{op}: ")
     keep = [line for line in text if any(word in line for word in words)]
     return "\n".join((keep or text)[-lines:])
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def drive(op: str, doc: str, script: Path, worker: Callable[[list[int], str, bool], int]) -> int:
+    """The command line of a multi-node GPU check (this file's and check_all_reduce_nodes.py's): ``--worker`` runs
+    ``worker`` (one rank, under torchrun); otherwise every stage this host can run, agents running ``script``, each
+    under the timeout and the kill rules of ``run_stage``. Returns the exit status (0 iff every required stage
+    passed)."""
+    name = script.stem
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per stage before its agents are killed")
     parser.add_argument("--only", nargs="*", help="run only these stages")
     parser.add_argument("--rdzv", choices=("static", "c10d"), default="static", help="the two-agent rendezvous")
@@ -443,29 +461,33 @@ def main() -> int:
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus < 2:
-        print(f"check_all_gather: needs 2 GPUs, found {gpus}")
+        print(f"{name}: needs 2 GPUs, found {gpus}")
         return 1
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _on_signal)
-    logs = args.logs or Path(tempfile.mkdtemp(prefix="check_all_gather."))
+    logs = args.logs or Path(tempfile.mkdtemp(prefix=f"{name}."))
     logs.mkdir(parents=True, exist_ok=True)
     results = []
-    for stage in stages(gpus, args.rdzv):
+    for stage in stages(gpus, args.rdzv, script):
         if args.only and stage.name not in args.only:
             continue
         print(f"=== {stage.name} ({len(stage.agents)} agent(s){'' if stage.required else ', informational'})")
         sys.stdout.flush()
         passed, why = run_stage(stage, args.timeout, logs)
         for i in range(len(stage.agents)):
-            print(_tail(logs / f"{stage.name}.agent{i}.log", 80 if not passed else 40))
+            print(_tail(logs / f"{stage.name}.agent{i}.log", 80 if not passed else 40, op))
         print(f"=== {stage.name}: {'PASS' if passed else 'FAIL'} ({why}); logs in {logs}")
         results.append((stage, passed))
     print("\nstage | required | result")
     for stage, passed in results:
         print(f"{stage.name} | {'yes' if stage.required else 'no'} | {'PASS' if passed else 'FAIL'}")
     failed = [stage.name for stage, passed in results if stage.required and not passed]
-    print(f"check_all_gather: {'FAIL ' + ', '.join(failed) if failed else 'every required stage passed'}")
+    print(f"{name}: {'FAIL ' + ', '.join(failed) if failed else 'every required stage passed'}")
     return 1 if failed or not results else 0
+
+
+def main() -> int:
+    return drive("all_gather", __doc__ or "", Path(__file__), worker)
 
 
 if __name__ == "__main__":

@@ -21,11 +21,7 @@ device code in its PTX); rank 0 prints the op's and NCCL's times (informational)
 
 from __future__ import annotations
 
-import argparse
-import os
-import signal
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,44 +44,8 @@ def worker(layouts: list[int], backend: str, emulate: bool = False) -> int:
     without the custom-op, CUDA-graph, PTX and timing checks: how ``test/python/test_ops_all_reduce_nodes.py`` runs
     these checks in CI.
     """
-    import torch
-    import torch.distributed as dist
-
-    import triton_dist
-    from triton_dist.testing import Checks, finish, rank0_print
-
-    checks = Checks()
-    if emulate:
-        dist.init_process_group("gloo")
-    else:
-        gpu = int(os.environ.get(launcher.GPU_ENV, "0")) + int(os.environ.get("LOCAL_RANK", "0"))
-        torch.cuda.set_device(gpu)
-        dist.init_process_group("nccl", device_id=torch.device("cuda", gpu))
-    for index, nodes in enumerate(layouts):
-        if emulate:
-            from triton_dist.runtime.emulation.one_sided import emulate_nodes
-
-            if index:
-                triton_dist.finalize()
-            triton_dist.init(device="cpu", heap_size="64M")  # the one-node push: 32 MiB at 4 ranks
-            world = emulate_nodes(nodes) if nodes > 1 else triton_dist.runtime.current_world()
-            backend = "nvshmem" if nodes > 1 else "cuda_ipc"
-        else:
-            world = triton_dist.init(heap_size="2G", backend=backend)
-        rank0_print(
-            f"all_reduce: {world.world_size} ranks, {world.num_nodes} node(s) x {world.local_world_size}, "
-            f"{world.backend} heap, {'CPU emulation' if emulate else torch.cuda.get_device_name()}; "
-            f"GROUP_RANK={os.environ.get('GROUP_RANK')} "
-            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '-')}"
-        )
-        layout_ok = checks.check(
-            f"the world is {nodes} node(s) on the {backend} heap",
-            world.num_nodes == nodes and world.backend == backend,
-            f"{world.num_nodes} nodes {[list(n) for n in world.nodes.nodes]}, {world.backend}",
-        )
-        if layout_ok:
-            checks.run_each(cases(world, emulate))
-    return finish(checks)
+    # 64M on CPU ranks: the one-node push of the largest emulated case is 32 MiB at 4 ranks.
+    return launcher.run_layouts("all_reduce", cases, layouts, backend, emulate, cpu_heap="64M", gpu_heap="2G")
 
 
 def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
@@ -271,61 +231,8 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
 # --- the launcher (plain python3): check_all_gather.py's, with this file as the worker -----------------------------
 
 
-def stages(gpus: int, rdzv: str) -> list[launcher.Stage]:
-    """check_all_gather's stages, each agent running this file's worker."""
-    found = launcher.stages(gpus, rdzv)
-    me = str(Path(__file__).resolve())
-    mine = str(Path(launcher.__file__).resolve())
-    for stage in found:
-        stage.agents = [([me if arg == mine else arg for arg in argv], env) for argv, env in stage.agents]
-    return found
-
-
-def _tail(path: Path, lines: int) -> str:
-    text = path.read_text(errors="replace").splitlines()
-    words = (" PASS ", " FAIL ", " FATAL ", "TIME ", "Error", "failures over all ranks", "all_reduce: ")
-    keep = [line for line in text if any(word in line for word in words)]
-    return "\n".join((keep or text)[-lines:])
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per stage before its agents are killed")
-    parser.add_argument("--only", nargs="*", help="run only these stages")
-    parser.add_argument("--rdzv", choices=("static", "c10d"), default="static", help="the two-agent rendezvous")
-    parser.add_argument("--logs", type=Path, default=None, help="where the agents' logs go (default: a temp dir)")
-    parser.add_argument("--worker", nargs=2, metavar=("NODES", "BACKEND"), help=argparse.SUPPRESS)
-    parser.add_argument("--emulate", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.worker:
-        return worker([int(n) for n in args.worker[0].split(",")], args.worker[1], args.emulate)
-    import torch
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if gpus < 2:
-        print(f"check_all_reduce_nodes: needs 2 GPUs, found {gpus}")
-        return 1
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, launcher._on_signal)
-    logs = args.logs or Path(tempfile.mkdtemp(prefix="check_all_reduce_nodes."))
-    logs.mkdir(parents=True, exist_ok=True)
-    results = []
-    for stage in stages(gpus, args.rdzv):
-        if args.only and stage.name not in args.only:
-            continue
-        print(f"=== {stage.name} ({len(stage.agents)} agent(s){'' if stage.required else ', informational'})")
-        sys.stdout.flush()
-        passed, why = launcher.run_stage(stage, args.timeout, logs)
-        for i in range(len(stage.agents)):
-            print(_tail(logs / f"{stage.name}.agent{i}.log", 80 if not passed else 40))
-        print(f"=== {stage.name}: {'PASS' if passed else 'FAIL'} ({why}); logs in {logs}")
-        results.append((stage, passed))
-    print("\nstage | required | result")
-    for stage, passed in results:
-        print(f"{stage.name} | {'yes' if stage.required else 'no'} | {'PASS' if passed else 'FAIL'}")
-    failed = [stage.name for stage, passed in results if stage.required and not passed]
-    print(f"check_all_reduce_nodes: {'FAIL ' + ', '.join(failed) if failed else 'every required stage passed'}")
-    return 1 if failed or not results else 0
+    return launcher.drive("all_reduce", __doc__ or "", Path(__file__), worker)
 
 
 if __name__ == "__main__":
