@@ -12,20 +12,10 @@ import importlib
 import pytest
 import torch
 import torch.distributed as dist
-from torch.utils._python_dispatch import TorchDispatchMode
+from dispatch_recording import DispatchRecording
 
 from triton_dist.ops.common.collectives import all_gather_method, reduce_scatter_method
 from triton_dist.ops.common.errors import OpInputError
-
-
-class _Recording(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-        self.ops.append(str(func))
-        return func(*args, **(kwargs or {}))
 
 
 def test_a_group_without_the_collective_is_named() -> None:
@@ -75,7 +65,7 @@ def test_ag_gemm_fallback_runs_the_baselines_ops_without_the_wrapper(monkeypatch
             for name in ("all_gather_into_tensor", "all_gather_single"):
                 for module in (dist, dist.distributed_c10d):
                     patched.setattr(module, name, no_wrapper, raising=False)
-            with _Recording() as ours:
+            with DispatchRecording() as ours:
                 c, _ = op.ag_gemm_impl(a, b, config=nccl)
         gathered = [op for op in ours.ops if "allgather" in op or "all_gather" in op]
         matmuls = [op for op in ours.ops if op.startswith("aten.mm") or op.startswith("aten.matmul")]

@@ -372,19 +372,10 @@ def test_fallback_runs_the_baselines_ops_and_nothing_else(monkeypatch: pytest.Mo
     """On a one-rank gloo world: the fallback's dispatcher ops are the baseline's (``torch.matmul`` into a kept buffer
     + ``dist.reduce_scatter_tensor`` into a kept output) plus the one allocation of the output it returns; no other
     copy, cast, fill or collective; the c10d Python wrapper is not on its path; its result is A @ B exactly."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from dispatch_recording import DispatchRecording
 
     import triton_dist
     from triton_dist.ops.gemm_rs import op
-
-    class Recording(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ops: list[str] = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-            self.ops.append(str(func))
-            return func(*args, **(kwargs or {}))
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # the CPU emulation's world (no kernel runs on this path)
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
@@ -403,10 +394,10 @@ def test_fallback_runs_the_baselines_ops_and_nothing_else(monkeypatch: pytest.Mo
             for name in ("reduce_scatter_tensor", "reduce_scatter_single"):
                 for module in (dist, dist.distributed_c10d):
                     patched.setattr(module, name, no_wrapper, raising=False)
-            with Recording() as ours:
+            with DispatchRecording() as ours:
                 out = op.gemm_rs_with(a, b, grs.FALLBACK)
         kept, kept_out = torch.empty(16, 12, dtype=torch.bfloat16), torch.empty(16, 12, dtype=torch.bfloat16)
-        with Recording() as baseline:
+        with DispatchRecording() as baseline:
             torch.matmul(a, b, out=kept)
             dist.reduce_scatter_tensor(kept_out, kept, group=world.group)
         assert baseline.ops[:2] == ["aten.mm.out", "c10d._reduce_scatter_base_.default"], baseline.ops
