@@ -1,10 +1,9 @@
 """Distributed kernels on CPUs: ``TRITON_INTERPRET=1``, one process per rank on gloo, ``init(device="cpu")``.
 
-Run as a script under torchrun (what the tests below do, at 2 and 3 ranks), this file is the worker: every rank runs
-the kernels here through the emulation (``triton_dist.runtime.emulation``) and writes what it saw, as JSON, to
-``<out>/rank<r>.json``, then runs the examples (``run_examples``); the tests check each rank's record and the
-output. One torchrun per world size runs every case, so the processes start once (starting torch and Triton is
-most of the time, and CI has 2 cores).
+On N ranks (``emulated_ranks.run_ranks``; the tests below run it at 2 and 3 ranks), ``_worker`` runs the kernels
+here through the emulation (``triton_dist.runtime.emulation``) and returns what it saw, then runs the examples
+(``run_examples``); the tests check each rank's record and the output. One run per world size covers every case, so
+the processes start once (starting torch and Triton is most of the time, and CI has 2 cores).
 
 Cases (each a kernel written only against the documented API, docs/language.md):
 
@@ -34,11 +33,9 @@ Cases (each a kernel written only against the documented API, docs/language.md):
 from __future__ import annotations
 
 import gc
-import json
 import os
 import re
 import runpy
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,42 +44,27 @@ import pytest
 import torch
 import triton
 import triton.language as tl
+from emulated_ranks import run_ranks, run_script
 
 import triton_dist.language as dl
 
 REPO = Path(__file__).resolve().parents[2]
-WORKER_TIMEOUT_S = 240
 HEAP = "8M"
 """Each rank's CPU heap in the worker: room for the examples' 1 MiB all-gathers."""
 EXAMPLES = ("ping_pong.py", "allgather_push.py", "allgather_pull.py")
 
 
 def run_torchrun(script: Path, ranks: int, args: list[str], extra_env: dict[str, str] | None = None) -> str:
-    """Run ``script`` under ``torchrun --standalone --nproc-per-node=ranks`` with ``TRITON_INTERPRET=1``; returns
-    its output, failing the test with it when the run fails."""
-    env = {
-        **os.environ,
-        "TRITON_INTERPRET": "1",
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "python"), os.environ.get("PYTHONPATH", "")) if p),
-        "OMP_NUM_THREADS": "1",
-        "TRITON_DIST_WAIT_TIMEOUT_S": "120",
-        **(extra_env or {}),
-    }
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}"]
-    done = subprocess.run(
-        [*command, str(script), *args], capture_output=True, text=True, env=env, timeout=WORKER_TIMEOUT_S, cwd=REPO
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-6000:]
-    return output
+    """``script`` on ``ranks`` processes as torchrun runs it (``emulated_ranks.run_script``); returns the output."""
+    return run_script(script, ranks, args, env=extra_env).output
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
 def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     ranks = request.param
-    out = tmp_path_factory.mktemp(f"emulation{ranks}")
-    output = run_torchrun(Path(__file__), ranks, [str(out), *(str(REPO / "examples" / name) for name in EXAMPLES)])
-    return [{**json.loads((out / f"rank{rank}.json").read_text()), "output": output} for rank in range(ranks)]
+    examples = [str(REPO / "examples" / name) for name in EXAMPLES]
+    run = run_ranks(_worker, ranks, examples, process_group=False)  # the worker starts its group after a case
+    return [{**record, "output": run.output} for record in run.results]
 
 
 def test_the_examples_pass(records: list[dict[str, Any]]) -> None:
@@ -192,7 +174,7 @@ def test_kernels_without_primitives_run_as_in_triton(records: list[dict[str, Any
         assert record["plain"] == [0, 2, 4, 6]
 
 
-# --- the worker (run under torchrun) ---------------------------------------------------------------------------------
+# --- the worker (run on every rank) ----------------------------------------------------------------------------------
 
 
 @triton.jit
@@ -307,7 +289,9 @@ def plain(x_ptr):
     tl.store(x_ptr + offsets, offsets * 2)
 
 
-def _worker(out_dir: str, examples: list[str]) -> None:  # noqa: PLR0915 (one case after the other, in one process)
+def _worker(examples: list[str]) -> dict[str, Any]:  # noqa: PLR0915 (one case after the other, in one process)
+    """One rank's record of every case (it sets up its own world: ``before_init`` comes first), after which it runs
+    the examples."""
     import torch.distributed as dist
 
     import triton_dist
@@ -416,14 +400,9 @@ def _worker(out_dir: str, examples: list[str]) -> None:  # noqa: PLR0915 (one ca
     plain[(1,)](plain_out)
     record["plain"] = plain_out.tolist()
 
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     run_examples(examples)
     triton_dist.finalize()  # ends with a barrier: every rank is done with every heap
-    # Leave without tearing down gloo and the interpreter: a process torchrun started occasionally aborted in its
-    # C++ teardown ("terminate called without an active exception") after every check had passed.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    return record
 
 
 def run_examples(scripts: list[str]) -> None:
@@ -463,7 +442,3 @@ def run_examples(scripts: list[str]) -> None:
                 sys.exit(code)
     finally:
         testing.setup_distributed, testing.teardown = setup, teardown
-
-
-if __name__ == "__main__":
-    _worker(sys.argv[1], sys.argv[2:])
