@@ -2,10 +2,10 @@
 (``TRITON_INTERPRET=1``, ``triton_dist.init(device="cpu")``, one process per rank on gloo), at 2 and 3 ranks,
 against torch on the CPU.
 
-Run as a script under torchrun (the tests below do, once per world size), this file is the worker: every rank
-builds every rank's inputs from one seed (fresh random data per case), runs each case through the public op (or the
-op's config-forcing entry point), computes the whole reference with torch itself and writes, per case, what
-differed on this rank to ``<out>/rank<r>.json``. Outputs given to an op are poisoned (NaN) first, so a kernel that
+On N ranks (``emulated_ranks.run_ranks``; the tests below run it once per world size), ``_worker`` builds every
+rank's inputs from one seed (fresh random data per case), runs each case through the public op (or the op's
+config-forcing entry point), computes the whole reference with torch itself and returns, per case, what differed
+on this rank. Outputs given to an op are poisoned (NaN) first, so a kernel that
 skips part of its output fails.
 
 Cases, each run twice (the second call relaunches the plan), with the selected config and with forced ones:
@@ -24,16 +24,13 @@ Cases, each run twice (the second call relaunches the plan), with the selected c
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_ranks
 
 HEAP = "160M"
 """Each rank's CPU heap: the ops' workspaces are sized for GPUs (the two-shot all-reduce's alone is 32 MiB)."""
@@ -267,14 +264,12 @@ def _refused_without_the_interpreter(rank: int, size: int) -> dict[str, list[str
 CASE_BUILDERS = (_all_reduce_cases, _gemm_rs_cases, _ag_gemm_cases, _gemm_ar_cases, _flash_decode_cases)
 
 
-def _worker(out_dir: str) -> None:
-    import torch.distributed as dist
-
+def _worker() -> dict[str, list[str]]:
+    """This rank's problems per case (empty: it matched torch), on the world ``run_ranks`` set up."""
     import triton_dist
     import triton_dist.ops  # noqa: F401 (triton_dist.ops.<op> below)
 
-    dist.init_process_group("gloo")
-    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    world = triton_dist.current_world()
     rank, size = world.rank, world.world_size
     gen = torch.Generator().manual_seed(1234)  # every rank draws every rank's inputs alike
     record: dict[str, list[str]] = {}
@@ -285,21 +280,12 @@ def _worker(out_dir: str) -> None:
             except Exception as error:  # noqa: BLE001 (recorded for the test)
                 record[name] = [f"{type(error).__name__}: {error}"]
     record.update(_refused_without_the_interpreter(rank, size))
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
-    triton_dist.finalize()  # ends with a barrier: every rank is done with every heap
-    # As test_emulation_primitives' worker: leave without tearing down gloo, whose C++ teardown occasionally
-    # aborts a process torchrun started ("terminate called without an active exception") after every check passed.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    return record
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
-def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    ranks = request.param
-    out = tmp_path_factory.mktemp(f"ops{ranks}")
-    run_torchrun(Path(__file__), ranks, [str(out)])
-    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+def records(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    return run_ranks(_worker, request.param, heap_size=HEAP).results
 
 
 @pytest.mark.parametrize("op", ["all_reduce", "gemm_rs", "ag_gemm", "gemm_ar", "flash_decode", "matmul"])
@@ -309,10 +295,6 @@ def test_the_op_matches_torch(records: list[dict[str, list[str]]], op: str) -> N
         assert cases, f"rank {rank} ran no {op} case"
         failed = {name: problems for name, problems in cases.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
-
-
-if __name__ == "__main__":
-    _worker(sys.argv[1])
 
 
 def test_the_interpreter_patch_never_installs_tritons_own_index() -> None:
