@@ -11,17 +11,13 @@ part of the slot that rank 1 was still reading for A (``ops/all_reduce/kernels.p
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_ranks
 
 HEAP = "160M"
 """Each rank's CPU heap: the three workspaces (256 x 64 KiB, 256 x 64 KiB, 128 x 256 KiB at 2 ranks) fit."""
@@ -94,14 +90,12 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     }
 
 
-def _worker(out_dir: str) -> None:
-    import torch.distributed as dist
-
+def _worker() -> dict[str, list[str]]:
+    """This rank's problems per case (empty: right), on the world ``run_ranks`` set up."""
     import triton_dist
     import triton_dist.ops  # noqa: F401 (registers the ops)
 
-    dist.init_process_group("gloo")
-    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    world = triton_dist.current_world()
     gen = torch.Generator().manual_seed(2468)  # every rank draws every rank's inputs alike
     record: dict[str, list[str]] = {}
     for name, case in _cases(world.rank, world.world_size, gen).items():
@@ -109,22 +103,12 @@ def _worker(out_dir: str) -> None:
             record[name] = case()
         except Exception as error:  # noqa: BLE001 (recorded for the test)
             record[name] = [f"{type(error).__name__}: {error}"]
-    Path(out_dir, f"rank{world.rank}.json").write_text(json.dumps(record))
-    triton_dist.finalize()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # as test_emulation_ops' worker: skip gloo's teardown
-
-
-if __name__ == "__main__":
-    _worker(sys.argv[1])
+    return record
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    out = tmp_path_factory.mktemp("all_reduce_peer_ahead")
-    run_torchrun(Path(__file__), 2, [str(out)])
-    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(2)]
+def records() -> list[dict[str, Any]]:
+    return run_ranks(_worker, 2, heap_size=HEAP).results
 
 
 @pytest.mark.parametrize("algo", ["one_shot", "one_shot_push", "two_shot"])
