@@ -72,9 +72,14 @@ BAR = {"prefill": 1.15, "decode": 1.25}
 # --------------------------------------------------------------------------------------------- the torch baseline
 
 
-def torch_prefill_layer(layer: TensorParallelDecoderLayer, x: torch.Tensor) -> torch.Tensor:
+def torch_prefill_layer(
+    layer: TensorParallelDecoderLayer,
+    x: torch.Tensor,
+    reduce: Callable[[torch.Tensor], object] = dist.all_reduce,
+) -> torch.Tensor:
     """Megatron-style TP of one layer on replicated rows x [M, H]: this rank's heads and MLP columns, NCCL
-    all-reduce after O and after down."""
+    all-reduce after O and after down (``reduce``, in place; bench/decoder_anatomy.py passes one that does nothing
+    for the layer without communication)."""
     att, eps = layer.attention, layer.config.rms_eps
     tokens = x.shape[0]
     h = rms_norm(x, layer.input_norm_weight, eps)
@@ -88,11 +93,11 @@ def torch_prefill_layer(layer: TensorParallelDecoderLayer, x: torch.Tensor) -> t
         is_causal=True,
     )
     o = out.transpose(1, 2).reshape(tokens, -1) @ att.o.weight
-    dist.all_reduce(o)
+    reduce(o)
     x = x + o
     gate, up = (rms_norm(x, layer.post_norm_weight, eps) @ layer.mlp.gate_up.weight).chunk(2, dim=1)
     down = (functional.silu(gate) * up) @ layer.mlp.down.weight
-    dist.all_reduce(down)
+    reduce(down)
     return x + down
 
 
@@ -142,14 +147,20 @@ def difference(ours: torch.Tensor, base: torch.Tensor) -> float:
     return float(value)
 
 
-def bench_model(config: DecoderConfig, args: argparse.Namespace, rows: list[dict]) -> int:
-    """Prefill and decode rows of one model; returns the number of cases where ours and the baseline disagree."""
-    gen = torch.Generator(device="cuda").manual_seed(28)
+def build_layers(config: DecoderConfig, count: int, gen: torch.Generator) -> list[TensorParallelDecoderLayer]:
+    """``count`` layers of ``config`` with random weights from ``gen`` (the same on every rank), on the GPU."""
     layers = []
-    for _ in range(args.layers):
+    for _ in range(count):
         weights = random_weights(config, device="cuda", generator=gen)
         layers.append(TensorParallelDecoderLayer(config, weights))
         del weights
+    return layers
+
+
+def bench_model(config: DecoderConfig, args: argparse.Namespace, rows: list[dict]) -> int:
+    """Prefill and decode rows of one model; returns the number of cases where ours and the baseline disagree."""
+    gen = torch.Generator(device="cuda").manual_seed(28)
+    layers = build_layers(config, args.layers, gen)
     failures = 0
     for tokens in args.prefill:
         row = prefill_case(config, layers, tokens, gen, args)
@@ -169,14 +180,12 @@ def bench_model(config: DecoderConfig, args: argparse.Namespace, rows: list[dict
     return failures
 
 
-def prefill_case(
-    config: DecoderConfig,
-    layers: list[TensorParallelDecoderLayer],
-    tokens: int,
-    gen: torch.Generator,
-    args: argparse.Namespace,
-) -> dict:
-    """One prefill row: ours (sequence-parallel) and the baseline (replicated rows) on the same tokens."""
+def prefill_steps(
+    config: DecoderConfig, layers: list[TensorParallelDecoderLayer], tokens: int, gen: torch.Generator
+) -> tuple[Callable[[], torch.Tensor], Callable[..., torch.Tensor], slice]:
+    """``(ours, base, mine)`` of a prefill of ``tokens`` random tokens (from ``gen``) through the stack: ``ours()``
+    runs the layers sequence-parallel on this rank's rows ``mine`` and returns them; ``base(fn=torch_prefill_layer)``
+    runs ``fn(layer, h)`` of every layer on every row."""
     world = rt.current_world()
     mine = slice(world.rank * tokens // world.world_size, (world.rank + 1) * tokens // world.world_size)
     x = torch.randn(tokens, config.hidden_size, device="cuda", generator=gen).to(torch.bfloat16)
@@ -193,6 +202,18 @@ def prefill_case(
             h = fn(layer, h)
         return h
 
+    return ours, base, mine
+
+
+def prefill_case(
+    config: DecoderConfig,
+    layers: list[TensorParallelDecoderLayer],
+    tokens: int,
+    gen: torch.Generator,
+    args: argparse.Namespace,
+) -> dict:
+    """One prefill row: ours (sequence-parallel) and the baseline (replicated rows) on the same tokens."""
+    ours, base, mine = prefill_steps(config, layers, tokens, gen)
     row: dict = {"phase": "prefill", "model": config.name, "tokens": tokens, "batch": 1, "context": 0}
     row["difference"] = difference(ours(), base()[mine])
     row["ours ms"] = time_ms(ours, warmup=3, reps=args.iters) / args.layers
@@ -207,24 +228,23 @@ def prefill_case(
     return row
 
 
-def decode_case(
-    config: DecoderConfig,
-    layers: list[TensorParallelDecoderLayer],
-    batch: int,
-    context: int,
-    gen: torch.Generator,
-    args: argparse.Namespace,
-) -> dict:
-    """One decode row: a step of ours with either cache layout and of the baseline, from the same cached tokens."""
+def decode_steps(
+    config: DecoderConfig, layers: list[TensorParallelDecoderLayer], batch: int, context: int, gen: torch.Generator
+) -> tuple[Callable[[str], tuple[torch.Tensor, torch.Tensor]], Callable[..., torch.Tensor]]:
+    """``(ours, base)``: one decode step of the stack, one new token for each of ``batch`` sequences with
+    ``context`` random tokens (from ``gen``) already cached, the same tokens in both cache layouts.
+    ``ours(layout)`` ("sequence" or "heads") returns the last layer's ``(x, residual)`` (``decode``'s pair);
+    ``base(fn=torch_decode_layer)`` runs ``fn`` of every layer over the head-split caches and returns the hidden
+    states."""
     world = rt.current_world()
     rank, size = world.rank, world.world_size
-    row: dict = {"phase": "decode", "model": config.name, "tokens": batch, "batch": batch, "context": context}
     max_len = context + 64  # a multiple of W (<= 64 ranks): room for the new token in either layout
-    heads = [layer.new_cache(batch, max_len, "heads") for layer in layers]
-    seqs = [layer.new_cache(batch, max_len, "sequence") for layer in layers]
+    caches: dict[str, list[KVCache]] = {
+        layout: [layer.new_cache(batch, max_len, layout) for layer in layers] for layout in ("heads", "sequence")
+    }
     full = torch.empty(batch, config.num_kv_heads, max_len, config.head_dim, device="cuda", dtype=torch.bfloat16)
     hkv = config.num_kv_heads // size
-    for head_cache, seq_cache in zip(heads, seqs, strict=True):  # the same tokens in both layouts
+    for head_cache, seq_cache in zip(caches["heads"], caches["sequence"], strict=True):  # the same tokens in both
         for side in ("k", "v"):
             full.normal_(generator=gen)
             getattr(head_cache, side).copy_(full[:, rank * hkv : (rank + 1) * hkv])
@@ -235,29 +255,44 @@ def decode_case(
     positions = torch.full((batch,), context, device="cuda", dtype=torch.int32)
     zeros = torch.zeros_like(hidden)
 
-    def ours_step(caches: list[KVCache]) -> tuple[torch.Tensor, torch.Tensor]:
-        step = layers[0].decode_positions(positions, caches[0])  # once per step, for every layer
+    def ours(layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+        mine = caches[layout]
+        step = layers[0].decode_positions(positions, mine[0])  # once per step, for every layer
         x, residual = zeros, hidden
-        for layer, cache in zip(layers, caches, strict=True):
+        for layer, cache in zip(layers, mine, strict=True):
             x, residual = layer.decode(x, residual, step, cache)
         return x, residual
 
-    def base_step(fn: Callable = torch_decode_layer) -> torch.Tensor:
+    def base(fn: Callable = torch_decode_layer) -> torch.Tensor:
         rope = layers[0].attention.rope_tables(positions)
         rows = torch.arange(batch, device=hidden.device)
         h = hidden
-        for layer, cache in zip(layers, heads, strict=True):
+        for layer, cache in zip(layers, caches["heads"], strict=True):
             h = fn(layer, h, positions, cache.k, cache.v, context, rope, rows)
         return h
 
+    return ours, base
+
+
+def decode_case(
+    config: DecoderConfig,
+    layers: list[TensorParallelDecoderLayer],
+    batch: int,
+    context: int,
+    gen: torch.Generator,
+    args: argparse.Namespace,
+) -> dict:
+    """One decode row: a step of ours with either cache layout and of the baseline, from the same cached tokens."""
+    row: dict = {"phase": "decode", "model": config.name, "tokens": batch, "batch": batch, "context": context}
+    ours_step, base_step = decode_steps(config, layers, batch, context, gen)
     want = base_step()
-    for name, caches in (("seq-KV", seqs), ("head-KV", heads)):
-        x, residual = ours_step(caches)
+    for name, layout in (("seq-KV", "sequence"), ("head-KV", "heads")):
+        x, residual = ours_step(layout)
         row[f"difference {name}"] = difference(residual + all_reduce(x), want)
     row["difference"] = max(row["difference seq-KV"], row["difference head-KV"])
     impls: dict[str, Callable[[], object]] = {
-        "ours ms": lambda: ours_step(seqs),
-        "ours head-KV ms": lambda: ours_step(heads),
+        "ours ms": lambda: ours_step("sequence"),
+        "ours head-KV ms": lambda: ours_step("heads"),
         "torch ms": base_step,
     }
     if args.compile:
