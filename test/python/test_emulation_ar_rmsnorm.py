@@ -16,17 +16,14 @@ round), its launch shapes, bad input raises ``ArRmsNormError`` / ``GemmArError``
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_ranks
 
 HEAP = "256M"
 """Each rank's CPU heap: the workspaces (256 / 128 slots of up to 16 KiB / 128 KiB of rows per rank) fit."""
@@ -310,14 +307,12 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     }
 
 
-def _worker(out_dir: str) -> None:
-    import torch.distributed as dist
-
+def _worker() -> dict[str, list[str]]:
+    """This rank's problems per case (empty: right), on the world ``run_ranks`` set up."""
     import triton_dist
     import triton_dist.ops  # noqa: F401 (triton_dist.ops.all_reduce_residual_rmsnorm)
 
-    dist.init_process_group("gloo")
-    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    world = triton_dist.current_world()
     gen = torch.Generator().manual_seed(4321)  # every rank draws every rank's inputs alike
     record: dict[str, list[str]] = {}
     for name, case in _cases(world.rank, world.world_size, gen).items():
@@ -325,23 +320,12 @@ def _worker(out_dir: str) -> None:
             record[name] = case()
         except Exception as error:  # noqa: BLE001 (recorded for the test)
             record[name] = [f"{type(error).__name__}: {error}"]
-    Path(out_dir, f"rank{world.rank}.json").write_text(json.dumps(record))
-    triton_dist.finalize()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # as test_emulation_ops' worker: skip gloo's teardown
-
-
-if __name__ == "__main__":
-    _worker(sys.argv[1])
+    return record
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
-def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    ranks = request.param
-    out = tmp_path_factory.mktemp(f"ar_rmsnorm{ranks}")
-    run_torchrun(Path(__file__), ranks, [str(out)])
-    return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
+def records(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    return run_ranks(_worker, request.param, heap_size=HEAP).results
 
 
 def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None:
