@@ -76,27 +76,30 @@ TOKENS = [4096]
 GRAPH_CALLS = 10
 """Decode steps per CUDA graph (as ``testing.timing.graphed_us``)."""
 
-CATEGORIES = ("GEMM", "GEMM+comm", "attention", "comm", "AR+norm", "norm+residual", "other", "unknown")
+CATEGORIES = ("GEMM", "GEMM+comm", "attention", "comm", "memcpy", "AR+norm", "norm+residual", "other", "unknown")
 """The kernel categories, in table order: GEMM/GEMV; a GEMM with its communication fused in one kernel (ours'
-``ag_gemm`` / ``gemm_rs`` / ``gemm_ar``); attention (SDPA's kernels, ``flash_decode``); communication (NCCL, our
-all-reduce and producer / flag kernels, peer copies); the fused all-reduce + residual + RMSNorm; RMSNorm and the
-residual add; other elementwise and copy work (RoPE, SiLU, indexing, copies, fills); unknown names."""
+``ag_gemm`` / ``gemm_rs`` / ``gemm_ar``); attention (SDPA's kernels, ``flash_decode``); communication kernels (NCCL,
+our all-reduce, producer and flag kernels); copy-engine copies (``Memcpy ...``: ours' ``ag_gemm`` sends its rows to
+the peers this way, beside its GEMM; a copy within the GPU shows the same); the fused all-reduce + residual +
+RMSNorm; RMSNorm and the residual add; other elementwise and copy kernels (RoPE, SiLU, indexing, copies, fills);
+unknown names."""
 RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("memcpy", re.compile(r"^Memcpy")),
     ("AR+norm", re.compile(r"_ar_rmsnorm")),
     ("GEMM+comm", re.compile(r"(?<![A-Za-z0-9])_(ag_gemm|gemm_rs|gemm_ar)\w*_kernel")),
     (
         "comm",
         re.compile(
             r"nccl|_one_shot|_two_shot|(?<![A-Za-z0-9])_push_kernel|(?<![A-Za-z0-9])_begin_kernel|_cublas_\w+_kernel"
-            r"|_reduce_partials_kernel|write_flag_kernel|all_?reduce|all_?gather|reduce_?scatter|Memcpy PtoP"
-            r"|symm_mem|multimem|cross_device",
+            r"|_reduce_partials_kernel|write_flag_kernel|all_?reduce|all_?gather|reduce_?scatter|symm_mem|multimem"
+            r"|cross_device",
             re.IGNORECASE,
         ),
     ),
     ("attention", re.compile(r"flash|fmha|sdpa|attention|attn|softmax", re.IGNORECASE)),
     ("GEMM", re.compile(r"gemm|gemv|nvjet|xmma|cutlass|matmul|splitKreduce|cublas|dot_kernel", re.IGNORECASE)),
     ("norm+residual", re.compile(r"rms_?norm|layer_?norm|RowwiseMoments|CUDAFunctor_add<c10::(BFloat16|Half)>")),
-    ("other", re.compile(r"at::native|at::cuda|Memcpy|Memset|^triton_|elementwise|copy|fill|index|silu")),
+    ("other", re.compile(r"at::native|at::cuda|Memset|^triton_|elementwise|copy|fill|index|silu")),
 )
 """(category, pattern) in order: a kernel's category is the first whose pattern its name contains (the fused kernels'
 names hold "gemm" or "rmsnorm", so they come first; flash attention's hold "cutlass", so attention precedes GEMM)."""
@@ -495,9 +498,10 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
         "  idle inside the step: launch gaps, host waits), overlap = Σ - busy (kernels running side by side).",
         "- Categories (kernel names by pattern, bench/decoder_anatomy.py RULES): GEMM (cuBLAS, our matmul); GEMM+comm",
         "  (ours' fused ag_gemm / gemm_rs / gemm_ar kernels, their communication inside); attention (SDPA kernels,",
-        "  flash_decode); comm (NCCL, our all-reduce, producer and flag kernels, peer copies); AR+norm (the fused",
-        "  all-reduce + residual + RMSNorm); norm+residual (RMSNorm, the residual add); other (RoPE, SiLU, copies,",
-        "  indexing, fills); unknown (listed).",
+        "  flash_decode); comm (NCCL, our all-reduce, producer and flag kernels); memcpy (copy-engine copies: ours'",
+        "  ag_gemm sends its rows to the peer so, beside its GEMM); AR+norm (the fused all-reduce + residual +",
+        "  RMSNorm); norm+residual (RMSNorm, the residual add); other (RoPE, SiLU, copy kernels, indexing, fills);",
+        "  unknown (listed).",
         "- Ours: decode with the sequence-split KV cache (flash_decode), as bench/decoder.py's 'ours'. Prefill",
         "  'no comm': ours with ag_gemm / gemm_rs as local torch.matmul of the same per-rank shapes; torch without",
         "  its all_reduce. bound = torch / ours-no-comm: the most any overlap of ours' communication could give.",
