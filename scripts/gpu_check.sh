@@ -309,6 +309,8 @@ run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
 # grouped GEMM: about 1-2 minutes before the gather rows and the layer were added (2026-11-27); not yet timed with them.
 run_step bench "$first" bench_moe 420 bench/moe.py --heap 12G
 run_step bench "$first" bench_decoder 300 bench/decoder.py
+# Where the decoder layers' time goes, ours against torch, on the rows that miss issue 28's bar (profiled).
+run_step bench "$first" bench_decoder_anatomy 300 bench/decoder_anatomy.py
 # One GPU: flash_decode's fixed cost and streaming rate (bench/results/flash_decode_anatomy.md), gemm_ar's GEMM tiles
 # at the per-rank sizes of the first size (bench/results/gemm_ar_tiles.md).
 run_step bench 1 bench_flash_decode_anatomy 200 bench/flash_decode_anatomy.py

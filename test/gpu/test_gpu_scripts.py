@@ -88,6 +88,7 @@ BENCH_STEPS = [
     "bench_gemm_ar_tiles",
     "bench_heap_backends",
     "bench_decoder",
+    "bench_decoder_anatomy",
     "bench_moe",
     "bench_ar_rmsnorm",
 ]
