@@ -10,8 +10,9 @@ The same stacks, weights, inputs and baselines as bench/decoder.py (``build_laye
 - Decode, one CUDA-graphed step (10 steps per graph, as bench/decoder.py times them), ours (sequence-split KV cache)
   and torch: the step's time per layer as bench/decoder.py measures it (graph replays, median, max over ranks), then
   ``--runs`` replays under ``torch.profiler`` (CUDA activity only): the kernels' time per layer summed by category
-  (``categorize``: GEMM/GEMV, GEMM with its communication fused, attention, communication, the fused all-reduce +
-  residual + RMSNorm, norm + residual, other elementwise work (RoPE, SiLU, copies, indexing), unknown), their sum,
+  (``categorize``: GEMM/GEMV, GEMM with its communication fused, attention, communication, copy-engine copies, the
+  fused all-reduce + residual + RMSNorm, norm + residual, other elementwise work (RoPE, SiLU, copies, indexing),
+  unknown), their sum,
   the time at least one kernel ran (busy: their union), the profiled span of the step and the GPU's idle time inside
   it (span - busy; kernels that ran concurrently show as overlap = sum - busy).
 - Prefill, eager (CUDA events after a device barrier, median, max over ranks, as bench/decoder.py): the same
@@ -24,6 +25,8 @@ The breakdown shown is the slowest rank's (the largest profiled span), as the ti
 run starts after a GPU spin and a device barrier (``testing.timing``'s harness); those two kernels are not counted.
 Kernel names no rule knows are listed (``unknown``) so nothing hides in a category.
 
+Defaults: decode of Llama-3-8B and Qwen3-32B at batch 8 and 64 with 4k context, prefill of 4k tokens of all three
+models (the rows of bench/results/decoder_2xH200.md below the bar); ``--models`` picks the models of both phases.
 Writes ``decoder_anatomy_<W>x<GPU>.md`` (also printed) and ``.json`` to ``--out-dir``.
 """
 
