@@ -3,25 +3,22 @@
 the layers' sharding, ``from_shard(s)``, ``state_dict`` round trips and bad-input errors; and the script of
 docs/layers.md at 2 ranks.
 
-Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
-weights and input from one seed, runs its rows through ``TensorParallelMLP`` (twice: the second call relaunches the
-ops' plans; then once more through a layer loaded from the first one's state dict) and writes what differed from
-the reference to ``<out>/rank<r>.json``.
+On 2 ranks (``emulated_ranks.run_ranks``; the emulation test runs it), ``_worker`` builds the same full weights and
+input from one seed on every rank, runs its rows through ``TensorParallelMLP`` (twice: the second call relaunches the
+ops' plans; then once more through a layer loaded from the first one's state dict) and returns what differed from
+the reference.
 """
 
 from __future__ import annotations
 
 import ast
-import json
-import os
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_ranks, run_script
 from torch.nn import functional
 
 from triton_dist.layers import ColumnParallelLinear, LayerError, RowParallelLinear, TensorParallelMLP
@@ -54,13 +51,11 @@ def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
     return [] if torch.allclose(got.float(), want, atol=5e-2, rtol=5e-2) else [f"max abs error {error:.4g}"]
 
 
-def _worker(out_dir: str) -> None:
-    import torch.distributed as dist
-
+def _worker() -> dict[str, list[str]]:
+    """This rank's problems per call (empty: it matched), on the world ``run_ranks`` set up."""
     import triton_dist
 
-    dist.init_process_group("gloo")
-    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    world = triton_dist.current_world()
     rank, size = world.rank, world.world_size
     gen = torch.Generator().manual_seed(28)
     record: dict[str, list[str]] = {}
@@ -78,18 +73,11 @@ def _worker(out_dir: str) -> None:
         record["mlp/loaded_state_dict"] = _problems(loaded(x[rows]), _reference(x, gate, up, down)[rows])
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         record["mlp/raised"] = [f"{type(error).__name__}: {error}"]
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
-    triton_dist.finalize()
-    # As test_emulation_ops' worker: leave without tearing down gloo (its teardown now and then aborts the process).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    return record
 
 
-def test_the_mlp_at_2_ranks_matches_torch(tmp_path: Path) -> None:
-    run_torchrun(Path(__file__), 2, [str(tmp_path)])
-    for rank in range(2):
-        record = json.loads((tmp_path / f"rank{rank}.json").read_text())
+def test_the_mlp_at_2_ranks_matches_torch() -> None:
+    for rank, record in enumerate(run_ranks(_worker, 2, heap_size=HEAP).results):
         assert set(record) == {"mlp/call0", "mlp/call1", "mlp/loaded_state_dict"}, f"rank {rank}: {record}"
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -102,7 +90,7 @@ def test_the_docs_mlp_script_runs_at_2_ranks(tmp_path: Path) -> None:
     assert found, "docs/layers.md lost its mlp_on_cpu.py block"
     script = tmp_path / "mlp_on_cpu.py"
     script.write_text(found.group(1))
-    output = run_torchrun(script, 2, [])
+    output = run_script(script, 2).output
     for rank in range(2):
         assert f"rank {rank}: the MLP matches torch on 2 CPU ranks" in output, output[-3000:]
 
@@ -231,7 +219,3 @@ def test_layers_take_only_the_ops_public_names() -> None:
             modules += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             reaching += [f"{path.name}:{node.lineno} {m}" for m in modules if m.startswith("triton_dist.ops.")]
     assert package.is_dir() and not reaching, reaching
-
-
-if __name__ == "__main__":
-    _worker(sys.argv[1])
