@@ -3,26 +3,22 @@
 weights, prefill and decode, both KV cache layouts; and, without a world, the configs, the sharding, ``state_dict``
 round trips, RoPE against a complex-number rotation, and the bad-input errors.
 
-Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
-weights and tokens from one seed; prefills ``S`` tokens of 2 sequences (its rows, sequence-parallel) into a
+On 2 ranks (``emulated_ranks.run_ranks``; the emulation test runs it), ``_worker`` builds the same full weights and
+tokens from one seed on every rank; prefills ``S`` tokens of 2 sequences (its rows, sequence-parallel) into a
 "heads" and a "sequence" KV cache; decodes two more tokens per sequence with each cache (the second at a position
 held by the other rank of the sequence-split cache); checks the attention block's own ``decode`` (``gemm_ar``);
-and writes what differed from the reference to ``<out>/rank<r>.json``.
+and returns what differed from the reference.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_ranks
 from torch.nn import functional
 
 from triton_dist.layers import (
@@ -101,14 +97,12 @@ def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
     return [f"max abs error {(got.float() - want).abs().max().item():.4g}"]
 
 
-def _worker(out_dir: str) -> None:
-    import torch.distributed as dist
-
+def _worker() -> dict[str, list[str]]:
+    """This rank's problems per step (empty: it matched), on the world ``run_ranks`` set up."""
     import triton_dist
     from triton_dist.layers.attention import rms_norm
 
-    dist.init_process_group("gloo")
-    world = triton_dist.init(heap_size=HEAP, device="cpu")
+    world = triton_dist.current_world()
     rank, size = world.rank, world.world_size
     gen = torch.Generator().manual_seed(28)
     record: dict[str, list[str]] = {}
@@ -148,24 +142,18 @@ def _worker(out_dir: str) -> None:
             print(f"rank {rank}: {layout} done at {time.perf_counter() - began:.1f} s", flush=True)
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         record["raised"] = [f"{type(error).__name__}: {error}"]
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
-    triton_dist.finalize()
-    # As test_emulation_ops' worker: leave without tearing down gloo (its teardown now and then aborts the process).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    return record
 
 
-def test_the_decoder_layer_at_2_ranks_matches_torch(tmp_path: Path) -> None:
-    run_torchrun(Path(__file__), 2, [str(tmp_path)])
+def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
+    records = run_ranks(_worker, 2, heap_size=HEAP).results
     names = {"attention/decode_gemm_ar"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
         for what in ("prefill", "decode@7", "decode@8", "decode@9,3")
     }
-    for rank in range(2):
-        record = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    for rank, record in enumerate(records):
         assert set(record) == names, f"rank {rank}: {record}"
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -376,7 +364,3 @@ def test_sequence_cache_needs_flash_decodes_head_dim() -> None:
     layer = TensorParallelDecoderLayer(small, random_weights(small), rank=0, world_size=2)
     with pytest.raises(LayerError, match="takes head_dim 128, not 64"):
         layer.new_cache(1, 8, "sequence")
-
-
-if __name__ == "__main__":
-    _worker(sys.argv[1])

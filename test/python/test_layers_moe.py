@@ -5,22 +5,18 @@ loaded the first one's state dict, an expert id out of range in low-latency mode
 in bf16, fp8 and with a rank receiving none); and, without a world, the
 sharding, ``from_shards``, ``state_dict`` round trips and the errors.
 
-Run as a script under torchrun (the emulation test does), this file is the worker: every rank builds the same full
-weights and every rank's tokens and routing from one seed, runs its own tokens through the layer and writes what
-differed from the reference to ``<out>/rank<r>.json``.
+On 2 ranks (``emulated_ranks.run_ranks``; the emulation test runs it), ``_worker`` builds the same full weights and
+every rank's tokens and routing from one seed on every rank, runs its own tokens through the layer and returns what
+differed from the reference.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_ranks
 from torch.nn import functional
 
 from triton_dist.layers import ExpertParallelMoE, LayerError
@@ -73,14 +69,12 @@ def _problems(got: torch.Tensor, want: torch.Tensor, fp8: bool = False) -> list[
     return [] if torch.allclose(got.float(), want, atol=5e-2, rtol=5e-2) else [f"max abs error {error:.4g}"]
 
 
-def _worker(out_dir: str) -> None:
-    import torch.distributed as dist
-
+def _worker() -> dict[str, list[str]]:
+    """This rank's problems per case (empty: it matched), on the world ``run_ranks`` set up (a 64M CPU heap)."""
     import triton_dist
     from triton_dist.ops.moe import MoeStatusError
 
-    dist.init_process_group("gloo")
-    world = triton_dist.init(heap_size="64M", device="cpu")
+    world = triton_dist.current_world()
     rank, size = world.rank, world.world_size
     gen = torch.Generator().manual_seed(27)
     gate, up, down = _weights(gen)
@@ -127,19 +121,14 @@ def _worker(out_dir: str) -> None:
     except MoeStatusError as error:
         raised = str(error)
     record["bad_id/check_status"] = [] if bool(raised) == (rank == 0) else [f"check_status: {raised!r}"]
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
-    triton_dist.finalize()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # as test_layers' worker: no gloo teardown in the interpreter (it now and then aborts)
+    return record
 
 
-def test_the_moe_layer_at_2_ranks_matches_a_dense_reference(tmp_path: Path) -> None:
-    run_torchrun(Path(__file__), 2, [str(tmp_path)])
+def test_the_moe_layer_at_2_ranks_matches_a_dense_reference() -> None:
+    records = run_ranks(_worker, 2, heap_size="64M").results
     keys = {"normal", "low_latency", "empty", "fp8/normal", "loaded_state_dict", "bad_id/check_status"}
     keys |= {"gather/normal", "gather/fp8/normal", "gather/empty"}
-    for rank in range(2):
-        record = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    for rank, record in enumerate(records):
         assert set(record) == keys, f"rank {rank}: {record}"
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -240,7 +229,3 @@ def test_bad_input_names_the_layer_and_tensor() -> None:
         layer(torch.zeros(2, 32, dtype=torch.bfloat16), idx, weights[:, :1])
     with pytest.raises(LayerError, match="ExpertParallelMoE: x has 3 tokens, more than max_tokens_per_rank=2"):
         layer(torch.zeros(3, 32, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int32), torch.ones(3, 2))
-
-
-if __name__ == "__main__":
-    _worker(sys.argv[1])
