@@ -22,7 +22,7 @@ import torch
 import triton
 import triton.language as tl
 from dl_compile import need_library
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_script
 
 import triton_dist.language as dl
 import triton_dist.ops as ops
@@ -47,7 +47,7 @@ PAGE = 4096
 def test_the_op_gathers_on_one_two_and_four_emulated_nodes() -> None:
     """4 CPU ranks: 1 x 4 (load/store only), 2 x 2 (puts to the other node, forwards within it) and 4 x 1 (puts
     only); every rank checks every call against gloo's all_gather of the same random shards."""
-    output = run_torchrun(CHECK, 4, ["--worker", "1,2,4", "nvshmem", "--emulate"])
+    output = run_script(CHECK, 4, ["--worker", "1,2,4", "nvshmem", "--emulate"]).output
     for nodes, local in ((1, 4), (2, 2), (4, 1)):
         assert f"4 ranks, {nodes} node(s) x {local}" in output, output[-4000:]
     tallies = re.findall(r"(\d+) passed, (\d+) failed here; (\d+) failures over all ranks", output)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from dl_compile import need_library
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_script
 from test_ops_all_gather import _world
 
 import triton_dist.ops as ops
@@ -34,7 +34,7 @@ CHECK = REPO / "test" / "gpu" / "check_all_reduce_nodes.py"
 
 def test_the_op_reduces_on_one_two_and_four_emulated_nodes() -> None:
     """4 CPU ranks: 1 x 4, 2 x 2 and 4 x 1; every rank checks every call against the float64 sum."""
-    output = run_torchrun(CHECK, 4, ["--worker", "1,2,4", "nvshmem", "--emulate"])
+    output = run_script(CHECK, 4, ["--worker", "1,2,4", "nvshmem", "--emulate"]).output
     for nodes, local in ((1, 4), (2, 2), (4, 1)):
         assert f"4 ranks, {nodes} node(s) x {local}" in output, output[-4000:]
     tallies = re.findall(r"(\d+) passed, (\d+) failed here; (\d+) failures over all ranks", output)
