@@ -52,7 +52,8 @@ def compile_for(
     Args:
         kernel: the jitted function.
         signature: the type of every runtime argument, as Triton spells them (``"*fp32"``, ``"*bf16"``, ``"i32"``,
-            ``"i64"``, ``"fp32"``); arguments in ``constexprs`` are left out.
+            ``"i64"``, ``"fp32"``); arguments in ``constexprs`` are left out, and so may be those with a default
+            value (compiled as that constant).
         target: ``"sm_90"`` (any ``sm_<N>``), ``"gfx942"`` (any ``gfx<ID>``), or a ``GPUTarget``.
         constexprs: values of the ``tl.constexpr`` arguments.
         aligned: arguments specialized as 16-divisible, as a launch does for 16-byte aligned tensors and ints
@@ -69,6 +70,9 @@ def compile_for(
 
     gpu = gpu_target(target)
     constexprs = dict(constexprs or {})
+    for param in kernel.params:  # an argument with a default, given neither a type nor a value: its default
+        if param.has_default and param.name not in signature and param.name not in constexprs:
+            constexprs[param.name] = param.default
     unknown = [name for name in [*signature, *constexprs] if name not in kernel.arg_names]
     if unknown:
         raise ValueError(f"{kernel.__name__} has no argument(s) {unknown}; its arguments are {kernel.arg_names}")
