@@ -153,6 +153,9 @@ def _route_kernel(
     PB: tl.constexpr,
     EXCHANGE: tl.constexpr,
     WORLD: tl.constexpr,
+    count_signals_ptr=None,
+    NODES: tl.constexpr = 1,
+    LOCAL: tl.constexpr = 1,
 ):
     me = dl.rank()
     ranks = dl.num_ranks()
@@ -182,7 +185,29 @@ def _route_kernel(
     tl.store(row_ptr + WP + EP, bad_ids)
     words = tl.arange(0, 8)
     info = tl.where(words == 4, bad_ids, 0)  # the status, word 0: this rank's skipped ids; the rest 0
-    if EXCHANGE:
+    if EXCHANGE and NODES > 1:  # across nodes: load/store within mine, my row put to every rank of the others
+        matrix = counts_ptr + parity * WP * ROW
+        node = me // LOCAL
+        for j in range(0, LOCAL):  # (j = my local rank: my own row, the source of the puts below)
+            remote = dl.symm_at(matrix + me * ROW, node * LOCAL + j)
+            tl.store(remote + dests, dest_run, mask=dests < ranks)
+            tl.store(remote + WP + experts, expert_run, mask=experts < E)
+            tl.store(remote + WP + EP, bad_ids)
+        count_flags = flags_ptr + parity * FLAGS
+        for j in range(0, LOCAL):
+            dl.notify(count_flags + me, node * LOCAL + j, signal=epoch, sig_op="set", comm_scope="intra_node")
+        signals = count_signals_ptr + parity * WP
+        for step in range(1, NODES):
+            for j in range(0, LOCAL):
+                peer = ((node + step) % NODES) * LOCAL + j
+                dl.put_signal(matrix + me * ROW, matrix + me * ROW, ROW * 4, signals + me, epoch, peer, sig_op="set")
+        token = dl.wait(count_flags + node * LOCAL, LOCAL, "sys", "acquire", waitValue=epoch)
+        matrix = dl.consume_token(matrix, token)
+        for step in range(1, NODES):
+            for j in range(0, LOCAL):
+                landed = dl.signal_wait(signals + ((node + step) % NODES) * LOCAL + j, epoch, cmp="eq")
+                matrix = dl.consume_token(matrix, landed)
+    elif EXCHANGE:
         matrix = counts_ptr + parity * WP * ROW
         for peer in range(0, ranks):
             remote = dl.symm_at(matrix + me * ROW, peer)
@@ -197,6 +222,7 @@ def _route_kernel(
                 dl.notify(count_flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
         token = dl.wait(count_flags, ranks, "sys", "acquire", waitValue=epoch)
         matrix = dl.consume_token(matrix, token)
+    if EXCHANGE:
         sources = tl.arange(0, WP)
         live = (sources < ranks)[:, None] & (dests < ranks)[None, :]
         n = tl.load(matrix + sources[:, None] * ROW + dests[None, :], mask=live, other=0)  # N[source, dest]
@@ -244,6 +270,12 @@ def _push_kernel(
     SCALES: tl.constexpr,
     LOW_LATENCY: tl.constexpr,
     WORLD: tl.constexpr,
+    send_ptr=None,
+    send_meta_ptr=None,
+    slot_signals_ptr=None,
+    NODES: tl.constexpr = 1,
+    LOCAL: tl.constexpr = 1,
+    ELEM: tl.constexpr = 1,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -262,6 +294,11 @@ def _push_kernel(
         base = tl.zeros([WP], dtype=tl.int32)
         for source in range(0, me):
             base += tl.load(matrix + source * ROW + dests, mask=dests < ranks, other=0)
+    if NODES > 1:  # a destination on another node: its pairs staged in my send buffers, then put there
+        node = me // LOCAL
+        sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)  # N[me, d]
+        pair_base = tl.cumsum(sent, axis=0) - sent  # my (token, rank) pairs to the ranks before d
+        signals = slot_signals_ptr + tl.cast(parity, tl.int64) * CAP * 2
     cols = tl.arange(0, MP)
     h = tl.arange(0, BLOCK_H)
     chunk = tl.cdiv(T, PARTS)  # the route count programs' token ranges
@@ -288,28 +325,66 @@ def _push_kernel(
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
                     slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                    remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                    if NODES > 1:
+                        if dest // LOCAL == node:
+                            remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                            remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                        else:  # staged: pair row `pair` of my send buffers
+                            pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
+                            remote_meta = send_meta_ptr + pair * META
+                            remote_row = send_ptr + pair.to(tl.int64) * H
+                    else:
+                        remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     tl.store(remote_meta + cols, row, mask=cols < 1 + 3 * K)
-                    remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     tl.store(remote_row + h, values, mask=h < H)
+                    if NODES > 1:
+                        if dest // LOCAL != node:  # the staged meta row and payload, each with its slot's signal
+                            sig = signals + slot * 2
+                            dl.put_signal(meta_buf + slot * META, remote_meta, META * 4, sig, epoch, dest)
+                            row_at = token_buf + slot.to(tl.int64) * H
+                            dl.put_signal(row_at, remote_row, H * ELEM, sig + 1, epoch, dest)
         elif SCALES == 0:
             for dest in range(0, ranks):
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
                     slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                    remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                    if NODES > 1:
+                        if dest // LOCAL == node:
+                            remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                            remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                        else:  # staged: pair row `pair` of my send buffers
+                            pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
+                            remote_meta = send_meta_ptr + pair * META
+                            remote_row = send_ptr + pair.to(tl.int64) * H
+                    else:
+                        remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     tl.store(remote_meta + cols, row, mask=cols < 1 + 3 * K)
-                    remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     for h0 in range(0, H, BLOCK_H):
                         offs = h0 + h
                         values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
                         tl.store(remote_row + offs, values, mask=offs < H)
+                    if NODES > 1:
+                        if dest // LOCAL != node:  # the staged meta row and payload, each with its slot's signal
+                            sig = signals + slot * 2
+                            dl.put_signal(meta_buf + slot * META, remote_meta, META * 4, sig, epoch, dest)
+                            row_at = token_buf + slot.to(tl.int64) * H
+                            dl.put_signal(row_at, remote_row, H * ELEM, sig + 1, epoch, dest)
         else:  # fp8: quantize each chunk once, then push it (and its scales, at the meta row's end) to each rank
             for dest in range(0, ranks):
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
                     slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                    tl.store(dl.symm_at(meta_buf + slot * META, dest) + cols, row, mask=cols < 1 + 3 * K)
+                    if NODES > 1:
+                        if dest // LOCAL == node:
+                            remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                        else:
+                            pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
+                            remote_meta = send_meta_ptr + pair * META
+                    else:
+                        remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                    tl.store(remote_meta + cols, row, mask=cols < 1 + 3 * K)
             GB: tl.constexpr = BLOCK_H // 128
             groups = tl.arange(0, GB)
             for h0 in range(0, H, BLOCK_H):
@@ -336,10 +411,29 @@ def _push_kernel(
                     place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                     if place >= 0:
                         slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                        if NODES > 1:
+                            if dest // LOCAL == node:
+                                remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                                remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                            else:
+                                pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
+                                remote_row = send_ptr + pair.to(tl.int64) * H
+                                remote_meta = send_meta_ptr + pair * META
+                        else:
+                            remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                            remote_meta = dl.symm_at(meta_buf + slot * META, dest)
                         tl.store(remote_row + offs, q, mask=offs < H)
-                        remote_meta = dl.symm_at(meta_buf + slot * META, dest)
                         tl.store(remote_meta + 1 + 3 * K + group_ids, scale_bits, mask=group_ids < SCALES)
+            if NODES > 1:  # every chunk staged: the meta rows (with the scales) and payloads to the other nodes
+                for dest in range(0, ranks):
+                    place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
+                    if (place >= 0) & (dest // LOCAL != node):
+                        slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
+                        pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
+                        sig = signals + slot * 2
+                        dl.put_signal(meta_buf + slot * META, send_meta_ptr + pair * META, META * 4, sig, epoch, dest)
+                        row_at = token_buf + slot.to(tl.int64) * H
+                        dl.put_signal(row_at, send_ptr + pair.to(tl.int64) * H, H * ELEM, sig + 1, epoch, dest)
         tl.store(tok_pos_ptr + t * ranks + dests, places, mask=dests < ranks)  # final: combine's reduce reads it
     if LOW_LATENCY:
         if pid == 0:  # this rank's counts row travels with the data (no exchange before)
@@ -349,7 +443,12 @@ def _push_kernel(
                 tl.store(remote + dests, tl.load(row_ptr + dests, mask=dests < ranks), mask=dests < ranks)
                 tl.store(remote + WP + experts, tl.load(row_ptr + WP + experts, mask=experts < E), mask=experts < E)
     data_flags = flags_ptr + parity * FLAGS + DATA_FLAGS
-    if WORLD > 0:  # notify_every_rank, inlined
+    if NODES > 1:  # the ranks of my node (the others wait for each slot's signals)
+        for j in range(0, LOCAL):
+            dl.notify(
+                data_flags + me * programs + pid, node * LOCAL + j, signal=epoch, sig_op="set", comm_scope="intra_node"
+            )
+    elif WORLD > 0:  # notify_every_rank, inlined
         dl.notify(
             data_flags + me * programs + pid, tl.arange(0, WORLD), signal=epoch, sig_op="set", comm_scope="intra_node"
         )
@@ -401,6 +500,9 @@ def _expand_kernel(
     DEQUANT: tl.constexpr,
     LOW_LATENCY: tl.constexpr,
     GATHER: tl.constexpr,
+    slot_signals_ptr=None,
+    NODES: tl.constexpr = 1,
+    LOCAL: tl.constexpr = 1,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -409,7 +511,11 @@ def _expand_kernel(
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
     META: tl.constexpr = 1 + 3 * K + SCALES
-    token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * programs, "sys", "acquire", waitValue=epoch)
+    if NODES > 1:  # the data flags of my node's ranks; each slot put from another node has signals of its own
+        mine_first = flags_ptr + parity * FLAGS + DATA_FLAGS + (me // LOCAL) * LOCAL * programs
+        token = dl.wait(mine_first, LOCAL * programs, "sys", "acquire", waitValue=epoch)
+    else:
+        token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * programs, "sys", "acquire", waitValue=epoch)
     token_buf = dl.consume_token(tokens_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
     meta_buf = dl.consume_token(meta_ptr + parity * CAP * META, token)
     matrix = dl.consume_token(counts_ptr + parity * WP * ROW, token)
@@ -466,6 +572,12 @@ def _expand_kernel(
         if valid:
             # Every load of the received token first (its meta row as vectors, its payload), then the table's.
             meta_row = meta_buf + i * META
+            row_buf = token_buf
+            if NODES > 1:
+                if source // LOCAL != me // LOCAL:  # put from another node: its meta row's and payload's signals
+                    sig = slot_signals_ptr + (tl.cast(parity, tl.int64) * CAP + i) * 2
+                    meta_row = dl.consume_token(meta_row, dl.signal_wait(sig, epoch, cmp="eq"))
+                    row_buf = dl.consume_token(row_buf, dl.signal_wait(sig + 1, epoch, cmp="eq"))
             home_token = tl.load(meta_row)
             ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
             weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
@@ -475,11 +587,11 @@ def _expand_kernel(
                     group_ids = tl.arange(0, GB)
                     scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
                     scale = scale_bits.to(tl.float32, bitcast=True)
-                    values = tl.load(token_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
+                    values = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
                     grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
                     whole = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
                 else:
-                    whole = tl.load(token_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
+                    whole = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
                     if SCALES > 0:
                         groups = tl.arange(0, SP)
                         scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
@@ -525,7 +637,7 @@ def _expand_kernel(
                     elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
                         for h0 in range(0, H, BLOCK_H):
                             offs = h0 + h
-                            values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
+                            values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
                             group_ids = h0 // 128 + tl.arange(0, GB)
                             scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
                             scale = scale_bits.to(tl.float32, bitcast=True)
@@ -535,7 +647,7 @@ def _expand_kernel(
                     else:
                         for h0 in range(0, H, BLOCK_H):
                             offs = h0 + h
-                            values = tl.load(token_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
+                            values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
                             tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
                         if SCALES > 0:  # fp8 kept: the row's scales go with it
                             groups = tl.arange(0, SP)
@@ -581,6 +693,10 @@ def _combine_push_kernel(
     BLOCK_H: tl.constexpr,
     WHOLE_ROW: tl.constexpr,
     WORLD: tl.constexpr,
+    send_ptr=None,
+    combine_signals_ptr=None,
+    NODES: tl.constexpr = 1,
+    LOCAL: tl.constexpr = 1,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -593,7 +709,14 @@ def _combine_push_kernel(
     for i in range(pid, slots, programs):
         home = tl.load(comb_src_ptr + i)
         if home >= 0:
-            remote = dl.symm_at(partials + tl.load(comb_dst_ptr + i).to(tl.int64) * H, home)
+            if NODES > 1:  # a home on another node: the partial staged in row i of my send buffer, then put
+                dst = tl.load(comb_dst_ptr + i)
+                if home // LOCAL == me // LOCAL:
+                    remote = dl.symm_at(partials + dst.to(tl.int64) * H, home)
+                else:
+                    remote = send_ptr + tl.cast(i, tl.int64) * H
+            else:
+                remote = dl.symm_at(partials + tl.load(comb_dst_ptr + i).to(tl.int64) * H, home)
             if WHOLE_ROW:  # every k's row index, weight and row loaded without a branch: all in flight together
                 acc = tl.zeros([BLOCK_H], dtype=tl.float32)
                 for k in tl.static_range(K):  # k order, as the reference adds; a missing row adds 0 * 0
@@ -615,8 +738,16 @@ def _combine_push_kernel(
                             values = tl.load(y_ptr + row.to(tl.int64) * H + offs, mask=offs < H, other=0.0)
                             acc += weight * values.to(tl.float32)
                     tl.store(remote + offs, acc, mask=offs < H)
+            if NODES > 1:
+                if home // LOCAL != me // LOCAL:
+                    signal = combine_signals_ptr + tl.cast(parity, tl.int64) * CAP + dst
+                    dl.put_signal(partials + dst.to(tl.int64) * H, remote, H * 4, signal, epoch, home, sig_op="set")
     combine_flags = flags_ptr + parity * FLAGS + COMBINE_FLAGS
-    if WORLD > 0:  # notify_every_rank, inlined
+    if NODES > 1:  # the ranks of my node (the homes on other nodes wait for each partial's signal)
+        for j in range(0, LOCAL):
+            peer = (me // LOCAL) * LOCAL + j
+            dl.notify(combine_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+    elif WORLD > 0:  # notify_every_rank, inlined
         dl.notify(
             combine_flags + me * programs + pid,
             tl.arange(0, WORLD),
@@ -646,12 +777,21 @@ def _combine_reduce_kernel(
     PROGRAMS: tl.constexpr,
     BLOCK_H: tl.constexpr,
     LOW_LATENCY: tl.constexpr,
+    combine_signals_ptr=None,
+    NODES: tl.constexpr = 1,
+    LOCAL: tl.constexpr = 1,
 ):
     pid = tl.program_id(0)
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
-    token = dl.wait(flags_ptr + parity * FLAGS + COMBINE_FLAGS, ranks * PROGRAMS, "sys", "acquire", waitValue=epoch)
+    if NODES > 1:  # the combine flags of my node's ranks; each partial put from another node has its own signal
+        node = dl.rank() // LOCAL
+        mine_first = flags_ptr + parity * FLAGS + COMBINE_FLAGS + node * LOCAL * PROGRAMS
+        token = dl.wait(mine_first, LOCAL * PROGRAMS, "sys", "acquire", waitValue=epoch)
+        signals = combine_signals_ptr + tl.cast(parity, tl.int64) * CAP
+    else:
+        token = dl.wait(flags_ptr + parity * FLAGS + COMBINE_FLAGS, ranks * PROGRAMS, "sys", "acquire", waitValue=epoch)
     partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
     h = tl.arange(0, BLOCK_H)
     for t in range(pid, T, tl.num_programs(0)):
@@ -664,7 +804,11 @@ def _combine_reduce_kernel(
                 if LOW_LATENCY:
                     start = d * M
                 if place >= 0:
-                    values = tl.load(partials + (start + place).to(tl.int64) * H + offs, mask=offs < H, other=0.0)
+                    landed = partials
+                    if NODES > 1:
+                        if d // LOCAL != node:
+                            landed = dl.consume_token(partials, dl.signal_wait(signals + start + place, epoch))
+                    values = tl.load(landed + (start + place).to(tl.int64) * H + offs, mask=offs < H, other=0.0)
                     acc += values
                 if not LOW_LATENCY:
                     start += tl.load(row_ptr + d)  # this rank's tokens sent to d: d's partials come next

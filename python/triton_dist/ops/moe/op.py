@@ -27,7 +27,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.errors import check_load_store_world, gpu_world
+from triton_dist.ops.common.errors import check_load_store_world, emulated_world, gpu_world
 from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
 from triton_dist.ops.common.launch import compile_plan
@@ -36,6 +36,7 @@ from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
     EMULATED_ROUTE_PROGRAMS,
     FP8_DTYPE,
+    MODES,
     ROUTE_PROGRAMS,
     STATUS_BAD_EXPERT,
     STATUS_OVERFLOW,
@@ -91,6 +92,9 @@ class _Workspace:
     counts: torch.Tensor
     table: torch.Tensor
     parts: torch.Tensor
+    count_signals: torch.Tensor | None = None
+    """Across nodes only (else None): int64 [2, pow2(W)] (symmetric), the signal of each source's counts row put
+    from another node."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,8 @@ class _Buffers:
     tokens: torch.Tensor
     meta: torch.Tensor
     combine: torch.Tensor
+    across: _AcrossNodes | None = None
+    """The buffers of the puts across nodes (None on one node)."""
 
     @property
     def token_slots(self) -> int:
@@ -108,6 +114,26 @@ class _Buffers:
     @property
     def combine_slots(self) -> int:
         return self.combine.shape[1]
+
+
+@dataclass(frozen=True)
+class _AcrossNodes:
+    """A plan's symmetric buffers for the puts to other nodes (``kernels.py``): the sources of NVSHMEM's puts must be
+    symmetric memory, so what goes to another node is staged in this rank's own buffers first; each put sets a signal
+    of its own in the receiver's (one half per epoch parity, as the flags). The staging buffers have one half: a put
+    returns once its source may be reused, and the next call writes them after this call's kernels ended."""
+
+    send: torch.Tensor
+    """[combine slots, H] of the payload's dtype: dispatch's rows to other nodes, row = the (token, rank) pair's
+    place among this rank's pairs (``sum_{d' < d} N[me, d'] + tok_pos[t, d]``)."""
+    send_meta: torch.Tensor
+    """int32 [combine slots, META]: their meta rows."""
+    slot_signals: torch.Tensor
+    """int64 [2, token slots, 2]: per receive slot, the signals of its meta row's and its payload's puts."""
+    combine_send: torch.Tensor
+    """fp32 [token slots, H]: combine's partials for homes on other nodes, row = the received token's slot."""
+    combine_signals: torch.Tensor
+    """int64 [2, combine slots]: per combine slot, the signal of the partial put there from another node."""
 
 
 class _Launch(Protocol):
@@ -137,6 +163,10 @@ class _Plan:
     """``MoeConfig.row_block(H)``: 0 for chunks, else the whole-row ``BLOCK_H``."""
     route_programs: int = ROUTE_PROGRAMS
     """The route count kernel's programs (``config.ROUTE_PROGRAMS``; fewer under the emulation)."""
+    nodes: int = 1
+    """The world's nodes: 1 runs the one-node kernels; more, the kernels' puts across nodes (``NODES``)."""
+    local: int = 0
+    """Ranks per node (``LOCAL``; torchrun's layout: node ``m`` holds ranks ``[m L, (m + 1) L)``)."""
 
     @property
     def low_latency(self) -> bool:
@@ -161,11 +191,41 @@ def _emulated(world: rt.World) -> bool:
     return world.device.type == "cpu" and os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def _world(op: str = OP) -> rt.World:
-    """The world the op runs in: a GPU world, or the CPU emulation (else :class:`MoeError` / RuntimeError)."""
-    if rt.is_initialized() and _emulated(rt.current_world()):
-        return check_load_store_world(op, rt.current_world(), MoeError)
-    return check_load_store_world(op, gpu_world(op, MoeError), MoeError)
+def _world(op: str = OP, mode: str = "normal") -> rt.World:
+    """The world the op runs in: a GPU world, or the CPU emulation, whose node layout it can serve.
+
+    One node: every peer reached by load/store. Across nodes (normal mode only): the NVSHMEM heap
+    (``triton_dist.init(backend="nvshmem")``) in torchrun's layout (node ``m`` holds ranks ``[m L, (m + 1) L)``).
+    Raises RuntimeError before ``triton_dist.init()``; :class:`MoeError` for a CPU world outside the emulation, a
+    one-node world with a peer this rank cannot map, and a world across nodes in low-latency mode, on another heap
+    or in another layout.
+    """
+    world = emulated_world() or gpu_world(op, MoeError)
+    try:
+        return check_load_store_world(op, world, MoeError)
+    except MoeError:
+        if world.num_nodes == 1:  # a peer this rank cannot map: the one-node check's reason stands
+            raise
+    layout = [list(node) for node in world.nodes.nodes]
+    if mode == "low_latency":
+        raise MoeError(
+            f"{op}: low_latency mode runs within one node only, and the world spans {world.num_nodes} nodes (ranks "
+            f"by node: {layout}): its kernels store into every peer by load/store and have no path across nodes yet. "
+            "Use mode='normal' (hierarchical: load/store within a node, NVSHMEM puts across nodes), or run "
+            "low_latency within each node (triton_dist.init(group=...) with a per-node group)"
+        )
+    if world.backend != "nvshmem":
+        raise MoeError(
+            f"{op}: the world spans {world.num_nodes} nodes (ranks by node: {layout}) but its heap is "
+            f"{world.backend!r}; across nodes {op} moves tokens with NVSHMEM's puts, which need the NVSHMEM heap: "
+            "triton_dist.init(backend='nvshmem') (or TRITON_DIST_BACKEND=nvshmem; docs/multi-node.md)"
+        )
+    if world.ranks_per_node is None:
+        raise MoeError(
+            f"{op}: the nodes hold ranks {layout}; across nodes {op} needs every node to hold the same number L of "
+            "consecutive ranks (node m: ranks [m L, (m + 1) L)), as torchrun numbers them"
+        )
+    return world
 
 
 def _signature(
@@ -193,6 +253,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             counts=rt.zeros(2, pow2(size), row_stride(size, num_experts), dtype=torch.int32),
             table=torch.empty(programs, expand_table(size, num_experts), dtype=torch.int32, device=world.device),
             parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
+            count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
         return made
@@ -201,6 +262,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
     plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
+    plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
     if plan.low_latency:
         _grow(plan, size * plan.max_tokens, size * plan.max_tokens)
     return plan
@@ -222,10 +284,21 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
     resources.drop_workspaces(prefix)
 
     def create(_: rt.World) -> _Buffers:
+        payload, meta = FP8_DTYPE if plan.fp8 else plan.dtype, 1 + 3 * plan.topk + plan.scales
+        across = None
+        if plan.nodes > 1:
+            across = _AcrossNodes(
+                send=rt.empty(combine_slots, plan.hidden, dtype=payload),
+                send_meta=rt.empty(combine_slots, meta, dtype=torch.int32),
+                slot_signals=rt.zeros(2, token_slots, 2, dtype=torch.int64),
+                combine_send=rt.empty(token_slots, plan.hidden, dtype=torch.float32),
+                combine_signals=rt.zeros(2, combine_slots, dtype=torch.int64),
+            )
         made = _Buffers(
-            tokens=rt.empty(2, token_slots, plan.hidden, dtype=FP8_DTYPE if plan.fp8 else plan.dtype),
-            meta=rt.empty(2, token_slots, 1 + 3 * plan.topk + plan.scales, dtype=torch.int32),
+            tokens=rt.empty(2, token_slots, plan.hidden, dtype=payload),
+            meta=rt.empty(2, token_slots, meta, dtype=torch.int32),
             combine=rt.empty(2, combine_slots, plan.hidden, dtype=torch.float32),
+            across=across,
         )
         rt.barrier()  # no peer pushes into buffers this rank has not allocated yet
         return made
@@ -258,6 +331,10 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
         plan.route_programs,
     )[name]
     world = {"WORLD": notify_world(plan.world_size)}
+    # Across nodes, each kernel's path to other nodes (NODES > 1); one node passes none of it (the defaults: the
+    # kernels compile as they always have).
+    topology = {"NODES": plan.nodes, "LOCAL": plan.local} if plan.nodes > 1 else {}
+    across = buffers.across if buffers is not None else None
     fixed: dict[str, Any]
     if name == "route_count":  # local: no world constants
         fixed = {"part_ptr": ws.parts, "W": plan.world_size, "E": plan.num_experts, "L": plan.local_experts}
@@ -265,6 +342,8 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
     elif name == "route":
         fixed = {"epochs_ptr": ws.epochs, "counts_ptr": ws.counts, "flags_ptr": ws.flags, "part_ptr": ws.parts}
         fixed |= {"E": plan.num_experts, "EXCHANGE": not plan.low_latency, **world}
+        if topology:
+            fixed |= {"count_signals_ptr": ws.count_signals, **topology}
         grid = (1, 1, 1)
     else:
         assert buffers is not None  # sized before the data kernels
@@ -273,23 +352,35 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
             fixed |= {"flags_ptr": ws.flags, "part_ptr": ws.parts, **slots, "M": plan.max_tokens, "E": plan.num_experts}
             fixed |= {"LOW_LATENCY": plan.low_latency, **world}
+            if across is not None:
+                fixed |= {"send_ptr": across.send, "send_meta_ptr": across.send_meta, **topology}
+                fixed |= {"slot_signals_ptr": across.slot_signals, "ELEM": buffers.tokens.element_size()}
         elif name == "expand":
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
             fixed |= {"flags_ptr": ws.flags, "table_ptr": ws.table, **slots, "M": plan.max_tokens}
             fixed |= {"L": plan.local_experts}
             fixed |= {"LOW_LATENCY": plan.low_latency, "GATHER": gather}
+            if across is not None:
+                fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
             fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, **world}
+            if across is not None:
+                fixed |= {"send_ptr": across.combine_send, "combine_signals_ptr": across.combine_signals, **topology}
         else:
             fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
+            if across is not None:
+                fixed |= {"combine_signals_ptr": across.combine_signals, **topology}
         grid = (plan.programs, 1, 1)
     kernel = getattr(kernels, f"_{name}_kernel")
     named = {**leading, **fixed, **constexprs}
     if device.type == "cpu":  # the emulation: Triton's interpreter, every launch through its generic path
         kernel[grid](**named)
         return
+    for param in kernel.params:  # one node: the defaults of the parameters of the paths across nodes
+        if param.name not in named and param.has_default:
+            named[param.name] = param.default
     with torch.cuda.device(device):
         launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=4)
         launch.launch(device, *leading.values())
@@ -314,7 +405,7 @@ def _plan_for(
     plan = _plans.get(key)
     if plan is not None:
         return plan
-    world = _world()
+    world = _world(mode=mode)
     emulated = _emulated(world)
     programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, programs_per_sm * sm_count(x.device))
     route_programs = EMULATED_ROUTE_PROGRAMS if emulated else ROUTE_PROGRAMS
@@ -478,7 +569,7 @@ def _moe_dispatch_op(
     programs_per_sm: int = 1,
     layout: str = "expanded",
 ) -> list[torch.Tensor]:
-    world = _world()
+    world = _world(mode=mode)
     max_tokens = max_tokens_per_rank or None
     check_inputs(
         x, topk_idx, topk_weights, num_experts, world.world_size, mode, max_tokens, fp8, world.device, dequantize,
@@ -637,11 +728,11 @@ def moe_dispatch(
     whole_row, programs_per_sm = config_.whole_row, config_.programs_per_sm
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
-        size, device = rt.current_world().world_size, _world().device
+        size, device = rt.current_world().world_size, _world(mode=mode if mode in MODES else "normal").device
     else:
         size, device = 1, None
     check_inputs(x, topk_idx, topk_weights, num_experts, size, mode, max_tokens, fp8, device, dequantize, layout)
-    world = _world()
+    world = _world(mode=mode)
     if plain_eager(x, topk_idx, topk_weights):
         outputs: Any = _dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm,
@@ -688,7 +779,7 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     x's dtype (``torch.ops.triton_dist``). ``y``: the experts' unweighted outputs, one row per row of ``recv_x``
     (same shape and dtype). Every rank calls it for the dispatch it made, in the same order; it runs with that
     dispatch's ``config`` (``handle.config``)."""
-    device = _world("moe_combine").device
+    device = _world("moe_combine", getattr(handle, "mode", "normal")).device
     check_combine_input(y, handle, device)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
