@@ -82,11 +82,6 @@ def _flash_decode(d: torch.device) -> Any:
     return ops.flash_decode(_bf16(d, 1, 2, 128), kv, kv.clone(), torch.full((1,), 8, dtype=torch.int32, device=d))
 
 
-def _moe_dispatch(d: torch.device) -> Any:
-    experts = torch.randint(0, 8, (4, 2), dtype=torch.int32, device=d)
-    return ops.moe_dispatch(_bf16(d, 4, 16), experts, torch.rand(4, 2, device=d), 8)
-
-
 CALLS: dict[str, Callable[[torch.device], Any]] = {
     "ag_gemm": lambda d: ops.ag_gemm(_bf16(d, 16, 32), _bf16(d, 32, 16)),
     "gemm_rs": lambda d: ops.gemm_rs(_bf16(d, 16, 16), _bf16(d, 16, 32)),
@@ -98,11 +93,10 @@ CALLS: dict[str, Callable[[torch.device], Any]] = {
     "all_reduce_residual_rmsnorm_fp8": lambda d: ops.all_reduce_residual_rmsnorm_fp8(
         _bf16(d, 2, 32), _bf16(d, 2, 32), _bf16(d, 32)
     ),
-    "moe_dispatch": _moe_dispatch,
-    "moe_combine": lambda d: ops.moe_combine(_bf16(d, 4, 16), None),  # type: ignore[arg-type]  # refused first
 }
-"""Each op with small inputs it accepts, on a device (the name is what its error starts with). ``all_reduce`` and
-``all_gather`` serve a world across nodes (test_ops_all_reduce_nodes.py, test_ops_all_gather.py)."""
+"""Each op with small inputs it accepts, on a device (the name is what its error starts with). ``all_reduce``,
+``all_gather`` and normal-mode ``moe_dispatch`` / ``moe_combine`` serve a world across nodes
+(test_ops_all_reduce_nodes.py, test_ops_all_gather.py, test_ops_moe_nodes.py)."""
 
 
 @pytest.mark.parametrize("op", sorted(CALLS))
