@@ -1,19 +1,16 @@
 """init / finalize / barrier / symmetric tensors across real processes, on the host-only (CPU) heap.
 
-Each test starts a small gloo world with torch.multiprocessing; the ranks' heaps are shared-memory files mapped by
-every rank, so peer views cross real process boundaries as they do on GPUs.
+Each test starts a small gloo world (``emulated_ranks.run_ranks``: one process per rank); the ranks' heaps are
+shared-memory files mapped by every rank, so peer views cross real process boundaries as they do on GPUs.
 """
 
 import os
 import re
-import sys
-import tempfile
-import time
 
+import emulated_ranks
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 import triton_dist.runtime as rt
 from triton_dist.runtime.context.installer import context_installer
@@ -23,34 +20,13 @@ TIMEOUT_S = 120
 
 
 def run_ranks(worker, world_size, *args):
-    """Run ``worker(rank, world_size, store_path, *args)`` in ``world_size`` processes; fail on error or hang."""
-    with tempfile.TemporaryDirectory() as directory:
-        store = os.path.join(directory, "store")
-        context = mp.start_processes(
-            _bootstrap, args=(worker, world_size, store, args), nprocs=world_size, join=False, start_method="spawn"
-        )
-        deadline = time.monotonic() + TIMEOUT_S
-        while not context.join(timeout=1):
-            if time.monotonic() > deadline:
-                for process in context.processes:
-                    process.kill()
-                pytest.fail(f"{worker.__name__} did not finish within {TIMEOUT_S} s (deadlock?)")
+    """Run ``worker(rank, world_size, *args)`` on ``world_size`` ranks of a gloo group, outside Triton's interpreter;
+    fail naming the rank on an error, or on a hang after ``TIMEOUT_S``."""
+    emulated_ranks.run_ranks(_ranked, world_size, worker, *args, env={"TRITON_INTERPRET": "0"}, timeout_s=TIMEOUT_S)
 
 
-def _bootstrap(rank, worker, world_size, store, args):
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
-    try:
-        worker(rank, world_size, *args)
-        dist.barrier()  # every rank done before any tears its group down
-    finally:
-        dist.destroy_process_group()
-    # A worker that got here passed. Leave without the interpreter's teardown: about 1 in 10 runs of a 3-rank gloo
-    # world, rank 0 died there of "terminate called without an active exception" (SIGABRT with no Python frame:
-    # a C++ destructor at exit, after destroy_process_group), which failed a test whose checks had all passed.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+def _ranked(worker, *args):
+    worker(dist.get_rank(), dist.get_world_size(), *args)
 
 
 def test_init_without_a_process_group_says_what_to_do():
