@@ -2,17 +2,14 @@
 real gloo ranks, the torchrun glue on a CPU heap, markdown/PNG writers, compile_for, and bench's argument rules."""
 
 import os
-import socket
 import struct
-import tempfile
-import time
 import zlib
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 import triton
 import triton.language as tl
+from emulated_ranks import run_ranks
 
 from triton_dist import testing
 
@@ -76,31 +73,9 @@ def test_assert_close_rejects_shape_mismatch():
         testing.assert_close(torch.zeros(2), torch.zeros(3))
 
 
-def run_ranks(worker, world_size, *args):
-    """``worker(rank, world_size, *args)`` in ``world_size`` spawned processes with torchrun's environment."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    context = mp.start_processes(
-        _bootstrap, args=(worker, world_size, port, args), nprocs=world_size, join=False, start_method="spawn"
-    )
-    deadline = time.monotonic() + TIMEOUT_S
-    while not context.join(timeout=1):
-        if time.monotonic() > deadline:
-            for process in context.processes:
-                process.kill()
-            pytest.fail(f"{worker.__name__} did not finish within {TIMEOUT_S} s")
-
-
-def _bootstrap(rank, worker, world_size, port, args):
-    torch.set_num_threads(1)
-    os.environ.update(
-        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port)
-    )
-    worker(rank, world_size, *args)
-
-
-def _glue_and_agreement(rank, world_size, directory):
+def _glue_and_agreement():
+    """On a rank that torchrun's variables describe (``run_ranks``); returns its checks' tally."""
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     world = testing.setup_distributed(heap_size="1M", device="cpu")
     assert (world.rank, world.world_size) == (rank, world_size)
     same = torch.arange(10, dtype=torch.float32)
@@ -116,15 +91,13 @@ def _glue_and_agreement(rank, world_size, directory):
     checks.check("fails on rank 1 only", rank != 1)
     checks.run("raises on rank 0 only", lambda: (_ for _ in ()).throw(ValueError("boom")) if rank == 0 else None)
     code = checks.exit_code()
-    with open(os.path.join(directory, f"rank{rank}"), "w") as result:
-        result.write(f"{code} {checks.passed} {','.join(checks.failed)}")
     testing.teardown()
+    return f"{code} {checks.passed} {','.join(checks.failed)}"
 
 
 def test_setup_checks_and_agreement_across_real_ranks():
-    with tempfile.TemporaryDirectory() as directory:
-        run_ranks(_glue_and_agreement, 2, directory)
-        results = [open(os.path.join(directory, f"rank{r}")).read() for r in range(2)]
+    run = run_ranks(_glue_and_agreement, 2, process_group=False, env={"TRITON_INTERPRET": "0"}, timeout_s=TIMEOUT_S)
+    results = run.results
     # Each rank failed one check, so both exit non-zero; the tallies are per rank.
     assert results == ["1 2 raises on rank 0 only", "1 1 fails on rank 1 only"], results
 
