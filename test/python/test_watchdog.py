@@ -13,6 +13,7 @@ import torch
 import triton
 import triton.language as tl
 from dl_compile import assembly, compile_kernel, need_library
+from emulated_ranks import run_ranks
 
 import triton_dist
 import triton_dist.language as dl
@@ -400,31 +401,19 @@ def test_the_gpu_check_expects_words_the_message_has():
     assert module.SLACK_S >= 1
 
 
-def _init_sets_the_timeout(index, store):
-    import torch.distributed as dist
-
+def _init_sets_the_timeout():
     from triton_dist import runtime as rt
 
-    del index  # one process
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
-    try:
-        with pytest.raises(ValueError, match="wait_timeout_s"):
-            rt.init(heap_size="1M", device="cpu", wait_timeout_s=-1)
-        assert not rt.is_initialized(), "a bad timeout is refused before anything is set up"
-        world = rt.init(heap_size="1M", device="cpu", wait_timeout_s=2.5)
-        assert compiler.wait_timeout_ns() == 2_500_000_000 and compiler.watchdog_enabled()
-        assert rt.init(heap_size="1M", device="cpu", wait_timeout_s=0) is world
-        assert not compiler.watchdog_enabled(), "init() again may change the timeout"
-        rt.finalize()
-    finally:
-        dist.destroy_process_group()
+    with pytest.raises(ValueError, match="wait_timeout_s"):
+        rt.init(heap_size="1M", device="cpu", wait_timeout_s=-1)
+    assert not rt.is_initialized(), "a bad timeout is refused before anything is set up"
+    world = rt.init(heap_size="1M", device="cpu", wait_timeout_s=2.5)
+    assert compiler.wait_timeout_ns() == 2_500_000_000 and compiler.watchdog_enabled()
+    assert rt.init(heap_size="1M", device="cpu", wait_timeout_s=0) is world
+    assert not compiler.watchdog_enabled(), "init() again may change the timeout"
+    rt.finalize()
 
 
-def test_init_wait_timeout_s_sets_the_watchdog(tmp_path):
-    import torch.multiprocessing as mp
-
-    context = mp.start_processes(
-        _init_sets_the_timeout, args=(str(tmp_path / "store"),), nprocs=1, join=False, start_method="spawn"
-    )
-    assert context.join(timeout=120), "init(wait_timeout_s=...) did not finish within 120 s"
+def test_init_wait_timeout_s_sets_the_watchdog():
+    """In a process of its own (a world of one on gloo): init() sets this process's watchdog."""
+    run_ranks(_init_sets_the_timeout, 1, env={"TRITON_INTERPRET": "0"}, timeout_s=120)
