@@ -10,7 +10,7 @@ both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` against the referen
 ``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
 ``dispatch_layout="gather"`` in bf16 and fp8).
 
-    torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs
+    torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
 Each rank writes, per check, what differed from the reference to ``OUT_DIR/rank<r>.json``, prints the failed checks
 and exits non-zero if any failed.
@@ -424,9 +424,9 @@ def _worker(out_dir: str) -> None:
 
 @pytest.mark.skipif(GPUS < 2, reason=f"needs 2 GPUs, this machine has {GPUS}")
 def test_moe_on_two_gpus_matches_the_reference(tmp_path: Path) -> None:
-    from test_emulation_primitives import run_torchrun
+    from emulated_ranks import run_script
 
-    run_torchrun(Path(__file__), 2, [str(tmp_path)], extra_env={"TRITON_INTERPRET": "0"})
+    run_script(Path(__file__), 2, [str(tmp_path)], env={"TRITON_INTERPRET": "0"})  # as torchrun would run it
     for rank in range(2):
         record = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert len(record) >= 20
