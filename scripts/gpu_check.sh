@@ -274,6 +274,8 @@ if [ "$SHARED" != 1 ]; then
   run_step check 1 all_gather 420 test/gpu/check_all_gather.py
   # ops.all_reduce across nodes (its hierarchical kernel), the same stages: check_all_gather.py's launcher.
   run_step check 1 all_reduce_nodes 420 test/gpu/check_all_reduce_nodes.py
+  # moe_dispatch / moe_combine across nodes (normal mode: NVSHMEM puts to the other node), the same stages.
+  run_step check 1 moe_nodes 420 test/gpu/check_moe_nodes.py
 fi
 # MoE dispatch / combine (normal, low-latency, CUDA-graph replays, fp8) against the torch reference: the pytest entry
 # launches its 2-rank worker itself and fails on any difference (issue 27).
