@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 import torch
-from test_emulation_primitives import run_torchrun
+from emulated_ranks import run_script
 
 HIDDEN = 32
 
@@ -340,7 +340,7 @@ def _worker(out_dir: str) -> None:
 def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, list[str]]]:
     ranks = request.param
     out = tmp_path_factory.mktemp(f"moe{ranks}")
-    run_torchrun(Path(__file__), ranks, [str(out)])
+    run_script(Path(__file__), ranks, [str(out)])
     return [json.loads((out / f"rank{rank}.json").read_text()) for rank in range(ranks)]
 
 
