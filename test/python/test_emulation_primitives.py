@@ -44,7 +44,7 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from emulated_ranks import run_ranks, run_script
+from emulated_ranks import run_ranks
 
 import triton_dist.language as dl
 
@@ -52,11 +52,6 @@ REPO = Path(__file__).resolve().parents[2]
 HEAP = "8M"
 """Each rank's CPU heap in the worker: room for the examples' 1 MiB all-gathers."""
 EXAMPLES = ("ping_pong.py", "allgather_push.py", "allgather_pull.py")
-
-
-def run_torchrun(script: Path, ranks: int, args: list[str], extra_env: dict[str, str] | None = None) -> str:
-    """``script`` on ``ranks`` processes as torchrun runs it (``emulated_ranks.run_script``); returns the output."""
-    return run_script(script, ranks, args, env=extra_env).output
 
 
 @pytest.fixture(scope="module", params=[2, 3], ids=lambda n: f"{n}ranks")
