@@ -325,18 +325,22 @@ def _push_kernel(
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
                     slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                    if NODES > 1:
+                    if NODES > 1:  # another node's rank: staged in row `pair` of my send buffers
+                        pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
                         if dest // LOCAL == node:
                             remote_meta = dl.symm_at(meta_buf + slot * META, dest)
-                            remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
-                        else:  # staged: pair row `pair` of my send buffers
-                            pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
+                        else:
                             remote_meta = send_meta_ptr + pair * META
-                            remote_row = send_ptr + pair.to(tl.int64) * H
                     else:
                         remote_meta = dl.symm_at(meta_buf + slot * META, dest)
-                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     tl.store(remote_meta + cols, row, mask=cols < 1 + 3 * K)
+                    if NODES > 1:
+                        if dest // LOCAL == node:
+                            remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                        else:
+                            remote_row = send_ptr + pair.to(tl.int64) * H
+                    else:
+                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     tl.store(remote_row + h, values, mask=h < H)
                     if NODES > 1:
                         if dest // LOCAL != node:  # the staged meta row and payload, each with its slot's signal
@@ -349,18 +353,22 @@ def _push_kernel(
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
                     slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                    if NODES > 1:
+                    if NODES > 1:  # another node's rank: staged in row `pair` of my send buffers
+                        pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
                         if dest // LOCAL == node:
                             remote_meta = dl.symm_at(meta_buf + slot * META, dest)
-                            remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
-                        else:  # staged: pair row `pair` of my send buffers
-                            pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
+                        else:
                             remote_meta = send_meta_ptr + pair * META
-                            remote_row = send_ptr + pair.to(tl.int64) * H
                     else:
                         remote_meta = dl.symm_at(meta_buf + slot * META, dest)
-                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     tl.store(remote_meta + cols, row, mask=cols < 1 + 3 * K)
+                    if NODES > 1:
+                        if dest // LOCAL == node:
+                            remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                        else:
+                            remote_row = send_ptr + pair.to(tl.int64) * H
+                    else:
+                        remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
                     for h0 in range(0, H, BLOCK_H):
                         offs = h0 + h
                         values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
@@ -411,18 +419,22 @@ def _push_kernel(
                     place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                     if place >= 0:
                         slot = tl.sum(tl.where(dests == dest, base, 0), axis=0) + place
-                        if NODES > 1:
+                        if NODES > 1:  # another node's rank: staged in row `pair` of my send buffers
+                            pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
                             if dest // LOCAL == node:
                                 remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
-                                remote_meta = dl.symm_at(meta_buf + slot * META, dest)
                             else:
-                                pair = tl.sum(tl.where(dests == dest, pair_base, 0), axis=0) + place
                                 remote_row = send_ptr + pair.to(tl.int64) * H
-                                remote_meta = send_meta_ptr + pair * META
                         else:
                             remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
-                            remote_meta = dl.symm_at(meta_buf + slot * META, dest)
                         tl.store(remote_row + offs, q, mask=offs < H)
+                        if NODES > 1:
+                            if dest // LOCAL == node:
+                                remote_meta = dl.symm_at(meta_buf + slot * META, dest)
+                            else:
+                                remote_meta = send_meta_ptr + pair * META
+                        else:
+                            remote_meta = dl.symm_at(meta_buf + slot * META, dest)
                         tl.store(remote_meta + 1 + 3 * K + group_ids, scale_bits, mask=group_ids < SCALES)
             if NODES > 1:  # every chunk staged: the meta rows (with the scales) and payloads to the other nodes
                 for dest in range(0, ranks):
