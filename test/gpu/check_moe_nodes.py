@@ -83,7 +83,8 @@ def _experts(recv_x: Any, expert: Any) -> Any:
 def compare(rank: int, recv_x: Any, handle: Any, out: Any, inputs: tuple[Any, ...], *, fp8: bool = False) -> list[str]:
     """What this rank's dispatch (``recv_x``, ``handle``) and combine (``out``, of ``_experts``' outputs) got that
     the reference did not: the rows, counts, offsets and per-row meta exactly; the combine equal to the reference's
-    fp32 sums rounded to nearest even, or truncated (Triton 3.6's interpreter)."""
+    fp32 sums rounded to nearest even, or truncated (Triton 3.6's interpreter), on CPU ranks, and within ``rtol``
+    8e-3 of them on GPUs (which may fuse a multiply-add, so the last bf16 bit may differ)."""
     import dataclasses
 
     import torch
@@ -117,8 +118,13 @@ def compare(rank: int, recv_x: Any, handle: Any, out: Any, inputs: tuple[Any, ..
     exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
     truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
     result = out.cpu()
-    if not (result.shape == exact.shape and (torch.equal(result, exact.to(torch.bfloat16)) or
-                                             torch.equal(result, truncated))):  # fmt: skip
+    if out.device.type != "cpu":
+        close = result.shape == exact.shape and torch.allclose(result.float(), exact, rtol=8e-3, atol=1e-5)
+    else:
+        close = result.shape == exact.shape and (
+            torch.equal(result, exact.to(torch.bfloat16)) or torch.equal(result, truncated)
+        )
+    if not close:
         worst = (result.float() - exact).abs().max().item() if result.shape == exact.shape else None
         problems.append(f"combine differs: shapes {list(result.shape)} / {list(exact.shape)}, max {worst}")
     return problems
@@ -127,6 +133,7 @@ def compare(rank: int, recv_x: Any, handle: Any, out: Any, inputs: tuple[Any, ..
 def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
     """The checks of one rank of ``world`` (``Checks.run_each`` cases)."""
     import torch
+    import torch.distributed as dist
 
     import triton_dist.ops as ops
     from triton_dist import runtime as rt
@@ -255,9 +262,9 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
                     f"TIME {count} tokens x {size} ranks, H 7168, top-8 of {experts}: dispatch {dispatch * 1e3:.1f} "
                     f"us, combine {combine * 1e3:.1f} us (informational; {world.num_nodes} node(s))"
                 )
-        except (TimeoutError, RuntimeError) as error:
-            if "timed out" in str(error).lower():
-                raise
+        except (TimeoutError, dist.DistBackendError):
+            raise
+        except Exception as error:  # noqa: BLE001 (informational: a failure to time is printed, not counted)
             rank0_print(f"TIME not measured: {type(error).__name__}: {error}")
 
     found: list[tuple[str, Callable[..., None]]] = [("routing cases", each_case)]
