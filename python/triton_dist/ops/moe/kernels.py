@@ -64,6 +64,27 @@ dispatch/combine pairs in flight). A single half would let a peer one call ahead
 reads. The local workspaces (``parts``, ``table``) have one half: only this rank's kernels touch them, and stream
 order puts a call's push and expand before the next call's route count.
 
+Across nodes (normal mode; ``NODES`` nodes of ``LOCAL`` consecutive ranks, torchrun's layout, on the NVSHMEM heap):
+the kernels are compiled with ``NODES > 1`` (one node passes none of the trailing arguments, whose defaults compile
+the one-node code as it was). A rank of this node is reached as above, by ``dl.symm_at`` stores and flags, which
+every wait then covers for this node's ranks only; a rank of another node by ``dl.put_signal``, whose source must be
+symmetric memory (network transports read it), so the data is staged in this rank's own buffers first:
+
+- route: this rank's counts row (in row ``me`` of its own counts matrix) is put into every other node's ranks,
+  setting count signal ``me`` there (int64 ``[2][WP]``); the route kernel waits for its node's count flags and the
+  other nodes' signals, so every rank still waits for every rank once per call (the ordering argument below holds);
+- push: a token bound for rank ``d`` on another node is staged in row ``pair = sum_{d' < d} N[me, d'] +
+  tok_pos[t, d]`` of the send buffers (payload, and the meta row with its fp8 scales), then put into receive slot
+  ``slot`` there as two puts, each setting one of the slot's two signals (int64 ``[2][CAP][2]``: one put orders
+  only its own data before its signal);
+- expand: a slot whose source is on another node waits for both signals before reading the slot;
+- combine push: a partial for a home on another node is staged in row ``i`` (the received slot) of the fp32 send
+  buffer and put into combine slot ``comb_dst`` there, setting that slot's signal (int64 ``[2][combine slots]``);
+- combine reduce: a partial from another node is read after its slot's signal.
+
+A put returns once its source may be reused, so the staging buffers have one half. Signals only take epoch values
+and are awaited with ``eq``, as the flags. Low-latency mode has no path across nodes (``op.py`` refuses it).
+
 Each flag round notifies every rank with one ``dl.notify`` to a tensor of ranks when ``WORLD`` (the world size, if a
 power of two) is set, else with a loop (``ops.common.flags.notify_every_rank``, written out in each kernel). The
 kernels call no ``@triton.jit`` helper: in Triton's interpreter, which the CPU emulation runs them in with one

@@ -709,6 +709,12 @@ def moe_dispatch(
     counts the dropped pairs in the status too: :func:`check_status` raises for either. Needs
     ``triton_dist.init()`` on GPUs.
 
+    Selected by topology: within one node every transfer is a load/store into a peer's buffers. A world across
+    nodes (``triton_dist.init(backend="nvshmem")``, torchrun's layout of L consecutive ranks per node) runs normal
+    mode with the same load/store within each node and NVSHMEM puts (``dl.put_signal``) to the ranks of other
+    nodes, for the counts exchange, the tokens and combine's partials (``kernels.py``); low-latency mode, another
+    heap or another layout across nodes raise :class:`MoeError` at the first call.
+
     ``config``: a :class:`~triton_dist.ops.moe.config.MoeConfig` choosing how the kernels move rows (None: the
     default, whole rows per step; ``MoeConfig(whole_row=False)``: 1024-element chunks, the same results), which
     its combine follows.
