@@ -13,11 +13,11 @@ passed. The stages, as ``check_all_gather.py``'s: ``one_node`` (CUDA-IPC heap), 
 (informational, ``CUDA_VISIBLE_DEVICES=i`` per agent) and, with 4 or more GPUs, ``two_nodes_2x2``.
 
 Each worker builds every rank's inputs from one seed (random routing with slots of -1, uneven T with T = 0 on one
-rank, a rank that receives nothing, k = 1 to 8, fp8 payloads, whole rows and chunks), poisons the op's buffers, and
-checks its dispatch (rows, counts, offsets, per-row meta) and combine (``sum_k w_k y_k`` in fp32, rounded) against
-``ops/moe/reference.py``; then two dispatches before their combines (both buffer halves in flight), that the paths
-across nodes ran exactly when the world spans nodes (the kernels' PTX holds NVSHMEM's device code), and that
-low-latency mode refuses a world across nodes. Rank 0 prints dispatch and combine times (informational).
+rank, a rank that receives nothing, k = 1 to 8, fp8 payloads, whole rows and chunks, ``layout="gather"``), poisons
+the op's buffers, and checks its dispatch (rows, counts, offsets, per-row meta) and combine (``sum_k w_k y_k`` in
+fp32, rounded) against ``ops/moe/reference.py``; then two dispatches before their combines (both buffer halves in
+flight), that the paths across nodes ran exactly when the world spans nodes (the kernels' PTX holds NVSHMEM's device
+code), and that low-latency mode refuses a world across nodes. Rank 0 prints dispatch and combine times (informational).
 
 ``--emulate`` (with ``--worker``) runs the same checks on CPU ranks under ``TRITON_INTERPRET=1`` with small shapes:
 how ``test/python/test_ops_moe_nodes.py`` runs them in CI.
@@ -166,6 +166,11 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
         poison()
         x, idx, w = (t[rank].to(device) for t in (xs, idxs, weights))
         recv_x, handle = ops.moe_dispatch(x, idx, w, experts, **options)
+        if options.get("layout") == "gather":  # each token once: its expanded rows (and scales) are compared
+            rows = handle.gather_rows.long()
+            recv_x = recv_x[rows]
+            if fp8:
+                handle.recv_scales = handle.recv_scales[rows]
         mine = dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16) if fp8 else recv_x
         out = ops.moe_combine(_experts(mine, handle.recv_expert), handle)
         sync(f"moe {name}")
@@ -175,7 +180,8 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
     tokens = [5, 0, 3, 7] if emulate else [300, 0, 517, 64]
     # Under the emulation (slow) each layout runs what its path adds: one node (the one-node kernels, covered at 2
     # and 3 ranks by test_ops_moe_emulation.py) the first case only; across nodes the routing cases, two dispatches
-    # in flight and the refusal of low-latency mode, with fp8 payloads at 2 x 2 and chunked rows at 4 x 1.
+    # in flight and the refusal of low-latency mode, with fp8 payloads and layout="gather" at 2 x 2 and chunked rows
+    # at 4 x 1.
     spans, local = world.num_nodes > 1, world.local_world_size
     light = emulate and not spans
 
@@ -199,6 +205,7 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
         if not emulate or local > 1:
             inputs = routing(7, size, tokens, 2, 160 if emulate else hidden)
             run(checks, "fp8 payloads (kept, with scales)", inputs, fp8=True)
+            run(checks, "layout='gather'", routing(14, size, tokens, 3, hidden), layout="gather")
         if not emulate or local == 1:
             run(checks, "MoeConfig(whole_row=False): chunked rows", routing(8, size, tokens, 2, hidden),
                 config=MoeConfig(whole_row=False))  # fmt: skip

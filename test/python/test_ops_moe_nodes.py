@@ -4,7 +4,8 @@
   2 nodes of 2 (load/store within a node, NVSHMEM puts across) and 4 nodes of 1 (puts only): the checks of
   ``test/gpu/check_moe_nodes.py`` (its ``--emulate`` worker) against ``ops/moe/reference.py``, on random routing
   with uneven T (T = 0 on one rank), every token to one rank (the others receive nothing; the buffers grow), fp8
-  payloads, chunked rows and two dispatches in flight, with poisoned buffers; low-latency mode refused across nodes.
+  payloads, ``layout="gather"``, chunked rows and two dispatches in flight, with poisoned buffers; low-latency mode
+  refused across nodes.
 - The world it accepts across nodes and what it refuses there, on worlds built in this process.
 - The kernels of a 2 x 2 world compiled for sm_90: NVSHMEM's device code linked into each one that moves data across
   nodes; the one-node kernels hold none of it.
@@ -42,9 +43,9 @@ def test_dispatch_and_combine_on_one_two_and_four_emulated_nodes() -> None:
         assert f"4 ranks, {nodes} node(s) x {local}" in output, output[-4000:]
     tallies = re.findall(r"(\d+) passed, (\d+) failed here; (\d+) failures over all ranks", output)
     assert len(tallies) == 4 and all(failed == "0" and total == "0" for _, failed, total in tallies), output[-4000:]
-    # per rank: 1 x 4: the layout, 1 case; 2 x 2: the layout, 2 cases, fp8, 2 in flight, the refusal; 4 x 1: the
-    # same with chunked rows for fp8
-    assert all(int(passed) == 2 + 7 + 7 for passed, _, _ in tallies), tallies
+    # per rank: 1 x 4: the layout, 1 case; 2 x 2: the layout, 2 cases, fp8, gather, 2 in flight, the refusal;
+    # 4 x 1: the layout, 2 cases, chunked rows, 2 in flight, the refusal
+    assert all(int(passed) == 2 + 8 + 7 for passed, _, _ in tallies), tallies
     assert output.count("PASS every token to rank 0, the others receive nothing") == 8, output[-4000:]
     assert " FAIL " not in output
     assert output.count("PASS low_latency mode refuses a world across nodes") == 8, output[-4000:]
