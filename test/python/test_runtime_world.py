@@ -20,9 +20,19 @@ TIMEOUT_S = 120
 
 
 def run_ranks(worker, world_size, *args):
-    """Run ``worker(rank, world_size, *args)`` on ``world_size`` ranks of a gloo group, outside Triton's interpreter;
-    fail naming the rank on an error, or on a hang after ``TIMEOUT_S``."""
-    emulated_ranks.run_ranks(_ranked, world_size, worker, *args, env={"TRITON_INTERPRET": "0"}, timeout_s=TIMEOUT_S)
+    """Run ``worker(rank, world_size, *args)`` on ``world_size`` ranks of a gloo group; fail naming the rank on an
+    error, or on a hang after ``TIMEOUT_S``. The ranks see this process's ``TRITON_INTERPRET`` (unset: off) and
+    wait watchdog (conftest.py's default), not the emulation's."""
+    emulated_ranks.run_ranks(_ranked, world_size, worker, *args, env=inherited_settings(), timeout_s=TIMEOUT_S)
+
+
+def inherited_settings():
+    """``TRITON_INTERPRET`` and ``TRITON_DIST_WAIT_TIMEOUT_S`` as this process has them, for ranks that run as
+    spawned copies of it rather than as the emulation's ranks."""
+    return {
+        "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "0"),
+        "TRITON_DIST_WAIT_TIMEOUT_S": os.environ.get("TRITON_DIST_WAIT_TIMEOUT_S", "0"),
+    }
 
 
 def _ranked(worker, *args):
