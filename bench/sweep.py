@@ -305,6 +305,20 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
             row["fused_ms"] = _median_ms(fused, reps)
         except Exception as error:  # a configuration the shape cannot take: say so in the row
             row["fused_error"] = f"{type(error).__name__}: {error}"[:200]
+    if op == "rs":  # the cuBLAS path too, timed and checked on every row (the cost model's third choice)
+        row["cublas_ms"] = row["ours_ms"] if path == "cublas" else float("nan")
+        if path != "cublas" and m // w > 0:
+
+            def cublas() -> torch.Tensor:
+                return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_DIRECT)
+
+            try:
+                got = cublas().float()
+                torch.cuda.synchronize()
+                row["cublas_error"] = max_over_ranks(((got - expected).norm() / expected.norm().clamp_min(1e-6)).item())
+                row["cublas_ms"] = _median_ms(cublas, reps)
+            except Exception as error:  # say so in the row
+                row["cublas_failure"] = f"{type(error).__name__}: {error}"[:200]
     (ag_mod if op == "ag" else rs_mod).clear_workspaces()
     return row
 
@@ -322,8 +336,9 @@ def write(
         "Speedup = baseline / ours (device barrier timing, first pass; second pass beside it); from idle: ours / the",
         "baseline; host µs per call (GPU busy): ours / the unfused path as a user writes it (outputs allocated per",
         "call, as the op allocates its output) / the preallocated baseline. Path: what ours ran. fused ms: the fused",
-        "kernel's default configuration where the selection ran the fallback (so the choice can be judged). Error:",
-        "relative Frobenius error against the baseline's result.",
+        "kernel's default configuration where the selection ran the fallback (so the choice can be judged); for RS",
+        "also the cuBLAS path's (peers' partials written by cuBLAS into their memory). Error: relative Frobenius",
+        "error against the baseline's result.",
         "",
         "Overlap bound = baseline / max(comm, GEMM): comm and GEMM are the baseline's collective",
         "(all_gather_into_tensor / reduce_scatter_tensor) and its torch.matmul, each timed alone like the baseline",
@@ -345,7 +360,7 @@ def write(
                     f"{r['base_ms']:.3f}", f"{r['comm_ms']:.3f} / {r['gemm_ms']:.3f}",
                     f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
-                    f"{r['fused_ms']:.3f}",
+                    f"{r['fused_ms']:.3f}" + (f" / {float(r.get('cublas_ms', 'nan')):.3f}" if op == "rs" else ""),
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
                     f"{r['ours_host_us']:.0f} / {r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
                     f"{r['rel_error']:.1e}",
@@ -353,7 +368,8 @@ def write(
             )  # fmt: skip
         headers = [
             "model", "layer", "M,N,K", "path", "baseline ms", "comm / GEMM ms", "ours ms (1st / 2nd)",
-            "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms", "from idle ms ours / base (x)",
+            "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms" + (" / cuBLAS path ms" if op == "rs" else ""),
+            "from idle ms ours / base (x)",
             "host µs ours / unfused / base", "error",
         ]  # fmt: skip
         speedups = [float(r["speedup"]) for r in rows]  # type: ignore[arg-type]
@@ -449,7 +465,9 @@ def main() -> int:
         log0(
             f"RESULT {op} {model.name} {layer} {m},{n},{k} [{row['path']}]: base {row['base_ms']:.3f} ours "
             f"{row['ours_ms']:.3f}/{row['ours_ms_2']:.3f} ms ({row['speedup']:.2f}x/{row['speedup_2']:.2f}x) fused "
-            f"{row['fused_ms']:.3f}; comm {row['comm_ms']:.3f} gemm {row['gemm_ms']:.3f} bound {row['bound']:.2f}x; "
+            f"{row['fused_ms']:.3f} cublas {float(row.get('cublas_ms', float('nan'))):.3f} "  # type: ignore[arg-type]
+            f"(err {float(row.get('cublas_error', float('nan'))):.1e}); "  # type: ignore[arg-type]
+            f"comm {row['comm_ms']:.3f} gemm {row['gemm_ms']:.3f} bound {row['bound']:.2f}x; "
             f"idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
             f"{row['ours_host_us']:.0f}/{row['unfused_host_us']:.0f}/{row['base_host_us']:.0f} us; "
             f"err {row['rel_error']:.1e} "

@@ -217,6 +217,9 @@ def test_choose_config_falls_back_where_fusion_cannot_run_or_win():
         assert chosen.matmul.use_tma == (target.backend == "cuda"), "AMD has no TMA: the pointer kernel"
         uncalibrated = grs.choose_config(16384, 2048, 2048, torch.bfloat16, 2, cpu, target)
         assert uncalibrated.fallback, "a GPU without a calibration runs matmul + NCCL"
+        measured = dataclasses.replace(tuning.REFERENCE, memory=tuning.Rate(0.0, 2.5e9), rs_cublas_extra_ms=0.01)
+        chosen = grs.choose_config(2048, 4096, 4096, torch.bfloat16, 2, cpu, target, calibration=measured)
+        assert chosen == grs.CUBLAS_DIRECT, "under four waves, where the cuBLAS path is measured and cheaper"
 
 
 def test_rows_that_cannot_feed_tma_get_the_pointer_kernel_of_the_same_tile():

@@ -3,6 +3,7 @@ validated, an uncalibrated GPU runs the unfused path, and the cost model's choic
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -120,6 +121,34 @@ def test_cost_model_follows_the_calibration() -> None:
     assert tuning.cost_model("ag_gemm", 8192, 4096, 12288, 2, 1, fast)[0].backend == "nccl", "one rank"
     fused, estimate = tuning.gemm_rs_uses_fused(2048, 4096, 8192, 2, 2, ref)
     assert not fused and estimate["waves"] < 4, "the small-M regime is never fused"
+
+
+def test_gemm_rs_cublas_path_is_priced_only_where_measured() -> None:
+    ref = tuning.REFERENCE
+    assert ref.memory is None and tuning.gemm_rs_cublas_ms(8192, 4096, 4096, 2, 2, ref) is None
+    old = ref.as_dict()
+    del old["memory"], old["rs_cublas_extra_ms"]
+    assert tuning.Calibration.from_dict(old) == ref, "a calibration older than the cuBLAS path's fields still loads"
+    cal = cm.with_extra(ref, rs_cublas_extra_ms=0.01)
+    cal = dataclasses.replace(cal, memory=tuning.Rate(0.0, 2.5e9))
+    assert tuning.Calibration.from_dict(json.loads(json.dumps(cal.as_dict()))) == cal
+    m, n, k, w = 8192, 4096, 8192, 2
+    gemm = cal.cublas.ms(2.0 * m * n * k / w)
+    shard = m // w * n * 2
+    predicted = tuning.gemm_rs_cublas_ms(m, n, k, 2, w, cal)
+    assert predicted is not None
+    expected = max(gemm / 2, cal.push.ms(shard)) + gemm / 2 + cal.memory.ms(3 * shard) + 0.01
+    assert math.isclose(predicted, expected)
+    # Slow links: the partials' transfer, not the GEMM, bounds the peers' part.
+    slow = dataclasses.replace(cal, push=tuning.Rate(0.0, cal.push.per_ms / 100))
+    assert tuning.gemm_rs_cublas_ms(m, n, k, 2, w, slow) > predicted + 0.9 * shard / slow.push.per_ms
+    # The choice: the cheaper fused path against the baseline.
+    path, estimate = tuning.gemm_rs_choice(m, n, k, 2, w, cal)
+    assert path == "cublas" and estimate["cublas_ms"] == predicted
+    assert tuning.gemm_rs_choice(m, n, k, 2, w, cm.with_extra(cal, rs_cublas_extra_ms=10.0))[0] != "cublas"
+    assert tuning.gemm_rs_choice(m, n, k, 2, w, ref)[0] in ("fused", "fallback"), "unmeasured: never cuBLAS"
+    cheap_fused = cm.with_extra(cal, rs_fused_over_cublas=1.0, rs_fused_over_cublas_small_k=1.0)
+    assert tuning.gemm_rs_choice(16384, 8192, 8192, 2, w, cheap_fused)[0] == "fused", "the faster prediction wins"
 
 
 def test_autotune_is_opt_in_and_its_budget_is_checked(monkeypatch) -> None:

@@ -48,6 +48,7 @@ from __future__ import annotations
 from triton_dist.ops.gemm_rs.config import (
     CANDIDATES,
     CUBLAS_CE,
+    CUBLAS_DIRECT,
     FALLBACK,
     GemmRSConfig,
     choose_config,
@@ -86,6 +87,7 @@ __all__ = [
     "CANDIDATES",
     "CHECK_ENV",
     "CUBLAS_CE",
+    "CUBLAS_DIRECT",
     "FALLBACK",
     "GemmRSConfig",
     "GemmRsError",

@@ -99,9 +99,11 @@ _TILES = (
     MatmulConfig(128, 128, 128, 8, 3, 8, False, 1),
 )
 CUBLAS_CE = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="ce")
+CUBLAS_DIRECT = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="direct")
+"""The cuBLAS path the cost model picks (``tuning.cost_model.gemm_rs_cublas_ms``)."""
 CANDIDATES = (
     CUBLAS_CE,
-    GemmRSConfig(partial_dtype="input", gemm="cublas", producer="direct"),
+    CUBLAS_DIRECT,
     *(GemmRSConfig(_TILES[0], True, partial) for partial in PARTIAL_DTYPES),
     GemmRSConfig(_TILES[0], True, "float32", flatten=False),
     GemmRSConfig(_TILES[0], False, "float32"),
@@ -157,10 +159,10 @@ def choose_config(
 
     ``target`` (a triton ``GPUTarget``) defaults to the current device's. The tuned table (``bench/gemm_rs.py
     --tune``) holds the fastest measured candidate, torch.matmul + NCCL included, so a tuned shape never runs
-    slower than that baseline. Untuned: the fused Triton kernel where the cost model on ``calibration`` (this GPU's
-    measured rates; None: the baseline) predicts it at least 3% faster and its loads can run (rows of 16-byte
-    multiples), else the baseline. The cuBLAS path is chosen only by measurement (the tuner). One rank: the
-    baseline.
+    slower than that baseline. Untuned: the cost model on ``calibration`` (this GPU's
+    measured rates; None: the baseline) picks the fused Triton kernel (where its loads can run: rows of 16-byte
+    multiples) or the cuBLAS path ("direct" producer, where the calibration measured it), whichever it predicts
+    faster and at least 3% faster than the baseline, else the baseline. One rank: the baseline.
     """
     if target is None:
         target = triton.runtime.driver.active.get_current_target()
@@ -178,10 +180,10 @@ def choose_config(
     # still below torch.matmul + NCCL's; the sum is still taken in fp32.
     default = GemmRSConfig(partial_dtype="input")
     tile = config_for_target(default.matmul, target)
-    fused, _ = tuning.gemm_rs_uses_fused(
+    path, _ = tuning.gemm_rs_choice(
         m, n, k_local * world_size, element_size, world_size, calibration, tile.block_m, tile.block_n
     )
-    chosen = dataclasses.replace(default, matmul=tile) if fused else FALLBACK
+    chosen = {"fused": dataclasses.replace(default, matmul=tile), "cublas": CUBLAS_DIRECT}.get(path, FALLBACK)
     if tuning.autotune.enabled() and run is not None and device.type == "cuda":
         fused_config = dataclasses.replace(default, matmul=tile)
         chosen = _autotune(chosen, fused_config, m, n, k_local, dtype, world_size, device, run)
@@ -204,7 +206,8 @@ def _autotune(
     from triton_dist import runtime as rt
 
     world = rt.current_world()
-    candidates = [modelled, fused if modelled.fallback else FALLBACK, CUBLAS_CE]
+    candidates = [modelled, fused if modelled.fallback else FALLBACK, CUBLAS_CE, CUBLAS_DIRECT]
+    candidates = list(dict.fromkeys(candidates))  # the model's pick may be one of the others
     candidates.append(dataclasses.replace(fused, partial_dtype="float32"))
     generator = torch.Generator(device=device).manual_seed(world.rank)
     a = torch.randn(m, k_local, dtype=dtype, device=device, generator=generator)

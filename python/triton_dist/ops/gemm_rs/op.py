@@ -29,7 +29,7 @@ from triton_dist.ops.common.errors import OpInputError, emulated_world, on_devic
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, compile_plan, current_raw_stream
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
-from triton_dist.ops.gemm_rs.config import GemmRSConfig, choose_config
+from triton_dist.ops.gemm_rs.config import CUBLAS_DIRECT, GemmRSConfig, choose_config
 from triton_dist.ops.gemm_rs.kernels import (
     _cublas_begin_kernel,
     _cublas_flag_kernel,
@@ -590,11 +590,13 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
     """The fused kernel's time over cuBLAS's GEMM alone at a large and a small K
-    (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``)."""
+    (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``), and the cuBLAS path's time
+    beyond its model at the same two shapes, averaged (``rs_cublas_extra_ms``)."""
     from triton_dist.ops.tuning import calibration
 
     w = world.world_size
-    ratios = []
+    ratios, extras = [], []
+    without_extra = dataclasses.replace(partial, rs_cublas_extra_ms=0.0)
     for m, n, k in (calibration.CAL_RS, calibration.CAL_RS_SMALL_K):
         a = torch.randn(m, k // w, device=world.device, dtype=torch.bfloat16)
         b = torch.randn(k // w, n, device=world.device, dtype=torch.bfloat16)
@@ -602,8 +604,15 @@ def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str
         fused = calibration.timed(world, functools.partial(gemm_rs_with, a, b, config))
         cublas = calibration.timed(world, functools.partial(torch.matmul, a, b))
         ratios.append(fused / cublas)
+        modelled = tuning.gemm_rs_cublas_ms(m, n, k, a.element_size(), w, without_extra)
+        if modelled is not None:
+            direct = calibration.timed(world, functools.partial(gemm_rs_with, a, b, CUBLAS_DIRECT))
+            extras.append(direct - modelled)
         clear_workspaces()
-    return {"rs_fused_over_cublas": ratios[0], "rs_fused_over_cublas_small_k": ratios[1]}
+    measured = {"rs_fused_over_cublas": ratios[0], "rs_fused_over_cublas_small_k": ratios[1]}
+    if extras:
+        measured["rs_cublas_extra_ms"] = max(0.0, sum(extras) / len(extras))
+    return measured
 
 
 tuning.calibration_module.register_fused_probe("gemm_rs", _calibration_probe)

@@ -20,7 +20,14 @@ from triton_dist.ops.tuning import autotune
 from triton_dist.ops.tuning import calibration as calibration_module
 from triton_dist.ops.tuning import cost_model as cost_model_module
 from triton_dist.ops.tuning.calibration import Calibration, Rate, calibration_for
-from triton_dist.ops.tuning.cost_model import REFERENCE, ag_gemm_choice, ag_gemm_estimate, gemm_rs_uses_fused
+from triton_dist.ops.tuning.cost_model import (
+    REFERENCE,
+    ag_gemm_choice,
+    ag_gemm_estimate,
+    gemm_rs_choice,
+    gemm_rs_cublas_ms,
+    gemm_rs_uses_fused,
+)
 from triton_dist.ops.tuning.overlap import BACKENDS, PRODUCERS, OverlapConfig
 from triton_dist.ops.tuning.tables import (
     PACKAGE_TABLE,
@@ -104,6 +111,8 @@ __all__ = [
     "choose",
     "cost_model",
     "cost_model_module",
+    "gemm_rs_choice",
+    "gemm_rs_cublas_ms",
     "gemm_rs_uses_fused",
     "geomean",
     "key",

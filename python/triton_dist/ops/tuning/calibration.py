@@ -2,8 +2,9 @@
 
 A :class:`Calibration` holds, for one GPU model at one world size, a fixed cost plus a rate for each thing the
 overlapped ops are made of: cuBLAS's GEMM, our persistent GEMM, NCCL's all-gather and reduce-scatter, a
-copy-engine push of a shard to a peer, and two measured properties of the fused kernels (what the fused
-AllGather + GEMM costs beyond its model, and the fused GEMM + ReduceScatter's time over cuBLAS's GEMM alone).
+copy-engine push of a shard to a peer, a local device-memory copy, and measured properties of the fused paths
+(what the fused AllGather + GEMM costs beyond its model, the fused GEMM + ReduceScatter's time over cuBLAS's GEMM
+alone, and what GEMM + ReduceScatter's cuBLAS path costs beyond its model).
 
 Where it comes from (:func:`calibration_for`): the user's cache (``calibration.json`` beside ``tuning.json``),
 then the committed ``calibrations.json`` (2 x H200), else it is measured on the first call that needs
@@ -68,6 +69,11 @@ class Calibration:
     ag_fused_extra_ms: float
     rs_fused_over_cublas: float
     rs_fused_over_cublas_small_k: float = 0.0
+    memory: Rate | None = None
+    """A local device-to-device copy, per byte moved (read + written); None in calibrations older than it."""
+    rs_cublas_extra_ms: float = -1.0
+    """What GEMM + ReduceScatter's cuBLAS path (peers' partials written by cuBLAS into their memory) costs beyond
+    ``cost_model.gemm_rs_cublas_ms`` without it (launches, flags); negative: not measured, the path is not chosen."""
     measured: str = ""
 
     def rs_ratio(self, k_local: float) -> float:
@@ -89,7 +95,10 @@ class Calibration:
             raise ValueError(f"Calibration: expected an object, got {type(values).__name__}")
         values = dict(values)
         rates: dict[str, Any] = {}  # Any: mypy cannot match a dict's values to the fields they fill
-        for name in ("cublas", "ours", "allgather", "reduce_scatter", "push"):
+        for name in ("cublas", "ours", "allgather", "reduce_scatter", "push", "memory"):
+            if name == "memory" and values.get(name) is None:  # optional: calibrations older than it lack it
+                values.pop(name, None)
+                continue
             rate = Rate(**checked_fields(Rate, values.pop(name, None)))
             if rate.per_ms <= 0 or rate.fixed_ms < 0:
                 raise ValueError(f"Calibration.{name}: the rate must be positive and the fixed cost >= 0: {rate}")
@@ -227,7 +236,7 @@ def measure(world: Any, gpu: str) -> Calibration:
         flops = 2.0 * m * n * k
         gemm_points["cublas"].append((flops, timed(world, functools.partial(torch.matmul, a, b, out=c))))
         gemm_points["ours"].append((flops, timed(world, functools.partial(matmul, a, b, out=c))))
-    comm: dict[str, list[tuple[float, float]]] = {"allgather": [], "reduce_scatter": [], "push": []}
+    comm: dict[str, list[tuple[float, float]]] = {"allgather": [], "reduce_scatter": [], "push": [], "memory": []}
     for nbytes in CAL_BYTES:
         elements = nbytes // 2
         shard = torch.randn(elements // w, device=device, dtype=dtype)
@@ -249,6 +258,12 @@ def measure(world: Any, gpu: str) -> Calibration:
             gc.collect()
         else:
             comm["push"].append((nbytes, 1.0))
+        source, target = (
+            torch.randn(elements, device=device, dtype=dtype),
+            torch.empty(elements, device=device, dtype=dtype),
+        )
+        comm["memory"].append((2.0 * nbytes, timed(world, functools.partial(target.copy_, source))))
+        del source, target
     partial = Calibration(
         gpu=gpu,
         world_size=w,
@@ -258,6 +273,7 @@ def measure(world: Any, gpu: str) -> Calibration:
         allgather=Rate.fit(*comm["allgather"]),
         reduce_scatter=Rate.fit(*comm["reduce_scatter"]),
         push=Rate.fit(*comm["push"]),
+        memory=Rate.fit(*comm["memory"]),
         ag_fused_extra_ms=0.0,
         rs_fused_over_cublas=1.0,
         measured=f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {w} x {gpu}",
@@ -286,7 +302,12 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
     measured: dict[str, Any] = {}
     for op in sorted(_fused_probes):
         measured.update(_fused_probes[op](world, partial))
-    unknown = set(measured) - {"ag_fused_extra_ms", "rs_fused_over_cublas", "rs_fused_over_cublas_small_k"}
+    unknown = set(measured) - {
+        "ag_fused_extra_ms",
+        "rs_fused_over_cublas",
+        "rs_fused_over_cublas_small_k",
+        "rs_cublas_extra_ms",
+    }
     if unknown:
         raise ValueError(f"calibration probes returned fields that are not the fused kernels': {sorted(unknown)}")
     return dataclasses.replace(partial, **measured)

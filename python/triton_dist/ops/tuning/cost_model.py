@@ -111,6 +111,42 @@ def gemm_rs_uses_fused(
     return fused, estimate
 
 
+def gemm_rs_cublas_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> float | None:
+    """Predicted ms of ``gemm_rs``'s cuBLAS path with the "direct" producer (k global), or None where ``cal`` has
+    not measured it (no memory rate or no ``rs_cublas_extra_ms``).
+
+    Per peer, one cuBLAS GEMM of M/W rows writes its partial straight into that peer's memory: those W - 1 GEMMs
+    take the longer of their compute and the partials' NVLink transfer. Then the own shard's GEMM, and one pass
+    that reads the W partials and writes the output. Plus the measured extra (launches, flags).
+    """
+    if cal.memory is None or cal.rs_cublas_extra_ms < 0 or w < 2:
+        return None
+    t_gemm = cal.cublas.ms(2.0 * m * n * (k / w))
+    shard_bytes = m / w * n * itemsize
+    to_peers = max(t_gemm * (w - 1) / w, cal.push.ms((w - 1) * shard_bytes))
+    reduce = cal.memory.ms((w + 1) * shard_bytes)
+    return to_peers + t_gemm / w + reduce + cal.rs_cublas_extra_ms
+
+
+def gemm_rs_choice(
+    m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration, block_m: int = 128, block_n: int = 256
+) -> tuple[str, dict[str, float]]:
+    """The path the model picks for an untuned ``gemm_rs`` problem: "fused" (the Triton kernel), "cublas" (the
+    cuBLAS path, "direct" producer) or "fallback" (torch.matmul + NCCL), and the estimate behind it (with
+    ``cublas_ms`` where the calibration predicts that path). A fused path must be predicted at most ``MARGIN`` of
+    the fallback's time; between the two fused paths the faster prediction wins."""
+    fused_ok, estimate = gemm_rs_uses_fused(m, n, k, itemsize, w, cal, block_m, block_n)
+    options = {"fallback": estimate["baseline_ms"]}
+    if fused_ok:
+        options["fused"] = estimate["fused_ms"]
+    cublas = gemm_rs_cublas_ms(m, n, k, itemsize, w, cal)
+    if cublas is not None:
+        estimate["cublas_ms"] = cublas
+        if m // w > 0 and cublas <= MARGIN * estimate["baseline_ms"]:
+            options["cublas"] = cublas
+    return min(options, key=lambda path: options[path]), estimate
+
+
 def with_extra(cal: Calibration, **changes: float) -> Calibration:
     """``cal`` with some fields replaced (tests, what-if estimates)."""
     fields: dict[str, Any] = dict(changes)  # Any: mypy checks a float dict against every field's type
