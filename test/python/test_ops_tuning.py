@@ -123,6 +123,17 @@ def test_cost_model_follows_the_calibration() -> None:
     assert not fused and estimate["waves"] < 4, "the small-M regime is never fused"
 
 
+def test_a_partly_filled_last_wave_is_priced_between_one_and_four_waves() -> None:
+    assert cm.last_wave_penalty(100, 132) == 1.0, "under one wave: every tile at once"
+    assert math.isclose(cm.last_wave_penalty(288, 132), 3 / (288 / 132)), "2.2 waves take three tiles' time"
+    assert cm.last_wave_penalty(264, 132) == 1.0 and cm.last_wave_penalty(600, 132) == 1.0
+    ref = tuning.REFERENCE
+    # 1024 x 18432 x 16384 over two ranks: 8 x 36 tiles of 128 x 256 = 2.2 waves on 132 SMs.
+    estimate = cm.ag_gemm_estimate(1024, 18432, 16384, 2, 2, ref)
+    flops_only = ref.ours.ms(2.0 * 1024 * 9216 * 16384) + ref.ag_fused_extra_ms
+    assert estimate["fused_ms"] > 1.3 * flops_only - ref.ag_fused_extra_ms
+
+
 def test_gemm_rs_cublas_path_is_priced_only_where_measured() -> None:
     ref = tuning.REFERENCE
     assert ref.memory is None and tuning.gemm_rs_cublas_ms(8192, 4096, 4096, 2, 2, ref) is None

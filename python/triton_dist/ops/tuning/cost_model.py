@@ -52,12 +52,26 @@ def _chunk_tiles(m_local: int, w: int, t_ours: float, t_push: float) -> int:
     return max(4, math.ceil(tile_rows / MAX_CHUNKS))
 
 
+def last_wave_penalty(tiles: int, sms: int) -> float:
+    """How much longer a persistent GEMM of ``tiles`` output tiles runs than its flops at the calibrated rate say,
+    where between one and four waves of tiles fill the SMs: the last wave's partly idle SMs (2.2 waves take three
+    tiles' time per SM, 1.36x). Measured on 2 x H100 (the 2026-11-27 sweep): the fused AG kernel at 1.2 and 2.2
+    waves ran 1.3-1.7x its flops-rate time, at 4 and more within 5%. Under one wave every tile runs at once, with
+    more memory bandwidth per SM, and the same rows ran near their flops-rate time: no penalty there."""
+    waves = tiles / max(sms, 1)
+    if waves < 1 or waves >= 4:
+        return 1.0
+    return math.ceil(waves) / waves
+
+
 def ag_gemm_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> dict[str, float]:
     """Predicted ms of ``ag_gemm``'s fused path and of NCCL all-gather + cuBLAS, and their parts."""
     m_local, n_local = m / w, n / w
     flops = 2.0 * m * n_local * k
     t_cublas = cal.cublas.ms(flops)
-    t_ours = cal.ours.ms(flops)
+    tile = HOPPER_CANDIDATES[0]
+    tiles = math.ceil(m / tile.block_m) * math.ceil(n_local / tile.block_n)
+    t_ours = cal.ours.ms(flops) * last_wave_penalty(tiles, cal.sms)
     t_nccl = cal.allgather.ms(m * k * itemsize)
     t_push = cal.push.ms(m_local * k * itemsize)
     chunks = math.ceil(m_local / (_chunk_tiles(int(m_local), w, t_ours, t_push) * _BLOCK_M))
