@@ -59,19 +59,6 @@ TAIL_CHARS = 6000
 POLL_S = 0.05
 DUMP_WAIT_S = 0.5
 """How long a hung rank gets to print its stacks (``faulthandler``, on SIGUSR1) before it is killed."""
-LAUNCHER_VARIABLES = (
-    "RANK",
-    "WORLD_SIZE",
-    "LOCAL_RANK",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-    "GROUP_WORLD_SIZE",
-    "ROLE_RANK",
-    "ROLE_WORLD_SIZE",
-    "ROLE_NAME",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-)
 
 
 class RankFailure(Exception):
@@ -165,11 +152,9 @@ def run_script(
 
 def _environment(env: Mapping[str, str] | None, module_dir: str | None) -> dict[str, str]:
     """The environment every rank shares: this process's, without a launcher's variables, plus the emulation's."""
-    inherited = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in LAUNCHER_VARIABLES and not key.startswith("TORCHELASTIC_")
-    }
+    from triton_dist.testing.distributed import env_without_launcher
+
+    inherited = env_without_launcher()
     paths = [str(REPO / "python"), module_dir or "", os.environ.get("PYTHONPATH", "")]
     return {
         **inherited,
@@ -232,7 +217,8 @@ def _launch(
         del store
     outputs = [log.read_text(errors="replace") for log in logs]
     if failed or hung:
-        raise RankFailure(_failure_message(processes, outputs, failed, hung, timeout_s, grace_s, directory))
+        what = (timeout_s, grace_s, dumps_stacks)
+        raise RankFailure(_failure_message(processes, outputs, failed, hung, what, directory))
     return outputs
 
 
@@ -288,10 +274,12 @@ def _failure_message(
     outputs: list[str],
     failed: list[int],
     hung: list[int],
-    timeout_s: float,
-    grace_s: float,
+    what: tuple[float, float, bool],
     directory: Path,
 ) -> str:
+    """The message of a failed run: the first rank that failed and how, or the ranks that hung (``what``: the run's
+    timeout_s, grace_s and whether the hung ranks dumped their stacks)."""
+    timeout_s, grace_s, dumps_stacks = what
     ranks = len(processes)
     if not failed:
         finished = [rank for rank in range(ranks) if rank not in hung]
@@ -299,8 +287,9 @@ def _failure_message(
             f"rank(s) {hung} of {ranks} did not finish within {timeout_s:g} s (a hang?) and were killed; "
             f"rank(s) {finished} had finished"
         ]
+        stacks = " (its threads' stacks last)" if dumps_stacks else ""
         for rank in hung:
-            lines.append(f"--- rank {rank}'s output (its stacks last, where it could print them):")
+            lines.append(f"--- rank {rank}'s output{stacks}:")
             lines.append(outputs[rank][-TAIL_CHARS:])
         return "\n".join(lines)
     first = failed[0]
