@@ -98,10 +98,13 @@ def test_an_uncalibrated_gpu_warns_once_and_runs_unfused(cache, monkeypatch) -> 
 
 
 def test_a_stored_calibration_is_found_user_cache_first(cache) -> None:
-    mine = cm.with_extra(tuning.REFERENCE, gpu="G", ag_fused_extra_ms=0.5)
+    mine = dataclasses.replace(tuning.REFERENCE, gpu="G", ag_fused_extra_ms=0.5, version=cal_mod.CALIBRATION_VERSION)
     tuning.store(cal_mod.user_calibrations(), cal_mod.calibration_key("G", 2), mine, {})
     assert cal_mod.stored("G", 2) == mine
     assert cal_mod.stored("G", 4) is None
+    stale = dataclasses.replace(mine, version=cal_mod.CALIBRATION_VERSION - 1)
+    tuning.store(cal_mod.user_calibrations(), cal_mod.calibration_key("G", 8), stale, {})
+    assert cal_mod.stored("G", 8) is None, "an older measurement counts as none: measured again"
     committed = tuning.read_table(cal_mod.PACKAGE_CALIBRATIONS)
     for entry in committed.values():
         tuning.Calibration.from_dict(entry["config"])  # every committed calibration is valid

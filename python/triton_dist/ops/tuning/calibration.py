@@ -7,8 +7,9 @@ copy-engine push of a shard to a peer, a local device-memory copy, and measured 
 alone, and what GEMM + ReduceScatter's cuBLAS path costs beyond its model).
 
 Where it comes from (:func:`calibration_for`): the user's cache (``calibration.json`` beside ``tuning.json``),
-then the committed ``calibrations.json`` (2 x H200), else it is measured on the first call that needs
-it (a collective of a few seconds on every rank, with one warning) and stored in the user's cache.
+then the committed ``calibrations.json`` (the GPU kinds measured at the current ``CALIBRATION_VERSION``), else it is
+measured on the first call that needs it (a collective of a few seconds on every rank, with one warning) and stored
+in the user's cache.
 ``TRITON_DIST_CALIBRATE=0`` forbids that measurement: an unknown GPU then runs the unfused path, correctly.
 
 The measurement uses shapes of its own (not the sweep's), so the cost model is fitted on one set and judged on
@@ -54,6 +55,13 @@ class Rate:
         return cls(fixed_ms=max(0.0, t1 - a1 / per_ms), per_ms=per_ms)
 
 
+CALIBRATION_VERSION = 2
+"""What a stored calibration must have been measured with to be used. Version 1 (2026-11-26) timed part of the
+host's launch path into its device times (no host lead before the device barrier: fixed costs of 0.077 ms for
+NCCL's collectives on 2 x H200, against 0.016-0.021 ms measured with the lead on 2 x H100) and has no memory rate
+or cuBLAS-path fields: such entries are ignored, so the GPU is calibrated again on first use."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Calibration:
     """Measured rates of one GPU model at one world size (see the module docstring)."""
@@ -75,6 +83,8 @@ class Calibration:
     """What GEMM + ReduceScatter's cuBLAS path (peers' partials written by cuBLAS into their memory) costs beyond
     ``cost_model.gemm_rs_cublas_ms`` without it (launches, flags); negative: not measured, the path is not chosen."""
     measured: str = ""
+    version: int = 1
+    """The measurement's ``CALIBRATION_VERSION`` (entries without one are version 1)."""
 
     def rs_ratio(self, k_local: float) -> float:
         """The fused GEMM + ReduceScatter's time over cuBLAS's GEMM alone at a per-rank K of ``k_local``:
@@ -116,15 +126,19 @@ def user_calibrations() -> pathlib.Path:
 
 
 def stored(gpu: str, world_size: int) -> Calibration | None:
-    """The stored calibration of ``gpu`` at ``world_size`` ranks (user cache, then the committed one), or None."""
+    """The stored calibration of ``gpu`` at ``world_size`` ranks (user cache, then the committed one), or None; an
+    entry older than ``CALIBRATION_VERSION`` counts as none."""
     for path in (user_calibrations(), PACKAGE_CALIBRATIONS):
         entry = tables.read_table(path).get(calibration_key(gpu, world_size))
         if entry is None:
             continue
         try:
-            return Calibration.from_dict(entry["config"])
+            found = Calibration.from_dict(entry["config"])
         except (TypeError, ValueError) as error:
             warnings.warn(f"triton_dist: calibration of {gpu} in {path} is malformed ({error}); ignored", stacklevel=2)
+            continue
+        if found.version >= CALIBRATION_VERSION:
+            return found
     return None
 
 
@@ -277,6 +291,7 @@ def measure(world: Any, gpu: str) -> Calibration:
         ag_fused_extra_ms=0.0,
         rs_fused_over_cublas=1.0,
         measured=f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {w} x {gpu}",
+        version=CALIBRATION_VERSION,
     )
     if w == 1:
         return partial
