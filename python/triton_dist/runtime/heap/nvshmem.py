@@ -44,6 +44,10 @@ SYMMETRIC_SIZE_SLACK = 64 << 20
 NVSHMEM_DEVICE_STATE = "nvshmemi_device_state_d"
 """The global that NVSHMEM's device bitcode defines and ``nvshmemx_cumodule_init`` fills."""
 WHAT = "triton_dist.init(backend='nvshmem')"
+TEAM_MANAGER_REFUSAL = "Detected use of TeamManager on multiple devices"
+"""torch's error when a rendezvous on the NVSHMEM backend names another device than the first one did: torch keeps
+one NVSHMEM team manager per process, bound to the first device a rendezvous or NVSHMEM op names (an allocation
+made with ``device="cuda"``, without an index, counts as a device of its own)."""
 
 
 def nvshmem_problems(device: torch.device, group_size: int, world_size: int, symm_mem: Any = None) -> list[str]:
@@ -132,7 +136,8 @@ def map_nvshmem_heap(heap_size: int, group: dist.ProcessGroup, device: torch.dev
 
     Raises RuntimeError on every rank, naming each failing rank, when any rank cannot (``nvshmem_problems``,
     ``symmetric_size_problems``) or when ranks share a GPU; a rank that could not would otherwise leave the others
-    blocked in NVSHMEM's collective allocation.
+    blocked in NVSHMEM's collective allocation. Also on every rank when torch refused a rank's rendezvous because
+    torch symmetric memory's NVSHMEM backend was used on another device before (``team_manager_problem``).
     """
     problems = nvshmem_problems(device, dist.get_world_size(group), dist.get_world_size())
     problems += symmetric_size_problems(heap_size)
@@ -143,8 +148,28 @@ def map_nvshmem_heap(heap_size: int, group: dist.ProcessGroup, device: torch.dev
             "backend='cuda_ipc'"
         )
     reserve_symmetric_size(heap_size)
-    mapping = map_symmetric_memory_heap(heap_size, group, device, backend=TORCH_BACKEND, remote_peers=True)
+    refused: RuntimeError | None = None
+    try:
+        mapping = map_symmetric_memory_heap(heap_size, group, device, backend=TORCH_BACKEND, remote_peers=True)
+    except RuntimeError as error:
+        if TEAM_MANAGER_REFUSAL not in str(error):
+            raise
+        # Kept referenced until every rank has heard: dropping it frees the allocation, and NVSHMEM's free is a
+        # collective that ranks still in the agreement below would never join.
+        refused = error
+    raise_if_any_rank_failed(group, [] if refused is None else [team_manager_problem(device)], WHAT)
     return dataclasses.replace(mapping, backend="nvshmem")
+
+
+def team_manager_problem(device: torch.device) -> str:
+    """Why torch refused the heap's rendezvous on ``device`` with :data:`TEAM_MANAGER_REFUSAL`, and what to do."""
+    return (
+        f"torch symmetric memory's NVSHMEM backend was already used in this process on another device than the "
+        f"heap's {device} (torch binds its NVSHMEM teams to the first device a rendezvous or NVSHMEM op names, and "
+        f"symm_mem.empty(..., device='cuda') without an index counts as another device: '{TEAM_MANAGER_REFUSAL}'); "
+        f"allocate torch symmetric memory on {device} itself, device=torch.device('cuda', "
+        "torch.cuda.current_device()), before and after triton_dist.init"
+    )
 
 
 def mentions_nvshmem(metadata_group: Mapping[str, str]) -> bool:

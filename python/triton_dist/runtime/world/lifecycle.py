@@ -192,8 +192,10 @@ def init(
             other arguments; more than ``MAX_RANKS`` ranks; the ranks disagree on world size, heap size, device
             type or backend; torchrun's ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE`` contradict the ranks' nodes; a
             ``cuda_ipc`` group that spans nodes; ``backend="nvshmem"`` where NVSHMEM is missing (no NVSHMEM in torch,
-            no ``nvidia-nvshmem`` wheel), on a CPU or AMD device, on a group smaller than the world, or with ranks
-            sharing a GPU; mapping the heap failed on some rank. With ``device="cpu"`` that includes heap files (one per
+            no ``nvidia-nvshmem`` wheel), on a CPU or AMD device, on a group smaller than the world, with ranks
+            sharing a GPU, or after torch symmetric memory's NVSHMEM backend was used on another device (an
+            allocation with ``device="cuda"`` and no index counts as one: torch binds NVSHMEM to the first device);
+            mapping the heap failed on some rank. With ``device="cpu"`` that includes heap files (one per
             rank of the node, ``heap_size`` bytes each) that do not fit in the free space of /dev/shm, checked
             before any file is created, and a file whose pages cannot be reserved; no heap file is left behind.
             These are raised on every rank, naming each failing rank.
