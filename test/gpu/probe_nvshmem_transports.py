@@ -1,8 +1,13 @@
 """Can NVSHMEM on this machine treat two local GPUs as remote? (issue 29, item 4: exercising the inter-node path on one
-host.) Prints one table and never hangs: every child process runs under a timeout and is killed with its group.
+host.) Prints one table and never hangs: every child process runs under a time limit and is killed with its process
+group, and the whole probe ends within ``--budget`` seconds (default 300).
 
-    python3 test/gpu/probe_nvshmem_transports.py [--timeout 60] [--only ucx ibrc] [--ucx-lib DIR]
-    (not under torchrun: it starts its own 2-rank torchruns)
+    python3 test/gpu/probe_nvshmem_transports.py [--timeout 55] [--budget 300] [--only ucx ibrc] [--ucx-lib DIR]
+    (not under torchrun: it starts its own 2-rank runs)
+
+Time: five 2-rank runs of at most ``--timeout`` seconds each (default 55: 275 s), plus the first table (``ldd`` and
+``ldconfig``, 10 s each at most, normally about a second in all) fit in the 300 s budget; a run is given less than
+``--timeout`` where less of the budget is left, and is skipped (its row says so) where under 10 s are.
 
 UCX is not a system package on the GPU image, but PyPI's libucx-cu13 wheel carries it: extract its libraries on a
 machine with PyPI, carry the directory, and point ``--ucx-lib`` at it (a ``libucx`` package installed in this Python
@@ -17,11 +22,17 @@ is found by itself):
 1. What the installed nvidia-nvshmem wheel ships: its remote-transport plugins (``nvshmem_transport_<name>.so.N``)
    and, for each, the system libraries ``ldd`` cannot find and whether ``dlopen`` succeeds; the RDMA devices
    (/dev/infiniband, /sys/class/infiniband) and the UCX / libfabric / verbs libraries ``ldconfig`` knows.
-2. For the baseline (P2P) and each transport (ucx, libfabric, ibrc, ibgda): a 2-rank torchrun of this script's worker
-   with ``NVSHMEM_DISABLE_P2P=1`` and that transport selected. The worker (a) starts torch symmetric memory on NVSHMEM
-   and rendezvouses (does NVSHMEM initialize, and does torch still hand out a peer pointer?), then (b) runs a
-   ``dl.put_signal`` ring through triton_dist's NVSHMEM heap on random data and checks it (the device-initiated put
-   over that transport). The table gives each stage's result and the first NVSHMEM error line.
+2. For the baseline (P2P) and each transport (ucx, libfabric, ibrc, ibgda): two ranks of this script's worker with
+   ``NVSHMEM_DISABLE_P2P=1`` and that transport selected. The worker starts the way a user does: an NCCL process
+   group, then ``triton_dist.init(backend="nvshmem")`` (torch symmetric memory on NVSHMEM underneath; does NVSHMEM
+   initialize, and does the heap triton_dist made hold a pointer to the peer's heap, i.e. did torch's rendezvous
+   hand one out?), then a ``dl.put_signal`` ring on that heap on random data, checked on both ranks (the
+   device-initiated put over that transport). The table gives each stage's result and the first error line.
+
+The ranks are started directly (``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``MASTER_PORT`` as torchrun
+sets them), both in one process group of their own, with their output in files: torchrun would start each worker in a
+session of its own, out of reach of a kill of torchrun's group, and a killed run's leftover ranks would keep the pipe
+of its output open. A run ends at its limit, or 5 s after a rank failed (the other is then waiting for it).
 
 Exit status 0 when the probe itself ran (whatever it found), 1 when it could not (no GPUs, no NVSHMEM).
 """
@@ -35,11 +46,14 @@ import importlib.util
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import NoReturn
 
 REPO = Path(__file__).resolve().parents[2]
 TRANSPORTS: dict[str, dict[str, str]] = {
@@ -61,6 +75,14 @@ SYSTEM_LIBRARIES = (
 )
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 ERROR_LINE = re.compile(r"(error|fail|abort|not found|unable|cannot|could not|WARN)", re.I)
+STATIC_TIMEOUT_S = 10.0
+"""The limit of each ``ldd`` / ``ldconfig`` of the first table."""
+MIN_RUN_S = 10.0
+"""A run given less than this is skipped: the worker's imports and NVSHMEM's start alone take several seconds."""
+TABLE_RESERVE_S = 5.0
+"""Seconds of the budget kept for the end of the last run (its killed ranks let go of their GPUs) and the table."""
+REAP_S = 3.0
+"""How long a run waits for its killed ranks to be gone before it reports anyway."""
 
 
 _running: set[int] = set()
@@ -68,9 +90,9 @@ _running: set[int] = set()
 
 
 def _stop(signum: int, frame: object) -> None:
-    """SIGTERM / SIGINT: kill every run's process group first. The runs start their own sessions, so an outer
-    ``timeout`` that stops only the probe left them spinning on the GPUs (session 19: a killed probe's NVSHMEM
-    ranks kept both GPUs busy and time-sliced the next command's every kernel, ~2.4 ms each)."""
+    """SIGTERM / SIGINT: kill every run's process group first. The runs lead process groups of their own, so an
+    outer ``timeout`` that stops only the probe would leave them spinning on the GPUs (session 19: a killed probe's
+    NVSHMEM ranks kept both GPUs busy and time-sliced the next command's every kernel, ~2.4 ms each)."""
     for group in list(_running):
         try:
             os.killpg(group, signal.SIGKILL)
@@ -103,6 +125,87 @@ def run(command: list[str], timeout: float, env: dict[str, str] | None = None) -
         _running.discard(process.pid)
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (for the ranks' rendezvous)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _kill_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_ranks(
+    command: list[str], ranks: int, timeout: float, env: dict[str, str], grace: float = 5.0
+) -> tuple[int | None, list[str]]:
+    """Run ``command`` as ``ranks`` ranks of one host, with the variables torchrun would set, all in one new process
+    group; returns (None if the run reached ``timeout``, else the first non-zero exit status or 0; each rank's
+    output). The group is killed at ``timeout``, ``grace`` seconds after a rank failed, when the probe is stopped,
+    and once more when the ranks are done, so that no process of a run outlives it. Output goes to files, not pipes:
+    nothing left holding a pipe open can keep this waiting."""
+    port = free_port()
+    processes: list[subprocess.Popen[bytes]] = []
+    group = 0
+    with tempfile.TemporaryDirectory(prefix="probe-nvshmem-") as directory:
+        logs = [Path(directory) / f"rank{rank}.log" for rank in range(ranks)]
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        try:
+            for rank in range(ranks):
+                rank_env = dict(env)
+                rank_env.update(
+                    RANK=str(rank),
+                    LOCAL_RANK=str(rank),
+                    WORLD_SIZE=str(ranks),
+                    LOCAL_WORLD_SIZE=str(ranks),
+                    GROUP_RANK="0",
+                    MASTER_ADDR="127.0.0.1",
+                    MASTER_PORT=str(port),
+                )
+                with logs[rank].open("wb") as log:
+                    # Rank 0 leads a new process group (in this session: a process may only join a group of
+                    # its own session), the other ranks join it.
+                    process = subprocess.Popen(
+                        command, stdout=log, stderr=subprocess.STDOUT, env=rank_env, cwd=REPO, process_group=group
+                    )
+                processes.append(process)
+                if not group:
+                    group = process.pid
+                    _running.add(group)
+            failed_at: float | None = None
+            while any(process.poll() is None for process in processes):
+                now = time.monotonic()
+                if now >= deadline:
+                    timed_out = True
+                    break
+                if failed_at is None and any(process.returncode not in (None, 0) for process in processes):
+                    failed_at = now
+                if failed_at is not None and now - failed_at >= grace:
+                    break
+                time.sleep(0.1)
+        finally:
+            if group:
+                _kill_group(group)
+                _running.discard(group)
+            reaped_by = time.monotonic() + REAP_S
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                try:  # a killed rank still in the GPU driver ends when the driver lets go; never wait forever
+                    process.wait(timeout=max(0.1, reaped_by - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+        outputs = [log.read_text(errors="replace") if log.exists() else "" for log in logs]
+    if timed_out:
+        return None, outputs
+    codes = [process.returncode for process in processes]
+    return next((code for code in codes if code not in (0, None)), 0), outputs
+
+
 def nvshmem_lib_dir() -> tuple[str | None, Path | None]:
     """(version, lib directory) of the installed nvidia-nvshmem wheel, or (None, None)."""
     version = None
@@ -129,7 +232,7 @@ def plugin_report(lib: Path, name: str, extra_path: Path | None = None) -> tuple
     env = dict(os.environ)
     if extra_path is not None:
         env["LD_LIBRARY_PATH"] = f"{extra_path}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}"
-    code, output = run(["ldd", str(plugin)], timeout=20, env=env)
+    code, output = run(["ldd", str(plugin)], timeout=STATIC_TIMEOUT_S, env=env)
     missing = sorted({line.split()[0] for line in output.splitlines() if "not found" in line})
     ldd = ", ".join(missing) if missing else ("none" if code == 0 else f"ldd failed: {output.strip()[:80]}")
     try:
@@ -154,7 +257,7 @@ def system_report() -> list[tuple[str, str]]:
         else []
     )
     rows.append(("RDMA devices (/sys/class/infiniband)", ", ".join(hcas) or "none"))
-    _, cache = run(["ldconfig", "-p"], timeout=20)
+    _, cache = run(["ldconfig", "-p"], timeout=STATIC_TIMEOUT_S)
     for library in SYSTEM_LIBRARIES:
         hits = sorted({line.split(" => ")[-1].strip() for line in cache.splitlines() if library in line})
         rows.append((library, ", ".join(hits) or "not installed"))
@@ -223,11 +326,13 @@ def transports_chosen(output: str) -> str:
     return "; ".join(item.strip() for item in found[:2])[:120]
 
 
-def probe(name: str, extra: dict[str, str], timeout: float, ucx: Path | None) -> tuple[str, str, str, str]:
-    """(init, put ring, seconds, note) of a 2-rank run of the worker with ``extra`` NVSHMEM settings; ``ucx``: the
-    UCX libraries put on the loader's path for the ucx run."""
+def probe(name: str, extra: dict[str, str], timeout: float, ucx: Path | None) -> tuple[str, str, str, str, str]:
+    """(init, peer pointer, put ring, seconds, note) of a 2-rank run of the worker with ``extra`` NVSHMEM settings,
+    limited to ``timeout`` seconds; ``ucx``: the UCX libraries put on the loader's path for the ucx run."""
     env = {
-        key: value for key, value in os.environ.items() if not key.startswith(("NVSHMEM_REMOTE", "NVSHMEM_DISABLE_P2P"))
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("NVSHMEM_REMOTE", "NVSHMEM_DISABLE_P2P", "TRITON_DIST_BACKEND"))
     }
     env.update(SAFE_ENV)
     env.update(extra)
@@ -235,102 +340,116 @@ def probe(name: str, extra: dict[str, str], timeout: float, ucx: Path | None) ->
         {
             "NVSHMEM_DEBUG": "INFO",
             "FI_PROVIDER": env.get("FI_PROVIDER", "tcp"),  # libfabric over TCP (loopback) if it loads at all
-            "TRITON_DIST_BACKEND": "nvshmem",
-            "TRITON_DIST_TIMEOUT_S": str(int(timeout)),
+            "TRITON_DIST_TIMEOUT_S": str(max(5, int(timeout) - 5)),
             "PYTHONPATH": f"{REPO / 'python'}{os.pathsep}{env.get('PYTHONPATH', '')}",
+            "PYTHONUNBUFFERED": "1",
         }
     )
     if ucx is not None and name == "ucx":
         env["LD_LIBRARY_PATH"] = f"{ucx}{os.pathsep}{env.get('LD_LIBRARY_PATH', '')}"
         env.setdefault("UCX_MODULE_DIR", str(ucx / "ucx"))
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nproc-per-node=2",
-        str(Path(__file__).resolve()),
-        "--worker",
-    ]
     start = time.monotonic()
-    code, output = run(command, timeout=timeout, env=env)
+    code, outputs = run_ranks([sys.executable, str(Path(__file__).resolve()), "--worker"], 2, timeout, env)
     seconds = f"{time.monotonic() - start:.0f}"
-    init = "ok" if "PROBE init ok" in output else ("TIMEOUT" if code is None else "fails")
-    if "PROBE put ok" in output:
+    output = "\n".join(f"## rank {rank}\n{text}" for rank, text in enumerate(outputs))
+    timed_out = code is None
+
+    def on_every_rank(marker: str) -> bool:
+        return all(marker in text for text in outputs)
+
+    init = "ok" if on_every_rank("PROBE init ok") else ("TIMEOUT" if timed_out else "fails")
+    peers = sorted({match.group(1) for match in re.finditer(r"PROBE init ok peer_pointer=(\w+)", output)})
+    peer = "/".join(peers) if peers else "-"
+    if on_every_rank("PROBE put ok"):
         put = "ok"
     elif "PROBE put wrong" in output:
         put = "WRONG DATA"
+    elif init != "ok":
+        put = "-"
     else:
-        put = "TIMEOUT" if code is None else ("fails" if init == "ok" else "-")
-    peer = re.search(r"PROBE init ok peer_pointer=(\w+)", output)
-    note = f"peer pointer: {peer.group(1)}; " if peer else ""
+        put = "TIMEOUT" if timed_out else "fails"
     chosen = transports_chosen(output)
-    note += (chosen + "; " if chosen else "") + ("" if put == "ok" else first_nvshmem_error(output))
+    note = (chosen + "; " if chosen else "") + ("" if put == "ok" else first_nvshmem_error(output))
     log = Path(os.environ.get("PROBE_LOG_DIR", "/tmp")) / f"probe_nvshmem_{name.split()[0]}.log"
     try:
         log.write_text(output)
     except OSError:
         pass
-    return init, put, seconds, note
+    return init, peer, put, seconds, note
 
 
-def worker() -> int:
-    """One rank: torch symm-mem on NVSHMEM, then a dl.put_signal ring through triton_dist; prints PROBE lines."""
+def _finish(code: int) -> NoReturn:
+    """Leave without NVSHMEM's teardown, which can hang or crash after the results are out (the run's limit then
+    decides, not the result)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def worker() -> NoReturn:
+    """One rank, started as a user starts triton_dist on NVSHMEM: an NCCL process group on this rank's GPU, then
+    ``triton_dist.init(backend="nvshmem")``; then a dl.put_signal ring on the heap it made. Prints PROBE lines."""
     import torch
     import torch.distributed as dist
 
+    rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
-    torch.cuda.set_device(local_rank)
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
-    from torch.distributed import _symmetric_memory as symm_mem
-
-    symm_mem.set_backend("NVSHMEM")
-    stage = "NVSHMEM start (first symmetric allocation)"
+    stage = "NCCL process group"
     try:
-        probe_buffer = symm_mem.empty(1024, device="cuda")
-        stage = "torch symm-mem rendezvous"
-        handle = symm_mem.rendezvous(probe_buffer, dist.group.WORLD.group_name)
+        torch.cuda.set_device(local_rank)
+        dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+        stage = "triton_dist.init(backend='nvshmem')"
+        import triton_dist
+
+        world = triton_dist.init(heap_size="64M", backend="nvshmem")
     except Exception as error:  # noqa: BLE001 (reported, then the worker stops)
-        print(f"PROBE init error in {stage}: {type(error).__name__}: {error}", flush=True)
-        return 1
-    peer = 1 - dist.get_rank()
-    print(f"PROBE init ok peer_pointer={'yes' if int(handle.buffer_ptrs[peer]) else 'none'}", flush=True)
+        print(f"PROBE init error in {stage} on rank {rank}: {type(error).__name__}: {error}", flush=True)
+        _finish(1)
+    # The heap's view of each peer: torch's rendezvous handle.buffer_ptrs, None where it gave no pointer.
+    reachable = world.heap.mapping.reachable
+    peers = [peer for peer in range(world.world_size) if peer != world.rank]
+    found = [reachable[peer] for peer in peers]
+    pointer = "yes" if all(found) else ("none" if not any(found) else "some")
+    print(f"PROBE init ok peer_pointer={pointer} rank {world.rank} on {world.device}", flush=True)
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from check_nvshmem_put import make_data, ring_put  # noqa: PLC0415 (after NVSHMEM is up)
-
-    from triton_dist import runtime as rt
-
+    stage = "dl.put_signal ring"
     try:
-        world = rt.init(heap_size="64M")
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from check_nvshmem_put import make_data, ring_put  # noqa: PLC0415 (after NVSHMEM is up)
+
+        signal_buffer = triton_dist.zeros(1, dtype=torch.int64)
+        n = 100_003
+        shard = make_data(world.rank, 1, n, torch.float32)
+        inbox = triton_dist.empty(n, dtype=torch.float32).fill_(-7777.0)
+        out = torch.full((n,), -7777.0, device="cuda")
+        triton_dist.barrier()
+        print(f"PROBE put launched rank {world.rank}", flush=True)
+        ring_put[(1,)](shard, inbox, signal_buffer, out, n, 4 * n, 1, BLOCK=1024)
+        torch.cuda.synchronize()
+        left = (world.rank - 1) % world.world_size
+        good = torch.equal(out, make_data(left, 1, n, torch.float32))
+        print(f"PROBE put {'ok' if good else 'wrong'} rank {world.rank}", flush=True)
+        triton_dist.barrier()
     except Exception as error:  # noqa: BLE001 (reported, then the worker stops)
-        print(f"PROBE put error in triton_dist.init: {type(error).__name__}: {error}", flush=True)
-        return 1
-    signal_buffer = rt.zeros(1, dtype=torch.int64)
-    n = 100_003
-    shard = make_data(world.rank, 1, n, torch.float32)
-    inbox = rt.empty(n, dtype=torch.float32).fill_(-7777.0)
-    out = torch.full((n,), -7777.0, device="cuda")
-    rt.barrier()
-    ring_put[(1,)](shard, inbox, signal_buffer, out, n, 4 * n, 1, BLOCK=1024)
-    torch.cuda.synchronize()
-    left = (world.rank - 1) % world.world_size
-    good = torch.equal(out, make_data(left, 1, n, torch.float32))
-    print(f"PROBE put {'ok' if good else 'wrong'} rank {world.rank}", flush=True)
-    rt.barrier()
-    dist.destroy_process_group()
-    return 0 if good else 1
+        print(f"PROBE put error in {stage} on rank {rank}: {type(error).__name__}: {error}", flush=True)
+        _finish(1)
+    _finish(0 if good else 1)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--timeout", type=float, default=60, help="seconds per 2-rank run (default 60)")
+    parser.add_argument("--timeout", type=float, default=55, help="seconds per 2-rank run at most (default 55)")
+    parser.add_argument("--budget", type=float, default=300, help="seconds for the whole probe (default 300)")
     parser.add_argument("--only", nargs="*", help="probe only these (p2p ucx libfabric ibrc ibgda)")
     parser.add_argument("--ucx-lib", type=Path, help="a directory with libucp.so.0 & co. for the ucx run")
     parser.add_argument("--extract-ucx", nargs=2, type=Path, metavar=("WHEEL", "DEST"), help="unpack a libucx wheel")
     args = parser.parse_args()
     if args.worker:
-        return worker()
+        worker()
+    if not args.timeout > 0 or not args.budget > 0:
+        parser.error(f"--timeout and --budget must be positive, got {args.timeout} and {args.budget}")
+    deadline = time.monotonic() + args.budget - TABLE_RESERVE_S
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
     if args.extract_ucx:
@@ -360,16 +479,33 @@ def main() -> int:
     if gpus < 2:
         print(f"\n{gpus} GPU(s): the 2-rank runs need 2 GPUs")
         return 1
-    print(f"\n2-rank runs ({args.timeout:.0f} s limit each; logs in {os.environ.get('PROBE_LOG_DIR', '/tmp')}):\n")
-    print("| run | environment | NVSHMEM init + rendezvous | dl.put_signal ring | s | note |")
-    print("|---|---|---|---|---|---|")
-    for name, extra in TRANSPORTS.items():
-        if args.only and name.split()[0] not in args.only:
-            continue
-        init, put, seconds, note = probe(name, extra, args.timeout, ucx)
+    selected = [(name, extra) for name, extra in TRANSPORTS.items() if not args.only or name.split()[0] in args.only]
+    print(
+        f"\n2-rank runs ({args.timeout:.0f} s limit each, {args.budget:.0f} s for the whole probe; logs in "
+        f"{os.environ.get('PROBE_LOG_DIR', '/tmp')}):\n"
+    )
+    print("| run | environment | triton_dist.init(backend='nvshmem') | peer pointer | dl.put_signal ring | s | note |")
+    print("|---|---|---|---|---|---|---|")
+    for index, (name, extra) in enumerate(selected):
         settings = " ".join(f"{key}={value}" for key, value in extra.items()) or "(P2P on)"
-        print(f"| {name} | {settings} | {init} | {put} | {seconds} | {note.replace('|', '/')} |", flush=True)
+        limit = run_limit(args.timeout, deadline - time.monotonic(), len(selected) - index)
+        if limit is None:
+            print(
+                f"| {name} | {settings} | skipped | - | - | 0 | the {args.budget:.0f} s budget is spent |", flush=True
+            )
+            continue
+        init, peer, put, seconds, note = probe(name, extra, limit, ucx)
+        row = f"| {name} | {settings} | {init} | {peer} | {put} | {seconds} | {note.replace('|', '/')} |"
+        print(row, flush=True)
     return 0
+
+
+def run_limit(timeout: float, remaining: float, runs_left: int) -> float | None:
+    """Seconds the next run may take: ``timeout``, or an equal share of the ``remaining`` budget among the
+    ``runs_left`` runs where that is less; None (skip it) where the share is under ``MIN_RUN_S``."""
+    share = remaining / max(runs_left, 1)
+    limit = min(timeout, share)
+    return limit if limit >= MIN_RUN_S else None
 
 
 if __name__ == "__main__":
