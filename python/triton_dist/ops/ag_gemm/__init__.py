@@ -3,7 +3,8 @@
 Rank r holds A_r [M_local, K] and B [K, N]; the result is C [W * M_local, N] (rows of rank s at s * M_local),
 optionally with the gathered A [W * M_local, K]. bf16 or fp16, any world size.
 
-- ``kernels.py``: the device code (epoch and barrier, SM producer, the persistent GEMMs that wait per chunk);
+- ``kernels.py``: the device code (epoch and barrier, SM producer, the persistent GEMMs that wait per chunk, the
+  cuBLAS path's wait per shard);
 - ``selection.py``: which configuration runs (tuned table, else the calibrated cost model);
 - ``op.py``: input checks, the workspace, one plan per call signature, the custom op.
 
@@ -13,12 +14,19 @@ the symmetric heap that the op keeps per (shape, dtype) and reuses.
 
 from __future__ import annotations
 
-from triton_dist.ops.ag_gemm.kernels import _ag_gemm_ptr_kernel, _ag_gemm_tma_kernel, _begin_kernel, _push_kernel
+from triton_dist.ops.ag_gemm.kernels import (
+    _ag_gemm_ptr_kernel,
+    _ag_gemm_tma_kernel,
+    _begin_kernel,
+    _push_kernel,
+    _wait_shard_kernel,
+)
 from triton_dist.ops.ag_gemm.op import (
     MAX_PUSH_CTAS,
     MIN_BLOCK_M,
     PUSH_BLOCK,
     AgGemmError,
+    CublasPlan,
     FusedPlan,
     UnfusedPlan,
     ag_gemm,
@@ -37,6 +45,7 @@ __all__ = [
     "MIN_BLOCK_M",
     "PUSH_BLOCK",
     "AgGemmError",
+    "CublasPlan",
     "FusedPlan",
     "OverlapConfig",
     "UnfusedPlan",
@@ -44,6 +53,7 @@ __all__ = [
     "_ag_gemm_tma_kernel",
     "_begin_kernel",
     "_push_kernel",
+    "_wait_shard_kernel",
     "ag_gemm",
     "ag_gemm_impl",
     "check_inputs",

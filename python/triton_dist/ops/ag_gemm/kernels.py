@@ -1,5 +1,5 @@
-"""AllGather + GEMM device code: the call's epoch and barrier, the SM producer, and the persistent GEMMs that wait
-per chunk (TMA and pointer variants)."""
+"""AllGather + GEMM device code: the call's epoch and barrier, the SM producer, the persistent GEMMs that wait
+per chunk (TMA and pointer variants), and the cuBLAS path's one-program wait per shard."""
 
 from __future__ import annotations
 
@@ -21,6 +21,14 @@ def _begin_kernel(epoch_ptr, barrier_ptr):
         dl.notify(barrier_ptr + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
     # A dl.wait, not a hand-written spin: the wait watchdog can then stop it if a peer never arrives.
     dl.wait(barrier_ptr, world, "sys", "acquire", waitValue=epoch, cmp="ge")
+
+
+@triton.jit(do_not_specialize=["segment"])
+def _wait_shard_kernel(flags_ptr, epoch_ptr, segment):
+    """One program (the cuBLAS path): wait until rank ``segment``'s whole shard has landed in this rank's receive
+    buffer, i.e. its flag (one chunk per shard: flag ``segment``) holds this call's epoch, read from device memory
+    so that CUDA-graph replays wait for their own call. The cuBLAS GEMM of that shard follows on the stream."""
+    dl.wait(flags_ptr + segment, 1, "sys", "acquire", waitValue=tl.load(epoch_ptr))
 
 
 @triton.jit(do_not_specialize=["M_LOCAL", "K", "CHUNK_ROWS", "num_chunks"])

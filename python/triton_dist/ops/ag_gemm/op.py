@@ -15,6 +15,13 @@ How one call runs (all on the GPU, no host synchronization, so it can be capture
 3. The persistent GEMM first computes the rows of its own shard straight from ``a`` (no wait, no copy), then the
    peers' rows in arrival order, each tile after ``dl.wait`` on its chunk's flags; the side stream joins after.
 
+The cuBLAS path (``OverlapConfig(backend="cublas")``, :class:`CublasPlan`) keeps steps 1 and 2 (the copy-engine
+producer, one chunk per shard) and replaces step 3 by cuBLAS on the current stream: ``torch.mm`` of the own rows
+straight from ``a`` into their rows of C, then per peer in arrival order a one-program kernel that waits for that
+peer's flag and ``torch.mm`` of its received rows into their rows of C; the side stream joins after. It trades the
+fused kernel's per-tile overlap for cuBLAS's GEMM speed, which wins where the fused kernel's fixed cost and partly
+filled last wave dominate (small M, small N x K).
+
 The first call of a signature (shapes, dtypes, strides, device, the operands' 16-byte alignment, the world) builds a
 plan: the configuration, the workspace, the compiled kernels with their grids and constants, every copy's address,
 the receive buffer's TMA descriptor. Later calls look the plan up and launch: a handful of driver calls.
@@ -32,7 +39,13 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
-from triton_dist.ops.ag_gemm.kernels import _ag_gemm_ptr_kernel, _ag_gemm_tma_kernel, _begin_kernel, _push_kernel
+from triton_dist.ops.ag_gemm.kernels import (
+    _ag_gemm_ptr_kernel,
+    _ag_gemm_tma_kernel,
+    _begin_kernel,
+    _push_kernel,
+    _wait_shard_kernel,
+)
 from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
 from triton_dist.ops.common.collectives import all_gather_method
@@ -243,10 +256,84 @@ class FusedPlan:
 
     def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
         """all_gather(a), from the receive buffer this call filled (stream-ordered after the call)."""
-        gathered = self.workspace.recv.clone()
-        m_local = a.shape[0]
-        gathered[rank * m_local : (rank + 1) * m_local].copy_(a)
-        return gathered
+        return _gathered(self.workspace, a, rank)
+
+
+def _gathered(ws: Workspace, a: torch.Tensor, rank: int) -> torch.Tensor:
+    """all_gather(a): a copy of the receive buffer a call filled, with this rank's own rows (never pushed to itself)
+    taken from ``a`` (stream-ordered after the call, whose side stream has joined the current one)."""
+    gathered = ws.recv.clone()
+    m_local = a.shape[0]
+    gathered[rank * m_local : (rank + 1) * m_local].copy_(a)
+    return gathered
+
+
+@dataclasses.dataclass
+class CublasPlan:
+    """Everything one call of the cuBLAS path launches, resolved at its first call: the begin kernel, the
+    copy-engine producer (one chunk per shard and peer, each followed by its flag copy), and on the current stream
+    the own shard's ``torch.mm``, then per peer in arrival order its wait kernel and its ``torch.mm``."""
+
+    workspace: Workspace
+    rank: int
+    m_local: int
+    rows: int
+    n: int
+    begin: LaunchPlan | EmulatedLaunch
+    waits: tuple[tuple[int, LaunchPlan | EmulatedLaunch, torch.Tensor], ...]
+    """Per peer in arrival order (rank + 1, rank + 2, ...): its rank, the kernel that waits for its shard's flag,
+    and its rows of the receive buffer."""
+    copies: tuple[_Copy, ...]
+    side: torch.cuda.Stream | None  # None under the CPU emulation (as stream_ops)
+    stream_ops: StreamOps | None
+    host_copies: tuple[_HostCopy, ...] = ()
+    """The copy-engine producer under the CPU emulation (``copies`` is empty there)."""
+
+    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        device = a.device
+        if isinstance(self.begin, EmulatedLaunch):  # the CPU emulation
+            return self._run_emulated(a, b)
+        if device.index != torch.cuda.current_device():  # the launchers launch in the current device's context
+            with torch.cuda.device(device):
+                return self.run(a, b)
+        assert self.side is not None and self.stream_ops is not None, "a GPU plan has its side stream"
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=device)
+        parts = c.split(self.m_local)
+        main = current_raw_stream(device.index)
+        side = self.side.cuda_stream
+        ops = self.stream_ops
+        self.begin.launch_on(main)
+        ops.order("ag_gemm.cublas.fork", main, side)
+        base, epoch = a.data_ptr(), self.workspace.epoch.data_ptr()
+        for copy in self.copies:
+            ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
+            ops.copy(copy.flag, epoch, 4, side)  # stream-ordered after the shard
+        torch.mm(a, b, out=parts[self.rank])
+        for segment, wait, received in self.waits:
+            wait.launch_on(main)
+            torch.mm(received, b, out=parts[segment])
+        ops.order("ag_gemm.cublas.join", side, main)
+        return c
+
+    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """The call under the CPU emulation, every step in order on the host: the begin kernel, the producer (host
+        copies each followed by its flag write), the own GEMM, then each peer's wait kernel and GEMM."""
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+        parts = c.split(self.m_local)
+        ws = self.workspace
+        self.begin.launch_on(0)
+        for copy in self.host_copies:
+            copy.destination.copy_(a[copy.lo : copy.hi])
+            copy.flag.copy_(ws.epoch)  # after the rows: the peer's GEMM reads them once it sees the epoch
+        torch.mm(a, b, out=parts[self.rank])
+        for segment, wait, received in self.waits:
+            wait.launch_on(0)
+            torch.mm(received, b, out=parts[segment])
+        return c
+
+    def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
+        """all_gather(a), from the receive buffer this call filled (stream-ordered after the call)."""
+        return _gathered(self.workspace, a, rank)
 
 
 @dataclasses.dataclass
@@ -341,33 +428,10 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
         gemm = compile_plan(
             _ag_gemm_ptr_kernel, grid, named, 4, num_stages=fallback.num_stages, num_warps=fallback.num_warps
         )
-    copies = []
-    host_copies = []
-    if config.producer == "ce" and emulated:
-        for chunk in range(num_chunks):
-            lo = chunk * chunk_rows
-            hi = min(lo + chunk_rows, m_local)
-            for step in range(1, w):
-                dst = (me - step) % w
-                flag = me * num_chunks + chunk
-                rows = ws.peer_recv[dst][me * m_local + lo : me * m_local + hi]
-                host_copies.append(_HostCopy(rows, lo, hi, ws.peer_flags[dst][flag : flag + 1]))
-    elif config.producer == "ce":
-        row_bytes = k * a.element_size()
-        for chunk in range(num_chunks):
-            lo = chunk * chunk_rows
-            hi = min(lo + chunk_rows, m_local)
-            for step in range(1, w):
-                dst = (me - step) % w
-                flag = me * num_chunks + chunk
-                copies.append(
-                    _Copy(
-                        destination=ws.peer_recv[dst].data_ptr() + (me * m_local + lo) * row_bytes,
-                        source_offset=lo * row_bytes,
-                        nbytes=(hi - lo) * row_bytes,
-                        flag=ws.peer_flags[dst].data_ptr() + flag * ws.flags.element_size(),
-                    )
-                )
+    copies: tuple[_Copy, ...] = ()
+    host_copies: tuple[_HostCopy, ...] = ()
+    if config.producer == "ce":
+        copies, host_copies = _producer_copies(ws, a, me, w, chunk_rows, emulated)
     if push is not None and not emulated:
         # Load the producer's module now, harmlessly (zero chunks): with CUDA's lazy loading its first launch
         # could otherwise wait for kernels that spin on the peers' flags, and the peer's the same way.
@@ -385,23 +449,87 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
         c_block=c_block,
         recv_desc=recv_desc,
         push=push,
-        copies=tuple(copies),
+        copies=copies,
         side=side,
         stream_ops=None if emulated else stream_ops(device),
         no_comm=no_comm,
         flag_count=w * num_chunks * flags_per_chunk,
         first_copies=w - 1,
-        host_copies=tuple(host_copies),
+        host_copies=host_copies,
     )
 
 
-_plans: PlanCache[FusedPlan | UnfusedPlan] = PlanCache("ag_gemm", AgGemmError)
+def _producer_copies(
+    ws: Workspace, a: torch.Tensor, me: int, w: int, chunk_rows: int, emulated: bool
+) -> tuple[tuple[_Copy, ...], tuple[_HostCopy, ...]]:
+    """The copy-engine producer's copies: per chunk of ``chunk_rows`` rows of ``a`` and per peer (rank - 1 first,
+    then rank - 2, ...), the rows into slot ``me`` of that peer's receive buffer, then its flag ``me * num_chunks +
+    chunk``. On a GPU by address (``_Copy``), under the CPU emulation through the peers' mappings (``_HostCopy``)."""
+    m_local, k = a.shape
+    num_chunks = triton.cdiv(m_local, chunk_rows)
+    row_bytes = k * a.element_size()
+    copies, host_copies = [], []
+    for chunk in range(num_chunks):
+        lo = chunk * chunk_rows
+        hi = min(lo + chunk_rows, m_local)
+        for step in range(1, w):
+            dst = (me - step) % w
+            flag = me * num_chunks + chunk
+            if emulated:
+                rows = ws.peer_recv[dst][me * m_local + lo : me * m_local + hi]
+                host_copies.append(_HostCopy(rows, lo, hi, ws.peer_flags[dst][flag : flag + 1]))
+                continue
+            copies.append(
+                _Copy(
+                    destination=ws.peer_recv[dst].data_ptr() + (me * m_local + lo) * row_bytes,
+                    source_offset=lo * row_bytes,
+                    nbytes=(hi - lo) * row_bytes,
+                    flag=ws.peer_flags[dst].data_ptr() + flag * ws.flags.element_size(),
+                )
+            )
+    return tuple(copies), tuple(host_copies)
 
 
-def plan_for(
-    a: torch.Tensor, b: torch.Tensor, config: OverlapConfig | None = None, no_comm: bool = False
-) -> FusedPlan | UnfusedPlan:
-    """The plan of this call's signature, built (and agreed with the peers) on its first call."""
+def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPlan:
+    """The cuBLAS path's plan: the shared workspace, the begin and wait kernels compiled, every copy's address."""
+    m_local, k = a.shape
+    w, me = world.world_size, world.rank
+    ws = workspace(world, a)
+    device = a.device
+    emulated = device.type == "cpu"
+    one = (1, 1, 1)
+    begin = compile_plan(_begin_kernel, one, {"epoch_ptr": ws.epoch, "barrier_ptr": ws.barrier}, 0, num_warps=1)
+    waits = []
+    for step in range(1, w):  # arrival order: rank r receives from r + 1 first (every rank pushes to r - 1 first)
+        segment = (me + step) % w
+        named = {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "segment": segment}
+        wait = compile_plan(_wait_shard_kernel, one, named, 0, num_warps=1)
+        waits.append((segment, wait, ws.recv[segment * m_local : (segment + 1) * m_local]))
+    copies, host_copies = _producer_copies(ws, a, me, w, m_local, emulated)
+    return CublasPlan(
+        workspace=ws,
+        rank=me,
+        m_local=m_local,
+        rows=w * m_local,
+        n=b.shape[1],
+        begin=begin,
+        waits=tuple(waits),
+        copies=copies,
+        side=None if emulated else resources.side_stream(device, "ag_gemm"),
+        stream_ops=None if emulated else stream_ops(device),
+        host_copies=host_copies,
+    )
+
+
+Plan = FusedPlan | CublasPlan | UnfusedPlan
+_plans: PlanCache[Plan] = PlanCache("ag_gemm", AgGemmError)
+
+
+def plan_for(a: torch.Tensor, b: torch.Tensor, config: OverlapConfig | None = None, no_comm: bool = False) -> Plan:
+    """The plan of this call's signature, built (and agreed with the peers) on its first call.
+
+    Raises ``AgGemmError`` for bad operands, and for ``no_comm`` with the cuBLAS backend (a diagnosis of the fused
+    kernel only)."""
     signature = operand_signature(a, b, config, no_comm)
     plan = _plans.get(signature) if signature is not None else None
     if plan is not None:
@@ -414,12 +542,16 @@ def plan_for(
         config = EMULATED_CONFIG
     if config is None:
         config = choose_config(m_local, n, k, a.dtype, w, a.device, run=_run_with)
+    if no_comm and config.backend == "cublas":
+        raise AgGemmError("ag_gemm: _no_comm diagnoses the fused kernel; backend='cublas' has no such mode")
     described = {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
 
-    def make() -> FusedPlan | UnfusedPlan:
+    def make() -> Plan:
         if config.backend == "nccl" or m_local == 0 or n == 0:
             return UnfusedPlan(*all_gather_method(world.group), w * m_local, n, k)
         with on_device(a.device):
+            if config.backend == "cublas":
+                return _build_cublas(world, a, b)
             return _build_fused(world, a, b, config, no_comm)
 
     return _plans.build(signature, described, make)
@@ -460,8 +592,12 @@ def ag_gemm_impl(
 
 
 def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
-    """Which path a call with these operands runs: ``"fused"`` or ``"nccl+cublas"`` (benchmarks' rows)."""
-    return "nccl+cublas" if isinstance(plan_for(a, b), UnfusedPlan) else "fused"
+    """Which path a call with these operands runs: ``"fused"``, ``"cublas"`` or ``"nccl+cublas"`` (benchmarks'
+    rows)."""
+    plan = plan_for(a, b)
+    if isinstance(plan, UnfusedPlan):
+        return "nccl+cublas"
+    return "cublas" if isinstance(plan, CublasPlan) else "fused"
 
 
 # -------------------------------------------------------------------------------------------- the custom op
@@ -508,9 +644,10 @@ def ag_gemm(
 
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
-    """The fused path's time beyond its model at the calibration shape (``Calibration.ag_fused_extra_ms``)."""
+    """The fused path's and the cuBLAS path's times beyond their models at the calibration shape
+    (``Calibration.ag_fused_extra_ms`` and ``ag_cublas_extra_ms``)."""
     from triton_dist.ops.tuning import calibration
-    from triton_dist.ops.tuning.cost_model import ag_gemm_estimate, ag_gemm_fused_config
+    from triton_dist.ops.tuning.cost_model import ag_gemm_cublas_ms, ag_gemm_estimate, ag_gemm_fused_config
 
     m, n, k = calibration.CAL_AG
     w = world.world_size
@@ -519,8 +656,14 @@ def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str
     config = ag_gemm_fused_config(m, n, k, 2, w, partial)
     fused = calibration.timed(world, lambda: ag_gemm_impl(a, b, config=config))
     modelled = ag_gemm_estimate(m, n, k, 2, w, partial)["fused_ms"]
+    measured = {"ag_fused_extra_ms": max(0.0, fused - modelled)}
+    cublas_modelled = ag_gemm_cublas_ms(m, n, k, 2, w, dataclasses.replace(partial, ag_cublas_extra_ms=0.0))
+    if cublas_modelled is not None:
+        cublas_config = OverlapConfig(backend="cublas")
+        cublas = calibration.timed(world, lambda: ag_gemm_impl(a, b, config=cublas_config))
+        measured["ag_cublas_extra_ms"] = max(0.0, cublas - cublas_modelled)
     clear_workspaces()
-    return {"ag_fused_extra_ms": max(0.0, fused - modelled)}
+    return measured
 
 
 tuning.calibration_module.register_fused_probe("ag_gemm", _calibration_probe)

@@ -81,7 +81,8 @@ def _autotune(
     gpu: str,
     run: RunConfig,
 ) -> OverlapConfig:
-    """Time the model's pick, the unfused path and neighbours of the pick on this shape; keep and store the best."""
+    """Time the model's pick, the unfused path, the cuBLAS path and neighbours of the fused pick on this shape; keep
+    and store the best."""
     world = rt.current_world()
     fused = (
         modelled
@@ -91,7 +92,10 @@ def _autotune(
         )
     )
     tile_rows = max(1, -(-m_local // fused.matmul.block_m))
-    candidates = [modelled, OverlapConfig(backend="nccl") if modelled.backend == "fused" else fused]
+    candidates = [modelled]
+    for other in (OverlapConfig(backend="nccl"), OverlapConfig(backend="cublas"), fused):
+        if other not in candidates:
+            candidates.append(other)
     for chunk_tiles in sorted({tile_rows, max(1, -(-tile_rows // 4))} - {fused.chunk_tiles}):
         candidates.append(dataclasses.replace(fused, chunk_tiles=chunk_tiles))
     candidates.append(dataclasses.replace(fused, producer="sm", push_ctas=16))

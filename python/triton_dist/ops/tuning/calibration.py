@@ -82,6 +82,9 @@ class Calibration:
     rs_cublas_extra_ms: float = -1.0
     """What GEMM + ReduceScatter's cuBLAS path (peers' partials written by cuBLAS into their memory) costs beyond
     ``cost_model.gemm_rs_cublas_ms`` without it (launches, flags); negative: not measured, the path is not chosen."""
+    ag_cublas_extra_ms: float = -1.0
+    """What AllGather + GEMM's cuBLAS path (copy-engine pushes, one cuBLAS GEMM per shard as it lands) costs beyond
+    ``cost_model.ag_gemm_cublas_ms`` without it (launches, waits); negative: not measured, the path is not chosen."""
     measured: str = ""
     version: int = 1
     """The measurement's ``CALIBRATION_VERSION`` (entries without one are version 1)."""
@@ -322,6 +325,7 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
         "rs_fused_over_cublas",
         "rs_fused_over_cublas_small_k",
         "rs_cublas_extra_ms",
+        "ag_cublas_extra_ms",
     }
     if unknown:
         raise ValueError(f"calibration probes returned fields that are not the fused kernels': {sorted(unknown)}")

@@ -87,14 +87,48 @@ def ag_gemm_fused_config(m: int, n: int, k: int, itemsize: int, w: int, cal: Cal
     return OverlapConfig(matmul=HOPPER_CANDIDATES[0], chunk_tiles=chunk_tiles, producer="ce")
 
 
+def ag_gemm_cublas_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> float | None:
+    """Predicted ms of ``ag_gemm``'s cuBLAS path (``OverlapConfig(backend="cublas")``; n global), or None where
+    ``cal`` has not measured it (no ``ag_cublas_extra_ms``) or there is one rank.
+
+    The own shard's cuBLAS GEMM (M/W rows) runs first; the peers' shards arrive one after another at the push rate
+    (the copy engine pushes one shard per peer, as the fused model assumes), and each peer's GEMM starts when both
+    its shard has landed and the previous GEMM is done. Plus the measured extra (launches, the wait kernels).
+    """
+    if cal.ag_cublas_extra_ms < 0 or w < 2:
+        return None
+    m_local, n_local = m / w, n / w
+    t_shard = cal.cublas.ms(2.0 * m_local * n_local * k)
+    t_push = cal.push.ms(m_local * k * itemsize)
+    done = t_shard
+    for arrived in range(1, w):
+        done = max(done, arrived * t_push) + t_shard
+    return done + cal.ag_cublas_extra_ms
+
+
 def ag_gemm_choice(
     m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration
 ) -> tuple[OverlapConfig, dict[str, float]]:
-    """The configuration for an untuned ``ag_gemm`` problem and the estimate behind it."""
+    """The configuration for an untuned ``ag_gemm`` problem and the estimate behind it (with ``cublas_ms`` where the
+    calibration predicts the cuBLAS path).
+
+    The fastest prediction of NCCL + cuBLAS, the fused Triton kernel and the cuBLAS path; either fused path only
+    where it is predicted at most ``MARGIN`` of the NCCL path's time, the Triton kernel only with at least one
+    ``BLOCK_M`` tile row per shard.
+    """
     estimate = ag_gemm_estimate(m, n, k, itemsize, w, cal)
-    if w == 1 or m // w < _BLOCK_M or estimate["fused_ms"] > MARGIN * estimate["baseline_ms"]:
-        return OverlapConfig(backend="nccl"), estimate
-    return ag_gemm_fused_config(m, n, k, itemsize, w, cal), estimate
+    options = {"nccl": estimate["baseline_ms"]}
+    if w > 1 and m // w >= _BLOCK_M and estimate["fused_ms"] <= MARGIN * estimate["baseline_ms"]:
+        options["fused"] = estimate["fused_ms"]
+    cublas = ag_gemm_cublas_ms(m, n, k, itemsize, w, cal)
+    if cublas is not None:
+        estimate["cublas_ms"] = cublas
+        if m // w > 0 and cublas <= MARGIN * estimate["baseline_ms"]:
+            options["cublas"] = cublas
+    path = min(options, key=lambda name: options[name])
+    if path == "fused":
+        return ag_gemm_fused_config(m, n, k, itemsize, w, cal), estimate
+    return OverlapConfig(backend=path), estimate
 
 
 def gemm_rs_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> dict[str, float]:

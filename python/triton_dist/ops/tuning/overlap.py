@@ -9,15 +9,16 @@ from triton_dist.ops.common.config_fields import checked_fields
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig
 
 PRODUCERS = ("ce", "sm")
-BACKENDS = ("fused", "nccl")
+BACKENDS = ("fused", "nccl", "cublas")
 
 
 @dataclasses.dataclass(frozen=True)
 class OverlapConfig:
     """Everything one call of ``ag_gemm`` decides.
 
-    - ``backend``: ``"fused"`` (our overlapped kernels) or ``"nccl"`` (NCCL all-gather + cuBLAS, where fusion cannot
-      win);
+    - ``backend``: ``"fused"`` (our overlapped kernels), ``"nccl"`` (NCCL all-gather + cuBLAS, where fusion cannot
+      win) or ``"cublas"`` (the copy-engine producer with one chunk per shard, and one cuBLAS GEMM per shard as it
+      lands; ``matmul``, ``chunk_tiles`` and ``push_ctas`` do not apply, the producer must be ``"ce"``);
     - ``matmul``: the GEMM tile configuration (:class:`triton_dist.ops.matmul.MatmulConfig`);
     - ``chunk_tiles``: how many BLOCK_M tile rows one communication chunk (one flag) covers;
     - ``producer``: ``"ce"`` (copy engine: one copy per chunk and peer on a side stream, then a flag copy) or
@@ -38,6 +39,11 @@ class OverlapConfig:
             raise ValueError(f"OverlapConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.producer not in PRODUCERS:
             raise ValueError(f"OverlapConfig.producer must be one of {PRODUCERS}, got {self.producer!r}")
+        if self.backend == "cublas" and self.producer != "ce":
+            raise ValueError(
+                f"OverlapConfig(backend='cublas') pushes with the copy engine: producer must be 'ce', "
+                f"got {self.producer!r}"
+            )
         if self.chunk_tiles < 1 or self.push_ctas < 1:
             raise ValueError("OverlapConfig.chunk_tiles and push_ctas must be >= 1")
 
@@ -58,6 +64,8 @@ class OverlapConfig:
     def short(self) -> str:
         if self.backend == "nccl":
             return "nccl+cublas"
+        if self.backend == "cublas":
+            return "cublas-ce"
         producer = "ce" if self.producer == "ce" else f"sm{self.push_ctas}"
         flat = "/flat" if self.flatten_peers else ""
         return f"{self.matmul.short()}/c{self.chunk_tiles}/{producer}{flat}"
