@@ -25,7 +25,8 @@ overlap of those two parts would give. Issue 24's bar per op (``bar_verdict``): 
 it; and no row below 0.98x (device barrier) or 0.95x (from idle) (``floor_line``).
 
 The path ours ran (``fused``, ``cublas`` or the ``nccl``/``matmul+nccl`` fallback) is named per row; where it was the
-fallback, the fused kernel's default configuration is timed too (``fused ms``), so the selection can be judged.
+fallback, the fused kernel's default configuration is timed too (``fused ms``), and on every row (both ops) the cuBLAS
+path is timed and checked (``cublas_ms``, ``cublas_error``), so the selection can be judged.
 Writes bench/results/sweep_<gpu>.md, .json and .png (speedup per row, both timings).
 """
 
@@ -37,7 +38,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -252,6 +253,9 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
         def fused() -> torch.Tensor:
             return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig())[0]
 
+        def cublas() -> torch.Tensor:
+            return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig(backend="cublas"))[0]
+
         path = ag_mod.path_of(a, b)
     else:
         a = torch.randn(m, k // w, dtype=dtype, device="cuda") / k**0.25
@@ -281,6 +285,9 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
         def fused() -> torch.Tensor:
             return rs_mod.gemm_rs_with(a, b, rs_mod.GemmRSConfig(partial_dtype="input"))
 
+        def cublas() -> torch.Tensor:
+            return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_DIRECT)
+
         path = rs_mod.path_of(a, b)
     expected = baseline().float()
     got = ours().float()
@@ -305,22 +312,28 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
             row["fused_ms"] = _median_ms(fused, reps)
         except Exception as error:  # a configuration the shape cannot take: say so in the row
             row["fused_error"] = f"{type(error).__name__}: {error}"[:200]
-    if op == "rs":  # the cuBLAS path too, timed and checked on every row (the cost model's third choice)
-        row["cublas_ms"] = row["ours_ms"] if path == "cublas" else float("nan")
-        if path != "cublas" and m // w > 0:
-
-            def cublas() -> torch.Tensor:
-                return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_DIRECT)
-
-            try:
-                got = cublas().float()
-                torch.cuda.synchronize()
-                row["cublas_error"] = max_over_ranks(((got - expected).norm() / expected.norm().clamp_min(1e-6)).item())
-                row["cublas_ms"] = _median_ms(cublas, reps)
-            except Exception as error:  # say so in the row
-                row["cublas_failure"] = f"{type(error).__name__}: {error}"[:200]
+    if m // w > 0:  # the cuBLAS path too, timed and checked on every row (the cost model's third choice)
+        _cublas_path(row, path, cublas, expected, reps)
     (ag_mod if op == "ag" else rs_mod).clear_workspaces()
     return row
+
+
+def _cublas_path(
+    row: dict[str, object], path: str, cublas: Callable[[], torch.Tensor], expected: torch.Tensor, reps: int
+) -> None:
+    """Time and check the op's cuBLAS path on this row (either op): ``cublas_ms`` (ours where the selection ran it),
+    ``cublas_error`` (relative Frobenius error against the baseline's ``expected``), or ``cublas_failure`` saying
+    why it could not run."""
+    row["cublas_ms"] = row["ours_ms"] if path == "cublas" else float("nan")
+    if path == "cublas":
+        return
+    try:
+        got = cublas().float()
+        torch.cuda.synchronize()
+        row["cublas_error"] = max_over_ranks(((got - expected).norm() / expected.norm().clamp_min(1e-6)).item())
+        row["cublas_ms"] = _median_ms(cublas, reps)
+    except Exception as error:  # say so in the row
+        row["cublas_failure"] = f"{type(error).__name__}: {error}"[:200]
 
 
 def write(
@@ -336,9 +349,9 @@ def write(
         "Speedup = baseline / ours (device barrier timing, first pass; second pass beside it); from idle: ours / the",
         "baseline; host µs per call (GPU busy): ours / the unfused path as a user writes it (outputs allocated per",
         "call, as the op allocates its output) / the preallocated baseline. Path: what ours ran. fused ms: the fused",
-        "kernel's default configuration where the selection ran the fallback (so the choice can be judged); for RS",
-        "also the cuBLAS path's (peers' partials written by cuBLAS into their memory). Error: relative Frobenius",
-        "error against the baseline's result.",
+        "kernel's default configuration where the selection ran the fallback (so the choice can be judged), then the",
+        "cuBLAS path's (AG: shards gathered by the copy engine, one cuBLAS GEMM per shard as it lands; RS: peers'",
+        "partials written by cuBLAS into their memory). Error: relative Frobenius error against the baseline's result.",
         "",
         "Overlap bound = baseline / max(comm, GEMM): comm and GEMM are the baseline's collective",
         "(all_gather_into_tensor / reduce_scatter_tensor) and its torch.matmul, each timed alone like the baseline",
@@ -360,7 +373,7 @@ def write(
                     f"{r['base_ms']:.3f}", f"{r['comm_ms']:.3f} / {r['gemm_ms']:.3f}",
                     f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
-                    f"{r['fused_ms']:.3f}" + (f" / {float(r.get('cublas_ms', 'nan')):.3f}" if op == "rs" else ""),
+                    f"{r['fused_ms']:.3f} / {float(r.get('cublas_ms', 'nan')):.3f}",
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
                     f"{r['ours_host_us']:.0f} / {r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
                     f"{r['rel_error']:.1e}",
@@ -368,7 +381,7 @@ def write(
             )  # fmt: skip
         headers = [
             "model", "layer", "M,N,K", "path", "baseline ms", "comm / GEMM ms", "ours ms (1st / 2nd)",
-            "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms" + (" / cuBLAS path ms" if op == "rs" else ""),
+            "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms / cuBLAS path ms",
             "from idle ms ours / base (x)",
             "host µs ours / unfused / base", "error",
         ]  # fmt: skip

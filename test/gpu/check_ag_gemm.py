@@ -1,11 +1,12 @@
 """GPU correctness of ``triton_dist.ops.ag_gemm`` against torch (all_gather + matmul in fp32), any world size.
 
-    torchrun --nproc-per-node=2 test/gpu/check_ag_gemm.py [--quick]
+    torchrun --nproc-per-node=2 test/gpu/check_ag_gemm.py [--quick] [--cublas-only]
 
 Every case uses fresh random data (a different seed per rank and case), poisons the output buffers first (the
 op allocates its output; the receive buffer is filled with NaN before the first call), and compares with a
 torch reference: bf16 and fp16; shapes that are multiples of the tiles and shapes that are not (M_local, N, K);
-both producers (copy engine, SM push) and both GEMM paths (TMA, masked pointers); return_gathered; the
+both producers (copy engine, SM push), both GEMM paths (TMA, masked pointers) and the cuBLAS path
+(``OverlapConfig(backend="cublas")``: copy-engine gather, one cuBLAS GEMM per shard); return_gathered; the
 torch custom op under torch.compile; replays of a captured CUDA graph with new inputs each time (the epochs
 advance on the device); and bad input (mismatched shapes/dtypes across ranks, non-contiguous, wrong device,
 exhausted heap) raising named errors before anything is launched.
@@ -110,11 +111,15 @@ def check_custom_op(checks: Checks, dtype: torch.dtype) -> None:
 
 
 def check_cuda_graph(checks: Checks, producer: str) -> None:
+    """``producer``: "ce" or "sm" (the fused path's), or "cublas" (the cuBLAS path)."""
     name = f"CUDA graph, 5 replays with new inputs ({producer})"
 
     def body() -> None:
         dtype = torch.bfloat16
-        config = OverlapConfig(producer=producer, chunk_tiles=2, push_ctas=8)
+        if producer == "cublas":
+            config = OverlapConfig(backend="cublas")
+        else:
+            config = OverlapConfig(producer=producer, chunk_tiles=2, push_ctas=8)
         a, b = make_inputs(2048, 2048, 1024, dtype, 90)
         for _ in range(2):
             ag_gemm_impl(a, b, config=config)  # warm-up: compile, allocate
@@ -216,15 +221,20 @@ def check_matmul(checks: Checks) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--cublas-only", action="store_true", help="only the cuBLAS path's cases (a short run after changing it)"
+    )
     args = parser.parse_args()
     setup(heap_size="2G")
     checks = Checks()
-    check_matmul(checks)
+    if not args.cublas_only:
+        check_matmul(checks)
     seed = 10
     ce = OverlapConfig(producer="ce", chunk_tiles=2)
     sm = OverlapConfig(producer="sm", chunk_tiles=2, push_ctas=8)
     pointer = OverlapConfig(matmul=MatmulConfig(use_tma=False, block_n=128, block_k=32, num_stages=2), chunk_tiles=3)
     small_tiles = OverlapConfig(matmul=HOPPER_CANDIDATES[2], chunk_tiles=1, producer="sm", push_ctas=4)
+    cublas = OverlapConfig(backend="cublas")
     cases = [
         ("tiles divide, ce", 1024, 2048, 2048, ce),
         ("tiles divide, sm push", 1024, 2048, 2048, sm),
@@ -237,44 +247,45 @@ def main() -> int:
         ("tuned / cost-model choice", 4096, 2048, 4096, None),
         # Rows of A (K) and of B and C (N) off 16-byte multiples: no TMA descriptor takes them, the pointer kernel runs.
         ("K, N rows off 16 bytes (pointer path), sm", 1000, 1001, 1003, sm),
+        ("cuBLAS path", 1024, 2048, 2048, cublas),
+        ("cuBLAS path, M_local, N, K not multiples of anything", 1000, 1001, 1003, cublas),
+        ("cuBLAS path, one row per rank", 1, 512, 256, cublas),
     ]
     if args.quick:
-        cases = cases[:4] + cases[-1:]
+        cases = cases[:4] + cases[-4:]
+    if args.cublas_only:
+        cases = [entry for entry in cases if entry[-1] == cublas]
     for dtype in (torch.bfloat16, torch.float16):
         for label, m_local, n, k, config in cases:
             seed += 2
             case(checks, f"{label} [{m_local}x{n}x{k} {dtype}]", m_local, n, k, dtype, config, seed)
-    case(checks, "return_gathered, ce", 1024, 1024, 1536, torch.bfloat16, ce, 200, return_gathered=True)
-    case(
-        checks,
-        "return_gathered, nccl",
-        1000,
-        1024,
-        1536,
-        torch.bfloat16,
-        OverlapConfig(backend="nccl"),
-        202,
-        return_gathered=True,
-    )
+    case(checks, "return_gathered, cuBLAS path", 1000, 1024, 1536, torch.bfloat16, cublas, 204, return_gathered=True)
+    if not args.cublas_only:
+        case(checks, "return_gathered, ce", 1024, 1024, 1536, torch.bfloat16, ce, 200, return_gathered=True)
+        nccl = OverlapConfig(backend="nccl")
+        case(checks, "return_gathered, nccl", 1000, 1024, 1536, torch.bfloat16, nccl, 202, return_gathered=True)
 
     # Many calls back to back without host synchronization (epochs, barrier, buffer reuse).
     def back_to_back() -> None:
         inputs = [make_inputs(2048, 2048, 2048, torch.bfloat16, 300 + i) for i in range(8)]
-        outs = [ag_gemm_impl(a, b, config=sm if i % 2 else ce)[0] for i, (a, b) in enumerate(inputs)]
+        paths = (ce, sm, cublas)
+        outs = [ag_gemm_impl(a, b, config=paths[i % 3])[0] for i, (a, b) in enumerate(inputs)]
         sync("back-to-back calls")
         results = [close(c, reference(a, b)[0], torch.bfloat16) for c, (a, b) in zip(outs, inputs, strict=True)]
         checks.check(
-            "8 calls back to back, producers alternating",
+            "8 calls back to back, paths alternating (ce, sm, cuBLAS)",
             all(r[0] for r in results),
             "; ".join(r[1] for r in results[:3]),
         )
 
     checks.run("back to back", back_to_back)
-    for dtype in (torch.bfloat16, torch.float16):
-        check_custom_op(checks, dtype)
-    check_cuda_graph(checks, "ce")
-    check_cuda_graph(checks, "sm")
-    check_bad_inputs(checks)
+    check_cuda_graph(checks, "cublas")
+    if not args.cublas_only:
+        for dtype in (torch.bfloat16, torch.float16):
+            check_custom_op(checks, dtype)
+        check_cuda_graph(checks, "ce")
+        check_cuda_graph(checks, "sm")
+        check_bad_inputs(checks)
     log("done")
     return finish(checks)
 
