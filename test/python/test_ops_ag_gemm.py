@@ -179,3 +179,18 @@ def test_overlap_config_validates() -> None:
     assert flat.short().endswith("/flat") and not config.short().endswith("/flat")
     older = {key: value for key, value in flat.as_dict().items() if key != "flatten_peers"}
     assert OverlapConfig.from_dict(older).flatten_peers is False, "tables written before the field keep loading"
+
+
+def test_cublas_backend_config_validates_and_round_trips() -> None:
+    cublas = OverlapConfig(backend="cublas")
+    assert cublas.short() == "cublas-ce" and "cublas" in tuning.BACKENDS
+    assert OverlapConfig.from_dict(json.loads(json.dumps(cublas.as_dict()))) == cublas
+    with pytest.raises(ValueError, match="copy engine"):
+        OverlapConfig(backend="cublas", producer="sm")
+
+
+def test_wait_shard_kernel_compiles_to_an_acquire_of_the_flag() -> None:
+    need_library("sm_90")
+    compiled = compile_kernel(ag._wait_shard_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32", "segment": "i32"},
+                              "sm_90", {}, num_warps=1)  # fmt: skip
+    assert "ld.acquire.sys" in assembly(compiled, "sm_90"), "the shard's rows are read after an acquire of its flag"

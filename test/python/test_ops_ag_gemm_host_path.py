@@ -1,11 +1,14 @@
-"""ag_gemm's per-call host path, on the CPU with recording stand-ins for the launcher and the driver: a call is a
-fixed, short list of enqueues (issue 24: 376 µs of host time per call came from the dispatcher, JIT launches and
-per-chunk Tensor.copy_). What a call enqueues, in order:
+"""ag_gemm's per-call host path (the fused path's, then the cuBLAS path's), on the CPU with recording stand-ins for
+the launcher and the driver: a call is a fixed, short list of enqueues (issue 24: 376 µs of host time per call came
+from the dispatcher, JIT launches and per-chunk Tensor.copy_). What a fused call enqueues, in order:
 
 - the epoch/barrier kernel on the current stream; the side stream forked after it (one event record + one wait);
 - the first chunk for every peer, each followed by its 4-byte flag copy, then the GEMM's launch, then the other
   chunks (so neither the copy engine nor the GEMM waits for the host to enqueue everything);
 - the side stream joined back (one event record + one wait).
+
+A cuBLAS-path call: the same begin, fork, copies (one per shard) and join around ``torch.mm`` of the own rows,
+then per peer one wait kernel and ``torch.mm`` of its rows.
 """
 
 from __future__ import annotations
@@ -105,3 +108,69 @@ def test_a_call_enqueues_a_short_fixed_sequence(monkeypatch) -> None:
     assert [call[3] - a.data_ptr() for call in data] == [copy.source_offset for copy in plan.copies]
     driver_calls = 1 + 2 + 2 * chunks * peers + 1 + 2  # launches, event record/wait pairs, copies
     assert len(log.calls) + 2 == driver_calls, "the two orders are two driver calls each"
+
+
+def test_a_cublas_path_call_is_its_gemms_between_the_waits(monkeypatch) -> None:
+    """The cuBLAS path's planned call, torch's dispatcher ops and the plan's driver calls in one sequence: the output's
+    allocation and its split into shards; the begin kernel, the fork, every peer's shard copy then its flag copy on
+    the side stream; ``aten.mm.out`` of the own rows; per peer in arrival order its wait kernel then its
+    ``aten.mm.out``; the join. No other op (no copy, cat or fill), and each GEMM wrote its own rows of C."""
+    from dispatch_recording import DispatchRecording
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)  # a CPU tensor's device.index
+    monkeypatch.setattr(op, "current_raw_stream", lambda index: 7)
+    world_size, rank, m_local, k, n = 3, 1, 4, 16, 8
+    recording = DispatchRecording()
+    log = SimpleNamespace(calls=recording.ops)  # the stand-ins log into the dispatcher's record
+    gen = torch.Generator().manual_seed(7)
+    shards = [torch.randn(m_local, k, generator=gen).to(torch.bfloat16) for _ in range(world_size)]
+    recv = torch.cat(shards)
+    recv[rank * m_local : (rank + 1) * m_local] = float("nan")  # the own slot is never read
+    workspace = op.Workspace(
+        recv=recv,
+        flags=torch.zeros(8, dtype=torch.int32),
+        epoch=torch.zeros(1, dtype=torch.int32),
+        barrier=torch.zeros(world_size, dtype=torch.int32),
+        peer_recv={},
+        peer_flags={},
+    )
+    arrival = [(rank + s) % world_size for s in range(1, world_size)]
+    copies = tuple(
+        op._Copy(destination=1000 * peer, source_offset=0, nbytes=m_local * k * 2, flag=2000 * peer)
+        for peer in ((rank - s) % world_size for s in range(1, world_size))
+    )
+    plan = op.CublasPlan(
+        workspace=workspace,
+        rank=rank,
+        m_local=m_local,
+        rows=world_size * m_local,
+        n=n,
+        begin=_Launch("begin", log),
+        waits=tuple(
+            (peer, _Launch(f"wait {peer}", log), recv[peer * m_local : (peer + 1) * m_local]) for peer in arrival
+        ),
+        copies=copies,
+        side=SimpleNamespace(cuda_stream=9),
+        stream_ops=_StreamOps(log),
+    )
+    b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
+    with recording:
+        c = plan.run(shards[rank], b)
+    names = [call if isinstance(call, str) else call[0] for call in recording.ops]
+    peers = world_size - 1
+    assert names == (
+        ["aten.empty.memory_format", "aten.split.Tensor", "begin", "order"]
+        + ["copy", "copy"] * peers
+        + ["aten.mm.out"]
+        + [name for peer in arrival for name in (f"wait {peer}", "aten.mm.out")]
+        + ["order"]
+    ), names
+    assert [call[1] for call in recording.ops if call[0] == "order"] == ["ag_gemm.cublas.fork", "ag_gemm.cublas.join"]
+    copied = [call for call in recording.ops if call[0] == "copy"]
+    assert all(call[1] == 9 for call in copied), "every copy on the side stream"
+    assert [call[2] for call in copied] == [x for copy in copies for x in (copy.destination, copy.flag)]
+    assert [call[4] for call in copied[1::2]] == [4] * peers, "a 4-byte epoch copy after every shard"
+    launches = [call for call in recording.ops if isinstance(call, tuple) and call[0] not in ("copy", "order")]
+    assert [call[1] for call in launches] == [7] * (1 + peers), "the begin and wait kernels on the current stream"
+    want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
+    assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each shard's GEMM into its own rows"

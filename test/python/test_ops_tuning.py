@@ -201,3 +201,54 @@ def test_autotune_picks_the_fastest_within_the_budget_and_skips_failures() -> No
     assert best == "d"
     with pytest.warns(UserWarning, match="c skipped"), pytest.raises(RuntimeError, match="every candidate failed"):
         autotune.pick(world, ["c"], time_ms, budget=1.0)
+
+
+def test_ag_gemm_cublas_path_is_priced_only_where_measured() -> None:
+    ref = tuning.REFERENCE
+    assert ref.ag_cublas_extra_ms < 0 and cm.ag_gemm_cublas_ms(4096, 8192, 4096, 2, 2, ref) is None
+    old = ref.as_dict()
+    del old["ag_cublas_extra_ms"]
+    assert tuning.Calibration.from_dict(old) == ref, "a calibration older than the AG cuBLAS path's field still loads"
+    cal = cm.with_extra(ref, ag_cublas_extra_ms=0.01)
+    assert tuning.Calibration.from_dict(json.loads(json.dumps(cal.as_dict()))) == cal
+    assert cm.ag_gemm_cublas_ms(4096, 8192, 4096, 2, 1, cal) is None, "one rank"
+    m, n, k = 4096, 8192, 4096
+
+    def shard_gemm(w: int, c: tuning.Calibration = cal) -> float:
+        return c.cublas.ms(2.0 * (m / w) * (n / w) * k)
+
+    def push(w: int, c: tuning.Calibration = cal) -> float:
+        return c.push.ms(m / w * k * 2)
+
+    # Two ranks: the own GEMM, then the peer's once its shard has landed.
+    predicted = cm.ag_gemm_cublas_ms(m, n, k, 2, 2, cal)
+    assert predicted is not None
+    assert math.isclose(predicted, max(shard_gemm(2), push(2)) + shard_gemm(2) + 0.01)
+    # Slow links at four ranks: the shards arrive one after another; the last peer's GEMM follows the last arrival.
+    slow = dataclasses.replace(cal, push=tuning.Rate(0.0, cal.push.per_ms / 100))
+    assert math.isclose(cm.ag_gemm_cublas_ms(m, n, k, 2, 4, slow), 3 * push(4, slow) + shard_gemm(4) + 0.01)
+    # Fast links: the four GEMMs back to back.
+    fast = dataclasses.replace(cal, push=tuning.Rate(0.0, 1e15))
+    assert math.isclose(cm.ag_gemm_cublas_ms(m, n, k, 2, 4, fast), 4 * shard_gemm(4) + 0.01)
+
+
+def test_ag_gemm_choice_picks_the_fastest_of_three_paths() -> None:
+    cal = cm.with_extra(tuning.REFERENCE, ag_cublas_extra_ms=0.01)
+    # 1024 x 18432 x 16384 at two ranks: 2.2 waves of the fused kernel's tiles (its last wave priced), the cuBLAS
+    # path within MARGIN of NCCL + cuBLAS.
+    config, estimate = tuning.cost_model("ag_gemm", 1024, 18432, 16384, 2, 2, cal)
+    assert config == tuning.OverlapConfig(backend="cublas"), estimate
+    assert estimate["cublas_ms"] == cm.ag_gemm_cublas_ms(1024, 18432, 16384, 2, 2, cal)
+    assert estimate["cublas_ms"] < min(estimate["fused_ms"], cm.MARGIN * estimate["baseline_ms"])
+    config, _ = tuning.cost_model("ag_gemm", 1024, 18432, 16384, 2, 2, tuning.REFERENCE)
+    assert config.backend == "nccl", "unmeasured: never the cuBLAS path"
+    costly = cm.with_extra(cal, ag_cublas_extra_ms=1.0)
+    assert tuning.cost_model("ag_gemm", 1024, 18432, 16384, 2, 2, costly)[0].backend == "nccl"
+    # Many waves, a fused GEMM as fast as cuBLAS's: the fused kernel's prediction is the lowest.
+    cheap_fused = cm.with_extra(cal, ours=cal.cublas, ag_fused_extra_ms=0.0, ag_cublas_extra_ms=0.05)
+    config, estimate = tuning.cost_model("ag_gemm", 16384, 8192, 8192, 2, 2, cheap_fused)
+    assert config.backend == "fused" and estimate["fused_ms"] < estimate["cublas_ms"], estimate
+    # Fewer rows per rank than one fused tile row: the fused kernel never runs, the cuBLAS path may.
+    fast_fused = cm.with_extra(cal, ours=cal.cublas, ag_fused_extra_ms=0.0)
+    config, estimate = tuning.cost_model("ag_gemm", 64, 65536, 8192, 2, 2, fast_fused)
+    assert config.backend == "cublas" and estimate["fused_ms"] < estimate["cublas_ms"], estimate
