@@ -10,7 +10,8 @@ Cases: random routing with uneven T and slots of -1; k = 1 (int64 ids); k = 8 (b
 last rank (rank 0 receives nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows
 its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``);
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
-low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), and ``MoeConfig(whole_row=
+low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), normal mode's early
+push when the buffers must grow (``EARLY_CASES``), and ``MoeConfig(whole_row=
 False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
 whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once. Normal mode's
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
@@ -53,6 +54,10 @@ def _case_inputs(
         counts = [6, 0, 4][:world]
     elif name == "grow":
         k, counts = 3, [40] * world
+    elif name == "grow_combine":  # rank 0's tokens need more combine slots than 64; no rank receives 64 tokens
+        counts = [60, 0, 0][:world]
+    elif name == "grow_tokens":  # then every rank receives more than 64 tokens (combine: within the 128 above)
+        counts = [70] * world
     elif name == "large":  # the GPU test's: several tokens per route count program (64 of them), uneven chunks
         k, counts = 4, [700, 333, 517][:world]
     xs, idxs, weights = [], [], []
@@ -72,6 +77,10 @@ def _case_inputs(
 
 CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
 CHUNKED_CASES = ("random", "k8")
+EARLY_CASES = ("grow_combine", "grow_tokens")
+"""At 2 ranks, normal mode, after the cases above (whose k = 2 plan has buffers of 64 slots): its push goes before
+the host reads the summary, and does nothing when the buffers must grow (combine slots only, then token slots
+only); the op then grows them and pushes again."""
 GATHER_CASES = {2: ("random", "k1", "k8", "one_rank", "t0", "empty_expert"), 3: ("t0",)}
 """The cases run again in normal mode with ``layout="gather"``, per world size (their first place in ``CASES``); at
 2 ranks also chunked k = 8 and fp8 kept and dequantized."""
@@ -314,6 +323,8 @@ def _worker(out_dir: str) -> None:
     if size == 2:  # the fp8, capacity and chunked paths once (the emulation is slow; W is a run-time value)
         record |= _fp8(rank, size)
         record["overflow"] = _overflow(rank, size)
+        for number, name in enumerate(EARLY_CASES, start=len(CASES)):
+            record[f"early/{name}#{number}/normal"] = _case(rank, size, name, number, "normal")
         chunked = MoeConfig(whole_row=False)
         for name in CHUNKED_CASES:
             for mode in ("normal", "low_latency"):
@@ -350,13 +361,17 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
         cases = {
             key: problems
             for key, problems in record.items()
-            if key.endswith(f"/{mode}") and "#" in key and not key.startswith(("chunked/", "programs2/", "gather/"))
+            if key.endswith(f"/{mode}")
+            and "#" in key
+            and not key.startswith(("chunked/", "programs2/", "gather/", "early/"))
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
         if len(records) == 2:
-            extra = {key: problems for key, problems in record.items() if key.startswith(("fp8/", "overflow"))}
-            assert sorted(extra) == [
+            prefixes = ("fp8/", "overflow", "early/") if mode == "normal" else ("fp8/", "overflow")
+            extra = {key: problems for key, problems in record.items() if key.startswith(prefixes)}
+            early = [f"early/{name}#{n}/normal" for n, name in enumerate(EARLY_CASES, len(CASES))]
+            assert sorted(extra) == sorted(early if mode == "normal" else []) + [
                 "fp8/chunked/low_latency/dequantize",
                 "fp8/chunked/normal",
                 "fp8/gather/normal",

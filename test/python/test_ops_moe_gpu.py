@@ -1,7 +1,7 @@
 """moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases
 (test_ops_moe_emulation.py) on real kernels, hundreds of tokens per rank (``large``: the route count programs'
-prefixes), two dispatches in flight before their combines (the double-buffered
-halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference; fp8
+prefixes), normal mode's early push when its buffers must grow (``EARLY_CASES``), two dispatches in flight before
+their combines (the double-buffered halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference; fp8
 dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert
 over its capacity, the default whole-row kernels and ``MoeConfig(whole_row=False)``'s chunks at H = 7168 (a
 normal and a low-latency case each), normal mode's ``layout="gather"`` (every case, large, two in flight, H = 7168
@@ -304,7 +304,7 @@ def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, li
 
 
 def _worker(out_dir: str) -> None:
-    from test_ops_moe_emulation import CASES, _case_inputs, _differences, _experts, _gathered
+    from test_ops_moe_emulation import CASES, EARLY_CASES, _case_inputs, _differences, _experts, _gathered
 
     import triton_dist
     from triton_dist.ops.moe import MoeConfig, reference_dispatch
@@ -351,6 +351,13 @@ def _worker(out_dir: str) -> None:
             check(f"{name}#{number}/{mode}", args, refs, dispatched, out)
             if mode == "normal":
                 check_gathered(f"gather/{name}#{number}/normal", args, refs, *gathered(args))
+    # The k = 2 plan above has buffers of 64 slots: its push goes before the host reads the summary, and does
+    # nothing when the combine slots, then the token slots, must grow (pushed again after growing).
+    for number, name in enumerate(EARLY_CASES, start=len(CASES)):
+        args, refs = one(name, number, "normal")
+        dispatched = triton_dist.ops.moe_dispatch(*args)
+        out = triton_dist.ops.moe_combine(_experts(*dispatched[:1], dispatched[1].recv_expert), dispatched[1])
+        check(f"early/{name}#{number}/normal", args, refs, dispatched, out)
     args, refs = one("large", 40, "normal")
     check_gathered("gather/large/normal", args, refs, *gathered(args))
     (args_a, refs_a), (args_b, refs_b) = one("k8", 13, "normal"), one("k8", 14, "normal")

@@ -40,7 +40,7 @@ SIGNATURES: dict[str, dict[str, str]] = {
         "x_ptr": "*bf16",
         "idx_ptr": _I32,
         "w_ptr": "*fp32",
-        **{n: _I32 for n in ("tok_pos_ptr", "pair_pos_ptr", "row_ptr", "epoch_ptr")},
+        **{n: _I32 for n in ("tok_pos_ptr", "pair_pos_ptr", "row_ptr", "epoch_ptr", "info_ptr")},
         "T": "i32",
         "tokens_ptr": "*bf16",
         **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr", "part_ptr")},
@@ -89,28 +89,37 @@ def _compile(
     dequantize: bool = False,
     row_block: int = 0,
     gather: bool = False,
+    bulk: bool = False,
+    num_warps: int = 4,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
-    pointer and H 16-byte aligned, as the op launches it; ``scales`` > 0: an fp8 payload (``dequantize``: expand
-    writes bf16); ``row_block`` > 0: ``MoeConfig(whole_row=True)``'s kernels for rows of up to that many elements;
-    ``gather``: expand for ``layout="gather"``."""
+    pointer and H 16-byte aligned, as the op launches it on one node; ``scales`` > 0: an fp8 payload
+    (``dequantize``: expand writes bf16); ``row_block`` > 0: ``MoeConfig(whole_row=True)``'s kernels for rows of up
+    to that many elements; ``gather``: expand for ``layout="gather"`` (``bulk``: its payload copied after it)."""
     constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
+    signature = dict(SIGNATURES[name])
     if name == "route":
         constexprs["EXCHANGE"] = not low_latency
+        if not low_latency:  # the summary also into host-mapped memory
+            constexprs["HOST_INFO"] = True
+            signature["host_info_ptr"] = _I32
     if name in ("push", "expand", "combine_reduce"):
         constexprs["LOW_LATENCY"] = low_latency
+    if name == "push" and not low_latency:  # launched before the summary is read: it checks the buffer sizes
+        constexprs["CHECK_CAP"] = True
+        signature["COMBINE_CAP"] = "i32"
     if name == "expand":
         constexprs["GATHER"] = gather
+        constexprs["BULK"] = bulk
     if name in ("route", "push", "combine_push"):
         constexprs["WORLD"] = notify_world(world_size)
-    signature = dict(SIGNATURES[name])
     if scales:
         signature["tokens_ptr"] = "*fp8e4nv"
         if name == "expand" and not dequantize:
             signature["recv_ptr"] = "*fp8e4nv"
     aligned = tuple(arg for arg in signature if arg.endswith("_ptr")) + (("H",) if "H" in signature else ())
     kernel = getattr(kernels, f"_{name}_kernel")
-    return assembly(compile_kernel(kernel, signature, target, constexprs, aligned=aligned), target)
+    return assembly(compile_kernel(kernel, signature, target, constexprs, aligned=aligned, num_warps=num_warps), target)
 
 
 def _order(text: str, *patterns: str) -> list[int]:
@@ -514,3 +523,100 @@ def test_bench_times_the_variants_beside_the_default(tmp_path: Any) -> None:
     assert "| ours chunked | normal | 128 | 50.0 / 50.0 / — |" in text
     assert "| ours 2 programs/SM | normal | 128 | 20.0 / 20.0 / — |" in text and "| 5.00 / 5.00 / 5.00 / 5.00 |" in text
     assert "| ours gather | normal | 128 | 10.0 / 10.0 / — |" in text and "| 10.00 / 10.00 / 10.00 / 10.00 |" in text
+
+
+def test_sm90_bulk_gather_expand_moves_no_payload() -> None:
+    """``layout="gather"`` on one node without dequantization: the expand kernel writes the meta only (the op copies
+    the token buffer's slots into recv_x as one block after it), so it has a row's eight 16-byte payload loads per
+    thread fewer than the kernel that copies each row."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    copying = _compile("expand", "sm_90", False, world_size=2, row_block=block, gather=True)
+    bulk = _compile("expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True)
+
+    def loads(ptx: str) -> int:
+        return sum(1 for line in ptx.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line))
+
+    assert loads(bulk) <= loads(copying) - 8, (loads(bulk), loads(copying))
+
+
+def test_pooled_outputs_are_aligned_disjoint_views() -> None:
+    """The eager path's int32 outputs: views of one allocation, each at a multiple of 64 bytes (the kernels are
+    compiled for 16-byte aligned pointers), none overlapping another, of the shapes asked for (scalars and empty
+    ones included); unpooled: separate tensors."""
+    shapes = [(3, 2), (0,), (), (5,), (2, 3, 4), (1,)]
+    views = moe_op._int32s(shapes, torch.device("cpu"), pooled=True)
+    assert [tuple(v.shape) for v in views] == shapes and all(v.is_contiguous() for v in views)
+    base = views[0].untyped_storage().data_ptr()
+    assert all(v.untyped_storage().data_ptr() == base for v in views), "one allocation"
+    assert all(v.data_ptr() % 64 == 0 for v in views)
+    for i, v in enumerate(views):
+        v.fill_(i)
+    assert all(bool((v == i).all()) for i, v in enumerate(views)), "no view overlaps another"
+    separate = moe_op._int32s(shapes, torch.device("cpu"), pooled=False)
+    assert len({v.untyped_storage().data_ptr() for v in separate if v.numel()}) == 5
+
+
+def test_the_summary_is_polled_from_host_memory_until_every_word_landed() -> None:
+    """Normal mode reads the route kernel's summary from host-mapped memory (set to -1 before the launch, every
+    word the kernel writes >= 0) without synchronizing the stream; a kernel that ended without writing it is an
+    error naming the problem, not a hang; without host memory the device's words are copied."""
+    info = torch.arange(8, dtype=torch.int32)
+    assert moe_op._summary(info, None, None) == list(range(8))
+    host = torch.tensor([3, 1, 4, 1, 0, 0, 7, 0], dtype=torch.int32)
+    assert moe_op._summary(info, host, None) == host.tolist()
+
+    class Landing:
+        """A route kernel still running for two queries, whose last word lands before the third."""
+
+        queries = 0
+
+        def query(self) -> bool:
+            self.queries += 1
+            if self.queries == 3:
+                host[7] = 0
+            return self.queries >= 3
+
+    host[7] = -1
+    landing = Landing()
+    assert moe_op._summary(info, host, landing) == [3, 1, 4, 1, 0, 0, 7, 0] and landing.queries == 3  # type: ignore[arg-type]
+    host[2] = -1
+    with pytest.raises(RuntimeError, match="route kernel ended without writing its summary"):
+        moe_op._summary(info, host, SimpleNamespace(query=lambda: True))  # type: ignore[arg-type]
+
+
+def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens() -> None:
+    """``bench/moe.py --only-dispatch``: its own default sizes (1 and 4096), any other ``--tokens`` kept."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("bench_moe_quick", Path(__file__).parents[2] / "bench" / "moe.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    assert not bench.parse_args([]).only_dispatch
+    assert bench.parse_args(["--only-dispatch"]).tokens == [1, 4096]
+    assert bench.parse_args(["--only-dispatch", "--tokens", "128"]).tokens == [128]
+    assert bench.parse_args([]).tokens == list(bench.TOKENS)
+
+
+def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path: Any) -> None:
+    """The fp8 push runs ``FP8_PUSH_WARPS`` warps: at H = 7168 (whole rows) each thread quantizes a quarter of what
+    it does at 4 warps (fewer than half the PTX instructions), and nothing spills."""
+    from triton_dist.ops.moe.config import FP8_PUSH_WARPS
+
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+
+    def instructions(ptx: str) -> int:
+        return sum(
+            1 for line in ptx.splitlines() if line.strip() and not line.strip().startswith(("//", ".", "$", "{", "}"))
+        )
+
+    four = _compile("push", "sm_90", False, world_size=2, row_block=block, scales=56)
+    wide = _compile("push", "sm_90", False, world_size=2, row_block=block, scales=56, num_warps=FP8_PUSH_WARPS)
+    assert FP8_PUSH_WARPS >= 8 and 2 * instructions(wide) < instructions(four), (instructions(wide), instructions(four))
+    info = ptxas_info(wide, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in info, info

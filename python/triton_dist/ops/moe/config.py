@@ -61,6 +61,12 @@ FP8_MAX = 448.0
 """The largest finite float8_e4m3fn value: each group is scaled so that its largest magnitude maps to it."""
 FP8_AMAX_FLOOR = 1e-4
 """The smallest amax a group is scaled by (an all-zero group quantizes to zeros with scale ``1e-4 / 448``)."""
+FP8_PUSH_WARPS = 16
+"""Warps of the fp8 push kernel (the other kernels run 4). Its quantization is about 2000 instructions per thread per
+row at 4 warps (a division per element, the group maxima, the rounding: one warp per scheduler, each instruction
+waiting for the last), which made the fp8 dispatch no faster than bf16's on 2 x H100 (2026-11-27, 4096 tokens:
+420.6 against 394.1 µs in the gather layout) although it moves half the bytes; 16 warps split each row four times
+finer and give every scheduler four warps to switch between."""
 FP8_DTYPE = torch.float8_e4m3fn
 """The dtype of fp8 payloads (NVIDIA's e4m3, sm_89 and later; the CPU emulation runs it too)."""
 

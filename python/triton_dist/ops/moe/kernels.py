@@ -177,6 +177,8 @@ def _route_kernel(
     count_signals_ptr=None,
     NODES: tl.constexpr = 1,
     LOCAL: tl.constexpr = 1,
+    host_info_ptr=None,
+    HOST_INFO: tl.constexpr = False,
 ):
     me = dl.rank()
     ranks = dl.num_ranks()
@@ -206,6 +208,7 @@ def _route_kernel(
     tl.store(row_ptr + WP + EP, bad_ids)
     words = tl.arange(0, 8)
     info = tl.where(words == 4, bad_ids, 0)  # the status, word 0: this rank's skipped ids; the rest 0
+    info = tl.where(words == 6, epoch, info)  # the call's epoch: the host picks the parity of a buffer by it
     if EXCHANGE and NODES > 1:  # across nodes: load/store within mine, my row put to every rank of the others
         matrix = counts_ptr + parity * WP * ROW
         node = me // LOCAL
@@ -257,6 +260,8 @@ def _route_kernel(
         info = tl.where(words == 3, tl.max(tl.sum(n, axis=1), axis=0), info)  # combine slots the busiest home needs
         info = tl.where(words == 5, world_bad, info)
     tl.store(info_ptr + words, info)
+    if HOST_INFO:  # the same words into host-mapped memory, which the host polls instead of a copy and a sync
+        tl.store(host_info_ptr + words, info)
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
@@ -268,6 +273,7 @@ def _push_kernel(
     pair_pos_ptr,
     row_ptr,
     epoch_ptr,
+    info_ptr,
     T,
     tokens_ptr,
     meta_ptr,
@@ -297,6 +303,8 @@ def _push_kernel(
     NODES: tl.constexpr = 1,
     LOCAL: tl.constexpr = 1,
     ELEM: tl.constexpr = 1,
+    COMBINE_CAP=0,
+    CHECK_CAP: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -304,6 +312,10 @@ def _push_kernel(
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
+    tokens = T
+    if CHECK_CAP:  # launched before the host read the summary: a no-op (no data, no flag) unless the buffers fit
+        fits = (tl.load(info_ptr + 2) <= CAP) & (tl.load(info_ptr + 3) <= COMBINE_CAP)
+        tokens = tl.where(fits, T, 0)
     META: tl.constexpr = 1 + 3 * K + SCALES
     token_buf = tokens_ptr + tl.cast(parity, tl.int64) * CAP * H
     meta_buf = meta_ptr + parity * CAP * META
@@ -323,7 +335,7 @@ def _push_kernel(
     cols = tl.arange(0, MP)
     h = tl.arange(0, BLOCK_H)
     chunk = tl.cdiv(T, PARTS)  # the route count programs' token ranges
-    for t in range(pid, T, programs):
+    for t in range(pid, tokens, programs):
         if WHOLE_ROW:  # the row loaded once, before any store, then stored to every destination
             values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H, other=0.0)
         is_idx = (cols >= 1) & (cols <= K)
@@ -476,7 +488,22 @@ def _push_kernel(
                 tl.store(remote + dests, tl.load(row_ptr + dests, mask=dests < ranks), mask=dests < ranks)
                 tl.store(remote + WP + experts, tl.load(row_ptr + WP + experts, mask=experts < E), mask=experts < E)
     data_flags = flags_ptr + parity * FLAGS + DATA_FLAGS
-    if NODES > 1:  # the ranks of my node (the others wait for each slot's signals)
+    if CHECK_CAP:  # one node (op.py launches no other with it): the flags only if the data went
+        if fits:
+            if WORLD > 0:  # notify_every_rank, inlined
+                dl.notify(
+                    data_flags + me * programs + pid,
+                    tl.arange(0, WORLD),
+                    signal=epoch,
+                    sig_op="set",
+                    comm_scope="intra_node",
+                )
+            else:
+                for peer in range(0, ranks):
+                    dl.notify(
+                        data_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node"
+                    )
+    elif NODES > 1:  # the ranks of my node (the others wait for each slot's signals)
         for j in range(0, LOCAL):
             dl.notify(
                 data_flags + me * programs + pid, node * LOCAL + j, signal=epoch, sig_op="set", comm_scope="intra_node"
@@ -536,6 +563,7 @@ def _expand_kernel(
     slot_signals_ptr=None,
     NODES: tl.constexpr = 1,
     LOCAL: tl.constexpr = 1,
+    BULK: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -615,7 +643,9 @@ def _expand_kernel(
             ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
             weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
             places = tl.load(meta_row + 1 + 2 * K + ks, mask=in_k, other=0)
-            if WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
+            if BULK:  # the gather layout's payload (and scales) copied after the kernel, in one block: no loads
+                pass
+            elif WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
                 if DEQUANT:
                     group_ids = tl.arange(0, GB)
                     scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
@@ -652,41 +682,44 @@ def _expand_kernel(
             tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
             if GATHER:  # the token's local rows read it from row i of recv_x, which holds it once
                 tl.store(gather_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + i, mask=got)
-            COPIES: tl.constexpr = 1 if GATHER else K
-            for k in range(0, COPIES):
-                if GATHER:
-                    row = tl.cast(i, tl.int32)
-                else:
-                    row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
-                if row >= 0:
-                    if WHOLE_ROW:
-                        tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
-                        if SCALES > 0:
-                            if not DEQUANT:  # fp8 kept: the row's scales go with it
-                                groups = tl.arange(0, SP)
-                                tl.store(
-                                    scales_ptr + row.to(tl.int64) * SCALES + groups, whole_scales, mask=groups < SCALES
-                                )
-                    elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
-                        for h0 in range(0, H, BLOCK_H):
-                            offs = h0 + h
-                            values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
-                            group_ids = h0 // 128 + tl.arange(0, GB)
-                            scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
-                            scale = scale_bits.to(tl.float32, bitcast=True)
-                            grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
-                            out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
-                            tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+            if not BULK:  # the payload into its local rows (gather: once, to row i)
+                COPIES: tl.constexpr = 1 if GATHER else K
+                for k in range(0, COPIES):
+                    if GATHER:
+                        row = tl.cast(i, tl.int32)
                     else:
-                        for h0 in range(0, H, BLOCK_H):
-                            offs = h0 + h
-                            values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
-                            tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
-                        if SCALES > 0:  # fp8 kept: the row's scales go with it
-                            groups = tl.arange(0, SP)
-                            scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
-                            scale = scale_bits.to(tl.float32, bitcast=True)
-                            tl.store(scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES)
+                        row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
+                    if row >= 0:
+                        if WHOLE_ROW:
+                            tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
+                            if SCALES > 0:
+                                if not DEQUANT:  # fp8 kept: the row's scales go with it
+                                    groups = tl.arange(0, SP)
+                                    tl.store(
+                                        scales_ptr + row.to(tl.int64) * SCALES + groups,
+                                        whole_scales,
+                                        mask=groups < SCALES,
+                                    )
+                        elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
+                            for h0 in range(0, H, BLOCK_H):
+                                offs = h0 + h
+                                values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
+                                group_ids = h0 // 128 + tl.arange(0, GB)
+                                scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                                scale = scale_bits.to(tl.float32, bitcast=True)
+                                grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                                out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
+                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+                        else:
+                            for h0 in range(0, H, BLOCK_H):
+                                offs = h0 + h
+                                values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
+                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
+                            if SCALES > 0:  # fp8 kept: the row's scales go with it
+                                groups = tl.arange(0, SP)
+                                scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                                scale = scale_bits.to(tl.float32, bitcast=True)
+                                tl.store(scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES)
         else:  # a low-latency slot nobody filled this call
             tl.store(comb_src_ptr + i, -1)
     if LOW_LATENCY:  # the rows past each expert's count read as "no row": meta -1, weight 0 (recv_x left as it is)

@@ -36,6 +36,7 @@ from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
     EMULATED_ROUTE_PROGRAMS,
     FP8_DTYPE,
+    FP8_PUSH_WARPS,
     MODES,
     ROUTE_PROGRAMS,
     STATUS_BAD_EXPERT,
@@ -60,10 +61,15 @@ EMULATED_PROGRAMS = 1
 (Triton 3.6's interpreter, as patched by ``runtime/emulation/interpreter_fixes.py``) intermittently fails a
 ``range`` over a run-time value at a kernel's first loop with "only 0-dimensional arrays can be converted to
 Python scalars" (its ``tensor.__index__`` is briefly the unpatched one while another program runs a primitive)."""
-PHASES = ("start", "route", "sync", "push", "alloc", "expand")
-"""The points of a normal-mode dispatch a phase hook is called at (:func:`set_phase_hook`), in order: before the
-route kernel, after its launch, after the host synchronization, after the push launch, after the outputs are
-allocated (while push runs), after the expand launch."""
+PHASES = ("start", "route", "push", "sync", "alloc", "expand", "copy")
+"""The points of a normal-mode dispatch a phase hook is called at (:func:`set_phase_hook`): ``start`` on entry,
+``route`` after the route kernels' launch, ``push`` after the push launch, ``sync`` once the host has read the
+summary (its one synchronization), ``alloc`` after the outputs are allocated, ``expand`` after the expand launch,
+``copy`` after ``layout="gather"``'s block copy of the payload (one node, no dequantization; otherwise not called).
+One node from the second call of a signature on: ``push`` comes before ``sync`` (the push kernel is launched
+before the host waits, and does nothing if the buffers turn out too small, in which case it is launched again after
+``sync``); otherwise ``sync`` comes first. A hook that records a CUDA event at each point measures, per interval,
+how long the stream took from the previous point to this one: a kernel, or the GPU idle while the host works."""
 _phase_hook: Callable[[str], object] | None = None
 
 
@@ -167,6 +173,10 @@ class _Plan:
     """The world's nodes: 1 runs the one-node kernels; more, the kernels' puts across nodes (``NODES``)."""
     local: int = 0
     """Ranks per node (``LOCAL``; torchrun's layout: node ``m`` holds ranks ``[m L, (m + 1) L)``)."""
+    host_info: torch.Tensor | None = None
+    """Normal mode on one node (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
+    emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
+    device's summary and synchronizing (``_summary``)."""
 
     @property
     def low_latency(self) -> bool:
@@ -263,9 +273,75 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
     plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
+    if not plan.low_latency and plan.nodes == 1:
+        plan.host_info = _host_words(world.device)
     if plan.low_latency:
         _grow(plan, size * plan.max_tokens, size * plan.max_tokens)
     return plan
+
+
+def _host_words(device: torch.device) -> torch.Tensor | None:
+    """int32 [INFO_WORDS] the route kernel can store into and the host can read without a copy: pinned host memory
+    on a CUDA device (mapped into the device's address space with unified addressing), a CPU tensor on the CPU;
+    None where pinned memory is not available (the host then copies the summary)."""
+    if device.type == "cpu":
+        return torch.full((INFO_WORDS,), -1, dtype=torch.int32)
+    try:
+        return torch.full((INFO_WORDS,), -1, dtype=torch.int32, pin_memory=True)
+    except RuntimeError:
+        return None
+
+
+SUMMARY_POLLS = 64
+"""Reads of the host-mapped summary between two queries of the route kernel's completion event (``_summary``)."""
+
+
+def _summary(info: torch.Tensor, host: torch.Tensor | None, routed: torch.cuda.Event | None) -> list[int]:
+    """The route kernel's summary words (the one host synchronization of a normal-mode dispatch).
+
+    From ``host`` (host-mapped, set to -1 before the launch; every word the kernel writes is >= 0): polled until
+    every word has landed, without waiting for the stream, so the host goes on while the push kernel runs. Raises
+    RuntimeError if ``routed`` (an event recorded after the route kernel) completes and a word is still missing, and
+    whatever CUDA error the event reports. Without ``host``: a copy of ``info`` (a stream synchronization)."""
+    if host is None:
+        return info.tolist()
+    while True:
+        for _ in range(SUMMARY_POLLS):
+            words = host.tolist()
+            if min(words) >= 0:
+                return words
+        if routed is None or routed.query():  # the kernel ended (or there is no stream): its words are in
+            words = host.tolist()
+            if min(words) >= 0:
+                return words
+            raise RuntimeError(
+                f"moe_dispatch: the route kernel ended without writing its summary into host memory (read {words}); "
+                "the pinned host buffer is not mapped into the device's address space"
+            )
+
+
+def _int32s(shapes: list[tuple[int, ...]], device: torch.device, pooled: bool) -> list[torch.Tensor]:
+    """Empty int32 tensors of ``shapes``: separate allocations, or (``pooled``) views of one allocation (one call of
+    the allocator instead of one per tensor, each view at a multiple of 64 bytes, so the kernels' 16-byte alignment
+    holds). Pooled views alias one storage: only for the eager path (a custom op's outputs may not alias)."""
+    if not pooled:
+        return [torch.empty(shape, dtype=torch.int32, device=device) for shape in shapes]
+    starts, total = [], 0
+    for shape in shapes:
+        starts.append(total)
+        size = 1
+        for n in shape:
+            size *= n
+        total += -(-size // 16) * 16
+    block = torch.empty(total, dtype=torch.int32, device=device)
+    out = []
+    for shape, start in zip(shapes, starts, strict=True):
+        strides, step = [], 1
+        for n in reversed(shape):
+            strides.append(step)
+            step *= n
+        out.append(block.as_strided(shape, tuple(reversed(strides)), start))
+    return out
 
 
 def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
@@ -342,6 +418,8 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
     elif name == "route":
         fixed = {"epochs_ptr": ws.epochs, "counts_ptr": ws.counts, "flags_ptr": ws.flags, "part_ptr": ws.parts}
         fixed |= {"E": plan.num_experts, "EXCHANGE": not plan.low_latency, **world}
+        if plan.host_info is not None:
+            fixed |= {"host_info_ptr": plan.host_info, "HOST_INFO": True}
         if topology:
             fixed |= {"count_signals_ptr": ws.count_signals, **topology}
         grid = (1, 1, 1)
@@ -352,6 +430,8 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
             fixed |= {"flags_ptr": ws.flags, "part_ptr": ws.parts, **slots, "M": plan.max_tokens, "E": plan.num_experts}
             fixed |= {"LOW_LATENCY": plan.low_latency, **world}
+            if _early_push(plan):  # launched before the summary is read: a no-op unless the buffers fit
+                fixed |= {"COMBINE_CAP": buffers.combine_slots, "CHECK_CAP": True}
             if across is not None:
                 fixed |= {"send_ptr": across.send, "send_meta_ptr": across.send_meta, **topology}
                 fixed |= {"slot_signals_ptr": across.slot_signals, "ELEM": buffers.tokens.element_size()}
@@ -359,7 +439,7 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
             fixed |= {"flags_ptr": ws.flags, "table_ptr": ws.table, **slots, "M": plan.max_tokens}
             fixed |= {"L": plan.local_experts}
-            fixed |= {"LOW_LATENCY": plan.low_latency, "GATHER": gather}
+            fixed |= {"LOW_LATENCY": plan.low_latency, "GATHER": gather, "BULK": _bulk_copy(plan, gather, dequantize)}
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
@@ -382,8 +462,21 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
         if param.name not in named and param.has_default:
             named[param.name] = param.default
     with torch.cuda.device(device):
-        launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=4)
+        warps = FP8_PUSH_WARPS if name == "push" and plan.fp8 else 4
+        launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=warps)
         launch.launch(device, *leading.values())
+
+
+def _early_push(plan: _Plan) -> bool:
+    """Whether ``plan``'s push is launched before the host reads the summary (normal mode on one node): the
+    kernel then checks the buffer sizes the summary asks for itself, and does nothing if they do not fit."""
+    return not plan.low_latency and plan.nodes == 1
+
+
+def _bulk_copy(plan: _Plan, gather: bool, dequantize: bool) -> bool:
+    """Whether ``layout="gather"``'s payload (and fp8 scales) is copied after the expand kernel as one block
+    (one node, no dequantization): ``recv_x``'s row ``i`` is the token buffer's slot ``i``."""
+    return gather and plan.nodes == 1 and not dequantize
 
 
 def _aligned(t: torch.Tensor) -> torch.Tensor:
@@ -437,10 +530,12 @@ def _dispatch(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     layout: str = "expanded",
+    pooled: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     """The dispatch of checked inputs; returns the 19 tensors the custom op returns, in its order (the last two:
     the fp8 scales of ``recv_x``'s rows, or an empty tensor; ``layout="gather"``'s row of ``recv_x`` per pair row,
-    or an empty tensor)."""
+    or an empty tensor). ``pooled``: the int32 / fp32 outputs are views of two allocations (the eager path; the
+    custom op's outputs may not alias each other)."""
     plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm)
     device, size, topk = x.device, plan.world_size, plan.topk
     mark = None if plan.low_latency else _phase_hook
@@ -448,53 +543,65 @@ def _dispatch(
         mark("start")
     x, topk_idx, topk_weights = _aligned(x), _aligned(topk_idx), _aligned(topk_weights)
     tokens = x.shape[0]
-    ints = {"dtype": torch.int32, "device": device}
-    tok_pos = torch.empty(tokens, size, **ints)
-    pair_pos = torch.empty(tokens, topk, **ints)
-    row = torch.empty(row_stride(size, num_experts), **ints)
-    info = torch.empty(INFO_WORDS, **ints)  # the route kernel writes every word
-    epoch = torch.empty(1, **ints)
+    # The route kernel writes every word of info (and of the host's copy).
+    shapes = [(tokens, size), (tokens, topk), (row_stride(size, num_experts),), (INFO_WORDS,), (1,)]
+    tok_pos, pair_pos, row, info, epoch = _int32s(shapes, device, pooled)
+    host = plan.host_info
+    if host is not None:
+        host.fill_(-1)  # every word the route kernel writes is >= 0: -1 is "not landed yet"
     route = {"idx_ptr": topk_idx, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos, "T": tokens}
     _launch(plan, "route_count", route, device)
     _launch(plan, "route", {"row_ptr": row, "info_ptr": info, "epoch_ptr": epoch}, device)
+    routed = None
+    if host is not None and device.type == "cuda":
+        routed = torch.cuda.Event()
+        routed.record()
     if mark is not None:
         mark("route")
     experts = plan.local_experts
+    push = {"x_ptr": x, "idx_ptr": topk_idx, "w_ptr": topk_weights, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos}
+    push |= {"row_ptr": row, "epoch_ptr": epoch, "info_ptr": info, "T": tokens}
+    sized = plan.buffers
+    # Normal mode on one node, once the plan has buffers: push goes before the host reads the summary, so the host's
+    # wait overlaps it (the kernel does nothing if the buffers turn out too small; then it goes again after _grow).
+    early = sized is not None and _early_push(plan)
+    if early:
+        _launch(plan, "push", push, device)
+        if mark is not None:
+            mark("push")
     if plan.low_latency:
         rows_shape: tuple[int, ...] = (experts, size * plan.max_tokens)
         received = size * plan.max_tokens
+        parity = 0
     else:
-        summary = info.tolist()  # the one host synchronization: the counts every rank exchanged
+        summary = _summary(info, host, routed)  # the one host synchronization: the counts every rank exchanged
         if mark is not None:
             mark("sync")
         if summary[5]:
             raise MoeStatusError(
                 f"moe_dispatch: {summary[5]} topk_idx entries over all ranks (this rank: {summary[4]}) are not "
-                f"expert ids in [0, {num_experts}) or -1; nothing was sent"
+                f"expert ids in [0, {num_experts}) or -1; nothing was received"
             )
         _grow(plan, summary[2], summary[3])
         rows_shape, received = (summary[0],), summary[1]
+        parity = summary[6] % 2
+    if not early or plan.buffers is not sized:  # the early push did nothing exactly when the buffers grew
+        _launch(plan, "push", push, device)
+        if mark is not None:
+            mark("push")
     gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
     recv_shape = (received,) if gather else rows_shape
-    # Push first: it needs none of the outputs, so the host allocates them while it runs (normal mode: the GPU
-    # would otherwise idle through them after the synchronization).
-    push = {"x_ptr": x, "idx_ptr": topk_idx, "w_ptr": topk_weights, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos}
-    _launch(plan, "push", {**push, "row_ptr": row, "epoch_ptr": epoch, "T": tokens}, device)
-    if mark is not None:
-        mark("push")
+    # The host allocates the outputs while push runs (normal mode: the GPU would otherwise idle through them).
     payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
     recv_x = torch.empty(*recv_shape, plan.hidden, dtype=payload, device=device)
     kept_scales = fp8 and not dequantize
-    scales = torch.empty(*recv_shape, plan.scales, dtype=torch.float32, device=device) if kept_scales else None
-    gather_rows = torch.empty(rows_shape if gather else (0,), **ints)
     # Low-latency rows nobody fills this call read as "no row" (-1 / 0): the expand kernel writes them too.
-    src_rank, src_token, expert, slot = (torch.empty(rows_shape, **ints) for _ in range(4))
-    weights = torch.empty(rows_shape, dtype=torch.float32, device=device)
-    comb_rows = torch.empty(received, topk, **ints)
-    comb_src, comb_dst = torch.empty(received, **ints), torch.empty(received, **ints)
-    counts, offsets = torch.empty(experts, **ints), torch.empty(experts, **ints)
-    src_offsets = torch.empty(experts, size, **ints)
-    recv_tokens = torch.empty((), **ints)
+    shapes = [rows_shape if gather else (0,), *([rows_shape] * 5), (received, topk), (received,), (received,)]
+    shapes += [(experts,), (experts,), (experts, size), (), (*recv_shape, plan.scales) if kept_scales else (0,)]
+    outs = _int32s(shapes, device, pooled)
+    gather_rows, src_rank, src_token, expert, slot, weight_bits, comb_rows, comb_src, comb_dst = outs[:9]
+    counts, offsets, src_offsets, recv_tokens, scale_bits = outs[9:]
+    weights, scales = weight_bits.view(torch.float32), scale_bits.view(torch.float32)
     if mark is not None:
         mark("alloc")
     expand = {
@@ -511,7 +618,7 @@ def _dispatch(
         "offsets_out_ptr": offsets,
         "src_offsets_ptr": src_offsets,
         "recv_tokens_ptr": recv_tokens,
-        "scales_ptr": scales if scales is not None else weights,  # weights: a stand-in the kernel never touches
+        "scales_ptr": scales if kept_scales else weights,  # weights: a stand-in the kernel never touches
         "gather_ptr": gather_rows if gather else slot,  # slot: a stand-in the kernel never touches
         "status_ptr": info[4:],
         "epoch_ptr": epoch,
@@ -519,9 +626,15 @@ def _dispatch(
     _launch(plan, "expand", expand, device, gather)
     if mark is not None:
         mark("expand")
+    if _bulk_copy(plan, gather, fp8 and dequantize):  # the received tokens are slots [0, received), in slot order
+        buffers = plan.buffers
+        assert buffers is not None  # sized above
+        recv_x.copy_(buffers.tokens[parity, :received])
+        if kept_scales:  # at the end of each slot's meta row
+            scales.copy_(buffers.meta[parity, :received, 1 + 3 * topk :].view(torch.float32))
+        if mark is not None:
+            mark("copy")
     status = info[4:]
-    if scales is None:
-        scales = torch.empty(0, dtype=torch.float32, device=device)
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
             tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows)  # fmt: skip
 
@@ -742,7 +855,7 @@ def moe_dispatch(
     if plain_eager(x, topk_idx, topk_weights):
         outputs: Any = _dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm,
-            layout,
+            layout, pooled=True,
         )  # fmt: skip
     else:
         outputs = torch.ops.triton_dist.moe_dispatch(
