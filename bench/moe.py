@@ -54,8 +54,15 @@ Per row: dispatch and combine µs three ways (max over ranks of the median of ``
   combine repeat one dispatch's combine (the host work does not depend on the data).
 
 Phases of ours' normal dispatch at every ``--tokens``: CUDA events at the points ``ops.moe.op.set_phase_hook`` names
-(route kernels / host synchronization / push / allocations past push / expand), the median of each interval over
-``--reps`` calls, max over ranks, printed as ``RESULT ours normal T=... dispatch phases`` lines and kept as notes.
+(route kernels / push / what the host's wait for the summary and its allocations add / expand / the gather layout's
+block copy), after the same GPU spin and device barrier as the device timing (``Bench.phases``), the median of each
+interval over ``--reps`` calls, max over ranks, printed as ``RESULT ours normal T=... dispatch phases`` lines and
+kept as notes.
+
+``--only-dispatch`` (about a minute): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each
+checked once against the reference, then its device µs and phases at ``--tokens`` (default 1 and 4096), the push
+all-gather and the two dispatch bars (gather at 75% of the all-gather's bandwidth; fp8 1.6x faster than bf16);
+RESULT lines only, no results files.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
@@ -95,6 +102,8 @@ from triton_dist.ops.moe import reference_combine, reference_dispatch  # noqa: E
 TOKENS = (1, 128, 512, 2048, 4096, 16384)
 HIDDEN, EXPERTS, TOPK = 7168, 256, 8
 LL_TOKENS = 128
+QUICK_TOKENS = (1, 4096)
+"""``--only-dispatch``'s default ``--tokens``."""
 NONE_RATE = 0.03
 """Share of the verification inputs' ids set to -1 (no expert)."""
 OURS, NCCL, NVSHMEM, FP8 = "ours", "NCCL all_to_all_single", "NVSHMEM all_to_all_vdev", "ours fp8"
@@ -156,7 +165,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--tag", default="", help="results file suffix (default: <W>x<GPU>)")
     parser.add_argument("--nvshmem-child", default="", help=argparse.SUPPRESS)  # internal: the NVSHMEM phase
+    parser.add_argument("--only-dispatch", action="store_true",
+                        help="only ours' normal dispatch (bf16 / fp8, expanded / gather): totals and phases at "
+                        f"--tokens (default {','.join(map(str, QUICK_TOKENS))}), and the push all-gather; no "
+                        "results files")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.only_dispatch and args.tokens == list(TOKENS):
+        args.tokens = list(QUICK_TOKENS)
     if args.reps < 20:
         parser.error(f"--reps {args.reps}: a reported median needs at least 20 timed calls")
     if args.topk < 1 or args.topk > args.experts:
@@ -1174,12 +1189,19 @@ class Bench:
 
     def phases(self, tokens: int, dispatch: Callable[[], object], label: str = OURS) -> dict[str, float]:
         """Normal dispatch split into its phases: a CUDA event at each point ``op.set_phase_hook`` names
-        (``op.PHASES``) over ``--reps`` calls, each after a device barrier; per interval (named by the point it ends
-        at) the median, max over ranks; printed as a RESULT line and kept as a note. The intervals: ``route`` the
-        host's inputs and the route kernel, ``sync`` the host synchronization after it (the GPU idle), ``push`` the
-        push kernel (with the host's buffer check and launch before it), ``alloc`` what of the host's allocations
-        outlasts push (the GPU idle), ``expand`` the expand kernel."""
+        (``op.PHASES``) over ``--reps`` calls, each after a GPU spin that keeps the GPU behind the host and a device
+        barrier (as ``device_us``: the host's work before the first kernel is not timed, and the ranks start
+        together); per interval, named by the point it ends at, the median, max over ranks (and the sum of the
+        medians beside ``total``, the median of the whole span); printed as a RESULT line and kept as a note.
+
+        Each interval is how long the stream took from the previous point to this one: a kernel (the host had
+        enqueued it in time) or the GPU idle while the host works. ``route``: the route kernels (the counts
+        exchange included); ``push``: the push kernel, launched before the host reads the summary from the
+        second call of a plan on (one node), or after it; ``sync``: what the host's wait for the summary adds;
+        ``alloc``: what the host's allocations add; ``expand``: the expand kernel; ``copy``: the gather layout's
+        block copy of the payload."""
         from triton_dist.ops.moe import op as moe_op
+        from triton_dist.runtime.world.host_lead import lead_host
         from triton_dist.testing import max_over_ranks
 
         events: list[tuple[str, torch.cuda.Event]] = []
@@ -1189,24 +1211,31 @@ class Bench:
             event.record()
             events.append((phase, event))
 
-        samples: dict[str, list[float]] = {phase: [] for phase in moe_op.PHASES[1:]}
+        samples: dict[str, list[float]] = {}
         previous = moe_op.set_phase_hook(hook)
         try:
-            for _ in range(self.args.reps + 2):  # the first two: warm-up
+            for rep in range(self.args.reps + 2):  # the first two: warm-up
+                lead_host()
                 self.barrier()
                 events.clear()
                 dispatch()
                 torch.cuda.synchronize()
+                if rep < 2:
+                    continue
                 for (_, begin), (phase, end) in zip(events, events[1:], strict=False):
-                    samples[phase].append(begin.elapsed_time(end) * 1e3)
+                    samples.setdefault(phase, []).append(begin.elapsed_time(end) * 1e3)
+                samples.setdefault("total", []).append(events[0][1].elapsed_time(events[-1][1]) * 1e3)
         finally:
             moe_op.set_phase_hook(previous)
-        medians = {
-            phase: max_over_ranks(statistics.median(v[2:]) if len(v) > 2 else -1.0) for phase, v in samples.items()
-        }
+        # Every rank takes part in the same collectives: the phases in op.PHASES' order, each rank's median.
+        names = [phase for phase in (*moe_op.PHASES[1:], "total")]
+        medians = {phase: max_over_ranks(statistics.median(samples[phase]) if phase in samples else -1.0)
+                   for phase in names}  # fmt: skip
+        medians = {phase: us for phase, us in medians.items() if us >= 0}
         text = ", ".join(f"{phase} {us:.1f}" for phase, us in medians.items())
+        parts = sum(us for phase, us in medians.items() if phase != "total")
         log0(f"RESULT {label} normal T={tokens} dispatch phases µs (device, median, max over ranks): {text} "
-             f"(sum {sum(medians.values()):.1f})")  # fmt: skip
+             f"(sum of the phases {parts:.1f})")  # fmt: skip
         self.extras["notes"].append(f"{label} normal dispatch at {tokens} tokens, phases (µs, CUDA events): {text}")
         return medians
 
@@ -1376,6 +1405,80 @@ class Bench:
             log0(f"RESULT {path} T={tokens}: dispatch {row['dispatch device']:.1f}/{row['dispatch idle']:.1f} us")
             self.rows.append(row)
         self.save()
+
+    # - --only-dispatch -
+
+    def only_dispatch(self) -> None:
+        """``--only-dispatch``: ours' normal dispatch in bf16 and fp8, expanded and gather layouts, each checked
+        once against the reference at ``--ll-tokens`` per rank (bf16: dispatch and combine exactly as ``verify``;
+        fp8: the rows within 5%, as :meth:`fp8`), then at every ``--tokens`` its device µs (``device_us``) and
+        phases (:meth:`phases`); then the push all-gather and the two bars at the largest size at most 4096: the
+        gather dispatch at 75% of the all-gather's per-rank bandwidth, and fp8 1.6x faster than bf16. RESULT
+        lines only (no results files)."""
+        import triton_dist
+        from triton_dist.testing import all_ranks_true
+
+        a = self.args
+        variants: dict[str, dict[str, Any]] = {
+            OURS: {},
+            GATHER: {"layout": "gather"},
+            FP8: {"fp8": True},
+            f"{FP8} gather": {"fp8": True, "layout": "gather"},
+        }
+        xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
+        refs, exact = reference_results(xs, idxs, ws, a.experts)
+        want_rows, want = refs[self.rank]
+        vx, vidx, vw = (t.to(self.device) for t in (xs[self.rank], idxs[self.rank], ws[self.rank]))
+        verified: dict[str, str] = {}
+        for label, options in list(variants.items()):
+            raised = ""
+            try:
+                recv_x, handle = triton_dist.ops.moe_dispatch(vx, vidx, vw, a.experts, **options)
+                if handle.gather_rows is not None:  # each token once: the expanded rows and their scales
+                    rows, scales = handle.gather_rows.long(), handle.recv_scales
+                    recv_x = recv_x[rows]
+                    handle = dataclasses.replace(handle, recv_scales=None if scales is None else scales[rows])
+                if options.get("fp8"):
+                    problem = fp8_problem(recv_x, handle, want_rows, want)
+                else:
+                    combined = triton_dist.ops.moe_combine(scaled_experts(recv_x, handle.recv_expert), handle)
+                    problem = compare(_ours_result(recv_x, handle, combined), want_rows, want, exact[self.rank], 8e-3)
+            except Exception as error:  # noqa: BLE001 (the reason is the result)
+                problem = raised = f"{type(error).__name__}: {error}"[:300]
+            verified[label] = self.agreed(problem)
+            log0(f"RESULT verify {label}/normal: {verified[label]}")
+            if not all_ranks_true(not raised):  # every rank takes the same branch
+                del variants[label]
+        totals: dict[tuple[str, int], float] = {}
+        for tokens in a.tokens:
+            x, idx, w = self.inputs(tokens)
+            nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
+            for label, options in variants.items():
+
+                def dispatch(options: dict[str, Any] = options, inputs: tuple[torch.Tensor, ...] = (x, idx, w)) -> None:
+                    triton_dist.ops.moe_dispatch(*inputs, a.experts, **options)
+
+                dispatch()  # the plan's buffers at this size, untimed
+                us = totals[label, tokens] = device_us(dispatch, self.barrier, a.reps)
+                log0(f"RESULT {label} normal T={tokens}: dispatch {us:.1f} µs device, {nbytes / us / 1e3:.1f} GB/s "
+                     f"per rank at bf16 bytes (verified: {verified[label]})")  # fmt: skip
+                self.phases(tokens, dispatch, label)
+            torch.cuda.empty_cache()
+        self.allgather()
+        tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])
+        gbps = self.extras.get("allgather_gbps")
+        x, idx, w = self.inputs(tokens)
+        nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
+        for label in (OURS, GATHER):
+            if (label, tokens) in totals and gbps:
+                share = nbytes / totals[label, tokens] / 1e3 / gbps
+                log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "
+                     f"GB/s per rank (>= 75%: {'PASS' if share >= 0.75 else 'FAIL'})")  # fmt: skip
+        for bf16, fp8 in ((OURS, FP8), (GATHER, f"{FP8} gather")):
+            if (bf16, tokens) in totals and (fp8, tokens) in totals:
+                ratio = totals[bf16, tokens] / totals[fp8, tokens]
+                log0(f"RESULT bar {fp8} T={tokens}: {ratio:.2f}x faster than {bf16} (>= 1.6: "
+                     f"{'PASS' if ratio >= 1.6 else 'FAIL'})")  # fmt: skip
 
     def layer(self) -> None:
         """The EP MoE layer's rows (see the module docstring) at every ``--layer-tokens``; its weights (about
@@ -1716,6 +1819,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.experts % bench.size:
         raise SystemExit(f"--experts {args.experts} must be a multiple of the world size {bench.size}")
     log0(f"moe bench: {bench.size} ranks, H {args.hidden}, top-{args.topk} of {args.experts}, tokens {args.tokens}")
+    if args.only_dispatch:
+        bench.only_dispatch()
+        bench.rt.barrier()
+        teardown()
+        return 0
     verified = bench.verify()
     bench.normal_sizes(verified)
     bench.low_latency(verified)
