@@ -1010,7 +1010,7 @@ class Bench:
         return f"FAILED: {problem}" if problem else "FAILED on another rank"
 
     def save(self) -> None:
-        if self.rank == 0:
+        if self.rank == 0 and not self.args.only_dispatch:  # --only-dispatch: RESULT lines only
             path = write_results(
                 Path(self.args.out_dir), self.slug, self.rows, self.extras, self.header, self.started,
                 self.args.ll_tokens,

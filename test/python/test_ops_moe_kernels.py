@@ -111,6 +111,8 @@ def _compile(
     if name == "expand":
         constexprs["GATHER"] = gather
         constexprs["BULK"] = bulk
+        if not low_latency:  # EXPAND_PER_PUSH programs per push program: it waits for the push's 64 per rank
+            constexprs["SENDERS"] = 64
     if name in ("route", "push", "combine_push"):
         constexprs["WORLD"] = notify_world(world_size)
     if scales:
@@ -620,3 +622,38 @@ def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path
     assert FP8_PUSH_WARPS >= 8 and 2 * instructions(wide) < instructions(four), (instructions(wide), instructions(four))
     info = ptxas_info(wide, tmp_path)
     assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+
+
+def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flags(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Normal mode on one node launches ``EXPAND_PER_PUSH`` expand programs per push program: the expand grid is
+    the plan's ``expanders``, and its wait counts the push's programs per rank (``SENDERS``); a plan without
+    ``expanders`` (low-latency mode, the emulation) launches the push's grid and waits for its own."""
+    from triton_dist.ops.moe.config import EXPAND_PER_PUSH
+
+    launched: dict[str, Any] = {}
+
+    class Recorded:
+        def launch(self, device: torch.device, *leading: Any) -> None:
+            return None
+
+    def compile_plan(kernel: Any, grid: Any, named: dict[str, Any], leading: int, **options: Any) -> Recorded:
+        launched[kernel.__name__] = (grid, named.get("SENDERS", 0), options["num_warps"])
+        return Recorded()
+
+    monkeypatch.setattr(moe_op, "compile_plan", compile_plan)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: _Nothing())
+    meta = torch.device("meta")
+    workspace = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
+    buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
+    assert EXPAND_PER_PUSH > 1
+    for expanders, senders in ((4 * EXPAND_PER_PUSH, 4), (0, 0)):
+        plan = moe_op._Plan(("key",), "normal", 2, 8, 2, 64, torch.bfloat16, 0, 4, workspace, buffers)
+        plan.expanders = expanders
+        plan.launches.clear()
+        moe_op._launch(plan, "expand", {"recv_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
+        assert launched["_expand_kernel"] == ((expanders or 4, 1, 1), senders, 4)
+    plan.fp8 = True
+    moe_op._launch(plan, "push", {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
+    assert launched["_push_kernel"][::2] == ((4, 1, 1), moe_op.FP8_PUSH_WARPS)

@@ -26,10 +26,11 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    With fp8 (``SCALES`` > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4)
    / 448``, IEEE division, rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every
    destination, its scales written at the end of the meta row.
-4. ``_expand_kernel`` (``P`` programs): waits for every ``(source, program)`` data flag (acquire), writes its own
-   lookup table (``table``: per source and local expert the rows of the sources before it, the experts' starts and
-   row counts, the home slot bases; a program barrier, then gathers), then copies each received token, locally,
-   into one row per local expert it was routed to: expert ``l``'s rows start at its offset, then source ``s``'s at
+4. ``_expand_kernel`` (``P`` programs; normal mode on one node ``EXPAND_PER_PUSH x P``, ``SENDERS = P``): waits
+   for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
+   source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
+   bases; a program barrier, then gathers), then copies each received token, locally, into one row per local expert
+   it was routed to: expert ``l``'s rows start at its offset, then source ``s``'s at
    ``sum_{s' < s} C[s', me * L + l]``, then the pair's ``pair_pos``. A token's meta row is read as vectors and its
    payload before any store, so its loads are in flight together. It writes the per-row meta, and per received
    token the rows combine sums (``comb_rows``, k order) and where its partial goes (``comb_src``: the home rank;
@@ -37,7 +38,9 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    value * scale`` in x's dtype. Low-latency: a pair past its expert's ``W * M`` rows is dropped, pid 0 counts the
    dropped pairs in status word 2, and the rows past each expert's count get meta -1 and weight 0. ``GATHER``
    (normal mode's ``layout="gather"``): each received token is copied once, to row ``i`` (its slot), and each of
-   its local rows gets ``i`` in ``gather`` instead of a copy of the payload; the per-row meta is the same.
+   its local rows gets ``i`` in ``gather`` instead of a copy of the payload; the per-row meta is the same. With
+   ``BULK`` (one node, no dequantization) not even that copy: the op copies slots ``[0, N)`` into ``recv_x`` (and
+   the fp8 scales from the meta rows) as one block after the kernel.
 5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
    every rank.
@@ -564,6 +567,7 @@ def _expand_kernel(
     NODES: tl.constexpr = 1,
     LOCAL: tl.constexpr = 1,
     BULK: tl.constexpr = False,
+    SENDERS: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -575,8 +579,11 @@ def _expand_kernel(
     if NODES > 1:  # the data flags of my node's ranks; each slot put from another node has signals of its own
         mine_first = flags_ptr + parity * FLAGS + DATA_FLAGS + (me // LOCAL) * LOCAL * programs
         token = dl.wait(mine_first, LOCAL * programs, "sys", "acquire", waitValue=epoch)
-    else:
-        token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * programs, "sys", "acquire", waitValue=epoch)
+    else:  # SENDERS: the push's programs per rank, where this grid is larger (0: the same)
+        senders = programs
+        if SENDERS > 0:
+            senders = SENDERS
+        token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * senders, "sys", "acquire", waitValue=epoch)
     token_buf = dl.consume_token(tokens_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
     meta_buf = dl.consume_token(meta_ptr + parity * CAP * META, token)
     matrix = dl.consume_token(counts_ptr + parity * WP * ROW, token)

@@ -35,6 +35,7 @@ from triton_dist.ops.moe import kernels
 from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
     EMULATED_ROUTE_PROGRAMS,
+    EXPAND_PER_PUSH,
     FP8_DTYPE,
     FP8_PUSH_WARPS,
     MODES,
@@ -173,6 +174,9 @@ class _Plan:
     """The world's nodes: 1 runs the one-node kernels; more, the kernels' puts across nodes (``NODES``)."""
     local: int = 0
     """Ranks per node (``LOCAL``; torchrun's layout: node ``m`` holds ranks ``[m L, (m + 1) L)``)."""
+    expanders: int = 0
+    """The expand kernel's programs (0: ``programs``): ``EXPAND_PER_PUSH`` times as many in normal mode on one
+    node's GPUs, each waiting for the push's ``programs`` flags per rank (``SENDERS``)."""
     host_info: torch.Tensor | None = None
     """Normal mode on one node (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -254,6 +258,8 @@ def _signature(
 def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int) -> _Plan:
     mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _ = key
     size = world.world_size
+    scaled = mode == "normal" and world.num_nodes == 1 and not _emulated(world)
+    expanders = programs * (EXPAND_PER_PUSH if scaled else 1)
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
 
     def create(_: rt.World) -> _Workspace:
@@ -261,7 +267,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             epochs=torch.zeros(1, dtype=torch.int32, device=world.device),
             flags=rt.zeros(2, flags, dtype=torch.int32),
             counts=rt.zeros(2, pow2(size), row_stride(size, num_experts), dtype=torch.int32),
-            table=torch.empty(programs, expand_table(size, num_experts), dtype=torch.int32, device=world.device),
+            table=torch.empty(expanders, expand_table(size, num_experts), dtype=torch.int32, device=world.device),
             parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
             count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
         )
@@ -270,6 +276,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
 
     workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
+    plan.expanders = expanders
     plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
@@ -440,6 +447,8 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed |= {"flags_ptr": ws.flags, "table_ptr": ws.table, **slots, "M": plan.max_tokens}
             fixed |= {"L": plan.local_experts}
             fixed |= {"LOW_LATENCY": plan.low_latency, "GATHER": gather, "BULK": _bulk_copy(plan, gather, dequantize)}
+            if plan.expanders > plan.programs:
+                fixed |= {"SENDERS": plan.programs}
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
@@ -452,7 +461,7 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
             if across is not None:
                 fixed |= {"combine_signals_ptr": across.combine_signals, **topology}
-        grid = (plan.programs, 1, 1)
+        grid = (plan.expanders if name == "expand" and plan.expanders else plan.programs, 1, 1)
     kernel = getattr(kernels, f"_{name}_kernel")
     named = {**leading, **fixed, **constexprs}
     if device.type == "cpu":  # the emulation: Triton's interpreter, every launch through its generic path
