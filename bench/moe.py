@@ -16,9 +16,9 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   steps, the default before whole rows), normal mode at every ``--tokens`` and low-latency mode graphed and eager,
   each row beside the default's. Its plan has buffers of its own: at 16384 tokens per rank and H 7168 both plans
   need about 2.8 GB each of the heap (``--heap 12G`` leaves room).
-- **ours 2 programs/SM** (unless ``--skip-programs``): ``config=MoeConfig(programs_per_sm=2)``, twice the default's
-  copy programs, normal mode at 4096 tokens (or the largest ``--tokens`` below it) and low-latency mode graphed and
-  eager, beside the default's rows.
+- **ours 2 programs/SM** (unless ``--skip-programs``): ``config=MoeConfig(programs_per_sm=2)``, normal mode at 4096
+  tokens (or the largest ``--tokens`` below it; normal mode's default since 2026-11-27, so the same plan) and
+  low-latency mode (twice its default's copy programs) graphed and eager, beside the default's rows.
 - **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
   ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
   expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
@@ -110,7 +110,7 @@ OURS, NCCL, NVSHMEM, FP8 = "ours", "NCCL all_to_all_single", "NVSHMEM all_to_all
 CHUNKED = "ours chunked"
 """The path label of ``MoeConfig(whole_row=False)``'s rows (ours with 1024-element copy steps)."""
 PER_SM2 = "ours 2 programs/SM"
-"""The path label of ``MoeConfig(programs_per_sm=2)``'s rows (twice the default's copy programs)."""
+"""The path label of ``MoeConfig(programs_per_sm=2)``'s rows (normal mode's default; twice low-latency mode's)."""
 GATHER = "ours gather"
 """The path label of ``moe_dispatch(..., layout="gather")``'s rows (normal mode: each received token once, no
 per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
@@ -973,7 +973,8 @@ class Bench:
             self.variant_sizes[PER_SM2] = max([t for t in args.tokens if t <= 4096] or [min(args.tokens)])
             self.extras["notes"].append(
                 f"{PER_SM2}: ours with moe_dispatch(..., config=MoeConfig(programs_per_sm=2)): two programs per SM "
-                f"in the copy kernels instead of one; normal mode at {self.variant_sizes[PER_SM2]} tokens and "
+                "in the copy kernels (normal mode's default, low-latency mode's twice its default); normal mode at "
+                f"{self.variant_sizes[PER_SM2]} tokens and "
                 "low-latency mode."
             )
         self.normal_only: set[str] = set()

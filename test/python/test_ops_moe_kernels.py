@@ -111,7 +111,7 @@ def _compile(
     if name == "expand":
         constexprs["GATHER"] = gather
         constexprs["BULK"] = bulk
-        if not low_latency:  # EXPAND_PER_PUSH programs per push program: it waits for the push's 64 per rank
+        if not low_latency:  # EXPAND_PER_SM programs per SM: it waits for the push's 64 per rank
             constexprs["SENDERS"] = 64
     if name in ("route", "push", "combine_push"):
         constexprs["WORLD"] = notify_world(world_size)
@@ -245,9 +245,11 @@ def test_whole_row_config_picks_the_block_and_is_checked() -> None:
             kernel_constexprs(2, 8, 2, 4, row_block=bad)
     with pytest.raises(MoeError, match="whole_row must be True or False, got 1"):
         MoeConfig(whole_row=1)  # type: ignore[arg-type]
-    assert MoeConfig().programs_per_sm == 1 and MoeConfig(programs_per_sm=2).programs_per_sm == 2
+    assert MoeConfig().programs_per_sm is None and MoeConfig(programs_per_sm=2).programs_per_sm == 2
+    assert (MoeConfig().per_sm("normal"), MoeConfig().per_sm("low_latency")) == (2, 1), "the modes' defaults"
+    assert MoeConfig(programs_per_sm=3).per_sm("low_latency") == 3
     for bad_count in (0, 9, True, 1.0):
-        with pytest.raises(MoeError, match=f"programs_per_sm must be an int in \\[1, 8\\], got {bad_count!r}"):
+        with pytest.raises(MoeError, match=f"programs_per_sm must be None or an int in \\[1, 8\\], got {bad_count!r}"):
             MoeConfig(programs_per_sm=bad_count)  # type: ignore[arg-type]
 
 
@@ -627,10 +629,10 @@ def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path
 def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flags(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Normal mode on one node launches ``EXPAND_PER_PUSH`` expand programs per push program: the expand grid is
-    the plan's ``expanders``, and its wait counts the push's programs per rank (``SENDERS``); a plan without
+    """Normal mode on one node launches ``EXPAND_PER_SM`` expand programs per SM: the expand grid is the plan's
+    ``expanders``, and its wait counts the push's programs per rank (``SENDERS``); a plan without
     ``expanders`` (low-latency mode, the emulation) launches the push's grid and waits for its own."""
-    from triton_dist.ops.moe.config import EXPAND_PER_PUSH
+    from triton_dist.ops.moe.config import EXPAND_PER_SM
 
     launched: dict[str, Any] = {}
 
@@ -647,8 +649,8 @@ def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flag
     meta = torch.device("meta")
     workspace = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
     buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
-    assert EXPAND_PER_PUSH > 1
-    for expanders, senders in ((4 * EXPAND_PER_PUSH, 4), (0, 0)):
+    assert EXPAND_PER_SM > 1
+    for expanders, senders in ((4 * EXPAND_PER_SM, 4), (0, 0)):
         plan = moe_op._Plan(("key",), "normal", 2, 8, 2, 64, torch.bfloat16, 0, 4, workspace, buffers)
         plan.expanders = expanders
         plan.launches.clear()

@@ -72,14 +72,19 @@ FP8_DTYPE = torch.float8_e4m3fn
 
 COPY_PROGRAMS = 512
 """The most programs of the push, expand and combine kernels (each strides over tokens); a plan launches
-``MoeConfig.programs_per_sm`` per SM (default one: 132 on an H100) up to this."""
-EXPAND_PER_PUSH = 4
-"""Programs of the expand kernel per program of the push in normal mode on one node (GPUs; 1 under the CPU
-emulation and in low-latency mode, whose dispatch meets its bar with one): its loop
-over received tokens is a chain of dependent loads per token (the meta row, then the lookup table, then the
-stores), so one program per SM left the expanded layout's expand at 265.6 µs and the gather layout's at 157.6 µs
-for 4096 tokens per rank on 2 x H100 (2026-11-27); the kernel uses 64 registers per thread or fewer at 4 warps,
-so four fit on an SM together (its grid-stride loop needs every program resident)."""
+``MoeConfig.per_sm(mode)`` per SM (by default two in normal mode, one in low-latency mode; an H100 has 132 SMs)
+up to this (the expand kernel in normal mode: ``EXPAND_PER_SM``)."""
+NORMAL_PROGRAMS_PER_SM = 2
+"""``MoeConfig.programs_per_sm`` of normal mode when the config leaves it None (low-latency mode: 1). On 2 x H100
+(2026-11-27, 4096 tokens per rank) two programs per SM took the normal dispatch from 698.4 to 522.4 µs and its
+combine from 806.4 to 643.2 µs; low-latency mode's graphed dispatch went from 36.2 to 39.7 µs, so it keeps one."""
+EXPAND_PER_SM = 4
+"""Programs per SM of the expand kernel in normal mode on one node (GPUs; at least the push's programs; under the
+CPU emulation and in low-latency mode the push's): its loop over received tokens is a chain of dependent loads per
+token (the meta row, then the lookup table, then the stores), so one program per SM left the expanded layout's
+expand at 265.6 µs and the gather layout's at 157.6 µs for 4096 tokens per rank on 2 x H100 (2026-11-27); the
+kernel uses 64 registers per thread or fewer at 4 warps, so four fit on an SM together (its grid-stride loop needs
+every program resident)."""
 BLOCK_H = 1024
 """Elements of the hidden dimension one program moves per step of the chunked loops (rows wider than
 ``MAX_ROW_BLOCK``, or ``MoeConfig(whole_row=False)``; 16-byte vectors when H is a multiple of 16)."""
@@ -111,20 +116,28 @@ class MoeConfig:
     combine 1283 against 2577; results/2026-11-26-moe-analysis.md). ``whole_row=False`` forces the 1024-element
     chunks at any H (the same results, bit for bit), which the tests use to cover the wide-row path at small H.
 
-    ``programs_per_sm`` (default 1, at most 8): programs of the push, expand and combine kernels per SM of the GPU
+    ``programs_per_sm`` (at most 8; default None: ``NORMAL_PROGRAMS_PER_SM`` = 2 in normal mode, 1 in low-latency
+    mode, :meth:`per_sm`): programs of the push, expand and combine kernels per SM of the GPU
     (``COPY_PROGRAMS`` at most; 1 under the CPU emulation); more keep more rows in flight, at more flags per wait
     (each wait covers W x programs flags). ``bench/moe.py`` times 2 beside the default.
     """
 
     whole_row: bool = True
-    programs_per_sm: int = 1
+    programs_per_sm: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.whole_row, bool):
             raise MoeError(f"MoeConfig: whole_row must be True or False, got {self.whole_row!r}")
         per_sm = self.programs_per_sm
-        if isinstance(per_sm, bool) or not isinstance(per_sm, int) or not 1 <= per_sm <= 8:
-            raise MoeError(f"MoeConfig: programs_per_sm must be an int in [1, 8], got {per_sm!r}")
+        if per_sm is not None and (isinstance(per_sm, bool) or not isinstance(per_sm, int) or not 1 <= per_sm <= 8):
+            raise MoeError(f"MoeConfig: programs_per_sm must be None or an int in [1, 8], got {per_sm!r}")
+
+    def per_sm(self, mode: str) -> int:
+        """The copy kernels' programs per SM in ``mode``: ``programs_per_sm``, or when it is None the mode's
+        default (``NORMAL_PROGRAMS_PER_SM`` in normal mode, 1 in low-latency mode)."""
+        if self.programs_per_sm is not None:
+            return self.programs_per_sm
+        return NORMAL_PROGRAMS_PER_SM if mode == "normal" else 1
 
     def row_block(self, hidden: int) -> int:
         """The ``BLOCK_H`` of a whole-row plan for rows of ``hidden`` elements, or 0 where the plan moves

@@ -35,7 +35,7 @@ from triton_dist.ops.moe import kernels
 from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
     EMULATED_ROUTE_PROGRAMS,
-    EXPAND_PER_PUSH,
+    EXPAND_PER_SM,
     FP8_DTYPE,
     FP8_PUSH_WARPS,
     MODES,
@@ -164,7 +164,7 @@ class _Plan:
     programs: int
     workspace: _Workspace
     buffers: _Buffers | None = None
-    launches: dict[str, _Launch] = field(default_factory=dict)
+    launches: dict[tuple[Any, ...], _Launch] = field(default_factory=dict)
     fp8: bool = False
     row_block: int = 0
     """``MoeConfig.row_block(H)``: 0 for chunks, else the whole-row ``BLOCK_H``."""
@@ -175,8 +175,8 @@ class _Plan:
     local: int = 0
     """Ranks per node (``LOCAL``; torchrun's layout: node ``m`` holds ranks ``[m L, (m + 1) L)``)."""
     expanders: int = 0
-    """The expand kernel's programs (0: ``programs``): ``EXPAND_PER_PUSH`` times as many in normal mode on one
-    node's GPUs, each waiting for the push's ``programs`` flags per rank (``SENDERS``)."""
+    """The expand kernel's programs (0: ``programs``): in normal mode on one node's GPUs ``EXPAND_PER_SM`` per SM
+    (at least ``programs``), each waiting for the push's ``programs`` flags per rank (``SENDERS``)."""
     host_info: torch.Tensor | None = None
     """Normal mode on one node (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -255,11 +255,12 @@ def _signature(
     return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm)
 
 
-def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int) -> _Plan:
+def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int, sms: int = 0) -> _Plan:
+    """A signature's plan: its workspace, and the programs of its kernels (``sms``: the GPU's SMs, 0 under the
+    emulation, where the expand kernel runs the push's programs)."""
     mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _ = key
     size = world.world_size
-    scaled = mode == "normal" and world.num_nodes == 1 and not _emulated(world)
-    expanders = programs * (EXPAND_PER_PUSH if scaled else 1)
+    expanders = max(programs, EXPAND_PER_SM * sms if mode == "normal" and world.num_nodes == 1 else 0)
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
 
     def create(_: rt.World) -> _Workspace:
@@ -394,8 +395,8 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
     ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written)."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
-    variant = f"{name}/gather" if gather else name
-    launch_key = f"{variant}:" + ",".join(str(v.dtype) for v in leading.values() if isinstance(v, torch.Tensor))
+    # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
+    launch_key = (name, gather, *[v.dtype for v in leading.values() if isinstance(v, torch.Tensor)])
     found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
@@ -509,7 +510,8 @@ def _plan_for(
         return plan
     world = _world(mode=mode)
     emulated = _emulated(world)
-    programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, programs_per_sm * sm_count(x.device))
+    sms = 0 if emulated else sm_count(x.device)
+    programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, programs_per_sm * sms)
     route_programs = EMULATED_ROUTE_PROGRAMS if emulated else ROUTE_PROGRAMS
     described = {
         "mode": mode,
@@ -524,7 +526,7 @@ def _plan_for(
         "whole_row": whole_row,
         "programs_per_sm": programs_per_sm,
     }
-    return _plans.build(key, described, lambda: _make_plan(key, world, programs, route_programs))
+    return _plans.build(key, described, lambda: _make_plan(key, world, programs, route_programs, sms))
 
 
 def _dispatch(
@@ -853,7 +855,7 @@ def moe_dispatch(
     if config is not None and not isinstance(config, MoeConfig):
         raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
     config_ = config or MoeConfig()
-    whole_row, programs_per_sm = config_.whole_row, config_.programs_per_sm
+    whole_row, programs_per_sm = config_.whole_row, config_.per_sm(mode)
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world(mode=mode if mode in MODES else "normal").device
@@ -912,7 +914,7 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
     config = handle.config or MoeConfig()
-    whole_row, programs_per_sm = config.whole_row, config.programs_per_sm
+    whole_row, programs_per_sm = config.whole_row, config.per_sm(handle.mode)
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
                handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm)  # fmt: skip
