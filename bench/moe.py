@@ -19,6 +19,10 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 - **ours 2 programs/SM** (unless ``--skip-programs``): ``config=MoeConfig(programs_per_sm=2)``, normal mode at 4096
   tokens (or the largest ``--tokens`` below it; normal mode's default since 2026-11-27, so the same plan) and
   low-latency mode (twice its default's copy programs) graphed and eager, beside the default's rows.
+- **ours pipelined** and **ours gather pipelined** (unless ``--skip-pipelined``): ``config=MoeConfig(pipelined=True)``
+  in normal mode at every ``--tokens``, expanded and gather layouts, with their phases (the option waiting for this
+  measurement: the push before the host's wait, the summary polled in pinned memory, more expand programs, the
+  gather layout's block copy).
 - **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
   ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
   expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
@@ -59,10 +63,10 @@ block copy), after the same GPU spin and device barrier as the device timing (``
 interval over ``--reps`` calls, max over ranks, printed as ``RESULT ours normal T=... dispatch phases`` lines and
 kept as notes.
 
-``--only-dispatch`` (about a minute): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each
-checked once against the reference, then its device µs and phases at ``--tokens`` (default 1 and 4096), the push
-all-gather and the two dispatch bars (gather at 75% of the all-gather's bandwidth; fp8 1.6x faster than bf16);
-RESULT lines only, no results files.
+``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
+with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
+device µs and phases at ``--tokens`` (default 1 and 4096), the push all-gather and the two dispatch bars (gather at 75%
+of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
@@ -114,6 +118,9 @@ PER_SM2 = "ours 2 programs/SM"
 GATHER = "ours gather"
 """The path label of ``moe_dispatch(..., layout="gather")``'s rows (normal mode: each received token once, no
 per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
+PIPELINED, PIPELINED_GATHER = f"{OURS} pipelined", f"{GATHER} pipelined"
+"""The path labels of ``MoeConfig(pipelined=True)``'s rows (normal mode, expanded and gather layouts): the option
+waiting for its GPU measurement (``ops.moe.config.MoeConfig``)."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -157,6 +164,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-programs", action="store_true", help="leave out the MoeConfig(programs_per_sm=2) rows")
     parser.add_argument("--skip-gather", action="store_true", help="leave out the layout='gather' rows")
     parser.add_argument("--skip-layer", action="store_true", help="leave out the EP MoE layer rows")
+    parser.add_argument("--skip-pipelined", action="store_true",
+                        help="leave out the MoeConfig(pipelined=True) rows")  # fmt: skip
     parser.add_argument("--layer-tokens", type=_positive_ints, default=list(LAYER_TOKENS),
                         help="the EP MoE layer: tokens per rank")  # fmt: skip
     parser.add_argument("--layer-intermediate", type=int, default=LAYER_INTERMEDIATE,
@@ -816,7 +825,7 @@ def write_results(
     panels = []
     for op in COLUMNS:
         series = {}
-        for path in (OURS, CHUNKED, PER_SM2, GATHER, NCCL, NVSHMEM):
+        for path in (OURS, CHUNKED, PER_SM2, GATHER, PIPELINED, PIPELINED_GATHER, NCCL, NVSHMEM):
             at = {r["tokens"]: r.get(f"{op} device") for r in rows if r["path"] == path and r["mode"] == "normal"}
             if at:
                 series[path] = [float(at.get(t) or float("nan")) for t in xs]
@@ -986,6 +995,19 @@ class Bench:
                 f"{GATHER}: ours with moe_dispatch(..., layout='gather') in normal mode: each received token once "
                 "(no per-expert copy) and handle.gather_rows for the expert GEMM; its combine's y is "
                 "recv_x[gather_rows], built once outside the timing."
+            )
+        if not args.skip_pipelined:
+            from triton_dist.ops.moe import MoeConfig
+
+            pipelined = MoeConfig(pipelined=True)
+            self.variants[PIPELINED], self.variant_sizes[PIPELINED] = {"config": pipelined}, None
+            self.variants[PIPELINED_GATHER] = {"config": pipelined, "layout": "gather"}
+            self.variant_sizes[PIPELINED_GATHER] = None
+            self.normal_only |= {PIPELINED, PIPELINED_GATHER}
+            self.extras["notes"].append(
+                f"{PIPELINED} / {PIPELINED_GATHER}: ours with moe_dispatch(..., config=MoeConfig(pipelined=True)) in "
+                "normal mode (push before the host's wait for the summary, which it polls in pinned host memory; "
+                "more expand programs; the gather layout's payload copied as one block), with its phases."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk,
@@ -1410,8 +1432,9 @@ class Bench:
     # - --only-dispatch -
 
     def only_dispatch(self) -> None:
-        """``--only-dispatch``: ours' normal dispatch in bf16 and fp8, expanded and gather layouts, each checked
-        once against the reference at ``--ll-tokens`` per rank (bf16: dispatch and combine exactly as ``verify``;
+        """``--only-dispatch``: ours' normal dispatch in bf16 and fp8, expanded and gather layouts, each also with
+        ``MoeConfig(pipelined=True)`` (the option waiting for this measurement), each checked once against the
+        reference at ``--ll-tokens`` per rank (bf16: dispatch and combine exactly as ``verify``;
         fp8: the rows within 5%, as :meth:`fp8`), then at every ``--tokens`` its device µs (``device_us``) and
         phases (:meth:`phases`); then the push all-gather and the two bars at the largest size at most 4096: the
         gather dispatch at 75% of the all-gather's per-rank bandwidth, and fp8 1.6x faster than bf16. RESULT
@@ -1420,12 +1443,18 @@ class Bench:
         from triton_dist.testing import all_ranks_true
 
         a = self.args
-        variants: dict[str, dict[str, Any]] = {
+        from triton_dist.ops.moe import MoeConfig
+
+        plain: dict[str, dict[str, Any]] = {
             OURS: {},
             GATHER: {"layout": "gather"},
             FP8: {"fp8": True},
             f"{FP8} gather": {"fp8": True, "layout": "gather"},
         }
+        variants = dict(plain)
+        if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
+            for label, options in plain.items():
+                variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
         want_rows, want = refs[self.rank]
@@ -1465,17 +1494,23 @@ class Bench:
                      f"per rank at bf16 bytes (verified: {verified[label]})")  # fmt: skip
                 self.phases(tokens, dispatch, label)
             torch.cuda.empty_cache()
+        for tokens in a.tokens:  # the option against the default, per variant
+            for label in plain:
+                if (label, tokens) in totals and (f"{label} pipelined", tokens) in totals:
+                    ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
+                    log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
         self.allgather()
         tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])
         gbps = self.extras.get("allgather_gbps")
         x, idx, w = self.inputs(tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
-        for label in (OURS, GATHER):
+        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined"):
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "
                      f"GB/s per rank (>= 75%: {'PASS' if share >= 0.75 else 'FAIL'})")  # fmt: skip
-        for bf16, fp8 in ((OURS, FP8), (GATHER, f"{FP8} gather")):
+        pairs = [(OURS, FP8), (GATHER, f"{FP8} gather")]
+        for bf16, fp8 in [*pairs, *((f"{b} pipelined", f"{f} pipelined") for b, f in pairs)]:
             if (bf16, tokens) in totals and (fp8, tokens) in totals:
                 ratio = totals[bf16, tokens] / totals[fp8, tokens]
                 log0(f"RESULT bar {fp8} T={tokens}: {ratio:.2f}x faster than {bf16} (>= 1.6: "

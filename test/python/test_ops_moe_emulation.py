@@ -10,8 +10,9 @@ Cases: random routing with uneven T and slots of -1; k = 1 (int64 ids); k = 8 (b
 last rank (rank 0 receives nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows
 its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``);
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
-low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), normal mode's early
-push when the buffers must grow (``EARLY_CASES``), and ``MoeConfig(whole_row=
+low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), ``MoeConfig(pipelined=True)``
+(``PIPELINED_CASES`` in both layouts, fp8 in the gather layout, and its early push when the buffers must grow:
+``EARLY_CASES``), and ``MoeConfig(whole_row=
 False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
 whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once. Normal mode's
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
@@ -34,7 +35,11 @@ import pytest
 import torch
 from emulated_ranks import run_script
 
+from triton_dist.ops.moe.config import LAYOUTS, MoeConfig
+
 HIDDEN = 32
+PIPELINED = MoeConfig(pipelined=True)
+"""Normal mode's pipelined dispatch (``PIPELINED_CASES``, ``EARLY_CASES``; the GPU test's worker uses it too)."""
 
 
 def _case_inputs(
@@ -78,9 +83,12 @@ def _case_inputs(
 CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
 CHUNKED_CASES = ("random", "k8")
 EARLY_CASES = ("grow_combine", "grow_tokens")
-"""At 2 ranks, normal mode, after the cases above (whose k = 2 plan has buffers of 64 slots): its push goes before
-the host reads the summary, and does nothing when the buffers must grow (combine slots only, then token slots
-only); the op then grows them and pushes again."""
+"""At 2 ranks, normal mode with ``MoeConfig(pipelined=True)``, after ``PIPELINED_CASES`` (whose k = 2 plan has
+buffers of 64 slots): its push goes before the host reads the summary, and does nothing when the buffers must grow
+(combine slots only, then token slots only); the op then grows them and pushes again."""
+PIPELINED_CASES = ("random", "t0")
+"""Run again at 2 ranks in normal mode with ``MoeConfig(pipelined=True)`` (the host-polled summary, the early push),
+expanded and gather (its block copy), before ``EARLY_CASES``; fp8 kept in the gather layout too."""
 GATHER_CASES = {2: ("random", "k1", "k8", "one_rank", "t0", "empty_expert"), 3: ("t0",)}
 """The cases run again in normal mode with ``layout="gather"``, per world size (their first place in ``CASES``); at
 2 ranks also chunked k = 8 and fp8 kept and dequantized."""
@@ -160,11 +168,15 @@ def _bf16_problems(what: str, got: torch.Tensor, exact: torch.Tensor) -> list[st
     return [f"{what} differs: shapes {list(got.shape)} / {list(exact.shape)}, max {worst}"]
 
 
-def _fp8(rank: int, size: int, config: Any = None, gather: bool = False) -> dict[str, list[str]]:
+def _fp8(
+    rank: int, size: int, config: Any = None, gather: bool = False, pipelined: bool = False
+) -> dict[str, list[str]]:
     """fp8 dispatch against the reference: normal mode keeps fp8 rows (bit-exact) and their scales (exact);
     low-latency mode dequantizes (the reference's fp32 values in bf16); then combine of the dequantized rows.
     ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/chunked/`` for a chunked one). ``gather``:
-    normal mode only, with ``layout="gather"``, kept and dequantized (keys ``fp8/gather/normal[/dequantize]``)."""
+    normal mode only, with ``layout="gather"``, kept and dequantized (keys ``fp8/gather/normal[/dequantize]``).
+    ``pipelined``: ``MoeConfig(pipelined=True)``, gather, kept only (its block copy of the rows and scales; key
+    ``fp8/pipelined/gather/normal``)."""
     import triton_dist
     from triton_dist.ops.moe import reference_combine, reference_dispatch
     from triton_dist.ops.moe.reference import dequantize_fp8
@@ -174,6 +186,8 @@ def _fp8(rank: int, size: int, config: Any = None, gather: bool = False) -> dict
     record: dict[str, list[str]] = {}
     runs = (("normal", False), ("normal", True)) if gather else (("normal", False), ("low_latency", True))
     prefix = "fp8/gather/" if gather else "fp8/chunked/" if config is not None else "fp8/"
+    if pipelined:
+        config, gather, runs, prefix = PIPELINED, True, (("normal", False),), "fp8/pipelined/gather/"
     for mode, dequantize in runs:
         cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
         key = prefix + mode + ("/dequantize" if dequantize else "")
@@ -323,8 +337,13 @@ def _worker(out_dir: str) -> None:
     if size == 2:  # the fp8, capacity and chunked paths once (the emulation is slow; W is a run-time value)
         record |= _fp8(rank, size)
         record["overflow"] = _overflow(rank, size)
+        for name in PIPELINED_CASES:
+            number = CASES.index(name)
+            for layout in LAYOUTS:
+                key = f"pipelined/{layout}/{name}#{number}/normal"
+                record[key] = _case(rank, size, name, number, "normal", PIPELINED, layout)
         for number, name in enumerate(EARLY_CASES, start=len(CASES)):
-            record[f"early/{name}#{number}/normal"] = _case(rank, size, name, number, "normal")
+            record[f"early/{name}#{number}/normal"] = _case(rank, size, name, number, "normal", PIPELINED)
         chunked = MoeConfig(whole_row=False)
         for name in CHUNKED_CASES:
             for mode in ("normal", "low_latency"):
@@ -333,6 +352,7 @@ def _worker(out_dir: str) -> None:
                 )
         record |= _fp8(rank, size, chunked)
         record |= _fp8(rank, size, gather=True)
+        record |= _fp8(rank, size, pipelined=True)
         record["gather/chunked/k8#2/normal"] = _case(rank, size, "k8", 2, "normal", chunked, "gather")
         # Two programs per SM: one under the emulation, but the config travels through dispatch and combine.
         record["programs2/random#0/normal"] = _case(rank, size, "random", 0, "normal", MoeConfig(programs_per_sm=2))
@@ -363,23 +383,19 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             for key, problems in record.items()
             if key.endswith(f"/{mode}")
             and "#" in key
-            and not key.startswith(("chunked/", "programs2/", "gather/", "early/"))
+            and not key.startswith(("chunked/", "programs2/", "gather/", "early/", "pipelined/"))
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
         if len(records) == 2:
-            prefixes = ("fp8/", "overflow", "early/") if mode == "normal" else ("fp8/", "overflow")
+            prefixes = ("fp8/", "overflow", "early/", "pipelined/") if mode == "normal" else ("fp8/", "overflow")
             extra = {key: problems for key, problems in record.items() if key.startswith(prefixes)}
             early = [f"early/{name}#{n}/normal" for n, name in enumerate(EARLY_CASES, len(CASES))]
-            assert sorted(extra) == sorted(early if mode == "normal" else []) + [
-                "fp8/chunked/low_latency/dequantize",
-                "fp8/chunked/normal",
-                "fp8/gather/normal",
-                "fp8/gather/normal/dequantize",
-                "fp8/low_latency/dequantize",
-                "fp8/normal",
-                "overflow",
-            ]
+            early += [f"pipelined/{lay}/{n}#{CASES.index(n)}/normal" for n in PIPELINED_CASES for lay in LAYOUTS]
+            fixed = ["fp8/chunked/low_latency/dequantize", "fp8/chunked/normal", "fp8/gather/normal",
+                     "fp8/gather/normal/dequantize", "fp8/low_latency/dequantize", "fp8/normal",
+                     "fp8/pipelined/gather/normal", "overflow"]  # fmt: skip
+            assert sorted(extra) == sorted(fixed + (early if mode == "normal" else []))
             chunked = {key: problems for key, problems in record.items() if key.startswith("chunked/")}
             assert len(chunked) == 2 * len(CHUNKED_CASES)
             cases |= extra | chunked | {"programs2": record["programs2/random#0/normal"]}

@@ -1,14 +1,14 @@
-"""moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases
-(test_ops_moe_emulation.py) on real kernels, hundreds of tokens per rank (``large``: the route count programs'
-prefixes), normal mode's early push when its buffers must grow (``EARLY_CASES``), two dispatches in flight before
-their combines (the double-buffered halves), and low-latency CUDA-graph replays with fresh routing each time, all against the torch reference; fp8
-dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert
-over its capacity, the default whole-row kernels and ``MoeConfig(whole_row=False)``'s chunks at H = 7168 (a
-normal and a low-latency case each), normal mode's ``layout="gather"`` (every case, large, two in flight, H = 7168
-both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` against the reference's rows),
-``grouped_gemm`` against torch per expert (both layouts and rows through ``gather_rows``, bf16 and fp8), and
-``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
-``dispatch_layout="gather"`` in bf16 and fp8).
+"""moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases (test_ops_moe_emulation.py) on
+real kernels, hundreds of tokens per rank (``large``: the route count programs' prefixes), normal mode's early push when
+its buffers must grow (``EARLY_CASES``), ``MoeConfig(pipelined=True)`` (every normal case in both layouts, large, bf16
+and fp8), two dispatches in flight before their combines (the double-buffered halves), and low-latency CUDA-graph
+replays with fresh routing each time, all against the torch reference; fp8 dispatch (bit-exact fp8 rows and scales,
+dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert over its capacity, the default whole-row
+kernels and ``MoeConfig(whole_row=False)``'s chunks at H = 7168 (a normal and a low-latency case each), normal mode's
+``layout="gather"`` (every case, large, two in flight, H = 7168 both ways, fp8 kept and dequantized:
+``recv_x[gather_rows]`` against the reference's rows), ``grouped_gemm`` against torch per expert (both layouts and rows
+through ``gather_rows``, bf16 and fp8), and ``layers.ExpertParallelMoE`` against a dense torch reference (normal,
+low-latency graphed with fresh routing, fp8, ``dispatch_layout="gather"`` in bf16 and fp8).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -76,7 +76,7 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
     nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; then a
     low-latency fp8 dispatch + combine in a CUDA graph with fresh routing per replay; then an expert over its
     low-latency capacity."""
-    from test_ops_moe_emulation import _case_inputs, _experts
+    from test_ops_moe_emulation import PIPELINED, _case_inputs, _experts
 
     import triton_dist
     from triton_dist.ops.moe import MoeStatusError, check_status, reference_dispatch
@@ -115,10 +115,12 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
 
     def run(
         xs: Any, idxs: Any, weights: Any, experts: int, mode: str, cap: int | None, dequantize: bool,
-        layout: str = "expanded",
+        layout: str = "expanded", config: Any = None,
     ) -> Any:  # fmt: skip
         args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, mode, cap)
-        recv_x, handle = triton_dist.ops.moe_dispatch(*args, fp8=True, dequantize=dequantize, layout=layout)
+        recv_x, handle = triton_dist.ops.moe_dispatch(
+            *args, fp8=True, dequantize=dequantize, layout=layout, config=config
+        )
         if layout == "gather":  # each token once: compare and combine its expanded rows (and scales)
             gather = handle.gather_rows.long()
             scales = None if handle.recv_scales is None else handle.recv_scales[gather]
@@ -136,6 +138,9 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
             if mode == "normal":
                 got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, "gather")
                 compare(f"gather/{key}", got, out, xs, idxs, weights, experts, mode, cap, dequantize)
+                for layout in ("expanded", "gather"):  # the pipelined dispatch: its fp8 push, its block copy
+                    got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, layout, PIPELINED)
+                    compare(f"pipelined/{layout}/{key}", got, out, xs, idxs, weights, experts, mode, cap, dequantize)
     xs, idxs, weights, experts = inputs(50)
     cap = max(x.shape[0] for x in xs)
     static = [xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda)]
@@ -304,7 +309,7 @@ def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, li
 
 
 def _worker(out_dir: str) -> None:
-    from test_ops_moe_emulation import CASES, EARLY_CASES, _case_inputs, _differences, _experts, _gathered
+    from test_ops_moe_emulation import CASES, EARLY_CASES, PIPELINED, _case_inputs, _differences, _experts, _gathered
 
     import triton_dist
     from triton_dist.ops.moe import MoeConfig, reference_dispatch
@@ -351,15 +356,20 @@ def _worker(out_dir: str) -> None:
             check(f"{name}#{number}/{mode}", args, refs, dispatched, out)
             if mode == "normal":
                 check_gathered(f"gather/{name}#{number}/normal", args, refs, *gathered(args))
-    # The k = 2 plan above has buffers of 64 slots: its push goes before the host reads the summary, and does
-    # nothing when the combine slots, then the token slots, must grow (pushed again after growing).
+                dispatched = triton_dist.ops.moe_dispatch(*args, config=PIPELINED)
+                out = triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
+                check(f"pipelined/{name}#{number}/normal", args, refs, dispatched, out)
+                check_gathered(f"pipelined/gather/{name}#{number}/normal", args, refs, *gathered(args, PIPELINED))
+    # The pipelined k = 2 plan above has buffers of 64 slots: its push goes before the host reads the summary, and
+    # does nothing when the combine slots, then the token slots, must grow (pushed again after growing).
     for number, name in enumerate(EARLY_CASES, start=len(CASES)):
         args, refs = one(name, number, "normal")
-        dispatched = triton_dist.ops.moe_dispatch(*args)
+        dispatched = triton_dist.ops.moe_dispatch(*args, config=PIPELINED)
         out = triton_dist.ops.moe_combine(_experts(*dispatched[:1], dispatched[1].recv_expert), dispatched[1])
         check(f"early/{name}#{number}/normal", args, refs, dispatched, out)
     args, refs = one("large", 40, "normal")
     check_gathered("gather/large/normal", args, refs, *gathered(args))
+    check_gathered("pipelined/gather/large/normal", args, refs, *gathered(args, PIPELINED))
     (args_a, refs_a), (args_b, refs_b) = one("k8", 13, "normal"), one("k8", 14, "normal")
     first = triton_dist.ops.moe_dispatch(*args_a, layout="gather")  # two gather dispatches in flight
     second = triton_dist.ops.moe_dispatch(*args_b, layout="gather")

@@ -248,6 +248,9 @@ def test_whole_row_config_picks_the_block_and_is_checked() -> None:
     assert MoeConfig().programs_per_sm is None and MoeConfig(programs_per_sm=2).programs_per_sm == 2
     assert (MoeConfig().per_sm("normal"), MoeConfig().per_sm("low_latency")) == (2, 1), "the modes' defaults"
     assert MoeConfig(programs_per_sm=3).per_sm("low_latency") == 3
+    assert not MoeConfig().pipelined and MoeConfig(pipelined=True).pipelined
+    with pytest.raises(MoeError, match="pipelined must be True or False, got 1"):
+        MoeConfig(pipelined=1)  # type: ignore[arg-type]
     for bad_count in (0, 9, True, 1.0):
         with pytest.raises(MoeError, match=f"programs_per_sm must be None or an int in \\[1, 8\\], got {bad_count!r}"):
             MoeConfig(programs_per_sm=bad_count)  # type: ignore[arg-type]
@@ -485,7 +488,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     x, idx, weights = torch.zeros(3, 8), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
     outputs = moe_op._dispatch(x, idx, weights, 8, mode, 4 if mode == "low_latency" else None)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
-    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True, 1)
+    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True, 1, False)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
     moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route", "route_count"]
@@ -656,6 +659,6 @@ def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flag
         plan.launches.clear()
         moe_op._launch(plan, "expand", {"recv_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
         assert launched["_expand_kernel"] == ((expanders or 4, 1, 1), senders, 4)
-    plan.fp8 = True
+    plan.fp8 = plan.pipelined = True  # the pipelined fp8 push runs more warps
     moe_op._launch(plan, "push", {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
     assert launched["_push_kernel"][::2] == ((4, 1, 1), moe_op.FP8_PUSH_WARPS)

@@ -62,11 +62,11 @@ FP8_MAX = 448.0
 FP8_AMAX_FLOOR = 1e-4
 """The smallest amax a group is scaled by (an all-zero group quantizes to zeros with scale ``1e-4 / 448``)."""
 FP8_PUSH_WARPS = 16
-"""Warps of the fp8 push kernel (the other kernels run 4). Its quantization is about 2000 instructions per thread per
-row at 4 warps (a division per element, the group maxima, the rounding: one warp per scheduler, each instruction
-waiting for the last), which made the fp8 dispatch no faster than bf16's on 2 x H100 (2026-11-27, 4096 tokens:
-420.6 against 394.1 µs in the gather layout) although it moves half the bytes; 16 warps split each row four times
-finer and give every scheduler four warps to switch between."""
+"""Warps of the fp8 push kernel with ``MoeConfig(pipelined=True)`` (otherwise, and the other kernels: 4). Its
+quantization is about 2000 instructions per thread per row at 4 warps (a division per element, the group maxima, the
+rounding: one warp per scheduler, each instruction waiting for the last), which made the fp8 dispatch no faster than
+bf16's on 2 x H100 (2026-11-27, 4096 tokens: 420.6 against 394.1 µs in the gather layout) although it moves half the
+bytes; 16 warps split each row four times finer and give every scheduler four warps to switch between."""
 FP8_DTYPE = torch.float8_e4m3fn
 """The dtype of fp8 payloads (NVIDIA's e4m3, sm_89 and later; the CPU emulation runs it too)."""
 
@@ -79,12 +79,12 @@ NORMAL_PROGRAMS_PER_SM = 2
 (2026-11-27, 4096 tokens per rank) two programs per SM took the normal dispatch from 698.4 to 522.4 µs and its
 combine from 806.4 to 643.2 µs; low-latency mode's graphed dispatch went from 36.2 to 39.7 µs, so it keeps one."""
 EXPAND_PER_SM = 4
-"""Programs per SM of the expand kernel in normal mode on one node (GPUs; at least the push's programs; under the
-CPU emulation and in low-latency mode the push's): its loop over received tokens is a chain of dependent loads per
-token (the meta row, then the lookup table, then the stores), so one program per SM left the expanded layout's
-expand at 265.6 µs and the gather layout's at 157.6 µs for 4096 tokens per rank on 2 x H100 (2026-11-27); the
-kernel uses 64 registers per thread or fewer at 4 warps, so four fit on an SM together (its grid-stride loop needs
-every program resident)."""
+"""Programs per SM of the expand kernel with ``MoeConfig(pipelined=True)`` in normal mode on one node (GPUs; at least
+the push's programs; under the CPU emulation and in low-latency mode the push's): its loop over received tokens is a
+chain of dependent loads per token (the meta row, then the lookup table, then the stores), so one program per SM left
+the expanded layout's expand at 265.6 µs and the gather layout's at 157.6 µs for 4096 tokens per rank on 2 x H100
+(2026-11-27); the kernel uses 64 registers per thread or fewer at 4 warps, so four fit on an SM together (its
+grid-stride loop needs every program resident)."""
 BLOCK_H = 1024
 """Elements of the hidden dimension one program moves per step of the chunked loops (rows wider than
 ``MAX_ROW_BLOCK``, or ``MoeConfig(whole_row=False)``; 16-byte vectors when H is a multiple of 16)."""
@@ -120,14 +120,25 @@ class MoeConfig:
     mode, :meth:`per_sm`): programs of the push, expand and combine kernels per SM of the GPU
     (``COPY_PROGRAMS`` at most; 1 under the CPU emulation); more keep more rows in flight, at more flags per wait
     (each wait covers W x programs flags). ``bench/moe.py`` times 2 beside the default.
+
+    ``pipelined`` (default False; normal mode on one node, elsewhere ignored; an option until a GPU run measures
+    it, ``bench/moe.py --only-dispatch`` times it beside the default): the host's wait for the route kernel's
+    summary overlaps the push (the push is launched before the wait, checks the buffer sizes itself and does
+    nothing if they must grow, then goes again), the host polls the summary in pinned host memory instead of a copy
+    and a stream synchronization, the expand kernel runs ``EXPAND_PER_SM`` programs per SM, ``layout="gather"``
+    copies its payload (and fp8 scales) as one block after the expand kernel instead of row by row inside it, and
+    the fp8 push runs ``FP8_PUSH_WARPS`` warps. Same results, bit for bit.
     """
 
     whole_row: bool = True
     programs_per_sm: int | None = None
+    pipelined: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.whole_row, bool):
             raise MoeError(f"MoeConfig: whole_row must be True or False, got {self.whole_row!r}")
+        if not isinstance(self.pipelined, bool):
+            raise MoeError(f"MoeConfig: pipelined must be True or False, got {self.pipelined!r}")
         per_sm = self.programs_per_sm
         if per_sm is not None and (isinstance(per_sm, bool) or not isinstance(per_sm, int) or not 1 <= per_sm <= 8):
             raise MoeError(f"MoeConfig: programs_per_sm must be None or an int in [1, 8], got {per_sm!r}")

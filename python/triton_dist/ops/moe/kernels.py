@@ -26,7 +26,7 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    With fp8 (``SCALES`` > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4)
    / 448``, IEEE division, rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every
    destination, its scales written at the end of the meta row.
-4. ``_expand_kernel`` (``P`` programs; normal mode on one node ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
+4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
    bases; a program barrier, then gathers), then copies each received token, locally, into one row per local expert

@@ -64,13 +64,14 @@ EMULATED_PROGRAMS = 1
 Python scalars" (its ``tensor.__index__`` is briefly the unpatched one while another program runs a primitive)."""
 PHASES = ("start", "route", "push", "sync", "alloc", "expand", "copy")
 """The points of a normal-mode dispatch a phase hook is called at (:func:`set_phase_hook`): ``start`` on entry,
-``route`` after the route kernels' launch, ``push`` after the push launch, ``sync`` once the host has read the
-summary (its one synchronization), ``alloc`` after the outputs are allocated, ``expand`` after the expand launch,
-``copy`` after ``layout="gather"``'s block copy of the payload (one node, no dequantization; otherwise not called).
-One node from the second call of a signature on: ``push`` comes before ``sync`` (the push kernel is launched
-before the host waits, and does nothing if the buffers turn out too small, in which case it is launched again after
-``sync``); otherwise ``sync`` comes first. A hook that records a CUDA event at each point measures, per interval,
-how long the stream took from the previous point to this one: a kernel, or the GPU idle while the host works."""
+``route`` after the route kernels' launch, ``push`` after the push launch, ``sync`` once the host has read the summary
+(its one synchronization), ``alloc`` after the outputs are allocated, ``expand`` after the expand launch, ``copy`` after
+``layout="gather"``'s block copy of the payload (one node, no dequantization; otherwise not called).
+``MoeConfig(pipelined=True)`` on one node, from the second call of a signature on: ``push`` comes before ``sync`` (the
+push kernel is launched before the host waits, and does nothing if the buffers turn out too small, in which case it is
+launched again after ``sync``); otherwise ``sync`` comes first. A hook that records a CUDA event at each point measures,
+per interval, how long the stream took from the previous point to this one: a kernel, or the GPU idle while the host
+works."""
 _phase_hook: Callable[[str], object] | None = None
 
 
@@ -174,11 +175,15 @@ class _Plan:
     """The world's nodes: 1 runs the one-node kernels; more, the kernels' puts across nodes (``NODES``)."""
     local: int = 0
     """Ranks per node (``LOCAL``; torchrun's layout: node ``m`` holds ranks ``[m L, (m + 1) L)``)."""
+    pipelined: bool = False
+    """``MoeConfig(pipelined=True)`` in normal mode on one node (else False): the early push (``_early_push``), the
+    host-polled summary (``host_info``), ``expanders``, the gather layout's block copy (``_bulk_copy``) and the fp8
+    push's ``FP8_PUSH_WARPS``."""
     expanders: int = 0
-    """The expand kernel's programs (0: ``programs``): in normal mode on one node's GPUs ``EXPAND_PER_SM`` per SM
-    (at least ``programs``), each waiting for the push's ``programs`` flags per rank (``SENDERS``)."""
+    """The expand kernel's programs (0: ``programs``): pipelined, on GPUs, ``EXPAND_PER_SM`` per SM (at least
+    ``programs``), each waiting for the push's ``programs`` flags per rank (``SENDERS``)."""
     host_info: torch.Tensor | None = None
-    """Normal mode on one node (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
+    """Pipelined (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
     device's summary and synchronizing (``_summary``)."""
 
@@ -251,16 +256,20 @@ def _signature(
     fp8: bool = False,
     whole_row: bool = True,
     programs_per_sm: int = 1,
+    pipelined: bool = False,
 ) -> tuple[Any, ...]:
-    return (mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm)
+    return (
+        mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm, pipelined
+    )  # fmt: skip
 
 
 def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int, sms: int = 0) -> _Plan:
     """A signature's plan: its workspace, and the programs of its kernels (``sms``: the GPU's SMs, 0 under the
     emulation, where the expand kernel runs the push's programs)."""
-    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _ = key
+    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _, pipelined = key
     size = world.world_size
-    expanders = max(programs, EXPAND_PER_SM * sms if mode == "normal" and world.num_nodes == 1 else 0)
+    pipelined = pipelined and mode == "normal" and world.num_nodes == 1  # MoeConfig.pipelined: one node's normal mode
+    expanders = max(programs, EXPAND_PER_SM * sms if pipelined else 0)
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
 
     def create(_: rt.World) -> _Workspace:
@@ -281,7 +290,8 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
     plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
-    if not plan.low_latency and plan.nodes == 1:
+    plan.pipelined = pipelined
+    if pipelined:
         plan.host_info = _host_words(world.device)
     if plan.low_latency:
         _grow(plan, size * plan.max_tokens, size * plan.max_tokens)
@@ -472,7 +482,7 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
         if param.name not in named and param.has_default:
             named[param.name] = param.default
     with torch.cuda.device(device):
-        warps = FP8_PUSH_WARPS if name == "push" and plan.fp8 else 4
+        warps = FP8_PUSH_WARPS if name == "push" and plan.fp8 and plan.pipelined else 4
         launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=warps)
         launch.launch(device, *leading.values())
 
@@ -480,13 +490,13 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
 def _early_push(plan: _Plan) -> bool:
     """Whether ``plan``'s push is launched before the host reads the summary (normal mode on one node): the
     kernel then checks the buffer sizes the summary asks for itself, and does nothing if they do not fit."""
-    return not plan.low_latency and plan.nodes == 1
+    return plan.pipelined and not plan.low_latency and plan.nodes == 1
 
 
 def _bulk_copy(plan: _Plan, gather: bool, dequantize: bool) -> bool:
     """Whether ``layout="gather"``'s payload (and fp8 scales) is copied after the expand kernel as one block
     (one node, no dequantization): ``recv_x``'s row ``i`` is the token buffer's slot ``i``."""
-    return gather and plan.nodes == 1 and not dequantize
+    return plan.pipelined and gather and plan.nodes == 1 and not dequantize
 
 
 def _aligned(t: torch.Tensor) -> torch.Tensor:
@@ -503,8 +513,9 @@ def _plan_for(
     fp8: bool = False,
     whole_row: bool = True,
     programs_per_sm: int = 1,
+    pipelined: bool = False,
 ) -> _Plan:
-    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm)
+    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined)
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -525,6 +536,7 @@ def _plan_for(
         "fp8": fp8,
         "whole_row": whole_row,
         "programs_per_sm": programs_per_sm,
+        "pipelined": pipelined,
     }
     return _plans.build(key, described, lambda: _make_plan(key, world, programs, route_programs, sms))
 
@@ -542,12 +554,13 @@ def _dispatch(
     programs_per_sm: int = 1,
     layout: str = "expanded",
     pooled: bool = False,
+    pipelined: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     """The dispatch of checked inputs; returns the 19 tensors the custom op returns, in its order (the last two:
     the fp8 scales of ``recv_x``'s rows, or an empty tensor; ``layout="gather"``'s row of ``recv_x`` per pair row,
     or an empty tensor). ``pooled``: the int32 / fp32 outputs are views of two allocations (the eager path; the
     custom op's outputs may not alias each other)."""
-    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm)
+    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined)
     device, size, topk = x.device, plan.world_size, plan.topk
     mark = None if plan.low_latency else _phase_hook
     if mark is not None:
@@ -692,6 +705,7 @@ def _moe_dispatch_op(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     layout: str = "expanded",
+    pipelined: bool = False,
 ) -> list[torch.Tensor]:
     world = _world(mode=mode)
     max_tokens = max_tokens_per_rank or None
@@ -700,7 +714,7 @@ def _moe_dispatch_op(
         layout,
     )  # fmt: skip
     args = (x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm)
-    return list(_dispatch(*args, layout))
+    return list(_dispatch(*args, layout, pipelined=pipelined))
 
 
 @_moe_dispatch_op.register_fake
@@ -716,6 +730,7 @@ def _moe_dispatch_fake(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     layout: str = "expanded",
+    pipelined: bool = False,
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
     check_inputs(
@@ -764,9 +779,10 @@ def _moe_combine_op(
     fp8: bool = False,
     whole_row: bool = True,
     programs_per_sm: int = 1,
+    pipelined: bool = False,
 ) -> torch.Tensor:
     key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
-           whole_row, programs_per_sm)  # fmt: skip
+           whole_row, programs_per_sm, pipelined)  # fmt: skip
     return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
 
 
@@ -786,6 +802,7 @@ def _moe_combine_fake(
     fp8: bool = False,
     whole_row: bool = True,
     programs_per_sm: int = 1,
+    pipelined: bool = False,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -855,7 +872,7 @@ def moe_dispatch(
     if config is not None and not isinstance(config, MoeConfig):
         raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
     config_ = config or MoeConfig()
-    whole_row, programs_per_sm = config_.whole_row, config_.per_sm(mode)
+    whole_row, programs_per_sm, pipelined = config_.whole_row, config_.per_sm(mode), config_.pipelined
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world(mode=mode if mode in MODES else "normal").device
@@ -866,12 +883,12 @@ def moe_dispatch(
     if plain_eager(x, topk_idx, topk_weights):
         outputs: Any = _dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm,
-            layout, pooled=True,
+            layout, pooled=True, pipelined=pipelined,
         )  # fmt: skip
     else:
         outputs = torch.ops.triton_dist.moe_dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row, programs_per_sm,
-            layout,
+            layout, pipelined,
         )  # fmt: skip
     (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
      tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows) = outputs  # fmt: skip
@@ -914,14 +931,15 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
     config = handle.config or MoeConfig()
-    whole_row, programs_per_sm = config.whole_row, config.per_sm(handle.mode)
+    whole_row, programs_per_sm, pipelined = config.whole_row, config.per_sm(handle.mode), config.pipelined
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
-               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm)  # fmt: skip
+               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm, pipelined)  # fmt: skip
         return _combine(*args, key)
     return torch.ops.triton_dist.moe_combine(
-        *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row, programs_per_sm
-    )
+        *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row, programs_per_sm,
+        pipelined,
+    )  # fmt: skip
 
 
 def check_status(handle: MoeHandle) -> None:
