@@ -54,12 +54,12 @@ def _chunk_tiles(m_local: int, w: int, t_ours: float, t_push: float) -> int:
 
 def last_wave_penalty(tiles: int, sms: int) -> float:
     """How much longer a persistent GEMM of ``tiles`` output tiles runs than its flops at the calibrated rate say,
-    where between one and four waves of tiles fill the SMs: the last wave's partly idle SMs (2.2 waves take three
-    tiles' time per SM, 1.36x). Measured on 2 x H100 (the 2026-11-27 sweep): the fused AG kernel at 1.2 and 2.2
-    waves ran 1.3-1.7x its flops-rate time, at 4 and more within 5%. Under one wave every tile runs at once, with
-    more memory bandwidth per SM, and the same rows ran near their flops-rate time: no penalty there."""
+    where fewer than four waves of tiles fill the SMs: the SMs the last wave leaves idle (2.2 waves take three
+    tiles' time per SM, 1.36x; 0.73 of a wave takes one tile's time on 97 of 132 SMs, 1.36x). Measured on the
+    2026-11-27 sweeps: the fused AG kernel at 0.73, 1.2 and 2.2 waves ran 1.17-1.7x its flops-rate time on
+    2 x H100 and 2 x H200, at four waves and more within 5% (the calibration's own GEMMs run 3.9 and 15.5 waves)."""
     waves = tiles / max(sms, 1)
-    if waves < 1 or waves >= 4:
+    if waves <= 0 or waves >= 4:
         return 1.0
     return math.ceil(waves) / waves
 
