@@ -17,6 +17,11 @@ Per row, in one run, ours and the baseline (``all_gather_into_tensor`` + ``torch
 - from idle: median of ``--reps`` calls, each after a host synchronize and barrier (the host path included);
 - host µs per call: CPU time to enqueue one call while the GPU is busy.
 
+During each device-time pass a thread reads every rank's GPU through NVML every 10 ms (``bench/_clocks.py``): the
+SM clock (mean, min), power, temperature and NVML's clock-limit reasons, kept per pass (``ours_clocks``,
+``ours_clocks_2``, ``base_clocks``, ``base_clocks_2``: the slowest rank's clocks, the highest power), so a second
+pass slower than the first can be told apart from a GPU that ran at a lower clock. Without NVML the rows say so.
+
 The baseline's two parts are timed alone too, with the same care (device barrier, median of ``--reps``, the same
 preallocated tensors): the collective (``all_gather_into_tensor`` / ``reduce_scatter_tensor``) and the GEMM
 (``torch.matmul`` into its output). A row's overlap bound is baseline / max(collective, GEMM): the speedup a perfect
@@ -46,6 +51,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _clocks import SLOWDOWNS, ClockSampler, PassClocks, combine, compare_line, open_nvml, reason_names  # noqa: E402
 from _common import RESULTS, describe_machine, log0, markdown_table, write_json  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
@@ -199,6 +205,43 @@ def summary_lines(op: str, rows: Sequence[Mapping[str, object]]) -> list[str]:
     ]
 
 
+def _spread(row: Mapping[str, object]) -> float:
+    first, second = float(row["ours_ms"]), float(row["ours_ms_2"])  # type: ignore[arg-type]
+    return abs(first - second) / min(first, second)
+
+
+def clock_cells(row: Mapping[str, object]) -> tuple[str, str]:
+    """A row's two clock cells for ours' two passes: ``SM MHz 1st / 2nd (min 1st / 2nd)`` and ``W 1st / 2nd``
+    (with the slowdown reasons NVML gave, per pass); ``-`` where a pass has no clocks."""
+    first, second = PassClocks.from_json(row.get("ours_clocks")), PassClocks.from_json(row.get("ours_clocks_2"))
+    if first is None or second is None:
+        return "-", "-"
+    mhz = f"{first.mhz_mean:.0f} / {second.mhz_mean:.0f} ({first.mhz_min:.0f} / {second.mhz_min:.0f})"
+    watts = f"{first.watts_mean:.0f} / {second.watts_mean:.0f}"
+    slow = [
+        f"{label}: {'+'.join(reason_names(p.reasons & SLOWDOWNS))}"
+        for label, p in (("1st", first), ("2nd", second))
+        if p.reasons & SLOWDOWNS
+    ]
+    return mhz, watts + (f" ({'; '.join(slow)})" if slow else "")
+
+
+def spread_note(rows: Sequence[Mapping[str, object]]) -> str:
+    """``X% (<row>: ours <clocks>; baseline <clocks>)``: the largest spread between the two timings of ours, the row
+    it is on, and whether the GPU's clocks differed between the two passes of ours and of the baseline there
+    (``_clocks.compare_line``). Raises ValueError when there are no rows."""
+    if not rows:
+        raise ValueError("spread_note: no rows")
+    worst = max(rows, key=_spread)
+    ours = compare_line(
+        PassClocks.from_json(worst.get("ours_clocks")), PassClocks.from_json(worst.get("ours_clocks_2"))
+    )
+    base = compare_line(
+        PassClocks.from_json(worst.get("base_clocks")), PassClocks.from_json(worst.get("base_clocks_2"))
+    )
+    return f"{_spread(worst) * 100:.1f}% ({row_label(worst)}: ours {ours}; baseline {base})"
+
+
 def rows_to_run(models: list[Model], ops: list[str]) -> list[tuple[str, Model, str, int, int, int]]:
     """(op, model, layer, M, N, K): each layer at two token counts, rotating through TOKENS so every M is covered."""
     rows = []
@@ -218,11 +261,37 @@ def _median_ms(fn, reps: int) -> float:  # noqa: ANN001
     return max_over_ranks(statistics.median(bench_samples(fn, warmup=3, rep=reps)))
 
 
+def _timed_pass(fn, reps: int, sampler: ClockSampler | None) -> tuple[float, PassClocks | None]:  # noqa: ANN001
+    """``_median_ms`` of ``fn`` with this rank's GPU clocks while it ran (None without a sampler or NVML)."""
+    if sampler is None:
+        return _median_ms(fn, reps), None
+    median, clocks = sampler.measure(lambda: statistics.median(bench_samples(fn, warmup=3, rep=reps)))
+    return max_over_ranks(median), clocks
+
+
+def gather_clocks(local: list[PassClocks | None]) -> list[PassClocks | None]:
+    """Each pass's clocks combined over the ranks (``combine``): one all-gather of every rank's passes (a
+    collective: every rank calls it, with or without clocks); ``local`` itself without a process group."""
+    if not dist.is_initialized():
+        return [combine([p]) for p in local]
+    width = len(PassClocks.FIELDS)
+    values = [v for p in local for v in (p.values() if p is not None else [math.nan] * width)]
+    mine = torch.tensor(values, dtype=torch.float64, device="cuda")
+    every = torch.empty(dist.get_world_size() * len(values), dtype=torch.float64, device="cuda")
+    dist.all_gather_into_tensor(every, mine)
+    ranks = every.view(dist.get_world_size(), len(local), width).tolist()
+    return [combine([PassClocks.from_values(rank[i]) for rank in ranks]) for i in range(len(local))]
+
+
 def _idle_ms(fn, reps: int) -> float:  # noqa: ANN001
     return max_over_ranks(statistics.median(idle_ms_samples(fn, rep=reps)))
 
 
-def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> dict[str, object]:
+def run_row(
+    op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int, sampler: ClockSampler | None = None
+) -> dict[str, object]:
+    """One row's timings and checks (module docstring); ``sampler`` reads the GPU's clocks during the four
+    device-time passes of ours and the baseline."""
     world = rt.current_world()
     w, group = world.world_size, world.group
     torch.manual_seed(1234 + world.rank)
@@ -294,10 +363,14 @@ def run_row(op: str, m: int, n: int, k: int, dtype: torch.dtype, reps: int) -> d
     torch.cuda.synchronize()
     error = ((got - expected).norm() / expected.norm().clamp_min(1e-6)).item()
     row: dict[str, object] = {"path": path, "rel_error": max_over_ranks(error)}
-    row["ours_ms"] = _median_ms(ours, reps)
-    row["base_ms"] = _median_ms(baseline, reps)
-    row["ours_ms_2"] = _median_ms(ours, reps)
-    row["base_ms_2"] = _median_ms(baseline, reps)
+    clocks: list[PassClocks | None] = []
+    for key, fn in (("ours_ms", ours), ("base_ms", baseline), ("ours_ms_2", ours), ("base_ms_2", baseline)):
+        row[key], pass_clocks = _timed_pass(fn, reps, sampler)
+        clocks.append(pass_clocks)
+    for key, pass_clocks in zip(
+        ("ours_clocks", "base_clocks", "ours_clocks_2", "base_clocks_2"), gather_clocks(clocks), strict=True
+    ):
+        row[key] = pass_clocks.to_json() if pass_clocks is not None else None
     row["comm_ms"] = _median_ms(comm, reps)
     row["gemm_ms"] = _median_ms(gemm, reps)
     row["ours_idle_ms"] = _idle_ms(ours, reps)
@@ -337,10 +410,18 @@ def _cublas_path(
 
 
 def write(
-    results: list[dict[str, object]], started: float, out_dir: Path, tag: str, *, gpu: str, world_size: int
+    results: list[dict[str, object]],
+    started: float,
+    out_dir: Path,
+    tag: str,
+    *,
+    gpu: str,
+    world_size: int,
+    clock_note: str = "",
 ) -> None:
     """Write sweep_<tag or GPU>.md (per op: the bar and floor lines and the table), .json (the rows) and .png (the
-    speedups, the bound as a marker) under ``out_dir``; rows need ``derive``'s ratios."""
+    speedups, the bound as a marker) under ``out_dir``; rows need ``derive``'s ratios. ``clock_note``: why the rows
+    have no GPU clocks, if they have none."""
     slug = tag or gpu.replace("NVIDIA ", "").split()[0]
     lines = [f"# The overlap ops on model layers ({world_size} x {gpu})", ""]
     lines += describe_machine(started)
@@ -360,7 +441,15 @@ def write(
         "1.08 (RS), or >= 0.95 / 0.97 x the geo-mean bound where that bound is below the goal; floors: no row below",
         f"{DEVICE_FLOOR:.2f}x (device barrier) or {IDLE_FLOOR:.2f}x (from idle).",
         "",
+        "GPU clocks (NVML, read every 10 ms during each device-barrier pass on every rank; the slowest rank's SM",
+        "clock, the highest power): SM MHz of ours' 1st / 2nd pass, mean (lowest sample), and W (NVML's running",
+        "average), with the clock-limit reasons (sw-power, hw-slowdown, sw-/hw-thermal, power-brake) seen in a pass.",
+        "The largest spread names its row and whether the clocks differed between the passes (mean > 1% apart,",
+        "lowest > 3%, or other slowdown reasons), for ours and the baseline.",
+        "",
     ]
+    if clock_note:
+        lines += [f"GPU clocks not recorded: {clock_note}", ""]
     for op, title in (("ag", "AllGather + GEMM (column-parallel)"), ("rs", "GEMM + ReduceScatter (row-parallel)")):
         rows = [r for r in results if r["op"] == op]
         if not rows:
@@ -376,22 +465,20 @@ def write(
                     f"{r['fused_ms']:.3f} / {float(r.get('cublas_ms', 'nan')):.3f}",
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
                     f"{r['ours_host_us']:.0f} / {r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
-                    f"{r['rel_error']:.1e}",
+                    f"{r['rel_error']:.1e}", *clock_cells(r),
                 ]
             )  # fmt: skip
         headers = [
             "model", "layer", "M,N,K", "path", "baseline ms", "comm / GEMM ms", "ours ms (1st / 2nd)",
             "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms / cuBLAS path ms",
             "from idle ms ours / base (x)",
-            "host µs ours / unfused / base", "error",
+            "host µs ours / unfused / base", "error", "ours SM MHz 1st / 2nd (min)", "ours W 1st / 2nd",
         ]  # fmt: skip
         speedups = [float(r["speedup"]) for r in rows]  # type: ignore[arg-type]
         second = [float(r["speedup_2"]) for r in rows]  # type: ignore[arg-type]
         idle = [float(r["idle_speedup"]) for r in rows]  # type: ignore[arg-type]
         host = [float(r["ours_host_us"]) / float(r["unfused_host_us"]) for r in rows]  # type: ignore[arg-type]
         host_pre = [float(r["ours_host_us"]) / float(r["base_host_us"]) for r in rows]  # type: ignore[arg-type]
-        spread = max(abs(float(r["ours_ms"]) - float(r["ours_ms_2"])) / min(float(r["ours_ms"]), float(r["ours_ms_2"]))  # type: ignore[arg-type]
-                     for r in rows)  # fmt: skip
         lines += [
             f"## {title}",
             "",
@@ -399,7 +486,7 @@ def write(
             f"{min(speedups):.2f}; from idle {geomean(idle):.3f} (worst {min(idle):.2f}); host µs ours / unfused "
             f"{geomean(host):.2f} geo-mean (worst {max(host):.2f}; over the preallocated baseline "
             f"{geomean(host_pre):.2f}); largest spread between the two timings of ours "
-            f"{spread * 100:.1f}%. Paths: "
+            f"{spread_note(rows)}. Paths: "
             + ", ".join(f"{p} {sum(r['path'] == p for r in rows)}" for p in sorted({str(r["path"]) for r in rows})),
             "",
         ]
@@ -462,6 +549,12 @@ def main() -> int:
     dtype = getattr(torch, args.dtype)
     world = rt.current_world()
     gpu = torch.cuda.get_device_name(0)
+    device = torch.cuda.current_device()
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    reader, clock_note = open_nvml(device, str(uuid) if uuid is not None else None)
+    sampler = ClockSampler(reader, note=clock_note)
+    if clock_note:
+        print(f"INFO rank {world.rank}: {clock_note}", flush=True)
     wanted = set(filter(None, args.models.split(",")))
     models = [m for m in MODELS if not wanted or m.name in wanted]
     if args.quick:
@@ -470,7 +563,7 @@ def main() -> int:
     for op, model, layer, m, n, k in rows_to_run(models, args.ops.split(",")):
         begun = time.time()
         faulthandler.dump_traceback_later(120)  # a row stuck for 2 minutes prints where every rank is
-        row = run_row(op, m, n, k, dtype, args.reps)
+        row = run_row(op, m, n, k, dtype, args.reps, sampler)
         faulthandler.cancel_dump_traceback_later()
         row.update(op=op, model=model.name, layer=layer, m=m, n=n, k=k)
         derive(row)
@@ -483,11 +576,14 @@ def main() -> int:
             f"comm {row['comm_ms']:.3f} gemm {row['gemm_ms']:.3f} bound {row['bound']:.2f}x; "
             f"idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
             f"{row['ours_host_us']:.0f}/{row['unfused_host_us']:.0f}/{row['base_host_us']:.0f} us; "
-            f"err {row['rel_error']:.1e} "
+            f"err {row['rel_error']:.1e}; clocks ours {' '.join(clock_cells(row))} "
             f"({time.time() - begun:.1f} s)"
         )
         if world.rank == 0:
-            write(results, started, Path(args.out_dir), args.tag, gpu=gpu, world_size=world.world_size)
+            write(
+                results, started, Path(args.out_dir), args.tag, gpu=gpu, world_size=world.world_size,
+                clock_note=sampler.note,
+            )  # fmt: skip
     if world.rank == 0:
         for op in dict.fromkeys(str(r["op"]) for r in results):
             for line in summary_lines(op, [r for r in results if r["op"] == op]):
