@@ -117,15 +117,9 @@ def ag_gemm_choice(
     ``BLOCK_M`` tile row per shard.
     """
     estimate = ag_gemm_estimate(m, n, k, itemsize, w, cal)
-    options = {"nccl": estimate["baseline_ms"]}
-    if w > 1 and m // w >= _BLOCK_M and estimate["fused_ms"] <= MARGIN * estimate["baseline_ms"]:
-        options["fused"] = estimate["fused_ms"]
     cublas = ag_gemm_cublas_ms(m, n, k, itemsize, w, cal)
-    if cublas is not None:
-        estimate["cublas_ms"] = cublas
-        if m // w > 0 and cublas <= MARGIN * estimate["baseline_ms"]:
-            options["cublas"] = cublas
-    path = min(options, key=lambda name: options[name])
+    fused_ok = w > 1 and m // w >= _BLOCK_M
+    path = _fastest("nccl", estimate, {"fused": estimate["fused_ms"] if fused_ok else None, "cublas": cublas}, m // w)
     if path == "fused":
         return ag_gemm_fused_config(m, n, k, itemsize, w, cal), estimate
     return OverlapConfig(backend=path), estimate
@@ -184,15 +178,25 @@ def gemm_rs_choice(
     ``cublas_ms`` where the calibration predicts that path). A fused path must be predicted at most ``MARGIN`` of
     the fallback's time; between the two fused paths the faster prediction wins."""
     fused_ok, estimate = gemm_rs_uses_fused(m, n, k, itemsize, w, cal, block_m, block_n)
-    options = {"fallback": estimate["baseline_ms"]}
-    if fused_ok:
-        options["fused"] = estimate["fused_ms"]
     cublas = gemm_rs_cublas_ms(m, n, k, itemsize, w, cal)
+    path = _fastest(
+        "fallback", estimate, {"fused": estimate["fused_ms"] if fused_ok else None, "cublas": cublas}, m // w
+    )
+    return path, estimate
+
+
+def _fastest(unfused: str, estimate: dict[str, float], fused: dict[str, float | None], rows_per_rank: int) -> str:
+    """The path of the lowest prediction: ``unfused`` (at ``estimate["baseline_ms"]``) or one of ``fused`` (name ->
+    predicted ms, None where it cannot run or is not calibrated), each only where it is at most ``MARGIN`` of the
+    unfused time and every rank has rows. Records the cuBLAS path's prediction in ``estimate`` (``cublas_ms``)."""
+    cublas = fused.get("cublas")
     if cublas is not None:
         estimate["cublas_ms"] = cublas
-        if m // w > 0 and cublas <= MARGIN * estimate["baseline_ms"]:
-            options["cublas"] = cublas
-    return min(options, key=lambda path: options[path]), estimate
+    options = {unfused: estimate["baseline_ms"]}
+    for name, predicted in fused.items():
+        if predicted is not None and rows_per_rank > 0 and predicted <= MARGIN * estimate["baseline_ms"]:
+            options[name] = predicted
+    return min(options, key=lambda name: options[name])
 
 
 def with_extra(cal: Calibration, **changes: float) -> Calibration:
