@@ -1,16 +1,19 @@
 """bench/sweep.py's arithmetic on the CPU: each row's overlap bound (baseline / max(collective, GEMM)), issue 24's
 bar per op (the geo-mean speedup against 1.30x / 1.08x, or against 0.95 / 0.97 x the geo-mean bound where that is
-lower), the per-row floors, and the results writer's bar lines and columns."""
+lower), the per-row floors, the results writer's bar lines and columns, and the GPU clocks sampled per timing pass
+(bench/_clocks.py against a fake NVML)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import random
 import statistics
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -179,3 +182,203 @@ def test_the_results_carry_the_bound_and_the_bar_lines(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "sweep_2xTEST.json").read_text())
     assert [r["bound"] for r in data["rows"]] == pytest.approx([r["bound"] for r in results])
     assert all({"comm_ms", "gemm_ms", "of_bound"} <= set(r) for r in data["rows"])
+
+
+# --- the GPU clocks of each timing pass (bench/_clocks.py, a fake NVML) -----------------------------------------
+
+clocks_mod = sys.modules["_clocks"]  # bench/sweep.py put bench/ on sys.path and imported it
+
+
+class FakeNvml:
+    """NVML's functions as bench/_clocks.py calls them, reading scripted clocks and recording every reading."""
+
+    NVML_CLOCK_SM = 1
+    NVML_TEMPERATURE_GPU = 0
+
+    def __init__(self, rng: random.Random, *, fail_after: int | None = None, events: bool = True) -> None:
+        self.rng, self.fail_after = rng, fail_after
+        self.handles: list[tuple[str, object]] = []
+        self.read: list[tuple[float, float, float, int]] = []  # what each reading returned: MHz, mW, °C, reasons
+        self._pending: dict[str, float] = {}
+        if events:
+            self.nvmlDeviceGetCurrentClocksEventReasons = self._reasons
+        else:
+            self.nvmlDeviceGetCurrentClocksThrottleReasons = self._reasons
+
+    def nvmlInit(self) -> None:
+        pass
+
+    def nvmlDeviceGetHandleByUUID(self, uuid: str) -> str:
+        self.handles.append(("uuid", uuid))
+        return "handle"
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> str:
+        self.handles.append(("index", index))
+        return "handle"
+
+    def nvmlDeviceGetClockInfo(self, handle: str, clock: int) -> int:
+        assert handle == "handle" and clock == self.NVML_CLOCK_SM
+        if self.fail_after is not None and len(self.read) >= self.fail_after:
+            raise RuntimeError("NVML_ERROR_GPU_IS_LOST")
+        self._pending["mhz"] = float(self.rng.choice(range(1410, 1995, 15)))
+        return int(self._pending["mhz"])
+
+    def nvmlDeviceGetPowerUsage(self, handle: str) -> int:
+        self._pending["mw"] = float(self.rng.randrange(200_000, 700_000))
+        return int(self._pending["mw"])
+
+    def nvmlDeviceGetTemperature(self, handle: str, sensor: int) -> int:
+        assert sensor == self.NVML_TEMPERATURE_GPU
+        self._pending["c"] = float(self.rng.randrange(40, 85))
+        return int(self._pending["c"])
+
+    def _reasons(self, handle: str) -> int:
+        bits = self.rng.choice([0, 0, 0x4, 0x1, 0x20 | 0x4])
+        self.read.append((self._pending["mhz"], self._pending["mw"], self._pending["c"], bits))
+        return bits
+
+
+def _reference(read: list[tuple[float, float, float, int]]) -> Any:
+    reasons = 0
+    for row in read:
+        reasons |= row[3]
+    mhz, watts = [r[0] for r in read], [r[1] / 1000 for r in read]
+    return clocks_mod.PassClocks(
+        statistics.mean(mhz), min(mhz), statistics.mean(watts), max(watts), max(r[2] for r in read), reasons, len(read)
+    )
+
+
+def test_open_nvml_finds_the_gpu_by_cudas_uuid_and_reads_it() -> None:
+    fake = FakeNvml(random.Random())
+    reader, note = clocks_mod.open_nvml(3, "2d7ac1ad-0000-1111-2222-333344445555", nvml=fake)
+    assert note == "" and fake.handles == [("uuid", "GPU-2d7ac1ad-0000-1111-2222-333344445555")]
+    sample = reader.read()
+    mhz, mw, celsius, bits = fake.read[-1]
+    assert (sample.mhz, sample.watts, sample.celsius, sample.reasons) == (mhz, mw / 1000, celsius, bits)
+    # no UUID: NVML's index; an older nvidia-ml-py names the reasons "throttle"
+    old = FakeNvml(random.Random(), events=False)
+    reader, note = clocks_mod.open_nvml(1, None, nvml=old)
+    assert note == "" and old.handles == [("index", 1)] and reader.read().reasons == old.read[-1][3]
+
+
+def test_open_nvml_says_why_there_are_no_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    reader, note = clocks_mod.open_nvml(0, None, nvml=FakeNvml(random.Random(), fail_after=0))
+    assert reader is None and note == "no GPU clocks: RuntimeError: NVML_ERROR_GPU_IS_LOST"
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # nvidia-ml-py not installed
+    reader, note = clocks_mod.open_nvml(0, None)
+    assert reader is None and note.startswith("no GPU clocks: ModuleNotFoundError")
+
+
+def test_the_sampler_reads_every_10_ms_while_the_pass_runs() -> None:
+    fake = FakeNvml(random.Random())
+    reader, _ = clocks_mod.open_nvml(0, None, nvml=fake)
+    fake.read.clear()  # open_nvml's test reading
+    sampler = clocks_mod.ClockSampler(reader)
+    result, clocks = sampler.measure(lambda: (__import__("time").sleep(0.1), 42)[1])
+    assert result == 42 and sampler.note == ""
+    assert 3 <= len(fake.read) <= 13  # ~10 ms apart over 100 ms, plus the readings at both ends
+    assert clocks.values() == pytest.approx(_reference(fake.read).values())
+    assert clocks.samples == len(fake.read)
+
+
+def test_the_sampler_stops_with_the_pass() -> None:
+    import time
+
+    sampler = clocks_mod.ClockSampler(clocks_mod.open_nvml(0, None, nvml=FakeNvml(random.Random()))[0], interval_s=5.0)
+    begun = time.perf_counter()
+    _, clocks = sampler.measure(lambda: time.sleep(0.02))
+    # not a 5 s wait for the thread's next reading: the sweep's run time stays what it was
+    assert time.perf_counter() - begun < 1.0 and clocks.samples == 2
+
+
+def test_a_failed_reading_leaves_the_pass_without_clocks() -> None:
+    fake = FakeNvml(random.Random())
+    sampler = clocks_mod.ClockSampler(clocks_mod.open_nvml(0, None, nvml=fake)[0])
+    fake.fail_after = len(fake.read) + 3
+    result, clocks = sampler.measure(lambda: __import__("time").sleep(0.06) or "done")
+    assert result == "done" and clocks is None
+    assert sampler.note == "no GPU clocks after a failed reading: RuntimeError: NVML_ERROR_GPU_IS_LOST"
+    fake.fail_after = None  # the reader was dropped: later passes measure nothing, the timing goes on
+    assert sampler.measure(lambda: 7) == (7, None) and sampler.reader is None
+    with pytest.raises(ZeroDivisionError):  # the pass's own error is not swallowed
+        clocks_mod.ClockSampler(clocks_mod.open_nvml(0, None, nvml=fake)[0]).measure(lambda: 1 / 0)
+    with pytest.raises(ValueError, match="interval_s=0"):
+        clocks_mod.ClockSampler(None, interval_s=0)
+
+
+def _random_pass(rng: random.Random) -> Any:
+    samples = [
+        clocks_mod.Sample(rng.uniform(1400, 1980), rng.uniform(200, 700), rng.uniform(40, 85), rng.choice([0, 4, 32]))
+        for _ in range(rng.randrange(2, 20))
+    ]
+    return clocks_mod.summarize(samples)
+
+
+def test_passes_combine_over_ranks_as_the_slowest_gpu() -> None:
+    rng = random.Random()
+    ranks = [_random_pass(rng) for _ in range(4)]
+    both = clocks_mod.combine(ranks)
+    assert both.mhz_mean == min(p.mhz_mean for p in ranks) and both.mhz_min == min(p.mhz_min for p in ranks)
+    assert both.watts_mean == max(p.watts_mean for p in ranks) and both.watts_max == max(p.watts_max for p in ranks)
+    assert both.celsius_max == max(p.celsius_max for p in ranks) and both.samples == min(p.samples for p in ranks)
+    assert both.reasons == ranks[0].reasons | ranks[1].reasons | ranks[2].reasons | ranks[3].reasons
+    assert clocks_mod.combine([ranks[0], None]) is None  # a rank without clocks: the pass has none
+    with pytest.raises(ValueError, match="no clock samples"):
+        clocks_mod.summarize([])
+    # the all-gather's packing and the json's round trip
+    assert clocks_mod.PassClocks.from_values(ranks[0].values()) == ranks[0]
+    assert clocks_mod.PassClocks.from_values([math.nan] * 7) is None
+    assert sweep.gather_clocks([ranks[0], None]) == [ranks[0], None]  # no process group: this rank's own
+    back = clocks_mod.PassClocks.from_json(json.loads(json.dumps(ranks[1].to_json())))
+    assert back.reasons == ranks[1].reasons and back.mhz_mean == pytest.approx(ranks[1].mhz_mean, abs=0.05)
+    with pytest.raises(ValueError, match="unknown clock-limit reason 'slow'"):
+        clocks_mod.PassClocks.from_json({**ranks[1].to_json(), "throttle": ["slow"]})
+    with pytest.raises(ValueError, match="expected 7"):
+        clocks_mod.PassClocks.from_values([1.0])
+
+
+def _clocks(mhz: float, low: float, reasons: int = 0) -> Any:
+    return clocks_mod.PassClocks(mhz, low, 600.0, 650.0, 60.0, reasons, 12)
+
+
+def test_clocks_differ_by_mean_min_or_slowdown_reasons() -> None:
+    base = _clocks(1980, 1965)
+    assert not clocks_mod.clocks_differ(base, _clocks(1965, 1950))  # one 15 MHz step
+    assert clocks_mod.clocks_differ(base, _clocks(1950, 1950))  # mean 1.5% lower
+    assert clocks_mod.clocks_differ(base, _clocks(1975, 1890))  # one deep dip
+    assert clocks_mod.clocks_differ(base, _clocks(1980, 1965, 0x4))  # power-capped in one pass only
+    assert not clocks_mod.clocks_differ(base, _clocks(1980, 1965, 0x1 | 0x2))  # idle, app clocks: no slowdown
+    line = clocks_mod.compare_line(base, _clocks(1755, 1410, 0x4))
+    assert line == "SM 1980 / 1755 MHz (min 1965 / 1410), 600 / 600 W, 60 / 60 °C: clocks differed (2nd: sw-power)"
+    assert clocks_mod.compare_line(base, base).endswith(": clocks same")
+    assert clocks_mod.compare_line(None, base) == "clocks not sampled"
+
+
+def test_the_results_name_the_largest_spread_and_its_clocks(tmp_path: Path) -> None:
+    rng = random.Random()
+    results = [_measured(rng, op, f"M{i}", 1024 * (i + 1)) for op in ("ag", "rs") for i in range(3)]
+    for row in results:
+        for key in ("ours_clocks", "base_clocks", "ours_clocks_2", "base_clocks_2"):
+            row[key] = _clocks(1980, 1965).to_json()
+        sweep.derive(row)
+    worst = results[4]  # an RS row whose second timing of ours is 7% slower, at a lower clock
+    worst["ours_ms_2"] = float(worst["ours_ms"]) * 1.07  # type: ignore[arg-type]
+    worst["ours_clocks_2"] = _clocks(1800, 1500, 0x4).to_json()
+    results[1]["ours_clocks"] = None  # an AG row without clocks
+    # the AG rows' largest spread, its first pass the slower one
+    results[2]["ours_ms"] = float(results[2]["ours_ms_2"]) * 1.04  # type: ignore[arg-type]
+    sweep.write(results, 0.0, tmp_path, "2xTEST", gpu="TEST GPU", world_size=2, clock_note="")
+    text = (tmp_path / "sweep_2xTEST.md").read_text()
+    assert "| ours SM MHz 1st / 2nd (min) | ours W 1st / 2nd |" in text
+    assert "| 1980 / 1800 (1965 / 1500) | 600 / 600 (2nd: sw-power) |" in text
+    assert "| 1980 / 1980 (1965 / 1965) | 600 / 600 |" in text and "| - | - |" in text
+    assert (
+        f"largest spread between the two timings of ours 7.0% ({sweep.row_label(worst)}: ours SM 1980 / 1800 MHz "
+        "(min 1965 / 1500), 600 / 600 W, 60 / 60 °C: clocks differed (2nd: sw-power); baseline SM 1980 / 1980 MHz "
+        "(min 1965 / 1965), 600 / 600 W, 60 / 60 °C: clocks same)"
+    ) in text
+    assert f"largest spread between the two timings of ours 4.0% ({sweep.row_label(results[2])}: ours " in text
+    data = json.loads((tmp_path / "sweep_2xTEST.json").read_text())
+    assert data["rows"][4]["ours_clocks_2"]["throttle"] == ["sw-power"] and data["rows"][1]["ours_clocks"] is None
+    sweep.write(results[:1], 0.0, tmp_path, "2xNONE", gpu="TEST GPU", world_size=2, clock_note="no GPU clocks: X")
+    assert "GPU clocks not recorded: no GPU clocks: X" in (tmp_path / "sweep_2xNONE.md").read_text()
