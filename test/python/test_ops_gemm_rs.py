@@ -27,6 +27,7 @@ from triton_dist.ops import tuning
 from triton_dist.ops.matmul import MatmulConfig
 
 grs = importlib.import_module("triton_dist.ops.gemm_rs")  # the module (ops.gemm_rs is the function)
+grs_kernels = importlib.import_module("triton_dist.ops.gemm_rs.kernels")
 
 SCALARS = {"M": "i32", "N": "i32", "K": "i32", "stride_am": "i32", "stride_ak": "i32", "stride_bk": "i32",
            "stride_bn": "i32", "stride_om": "i32"}  # fmt: skip
@@ -152,11 +153,41 @@ def test_cublas_path_kernels_compile(target_name):
         num_warps=8,
     )
     asm = assembly(reduce, target_name)
-    assert "__triton_dist_context" not in asm, "the reduction waits for nothing: no spinning programs"
+    assert "__triton_dist_context" not in asm, "the ce reduction waits for nothing: no spinning programs"
     if target_name == "sm_90":
         assert re.search(r"ld\.global(\.nc)?\.v4", asm), "16-byte loads of the partials"
     if target_name == "sm_90":
         assert "ld.acquire.sys" in wait or "ld.global.acquire.sys" in wait
+
+
+@pytest.mark.parametrize("target_name", ["sm_90", "gfx942"])
+def test_direct_producers_begin_and_reduction_compile_with_their_waits(target_name):
+    """The "direct" producer's two merged kernels: the begin (acks released to the peers, then their acks awaited
+    with acquire) and the persistent reduction (the peers' flags awaited with acquire, then 16-byte loads)."""
+    need_library(target_name)
+    begin = assembly(
+        compile_kernel(grs_kernels._cublas_begin_wait_kernel, {"epoch_ptr": "*i32", "ack_ptr": "*i32"}, target_name),
+        target_name,
+    )
+    assert context_is_defined_and_used(begin, target_name)
+    reduce = assembly(
+        compile_kernel(
+            grs_kernels._cublas_wait_reduce_kernel,
+            {"out_ptr": "*bf16", "own_ptr": "*bf16", "recv_ptr": "*bf16", "flags_ptr": "*i32", "epoch_ptr": "*i32",
+             "numel": "i32"},
+            target_name,
+            constexprs={"RECEIVED": 1, "BLOCK": 8192},
+            aligned=("out_ptr", "own_ptr", "recv_ptr", "numel"),
+            num_warps=8,
+        ),
+        target_name,
+    )  # fmt: skip
+    assert context_is_defined_and_used(reduce, target_name)
+    if target_name == "sm_90":
+        for asm in (begin, reduce):
+            assert "ld.acquire.sys" in asm or "ld.global.acquire.sys" in asm, "waits with system-scope acquire"
+        assert "release.sys" in begin, "acks sent with a system-scope release"
+        assert len(re.findall(r"ld\.global(?:\.nc)?\.v4", reduce)) >= 2, "16-byte loads of own and received"
 
 
 def test_reduce_kernel_compiles_for_both_targets():

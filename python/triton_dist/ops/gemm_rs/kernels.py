@@ -1,5 +1,6 @@
 """GEMM + reduce-scatter device code: the persistent fused kernel (pushes peers' tiles, reduces its own), the
-two-kernel variant's reduction, and the cuBLAS path's small flag, wait and reduction kernels."""
+two-kernel variant's reduction, and the cuBLAS path's small flag, wait and reduction kernels (the "direct"
+producer's begin and reduction each with their waits inside)."""
 
 from __future__ import annotations
 
@@ -267,11 +268,77 @@ def _cublas_wait_kernel(flags_ptr, epoch_ptr):
 
 
 @triton.jit
+def _cublas_begin_wait_kernel(epoch_ptr, ack_ptr):
+    """Start a call of the "direct" producer: ``_cublas_begin_kernel``, then wait until every peer's receive slot
+    for this rank is free again (what ``_cublas_wait_ack_kernel`` did before each peer's GEMM), in one launch.
+
+    Sets this rank's ack on every peer (``epoch - 1``: this rank has consumed the peers' partials of the last call,
+    stream order puts the kernel after that call's reduction), advances the epoch, then waits for every peer's ack
+    for this rank to reach ``epoch - 1``. The GEMMs after it on the stream write into the peers' slots.
+
+    No deadlock: every rank sets all its acks before it waits for any, so rank A's wait in call e ends as soon as
+    each peer B has started its own begin of call e. B gets there once its call e - 1 is done, and that call waits
+    only on what A issued in its call e - 1 (A's flags, sent before A's own GEMM and reduction), all of which A
+    enqueued before this kernel: nothing B needs depends on A getting past this wait. One program spins, so it
+    takes no SM from anything. Acks only grow, so the test is "ge" (a peer cannot be further ahead: its next ack
+    needs this call's partial first).
+    """
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr) + 1
+    tl.store(epoch_ptr, epoch)
+    for s in range(1, W):
+        dl.notify(ack_ptr + me, (me + s) % W, signal=epoch - 1, sig_op="set", comm_scope="intra_node")
+    for s in range(1, W):
+        dl.wait(ack_ptr + (me + s) % W, 1, "sys", "acquire", waitValue=epoch - 1, cmp="ge")
+
+
+@triton.jit
 def _cublas_reduce_kernel(out_ptr, own_ptr, recv_ptr, numel, num_received, BLOCK: tl.constexpr):
-    """out = own partial + the received partials, summed in fp32 (after ``_cublas_wait_kernel``)."""
+    """out = own partial + the received partials, summed in fp32 (the "ce" producer's, after
+    ``_cublas_wait_kernel``: one block per program, waiting for nothing)."""
     offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < numel
     acc = tl.load(own_ptr + offsets, mask=mask).to(tl.float32)
     for s in range(0, num_received):
         acc += tl.load(recv_ptr + s * numel + offsets, mask=mask).to(tl.float32)
     tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _cublas_wait_reduce_kernel(
+    out_ptr, own_ptr, recv_ptr, flags_ptr, epoch_ptr, numel, RECEIVED: tl.constexpr, BLOCK: tl.constexpr
+):
+    """The "direct" producer's end of a call: wait for every peer's partial, then out = own + the ``RECEIVED``
+    (W - 1) received partials, summed in fp32, in one launch (``_cublas_wait_kernel`` + ``_cublas_reduce_kernel``).
+
+    A persistent grid (at most one program per SM): each program waits for every peer's flag of this call's epoch
+    (read from device memory), then reduces blocks ``program_id, program_id + programs, ...``.
+
+    Why this cannot deadlock as the waiting reduction of the "ce" producer did (``_cublas_wait_kernel``): there, a
+    rank's own flags are set by kernels on its side stream, which could still be queued while the reduction's
+    spinning programs filled every SM of the same GPU, so each rank waited for a flag its own GPU could not run.
+    With "direct" every flag this rank sends is a kernel on the main stream, enqueued before the own GEMM and this
+    reduction: by stream order all of them have run before any program here spins. What the spinners wait for is
+    the peers' flags, sent from the peers' main streams before their own reductions, and depending on nothing this
+    rank has not already done (its acks in ``_cublas_begin_wait_kernel``). The persistent grid bounds the spinners
+    anyway: at most one 8-warp program per SM, all resident at once, so kernels of other streams on this GPU keep
+    most of every SM while they wait (thousands of blocks in the old grid would have taken them all). With one
+    program per SM, each program issues the loads of all ``RECEIVED + 1`` blocks of an iteration together (the
+    peers' loop unrolled; the host passes a block twice the "ce" reduction's) to keep bytes in flight (not measured
+    against the one-block-per-program grid yet).
+    """
+    me = dl.rank()
+    W = dl.num_ranks()
+    epoch = tl.load(epoch_ptr)
+    received = recv_ptr
+    for s in range(1, W):
+        token = dl.wait(flags_ptr + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
+        received = dl.consume_token(received, token)
+    for block in range(tl.program_id(0), tl.cdiv(numel, BLOCK), tl.num_programs(0)):
+        offsets = tl.cast(block, tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < numel
+        acc = tl.load(own_ptr + offsets, mask=mask).to(tl.float32)
+        for slot in tl.static_range(RECEIVED):
+            acc += tl.load(received + slot * numel + offsets, mask=mask).to(tl.float32)
+        tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty), mask=mask)

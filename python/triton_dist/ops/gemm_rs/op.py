@@ -32,10 +32,12 @@ from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
 from triton_dist.ops.gemm_rs.config import CUBLAS_DIRECT, GemmRSConfig, choose_config
 from triton_dist.ops.gemm_rs.kernels import (
     _cublas_begin_kernel,
+    _cublas_begin_wait_kernel,
     _cublas_flag_kernel,
     _cublas_reduce_kernel,
     _cublas_wait_ack_kernel,
     _cublas_wait_kernel,
+    _cublas_wait_reduce_kernel,
     _gemm_rs_kernel,
     _reduce_partials_kernel,
 )
@@ -263,9 +265,35 @@ class TritonPlan:
         return out
 
 
+@dataclasses.dataclass(frozen=True)
+class _Send:
+    """One peer's partial in a cuBLAS-path call: its rows of A, where the GEMM writes, its flag (and for "ce" the
+    ack wait and the copy into the peer's slot)."""
+
+    peer: int
+    destination: torch.Tensor
+    """"direct": this rank's slot in the peer's receive buffer (mapped here); "ce": the local send buffer."""
+    flag: LaunchPlan | EmulatedLaunch
+    wait_ack: LaunchPlan | EmulatedLaunch | None
+    """"ce" only: the wait for the peer's ack before the copy ("direct" waits for every ack in its begin kernel)."""
+    copy: tuple[int, int, int]
+    """"ce" only: (destination, source, nbytes) of the copy into the peer's slot."""
+    slot: torch.Tensor
+    """This rank's slot in the peer's receive buffer (the CPU emulation's "ce" copies into it on the host)."""
+
+
 @dataclasses.dataclass
 class CublasPlan:
-    """The cuBLAS path: per peer a GEMM into a send buffer (or the peer's memory), the copy, the flag."""
+    """The cuBLAS path: per peer a GEMM into the peer's memory ("direct") or a send buffer copied there ("ce"), its
+    flag, then the own shard's GEMM and one reduction.
+
+    Launches per call, "direct": ``_cublas_begin_wait_kernel`` (epoch, acks, the waits for the peers' acks), per
+    peer ``torch.mm`` into its slot and ``_cublas_flag_kernel``, ``torch.mm`` of the own rows,
+    ``_cublas_wait_reduce_kernel`` (the waits for the peers' flags, then the reduction): 2 + W - 1 small launches
+    and W GEMMs. "ce": ``_cublas_begin_kernel``, per peer the GEMM into the send buffer and, on the side stream, the
+    ack wait, the copy and the flag; the own GEMM, ``_cublas_wait_kernel`` and ``_cublas_reduce_kernel`` (a reduction
+    that waits deadlocked with this producer: see ``_cublas_wait_kernel``).
+    """
 
     workspace: CublasWorkspace
     me: int
@@ -274,62 +302,56 @@ class CublasPlan:
     n: int
     producer: str
     begin: LaunchPlan | EmulatedLaunch  # as compile_plan returns them
-    wait_ack: dict[int, LaunchPlan | EmulatedLaunch]
-    flag: dict[int, LaunchPlan | EmulatedLaunch]
-    wait: LaunchPlan | EmulatedLaunch
+    sends: tuple[_Send, ...]  # the peers in the order the call computes them (rank + 1, rank + 2, ...)
+    wait: LaunchPlan | EmulatedLaunch | None  # "ce" only: the separate wait before the reduction
     reduce: LaunchPlan | EmulatedLaunch
     side: torch.cuda.Stream | None  # None under the CPU emulation (as stream_ops)
     stream_ops: StreamOps | None
-    copies: dict[int, tuple[int, int, int]]  # peer -> (destination, source, nbytes)
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        ws, shard, me, w = self.workspace, self.shard, self.me, self.world_size
-        out = torch.empty((shard, self.n), dtype=a.dtype, device=a.device)
+        """This rank's reduced shard of ``a @ b`` over the ranks; launches on the current stream (and the side
+        stream for "ce")."""
+        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
+        shards = a.split(self.shard)
         if self.side is None or self.stream_ops is None:  # the CPU emulation
-            return self._run_emulated(a, b, out)
+            return self._run_emulated(shards, b, out)
         main = current_raw_stream(a.device.index)
-        side = self.side.cuda_stream
         self.begin.launch_on(main)
-        for s in range(1, w):
-            peer = (me + s) % w
-            rows = a[peer * shard : (peer + 1) * shard]
-            if self.producer == "direct":
-                self.wait_ack[peer].launch_on(main)
-                slot = (me - peer - 1) % w  # this rank's slot in the peer's receive buffer
-                torch.mm(rows, b, out=ws.peer_recv[peer][slot])
-                self.flag[peer].launch_on(main)
-                continue
-            torch.mm(rows, b, out=ws.send[s - 1])
+        if self.producer == "direct":
+            for send in self.sends:
+                torch.mm(shards[send.peer], b, out=send.destination)
+                send.flag.launch_on(main)
+            torch.mm(shards[self.me], b, out=self.workspace.own)
+            self.reduce.launch_on(main, out.data_ptr())
+            return out
+        side = self.side.cuda_stream
+        for send in self.sends:
+            assert send.wait_ack is not None
+            torch.mm(shards[send.peer], b, out=send.destination)
             self.stream_ops.order("gemm_rs.fork", main, side)
-            self.wait_ack[peer].launch_on(side)
-            self.stream_ops.copy(*self.copies[peer], side)
-            self.flag[peer].launch_on(side)
-        torch.mm(a[me * shard : (me + 1) * shard], b, out=ws.own)
+            send.wait_ack.launch_on(side)
+            self.stream_ops.copy(*send.copy, side)
+            send.flag.launch_on(side)
+        torch.mm(shards[self.me], b, out=self.workspace.own)
+        assert self.wait is not None
         self.wait.launch_on(main)
         self.reduce.launch_on(main, out.data_ptr())
-        if self.producer == "ce":
-            self.stream_ops.order("gemm_rs.join", side, main)  # CUDA-graph capture needs the join; send is free
+        self.stream_ops.order("gemm_rs.join", side, main)  # CUDA-graph capture needs the join; send is free
         return out
 
-    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    def _run_emulated(self, shards: tuple[torch.Tensor, ...], b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """The call under the CPU emulation, every step in order on the host; the copy-engine producer is a host
         copy into the peer's mapped receive slot, then the flag kernel."""
-        ws, shard, me, w = self.workspace, self.shard, self.me, self.world_size
         self.begin.launch_on(0)
-        for s in range(1, w):
-            peer = (me + s) % w
-            rows = a[peer * shard : (peer + 1) * shard]
-            slot = ws.peer_recv[peer][(me - peer - 1) % w]  # this rank's slot in the peer's receive buffer
-            if self.producer == "direct":
-                self.wait_ack[peer].launch_on(0)
-                torch.mm(rows, b, out=slot)
-            else:
-                torch.mm(rows, b, out=ws.send[s - 1])
-                self.wait_ack[peer].launch_on(0)
-                slot.copy_(ws.send[s - 1])
-            self.flag[peer].launch_on(0)
-        torch.mm(a[me * shard : (me + 1) * shard], b, out=ws.own)
-        self.wait.launch_on(0)
+        for send in self.sends:
+            torch.mm(shards[send.peer], b, out=send.destination)
+            if send.wait_ack is not None:  # "ce" ("direct": the begin kernel waited for every ack)
+                send.wait_ack.launch_on(0)
+                send.slot.copy_(send.destination)
+            send.flag.launch_on(0)
+        torch.mm(shards[self.me], b, out=self.workspace.own)
+        if self.wait is not None:
+            self.wait.launch_on(0)
         self.reduce.launch_on(0, out)
         return out
 
@@ -428,6 +450,9 @@ def _build_triton(
 
 
 REDUCE_BLOCK = 4096
+"""Elements per program of the "ce" producer's reduction (one block per program)."""
+DIRECT_REDUCE_BLOCK = 8192
+"""Elements per iteration of the "direct" producer's persistent reduction (at most one program per SM)."""
 
 
 def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> CublasPlan:
@@ -436,29 +461,39 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Gem
     w, me = world.world_size, world.rank
     shard = m // w
     ws = _cublas_workspace(world, m, n, a.dtype)
+    direct = config.producer == "direct"
     one = (1, 1, 1)
-    begin = compile_plan(_cublas_begin_kernel, one, {"epoch_ptr": ws.epoch, "ack_ptr": ws.ack}, 0, num_warps=1)
-    wait_ack, flag, copies = {}, {}, {}
+    sync = {"epoch_ptr": ws.epoch, "ack_ptr": ws.ack}
+    begin = compile_plan(_cublas_begin_wait_kernel if direct else _cublas_begin_kernel, one, sync, 0, num_warps=1)
+    sends = []
     element = a.element_size()
     for s in range(1, w):
         peer = (me + s) % w
         named = {"ack_ptr": ws.ack, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "peer": peer}
-        wait_ack[peer] = compile_plan(_cublas_wait_ack_kernel, one, named, 0, num_warps=1)
-        flag[peer] = compile_plan(_cublas_flag_kernel, one, named, 0, num_warps=1)
-        slot = (me - peer - 1) % w
-        copies[peer] = (ws.peer_recv[peer][slot].data_ptr(), ws.send[s - 1].data_ptr(), shard * n * element)
-    wait = compile_plan(_cublas_wait_kernel, one, {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch}, 0, num_warps=1)
+        flag = compile_plan(_cublas_flag_kernel, one, named, 0, num_warps=1)
+        slot = ws.peer_recv[peer][(me - peer - 1) % w]  # this rank's slot in the peer's receive buffer
+        wait_ack = None if direct else compile_plan(_cublas_wait_ack_kernel, one, named, 0, num_warps=1)
+        destination = slot if direct else ws.send[s - 1]
+        copy = (slot.data_ptr(), ws.send[s - 1].data_ptr(), shard * n * element)
+        sends.append(_Send(peer, destination, flag, wait_ack, copy, slot))
     out = torch.empty((shard, n), dtype=a.dtype, device=a.device)
-    named = {
-        "out_ptr": out, "own_ptr": ws.own, "recv_ptr": ws.recv, "numel": out.numel(), "num_received": w - 1,
-        "BLOCK": REDUCE_BLOCK,
-    }  # fmt: skip
-    reduce = compile_plan(_cublas_reduce_kernel, (triton.cdiv(out.numel(), REDUCE_BLOCK), 1, 1), named, 1, num_warps=8)
+    partials = {"out_ptr": out, "own_ptr": ws.own, "recv_ptr": ws.recv, "numel": out.numel()}
+    wait = None
+    if direct:
+        named = {**partials, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "RECEIVED": w - 1}
+        named["BLOCK"] = DIRECT_REDUCE_BLOCK
+        grid = (min(_sms(a.device), triton.cdiv(out.numel(), DIRECT_REDUCE_BLOCK)), 1, 1)
+        reduce = compile_plan(_cublas_wait_reduce_kernel, grid, named, 1, num_warps=8)
+    else:
+        wait = compile_plan(_cublas_wait_kernel, one, {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch}, 0, num_warps=1)
+        named = {**partials, "num_received": w - 1, "BLOCK": REDUCE_BLOCK}
+        grid = (triton.cdiv(out.numel(), REDUCE_BLOCK), 1, 1)
+        reduce = compile_plan(_cublas_reduce_kernel, grid, named, 1, num_warps=8)
     if isinstance(begin, EmulatedLaunch):  # the CPU emulation: everything in order on the host, no streams
-        return CublasPlan(ws, me, w, shard, n, config.producer, begin, wait_ack, flag, wait, reduce, None, None, {})
+        return CublasPlan(ws, me, w, shard, n, config.producer, begin, tuple(sends), wait, reduce, None, None)
     side = resources.side_stream(a.device, "gemm_rs")
     return CublasPlan(
-        ws, me, w, shard, n, config.producer, begin, wait_ack, flag, wait, reduce, side, stream_ops(a.device), copies
+        ws, me, w, shard, n, config.producer, begin, tuple(sends), wait, reduce, side, stream_ops(a.device)
     )
 
 
