@@ -14,6 +14,7 @@ the SM clock and the reasons are instantaneous.
 from __future__ import annotations
 
 import math
+import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,6 +105,53 @@ def open_nvml(index: int, uuid: str | None = None, *, nvml: Any = None) -> tuple
     except Exception as error:  # any NVML or import failure: no clocks, and why
         return None, f"no GPU clocks: {type(error).__name__}: {error}"[:200]
     return reader, ""
+
+
+SMI_FIELDS = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
+"""What ``SmiReader`` asks nvidia-smi for: SM MHz, W, °C, the clock-limit reason bits (hex)."""
+
+
+def _run_smi(args: list[str]) -> str:
+    return subprocess.run(args, capture_output=True, text=True, check=True, timeout=10).stdout
+
+
+class SmiReader:
+    """Reads one GPU by running ``nvidia-smi --query-gpu`` (tens of ms a reading): the fallback where ``pynvml``
+    is missing. ``slow``: the sampler takes no extra reading at a pass's end (it would lengthen the pass)."""
+
+    slow = True
+
+    def __init__(self, device: str, run: Callable[[list[str]], str] = _run_smi) -> None:
+        self.args = ["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader,nounits", "-i", device]
+        self.run = run
+
+    def read(self) -> Sample:
+        """One reading; raises ValueError for output it cannot parse, and nvidia-smi's own failures."""
+        text = self.run(self.args).strip()
+        parts = [p.strip() for p in text.split(",")]
+        if len(parts) != 4:
+            raise ValueError(f"nvidia-smi gave {text!r}; expected 4 fields ({SMI_FIELDS})")
+        try:
+            return Sample(float(parts[0]), float(parts[1]), float(parts[2]), int(parts[3], 16))
+        except ValueError:
+            raise ValueError(f"nvidia-smi gave {text!r}; expected numbers ({SMI_FIELDS})") from None
+
+
+def open_clocks(
+    index: int, uuid: str | None = None, *, nvml: Any = None, run: Callable[[list[str]], str] = _run_smi
+) -> tuple[Reader | None, str]:
+    """A reader of this rank's GPU: NVML (``open_nvml``), else nvidia-smi (``SmiReader``, by UUID or index), else
+    none. Returns (reader, note): the note says which fallback was taken and why, or why there are no clocks."""
+    reader, why = open_nvml(index, uuid, nvml=nvml)
+    if reader is not None:
+        return reader, ""
+    device = (uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}") if uuid else str(index)
+    smi = SmiReader(device, run)
+    try:
+        smi.read()
+    except Exception as error:  # no nvidia-smi either
+        return None, f"{why}; nvidia-smi: {type(error).__name__}: {error}"[:300]
+    return smi, f"clocks from nvidia-smi (a reading every ~50 ms, not 10), as NVML failed: {why}"[:300]
 
 
 @dataclass(frozen=True)
@@ -257,20 +305,23 @@ class ClockSampler:
                 if stop.wait(self.interval_s):
                     return
 
+        slow = bool(getattr(reader, "slow", False))
         thread = threading.Thread(target=loop, name="clock-sampler", daemon=True)
         thread.start()  # its first reading is the pass's start
         try:
             result = fn()
         finally:
             stop.set()
-            thread.join()
-        if not failures:
+            # a slow reader's reading in flight is not waited for unless the pass has none yet (it ends by itself)
+            thread.join(timeout=0.0 if slow and samples else None)
+        taken = list(samples)
+        if not failures and not slow:
             try:
-                samples.append(reader.read())  # the pass's end
+                taken.append(reader.read())  # the pass's end
             except Exception as error:
                 failures.append(error)
         if failures:
             self.reader = None
             self.note = f"no GPU clocks after a failed reading: {type(failures[0]).__name__}: {failures[0]}"[:200]
             return result, None
-        return result, summarize(samples)
+        return result, summarize(taken)

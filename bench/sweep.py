@@ -20,7 +20,8 @@ Per row, in one run, ours and the baseline (``all_gather_into_tensor`` + ``torch
 During each device-time pass a thread reads every rank's GPU through NVML every 10 ms (``bench/_clocks.py``): the
 SM clock (mean, min), power, temperature and NVML's clock-limit reasons, kept per pass (``ours_clocks``,
 ``ours_clocks_2``, ``base_clocks``, ``base_clocks_2``: the slowest rank's clocks, the highest power), so a second
-pass slower than the first can be told apart from a GPU that ran at a lower clock. Without NVML the rows say so.
+pass slower than the first can be told apart from a GPU that ran at a lower clock. Without ``pynvml`` the clocks
+come from nvidia-smi (fewer readings); without either the rows have none and the md says why.
 
 The baseline's two parts are timed alone too, with the same care (device barrier, median of ``--reps``, the same
 preallocated tensors): the collective (``all_gather_into_tensor`` / ``reduce_scatter_tensor``) and the GEMM
@@ -51,7 +52,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _clocks import SLOWDOWNS, ClockSampler, PassClocks, combine, compare_line, open_nvml, reason_names  # noqa: E402
+from _clocks import SLOWDOWNS, ClockSampler, PassClocks, combine, compare_line, open_clocks, reason_names  # noqa: E402
 from _common import RESULTS, describe_machine, log0, markdown_table, write_json  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
@@ -420,8 +421,8 @@ def write(
     clock_note: str = "",
 ) -> None:
     """Write sweep_<tag or GPU>.md (per op: the bar and floor lines and the table), .json (the rows) and .png (the
-    speedups, the bound as a marker) under ``out_dir``; rows need ``derive``'s ratios. ``clock_note``: why the rows
-    have no GPU clocks, if they have none."""
+    speedups, the bound as a marker) under ``out_dir``; rows need ``derive``'s ratios. ``clock_note``: where rank 0's
+    GPU clocks came from other than NVML, or why there are none."""
     slug = tag or gpu.replace("NVIDIA ", "").split()[0]
     lines = [f"# The overlap ops on model layers ({world_size} x {gpu})", ""]
     lines += describe_machine(started)
@@ -449,7 +450,7 @@ def write(
         "",
     ]
     if clock_note:
-        lines += [f"GPU clocks not recorded: {clock_note}", ""]
+        lines += [f"GPU clocks on rank 0: {clock_note}", ""]
     for op, title in (("ag", "AllGather + GEMM (column-parallel)"), ("rs", "GEMM + ReduceScatter (row-parallel)")):
         rows = [r for r in results if r["op"] == op]
         if not rows:
@@ -551,7 +552,7 @@ def main() -> int:
     gpu = torch.cuda.get_device_name(0)
     device = torch.cuda.current_device()
     uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
-    reader, clock_note = open_nvml(device, str(uuid) if uuid is not None else None)
+    reader, clock_note = open_clocks(device, str(uuid) if uuid is not None else None)
     sampler = ClockSampler(reader, note=clock_note)
     if clock_note:
         print(f"INFO rank {world.rank}: {clock_note}", flush=True)

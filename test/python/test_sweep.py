@@ -381,4 +381,37 @@ def test_the_results_name_the_largest_spread_and_its_clocks(tmp_path: Path) -> N
     data = json.loads((tmp_path / "sweep_2xTEST.json").read_text())
     assert data["rows"][4]["ours_clocks_2"]["throttle"] == ["sw-power"] and data["rows"][1]["ours_clocks"] is None
     sweep.write(results[:1], 0.0, tmp_path, "2xNONE", gpu="TEST GPU", world_size=2, clock_note="no GPU clocks: X")
-    assert "GPU clocks not recorded: no GPU clocks: X" in (tmp_path / "sweep_2xNONE.md").read_text()
+    assert "GPU clocks on rank 0: no GPU clocks: X" in (tmp_path / "sweep_2xNONE.md").read_text()
+
+
+def test_without_pynvml_the_clocks_come_from_nvidia_smi() -> None:
+    rng = random.Random()
+    calls: list[list[str]] = []
+    truth: list[tuple[int, float, int, int]] = []
+
+    def smi(args: list[str]) -> str:
+        calls.append(args)
+        truth.append(
+            (rng.choice(range(1410, 1995, 15)), rng.uniform(100, 700), rng.randrange(40, 85), rng.choice([0, 4]))
+        )
+        __import__("time").sleep(0.03)  # nvidia-smi takes tens of ms
+        mhz, watts, celsius, bits = truth[-1]
+        return f"{mhz}, {watts:.2f}, {celsius}, 0x{bits:016x}\n"
+
+    no_nvml = FakeNvml(rng, fail_after=0)
+    reader, note = clocks_mod.open_clocks(0, "58f5e8e2-aaaa", nvml=no_nvml, run=smi)
+    assert isinstance(reader, clocks_mod.SmiReader)
+    assert note.startswith("clocks from nvidia-smi") and "NVML_ERROR_GPU_IS_LOST" in note
+    assert calls[0][-2:] == ["-i", "GPU-58f5e8e2-aaaa"] and "--query-gpu=" + clocks_mod.SMI_FIELDS in calls[0]
+    truth.clear()
+    _, clocks = clocks_mod.ClockSampler(reader).measure(lambda: __import__("time").sleep(0.1))
+    assert 2 <= clocks.samples <= len(truth)  # no extra reading at the end: the pass is not lengthened
+    seen = truth[: clocks.samples]
+    assert clocks.mhz_mean == pytest.approx(statistics.mean(t[0] for t in seen))
+    assert clocks.watts_max == pytest.approx(max(t[1] for t in seen), abs=0.01)
+    assert clocks.reasons == (4 if any(t[3] for t in seen) else 0)
+    # neither NVML nor nvidia-smi: no reader, and both reasons
+    reader, note = clocks_mod.open_clocks(1, None, nvml=FakeNvml(rng, fail_after=0), run=lambda args: "[N/A]")
+    assert reader is None and "NVML_ERROR_GPU_IS_LOST" in note and "nvidia-smi gave '[N/A]'" in note
+    with pytest.raises(ValueError, match="expected numbers"):
+        clocks_mod.SmiReader("0", run=lambda args: "1980, [N/A], 50, 0x0").read()
