@@ -88,23 +88,29 @@ class NvmlReader:
 
 def open_nvml(index: int, uuid: str | None = None, *, nvml: Any = None) -> tuple[NvmlReader | None, str]:
     """An ``NvmlReader`` of the GPU with ``uuid`` (CUDA's device UUID; NVML's indices can differ from CUDA's under
-    ``CUDA_VISIBLE_DEVICES``), else of NVML's GPU ``index``; one test reading is taken. Returns (reader, "") or
-    (None, why) where ``pynvml`` is missing or NVML fails: a benchmark then runs without clocks and says why.
-    ``nvml``: the module to use (default: ``import pynvml``)."""
+    ``CUDA_VISIBLE_DEVICES``), else (no UUID, or none matched) of NVML's GPU ``index``; one test reading is taken.
+    Returns (reader, "") or (reader, how a UUID that matched no GPU was replaced by the index), or (None, why) where
+    ``pynvml`` is missing or NVML fails: a benchmark then runs without clocks and says why. ``nvml``: the module to
+    use (default: ``import pynvml``)."""
+    note = ""
     try:
         if nvml is None:
             import pynvml as nvml  # type: ignore[import-not-found,no-redef]  # nvidia-ml-py, on the GPU image
         nvml.nvmlInit()
+        handle = None
         if uuid:
             text = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
-            handle = nvml.nvmlDeviceGetHandleByUUID(text)
-        else:
+            try:
+                handle = nvml.nvmlDeviceGetHandleByUUID(text)
+            except Exception as error:  # a UUID NVML spells differently: the index, said so
+                note = f"NVML GPU {index} by index (UUID {text}: {type(error).__name__}: {error})"[:200]
+        if handle is None:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
         reader = NvmlReader(nvml, handle)
         reader.read()
     except Exception as error:  # any NVML or import failure: no clocks, and why
         return None, f"no GPU clocks: {type(error).__name__}: {error}"[:200]
-    return reader, ""
+    return reader, note
 
 
 SMI_FIELDS = "clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active"
@@ -141,10 +147,11 @@ def open_clocks(
     index: int, uuid: str | None = None, *, nvml: Any = None, run: Callable[[list[str]], str] = _run_smi
 ) -> tuple[Reader | None, str]:
     """A reader of this rank's GPU: NVML (``open_nvml``), else nvidia-smi (``SmiReader``, by UUID or index), else
-    none. Returns (reader, note): the note says which fallback was taken and why, or why there are no clocks."""
+    none. Returns (reader, note): the note says which fallback was taken and why ("" for NVML by UUID), or why
+    there are no clocks."""
     reader, why = open_nvml(index, uuid, nvml=nvml)
     if reader is not None:
-        return reader, ""
+        return reader, why
     device = (uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}") if uuid else str(index)
     smi = SmiReader(device, run)
     try:

@@ -259,6 +259,16 @@ def test_open_nvml_finds_the_gpu_by_cudas_uuid_and_reads_it() -> None:
     old = FakeNvml(random.Random(), events=False)
     reader, note = clocks_mod.open_nvml(1, None, nvml=old)
     assert note == "" and old.handles == [("index", 1)] and reader.read().reasons == old.read[-1][3]
+    # a UUID NVML does not know: the index, and the note says so
+    odd = FakeNvml(random.Random())
+
+    def unknown(uuid: str) -> str:
+        raise RuntimeError("NVML_ERROR_NOT_FOUND")
+
+    odd.nvmlDeviceGetHandleByUUID = unknown  # type: ignore[method-assign]
+    reader, note = clocks_mod.open_clocks(2, "abc", nvml=odd, run=lambda args: pytest.fail("nvidia-smi not needed"))
+    assert isinstance(reader, clocks_mod.NvmlReader) and odd.handles == [("index", 2)]
+    assert note == "NVML GPU 2 by index (UUID GPU-abc: RuntimeError: NVML_ERROR_NOT_FOUND)"
 
 
 def test_open_nvml_says_why_there_are_no_clocks(monkeypatch: pytest.MonkeyPatch) -> None:
