@@ -463,7 +463,7 @@ def write(
                     f"{r['base_ms']:.3f}", f"{r['comm_ms']:.3f} / {r['gemm_ms']:.3f}",
                     f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
-                    f"{r['fused_ms']:.3f} / {float(r.get('cublas_ms', 'nan')):.3f}",
+                    f"{r['fused_ms']:.3f} / {r.get('cublas_ms', float('nan')):.3f}",
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
                     f"{r['ours_host_us']:.0f} / {r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
                     f"{r['rel_error']:.1e}", *clock_cells(r),
