@@ -312,7 +312,7 @@ class CublasPlan:
         """This rank's reduced shard of ``a @ b`` over the ranks; launches on the current stream (and the side
         stream for "ce")."""
         out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
-        shards = a.split(self.shard)
+        shards = a.chunk(self.world_size)  # the W row shards (one dispatcher op; m is a multiple of W)
         if self.side is None or self.stream_ops is None:  # the CPU emulation
             return self._run_emulated(shards, b, out)
         main = current_raw_stream(a.device.index)
