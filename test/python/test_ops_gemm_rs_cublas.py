@@ -1,9 +1,10 @@
 """gemm_rs's cuBLAS path on the CPU: the planned call's sequence of dispatcher ops and launches per producer
 (issue 24: host µs per call), and the path itself on four emulated ranks, several calls in a row.
 
-A "direct" call: the output's allocation, A split into its row shards, the begin kernel (epoch, acks, the waits
-for the peers' acks), per peer ``aten.mm.out`` into that peer's receive slot and its flag kernel, ``aten.mm.out``
-of the own rows, the reduction (which waits for the peers' flags itself): 2 + W - 1 launches, W GEMMs.
+A "direct" call: the output's allocation, A split into its row shards, the begin kernel, per peer the wait for its
+ack, ``aten.mm.out`` into that peer's receive slot and its flag kernel, ``aten.mm.out`` of the own rows, the wait
+for the peers' flags, the reduction. With ``merged_sync`` the begin kernel also waits for the acks and the
+reduction for the flags: 2 + W - 1 launches, W GEMMs.
 
 A "ce" call: the same allocation and split, the begin kernel, per peer ``aten.mm.out`` into the send buffer, the
 fork, and on the side stream the ack wait, the copy into the peer's slot and the flag; ``aten.mm.out`` of the own
@@ -48,7 +49,7 @@ class _StreamOps:
         self.log.append(("order", name, first, then))
 
 
-def _plan(producer: str, log: list[Any], world_size: int, rank: int, shard: int, n: int) -> Any:
+def _plan(producer: str, log: list[Any], world_size: int, rank: int, shard: int, n: int, merged: bool = False) -> Any:
     """A ``CublasPlan`` of CPU tensors with recording launches: peer p's receive buffer is ``slots[p]``."""
     dtype = torch.bfloat16
     slots = {p: torch.full((world_size - 1, shard, n), float("nan"), dtype=dtype) for p in range(world_size)}
@@ -66,7 +67,7 @@ def _plan(producer: str, log: list[Any], world_size: int, rank: int, shard: int,
         peer = (rank + s) % world_size
         slot = slots[peer][(rank - peer - 1) % world_size]
         destination = slot if producer == "direct" else workspace.send[s - 1]
-        wait_ack = None if producer == "direct" else _Launch(f"wait_ack {peer}", log)
+        wait_ack = None if merged else _Launch(f"wait_ack {peer}", log)
         copy = (slot.data_ptr(), workspace.send[s - 1].data_ptr(), slot.numel() * slot.element_size())
         sends.append(op._Send(peer, destination, _Launch(f"flag {peer}", log), wait_ack, copy, slot))
     return op.CublasPlan(
@@ -78,7 +79,7 @@ def _plan(producer: str, log: list[Any], world_size: int, rank: int, shard: int,
         producer=producer,
         begin=_Launch("begin", log),
         sends=tuple(sends),
-        wait=None if producer == "direct" else _Launch("wait", log),
+        wait=None if merged else _Launch("wait", log),
         reduce=_Launch("reduce", log),
         side=SimpleNamespace(cuda_stream=SIDE),
         stream_ops=_StreamOps(log),
@@ -89,15 +90,17 @@ def _names(ops: list[Any]) -> list[str]:
     return [call if isinstance(call, str) else call[0] for call in ops]
 
 
+@pytest.mark.parametrize("merged", [False, True])
 @pytest.mark.parametrize("world_size,rank", [(2, 0), (3, 2)])
-def test_a_direct_call_is_begin_gemms_and_flags_then_one_reduction(monkeypatch, world_size, rank) -> None:
-    """Per call: allocation, one split, the begin kernel, per peer (rank + 1, rank + 2, ...) its GEMM into the
-    peer's slot then its flag, the own GEMM, the reduction with the output's address; every launch on the current
-    stream; nothing on a side stream, no copy, no wait kernel. Each GEMM wrote its rows' product into its slot."""
+def test_a_direct_call_is_begin_gemms_and_flags_then_one_reduction(monkeypatch, world_size, rank, merged) -> None:
+    """Per call: allocation, one split, the begin kernel, per peer (rank + 1, rank + 2, ...) its ack wait (not with
+    merged_sync), its GEMM into the peer's slot then its flag, the own GEMM, the wait kernel (not with merged_sync),
+    the reduction with the output's address; every launch on the current stream; nothing on a side stream, no copy.
+    Each GEMM wrote its rows' product into its slot."""
     monkeypatch.setattr(op, "current_raw_stream", lambda index: MAIN)
     shard, k, n = 3, 8, 5
     recording = DispatchRecording()
-    plan = _plan("direct", recording.ops, world_size, rank, shard, n)
+    plan = _plan("direct", recording.ops, world_size, rank, shard, n, merged)
     gen = torch.Generator().manual_seed(11)
     for _ in range(2):  # the plan is reused: the same sequence again
         recording.ops.clear()
@@ -109,10 +112,13 @@ def test_a_direct_call_is_begin_gemms_and_flags_then_one_reduction(monkeypatch, 
         with recording:
             out = plan.run(a, b)
         peers = [(rank + s) % world_size for s in range(1, world_size)]
+        per_peer = ("aten.mm.out", "flag {}") if merged else ("wait_ack {}", "aten.mm.out", "flag {}")
         assert _names(recording.ops) == (
             ["aten.empty.memory_format", "aten.split.Tensor", "begin"]
-            + [name for peer in peers for name in ("aten.mm.out", f"flag {peer}")]
-            + ["aten.mm.out", "reduce"]
+            + [name.format(peer) for peer in peers for name in per_peer]
+            + ["aten.mm.out"]
+            + ([] if merged else ["wait"])
+            + ["reduce"]
         ), recording.ops
         launches = [call for call in recording.ops if isinstance(call, tuple)]
         assert all(call[1] == MAIN for call in launches), "every launch on the current stream"
@@ -170,8 +176,9 @@ def _four_rank_worker() -> dict[str, list[str]]:
     rank, size = world.rank, world.world_size
     gen = torch.Generator().manual_seed(4321)  # every rank draws every rank's inputs alike
     record: dict[str, list[str]] = {}
-    for producer in ("direct", "ce"):
-        config = dataclasses.replace(EMULATED_CONFIG, gemm="cublas", producer=producer)
+    for producer in ("direct", "direct merged", "ce"):
+        merged = producer == "direct merged"
+        config = dataclasses.replace(EMULATED_CONFIG, gemm="cublas", producer=producer.split()[0], merged_sync=merged)
         problems: list[str] = []
         m, n, k = 3, 5, 4
         for call in range(3):
@@ -183,16 +190,16 @@ def _four_rank_worker() -> dict[str, list[str]]:
                 problems.append(f"call {call}: max abs error {(out.float() - want).abs().max().item():.3g}")
         plan = plan_for(a_s[rank], b_s[rank], config)
         assert isinstance(plan, CublasPlan)
-        epochs = 3 if producer == "direct" else 6  # one workspace per shape: ce's calls follow direct's
+        epochs = {"direct": 3, "direct merged": 6, "ce": 9}[producer]  # one workspace per shape, calls in this order
         if int(plan.workspace.epoch.item()) != epochs:
             problems.append(f"epoch {int(plan.workspace.epoch.item())} after {epochs} calls on this workspace")
-        if producer == "direct" and (plan.wait is not None or plan.reduce.grid != (1, 1, 1)):
-            problems.append(f"direct: wait {plan.wait}, reduction grid {plan.reduce.grid} (one block: 1 program)")
+        if merged and (plan.wait is not None or plan.reduce.grid != (1, 1, 1)):
+            problems.append(f"merged: wait {plan.wait}, reduction grid {plan.reduce.grid} (one block: 1 program)")
         record[producer] = problems
     return record
 
 
 def test_both_producers_match_torch_on_four_ranks_three_calls_in_a_row() -> None:
     for rank, record in enumerate(run_ranks(_four_rank_worker, 4, heap_size="8M").results):
-        assert set(record) == {"direct", "ce"}
+        assert set(record) == {"direct", "direct merged", "ce"}
         assert not any(record.values()), f"rank {rank}: {record}"

@@ -40,6 +40,9 @@ class GemmRSConfig:
     - ``producer`` (cuBLAS only): "ce" computes a peer's partial locally and a side stream copies it into the
       peer's receive slot (the copy engine: no SM taken from the GEMMs); "direct" lets cuBLAS write it straight
       into the peer's memory.
+    - ``merged_sync`` (cuBLAS "direct" only): begin with the waits for the peers' acks and reduce with the waits for
+      their flags, in two kernels instead of five per call at two ranks (less host time per call). An option until a
+      GPU run measures it (docs/design.md, "Variants that wait for a measurement").
     - ``fallback``: ignore the rest and run ``torch.matmul`` + NCCL ``reduce_scatter_tensor``.
     """
 
@@ -50,6 +53,7 @@ class GemmRSConfig:
     gemm: str = "triton"
     producer: str = "ce"
     fallback: bool = False
+    merged_sync: bool = False
 
     def __post_init__(self) -> None:
         if self.partial_dtype not in PARTIAL_DTYPES:
@@ -58,12 +62,14 @@ class GemmRSConfig:
             raise ValueError(f"GemmRSConfig: gemm must be one of {GEMMS}, got {self.gemm!r}")
         if self.producer not in PRODUCERS:
             raise ValueError(f"GemmRSConfig: producer must be one of {PRODUCERS}, got {self.producer!r}")
+        if self.merged_sync and (self.gemm, self.producer) != ("cublas", "direct"):
+            raise ValueError('GemmRSConfig: merged_sync applies to the cuBLAS path\'s "direct" producer only')
 
     def short(self) -> str:
         if self.fallback:
             return "torch.matmul+nccl"
         if self.gemm == "cublas":
-            return f"cublas-{self.producer}"
+            return f"cublas-{self.producer}" + ("-merged" if self.merged_sync else "")
         mode = "fused" if self.fused else "2kernel"
         part = "f32" if self.partial_dtype == "float32" else "in"
         flat = "" if self.flatten else "-noflat"
@@ -101,9 +107,12 @@ _TILES = (
 CUBLAS_CE = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="ce")
 CUBLAS_DIRECT = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="direct")
 """The cuBLAS path the cost model picks (``tuning.cost_model.gemm_rs_cublas_ms``)."""
+CUBLAS_DIRECT_MERGED = dataclasses.replace(CUBLAS_DIRECT, merged_sync=True)
+"""``CUBLAS_DIRECT`` with two fewer small launches per call: an option until a GPU run measures it."""
 CANDIDATES = (
     CUBLAS_CE,
     CUBLAS_DIRECT,
+    CUBLAS_DIRECT_MERGED,
     *(GemmRSConfig(_TILES[0], True, partial) for partial in PARTIAL_DTYPES),
     GemmRSConfig(_TILES[0], True, "float32", flatten=False),
     GemmRSConfig(_TILES[0], False, "float32"),

@@ -275,7 +275,8 @@ class _Send:
     """"direct": this rank's slot in the peer's receive buffer (mapped here); "ce": the local send buffer."""
     flag: LaunchPlan | EmulatedLaunch
     wait_ack: LaunchPlan | EmulatedLaunch | None
-    """"ce" only: the wait for the peer's ack before the copy ("direct" waits for every ack in its begin kernel)."""
+    """The wait for the peer's ack before its GEMM ("direct") or copy ("ce"); None with ``merged_sync``, whose begin
+    kernel waits for every ack."""
     copy: tuple[int, int, int]
     """"ce" only: (destination, source, nbytes) of the copy into the peer's slot."""
     slot: torch.Tensor
@@ -287,12 +288,14 @@ class CublasPlan:
     """The cuBLAS path: per peer a GEMM into the peer's memory ("direct") or a send buffer copied there ("ce"), its
     flag, then the own shard's GEMM and one reduction.
 
-    Launches per call, "direct": ``_cublas_begin_wait_kernel`` (epoch, acks, the waits for the peers' acks), per
-    peer ``torch.mm`` into its slot and ``_cublas_flag_kernel``, ``torch.mm`` of the own rows,
-    ``_cublas_wait_reduce_kernel`` (the waits for the peers' flags, then the reduction): 2 + W - 1 small launches
-    and W GEMMs. "ce": ``_cublas_begin_kernel``, per peer the GEMM into the send buffer and, on the side stream, the
-    ack wait, the copy and the flag; the own GEMM, ``_cublas_wait_kernel`` and ``_cublas_reduce_kernel`` (a reduction
-    that waits deadlocked with this producer: see ``_cublas_wait_kernel``).
+    Launches per call, "direct": ``_cublas_begin_kernel``, per peer ``_cublas_wait_ack_kernel``, ``torch.mm`` into
+    its slot and ``_cublas_flag_kernel``, ``torch.mm`` of the own rows, ``_cublas_wait_kernel`` and
+    ``_cublas_reduce_kernel``: 3 + 2 (W - 1) small launches and W GEMMs. With ``merged_sync`` (an option until a
+    GPU run measures it): ``_cublas_begin_wait_kernel`` (epoch, acks, the waits for the peers' acks), per peer the
+    GEMM and the flag, the own GEMM, ``_cublas_wait_reduce_kernel`` (the waits for the peers' flags, then the
+    reduction): 2 + W - 1 small launches. "ce": ``_cublas_begin_kernel``, per peer the GEMM into the send buffer
+    and, on the side stream, the ack wait, the copy and the flag; the own GEMM, ``_cublas_wait_kernel`` and
+    ``_cublas_reduce_kernel`` (a reduction that waits deadlocked with this producer: see ``_cublas_wait_kernel``).
     """
 
     workspace: CublasWorkspace
@@ -303,7 +306,7 @@ class CublasPlan:
     producer: str
     begin: LaunchPlan | EmulatedLaunch  # as compile_plan returns them
     sends: tuple[_Send, ...]  # the peers in the order the call computes them (rank + 1, rank + 2, ...)
-    wait: LaunchPlan | EmulatedLaunch | None  # "ce" only: the separate wait before the reduction
+    wait: LaunchPlan | EmulatedLaunch | None  # the separate wait before the reduction (None with merged_sync)
     reduce: LaunchPlan | EmulatedLaunch
     side: torch.cuda.Stream | None  # None under the CPU emulation (as stream_ops)
     stream_ops: StreamOps | None
@@ -319,9 +322,13 @@ class CublasPlan:
         self.begin.launch_on(main)
         if self.producer == "direct":
             for send in self.sends:
+                if send.wait_ack is not None:  # (merged_sync: the begin kernel waited for every ack)
+                    send.wait_ack.launch_on(main)
                 torch.mm(shards[send.peer], b, out=send.destination)
                 send.flag.launch_on(main)
             torch.mm(shards[self.me], b, out=self.workspace.own)
+            if self.wait is not None:  # (merged_sync: the reduction waits itself)
+                self.wait.launch_on(main)
             self.reduce.launch_on(main, out.data_ptr())
             return out
         side = self.side.cuda_stream
@@ -344,8 +351,13 @@ class CublasPlan:
         copy into the peer's mapped receive slot, then the flag kernel."""
         self.begin.launch_on(0)
         for send in self.sends:
-            torch.mm(shards[send.peer], b, out=send.destination)
-            if send.wait_ack is not None:  # "ce" ("direct": the begin kernel waited for every ack)
+            if self.producer == "direct":
+                if send.wait_ack is not None:  # (merged_sync: the begin kernel waited for every ack)
+                    send.wait_ack.launch_on(0)
+                torch.mm(shards[send.peer], b, out=send.destination)
+            else:
+                torch.mm(shards[send.peer], b, out=send.destination)
+                assert send.wait_ack is not None, "ce waits for the ack before its copy"
                 send.wait_ack.launch_on(0)
                 send.slot.copy_(send.destination)
             send.flag.launch_on(0)
@@ -450,9 +462,9 @@ def _build_triton(
 
 
 REDUCE_BLOCK = 4096
-"""Elements per program of the "ce" producer's reduction (one block per program)."""
+"""Elements per program of the separate reduction (one block per program)."""
 DIRECT_REDUCE_BLOCK = 8192
-"""Elements per iteration of the "direct" producer's persistent reduction (at most one program per SM)."""
+"""Elements per iteration of ``merged_sync``'s persistent reduction (at most one program per SM)."""
 
 
 def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> CublasPlan:
@@ -462,9 +474,10 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Gem
     shard = m // w
     ws = _cublas_workspace(world, m, n, a.dtype)
     direct = config.producer == "direct"
+    merged = direct and config.merged_sync
     one = (1, 1, 1)
     sync = {"epoch_ptr": ws.epoch, "ack_ptr": ws.ack}
-    begin = compile_plan(_cublas_begin_wait_kernel if direct else _cublas_begin_kernel, one, sync, 0, num_warps=1)
+    begin = compile_plan(_cublas_begin_wait_kernel if merged else _cublas_begin_kernel, one, sync, 0, num_warps=1)
     sends = []
     element = a.element_size()
     for s in range(1, w):
@@ -472,14 +485,14 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Gem
         named = {"ack_ptr": ws.ack, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "peer": peer}
         flag = compile_plan(_cublas_flag_kernel, one, named, 0, num_warps=1)
         slot = ws.peer_recv[peer][(me - peer - 1) % w]  # this rank's slot in the peer's receive buffer
-        wait_ack = None if direct else compile_plan(_cublas_wait_ack_kernel, one, named, 0, num_warps=1)
+        wait_ack = None if merged else compile_plan(_cublas_wait_ack_kernel, one, named, 0, num_warps=1)
         destination = slot if direct else ws.send[s - 1]
         copy = (slot.data_ptr(), ws.send[s - 1].data_ptr(), shard * n * element)
         sends.append(_Send(peer, destination, flag, wait_ack, copy, slot))
     out = torch.empty((shard, n), dtype=a.dtype, device=a.device)
     partials = {"out_ptr": out, "own_ptr": ws.own, "recv_ptr": ws.recv, "numel": out.numel()}
     wait = None
-    if direct:
+    if merged:
         named = {**partials, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "RECEIVED": w - 1}
         named["BLOCK"] = DIRECT_REDUCE_BLOCK
         grid = (min(_sms(a.device), triton.cdiv(out.numel(), DIRECT_REDUCE_BLOCK)), 1, 1)
