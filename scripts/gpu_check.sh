@@ -269,6 +269,15 @@ if [ "$SHARED" != 1 ]; then
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" allgather_push_nvshmem 180 examples/allgather_push.py $AG_ARGS
   # NVSHMEM's device calls in kernels (dl.put_signal / dl.get / dl.signal_wait), linking the converted device code.
   TRITON_DIST_BACKEND=nvshmem run_step check "$first" nvshmem_put 240 test/gpu/check_nvshmem_put.py
+  # Every other check on the NVSHMEM heap too (issue 29: the litmus tests, the memory model and every op, with the
+  # heap's peer mappings from NVSHMEM instead of CUDA IPC).
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" litmus_nvshmem 180 test/gpu/check_litmus.py $LITMUS_ARGS
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" memory_model_nvshmem 180 test/gpu/check_memory_model.py
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" ag_gemm_nvshmem 300 test/gpu/check_ag_gemm.py
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" gemm_rs_nvshmem 300 test/gpu/check_gemm_rs.py --quick
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" decode_ops_nvshmem 360 test/gpu/check_decode_ops.py
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" ar_rmsnorm_nvshmem 420 test/gpu/check_ar_rmsnorm.py
+  TRITON_DIST_BACKEND=nvshmem run_step check "$first" layers_nvshmem 300 test/gpu/check_layers.py
   # ops.all_gather: one node on both heaps, then two torchrun agents on this host as two nodes (NVSHMEM puts
   # between them); the script launches its own agents and kills their process groups on a timeout.
   run_step check 1 all_gather 420 test/gpu/check_all_gather.py

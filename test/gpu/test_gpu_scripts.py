@@ -74,6 +74,10 @@ CHECK_STEPS = [
 ]
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
 ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem", "nvshmem_put"]
+ONCE_STEPS += [
+    "litmus_nvshmem", "memory_model_nvshmem", "ag_gemm_nvshmem", "gemm_rs_nvshmem", "decode_ops_nvshmem",
+    "ar_rmsnorm_nvshmem", "layers_nvshmem",
+]  # fmt: skip
 ONE_GPU_STEPS = ["all_gather", "all_reduce_nodes", "moe_nodes", "moe", "round_trip_one_gpu"]
 """Check steps started as one process (ranks 1), after the once-steps: they launch their own ranks or use one GPU."""
 BENCH_STEPS = [
