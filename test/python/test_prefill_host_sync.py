@@ -1,0 +1,100 @@
+"""bench/prefill_host_sync.py's CPU parts: the capture of torch's synchronization warnings with their stacks, the
+per-piece host clock, the split of a profile into runs with their longest GPU gaps, and the command line."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+from unittest import mock
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    sys.path.insert(0, str(REPO / "bench"))  # the script imports its neighbours (decoder, decoder_anatomy)
+    spec = importlib.util.spec_from_file_location("bench_prefill_host_sync", REPO / "bench" / "prefill_host_sync.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+probe = _load()
+
+
+def _synchronizing_call() -> None:
+    warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)
+
+
+def test_sync_warnings_counts_each_stack_and_ignores_other_warnings() -> None:
+    report = probe.SyncReport()
+    with mock.patch.object(probe.torch.cuda, "set_sync_debug_mode") as mode, probe.sync_warnings(report):
+        for _ in range(3):
+            _synchronizing_call()
+        _synchronizing_call()  # another line: another stack
+        warnings.warn("an unrelated warning", UserWarning, stacklevel=1)
+    assert [call.args[0] for call in mode.call_args_list] == ["warn", "default"]
+    assert sorted(report.stacks.values()) == [1, 3]
+    for stack in report.stacks:
+        assert "in _synchronizing_call" in stack[-1], stack  # innermost frame last, the warnings module left out
+        assert any("test_sync_warnings_counts_each_stack" in frame for frame in stack)
+    assert report.messages == {"called a synchronizing CUDA operation"}
+    with warnings.catch_warnings(record=True) as caught:  # the hook is gone afterwards
+        warnings.simplefilter("always")
+        _synchronizing_call()
+    assert len(caught) == 1
+
+
+def test_host_clock_times_each_piece_and_keeps_results_and_errors() -> None:
+    clock = probe.HostClock()
+    add = clock.wrap("add", lambda a, b: a + b)
+    assert add(2, 3) == 5 and add(a=1, b=1) == 2
+
+    def fail() -> None:
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        clock.wrap("fail", fail)()
+    assert clock.calls == {"add": 2, "fail": 1}
+    assert set(clock.totals) == {"add", "fail"} and all(us >= 0 for us in clock.totals.values())
+
+
+def test_profiled_runs_split_at_the_harness_and_find_the_gaps() -> None:
+    from decoder_anatomy import Kernel  # the script's own import of it (bench/ is on the path)
+
+    kernels = [
+        Kernel("spin_kernel", 0, 100),
+        Kernel("_barrier_kernel", 100, 110),
+        Kernel("gemm_a", 110, 200),
+        Kernel("Memcpy PtoP", 150, 260),  # concurrent with gemm_a, reaches further
+        Kernel("gemm_b", 300, 400),  # 40 idle after the copy
+        Kernel("gemm_c", 410, 420),  # 10 idle
+        Kernel("spin_kernel", 500, 600),
+        Kernel("_barrier_kernel", 600, 605),
+        Kernel("norm", 705, 710),  # 100 idle at the start of the second run
+    ]
+    with mock.patch.object(probe, "profile_kernels", return_value=list(reversed(kernels))):
+        runs = probe.profiled_runs(lambda: None, runs=2, gaps=2)
+    assert len(runs) == 2
+    first, second = runs
+    assert (first.span, first.busy) == (310, 260)
+    assert first.gaps == [(40, "Memcpy PtoP", "gemm_b"), (10, "gemm_b", "gemm_c")]
+    assert (second.span, second.busy) == (105, 5)
+    assert second.gaps == [(100, "(step start)", "norm")]
+
+
+def test_spread_and_command_line() -> None:
+    assert probe.spread([3.0, 1.0, 2.0]) == "2.0 (1.0-3.0)"
+    assert probe.spread([]) == "-"
+    args = probe.parse_args([])
+    assert (args.model, args.tokens, args.layers, args.variants) == ("Llama-3-8B", 4096, 2, ["ours", "torch"])
+    assert probe.parse_args(["--variants", "ours"]).variants == ["ours"]
+    for bad in (["--model", "GPT-5"], ["--steps", "5"], ["--variants", "ours,jax"]):
+        with pytest.raises(SystemExit):
+            probe.parse_args(bad)
