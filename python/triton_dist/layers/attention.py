@@ -51,19 +51,34 @@ def rope_cos_sin(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch
     return angles.cos(), angles.sin()
 
 
-def rope_tables(positions: torch.Tensor, inv_freq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def rope_signed_frequencies(inv_freq: torch.Tensor) -> torch.Tensor:
+    """fp32 [head_dim]: ``cat([-inv_freq, inv_freq])``, what ``rope_tables`` multiplies the positions by (cos is
+    even and sin odd, so one product gives both tables, the first half of sin negated)."""
+    return torch.cat([-inv_freq, inv_freq])
+
+
+def rope_tables(
+    positions: torch.Tensor, inv_freq: torch.Tensor, signed_freq: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(cos, signed_sin)`` for ``rotate``: ``rope_cos_sin`` with the first half of sin negated (computed once per
-    forward pass and shared by every layer)."""
-    freqs = positions.float().unsqueeze(-1) * inv_freq
-    sin = freqs.sin()
-    return torch.cat([freqs, freqs], dim=-1).cos(), torch.cat([-sin, sin], dim=-1)
+    forward pass and shared by every layer). Three launches given ``signed_freq`` (``rope_signed_frequencies`` of
+    ``inv_freq``, which a module keeps): the angles ``positions * signed_freq`` (integer positions promote to
+    fp32, as ``positions.float()``), their cosine and their sine."""
+    angles = positions.unsqueeze(-1) * (rope_signed_frequencies(inv_freq) if signed_freq is None else signed_freq)
+    return angles.cos(), angles.sin()
 
 
-def rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+def rotate(
+    x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """The rotary embedding of ``x`` [..., heads, head_dim] with ``rope_tables`` [..., head_dim] (broadcast over
-    heads): ``x * cos + roll(x, head_dim/2) * signed_sin`` in fp32, returned in x's dtype (four launches)."""
+    heads): ``x * cos + roll(x, head_dim/2) * signed_sin`` in fp32, rounded to x's dtype (three launches: the roll,
+    the product, and the fused multiply-add, which rounds as it stores). ``out`` (x's shape and dtype, any strides;
+    may be ``x`` itself: x is read before the last launch writes) receives it; by default a new tensor."""
     turned = torch.roll(x, x.shape[-1] // 2, dims=-1)
-    return torch.addcmul(x * cos.unsqueeze(-2), turned, signed_sin.unsqueeze(-2)).to(x.dtype)
+    if out is None:
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return torch.addcmul(x * cos.unsqueeze(-2), turned, signed_sin.unsqueeze(-2), out=out)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -121,11 +136,12 @@ class DecodePositions:
     """What every layer's decode step derives from the new tokens' positions, computed once per step
     (``TensorParallelAttention.decode_positions``) and passed to each layer in place of the positions tensor.
 
-    ``positions`` int64 [B]; ``rows`` ``arange(B)``; ``cos`` / ``signed_sin`` fp32 [B, head_dim] (``rope_tables``);
-    ``slots`` int64 [B], where each new token goes in this rank's cache storage (a sequence-split cache's spare
-    position when another rank holds it); ``lengths`` int32 [B], this rank's valid tokens per sequence after the
-    step (sequence-split), ``mask`` [B, 1, 1, local_len] in the cache's dtype, 0 where each sequence attends and
-    -inf past its position (head-split).
+    ``positions`` integer [B] (as given); ``rows`` ``arange(B)``; ``cos`` / ``signed_sin`` fp32 [B, head_dim]
+    (``rope_tables``); ``slots`` integer [B], where each new token goes in this rank's cache storage (a
+    sequence-split cache's spare position when another rank holds it: int32 there, the positions themselves in a
+    head-split cache); ``lengths`` int32 [B], this rank's valid tokens per sequence after the step
+    (sequence-split), ``mask`` [B, 1, 1, local_len] in the cache's dtype, 0 where each sequence attends and -inf
+    past its position (head-split).
     ``key``: the cache geometry and rotary frequencies they were made for (layout, local_len, rank, world size,
     head dim, rope theta).
     """
@@ -263,6 +279,13 @@ class TensorParallelAttention(nn.Module):
         self.qkv = ColumnParallelLinear.from_shard(qkv, rank=rank, world_size=world_size)
         self.inv_freq: torch.Tensor
         self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.rope_theta, qkv.device), persistent=False)
+        self.signed_freq: torch.Tensor
+        self.register_buffer("signed_freq", rope_signed_frequencies(self.inv_freq), persistent=False)
+        # What decode reuses from call to call instead of making it again (launches saved per step; see
+        # _decode_tables, _gather_buffer, _qk_norm_weight). Derived, so not in the state dict.
+        self._tables: dict[tuple, tuple[torch.Tensor, ...]] = {}
+        self._gather: dict[tuple, torch.Tensor] = {}
+        self._qk_norm: tuple[tuple, torch.Tensor] | None = None
         self.o = RowParallelLinear.from_shard(o, rank=rank, world_size=world_size)
         if (q_norm_weight is None) != (k_norm_weight is None):
             raise LayerError(f"{name}: give both q_norm_weight and k_norm_weight, or neither")
@@ -342,23 +365,47 @@ class TensorParallelAttention(nn.Module):
             raise LayerError(f"{name}: positions must be an integer tensor of shape [{batch}], got {got}")
         if positions.device != cache.k_store.device:
             raise LayerError(f"{name}: positions is on {positions.device} but the KV cache on {cache.k_store.device}")
-        positions = positions.long()
-        cos, signed_sin = rope_tables(positions, self.inv_freq)
-        local_len = cache.local_len
+        cos, signed_sin = self.rope_tables(positions)
         lengths = mask = None
+        rows, *table = self._decode_tables(cache, batch, positions.device)
         if cache.layout == "sequence":
-            start = self.rank * local_len
-            offset = positions - start
-            slots = torch.where((offset >= 0) & (offset < local_len), offset, local_len)  # else the spare
-            lengths = (offset + 1).clamp(0, local_len).to(torch.int32)
+            # One lookup gives both: row 0 of the table is each position's slot here, row 1 this rank's lengths.
+            slots, lengths = table[0][:, positions].unbind(0)
         else:
             slots = positions
-            hidden = torch.arange(local_len, device=positions.device) > positions.unsqueeze(1)  # [B, L]
+            after, neg_inf, zero = table  # after: arange(local_len); the two constants in the cache's dtype
             # Additive, in the cache's dtype: SDPA takes it as is (a boolean mask is converted per call).
-            mask = torch.zeros(hidden.shape, dtype=cache.k_store.dtype, device=positions.device)
-            mask = mask.masked_fill_(hidden, float("-inf"))[:, None, None, :]
-        rows = torch.arange(batch, device=positions.device)
+            mask = torch.where(after > positions.unsqueeze(1), neg_inf, zero)[:, None, None, :]
         return DecodePositions(positions, rows, cos, signed_sin, slots, lengths, mask, self._step_key(cache))
+
+    def _decode_tables(self, cache: KVCache, batch: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+        """``(rows, *table)`` of a decode step, made on the first call for this cache geometry, batch and device and
+        kept (a step then derives its tensors in one or two launches). ``rows``: ``arange(batch)``. Sequence-split:
+        ``table`` int32 [2, max_len], row 0 each position's slot in this rank's storage (the spare one,
+        ``local_len``, outside this rank's block), row 1 this rank's valid tokens once that position is written.
+        Head-split: ``arange(local_len)`` and the mask's -inf and 0 as 0-dim tensors of the cache's dtype."""
+        key = (*self._step_key(cache), batch, cache.k_store.dtype, device)
+        kept = self._tables.get(key)
+        if kept is not None:
+            return kept
+        local_len = cache.local_len
+        rows = torch.arange(batch, device=device)
+        if cache.layout == "sequence":
+            offset = torch.arange(cache.max_len, device=device) - self.rank * local_len
+            inside = (offset >= 0) & (offset < local_len)
+            slots = torch.where(inside, offset, local_len)  # else the spare
+            table = torch.stack([slots, (offset + 1).clamp(0, local_len)]).to(torch.int32)
+            kept = (rows, table)
+        else:
+            dtype = cache.k_store.dtype
+            kept = (
+                rows,
+                torch.arange(local_len, device=device),
+                torch.tensor(float("-inf"), dtype=dtype, device=device),
+                torch.tensor(0.0, dtype=dtype, device=device),
+            )
+        self._tables[key] = kept
+        return kept
 
     def _step_key(self, cache: KVCache) -> tuple:
         return (cache.layout, cache.local_len, self.rank, self.world_size, self.head_dim, self.rope_theta)
@@ -366,24 +413,37 @@ class TensorParallelAttention(nn.Module):
     # ------------------------------------------------------------------------------------------------ pieces
 
     def rope_tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``rope_tables`` of ``positions`` with this block's frequencies (for ``rotate_qkv``)."""
-        return rope_tables(positions, self.inv_freq)
+        """``rope_tables`` of ``positions`` with this block's frequencies (for ``rotate_qkv``; three launches)."""
+        return rope_tables(positions, self.inv_freq, self.signed_freq)
 
     def rotate_qkv(
-        self, qkv: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]
+        self, qkv: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], *, in_place: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """This rank's QKV projection [..., (Hq/W + 2*Hkv/W)*D] -> ``(q, k, v)``: q [..., Hq/W, D], k and v
         [..., Hkv/W, D], q and k RMS-normed per head (with QK norm) and rotated by ``rope`` (``rope_tables`` of the
         positions: [..., D] without the heads dim, broadcast: [S, D] for [B, S, ...]). q and k are normed and
-        rotated together (they are adjacent columns), in few launches."""
+        rotated together (they are adjacent columns), in few launches (three for RoPE, two more for the QK norm).
+        ``in_place``: the rotated q and k overwrite their columns of ``qkv`` (q, k and v are then views of it)."""
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
         qk = qkv[..., : (hq + hkv) * d].unflatten(-1, (hq + hkv, d))
         v = qkv[..., (hq + hkv) * d :].unflatten(-1, (hkv, d))
+        out = qk if in_place else None
         if self.q_norm_weight is not None and self.k_norm_weight is not None:
-            per_head = torch.cat([self.q_norm_weight.expand(hq, d), self.k_norm_weight.expand(hkv, d)])
-            qk = rms_norm(qk, None, self.rms_eps) * per_head
-        qk = rotate(qk, *rope)
+            qk = rms_norm(qk, None, self.rms_eps) * self._qk_norm_weight()
+        qk = rotate(qk, *rope, out=out)
         return qk[..., :hq, :], qk[..., hq:, :], v
+
+    def _qk_norm_weight(self) -> torch.Tensor:
+        """[Hq/W + Hkv/W, D]: q's norm weight for each of this rank's q heads, then k's for each KV head (one
+        product norms q and k). Made again only when either weight changed (``load_state_dict`` writes them in
+        place, which bumps their versions)."""
+        q_weight, k_weight = self.q_norm_weight, self.k_norm_weight
+        assert q_weight is not None and k_weight is not None
+        key = (q_weight.data_ptr(), q_weight._version, k_weight.data_ptr(), k_weight._version)
+        if self._qk_norm is None or self._qk_norm[0] != key:
+            hq, hkv, d = self.local_heads, self.local_kv_heads, self.head_dim
+            self._qk_norm = (key, torch.cat([q_weight.expand(hq, d), k_weight.expand(hkv, d)]))
+        return self._qk_norm[1]
 
     def _check_cache(self, cache: KVCache, batch: int) -> None:
         name = type(self).__name__
@@ -508,9 +568,10 @@ class TensorParallelAttention(nn.Module):
             )
         if step.positions.device != x.device:
             raise LayerError(f"{name}: positions is on {step.positions.device} but x is on {x.device}")
-        q, k, v = self.rotate_qkv(torch.matmul(x, self.qkv.weight), (step.cos, step.signed_sin))  # [B, heads, D]
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
+        rope = (step.cos, step.signed_sin)
         if cache.layout == "heads":
+            q, k, v = self.rotate_qkv(torch.matmul(x, self.qkv.weight), rope)  # [B, heads, D]
             cache.k_store[step.rows, :, step.slots] = k
             cache.v_store[step.rows, :, step.slots] = v
             # The group's query heads as the query rows of their KV head: no copy of the cache for GQA.
@@ -518,14 +579,15 @@ class TensorParallelAttention(nn.Module):
                 q.reshape(batch, hkv, hq // hkv, d), cache.k, cache.v, attn_mask=step.mask
             )
             return out.reshape(batch, hq * d)
-        # Sequence-split cache: every head's new q, k, v on every rank (an all-gather as one all-reduce of zeros
-        # around this rank's columns), each new token's k, v into its slot here (the spare one where another rank
-        # holds its position), then flash_decode.
-        cols = (hq + 2 * hkv) * d
-        gathered = torch.zeros(batch, self.world_size, cols, dtype=x.dtype, device=x.device)
-        gathered[:, self.rank, : (hq + hkv) * d] = torch.cat([q, k], dim=1).flatten(1)
-        gathered[:, self.rank, (hq + hkv) * d :] = v.flatten(1)
-        gathered = all_reduce(gathered).view(batch, self.world_size, hq + 2 * hkv, d)
+        # Sequence-split cache: every head's new q, k, v on every rank, gathered as one all-reduce of a buffer that
+        # is zero outside this rank's columns. The buffer is kept ([W, B, cols], zeroed once: no rank ever writes
+        # another's block), the QKV GEMM writes this rank's block and RoPE rotates q and k there in place, so the
+        # gather costs no fill and no copy. Then each new token's k, v into its slot here (the spare one where
+        # another rank holds its position), and flash_decode.
+        gather = self._gather_buffer(batch, x)
+        torch.matmul(x, self.qkv.weight, out=gather[self.rank])
+        self.rotate_qkv(gather[self.rank], rope, in_place=True)
+        gathered = all_reduce(gather).view(self.world_size, batch, hq + 2 * hkv, d).transpose(0, 1)  # [B, W, ...]
         q_all = gathered[:, :, :hq].reshape(batch, self.num_heads, d)  # one copy, contiguous for flash_decode
         for store, part in (
             (cache.k_store, gathered[:, :, hq : hq + hkv]),
@@ -534,7 +596,20 @@ class TensorParallelAttention(nn.Module):
             # The store's KV heads as [W, Hkv/W] (a view), so the gathered rows go in without a copy.
             store.unflatten(1, (self.world_size, hkv))[step.rows, :, :, step.slots] = part
         out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
-        return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)
+        return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)  # a view: rows of stride Hq*D
+
+    def _gather_buffer(self, batch: int, x: torch.Tensor) -> torch.Tensor:
+        """The sequence-split decode's all-gather buffer [W, B, (Hq/W + 2*Hkv/W)*D] in x's dtype on x's device,
+        zeroed when first made (eagerly, before any CUDA-graph capture of the step) and kept: each call writes
+        only this rank's block ``[rank]``, so every other block stays zero. Calls of one block must not run
+        concurrently on two streams."""
+        key = (batch, x.dtype, x.device)
+        buffer = self._gather.get(key)
+        if buffer is None:
+            cols = (self.local_heads + 2 * self.local_kv_heads) * self.head_dim
+            buffer = torch.zeros(self.world_size, batch, cols, dtype=x.dtype, device=x.device)
+            self._gather[key] = buffer
+        return buffer
 
 
 def _check_heads(name: str, num_heads: int, num_kv_heads: int, head_dim: int, world_size: int) -> None:
