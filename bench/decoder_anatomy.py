@@ -2,7 +2,8 @@
 bench/decoder.py against issue 28's bar, one run.
 
     torchrun --nproc-per-node=2 bench/decoder_anatomy.py [--models M1,M2] [--phases prefill,decode]
-        [--batch 8,64] [--context 4096] [--tokens 4096] [--layers 2] [--out-dir bench/results]
+        [--batch 8,64] [--context 4096] [--tokens 4096] [--layers 2] [--top 8]
+        [--out-dir bench/results]
 
 The same stacks, weights, inputs and baselines as bench/decoder.py (``build_layers``, ``prefill_steps``,
 ``decode_steps``, ``torch_prefill_layer``), for each model and shape:
@@ -300,18 +301,18 @@ def slowest(mine: Breakdown) -> Breakdown:
     return worst
 
 
-def decode_breakdown(step: Callable[[], object], layers: int, runs: int) -> Breakdown:
-    """The graphed step's breakdown per layer; where the profiler saw no kernel of the graph's replays, the eager
-    step's (noted)."""
+def decode_breakdown(step: Callable[[], object], layers: int, runs: int, top: int = 8) -> Breakdown:
+    """The graphed step's breakdown per layer, its ``top`` longest kernels listed; where the profiler saw no kernel
+    of the graph's replays, the eager step's (noted)."""
     graph = capture(step, GRAPH_CALLS)
     kernels = profile_kernels(graph.replay, runs)
-    result = checked(breakdown(kernels, GRAPH_CALLS * layers), kernels, runs)
+    result = checked(breakdown(kernels, GRAPH_CALLS * layers, top), kernels, runs)
     del graph
     if not all_ranks_true(result.kernels > 0):
         for _ in range(3):
             step()
         kernels = profile_kernels(step, runs)
-        result = checked(breakdown(kernels, layers), kernels, runs)
+        result = checked(breakdown(kernels, layers, top), kernels, runs)
         result.note = "eager step (the profiler saw no kernel of the graph replays)"
     return slowest(result)
 
@@ -357,7 +358,7 @@ def prefill_variant(fn: Callable[[], object], layers: int, args: argparse.Namesp
     """(µs per layer as bench/decoder.py times it, the profiled breakdown) of an eager prefill."""
     us = time_ms(fn, warmup=3, reps=args.iters) * 1000 / layers
     kernels = profile_kernels(fn, args.runs)
-    return us, slowest(checked(breakdown(kernels, layers), kernels, args.runs))
+    return us, slowest(checked(breakdown(kernels, layers, args.top), kernels, args.runs))
 
 
 def prefill_case(
@@ -398,7 +399,7 @@ def decode_case(
     variants: dict[str, tuple[float, Breakdown]] = {}
     for name, step in steps.items():
         us = graphed_us(step, replays=args.iters) / len(layers)
-        variants[name] = (us, decode_breakdown(step, len(layers), args.runs))
+        variants[name] = (us, decode_breakdown(step, len(layers), args.runs, args.top))
         torch.cuda.empty_cache()
     row = {"phase": "decode", "model": config.name, "tokens": batch, "batch": batch, "context": context}
     return finish({**row, "difference": agreement}, variants)
@@ -566,6 +567,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--layers", type=int, default=2, help="decoder layers per stack (bench/decoder.py: 2)")
     parser.add_argument("--iters", type=int, default=20, help="timed runs per measurement (median; >= 20)")
     parser.add_argument("--runs", type=int, default=5, help="profiled runs per variant")
+    parser.add_argument(
+        "--top", type=int, default=8, help="longest kernels listed per variant (a large value lists every kernel)"
+    )
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args(argv)
     args.phases = [p for p in args.phases.split(",") if p]
@@ -578,8 +582,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.decode_models = models or list(DECODE_MODELS)
     for name in ("batch", "context", "tokens"):
         setattr(args, name, [int(text) for text in getattr(args, name).split(",") if text])
-    if args.layers < 1 or args.runs < 1:
-        parser.error(f"--layers and --runs must be >= 1, got {args.layers} and {args.runs}")
+    if args.layers < 1 or args.runs < 1 or args.top < 1:
+        parser.error(f"--layers, --runs and --top must be >= 1, got {args.layers}, {args.runs} and {args.top}")
     return args
 
 

@@ -243,6 +243,9 @@ def test_the_defaults_cover_the_rows_that_missed_the_bar() -> None:
     assert args.batch == [8, 64] and args.context == [4096] and args.layers == 2
     chosen = anatomy.parse_args(["--models", "Llama-3-70B", "--batch", "1", "--phases", "decode"])
     assert chosen.prefill_models == chosen.decode_models == ["Llama-3-70B"] and chosen.batch == [1]
+    assert args.top == 8 and anatomy.parse_args(["--top", "40"]).top == 40
+    with pytest.raises(SystemExit):
+        anatomy.parse_args(["--top", "0"])
     with pytest.raises(SystemExit):
         anatomy.parse_args(["--models", "GPT-5"])
     with pytest.raises(SystemExit):
