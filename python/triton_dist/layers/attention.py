@@ -30,6 +30,11 @@ KV_LAYOUTS = ("heads", "sequence")
 sequence (each rank holds every KV head at its block of positions; decode attention is ``ops.flash_decode``)."""
 FLASH_DECODE_HEAD_DIM = 128
 """The head dim ``ops.flash_decode`` takes (the sequence-split cache needs it)."""
+PREFILL_ROPE_KEPT = 4
+"""How many prefill RoPE tables (one per sequence length, head dim, rope theta, dtype and device) are kept for
+reuse (``TensorParallelAttention.prefill_rope``); 8 MiB each at 8k tokens and head dim 128."""
+_prefill_rope: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+"""The kept prefill RoPE tables, least recently used first."""
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.Tensor:
@@ -416,6 +421,22 @@ class TensorParallelAttention(nn.Module):
         """``rope_tables`` of ``positions`` with this block's frequencies (for ``rotate_qkv``; three launches)."""
         return rope_tables(positions, self.inv_freq, self.signed_freq)
 
+    def prefill_rope(self, seq: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """``rope_tables`` of the positions ``0 .. seq - 1`` on ``device`` ([seq, D] each), which every prefill of
+        ``seq`` tokens rotates by: made on first use and kept for every block of the same head dim and rope theta
+        (the ``PREFILL_ROPE_KEPT`` most recently used), so a prefill launches nothing for them (the tables cost
+        four launches and their host path per layer otherwise). Under CUDA-graph capture and ``torch.compile`` they
+        are made afresh and not kept. The tables are shared: read them, never write into them."""
+        make = lambda: self.rope_tables(torch.arange(seq, device=device))  # noqa: E731
+        if torch.compiler.is_compiling() or (device.type == "cuda" and torch.cuda.is_current_stream_capturing()):
+            return make()
+        key = (seq, self.head_dim, self.rope_theta, self.signed_freq.dtype, device)
+        kept = _prefill_rope.pop(key, None)
+        _prefill_rope[key] = kept = make() if kept is None else kept  # the most recently used last
+        while len(_prefill_rope) > PREFILL_ROPE_KEPT:
+            del _prefill_rope[next(iter(_prefill_rope))]
+        return kept
+
     def rotate_qkv(
         self, qkv: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], *, in_place: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -490,7 +511,7 @@ class TensorParallelAttention(nn.Module):
         if batch < 1 or tokens % batch:
             raise LayerError(f"{name}: {tokens} tokens do not split into batch={batch} equal sequences")
         seq = tokens // batch
-        rope = self.rope_tables(torch.arange(seq, device=x.device))  # [S, D], broadcast over the batch
+        rope = self.prefill_rope(seq, x.device)  # [S, D], broadcast over the batch
         q, k, v = self.rotate_qkv(self.qkv(x).view(batch, seq, -1), rope)  # [B, S, heads, D]
         if cache is not None:
             self._fill_cache(cache, k, v, batch, seq)
