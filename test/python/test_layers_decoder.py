@@ -20,6 +20,7 @@ import pytest
 import torch
 from emulated_ranks import run_ranks
 from torch.nn import functional
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from triton_dist.layers import (
     CONFIGS,
@@ -87,6 +88,33 @@ def reference(
     return attn, h1 + (functional.silu(h2 @ w["gate"]) * (h2 @ w["up"])) @ w["down"]
 
 
+STEP_OPS = {
+    "sequence": ["aten.mul.Tensor", "aten.cos.default", "aten.sin.default", "aten.index.Tensor"],
+    "heads": ["aten.mul.Tensor", "aten.cos.default", "aten.sin.default", "aten.gt.Tensor", "aten.where.self"],
+}
+"""The ops (each one launch on a GPU) that ``decode_positions`` runs once its tables are made: the rotary angles,
+their cosine and sine, then the slots and lengths in one lookup (sequence-split) or the mask (head-split)."""
+COPIES = {"aten.cat.default", "aten.stack.default", "aten.zeros.default", "aten.zero_.default", "aten.fill_.Scalar"}
+COPIES |= {"aten.copy_.default", "aten.clone.default", "aten.masked_fill_.Scalar", "aten.new_zeros.default"}
+"""Fills, concatenations and copies (not dtype casts: the CPU's RMSNorm is made of them): of these, a sequence-split
+decode step runs one clone (every head's q, gathered contiguous for flash_decode), and nothing else."""
+
+
+class _Ops(TorchDispatchMode):
+    """Records the name of every aten op (and custom op) called inside it, views excepted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(
+        self, func: torch._ops.OpOverload, types: object, args: tuple = (), kwargs: dict | None = None
+    ) -> object:
+        if not func.is_view:
+            self.names.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
 def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
     if got.shape != want.shape:
         return [f"shape {list(got.shape)} != {list(want.shape)}"]
@@ -128,10 +156,20 @@ def _worker() -> dict[str, list[str]]:
                 )
             for step in (PREFILL, PREFILL + 1):
                 positions = torch.full((BATCH,), step, dtype=torch.int32)
+                ops = _Ops()
                 if step > PREFILL:  # the per-step tensors made once, as a stack of layers would share them
-                    positions = layer.decode_positions(positions, cache)  # type: ignore[assignment]
-                got = layer.decode_hidden(tokens[:, step], positions, cache)
+                    with ops:  # the second step: decode_positions' tables and the gather buffer are kept
+                        positions = layer.decode_positions(positions, cache)  # type: ignore[assignment]
+                    step_ops, ops.names = ops.names, []
+                    if step_ops != STEP_OPS[layout]:
+                        record[f"{layout}/launches"] = [f"decode_positions ran {step_ops}, not {STEP_OPS[layout]}"]
+                hidden = tokens[:, step].contiguous()  # as a layer's output is (else decode copies it)
+                with ops:
+                    got = layer.decode_hidden(hidden, positions, cache)
                 record[f"{layout}/decode@{step}"] = _problems(got, want[:, step])
+                copies = [name for name in ops.names if name in COPIES]
+                if step > PREFILL and layout == "sequence" and copies != ["aten.clone.default"]:
+                    record[f"{layout}/launches"] = [f"a decode step's fills and copies: {copies}, not one clone"]
             # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
             # cache), sequence 1 restarts at 3 (rank 0's), as if its prompt had been 3 tokens.
             new = tokens[:, PREFILL + 2]
