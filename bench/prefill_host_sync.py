@@ -24,9 +24,12 @@ compilation), for each of the two:
    and a device barrier (bench/decoder.py's timing), after a 20 ms spin (the whole step enqueued before the GPU
    starts it: no launch gap is possible, only a host synchronization can still idle the GPU), and from an idle GPU
    (the host path included). "from idle" - "20 ms lead" is what the host path costs an eager caller.
-5. Profiled steps (``torch.profiler``, CUDA activity), each run alone: its span, busy time, idle = span - busy, and its
-   three longest GPU gaps with the activities on either side. Steps that differ from each other point at a one-off
-   (the profiler's start, a garbage collection); gaps beside one op point at that op.
+5. Profiled steps (``torch.profiler``, CUDA activity, bench/decoder_anatomy.py's harness), each run alone: its span,
+   busy time, idle = span - busy, and its three longest GPU gaps with the activities on either side; after the 1 ms
+   lead (as the anatomy run) and again after a 20 ms spin (the step enqueued in full before it starts). Idle that
+   the long lead removes was the host falling behind the GPU (under the profiler's overhead, too); idle that stays
+   is the GPU waiting for itself or a peer (a stream or event wait, a host synchronization). Steps that differ from
+   each other point at a one-off (the profiler's start, a garbage collection); gaps beside one op point at it.
 
 Prints a report on rank 0 (every rank's numbers where they differ). ``--help`` lists the options.
 """
@@ -313,7 +316,10 @@ def variant_report(name: str, step: Callable[[], object], args: argparse.Namespa
     with counted(counters):
         host = host_path(step, args.steps)
         device = device_times(step, args.steps)
-    runs = profiled_runs(step, args.runs)
+    runs = {
+        "1 ms lead": profiled_runs(step, args.runs),
+        "20 ms lead": profiled_runs(lambda: (torch.cuda._sleep(SLEEP_CYCLES), step()), args.runs),
+    }
     return {"name": name, "syncs": syncs, "counters": counters, "host": host, "device": device, "runs": runs}
 
 
@@ -352,12 +358,13 @@ def print_report(everyone: list[dict[str, Any]], layers: int) -> None:
         lines.append(
             f"   from idle - 20 ms lead: {idle - lead:.1f} µs per step (the host path's cost to an eager caller)"
         )
-        for index, run in enumerate(mine["runs"]):
-            gaps = "; ".join(f"{us:.1f} after {before} -> {after}" for us, before, after in run.gaps)
-            lines.append(
-                f"   profiled step {index}: span {run.span:.1f}, busy {run.busy:.1f}, idle {run.span - run.busy:.1f}; "
-                f"longest gaps: {gaps or 'none'}"
-            )
+        for lead, runs in mine["runs"].items():
+            for index, run in enumerate(runs):
+                gaps = "; ".join(f"{us:.1f} after {before} -> {after}" for us, before, after in run.gaps)
+                lines.append(
+                    f"   profiled step {index} ({lead}): span {run.span:.1f}, busy {run.busy:.1f}, idle "
+                    f"{run.span - run.busy:.1f}; longest gaps: {gaps or 'none'}"
+                )
     rank0_print("\n".join(lines))
 
 

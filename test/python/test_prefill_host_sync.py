@@ -98,3 +98,28 @@ def test_spread_and_command_line() -> None:
     for bad in (["--model", "GPT-5"], ["--steps", "5"], ["--variants", "ours,jax"]):
         with pytest.raises(SystemExit):
             probe.parse_args(bad)
+
+
+def test_the_report_shows_every_rank_stack_piece_and_profiled_step(capsys: pytest.CaptureFixture[str]) -> None:
+    syncs = probe.SyncReport({("a.py:1 in f: x.item()",): 4}, {"called a synchronizing CUDA operation"})
+    host = probe.HostResult([100.0, 120.0, 110.0], 1, {"ag_gemm": 40.0, "SDPA": 10.0}, {"ag_gemm": 4.0, "SDPA": 2.0})
+    counters = probe.Counters(gc_runs={0: 3}, gc_ms=0.5, segments_allocated=2, plans_built=1)
+    device = {"1 ms lead": [900.0, 1000.0], "20 ms lead": [800.0], "from idle": [1100.0]}
+    run = probe.ProfiledRun(1000.0, 700.0, [(200.0, "Memcpy PtoP", "gemm_b")])
+    mine = {"name": "ours", "syncs": syncs, "counters": counters, "host": host, "device": device}
+    mine["runs"] = {"1 ms lead": [run], "20 ms lead": []}
+    probe.print_report([mine, {**mine, "syncs": probe.SyncReport()}], layers=2)
+    out = capsys.readouterr().out
+    for text in (
+        "== ours (µs per step of 2 layers",
+        "rank 0: 2 synchronizing calls per step",
+        "2 per step at:\n     a.py:1 in f: x.item()",
+        "rank 1: 0 synchronizing calls per step",
+        "host path: 110.0 (100.0-120.0) µs per step; 1 of 3 steps waited",
+        "ag_gemm 40.0 (4 calls), SDPA 10.0 (2 calls), rest 60.0",
+        "garbage collections gen0 x3 (0.5 ms); device segments +2 -0, allocation retries 0; plans built 1",
+        "1 ms lead 950.0 (900.0-1000.0); 20 ms lead 800.0 (800.0-800.0); from idle 1100.0",
+        "from idle - 20 ms lead: 300.0 µs per step",
+        "profiled step 0 (1 ms lead): span 1000.0, busy 700.0, idle 300.0; longest gaps: 200.0 after Memcpy PtoP",
+    ):
+        assert text in out, (text, out)
