@@ -75,7 +75,10 @@ def ag_gemm_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibra
     t_nccl = cal.allgather.ms(m * k * itemsize)
     t_push = cal.push.ms(m_local * k * itemsize)
     chunks = math.ceil(m_local / (_chunk_tiles(int(m_local), w, t_ours, t_push) * _BLOCK_M))
-    arrival = (w - 1) * t_push + t_ours / (w * max(1, chunks))
+    # The last chunk's tiles start once it has landed and take at least one tile's time: each SM runs its tiles
+    # one after another, so a tile takes the kernel's time over the waves (under one wave, the whole kernel's).
+    t_tile = t_ours / math.ceil(tiles / max(cal.sms, 1))
+    arrival = (w - 1) * t_push + max(t_ours / (w * max(1, chunks)), t_tile)
     fused = max(t_ours, arrival) + cal.ag_fused_extra_ms
     return {"baseline_ms": t_nccl + t_cublas, "fused_ms": fused, "cublas_ms": t_cublas, "comm_ms": (w - 1) * t_push}
 
