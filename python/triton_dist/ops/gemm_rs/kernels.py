@@ -312,8 +312,10 @@ def _cublas_wait_reduce_kernel(
     """The "direct" producer's end of a call: wait for every peer's partial, then out = own + the ``RECEIVED``
     (W - 1) received partials, summed in fp32, in one launch (``_cublas_wait_kernel`` + ``_cublas_reduce_kernel``).
 
-    A persistent grid (at most one program per SM): each program waits for every peer's flag of this call's epoch
-    (read from device memory), then reduces blocks ``program_id, program_id + programs, ...``.
+    A persistent grid of a few programs per SM (``DIRECT_REDUCE_PROGRAMS_PER_SM``): each program waits for every
+    peer's flag of this call's epoch (read from device memory), then reduces blocks ``program_id, program_id +
+    programs, ...``, issuing the loads of all ``RECEIVED + 1`` blocks of an iteration together (the peers' loop
+    unrolled) to keep bytes in flight.
 
     Why this cannot deadlock as the waiting reduction of the "ce" producer did (``_cublas_wait_kernel``): there, a
     rank's own flags are set by kernels on its side stream, which could still be queued while the reduction's
@@ -322,11 +324,8 @@ def _cublas_wait_reduce_kernel(
     reduction: by stream order all of them have run before any program here spins. What the spinners wait for is
     the peers' flags, sent from the peers' main streams before their own reductions, and depending on nothing this
     rank has not already done (its acks in ``_cublas_begin_wait_kernel``). The persistent grid bounds the spinners
-    anyway: at most one 8-warp program per SM, all resident at once, so kernels of other streams on this GPU keep
-    most of every SM while they wait (thousands of blocks in the old grid would have taken them all). With one
-    program per SM, each program issues the loads of all ``RECEIVED + 1`` blocks of an iteration together (the
-    peers' loop unrolled; the host passes a block twice the "ce" reduction's) to keep bytes in flight (not measured
-    against the one-block-per-program grid yet).
+    anyway, so kernels of other streams on this GPU keep SMs while they wait (thousands of blocks in a
+    one-block-per-program grid would take them all).
     """
     me = dl.rank()
     W = dl.num_ranks()

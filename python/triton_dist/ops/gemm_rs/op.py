@@ -288,12 +288,12 @@ class CublasPlan:
     """The cuBLAS path: per peer a GEMM into the peer's memory ("direct") or a send buffer copied there ("ce"), its
     flag, then the own shard's GEMM and one reduction.
 
-    Launches per call, "direct": ``_cublas_begin_kernel``, per peer ``_cublas_wait_ack_kernel``, ``torch.mm`` into
-    its slot and ``_cublas_flag_kernel``, ``torch.mm`` of the own rows, ``_cublas_wait_kernel`` and
-    ``_cublas_reduce_kernel``: 3 + 2 (W - 1) small launches and W GEMMs. With ``merged_sync`` (an option until a
-    GPU run measures it): ``_cublas_begin_wait_kernel`` (epoch, acks, the waits for the peers' acks), per peer the
-    GEMM and the flag, the own GEMM, ``_cublas_wait_reduce_kernel`` (the waits for the peers' flags, then the
-    reduction): 2 + W - 1 small launches. "ce": ``_cublas_begin_kernel``, per peer the GEMM into the send buffer
+    Launches per call, "direct" with ``merged_sync`` (the default cuBLAS path): ``_cublas_begin_wait_kernel``
+    (epoch, acks, the waits for the peers' acks), per peer the GEMM into its slot and ``_cublas_flag_kernel``, the
+    own GEMM, ``_cublas_wait_reduce_kernel`` (the waits for the peers' flags, then the reduction): 2 + W - 1 small
+    launches and W GEMMs. Without ``merged_sync``: ``_cublas_begin_kernel``, per peer ``_cublas_wait_ack_kernel``,
+    the GEMM and the flag, the own GEMM, ``_cublas_wait_kernel`` and ``_cublas_reduce_kernel``: 3 + 2 (W - 1).
+    "ce": ``_cublas_begin_kernel``, per peer the GEMM into the send buffer
     and, on the side stream, the ack wait, the copy and the flag; the own GEMM, ``_cublas_wait_kernel`` and
     ``_cublas_reduce_kernel`` (a reduction that waits deadlocked with this producer: see ``_cublas_wait_kernel``).
     """
@@ -464,7 +464,10 @@ def _build_triton(
 REDUCE_BLOCK = 4096
 """Elements per program of the separate reduction (one block per program)."""
 DIRECT_REDUCE_BLOCK = 8192
-"""Elements per iteration of ``merged_sync``'s persistent reduction (at most one program per SM)."""
+"""Elements per iteration of ``merged_sync``'s persistent reduction."""
+DIRECT_REDUCE_PROGRAMS_PER_SM = 2
+"""Programs per SM of ``merged_sync``'s persistent reduction: with one, the reduction of a 4096 x 8192 shard ran
+1-2% behind the separate wait + one-block-per-program reduction on 2 x H200 (2026-11-27): too few bytes in flight."""
 
 
 def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> CublasPlan:
@@ -495,7 +498,8 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Gem
     if merged:
         named = {**partials, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "RECEIVED": w - 1}
         named["BLOCK"] = DIRECT_REDUCE_BLOCK
-        grid = (min(_sms(a.device), triton.cdiv(out.numel(), DIRECT_REDUCE_BLOCK)), 1, 1)
+        programs = DIRECT_REDUCE_PROGRAMS_PER_SM * _sms(a.device)
+        grid = (min(programs, triton.cdiv(out.numel(), DIRECT_REDUCE_BLOCK)), 1, 1)
         reduce = compile_plan(_cublas_wait_reduce_kernel, grid, named, 1, num_warps=8)
     else:
         wait = compile_plan(_cublas_wait_kernel, one, {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch}, 0, num_warps=1)
