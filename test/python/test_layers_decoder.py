@@ -13,6 +13,7 @@ and returns what differed from the reference.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 
@@ -46,6 +47,10 @@ BATCH, PREFILL, MAX_LEN = 2, 7, 16
 split cache of 16 positions holds them on rank 0 and rank 1), then one at positions 9 and 3."""
 TOLERANCE = 5e-2
 """atol and rtol of bf16 weights and activations through a layer against the fp32 reference."""
+BF16_ULPS = 2**-5
+"""rtol (and atol) of a fused kernel against the torch ops it replaces: 4 bf16 ulps at the bottom of a binade, for
+the kernels' roundings (Triton's interpreter rounds fp32 to bf16 toward zero, torch to nearest; QK norm rounds
+three times)."""
 
 
 def _rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -96,12 +101,13 @@ STEP_OPS = {
 their cosine and sine, then the slots and lengths in one lookup (sequence-split) or the mask (head-split)."""
 COPIES = {"aten.cat.default", "aten.stack.default", "aten.zeros.default", "aten.zero_.default", "aten.fill_.Scalar"}
 COPIES |= {"aten.copy_.default", "aten.clone.default", "aten.masked_fill_.Scalar", "aten.new_zeros.default"}
-"""Fills, concatenations and copies (not dtype casts: the CPU's RMSNorm is made of them): of these, a sequence-split
-decode step runs one clone (every head's q, gathered contiguous for flash_decode), and nothing else."""
+"""Fills, concatenations and copies (not dtype casts: the CPU's RMSNorm is made of them): a sequence-split decode
+step runs none of them (its kernels put q, k and v where they go)."""
 
 
 class _Ops(TorchDispatchMode):
-    """Records the name of every aten op (and custom op) called inside it, views excepted."""
+    """Records the name of every aten op (and custom op) called inside it, views excepted, and those Triton's
+    interpreter calls while it runs a kernel (its copies of the arguments: on a GPU the kernel is one launch)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -110,7 +116,10 @@ class _Ops(TorchDispatchMode):
     def __torch_dispatch__(
         self, func: torch._ops.OpOverload, types: object, args: tuple = (), kwargs: dict | None = None
     ) -> object:
-        if not func.is_view:
+        frame = sys._getframe(1)
+        while frame is not None and "triton/runtime/interpreter" not in frame.f_code.co_filename:
+            frame = frame.f_back  # type: ignore[assignment]
+        if frame is None and not func.is_view:
             self.names.append(str(func))
         return func(*args, **(kwargs or {}))
 
@@ -125,6 +134,46 @@ def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
     return [f"max abs error {(got.float() - want).abs().max().item():.4g}"]
 
 
+def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
+    """The decode step's fused kernels (``layers._decode_kernels``, in the interpreter) against the torch ops they
+    replace, on fresh random data with poisoned outputs: ``rope_scatter`` with and without QK norm (2 blocks of 3
+    q heads, 1 KV head, 2 tokens, one of them at the spare slot), ``silu_mul``."""
+    from triton_dist.layers._decode_kernels import rope_scatter, silu_mul
+    from triton_dist.layers.attention import rms_norm, rope_tables
+
+    blocks, batch, hq, hkv, d, slots_len = 2, 2, 3, 1, 128, 5
+    record: dict[str, list[str]] = {}
+    for qk_norm in (False, True):
+        src = torch.randn(blocks, batch, (hq + 2 * hkv) * d, generator=gen).to(torch.bfloat16)
+        positions = torch.tensor([1000, 77777])
+        cos, sin = rope_tables(positions, rope_inv_freq(d, 10000.0))
+        slots = torch.tensor([2, slots_len - 1], dtype=torch.int32)
+        weights = (1 + torch.randn(2, d, generator=gen) / 8).to(torch.bfloat16)
+        q = torch.full((batch, blocks * hq, d), float("nan"), dtype=torch.bfloat16)
+        k, v = (torch.full((batch, blocks * hkv, slots_len, d), float("nan"), dtype=torch.bfloat16) for _ in "kv")
+        norm = (weights[0], weights[1], 1e-6) if qk_norm else None
+        rope_scatter(src, cos, sin, slots, q, k, v, (hq, hkv), norm)
+        want_q, want_k, want_v = q.clone().fill_(float("nan")), k.clone().fill_(float("nan")), v.clone()
+        want_v.fill_(float("nan"))
+        for r in range(blocks):
+            qk = src[r, :, : (hq + hkv) * d].unflatten(-1, (hq + hkv, d))
+            if qk_norm:
+                qk = rms_norm(qk, None, 1e-6) * torch.cat([weights[0].expand(hq, d), weights[1].expand(hkv, d)])
+            qk = rotate(qk, cos, sin)
+            want_q[:, r * hq : (r + 1) * hq] = qk[:, :hq]
+            for b in range(batch):
+                want_k[b, r * hkv : (r + 1) * hkv, slots[b]] = qk[b, hq:]
+                want_v[b, r * hkv : (r + 1) * hkv, slots[b]] = src[r, b, (hq + hkv) * d :].view(hkv, d)
+        for name, got, want in (("q", q, want_q), ("k", k, want_k), ("v", v, want_v)):
+            if not torch.allclose(got.float(), want.float(), atol=BF16_ULPS, rtol=BF16_ULPS, equal_nan=True):
+                record[f"kernels/rope_scatter{'_qk_norm' if qk_norm else ''}"] = [f"{name} differs from torch's"]
+    gate_up = torch.randn(3, 2 * 1500, generator=gen).to(torch.bfloat16)
+    gate, up = gate_up.chunk(2, dim=1)
+    if not torch.allclose(silu_mul(gate_up).float(), (functional.silu(gate) * up).float(), atol=0, rtol=BF16_ULPS):
+        record["kernels/silu_mul"] = ["differs from silu(gate) * up"]
+    return record
+
+
 def _worker() -> dict[str, list[str]]:
     """This rank's problems per step (empty: it matched), on the world ``run_ranks`` set up."""
     import triton_dist
@@ -136,6 +185,7 @@ def _worker() -> dict[str, list[str]]:
     record: dict[str, list[str]] = {}
     began = time.perf_counter()
     try:
+        record.update(_check_kernels(gen))
         for layout, config in LAYOUTS.items():
             weights = random_weights(config, generator=gen)
             tokens = torch.randn(BATCH, PREFILL + 3, config.hidden_size, generator=gen).to(torch.bfloat16)
@@ -168,8 +218,8 @@ def _worker() -> dict[str, list[str]]:
                     got = layer.decode_hidden(hidden, positions, cache)
                 record[f"{layout}/decode@{step}"] = _problems(got, want[:, step])
                 copies = [name for name in ops.names if name in COPIES]
-                if step > PREFILL and layout == "sequence" and copies != ["aten.clone.default"]:
-                    record[f"{layout}/launches"] = [f"a decode step's fills and copies: {copies}, not one clone"]
+                if step > PREFILL and layout == "sequence" and copies:
+                    record[f"{layout}/launches"] = [f"a decode step ran fills and copies: {copies}"]
             # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
             # cache), sequence 1 restarts at 3 (rank 0's), as if its prompt had been 3 tokens.
             new = tokens[:, PREFILL + 2]

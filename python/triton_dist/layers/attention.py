@@ -15,6 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from triton_dist.layers._decode_kernels import rope_scatter
 from triton_dist.layers.linear import (
     ColumnParallelLinear,
     LayerError,
@@ -438,20 +439,18 @@ class TensorParallelAttention(nn.Module):
         return kept
 
     def rotate_qkv(
-        self, qkv: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], *, in_place: bool = False
+        self, qkv: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """This rank's QKV projection [..., (Hq/W + 2*Hkv/W)*D] -> ``(q, k, v)``: q [..., Hq/W, D], k and v
         [..., Hkv/W, D], q and k RMS-normed per head (with QK norm) and rotated by ``rope`` (``rope_tables`` of the
         positions: [..., D] without the heads dim, broadcast: [S, D] for [B, S, ...]). q and k are normed and
-        rotated together (they are adjacent columns), in few launches (three for RoPE, two more for the QK norm).
-        ``in_place``: the rotated q and k overwrite their columns of ``qkv`` (q, k and v are then views of it)."""
+        rotated together (they are adjacent columns), in few launches (three for RoPE, two more for the QK norm)."""
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
         qk = qkv[..., : (hq + hkv) * d].unflatten(-1, (hq + hkv, d))
         v = qkv[..., (hq + hkv) * d :].unflatten(-1, (hkv, d))
-        out = qk if in_place else None
         if self.q_norm_weight is not None and self.k_norm_weight is not None:
             qk = rms_norm(qk, None, self.rms_eps) * self._qk_norm_weight()
-        qk = rotate(qk, *rope, out=out)
+        qk = rotate(qk, *rope)
         return qk[..., :hq, :], qk[..., hq:, :], v
 
     def _qk_norm_weight(self) -> torch.Tensor:
@@ -602,20 +601,17 @@ class TensorParallelAttention(nn.Module):
             return out.reshape(batch, hq * d)
         # Sequence-split cache: every head's new q, k, v on every rank, gathered as one all-reduce of a buffer that
         # is zero outside this rank's columns. The buffer is kept ([W, B, cols], zeroed once: no rank ever writes
-        # another's block), the QKV GEMM writes this rank's block and RoPE rotates q and k there in place, so the
-        # gather costs no fill and no copy. Then each new token's k, v into its slot here (the spare one where
-        # another rank holds its position), and flash_decode.
+        # another's block) and the QKV GEMM writes this rank's block, so the gather costs no fill and no copy. Then
+        # one launch norms (QK norm) and rotates every head's q and k, stores q contiguous for flash_decode and
+        # each new token's k, v into its slot here (the spare one where another rank holds its position).
         gather = self._gather_buffer(batch, x)
         torch.matmul(x, self.qkv.weight, out=gather[self.rank])
-        self.rotate_qkv(gather[self.rank], rope, in_place=True)
-        gathered = all_reduce(gather).view(self.world_size, batch, hq + 2 * hkv, d).transpose(0, 1)  # [B, W, ...]
-        q_all = gathered[:, :, :hq].reshape(batch, self.num_heads, d)  # one copy, contiguous for flash_decode
-        for store, part in (
-            (cache.k_store, gathered[:, :, hq : hq + hkv]),
-            (cache.v_store, gathered[:, :, hq + hkv :]),
-        ):
-            # The store's KV heads as [W, Hkv/W] (a view), so the gathered rows go in without a copy.
-            store.unflatten(1, (self.world_size, hkv))[step.rows, :, :, step.slots] = part
+        gathered = all_reduce(gather)
+        q_all = torch.empty(batch, self.num_heads, d, dtype=x.dtype, device=x.device)
+        qk_norm = None
+        if self.q_norm_weight is not None and self.k_norm_weight is not None:
+            qk_norm = (self.q_norm_weight, self.k_norm_weight, self.rms_eps)
+        rope_scatter(gathered, *rope, step.slots, q_all, cache.k_store, cache.v_store, (hq, hkv), qk_norm)
         out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
         return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)  # a view: rows of stride Hq*D
 

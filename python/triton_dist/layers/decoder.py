@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional
 
+from triton_dist.layers._decode_kernels import silu_mul
 from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, rms_norm
 from triton_dist.layers.linear import LayerError, world_position
 from triton_dist.layers.mlp import TensorParallelMLP
@@ -237,8 +237,9 @@ class TensorParallelDecoderLayer(nn.Module):
         pair (this rank's unreduced partial, and the replicated residual). ``positions`` and ``cache`` as
         ``TensorParallelAttention.decode_partial`` (a stack computes ``decode_positions`` once per step).
         Launches: the fused all-reduce + residual + RMSNorm, the QKV GEMM, the attention, O through ``gemm_ar``
-        with its norm epilogue (O's GEMM, then the fused op again), the gate/up GEMM, the down GEMM. No host
-        synchronization (CUDA-graph capturable once each shape ran eagerly)."""
+        with its norm epilogue (O's GEMM, then the fused op again), the gate/up GEMM, ``silu(gate) * up`` (one
+        Triton kernel), the down GEMM. No host synchronization (CUDA-graph capturable once each shape ran
+        eagerly)."""
         self._check_input("x", x)
         self._check_input("residual", residual)
         if x.shape != residual.shape:
@@ -253,8 +254,8 @@ class TensorParallelDecoderLayer(nn.Module):
         normed, residual = gemm_ar(
             attn, self.attention.o.weight, residual=residual, norm_weight=self.post_norm_weight, eps=eps
         )
-        gate, up = torch.matmul(normed, self.mlp.gate_up.weight).chunk(2, dim=1)
-        return torch.matmul(functional.silu(gate) * up, self.mlp.down.weight), residual
+        gated = silu_mul(torch.matmul(normed, self.mlp.gate_up.weight))  # silu(gate) * up, one launch
+        return torch.matmul(gated, self.mlp.down.weight), residual
 
     def _check_input(self, what: str, x: torch.Tensor) -> None:
         """Raise LayerError unless ``x`` is [rows, H] in the weights' dtype, on their device."""

@@ -1,0 +1,153 @@
+"""The decode step's fused elementwise kernels (one launch each, no host synchronization: CUDA-graph capturable once
+each shape ran eagerly, which compiles them).
+
+- ``_rope_scatter_kernel`` (``rope_scatter``): the sequence-split decode's work between its all-gather of the new
+  tokens' q, k, v and ``flash_decode``, which torch runs as 6 launches (RoPE's roll, product and multiply-add, the
+  copy of every head's q into one contiguous tensor, the two cache writes) and 8 with QK norm (its RMSNorm and
+  weight product): each program takes one head's row of one token, norms it (QK norm) and rotates it (q and k) and
+  stores it where it goes: q into ``q_out``, k and v into the token's slot of the KV cache.
+- ``_silu_mul_kernel`` (``silu_mul``): the gated MLP's ``silu(gate) * up`` of the decode step in one launch instead
+  of two.
+
+Each computes what the torch ops it replaces compute, rounding where they round (to the activations' dtype after
+the norm, after the norm weight, after RoPE; after SiLU), in fp32 in between; the RMSNorm and the rotary
+multiply-add may differ from torch's in the last bit (another order of the fp32 operations).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _rope_scatter_kernel(
+    src_ptr,
+    cos_ptr,
+    sin_ptr,
+    qw_ptr,
+    kw_ptr,
+    slots_ptr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    batch,
+    eps,
+    stride_sr,
+    stride_sb,
+    stride_cb,
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kh,
+    stride_ks,
+    stride_vb,
+    stride_vh,
+    stride_vs,
+    HQ: tl.constexpr,
+    HKV: tl.constexpr,
+    D: tl.constexpr,
+    QK_NORM: tl.constexpr,
+):
+    """Program ``((r * batch + b) * (HQ + 2 * HKV) + h)``: head ``h`` of block ``r``'s columns of token ``b``."""
+    pid = tl.program_id(0)
+    h = pid % (HQ + 2 * HKV)
+    rb = pid // (HQ + 2 * HKV)
+    b = (rb % batch).to(tl.int64)
+    r = rb // batch
+    offs = tl.arange(0, D)
+    row = src_ptr + r.to(tl.int64) * stride_sr + b * stride_sb + h * D
+    x = tl.load(row + offs)
+    if h < HQ + HKV:
+        turned = (offs + D // 2) % D
+        xt = tl.load(row + turned)
+        if QK_NORM:
+            if h < HQ:
+                w = tl.load(qw_ptr + offs).to(tl.float32)
+                wt = tl.load(qw_ptr + turned).to(tl.float32)
+            else:
+                w = tl.load(kw_ptr + offs).to(tl.float32)
+                wt = tl.load(kw_ptr + turned).to(tl.float32)
+            xf = x.to(tl.float32)
+            inv = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=0) / D + eps)
+            x = ((xf * inv).to(x.dtype).to(tl.float32) * w).to(x.dtype)
+            xt = ((xt.to(tl.float32) * inv).to(x.dtype).to(tl.float32) * wt).to(x.dtype)
+        c = tl.load(cos_ptr + b * stride_cb + offs)
+        s = tl.load(sin_ptr + b * stride_cb + offs)
+        out = (x.to(tl.float32) * c + xt.to(tl.float32) * s).to(x.dtype)
+        if h < HQ:
+            tl.store(q_ptr + b * stride_qb + (r * HQ + h).to(tl.int64) * stride_qh + offs, out)
+        else:
+            slot = tl.load(slots_ptr + b).to(tl.int64)
+            head = (r * HKV + h - HQ).to(tl.int64)
+            tl.store(k_ptr + b * stride_kb + head * stride_kh + slot * stride_ks + offs, out)
+    else:
+        slot = tl.load(slots_ptr + b).to(tl.int64)
+        head = (r * HKV + h - HQ - HKV).to(tl.int64)
+        tl.store(v_ptr + b * stride_vb + head * stride_vh + slot * stride_vs + offs, x)
+
+
+def rope_scatter(
+    src: torch.Tensor,
+    cos: torch.Tensor,
+    signed_sin: torch.Tensor,
+    slots: torch.Tensor,
+    q_out: torch.Tensor,
+    k_store: torch.Tensor,
+    v_store: torch.Tensor,
+    heads: tuple[int, int],
+    qk_norm: tuple[torch.Tensor, torch.Tensor, float] | None = None,
+) -> None:
+    """Rotate and place the new tokens' q, k, v in one launch.
+
+    ``src`` [R, B, (Hq + 2 * Hkv) * D] (``heads`` = (Hq, Hkv): per block of columns, Hq q heads, then Hkv k heads,
+    then Hkv v heads; rows of any stride, each row contiguous): R blocks of columns, such as every rank's after the
+    sequence-split decode's gather. ``cos`` / ``signed_sin`` fp32 [B, D] (``rope_tables``); ``slots`` integer [B],
+    each token's position in the stores. Writes ``q_out`` [B, R * Hq, D] (block r's heads at ``[r * Hq, (r + 1) *
+    Hq)``) with q rotated, and ``k_store`` / ``v_store`` [B, R * Hkv, S, D] at ``[b, :, slots[b]]`` with k rotated
+    and v as it is. ``qk_norm`` ``(q_weight [D], k_weight [D], eps)``: q and k are RMS-normed per head and scaled by
+    their weight first. Every tensor on one device, D a power of two with a contiguous last dim everywhere (the
+    caller's layouts; not checked here). Enqueued on the current stream."""
+    blocks, batch = int(src.shape[0]), int(src.shape[1])
+    hq, hkv = heads
+    d = int(q_out.shape[-1])
+    qw, kw, eps = qk_norm if qk_norm is not None else (cos, cos, 0.0)  # unread without QK norm
+    grid = (blocks * batch * (hq + 2 * hkv),)
+    _rope_scatter_kernel[grid](
+        src, cos, signed_sin, qw, kw, slots, q_out, k_store, v_store,
+        batch, float(eps),
+        src.stride(0), src.stride(1), cos.stride(0),
+        q_out.stride(0), q_out.stride(1),
+        k_store.stride(0), k_store.stride(1), k_store.stride(2),
+        v_store.stride(0), v_store.stride(1), v_store.stride(2),
+        HQ=hq, HKV=hkv, D=d, QK_NORM=qk_norm is not None, num_warps=1,
+    )  # fmt: skip
+
+
+@triton.jit
+def _silu_mul_kernel(src_ptr, out_ptr, cols, stride_s, stride_o, BLOCK: tl.constexpr):
+    """Program ``(row, block)``: ``silu(src[row, j]) * src[row, cols + j]`` for its block of ``j``."""
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < cols
+    gate = tl.load(src_ptr + row * stride_s + offs, mask=keep, other=0.0)
+    up = tl.load(src_ptr + row * stride_s + cols + offs, mask=keep, other=0.0)
+    g = gate.to(tl.float32)
+    silu = (g / (1.0 + tl.exp(-g))).to(gate.dtype)
+    tl.store(out_ptr + row * stride_o + offs, (silu.to(tl.float32) * up.to(tl.float32)).to(gate.dtype), mask=keep)
+
+
+SILU_BLOCK = 1024
+"""Elements of one row per ``_silu_mul_kernel`` program."""
+
+
+def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
+    """``silu(gate) * up`` of ``gate_up`` [M, 2 * I] (gate's columns, then up's; rows contiguous) as a new [M, I]
+    tensor of its dtype, in one launch (SiLU in fp32 rounded to the dtype, then the product, as torch's two ops)."""
+    rows, cols = int(gate_up.shape[0]), int(gate_up.shape[1]) // 2
+    out = torch.empty((rows, cols), dtype=gate_up.dtype, device=gate_up.device)
+    if rows and cols:
+        grid = (rows, triton.cdiv(cols, SILU_BLOCK))
+        _silu_mul_kernel[grid](gate_up, out, cols, gate_up.stride(0), out.stride(0), BLOCK=SILU_BLOCK, num_warps=4)
+    return out
