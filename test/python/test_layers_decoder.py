@@ -16,6 +16,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from unittest import mock
 
 import pytest
 import torch
@@ -204,6 +205,17 @@ def _worker() -> dict[str, list[str]]:
                 record["attention/decode_gemm_ar"] = _problems(
                     layer.attention.decode(normed, positions, copy), attn_ref[:, PREFILL]
                 )
+                # decode's fused kernel (RoPE and the cache writes) against the torch ops it fuses
+                fused, plain = cache.clone(), cache.clone()
+                got = layer.attention.decode_partial(normed, positions, fused)
+                with mock.patch("triton_dist.layers.attention.fused_kernels", return_value=False):
+                    want_partial = layer.attention.decode_partial(normed, positions, plain).float()
+                problems = _problems(got, want_partial)
+                for side in ("k", "v"):
+                    new_kv = (getattr(fused, side)[:, :, PREFILL].float(), getattr(plain, side)[:, :, PREFILL].float())
+                    if not torch.allclose(*new_kv, atol=BF16_ULPS, rtol=BF16_ULPS) or not new_kv[0].abs().sum():
+                        problems.append(f"the new token's {side} differs from the torch ops'")
+                record["attention/decode_fused"] = problems
             for step in (PREFILL, PREFILL + 1):
                 positions = torch.full((BATCH,), step, dtype=torch.int32)
                 ops = _Ops()
@@ -235,7 +247,7 @@ def _worker() -> dict[str, list[str]]:
 
 def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
-    names = {"attention/decode_gemm_ar"}
+    names = {"attention/decode_gemm_ar", "attention/decode_fused"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")

@@ -9,6 +9,7 @@ sum to the caller's fused all-reduce + residual + RMSNorm: ``decode_partial``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
@@ -378,7 +379,7 @@ class TensorParallelAttention(nn.Module):
             # One lookup gives both: row 0 of the table is each position's slot here, row 1 this rank's lengths.
             slots, lengths = table[0][:, positions].unbind(0)
         else:
-            slots = positions
+            slots = positions.contiguous()  # rope_scatter reads it as a plain array (a no-op when it is one)
             after, neg_inf, zero = table  # after: arange(local_len); the two constants in the cache's dtype
             # Additive, in the cache's dtype: SDPA takes it as is (a boolean mask is converted per call).
             mask = torch.where(after > positions.unsqueeze(1), neg_inf, zero)[:, None, None, :]
@@ -591,9 +592,15 @@ class TensorParallelAttention(nn.Module):
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
         rope = (step.cos, step.signed_sin)
         if cache.layout == "heads":
-            q, k, v = self.rotate_qkv(torch.matmul(x, self.qkv.weight), rope)  # [B, heads, D]
-            cache.k_store[step.rows, :, step.slots] = k
-            cache.v_store[step.rows, :, step.slots] = v
+            qkv = torch.matmul(x, self.qkv.weight)
+            if fused_kernels(x):  # RoPE (and QK norm) and the cache writes in one launch
+                q = torch.empty(batch, hq, d, dtype=x.dtype, device=x.device)
+                stores = (cache.k_store, cache.v_store)
+                rope_scatter(qkv.unsqueeze(0), *rope, step.slots, q, *stores, (hq, hkv), self._qk_norm_args())
+            else:
+                q, k, v = self.rotate_qkv(qkv, rope)  # [B, heads, D]
+                cache.k_store[step.rows, :, step.slots] = k
+                cache.v_store[step.rows, :, step.slots] = v
             # The group's query heads as the query rows of their KV head: no copy of the cache for GQA.
             out = functional.scaled_dot_product_attention(
                 q.reshape(batch, hkv, hq // hkv, d), cache.k, cache.v, attn_mask=step.mask
@@ -608,12 +615,16 @@ class TensorParallelAttention(nn.Module):
         torch.matmul(x, self.qkv.weight, out=gather[self.rank])
         gathered = all_reduce(gather)
         q_all = torch.empty(batch, self.num_heads, d, dtype=x.dtype, device=x.device)
-        qk_norm = None
-        if self.q_norm_weight is not None and self.k_norm_weight is not None:
-            qk_norm = (self.q_norm_weight, self.k_norm_weight, self.rms_eps)
-        rope_scatter(gathered, *rope, step.slots, q_all, cache.k_store, cache.v_store, (hq, hkv), qk_norm)
+        stores = (cache.k_store, cache.v_store)
+        rope_scatter(gathered, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
         out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
         return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)  # a view: rows of stride Hq*D
+
+    def _qk_norm_args(self) -> tuple[torch.Tensor, torch.Tensor, float] | None:
+        """``rope_scatter``'s ``qk_norm``: the two weights and the epsilon, or None without QK norm."""
+        if self.q_norm_weight is None or self.k_norm_weight is None:
+            return None
+        return (self.q_norm_weight, self.k_norm_weight, self.rms_eps)
 
     def _gather_buffer(self, batch: int, x: torch.Tensor) -> torch.Tensor:
         """The sequence-split decode's all-gather buffer [W, B, (Hq/W + 2*Hkv/W)*D] in x's dtype on x's device,
@@ -627,6 +638,13 @@ class TensorParallelAttention(nn.Module):
             buffer = torch.zeros(self.world_size, batch, cols, dtype=x.dtype, device=x.device)
             self._gather[key] = buffer
         return buffer
+
+
+def fused_kernels(x: torch.Tensor) -> bool:
+    """Whether decode runs its fused Triton kernels on ``x``'s device: on GPUs, and on the CPU under Triton's
+    interpreter (``TRITON_INTERPRET=1``, the emulation); elsewhere (a head-split cache on the CPU without it) the
+    torch ops they fuse."""
+    return x.device.type != "cpu" or os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def _check_heads(name: str, num_heads: int, num_kv_heads: int, head_dim: int, world_size: int) -> None:
