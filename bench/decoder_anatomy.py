@@ -103,7 +103,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("attention", re.compile(r"flash|fmha|sdpa|attention|attn|softmax", re.IGNORECASE)),
     ("GEMM", re.compile(r"gemm|gemv|nvjet|xmma|cutlass|matmul|splitKreduce|cublas|dot_kernel", re.IGNORECASE)),
     ("norm+residual", re.compile(r"rms_?norm|layer_?norm|RowwiseMoments|CUDAFunctor_add<c10::(BFloat16|Half)>")),
-    ("other", re.compile(r"at::native|at::cuda|Memset|^triton_|elementwise|copy|fill|index|silu")),
+    ("other", re.compile(r"at::native|at::cuda|Memset|^triton_|elementwise|copy|fill|index|silu|rope")),
 )
 """(category, pattern) in order: a kernel's category is the first whose pattern its name contains (the fused kernels'
 names hold "gemm" or "rmsnorm", so they come first; flash attention's hold "cutlass", so attention precedes GEMM)."""
