@@ -15,7 +15,9 @@ tensor-parallel baseline of the same weights, one run.
   ``all_reduce_residual_rmsnorm`` per layer and cuBLAS GEMMs; the baseline: torch RMSNorm, cuBLAS, SDPA on this
   rank's heads (the query group as query rows, no mask: the cache is sliced to the context), NCCL ``all_reduce``
   after O and after down, torch residual adds. Everything CUDA-graphed (10 steps per graph, median of >= 20
-  replays, max over ranks). RoPE, QK norm and SiLU are the same torch code on both sides.
+  replays, max over ranks). The rotary tables are the same torch code on both sides; ours' decode runs QK norm,
+  RoPE and the KV cache writes as one Triton kernel and SiLU(gate) * up as another (layers/_decode_kernels.py),
+  the baseline torch's ops (``rotate_qkv``, index_put, SiLU and a product).
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
 
 Before timing, each case compares ours with the baseline (the stack's output, relative to its largest element);
