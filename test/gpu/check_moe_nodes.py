@@ -241,7 +241,8 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
 
     def ptx(checks: Checks) -> None:
         plans = list(moe_op._plans._plans.values())
-        launches = [launch for plan in plans for name, launch in plan.launches.items() if name.startswith("push")]
+        # Launch keys are (kernel name, gather layout, the leading tensors' dtypes).
+        launches = [launch for plan in plans for key, launch in plan.launches.items() if key[0] == "push"]
         holds = ["nvshmemi_device_state_d" in launch.kernel.asm["ptx"] for launch in launches]
         want = world.num_nodes > 1
         checks.check(
