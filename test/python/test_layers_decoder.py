@@ -137,14 +137,15 @@ def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
 
 def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
     """The decode step's fused kernels (``layers._decode_kernels``, in the interpreter) against the torch ops they
-    replace, on fresh random data with poisoned outputs: ``rope_scatter`` with and without QK norm (2 blocks of 3
-    q heads, 1 KV head, 2 tokens, one of them at the spare slot), ``silu_mul``."""
+    replace, on fresh random data with poisoned outputs: ``rope_scatter`` with QK norm and head dim 128, and without
+    it at head dim 96 (not a power of two: masked) (2 blocks of 3 q heads, 1 KV head, 2 tokens, one of them at the
+    spare slot), ``silu_mul``."""
     from triton_dist.layers._decode_kernels import rope_scatter, silu_mul
     from triton_dist.layers.attention import rms_norm, rope_tables
 
-    blocks, batch, hq, hkv, d, slots_len = 2, 2, 3, 1, 128, 5
+    blocks, batch, hq, hkv, slots_len = 2, 2, 3, 1, 5
     record: dict[str, list[str]] = {}
-    for qk_norm in (False, True):
+    for qk_norm, d in ((False, 96), (True, 128)):
         src = torch.randn(blocks, batch, (hq + 2 * hkv) * d, generator=gen).to(torch.bfloat16)
         positions = torch.tensor([1000, 77777])
         cos, sin = rope_tables(positions, rope_inv_freq(d, 10000.0))

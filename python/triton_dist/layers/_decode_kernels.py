@@ -48,6 +48,7 @@ def _rope_scatter_kernel(
     HQ: tl.constexpr,
     HKV: tl.constexpr,
     D: tl.constexpr,
+    BLOCK_D: tl.constexpr,
     QK_NORM: tl.constexpr,
 ):
     """Program ``((r * batch + b) * (HQ + 2 * HKV) + h)``: head ``h`` of block ``r``'s columns of token ``b``."""
@@ -56,36 +57,37 @@ def _rope_scatter_kernel(
     rb = pid // (HQ + 2 * HKV)
     b = (rb % batch).to(tl.int64)
     r = rb // batch
-    offs = tl.arange(0, D)
+    offs = tl.arange(0, BLOCK_D)  # the head dim, padded to a power of two
+    keep = offs < D
     row = src_ptr + r.to(tl.int64) * stride_sr + b * stride_sb + h * D
-    x = tl.load(row + offs)
+    x = tl.load(row + offs, mask=keep, other=0.0)
     if h < HQ + HKV:
         turned = (offs + D // 2) % D
-        xt = tl.load(row + turned)
+        xt = tl.load(row + turned, mask=keep, other=0.0)
         if QK_NORM:
             if h < HQ:
-                w = tl.load(qw_ptr + offs).to(tl.float32)
-                wt = tl.load(qw_ptr + turned).to(tl.float32)
+                w = tl.load(qw_ptr + offs, mask=keep, other=0.0).to(tl.float32)
+                wt = tl.load(qw_ptr + turned, mask=keep, other=0.0).to(tl.float32)
             else:
-                w = tl.load(kw_ptr + offs).to(tl.float32)
-                wt = tl.load(kw_ptr + turned).to(tl.float32)
+                w = tl.load(kw_ptr + offs, mask=keep, other=0.0).to(tl.float32)
+                wt = tl.load(kw_ptr + turned, mask=keep, other=0.0).to(tl.float32)
             xf = x.to(tl.float32)
             inv = 1.0 / tl.sqrt(tl.sum(xf * xf, axis=0) / D + eps)
             x = ((xf * inv).to(x.dtype).to(tl.float32) * w).to(x.dtype)
             xt = ((xt.to(tl.float32) * inv).to(x.dtype).to(tl.float32) * wt).to(x.dtype)
-        c = tl.load(cos_ptr + b * stride_cb + offs)
-        s = tl.load(sin_ptr + b * stride_cb + offs)
+        c = tl.load(cos_ptr + b * stride_cb + offs, mask=keep, other=0.0)
+        s = tl.load(sin_ptr + b * stride_cb + offs, mask=keep, other=0.0)
         out = (x.to(tl.float32) * c + xt.to(tl.float32) * s).to(x.dtype)
         if h < HQ:
-            tl.store(q_ptr + b * stride_qb + (r * HQ + h).to(tl.int64) * stride_qh + offs, out)
+            tl.store(q_ptr + b * stride_qb + (r * HQ + h).to(tl.int64) * stride_qh + offs, out, mask=keep)
         else:
             slot = tl.load(slots_ptr + b).to(tl.int64)
             head = (r * HKV + h - HQ).to(tl.int64)
-            tl.store(k_ptr + b * stride_kb + head * stride_kh + slot * stride_ks + offs, out)
+            tl.store(k_ptr + b * stride_kb + head * stride_kh + slot * stride_ks + offs, out, mask=keep)
     else:
         slot = tl.load(slots_ptr + b).to(tl.int64)
         head = (r * HKV + h - HQ - HKV).to(tl.int64)
-        tl.store(v_ptr + b * stride_vb + head * stride_vh + slot * stride_vs + offs, x)
+        tl.store(v_ptr + b * stride_vb + head * stride_vh + slot * stride_vs + offs, x, mask=keep)
 
 
 def rope_scatter(
@@ -107,8 +109,8 @@ def rope_scatter(
     each token's position in the stores. Writes ``q_out`` [B, R * Hq, D] (block r's heads at ``[r * Hq, (r + 1) *
     Hq)``) with q rotated, and ``k_store`` / ``v_store`` [B, R * Hkv, S, D] at ``[b, :, slots[b]]`` with k rotated
     and v as it is. ``qk_norm`` ``(q_weight [D], k_weight [D], eps)``: q and k are RMS-normed per head and scaled by
-    their weight first. Every tensor on one device, D a power of two with a contiguous last dim everywhere (the
-    caller's layouts; not checked here). Enqueued on the current stream."""
+    their weight first. Every tensor on one device, D even, with a contiguous last dim everywhere (the caller's
+    layouts; not checked here). Enqueued on the current stream."""
     blocks, batch = int(src.shape[0]), int(src.shape[1])
     hq, hkv = heads
     d = int(q_out.shape[-1])
@@ -121,7 +123,7 @@ def rope_scatter(
         q_out.stride(0), q_out.stride(1),
         k_store.stride(0), k_store.stride(1), k_store.stride(2),
         v_store.stride(0), v_store.stride(1), v_store.stride(2),
-        HQ=hq, HKV=hkv, D=d, QK_NORM=qk_norm is not None, num_warps=1,
+        HQ=hq, HKV=hkv, D=d, BLOCK_D=triton.next_power_of_2(d), QK_NORM=qk_norm is not None, num_warps=1,
     )  # fmt: skip
 
 
