@@ -173,6 +173,19 @@ def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
     gate, up = gate_up.chunk(2, dim=1)
     if not torch.allclose(silu_mul(gate_up).float(), (functional.silu(gate) * up).float(), atol=0, rtol=BF16_ULPS):
         record["kernels/silu_mul"] = ["differs from silu(gate) * up"]
+    # As prefill calls it: more rows, a row longer than one program's block and not a multiple of it, rows of a
+    # wider tensor (stride 2 * 1100 + 16), written into a poisoned output of wider rows too.
+    wide = (torch.randn(5, 2 * 1100 + 16, generator=gen) * 4).to(torch.bfloat16)
+    gate_up = wide[:, : 2 * 1100]
+    out = torch.full((5, 1100 + 8), float("nan"), dtype=torch.bfloat16)
+    got = silu_mul(gate_up, out=out[:, :1100])
+    want = (functional.silu(gate_up[:, :1100]) * gate_up[:, 1100:]).float()
+    problems = [] if got.data_ptr() == out.data_ptr() else ["did not write out"]
+    if not torch.allclose(out[:, :1100].float(), want, atol=0, rtol=BF16_ULPS):
+        problems.append(f"differs from silu(gate) * up by {(out[:, :1100].float() - want).abs().max().item():.3g}")
+    if not out[:, 1100:].isnan().all():
+        problems.append("wrote past its columns")
+    record["kernels/silu_mul_prefill"] = problems
     return record
 
 
@@ -193,6 +206,11 @@ def _worker() -> dict[str, list[str]]:
             tokens = torch.randn(BATCH, PREFILL + 3, config.hidden_size, generator=gen).to(torch.bfloat16)
             attn_ref, want = reference(config, weights, tokens)
             layer = TensorParallelDecoderLayer(config, weights)
+            # Each prefill option on one layout: the sequence-split one's SDPA takes the KV heads as they are
+            # (enable_gqa) and its MLP runs torch's SiLU and product; the head-split one's SDPA reads copies of the
+            # KV heads and its MLP runs the fused kernel.
+            layer.attention.prefill_gqa = layout == "sequence"
+            layer.mlp.fused_silu_mul = layout == "heads"
             rows = BATCH * PREFILL // size
             mine = slice(rank * rows, (rank + 1) * rows)
             prompt = tokens[:, :PREFILL].reshape(BATCH * PREFILL, -1)
@@ -248,7 +266,7 @@ def _worker() -> dict[str, list[str]]:
 
 def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
-    names = {"attention/decode_gemm_ar", "attention/decode_fused"}
+    names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
@@ -354,6 +372,60 @@ def test_decode_positions_place_each_token() -> None:
     other = layer.new_cache(2, 12, "heads")
     with pytest.raises(LayerError, match=r"the DecodePositions were made for \('heads', 10"):
         layer.attention.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), heads, other)
+
+
+def _causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """fp32 causal attention of q [B, Hq, S, D] over k, v [B, Hkv, S, D], query head h reading KV head
+    ``h // (Hq / Hkv)``, written out (no SDPA)."""
+    group = q.shape[1] // k.shape[1]
+    k, v = (t.float().repeat_interleave(group, dim=1) for t in (k, v))
+    scores = torch.einsum("bhqd,bhkd->bhqk", q.float(), k) / math.sqrt(q.shape[-1])
+    seq = q.shape[2]
+    scores = scores.masked_fill(torch.ones(seq, seq, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.einsum("bhqk,bhkd->bhqd", scores.softmax(-1), v)
+
+
+@pytest.mark.parametrize("prefill_gqa", [False, True])
+def test_prefill_attention_reads_each_kv_head_for_its_group(prefill_gqa: bool) -> None:
+    """Prefill's SDPA (``TensorParallelAttention._prefill_sdpa``) against written-out attention on fresh random
+    q, k, v laid out as prefill has them (transposed views of [B, S, heads, D]); with ``prefill_gqa`` without
+    copying k and v (no ``repeat_interleave``), without it with the copies."""
+    config = DecoderConfig("gqa4", 32, 8, 2, 16, 64, 1e4, 1e-6)  # 4 query heads per KV head
+    weights = random_weights(config)
+    block = TensorParallelAttention(
+        weights["q"], weights["k"], weights["v"], weights["o"], num_heads=8, num_kv_heads=2, head_dim=16,
+        rank=0, world_size=1, prefill_gqa=prefill_gqa,
+    )  # fmt: skip
+    assert block.prefill_gqa is prefill_gqa and f"prefill_gqa={prefill_gqa}" in repr(block)
+    gen = torch.Generator().manual_seed(int(prefill_gqa))
+    q, k, v = (torch.randn(2, 9, heads, 16, generator=gen).to(torch.bfloat16).transpose(1, 2) for heads in (8, 2, 2))
+    sdpa = functional.scaled_dot_product_attention
+    with mock.patch.object(functional, "scaled_dot_product_attention", wraps=sdpa) as called:
+        got = block._prefill_sdpa(q, k, v)
+    assert got.shape == (2, 8, 9, 16) and got.dtype == torch.bfloat16
+    want = _causal_attention(q, k, v)
+    assert torch.allclose(got.float(), want, atol=2e-2, rtol=2e-2), (got.float() - want).abs().max()
+    (_, k_in, v_in), options = called.call_args
+    assert options == ({"is_causal": True, "enable_gqa": True} if prefill_gqa else {"is_causal": True})
+    if prefill_gqa:  # SDPA reads prefill's k and v where they are
+        assert k_in.data_ptr() == k.data_ptr() and v_in.data_ptr() == v.data_ptr()
+    else:
+        assert k_in.shape[1] == v_in.shape[1] == 8
+
+
+def test_the_mlp_option_and_silu_mul_refuse_what_they_cannot_take() -> None:
+    from triton_dist.layers._decode_kernels import silu_mul
+
+    layer, _ = _layer(0, 2)
+    assert layer.mlp.fused_silu_mul and "fused_silu_mul=True" in repr(layer.mlp)
+    with pytest.raises(
+        ValueError, match=r"silu_mul: gate_up must be \[M, 2 \* I\] with contiguous rows, got shape \[2, 3\]"
+    ):
+        silu_mul(torch.zeros(2, 3, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match=r"with contiguous rows, got shape \[2, 4\] and strides \[1, 2\]"):
+        silu_mul(torch.zeros(4, 2, dtype=torch.bfloat16).t())
+    with pytest.raises(ValueError, match=r"silu_mul: out must be a torch.bfloat16 \[2, 2\] tensor"):
+        silu_mul(torch.zeros(2, 4, dtype=torch.bfloat16), out=torch.zeros(2, 3, dtype=torch.bfloat16))
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:

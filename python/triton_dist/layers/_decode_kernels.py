@@ -1,13 +1,14 @@
-"""The decode step's fused elementwise kernels (one launch each, no host synchronization: CUDA-graph capturable once
-each shape ran eagerly, which compiles them).
+"""The layers' fused elementwise kernels (one launch each, no host synchronization: CUDA-graph capturable once each
+shape ran eagerly, which compiles them).
 
 - ``_rope_scatter_kernel`` (``rope_scatter``): the sequence-split decode's work between its all-gather of the new
   tokens' q, k, v and ``flash_decode``, which torch runs as 6 launches (RoPE's roll, product and multiply-add, the
   copy of every head's q into one contiguous tensor, the two cache writes) and 8 with QK norm (its RMSNorm and
   weight product): each program takes one head's row of one token, norms it (QK norm) and rotates it (q and k) and
   stores it where it goes: q into ``q_out``, k and v into the token's slot of the KV cache.
-- ``_silu_mul_kernel`` (``silu_mul``): the gated MLP's ``silu(gate) * up`` of the decode step in one launch instead
-  of two.
+- ``_silu_mul_kernel`` (``silu_mul``): the gated MLP's ``silu(gate) * up``, in decode (a few rows) and in prefill
+  (thousands of rows), in one launch that reads gate and up once and writes the product once, instead of torch's
+  two passes over the strided halves of the gate/up GEMM's output (SiLU into a new tensor, then the product).
 
 Each computes what the torch ops it replaces compute, rounding where they round (to the activations' dtype after
 the norm, after the norm weight, after RoPE; after SiLU), in fp32 in between; the RMSNorm and the rotary
@@ -15,6 +16,8 @@ multiply-add may differ from torch's in the last bit (another order of the fp32 
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 import triton
@@ -129,7 +132,9 @@ def rope_scatter(
 
 @triton.jit
 def _silu_mul_kernel(src_ptr, out_ptr, cols, stride_s, stride_o, BLOCK: tl.constexpr):
-    """Program ``(row, block)``: ``silu(src[row, j]) * src[row, cols + j]`` for its block of ``j``."""
+    """Program ``(row, block)``: ``silu(src[row, j]) * src[row, cols + j]`` for its block of ``j``. With ``cols`` and
+    the row strides multiples of 8 (Triton specializes multiples of 16 elements), each thread loads its 8 bf16 of
+    gate and of up as one 16-byte access each."""
     row = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     keep = offs < cols
@@ -141,15 +146,45 @@ def _silu_mul_kernel(src_ptr, out_ptr, cols, stride_s, stride_o, BLOCK: tl.const
 
 
 SILU_BLOCK = 1024
-"""Elements of one row per ``_silu_mul_kernel`` program."""
+"""Elements of one row per ``_silu_mul_kernel`` program (4 warps: 8 per thread)."""
 
 
-def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
-    """``silu(gate) * up`` of ``gate_up`` [M, 2 * I] (gate's columns, then up's; rows contiguous) as a new [M, I]
-    tensor of its dtype, in one launch (SiLU in fp32 rounded to the dtype, then the product, as torch's two ops)."""
+def silu_mul(gate_up: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``silu(gate) * up`` of ``gate_up`` [M, 2 * I] (gate's columns, then up's: the gated MLP's one gate/up GEMM
+    output; rows of any stride, each row contiguous), in one launch on the current stream that reads each input
+    element once and writes each output element once (SiLU in fp32 rounded to the dtype, then the product in fp32
+    rounded to the dtype, as torch's two ops). A grid of (M, I / ``SILU_BLOCK``) programs: the decode step's few
+    rows and prefill's thousands alike. Returns ``out`` (an [M, I] tensor of gate_up's dtype on its device, rows of
+    any stride, each row contiguous), by default a new contiguous one.
+
+    Raises ValueError for a ``gate_up`` that is not 2-D with an even number of columns and contiguous rows, or an
+    ``out`` that does not fit it.
+    """
+    if gate_up.dim() != 2 or gate_up.shape[1] % 2 or (gate_up.shape[1] > 1 and gate_up.stride(1) != 1):
+        raise ValueError(
+            f"silu_mul: gate_up must be [M, 2 * I] with contiguous rows, got shape {list(gate_up.shape)} and strides "
+            f"{list(gate_up.stride())}"
+        )
     rows, cols = int(gate_up.shape[0]), int(gate_up.shape[1]) // 2
-    out = torch.empty((rows, cols), dtype=gate_up.dtype, device=gate_up.device)
+    if out is None:
+        out = torch.empty((rows, cols), dtype=gate_up.dtype, device=gate_up.device)
+    elif (
+        tuple(out.shape) != (rows, cols)
+        or out.dtype != gate_up.dtype
+        or out.device != gate_up.device
+        or (cols > 1 and out.stride(1) != 1)
+    ):
+        raise ValueError(
+            f"silu_mul: out must be a {gate_up.dtype} [{rows}, {cols}] tensor on {gate_up.device} with contiguous "
+            f"rows, got {out.dtype} {list(out.shape)} (strides {list(out.stride())}) on {out.device}"
+        )
     if rows and cols:
         grid = (rows, triton.cdiv(cols, SILU_BLOCK))
         _silu_mul_kernel[grid](gate_up, out, cols, gate_up.stride(0), out.stride(0), BLOCK=SILU_BLOCK, num_warps=4)
     return out
+
+
+def fused_kernels(x: torch.Tensor) -> bool:
+    """Whether the layers run these Triton kernels on ``x``'s device: on GPUs, and on the CPU under Triton's
+    interpreter (``TRITON_INTERPRET=1``, the emulation); elsewhere (the CPU without it) the torch ops they fuse."""
+    return x.device.type != "cpu" or os.environ.get("TRITON_INTERPRET") == "1"

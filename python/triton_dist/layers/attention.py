@@ -9,14 +9,13 @@ sum to the caller's fused all-reduce + residual + RMSNorm: ``decode_partial``).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional
 
-from triton_dist.layers._decode_kernels import rope_scatter
+from triton_dist.layers._decode_kernels import fused_kernels, rope_scatter
 from triton_dist.layers.linear import (
     ColumnParallelLinear,
     LayerError,
@@ -177,6 +176,11 @@ class TensorParallelAttention(nn.Module):
     then v's: one GEMM computes all three) and ``o.weight`` [Hq*D/W, H], plus the QK norm weights (replicated);
     ``state_dict`` holds exactly these. ``from_shards`` builds one from them. Bad weights raise LayerError naming
     the layer and the tensor.
+
+    ``prefill_gqa`` (default False; an attribute of that name, which may be changed later): prefill passes this
+    rank's Hkv/W KV heads to ``scaled_dot_product_attention`` as they are, with ``enable_gqa=True``, instead of
+    first copying each of them once per query head of its group (``repeat_interleave``: two copies of [B, Hq/W,
+    S, D]). Off by default until measured: which SDPA backend takes the call (cuDNN, flash) may change with it.
     """
 
     def __init__(
@@ -195,6 +199,7 @@ class TensorParallelAttention(nn.Module):
         rms_eps: float = 1e-6,
         rank: int | None = None,
         world_size: int | None = None,
+        prefill_gqa: bool = False,
     ) -> None:
         rank, world_size = world_position(rank, world_size)
         name = type(self).__name__
@@ -219,7 +224,7 @@ class TensorParallelAttention(nn.Module):
         o = shard_of(name, "o_weight", o_weight, 0, rank, world_size)
         self._init_from_shards(
             qkv, o, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps, rank,
-            world_size,
+            world_size, prefill_gqa,
         )  # fmt: skip
 
     @classmethod
@@ -237,15 +242,16 @@ class TensorParallelAttention(nn.Module):
         rms_eps: float = 1e-6,
         rank: int | None = None,
         world_size: int | None = None,
+        prefill_gqa: bool = False,
     ) -> TensorParallelAttention:
         """A block holding this rank's shards as ``state_dict`` has them: ``qkv_shard`` [H, (Hq/W + 2*Hkv/W)*D]
-        (q's columns, then k's, then v's) and ``o_shard`` [Hq*D/W, H]."""
+        (q's columns, then k's, then v's) and ``o_shard`` [Hq*D/W, H]; the other arguments as the class's."""
         rank, world_size = world_position(rank, world_size)
         _check_heads(cls.__name__, num_heads, num_kv_heads, head_dim, world_size)
         block = cls.__new__(cls)
         block._init_from_shards(
             qkv_shard, o_shard, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps,
-            rank, world_size,
+            rank, world_size, prefill_gqa,
         )  # fmt: skip
         return block
 
@@ -262,6 +268,7 @@ class TensorParallelAttention(nn.Module):
         rms_eps: float,
         rank: int,
         world_size: int,
+        prefill_gqa: bool,
     ) -> None:
         nn.Module.__init__(self)
         name = type(self).__name__
@@ -283,6 +290,7 @@ class TensorParallelAttention(nn.Module):
         self.rank, self.world_size = rank, world_size
         self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
         self.rope_theta, self.rms_eps = float(rope_theta), float(rms_eps)
+        self.prefill_gqa = bool(prefill_gqa)
         self.qkv = ColumnParallelLinear.from_shard(qkv, rank=rank, world_size=world_size)
         self.inv_freq: torch.Tensor
         self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.rope_theta, qkv.device), persistent=False)
@@ -326,8 +334,8 @@ class TensorParallelAttention(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}, "
-            f"head_dim={self.head_dim}, qk_norm={self.q_norm_weight is not None}, rank={self.rank}, "
-            f"world_size={self.world_size}"
+            f"head_dim={self.head_dim}, qk_norm={self.q_norm_weight is not None}, prefill_gqa={self.prefill_gqa}, "
+            f"rank={self.rank}, world_size={self.world_size}"
         )
 
     def new_cache(
@@ -515,14 +523,20 @@ class TensorParallelAttention(nn.Module):
         q, k, v = self.rotate_qkv(self.qkv(x).view(batch, seq, -1), rope)  # [B, S, heads, D]
         if cache is not None:
             self._fill_cache(cache, k, v, batch, seq)
-        group = self.num_heads // self.num_kv_heads
-        out = functional.scaled_dot_product_attention(
-            q.transpose(1, 2),
-            k.transpose(1, 2).repeat_interleave(group, dim=1),
-            v.transpose(1, 2).repeat_interleave(group, dim=1),
-            is_causal=True,
-        )  # [B, Hq/W, S, D]
+        out = self._prefill_sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))  # [B, Hq/W, S, D]
         return self.o(out.transpose(1, 2).reshape(tokens, self.local_heads * self.head_dim))
+
+    def _prefill_sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Causal attention of q [B, Hq/W, S, D] over k and v [B, Hkv/W, S, D] (query head h reads KV head
+        ``h // group``): SDPA with ``enable_gqa`` (``prefill_gqa``) or on copies of k and v with each KV head
+        repeated for its group; no copy when every query head has its own KV head."""
+        group = self.num_heads // self.num_kv_heads
+        if group == 1:
+            return functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if self.prefill_gqa:
+            return functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        return functional.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     def _fill_cache(self, cache: KVCache, k: torch.Tensor, v: torch.Tensor, batch: int, seq: int) -> None:
         """Write positions [0, seq) of k, v [B, S, Hkv/W, D] (this rank's heads) into ``cache``."""
@@ -638,13 +652,6 @@ class TensorParallelAttention(nn.Module):
             buffer = torch.zeros(self.world_size, batch, cols, dtype=x.dtype, device=x.device)
             self._gather[key] = buffer
         return buffer
-
-
-def fused_kernels(x: torch.Tensor) -> bool:
-    """Whether decode runs its fused Triton kernels on ``x``'s device: on GPUs, and on the CPU under Triton's
-    interpreter (``TRITON_INTERPRET=1``, the emulation); elsewhere (a head-split cache on the CPU without it) the
-    torch ops they fuse."""
-    return x.device.type != "cpu" or os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def _check_heads(name: str, num_heads: int, num_kv_heads: int, head_dim: int, world_size: int) -> None:

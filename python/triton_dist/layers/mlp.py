@@ -6,6 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
+from triton_dist.layers._decode_kernels import fused_kernels, silu_mul
 from triton_dist.layers.linear import (
     ColumnParallelLinear,
     LayerError,
@@ -26,6 +27,11 @@ class TensorParallelMLP(nn.Module):
 
     ``forward(x)``: x is this rank's rows [M/W, H] of the input; returns this rank's rows [M/W, H] of the MLP's
     output. The state dict holds this rank's shards: ``gate_up.weight`` and ``down.weight``.
+
+    ``fused_silu_mul`` (default True; an attribute of that name, which may be changed later): ``silu(gate) * up``
+    as one Triton kernel (``_decode_kernels.silu_mul``: one read of gate and up, one write) instead of torch's SiLU
+    and product over the strided halves of the gate/up output; used on GPUs and under the emulation
+    (``TRITON_INTERPRET=1``), torch's ops on the CPU otherwise. Either way the result is torch's up to bf16 rounding.
     """
 
     def __init__(
@@ -36,6 +42,7 @@ class TensorParallelMLP(nn.Module):
         *,
         rank: int | None = None,
         world_size: int | None = None,
+        fused_silu_mul: bool = True,
     ) -> None:
         rank, world_size = world_position(rank, world_size)
         name = type(self).__name__
@@ -48,7 +55,7 @@ class TensorParallelMLP(nn.Module):
         gate = shard_of(name, "gate_weight", gate_weight, 1, rank, world_size)
         up = shard_of(name, "up_weight", up_weight, 1, rank, world_size)
         down = shard_of(name, "down_weight", down_weight, 0, rank, world_size)
-        self._init_from_shards(gate, up, down, rank, world_size)
+        self._init_from_shards(gate, up, down, rank, world_size, fused_silu_mul)
 
     @classmethod
     def from_shards(
@@ -59,15 +66,23 @@ class TensorParallelMLP(nn.Module):
         *,
         rank: int | None = None,
         world_size: int | None = None,
+        fused_silu_mul: bool = True,
     ) -> TensorParallelMLP:
-        """An MLP holding this rank's shards: gate and up [H, I/W] (column blocks), down [I/W, H] (a row block)."""
+        """An MLP holding this rank's shards: gate and up [H, I/W] (column blocks), down [I/W, H] (a row block);
+        ``fused_silu_mul`` as the class's."""
         rank, world_size = world_position(rank, world_size)
         mlp = cls.__new__(cls)
-        mlp._init_from_shards(gate_shard, up_shard, down_shard, rank, world_size)
+        mlp._init_from_shards(gate_shard, up_shard, down_shard, rank, world_size, fused_silu_mul)
         return mlp
 
     def _init_from_shards(
-        self, gate: torch.Tensor, up: torch.Tensor, down: torch.Tensor, rank: int, world_size: int
+        self,
+        gate: torch.Tensor,
+        up: torch.Tensor,
+        down: torch.Tensor,
+        rank: int,
+        world_size: int,
+        fused_silu_mul: bool,
     ) -> None:
         nn.Module.__init__(self)
         name = type(self).__name__
@@ -84,6 +99,7 @@ class TensorParallelMLP(nn.Module):
         if not gate.dtype == up.dtype == down.dtype:
             raise LayerError(f"{name}: mixed weight dtypes: gate {gate.dtype}, up {up.dtype}, down {down.dtype}")
         self.rank, self.world_size = rank, world_size
+        self.fused_silu_mul = bool(fused_silu_mul)
         self.gate_up = ColumnParallelLinear.from_shard(torch.cat([gate, up], dim=1), rank=rank, world_size=world_size)
         self.down = RowParallelLinear.from_shard(down, rank=rank, world_size=world_size)
 
@@ -100,8 +116,15 @@ class TensorParallelMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """[M/W, H] (this rank's rows) -> [M/W, H] (this rank's rows of the output); every rank calls it together."""
         gate_up = self.gate_up(x)  # [M, 2 * I/W]
-        gate, up = gate_up.chunk(2, dim=1)
-        return self.down(functional.silu(gate) * up)
+        if self.fused_silu_mul and fused_kernels(gate_up):
+            gated = silu_mul(gate_up)  # one launch: one read of gate and up, one write
+        else:
+            gate, up = gate_up.chunk(2, dim=1)
+            gated = functional.silu(gate) * up
+        return self.down(gated)
 
     def extra_repr(self) -> str:
-        return f"hidden_size={self.hidden_size}, intermediate_size={self.intermediate_size}"
+        return (
+            f"hidden_size={self.hidden_size}, intermediate_size={self.intermediate_size}, "
+            f"fused_silu_mul={self.fused_silu_mul}"
+        )
