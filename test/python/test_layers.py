@@ -15,6 +15,7 @@ import ast
 import re
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
@@ -54,6 +55,7 @@ def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
 def _worker() -> dict[str, list[str]]:
     """This rank's problems per call (empty: it matched), on the world ``run_ranks`` set up."""
     import triton_dist
+    from triton_dist.layers import mlp as mlp_module
 
     world = triton_dist.current_world()
     rank, size = world.rank, world.world_size
@@ -65,7 +67,11 @@ def _worker() -> dict[str, list[str]]:
         for call in range(2):
             x = torch.randn(ROWS_PER_RANK * size, HIDDEN, generator=gen).to(torch.bfloat16)
             rows = slice(rank * ROWS_PER_RANK, (rank + 1) * ROWS_PER_RANK)
-            record[f"mlp/call{call}"] = _problems(mlp(x[rows]), _reference(x, gate, up, down)[rows])
+            with mock.patch("triton_dist.layers.mlp.silu_mul", wraps=mlp_module.silu_mul) as fused:
+                got = mlp(x[rows])
+            record[f"mlp/call{call}"] = _problems(got, _reference(x, gate, up, down)[rows])
+            if fused.call_count != 1:  # silu(gate) * up as one kernel, here in the interpreter
+                record[f"mlp/call{call}"].append(f"silu_mul ran {fused.call_count} times, not once")
         loaded = TensorParallelMLP(*(torch.zeros_like(w) for w in (gate, up, down)))
         loaded.load_state_dict(mlp.state_dict())
         x = torch.randn(ROWS_PER_RANK * size, HIDDEN, generator=gen).to(torch.bfloat16)
@@ -149,6 +155,10 @@ def test_mlp_shards_and_state_dict() -> None:
     again = TensorParallelMLP.from_shards(gate[:, half:], up[:, half:], down[half:], rank=1, world_size=2)
     for key, value in again.state_dict().items():
         assert torch.equal(value, state[key]), key
+    unfused = TensorParallelMLP.from_shards(gate, up, down, rank=0, world_size=1, fused_silu_mul=False)
+    assert mlp.fused_silu_mul and again.fused_silu_mul and not unfused.fused_silu_mul  # the option is not state
+    assert not TensorParallelMLP(gate, up, down, rank=1, world_size=2, fused_silu_mul=False).fused_silu_mul
+    assert set(unfused.state_dict()) == set(state)
     loaded = TensorParallelMLP(*(torch.zeros_like(w) for w in (gate, up, down)), rank=1, world_size=2)
     loaded.load_state_dict(state)
     for key, value in loaded.state_dict().items():
