@@ -2,13 +2,19 @@
 Llama-3-8B, Llama-3-70B and Qwen3-32B (their published configs, random bf16 weights, a few layers), against a torch
 tensor-parallel baseline of the same weights, one run.
 
-    torchrun --nproc-per-node=2 bench/decoder.py [--layers 2] [--compile] [--out-dir bench/results]
+    torchrun --nproc-per-node=2 bench/decoder.py [--layers 2] [--compile] [--prefill-variants unfused,gqa]
+        [--out-dir bench/results]
 
 - Prefill, 4k and 8k tokens (one sequence): ours is sequence-parallel (each rank holds M/W rows; QKV and gate/up
   through ``ag_gemm``, O and down through ``gemm_rs``, local RMSNorm); the baseline is Megatron-style TP on
   replicated rows (cuBLAS GEMMs on this rank's heads and columns, SDPA causal, NCCL ``all_reduce`` after O and
   after down, torch RMSNorm). Eager; CUDA events around the whole stack after a device barrier, median of >= 20,
-  max over ranks.
+  max over ranks. Ours' MLP runs SiLU(gate) * up as one Triton kernel (``TensorParallelMLP.fused_silu_mul``) and
+  its SDPA reads copies of the KV heads repeated for their query groups, as the baseline's does
+  (``TensorParallelAttention.prefill_gqa`` off). ``--prefill-variants`` also times ours with other settings of
+  these two options (``PREFILL_VARIANTS``: ``unfused``, torch's SiLU and product; ``gqa``, SDPA with
+  ``enable_gqa=True`` on the KV heads as they are), each checked against the baseline too; the baseline stays as it
+  is.
 - Decode, one token per sequence at batch 1, 8, 64 with 4k and 32k tokens of context already cached: ours with
   the sequence-split KV cache (every rank's new q/k/v gathered by one ``all_reduce``, attention by
   ``flash_decode``) and with the head-split one (SDPA with a length mask), both with the two fused
@@ -31,10 +37,11 @@ Writes ``decoder_<W>x<GPU>.md``, ``.png`` and ``.json`` to ``--out-dir``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -69,6 +76,13 @@ AGREEMENT = 0.05
 """The largest difference between ours and the baseline, relative to the output's largest element."""
 BAR = {"prefill": 1.15, "decode": 1.25}
 """Issue 28's bar for the stack against the torch baseline."""
+PREFILL_VARIANTS: dict[str, dict[str, bool]] = {
+    "unfused": {"fused_silu_mul": False, "prefill_gqa": False},
+    "gqa": {"fused_silu_mul": True, "prefill_gqa": True},
+}
+"""Ours' prefill with other options than the layers' defaults (``fused_silu_mul`` of the MLP, ``prefill_gqa`` of
+the attention block), by name (``--prefill-variants``): ``unfused`` runs SiLU(gate) * up as torch's two ops,
+``gqa`` passes the KV heads to SDPA uncopied (``enable_gqa=True``)."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline
@@ -207,6 +221,24 @@ def prefill_steps(
     return ours, base, mine
 
 
+@contextlib.contextmanager
+def prefill_options(layers: list[TensorParallelDecoderLayer], **options: bool) -> Iterator[None]:
+    """Within: every layer's MLP and attention block with ``options`` (``fused_silu_mul``, ``prefill_gqa``; see
+    ``PREFILL_VARIANTS``); restored after."""
+    modules = [module for layer in layers for module in (layer.mlp, layer.attention)]
+    kept = [(module, name, getattr(module, name)) for module in modules for name in options if hasattr(module, name)]
+    missing = [name for name in options if not any(name == kept_name for _, kept_name, _ in kept)]
+    if missing:
+        raise ValueError(f"prefill_options: no layer module has the options {missing}")
+    try:
+        for module, name, _ in kept:
+            setattr(module, name, options[name])
+        yield
+    finally:
+        for module, name, value in kept:
+            setattr(module, name, value)
+
+
 def prefill_case(
     config: DecoderConfig,
     layers: list[TensorParallelDecoderLayer],
@@ -214,11 +246,19 @@ def prefill_case(
     gen: torch.Generator,
     args: argparse.Namespace,
 ) -> dict:
-    """One prefill row: ours (sequence-parallel) and the baseline (replicated rows) on the same tokens."""
+    """One prefill row: ours (sequence-parallel, the layers' default options, and each of
+    ``args.prefill_variants``) and the baseline (replicated rows) on the same tokens."""
     ours, base, mine = prefill_steps(config, layers, tokens, gen)
     row: dict = {"phase": "prefill", "model": config.name, "tokens": tokens, "batch": 1, "context": 0}
-    row["difference"] = difference(ours(), base()[mine])
+    want = base()[mine]
+    row["difference"] = difference(ours(), want)
     row["ours ms"] = time_ms(ours, warmup=3, reps=args.iters) / args.layers
+    for variant in args.prefill_variants:
+        with prefill_options(layers, **PREFILL_VARIANTS[variant]):
+            row[f"difference {variant}"] = difference(ours(), want)
+            row[f"ours {variant} ms"] = time_ms(ours, warmup=3, reps=args.iters) / args.layers
+        row["difference"] = max(row["difference"], row[f"difference {variant}"])
+    del want
     row["torch ms"] = time_ms(base, warmup=3, reps=args.iters) / args.layers
     if args.compile:
         compiled = torch.compile(torch_prefill_layer)
@@ -318,11 +358,15 @@ def finish_row(row: dict, config: DecoderConfig) -> None:
     row["speedup"] = baseline / row["ours ms"]
     if "ours head-KV ms" in row:
         row["speedup head-KV"] = baseline / row["ours head-KV ms"]
+    variants = [name for name in PREFILL_VARIANTS if f"ours {name} ms" in row]
+    for name in variants:
+        row[f"speedup {name}"] = baseline / row[f"ours {name} ms"]
     for column in ("ours ms", "best torch ms"):
         row[column.replace("ms", "tok/s")] = row["tokens"] / (row[column] * config.num_layers / 1000)
     what = case_name(row)
     extra = f", ours head-KV {row['ours head-KV ms']:.3f}" if "ours head-KV ms" in row else ""
     extra += f" ({row['speedup head-KV']:.2f}x)" if "speedup head-KV" in row else ""
+    extra += "".join(f", ours {name} {row[f'ours {name} ms']:.3f} ({row[f'speedup {name}']:.2f}x)" for name in variants)
     flag = "" if row["difference"] <= AGREEMENT else f" (DIFFERS from torch by {row['difference']:.3g})"
     rank0_print(
         f"RESULT {row['phase']} {row['model']} {what}: ours {row['ours ms']:.3f} ms/layer{extra}, torch "
@@ -371,9 +415,9 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
         "- ms per layer: the stack's time / layers, max over ranks. Prefill eager (median of >= 20 after a device",
         "  barrier); decode CUDA-graphed (10 steps per graph, median of >= 20 replays). tok/s: tokens per step /",
         "  (ms per layer x the model's depth): the decoder layers of the whole model, no embedding or LM head.",
-        "- ours: triton_dist.layers (prefill sequence-parallel through ag_gemm / gemm_rs; decode with",
-        "  all_reduce_residual_rmsnorm at both all-reduces (after O as gemm_ar's norm epilogue), flash_decode",
-        "  over a sequence-split KV cache; head-KV:",
+        "- ours: triton_dist.layers (prefill sequence-parallel through ag_gemm / gemm_rs, SiLU(gate) * up one",
+        "  Triton kernel; decode with all_reduce_residual_rmsnorm at both all-reduces (after O as gemm_ar's norm",
+        "  epilogue), flash_decode over a sequence-split KV cache; head-KV:",
         "  SDPA with a length mask over a head-split cache). torch: Megatron-style TP, NCCL all_reduce, cuBLAS,",
         "  SDPA, torch RMSNorm"
         + (", and torch.compile of its layer (best of the two is the baseline)." if compiled else "."),
@@ -383,24 +427,32 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
         "## Prefill",
         "",
     ]
-    head = ["model", "tokens", "ours ms/layer", "torch ms/layer"] + (["torch compiled ms/layer"] if compiled else [])
-    head += ["ours tok/s", "torch tok/s", "speedup", "difference"]
+    variants = [name for name in PREFILL_VARIANTS if any(f"ours {name} ms" in r for r in prefill)]
+    head = ["model", "tokens", "ours ms/layer"] + [f"ours {name} ms/layer" for name in variants] + ["torch ms/layer"]
+    head += (["torch compiled ms/layer"] if compiled else []) + ["ours tok/s", "torch tok/s", "speedup"]
+    head += [f"speedup {name}" for name in variants] + ["difference"]
     lines.append(
         markdown_table(
             head,
             [
-                [r["model"], r["tokens"], fmt(r["ours ms"]), fmt(r["torch ms"])]
+                [r["model"], r["tokens"], fmt(r["ours ms"])]
+                + [fmt(r.get(f"ours {name} ms", float("nan"))) for name in variants]
+                + [fmt(r["torch ms"])]
                 + ([fmt(r.get("torch compiled ms", float("nan")))] if compiled else [])
-                + [
-                    f"{r['ours tok/s']:.0f}",
-                    f"{r['best torch tok/s']:.0f}",
-                    f"{r['speedup']:.2f}x",
-                    fmt(r["difference"], 4),
-                ]
+                + [f"{r['ours tok/s']:.0f}", f"{r['best torch tok/s']:.0f}", f"{r['speedup']:.2f}x"]
+                + [f"{r.get(f'speedup {name}', float('nan')):.2f}x" for name in variants]
+                + [fmt(r["difference"], 4)]
                 for r in prefill
             ],
         )
     )
+    if variants:
+        lines += [
+            "",
+            "Prefill variants of ours (the layers' options; difference: the largest of every variant's): "
+            + "; ".join(f"{name}: {PREFILL_VARIANTS[name]}" for name in variants)
+            + ". ours: fused_silu_mul=True, prefill_gqa=False.",
+        ]
     lines += ["", "## Decode", ""]
     head = ["model", "batch", "context", "ours ms/layer", "ours head-KV ms/layer", "torch ms/layer"]
     head += (["torch compiled ms/layer"] if compiled else []) + ["ours tok/s", "torch tok/s", "speedup"]
@@ -445,6 +497,11 @@ def main() -> int:
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="decode context lengths")
     parser.add_argument("--iters", type=int, default=20, help="timed runs per measurement (median; >= 20)")
     parser.add_argument("--compile", action="store_true", help="also time the baseline under torch.compile")
+    parser.add_argument(
+        "--prefill-variants",
+        default="",
+        help="comma-separated: also time ours' prefill with these options (" + ", ".join(PREFILL_VARIANTS) + ")",
+    )
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args()
     args.models = [name for name in args.models.split(",") if name]
@@ -453,6 +510,10 @@ def main() -> int:
         parser.error(f"unknown models {unknown}; known: {list(CONFIGS)}")
     for name in ("prefill", "batches", "contexts"):
         setattr(args, name, [int(text) for text in getattr(args, name).split(",") if text])
+    args.prefill_variants = [name for name in args.prefill_variants.split(",") if name]
+    unknown = [name for name in args.prefill_variants if name not in PREFILL_VARIANTS]
+    if unknown:
+        parser.error(f"unknown prefill variants {unknown}; known: {list(PREFILL_VARIANTS)}")
     world = setup_distributed(heap_size="8G")
     started = time.time()
     rows: list[dict] = []

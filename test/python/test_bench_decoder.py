@@ -1,0 +1,107 @@
+"""bench/decoder.py's prefill variants on the CPU: ``--prefill-variants`` times ours with each variant's layer
+options set (and only while it runs), reports a speedup per variant, refuses unknown names, and puts the layers
+back as they were (the timing and the rank-wide ``difference`` are stubbed: they need GPUs and a world)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from triton_dist.layers import DecoderConfig, TensorParallelDecoderLayer, random_weights
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = DecoderConfig("tiny", 32, 4, 2, 16, 64, 10000.0, 1e-6)
+
+
+def _load() -> ModuleType:
+    sys.path.insert(0, str(REPO / "bench"))
+    spec = importlib.util.spec_from_file_location("bench_decoder", REPO / "bench" / "decoder.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+decoder = _load()
+
+
+def _layers() -> list[TensorParallelDecoderLayer]:
+    gen = torch.Generator().manual_seed(0)
+    return [TensorParallelDecoderLayer(TINY, random_weights(TINY, generator=gen), rank=0, world_size=2) for _ in "ab"]
+
+
+def _options(layers: list[TensorParallelDecoderLayer]) -> set[tuple[bool, bool]]:
+    return {(layer.mlp.fused_silu_mul, layer.attention.prefill_gqa) for layer in layers}
+
+
+def test_each_prefill_variant_is_timed_with_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    layers = _layers()
+    default = _options(layers)
+    assert default == {(True, False)}  # the layers' defaults: the fused SiLU * up, SDPA on copies of the KV heads
+    times = {(True, False): 4.0, (False, False): 5.0, (True, True): 3.0}  # ms of a 2-layer stack, by options
+
+    def ours() -> torch.Tensor:
+        (options,) = _options(layers)  # every layer alike
+        return torch.tensor([times[options]])
+
+    def base(fn: object = None) -> torch.Tensor:
+        return torch.tensor([8.0, 8.0])
+
+    monkeypatch.setattr(decoder, "prefill_steps", lambda *_: (ours, base, slice(0, 1)))
+    monkeypatch.setattr(decoder, "time_ms", lambda fn, warmup, reps: float(fn()[0]))
+    monkeypatch.setattr(decoder, "difference", lambda got, want: float((got - want).abs().max()) / 100)
+    args = argparse.Namespace(iters=20, layers=2, compile=False, prefill_variants=["unfused", "gqa"])
+    row = decoder.prefill_case(TINY, layers, 64, None, args)
+    assert _options(layers) == default
+    assert (row["ours ms"], row["ours unfused ms"], row["ours gqa ms"], row["torch ms"]) == (2.0, 2.5, 1.5, 4.0)
+    assert (row["speedup"], row["speedup unfused"], row["speedup gqa"]) == (2.0, 1.6, 4.0 / 1.5)
+    assert (row["difference unfused"], row["difference gqa"], row["difference"]) == (0.03, 0.05, 0.05)
+
+
+def test_prefill_options_restore_the_layers_and_refuse_unknown_names() -> None:
+    layers = _layers()
+    with pytest.raises(RuntimeError, match="inside"), decoder.prefill_options(layers, prefill_gqa=True):
+        assert _options(layers) == {(True, True)}
+        raise RuntimeError("inside")
+    assert _options(layers) == {(True, False)}
+    with pytest.raises(ValueError, match=r"no layer module has the options \['fused_rope'\]"):
+        with decoder.prefill_options(layers, fused_rope=True):
+            pass
+    for options in decoder.PREFILL_VARIANTS.values():
+        with decoder.prefill_options(layers, **options):
+            assert _options(layers) == {(options["fused_silu_mul"], options["prefill_gqa"])}
+
+
+def test_unknown_prefill_variants_are_refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    monkeypatch.setattr(sys, "argv", ["decoder.py", "--prefill-variants", "unfused,fastest"])
+    with pytest.raises(SystemExit):
+        decoder.main()
+    assert "unknown prefill variants ['fastest']; known: ['unfused', 'gqa']" in capsys.readouterr().err
+
+
+def test_the_prefill_table_has_a_column_per_variant(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    row = {"phase": "prefill", "model": "tiny", "tokens": 64, "batch": 1, "context": 0, "ours ms": 2.0}
+    row |= {"ours gqa ms": 1.5, "torch ms": 4.0, "difference": 0.01, "difference gqa": 0.01}
+    decoder.finish_row(row, TINY)
+    decode = {"phase": "decode", "model": "tiny", "tokens": 1, "batch": 1, "context": 4096, "ours ms": 1.0}
+    decode |= {"ours head-KV ms": 1.0, "torch ms": 1.5, "difference": 0.0, "speedup head-KV": 1.5}
+    decoder.finish_row(decode, TINY)
+    monkeypatch.setattr(decoder.rt, "current_world", lambda: argparse.Namespace(world_size=2))
+    monkeypatch.setattr(decoder.torch.cuda, "get_device_name", lambda *_: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(decoder, "describe_machine", lambda started: [])
+    monkeypatch.setattr(decoder, "bar_chart", lambda *args, **kwargs: None)
+    args = argparse.Namespace(layers=2, models=["Llama-3-8B"], compile=False)
+    decoder.write_results(tmp_path, [row, decode], args, 0.0)
+    table = (tmp_path / "decoder_2xH100.md").read_text()
+    header = next(line for line in table.splitlines() if line.startswith("| model | tokens"))
+    assert "| ours ms/layer | ours gqa ms/layer | torch ms/layer |" in header and "| speedup gqa |" in header
+    assert "| unfused" not in header  # not timed in this run: no column
+    assert "| tiny | 64 | 2.000 | 1.500 | 4.000 |" in table and "| 2.67x |" in table, table
+    assert "speedup unfused" not in row
