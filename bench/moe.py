@@ -22,7 +22,7 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 - **ours pipelined** and **ours gather pipelined** (unless ``--skip-pipelined``): ``config=MoeConfig(pipelined=True)``
   in normal mode at every ``--tokens``, expanded and gather layouts, with their phases (the option waiting for this
   measurement: the push before the host's wait, the summary polled in pinned memory, more expand programs, the
-  gather layout's block copy).
+  gather layout's payload copied as one block by copy programs of the expand kernel).
 - **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
   ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
   expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
@@ -58,10 +58,10 @@ Per row: dispatch and combine µs three ways (max over ranks of the median of ``
   combine repeat one dispatch's combine (the host work does not depend on the data).
 
 Phases of ours' normal dispatch at every ``--tokens``: CUDA events at the points ``ops.moe.op.set_phase_hook`` names
-(route kernels / push / what the host's wait for the summary and its allocations add / expand / the gather layout's
-block copy), after the same GPU spin and device barrier as the device timing (``Bench.phases``), the median of each
-interval over ``--reps`` calls, max over ranks, printed as ``RESULT ours normal T=... dispatch phases`` lines and
-kept as notes.
+(route kernels / push / what the host's wait for the summary and its allocations add / expand, the pipelined gather
+layout's block copy included), after the same GPU spin and device barrier as the device timing (``Bench.phases``),
+the median of each interval over ``--reps`` calls, max over ranks, printed as ``RESULT ours normal T=... dispatch
+phases`` lines and kept as notes.
 
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
 with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
@@ -1007,7 +1007,8 @@ class Bench:
             self.extras["notes"].append(
                 f"{PIPELINED} / {PIPELINED_GATHER}: ours with moe_dispatch(..., config=MoeConfig(pipelined=True)) in "
                 "normal mode (push before the host's wait for the summary, which it polls in pinned host memory; "
-                "more expand programs; the gather layout's payload copied as one block), with its phases."
+                "more expand programs; the gather layout's payload copied as one block inside the expand kernel), "
+                "with its phases."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk,
@@ -1221,8 +1222,8 @@ class Bench:
         enqueued it in time) or the GPU idle while the host works. ``route``: the route kernels (the counts
         exchange included); ``push``: the push kernel, launched before the host reads the summary from the
         second call of a plan on (one node), or after it; ``sync``: what the host's wait for the summary adds;
-        ``alloc``: what the host's allocations add; ``expand``: the expand kernel; ``copy``: the gather layout's
-        block copy of the payload."""
+        ``alloc``: what the host's allocations add; ``expand``: the expand kernel (with ``MoeConfig(pipelined=True)``
+        in the gather layout, the payload's block copy too)."""
         from triton_dist.ops.moe import op as moe_op
         from triton_dist.runtime.world.host_lead import lead_host
         from triton_dist.testing import max_over_ranks

@@ -91,11 +91,13 @@ def _compile(
     gather: bool = False,
     bulk: bool = False,
     num_warps: int = 4,
+    copiers: int = 0,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it on one node; ``scales`` > 0: an fp8 payload
     (``dequantize``: expand writes bf16); ``row_block`` > 0: ``MoeConfig(whole_row=True)``'s kernels for rows of up
-    to that many elements; ``gather``: expand for ``layout="gather"`` (``bulk``: its payload copied after it)."""
+    to that many elements; ``gather``: expand for ``layout="gather"`` (``bulk``: its payload copied as one block,
+    by ``copiers`` copy programs after the meta programs, or with none by every program after its meta rows)."""
     constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
     signature = dict(SIGNATURES[name])
     if name == "route":
@@ -111,6 +113,8 @@ def _compile(
     if name == "expand":
         constexprs["GATHER"] = gather
         constexprs["BULK"] = bulk
+        if bulk:
+            constexprs |= {"COPIERS": copiers, "COPY_BLOCK": moe_op.BULK_COPY_BLOCK}
         if not low_latency:  # EXPAND_PER_SM programs per SM: it waits for the push's 64 per rank
             constexprs["SENDERS"] = 64
     if name in ("route", "push", "combine_push"):
@@ -532,19 +536,31 @@ def test_bench_times_the_variants_beside_the_default(tmp_path: Any) -> None:
     assert "| ours gather | normal | 128 | 10.0 / 10.0 / — |" in text and "| 10.00 / 10.00 / 10.00 / 10.00 |" in text
 
 
-def test_sm90_bulk_gather_expand_moves_no_payload() -> None:
-    """``layout="gather"`` on one node without dequantization: the expand kernel writes the meta only (the op copies
-    the token buffer's slots into recv_x as one block after it), so it has a row's eight 16-byte payload loads per
-    thread fewer than the kernel that copies each row."""
+@pytest.mark.parametrize("scales", [0, 56])
+def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_programs(tmp_path: Any, scales: int) -> None:
+    """``MoeConfig(pipelined=True)``'s gather layout on one node: the expand kernel's copy programs move the payload
+    as one flat block of 16-byte vectors (a thread's ``BULK_COPY_BLOCK`` / 128 elements per step: 8 loads and
+    stores of bf16, 4 of fp8, and no other 16-byte load: the meta programs copy no row), and at most 64
+    registers per thread, so ``EXPAND_PER_SM`` meta and ``BULK_COPIERS_PER_SM`` copy programs of 128 threads fit
+    on an SM together (64K registers) and copy while the meta is written; nothing spills."""
+    from triton_dist.ops.moe.config import EXPAND_PER_SM
+
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
-    copying = _compile("expand", "sm_90", False, world_size=2, row_block=block, gather=True)
-    bulk = _compile("expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True)
+    copiers = moe_op.BULK_COPIERS_PER_SM * 132
+    bulk = _compile(
+        "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, copiers=copiers, scales=scales
+    )
 
-    def loads(ptx: str) -> int:
-        return sum(1 for line in ptx.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line))
+    def count(pattern: str) -> int:
+        return sum(1 for line in bulk.splitlines() if re.search(pattern, line))
 
-    assert loads(bulk) <= loads(copying) - 8, (loads(bulk), loads(copying))
+    vectors = moe_op.BULK_COPY_BLOCK * (1 if scales else 2) // (128 * 16)
+    assert count(r"ld\.global(\.nc)?\.v4\.") == vectors and count(r"st\.global\.v4\.") == vectors, bulk[-3000:]
+    info = ptxas_info(bulk, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+    registers = int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+    assert (EXPAND_PER_SM + moe_op.BULK_COPIERS_PER_SM) * 128 * -(-registers // 8) * 8 <= 65536, info
 
 
 def test_pooled_outputs_are_aligned_disjoint_views() -> None:
@@ -645,6 +661,7 @@ def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flag
 
     def compile_plan(kernel: Any, grid: Any, named: dict[str, Any], leading: int, **options: Any) -> Recorded:
         launched[kernel.__name__] = (grid, named.get("SENDERS", 0), options["num_warps"])
+        launched["copiers"] = named.get("COPIERS")
         return Recorded()
 
     monkeypatch.setattr(moe_op, "compile_plan", compile_plan)
@@ -662,3 +679,11 @@ def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flag
     plan.fp8 = plan.pipelined = True  # the pipelined fp8 push runs more warps
     moe_op._launch(plan, "push", {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
     assert launched["_push_kernel"][::2] == ((4, 1, 1), moe_op.FP8_PUSH_WARPS)
+    # Pipelined, the gather layout's expand (fp8 kept) gets its copy programs after the meta programs, which still
+    # wait for the push's programs; dequantizing, it copies each row itself and gets none.
+    plan.expanders, plan.copiers = 4 * EXPAND_PER_SM, 6
+    fp8_rows = {"recv_ptr": torch.empty(1, 64, dtype=moe_op.FP8_DTYPE, device=meta)}
+    moe_op._launch(plan, "expand", fp8_rows, meta, gather=True)
+    assert launched["_expand_kernel"] == ((4 * EXPAND_PER_SM + 6, 1, 1), 4, 4) and launched["copiers"] == 6
+    moe_op._launch(plan, "expand", {"recv_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta, True)
+    assert launched["_expand_kernel"] == ((4 * EXPAND_PER_SM, 1, 1), 4, 4) and not launched["copiers"]

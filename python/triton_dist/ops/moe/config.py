@@ -125,9 +125,10 @@ class MoeConfig:
     it, ``bench/moe.py --only-dispatch`` times it beside the default): the host's wait for the route kernel's
     summary overlaps the push (the push is launched before the wait, checks the buffer sizes itself and does
     nothing if they must grow, then goes again), the host polls the summary in pinned host memory instead of a copy
-    and a stream synchronization, the expand kernel runs ``EXPAND_PER_SM`` programs per SM, ``layout="gather"``
-    copies its payload (and fp8 scales) as one block after the expand kernel instead of row by row inside it, and
-    the fp8 push runs ``FP8_PUSH_WARPS`` warps. Same results, bit for bit.
+    and a stream synchronization, the expand kernel runs ``EXPAND_PER_SM`` programs per SM, ``layout="gather"``'s
+    expand kernel copies the payload as one flat block in copy programs of its own (``op.BULK_COPIERS_PER_SM``)
+    beside the meta programs instead of row by row, and the fp8 push runs ``FP8_PUSH_WARPS`` warps. Same results,
+    bit for bit.
     """
 
     whole_row: bool = True

@@ -39,8 +39,10 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    dropped pairs in status word 2, and the rows past each expert's count get meta -1 and weight 0. ``GATHER``
    (normal mode's ``layout="gather"``): each received token is copied once, to row ``i`` (its slot), and each of
    its local rows gets ``i`` in ``gather`` instead of a copy of the payload; the per-row meta is the same. With
-   ``BULK`` (one node, no dequantization) not even that copy: the op copies slots ``[0, N)`` into ``recv_x`` (and
-   the fp8 scales from the meta rows) as one block after the kernel.
+   ``BULK`` (pipelined, one node, no dequantization) not even that row by row: slots ``[0, N)`` of the token buffer
+   are ``recv_x``'s rows, copied as one flat block by ``COPIERS`` programs after the meta programs while those write
+   the meta (with ``COPIERS = 0`` by every program after its meta rows), and each token's fp8 scales go with its
+   meta.
 5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
    every rank.
@@ -211,7 +213,7 @@ def _route_kernel(
     tl.store(row_ptr + WP + EP, bad_ids)
     words = tl.arange(0, 8)
     info = tl.where(words == 4, bad_ids, 0)  # the status, word 0: this rank's skipped ids; the rest 0
-    info = tl.where(words == 6, epoch, info)  # the call's epoch: the host picks the parity of a buffer by it
+    info = tl.where(words == 6, epoch, info)  # the call's epoch (>= 1, as every word the host polls for)
     if EXCHANGE and NODES > 1:  # across nodes: load/store within mine, my row put to every rank of the others
         matrix = counts_ptr + parity * WP * ROW
         node = me // LOCAL
@@ -568,9 +570,11 @@ def _expand_kernel(
     LOCAL: tl.constexpr = 1,
     BULK: tl.constexpr = False,
     SENDERS: tl.constexpr = 0,
+    COPIERS: tl.constexpr = 0,
+    COPY_BLOCK: tl.constexpr = 8192,
 ):
     pid = tl.program_id(0)
-    programs = tl.num_programs(0)
+    programs = tl.num_programs(0) - COPIERS  # the meta programs; BULK's copy programs come after them
     me = dl.rank()
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
@@ -580,7 +584,7 @@ def _expand_kernel(
         mine_first = flags_ptr + parity * FLAGS + DATA_FLAGS + (me // LOCAL) * LOCAL * programs
         token = dl.wait(mine_first, LOCAL * programs, "sys", "acquire", waitValue=epoch)
     else:  # SENDERS: the push's programs per rank, where this grid is larger (0: the same)
-        senders = programs
+        senders = programs  # (without BULK's copy programs)
         if SENDERS > 0:
             senders = SENDERS
         token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * senders, "sys", "acquire", waitValue=epoch)
@@ -611,8 +615,19 @@ def _expand_kernel(
         tl.store(offsets_out_ptr + locals_, expert_start, mask=locals_ < L)
         tl.store(src_offsets_ptr + locals_[None, :] * ranks + sources[:, None], before_source, mask=live)
         tl.store(recv_tokens_ptr, tl.sum(received, axis=0))
+    if BULK:  # the gather layout's payload, slots [0, slots) of the token buffer, into recv_x as one flat block
+        # (recv_x's row i is slot i): the COPIERS programs after the meta programs, while those write the meta;
+        # without COPIERS every program, after its meta rows (below). 16-byte vectors, int64 offsets.
+        flat = tl.arange(0, COPY_BLOCK)
+        blocks = ((slots.to(tl.int64) * H + COPY_BLOCK - 1) // COPY_BLOCK).to(tl.int32)
+        if COPIERS > 0:
+            for b in range(tl.maximum(pid - programs, 0), tl.where(pid >= programs, blocks, 0), COPIERS):
+                at = tl.cast(b, tl.int64) * COPY_BLOCK + flat
+                inside = at < slots.to(tl.int64) * H
+                tl.store(recv_ptr + at, tl.load(token_buf + at, mask=inside), mask=inside)
     # This program's lookup table (global memory, read back after a program barrier): a pair's row is a gather,
     # [before_source (WP x LP) | expert_start (LP) | rows per expert (LP) | home slot base per source (WP)].
+    # (BULK's copy programs write theirs too, one row each, and read none: they take no slot.)
     TABLE: tl.constexpr = WP * LP + 2 * LP + WP
     table = table_ptr + pid * TABLE
     tl.store(table + sources[:, None] * LP + locals_[None, :], before_source)
@@ -628,7 +643,10 @@ def _expand_kernel(
     GB: tl.constexpr = BLOCK_H // 128
     ks = tl.arange(0, KP)
     in_k = ks < K
-    for i in range(pid, slots, programs):
+    meta_slots = slots
+    if COPIERS > 0:  # a copy program takes no slot
+        meta_slots = tl.where(pid < programs, slots, 0)
+    for i in range(pid, meta_slots, programs):
         if LOW_LATENCY:
             source = i // M
             j = i % M
@@ -650,8 +668,10 @@ def _expand_kernel(
             ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
             weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
             places = tl.load(meta_row + 1 + 2 * K + ks, mask=in_k, other=0)
-            if BULK:  # the gather layout's payload (and scales) copied after the kernel, in one block: no loads
-                pass
+            if BULK:  # the gather layout's payload is copied as one block (above, or below): only the fp8 scales
+                if SCALES > 0:
+                    groups = tl.arange(0, SP)
+                    bulk_scales = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
             elif WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
                 if DEQUANT:
                     group_ids = tl.arange(0, GB)
@@ -689,6 +709,11 @@ def _expand_kernel(
             tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
             if GATHER:  # the token's local rows read it from row i of recv_x, which holds it once
                 tl.store(gather_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + i, mask=got)
+            if BULK:
+                if SCALES > 0:  # fp8 kept: row i's scales, from the end of its meta row
+                    groups = tl.arange(0, SP)
+                    scale_at = scales_ptr + tl.cast(i, tl.int64) * SCALES + groups
+                    tl.store(scale_at, bulk_scales.to(tl.float32, bitcast=True), mask=groups < SCALES)
             if not BULK:  # the payload into its local rows (gather: once, to row i)
                 COPIES: tl.constexpr = 1 if GATHER else K
                 for k in range(0, COPIES):
@@ -729,6 +754,12 @@ def _expand_kernel(
                                 tl.store(scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES)
         else:  # a low-latency slot nobody filled this call
             tl.store(comb_src_ptr + i, -1)
+    if BULK:
+        if COPIERS == 0:  # no copy programs (the CPU emulation): every program copies its share of the block
+            for b in range(pid, blocks, programs):
+                at = tl.cast(b, tl.int64) * COPY_BLOCK + flat
+                inside = at < slots.to(tl.int64) * H
+                tl.store(recv_ptr + at, tl.load(token_buf + at, mask=inside), mask=inside)
     if LOW_LATENCY:  # the rows past each expert's count read as "no row": meta -1, weight 0 (recv_x left as it is)
         FILL: tl.constexpr = 256
         fill = tl.arange(0, FILL)

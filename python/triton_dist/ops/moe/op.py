@@ -62,17 +62,27 @@ EMULATED_PROGRAMS = 1
 (Triton 3.6's interpreter, as patched by ``runtime/emulation/interpreter_fixes.py``) intermittently fails a
 ``range`` over a run-time value at a kernel's first loop with "only 0-dimensional arrays can be converted to
 Python scalars" (its ``tensor.__index__`` is briefly the unpatched one while another program runs a primitive)."""
-PHASES = ("start", "route", "push", "sync", "alloc", "expand", "copy")
+PHASES = ("start", "route", "push", "sync", "alloc", "expand")
 """The points of a normal-mode dispatch a phase hook is called at (:func:`set_phase_hook`): ``start`` on entry,
 ``route`` after the route kernels' launch, ``push`` after the push launch, ``sync`` once the host has read the summary
-(its one synchronization), ``alloc`` after the outputs are allocated, ``expand`` after the expand launch, ``copy`` after
-``layout="gather"``'s block copy of the payload (one node, no dequantization; otherwise not called).
+(its one synchronization), ``alloc`` after the outputs are allocated, ``expand`` after the expand launch (with
+``MoeConfig(pipelined=True)``, ``layout="gather"``'s block copy of the payload runs inside it: ``BULK_COPIERS_PER_SM``).
 ``MoeConfig(pipelined=True)`` on one node, from the second call of a signature on: ``push`` comes before ``sync`` (the
 push kernel is launched before the host waits, and does nothing if the buffers turn out too small, in which case it is
 launched again after ``sync``); otherwise ``sync`` comes first. A hook that records a CUDA event at each point measures,
 per interval, how long the stream took from the previous point to this one: a kernel, or the GPU idle while the host
 works."""
 _phase_hook: Callable[[str], object] | None = None
+BULK_COPIERS_PER_SM = 4
+"""Copy programs per SM the expand kernel gets on top of its ``EXPAND_PER_SM`` with ``MoeConfig(pipelined=True)`` in
+the gather layout on one node (GPUs; none under the CPU emulation, where its programs copy after their meta rows):
+they copy the received tokens' payload, slots ``[0, N)`` of the token buffer, into ``recv_x`` as one flat block while
+the other programs write the meta. The block copy was a ``copy_`` after the kernel, 90 µs of a 281 µs dispatch on
+2 x H200 at 4096 tokens per rank (2026-11-27, expand 32 µs before it); in the kernel it overlaps the meta rows, and
+the host launches nothing after the expand kernel. Four per SM with the meta programs' four keep 8 x 128 threads
+resident at up to 64 registers each, and 4 x ``BULK_COPY_BLOCK`` payload elements in flight per SM."""
+BULK_COPY_BLOCK = 8192
+"""Payload elements one copy program moves per step (16 KB of bf16: eight 16-byte vectors per thread at 4 warps)."""
 
 
 def set_phase_hook(hook: Callable[[str], object] | None) -> Callable[[str], object] | None:
@@ -182,6 +192,9 @@ class _Plan:
     expanders: int = 0
     """The expand kernel's programs (0: ``programs``): pipelined, on GPUs, ``EXPAND_PER_SM`` per SM (at least
     ``programs``), each waiting for the push's ``programs`` flags per rank (``SENDERS``)."""
+    copiers: int = 0
+    """Pipelined, on GPUs (else 0): the expand kernel's copy programs in the gather layout, after its ``expanders``
+    (``BULK_COPIERS_PER_SM`` per SM; ``COPIERS``)."""
     host_info: torch.Tensor | None = None
     """Pipelined (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -270,6 +283,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
     size = world.world_size
     pipelined = pipelined and mode == "normal" and world.num_nodes == 1  # MoeConfig.pipelined: one node's normal mode
     expanders = max(programs, EXPAND_PER_SM * sms if pipelined else 0)
+    copiers = BULK_COPIERS_PER_SM * sms if pipelined else 0
     flags = kernel_constexprs(size, num_experts, topk, programs)["route"]["FLAGS"]
 
     def create(_: rt.World) -> _Workspace:
@@ -277,7 +291,9 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             epochs=torch.zeros(1, dtype=torch.int32, device=world.device),
             flags=rt.zeros(2, flags, dtype=torch.int32),
             counts=rt.zeros(2, pow2(size), row_stride(size, num_experts), dtype=torch.int32),
-            table=torch.empty(expanders, expand_table(size, num_experts), dtype=torch.int32, device=world.device),
+            table=torch.empty(
+                expanders + copiers, expand_table(size, num_experts), dtype=torch.int32, device=world.device
+            ),
             parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
             count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
         )
@@ -286,7 +302,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
 
     workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
-    plan.expanders = expanders
+    plan.expanders, plan.copiers = expanders, copiers
     plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
@@ -457,9 +473,12 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
             fixed |= {"flags_ptr": ws.flags, "table_ptr": ws.table, **slots, "M": plan.max_tokens}
             fixed |= {"L": plan.local_experts}
-            fixed |= {"LOW_LATENCY": plan.low_latency, "GATHER": gather, "BULK": _bulk_copy(plan, gather, dequantize)}
+            bulk = _bulk_copy(plan, gather, dequantize)
+            fixed |= {"LOW_LATENCY": plan.low_latency, "GATHER": gather, "BULK": bulk}
             if plan.expanders > plan.programs:
                 fixed |= {"SENDERS": plan.programs}
+            if bulk:  # the payload's block copy: by copy programs after the meta programs (GPUs), or by each
+                fixed |= {"COPIERS": plan.copiers, "COPY_BLOCK": BULK_COPY_BLOCK}
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
@@ -473,6 +492,8 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             if across is not None:
                 fixed |= {"combine_signals_ptr": across.combine_signals, **topology}
         grid = (plan.expanders if name == "expand" and plan.expanders else plan.programs, 1, 1)
+        if name == "expand" and fixed.get("COPIERS"):
+            grid = (grid[0] + fixed["COPIERS"], 1, 1)
     kernel = getattr(kernels, f"_{name}_kernel")
     named = {**leading, **fixed, **constexprs}
     if device.type == "cpu":  # the emulation: Triton's interpreter, every launch through its generic path
@@ -494,8 +515,9 @@ def _early_push(plan: _Plan) -> bool:
 
 
 def _bulk_copy(plan: _Plan, gather: bool, dequantize: bool) -> bool:
-    """Whether ``layout="gather"``'s payload (and fp8 scales) is copied after the expand kernel as one block
-    (one node, no dequantization): ``recv_x``'s row ``i`` is the token buffer's slot ``i``."""
+    """Whether ``layout="gather"``'s payload is copied by the expand kernel as one flat block instead of row by row
+    (pipelined, one node, no dequantization): ``recv_x``'s row ``i`` is the token buffer's slot ``i``
+    (``BULK_COPIERS_PER_SM``)."""
     return plan.pipelined and gather and plan.nodes == 1 and not dequantize
 
 
@@ -596,7 +618,6 @@ def _dispatch(
     if plan.low_latency:
         rows_shape: tuple[int, ...] = (experts, size * plan.max_tokens)
         received = size * plan.max_tokens
-        parity = 0
     else:
         summary = _summary(info, host, routed)  # the one host synchronization: the counts every rank exchanged
         if mark is not None:
@@ -608,7 +629,6 @@ def _dispatch(
             )
         _grow(plan, summary[2], summary[3])
         rows_shape, received = (summary[0],), summary[1]
-        parity = summary[6] % 2
     if not early or plan.buffers is not sized:  # the early push did nothing exactly when the buffers grew
         _launch(plan, "push", push, device)
         if mark is not None:
@@ -650,14 +670,6 @@ def _dispatch(
     _launch(plan, "expand", expand, device, gather)
     if mark is not None:
         mark("expand")
-    if _bulk_copy(plan, gather, fp8 and dequantize):  # the received tokens are slots [0, received), in slot order
-        buffers = plan.buffers
-        assert buffers is not None  # sized above
-        recv_x.copy_(buffers.tokens[parity, :received])
-        if kept_scales:  # at the end of each slot's meta row
-            scales.copy_(buffers.meta[parity, :received, 1 + 3 * topk :].view(torch.float32))
-        if mark is not None:
-            mark("copy")
     status = info[4:]
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
             tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows)  # fmt: skip
