@@ -32,7 +32,7 @@ from triton_dist.layers import (
     TensorParallelDecoderLayer,
     random_weights,
 )
-from triton_dist.layers.attention import apply_rope, rope_cos_sin, rope_inv_freq, rotate
+from triton_dist.layers.attention import apply_rope, rope_cos_sin, rope_inv_freq, rope_tables, rotate
 
 HEAP = "160M"
 """Each rank's CPU heap (the ops' workspaces are sized for GPUs)."""
@@ -186,6 +186,26 @@ def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
     if not out[:, 1100:].isnan().all():
         problems.append("wrote past its columns")
     record["kernels/silu_mul_prefill"] = problems
+    # Prefill's QK norm and RoPE (rope_rows) against rotate_qkv's torch ops: 2 sequences of 5 tokens (positions
+    # restart), rows of a wider tensor, a poisoned output; head dim 96 (halves of 48: masked) and 128 with QK norm.
+    from triton_dist.layers._decode_kernels import rope_rows
+
+    problems = []
+    for qk_norm, d in ((False, 96), (True, 128)):
+        cols = (hq + 2 * hkv) * d
+        qkv = torch.randn(2 * 5, cols + 16, generator=gen).to(torch.bfloat16)[:, :cols]
+        cos, sin = rope_tables(torch.arange(5), rope_inv_freq(d, 10000.0))
+        weights = (1 + torch.randn(2, d, generator=gen) / 8).to(torch.bfloat16)
+        norm = (weights[0], weights[1], 1e-6) if qk_norm else None
+        out = torch.full((2 * 5, hq + hkv, d), float("nan"), dtype=torch.bfloat16)
+        rope_rows(qkv, cos, sin, 5, (hq, hkv), norm, out=out)
+        qk = qkv[:, : (hq + hkv) * d].view(2, 5, hq + hkv, d)
+        if qk_norm:
+            qk = rms_norm(qk, None, 1e-6) * torch.cat([weights[0].expand(hq, d), weights[1].expand(hkv, d)])
+        want = rotate(qk, cos, sin).view(2 * 5, hq + hkv, d).float()
+        if not torch.allclose(out.float(), want, atol=BF16_ULPS, rtol=BF16_ULPS):
+            problems.append(f"D {d}: differs from rotate_qkv's by {(out.float() - want).abs().max().item():.3g}")
+    record["kernels/rope_rows"] = problems
     return record
 
 
@@ -206,10 +226,10 @@ def _worker() -> dict[str, list[str]]:
             tokens = torch.randn(BATCH, PREFILL + 3, config.hidden_size, generator=gen).to(torch.bfloat16)
             attn_ref, want = reference(config, weights, tokens)
             layer = TensorParallelDecoderLayer(config, weights)
-            # Each prefill option on one layout: the sequence-split one's SDPA takes the KV heads as they are
-            # (enable_gqa) and its MLP runs torch's SiLU and product; the head-split one's SDPA reads copies of the
-            # KV heads and its MLP runs the fused kernel.
-            layer.attention.prefill_gqa = layout == "sequence"
+            # Each prefill option on one layout: the sequence-split one (QK norm) rotates q and k in one kernel, its
+            # SDPA takes the KV heads as they are (enable_gqa) and its MLP runs torch's SiLU and product; the
+            # head-split one runs rotate_qkv's torch ops, SDPA on copies of the KV heads and the fused SiLU * up.
+            layer.attention.prefill_gqa = layer.attention.prefill_fused_rope = layout == "sequence"
             layer.mlp.fused_silu_mul = layout == "heads"
             rows = BATCH * PREFILL // size
             mine = slice(rank * rows, (rank + 1) * rows)
@@ -266,7 +286,7 @@ def _worker() -> dict[str, list[str]]:
 
 def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
-    names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill"}
+    names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill", "kernels/rope_rows"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
@@ -413,8 +433,8 @@ def test_prefill_attention_reads_each_kv_head_for_its_group(prefill_gqa: bool) -
         assert k_in.shape[1] == v_in.shape[1] == 8
 
 
-def test_the_mlp_option_and_silu_mul_refuse_what_they_cannot_take() -> None:
-    from triton_dist.layers._decode_kernels import silu_mul
+def test_the_prefill_kernels_refuse_what_they_cannot_take() -> None:
+    from triton_dist.layers._decode_kernels import rope_rows, silu_mul
 
     layer, _ = _layer(0, 2)
     assert layer.mlp.fused_silu_mul and "fused_silu_mul=True" in repr(layer.mlp)
@@ -426,6 +446,16 @@ def test_the_mlp_option_and_silu_mul_refuse_what_they_cannot_take() -> None:
         silu_mul(torch.zeros(4, 2, dtype=torch.bfloat16).t())
     with pytest.raises(ValueError, match=r"silu_mul: out must be a torch.bfloat16 \[2, 2\] tensor"):
         silu_mul(torch.zeros(2, 4, dtype=torch.bfloat16), out=torch.zeros(2, 3, dtype=torch.bfloat16))
+    cos, sin = rope_tables(torch.arange(4), rope_inv_freq(8, 10000.0))
+    qkv = torch.zeros(6, 5 * 8, dtype=torch.bfloat16)  # 3 q heads, 1 KV head, D 8
+    with pytest.raises(ValueError, match=r"rope_rows: qkv must be \[M, \(Hq \+ 2 \* Hkv\) \* D\] = \[M, 48\]"):
+        rope_rows(qkv, cos, sin, 3, (4, 1))
+    with pytest.raises(ValueError, match=r"cos / signed_sin fp32 \[>= 6, D\]"):
+        rope_rows(qkv, cos, sin, 6, (3, 1))  # positions 0..5, a table of 4
+    with pytest.raises(ValueError, match=r"rope_rows: out must be a torch.bfloat16 \[6, 4, 8\] tensor"):
+        rope_rows(qkv, cos, sin, 3, (3, 1), out=torch.zeros(6, 5, 8, dtype=torch.bfloat16))
+    block, _ = _layer(0, 2)
+    assert not block.attention.prefill_fused_rope and "prefill_fused_rope=False" in repr(block.attention)
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -6,6 +6,10 @@ shape ran eagerly, which compiles them).
   copy of every head's q into one contiguous tensor, the two cache writes) and 8 with QK norm (its RMSNorm and
   weight product): each program takes one head's row of one token, norms it (QK norm) and rotates it (q and k) and
   stores it where it goes: q into ``q_out``, k and v into the token's slot of the KV cache.
+- ``_rope_rows_kernel`` (``rope_rows``): prefill's QK norm and RoPE of every token's q and k heads (an option of
+  ``TensorParallelAttention``, ``prefill_fused_rope``), which torch runs as a copy and a roll of q and k, a product
+  into fp32 and a multiply-add (two more launches with QK norm): each program takes a tile of tokens of one head,
+  reads it once and writes it rotated once.
 - ``_silu_mul_kernel`` (``silu_mul``): the gated MLP's ``silu(gate) * up``, in decode (a few rows) and in prefill
   (thousands of rows), in one launch that reads gate and up once and writes the product once, instead of torch's
   two passes over the strided halves of the gate/up GEMM's output (SiLU into a new tensor, then the product).
@@ -128,6 +132,135 @@ def rope_scatter(
         v_store.stride(0), v_store.stride(1), v_store.stride(2),
         HQ=hq, HKV=hkv, D=d, BLOCK_D=triton.next_power_of_2(d), QK_NORM=qk_norm is not None, num_warps=1,
     )  # fmt: skip
+
+
+@triton.jit
+def _rope_rows_kernel(
+    src_ptr,
+    cos_ptr,
+    sin_ptr,
+    qw_ptr,
+    kw_ptr,
+    out_ptr,
+    rows,
+    seq,
+    eps,
+    stride_s,
+    stride_c,
+    stride_o,
+    HQ: tl.constexpr,
+    D: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    QK_NORM: tl.constexpr,
+):
+    """Program ``(t, h)``: head ``h`` (q heads first, then k heads) of tokens ``[t * BLOCK_T, (t + 1) * BLOCK_T)``,
+    token ``m`` at position ``m % seq``; each row's two halves (dims ``i`` and ``i + D/2``, which rotate together)
+    as two [BLOCK_T, BLOCK_H] tiles."""
+    h = tl.program_id(1)
+    tokens = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    cols = tl.arange(0, BLOCK_H)
+    keep = (tokens < rows)[:, None] & (cols < D // 2)[None, :]
+    m = tokens.to(tl.int64)[:, None]
+    first = src_ptr + m * stride_s + h * D + cols[None, :]
+    x1 = tl.load(first, mask=keep, other=0.0)
+    x2 = tl.load(first + D // 2, mask=keep, other=0.0)
+    if QK_NORM:
+        xf1, xf2 = x1.to(tl.float32), x2.to(tl.float32)
+        inv = 1.0 / tl.sqrt((tl.sum(xf1 * xf1, axis=1) + tl.sum(xf2 * xf2, axis=1)) / D + eps)
+        half = cols < D // 2
+        if h < HQ:
+            w1 = tl.load(qw_ptr + cols, mask=half, other=0.0).to(tl.float32)[None, :]
+            w2 = tl.load(qw_ptr + D // 2 + cols, mask=half, other=0.0).to(tl.float32)[None, :]
+        else:
+            w1 = tl.load(kw_ptr + cols, mask=half, other=0.0).to(tl.float32)[None, :]
+            w2 = tl.load(kw_ptr + D // 2 + cols, mask=half, other=0.0).to(tl.float32)[None, :]
+        x1 = ((xf1 * inv[:, None]).to(x1.dtype).to(tl.float32) * w1).to(x1.dtype)
+        x2 = ((xf2 * inv[:, None]).to(x2.dtype).to(tl.float32) * w2).to(x2.dtype)
+    position = (tokens % seq).to(tl.int64)[:, None]
+    table = position * stride_c + cols[None, :]
+    c1 = tl.load(cos_ptr + table, mask=keep, other=0.0)
+    c2 = tl.load(cos_ptr + table + D // 2, mask=keep, other=0.0)
+    s1 = tl.load(sin_ptr + table, mask=keep, other=0.0)
+    s2 = tl.load(sin_ptr + table + D // 2, mask=keep, other=0.0)
+    y1 = x1.to(tl.float32) * c1 + x2.to(tl.float32) * s1
+    y2 = x2.to(tl.float32) * c2 + x1.to(tl.float32) * s2
+    dest = out_ptr + m * stride_o + h * D + cols[None, :]
+    tl.store(dest, y1.to(x1.dtype), mask=keep)
+    tl.store(dest + D // 2, y2.to(x1.dtype), mask=keep)
+
+
+ROPE_ROWS_BLOCK_T = 32
+"""Tokens per ``_rope_rows_kernel`` program (4 warps: 16 elements of a head dim of 128 per thread)."""
+
+
+def rope_rows(
+    qkv: torch.Tensor,
+    cos: torch.Tensor,
+    signed_sin: torch.Tensor,
+    seq: int,
+    heads: tuple[int, int],
+    qk_norm: tuple[torch.Tensor, torch.Tensor, float] | None = None,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Prefill's QK norm and RoPE of q and k in one launch on the current stream: ``qkv`` [M, (Hq + 2 * Hkv) * D]
+    (``heads`` = (Hq, Hkv); per token Hq q heads, then Hkv k heads, then Hkv v heads; rows of any stride, each row
+    contiguous), token m at position ``m % seq`` (sequences of ``seq`` tokens one after another); ``cos`` /
+    ``signed_sin`` fp32 [>= seq, D] (``rope_tables`` of the positions, rows contiguous). Returns ``out`` [M, Hq +
+    Hkv, D] (qkv's dtype and device, rows of any stride, each row contiguous; by default a new contiguous tensor):
+    q's heads, then k's, RMS-normed per head and scaled by their weight first with ``qk_norm`` ``(q_weight [D],
+    k_weight [D], eps)``, then rotated: what ``TensorParallelAttention.rotate_qkv`` computes, rounding where it
+    rounds (the rotation's fp32 multiply-add may differ in the last bit). v is not read.
+
+    Raises ValueError for tensors that do not fit these shapes (an odd D, a qkv of another width, too few table
+    rows, an ``out`` of another shape or dtype).
+    """
+    hq, hkv = heads
+    rows = int(qkv.shape[0]) if qkv.dim() == 2 else -1
+    d = int(cos.shape[-1]) if cos.dim() == 2 else 0
+    if (
+        rows < 0
+        or d < 2
+        or d % 2
+        or qkv.shape[1] != (hq + 2 * hkv) * d
+        or (rows and qkv.stride(1) != 1)
+        or seq < 1
+        or tuple(signed_sin.shape) != tuple(cos.shape)
+        or cos.shape[0] < min(seq, rows)
+        or cos.dtype != torch.float32
+        or signed_sin.dtype != torch.float32
+        or cos.stride(1) != 1
+        or tuple(signed_sin.stride()) != tuple(cos.stride())
+    ):
+        raise ValueError(
+            f"rope_rows: qkv must be [M, (Hq + 2 * Hkv) * D] = [M, {(hq + 2 * hkv) * d}] with contiguous rows and "
+            f"cos / signed_sin fp32 [>= {min(seq, rows)}, D] alike with contiguous rows (D even), got qkv "
+            f"{list(qkv.shape)} (strides {list(qkv.stride())}), cos {cos.dtype} {list(cos.shape)}, signed_sin "
+            f"{signed_sin.dtype} {list(signed_sin.shape)}, seq {seq}"
+        )
+    if out is None:
+        out = torch.empty((rows, hq + hkv, d), dtype=qkv.dtype, device=qkv.device)
+    elif (
+        tuple(out.shape) != (rows, hq + hkv, d)
+        or out.dtype != qkv.dtype
+        or out.device != qkv.device
+        or (rows and (out.stride(2) != 1 or out.stride(1) != d))
+    ):
+        raise ValueError(
+            f"rope_rows: out must be a {qkv.dtype} [{rows}, {hq + hkv}, {d}] tensor on {qkv.device} with contiguous "
+            f"rows, got {out.dtype} {list(out.shape)} (strides {list(out.stride())}) on {out.device}"
+        )
+    qw, kw, eps = qk_norm if qk_norm is not None else (cos, cos, 0.0)  # unread without QK norm
+    if rows:
+        grid = (triton.cdiv(rows, ROPE_ROWS_BLOCK_T), hq + hkv)
+        _rope_rows_kernel[grid](
+            qkv, cos, signed_sin, qw, kw, out,
+            rows, seq, float(eps),
+            qkv.stride(0), cos.stride(0), out.stride(0),
+            HQ=hq, D=d, BLOCK_T=ROPE_ROWS_BLOCK_T, BLOCK_H=triton.next_power_of_2(d // 2),
+            QK_NORM=qk_norm is not None, num_warps=4,
+        )  # fmt: skip
+    return out
 
 
 @triton.jit

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from triton_dist.layers._decode_kernels import fused_kernels, rope_scatter
+from triton_dist.layers._decode_kernels import fused_kernels, rope_rows, rope_scatter
 from triton_dist.layers.linear import (
     ColumnParallelLinear,
     LayerError,
@@ -181,6 +181,10 @@ class TensorParallelAttention(nn.Module):
     rank's Hkv/W KV heads to ``scaled_dot_product_attention`` as they are, with ``enable_gqa=True``, instead of
     first copying each of them once per query head of its group (``repeat_interleave``: two copies of [B, Hq/W,
     S, D]). Off by default until measured: which SDPA backend takes the call (cuDNN, flash) may change with it.
+    ``prefill_fused_rope`` (default False, likewise an attribute): prefill's QK norm and RoPE of q and k as one
+    Triton kernel (``_decode_kernels.rope_rows``: one read, one write) instead of ``rotate_qkv``'s torch ops (a copy,
+    a roll, an fp32 product and a multiply-add; two more with QK norm), on GPUs and under the emulation; off by
+    default until measured.
     """
 
     def __init__(
@@ -200,6 +204,7 @@ class TensorParallelAttention(nn.Module):
         rank: int | None = None,
         world_size: int | None = None,
         prefill_gqa: bool = False,
+        prefill_fused_rope: bool = False,
     ) -> None:
         rank, world_size = world_position(rank, world_size)
         name = type(self).__name__
@@ -224,7 +229,7 @@ class TensorParallelAttention(nn.Module):
         o = shard_of(name, "o_weight", o_weight, 0, rank, world_size)
         self._init_from_shards(
             qkv, o, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps, rank,
-            world_size, prefill_gqa,
+            world_size, prefill_gqa, prefill_fused_rope,
         )  # fmt: skip
 
     @classmethod
@@ -243,6 +248,7 @@ class TensorParallelAttention(nn.Module):
         rank: int | None = None,
         world_size: int | None = None,
         prefill_gqa: bool = False,
+        prefill_fused_rope: bool = False,
     ) -> TensorParallelAttention:
         """A block holding this rank's shards as ``state_dict`` has them: ``qkv_shard`` [H, (Hq/W + 2*Hkv/W)*D]
         (q's columns, then k's, then v's) and ``o_shard`` [Hq*D/W, H]; the other arguments as the class's."""
@@ -251,7 +257,7 @@ class TensorParallelAttention(nn.Module):
         block = cls.__new__(cls)
         block._init_from_shards(
             qkv_shard, o_shard, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps,
-            rank, world_size, prefill_gqa,
+            rank, world_size, prefill_gqa, prefill_fused_rope,
         )  # fmt: skip
         return block
 
@@ -269,6 +275,7 @@ class TensorParallelAttention(nn.Module):
         rank: int,
         world_size: int,
         prefill_gqa: bool,
+        prefill_fused_rope: bool,
     ) -> None:
         nn.Module.__init__(self)
         name = type(self).__name__
@@ -291,6 +298,7 @@ class TensorParallelAttention(nn.Module):
         self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
         self.rope_theta, self.rms_eps = float(rope_theta), float(rms_eps)
         self.prefill_gqa = bool(prefill_gqa)
+        self.prefill_fused_rope = bool(prefill_fused_rope)
         self.qkv = ColumnParallelLinear.from_shard(qkv, rank=rank, world_size=world_size)
         self.inv_freq: torch.Tensor
         self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.rope_theta, qkv.device), persistent=False)
@@ -335,7 +343,7 @@ class TensorParallelAttention(nn.Module):
         return (
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}, "
             f"head_dim={self.head_dim}, qk_norm={self.q_norm_weight is not None}, prefill_gqa={self.prefill_gqa}, "
-            f"rank={self.rank}, world_size={self.world_size}"
+            f"prefill_fused_rope={self.prefill_fused_rope}, rank={self.rank}, world_size={self.world_size}"
         )
 
     def new_cache(
@@ -520,7 +528,14 @@ class TensorParallelAttention(nn.Module):
             raise LayerError(f"{name}: {tokens} tokens do not split into batch={batch} equal sequences")
         seq = tokens // batch
         rope = self.prefill_rope(seq, x.device)  # [S, D], broadcast over the batch
-        q, k, v = self.rotate_qkv(self.qkv(x).view(batch, seq, -1), rope)  # [B, S, heads, D]
+        qkv = self.qkv(x)  # [M, (Hq/W + 2*Hkv/W) * D]
+        if self.prefill_fused_rope and fused_kernels(qkv):
+            hq, hkv, d = self.local_heads, self.local_kv_heads, self.head_dim
+            qk = rope_rows(qkv, *rope, seq, (hq, hkv), self._qk_norm_args()).view(batch, seq, hq + hkv, d)
+            q, k = qk[:, :, :hq], qk[:, :, hq:]
+            v = qkv.view(batch, seq, -1)[..., (hq + hkv) * d :].unflatten(-1, (hkv, d))
+        else:
+            q, k, v = self.rotate_qkv(qkv.view(batch, seq, -1), rope)  # [B, S, heads, D]
         if cache is not None:
             self._fill_cache(cache, k, v, batch, seq)
         out = self._prefill_sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))  # [B, Hq/W, S, D]
