@@ -2,8 +2,8 @@
 Llama-3-8B, Llama-3-70B and Qwen3-32B (their published configs, random bf16 weights, a few layers), against a torch
 tensor-parallel baseline of the same weights, one run.
 
-    torchrun --nproc-per-node=2 bench/decoder.py [--layers 2] [--compile] [--prefill-variants unfused,gqa]
-        [--out-dir bench/results]
+    torchrun --nproc-per-node=2 bench/decoder.py [--layers 2] [--compile] [--out-dir bench/results]
+        [--prefill-variants unfused,gqa,rope,gqa+rope]
 
 - Prefill, 4k and 8k tokens (one sequence): ours is sequence-parallel (each rank holds M/W rows; QKV and gate/up
   through ``ag_gemm``, O and down through ``gemm_rs``, local RMSNorm); the baseline is Megatron-style TP on
@@ -11,10 +11,11 @@ tensor-parallel baseline of the same weights, one run.
   after down, torch RMSNorm). Eager; CUDA events around the whole stack after a device barrier, median of >= 20,
   max over ranks. Ours' MLP runs SiLU(gate) * up as one Triton kernel (``TensorParallelMLP.fused_silu_mul``) and
   its SDPA reads copies of the KV heads repeated for their query groups, as the baseline's does
-  (``TensorParallelAttention.prefill_gqa`` off). ``--prefill-variants`` also times ours with other settings of
-  these two options (``PREFILL_VARIANTS``: ``unfused``, torch's SiLU and product; ``gqa``, SDPA with
-  ``enable_gqa=True`` on the KV heads as they are), each checked against the baseline too; the baseline stays as it
-  is.
+  (``TensorParallelAttention.prefill_gqa`` off) and its QK norm and RoPE are the baseline's torch ops
+  (``prefill_fused_rope`` off). ``--prefill-variants`` also times ours with other settings of these options
+  (``PREFILL_VARIANTS``: ``unfused``, torch's SiLU and product; ``gqa``, SDPA with ``enable_gqa=True`` on the KV
+  heads as they are; ``rope``, QK norm and RoPE in one Triton kernel; ``gqa+rope``), each checked against the
+  baseline too; the baseline stays as it is.
 - Decode, one token per sequence at batch 1, 8, 64 with 4k and 32k tokens of context already cached: ours with
   the sequence-split KV cache (every rank's new q/k/v gathered by one ``all_reduce``, attention by
   ``flash_decode``) and with the head-split one (SDPA with a length mask), both with the two fused
@@ -77,12 +78,15 @@ AGREEMENT = 0.05
 BAR = {"prefill": 1.15, "decode": 1.25}
 """Issue 28's bar for the stack against the torch baseline."""
 PREFILL_VARIANTS: dict[str, dict[str, bool]] = {
-    "unfused": {"fused_silu_mul": False, "prefill_gqa": False},
-    "gqa": {"fused_silu_mul": True, "prefill_gqa": True},
+    "unfused": {"fused_silu_mul": False, "prefill_gqa": False, "prefill_fused_rope": False},
+    "gqa": {"fused_silu_mul": True, "prefill_gqa": True, "prefill_fused_rope": False},
+    "rope": {"fused_silu_mul": True, "prefill_gqa": False, "prefill_fused_rope": True},
+    "gqa+rope": {"fused_silu_mul": True, "prefill_gqa": True, "prefill_fused_rope": True},
 }
-"""Ours' prefill with other options than the layers' defaults (``fused_silu_mul`` of the MLP, ``prefill_gqa`` of
-the attention block), by name (``--prefill-variants``): ``unfused`` runs SiLU(gate) * up as torch's two ops,
-``gqa`` passes the KV heads to SDPA uncopied (``enable_gqa=True``)."""
+"""Ours' prefill with other options than the layers' defaults (``fused_silu_mul`` of the MLP, ``prefill_gqa`` and
+``prefill_fused_rope`` of the attention block), by name (``--prefill-variants``): ``unfused`` runs SiLU(gate) * up
+as torch's two ops (the path before the fused kernel), ``gqa`` passes the KV heads to SDPA uncopied
+(``enable_gqa=True``), ``rope`` runs QK norm and RoPE as one Triton kernel, ``gqa+rope`` both."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline
@@ -451,7 +455,7 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
             "",
             "Prefill variants of ours (the layers' options; difference: the largest of every variant's): "
             + "; ".join(f"{name}: {PREFILL_VARIANTS[name]}" for name in variants)
-            + ". ours: fused_silu_mul=True, prefill_gqa=False.",
+            + ". ours: fused_silu_mul=True, prefill_gqa=False, prefill_fused_rope=False.",
         ]
     lines += ["", "## Decode", ""]
     head = ["model", "batch", "context", "ours ms/layer", "ours head-KV ms/layer", "torch ms/layer"]

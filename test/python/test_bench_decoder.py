@@ -17,6 +17,7 @@ from triton_dist.layers import DecoderConfig, TensorParallelDecoderLayer, random
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = DecoderConfig("tiny", 32, 4, 2, 16, 64, 10000.0, 1e-6)
+OPTIONS = ("fused_silu_mul", "prefill_gqa", "prefill_fused_rope")
 
 
 def _load() -> ModuleType:
@@ -37,15 +38,18 @@ def _layers() -> list[TensorParallelDecoderLayer]:
     return [TensorParallelDecoderLayer(TINY, random_weights(TINY, generator=gen), rank=0, world_size=2) for _ in "ab"]
 
 
-def _options(layers: list[TensorParallelDecoderLayer]) -> set[tuple[bool, bool]]:
-    return {(layer.mlp.fused_silu_mul, layer.attention.prefill_gqa) for layer in layers}
+def _options(layers: list[TensorParallelDecoderLayer]) -> set[tuple[bool, ...]]:
+    """(fused_silu_mul, prefill_gqa, prefill_fused_rope) of each layer."""
+    return {
+        (layer.mlp.fused_silu_mul, layer.attention.prefill_gqa, layer.attention.prefill_fused_rope) for layer in layers
+    }
 
 
 def test_each_prefill_variant_is_timed_with_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
     layers = _layers()
     default = _options(layers)
-    assert default == {(True, False)}  # the layers' defaults: the fused SiLU * up, SDPA on copies of the KV heads
-    times = {(True, False): 4.0, (False, False): 5.0, (True, True): 3.0}  # ms of a 2-layer stack, by options
+    assert default == {(True, False, False)}  # the defaults: fused SiLU * up, SDPA on KV copies, torch's RoPE
+    times = {(True, False, False): 4.0, (False, False, False): 5.0, (True, True, False): 3.0}  # ms, by options
 
     def ours() -> torch.Tensor:
         (options,) = _options(layers)  # every layer alike
@@ -68,22 +72,23 @@ def test_each_prefill_variant_is_timed_with_its_options(monkeypatch: pytest.Monk
 def test_prefill_options_restore_the_layers_and_refuse_unknown_names() -> None:
     layers = _layers()
     with pytest.raises(RuntimeError, match="inside"), decoder.prefill_options(layers, prefill_gqa=True):
-        assert _options(layers) == {(True, True)}
+        assert _options(layers) == {(True, True, False)}
         raise RuntimeError("inside")
-    assert _options(layers) == {(True, False)}
+    assert _options(layers) == {(True, False, False)}
     with pytest.raises(ValueError, match=r"no layer module has the options \['fused_rope'\]"):
         with decoder.prefill_options(layers, fused_rope=True):
             pass
     for options in decoder.PREFILL_VARIANTS.values():
         with decoder.prefill_options(layers, **options):
-            assert _options(layers) == {(options["fused_silu_mul"], options["prefill_gqa"])}
+            assert _options(layers) == {tuple(options[name] for name in OPTIONS)}
 
 
 def test_unknown_prefill_variants_are_refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setattr(sys, "argv", ["decoder.py", "--prefill-variants", "unfused,fastest"])
     with pytest.raises(SystemExit):
         decoder.main()
-    assert "unknown prefill variants ['fastest']; known: ['unfused', 'gqa']" in capsys.readouterr().err
+    known = "['unfused', 'gqa', 'rope', 'gqa+rope']"
+    assert f"unknown prefill variants ['fastest']; known: {known}" in capsys.readouterr().err
 
 
 def test_the_prefill_table_has_a_column_per_variant(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
