@@ -3,7 +3,7 @@ Llama-3-8B, Llama-3-70B and Qwen3-32B (their published configs, random bf16 weig
 tensor-parallel baseline of the same weights, one run.
 
     torchrun --nproc-per-node=2 bench/decoder.py [--layers 2] [--compile] [--out-dir bench/results]
-        [--prefill-variants unfused,gqa,rope,gqa+rope]
+        [--prefill-variants unfused,gqa,rope,gqa+rope] [--kernels]
 
 - Prefill, 4k and 8k tokens (one sequence): ours is sequence-parallel (each rank holds M/W rows; QKV and gate/up
   through ``ag_gemm``, O and down through ``gemm_rs``, local RMSNorm); the baseline is Megatron-style TP on
@@ -15,7 +15,8 @@ tensor-parallel baseline of the same weights, one run.
   (``prefill_fused_rope`` off). ``--prefill-variants`` also times ours with other settings of these options
   (``PREFILL_VARIANTS``: ``unfused``, torch's SiLU and product; ``gqa``, SDPA with ``enable_gqa=True`` on the KV
   heads as they are; ``rope``, QK norm and RoPE in one Triton kernel; ``gqa+rope``), each checked against the
-  baseline too; the baseline stays as it is.
+  baseline too; the baseline stays as it is. ``--kernels``: prefill's two fused kernels alone against the torch
+  ops they replace, at each model's per-rank prefill shapes (µs, GB/s; ``kernel_rows``).
 - Decode, one token per sequence at batch 1, 8, 64 with 4k and 32k tokens of context already cached: ours with
   the sequence-split KV cache (every rank's new q/k/v gathered by one ``all_reduce``, attention by
   ``flash_decode``) and with the head-split one (SDPA with a length mask), both with the two fused
@@ -62,6 +63,7 @@ from _common import (  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.layers import CONFIGS, DecoderConfig, KVCache, TensorParallelDecoderLayer, random_weights  # noqa: E402
+from triton_dist.layers._decode_kernels import rope_rows, silu_mul  # noqa: E402
 from triton_dist.layers.attention import rms_norm  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
@@ -77,6 +79,9 @@ AGREEMENT = 0.05
 """The largest difference between ours and the baseline, relative to the output's largest element."""
 BAR = {"prefill": 1.15, "decode": 1.25}
 """Issue 28's bar for the stack against the torch baseline."""
+KERNEL_AGREEMENT = 2**-6
+"""The largest difference of a fused kernel from the torch ops it replaces (``--kernels``), relative to their
+output's largest element: a few bf16 roundings."""
 PREFILL_VARIANTS: dict[str, dict[str, bool]] = {
     "unfused": {"fused_silu_mul": False, "prefill_gqa": False, "prefill_fused_rope": False},
     "gqa": {"fused_silu_mul": True, "prefill_gqa": True, "prefill_fused_rope": False},
@@ -187,6 +192,11 @@ def bench_model(config: DecoderConfig, args: argparse.Namespace, rows: list[dict
         failures += row["difference"] > AGREEMENT
         rows.append(row)
         torch.cuda.empty_cache()
+        if args.kernels:
+            kernels = kernel_rows(config, layers, tokens, gen, args.iters)
+            failures += sum(row["difference"] > KERNEL_AGREEMENT for row in kernels)
+            rows += kernels
+            torch.cuda.empty_cache()
     # The prefill shapes' symmetric workspaces go back to the heap before the next model's.
     ag_gemm_op.clear_workspaces()
     gemm_rs_op.clear_workspaces()
@@ -354,6 +364,63 @@ def decode_case(
     return row
 
 
+def kernel_rows(
+    config: DecoderConfig, layers: list[TensorParallelDecoderLayer], tokens: int, gen: torch.Generator, iters: int
+) -> list[dict]:
+    """Prefill's fused elementwise kernels alone (``--kernels``) against the torch ops they replace, at this rank's
+    shapes of a prefill of ``tokens`` tokens (one sequence), on random inputs from ``gen``: ``silu_mul`` against
+    ``silu(gate) * up`` on the halves of the gate/up output [tokens, 2 * I/W], ``rope_rows`` against
+    ``rotate_qkv`` (QK norm too where the model has it) on the QKV output [tokens, (Hq/W + 2 * Hkv/W) * D].
+    µs: median of ``iters`` after a device barrier, max over ranks; GB/s: the traffic a kernel cannot avoid (each
+    input read once, each output written once, the rotary tables left out) / ours' or torch's time; difference:
+    max |ours - torch| / max |torch|."""
+    world = rt.current_world().world_size
+    att, mlp = layers[0].attention, layers[0].mlp
+    inter = mlp.intermediate_size // world
+    hq, hkv, d = att.local_heads, att.local_kv_heads, att.head_dim
+    device = att.qkv.weight.device
+    gate_up = torch.randn(tokens, 2 * inter, device=device, generator=gen).to(torch.bfloat16)
+    gate, up = gate_up.chunk(2, dim=1)
+    qkv = torch.randn(tokens, (hq + 2 * hkv) * d, device=device, generator=gen).to(torch.bfloat16)
+    rope = att.prefill_rope(tokens, qkv.device)
+
+    def torch_rope() -> torch.Tensor:
+        q, k, _ = att.rotate_qkv(qkv.view(1, tokens, -1), rope)
+        return torch.cat([q, k], dim=2).view(tokens, hq + hkv, d)  # the check's layout (the cat is not timed)
+
+    cases: dict[str, tuple[Callable[[], torch.Tensor], Callable[[], object], Callable[[], torch.Tensor], int]] = {
+        "silu_mul": (
+            lambda: silu_mul(gate_up),
+            lambda: functional.silu(gate) * up,
+            lambda: functional.silu(gate) * up,
+            3 * tokens * inter * 2,
+        ),
+        "rope_rows": (
+            lambda: rope_rows(qkv, *rope, tokens, (hq, hkv), att._qk_norm_args()),
+            lambda: att.rotate_qkv(qkv.view(1, tokens, -1), rope),
+            torch_rope,
+            2 * tokens * (hq + hkv) * d * 2,
+        ),
+    }
+    rows = []
+    for name, (ours, base, want, traffic) in cases.items():
+        row: dict = {"phase": "kernel", "model": config.name, "tokens": tokens, "kernel": name}
+        row["difference"] = difference(ours(), want())
+        row["ours us"] = time_ms(ours, warmup=3, reps=iters) * 1000
+        row["torch us"] = time_ms(base, warmup=3, reps=iters) * 1000
+        row["ours GB/s"] = traffic / row["ours us"] / 1e3
+        row["torch GB/s"] = traffic / row["torch us"] / 1e3
+        row["speedup"] = row["torch us"] / row["ours us"]
+        flag = "" if row["difference"] <= KERNEL_AGREEMENT else f" (DIFFERS from torch by {row['difference']:.3g})"
+        rank0_print(
+            f"RESULT kernel {config.name} prefill {tokens} {name}: ours {row['ours us']:.1f} us "
+            f"({row['ours GB/s']:.0f} GB/s), torch {row['torch us']:.1f} us ({row['torch GB/s']:.0f} GB/s) -> "
+            f"{row['speedup']:.2f}x{flag}"
+        )
+        rows.append(row)
+    return rows
+
+
 def finish_row(row: dict, config: DecoderConfig) -> None:
     """Speedup, tokens/s through the model's depth, and the RESULT line."""
     nan = float("nan")
@@ -405,6 +472,7 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
 
     prefill = [r for r in rows if r["phase"] == "prefill"]
     decode = [r for r in rows if r["phase"] == "decode"]
+    kernels = [r for r in rows if r["phase"] == "kernel"]
     compiled = any("torch compiled ms" in r for r in rows)
     lines = [
         f"# Decoder-layer stacks, {size} x {torch.cuda.get_device_name()}, bf16, {args.layers} layers each",
@@ -473,10 +541,45 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
             ],
         )
     )
+    if kernels:
+        lines += [
+            "",
+            "## Prefill kernels",
+            "",
+            "Ours' fused elementwise kernels alone against the torch ops they replace, at one rank's shapes "
+            "(bench/decoder.py --kernels): silu_mul on the gate/up output [tokens, 2 I/W], rope_rows (QK norm and "
+            "RoPE of q and k) on the QKV output. GB/s: the traffic they cannot avoid (inputs read once, output "
+            "written once) / time.",
+            "",
+            markdown_table(
+                [
+                    "model",
+                    "tokens",
+                    "kernel",
+                    "ours µs",
+                    "torch µs",
+                    "ours GB/s",
+                    "torch GB/s",
+                    "speedup",
+                    "difference",
+                ],
+                [
+                    [r["model"], r["tokens"], r["kernel"], f"{r['ours us']:.1f}", f"{r['torch us']:.1f}"]
+                    + [
+                        f"{r['ours GB/s']:.0f}",
+                        f"{r['torch GB/s']:.0f}",
+                        f"{r['speedup']:.2f}x",
+                        fmt(r["difference"], 4),
+                    ]
+                    for r in kernels
+                ],
+            ),
+        ]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    labels = [f"{r['model']}\n{case_name(r)}" for r in rows]
-    series = {"ours (seq-KV decode)": [r["speedup"] for r in rows]}
-    series["ours head-KV decode"] = [r.get("speedup head-KV", float("nan")) for r in rows]
+    charted = prefill + decode
+    labels = [f"{r['model']}\n{case_name(r)}" for r in charted]
+    series = {"ours (seq-KV decode)": [r["speedup"] for r in charted]}
+    series["ours head-KV decode"] = [r.get("speedup head-KV", float("nan")) for r in charted]
     try:
         bar_chart(
             stem.with_suffix(".png"),
@@ -501,6 +604,11 @@ def main() -> int:
     parser.add_argument("--contexts", default=",".join(map(str, CONTEXTS)), help="decode context lengths")
     parser.add_argument("--iters", type=int, default=20, help="timed runs per measurement (median; >= 20)")
     parser.add_argument("--compile", action="store_true", help="also time the baseline under torch.compile")
+    parser.add_argument(
+        "--kernels",
+        action="store_true",
+        help="also time prefill's fused kernels (silu_mul, rope_rows) alone against torch's ops, at each prefill size",
+    )
     parser.add_argument(
         "--prefill-variants",
         default="",

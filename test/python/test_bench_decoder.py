@@ -110,3 +110,44 @@ def test_the_prefill_table_has_a_column_per_variant(monkeypatch: pytest.MonkeyPa
     assert "| unfused" not in header  # not timed in this run: no column
     assert "| tiny | 64 | 2.000 | 1.500 | 4.000 |" in table and "| 2.67x |" in table, table
     assert "speedup unfused" not in row
+
+
+def test_the_kernel_rows_time_each_fused_kernel_against_torch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``--kernels``' rows at TINY's per-rank shapes (the kernels stood in for by the torch ops, which this process
+    cannot launch Triton for; timing and the rank-wide difference stubbed)."""
+    from torch.nn import functional
+
+    from triton_dist.layers.attention import rms_norm, rotate
+
+    layers = _layers()
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def silu_mul(gate_up: torch.Tensor) -> torch.Tensor:
+        shapes["silu_mul"] = tuple(gate_up.shape)
+        gate, up = gate_up.chunk(2, dim=1)
+        return functional.silu(gate) * up
+
+    def rope_rows(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, seq: int, heads: tuple, norm: object):
+        shapes["rope_rows"] = (*qkv.shape, seq, *heads)
+        hq, hkv = heads
+        qk = qkv[:, : (hq + hkv) * 16].unflatten(-1, (hq + hkv, 16))
+        return rotate(rms_norm(qk, None, 1e-6) if norm else qk, cos, sin)
+
+    monkeypatch.setattr(decoder, "silu_mul", silu_mul)
+    monkeypatch.setattr(decoder, "rope_rows", rope_rows)
+    monkeypatch.setattr(decoder.rt, "current_world", lambda: argparse.Namespace(world_size=2))
+    monkeypatch.setattr(decoder, "time_ms", lambda fn, warmup, reps: (fn(), 0.002)[1])  # 2 µs each
+    monkeypatch.setattr(decoder, "difference", lambda got, want: float((got.float() - want.float()).abs().max()))
+    rows = decoder.kernel_rows(TINY, layers, 64, torch.Generator().manual_seed(1), 20)
+    assert [row["kernel"] for row in rows] == ["silu_mul", "rope_rows"]
+    assert shapes == {"silu_mul": (64, 64), "rope_rows": (64, 4 * 16, 64, 2, 1)}  # I/W 32; 2 q heads, 1 KV head
+    assert [row["difference"] for row in rows] == [0.0, 0.0]
+    assert rows[0]["ours GB/s"] == 3 * 64 * 32 * 2 / 2 / 1e3 and rows[1]["ours GB/s"] == 2 * 64 * 3 * 16 * 2 / 2 / 1e3
+    assert all(row["speedup"] == 1.0 and row["ours us"] == 2.0 for row in rows)
+    monkeypatch.setattr(decoder.torch.cuda, "get_device_name", lambda *_: "NVIDIA H200")
+    monkeypatch.setattr(decoder, "describe_machine", lambda started: [])
+    monkeypatch.setattr(decoder, "bar_chart", lambda *args, **kwargs: None)
+    args = argparse.Namespace(layers=2, models=["Llama-3-8B"], compile=False)
+    decoder.write_results(tmp_path, rows, args, 0.0)
+    table = (tmp_path / "decoder_2xH200.md").read_text()
+    assert "## Prefill kernels" in table and "| tiny | 64 | rope_rows | 2.0 | 2.0 | 6 | 6 | 1.00x | 0.0000 |" in table
