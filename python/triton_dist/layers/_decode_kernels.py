@@ -177,14 +177,13 @@ def _rope_rows_kernel(
             w2 = tl.load(kw_ptr + D // 2 + cols, mask=half, other=0.0).to(tl.float32)[None, :]
         x1 = ((xf1 * inv[:, None]).to(x1.dtype).to(tl.float32) * w1).to(x1.dtype)
         x2 = ((xf2 * inv[:, None]).to(x2.dtype).to(tl.float32) * w2).to(x2.dtype)
-    position = (tokens % seq).to(tl.int64)[:, None]
-    table = position * stride_c + cols[None, :]
-    c1 = tl.load(cos_ptr + table, mask=keep, other=0.0)
-    c2 = tl.load(cos_ptr + table + D // 2, mask=keep, other=0.0)
-    s1 = tl.load(sin_ptr + table, mask=keep, other=0.0)
-    s2 = tl.load(sin_ptr + table + D // 2, mask=keep, other=0.0)
-    y1 = x1.to(tl.float32) * c1 + x2.to(tl.float32) * s1
-    y2 = x2.to(tl.float32) * c2 + x1.to(tl.float32) * s2
+    # The tables' second halves only: the angles of dims i and i + D/2 are -a and a (rope_signed_frequencies), so
+    # their cosines are equal and their signed sines opposite.
+    table = (tokens % seq).to(tl.int64)[:, None] * stride_c + D // 2 + cols[None, :]
+    c = tl.load(cos_ptr + table, mask=keep, other=0.0)
+    s = tl.load(sin_ptr + table, mask=keep, other=0.0)
+    y1 = x1.to(tl.float32) * c - x2.to(tl.float32) * s
+    y2 = x2.to(tl.float32) * c + x1.to(tl.float32) * s
     dest = out_ptr + m * stride_o + h * D + cols[None, :]
     tl.store(dest, y1.to(x1.dtype), mask=keep)
     tl.store(dest + D // 2, y2.to(x1.dtype), mask=keep)
@@ -206,7 +205,9 @@ def rope_rows(
     """Prefill's QK norm and RoPE of q and k in one launch on the current stream: ``qkv`` [M, (Hq + 2 * Hkv) * D]
     (``heads`` = (Hq, Hkv); per token Hq q heads, then Hkv k heads, then Hkv v heads; rows of any stride, each row
     contiguous), token m at position ``m % seq`` (sequences of ``seq`` tokens one after another); ``cos`` /
-    ``signed_sin`` fp32 [>= seq, D] (``rope_tables`` of the positions, rows contiguous). Returns ``out`` [M, Hq +
+    ``signed_sin`` fp32 [>= seq, D] (``rope_tables`` of the positions 0, 1, ..., rows contiguous; only their second
+    halves are read: ``rope_tables`` makes the first halves' cosines equal and signed sines opposite to them).
+    Returns ``out`` [M, Hq +
     Hkv, D] (qkv's dtype and device, rows of any stride, each row contiguous; by default a new contiguous tensor):
     q's heads, then k's, RMS-normed per head and scaled by their weight first with ``qk_norm`` ``(q_weight [D],
     k_weight [D], eps)``, then rotated: what ``TensorParallelAttention.rotate_qkv`` computes, rounding where it
