@@ -1,14 +1,15 @@
 """moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases (test_ops_moe_emulation.py) on
 real kernels, hundreds of tokens per rank (``large``: the route count programs' prefixes), normal mode's early push when
 its buffers must grow (``EARLY_CASES``), ``MoeConfig(pipelined=True)`` (every normal case in both layouts, large, bf16
-and fp8), two dispatches in flight before their combines (the double-buffered halves), and low-latency CUDA-graph
-replays with fresh routing each time, all against the torch reference; fp8 dispatch (bit-exact fp8 rows and scales,
-dequantized rows, a graphed low-latency fp8 dispatch), a low-latency expert over its capacity, the default whole-row
-kernels and ``MoeConfig(whole_row=False)``'s chunks at H = 7168 (a normal and a low-latency case each), normal mode's
-``layout="gather"`` (every case, large, two in flight, H = 7168 both ways, fp8 kept and dequantized:
-``recv_x[gather_rows]`` against the reference's rows), ``grouped_gemm`` against torch per expert (both layouts and rows
-through ``gather_rows``, bf16 and fp8), and ``layers.ExpertParallelMoE`` against a dense torch reference (normal,
-low-latency graphed with fresh routing, fp8, ``dispatch_layout="gather"`` in bf16 and fp8).
+and fp8, the gather layout's block copy at H = 7168 over more blocks than copy programs), two dispatches in flight
+before their combines (the double-buffered halves), and low-latency CUDA-graph replays with fresh routing each time, all
+against the torch reference; fp8 dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8
+dispatch), a low-latency expert over its capacity, the default whole-row kernels and ``MoeConfig(whole_row=False)``'s
+chunks at H = 7168 (a normal and a low-latency case each), normal mode's ``layout="gather"`` (every case, large, two in
+flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` against the reference's rows),
+``grouped_gemm`` against torch per expert (both layouts and rows through ``gather_rows``, bf16 and fp8), and
+``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
+``dispatch_layout="gather"`` in bf16 and fp8).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -422,6 +423,14 @@ def _worker(out_dir: str) -> None:
                 record[key].append(f"handle.config is {dispatched[1].config!r}")
             if mode == "normal":  # layout="gather" at H = 7168, whole rows and chunks
                 check_gathered(f"gather/{key}", args, refs, *gathered(args, config))
+    # The pipelined gather layout's block copy at H = 7168 over about 1000 received tokens: more 8192-element blocks
+    # than the expand kernel has copy programs (BULK_COPIERS_PER_SM per SM), the last one partial; the plan's first
+    # call (its push after the summary), then its early push.
+    for seed in (72, 73):
+        xs, idxs, weights, experts = _case_inputs("large", size, seed, hidden=7168)
+        args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, "normal", None)
+        refs = reference_dispatch(xs, idxs, weights, experts, mode="normal")
+        check_gathered(f"pipelined/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
     for name, checks in (
         ("fp8", lambda: _fp8_checks(rank, size, cuda, record)),
         ("grouped_gemm", lambda: _grouped_gemm_checks(cuda, record)),
