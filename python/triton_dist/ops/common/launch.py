@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from triton import knobs
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_dist import runtime as rt
 
@@ -33,6 +34,18 @@ try:  # what Triton's own launch path asks for the stream (torch.cuda.current_st
 except ImportError:  # a torch without CUDA: there is nothing to launch on, and the fallback says so when called
     current_raw_stream = _current_stream_handle
 
+current_device_index: Callable[[], int]
+"""The current CUDA device's index: ``torch.cuda.current_device()`` without its Python wrapper (a plan's call, which
+runs after CUDA is initialized, asks it to decide whether to switch devices)."""
+try:
+    from torch._C import _cuda_getDevice
+
+    current_device_index = _cuda_getDevice
+except ImportError:  # a torch without CUDA: torch.cuda's own function says so when called
+
+    def current_device_index() -> int:
+        return torch.cuda.current_device()
+
 
 @dataclass
 class LaunchPlan:
@@ -47,6 +60,12 @@ class LaunchPlan:
     tensors: tuple[torch.Tensor, ...] = ()
     """The tensors whose addresses ``args`` holds, kept alive with the plan."""
 
+    def __post_init__(self) -> None:
+        kernel = self.kernel  # its launcher and handles, read once (``CompiledKernel.run`` is a property)
+        self._run = kernel.run
+        self._function = kernel.function
+        self._packed_metadata = kernel.packed_metadata
+
     def launch(self, device: torch.device, *leading: Any) -> None:
         """Enqueue the kernel on ``device``'s current stream, ``leading`` its first arguments."""
         if device.index != torch.cuda.current_device():  # the launcher launches in the current device's context
@@ -57,20 +76,63 @@ class LaunchPlan:
 
     def launch_on(self, stream: int, *leading: Any) -> None:
         """Enqueue the kernel on the raw stream handle ``stream`` (of the current device), ``leading`` first."""
-        kernel = self.kernel
-        enter, leave = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
-        if _has_hooks(enter) or _has_hooks(leave):
-            metadata = kernel.launch_metadata(self.grid, stream, *leading, *self.args)
+        runtime = knobs.runtime
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+        # Whether a hook would run (Triton 3.6: a ``HookChain``, empty unless someone registered a hook).
+        if (enter is not None and getattr(enter, "calls", True)) or (
+            leave is not None and getattr(leave, "calls", True)
+        ):
+            metadata = self.kernel.launch_metadata(self.grid, stream, *leading, *self.args)
         else:  # nobody listens: skip building the launch metadata and the launcher's two empty hook calls
             metadata = enter = leave = None
-        kernel.run(
-            *self.grid, stream, kernel.function, kernel.packed_metadata, metadata, enter, leave, *leading, *self.args
-        )
+        x, y, z = self.grid
+        self._run(x, y, z, stream, self._function, self._packed_metadata, metadata, enter, leave, *leading, *self.args)
 
 
-def _has_hooks(hook: Any) -> bool:
-    """Whether a launch hook (Triton 3.6: a ``HookChain``, empty unless someone registered a hook) would run."""
-    return hook is not None and bool(getattr(hook, "calls", True))
+class _Address:
+    """A device address with its dtype, standing in for a tensor as a TMA descriptor's base: what
+    ``TensorDescriptor`` and Triton's launcher read of it (``data_ptr()``, ``dtype``), without keeping the tensor or
+    its memory alive."""
+
+    __slots__ = ("_address", "dtype")
+
+    def __init__(self, address: int, dtype: torch.dtype) -> None:
+        self._address = address
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        return self._address
+
+
+class DescriptorCache:
+    """The host TMA descriptors of one operand of one plan, by the operand's address.
+
+    A plan serves one signature, so its operand in one position always has the same shape, strides and dtype; the
+    descriptor then depends only on the address, which repeats across calls (the same weights, and activations and
+    outputs that the caching allocator hands out again). A hit saves building and validating a ``TensorDescriptor``
+    (a few µs of host time per operand and call). The descriptors hold addresses, not tensors, so the cache never
+    keeps memory alive; it holds at most ``MAX_ENTRIES`` addresses (then starts over).
+    """
+
+    MAX_ENTRIES = 16
+
+    def __init__(self, block: list[int]) -> None:
+        self.block = block
+        self._by_address: dict[int, TensorDescriptor] = {}
+
+    def __call__(self, tensor: torch.Tensor) -> TensorDescriptor:
+        """The descriptor of ``tensor`` (of this plan's operand's shape, strides and dtype) with this block.
+
+        Raises ``AssertionError`` as ``TensorDescriptor`` does for an address off a 16-byte boundary."""
+        address = tensor.data_ptr()
+        found = self._by_address.get(address)
+        if found is None:
+            if len(self._by_address) >= self.MAX_ENTRIES:
+                self._by_address.clear()
+            base = _Address(address, tensor.dtype)
+            found = TensorDescriptor(base, tensor.shape, tensor.stride(), self.block)
+            self._by_address[address] = found
+        return found
 
 
 @dataclass

@@ -55,7 +55,9 @@ class StreamOps:
     def copy(self, destination: int, source: int, nbytes: int, stream: int) -> None:
         """Enqueue ``nbytes`` from device address ``source`` to ``destination`` (a peer's, through its mapping)."""
         if self._driver is not None:
-            self._check(self._copy(destination, source, nbytes, stream), "cuMemcpyDtoDAsync")
+            result = self._copy(destination, source, nbytes, stream)
+            if result[0] != self._success:
+                self._check(result, "cuMemcpyDtoDAsync")
             return
         src = _bytes_at(source, nbytes, self.device)
         dst = _bytes_at(destination, nbytes, self.device)
@@ -78,9 +80,15 @@ class StreamOps:
         waits for that record, whatever is recorded on the event later.
         """
         if self._driver is not None:
-            event = self._event(name)
-            self._check(self._record(event, first), "cuEventRecord")
-            self._check(self._wait(then, event, 0), "cuStreamWaitEvent")
+            event = self._events.get(name)
+            if event is None:
+                event = self._event(name)
+            result = self._record(event, first)
+            if result[0] != self._success:
+                self._check(result, "cuEventRecord")
+            result = self._wait(then, event, 0)
+            if result[0] != self._success:
+                self._check(result, "cuStreamWaitEvent")
             return
         event = self._torch_events.get(name)
         if event is None:
