@@ -53,7 +53,14 @@ from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
-from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, compile_plan, current_raw_stream
+from triton_dist.ops.common.launch import (
+    DescriptorCache,
+    EmulatedLaunch,
+    LaunchPlan,
+    compile_plan,
+    current_device_index,
+    current_raw_stream,
+)
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
 from triton_dist.ops.matmul import MatmulConfig, check_operands, config_for_target, num_sms
 from triton_dist.ops.tuning import OverlapConfig
@@ -192,48 +199,58 @@ class FusedPlan:
     first_copies: int  # how many copies (the first chunk for every peer) go before the GEMM's launch
     host_copies: tuple[_HostCopy, ...] = ()
     """The copy-engine producer under the CPU emulation (``copies`` is empty there)."""
+    _call: _CallConstants = dataclasses.field(init=False, repr=False)
+    _first: tuple[tuple[int, int, int, int], ...] = dataclasses.field(init=False, repr=False)
+    """The producer's copies enqueued before the GEMM's launch, as ``_enqueue_copies`` takes them."""
+    _rest: tuple[tuple[int, int, int, int], ...] = dataclasses.field(init=False, repr=False)
+    _pushes: bool = dataclasses.field(init=False, repr=False)
+    _descriptors: tuple[DescriptorCache, DescriptorCache, DescriptorCache] = dataclasses.field(init=False, repr=False)
+    """The TMA descriptors of a, b and C by address (the TMA kernel)."""
+
+    def __post_init__(self) -> None:
+        self._call = _CallConstants.of(self.workspace, self.rows, self.n, self.side, self.gemm)
+        copies = () if self.no_comm or self.push is not None else _copy_arguments(self.copies)
+        self._first, self._rest = copies[: self.first_copies], copies[self.first_copies :]
+        self._pushes = self.push is not None and not self.no_comm
+        self._descriptors = (
+            DescriptorCache(self.a_block), DescriptorCache(self.b_block), DescriptorCache(self.c_block)
+        )  # fmt: skip
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        device = a.device
-        if isinstance(self.gemm, EmulatedLaunch):  # the CPU emulation
+        """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back)."""
+        call = self._call
+        if call.emulated:  # the CPU emulation
             return self._run_emulated(a, b)
-        if device.index != torch.cuda.current_device():  # the launchers launch in the current device's context
-            with torch.cuda.device(device):
+        index = call.device_index
+        if index is not None and index != current_device_index():  # the launchers launch in the current context
+            with torch.cuda.device(index):
                 return self.run(a, b)
-        assert self.side is not None and self.stream_ops is not None, "a GPU plan has its side stream"
-        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=device)
-        main = current_raw_stream(device.index)
-        side = self.side.cuda_stream
-        ws = self.workspace
+        ops = self.stream_ops
+        assert ops is not None, "a GPU plan has its stream operations"
+        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device)
+        main = current_raw_stream(call.device.index)
+        side = call.side
         self.begin.launch_on(main)
         if self.no_comm:  # diagnosis only (bench/ag_gemm.py): every flag already holds the epoch, nothing travels
+            ws = self.workspace
             ws.flags[: self.flag_count].copy_(ws.epoch.expand(self.flag_count))
-        ops = self.stream_ops
         ops.order("ag_gemm.fork", main, side)
-        base, epoch = a.data_ptr(), ws.epoch.data_ptr()
-        if not self.no_comm:
-            if self.push is not None:
-                self.push.launch_on(side, base)
-            else:
-                # The first chunk for every peer before the GEMM's launch, the rest after it: the copy engine and
-                # the GEMM both start as early as the host allows, whatever the number of chunks.
-                for copy in self.copies[: self.first_copies]:
-                    ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
-                    ops.copy(copy.flag, epoch, 4, side)  # stream-ordered after the chunk
+        base = a.data_ptr()
+        if self._pushes:
+            assert self.push is not None
+            self.push.launch_on(side, base)
+        elif self._first:
+            # The first chunk for every peer before the GEMM's launch, the rest after it: the copy engine and the
+            # GEMM both start as early as the host allows, whatever the number of chunks. Each chunk's flag copy is
+            # stream-ordered after it.
+            _enqueue_copies(ops, self._first, base, call.epoch, side)
         if self.use_tma:
-            self.gemm.launch_on(
-                main,
-                TensorDescriptor(a, a.shape, a.stride(), self.a_block),
-                self.recv_desc,
-                TensorDescriptor(b, b.shape, b.stride(), self.b_block),
-                TensorDescriptor(c, c.shape, c.stride(), self.c_block),
-            )
+            a_desc, b_desc, c_desc = self._descriptors
+            self.gemm.launch_on(main, a_desc(a), self.recv_desc, b_desc(b), c_desc(c))
         else:
-            self.gemm.launch_on(main, a.data_ptr(), ws.recv.data_ptr(), b.data_ptr(), c.data_ptr())
-        if not self.no_comm and self.push is None:
-            for copy in self.copies[self.first_copies :]:
-                ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
-                ops.copy(copy.flag, epoch, 4, side)
+            self.gemm.launch_on(main, base, call.recv, b.data_ptr(), c.data_ptr())
+        if self._rest:
+            _enqueue_copies(ops, self._rest, base, call.epoch, side)
         ops.order("ag_gemm.join", side, main)
         return c
 
@@ -257,6 +274,57 @@ class FusedPlan:
     def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
         """all_gather(a), from the receive buffer this call filled (stream-ordered after the call)."""
         return _gathered(self.workspace, a, rank)
+
+
+@dataclasses.dataclass(frozen=True)
+class _CallConstants:
+    """What every GPU call of a plan reads besides the launches, resolved once: the output's shape, dtype and
+    device, the device's index (None for a plan of CPU tensors), the side stream's handle, the addresses of the
+    epoch counter and the receive buffer, and whether the plan runs under the CPU emulation."""
+
+    c_shape: tuple[int, int]
+    dtype: torch.dtype
+    device: torch.device
+    device_index: int | None
+    side: int
+    epoch: int
+    recv: int
+    emulated: bool
+
+    @staticmethod
+    def of(
+        ws: Workspace, rows: int, n: int, side: torch.cuda.Stream | None, launch: LaunchPlan | EmulatedLaunch
+    ) -> _CallConstants:
+        """The constants of a plan on ``ws`` with a [rows, n] output (its operands are the receive buffer's dtype:
+        the signature fixes it)."""
+        device = ws.recv.device
+        return _CallConstants(
+            c_shape=(rows, n),
+            dtype=ws.recv.dtype,
+            device=device,
+            device_index=device.index,
+            side=0 if side is None else side.cuda_stream,
+            epoch=ws.epoch.data_ptr(),
+            recv=ws.recv.data_ptr(),
+            emulated=isinstance(launch, EmulatedLaunch),
+        )
+
+
+def _copy_arguments(copies: tuple[_Copy, ...]) -> tuple[tuple[int, int, int, int], ...]:
+    """``copies`` as ``_enqueue_copies`` takes them: (destination, source offset, bytes, flag address)."""
+    return tuple((copy.destination, copy.source_offset, copy.nbytes, copy.flag) for copy in copies)
+
+
+def _enqueue_copies(
+    ops: StreamOps, copies: tuple[tuple[int, int, int, int], ...], base: int, epoch: int, stream: int
+) -> None:
+    """The copy-engine producer's part of a call on ``stream``: per (destination, source offset, bytes, flag) of
+    ``copies``, the chunk at ``base`` + offset to its destination, then the epoch counter's 4 bytes at ``epoch`` to
+    the peer's flag (stream-ordered after the chunk, so the peer reads the rows once it sees the epoch)."""
+    copy = ops.copy
+    for destination, offset, nbytes, flag in copies:
+        copy(destination, base + offset, nbytes, stream)
+        copy(flag, epoch, 4, stream)
 
 
 def _gathered(ws: Workspace, a: torch.Tensor, rank: int) -> torch.Tensor:
@@ -288,26 +356,33 @@ class CublasPlan:
     stream_ops: StreamOps | None
     host_copies: tuple[_HostCopy, ...] = ()
     """The copy-engine producer under the CPU emulation (``copies`` is empty there)."""
+    _call: _CallConstants = dataclasses.field(init=False, repr=False)
+    _copies: tuple[tuple[int, int, int, int], ...] = dataclasses.field(init=False, repr=False)
+    _world_size: int = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._call = _CallConstants.of(self.workspace, self.rows, self.n, self.side, self.begin)
+        self._copies = _copy_arguments(self.copies)
+        self._world_size = self.rows // self.m_local
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        device = a.device
-        if isinstance(self.begin, EmulatedLaunch):  # the CPU emulation
+        """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back)."""
+        call = self._call
+        if call.emulated:  # the CPU emulation
             return self._run_emulated(a, b)
-        if device.index != torch.cuda.current_device():  # the launchers launch in the current device's context
-            with torch.cuda.device(device):
+        index = call.device_index
+        if index is not None and index != current_device_index():  # the launchers launch in the current context
+            with torch.cuda.device(index):
                 return self.run(a, b)
-        assert self.side is not None and self.stream_ops is not None, "a GPU plan has its side stream"
-        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=device)
-        parts = c.split(self.m_local)
-        main = current_raw_stream(device.index)
-        side = self.side.cuda_stream
         ops = self.stream_ops
+        assert ops is not None, "a GPU plan has its stream operations"
+        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device)
+        parts = c.chunk(self._world_size)  # rows = W * m_local: W parts of m_local rows (one dispatcher op)
+        main = current_raw_stream(call.device.index)
+        side = call.side
         self.begin.launch_on(main)
         ops.order("ag_gemm.cublas.fork", main, side)
-        base, epoch = a.data_ptr(), self.workspace.epoch.data_ptr()
-        for copy in self.copies:
-            ops.copy(copy.destination, base + copy.source_offset, copy.nbytes, side)
-            ops.copy(copy.flag, epoch, 4, side)  # stream-ordered after the shard
+        _enqueue_copies(ops, self._copies, a.data_ptr(), call.epoch, side)
         torch.mm(a, b, out=parts[self.rank])
         for segment, wait, received in self.waits:
             wait.launch_on(main)
@@ -637,6 +712,10 @@ def ag_gemm(
     Triton's interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
     """
     if plain_eager(a, b):
+        if not return_gathered:  # the common call: the plan's lookup and launches, nothing else
+            plan = _plans.get(operand_signature(a, b, None, False))
+            if plan is not None:
+                return plan.run(a, b)[0] if isinstance(plan, UnfusedPlan) else plan.run(a, b)
         c, gathered = ag_gemm_impl(a, b, return_gathered)
     else:
         c, gathered = torch.ops.triton_dist.ag_gemm(a, b, return_gathered)
