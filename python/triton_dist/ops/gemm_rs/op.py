@@ -27,7 +27,14 @@ from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import OpInputError, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
-from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, compile_plan, current_raw_stream
+from triton_dist.ops.common.launch import (
+    DescriptorCache,
+    EmulatedLaunch,
+    LaunchPlan,
+    compile_plan,
+    current_device_index,
+    current_raw_stream,
+)
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
 from triton_dist.ops.gemm_rs.config import CUBLAS_DIRECT, GemmRSConfig, choose_config
 from triton_dist.ops.gemm_rs.kernels import (
@@ -239,13 +246,23 @@ class TritonPlan:
     local_only: bool
     emulated: bool = False
     """The CPU emulation: the launches take the tensors themselves (Triton's interpreter), on no stream."""
+    _descriptors: tuple[DescriptorCache, DescriptorCache] = dataclasses.field(init=False, repr=False)
+    """The TMA descriptors of a and b by address (the TMA kernel)."""
+
+    def __post_init__(self) -> None:
+        self._descriptors = (DescriptorCache(self.a_block), DescriptorCache(self.b_block))
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """This rank's reduced shard of ``a @ b`` over the ranks, enqueued on the current stream."""
+        device = a.device
+        if device.index is not None and device.index != current_device_index():  # the launchers' context
+            with torch.cuda.device(device):
+                return self.run(a, b)
         if self.clone_a:
             a = a.clone()
         if self.clone_b:
             b = b.clone()
-        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
+        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=device)
         if not self.local_only:
             self.workspace.epoch.add_(1)
         if self.emulated:
@@ -253,10 +270,11 @@ class TritonPlan:
             if self.reduce is not None:
                 self.reduce.launch_on(0, out)
             return out
-        stream = current_raw_stream(a.device.index)
+        stream = current_raw_stream(device.index)
         if self.use_tma:
-            a_arg: Any = TensorDescriptor(a, a.shape, a.stride(), self.a_block)
-            b_arg: Any = TensorDescriptor(b, b.shape, b.stride(), self.b_block)
+            a_desc, b_desc = self._descriptors
+            a_arg: Any = a_desc(a)
+            b_arg: Any = b_desc(b)
         else:
             a_arg, b_arg = a.data_ptr(), b.data_ptr()
         self.gemm.launch_on(stream, a_arg, b_arg, out.data_ptr())
@@ -310,17 +328,33 @@ class CublasPlan:
     reduce: LaunchPlan | EmulatedLaunch
     side: torch.cuda.Stream | None  # None under the CPU emulation (as stream_ops)
     stream_ops: StreamOps | None
+    _dtype: torch.dtype = dataclasses.field(init=False, repr=False)
+    _device: torch.device = dataclasses.field(init=False, repr=False)
+    _device_index: int | None = dataclasses.field(init=False, repr=False)
+    """The GPU's index (None for a plan of CPU tensors: no device context to switch to)."""
+    _side: int = dataclasses.field(init=False, repr=False)
+    _direct: bool = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        own = self.workspace.own  # [M/W, N] in the operands' dtype, on their device (the signature fixes both)
+        self._dtype, self._device, self._device_index = own.dtype, own.device, own.device.index
+        self._side = 0 if self.side is None else self.side.cuda_stream
+        self._direct = self.producer == "direct"
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """This rank's reduced shard of ``a @ b`` over the ranks; launches on the current stream (and the side
         stream for "ce")."""
-        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
+        index = self._device_index
+        if index is not None and index != current_device_index():
+            with torch.cuda.device(index):  # the launchers launch in the current device's context
+                return self.run(a, b)
+        out = torch.empty((self.shard, self.n), dtype=self._dtype, device=self._device)
         shards = a.chunk(self.world_size)  # the W row shards (one dispatcher op; m is a multiple of W)
-        if self.side is None or self.stream_ops is None:  # the CPU emulation
+        if self.stream_ops is None:  # the CPU emulation
             return self._run_emulated(shards, b, out)
-        main = current_raw_stream(a.device.index)
+        main = current_raw_stream(self._device.index)
         self.begin.launch_on(main)
-        if self.producer == "direct":
+        if self._direct:
             for send in self.sends:
                 if send.wait_ack is not None:  # (merged_sync: the begin kernel waited for every ack)
                     send.wait_ack.launch_on(main)
@@ -331,7 +365,7 @@ class CublasPlan:
                 self.wait.launch_on(main)
             self.reduce.launch_on(main, out.data_ptr())
             return out
-        side = self.side.cuda_stream
+        side = self._side
         for send in self.sends:
             assert send.wait_ack is not None
             torch.mm(shards[send.peer], b, out=send.destination)
@@ -571,13 +605,7 @@ def _described(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> dict[s
 
 def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
     """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op."""
-    plan = plan_for(a, b, config)
-    if type(plan) is UnfusedPlan or type(plan) is EmptyPlan or a.device.type == "cpu":
-        return plan.run(a, b)  # torch calls only (or the CPU emulation): no device context needed
-    if a.device.index != torch.cuda.current_device():
-        with torch.cuda.device(a.device):  # the launchers launch in the current device's context
-            return plan.run(a, b)
-    return plan.run(a, b)
+    return plan_for(a, b, config).run(a, b)  # a plan that launches kernels switches to the operands' device
 
 
 def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
@@ -636,6 +664,9 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
     """
     if plain_eager(a, b):
+        plan = None if _check_always else _plans.get(operand_signature(a, b, None, False))
+        if plan is not None:  # the common call: the plan's lookup and launches, nothing else
+            return plan.run(a, b)
         return gemm_rs_with(a, b)
     return torch.ops.triton_dist.gemm_rs(a, b)
 
