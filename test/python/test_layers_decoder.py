@@ -567,3 +567,38 @@ def test_sequence_cache_needs_flash_decodes_head_dim() -> None:
     layer = TensorParallelDecoderLayer(small, random_weights(small), rank=0, world_size=2)
     with pytest.raises(LayerError, match="takes head_dim 128, not 64"):
         layer.new_cache(1, 8, "sequence")
+
+
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_the_prefill_kernels_compile_to_16_byte_accesses(qk_norm: bool) -> None:
+    """``silu_mul`` and ``rope_rows`` for sm_90 at prefill's layouts (row strides and widths multiples of 16
+    elements, as a launch specializes them): every global load and store moves 16 bytes (``v4.b32``), what keeps
+    the elementwise passes at memory bandwidth. ``rope_rows`` reads each half of x once (2 such loads per thread
+    each at 4 warps over [32 tokens, 64] tiles) and one half of each fp32 table (4 each; 2 more loads for the QK
+    norm weights), and stores each half once (2 each)."""
+    import re
+    from collections import Counter
+
+    from triton_dist import testing
+    from triton_dist.layers._decode_kernels import ROPE_ROWS_BLOCK_T, SILU_BLOCK, _rope_rows_kernel, _silu_mul_kernel
+
+    ints = {"cols": "i32", "stride_s": "i32", "stride_o": "i32"}
+    silu = testing.compile_for(
+        _silu_mul_kernel,
+        {"src_ptr": "*bf16", "out_ptr": "*bf16", **ints},
+        constexprs={"BLOCK": SILU_BLOCK},
+        aligned=["src_ptr", "out_ptr", *ints],
+    )
+    accesses = Counter(re.findall(r"(?:ld|st)\.global[.\w]*", silu.asm["ptx"]))
+    assert accesses == {"ld.global.v4.b32": 2, "st.global.v4.b32": 1}, accesses
+    pointers = {name: "*bf16" for name in ("src_ptr", "qw_ptr", "kw_ptr", "out_ptr")}
+    pointers |= {"cos_ptr": "*fp32", "sin_ptr": "*fp32"}
+    scalars = {"rows": "i32", "seq": "i32", "eps": "fp32", "stride_s": "i32", "stride_c": "i32", "stride_o": "i32"}
+    rope = testing.compile_for(
+        _rope_rows_kernel,
+        pointers | scalars,
+        constexprs={"HQ": 16, "D": 128, "BLOCK_T": ROPE_ROWS_BLOCK_T, "BLOCK_H": 64, "QK_NORM": qk_norm},
+        aligned=[*pointers, "rows", "stride_s", "stride_c", "stride_o"],
+    )
+    accesses = Counter(re.findall(r"(?:ld|st)\.global[.\w]*", rope.asm["ptx"]))
+    assert accesses == {"ld.global.v4.b32": 2 * 2 + 2 * 4 + 2 * qk_norm, "st.global.v4.b32": 2 * 2}, accesses
