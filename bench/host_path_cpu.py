@@ -12,6 +12,12 @@ allocates host memory); the eager timings of the GPU benchmarks include them.
 Per op: the minimum over ``--repeats`` of the mean time of ``--calls`` back-to-back calls, after warm-up calls (the
 first call of a shape runs the ranks' agreement and the first launch). ``--profile OP`` adds cProfile's top lines
 for OP (its overhead inflates every line; use it for where the time goes, not how much there is).
+
+The overlap ops (``ag_gemm`` and ``gemm_rs``, issue 24) are timed on their GPU paths: plans for two ranks are built
+by hand the way their builders build them (launch plans with the launcher that does nothing, every copy's address,
+the side stream, ``StreamOps`` on a driver whose calls return success at once) and stored in the op's plan cache
+under the call's signature, so a call runs the whole eager path from the public function to the last launch. Their
+operands are tiny (``torch.mm`` on the CPU stands in for cuBLAS's host path); ``--only overlap`` times only them.
 """
 
 from __future__ import annotations
@@ -26,15 +32,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import torch
 import torch.distributed as dist
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 import triton_dist.ops
 from triton_dist import runtime as rt
 from triton_dist.ops.common import gpu
 from triton_dist.ops.common import launch as launch_plan
+from triton_dist.ops.common import stream_ops as stream_ops_module
+from triton_dist.ops.common.dispatch import operand_signature
 
 OPS_WITH_PLANS = ("all_reduce", "flash_decode", "gemm_ar")
 """The ops that launch through a ``LaunchPlan`` (their ``op`` modules' ``first_launch`` is stubbed)."""
@@ -78,8 +88,129 @@ def stub_the_gpu() -> None:
     for name in OPS_WITH_PLANS:
         op = importlib.import_module(f"triton_dist.ops.{name}.op")
         op.first_launch = _first_launch_without_gpu
-        op.gpu_world = lambda name, error: rt.current_world()  # the heap on the CPU stands in for a GPU's
+    for module in list(sys.modules.values()):  # every op module's import of gpu_world (all_reduce.nodes too)
+        if getattr(module, "__name__", "").startswith("triton_dist.ops.") and hasattr(module, "gpu_world"):
+            module.gpu_world = lambda name, error: rt.current_world()  # the heap on the CPU stands in for a GPU's
     gpu._sms[None] = 132  # an H200's SMs: the split count
+
+
+class _DriverThatDoesNothing:
+    """The cuda-bindings driver calls ``StreamOps`` makes, each returning success at once (a result tuple, as the
+    real ones)."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    class CUevent_flags:  # noqa: N801 (cuda-bindings' name)
+        CU_EVENT_DISABLE_TIMING = 2
+
+    @staticmethod
+    def cuMemcpyDtoDAsync(destination: int, source: int, nbytes: int, stream: int) -> tuple[int]:  # noqa: N802
+        return (0,)
+
+    @staticmethod
+    def cuEventRecord(event: Any, stream: int) -> tuple[int]:  # noqa: N802
+        return (0,)
+
+    @staticmethod
+    def cuStreamWaitEvent(stream: int, event: Any, flags: int) -> tuple[int]:  # noqa: N802
+        return (0,)
+
+    @staticmethod
+    def cuEventCreate(flags: int) -> tuple[int, object]:  # noqa: N802
+        return (0, object())
+
+
+OVERLAP_WORLD = 2
+"""The world size the overlap ops' plans are built for (bench/sweep.py's), in this one process."""
+
+
+def _launch(arguments: int) -> launch_plan.LaunchPlan:
+    """A launch plan of a kernel with ``arguments`` fixed arguments, on the launcher that does nothing."""
+    return launch_plan.LaunchPlan(rt.current_world(), _LauncherThatDoesNothing(), (1, 1, 1), (0,) * arguments)
+
+
+def _store(op: Any, a: torch.Tensor, b: torch.Tensor, plan: Any, *options: Any) -> None:
+    """Put ``plan`` in ``op``'s plan cache under the signature of a call with ``a``, ``b`` and ``options``."""
+    signature = operand_signature(a, b, *options)
+    op._plans.get(signature)  # binds the cache to the current world
+    op._plans._plans[signature] = plan
+
+
+def overlap_calls() -> dict[str, Callable[[], object]]:
+    """One eager call of each GPU path of ``ag_gemm`` and ``gemm_rs`` on two ranks' plans (fp32, tiny operands:
+    the CPU computes a tiny fp32 product in about the time torch's dispatch takes),
+    and ``torch.mm`` alone for scale."""
+    ag = importlib.import_module("triton_dist.ops.ag_gemm.op")
+    rs = importlib.import_module("triton_dist.ops.gemm_rs.op")
+    from triton_dist.ops.tuning import OverlapConfig
+
+    w, k, n, dtype = OVERLAP_WORLD, 16, 16, torch.float32
+    ag.current_raw_stream = rs.current_raw_stream = launch_plan.current_raw_stream  # stub_the_gpu's
+    stream_ops_module._driver = lambda: _DriverThatDoesNothing
+    ops = stream_ops_module.StreamOps(torch.device("cpu"))
+    side = SimpleNamespace(cuda_stream=0)
+    b = torch.randn(k, n, dtype=dtype)
+    calls: dict[str, Callable[[], object]] = {}
+
+    def ag_workspace(m_local: int) -> Any:
+        recv, flags = torch.empty(w * m_local, k, dtype=dtype), torch.zeros(1024, dtype=torch.int32)
+        peer_recv, peer_flags = {1: torch.empty_like(recv)}, {1: torch.zeros_like(flags)}
+        return ag.Workspace(recv, flags, torch.zeros(1, dtype=torch.int32), torch.zeros(w, dtype=torch.int32),
+                            peer_recv, peer_flags)  # fmt: skip
+
+    for chunks, use_tma in ((4, False), (4, True)):
+        m_local = 16 if use_tma else 8  # a shape per plan: the signatures differ
+        a = torch.randn(m_local, k, dtype=dtype)
+        ws = ag_workspace(m_local)
+        copies, _ = ag._producer_copies(ws, a, 0, w, m_local // chunks, False)
+        block = [64, 64]
+        plan = ag.FusedPlan(
+            config=OverlapConfig(), workspace=ws, rows=w * m_local, n=n, begin=_launch(2), gemm=_launch(16),
+            use_tma=use_tma, a_block=block, b_block=block, c_block=block,
+            recv_desc=TensorDescriptor.from_tensor(ws.recv, block) if use_tma else None, push=None, copies=copies,
+            side=side, stream_ops=ops, no_comm=False, flag_count=w * chunks, first_copies=w - 1,
+        )  # fmt: skip
+        _store(ag, a, b, plan, None, False)
+        name = f"ag_gemm fused{' TMA' if use_tma else ''}, {chunks} chunks"
+        calls[name] = lambda a=a: triton_dist.ops.ag_gemm(a, b)
+
+    m_local = 4
+    a_cublas = torch.randn(m_local, k, dtype=dtype)
+    ws = ag_workspace(m_local)
+    copies, _ = ag._producer_copies(ws, a_cublas, 0, w, m_local, False)
+    waits = tuple((s, _launch(3), ws.recv[s * m_local : (s + 1) * m_local]) for s in range(1, w))
+    cublas = ag.CublasPlan(
+        workspace=ws, rank=0, m_local=m_local, rows=w * m_local, n=n, begin=_launch(2), waits=waits,
+        copies=copies, side=side, stream_ops=ops,
+    )  # fmt: skip
+    _store(ag, a_cublas, b, cublas, None, False)
+    calls["ag_gemm cuBLAS path"] = lambda: triton_dist.ops.ag_gemm(a_cublas, b)
+
+    for producer in ("direct", "ce"):
+        shard = 8 if producer == "direct" else 12
+        a_rs = torch.randn(w * shard, k, dtype=dtype)
+        rs_ws = rs.CublasWorkspace(
+            recv=torch.empty(w - 1, shard, n, dtype=dtype), flags=torch.zeros(w, dtype=torch.int32),
+            ack=torch.zeros(w, dtype=torch.int32), epoch=torch.zeros(1, dtype=torch.int32),
+            send=torch.empty(w - 1, shard, n, dtype=dtype), own=torch.empty(shard, n, dtype=dtype),
+            peer_recv={1: torch.empty(w - 1, shard, n, dtype=dtype)},
+        )  # fmt: skip
+        merged = producer == "direct"
+        slot = rs_ws.peer_recv[1][0]
+        copy = (slot.data_ptr(), rs_ws.send[0].data_ptr(), slot.numel() * slot.element_size())
+        destination = slot if merged else rs_ws.send[0]
+        sends = (rs._Send(1, destination, _launch(4), None if merged else _launch(4), copy, slot),)
+        rs_plan = rs.CublasPlan(
+            rs_ws, 0, w, shard, n, producer, _launch(2), sends, None if merged else _launch(2), _launch(5),
+            side, ops,
+        )  # fmt: skip
+        _store(rs, a_rs, b, rs_plan, None, False)
+        calls[f"gemm_rs cuBLAS path, {producer}"] = lambda a=a_rs: triton_dist.ops.gemm_rs(a, b)
+
+    out = torch.empty(m_local, n, dtype=dtype)
+    calls["torch.mm(4 x 16 @ 16 x 16, out=) alone"] = lambda: torch.mm(a_cublas, b, out=out)
+    return calls
 
 
 def decode_calls() -> dict[str, Callable[[], object]]:
@@ -103,15 +234,21 @@ def decode_calls() -> dict[str, Callable[[], object]]:
     }
 
 
-def us_per_call(call: Callable[[], object], calls: int, repeats: int) -> float:
+def _repeat(call: Callable[[], object], calls: int) -> None:
+    """``calls`` calls, each result dropped before the next call (as a loop of eager calls drops its outputs)."""
+    for _ in range(calls):
+        call()
+
+
+def us_per_call(call: Callable[[], object], calls: int, repeats: int, clock: Callable[[], int]) -> float:
     for _ in range(3):
         call()
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter_ns()
+        start = clock()
         for _ in range(calls):
             call()
-        best = min(best, (time.perf_counter_ns() - start) / calls / 1000.0)
+        best = min(best, (clock() - start) / calls / 1000.0)
     return best
 
 
@@ -120,6 +257,13 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=20000, help="calls per timed repeat")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats per op (the minimum is reported)")
     parser.add_argument("--profile", default="", help="an op name prefix, e.g. all_reduce: print cProfile's lines")
+    parser.add_argument("--only", choices=("all", "decode", "overlap"), default="all", help="which ops to time")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="cpu: this thread's CPU time (steadier than wall time on a machine other processes share)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as directory:
@@ -127,14 +271,20 @@ def main() -> int:
         try:
             rt.init(heap_size="256M", device="cpu")
             stub_the_gpu()
-            calls = decode_calls()
-            print(f"µs per eager call, host only (launch stubbed), min of {args.repeats} x {args.calls} calls:")
+            calls = decode_calls() if args.only in ("all", "decode") else {}
+            if args.only in ("all", "overlap"):
+                calls.update(overlap_calls())
+            clock = time.thread_time_ns if args.clock == "cpu" else time.perf_counter_ns
+            print(
+                f"µs per eager call ({args.clock} time), host only (launch stubbed), min of {args.repeats} x "
+                f"{args.calls} calls:"
+            )
             for name, call in calls.items():
-                print(f"  {name:36s} {us_per_call(call, args.calls, args.repeats):7.2f}")
+                print(f"  {name:42s} {us_per_call(call, args.calls, args.repeats, clock):7.2f}")
             for name, call in calls.items():
                 if args.profile and name.startswith(args.profile):
                     profile = cProfile.Profile()
-                    profile.runcall(lambda call=call: [call() for _ in range(args.calls)])
+                    profile.runcall(_repeat, call, args.calls)
                     print(f"\ncProfile, {args.calls} calls of {name}:")
                     pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(20)
             rt.finalize()
