@@ -1007,8 +1007,8 @@ class Bench:
             self.extras["notes"].append(
                 f"{PIPELINED} / {PIPELINED_GATHER}: ours with moe_dispatch(..., config=MoeConfig(pipelined=True)) in "
                 "normal mode (push before the host's wait for the summary, which it polls in pinned host memory; "
-                "more expand programs; the gather layout's payload copied as one block inside the expand kernel), "
-                "with its phases."
+                "more expand programs; the gather layout's payload copied as one block inside the expand kernel, "
+                "its own tokens' rows stored into recv_x beside the push), with its phases."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk,

@@ -423,7 +423,7 @@ def _worker(out_dir: str) -> None:
                 record[key].append(f"handle.config is {dispatched[1].config!r}")
             if mode == "normal":  # layout="gather" at H = 7168, whole rows and chunks
                 check_gathered(f"gather/{key}", args, refs, *gathered(args, config))
-    # The pipelined gather layout's block copy at H = 7168 over about 1000 received tokens: more 8192-element blocks
+    # The pipelined gather layout's block copy at H = 7168 over about 1000 received tokens: more 4096-element blocks
     # than the expand kernel has copy programs (BULK_COPIERS_PER_SM per SM), the last one partial; the plan's first
     # call (its push after the summary), then its early push.
     for seed in (72, 73):

@@ -42,6 +42,7 @@ SIGNATURES: dict[str, dict[str, str]] = {
         "w_ptr": "*fp32",
         **{n: _I32 for n in ("tok_pos_ptr", "pair_pos_ptr", "row_ptr", "epoch_ptr", "info_ptr")},
         "T": "i32",
+        "self_ptr": "*bf16",
         "tokens_ptr": "*bf16",
         **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr", "part_ptr")},
         **{n: "i32" for n in ("H", "CAP", "M", "E")},
@@ -53,7 +54,7 @@ SIGNATURES: dict[str, dict[str, str]] = {
         **{n: _I32 for n in ("slot_ptr", "comb_rows_ptr", "comb_src_ptr", "comb_dst_ptr", "counts_out_ptr")},
         **{n: _I32 for n in ("offsets_out_ptr", "src_offsets_ptr", "recv_tokens_ptr")},
         "scales_ptr": "*fp32",
-        **{n: _I32 for n in ("gather_ptr", "status_ptr", "epoch_ptr")},
+        **{n: _I32 for n in ("gather_ptr", "status_ptr", "epoch_ptr", "tok_pos_ptr")},
         "tokens_ptr": "*bf16",
         **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr", "table_ptr")},
         **{n: "i32" for n in ("H", "CAP", "M", "L")},
@@ -92,12 +93,15 @@ def _compile(
     bulk: bool = False,
     num_warps: int = 4,
     copiers: int = 0,
+    self_mode: int = 0,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it on one node; ``scales`` > 0: an fp8 payload
     (``dequantize``: expand writes bf16); ``row_block`` > 0: ``MoeConfig(whole_row=True)``'s kernels for rows of up
     to that many elements; ``gather``: expand for ``layout="gather"`` (``bulk``: its payload copied as one block,
-    by ``copiers`` copy programs after the meta programs, or with none by every program after its meta rows)."""
+    by ``copiers`` copy programs after the meta programs, or with none by every program after its meta rows);
+    ``self_mode``: the push's ``SELF`` (1: without this rank's own payload, 2: only that, into ``self_ptr``), and for
+    expand ``SELF_DIRECT`` (its block copy without those rows)."""
     constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
     signature = dict(SIGNATURES[name])
     if name == "route":
@@ -107,14 +111,16 @@ def _compile(
             signature["host_info_ptr"] = _I32
     if name in ("push", "expand", "combine_reduce"):
         constexprs["LOW_LATENCY"] = low_latency
-    if name == "push" and not low_latency:  # launched before the summary is read: it checks the buffer sizes
-        constexprs["CHECK_CAP"] = True
+    if name == "push" and not low_latency and self_mode != 2:  # launched before the summary is read: it checks
+        constexprs["CHECK_CAP"] = True  # the buffer sizes
         signature["COMBINE_CAP"] = "i32"
+    if name == "push" and self_mode:
+        constexprs["SELF"] = self_mode
     if name == "expand":
         constexprs["GATHER"] = gather
         constexprs["BULK"] = bulk
         if bulk:
-            constexprs |= {"COPIERS": copiers, "COPY_BLOCK": moe_op.BULK_COPY_BLOCK}
+            constexprs |= {"COPIERS": copiers, "COPY_BLOCK": moe_op.BULK_COPY_BLOCK, "SELF_DIRECT": bool(self_mode)}
         if not low_latency:  # EXPAND_PER_SM programs per SM: it waits for the push's 64 per rank
             constexprs["SENDERS"] = 64
     if name in ("route", "push", "combine_push"):
@@ -479,7 +485,9 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     parameters, in the kernel's order (the CPU emulation passes them by name, so it cannot catch this)."""
     seen: dict[str, list[str]] = {}
 
-    def launch(plan: Any, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False) -> None:
+    def launch(
+        plan: Any, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0
+    ) -> None:
         seen.setdefault(name, list(leading))
         if "info_ptr" in leading:  # what the route kernel writes: nothing received, no bad ids
             leading["info_ptr"].zero_()
@@ -536,11 +544,40 @@ def test_bench_times_the_variants_beside_the_default(tmp_path: Any) -> None:
     assert "| ours gather | normal | 128 | 10.0 / 10.0 / — |" in text and "| 10.00 / 10.00 / 10.00 / 10.00 |" in text
 
 
+def test_sm90_own_tokens_go_straight_into_recv_x_beside_the_push(tmp_path: Any) -> None:
+    """``_self_push``: the push kernel's ``SELF = 2`` pass stores this rank's own rows into ``self_ptr`` as 16-byte
+    vectors and sets no flag and waits for nothing (it runs beside the ``SELF = 1`` push on a side stream, ordered by
+    events); the ``SELF = 1`` push still releases its flags after its stores; the expand kernel's copy programs,
+    leaving those rows out, still move 16-byte vectors, at most 64 registers per thread (eight programs per SM)."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    own = _compile("push", "sm_90", False, world_size=2, row_block=block, self_mode=2)
+    assert "release" not in own and "acquire" not in own and "atom." not in own, "no flag"
+    assert sum(1 for line in own.splitlines() if re.search(r"st\.global\.v4\.", line)) == 8, own[-3000:]
+    assert "0 bytes spill stores, 0 bytes spill loads" in ptxas_info(own, tmp_path)
+    others = _compile("push", "sm_90", False, world_size=2, row_block=block, self_mode=1)
+    stores = [i for i, line in enumerate(others.splitlines()) if "st.global.v4" in line]
+    (release,) = _order(others, r"atom\.global\.sys\.release")
+    assert stores and 0 <= stores[-1] < release, "the other ranks' rows, then the flags"
+    copy = _compile(
+        "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, copiers=528, self_mode=1
+    )
+    vectors = moe_op.BULK_COPY_BLOCK * 2 // (128 * 16)
+    assert sum(1 for line in copy.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line)) == vectors
+    info = ptxas_info(copy, tmp_path)
+    # (Without the wait's watchdog, as the tests compile, ptxas keeps one value across the copy loop in 4 bytes of
+    # stack, stored before the loop and loaded after it: none inside.)
+    spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))  # type: ignore[union-attr]
+    assert spilled <= 4, info
+    registers = int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+    assert registers <= 64, f"eight programs of 128 threads per SM: {info}"
+
+
 @pytest.mark.parametrize("scales", [0, 56])
 def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_programs(tmp_path: Any, scales: int) -> None:
     """``MoeConfig(pipelined=True)``'s gather layout on one node: the expand kernel's copy programs move the payload
-    as one flat block of 16-byte vectors (a thread's ``BULK_COPY_BLOCK`` / 128 elements per step: 8 loads and
-    stores of bf16, 4 of fp8, and no other 16-byte load: the meta programs copy no row), and at most 64
+    as one flat block of 16-byte vectors (a thread's ``BULK_COPY_BLOCK`` / 128 elements per step: 4 loads and
+    stores of bf16, 2 of fp8, and no other 16-byte load: the meta programs copy no row), and at most 64
     registers per thread, so ``EXPAND_PER_SM`` meta and ``BULK_COPIERS_PER_SM`` copy programs of 128 threads fit
     on an SM together (64K registers) and copy while the meta is written; nothing spills."""
     from triton_dist.ops.moe.config import EXPAND_PER_SM
@@ -687,3 +724,40 @@ def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flag
     assert launched["_expand_kernel"] == ((4 * EXPAND_PER_SM + 6, 1, 1), 4, 4) and launched["copiers"] == 6
     moe_op._launch(plan, "expand", {"recv_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta, True)
     assert launched["_expand_kernel"] == ((4 * EXPAND_PER_SM, 1, 1), 4, 4) and not launched["copiers"]
+
+
+def test_pipelined_gather_pushes_its_own_tokens_straight_into_recv_x(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_self_push``: the pipelined gather layout without fp8 (on a GPU from ``SELF_PUSH_MIN_ELEMENTS`` elements of
+    x, on the CPU at any size), not fp8, the expanded layout or a plan without ``pipelined``; its launches: the push
+    with ``SELF = 1`` (and the early push's size check), its ``SELF = 2`` pass (no check: launched once sized), each
+    its own launch plan, and the expand kernel's copy told to leave the own rows out (``SELF_DIRECT``)."""
+    launched: list[tuple[str, dict[str, Any]]] = []
+
+    class Recorded:
+        def launch(self, device: torch.device, *leading: Any) -> None:
+            return None
+
+    def compile_plan(kernel: Any, grid: Any, named: dict[str, Any], leading: int, **options: Any) -> Recorded:
+        launched.append((kernel.__name__, named))
+        return Recorded()
+
+    monkeypatch.setattr(moe_op, "compile_plan", compile_plan)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: _Nothing())
+    meta = torch.device("meta")
+    workspace = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
+    buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
+    plan = moe_op._Plan(("key",), "normal", 2, 8, 2, 64, torch.bfloat16, 0, 4, workspace, buffers)
+    small = torch.empty(moe_op.SELF_PUSH_MIN_ELEMENTS // 64 - 1, 64, dtype=torch.bfloat16, device=meta)
+    large = torch.empty(moe_op.SELF_PUSH_MIN_ELEMENTS // 64, 64, dtype=torch.bfloat16, device=meta)
+    assert not moe_op._self_push(plan, True, False, large), "not pipelined"
+    plan.pipelined = True
+    assert moe_op._self_push(plan, True, False, large) and moe_op._self_push(plan, True, False, torch.zeros(1, 64))
+    assert not moe_op._self_push(plan, True, False, small), "too few elements on a GPU"
+    assert not moe_op._self_push(plan, True, True, large) and not moe_op._self_push(plan, False, False, large)
+    for mode in (1, 2):
+        moe_op._launch(plan, "push", {"x_ptr": large}, meta, self_mode=mode)
+    moe_op._launch(plan, "expand", {"recv_ptr": large}, meta, gather=True, self_mode=1)
+    (_, others), (_, own), (_, expand) = launched
+    assert others["SELF"] == 1 and others["CHECK_CAP"] and own["SELF"] == 2 and not own["CHECK_CAP"]
+    assert expand["BULK"] and expand["SELF_DIRECT"]
+    assert len(plan.launches) == 3, "one launch plan each"

@@ -127,7 +127,9 @@ class MoeConfig:
     nothing if they must grow, then goes again), the host polls the summary in pinned host memory instead of a copy
     and a stream synchronization, the expand kernel runs ``EXPAND_PER_SM`` programs per SM, ``layout="gather"``'s
     expand kernel copies the payload as one flat block in copy programs of its own (``op.BULK_COPIERS_PER_SM``)
-    beside the meta programs instead of row by row, and the fp8 push runs ``FP8_PUSH_WARPS`` warps. Same results,
+    beside the meta programs instead of row by row (without fp8, from ``op.SELF_PUSH_MIN_ELEMENTS`` elements of x,
+    this rank's own tokens skip the token buffer: a second push launch on a side stream stores them straight into
+    ``recv_x`` beside the push to the other ranks), and the fp8 push runs ``FP8_PUSH_WARPS`` warps. Same results,
     bit for bit.
     """
 

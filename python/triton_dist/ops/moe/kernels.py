@@ -25,7 +25,11 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    data. Then each program sets its data flag ``(me, program)`` on every rank (release: its pushes come first).
    With fp8 (``SCALES`` > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4)
    / 448``, IEEE division, rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every
-   destination, its scales written at the end of the meta row.
+   destination, its scales written at the end of the meta row. ``SELF`` (one node, no fp8: ``op._self_push``): 1
+   leaves this rank's own tokens' payload out (their meta rows still go), 2 is a second launch, beside the first on
+   a side stream, that stores only that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no
+   flag; neither writes ``tok_pos``'s column ``me`` (both read its local places while they run), which the expand
+   kernel (``SELF_DIRECT``) writes from the slots it reads, and its block copy leaves those rows out.
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -280,6 +284,7 @@ def _push_kernel(
     epoch_ptr,
     info_ptr,
     T,
+    self_ptr,
     tokens_ptr,
     meta_ptr,
     counts_ptr,
@@ -310,6 +315,7 @@ def _push_kernel(
     ELEM: tl.constexpr = 1,
     COMBINE_CAP=0,
     CHECK_CAP: tl.constexpr = False,
+    SELF: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -358,7 +364,18 @@ def _push_kernel(
         local_places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
         in_prefix = tl.load(prefix + dests, mask=(dests < ranks) & (local_places >= 0), other=0)
         places = tl.where(local_places >= 0, local_places + in_prefix, -1)
-        if SCALES == 0 and WHOLE_ROW:
+        if SELF == 2:  # one node, no fp8: my own tokens only, their payload straight into recv_x's row `slot`
+            place = tl.sum(tl.where(dests == me, places, 0), axis=0)
+            if place >= 0:
+                slot = tl.sum(tl.where(dests == me, base, 0), axis=0) + place
+                for h0 in range(0, H, BLOCK_H):
+                    offs = h0 + h
+                    if WHOLE_ROW:  # loaded at the top (the loop runs once)
+                        tl.store(self_ptr + slot.to(tl.int64) * H + offs, values, mask=offs < H)
+                    else:
+                        chunk_values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
+                        tl.store(self_ptr + slot.to(tl.int64) * H + offs, chunk_values, mask=offs < H)
+        elif SCALES == 0 and WHOLE_ROW:
             for dest in range(0, ranks):
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
@@ -379,7 +396,11 @@ def _push_kernel(
                             remote_row = send_ptr + pair.to(tl.int64) * H
                     else:
                         remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
-                    tl.store(remote_row + h, values, mask=h < H)
+                    if SELF == 1:  # my own tokens' payload goes to recv_x from the SELF == 2 launch
+                        if dest != me:
+                            tl.store(remote_row + h, values, mask=h < H)
+                    else:
+                        tl.store(remote_row + h, values, mask=h < H)
                     if NODES > 1:
                         if dest // LOCAL != node:  # the staged meta row and payload, each with its slot's signal
                             sig = signals + slot * 2
@@ -407,7 +428,10 @@ def _push_kernel(
                             remote_row = send_ptr + pair.to(tl.int64) * H
                     else:
                         remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
-                    for h0 in range(0, H, BLOCK_H):
+                    rows_to = H
+                    if SELF == 1:  # my own tokens' payload goes to recv_x from the SELF == 2 launch
+                        rows_to = tl.where(dest != me, H, 0)
+                    for h0 in range(0, rows_to, BLOCK_H):
                         offs = h0 + h
                         values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
                         tl.store(remote_row + offs, values, mask=offs < H)
@@ -484,7 +508,12 @@ def _push_kernel(
                         dl.put_signal(meta_buf + slot * META, send_meta_ptr + pair * META, META * 4, sig, epoch, dest)
                         row_at = token_buf + slot.to(tl.int64) * H
                         dl.put_signal(row_at, send_ptr + pair.to(tl.int64) * H, H * ELEM, sig + 1, epoch, dest)
-        tl.store(tok_pos_ptr + t * ranks + dests, places, mask=dests < ranks)  # final: combine's reduce reads it
+        # final: combine's reduce reads it. SELF: both launches read column me's local place while they run side by
+        # side, so neither writes it (the expand kernel does, SELF_DIRECT); SELF == 1 writes the other columns.
+        if SELF == 1:
+            tl.store(tok_pos_ptr + t * ranks + dests, places, mask=(dests < ranks) & (dests != me))
+        elif SELF == 0:
+            tl.store(tok_pos_ptr + t * ranks + dests, places, mask=dests < ranks)
     if LOW_LATENCY:
         if pid == 0:  # this rank's counts row travels with the data (no exchange before)
             experts = tl.arange(0, EP)
@@ -493,7 +522,9 @@ def _push_kernel(
                 tl.store(remote + dests, tl.load(row_ptr + dests, mask=dests < ranks), mask=dests < ranks)
                 tl.store(remote + WP + experts, tl.load(row_ptr + WP + experts, mask=experts < E), mask=experts < E)
     data_flags = flags_ptr + parity * FLAGS + DATA_FLAGS
-    if CHECK_CAP:  # one node (op.py launches no other with it): the flags only if the data went
+    if SELF == 2:  # the local copy: no flag (the op orders it before the expand kernel with an event)
+        pass
+    elif CHECK_CAP:  # one node (op.py launches no other with it): the flags only if the data went
         if fits:
             if WORLD > 0:  # notify_every_rank, inlined
                 dl.notify(
@@ -541,6 +572,7 @@ def _expand_kernel(
     gather_ptr,
     status_ptr,
     epoch_ptr,
+    tok_pos_ptr,
     tokens_ptr,
     meta_ptr,
     counts_ptr,
@@ -571,7 +603,8 @@ def _expand_kernel(
     BULK: tl.constexpr = False,
     SENDERS: tl.constexpr = 0,
     COPIERS: tl.constexpr = 0,
-    COPY_BLOCK: tl.constexpr = 8192,
+    COPY_BLOCK: tl.constexpr = 4096,
+    SELF_DIRECT: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0) - COPIERS  # the meta programs; BULK's copy programs come after them
@@ -618,13 +651,24 @@ def _expand_kernel(
     if BULK:  # the gather layout's payload, slots [0, slots) of the token buffer, into recv_x as one flat block
         # (recv_x's row i is slot i): the COPIERS programs after the meta programs, while those write the meta;
         # without COPIERS every program, after its meta rows (below). 16-byte vectors, int64 offsets.
+        # Block b: elements [b * COPY_BLOCK, + COPY_BLOCK) of the flat payload (an int64 base, int32 offsets).
+        # SELF_DIRECT: my own tokens' rows, elements [own_first, own_end), were stored into recv_x by the push's
+        # SELF == 2 launch, not into the token buffer: the copy leaves them out.
         flat = tl.arange(0, COPY_BLOCK)
-        blocks = ((slots.to(tl.int64) * H + COPY_BLOCK - 1) // COPY_BLOCK).to(tl.int32)
+        total = slots.to(tl.int64) * H
+        blocks = ((total + COPY_BLOCK - 1) // COPY_BLOCK).to(tl.int32)
+        own_first = tl.sum(tl.where(sources == me, slot_start, 0), axis=0).to(tl.int64) * H
+        own_end = own_first + tl.sum(tl.where(sources == me, received, 0), axis=0).to(tl.int64) * H
         if COPIERS > 0:
             for b in range(tl.maximum(pid - programs, 0), tl.where(pid >= programs, blocks, 0), COPIERS):
-                at = tl.cast(b, tl.int64) * COPY_BLOCK + flat
-                inside = at < slots.to(tl.int64) * H
-                tl.store(recv_ptr + at, tl.load(token_buf + at, mask=inside), mask=inside)
+                first = tl.cast(b, tl.int64) * COPY_BLOCK
+                inside = flat < tl.minimum(total - first, COPY_BLOCK).to(tl.int32)
+                if SELF_DIRECT:
+                    own_lo = tl.minimum(tl.maximum(own_first - first, 0), COPY_BLOCK).to(tl.int32)
+                    own_hi = tl.minimum(tl.maximum(own_end - first, 0), COPY_BLOCK).to(tl.int32)
+                    inside = inside & ((flat < own_lo) | (flat >= own_hi))
+                block = tl.load(token_buf + first + flat, mask=inside)
+                tl.store(recv_ptr + first + flat, block, mask=inside)
     # This program's lookup table (global memory, read back after a program barrier): a pair's row is a gather,
     # [before_source (WP x LP) | expert_start (LP) | rows per expert (LP) | home slot base per source (WP)].
     # (BULK's copy programs write theirs too, one row each, and read none: they take no slot.)
@@ -699,6 +743,9 @@ def _expand_kernel(
                 home_slot = j + tl.load(table + WP * LP + 2 * LP + source)
             tl.store(comb_src_ptr + i, source)
             tl.store(comb_dst_ptr + i, home_slot)
+            if SELF_DIRECT:  # my own token: its final place among my tokens to me, which the pushes left local
+                if source == me:
+                    tl.store(tok_pos_ptr + home_token * ranks + me, j)
             got = rows >= 0
             row_at = tl.where(got, rows, 0)
             tl.store(src_rank_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + source, mask=got)
@@ -757,9 +804,14 @@ def _expand_kernel(
     if BULK:
         if COPIERS == 0:  # no copy programs (the CPU emulation): every program copies its share of the block
             for b in range(pid, blocks, programs):
-                at = tl.cast(b, tl.int64) * COPY_BLOCK + flat
-                inside = at < slots.to(tl.int64) * H
-                tl.store(recv_ptr + at, tl.load(token_buf + at, mask=inside), mask=inside)
+                first = tl.cast(b, tl.int64) * COPY_BLOCK
+                inside = flat < tl.minimum(total - first, COPY_BLOCK).to(tl.int32)
+                if SELF_DIRECT:
+                    own_lo = tl.minimum(tl.maximum(own_first - first, 0), COPY_BLOCK).to(tl.int32)
+                    own_hi = tl.minimum(tl.maximum(own_end - first, 0), COPY_BLOCK).to(tl.int32)
+                    inside = inside & ((flat < own_lo) | (flat >= own_hi))
+                block = tl.load(token_buf + first + flat, mask=inside)
+                tl.store(recv_ptr + first + flat, block, mask=inside)
     if LOW_LATENCY:  # the rows past each expert's count read as "no row": meta -1, weight 0 (recv_x left as it is)
         FILL: tl.constexpr = 256
         fill = tl.arange(0, FILL)

@@ -81,8 +81,18 @@ the other programs write the meta. The block copy was a ``copy_`` after the kern
 2 x H200 at 4096 tokens per rank (2026-11-27, expand 32 µs before it); in the kernel it overlaps the meta rows, and
 the host launches nothing after the expand kernel. Four per SM with the meta programs' four keep 8 x 128 threads
 resident at up to 64 registers each, and 4 x ``BULK_COPY_BLOCK`` payload elements in flight per SM."""
-BULK_COPY_BLOCK = 8192
-"""Payload elements one copy program moves per step (16 KB of bf16: eight 16-byte vectors per thread at 4 warps)."""
+BULK_COPY_BLOCK = 4096
+"""Payload elements one copy program moves per step (8 KB of bf16: four 16-byte vectors per thread at 4 warps; 8192
+took the kernel to 66 registers per thread with its copy programs, 69 leaving the own rows out, over the 64 at which
+its eight programs per SM fit, where 4096 takes 48 and 56 on sm_90)."""
+SELF_PUSH_MIN_ELEMENTS = 1 << 20
+"""``T * H`` from which a GPU rank's pipelined gather dispatch without fp8 stores its own tokens' payload straight into
+``recv_x`` (``_self_push``; the CPU emulation at any size). The push kernel, launched before the host knows
+``recv_x``, leaves them out of the token buffer; a second launch of it (``SELF = 2``), on a side stream once ``recv_x``
+is allocated, stores them into ``recv_x`` while the first still pushes to the other ranks over the links (the local
+memory has bandwidth to spare there), and the expand kernel's block copy leaves their rows out: at 2 ranks, half of
+the copy after the push. Below it the side stream's host calls (a stream switch, two events) would cost about what
+the copy of so few rows does."""
 
 
 def set_phase_hook(hook: Callable[[str], object] | None) -> Callable[[str], object] | None:
@@ -195,6 +205,8 @@ class _Plan:
     copiers: int = 0
     """Pipelined, on GPUs (else 0): the expand kernel's copy programs in the gather layout, after its ``expanders``
     (``BULK_COPIERS_PER_SM`` per SM; ``COPIERS``)."""
+    side: Any = None
+    """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
     host_info: torch.Tensor | None = None
     """Pipelined (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -417,12 +429,16 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
     plan.buffers = resources.workspace(key, create, what=f"moe_dispatch {plan.mode} buffers")
 
 
-def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False) -> None:
+def _launch(
+    plan: _Plan, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0
+) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
-    ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written)."""
+    ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written);
+    ``self_mode`` (``_self_push``): 1, the push without this rank's own payload and the expand kernel's copy without
+    those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
-    launch_key = (name, gather, *[v.dtype for v in leading.values() if isinstance(v, torch.Tensor)])
+    launch_key = (name, gather, self_mode, *[v.dtype for v in leading.values() if isinstance(v, torch.Tensor)])
     found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
@@ -464,8 +480,10 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             fixed = {"tokens_ptr": buffers.tokens, "meta_ptr": buffers.meta, "counts_ptr": ws.counts}
             fixed |= {"flags_ptr": ws.flags, "part_ptr": ws.parts, **slots, "M": plan.max_tokens, "E": plan.num_experts}
             fixed |= {"LOW_LATENCY": plan.low_latency, **world}
-            if _early_push(plan):  # launched before the summary is read: a no-op unless the buffers fit
+            if _early_push(plan) and self_mode != 2:  # launched before the summary is read: a no-op unless they fit
                 fixed |= {"COMBINE_CAP": buffers.combine_slots, "CHECK_CAP": True}
+            if self_mode:
+                fixed |= {"SELF": self_mode}
             if across is not None:
                 fixed |= {"send_ptr": across.send, "send_meta_ptr": across.send_meta, **topology}
                 fixed |= {"slot_signals_ptr": across.slot_signals, "ELEM": buffers.tokens.element_size()}
@@ -478,7 +496,7 @@ def _launch(plan: _Plan, name: str, leading: dict[str, Any], device: torch.devic
             if plan.expanders > plan.programs:
                 fixed |= {"SENDERS": plan.programs}
             if bulk:  # the payload's block copy: by copy programs after the meta programs (GPUs), or by each
-                fixed |= {"COPIERS": plan.copiers, "COPY_BLOCK": BULK_COPY_BLOCK}
+                fixed |= {"COPIERS": plan.copiers, "COPY_BLOCK": BULK_COPY_BLOCK, "SELF_DIRECT": bool(self_mode)}
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
@@ -519,6 +537,13 @@ def _bulk_copy(plan: _Plan, gather: bool, dequantize: bool) -> bool:
     (pipelined, one node, no dequantization): ``recv_x``'s row ``i`` is the token buffer's slot ``i``
     (``BULK_COPIERS_PER_SM``)."""
     return plan.pipelined and gather and plan.nodes == 1 and not dequantize
+
+
+def _self_push(plan: _Plan, gather: bool, fp8: bool, x: torch.Tensor) -> bool:
+    """Whether this call's own tokens' payload goes straight into ``recv_x`` (``SELF_PUSH_MIN_ELEMENTS``): the gather
+    layout's block copy (``_bulk_copy``) without fp8, on GPUs from that many elements of ``x`` on."""
+    large = x.device.type == "cpu" or x.numel() >= SELF_PUSH_MIN_ELEMENTS
+    return _bulk_copy(plan, gather, False) and not fp8 and large
 
 
 def _aligned(t: torch.Tensor) -> torch.Tensor:
@@ -598,21 +623,23 @@ def _dispatch(
     route = {"idx_ptr": topk_idx, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos, "T": tokens}
     _launch(plan, "route_count", route, device)
     _launch(plan, "route", {"row_ptr": row, "info_ptr": info, "epoch_ptr": epoch}, device)
+    gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
+    own = _self_push(plan, gather, fp8, x)
     routed = None
-    if host is not None and device.type == "cuda":
+    if (host is not None or own) and device.type == "cuda":
         routed = torch.cuda.Event()
         routed.record()
     if mark is not None:
         mark("route")
     experts = plan.local_experts
     push = {"x_ptr": x, "idx_ptr": topk_idx, "w_ptr": topk_weights, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos}
-    push |= {"row_ptr": row, "epoch_ptr": epoch, "info_ptr": info, "T": tokens}
+    push |= {"row_ptr": row, "epoch_ptr": epoch, "info_ptr": info, "T": tokens, "self_ptr": x}  # x: a stand-in
     sized = plan.buffers
     # Normal mode on one node, once the plan has buffers: push goes before the host reads the summary, so the host's
     # wait overlaps it (the kernel does nothing if the buffers turn out too small; then it goes again after _grow).
     early = sized is not None and _early_push(plan)
     if early:
-        _launch(plan, "push", push, device)
+        _launch(plan, "push", push, device, self_mode=int(own))
         if mark is not None:
             mark("push")
     if plan.low_latency:
@@ -630,10 +657,9 @@ def _dispatch(
         _grow(plan, summary[2], summary[3])
         rows_shape, received = (summary[0],), summary[1]
     if not early or plan.buffers is not sized:  # the early push did nothing exactly when the buffers grew
-        _launch(plan, "push", push, device)
+        _launch(plan, "push", push, device, self_mode=int(own))
         if mark is not None:
             mark("push")
-    gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
     recv_shape = (received,) if gather else rows_shape
     # The host allocates the outputs while push runs (normal mode: the GPU would otherwise idle through them).
     payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
@@ -646,6 +672,8 @@ def _dispatch(
     gather_rows, src_rank, src_token, expert, slot, weight_bits, comb_rows, comb_src, comb_dst = outs[:9]
     counts, offsets, src_offsets, recv_tokens, scale_bits = outs[9:]
     weights, scales = weight_bits.view(torch.float32), scale_bits.view(torch.float32)
+    if own:  # this rank's own tokens into recv_x, beside the push (a side stream), before the expand kernel
+        _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
     if mark is not None:
         mark("alloc")
     expand = {
@@ -666,13 +694,37 @@ def _dispatch(
         "gather_ptr": gather_rows if gather else slot,  # slot: a stand-in the kernel never touches
         "status_ptr": info[4:],
         "epoch_ptr": epoch,
+        "tok_pos_ptr": tok_pos,  # SELF_DIRECT: its column of this rank, final (combine's reduce reads it)
     }
-    _launch(plan, "expand", expand, device, gather)
+    _launch(plan, "expand", expand, device, gather, self_mode=int(own))
     if mark is not None:
         mark("expand")
     status = info[4:]
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
             tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows)  # fmt: skip
+
+
+def _push_own(plan: _Plan, push: dict[str, Any], device: torch.device, routed: torch.cuda.Event | None) -> None:
+    """Launch the push kernel's ``SELF = 2`` pass (this rank's own tokens' payload into ``recv_x``,
+    ``push["self_ptr"]``) on ``plan``'s side stream after ``routed`` (the event after the route kernels: the positions
+    and counts it reads), and make the current stream wait for it, so it runs beside the push and before the expand
+    kernel. On the CPU (the emulation) it is launched in order."""
+    if device.type != "cuda":
+        _launch(plan, "push", push, device, self_mode=2)
+        return
+    current = torch.cuda.current_stream(device)
+    if plan.side is None:
+        plan.side = torch.cuda.Stream(device)
+    side = plan.side
+    if routed is not None:
+        side.wait_event(routed)
+    else:
+        side.wait_stream(current)
+    with torch.cuda.stream(side):
+        _launch(plan, "push", push, device, self_mode=2)
+    done = torch.cuda.Event()
+    done.record(side)
+    current.wait_event(done)
 
 
 def _combine(
