@@ -761,3 +761,54 @@ def test_pipelined_gather_pushes_its_own_tokens_straight_into_recv_x(monkeypatch
     assert others["SELF"] == 1 and others["CHECK_CAP"] and own["SELF"] == 2 and not own["CHECK_CAP"]
     assert expand["BULK"] and expand["SELF_DIRECT"]
     assert len(plan.launches) == 3, "one launch plan each"
+
+
+@pytest.mark.parametrize(("layout", "fp8"), [("expanded", False), ("gather", False), ("gather", True)])
+def test_expand_launched_from_addresses_gets_the_outputs_it_returns(
+    monkeypatch: pytest.MonkeyPatch, layout: str, fp8: bool
+) -> None:
+    """Once the expand kernel's launch plan exists (GPUs), a normal-mode dispatch launches it from its outputs'
+    addresses and makes their views afterwards: the plan it finds is the one the first call compiled (the same key)
+    and the addresses are those of the tensors the call returns, in the kernel's order (fp8: the scales)."""
+    from triton_dist.ops.moe.config import FP8_DTYPE
+
+    leading: list[list[Any]] = []
+
+    class Recorded:
+        def launch(self, device: torch.device, *args: Any) -> None:
+            leading.append(list(args))
+
+    def launch(
+        plan: Any, name: str, args: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0
+    ) -> None:
+        if "info_ptr" in args:  # the route kernel's summary: 6 rows and 4 tokens received, the buffers fit
+            args["info_ptr"].copy_(torch.tensor([6, 4, 4, 4, 0, 0, 1, 0], dtype=torch.int32))
+        if name == "expand":  # the first call: compiled from tensors, under the key _launch gives it
+            dtypes = [v.dtype for v in args.values() if isinstance(v, torch.Tensor)]
+            plan.launches[moe_op._launch_key(name, gather, self_mode, dtypes)] = Recorded()
+            leading.append(list(args.values()))
+
+    monkeypatch.setattr(moe_op, "_launch", launch)
+    monkeypatch.setattr(moe_op, "_by_address", lambda device: True)
+    ws = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
+    buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
+    plan = moe_op._Plan(("k",), "normal", 2, 8, 2, 256, torch.bfloat16, 0, 1, ws, buffers, fp8=fp8)
+    monkeypatch.setattr(moe_op, "_plan_for", lambda *args: plan)
+    x, idx, weights = torch.zeros(3, 256, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
+    first = moe_op._dispatch(x, idx, weights, 8, "normal", None, fp8, layout=layout, pooled=True)
+    second = moe_op._dispatch(x, idx, weights, 8, "normal", None, fp8, layout=layout, pooled=True)
+    assert len(leading) == 2 and all(not isinstance(v, torch.Tensor) for v in leading[1][1:15]), "by address"
+    for got, call in zip(leading, (first, second), strict=True):
+        recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights_out, slot = call[:9]
+        recv_tokens, status, tok_pos, _, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows = call[9:]
+        scales_at = scales if fp8 else weights_out
+        gather_at = gather_rows if layout == "gather" else slot
+        want = [recv_x, src_rank, src_token, expert, weights_out, slot, comb_rows, comb_src, comb_dst, counts, offsets]
+        want += [src_offsets, recv_tokens, scales_at, gather_at, status, epoch, tok_pos]
+        addresses = [v.data_ptr() if isinstance(v, torch.Tensor) else v for v in got]
+        assert addresses == [t.data_ptr() for t in want]
+    assert second[0].dtype == (FP8_DTYPE if fp8 else torch.bfloat16) and list(second[0].shape) == [
+        4 if layout == "gather" else 6,
+        256,
+    ]
+    assert list(second[14].shape) == [4, 2] and second[7].dtype == torch.float32 and list(second[4].shape) == [6]

@@ -372,6 +372,13 @@ def _int32s(shapes: list[tuple[int, ...]], device: torch.device, pooled: bool) -
     holds). Pooled views alias one storage: only for the eager path (a custom op's outputs may not alias)."""
     if not pooled:
         return [torch.empty(shape, dtype=torch.int32, device=device) for shape in shapes]
+    block, starts = _int32_block(shapes, device)
+    return _int32_views(block, shapes, starts)
+
+
+def _int32_block(shapes: list[tuple[int, ...]], device: torch.device) -> tuple[torch.Tensor, list[int]]:
+    """One int32 allocation for ``_int32s``' pooled views of ``shapes``, and where each starts (elements, multiples
+    of 16)."""
     starts, total = [], 0
     for shape in shapes:
         starts.append(total)
@@ -379,7 +386,11 @@ def _int32s(shapes: list[tuple[int, ...]], device: torch.device, pooled: bool) -
         for n in shape:
             size *= n
         total += -(-size // 16) * 16
-    block = torch.empty(total, dtype=torch.int32, device=device)
+    return torch.empty(total, dtype=torch.int32, device=device), starts
+
+
+def _int32_views(block: torch.Tensor, shapes: list[tuple[int, ...]], starts: list[int]) -> list[torch.Tensor]:
+    """The contiguous views of ``block`` of ``shapes`` at ``starts`` (``_int32_block``)."""
     out = []
     for shape, start in zip(shapes, starts, strict=True):
         strides, step = [], 1
@@ -429,6 +440,12 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
     plan.buffers = resources.workspace(key, create, what=f"moe_dispatch {plan.mode} buffers")
 
 
+def _launch_key(name: str, gather: bool, self_mode: int, dtypes: list[torch.dtype]) -> tuple[Any, ...]:
+    """The key of a kernel's launch plan in ``_Plan.launches``: one per kernel, layout, ``self_mode`` and the dtypes
+    of its leading tensor arguments, in order."""
+    return (name, gather, self_mode, *dtypes)
+
+
 def _launch(
     plan: _Plan, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0
 ) -> None:
@@ -438,7 +455,8 @@ def _launch(
     those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
-    launch_key = (name, gather, self_mode, *[v.dtype for v in leading.values() if isinstance(v, torch.Tensor)])
+    dtypes = [v.dtype for v in leading.values() if isinstance(v, torch.Tensor)]
+    launch_key = _launch_key(name, gather, self_mode, dtypes)
     found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
@@ -668,40 +686,73 @@ def _dispatch(
     # Low-latency rows nobody fills this call read as "no row" (-1 / 0): the expand kernel writes them too.
     shapes = [rows_shape if gather else (0,), *([rows_shape] * 5), (received, topk), (received,), (received,)]
     shapes += [(experts,), (experts,), (experts, size), (), (*recv_shape, plan.scales) if kept_scales else (0,)]
-    outs = _int32s(shapes, device, pooled)
+    status = info[4:]
+    # The expand kernel's output arguments, by their place in `shapes` (weights and scales: fp32 bits; the stand-ins
+    # the kernel never touches: the weights for the scales, the slots for the gather rows).
+    places = (1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11, 12, 13 if kept_scales else 5, 0 if gather else 4)
+    dtypes = [torch.float32 if name in _EXPAND_FP32 else torch.int32 for name in _EXPAND_OUTPUTS]
+    key = _launch_key("expand", gather, int(own), [recv_x.dtype, *dtypes, torch.int32, torch.int32, torch.int32])
+    launch = plan.launches.get(key) if pooled and _by_address(device) else None
+    if launch is not None:
+        # The launch plan exists: the expand kernel is launched from the outputs' addresses, and their views are made
+        # after it, host time the GPU does not wait for (a normal-mode dispatch's host work after its
+        # synchronization is on the critical path whenever the push ends before it: small T, fp8).
+        block, starts = _int32_block(shapes, device)
+        if own:  # this rank's own tokens into recv_x, beside the push (a side stream), before the expand kernel
+            _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
+        if mark is not None:
+            mark("alloc")
+        base = block.data_ptr()
+        launch.launch(device, recv_x, *(base + 4 * starts[place] for place in places), status, epoch, tok_pos)
+        if mark is not None:
+            mark("expand")
+        outs = _int32_views(block, shapes, starts)
+    else:
+        outs = _int32s(shapes, device, pooled)
+        if own:
+            _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
+        if mark is not None:
+            mark("alloc")
+        arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
+                     for name, place in zip(_EXPAND_OUTPUTS, places, strict=True)]  # fmt: skip
+        expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True))}
+        expand |= {"status_ptr": status, "epoch_ptr": epoch, "tok_pos_ptr": tok_pos}  # tok_pos: SELF_DIRECT's
+        _launch(plan, "expand", expand, device, gather, self_mode=int(own))
+        if mark is not None:
+            mark("expand")
     gather_rows, src_rank, src_token, expert, slot, weight_bits, comb_rows, comb_src, comb_dst = outs[:9]
     counts, offsets, src_offsets, recv_tokens, scale_bits = outs[9:]
     weights, scales = weight_bits.view(torch.float32), scale_bits.view(torch.float32)
-    if own:  # this rank's own tokens into recv_x, beside the push (a side stream), before the expand kernel
-        _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
-    if mark is not None:
-        mark("alloc")
-    expand = {
-        "recv_ptr": recv_x,
-        "src_rank_ptr": src_rank,
-        "src_token_ptr": src_token,
-        "expert_ptr": expert,
-        "weight_ptr": weights,
-        "slot_ptr": slot,
-        "comb_rows_ptr": comb_rows,
-        "comb_src_ptr": comb_src,
-        "comb_dst_ptr": comb_dst,
-        "counts_out_ptr": counts,
-        "offsets_out_ptr": offsets,
-        "src_offsets_ptr": src_offsets,
-        "recv_tokens_ptr": recv_tokens,
-        "scales_ptr": scales if kept_scales else weights,  # weights: a stand-in the kernel never touches
-        "gather_ptr": gather_rows if gather else slot,  # slot: a stand-in the kernel never touches
-        "status_ptr": info[4:],
-        "epoch_ptr": epoch,
-        "tok_pos_ptr": tok_pos,  # SELF_DIRECT: its column of this rank, final (combine's reduce reads it)
-    }
-    _launch(plan, "expand", expand, device, gather, self_mode=int(own))
-    if mark is not None:
-        mark("expand")
-    status = info[4:]
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
             tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows)  # fmt: skip
+
+
+_EXPAND_OUTPUTS = (
+    "src_rank_ptr",
+    "src_token_ptr",
+    "expert_ptr",
+    "weight_ptr",
+    "slot_ptr",
+    "comb_rows_ptr",
+    "comb_src_ptr",
+    "comb_dst_ptr",
+    "counts_out_ptr",
+    "offsets_out_ptr",
+    "src_offsets_ptr",
+    "recv_tokens_ptr",
+    "scales_ptr",
+    "gather_ptr",
+)
+"""The expand kernel's leading arguments after ``recv_ptr`` that are a dispatch's int32 outputs, in its order (then
+``status_ptr``, ``epoch_ptr``, ``tok_pos_ptr``)."""
+_EXPAND_FP32 = ("weight_ptr", "scales_ptr")
+"""Those of them that are fp32 (views of int32 storage)."""
+
+
+def _by_address(device: torch.device) -> bool:
+    """Whether a kernel on ``device`` can be launched from its arguments' addresses (a GPU's launch plan; the CPU
+    emulation's interpreter takes tensors)."""
+    return device.type == "cuda"
 
 
 def _push_own(plan: _Plan, push: dict[str, Any], device: torch.device, routed: torch.cuda.Event | None) -> None:
