@@ -767,9 +767,10 @@ def test_pipelined_gather_pushes_its_own_tokens_straight_into_recv_x(monkeypatch
 def test_expand_launched_from_addresses_gets_the_outputs_it_returns(
     monkeypatch: pytest.MonkeyPatch, layout: str, fp8: bool
 ) -> None:
-    """Once the expand kernel's launch plan exists (GPUs), a normal-mode dispatch launches it from its outputs'
-    addresses and makes their views afterwards: the plan it finds is the one the first call compiled (the same key)
-    and the addresses are those of the tensors the call returns, in the kernel's order (fp8: the scales)."""
+    """Once the expand kernel's launch plan exists (GPUs), a pipelined normal-mode dispatch launches it from its
+    outputs' addresses and makes their views afterwards: the plan it finds is the one the first call compiled (the
+    same key) and the addresses are those of the tensors the call returns, in the kernel's order (fp8: the scales);
+    without ``pipelined``, from the tensors."""
     from triton_dist.ops.moe.config import FP8_DTYPE
 
     leading: list[list[Any]] = []
@@ -795,6 +796,12 @@ def test_expand_launched_from_addresses_gets_the_outputs_it_returns(
     plan = moe_op._Plan(("k",), "normal", 2, 8, 2, 256, torch.bfloat16, 0, 1, ws, buffers, fp8=fp8)
     monkeypatch.setattr(moe_op, "_plan_for", lambda *args: plan)
     x, idx, weights = torch.zeros(3, 256, dtype=torch.bfloat16), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
+    for _ in range(2):
+        moe_op._dispatch(x, idx, weights, 8, "normal", None, fp8, layout=layout, pooled=True)
+    assert len(leading) == 2 and all(isinstance(v, torch.Tensor) for v in leading[1]), "not pipelined: tensors"
+    leading.clear()
+    plan.launches.clear()
+    plan.pipelined = True
     first = moe_op._dispatch(x, idx, weights, 8, "normal", None, fp8, layout=layout, pooled=True)
     second = moe_op._dispatch(x, idx, weights, 8, "normal", None, fp8, layout=layout, pooled=True)
     assert len(leading) == 2 and all(not isinstance(v, torch.Tensor) for v in leading[1][1:15]), "by address"

@@ -692,11 +692,11 @@ def _dispatch(
     places = (1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11, 12, 13 if kept_scales else 5, 0 if gather else 4)
     dtypes = [torch.float32 if name in _EXPAND_FP32 else torch.int32 for name in _EXPAND_OUTPUTS]
     key = _launch_key("expand", gather, int(own), [recv_x.dtype, *dtypes, torch.int32, torch.int32, torch.int32])
-    launch = plan.launches.get(key) if pooled and _by_address(device) else None
+    launch = plan.launches.get(key) if pooled and plan.pipelined and _by_address(device) else None
     if launch is not None:
-        # The launch plan exists: the expand kernel is launched from the outputs' addresses, and their views are made
-        # after it, host time the GPU does not wait for (a normal-mode dispatch's host work after its
-        # synchronization is on the critical path whenever the push ends before it: small T, fp8).
+        # Pipelined, once the launch plan exists: the expand kernel is launched from the outputs' addresses, and
+        # their views are made after it, host time the GPU does not wait for (a normal-mode dispatch's host work
+        # after its synchronization is on the critical path whenever the push ends before it: small T, fp8).
         block, starts = _int32_block(shapes, device)
         if own:  # this rank's own tokens into recv_x, beside the push (a side stream), before the expand kernel
             _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
