@@ -129,8 +129,9 @@ class MoeConfig:
     expand kernel copies the payload as one flat block in copy programs of its own (``op.BULK_COPIERS_PER_SM``)
     beside the meta programs instead of row by row (without fp8, from ``op.SELF_PUSH_MIN_ELEMENTS`` elements of x,
     this rank's own tokens skip the token buffer: a second push launch on a side stream stores them straight into
-    ``recv_x`` beside the push to the other ranks), and the fp8 push runs ``FP8_PUSH_WARPS`` warps. Same results,
-    bit for bit.
+    ``recv_x`` beside the push to the other ranks), the expand kernel is launched from its outputs' addresses once
+    its launch plan exists (their views made after it, off the GPU's critical path), and the fp8 push runs
+    ``FP8_PUSH_WARPS`` warps. Same results, bit for bit.
     """
 
     whole_row: bool = True
