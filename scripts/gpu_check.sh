@@ -312,6 +312,9 @@ run_step tune "$first" tune_gemm_rs 400 bench/gemm_rs.py --tune --write-package-
 run_step bench "$first" bench_gemm_rs 300 bench/gemm_rs.py --reps 30 "${SHAPE_ARGS[@]}"
 # Both overlap ops on real model layers, with each row's overlap bound and issue 24's bar lines.
 run_step bench "$first" bench_sweep 420 bench/sweep.py $QUICK_ARG
+# Where the host's µs per eager call of ag_gemm / gemm_rs go on GPUs (cProfile), beside the unfused path: the rows
+# below issue 24's from-idle floor.
+run_step bench "$first" bench_host_path 200 bench/host_path_gpu.py
 run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py ${TUNE_ARG:+--write-package-table}
 run_step bench "$first" bench_ar_rmsnorm 240 bench/ar_rmsnorm.py
@@ -319,7 +322,12 @@ run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
 # Ours (default and gather layouts), the NCCL and NVSHMEM dispatchers, fp8, and the EP layer against NCCL + the same
 # grouped GEMM: about 1-2 minutes before the gather rows and the layer were added (2026-11-27); not yet timed with them.
 run_step bench "$first" bench_moe 420 bench/moe.py --heap 12G
+# Ours' normal dispatch only (default, gather, fp8, pipelined), with its phases: a minute or two.
+run_step bench "$first" bench_moe_dispatch 240 bench/moe.py --only-dispatch --heap 12G
 run_step bench "$first" bench_decoder 300 bench/decoder.py
+# Prefill only: ours' prefill options beside torch, and the fused prefill kernels alone against torch's ops.
+run_step bench "$first" bench_prefill 300 bench/decoder.py --batches "" --prefill 4096,8192 \
+  --prefill-variants unfused,gqa,rope,gqa+rope --kernels
 # Where the decoder layers' time goes, ours against torch, on the rows that miss issue 28's bar (profiled).
 run_step bench "$first" bench_decoder_anatomy 300 bench/decoder_anatomy.py
 # One GPU: flash_decode's fixed cost and streaming rate (bench/results/flash_decode_anatomy.md), gemm_ar's GEMM tiles

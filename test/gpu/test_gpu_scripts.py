@@ -85,6 +85,7 @@ BENCH_STEPS = [
     "bench_ag_gemm",
     "bench_gemm_rs",
     "bench_sweep",
+    "bench_host_path",
     "bench_all_reduce",
     "bench_gemm_ar",
     "bench_flash_decode",
@@ -94,6 +95,8 @@ BENCH_STEPS = [
     "bench_decoder",
     "bench_decoder_anatomy",
     "bench_moe",
+    "bench_moe_dispatch",
+    "bench_prefill",
     "bench_ar_rmsnorm",
 ]
 TUNE_STEPS = ["allgather_tune", "calibrate", "tune_ag_gemm", "tune_gemm_rs"]
