@@ -24,7 +24,7 @@ tensor-parallel baseline of the same weights, one run.
   rank's heads (the query group as query rows, no mask: the cache is sliced to the context), NCCL ``all_reduce``
   after O and after down, torch residual adds. Everything CUDA-graphed (10 steps per graph, median of >= 20
   replays, max over ranks). The rotary tables are the same torch code on both sides; ours' decode runs QK norm,
-  RoPE and the KV cache writes as one Triton kernel and SiLU(gate) * up as another (layers/_decode_kernels.py),
+  RoPE and the KV cache writes as one Triton kernel and SiLU(gate) * up as another (layers/_kernels.py),
   the baseline torch's ops (``rotate_qkv``, index_put, SiLU and a product).
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
 
@@ -63,7 +63,7 @@ from _common import (  # noqa: E402
 
 from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.layers import CONFIGS, DecoderConfig, KVCache, TensorParallelDecoderLayer, random_weights  # noqa: E402
-from triton_dist.layers._decode_kernels import rope_rows, silu_mul  # noqa: E402
+from triton_dist.layers._kernels import rope_rows, silu_mul  # noqa: E402
 from triton_dist.layers.attention import rms_norm  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402

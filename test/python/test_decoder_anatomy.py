@@ -113,7 +113,7 @@ REAL_NAMES = {
     "<long>)::{lambda(char*, char const*, long)#1} const&, bool)::{lambda(int)#1}>(long, at::native::gpu_index_kernel"
     "<...>)": "other",
     "Memset (Device)": "other",
-    "_rope_scatter_kernel": "other",  # ours' decode: QK norm, RoPE and the cache writes (layers/_decode_kernels.py)
+    "_rope_scatter_kernel": "other",  # ours' decode: QK norm, RoPE and the cache writes (layers/_kernels.py)
     "_silu_mul_kernel": "other",
     "triton_poi_fused_add_mul_0": "other",
     # nothing knows these

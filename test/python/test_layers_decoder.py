@@ -136,11 +136,11 @@ def _problems(got: torch.Tensor, want: torch.Tensor) -> list[str]:
 
 
 def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
-    """The decode step's fused kernels (``layers._decode_kernels``, in the interpreter) against the torch ops they
+    """The decode step's fused kernels (``layers._kernels``, in the interpreter) against the torch ops they
     replace, on fresh random data with poisoned outputs: ``rope_scatter`` with QK norm and head dim 128, and without
     it at head dim 96 (not a power of two: masked) (2 blocks of 3 q heads, 1 KV head, 2 tokens, one of them at the
     spare slot), ``silu_mul``."""
-    from triton_dist.layers._decode_kernels import rope_scatter, silu_mul
+    from triton_dist.layers._kernels import rope_scatter, silu_mul
     from triton_dist.layers.attention import rms_norm, rope_tables
 
     blocks, batch, hq, hkv, slots_len = 2, 2, 3, 1, 5
@@ -188,7 +188,7 @@ def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
     record["kernels/silu_mul_prefill"] = problems
     # Prefill's QK norm and RoPE (rope_rows) against rotate_qkv's torch ops: 2 sequences of 5 tokens (positions
     # restart), rows of a wider tensor, a poisoned output; head dim 96 (halves of 48: masked) and 128 with QK norm.
-    from triton_dist.layers._decode_kernels import rope_rows
+    from triton_dist.layers._kernels import rope_rows
 
     problems = []
     for qk_norm, d in ((False, 96), (True, 128)):
@@ -434,7 +434,7 @@ def test_prefill_attention_reads_each_kv_head_for_its_group(prefill_gqa: bool) -
 
 
 def test_the_prefill_kernels_refuse_what_they_cannot_take() -> None:
-    from triton_dist.layers._decode_kernels import rope_rows, silu_mul
+    from triton_dist.layers._kernels import rope_rows, silu_mul
 
     layer, _ = _layer(0, 2)
     assert layer.mlp.fused_silu_mul and "fused_silu_mul=True" in repr(layer.mlp)
@@ -580,7 +580,7 @@ def test_the_prefill_kernels_compile_to_16_byte_accesses(qk_norm: bool) -> None:
     from collections import Counter
 
     from triton_dist import testing
-    from triton_dist.layers._decode_kernels import ROPE_ROWS_BLOCK_T, SILU_BLOCK, _rope_rows_kernel, _silu_mul_kernel
+    from triton_dist.layers._kernels import ROPE_ROWS_BLOCK_T, SILU_BLOCK, _rope_rows_kernel, _silu_mul_kernel
 
     ints = {"cols": "i32", "stride_s": "i32", "stride_o": "i32"}
     silu = testing.compile_for(

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from triton_dist.layers._decode_kernels import fused_kernels, rope_rows, rope_scatter
+from triton_dist.layers._kernels import fused_kernels, rope_rows, rope_scatter
 from triton_dist.layers.linear import (
     ColumnParallelLinear,
     LayerError,
@@ -182,7 +182,7 @@ class TensorParallelAttention(nn.Module):
     first copying each of them once per query head of its group (``repeat_interleave``: two copies of [B, Hq/W,
     S, D]). Off by default until measured: which SDPA backend takes the call (cuDNN, flash) may change with it.
     ``prefill_fused_rope`` (default False, likewise an attribute): prefill's QK norm and RoPE of q and k as one
-    Triton kernel (``_decode_kernels.rope_rows``: one read, one write) instead of ``rotate_qkv``'s torch ops (a copy,
+    Triton kernel (``_kernels.rope_rows``: one read, one write) instead of ``rotate_qkv``'s torch ops (a copy,
     a roll, an fp32 product and a multiply-add; two more with QK norm), on GPUs and under the emulation; off by
     default until measured.
     """

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from triton_dist.layers._decode_kernels import silu_mul
+from triton_dist.layers._kernels import silu_mul
 from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, rms_norm
 from triton_dist.layers.linear import LayerError, world_position
 from triton_dist.layers.mlp import TensorParallelMLP

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from triton_dist.layers._decode_kernels import fused_kernels, silu_mul
+from triton_dist.layers._kernels import fused_kernels, silu_mul
 from triton_dist.layers.linear import (
     ColumnParallelLinear,
     LayerError,
@@ -29,7 +29,7 @@ class TensorParallelMLP(nn.Module):
     output. The state dict holds this rank's shards: ``gate_up.weight`` and ``down.weight``.
 
     ``fused_silu_mul`` (default True; an attribute of that name, which may be changed later): ``silu(gate) * up``
-    as one Triton kernel (``_decode_kernels.silu_mul``: one read of gate and up, one write) instead of torch's SiLU
+    as one Triton kernel (``_kernels.silu_mul``: one read of gate and up, one write) instead of torch's SiLU
     and product over the strided halves of the gate/up output; used on GPUs and under the emulation
     (``TRITON_INTERPRET=1``), torch's ops on the CPU otherwise. Either way the result is torch's up to bf16 rounding.
     """
