@@ -99,6 +99,7 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
 
     LL = ArRmsNormConfig("one_shot_ll", 2, 1)  # noqa: N806 (a constant of the cases)
     LL_SPLIT = ArRmsNormConfig("one_shot_ll", 8, 1)  # noqa: N806 (the emulation's most LL programs)
+    LL_READER = ArRmsNormConfig("one_shot_ll", 8, 1, ll_single_reader=True)  # noqa: N806 (one reader per row)
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -273,6 +274,14 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/split/bf16_short_last_slices": lambda: run_poisoned((1, 131), torch.bfloat16, LL_SPLIT, False),
         "one_shot_ll/split/fp32_m3": lambda: run_poisoned((3, 100), torch.float32, LL_SPLIT, False),
         "one_shot_ll/split/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPLIT, True),
+        # The single reader (the row's first program reads and norms, the others only push): M = 1 in 4 slices
+        # (packed pairs: bf16, even hidden), M = 3 of an odd hidden in 2 slices each (element by element), fp32,
+        # e4m3 with a row of zeros, M = 16 at 2 rows a reader. Outputs poisoned first.
+        "one_shot_ll/reader/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_READER, False),
+        "one_shot_ll/reader/bf16_odd_m3": lambda: run_poisoned((3, 131), torch.bfloat16, LL_READER, False),
+        "one_shot_ll/reader/fp32_m3": lambda: run_poisoned((3, 100), torch.float32, LL_READER, False),
+        "one_shot_ll/reader/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_READER, True),
+        "one_shot_ll/reader/bf16_m16": lambda: run_poisoned((16, 64), torch.bfloat16, LL_READER, False),
         # A peer a call ahead (rank 1 late): one-shot 64 rows a round then 2; two-shot 1 row a round then 64.
         "peer_ahead/one_shot": lambda: peer_ahead_by_a_call("one_shot", 64, 2),
         "peer_ahead/two_shot": lambda: peer_ahead_by_a_call("two_shot", 2, 128),
@@ -348,6 +357,8 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
         if len(records) == 2:
             split = {"bf16_m1", "bf16_m3", "bf16_m16", "bf16_short_last_slices", "fp32_m3", "fp8_bf16_m3"}
             assert {f"one_shot_ll/split/{name}" for name in split} <= set(record)
+            reader = {"bf16_m1", "bf16_odd_m3", "fp32_m3", "fp8_bf16_m3", "bf16_m16"}
+            assert {f"one_shot_ll/reader/{name}" for name in reader} <= set(record)
             assert {"peer_ahead/one_shot", "peer_ahead/two_shot"} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -471,6 +482,75 @@ def test_the_ll_kernel_compiles_with_the_ll_words(
         assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
 
 
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "rows", "slices", "wide", "fp8"),
+    [("bf16", 8192, 1, 16, True, False), ("bf16", 8192, 1, 16, False, False), ("fp32", 100, 2, 1, False, False),
+     ("bf16", 4096, 1, 4, True, True)],
+)  # fmt: skip
+def test_the_ll_reader_kernel_compiles_to_one_poll_per_word(
+    dtype: str, hidden: int, rows: int, slices: int, wide: bool, fp8: bool
+) -> None:
+    """sm_90: the single-reader LL kernel (``ll_single_reader``). One ``fence.acq_rel.sys`` before the first word
+    access; relaxed system-scope 8-byte stores, one per word of a thread's slice (and row); one relaxed load per
+    word of the whole row (the reader's poll, inside its loop, not cloned); no weak 8-byte store, no flag round,
+    no local memory in a loop; ``WIDE``: x, the residual and the weight as 4-byte payloads and the outputs as
+    packed pairs (no 16-bit access left; the e4m3 output is stored byte by byte), else 16-bit accesses."""
+    from asm_loops import loop_components, ptx_blocks
+    from dl_compile import assembly, compile_kernel, need_real_library
+
+    from triton_dist.ops.all_reduce.config import ll_elements_per_word
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+    from triton_dist.ops.ar_rmsnorm import kernels
+
+    need_real_library("sm_90")
+    itemsize = 4 if dtype == "fp32" else 2
+    pointer = f"*{dtype}"
+    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
+    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
+    signature |= {"eps": "fp32", "data_ptr": "*i64", "epochs_ptr": "*i32", "rows": "i32", "hidden": "i32"}
+    words = cfg.ll_row_words(hidden, itemsize)
+    constexprs = {
+        "REGION": cfg.ll_group_words(hidden, itemsize, 2),
+        "RANK_WORDS": cfg.ll_group_words(hidden, itemsize, 2) // 4,
+        "BLOCK_W": words,
+        "ROUND_ROWS": rows,
+        "SLICES": slices,
+        "PER_WORD": ll_elements_per_word(itemsize),
+        "FP8": fp8,
+        "WIDE": wide,
+        "WATCHED": False,
+        "EMULATED": False,
+    }
+    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
+    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr", "hidden")
+    compiled = compile_kernel(kernels._ar_rmsnorm_ll_reader_kernel, signature, "sm_90", constexprs, aligned, num_warps)
+    asm = assembly(compiled, "sm_90")
+    lines = asm.splitlines()
+    stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
+    loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
+    fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
+    assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
+    assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
+    per_thread = max(1, words // (32 * num_warps))
+    pushed = per_thread // slices
+    assert len(stores) in (pushed, pushed * rows), "an 8-byte store merged away or duplicated"
+    assert len(loads) in (per_thread, per_thread * rows), "one relaxed load per word of the row: one poll, not cloned"
+    assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
+    assert "ld.acquire" not in asm, "no flag round: the words carry the epoch"
+    loops = loop_components(ptx_blocks(asm))
+    assert [loop for loop in loops if any("ld.relaxed.sys.global.b64" in line for b in loop for line in b.lines)]
+    inside = [line.strip() for loop in loops for block_ in loop for line in block_.lines]
+    assert not [line for line in inside if ".local" in line], "local memory inside a loop"
+    assert "rsqrt" in asm, "the norm's reciprocal square root expected"
+    sixteen = re.findall(r"(?:ld|st)\.global\.b16", asm)
+    if wide:
+        assert not sixteen, "WIDE: 4-byte payload loads and packed stores, no 16-bit access"
+    elif itemsize == 2:
+        assert sixteen, "16-bit accesses expected without WIDE"
+    if fp8:
+        assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
+
+
 def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ll_launch``: groups x rows per group (a power of two) cover the rows in one round each, each group's rows
     split over a power of two of programs while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (or as
@@ -479,7 +559,7 @@ def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPat
     the warps keep 1 to ``LL_PER_THREAD`` words per thread."""
     from triton_dist.ops.ar_rmsnorm import config as cfg
 
-    def launch(rows: int, hidden: int, itemsize: int, programs: int, emulated: bool = False, **kw: int) -> tuple:
+    def launch(rows: int, hidden: int, itemsize: int, programs: int, emulated: bool = False, **kw: Any) -> tuple:
         got = cfg.ll_launch(rows, hidden, itemsize, cfg.ArRmsNormConfig("one_shot_ll", programs, **kw), emulated)
         return got.groups, got.slices, got.rows
 
@@ -490,6 +570,12 @@ def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPat
     ]  # fmt: skip
     assert launch(1, 8192, 2, 256, num_warps=16) == (1, 8, 1)  # 512 threads: slices of 512 words
     assert launch(16, 8192, 2, 256, ll_slices=16) == (16, 16, 1)  # asked for: past LL_SPLIT_PROGRAMS
+    # One reader per row: its pushers read only their slice, so the split goes on up to LL_READER_PROGRAMS.
+    assert [launch(m, 8192, 2, 256, ll_single_reader=True) for m in (1, 2, 8, 16, 32, 128, 256)] == [
+        (1, 16, 1), (2, 16, 1), (8, 16, 1), (16, 8, 1), (32, 4, 1), (128, 1, 1), (256, 1, 1)
+    ]  # fmt: skip
+    with pytest.raises(cfg.ArRmsNormError, match="ll_single_reader is an option of one_shot_ll only, got two_shot"):
+        cfg.ArRmsNormConfig("two_shot", 4, ll_single_reader=True)
     assert launch(1, 8192, 2, 256, ll_slices=1) == (1, 1, 1) and launch(1, 8192, 2, 4) == (1, 4, 1)
     assert launch(512, 4096, 2, 256) == (256, 1, 2)  # 2048 words: 2 rows a round
     assert launch(5, 100, 4, 2, emulated=True) == (2, 1, 4)

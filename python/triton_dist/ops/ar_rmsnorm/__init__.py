@@ -12,7 +12,9 @@ fp32 scale per token (``scale = max|row| / 448``, ``[..., 1]``: ``normed_fp8.flo
 ``gemm_ar(a, b, residual=, norm_weight=)`` feeds its product to this op. A low-latency variant, the LL one-shot
 (``all_reduce``'s "one_shot_ll": the call's epoch inside the data words, no flag round, a row split over up to 16
 programs at small M; NVIDIA, decode sizes), is never chosen yet; force it with
-``op._run(x, residual, weight, eps, ArRmsNormConfig("one_shot_ll", 256, 4))`` (or ``op._run_fp8``).
+``op._run(x, residual, weight, eps, ArRmsNormConfig("one_shot_ll", 256, 4))`` (or ``op._run_fp8``). Its option
+``ll_single_reader=True`` has one program per row receive, norm and write the whole row while the row's other
+programs only push their slice (no redundant reads of the row, no step between programs; an option until measured).
 
 - ``kernels.py``: the fused kernel (whole rows per program, several per flag round for large calls, device-side
   epochs) and the LL one-shot's kernel (``all_reduce``'s LL device helpers; rows split into slices over programs);

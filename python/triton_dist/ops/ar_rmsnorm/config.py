@@ -38,7 +38,7 @@ class ArRmsNormConfig:
     row, the call's epoch travels inside the data words, no flag round; NVIDIA only, never chosen by
     ``choose_config``: force it with a config), at most ``programs`` programs of ``num_warps`` warps
     ("one_shot_ll": ``ll_num_warps`` bounds the warps by the row's words; a row may be split over up to
-    ``ll_slices`` programs)."""
+    ``ll_slices`` programs; ``ll_single_reader``: only one of them reads and norms it)."""
 
     algo: str
     programs: int
@@ -46,6 +46,11 @@ class ArRmsNormConfig:
     ll_slices: int = 0
     """"one_shot_ll" only: the most programs that share one row (a power of two; each pushes its slice of the row
     and writes its slice of the outputs, ``ll_launch``); 0: as many as ``ll_launch`` chooses."""
+    ll_single_reader: bool = False
+    """"one_shot_ll" only: the first program of a row's slices receives the whole row, adds the residual, norms it
+    in registers and writes the whole of both outputs; the row's other programs only push their slice of x and
+    exit. No program reads a row another program of this rank also reads, and no step passes between programs
+    (``kernels._ar_rmsnorm_ll_reader_kernel``). Not the default: an option until measured."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -60,6 +65,10 @@ class ArRmsNormConfig:
         if self.num_warps not in (1, 2, 4, 8, 16):
             raise ArRmsNormError(
                 f"all_reduce_residual_rmsnorm: num_warps must be a power of two <= 16, got {self.num_warps}"
+            )
+        if self.ll_single_reader and self.algo != "one_shot_ll":
+            raise ArRmsNormError(
+                f"all_reduce_residual_rmsnorm: ll_single_reader is an option of one_shot_ll only, got {self.algo}"
             )
         if self.ll_slices and (self.algo != "one_shot_ll" or self.ll_slices & (self.ll_slices - 1)):
             raise ArRmsNormError(
@@ -167,6 +176,11 @@ LL_SPLIT_PROGRAMS = 32
 of a row reads the whole row (the peers' words, x, the residual, the weight: 80 KiB at hidden 8192 bf16 on 2 ranks)
 to norm it, so S slices multiply those local reads by S: worth it while few rows leave most SMs idle (M = 1: 16
 programs push 1/16 of the row each instead of one pushing all of it), not once the rows alone fill the GPU."""
+LL_READER_PROGRAMS = 128
+"""LL one-shot with ``ll_single_reader``: rows are split over pushers while the launch stays within this many
+programs. A pusher reads only its slice, so the split no longer multiplies the local reads (``LL_SPLIT_PROGRAMS``);
+the bound keeps the launch within one wave of the SMs (132 on H100 / H200) at one program per SM (the row's
+registers: about 225 per thread at 8 warps), so no pusher waits for an SM behind a reader."""
 EMULATED_LL_SLOTS = 8
 """LL one-shot under the CPU emulation: slots of its workspaces, so the most programs of a launch (each a thread
 of the interpreter; the GPU's 256 slots of rows from every rank would crowd a small CPU heap). More than the flag
@@ -232,10 +246,10 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
     """The grid of an LL one-shot call of ``rows`` rows with ``config`` (at most ``config.programs`` programs, under
     the emulation at most ``EMULATED_LL_SLOTS``): rows in groups of a power of two per round (one while the programs
     outnumber the rows), then each group's rows split into ``slices`` (a power of two, at most ``ll_max_slices``)
-    while the launch stays within ``LL_SPLIT_PROGRAMS`` programs, or (``config.ll_slices``) into that many while
-    the launch stays within the programs. Raises ArRmsNormError where this cannot run: not NVIDIA (its PTX 8-byte
-    system-scope accesses; the emulation runs it anywhere), a row past ``LL_MAX_ROW_WORDS`` words, more rows than
-    the programs' rounds hold."""
+    while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (``ll_single_reader``: ``LL_READER_PROGRAMS``),
+    or (``config.ll_slices``) into that many while the launch stays within the programs. Raises ArRmsNormError
+    where this cannot run: not NVIDIA (its PTX 8-byte system-scope accesses; the emulation runs it anywhere), a row
+    past ``LL_MAX_ROW_WORDS`` words, more rows than the programs' rounds hold."""
     if not emulated and not ll_supported():
         raise ArRmsNormError(
             f"{OP_NAME}: one_shot_ll needs an NVIDIA GPU (8-byte relaxed system-scope PTX loads and stores): use "
@@ -257,6 +271,7 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
             "one_shot / two_shot"
         )
     groups = triton.cdiv(max(rows, 1), together)
-    budget = min(most, LL_SPLIT_PROGRAMS) if config.ll_slices == 0 else min(most, config.ll_slices * groups)
+    split = LL_READER_PROGRAMS if config.ll_single_reader else LL_SPLIT_PROGRAMS
+    budget = min(most, split) if config.ll_slices == 0 else min(most, config.ll_slices * groups)
     slices = min(ll_max_slices(hidden, itemsize, config.num_warps), _pow2_floor(budget // groups))
     return LLLaunch(groups, slices, together)

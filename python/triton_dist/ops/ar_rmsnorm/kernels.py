@@ -67,6 +67,22 @@ polls are bounded and a row with a missing word waits for it with ``dl.wait``, a
 emulation (``EMULATED``: Triton's interpreter runs no inline PTX; every program a thread) the words are plain
 8-byte stores and loads, and a missing word is awaited with ``dl.wait`` on its high half (``_ll_receive_emulated``).
 
+The **LL one-shot with a single reader** (``_ar_rmsnorm_ll_reader_kernel``, ``config.ll_single_reader``; an option,
+never the default) keeps that grid and push, but only program ``(g, 0)`` reads: it polls the whole row's words, sums,
+adds the residual, norms the row in registers and writes the whole of both outputs (and the fp8 scale); programs
+``(g, s > 0)`` push their slice and exit. The split kernel above has each of a row's ``SLICES`` programs poll the same
+32 KiB of words and load the same x, residual and weight (hidden 8192 bf16): 16 SMs hammering one row's lines of
+L2 while the peer's words land in them, 16 x 80 KiB of local reads where one 80 KiB read suffices. The push stays
+spread over the slices (one SM pushes only about 20 GB/s over NVLink: a 32 KiB row of words from one program costs
+about 1.6 µs, what made the unsplit kernel slow), so the split is bounded by one wave of the SMs
+(``config.LL_READER_PROGRAMS``) rather than by the reads. No step passes between two programs of one rank in a call:
+the reader waits only for words the peers' programs push, so the programs of a group need not be resident
+together, and the ordering argument above holds unchanged (it already went through kernel boundaries; every
+program of the group still advances its slot's epoch each call). ``WIDE`` (16-bit elements, an even hidden size,
+16-byte aligned tensors): x, the residual and the weight are loaded as one 4-byte payload per word (two elements:
+the word's own layout), and both outputs are stored as packed pairs, halving the reader's memory instructions
+(``ld.global.b16`` / ``st.global.b16`` per element otherwise).
+
 With ``FP8`` the normed row is quantized to e4m3 with a per-token scale: ``scale = max(max|normed| / 448,
 FP8_MIN_SCALE)``, ``normed_fp8 = clamp(normed / scale, +-448)`` rounded to nearest (even), both from the fp32 row.
 """
@@ -90,6 +106,7 @@ from triton_dist.ops.common.ll_words import (
     _ll_receive,
     _ll_receive_late,
     _ll_store,
+    _ll_store_elements,
     _ll_unpack,
 )
 
@@ -492,4 +509,192 @@ def _ar_rmsnorm_ll_kernel(
                 FP8,
                 part == 0,  # one program of the row stores its fp8 scale
             )
+    tl.store(epochs_ptr + slot, epoch)
+
+
+@triton.jit
+def _ll_payload_wide(x_ptr, words, n, PER_WORD: tl.constexpr, WIDE: tl.constexpr):
+    """``_ll_payload``; ``WIDE`` (16-bit elements, an even ``n``, ``x_ptr`` 4-byte aligned): one 4-byte load per
+    word, which is the word's payload as it stands (element ``2 w`` in the low half, little-endian)."""
+    if WIDE:
+        payload = tl.load(x_ptr.to(tl.pointer_type(tl.uint32), bitcast=True) + words, mask=words * 2 < n, other=0)
+    else:
+        payload = _ll_payload(x_ptr, words, n, PER_WORD)
+    return payload
+
+
+@triton.jit
+def _ll_store_pairs(out_ptr, words, n, low, high, PER_WORD: tl.constexpr, WIDE: tl.constexpr):
+    """``_ll_store_elements`` of 16-bit ``low`` / ``high``; ``WIDE`` (an even ``n``, ``out_ptr`` 4-byte aligned):
+    each word's two elements as one packed 4-byte store."""
+    if WIDE:
+        packed = low.to(tl.uint16, bitcast=True).to(tl.uint32) | (high.to(tl.uint16, bitcast=True).to(tl.uint32) << 16)
+        tl.store(out_ptr.to(tl.pointer_type(tl.uint32), bitcast=True) + words, packed, mask=words * 2 < n)
+    else:
+        _ll_store_elements(out_ptr, words, n, low, high, PER_WORD)
+
+
+@triton.jit
+def _ll_norm_whole_row(
+    acc_low,
+    acc_high,
+    residual,
+    weight,
+    normed_ptr,
+    new_residual_ptr,
+    scale_ptr,
+    row,
+    words,
+    eps,
+    hidden,
+    DTYPE: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+    WIDE: tl.constexpr,
+):
+    """``_ll_norm_row`` for a program that owns the whole row: the same arithmetic per element (so the same bits),
+    every lane stored (``WIDE``: as packed pairs; the e4m3 output element by element) and the fp8 scale."""
+    base = row * hidden
+    res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
+    w_low, w_high = _ll_elements(weight, DTYPE, PER_WORD)
+    new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)
+    h_low = new_low.to(tl.float32)
+    if PER_WORD == 2:
+        new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
+        h_high = new_high.to(tl.float32)
+        squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
+    else:
+        new_high = new_low
+        h_high = h_low
+        squares = tl.sum(h_low * h_low, axis=0)
+    _ll_store_pairs(new_residual_ptr + base, words, hidden, new_low, new_high, PER_WORD, WIDE)
+    rstd = tl.rsqrt(squares / hidden + eps)
+    y_low = h_low * rstd * w_low.to(tl.float32)
+    y_high = h_high * rstd * w_high.to(tl.float32)
+    OUT: tl.constexpr = normed_ptr.dtype.element_ty
+    if FP8:
+        scale = tl.maximum(tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0) / FP8_MAX, FP8_MIN_SCALE)
+        q_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX)).to(OUT)
+        q_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX)).to(OUT)
+        _ll_store_elements(normed_ptr + base, words, hidden, q_low, q_high, PER_WORD)
+        tl.store(scale_ptr + row, scale)
+    else:
+        _ll_store_pairs(normed_ptr + base, words, hidden, y_low.to(OUT), y_high.to(OUT), PER_WORD, WIDE)
+
+
+@triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
+def _ar_rmsnorm_ll_reader_kernel(
+    x_ptr,
+    residual_ptr,
+    weight_ptr,
+    normed_ptr,
+    new_residual_ptr,
+    scale_ptr,
+    eps,
+    data_ptr,
+    epochs_ptr,
+    rows,
+    hidden,
+    REGION: tl.constexpr,
+    RANK_WORDS: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+    ROUND_ROWS: tl.constexpr,
+    SLICES: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+    WIDE: tl.constexpr = False,
+    WATCHED: tl.constexpr = False,
+    EMULATED: tl.constexpr = False,
+):
+    slot = tl.program_id(0)
+    group = slot // SLICES  # the group's ROUND_ROWS rows
+    part = slot % SLICES  # my slice of each of them; part 0 also reads and norms them
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
+    if EMULATED:  # the interpreter runs no PTX; its memory is coherent and its 8-byte accesses whole
+        epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
+    else:  # the fence: release for the previous call's reads of this group, acquire for its observations
+        epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
+    SLICE_W: tl.constexpr = BLOCK_W // SLICES
+    words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS  # [2 parities][ranks][RANK_WORDS]
+    sliced = part * SLICE_W + tl.arange(0, SLICE_W)
+    first = group * ROUND_ROWS
+    # Push: my slice of each row's words into row block `me` of every peer's buffer (rows past the last: no word).
+    for r in range(0, ROUND_ROWS):
+        row = first + r
+        n = tl.where(row < rows, hidden, 0)
+        mask = sliced * PER_WORD < n
+        packed = _ll_pack(_ll_payload_wide(x_ptr + row * hidden, sliced, n, PER_WORD, WIDE), epoch)
+        for peer in range(0, ranks):
+            if peer != me:
+                remote = dl.symm_at(words + me * RANK_WORDS + r * BLOCK_W + sliced, peer)
+                if EMULATED:
+                    tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
+                else:
+                    _ll_store(remote, packed, mask)
+    if part == 0:  # the group's reader: every word of its rows, from every peer's programs of every slice
+        PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
+        offs = tl.arange(0, BLOCK_W)
+        mask = offs * PER_WORD < hidden
+        # The weight, x and the residual are local: loaded before the poll, so they arrive while it waits.
+        weight = _ll_payload_wide(weight_ptr, offs, hidden, PER_WORD, WIDE)
+        for r in range(0, ROUND_ROWS):
+            row = first + r
+            if row < rows:
+                mine = _ll_payload_wide(x_ptr + row * hidden, offs, hidden, PER_WORD, WIDE)
+                residual = _ll_payload_wide(residual_ptr + row * hidden, offs, hidden, PER_WORD, WIDE)
+                packed = _ll_pack(mine, epoch)
+                row_words = words + r * BLOCK_W
+                acc_low, acc_high, missing = _ll_row_sum(
+                    row_words,
+                    offs,
+                    mask,
+                    mine,
+                    packed,
+                    epoch,
+                    me,
+                    ranks,
+                    RANK_WORDS,
+                    DTYPE,
+                    PER_WORD,
+                    PASSES,
+                    False,
+                    EMULATED,
+                )
+                if WATCHED:
+                    if tl.max(missing, axis=0) > 0:  # one reduction per row; the sum again, every word awaited
+                        acc_low, acc_high, missing = _ll_row_sum(
+                            row_words,
+                            offs,
+                            mask,
+                            mine,
+                            packed,
+                            epoch,
+                            me,
+                            ranks,
+                            RANK_WORDS,
+                            DTYPE,
+                            PER_WORD,
+                            PASSES,
+                            True,
+                            EMULATED,
+                        )
+                _ll_norm_whole_row(
+                    acc_low,
+                    acc_high,
+                    residual,
+                    weight,
+                    normed_ptr,
+                    new_residual_ptr,
+                    scale_ptr,
+                    row,
+                    offs,
+                    eps,
+                    hidden,
+                    DTYPE,
+                    PER_WORD,
+                    FP8,
+                    WIDE,
+                )
     tl.store(epochs_ptr + slot, epoch)
