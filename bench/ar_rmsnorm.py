@@ -12,6 +12,9 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
   in the table: groups x slices); never chosen by default yet), at M <= 256 (``LL_ROWS``);
 - ``fused LL unsplit (forced)``: the same with one program per row (``ll_slices=1``), what the split is measured
   against;
+- ``fused LL 1 reader (forced)``: the same with ``ll_single_reader=True``: the row's pushes split over up to 16
+  programs (the launch within 128), but only the row's first program polls the row, norms it and writes both
+  outputs (``LL reader grid``: groups x slices);
 - ``our AR``: ``triton_dist.ops.all_reduce(x, out=)`` alone (what the fused op must not cost much more than);
 - ``our AR + add + RMSNorm``: our all-reduce, then ``torch.add`` of the residual and
   ``torch.nn.functional.rms_norm`` (our unfused path);
@@ -68,11 +71,12 @@ FUSED = "fused"
 FP8 = "fused fp8"
 FUSED_LL = "fused LL (forced)"
 FUSED_LL_UNSPLIT = "fused LL unsplit (forced)"
+FUSED_LL_READER = "fused LL 1 reader (forced)"
 OURS = "our AR"
 UNFUSED = "our AR + add + RMSNorm"
 NCCL = "NCCL + add + RMSNorm"
 SYMM = "symm-mem one-shot + add + RMSNorm"
-NAMES = (FUSED, FP8, FUSED_LL, FUSED_LL_UNSPLIT, OURS, UNFUSED, NCCL, SYMM)
+NAMES = (FUSED, FP8, FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, OURS, UNFUSED, NCCL, SYMM)
 LL_ROWS = 256
 """The forced LL variant is timed at M <= 256 (the most rows its 256 programs hold at hidden 8192)."""
 LL_CONFIG = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4)
@@ -81,15 +85,20 @@ within 32 (``ar_rmsnorm.config.ll_launch``), warps raised to the row's words as 
 hidden 8192 bf16)."""
 LL_UNSPLIT = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_slices=1)
 """The LL variant with one program per row (as before the split), timed beside it."""
+LL_READER = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_single_reader=True)
+"""The LL variant with one reader per row (its other programs only push), timed beside both."""
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
-SWEEP = [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)] + [
-    ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 8, ll_slices=slices) for slices in (1, 4, 16)
-]
+SWEEP = (
+    [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)]
+    + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 8, ll_slices=slices) for slices in (1, 4, 16)]
+    + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], warps, ll_single_reader=True) for warps in (8, 16)]
+)
 """The fused op's configs also timed (graphed) at the ``--sweep-rows`` M values: what the chosen config (the
 all-reduce's algorithm for the size, warps by row length) leaves on the table; and the LL variant with its rows
 split into 1, 4 and 16 slices whatever the programs (``ll_slices``: up to 16 x M programs), what its own bound on
-the split (``LL_SPLIT_PROGRAMS``) leaves."""
+the split (``LL_SPLIT_PROGRAMS``) leaves; and the single reader at 8 and 16 warps (16: half the reader's words per
+thread, a row split into at most 8 slices)."""
 SWEEP_ROWS = (1, 4, 16, 64, 128, 256, 1024, 8192)
 
 
@@ -117,12 +126,13 @@ def implementations(
         FP8: lambda: all_reduce_residual_rmsnorm_fp8(x, residual, weight, EPS),
         FUSED_LL: lambda: _run(x, residual, weight, EPS, LL_CONFIG),
         FUSED_LL_UNSPLIT: lambda: _run(x, residual, weight, EPS, LL_UNSPLIT),
+        FUSED_LL_READER: lambda: _run(x, residual, weight, EPS, LL_READER),
         OURS: lambda: all_reduce(x, out=reduced),
         UNFUSED: lambda: add_rms_norm(all_reduce(x, out=reduced), residual, weight),
         NCCL: lambda: (dist.all_reduce(nccl_buffer), add_rms_norm(nccl_buffer, residual, weight)),
     }
     if x.shape[0] > LL_ROWS:
-        del impls[FUSED_LL], impls[FUSED_LL_UNSPLIT]
+        del impls[FUSED_LL], impls[FUSED_LL_UNSPLIT], impls[FUSED_LL_READER]
     if symm_mem is not None and hasattr(torch.ops.symm_mem, "one_shot_all_reduce"):
         try:
             buffer = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -184,13 +194,15 @@ def main() -> int:
         problem = fused_matches_torch(x, residual, weight)
         if problem:
             print(f"INFO rank {world.rank} M={m}: the fused op differs from torch: {problem}", flush=True)
-        if m <= LL_ROWS:
+        for forced, what in ((LL_CONFIG, "LL variant"), (LL_READER, "LL single-reader variant")):
+            if m > LL_ROWS:
+                break
             try:
-                problem = fused_matches_torch(x, residual, weight, LL_CONFIG)
+                problem = fused_matches_torch(x, residual, weight, forced)
             except Exception as error:  # noqa: BLE001 (reported, not fatal: its timing reports it too)
                 problem = f"{type(error).__name__}: {error}"
             if problem:
-                print(f"INFO rank {world.rank} M={m}: the forced LL variant differs from torch: {problem}", flush=True)
+                print(f"INFO rank {world.rank} M={m}: the forced {what} differs from torch: {problem}", flush=True)
         nbytes = x.numel() * x.element_size()
         config = choose_config(nbytes, m, x.device, world.world_size, x.element_size(), emulated=False)
         ours = select_config(nbytes, x.device, world.world_size, x.element_size())
@@ -199,6 +211,7 @@ def main() -> int:
             "config": f"{config.algo} {config.programs}x{config.num_warps}w",
             "AR config": f"{ours.algo} {ours.programs}x{ours.num_warps}w",
             "LL grid": ll_grid(m, args.hidden, x.element_size()),
+            "LL reader grid": ll_grid(m, args.hidden, x.element_size(), LL_READER),
         }
         impls = implementations(x, residual, weight, group_name, symm_mem)
         time_graphed_and_eager(row, impls, args.iters, f"at M={m} failed")
@@ -221,18 +234,20 @@ def main() -> int:
     return write_on_rank0_and_finish(lambda: write_results(Path(args.out_dir), rows, world.world_size, args, started))
 
 
-def ll_grid(rows: int, hidden: int, itemsize: int) -> str:
-    """The forced LL variant's grid at M = ``rows``: "groups x slices" ("-" where it cannot run)."""
+def ll_grid(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig = LL_CONFIG) -> str:
+    """A forced LL variant's grid at M = ``rows`` (``config``: the split one unless said): "groups x slices" ("-"
+    where it cannot run)."""
     try:
-        launch = ll_launch(rows, hidden, itemsize, LL_CONFIG, emulated=False)
+        launch = ll_launch(rows, hidden, itemsize, config, emulated=False)
     except ArRmsNormError:
         return "-"
     return f"{launch.groups}x{launch.slices}"
 
 
 def sweep_name(config: ArRmsNormConfig) -> str:
-    """A swept config's column: "one_shot 8w", "one_shot_ll 8w 16 slices"."""
-    return f"{config.algo} {config.num_warps}w" + (f" {config.ll_slices} slices" if config.ll_slices else "")
+    """A swept config's column: "one_shot 8w", "one_shot_ll 8w 16 slices", "one_shot_ll 16w 1 reader"."""
+    name = f"{config.algo} {config.num_warps}w" + (f" {config.ll_slices} slices" if config.ll_slices else "")
+    return name + (" 1 reader" if config.ll_single_reader else "")
 
 
 def us(row: dict[str, object], key: str) -> float:
@@ -276,6 +291,14 @@ def bar_summary(rows: list[dict[str, object]]) -> list[str]:
             1.2,
             graphed,
         ),
+        (
+            f"(not the default) {FUSED_LL_READER} / our AR at M <= {BAR_ROWS}",
+            small,
+            FUSED_LL_READER,
+            OURS,
+            1.2,
+            graphed,
+        ),
     ]
     lines = []
     for what, subset, numerator, denominator, bar, modes in specs:
@@ -303,7 +326,9 @@ def write_results(
         "- fused: `all_reduce_residual_rmsnorm` (one kernel); fused fp8: its e4m3 variant; fused LL (forced): the",
         f"  fused op with algo {LL_CONFIG.algo} forced ({LL_CONFIG.programs} programs, M <= {LL_ROWS}; not the",
         "  default), each row split over the programs of the LL grid's slices (groups x slices); fused LL unsplit",
-        "  (forced): the same, one program per row; our AR: `all_reduce` alone; the `+ add + RMSNorm` paths:",
+        "  (forced): the same, one program per row; fused LL 1 reader (forced): the same with ll_single_reader (the",
+        "  row's first program alone receives, norms and writes it; the others only push; LL reader grid);",
+        "  our AR: `all_reduce` alone; the `+ add + RMSNorm` paths:",
         "  `torch.add` of the residual, then `torch.nn.functional.rms_norm`.",
         "",
         "Bar (issue 28), graphed unless said:",
@@ -311,14 +336,16 @@ def write_results(
         *[f"- {line}" for line in bar_summary(rows)],
         "",
         "| M | " + " | ".join(f"{name} graphed" for name in NAMES) + " | fused / our AR | fused / NCCL+ | "
-        "fused / unfused | fused / unfused eager | LL / our AR | LL grid | config |",
-        "|---" * (len(NAMES) + 8) + "|",
+        "fused / unfused | fused / unfused eager | LL / our AR | LL reader / our AR | LL grid | LL reader grid | "
+        "config |",
+        "|---" * (len(NAMES) + 10) + "|",
     ]
     for row in rows:
         cells = [f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} graphed") for name in NAMES]
         cells += [f"{ratio(row, FUSED, den):.2f}" for den in (OURS, NCCL, UNFUSED)]
         cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", f"{ratio(row, FUSED_LL, OURS):.2f}"]
-        cells += [str(row["LL grid"]), str(row["config"])]
+        cells += [f"{ratio(row, FUSED_LL_READER, OURS):.2f}"]
+        cells += [str(row["LL grid"]), str(row.get("LL reader grid", "-")), str(row["config"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Eager, µs:", "", "| M | " + " | ".join(f"{name} eager" for name in NAMES) + " |"]
     lines.append("|---" * (len(NAMES) + 1) + "|")
@@ -350,7 +377,10 @@ def write_results(
             "graphed ratios (bar: 1.2, 0.45 at M <= 128; 1)",
             ms,
             {f"fused / {den}": [ratio(r, FUSED, den) for r in rows] for den in (OURS, NCCL, UNFUSED)}
-            | {f"{name} / our AR": [ratio(r, name, OURS) for r in rows] for name in (FUSED_LL, FUSED_LL_UNSPLIT)},
+            | {
+                f"{name} / our AR": [ratio(r, name, OURS) for r in rows]
+                for name in (FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER)
+            },
         )
     )
     panel_chart(
