@@ -1,14 +1,15 @@
 """The fused all-reduce + residual add + RMSNorm on GPUs: every algorithm against torch, CUDA graphs, the e4m3
 variant, gemm_ar's norm epilogue, bad input.
 
-    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,gemm_ar,compile,bad_input]
+    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,ll_reader,gemm_ar,...]
 
 Each case draws fresh random inputs (every rank regenerates every rank's for the reference), poisons the outputs
 (NaN) and compares with torch in fp32: ``h = residual + sum over ranks of x`` in rank order, ``new_residual`` = h
 rounded to the dtype, ``normed = new_residual * rsqrt(mean(new_residual^2) + eps) * weight``. bf16 and fp32, M from
 1 to 8192, hidden 4096, 8192 and two sizes that are not powers of two (5120, 1000), the chosen algorithm and each one
 forced; outputs must be bit-identical on every rank. CUDA graphs: chained calls captured once and replayed with new
-inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (M 1 to 64, fp8, graphed replays).
+inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (M 1 to 64, fp8, graphed replays);
+``ll_reader``: the same with its single-reader option (``ll_single_reader``), and tensors off alignment.
 Exit code 0 iff every check passed on every rank.
 """
 
@@ -443,11 +444,74 @@ def check_ll(checks: Checks, world: rt.World) -> None:
     check_graph(checks, world, shapes, ll)
 
 
+LL_READER = ArRmsNormConfig("one_shot_ll", 256, 4, ll_single_reader=True)
+"""The LL one-shot with one reader per row (``ll_single_reader``; forced, never the default)."""
+
+
+def misaligned_case(checks: Checks, world: rt.World, tag: int, m: int, hidden: int, config: ArRmsNormConfig) -> None:
+    """bf16 inputs and outputs 2 bytes past a 16-byte boundary (views into a buffer one element longer): the
+    single reader's packed 4-byte pairs must not be used (they would be misaligned); right against torch."""
+    shape = (m, hidden)
+    dtype = torch.bfloat16
+
+    def shifted(t: torch.Tensor) -> torch.Tensor:
+        buffer = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+        view = buffer[1:].view(t.shape)
+        view.copy_(t)
+        return view
+
+    x, residual, weight = (shifted(t) for t in inputs(world.rank, tag, shape, dtype))
+    normed, new_residual = (shifted(poison_(torch.empty(shape, dtype=dtype, device="cuda"))) for _ in range(2))
+    _check(x, residual, weight, EPS)
+    _launch(x, residual, weight, EPS, normed, new_residual, None, config)
+    sync("all_reduce_residual_rmsnorm misaligned")
+    want_normed, want_residual = reference(tag, shape, dtype, world.world_size)
+    ok_n, detail_n = close(normed, want_normed, dtype)
+    ok_r, detail_r = close(new_residual, want_residual, dtype)
+    what = f"misaligned (2 bytes) M={m} hidden={hidden} bf16 {config}"
+    checks.check(f"{what}: normed, new_residual", ok_n and ok_r, f"normed {detail_n}; new_residual {detail_r}")
+
+
+def check_ll_reader(checks: Checks, world: rt.World) -> None:
+    """The LL one-shot with one reader per row (``ll_single_reader``, forced: an option) against torch: M 1 to 64
+    at every hidden size and dtype (pushes split over up to 16 programs, the launch within 128; bf16 of an even
+    hidden with aligned tensors takes the packed pairs), fewer programs than rows (several rows per reader), 16
+    warps (8 slices), tensors 2 bytes off alignment (no packed pairs), the e4m3 output (a row of zeros), and three
+    chained calls in a CUDA graph replayed with fresh inputs. NVIDIA only (ROCm: ``check_ll`` checks the refusal)."""
+    if not ll_supported():
+        return
+    tag = 40_000
+    for dtype in DTYPES:
+        for hidden in HIDDENS:
+            for m in LL_ROWS:
+                tag += 10
+                eager_case(checks, world, tag, m, hidden, dtype, LL_READER)
+    for m, hidden, config in (
+        (64, 1000, ArRmsNormConfig("one_shot_ll", 8, 4, ll_single_reader=True)),
+        (31, 4096, ArRmsNormConfig("one_shot_ll", 16, 8, ll_single_reader=True)),
+        (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, ll_single_reader=True)),
+        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, ll_single_reader=True)),
+        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=16, ll_single_reader=True)),
+    ):
+        tag += 10
+        eager_case(checks, world, tag, m, hidden, torch.bfloat16, config)
+    for m, hidden in ((1, 8192), (5, 1000)):
+        tag += 10
+        misaligned_case(checks, world, tag, m, hidden, LL_READER)
+    for m in (1, 7, 64):
+        tag += 10
+        fp8_case(checks, world, tag, (m, 8192), torch.bfloat16, LL_READER)
+    fp8_case(checks, world, tag + 10, (5, 5120), torch.float32, LL_READER)
+    shapes = ((1, 8192, torch.bfloat16), (16, 5120, torch.float32), (64, 8192, torch.bfloat16))
+    check_graph(checks, world, shapes, LL_READER)
+
+
 GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
     "eager": check_eager,
     "fp8": check_fp8,
     "graph": check_graph,
     "ll": check_ll,
+    "ll_reader": check_ll_reader,
     "gemm_ar": check_gemm_ar,
     "compile": check_compile,
     "bad_input": check_bad_input,
