@@ -10,8 +10,11 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    - ``pair_pos[t, k]``: the place of pair ``(t, k)`` among the program's pairs routed to expert ``topk_idx[t, k]``;
 
    and its counts row ``[N per rank | C per expert | bad ids]`` in the local ``parts`` table (one ``ROW`` each).
+   Its steps of ``BLOCK_T`` tokens each load the next step's ``topk_idx`` block ahead (``PARTS``:
+   ``MoeConfig(route_programs=...)``).
 2. ``_route_kernel`` (one program): turns ``parts`` into exclusive prefixes over programs, in place (what push
-   adds to each program's local positions, so every position is the one a serial pass over all tokens gives), and
+   adds to each program's local positions, so every position is the one a serial pass over all tokens gives; ``PB``
+   rows a step, the next step's rows loaded ahead, before this step's stores, which never touch them), and
    writes this rank's counts row ``[N[me, 0..W) | C[me, 0..E) | bad ids]`` and the summary ``info`` (every word).
    In normal mode it also pushes the row into row ``me`` of every rank's symmetric counts matrix, sets its count
    flag on every rank (release) and waits for every rank's (acquire): every rank then holds the whole matrix and
@@ -137,10 +140,17 @@ def _route_count_kernel(
     expert_run = tl.zeros([EP], dtype=tl.int32)
     dest_run = tl.zeros([WP], dtype=tl.int32)
     bad = tl.zeros([BLOCK_T, KP], dtype=tl.int32)
+    # Each step's topk_idx block is loaded one step ahead, so its load overlaps the step before.
+    ahead = first + tl.arange(0, BLOCK_T)
+    ahead_inside = (ahead < last)[:, None] & (slots < K)[None, :]
+    loaded = tl.load(idx_ptr + ahead[:, None] * K + slots[None, :], mask=ahead_inside, other=-1).to(tl.int32)
     for t0 in range(first, last, BLOCK_T):
         tokens = t0 + tl.arange(0, BLOCK_T)
         inside = (tokens < last)[:, None] & (slots < K)[None, :]
-        idx = tl.load(idx_ptr + tokens[:, None] * K + slots[None, :], mask=inside, other=-1).to(tl.int32)
+        idx = loaded
+        ahead = tokens + BLOCK_T
+        ahead_inside = (ahead < last)[:, None] & (slots < K)[None, :]
+        loaded = tl.load(idx_ptr + ahead[:, None] * K + slots[None, :], mask=ahead_inside, other=-1).to(tl.int32)
         wrong = (idx < -1) | (idx >= E)
         bad += wrong.to(tl.int32)
         idx = tl.where(wrong, -1, idx)
@@ -202,12 +212,20 @@ def _route_kernel(
     bad_ids = tl.sum(tl.zeros([PB], dtype=tl.int32), axis=0)
     # The count programs' rows become exclusive prefixes over programs, in place: what push adds to each program's
     # local positions.
+    # Each step's rows are loaded one step ahead (rows the step before does not store), so the loads overlap it.
     parts = tl.arange(0, PB)
+    ahead = part_ptr + parts[:, None] * ROW
+    n_ahead = tl.load(ahead + dests[None, :])
+    c_ahead = tl.load(ahead + WP + experts[None, :])
+    bad_ahead = tl.load(part_ptr + parts * ROW + WP + EP)
     for p0 in range(0, PARTS, PB):
         part = part_ptr + (p0 + parts)[:, None] * ROW
-        n = tl.load(part + dests[None, :])
-        c = tl.load(part + WP + experts[None, :])
-        bad_ids += tl.sum(tl.load(part_ptr + (p0 + parts) * ROW + WP + EP), axis=0)
+        n, c, bad_ids = n_ahead, c_ahead, bad_ids + tl.sum(bad_ahead, axis=0)
+        more = p0 + PB + parts < PARTS
+        ahead = part_ptr + (p0 + PB + parts)[:, None] * ROW
+        n_ahead = tl.load(ahead + dests[None, :], mask=more[:, None], other=0)
+        c_ahead = tl.load(ahead + WP + experts[None, :], mask=more[:, None], other=0)
+        bad_ahead = tl.load(part_ptr + (p0 + PB + parts) * ROW + WP + EP, mask=more, other=0)
         tl.store(part + dests[None, :], tl.cumsum(n, axis=0) - n + dest_run[None, :])
         tl.store(part + WP + experts[None, :], tl.cumsum(c, axis=0) - c + expert_run[None, :])
         dest_run += tl.sum(n, axis=0)
