@@ -264,6 +264,11 @@ def test_whole_row_config_picks_the_block_and_is_checked() -> None:
     for bad_count in (0, 9, True, 1.0):
         with pytest.raises(MoeError, match=f"programs_per_sm must be None or an int in \\[1, 8\\], got {bad_count!r}"):
             MoeConfig(programs_per_sm=bad_count)  # type: ignore[arg-type]
+    assert MoeConfig().route_programs is None and MoeConfig(route_programs=256).route_programs == 256
+    assert MoeConfig(route_programs=1).route_programs == 1
+    for bad_programs in (0, 3, 96, 2048, True, 4.0):
+        with pytest.raises(MoeError, match=f"route_programs must be None or a power of two.*got {bad_programs!r}"):
+            MoeConfig(route_programs=bad_programs)  # type: ignore[arg-type]
 
 
 def test_dispatch_refuses_a_config_that_is_not_a_moe_config(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -500,7 +505,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     x, idx, weights = torch.zeros(3, 8), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
     outputs = moe_op._dispatch(x, idx, weights, 8, mode, 4 if mode == "low_latency" else None)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
-    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True, 1, False)
+    key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True, 1, False, 0)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
     moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route", "route_count"]

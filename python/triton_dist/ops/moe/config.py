@@ -92,6 +92,8 @@ ROUTE_PROGRAMS = 64
 """Programs of the route count kernel: each counts and places ``ceil(T / ROUTE_PROGRAMS)`` consecutive tokens, the
 one-program route kernel turns their counts into prefixes, and push adds a token's program's prefix to its local
 positions (so the positions are those of one serial pass in (token, k) order)."""
+MAX_ROUTE_PROGRAMS = 1024
+"""The most route count programs ``MoeConfig(route_programs=...)`` takes (the route kernel scans their rows)."""
 EMULATED_ROUTE_PROGRAMS = 4
 """Route count programs under the CPU emulation (the kernel uses no primitive, so Triton's interpreter runs its
 programs one after the other): several, so the emulation tests the prefixes over programs."""
@@ -132,11 +134,19 @@ class MoeConfig:
     ``recv_x`` beside the push to the other ranks), the expand kernel is launched from its outputs' addresses once
     its launch plan exists (their views made after it, off the GPU's critical path), and the fp8 push runs
     ``FP8_PUSH_WARPS`` warps. Same results, bit for bit.
+
+    ``route_programs`` (default None: ``ROUTE_PROGRAMS``; else a power of two in [1, ``MAX_ROUTE_PROGRAMS``]; an
+    option until a GPU run measures it, ``bench/moe.py --only-dispatch`` times 256 beside the default): the route
+    count kernel's programs, each placing ``ceil(T / route_programs)`` consecutive tokens in serial steps of
+    ``128 / k`` tokens, whose counts the one-program route kernel turns into prefixes in steps of 16 rows (E 256).
+    More programs make the count kernel's serial part shorter (at 4096 tokens: 4 steps per program at 64, 1 at
+    256) and the route kernel's longer (4 steps of 16 rows at 64, 16 at 256). Same results, bit for bit.
     """
 
     whole_row: bool = True
     programs_per_sm: int | None = None
     pipelined: bool = False
+    route_programs: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.whole_row, bool):
@@ -146,6 +156,16 @@ class MoeConfig:
         per_sm = self.programs_per_sm
         if per_sm is not None and (isinstance(per_sm, bool) or not isinstance(per_sm, int) or not 1 <= per_sm <= 8):
             raise MoeError(f"MoeConfig: programs_per_sm must be None or an int in [1, 8], got {per_sm!r}")
+        route = self.route_programs
+        if route is not None and (
+            isinstance(route, bool)
+            or not isinstance(route, int)
+            or not 1 <= route <= MAX_ROUTE_PROGRAMS
+            or route & (route - 1)
+        ):
+            raise MoeError(
+                f"MoeConfig: route_programs must be None or a power of two in [1, {MAX_ROUTE_PROGRAMS}], got {route!r}"
+            )
 
     def per_sm(self, mode: str) -> int:
         """The copy kernels' programs per SM in ``mode``: ``programs_per_sm``, or when it is None the mode's
