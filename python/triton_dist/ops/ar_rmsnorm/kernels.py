@@ -88,7 +88,8 @@ Where the M <= 16 time above ``all_reduce``'s goes (hidden 8192 bf16, 2 ranks; a
 SASS, not yet measured piece by piece): the default (flag one-shot, chosen at these sizes) pays the flag round
 (5.0 µs alone in the same all_reduce run, above the LL all-reduce's whole call), one program per row so one SM
 pushes the whole 16 KiB row (about 0.8 µs at ~20 GB/s per SM), and after the wait two dependent local round trips
-(the inbox, x and the residual; then the weight, loaded only after the block reduction's two ``bar.sync``). The
+(the inbox and the residual, x kept from the push; then the weight, loaded only after the block reduction's two
+``bar.sync``). The
 split LL kernel (16 programs at M = 1) has every program poll all 4096 words (16 relaxed 8-byte loads per thread,
 the 16 SMs on the same lines the peer's stores land in) and load all of x, the residual and the weight as 98
 ``ld.global.b16`` per thread (225 registers), then store 4 of its 64 predicated ``st.global.b16``. The unsplit
