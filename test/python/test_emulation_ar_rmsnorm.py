@@ -495,7 +495,8 @@ def test_the_ll_reader_kernel_compiles_to_one_poll_per_word(
     access; relaxed system-scope 8-byte stores, one per word of a thread's slice (and row); one relaxed load per
     word of the whole row (the reader's poll, inside its loop, not cloned); no weak 8-byte store, no flag round,
     no local memory in a loop; ``WIDE``: x, the residual and the weight as 4-byte payloads and the outputs as
-    packed pairs (no 16-bit access left; the e4m3 output is stored byte by byte), else 16-bit accesses.
+    packed pairs, vectorized to 16 bytes (no 16-bit access left; the e4m3 output is stored byte by byte), else
+    16-bit accesses.
     ``watched`` (the wait watchdog): bounded polls, then the late receive's waits."""
     from asm_loops import loop_components, ptx_blocks
     from dl_compile import assembly, compile_kernel, need_real_library
@@ -548,6 +549,8 @@ def test_the_ll_reader_kernel_compiles_to_one_poll_per_word(
     sixteen = re.findall(r"(?:ld|st)\.global\.b16", asm)
     if wide:
         assert not sixteen, "WIDE: 4-byte payload loads and packed stores, no 16-bit access"
+        vectors = ("ld.global.v4.b32" in asm, "st.global.v4.b32" in asm)
+        assert vectors == (True, True), "WIDE: 16-byte loads and stores (masked by whole words)"
     elif itemsize == 2:
         assert sixteen, "16-bit accesses expected without WIDE"
     if fp8:
