@@ -180,7 +180,7 @@ LL_READER_PROGRAMS = 128
 """LL one-shot with ``ll_single_reader``: rows are split over pushers while the launch stays within this many
 programs. A pusher reads only its slice, so the split no longer multiplies the local reads (``LL_SPLIT_PROGRAMS``);
 the bound keeps the launch within one wave of the SMs (132 on H100 / H200) at one program per SM (the row's
-registers: about 225 per thread at 8 warps), so no pusher waits for an SM behind a reader."""
+registers: 167 per thread at 8 warps on sm_90), so no pusher waits for an SM behind a reader."""
 EMULATED_LL_SLOTS = 8
 """LL one-shot under the CPU emulation: slots of its workspaces, so the most programs of a launch (each a thread
 of the interpreter; the GPU's 256 slots of rows from every rank would crowd a small CPU heap). More than the flag
