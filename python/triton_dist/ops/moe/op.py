@@ -113,7 +113,8 @@ needs, then the status (this rank's bad ids at 4, the world's at 5 in normal mod
 class _Workspace:
     """Fixed-size state of a signature: int32 epoch counter (local), flags and counts matrix (symmetric, two
     parities each), the expand kernel's lookup tables (local, one per program: ``config.expand_table``), the route
-    count programs' counts, then prefixes (local, one ``ROW`` each)."""
+    count programs' counts, then prefixes (local, one ``ROW`` each), and after them the rank's totals row (zero
+    between calls: the count programs add into it, the route kernel reads it and zeroes it)."""
 
     epochs: torch.Tensor
     flags: torch.Tensor
@@ -308,7 +309,9 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             table=torch.empty(
                 expanders + copiers, expand_table(size, num_experts), dtype=torch.int32, device=world.device
             ),
-            parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
+            parts=torch.zeros(
+                route_programs + 1, row_stride(size, num_experts), dtype=torch.int32, device=world.device
+            ),
             count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
