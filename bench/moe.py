@@ -66,8 +66,9 @@ phases`` lines and kept as notes.
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
 with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
 device µs and phases at ``--tokens`` (default 1 and 4096), the gather and fp8 pipelined variants also with
-``MoeConfig(route_programs=256)`` (``ROUTE_OPTION``: rows ``... pipelined route256``, whose phase line's ``route`` is
-the option's measurement), the push all-gather and the two dispatch bars (gather at 75%
+``MoeConfig(route_programs=256)``, ``MoeConfig(pairwise_route=True)`` and both (``ROUTE_OPTIONS``: rows ``...
+pipelined route256`` / ``pairwise`` / ``route256 pairwise``, whose phase lines' ``route`` is the options'
+measurement), the push all-gather and the two dispatch bars (gather at 75%
 of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
@@ -123,10 +124,14 @@ per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
 PIPELINED, PIPELINED_GATHER = f"{OURS} pipelined", f"{GATHER} pipelined"
 """The path labels of ``MoeConfig(pipelined=True)``'s rows (normal mode, expanded and gather layouts): the option
 waiting for its GPU measurement (``ops.moe.config.MoeConfig``)."""
-ROUTE_OPTION = 256
-ROUTE_LABEL = f"route{ROUTE_OPTION}"
-"""``--only-dispatch``: ``MoeConfig(route_programs=ROUTE_OPTION)`` beside the gather and fp8 pipelined variants (the
-route count kernel's programs; default ``ops.moe.config.ROUTE_PROGRAMS``), the option waiting for its measurement."""
+ROUTE_OPTIONS: dict[str, dict[str, Any]] = {
+    "route256": {"route_programs": 256},
+    "pairwise": {"pairwise_route": True},
+    "route256 pairwise": {"route_programs": 256, "pairwise_route": True},
+}
+"""``--only-dispatch``: the route options waiting for their measurement, each beside the gather and fp8 pipelined
+variants (``MoeConfig(route_programs=256)``: the route count kernel's programs, default
+``ops.moe.config.ROUTE_PROGRAMS``; ``MoeConfig(pairwise_route=True)``: its 32-pair steps), by label suffix."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -1462,9 +1467,10 @@ class Bench:
         if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
             for label, options in plain.items():
                 variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
-            for label in (GATHER, FP8):  # and MoeConfig(route_programs=ROUTE_OPTION), the option waiting beside it
-                config = MoeConfig(pipelined=True, route_programs=ROUTE_OPTION)
-                variants[f"{label} pipelined {ROUTE_LABEL}"] = {**plain[label], "config": config}
+            for label in (GATHER, FP8):  # and the route options waiting beside them
+                for suffix, fields in ROUTE_OPTIONS.items():
+                    config = MoeConfig(pipelined=True, **fields)
+                    variants[f"{label} pipelined {suffix}"] = {**plain[label], "config": config}
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
         want_rows, want = refs[self.rank]
@@ -1510,10 +1516,11 @@ class Bench:
                     ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
                     log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
                 base = f"{label} pipelined"
-                if (base, tokens) in totals and (f"{base} {ROUTE_LABEL}", tokens) in totals:
-                    ratio = totals[base, tokens] / totals[f"{base} {ROUTE_LABEL}", tokens]
-                    log0(f"RESULT {ROUTE_LABEL} {base} T={tokens}: {ratio:.2f}x the speed without it (compare the "
-                         "phase lines' route)")  # fmt: skip
+                for suffix in ROUTE_OPTIONS:
+                    if (base, tokens) in totals and (f"{base} {suffix}", tokens) in totals:
+                        ratio = totals[base, tokens] / totals[f"{base} {suffix}", tokens]
+                        log0(f"RESULT route option {suffix} {base} T={tokens}: {ratio:.2f}x the speed without it "
+                             "(the phase lines' route is the measurement)")  # fmt: skip
         self.allgather()
         tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])
         gbps = self.extras.get("allgather_gbps")

@@ -15,7 +15,8 @@ low-latency mode dequantizing), a low-latency expert over its capacity (``_overf
 ``EARLY_CASES``), and ``MoeConfig(whole_row=
 False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
 whole rows), ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once, and ``MoeConfig(route_programs=1)``
-(two count steps in one program) and ``16`` (empty count programs, a scan of several steps). Normal mode's
+(two count steps in one program) and ``16`` (empty count programs, a scan of several steps), and
+``MoeConfig(pairwise_route=True)`` (k = 8 in both modes; one program of five steps). Normal mode's
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
 ranks also chunked k = 8, fp8 kept and dequantized).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
@@ -362,6 +363,12 @@ def _worker(out_dir: str) -> None:
         record["route/1/grow#6/normal"] = _case(rank, size, "grow", 6, "normal", MoeConfig(route_programs=1))
         for mode in ("normal", "low_latency"):
             record[f"route/16/random#0/{mode}"] = _case(rank, size, "random", 0, mode, MoeConfig(route_programs=16))
+        # MoeConfig(pairwise_route=True): k = 8 (4 tokens a step), and one program of 5 steps of 8 tokens (k = 3).
+        pairwise = MoeConfig(pairwise_route=True)
+        for mode in ("normal", "low_latency"):
+            record[f"route/pairwise/k8#2/{mode}"] = _case(rank, size, "k8", 2, mode, pairwise)
+        one = MoeConfig(route_programs=1, pairwise_route=True)
+        record["route/pairwise1/grow#6/normal"] = _case(rank, size, "grow", 6, "normal", one)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -406,9 +413,9 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             assert len(chunked) == 2 * len(CHUNKED_CASES)
             cases |= extra | chunked | {"programs2": record["programs2/random#0/normal"]}
             route = {key: problems for key, problems in record.items() if key.startswith("route/")}
-            want_route = ["route/1/grow#6/normal", "route/16/random#0/normal"] if mode == "normal" else []
-            want_route += [] if mode == "normal" else ["route/16/random#0/low_latency"]
-            assert sorted(key for key in route if key.endswith(f"/{mode}")) == want_route
+            want_route = [f"route/16/random#0/{mode}", f"route/pairwise/k8#2/{mode}"]
+            want_route += ["route/1/grow#6/normal", "route/pairwise1/grow#6/normal"] if mode == "normal" else []
+            assert sorted(key for key in route if key.endswith(f"/{mode}")) == sorted(want_route)
             cases |= {key: problems for key, problems in route.items() if key.endswith(f"/{mode}")}
         if mode == "normal":
             gathered = {key: problems for key, problems in record.items() if key.startswith("gather/")}

@@ -131,6 +131,7 @@ def _route_count_kernel(
     EP: tl.constexpr,
     ROW: tl.constexpr,
     BLOCK_T: tl.constexpr,
+    PAIRWISE: tl.constexpr = False,
 ):
     # Local (no primitive): program p takes tokens [p * chunk, (p + 1) * chunk), chunk = ceil(T / programs).
     pid = tl.program_id(0)
@@ -159,12 +160,21 @@ def _route_count_kernel(
         idx = tl.where(wrong, -1, idx)
         # Pairs in (token, k) order: the place of each among this program's pairs to its expert.
         flat = tl.reshape(idx, [BLOCK_T * KP])
-        onehot = (flat[:, None] == experts[None, :]).to(tl.int32)
-        before = tl.cumsum(onehot, axis=0) - onehot + expert_run[None, :]
-        place = tl.sum(onehot * before, axis=1)
-        place = tl.reshape(tl.where(flat >= 0, place, -1), [BLOCK_T, KP])
+        if PAIRWISE:  # the step's pairs against each other, plus the expert's count of the steps before (a gather)
+            pairs = tl.arange(0, BLOCK_T * KP)
+            same = (flat[:, None] == flat[None, :]) & (pairs[None, :] < pairs[:, None])
+            routed = flat >= 0
+            at = tl.where(routed, flat, 0)
+            place = tl.gather(expert_run, at, 0) + tl.sum(same.to(tl.int32), axis=1)
+            place = tl.reshape(tl.where(routed, place, -1), [BLOCK_T, KP])
+            expert_run += tl.histogram(at, EP, mask=routed)
+        else:  # a one-hot over every expert and its prefix over the step's pairs
+            onehot = (flat[:, None] == experts[None, :]).to(tl.int32)
+            before = tl.cumsum(onehot, axis=0) - onehot + expert_run[None, :]
+            place = tl.sum(onehot * before, axis=1)
+            place = tl.reshape(tl.where(flat >= 0, place, -1), [BLOCK_T, KP])
+            expert_run += tl.sum(onehot, axis=0)
         tl.store(pair_pos_ptr + tokens[:, None] * K + slots[None, :], place, mask=inside)
-        expert_run += tl.sum(onehot, axis=0)
         # Tokens: bound for rank d if any of their experts lives there; their place among this program's to d.
         dest_of = tl.where(idx >= 0, idx // L, -1)
         bound = tl.max((dest_of[:, :, None] == dests[None, None, :]).to(tl.int32), axis=1)
