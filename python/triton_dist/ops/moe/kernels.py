@@ -12,7 +12,9 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    and its counts row ``[N per rank | C per expert | bad ids]`` in the local ``parts`` table (one ``ROW`` each); a
    program with tokens also adds the row into the table's last row, the rank's totals (relaxed integer atomics: the
    same sums in any order). Its steps of ``BLOCK_T`` tokens each load the next step's ``topk_idx`` block ahead
-   (``PARTS``: ``MoeConfig(route_programs=...)``).
+   (``PARTS``: ``MoeConfig(route_programs=...)``) and place their pairs with a one-hot over every expert, or with
+   ``PAIRWISE`` (``MoeConfig(pairwise_route=True)``) by comparing them with each other plus a gather of each
+   expert's running count.
 2. ``_route_kernel`` (one program): reads the totals, this rank's counts row ``[N[me, 0..W) | C[me, 0..E) | bad
    ids]``, and zeroes them for the next call (stream order: the next call's count kernel comes after), writes the
    row and the summary ``info`` (every word). In normal mode it pushes the row into row ``me`` of every rank's
