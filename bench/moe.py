@@ -65,7 +65,7 @@ phases`` lines and kept as notes.
 
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
 with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
-device µs and phases at ``--tokens`` (default 1 and 4096), the gather and fp8 pipelined variants also with
+device µs and phases at ``--tokens`` (default 1 and 4096), the gather pipelined variant also with
 ``MoeConfig(route_programs=256)``, ``MoeConfig(pairwise_route=True)`` and both (``ROUTE_OPTIONS``: rows ``...
 pipelined route256`` / ``pairwise`` / ``route256 pairwise``, whose phase lines' ``route`` is the options'
 measurement), the push all-gather and the two dispatch bars (gather at 75%
@@ -129,8 +129,8 @@ ROUTE_OPTIONS: dict[str, dict[str, Any]] = {
     "pairwise": {"pairwise_route": True},
     "route256 pairwise": {"route_programs": 256, "pairwise_route": True},
 }
-"""``--only-dispatch``: the route options waiting for their measurement, each beside the gather and fp8 pipelined
-variants (``MoeConfig(route_programs=256)``: the route count kernel's programs, default
+"""``--only-dispatch``: the route options waiting for their measurement, each beside the gather pipelined variant
+(``MoeConfig(route_programs=256)``: the route count kernel's programs, default
 ``ops.moe.config.ROUTE_PROGRAMS``; ``MoeConfig(pairwise_route=True)``: its 32-pair steps), by label suffix."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
@@ -1467,10 +1467,9 @@ class Bench:
         if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
             for label, options in plain.items():
                 variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
-            for label in (GATHER, FP8):  # and the route options waiting beside them
-                for suffix, fields in ROUTE_OPTIONS.items():
-                    config = MoeConfig(pipelined=True, **fields)
-                    variants[f"{label} pipelined {suffix}"] = {**plain[label], "config": config}
+            for suffix, fields in ROUTE_OPTIONS.items():  # the route options waiting beside the gather layout's
+                config = MoeConfig(pipelined=True, **fields)  # (the route kernels do not see the payload)
+                variants[f"{GATHER} pipelined {suffix}"] = {**plain[GATHER], "config": config}
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
         want_rows, want = refs[self.rank]
@@ -1526,7 +1525,13 @@ class Bench:
         gbps = self.extras.get("allgather_gbps")
         x, idx, w = self.inputs(tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
-        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined"):
+        for label in (
+            OURS,
+            GATHER,
+            f"{OURS} pipelined",
+            f"{GATHER} pipelined",
+            *(f"{GATHER} pipelined {suffix}" for suffix in ROUTE_OPTIONS),
+        ):
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "
