@@ -348,6 +348,51 @@ def _ll_store_where(out_ptr, words, n, low, high, keep, PER_WORD: tl.constexpr):
 
 
 @triton.jit
+def _ll_norm_values(
+    acc_low,
+    acc_high,
+    residual,
+    weight,
+    eps,
+    hidden,
+    DTYPE: tl.constexpr,
+    OUT: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+):
+    """The LL kernels' residual add and RMSNorm of one row in the LL words' layout, nothing stored: returns the new
+    residual's two element lanes (``DTYPE``), the normed row's (``OUT``; e4m3 with ``FP8``) and the row's fp8 scale
+    (0.0 without ``FP8``). Lane ``w`` holds elements ``PER_WORD * w`` (``acc_low``) and ``2 w + 1`` (``acc_high``,
+    ``PER_WORD`` 2), the fp32 sums of the ranks' rows; ``residual`` and ``weight`` are LL payloads (``_ll_payload``).
+    Elements past the hidden size read 0 (x's, the residual's and the weight's): their new residual is 0. The same
+    arithmetic, per element, as the flag kernels' helpers, so every kernel gets the same bits."""
+    res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
+    w_low, w_high = _ll_elements(weight, DTYPE, PER_WORD)
+    new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)
+    h_low = new_low.to(tl.float32)
+    if PER_WORD == 2:
+        new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
+        h_high = new_high.to(tl.float32)
+        squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
+    else:
+        new_high = new_low
+        h_high = h_low
+        squares = tl.sum(h_low * h_low, axis=0)
+    rstd = tl.rsqrt(squares / hidden + eps)
+    y_low = h_low * rstd * w_low.to(tl.float32)
+    y_high = h_high * rstd * w_high.to(tl.float32)
+    if FP8:
+        scale = tl.maximum(tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0) / FP8_MAX, FP8_MIN_SCALE)
+        out_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX)).to(OUT)
+        out_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX)).to(OUT)
+    else:
+        scale = 0.0
+        out_low = y_low.to(OUT)
+        out_high = y_high.to(OUT)
+    return new_low, new_high, out_low, out_high, scale
+
+
+@triton.jit
 def _ll_norm_row(
     acc_low,
     acc_high,
@@ -374,33 +419,14 @@ def _ll_norm_row(
     way. ``store_scale``: this program writes the row's fp8 scale (the same value in every program of the row). The
     same arithmetic, per element, as the flag kernels' helpers, so every program of a row gets the same bits."""
     base = row * hidden
-    res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
-    w_low, w_high = _ll_elements(weight, DTYPE, PER_WORD)
-    # Elements past the hidden size read 0 (x's, the residual's and the weight's): their new residual is 0.
-    new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)
-    h_low = new_low.to(tl.float32)
-    if PER_WORD == 2:
-        new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
-        h_high = new_high.to(tl.float32)
-        squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
-    else:
-        new_high = new_low
-        h_high = h_low
-        squares = tl.sum(h_low * h_low, axis=0)
+    new_low, new_high, y_low, y_high, scale = _ll_norm_values(
+        acc_low, acc_high, residual, weight, eps, hidden, DTYPE, normed_ptr.dtype.element_ty, PER_WORD, FP8
+    )
     _ll_store_where(new_residual_ptr + base, words, hidden, new_low, new_high, keep, PER_WORD)
-    rstd = tl.rsqrt(squares / hidden + eps)
-    y_low = h_low * rstd * w_low.to(tl.float32)
-    y_high = h_high * rstd * w_high.to(tl.float32)
-    OUT: tl.constexpr = normed_ptr.dtype.element_ty
+    _ll_store_where(normed_ptr + base, words, hidden, y_low, y_high, keep, PER_WORD)
     if FP8:
-        scale = tl.maximum(tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0) / FP8_MAX, FP8_MIN_SCALE)
-        q_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX)).to(OUT)
-        q_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX)).to(OUT)
-        _ll_store_where(normed_ptr + base, words, hidden, q_low, q_high, keep, PER_WORD)
         if store_scale:
             tl.store(scale_ptr + row, scale)
-    else:
-        _ll_store_where(normed_ptr + base, words, hidden, y_low.to(OUT), y_high.to(OUT), keep, PER_WORD)
 
 
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
@@ -570,31 +596,15 @@ def _ll_norm_whole_row(
     """``_ll_norm_row`` for a program that owns the whole row: the same arithmetic per element (so the same bits),
     every lane stored (``WIDE``: as packed pairs; the e4m3 output element by element) and the fp8 scale."""
     base = row * hidden
-    res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
-    w_low, w_high = _ll_elements(weight, DTYPE, PER_WORD)
-    new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)
-    h_low = new_low.to(tl.float32)
-    if PER_WORD == 2:
-        new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
-        h_high = new_high.to(tl.float32)
-        squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
-    else:
-        new_high = new_low
-        h_high = h_low
-        squares = tl.sum(h_low * h_low, axis=0)
+    new_low, new_high, y_low, y_high, scale = _ll_norm_values(
+        acc_low, acc_high, residual, weight, eps, hidden, DTYPE, normed_ptr.dtype.element_ty, PER_WORD, FP8
+    )
     _ll_store_pairs(new_residual_ptr + base, words, hidden, new_low, new_high, PER_WORD, WIDE)
-    rstd = tl.rsqrt(squares / hidden + eps)
-    y_low = h_low * rstd * w_low.to(tl.float32)
-    y_high = h_high * rstd * w_high.to(tl.float32)
-    OUT: tl.constexpr = normed_ptr.dtype.element_ty
     if FP8:
-        scale = tl.maximum(tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0) / FP8_MAX, FP8_MIN_SCALE)
-        q_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX)).to(OUT)
-        q_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX)).to(OUT)
-        _ll_store_elements(normed_ptr + base, words, hidden, q_low, q_high, PER_WORD)
+        _ll_store_elements(normed_ptr + base, words, hidden, y_low, y_high, PER_WORD)
         tl.store(scale_ptr + row, scale)
     else:
-        _ll_store_pairs(normed_ptr + base, words, hidden, y_low.to(OUT), y_high.to(OUT), PER_WORD, WIDE)
+        _ll_store_pairs(normed_ptr + base, words, hidden, y_low, y_high, PER_WORD, WIDE)
 
 
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
