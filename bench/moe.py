@@ -65,10 +65,7 @@ phases`` lines and kept as notes.
 
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
 with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
-device µs and phases at ``--tokens`` (default 1 and 4096), the gather pipelined variant also with
-``MoeConfig(route_programs=256)``, ``MoeConfig(pairwise_route=True)`` and both (``ROUTE_OPTIONS``: rows ``...
-pipelined route256`` / ``pairwise`` / ``route256 pairwise``, whose phase lines' ``route`` is the options'
-measurement), the push all-gather and the two dispatch bars (gather at 75%
+device µs and phases at ``--tokens`` (default 1 and 4096), the push all-gather and the two dispatch bars (gather at 75%
 of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
@@ -124,14 +121,6 @@ per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
 PIPELINED, PIPELINED_GATHER = f"{OURS} pipelined", f"{GATHER} pipelined"
 """The path labels of ``MoeConfig(pipelined=True)``'s rows (normal mode, expanded and gather layouts): the option
 waiting for its GPU measurement (``ops.moe.config.MoeConfig``)."""
-ROUTE_OPTIONS: dict[str, dict[str, Any]] = {
-    "route256": {"route_programs": 256},
-    "pairwise": {"pairwise_route": True},
-    "route256 pairwise": {"route_programs": 256, "pairwise_route": True},
-}
-"""``--only-dispatch``: the route options waiting for their measurement, each beside the gather pipelined variant
-(``MoeConfig(route_programs=256)``: the route count kernel's programs, default
-``ops.moe.config.ROUTE_PROGRAMS``; ``MoeConfig(pairwise_route=True)``: its 32-pair steps), by label suffix."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -1467,9 +1456,6 @@ class Bench:
         if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
             for label, options in plain.items():
                 variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
-            for suffix, fields in ROUTE_OPTIONS.items():  # the route options waiting beside the gather layout's
-                config = MoeConfig(pipelined=True, **fields)  # (the route kernels do not see the payload)
-                variants[f"{GATHER} pipelined {suffix}"] = {**plain[GATHER], "config": config}
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
         want_rows, want = refs[self.rank]
@@ -1514,24 +1500,12 @@ class Bench:
                 if (label, tokens) in totals and (f"{label} pipelined", tokens) in totals:
                     ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
                     log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
-                base = f"{label} pipelined"
-                for suffix in ROUTE_OPTIONS:
-                    if (base, tokens) in totals and (f"{base} {suffix}", tokens) in totals:
-                        ratio = totals[base, tokens] / totals[f"{base} {suffix}", tokens]
-                        log0(f"RESULT route option {suffix} {base} T={tokens}: {ratio:.2f}x the speed without it "
-                             "(the phase lines' route is the measurement)")  # fmt: skip
         self.allgather()
         tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])
         gbps = self.extras.get("allgather_gbps")
         x, idx, w = self.inputs(tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
-        for label in (
-            OURS,
-            GATHER,
-            f"{OURS} pipelined",
-            f"{GATHER} pipelined",
-            *(f"{GATHER} pipelined {suffix}" for suffix in ROUTE_OPTIONS),
-        ):
+        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined"):
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "

@@ -14,9 +14,7 @@ low-latency mode dequantizing), a low-latency expert over its capacity (``_overf
 (``PIPELINED_CASES`` in both layouts, fp8 in the gather layout, and its early push when the buffers must grow:
 ``EARLY_CASES``), and ``MoeConfig(whole_row=
 False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
-whole rows), ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once, and ``MoeConfig(route_programs=1)``
-(two count steps in one program) and ``16`` (empty count programs, a scan of several steps), and
-``MoeConfig(pairwise_route=True)`` (k = 8 in both modes; one program of five steps). Normal mode's
+whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once. Normal mode's
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
 ranks also chunked k = 8, fp8 kept and dequantized).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
@@ -358,17 +356,6 @@ def _worker(out_dir: str) -> None:
         record["gather/chunked/k8#2/normal"] = _case(rank, size, "k8", 2, "normal", chunked, "gather")
         # Two programs per SM: one under the emulation, but the config travels through dispatch and combine.
         record["programs2/random#0/normal"] = _case(rank, size, "random", 0, "normal", MoeConfig(programs_per_sm=2))
-        # MoeConfig(route_programs=...): one count program of two steps (40 tokens, 32 per step: the next step's
-        # topk_idx loaded ahead), and 16 programs, most without tokens, whose rows the route kernel scans in 4 steps.
-        record["route/1/grow#6/normal"] = _case(rank, size, "grow", 6, "normal", MoeConfig(route_programs=1))
-        for mode in ("normal", "low_latency"):
-            record[f"route/16/random#0/{mode}"] = _case(rank, size, "random", 0, mode, MoeConfig(route_programs=16))
-        # MoeConfig(pairwise_route=True): k = 8 (4 tokens a step), and one program of 5 steps of 8 tokens (k = 3).
-        pairwise = MoeConfig(pairwise_route=True)
-        for mode in ("normal", "low_latency"):
-            record[f"route/pairwise/k8#2/{mode}"] = _case(rank, size, "k8", 2, mode, pairwise)
-        one = MoeConfig(route_programs=1, pairwise_route=True)
-        record["route/pairwise1/grow#6/normal"] = _case(rank, size, "grow", 6, "normal", one)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -396,7 +383,7 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             for key, problems in record.items()
             if key.endswith(f"/{mode}")
             and "#" in key
-            and not key.startswith(("chunked/", "programs2/", "gather/", "early/", "pipelined/", "route/"))
+            and not key.startswith(("chunked/", "programs2/", "gather/", "early/", "pipelined/"))
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
@@ -412,11 +399,6 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             chunked = {key: problems for key, problems in record.items() if key.startswith("chunked/")}
             assert len(chunked) == 2 * len(CHUNKED_CASES)
             cases |= extra | chunked | {"programs2": record["programs2/random#0/normal"]}
-            route = {key: problems for key, problems in record.items() if key.startswith("route/")}
-            want_route = [f"route/16/random#0/{mode}", f"route/pairwise/k8#2/{mode}"]
-            want_route += ["route/1/grow#6/normal", "route/pairwise1/grow#6/normal"] if mode == "normal" else []
-            assert sorted(key for key in route if key.endswith(f"/{mode}")) == sorted(want_route)
-            cases |= {key: problems for key, problems in route.items() if key.endswith(f"/{mode}")}
         if mode == "normal":
             gathered = {key: problems for key, problems in record.items() if key.startswith("gather/")}
             want = len(GATHER_CASES[len(records)]) + (1 if len(records) == 2 else 0)  # 2 ranks: chunked k8 too

@@ -1,6 +1,5 @@
 """moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases (test_ops_moe_emulation.py) on
-real kernels, hundreds of tokens per rank (``large``: the route count programs' prefixes, also with
-``MoeConfig(route_programs=1)`` and ``256`` and ``pairwise_route=True``), normal mode's early push when
+real kernels, hundreds of tokens per rank (``large``: the route count programs' prefixes), normal mode's early push when
 its buffers must grow (``EARLY_CASES``), ``MoeConfig(pipelined=True)`` (every normal case in both layouts, large, bf16
 and fp8, the gather layout's block copy at H = 7168 over more blocks than copy programs), two dispatches in flight
 before their combines (the double-buffered halves), and low-latency CUDA-graph replays with fresh routing each time, all
@@ -372,13 +371,6 @@ def _worker(out_dir: str) -> None:
     args, refs = one("large", 40, "normal")
     check_gathered("gather/large/normal", args, refs, *gathered(args))
     check_gathered("pipelined/gather/large/normal", args, refs, *gathered(args, PIPELINED))
-    # The route options: one count program of 22 steps; 256 programs, many empty; pairwise steps (8 tokens at k = 4)
-    # over the default programs and in one program (88 steps).
-    for programs, pairwise in ((1, False), (256, False), (None, True), (1, True)):
-        config = MoeConfig(pipelined=True, route_programs=programs, pairwise_route=pairwise)
-        dispatched = triton_dist.ops.moe_dispatch(*args, config=config)
-        out = triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
-        check(f"route{programs}{'-pairwise' if pairwise else ''}/large/normal", args, refs, dispatched, out)
     (args_a, refs_a), (args_b, refs_b) = one("k8", 13, "normal"), one("k8", 14, "normal")
     first = triton_dist.ops.moe_dispatch(*args_a, layout="gather")  # two gather dispatches in flight
     second = triton_dist.ops.moe_dispatch(*args_b, layout="gather")

@@ -92,8 +92,6 @@ ROUTE_PROGRAMS = 64
 """Programs of the route count kernel: each counts and places ``ceil(T / ROUTE_PROGRAMS)`` consecutive tokens, the
 one-program route kernel turns their counts into prefixes, and push adds a token's program's prefix to its local
 positions (so the positions are those of one serial pass in (token, k) order)."""
-MAX_ROUTE_PROGRAMS = 1024
-"""The most route count programs ``MoeConfig(route_programs=...)`` takes (the route kernel scans their rows)."""
 EMULATED_ROUTE_PROGRAMS = 4
 """Route count programs under the CPU emulation (the kernel uses no primitive, so Triton's interpreter runs its
 programs one after the other): several, so the emulation tests the prefixes over programs."""
@@ -134,48 +132,20 @@ class MoeConfig:
     ``recv_x`` beside the push to the other ranks), the expand kernel is launched from its outputs' addresses once
     its launch plan exists (their views made after it, off the GPU's critical path), and the fp8 push runs
     ``FP8_PUSH_WARPS`` warps. Same results, bit for bit.
-
-    ``route_programs`` (default None: ``ROUTE_PROGRAMS``; else a power of two in [1, ``MAX_ROUTE_PROGRAMS``]; an
-    option until a GPU run measures it, ``bench/moe.py --only-dispatch`` times 256 beside the default): the route
-    count kernel's programs, each placing ``ceil(T / route_programs)`` consecutive tokens in serial steps of
-    ``128 / k`` tokens, whose counts the one-program route kernel turns into prefixes in steps of 16 rows (E 256).
-    More programs make the count kernel's serial part shorter (at 4096 tokens: 4 steps per program at 64, 1 at
-    256) and the route kernel's longer (4 steps of 16 rows at 64, 16 at 256). Same results, bit for bit.
-
-    ``pairwise_route`` (default False; an option until a GPU run measures it, ``bench/moe.py --only-dispatch`` times
-    it beside the default): the route count kernel places a step's (token, k) pairs by comparing them with each
-    other (``[32, 32]`` at k = 8: 4 tokens a step) plus a gather of each expert's running count, instead of a one-hot
-    over every expert and its prefix (``[128, 256]``: 16 tokens a step). sm_90 SASS: 312 instructions and 9 barriers
-    a step (78 per token) against 2136 and 11 (134 per token), so a step costs less (a 1-token call runs one), but a
-    program of 16 tokens runs 4 steps instead of 1. Same results, bit for bit.
     """
 
     whole_row: bool = True
     programs_per_sm: int | None = None
     pipelined: bool = False
-    route_programs: int | None = None
-    pairwise_route: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.whole_row, bool):
             raise MoeError(f"MoeConfig: whole_row must be True or False, got {self.whole_row!r}")
         if not isinstance(self.pipelined, bool):
             raise MoeError(f"MoeConfig: pipelined must be True or False, got {self.pipelined!r}")
-        if not isinstance(self.pairwise_route, bool):
-            raise MoeError(f"MoeConfig: pairwise_route must be True or False, got {self.pairwise_route!r}")
         per_sm = self.programs_per_sm
         if per_sm is not None and (isinstance(per_sm, bool) or not isinstance(per_sm, int) or not 1 <= per_sm <= 8):
             raise MoeError(f"MoeConfig: programs_per_sm must be None or an int in [1, 8], got {per_sm!r}")
-        route = self.route_programs
-        if route is not None and (
-            isinstance(route, bool)
-            or not isinstance(route, int)
-            or not 1 <= route <= MAX_ROUTE_PROGRAMS
-            or route & (route - 1)
-        ):
-            raise MoeError(
-                f"MoeConfig: route_programs must be None or a power of two in [1, {MAX_ROUTE_PROGRAMS}], got {route!r}"
-            )
 
     def per_sm(self, mode: str) -> int:
         """The copy kernels' programs per SM in ``mode``: ``programs_per_sm``, or when it is None the mode's
@@ -449,15 +419,13 @@ def kernel_constexprs(
     dequantize: bool = False,
     row_block: int = 0,
     route_programs: int = ROUTE_PROGRAMS,
-    pairwise_route: bool = False,
 ) -> dict[str, dict[str, int]]:
     """The compile-time constants of each kernel (without the mode's ``EXCHANGE`` / ``LOW_LATENCY`` and ``WORLD``).
 
     ``scales``: 0 for a payload in x's dtype, else the fp8 scales per token (``fp8_groups(H)``), which ride at the end
     of each token's meta row; ``dequantize``: the expand kernel writes x's dtype from an fp8 payload; ``row_block``:
     0 for the default ``BLOCK_H`` chunks, else ``MoeConfig.row_block(H)`` (a power of two, at least 128 and H): the
-    copy kernels move whole rows (``WHOLE_ROW``); ``route_programs``: the route count kernel's grid (a power of two);
-    ``pairwise_route``: ``MoeConfig.pairwise_route`` (the count kernel's ``PAIRWISE``, 32 pairs a step).
+    copy kernels move whole rows (``WHOLE_ROW``); ``route_programs``: the route count kernel's grid (a power of two).
     Raises :class:`MoeError` for a ``row_block`` that is neither, or ``route_programs`` not a power of two."""
     if route_programs < 1 or route_programs & (route_programs - 1):
         raise MoeError(f"moe kernels: route_programs must be a power of two, got {route_programs}")
@@ -473,13 +441,7 @@ def kernel_constexprs(
     # 256 experts take 4 of 16 rows; the emulation's 4 programs 4 of 1, so it runs the carried prefix too).
     scan_rows = min(max(1, route_programs // 4), max(1, 4096 // shared["EP"]))
     return {
-        "route_count": {
-            "K": topk,
-            "KP": kp,
-            **shared,
-            "BLOCK_T": max(1, (32 if pairwise_route else 128) // kp),
-            "PAIRWISE": pairwise_route,
-        },
+        "route_count": {"K": topk, "KP": kp, **shared, "BLOCK_T": max(1, 128 // kp)},
         "route": {**shared, "FLAGS": flags["FLAGS"], "PARTS": route_programs, "PB": scan_rows},
         "push": {
             "K": topk,

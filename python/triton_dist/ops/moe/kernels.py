@@ -9,22 +9,14 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    - ``tok_pos[t, d]``: the place of token ``t`` among the program's tokens bound for rank ``d`` (-1: not bound);
    - ``pair_pos[t, k]``: the place of pair ``(t, k)`` among the program's pairs routed to expert ``topk_idx[t, k]``;
 
-   and its counts row ``[N per rank | C per expert | bad ids]`` in the local ``parts`` table (one ``ROW`` each); a
-   program with tokens also adds the row into the table's last row, the rank's totals (relaxed integer atomics: the
-   same sums in any order). Its steps of ``BLOCK_T`` tokens each load the next step's ``topk_idx`` block ahead
-   (``PARTS``: ``MoeConfig(route_programs=...)``) and place their pairs with a one-hot over every expert, or with
-   ``PAIRWISE`` (``MoeConfig(pairwise_route=True)``) by comparing them with each other plus a gather of each
-   expert's running count.
-2. ``_route_kernel`` (one program): reads the totals, this rank's counts row ``[N[me, 0..W) | C[me, 0..E) | bad
-   ids]``, and zeroes them for the next call (stream order: the next call's count kernel comes after), writes the
-   row and the summary ``info`` (every word). In normal mode it pushes the row into row ``me`` of every rank's
-   symmetric counts matrix and sets its count flag on every rank (release); then, while the row travels, it turns
-   ``parts`` into exclusive prefixes over programs, in place (what push adds to each program's local positions, so
-   every position is the one a serial pass over all tokens gives; ``PB`` rows a step, the next step's rows loaded
-   ahead, before this step's stores, which never touch them); then (normal mode) it waits for every rank's count
-   flag (acquire): every rank then holds the whole matrix and writes the summary the host reads in its one
-   synchronization (rows and tokens it receives, the buffer sizes every rank needs, the bad ids of the whole
-   world).
+   and its counts row ``[N per rank | C per expert | bad ids]`` in the local ``parts`` table (one ``ROW`` each).
+2. ``_route_kernel`` (one program): turns ``parts`` into exclusive prefixes over programs, in place (what push
+   adds to each program's local positions, so every position is the one a serial pass over all tokens gives), and
+   writes this rank's counts row ``[N[me, 0..W) | C[me, 0..E) | bad ids]`` and the summary ``info`` (every word).
+   In normal mode it also pushes the row into row ``me`` of every rank's symmetric counts matrix, sets its count
+   flag on every rank (release) and waits for every rank's (acquire): every rank then holds the whole matrix and
+   writes the summary the host reads in its one synchronization (rows and tokens it receives, the buffer sizes
+   every rank needs, the bad ids of the whole world).
 3. ``_push_kernel`` (``P`` programs): each token's positions get its count program's prefixes added (``tok_pos`` is
    written back final: combine's reduce reads it); each token goes once to each destination rank ``d`` it is bound
    for, into slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t |
@@ -133,7 +125,6 @@ def _route_count_kernel(
     EP: tl.constexpr,
     ROW: tl.constexpr,
     BLOCK_T: tl.constexpr,
-    PAIRWISE: tl.constexpr = False,
 ):
     # Local (no primitive): program p takes tokens [p * chunk, (p + 1) * chunk), chunk = ceil(T / programs).
     pid = tl.program_id(0)
@@ -146,37 +137,21 @@ def _route_count_kernel(
     expert_run = tl.zeros([EP], dtype=tl.int32)
     dest_run = tl.zeros([WP], dtype=tl.int32)
     bad = tl.zeros([BLOCK_T, KP], dtype=tl.int32)
-    # Each step's topk_idx block is loaded one step ahead, so its load overlaps the step before.
-    ahead = first + tl.arange(0, BLOCK_T)
-    ahead_inside = (ahead < last)[:, None] & (slots < K)[None, :]
-    loaded = tl.load(idx_ptr + ahead[:, None] * K + slots[None, :], mask=ahead_inside, other=-1).to(tl.int32)
     for t0 in range(first, last, BLOCK_T):
         tokens = t0 + tl.arange(0, BLOCK_T)
         inside = (tokens < last)[:, None] & (slots < K)[None, :]
-        idx = loaded
-        ahead = tokens + BLOCK_T
-        ahead_inside = (ahead < last)[:, None] & (slots < K)[None, :]
-        loaded = tl.load(idx_ptr + ahead[:, None] * K + slots[None, :], mask=ahead_inside, other=-1).to(tl.int32)
+        idx = tl.load(idx_ptr + tokens[:, None] * K + slots[None, :], mask=inside, other=-1).to(tl.int32)
         wrong = (idx < -1) | (idx >= E)
         bad += wrong.to(tl.int32)
         idx = tl.where(wrong, -1, idx)
         # Pairs in (token, k) order: the place of each among this program's pairs to its expert.
         flat = tl.reshape(idx, [BLOCK_T * KP])
-        if PAIRWISE:  # the step's pairs against each other, plus the expert's count of the steps before (a gather)
-            pairs = tl.arange(0, BLOCK_T * KP)
-            same = (flat[:, None] == flat[None, :]) & (pairs[None, :] < pairs[:, None])
-            routed = flat >= 0
-            at = tl.where(routed, flat, 0)
-            place = tl.gather(expert_run, at, 0) + tl.sum(same.to(tl.int32), axis=1)
-            place = tl.reshape(tl.where(routed, place, -1), [BLOCK_T, KP])
-            expert_run += tl.histogram(at, EP, mask=routed)
-        else:  # a one-hot over every expert and its prefix over the step's pairs
-            onehot = (flat[:, None] == experts[None, :]).to(tl.int32)
-            before = tl.cumsum(onehot, axis=0) - onehot + expert_run[None, :]
-            place = tl.sum(onehot * before, axis=1)
-            place = tl.reshape(tl.where(flat >= 0, place, -1), [BLOCK_T, KP])
-            expert_run += tl.sum(onehot, axis=0)
+        onehot = (flat[:, None] == experts[None, :]).to(tl.int32)
+        before = tl.cumsum(onehot, axis=0) - onehot + expert_run[None, :]
+        place = tl.sum(onehot * before, axis=1)
+        place = tl.reshape(tl.where(flat >= 0, place, -1), [BLOCK_T, KP])
         tl.store(pair_pos_ptr + tokens[:, None] * K + slots[None, :], place, mask=inside)
+        expert_run += tl.sum(onehot, axis=0)
         # Tokens: bound for rank d if any of their experts lives there; their place among this program's to d.
         dest_of = tl.where(idx >= 0, idx // L, -1)
         bound = tl.max((dest_of[:, :, None] == dests[None, None, :]).to(tl.int32), axis=1)
@@ -185,15 +160,9 @@ def _route_count_kernel(
         tl.store(tok_pos_ptr + tokens[:, None] * W + dests[None, :], token_place, mask=in_world)
         dest_run += tl.sum(bound, axis=0)
     part = part_ptr + pid * ROW
-    bad_ids = tl.sum(tl.sum(bad, axis=1), axis=0)
     tl.store(part + dests, dest_run)
     tl.store(part + WP + experts, expert_run)
-    tl.store(part + WP + EP, bad_ids)
-    if first < last:  # and into the totals row after the programs' rows (integer sums: the same in any order)
-        totals = part_ptr + tl.num_programs(0) * ROW
-        tl.atomic_add(totals + dests, dest_run, mask=dests < W, sem="relaxed")
-        tl.atomic_add(totals + WP + experts, expert_run, mask=experts < E, sem="relaxed")
-        tl.atomic_add(totals + WP + EP, bad_ids, sem="relaxed")
+    tl.store(part + WP + EP, tl.sum(tl.sum(bad, axis=1), axis=0))
 
 
 @triton.jit
@@ -228,21 +197,27 @@ def _route_kernel(
     parity = epoch % 2
     experts = tl.arange(0, EP)
     dests = tl.arange(0, WP)
-    # This rank's counts row: the count programs' sums (their atomics), left zero for the next call.
-    totals = part_ptr + PARTS * ROW
-    dest_run = tl.load(totals + dests)
-    expert_run = tl.load(totals + WP + experts)
-    bad_ids = tl.load(totals + WP + EP)
-    tl.store(totals + dests, tl.zeros([WP], dtype=tl.int32))
-    tl.store(totals + WP + experts, tl.zeros([EP], dtype=tl.int32))
-    tl.store(totals + WP + EP, 0)
+    expert_run = tl.zeros([EP], dtype=tl.int32)
+    dest_run = tl.zeros([WP], dtype=tl.int32)
+    bad_ids = tl.sum(tl.zeros([PB], dtype=tl.int32), axis=0)
+    # The count programs' rows become exclusive prefixes over programs, in place: what push adds to each program's
+    # local positions.
+    parts = tl.arange(0, PB)
+    for p0 in range(0, PARTS, PB):
+        part = part_ptr + (p0 + parts)[:, None] * ROW
+        n = tl.load(part + dests[None, :])
+        c = tl.load(part + WP + experts[None, :])
+        bad_ids += tl.sum(tl.load(part_ptr + (p0 + parts) * ROW + WP + EP), axis=0)
+        tl.store(part + dests[None, :], tl.cumsum(n, axis=0) - n + dest_run[None, :])
+        tl.store(part + WP + experts[None, :], tl.cumsum(c, axis=0) - c + expert_run[None, :])
+        dest_run += tl.sum(n, axis=0)
+        expert_run += tl.sum(c, axis=0)
     tl.store(row_ptr + dests, dest_run, mask=dests < ranks)
     tl.store(row_ptr + WP + experts, expert_run, mask=experts < E)
     tl.store(row_ptr + WP + EP, bad_ids)
     words = tl.arange(0, 8)
     info = tl.where(words == 4, bad_ids, 0)  # the status, word 0: this rank's skipped ids; the rest 0
     info = tl.where(words == 6, epoch, info)  # the call's epoch (>= 1, as every word the host polls for)
-    # The row goes to every rank before the scan below, which runs while it travels; the waits come after the scan.
     if EXCHANGE and NODES > 1:  # across nodes: load/store within mine, my row put to every rank of the others
         matrix = counts_ptr + parity * WP * ROW
         node = me // LOCAL
@@ -259,6 +234,12 @@ def _route_kernel(
             for j in range(0, LOCAL):
                 peer = ((node + step) % NODES) * LOCAL + j
                 dl.put_signal(matrix + me * ROW, matrix + me * ROW, ROW * 4, signals + me, epoch, peer, sig_op="set")
+        token = dl.wait(count_flags + node * LOCAL, LOCAL, "sys", "acquire", waitValue=epoch)
+        matrix = dl.consume_token(matrix, token)
+        for step in range(1, NODES):
+            for j in range(0, LOCAL):
+                landed = dl.signal_wait(signals + ((node + step) % NODES) * LOCAL + j, epoch, cmp="eq")
+                matrix = dl.consume_token(matrix, landed)
     elif EXCHANGE:
         matrix = counts_ptr + parity * WP * ROW
         for peer in range(0, ranks):
@@ -272,33 +253,6 @@ def _route_kernel(
         else:
             for peer in range(0, ranks):
                 dl.notify(count_flags + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
-    # The count programs' rows become exclusive prefixes over programs, in place: what push adds to each program's
-    # local positions. Each step's rows are loaded one step ahead (rows the step before does not store).
-    expert_sum = tl.zeros([EP], dtype=tl.int32)
-    dest_sum = tl.zeros([WP], dtype=tl.int32)
-    parts = tl.arange(0, PB)
-    ahead = part_ptr + parts[:, None] * ROW
-    n_ahead = tl.load(ahead + dests[None, :])
-    c_ahead = tl.load(ahead + WP + experts[None, :])
-    for p0 in range(0, PARTS, PB):
-        part = part_ptr + (p0 + parts)[:, None] * ROW
-        n, c = n_ahead, c_ahead
-        more = p0 + PB + parts < PARTS
-        ahead = part_ptr + (p0 + PB + parts)[:, None] * ROW
-        n_ahead = tl.load(ahead + dests[None, :], mask=more[:, None], other=0)
-        c_ahead = tl.load(ahead + WP + experts[None, :], mask=more[:, None], other=0)
-        tl.store(part + dests[None, :], tl.cumsum(n, axis=0) - n + dest_sum[None, :])
-        tl.store(part + WP + experts[None, :], tl.cumsum(c, axis=0) - c + expert_sum[None, :])
-        dest_sum += tl.sum(n, axis=0)
-        expert_sum += tl.sum(c, axis=0)
-    if EXCHANGE and NODES > 1:
-        token = dl.wait(count_flags + node * LOCAL, LOCAL, "sys", "acquire", waitValue=epoch)
-        matrix = dl.consume_token(matrix, token)
-        for step in range(1, NODES):
-            for j in range(0, LOCAL):
-                landed = dl.signal_wait(signals + ((node + step) % NODES) * LOCAL + j, epoch, cmp="eq")
-                matrix = dl.consume_token(matrix, landed)
-    elif EXCHANGE:
         token = dl.wait(count_flags, ranks, "sys", "acquire", waitValue=epoch)
         matrix = dl.consume_token(matrix, token)
     if EXCHANGE:

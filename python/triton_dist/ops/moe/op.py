@@ -113,8 +113,7 @@ needs, then the status (this rank's bad ids at 4, the world's at 5 in normal mod
 class _Workspace:
     """Fixed-size state of a signature: int32 epoch counter (local), flags and counts matrix (symmetric, two
     parities each), the expand kernel's lookup tables (local, one per program: ``config.expand_table``), the route
-    count programs' counts, then prefixes (local, one ``ROW`` each), and after them the rank's totals row (zero
-    between calls: the count programs add into it, the route kernel reads it and zeroes it)."""
+    count programs' counts, then prefixes (local, one ``ROW`` each)."""
 
     epochs: torch.Tensor
     flags: torch.Tensor
@@ -192,8 +191,6 @@ class _Plan:
     """``MoeConfig.row_block(H)``: 0 for chunks, else the whole-row ``BLOCK_H``."""
     route_programs: int = ROUTE_PROGRAMS
     """The route count kernel's programs (``config.ROUTE_PROGRAMS``; fewer under the emulation)."""
-    pairwise_route: bool = False
-    """``MoeConfig.pairwise_route``: the route count kernel's ``PAIRWISE`` steps."""
     nodes: int = 1
     """The world's nodes: 1 runs the one-node kernels; more, the kernels' puts across nodes (``NODES``)."""
     local: int = 0
@@ -285,19 +282,16 @@ def _signature(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
-    route_programs: int = 0,
-    pairwise_route: bool = False,
 ) -> tuple[Any, ...]:
     return (
-        mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm, pipelined,
-        route_programs, pairwise_route,
+        mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm, pipelined
     )  # fmt: skip
 
 
 def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int, sms: int = 0) -> _Plan:
     """A signature's plan: its workspace, and the programs of its kernels (``sms``: the GPU's SMs, 0 under the
     emulation, where the expand kernel runs the push's programs)."""
-    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _, pipelined, _, pairwise_route = key
+    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _, pipelined = key
     size = world.world_size
     pipelined = pipelined and mode == "normal" and world.num_nodes == 1  # MoeConfig.pipelined: one node's normal mode
     expanders = max(programs, EXPAND_PER_SM * sms if pipelined else 0)
@@ -312,9 +306,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             table=torch.empty(
                 expanders + copiers, expand_table(size, num_experts), dtype=torch.int32, device=world.device
             ),
-            parts=torch.zeros(
-                route_programs + 1, row_stride(size, num_experts), dtype=torch.int32, device=world.device
-            ),
+            parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
             count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
@@ -324,7 +316,6 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
     plan.expanders, plan.copiers = expanders, copiers
     plan.route_programs = route_programs
-    plan.pairwise_route = pairwise_route
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
     plan.pipelined = pipelined
@@ -482,7 +473,6 @@ def _launch(
         dequantize,
         plan.row_block,
         plan.route_programs,
-        plan.pairwise_route,
     )[name]
     world = {"WORLD": notify_world(plan.world_size)}
     # Across nodes, each kernel's path to other nodes (NODES > 1); one node passes none of it (the defaults: the
@@ -589,13 +579,8 @@ def _plan_for(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
-    route_programs: int = 0,
-    pairwise_route: bool = False,
 ) -> _Plan:
-    key = _signature(
-        x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined, route_programs,
-        pairwise_route,
-    )  # fmt: skip
+    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined)
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -603,8 +588,7 @@ def _plan_for(
     emulated = _emulated(world)
     sms = 0 if emulated else sm_count(x.device)
     programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, programs_per_sm * sms)
-    # MoeConfig.route_programs (0: the default, fewer under the emulation)
-    route_programs = route_programs or (EMULATED_ROUTE_PROGRAMS if emulated else ROUTE_PROGRAMS)
+    route_programs = EMULATED_ROUTE_PROGRAMS if emulated else ROUTE_PROGRAMS
     described = {
         "mode": mode,
         "hidden": x.shape[1],
@@ -614,7 +598,6 @@ def _plan_for(
         "max_tokens_per_rank": max_tokens,
         "programs": programs,
         "route_programs": route_programs,
-        "pairwise_route": pairwise_route,
         "fp8": fp8,
         "whole_row": whole_row,
         "programs_per_sm": programs_per_sm,
@@ -637,18 +620,12 @@ def _dispatch(
     layout: str = "expanded",
     pooled: bool = False,
     pipelined: bool = False,
-    route_programs: int = 0,
-    pairwise_route: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     """The dispatch of checked inputs; returns the 19 tensors the custom op returns, in its order (the last two:
     the fp8 scales of ``recv_x``'s rows, or an empty tensor; ``layout="gather"``'s row of ``recv_x`` per pair row,
     or an empty tensor). ``pooled``: the int32 / fp32 outputs are views of two allocations (the eager path; the
-    custom op's outputs may not alias each other); ``route_programs``: ``MoeConfig.route_programs`` (0: default);
-    ``pairwise_route``: ``MoeConfig.pairwise_route``."""
-    plan = _plan_for(
-        x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined, route_programs,
-        pairwise_route,
-    )  # fmt: skip
+    custom op's outputs may not alias each other)."""
+    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined)
     device, size, topk = x.device, plan.world_size, plan.topk
     mark = None if plan.low_latency else _phase_hook
     if mark is not None:
@@ -844,8 +821,6 @@ def _moe_dispatch_op(
     programs_per_sm: int = 1,
     layout: str = "expanded",
     pipelined: bool = False,
-    route_programs: int = 0,
-    pairwise_route: bool = False,
 ) -> list[torch.Tensor]:
     world = _world(mode=mode)
     max_tokens = max_tokens_per_rank or None
@@ -854,8 +829,7 @@ def _moe_dispatch_op(
         layout,
     )  # fmt: skip
     args = (x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm)
-    route = (route_programs, pairwise_route)  # MoeConfig.route_programs / pairwise_route
-    return list(_dispatch(*args, layout, False, pipelined, *route))
+    return list(_dispatch(*args, layout, pipelined=pipelined))
 
 
 @_moe_dispatch_op.register_fake
@@ -872,8 +846,6 @@ def _moe_dispatch_fake(
     programs_per_sm: int = 1,
     layout: str = "expanded",
     pipelined: bool = False,
-    route_programs: int = 0,
-    pairwise_route: bool = False,
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
     check_inputs(
@@ -923,11 +895,9 @@ def _moe_combine_op(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
-    route_programs: int = 0,
-    pairwise_route: bool = False,
 ) -> torch.Tensor:
     key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
-           whole_row, programs_per_sm, pipelined, route_programs, pairwise_route)  # fmt: skip
+           whole_row, programs_per_sm, pipelined)  # fmt: skip
     return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
 
 
@@ -948,8 +918,6 @@ def _moe_combine_fake(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
-    route_programs: int = 0,
-    pairwise_route: bool = False,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -1020,7 +988,6 @@ def moe_dispatch(
         raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
     config_ = config or MoeConfig()
     whole_row, programs_per_sm, pipelined = config_.whole_row, config_.per_sm(mode), config_.pipelined
-    route_programs, pairwise_route = config_.route_programs or 0, config_.pairwise_route
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world(mode=mode if mode in MODES else "normal").device
@@ -1031,12 +998,12 @@ def moe_dispatch(
     if plain_eager(x, topk_idx, topk_weights):
         outputs: Any = _dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm,
-            layout, pooled=True, pipelined=pipelined, route_programs=route_programs, pairwise_route=pairwise_route,
+            layout, pooled=True, pipelined=pipelined,
         )  # fmt: skip
     else:
         outputs = torch.ops.triton_dist.moe_dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row, programs_per_sm,
-            layout, pipelined, route_programs, pairwise_route,
+            layout, pipelined,
         )  # fmt: skip
     (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
      tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows) = outputs  # fmt: skip
@@ -1080,15 +1047,13 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
     config = handle.config or MoeConfig()
     whole_row, programs_per_sm, pipelined = config.whole_row, config.per_sm(handle.mode), config.pipelined
-    route_programs, pairwise_route = config.route_programs or 0, config.pairwise_route
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
-               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm, pipelined,
-               route_programs, pairwise_route)  # fmt: skip
+               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm, pipelined)  # fmt: skip
         return _combine(*args, key)
     return torch.ops.triton_dist.moe_combine(
         *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row, programs_per_sm,
-        pipelined, route_programs, pairwise_route,
+        pipelined,
     )  # fmt: skip
 
 
