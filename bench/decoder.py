@@ -3,20 +3,20 @@ Llama-3-8B, Llama-3-70B and Qwen3-32B (their published configs, random bf16 weig
 tensor-parallel baseline of the same weights, one run.
 
     torchrun --nproc-per-node=2 bench/decoder.py [--layers 2] [--compile] [--out-dir bench/results]
-        [--prefill-variants unfused,gqa,rope,gqa+rope] [--kernels]
+        [--prefill-variants unfused,no-gqa,no-rope] [--kernels]
 
 - Prefill, 4k and 8k tokens (one sequence): ours is sequence-parallel (each rank holds M/W rows; QKV and gate/up
   through ``ag_gemm``, O and down through ``gemm_rs``, local RMSNorm); the baseline is Megatron-style TP on
   replicated rows (cuBLAS GEMMs on this rank's heads and columns, SDPA causal, NCCL ``all_reduce`` after O and
   after down, torch RMSNorm). Eager; CUDA events around the whole stack after a device barrier, median of >= 20,
-  max over ranks. Ours' MLP runs SiLU(gate) * up as one Triton kernel (``TensorParallelMLP.fused_silu_mul``) and
-  its SDPA reads copies of the KV heads repeated for their query groups, as the baseline's does
-  (``TensorParallelAttention.prefill_gqa`` off) and its QK norm and RoPE are the baseline's torch ops
-  (``prefill_fused_rope`` off). ``--prefill-variants`` also times ours with other settings of these options
-  (``PREFILL_VARIANTS``: ``unfused``, torch's SiLU and product; ``gqa``, SDPA with ``enable_gqa=True`` on the KV
-  heads as they are; ``rope``, QK norm and RoPE in one Triton kernel; ``gqa+rope``), each checked against the
-  baseline too; the baseline stays as it is. ``--kernels``: prefill's two fused kernels alone against the torch
-  ops they replace, at each model's per-rank prefill shapes (µs, GB/s; ``kernel_rows``).
+  max over ranks. Ours runs the layers' defaults: SiLU(gate) * up as one Triton kernel
+  (``TensorParallelMLP.fused_silu_mul``), SDPA with ``enable_gqa=True`` on the KV heads as they are
+  (``TensorParallelAttention.prefill_gqa``; the baseline's SDPA reads copies of them repeated for their query
+  groups) and QK norm and RoPE as one Triton kernel (``prefill_fused_rope``; the baseline: torch's ops).
+  ``--prefill-variants`` also times ours with some of these options off (``PREFILL_VARIANTS``: ``unfused``, all
+  three off, the torch ops; ``no-gqa``, SDPA on copies of the KV heads; ``no-rope``, ``rotate_qkv``'s torch ops),
+  each checked against the baseline too; the baseline stays as it is. ``--kernels``: prefill's two fused kernels
+  alone against the torch ops they replace, at each model's per-rank prefill shapes (µs, GB/s; ``kernel_rows``).
 - Decode, one token per sequence at batch 1, 8, 64 with 4k and 32k tokens of context already cached: ours with
   the sequence-split KV cache (every rank's new q/k/v gathered by one ``all_reduce``, attention by
   ``flash_decode``) and with the head-split one (SDPA with a length mask), both with the two fused
@@ -82,16 +82,18 @@ BAR = {"prefill": 1.15, "decode": 1.25}
 KERNEL_AGREEMENT = 2**-6
 """The largest difference of a fused kernel from the torch ops it replaces (``--kernels``), relative to their
 output's largest element: a few bf16 roundings."""
+OURS_OPTIONS: dict[str, bool] = {"fused_silu_mul": True, "prefill_gqa": True, "prefill_fused_rope": True}
+"""The layers' defaults, which ``ours`` runs: the MLP's ``fused_silu_mul``, the attention block's ``prefill_gqa``
+and ``prefill_fused_rope``."""
 PREFILL_VARIANTS: dict[str, dict[str, bool]] = {
     "unfused": {"fused_silu_mul": False, "prefill_gqa": False, "prefill_fused_rope": False},
-    "gqa": {"fused_silu_mul": True, "prefill_gqa": True, "prefill_fused_rope": False},
-    "rope": {"fused_silu_mul": True, "prefill_gqa": False, "prefill_fused_rope": True},
-    "gqa+rope": {"fused_silu_mul": True, "prefill_gqa": True, "prefill_fused_rope": True},
+    "no-gqa": {**OURS_OPTIONS, "prefill_gqa": False},
+    "no-rope": {**OURS_OPTIONS, "prefill_fused_rope": False},
 }
-"""Ours' prefill with other options than the layers' defaults (``fused_silu_mul`` of the MLP, ``prefill_gqa`` and
-``prefill_fused_rope`` of the attention block), by name (``--prefill-variants``): ``unfused`` runs SiLU(gate) * up
-as torch's two ops (the path before the fused kernel), ``gqa`` passes the KV heads to SDPA uncopied
-(``enable_gqa=True``), ``rope`` runs QK norm and RoPE as one Triton kernel, ``gqa+rope`` both."""
+"""Ours' prefill with some of the layers' default options (``OURS_OPTIONS``) off, by name (``--prefill-variants``):
+``unfused`` all three (torch's SiLU and product, SDPA on copies of the KV heads repeated for their query groups,
+``rotate_qkv``'s torch ops: the path before the fused kernels), ``no-gqa`` only ``prefill_gqa`` (the KV copies),
+``no-rope`` only ``prefill_fused_rope`` (``rotate_qkv``'s torch ops)."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline
@@ -237,8 +239,9 @@ def prefill_steps(
 
 @contextlib.contextmanager
 def prefill_options(layers: list[TensorParallelDecoderLayer], **options: bool) -> Iterator[None]:
-    """Within: every layer's MLP and attention block with ``options`` (``fused_silu_mul``, ``prefill_gqa``; see
-    ``PREFILL_VARIANTS``); restored after."""
+    """Within: every layer's MLP and attention block with ``options`` (``fused_silu_mul``, ``prefill_gqa``,
+    ``prefill_fused_rope``; see ``PREFILL_VARIANTS``); restored after. Raises ValueError naming an option that no
+    layer module has."""
     modules = [module for layer in layers for module in (layer.mlp, layer.attention)]
     kept = [(module, name, getattr(module, name)) for module in modules for name in options if hasattr(module, name)]
     missing = [name for name in options if not any(name == kept_name for _, kept_name, _ in kept)]
@@ -488,10 +491,10 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
         "  barrier); decode CUDA-graphed (10 steps per graph, median of >= 20 replays). tok/s: tokens per step /",
         "  (ms per layer x the model's depth): the decoder layers of the whole model, no embedding or LM head.",
         "- ours: triton_dist.layers (prefill sequence-parallel through ag_gemm / gemm_rs, SiLU(gate) * up one",
-        "  Triton kernel; decode with all_reduce_residual_rmsnorm at both all-reduces (after O as gemm_ar's norm",
-        "  epilogue), flash_decode over a sequence-split KV cache; head-KV:",
-        "  SDPA with a length mask over a head-split cache). torch: Megatron-style TP, NCCL all_reduce, cuBLAS,",
-        "  SDPA, torch RMSNorm"
+        "  Triton kernel, QK norm and RoPE another, SDPA with enable_gqa on the KV heads as they are; decode with",
+        "  all_reduce_residual_rmsnorm at both all-reduces (after O as gemm_ar's norm epilogue), flash_decode over a",
+        "  sequence-split KV cache; head-KV: SDPA with a length mask over a head-split cache). torch: Megatron-style",
+        "  TP, NCCL all_reduce, cuBLAS, SDPA (prefill: on copies of the KV heads), torch RMSNorm"
         + (", and torch.compile of its layer (best of the two is the baseline)." if compiled else "."),
         f"- Bar (issue 28): decode >= {BAR['decode']}x and prefill >= {BAR['prefill']}x on every model shape.",
         f"- difference: max |ours - torch| / max |torch| of the stack's output (a case above {AGREEMENT} fails).",
@@ -523,7 +526,9 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
             "",
             "Prefill variants of ours (the layers' options; difference: the largest of every variant's): "
             + "; ".join(f"{name}: {PREFILL_VARIANTS[name]}" for name in variants)
-            + ". ours: fused_silu_mul=True, prefill_gqa=False, prefill_fused_rope=False.",
+            + ". ours: "
+            + ", ".join(f"{name}={value}" for name, value in OURS_OPTIONS.items())
+            + " (the layers' defaults).",
         ]
     lines += ["", "## Decode", ""]
     head = ["model", "batch", "context", "ours ms/layer", "ours head-KV ms/layer", "torch ms/layer"]
@@ -612,7 +617,9 @@ def main() -> int:
     parser.add_argument(
         "--prefill-variants",
         default="",
-        help="comma-separated: also time ours' prefill with these options (" + ", ".join(PREFILL_VARIANTS) + ")",
+        help="comma-separated: also time ours' prefill with some of the layers' default options off ("
+        + ", ".join(PREFILL_VARIANTS)
+        + ")",
     )
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args()

@@ -48,8 +48,9 @@ def _options(layers: list[TensorParallelDecoderLayer]) -> set[tuple[bool, ...]]:
 def test_each_prefill_variant_is_timed_with_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
     layers = _layers()
     default = _options(layers)
-    assert default == {(True, False, False)}  # the defaults: fused SiLU * up, SDPA on KV copies, torch's RoPE
-    times = {(True, False, False): 4.0, (False, False, False): 5.0, (True, True, False): 3.0}  # ms, by options
+    assert default == {(True, True, True)}  # the defaults: fused SiLU * up, SDPA with enable_gqa, the fused RoPE
+    assert default == {tuple(decoder.OURS_OPTIONS[name] for name in OPTIONS)}
+    times = {(True, True, True): 4.0, (False, False, False): 5.0, (True, False, True): 3.0}  # ms, by options
 
     def ours() -> torch.Tensor:
         (options,) = _options(layers)  # every layer alike
@@ -61,39 +62,45 @@ def test_each_prefill_variant_is_timed_with_its_options(monkeypatch: pytest.Monk
     monkeypatch.setattr(decoder, "prefill_steps", lambda *_: (ours, base, slice(0, 1)))
     monkeypatch.setattr(decoder, "time_ms", lambda fn, warmup, reps: float(fn()[0]))
     monkeypatch.setattr(decoder, "difference", lambda got, want: float((got - want).abs().max()) / 100)
-    args = argparse.Namespace(iters=20, layers=2, compile=False, prefill_variants=["unfused", "gqa"])
+    args = argparse.Namespace(iters=20, layers=2, compile=False, prefill_variants=["unfused", "no-gqa"])
     row = decoder.prefill_case(TINY, layers, 64, None, args)
     assert _options(layers) == default
-    assert (row["ours ms"], row["ours unfused ms"], row["ours gqa ms"], row["torch ms"]) == (2.0, 2.5, 1.5, 4.0)
-    assert (row["speedup"], row["speedup unfused"], row["speedup gqa"]) == (2.0, 1.6, 4.0 / 1.5)
-    assert (row["difference unfused"], row["difference gqa"], row["difference"]) == (0.03, 0.05, 0.05)
+    assert (row["ours ms"], row["ours unfused ms"], row["ours no-gqa ms"], row["torch ms"]) == (2.0, 2.5, 1.5, 4.0)
+    assert (row["speedup"], row["speedup unfused"], row["speedup no-gqa"]) == (2.0, 1.6, 4.0 / 1.5)
+    assert (row["difference unfused"], row["difference no-gqa"], row["difference"]) == (0.03, 0.05, 0.05)
 
 
 def test_prefill_options_restore_the_layers_and_refuse_unknown_names() -> None:
     layers = _layers()
-    with pytest.raises(RuntimeError, match="inside"), decoder.prefill_options(layers, prefill_gqa=True):
-        assert _options(layers) == {(True, True, False)}
+    with pytest.raises(RuntimeError, match="inside"), decoder.prefill_options(layers, prefill_gqa=False):
+        assert _options(layers) == {(True, False, True)}
         raise RuntimeError("inside")
-    assert _options(layers) == {(True, False, False)}
+    assert _options(layers) == {(True, True, True)}
     with pytest.raises(ValueError, match=r"no layer module has the options \['fused_rope'\]"):
         with decoder.prefill_options(layers, fused_rope=True):
             pass
-    for options in decoder.PREFILL_VARIANTS.values():
-        with decoder.prefill_options(layers, **options):
-            assert _options(layers) == {tuple(options[name] for name in OPTIONS)}
+    variants = {
+        name: tuple(options[option] for option in OPTIONS) for name, options in decoder.PREFILL_VARIANTS.items()
+    }
+    # unfused: all three off; no-gqa and no-rope: one option off each, the other two the defaults
+    assert variants == {"unfused": (False, False, False), "no-gqa": (True, False, True), "no-rope": (True, True, False)}
+    for options in variants.values():
+        with decoder.prefill_options(layers, **dict(zip(OPTIONS, options, strict=True))):
+            assert _options(layers) == {options}
+        assert _options(layers) == {(True, True, True)}
 
 
 def test_unknown_prefill_variants_are_refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     monkeypatch.setattr(sys, "argv", ["decoder.py", "--prefill-variants", "unfused,fastest"])
     with pytest.raises(SystemExit):
         decoder.main()
-    known = "['unfused', 'gqa', 'rope', 'gqa+rope']"
+    known = "['unfused', 'no-gqa', 'no-rope']"
     assert f"unknown prefill variants ['fastest']; known: {known}" in capsys.readouterr().err
 
 
 def test_the_prefill_table_has_a_column_per_variant(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     row = {"phase": "prefill", "model": "tiny", "tokens": 64, "batch": 1, "context": 0, "ours ms": 2.0}
-    row |= {"ours gqa ms": 1.5, "torch ms": 4.0, "difference": 0.01, "difference gqa": 0.01}
+    row |= {"ours no-rope ms": 1.5, "torch ms": 4.0, "difference": 0.01, "difference no-rope": 0.01}
     decoder.finish_row(row, TINY)
     decode = {"phase": "decode", "model": "tiny", "tokens": 1, "batch": 1, "context": 4096, "ours ms": 1.0}
     decode |= {"ours head-KV ms": 1.0, "torch ms": 1.5, "difference": 0.0, "speedup head-KV": 1.5}
@@ -106,10 +113,12 @@ def test_the_prefill_table_has_a_column_per_variant(monkeypatch: pytest.MonkeyPa
     decoder.write_results(tmp_path, [row, decode], args, 0.0)
     table = (tmp_path / "decoder_2xH100.md").read_text()
     header = next(line for line in table.splitlines() if line.startswith("| model | tokens"))
-    assert "| ours ms/layer | ours gqa ms/layer | torch ms/layer |" in header and "| speedup gqa |" in header
+    assert "| ours ms/layer | ours no-rope ms/layer | torch ms/layer |" in header and "| speedup no-rope |" in header
     assert "| unfused" not in header  # not timed in this run: no column
     assert "| tiny | 64 | 2.000 | 1.500 | 4.000 |" in table and "| 2.67x |" in table, table
     assert "speedup unfused" not in row
+    assert "no-rope: {'fused_silu_mul': True, 'prefill_gqa': True, 'prefill_fused_rope': False}" in table
+    assert "ours: fused_silu_mul=True, prefill_gqa=True, prefill_fused_rope=True (the layers' defaults)." in table
 
 
 def test_the_kernel_rows_time_each_fused_kernel_against_torch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -226,9 +226,10 @@ def _worker() -> dict[str, list[str]]:
             tokens = torch.randn(BATCH, PREFILL + 3, config.hidden_size, generator=gen).to(torch.bfloat16)
             attn_ref, want = reference(config, weights, tokens)
             layer = TensorParallelDecoderLayer(config, weights)
-            # Each prefill option on one layout: the sequence-split one (QK norm) rotates q and k in one kernel, its
-            # SDPA takes the KV heads as they are (enable_gqa) and its MLP runs torch's SiLU and product; the
-            # head-split one runs rotate_qkv's torch ops, SDPA on copies of the KV heads and the fused SiLU * up.
+            # Both settings of each prefill option, one per layout: the sequence-split one (QK norm) keeps the
+            # attention's defaults (q and k rotated in one kernel, SDPA on the KV heads as they are: enable_gqa) and
+            # its MLP runs torch's SiLU and product; the head-split one turns the attention's two off (rotate_qkv's
+            # torch ops, SDPA on copies of the KV heads) and keeps the fused SiLU * up.
             layer.attention.prefill_gqa = layer.attention.prefill_fused_rope = layout == "sequence"
             layer.mlp.fused_silu_mul = layout == "heads"
             rows = BATCH * PREFILL // size
@@ -417,6 +418,7 @@ def test_prefill_attention_reads_each_kv_head_for_its_group(prefill_gqa: bool) -
         rank=0, world_size=1, prefill_gqa=prefill_gqa,
     )  # fmt: skip
     assert block.prefill_gqa is prefill_gqa and f"prefill_gqa={prefill_gqa}" in repr(block)
+    assert block.prefill_fused_rope  # the default, whatever prefill_gqa is
     gen = torch.Generator().manual_seed(int(prefill_gqa))
     q, k, v = (torch.randn(2, 9, heads, 16, generator=gen).to(torch.bfloat16).transpose(1, 2) for heads in (8, 2, 2))
     sdpa = functional.scaled_dot_product_attention
@@ -454,8 +456,9 @@ def test_the_prefill_kernels_refuse_what_they_cannot_take() -> None:
         rope_rows(qkv, cos, sin, 6, (3, 1))  # positions 0..5, a table of 4
     with pytest.raises(ValueError, match=r"rope_rows: out must be a torch.bfloat16 \[6, 4, 8\] tensor"):
         rope_rows(qkv, cos, sin, 3, (3, 1), out=torch.zeros(6, 5, 8, dtype=torch.bfloat16))
-    block, _ = _layer(0, 2)
-    assert not block.attention.prefill_fused_rope and "prefill_fused_rope=False" in repr(block.attention)
+    block, _ = _layer(0, 2)  # the defaults: prefill's fused RoPE and SDPA with enable_gqa
+    assert block.attention.prefill_fused_rope and "prefill_fused_rope=True" in repr(block.attention)
+    assert block.attention.prefill_gqa and "prefill_gqa=True" in repr(block.attention)
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:
