@@ -327,7 +327,7 @@ run_step bench "$first" bench_moe_dispatch 240 bench/moe.py --only-dispatch --he
 run_step bench "$first" bench_decoder 300 bench/decoder.py
 # Prefill only: ours' prefill options beside torch, and the fused prefill kernels alone against torch's ops.
 run_step bench "$first" bench_prefill 300 bench/decoder.py --batches "" --prefill 4096,8192 \
-  --prefill-variants unfused,gqa,rope,gqa+rope --kernels
+  --prefill-variants unfused,no-gqa,no-rope --kernels
 # Where the decoder layers' time goes, ours against torch, on the rows that miss issue 28's bar (profiled).
 run_step bench "$first" bench_decoder_anatomy 300 bench/decoder_anatomy.py
 # One GPU: flash_decode's fixed cost and streaming rate (bench/results/flash_decode_anatomy.md), gemm_ar's GEMM tiles
