@@ -105,6 +105,26 @@ def timeline(fn: Callable[[], object], calls: int) -> tuple[list[dict], list[flo
     return split[spans.index(median)], spans
 
 
+def check_against(ours: Callable[[], torch.Tensor], unfused: Callable[[], None], want: torch.Tensor, label: str) -> str:
+    """``ours()`` against the unfused path's output ``want`` on fresh data, eager and in a CUDA graph replayed
+    three times (a wrong order of the streams shows as stale rows); returns a RESULT line."""
+    unfused()
+    rt.synchronize()
+    errors = [(ours().float() - want.float()).abs().max().item()]
+    graph = torch.cuda.CUDAGraph()
+    rt.synchronize()
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        captured = ours()
+    for _ in range(3):
+        captured.fill_(float("nan"))
+        graph.replay()
+        rt.synchronize()
+        errors.append((captured.float() - want.float()).abs().max().item())
+    scale = want.float().abs().max().item()
+    ok = all(e <= 2e-2 * scale for e in errors)
+    return f"RESULT {'ok' if ok else 'FAIL'} {label}: max error eager / 3 graph replays {errors} (scale {scale:.2f})"
+
+
 def describe(label: str, events: list[dict], spans: list[float]) -> str:
     if not events:
         return f"\n== {label}: no GPU activity recorded\n"
@@ -143,6 +163,14 @@ def main() -> int:
                 torch.matmul(g, b, out=c)
 
             ours, path = functools.partial(ag_gemm, a, b), ag_op.path_of(a, b)
+            if path == "cublas":  # the begin kernel's placement (CublasPlan.begin_on_side), checked then timed
+                plan = ag_op.plan_for(a, b)
+                for on_side in (False, True):
+                    plan.begin_on_side = on_side
+                    reports.append(check_against(ours, unfused, c, f"{op} {dims} begin_on_side={on_side}"))
+                    events, spans = timeline(ours, args.calls)
+                    reports.append(describe(f"{op} {dims} ours (cublas, begin_on_side={on_side})", events, spans))
+                plan.begin_on_side = False
         elif op == "rs":
             a = torch.randn(m, k // w, device=device, dtype=dtype)
             b = torch.randn(k // w, n, device=device, dtype=dtype)

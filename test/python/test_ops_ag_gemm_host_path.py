@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 op = importlib.import_module("triton_dist.ops.ag_gemm.op")
@@ -110,11 +111,16 @@ def test_a_call_enqueues_a_short_fixed_sequence(monkeypatch) -> None:
     assert len(log.calls) + 2 == driver_calls, "the two orders are two driver calls each"
 
 
-def test_a_cublas_path_call_is_its_gemms_between_the_waits(monkeypatch) -> None:
+@pytest.mark.parametrize("begin_on_side", [False, True])
+def test_a_cublas_path_call_is_its_gemms_between_the_waits(monkeypatch, begin_on_side: bool) -> None:
     """The cuBLAS path's planned call, torch's dispatcher ops and the plan's driver calls in one sequence: the output's
     allocation and its split into shards; the begin kernel, the fork, every peer's shard copy then its flag copy on
     the side stream; ``aten.mm.out`` of the own rows; per peer in arrival order its wait kernel then its
-    ``aten.mm.out``; the join. No other op (no copy, cat or fill), and each GEMM wrote its own rows of C."""
+    ``aten.mm.out``; the join. No other op (no copy, cat or fill), and each GEMM wrote its own rows of C.
+
+    With ``begin_on_side``: the fork first, then the begin kernel on the (high-priority) side stream, the own GEMM,
+    the current stream ordered after the begin kernel alone (before any copy is enqueued on the side stream, so
+    the wait kernels read the advanced epoch without waiting for the copies), then the copies."""
     from dispatch_recording import DispatchRecording
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: None)  # a CPU tensor's device.index
@@ -152,25 +158,43 @@ def test_a_cublas_path_call_is_its_gemms_between_the_waits(monkeypatch) -> None:
         copies=copies,
         side=SimpleNamespace(cuda_stream=9),
         stream_ops=_StreamOps(log),
+        begin_on_side=begin_on_side,
+        priority_side=SimpleNamespace(cuda_stream=11),
     )
+    side = 11 if begin_on_side else 9
     b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
     with recording:
         c = plan.run(shards[rank], b)
     names = [call if isinstance(call, str) else call[0] for call in recording.ops]
     peers = world_size - 1
-    assert names == (
-        ["aten.empty.memory_format", "aten.split.Tensor", "begin", "order"]
-        + ["copy", "copy"] * peers
-        + ["aten.mm.out"]
-        + [name for peer in arrival for name in (f"wait {peer}", "aten.mm.out")]
-        + ["order"]
-    ), names
-    assert [call[1] for call in recording.ops if call[0] == "order"] == ["ag_gemm.cublas.fork", "ag_gemm.cublas.join"]
+    waits_and_gemms = [name for peer in arrival for name in (f"wait {peer}", "aten.mm.out")]
+    orders = [call[1:] for call in recording.ops if call[0] == "order"]
+    if begin_on_side:
+        assert names == (
+            ["aten.empty.memory_format", "aten.split.Tensor", "order", "begin", "aten.mm.out", "order"]
+            + ["copy", "copy"] * peers
+            + waits_and_gemms
+            + ["order"]
+        ), names
+        assert orders == [
+            ("ag_gemm.cublas.fork", 7, 11),
+            ("ag_gemm.cublas.begun", 11, 7),
+            ("ag_gemm.cublas.join", 11, 7),
+        ]
+    else:
+        assert names == (
+            ["aten.empty.memory_format", "aten.split.Tensor", "begin", "order"]
+            + ["copy", "copy"] * peers
+            + ["aten.mm.out"]
+            + waits_and_gemms
+            + ["order"]
+        ), names
+        assert orders == [("ag_gemm.cublas.fork", 7, 9), ("ag_gemm.cublas.join", 9, 7)]
     copied = [call for call in recording.ops if call[0] == "copy"]
-    assert all(call[1] == 9 for call in copied), "every copy on the side stream"
+    assert all(call[1] == side for call in copied), "every copy on the side stream"
     assert [call[2] for call in copied] == [x for copy in copies for x in (copy.destination, copy.flag)]
     assert [call[4] for call in copied[1::2]] == [4] * peers, "a 4-byte epoch copy after every shard"
     launches = [call for call in recording.ops if isinstance(call, tuple) and call[0] not in ("copy", "order")]
-    assert [call[1] for call in launches] == [7] * (1 + peers), "the begin and wait kernels on the current stream"
+    assert [call[1] for call in launches] == [side if begin_on_side else 7] + [7] * peers, "begin, then the waits"
     want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
     assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each shard's GEMM into its own rows"

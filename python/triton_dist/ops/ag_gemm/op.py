@@ -339,8 +339,9 @@ def _gathered(ws: Workspace, a: torch.Tensor, rank: int) -> torch.Tensor:
 @dataclasses.dataclass
 class CublasPlan:
     """Everything one call of the cuBLAS path launches, resolved at its first call: the begin kernel, the
-    copy-engine producer (one chunk per shard and peer, each followed by its flag copy), and on the current stream
-    the own shard's ``torch.mm``, then per peer in arrival order its wait kernel and its ``torch.mm``."""
+    copy-engine producer on the side stream (one chunk per shard and peer, each followed by its flag copy), and on
+    the current stream the own shard's ``torch.mm``, then per peer in arrival order its wait kernel and its
+    ``torch.mm``."""
 
     workspace: Workspace
     rank: int
@@ -356,14 +357,26 @@ class CublasPlan:
     stream_ops: StreamOps | None
     host_copies: tuple[_HostCopy, ...] = ()
     """The copy-engine producer under the CPU emulation (``copies`` is empty there)."""
+    begin_on_side: bool = False
+    """Where the begin kernel (epoch and barrier) runs. False (the default): on the current stream before the fork,
+    so the own shard's GEMM starts after the barrier (5 µs of a 51 µs call on 2 x H200: bench/timeline_gpu.py).
+    True (an option until measured): on the side stream, after the fork and before the copies, so the own GEMM
+    starts at once; the current stream waits for the begin kernel only before the first wait kernel, which reads
+    the epoch it advanced. Its risk: cuBLAS's grid may take every SM before the one-program begin kernel gets one,
+    which then waits for a GEMM wave and delays the copies (the side stream has the device's highest priority for
+    that reason)."""
+    priority_side: torch.cuda.Stream | None = None
+    """The side stream of ``begin_on_side``: the device's highest priority (None under the CPU emulation)."""
     _call: _CallConstants = dataclasses.field(init=False, repr=False)
     _copies: tuple[tuple[int, int, int, int], ...] = dataclasses.field(init=False, repr=False)
     _world_size: int = dataclasses.field(init=False, repr=False)
+    _priority_side: int = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._call = _CallConstants.of(self.workspace, self.rows, self.n, self.side, self.begin)
         self._copies = _copy_arguments(self.copies)
         self._world_size = self.rows // self.m_local
+        self._priority_side = 0 if self.priority_side is None else self.priority_side.cuda_stream
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back)."""
@@ -380,10 +393,20 @@ class CublasPlan:
         parts = c.chunk(self._world_size)  # rows = W * m_local: W parts of m_local rows (one dispatcher op)
         main = current_raw_stream(call.device.index)
         side = call.side
-        self.begin.launch_on(main)
-        ops.order("ag_gemm.cublas.fork", main, side)
-        _enqueue_copies(ops, self._copies, a.data_ptr(), call.epoch, side)
-        torch.mm(a, b, out=parts[self.rank])
+        if self.begin_on_side:
+            # The fork first: the barrier on the side stream then still means every peer's current stream has
+            # finished its previous call's GEMMs (which read the slots the copies overwrite).
+            side = self._priority_side
+            ops.order("ag_gemm.cublas.fork", main, side)
+            self.begin.launch_on(side)
+            torch.mm(a, b, out=parts[self.rank])
+            ops.order("ag_gemm.cublas.begun", side, main)  # before the copies are enqueued: waits for begin alone
+            _enqueue_copies(ops, self._copies, a.data_ptr(), call.epoch, side)
+        else:
+            self.begin.launch_on(main)
+            ops.order("ag_gemm.cublas.fork", main, side)
+            _enqueue_copies(ops, self._copies, a.data_ptr(), call.epoch, side)
+            torch.mm(a, b, out=parts[self.rank])
         for segment, wait, received in self.waits:
             wait.launch_on(main)
             torch.mm(received, b, out=parts[segment])
@@ -593,6 +616,7 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPl
         side=None if emulated else resources.side_stream(device, "ag_gemm"),
         stream_ops=None if emulated else stream_ops(device),
         host_copies=host_copies,
+        priority_side=None if emulated else resources.side_stream(device, "ag_gemm.priority", high_priority=True),
     )
 
 

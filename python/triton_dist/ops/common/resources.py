@@ -108,12 +108,15 @@ def drop_workspaces(prefix: str) -> None:
     gc.collect()
 
 
-def side_stream(device: torch.device, name: str = "comm") -> torch.cuda.Stream:
-    """A stream of ``device`` kept for the life of the process, one per ``name`` (producers, copies)."""
+def side_stream(device: torch.device, name: str = "comm", high_priority: bool = False) -> torch.cuda.Stream:
+    """A stream of ``device`` kept for the life of the process, one per ``name`` (producers, copies); with
+    ``high_priority`` (fixed by the name's first call) of the device's highest priority, so its pending programs
+    are scheduled before those of default-priority streams."""
     key = (name, device.index)
     stream = _streams.get(key)
     if stream is None:
-        stream = _streams[key] = torch.cuda.Stream(device=device)
+        # torch maps a priority beyond the device's range to its nearest end: -(1 << 10) is the highest.
+        stream = _streams[key] = torch.cuda.Stream(device=device, priority=-(1 << 10) if high_priority else 0)
     return stream
 
 
