@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import importlib
 import math
 import statistics
 import sys
@@ -544,8 +545,15 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="one model per op family (a smoke run)")
     parser.add_argument("--out-dir", default=str(RESULTS))
     parser.add_argument("--tag", default="", help="results file suffix (default: the GPU's name)")
+    parser.add_argument(
+        "--ag-begin-on-side",
+        action="store_true",
+        help="ag_gemm's cuBLAS path with its begin kernel on a side stream (ops.ag_gemm.op.CUBLAS_BEGIN_ON_SIDE)",
+    )
     args = parser.parse_args()
     started = time.time()
+    if args.ag_begin_on_side:
+        importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_BEGIN_ON_SIDE = True
     setup_distributed("24G")
     dtype = getattr(torch, args.dtype)
     world = rt.current_world()

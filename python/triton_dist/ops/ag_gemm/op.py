@@ -69,6 +69,8 @@ MAX_PUSH_CTAS = 64
 PUSH_BLOCK = 8192
 MIN_BLOCK_M = 64
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
+CUBLAS_BEGIN_ON_SIDE = False
+"""``CublasPlan.begin_on_side`` of the cuBLAS plans built from now on (an option until a GPU run decides)."""
 
 
 class AgGemmError(OpInputError):
@@ -616,6 +618,7 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPl
         side=None if emulated else resources.side_stream(device, "ag_gemm"),
         stream_ops=None if emulated else stream_ops(device),
         host_copies=host_copies,
+        begin_on_side=CUBLAS_BEGIN_ON_SIDE,
         priority_side=None if emulated else resources.side_stream(device, "ag_gemm.priority", high_priority=True),
     )
 
