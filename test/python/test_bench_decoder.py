@@ -5,32 +5,20 @@ back as they were (the timing and the rank-wide ``difference`` are stubbed: they
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import torch
+from bench_scripts import load_bench
 
 from triton_dist.layers import DecoderConfig, TensorParallelDecoderLayer, random_weights
 
-REPO = Path(__file__).resolve().parents[2]
 TINY = DecoderConfig("tiny", 32, 4, 2, 16, 64, 10000.0, 1e-6)
 OPTIONS = ("fused_silu_mul", "prefill_gqa", "prefill_fused_rope")
 
 
-def _load() -> ModuleType:
-    sys.path.insert(0, str(REPO / "bench"))
-    spec = importlib.util.spec_from_file_location("bench_decoder", REPO / "bench" / "decoder.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-decoder = _load()
+decoder = load_bench("decoder.py")
 
 
 def _layers() -> list[TensorParallelDecoderLayer]:

@@ -4,23 +4,10 @@ each call's times made relative to its barrier's end and ending at the next spin
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    sys.path.insert(0, str(REPO / "bench"))
-    spec = importlib.util.spec_from_file_location("bench_timeline_gpu", REPO / "bench" / "timeline_gpu.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from bench_scripts import load_bench
 
 
 def _event(name: str, cat: str, ts: float, dur: float, stream: int = 7) -> dict:
@@ -28,7 +15,7 @@ def _event(name: str, cat: str, ts: float, dur: float, stream: int = 7) -> dict:
 
 
 def test_the_timeline_splits_into_calls_at_the_barriers(tmp_path: Path) -> None:
-    timeline = _load()
+    timeline = load_bench("timeline_gpu.py")
     trace = {
         "traceEvents": [
             _event("cudaLaunchKernel", "cuda_runtime", 0.0, 5.0),  # host side: dropped

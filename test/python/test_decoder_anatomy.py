@@ -4,28 +4,13 @@ concurrent kernels, idle time), the names shown, the case summary and the comman
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_scripts import load_bench
 from case_grid import check_each
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    sys.path.insert(0, str(REPO / "bench"))  # the script imports its neighbours (decoder, _common)
-    spec = importlib.util.spec_from_file_location("bench_decoder_anatomy", REPO / "bench" / "decoder_anatomy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-anatomy = _load()
+anatomy = load_bench("decoder_anatomy.py")
 NORM = "norm+residual"
 
 REAL_NAMES = {

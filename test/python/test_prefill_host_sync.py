@@ -3,29 +3,13 @@ per-piece host clock, the split of a profile into runs with their longest GPU ga
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import warnings
-from pathlib import Path
-from types import ModuleType
 from unittest import mock
 
 import pytest
+from bench_scripts import load_bench
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    sys.path.insert(0, str(REPO / "bench"))  # the script imports its neighbours (decoder, decoder_anatomy)
-    spec = importlib.util.spec_from_file_location("bench_prefill_host_sync", REPO / "bench" / "prefill_host_sync.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-probe = _load()
+probe = load_bench("prefill_host_sync.py")
 
 
 def _synchronizing_call() -> None:

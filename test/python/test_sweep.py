@@ -5,31 +5,18 @@ lower), the per-row floors, the results writer's bar lines and columns, and the 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import random
 import statistics
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from bench_scripts import load_bench
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_sweep", REPO / "bench" / "sweep.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-sweep = _load()
+sweep = load_bench("sweep.py")
 
 
 def test_overlap_bound_is_the_baseline_over_the_longer_part() -> None:
