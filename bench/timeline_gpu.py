@@ -28,6 +28,7 @@ import argparse
 import functools
 import importlib
 import json
+import math
 import os
 import statistics
 import sys
@@ -208,6 +209,11 @@ def barrier_offsets_us(exits_ns: Sequence[Sequence[int]], rank: int) -> list[flo
     return [(exits_ns[rank][i] - min(exits_ns[r][i] for r in others)) / 1e3 for i in range(len(exits_ns[rank]))]
 
 
+def _median_of(calls: list[IdleCall], field: str) -> float:
+    values = [getattr(c, field) for c in calls if not math.isnan(getattr(c, field))]
+    return statistics.median(values) if values else float("nan")
+
+
 def describe_idle(label: str, rank: int, calls: list[IdleCall], offsets: list[float], elapsed: list[float]) -> str:
     """The median call (by span) of ``calls`` as text: a header, the split and the merged events. ``offsets`` and
     ``elapsed`` (the events' µs, as ``idle_ms_samples`` measures) are per call, in the order of ``calls``."""
@@ -227,6 +233,9 @@ def describe_idle(label: str, rank: int, calls: list[IdleCall], offsets: list[fl
         f"{call.enqueue:.1f} (in API calls {call.in_api:.1f}), last API call to GPU end {call.tail:.1f}, first GPU "
         f"start {call.first_gpu:.1f}, begin kernel {call.begin:.1f}, left dist.barrier {offsets[index]:+.1f} after "
         f"the other ranks, events {elapsed[index]:.1f}",
+        f"medians over the calls: enqueue {_median_of(calls, 'enqueue'):.1f}, last API call to GPU end "
+        f"{_median_of(calls, 'tail'):.1f}, first GPU start {_median_of(calls, 'first_gpu'):.1f}, begin kernel "
+        f"{_median_of(calls, 'begin'):.1f}",
         f"{'kind':>4s} {'stream':>6s} {'start':>8s} {'end':>8s} {'dur':>7s}  name",
     ]
     for e in call.events:

@@ -132,6 +132,10 @@ def test_a_from_idle_call_merges_its_host_and_gpu_events_and_splits(tmp_path: Pa
     assert "last API call to GPU end 78.0, first GPU start 29.0, begin kernel 20.0" in text
     assert "left dist.barrier -2.0 after the other ranks, events 120.0" in text
     assert "left dist.barrier median -0.5" in text
+    assert (
+        "medians over the calls: enqueue 1.0, last API call to GPU end 78.0, first GPU start 29.0, begin kernel 20.0"
+        in text
+    )
     assert "nvjet_gemm  (its API call at 14.0)" in text
     assert "cudaEventQuery" not in text and "ncclDevKernel" not in text and "c10d::barrier" not in text
     with pytest.raises(ValueError, match="3 calls but 2 offsets"):
