@@ -126,15 +126,61 @@ def test_cost_model_follows_the_calibration() -> None:
     assert not fused and estimate["waves"] < 4, "the small-M regime is never fused"
 
 
-def test_a_partly_filled_last_wave_is_priced_under_four_waves() -> None:
+def test_a_partly_filled_last_wave_is_priced_at_every_wave_count() -> None:
     assert math.isclose(cm.last_wave_penalty(97, 132), 132 / 97), "0.73 of a wave: one tile's time on 97 SMs"
     assert math.isclose(cm.last_wave_penalty(288, 132), 3 / (288 / 132)), "2.2 waves take three tiles' time"
-    assert cm.last_wave_penalty(264, 132) == 1.0 and cm.last_wave_penalty(600, 132) == 1.0
+    assert math.isclose(cm.last_wave_penalty(576, 131), 5 / (576 / 131)), "4.4 waves take five tiles' time"
+    assert cm.last_wave_penalty(264, 132) == 1.0 and cm.last_wave_penalty(2620, 131) == 1.0, "whole waves"
+    # The calibration's GEMMs (3.9 and 15.5 waves of 128 x 256 tiles on 132 SMs) both ran 4 / 3.88 = 16 / 15.5 of
+    # their flops' time: the calibrated rate is that much below the full-wave rate.
+    assert math.isclose(cm.calibrated_wave_factor(132), 4 / (512 / 132))
     ref = tuning.REFERENCE
-    # 1024 x 18432 x 16384 over two ranks: 8 x 36 tiles of 128 x 256 = 2.2 waves on 132 SMs.
+    # 1024 x 18432 x 16384 over two ranks: 8 x 36 tiles of 128 x 256 = 2.2 waves on the kernel's 131 programs.
     estimate = cm.ag_gemm_estimate(1024, 18432, 16384, 2, 2, ref)
     flops_only = ref.ours.ms(2.0 * 1024 * 9216 * 16384) + ref.ag_fused_extra_ms
     assert estimate["fused_ms"] > 1.3 * flops_only - ref.ag_fused_extra_ms
+    # Both take five tiles' time per program: N 4608 (9 tile columns per rank, 576 tiles, 4.4 waves) and N 5120
+    # (10 columns, 640 tiles, 4.9 waves), so per flop the first costs 640 / 576 of the second.
+    per_flop = [cm.ag_fused_gemm_ms(8192, n, 3584, 2, ref)[0] / (8192 * n * 3584) for n in (4608, 5120)]
+    assert math.isclose(per_flop[0] / per_flop[1], 640 / 576, rel_tol=1e-6)
+
+
+# Rows of the 2026-11-27 sweeps where the fused path and the cuBLAS path differ by more than 3% (M, N, K global;
+# fused ms, cuBLAS path ms as measured): docs/results/2026-11-27-session22/sweep_ag_default_2xH200_84828e1.md and
+# sweep_2xH100_1b4f333.md. The first four H200 rows and the first H100 row ran the fused path before the last wave
+# was priced above four waves (4.4, 4.4, 18.1 and 14.2 waves; 4.5).
+SWEEP_ROWS = {
+    "NVIDIA H200": [
+        ((2048, 18432, 16384), 0.862, 0.823),  # Llama-3-405B qkv
+        ((8192, 4608, 3584), 0.213, 0.197),  # Qwen2.5-7B qkv
+        ((4096, 37888, 3584), 0.753, 0.714),  # Qwen2.5-7B gate_up
+        ((2048, 59136, 8192), 1.322, 1.264),  # Qwen2.5-72B gate_up
+        ((1024, 10240, 8192), 0.180, 0.133),  # Qwen2.5-72B qkv
+        ((2048, 28672, 4096), 0.324, 0.347),  # Llama-3-8B gate_up
+        ((1024, 57344, 12288), 0.944, 0.997),  # Mistral-Large-2 gate_up
+        ((8192, 51200, 5120), 2.773, 3.038),  # Qwen3-32B gate_up
+    ],
+    "NVIDIA H100 80GB HBM3": [
+        ((1024, 37888, 3584), 0.219, 0.206),  # Qwen2.5-7B gate_up
+        ((1024, 6144, 4096), 0.070, 0.059),  # Llama-3-8B qkv
+        ((1024, 57344, 12288), 0.946, 1.046),  # Mistral-Large-2 gate_up
+        ((2048, 28672, 4096), 0.323, 0.341),  # Llama-3-8B gate_up
+        ((8192, 51200, 5120), 2.754, 2.935),  # Qwen3-32B gate_up
+    ],
+}
+
+
+@pytest.mark.parametrize("gpu", sorted(SWEEP_ROWS))
+def test_ag_gemm_choice_picks_the_faster_path_on_the_committed_calibrations(gpu) -> None:
+    entry = tuning.read_table(cal_mod.PACKAGE_CALIBRATIONS)[cal_mod.calibration_key(gpu, 2)]
+    cal = tuning.Calibration.from_dict(entry["config"])
+    wrong = []
+    for (m, n, k), fused_ms, cublas_ms in SWEEP_ROWS[gpu]:
+        config, estimate = tuning.cost_model("ag_gemm", m, n, k, 2, 2, cal)
+        faster = "fused" if fused_ms < cublas_ms else "cublas"
+        if config.backend != faster:
+            wrong.append(f"{m},{n},{k}: {config.backend} (measured {fused_ms} / {cublas_ms}; {estimate})")
+    assert not wrong, wrong
 
 
 def test_gemm_rs_cublas_path_is_priced_only_where_measured() -> None:

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from triton_dist.ops.matmul import HOPPER_CANDIDATES
-from triton_dist.ops.tuning.calibration import Calibration, Rate
+from triton_dist.ops.tuning.calibration import CAL_GEMMS, Calibration, Rate
 from triton_dist.ops.tuning.overlap import OverlapConfig
 
 MARGIN = 0.97
@@ -53,15 +53,53 @@ def _chunk_tiles(m_local: int, w: int, t_ours: float, t_push: float) -> int:
 
 
 def last_wave_penalty(tiles: int, sms: int) -> float:
-    """How much longer a persistent GEMM of ``tiles`` output tiles runs than its flops at the calibrated rate say,
-    where fewer than four waves of tiles fill the SMs: the SMs the last wave leaves idle (2.2 waves take three
-    tiles' time per SM, 1.36x; 0.73 of a wave takes one tile's time on 97 of 132 SMs, 1.36x). Measured on the
-    2026-11-27 sweeps: the fused AG kernel at 0.73, 1.2 and 2.2 waves ran 1.17-1.7x its flops-rate time on
-    2 x H100 and 2 x H200, at four waves and more within 5% (the calibration's own GEMMs run 3.9 and 15.5 waves)."""
+    """How much longer a persistent GEMM of ``tiles`` equal output tiles on ``sms`` programs runs than its flops at
+    the full-wave rate say: each program walks its tiles one after another, so the kernel takes ``ceil(tiles /
+    sms)`` tiles' time and pays for the SMs its last wave leaves idle (0.73 of a wave on 132 SMs takes one tile's
+    time, 1.36x; 2.2 waves take three, 1.36x; 4.4 waves take five, 1.14x; 18.1 waves take 19, 1.05x).
+
+    At every number of waves, not only a few: at 4.4-18 waves the fused AG kernel's measured time over the model
+    without it tracks this factor (docs/results/ag_selection_analysis.md), and there it decides between the fused
+    and the cuBLAS path, whose predictions otherwise lie within a few percent of each other.
+    """
     waves = tiles / max(sms, 1)
-    if waves <= 0 or waves >= 4:
+    if waves <= 0:
         return 1.0
     return math.ceil(waves) / waves
+
+
+AG_FUSED_RESERVED_SMS = 1
+"""SMs the fused AG kernel's grid leaves free with the copy-engine producer (the only producer the model prices):
+one SM for the driver's small flag copies, so the kernel runs ``sms - 1`` persistent programs."""
+
+
+def calibrated_wave_factor(sms: int) -> float:
+    """The last-wave penalty inside the calibration's rate of our GEMM: ``Calibration.ours`` is fitted through the
+    plain persistent GEMM's times at ``CAL_GEMMS`` on all ``sms`` SMs, and each of those ran whole tiles per SM
+    too (3.9 and 15.5 waves on 132 SMs: both take 1.031x their flops' time). The full-wave rate is
+    ``ours.per_ms`` times this factor (exact where both shapes have the same penalty, the slope of the fit else)."""
+    (m1, n1, k1), (m2, n2, k2) = CAL_GEMMS
+    tile = HOPPER_CANDIDATES[0]  # matmul's default tile for these shapes (N > 128)
+
+    def penalty(m: int, n: int) -> float:
+        return last_wave_penalty(math.ceil(m / tile.block_m) * math.ceil(n / tile.block_n), sms)
+
+    flops1, flops2 = 2.0 * m1 * n1 * k1, 2.0 * m2 * n2 * k2
+    return (penalty(m2, n2) * flops2 - penalty(m1, n1) * flops1) / (flops2 - flops1)
+
+
+def ag_fused_gemm_ms(m: int, n: int, k: int, w: int, cal: Calibration) -> tuple[float, int]:
+    """Predicted ms of the fused AG kernel's GEMM alone (global M and N, per rank) and its number of tiles (each
+    shard's own tile rows): the calibrated rate at full waves, times the last-wave penalty of its tiles on its
+    ``sms - 1`` programs."""
+    tile = HOPPER_CANDIDATES[0]
+    n_local = n / w
+    tiles = w * math.ceil(m / w / tile.block_m) * math.ceil(n_local / tile.block_n)
+    flops = 2.0 * m * n_local * k
+    programs = max(1, cal.sms - AG_FUSED_RESERVED_SMS)
+    # The calibrated rate is all SMs' at full waves: ``programs`` of them do ``programs / sms`` of it.
+    full_waves = flops / (cal.ours.per_ms * calibrated_wave_factor(cal.sms) * programs / cal.sms)
+    return cal.ours.fixed_ms + full_waves * last_wave_penalty(tiles, programs), tiles
 
 
 def ag_gemm_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> dict[str, float]:
@@ -69,15 +107,14 @@ def ag_gemm_estimate(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibra
     m_local, n_local = m / w, n / w
     flops = 2.0 * m * n_local * k
     t_cublas = cal.cublas.ms(flops)
-    tile = HOPPER_CANDIDATES[0]
-    tiles = math.ceil(m / tile.block_m) * math.ceil(n_local / tile.block_n)
-    t_ours = cal.ours.ms(flops) * last_wave_penalty(tiles, cal.sms)
+    t_ours, tiles = ag_fused_gemm_ms(m, n, k, w, cal)
+    programs = max(1, cal.sms - AG_FUSED_RESERVED_SMS)
     t_nccl = cal.allgather.ms(m * k * itemsize)
     t_push = cal.push.ms(m_local * k * itemsize)
     chunks = math.ceil(m_local / (_chunk_tiles(int(m_local), w, t_ours, t_push) * _BLOCK_M))
     # The last chunk's tiles start once it has landed and take at least one tile's time: each SM runs its tiles
     # one after another, so a tile takes the kernel's time over the waves (under one wave, the whole kernel's).
-    t_tile = t_ours / math.ceil(tiles / max(cal.sms, 1))
+    t_tile = t_ours / math.ceil(tiles / programs)
     arrival = (w - 1) * t_push + max(t_ours / (w * max(1, chunks)), t_tile)
     fused = max(t_ours, arrival) + cal.ag_fused_extra_ms
     return {"baseline_ms": t_nccl + t_cublas, "fused_ms": fused, "cublas_ms": t_cublas, "comm_ms": (w - 1) * t_push}
