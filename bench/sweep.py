@@ -550,10 +550,17 @@ def main() -> int:
         action="store_true",
         help="ag_gemm's cuBLAS path with its begin kernel on a side stream (ops.ag_gemm.op.CUBLAS_BEGIN_ON_SIDE)",
     )
+    parser.add_argument(
+        "--ag-double-buffer",
+        action="store_true",
+        help="ag_gemm's cuBLAS path on double receive buffers, no begin barrier (ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER)",
+    )
     args = parser.parse_args()
     started = time.time()
     if args.ag_begin_on_side:
         importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_BEGIN_ON_SIDE = True
+    if args.ag_double_buffer:
+        importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_DOUBLE_BUFFER = True
     setup_distributed("24G")
     dtype = getattr(torch, args.dtype)
     world = rt.current_world()

@@ -1,6 +1,6 @@
 """GPU correctness of ``triton_dist.ops.ag_gemm`` against torch (all_gather + matmul in fp32), any world size.
 
-    torchrun --nproc-per-node=2 test/gpu/check_ag_gemm.py [--quick] [--cublas-only]
+    torchrun --nproc-per-node=2 test/gpu/check_ag_gemm.py [--quick] [--cublas-only] [--double-buffer]
 
 Every case uses fresh random data (a different seed per rank and case), poisons the output buffers first (the
 op allocates its output; the receive buffer is filled with NaN before the first call), and compares with a
@@ -8,8 +8,10 @@ torch reference: bf16 and fp16; shapes that are multiples of the tiles and shape
 both producers (copy engine, SM push), both GEMM paths (TMA, masked pointers) and the cuBLAS path
 (``OverlapConfig(backend="cublas")``: copy-engine gather, one cuBLAS GEMM per shard); return_gathered; the
 torch custom op under torch.compile; replays of a captured CUDA graph with new inputs each time (the epochs
-advance on the device); and bad input (mismatched shapes/dtypes across ranks, non-contiguous, wrong device,
-exhausted heap) raising named errors before anything is launched.
+advance on the device); the cuBLAS path's eager calls of two signatures interleaved with graph replays, the ranks
+skewed (with ``--double-buffer``, on double receive buffers: ``ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER``); and bad
+input (mismatched shapes/dtypes across ranks, non-contiguous, wrong device, exhausted heap) raising named errors
+before anything is launched.
 """
 
 from __future__ import annotations
@@ -218,13 +220,65 @@ def check_matmul(checks: Checks) -> None:
                 checks.run(name, body)
 
 
+def check_cublas_interleaved(checks: Checks) -> None:
+    """The cuBLAS path's eager calls of two signatures on one problem (they share the double receive buffers, when
+    on) interleaved with replays of a captured call, no host synchronization between them, one rank or the other
+    held back by a GPU sleep before each eager call: the receive buffers' reuse across calls of every kind."""
+    name = "cuBLAS path: eager calls of two N and graph replays interleaved, ranks skewed"
+
+    def body() -> None:
+        dtype, m_local, k = torch.bfloat16, 1024, 1024
+        cublas = OverlapConfig(backend="cublas")
+        for n in (1024, 1536, 2048):
+            a, b = make_inputs(m_local, n, k, dtype, 500 + n)
+            ag_gemm_impl(a, b, config=cublas)  # plans built eagerly
+        sync()
+        static_a, static_b = make_inputs(m_local, 2048, k, dtype, 501)
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+            static_c, _ = ag_gemm_impl(static_a, static_b, config=cublas)
+        torch.cuda.current_stream().wait_stream(stream)
+        sync()
+        rank = rt.current_world().rank
+        outs = []
+        for i in range(16):
+            if i % 5 == 4:
+                a, b = make_inputs(m_local, 2048, k, dtype, 510 + i)
+                static_a.copy_(a)
+                static_b.copy_(b)
+                graph.replay()
+                outs.append((static_c.clone(), a, b))
+                continue
+            a, b = make_inputs(m_local, 1536 if i % 2 else 1024, k, dtype, 510 + i)
+            if rank == (i // 2) % rt.current_world().world_size:
+                torch.cuda._sleep(100_000)  # this rank's call starts ~50 µs late on its GPU
+            outs.append((ag_gemm_impl(a, b, config=cublas)[0], a, b))
+        sync(name)
+        results = [close(c, reference(a, b)[0], dtype) for c, a, b in outs]
+        failed = [f"call {i}: {r[1]}" for i, r in enumerate(results) if not r[0]]
+        checks.check(f"{name} (16 calls)", not failed, "; ".join(failed[:3]) or results[0][1])
+
+    checks.run(name, body)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument(
         "--cublas-only", action="store_true", help="only the cuBLAS path's cases (a short run after changing it)"
     )
+    parser.add_argument(
+        "--double-buffer",
+        action="store_true",
+        help="the cuBLAS path's eager calls on double receive buffers (ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER)",
+    )
     args = parser.parse_args()
+    if args.double_buffer:
+        from triton_dist.ops.ag_gemm import op as ag_gemm_op
+
+        ag_gemm_op.CUBLAS_DOUBLE_BUFFER = True
     setup(heap_size="2G")
     checks = Checks()
     if not args.cublas_only:
@@ -280,6 +334,7 @@ def main() -> int:
 
     checks.run("back to back", back_to_back)
     check_cuda_graph(checks, "cublas")
+    check_cublas_interleaved(checks)
     if not args.cublas_only:
         for dtype in (torch.bfloat16, torch.float16):
             check_custom_op(checks, dtype)

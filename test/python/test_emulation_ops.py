@@ -128,6 +128,7 @@ def _gemm_rs_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
 def _ag_gemm_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[], list[str]]]:
     import triton_dist
     from triton_dist.ops.ag_gemm.op import EMULATED_CONFIG, ag_gemm_impl
+    from triton_dist.ops.tuning import OverlapConfig
 
     def run(config: Any, m: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16) -> list[str]:
         problems = []
@@ -144,12 +145,29 @@ def _ag_gemm_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
                 problems.append("the gathered A differs from torch.cat of every rank's A")
         return problems
 
+    def double_buffered() -> list[str]:
+        """Two signatures on one problem share the double buffers: calls alternate them, in any mix."""
+        from triton_dist.ops.ag_gemm import op
+
+        op.CUBLAS_DOUBLE_BUFFER = True
+        try:
+            problems = []
+            for n in (8, 12, 12, 8, 8):  # buffers 0, 1, 0, 1, 0 whichever plan runs
+                problems += run(OverlapConfig(backend="cublas"), 6, n, 16)
+            if [ws.calls for ws in op.resources.workspaces("ag_gemm.double")] != [10]:
+                problems.append("the double buffers did not count ten eager calls")
+            return problems
+        finally:
+            op.CUBLAS_DOUBLE_BUFFER = False
+
     return {
         "ag_gemm/selected": lambda: run(None, 70, 40, 24),
         "ag_gemm/fp16_one_chunk": lambda: run(None, 5, 8, 16, torch.float16),
         "ag_gemm/push_kernel": lambda: run(
             dataclasses.replace(EMULATED_CONFIG, producer="sm", push_ctas=2), 66, 24, 16
         ),
+        "ag_gemm/cublas_path": lambda: run(OverlapConfig(backend="cublas"), 5, 8, 16),
+        "ag_gemm/cublas_double_buffer": double_buffered,
     }
 
 

@@ -1,5 +1,6 @@
 """AllGather + GEMM device code: the call's epoch and barrier, the SM producer, the persistent GEMMs that wait
-per chunk (TMA and pointer variants), and the cuBLAS path's one-program wait per shard."""
+per chunk (TMA and pointer variants), and the cuBLAS path's one-program wait per shard (and its double-buffered
+variant's epoch counters)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,26 @@ def _wait_shard_kernel(flags_ptr, epoch_ptr, segment):
     buffer, i.e. its flag (one chunk per shard: flag ``segment``) holds this call's epoch, read from device memory
     so that CUDA-graph replays wait for their own call. The cuBLAS GEMM of that shard follows on the stream."""
     dl.wait(flags_ptr + segment, 1, "sys", "acquire", waitValue=tl.load(epoch_ptr))
+
+
+@triton.jit(do_not_specialize=["segment"])
+def _wait_shard_then_advance_kernel(flags_ptr, epoch_ptr, segment, ADVANCE: tl.constexpr):
+    """One program (the cuBLAS path with double buffers, eager calls): as ``_wait_shard_kernel`` on the receive
+    epoch, but with ``>=``: without a barrier the peer may already have sent its next call's flag. The call's last
+    wait (``ADVANCE``) then moves that epoch to the next call's, after every thread has read it (stream order gives
+    the next call's waits the new value)."""
+    epoch = tl.load(epoch_ptr)
+    dl.wait(flags_ptr + segment, 1, "sys", "acquire", waitValue=epoch, cmp="ge")
+    if ADVANCE:
+        tl.debug_barrier()
+        tl.store(epoch_ptr, epoch + 1)
+
+
+@triton.jit
+def _advance_epoch_kernel(epoch_ptr):
+    """One program (the cuBLAS path with double buffers): the send epoch to the next call's, on the side stream
+    after this call's flag copies have read it."""
+    tl.store(epoch_ptr, tl.load(epoch_ptr) + 1)
 
 
 @triton.jit(do_not_specialize=["M_LOCAL", "K", "CHUNK_ROWS", "num_chunks"])

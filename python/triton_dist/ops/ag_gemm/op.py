@@ -20,7 +20,8 @@ producer, one chunk per shard) and replaces step 3 by cuBLAS on the current stre
 straight from ``a`` into their rows of C, then per peer in arrival order a one-program kernel that waits for that
 peer's flag and ``torch.mm`` of its received rows into their rows of C; the side stream joins after. It trades the
 fused kernel's per-tile overlap for cuBLAS's GEMM speed, which wins where the fused kernel's fixed cost and partly
-filled last wave dominate (small M, small N x K).
+filled last wave dominate (small M, small N x K). With ``CUBLAS_DOUBLE_BUFFER`` (an option) its eager calls skip
+step 1: they alternate between two receive buffers (:class:`DoubleBuffer` says why no barrier is then needed).
 
 The first call of a signature (shapes, dtypes, strides, device, the operands' 16-byte alignment, the world) builds a
 plan: the configuration, the workspace, the compiled kernels with their grids and constants, every copy's address,
@@ -40,11 +41,13 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.ag_gemm.kernels import (
+    _advance_epoch_kernel,
     _ag_gemm_ptr_kernel,
     _ag_gemm_tma_kernel,
     _begin_kernel,
     _push_kernel,
     _wait_shard_kernel,
+    _wait_shard_then_advance_kernel,
 )
 from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
@@ -71,6 +74,12 @@ MIN_BLOCK_M = 64
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 CUBLAS_BEGIN_ON_SIDE = False
 """``CublasPlan.begin_on_side`` of the cuBLAS plans built from now on (an option until a GPU run decides)."""
+CUBLAS_DOUBLE_BUFFER = False
+"""Whether the cuBLAS plans built from now on get :class:`DoubleBuffer` receive buffers for their eager calls (an
+option until a GPU run decides)."""
+DOUBLE_BUFFER_MAX_BYTES = 512 << 20
+"""The largest pair of double receive buffers a cuBLAS plan allocates (bytes, per rank); larger problems keep the
+begin barrier."""
 
 
 class AgGemmError(OpInputError):
@@ -151,6 +160,58 @@ def workspace(world: rt.World, a: torch.Tensor) -> Workspace:
         return Workspace(recv, flags, epoch, barrier, peer_recv, peer_flags)
 
     return resources.workspace(("ag_gemm", m_local, k, a.dtype), create, what="ag_gemm")
+
+
+@dataclasses.dataclass
+class DoubleBuffer:
+    """The cuBLAS path's receive buffers for eager calls, which then need no begin barrier.
+
+    Eager calls alternate between two receive buffers (``calls`` counts them, for every plan of the problem). A
+    call's copies into a peer's buffer ``n % 2`` cannot overtake that peer's reading of it in call ``n - 2``: this
+    rank's side stream starts call ``n`` after its current stream finished call ``n - 1``, whose wait saw the
+    peer's flag of call ``n - 1``, which the peer's side stream set only after the peer's current stream finished
+    call ``n - 2``. Two counters replace the begin kernel's epoch: ``send_epoch`` (what the flag copies send,
+    advanced on the side stream after them) and ``recv_epoch`` (what the waits expect, advanced by the call's last
+    wait), both in device memory and moving in step on every rank. Calls captured in a CUDA graph replay with fixed
+    addresses, so they cannot alternate: they keep the begin barrier and the shared :class:`Workspace`.
+    """
+
+    recv: torch.Tensor  # [2, W * M_local, K], symmetric
+    flags: torch.Tensor  # int32 [W], symmetric: rank s's shard of the call whose send epoch it holds has landed
+    send_epoch: torch.Tensor  # int32 [1]
+    recv_epoch: torch.Tensor  # int32 [1]
+    peer_recv: dict[int, torch.Tensor]
+    peer_flags: dict[int, torch.Tensor]
+    calls: int = 0
+    """Eager calls so far (the host's count, the same on every rank): call ``n`` fills buffer ``n % 2``."""
+
+
+def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
+    """The double receive buffers for shards like ``a``, allocated on first use and kept; None where they would
+    take more than ``DOUBLE_BUFFER_MAX_BYTES``."""
+    m_local, k = a.shape
+    w = world.world_size
+    if 2 * w * m_local * k * a.element_size() > DOUBLE_BUFFER_MAX_BYTES:
+        return None
+
+    def create(world: rt.World) -> DoubleBuffer:
+        try:
+            recv = rt.empty(2, w * m_local, k, dtype=a.dtype)
+            flags = rt.zeros(w, dtype=torch.int32)
+        except rt.HeapExhaustedError as error:
+            need = 2 * w * m_local * k * a.element_size()
+            raise rt.HeapExhaustedError(
+                f"ag_gemm: the symmetric heap has no room for the cuBLAS path's double receive buffers ({need >> 20} "
+                f"MiB); pass a larger heap_size to triton_dist.init() ({error})"
+            ) from None
+        send_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
+        recv_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
+        rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
+        peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
+        peer_flags = {r: rt.peer_tensor(flags, r) for r in range(w) if r != world.rank}
+        return DoubleBuffer(recv, flags, send_epoch, recv_epoch, peer_recv, peer_flags)
+
+    return resources.workspace(("ag_gemm.double", m_local, k, a.dtype), create, what="ag_gemm")
 
 
 # --------------------------------------------------------------------------------------------------------- plans
@@ -275,7 +336,7 @@ class FusedPlan:
 
     def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
         """all_gather(a), from the receive buffer this call filled (stream-ordered after the call)."""
-        return _gathered(self.workspace, a, rank)
+        return _gathered(self.workspace.recv, a, rank)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -329,10 +390,10 @@ def _enqueue_copies(
         copy(flag, epoch, 4, stream)
 
 
-def _gathered(ws: Workspace, a: torch.Tensor, rank: int) -> torch.Tensor:
-    """all_gather(a): a copy of the receive buffer a call filled, with this rank's own rows (never pushed to itself)
-    taken from ``a`` (stream-ordered after the call, whose side stream has joined the current one)."""
-    gathered = ws.recv.clone()
+def _gathered(recv: torch.Tensor, a: torch.Tensor, rank: int) -> torch.Tensor:
+    """all_gather(a): a copy of ``recv``, the receive buffer a call filled, with this rank's own rows (never pushed
+    to itself) taken from ``a`` (stream-ordered after the call, whose side stream has joined the current one)."""
+    gathered = recv.clone()
     m_local = a.shape[0]
     gathered[rank * m_local : (rank + 1) * m_local].copy_(a)
     return gathered
@@ -369,16 +430,34 @@ class CublasPlan:
     that reason)."""
     priority_side: torch.cuda.Stream | None = None
     """The side stream of ``begin_on_side``: the device's highest priority (None under the CPU emulation)."""
+    double: DoubleBuffer | None = None
+    """Eager calls' double receive buffers (no begin barrier), or None: every call as a captured one."""
+    double_waits: tuple[tuple[int, LaunchPlan | EmulatedLaunch, tuple[torch.Tensor, torch.Tensor]], ...] = ()
+    """With ``double``: per peer in arrival order, its rank, the kernel that waits for its flag (the last one also
+    advances the receive epoch), and its rows of each receive buffer."""
+    double_copies: tuple[tuple[_Copy, ...], tuple[_Copy, ...]] = ((), ())
+    """With ``double``: the copies into the peers' buffer 0, then buffer 1 (their flags copy the send epoch)."""
+    double_host_copies: tuple[tuple[_HostCopy, ...], tuple[_HostCopy, ...]] = ((), ())
+    """``double_copies`` under the CPU emulation."""
+    advance: LaunchPlan | EmulatedLaunch | None = None
+    """With ``double``: the kernel that moves the send epoch on, after the flag copies."""
     _call: _CallConstants = dataclasses.field(init=False, repr=False)
     _copies: tuple[tuple[int, int, int, int], ...] = dataclasses.field(init=False, repr=False)
     _world_size: int = dataclasses.field(init=False, repr=False)
     _priority_side: int = dataclasses.field(init=False, repr=False)
+    _double_copies: tuple[tuple[tuple[int, int, int, int], ...], ...] = dataclasses.field(init=False, repr=False)
+    _send_epoch: int = dataclasses.field(init=False, repr=False)
+    _last_recv: torch.Tensor = dataclasses.field(init=False, repr=False)
+    """The receive buffer the last call of this plan filled (``gathered``)."""
 
     def __post_init__(self) -> None:
         self._call = _CallConstants.of(self.workspace, self.rows, self.n, self.side, self.begin)
         self._copies = _copy_arguments(self.copies)
         self._world_size = self.rows // self.m_local
         self._priority_side = 0 if self.priority_side is None else self.priority_side.cuda_stream
+        self._double_copies = tuple(_copy_arguments(copies) for copies in self.double_copies)
+        self._send_epoch = 0 if self.double is None else self.double.send_epoch.data_ptr()
+        self._last_recv = self.workspace.recv
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back)."""
@@ -391,6 +470,9 @@ class CublasPlan:
                 return self.run(a, b)
         ops = self.stream_ops
         assert ops is not None, "a GPU plan has its stream operations"
+        if self.double is not None and not torch.cuda.is_current_stream_capturing():
+            return self._run_double(a, b, ops, self.double)
+        self._last_recv = self.workspace.recv
         c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device)
         parts = c.chunk(self._world_size)  # rows = W * m_local: W parts of m_local rows (one dispatcher op)
         main = current_raw_stream(call.device.index)
@@ -415,9 +497,51 @@ class CublasPlan:
         ops.order("ag_gemm.cublas.join", side, main)
         return c
 
+    def _run_double(self, a: torch.Tensor, b: torch.Tensor, ops: StreamOps, double: DoubleBuffer) -> torch.Tensor:
+        """An eager call on the double buffers: no begin kernel; the side stream forks at once, copies into the
+        peers' buffer ``calls % 2``, copies the send epoch into their flags and advances it; the current stream runs
+        the own GEMM, then per peer its wait (the last one advances the receive epoch) and its GEMM."""
+        call = self._call
+        parity = double.calls & 1
+        double.calls += 1
+        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device)
+        parts = c.chunk(self._world_size)
+        main = current_raw_stream(call.device.index)
+        side = call.side
+        advance = self.advance
+        assert advance is not None, "a double-buffered plan has its advance kernel"
+        ops.order("ag_gemm.cublas.fork", main, side)
+        _enqueue_copies(ops, self._double_copies[parity], a.data_ptr(), self._send_epoch, side)
+        advance.launch_on(side)
+        torch.mm(a, b, out=parts[self.rank])
+        for segment, wait, received in self.double_waits:
+            wait.launch_on(main)
+            torch.mm(received[parity], b, out=parts[segment])
+        ops.order("ag_gemm.cublas.join", side, main)
+        self._last_recv = double.recv[parity]
+        return c
+
     def _run_emulated(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """The call under the CPU emulation, every step in order on the host: the begin kernel, the producer (host
-        copies each followed by its flag write), the own GEMM, then each peer's wait kernel and GEMM."""
+        copies each followed by its flag write), the own GEMM, then each peer's wait kernel and GEMM (with double
+        buffers: the producer into buffer ``calls % 2`` and the send epoch's advance, then the GEMMs and waits)."""
+        double = self.double
+        if double is not None:
+            parity = double.calls & 1
+            double.calls += 1
+            for copy in self.double_host_copies[parity]:
+                copy.destination.copy_(a[copy.lo : copy.hi])
+                copy.flag.copy_(double.send_epoch)
+            assert self.advance is not None, "a double-buffered plan has its advance kernel"
+            self.advance.launch_on(0)
+            c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+            parts = c.split(self.m_local)
+            torch.mm(a, b, out=parts[self.rank])
+            for segment, wait, received in self.double_waits:
+                wait.launch_on(0)
+                torch.mm(received[parity], b, out=parts[segment])
+            self._last_recv = double.recv[parity]
+            return c
         c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
         parts = c.split(self.m_local)
         ws = self.workspace
@@ -433,7 +557,7 @@ class CublasPlan:
 
     def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
         """all_gather(a), from the receive buffer this call filled (stream-ordered after the call)."""
-        return _gathered(self.workspace, a, rank)
+        return _gathered(self._last_recv, a, rank)
 
 
 @dataclasses.dataclass
@@ -531,7 +655,7 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
     copies: tuple[_Copy, ...] = ()
     host_copies: tuple[_HostCopy, ...] = ()
     if config.producer == "ce":
-        copies, host_copies = _producer_copies(ws, a, me, w, chunk_rows, emulated)
+        copies, host_copies = _producer_copies(ws.peer_recv, ws.peer_flags, a, me, w, chunk_rows, emulated)
     if push is not None and not emulated:
         # Load the producer's module now, harmlessly (zero chunks): with CUDA's lazy loading its first launch
         # could otherwise wait for kernels that spin on the peers' flags, and the peer's the same way.
@@ -560,11 +684,18 @@ def _build_fused(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: Over
 
 
 def _producer_copies(
-    ws: Workspace, a: torch.Tensor, me: int, w: int, chunk_rows: int, emulated: bool
+    peer_recv: dict[int, torch.Tensor],
+    peer_flags: dict[int, torch.Tensor],
+    a: torch.Tensor,
+    me: int,
+    w: int,
+    chunk_rows: int,
+    emulated: bool,
 ) -> tuple[tuple[_Copy, ...], tuple[_HostCopy, ...]]:
     """The copy-engine producer's copies: per chunk of ``chunk_rows`` rows of ``a`` and per peer (rank - 1 first,
-    then rank - 2, ...), the rows into slot ``me`` of that peer's receive buffer, then its flag ``me * num_chunks +
-    chunk``. On a GPU by address (``_Copy``), under the CPU emulation through the peers' mappings (``_HostCopy``)."""
+    then rank - 2, ...), the rows into slot ``me`` of that peer's receive buffer (``peer_recv``, [W * M_local, K]),
+    then its flag ``me * num_chunks + chunk`` (``peer_flags``). On a GPU by address (``_Copy``), under the CPU
+    emulation through the peers' mappings (``_HostCopy``)."""
     m_local, k = a.shape
     num_chunks = triton.cdiv(m_local, chunk_rows)
     row_bytes = k * a.element_size()
@@ -576,22 +707,24 @@ def _producer_copies(
             dst = (me - step) % w
             flag = me * num_chunks + chunk
             if emulated:
-                rows = ws.peer_recv[dst][me * m_local + lo : me * m_local + hi]
-                host_copies.append(_HostCopy(rows, lo, hi, ws.peer_flags[dst][flag : flag + 1]))
+                rows = peer_recv[dst][me * m_local + lo : me * m_local + hi]
+                host_copies.append(_HostCopy(rows, lo, hi, peer_flags[dst][flag : flag + 1]))
                 continue
             copies.append(
                 _Copy(
-                    destination=ws.peer_recv[dst].data_ptr() + (me * m_local + lo) * row_bytes,
+                    destination=peer_recv[dst].data_ptr() + (me * m_local + lo) * row_bytes,
                     source_offset=lo * row_bytes,
                     nbytes=(hi - lo) * row_bytes,
-                    flag=ws.peer_flags[dst].data_ptr() + flag * ws.flags.element_size(),
+                    flag=peer_flags[dst].data_ptr() + flag * peer_flags[dst].element_size(),
                 )
             )
     return tuple(copies), tuple(host_copies)
 
 
 def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPlan:
-    """The cuBLAS path's plan: the shared workspace, the begin and wait kernels compiled, every copy's address."""
+    """The cuBLAS path's plan: the shared workspace, the begin and wait kernels compiled, every copy's address;
+    with ``CUBLAS_DOUBLE_BUFFER`` also the eager calls' :class:`DoubleBuffer`, their waits, copies per buffer and
+    the send epoch's advance kernel."""
     m_local, k = a.shape
     w, me = world.world_size, world.rank
     ws = workspace(world, a)
@@ -605,7 +738,31 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPl
         named = {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "segment": segment}
         wait = compile_plan(_wait_shard_kernel, one, named, 0, num_warps=1)
         waits.append((segment, wait, ws.recv[segment * m_local : (segment + 1) * m_local]))
-    copies, host_copies = _producer_copies(ws, a, me, w, m_local, emulated)
+    copies, host_copies = _producer_copies(ws.peer_recv, ws.peer_flags, a, me, w, m_local, emulated)
+    double = double_buffer(world, a) if CUBLAS_DOUBLE_BUFFER and w > 1 else None
+    double_parts: dict[str, Any] = {}
+    if double is not None:
+        double_waits = []
+        for index, (segment, _, _) in enumerate(waits):
+            named = {"flags_ptr": double.flags, "epoch_ptr": double.recv_epoch, "segment": segment}
+            named["ADVANCE"] = index == len(waits) - 1
+            wait = compile_plan(_wait_shard_then_advance_kernel, one, named, 0, num_warps=1)
+            rows = slice(segment * m_local, (segment + 1) * m_local)
+            double_waits.append((segment, wait, (double.recv[0][rows], double.recv[1][rows])))
+        per_buffer = [
+            _producer_copies(
+                {r: buffers[parity] for r, buffers in double.peer_recv.items()}, double.peer_flags, a, me, w,
+                m_local, emulated,
+            )
+            for parity in (0, 1)
+        ]  # fmt: skip
+        double_parts = {
+            "double": double,
+            "double_waits": tuple(double_waits),
+            "double_copies": (per_buffer[0][0], per_buffer[1][0]),
+            "double_host_copies": (per_buffer[0][1], per_buffer[1][1]),
+            "advance": compile_plan(_advance_epoch_kernel, one, {"epoch_ptr": double.send_epoch}, 0, num_warps=1),
+        }
     return CublasPlan(
         workspace=ws,
         rank=me,
@@ -620,6 +777,7 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPl
         host_copies=host_copies,
         begin_on_side=CUBLAS_BEGIN_ON_SIDE,
         priority_side=None if emulated else resources.side_stream(device, "ag_gemm.priority", high_priority=True),
+        **double_parts,
     )
 
 
