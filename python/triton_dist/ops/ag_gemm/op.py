@@ -20,7 +20,7 @@ producer, one chunk per shard) and replaces step 3 by cuBLAS on the current stre
 straight from ``a`` into their rows of C, then per peer in arrival order a one-program kernel that waits for that
 peer's flag and ``torch.mm`` of its received rows into their rows of C; the side stream joins after. It trades the
 fused kernel's per-tile overlap for cuBLAS's GEMM speed, which wins where the fused kernel's fixed cost and partly
-filled last wave dominate (small M, small N x K). With ``CUBLAS_DOUBLE_BUFFER`` (an option) its eager calls skip
+filled last wave dominate (small M, small N x K). With ``CUBLAS_DOUBLE_BUFFER`` (the default) its eager calls skip
 step 1: they alternate between two receive buffers (:class:`DoubleBuffer` says why no barrier is then needed).
 
 The first call of a signature (shapes, dtypes, strides, device, the operands' 16-byte alignment, the world) builds a
@@ -74,9 +74,10 @@ MIN_BLOCK_M = 64
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 CUBLAS_BEGIN_ON_SIDE = False
 """``CublasPlan.begin_on_side`` of the cuBLAS plans built from now on (an option until a GPU run decides)."""
-CUBLAS_DOUBLE_BUFFER = False
-"""Whether the cuBLAS plans built from now on get :class:`DoubleBuffer` receive buffers for their eager calls (an
-option until a GPU run decides)."""
+CUBLAS_DOUBLE_BUFFER = True
+"""Whether the cuBLAS plans built from now on get :class:`DoubleBuffer` receive buffers for their eager calls. On by
+default: on 2 x H100 every cuBLAS-path row of the AG sweep ran 1-8% faster with them (docs/results/
+2026-11-27-session23.md)."""
 DOUBLE_BUFFER_MAX_BYTES = 512 << 20
 """The largest pair of double receive buffers a cuBLAS plan allocates (bytes, per rank); larger problems keep the
 begin barrier."""
