@@ -145,20 +145,22 @@ def _ag_gemm_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
                 problems.append("the gathered A differs from torch.cat of every rank's A")
         return problems
 
-    def double_buffered() -> list[str]:
-        """Two signatures on one problem share the double buffers: calls alternate them, in any mix."""
+    def cublas_path(double: bool, m: int) -> list[str]:
+        """The cuBLAS path with the begin barrier (as captured calls run it) or on double buffers (eager calls'
+        default), two signatures sharing one problem's buffers: calls alternate them, in any mix."""
         from triton_dist.ops.ag_gemm import op
 
-        op.CUBLAS_DOUBLE_BUFFER = True
+        default, op.CUBLAS_DOUBLE_BUFFER = op.CUBLAS_DOUBLE_BUFFER, double
         try:
             problems = []
-            for n in (8, 12, 12, 8, 8):  # buffers 0, 1, 0, 1, 0 whichever plan runs
-                problems += run(OverlapConfig(backend="cublas"), 6, n, 16)
-            if [ws.calls for ws in op.resources.workspaces("ag_gemm.double")] != [10]:
-                problems.append("the double buffers did not count ten eager calls")
+            for n in (8, 12, 12, 8, 8):  # with double buffers: 0, 1, 0, 1, 0 whichever plan runs
+                problems += run(OverlapConfig(backend="cublas"), m, n, 16)
+            calls = [ws.calls for ws in op.resources.workspaces("ag_gemm.double") if ws.recv.shape[1] == m * size]
+            if calls != ([10] if double else []):
+                problems.append(f"the double buffers counted {calls} eager calls")
             return problems
         finally:
-            op.CUBLAS_DOUBLE_BUFFER = False
+            op.CUBLAS_DOUBLE_BUFFER = default
 
     return {
         "ag_gemm/selected": lambda: run(None, 70, 40, 24),
@@ -166,8 +168,8 @@ def _ag_gemm_cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Call
         "ag_gemm/push_kernel": lambda: run(
             dataclasses.replace(EMULATED_CONFIG, producer="sm", push_ctas=2), 66, 24, 16
         ),
-        "ag_gemm/cublas_path": lambda: run(OverlapConfig(backend="cublas"), 5, 8, 16),
-        "ag_gemm/cublas_double_buffer": double_buffered,
+        "ag_gemm/cublas_path_barrier": lambda: cublas_path(False, 5),
+        "ag_gemm/cublas_path_double_buffers": lambda: cublas_path(True, 6),
     }
 
 

@@ -198,3 +198,114 @@ def test_a_cublas_path_call_is_its_gemms_between_the_waits(monkeypatch, begin_on
     assert [call[1] for call in launches] == [side if begin_on_side else 7] + [7] * peers, "begin, then the waits"
     want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
     assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each shard's GEMM into its own rows"
+
+
+class _DriverStreamOps(_StreamOps):
+    """The stand-in with the driver's stream memory operations."""
+
+    uses_driver = True
+
+    def write_value(self, address: int, value: int, stream: int) -> None:
+        self.log.calls.append(("write_value", stream, address, value))
+
+    def wait_value(self, address: int, value: int, stream: int) -> None:
+        self.log.calls.append(("wait_value", stream, address, value))
+
+
+@pytest.mark.parametrize("driver", [True, False])
+def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driver: bool) -> None:
+    """The cuBLAS path's eager call on double buffers: no begin kernel; the fork, then per peer its shard copy into
+    the buffer of this call's parity and its flag; the own GEMM; per peer the wait on its flag and the GEMM of its
+    rows of that same buffer; the join. Two calls use the two buffers. With the driver the flags are stream memory
+    operations carrying the call count (1, then 2) and no kernel runs; without it, the send epoch's copy, the
+    advance kernel on the side stream and the wait kernels."""
+    from dispatch_recording import DispatchRecording
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
+    monkeypatch.setattr(op, "current_raw_stream", lambda index: 7)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: False)  # eager (a CPU build lacks it)
+    world_size, rank, m_local, k, n = 3, 2, 4, 16, 8
+    recording = DispatchRecording()
+    log = SimpleNamespace(calls=recording.ops)
+    gen = torch.Generator().manual_seed(11)
+    arrival = [(rank + s) % world_size for s in range(1, world_size)]
+    senders = [(rank - s) % world_size for s in range(1, world_size)]
+    double = op.DoubleBuffer(
+        recv=torch.full((2, world_size * m_local, k), float("nan"), dtype=torch.bfloat16),
+        flags=torch.zeros(world_size, dtype=torch.int32),
+        send_epoch=torch.ones(1, dtype=torch.int32),
+        recv_epoch=torch.ones(1, dtype=torch.int32),
+        peer_recv={},
+        peer_flags={},
+    )
+    rows = {peer: slice(peer * m_local, (peer + 1) * m_local) for peer in range(world_size)}
+    copies = tuple(
+        tuple(op._Copy(destination=10_000 * parity + 1000 * peer, source_offset=0, nbytes=m_local * k * 2,
+                       flag=2000 * peer) for peer in senders)
+        for parity in (0, 1)
+    )  # fmt: skip
+    workspace = op.Workspace(
+        recv=torch.empty(world_size * m_local, k, dtype=torch.bfloat16),
+        flags=torch.zeros(8, dtype=torch.int32),
+        epoch=torch.zeros(1, dtype=torch.int32),
+        barrier=torch.zeros(world_size, dtype=torch.int32),
+        peer_recv={},
+        peer_flags={},
+    )
+    plan = op.CublasPlan(
+        workspace=workspace,
+        rank=rank,
+        m_local=m_local,
+        rows=world_size * m_local,
+        n=n,
+        begin=_Launch("begin", log),
+        waits=(),
+        copies=(),
+        side=SimpleNamespace(cuda_stream=9),
+        stream_ops=_DriverStreamOps(log) if driver else _StreamOps(log),
+        double=double,
+        double_waits=tuple(
+            (peer, _Launch(f"wait {peer}", log), (double.recv[0][rows[peer]], double.recv[1][rows[peer]]))
+            for peer in arrival
+        ),
+        double_copies=copies,
+        advance=_Launch("advance", log),
+    )
+    if not driver:
+        plan.stream_ops.uses_driver = False
+    b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
+    flags = double.flags.data_ptr()
+    for call in range(2):
+        shards = [torch.randn(m_local, k, generator=gen).to(torch.bfloat16) for _ in range(world_size)]
+        for peer in arrival:  # what the peers' copies would have landed in this call's buffer
+            double.recv[call][rows[peer]] = shards[peer]
+        recording.ops.clear()
+        with recording:
+            c = plan.run(shards[rank], b)
+        names = [entry if isinstance(entry, str) else entry[0] for entry in recording.ops]
+        if driver:
+            waits = [x for peer in arrival for x in ("wait_value", "aten.mm.out")]
+            assert names == (
+                ["aten.empty.memory_format", "aten.split.Tensor", "order"]
+                + ["copy", "write_value"] * len(senders)
+                + ["aten.mm.out"] + waits + ["order"]
+            ), names  # fmt: skip
+            writes = [entry for entry in recording.ops if entry[0] == "write_value"]
+            assert writes == [("write_value", 9, 2000 * peer, call + 1) for peer in senders]
+            waited = [entry for entry in recording.ops if entry[0] == "wait_value"]
+            assert waited == [("wait_value", 7, flags + 4 * peer, call + 1) for peer in arrival]
+        else:
+            waits = [x for peer in arrival for x in (f"wait {peer}", "aten.mm.out")]
+            assert names == (
+                ["aten.empty.memory_format", "aten.split.Tensor", "order"]
+                + ["copy", "copy"] * len(senders)
+                + ["advance", "aten.mm.out"] + waits + ["order"]
+            ), names  # fmt: skip
+            flag_copies = [entry for entry in recording.ops if entry[0] == "copy"][1::2]
+            assert [entry[3] for entry in flag_copies] == [double.send_epoch.data_ptr()] * len(senders)
+        copied = [entry for entry in recording.ops if entry[0] == "copy" and entry[4] > 4]
+        assert [entry[2] for entry in copied] == [10_000 * call + 1000 * peer for peer in senders], "this call's buffer"
+        assert "begin" not in names, "no begin kernel, no barrier"
+        want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
+        assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each GEMM read this call's buffer"
+    assert double.calls == 2

@@ -78,6 +78,9 @@ CUBLAS_DOUBLE_BUFFER = True
 """Whether the cuBLAS plans built from now on get :class:`DoubleBuffer` receive buffers for their eager calls. On by
 default: on 2 x H100 every cuBLAS-path row of the AG sweep ran 1-8% faster with them (docs/results/
 2026-11-27-session23.md)."""
+DOUBLE_BUFFER_MEMOPS = True
+"""Whether double-buffered eager calls set and await their flags with stream memory operations where the driver is
+reachable (else, and where False: the flag copies, the advance kernel and the wait kernels)."""
 DOUBLE_BUFFER_MAX_BYTES = 512 << 20
 """The largest pair of double receive buffers a cuBLAS plan allocates (bytes, per rank); larger problems keep the
 begin barrier."""
@@ -171,9 +174,11 @@ class DoubleBuffer:
     call's copies into a peer's buffer ``n % 2`` cannot overtake that peer's reading of it in call ``n - 2``: this
     rank's side stream starts call ``n`` after its current stream finished call ``n - 1``, whose wait saw the
     peer's flag of call ``n - 1``, which the peer's side stream set only after the peer's current stream finished
-    call ``n - 2``. Two counters replace the begin kernel's epoch: ``send_epoch`` (what the flag copies send,
-    advanced on the side stream after them) and ``recv_epoch`` (what the waits expect, advanced by the call's last
-    wait), both in device memory and moving in step on every rank. Calls captured in a CUDA graph replay with fixed
+    call ``n - 2``. A peer may thus run one call ahead, so the waits compare with ``>=``. The flags' values count
+    the calls: with the driver, the host writes and awaits ``calls + 1`` by stream memory operations; without it,
+    two device counters replace the begin kernel's epoch: ``send_epoch`` (what the flag copies send, advanced on
+    the side stream after them) and ``recv_epoch`` (what the wait kernels expect, advanced by the call's last
+    wait), moving in step on every rank. Calls captured in a CUDA graph replay with fixed
     addresses, so they cannot alternate: they keep the begin barrier and the shared :class:`Workspace`.
     """
 
@@ -448,6 +453,8 @@ class CublasPlan:
     _priority_side: int = dataclasses.field(init=False, repr=False)
     _double_copies: tuple[tuple[tuple[int, int, int, int], ...], ...] = dataclasses.field(init=False, repr=False)
     _send_epoch: int = dataclasses.field(init=False, repr=False)
+    _double_flags: int = dataclasses.field(init=False, repr=False)
+    _double_recv: tuple[torch.Tensor, ...] = dataclasses.field(init=False, repr=False)
     _last_recv: torch.Tensor = dataclasses.field(init=False, repr=False)
     """The receive buffer the last call of this plan filled (``gathered``)."""
 
@@ -458,6 +465,8 @@ class CublasPlan:
         self._priority_side = 0 if self.priority_side is None else self.priority_side.cuda_stream
         self._double_copies = tuple(_copy_arguments(copies) for copies in self.double_copies)
         self._send_epoch = 0 if self.double is None else self.double.send_epoch.data_ptr()
+        self._double_flags = 0 if self.double is None else self.double.flags.data_ptr()
+        self._double_recv = () if self.double is None else tuple(self.double.recv.unbind())
         self._last_recv = self.workspace.recv
 
     def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -499,9 +508,13 @@ class CublasPlan:
         return c
 
     def _run_double(self, a: torch.Tensor, b: torch.Tensor, ops: StreamOps, double: DoubleBuffer) -> torch.Tensor:
-        """An eager call on the double buffers: no begin kernel; the side stream forks at once, copies into the
-        peers' buffer ``calls % 2``, copies the send epoch into their flags and advances it; the current stream runs
-        the own GEMM, then per peer its wait (the last one advances the receive epoch) and its GEMM."""
+        """An eager call on the double buffers: no begin kernel; the side stream forks at once and copies into the
+        peers' buffer ``calls % 2``; the current stream runs the own GEMM, then per peer its wait and its GEMM.
+
+        With the driver, the flags are stream memory operations carrying the host's count of calls (this call's
+        ``calls + 1``, what the device epochs would hold): a write into each peer's flag after its copy, a wait on
+        each peer's flag before its GEMM; no kernel. Without it, the send epoch is copied into the peers' flags and
+        advanced by a kernel, and the wait kernels (the last one advances the receive epoch)."""
         call = self._call
         parity = double.calls & 1
         double.calls += 1
@@ -509,17 +522,30 @@ class CublasPlan:
         parts = c.chunk(self._world_size)
         main = current_raw_stream(call.device.index)
         side = call.side
-        advance = self.advance
-        assert advance is not None, "a double-buffered plan has its advance kernel"
         ops.order("ag_gemm.cublas.fork", main, side)
-        _enqueue_copies(ops, self._double_copies[parity], a.data_ptr(), self._send_epoch, side)
-        advance.launch_on(side)
-        torch.mm(a, b, out=parts[self.rank])
-        for segment, wait, received in self.double_waits:
-            wait.launch_on(main)
-            torch.mm(received[parity], b, out=parts[segment])
+        if ops.uses_driver and DOUBLE_BUFFER_MEMOPS:
+            value = double.calls & 0xFFFFFFFF  # the waits compare cyclically
+            copy, write_value, wait_value = ops.copy, ops.write_value, ops.wait_value
+            base = a.data_ptr()
+            for destination, offset, nbytes, flag in self._double_copies[parity]:
+                copy(destination, base + offset, nbytes, side)
+                write_value(flag, value, side)
+            torch.mm(a, b, out=parts[self.rank])
+            flags = self._double_flags
+            for segment, _, received in self.double_waits:
+                wait_value(flags + 4 * segment, value, main)
+                torch.mm(received[parity], b, out=parts[segment])
+        else:
+            advance = self.advance
+            assert advance is not None, "a double-buffered plan has its advance kernel"
+            _enqueue_copies(ops, self._double_copies[parity], a.data_ptr(), self._send_epoch, side)
+            advance.launch_on(side)
+            torch.mm(a, b, out=parts[self.rank])
+            for segment, wait, received in self.double_waits:
+                wait.launch_on(main)
+                torch.mm(received[parity], b, out=parts[segment])
         ops.order("ag_gemm.cublas.join", side, main)
-        self._last_recv = double.recv[parity]
+        self._last_recv = self._double_recv[parity]
         return c
 
     def _run_emulated(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -541,7 +567,7 @@ class CublasPlan:
             for segment, wait, received in self.double_waits:
                 wait.launch_on(0)
                 torch.mm(received[parity], b, out=parts[segment])
-            self._last_recv = double.recv[parity]
+            self._last_recv = self._double_recv[parity]
             return c
         c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
         parts = c.split(self.m_local)

@@ -6,7 +6,10 @@ spends on a small chunk. Here a plan computes every address once and each call i
 (``cuMemcpyDtoDAsync``, ``cuEventRecord``, ``cuStreamWaitEvent`` from cuda-bindings), a microsecond or two each.
 Where cuda-bindings is missing (or on ROCm) the same calls go through torch, slower but equivalent.
 
-All of it is stream-ordered and is recorded as graph nodes under CUDA-graph capture.
+All of it is stream-ordered and is recorded as graph nodes under CUDA-graph capture. With the driver, 32-bit stream
+memory operations too (``cuStreamWriteValue32`` / ``cuStreamWaitValue32``): a flag written or awaited by the stream
+itself, no kernel and no copy; their values are the host's, so they serve eager calls (a graph would replay the
+captured value).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class StreamOps:
             self._record = self._driver.cuEventRecord
             self._wait = self._driver.cuStreamWaitEvent
             self._success = self._driver.CUresult.CUDA_SUCCESS
+            self._write_value = self._driver.cuStreamWriteValue32
+            self._wait_value = self._driver.cuStreamWaitValue32
             self._events: dict[str, Any] = {}
         else:
             self._torch_events: dict[str, torch.cuda.Event] = {}
@@ -63,6 +68,20 @@ class StreamOps:
         dst = _bytes_at(destination, nbytes, self.device)
         with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=self.device)):
             dst.copy_(src, non_blocking=True)
+
+    def write_value(self, address: int, value: int, stream: int) -> None:
+        """Enqueue a 4-byte write of ``value`` to device address ``address`` (a peer's, through its mapping), after a
+        memory fence that makes ``stream``'s earlier writes (its copies) visible first. Needs the driver."""
+        result = self._write_value(stream, address, value, 0)  # 0: CU_STREAM_WRITE_VALUE_DEFAULT, fenced
+        if result[0] != self._success:
+            self._check(result, "cuStreamWriteValue32")
+
+    def wait_value(self, address: int, value: int, stream: int) -> None:
+        """Work enqueued on ``stream`` after this waits until the int32 at device address ``address`` is at least
+        ``value`` (cyclic: ``(int32)(*address - value) >= 0``). Needs the driver."""
+        result = self._wait_value(stream, address, value, 0)  # 0: CU_STREAM_WAIT_VALUE_GEQ
+        if result[0] != self._success:
+            self._check(result, "cuStreamWaitValue32")
 
     def _event(self, name: str) -> Any:
         found = self._events.get(name)
