@@ -150,7 +150,7 @@ def test_a_partly_filled_last_wave_is_priced_at_every_wave_count() -> None:
 # 2 ms (above, power capping moves a row's time by up to 6% between the two timings). H200:
 # docs/results/2026-11-27-session22/sweep_ag_default_2xH200_84828e1.md (the first four rows ran the fused path
 # before the last wave was priced above four waves: 4.4, 4.4, 18.1 and 14.2 waves). H100:
-# docs/results/2026-11-27-session23/sweep_ag_calibrated_2xH100_double_default.md (the cuBLAS path on double
+# docs/results/2026-11-27-session23/sweep_ag_calibrated_2xH100_b35b0c9.md (the cuBLAS path on double
 # buffers, as calibrated).
 SWEEP_ROWS = {
     "NVIDIA H200": [

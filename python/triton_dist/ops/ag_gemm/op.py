@@ -76,7 +76,7 @@ CUBLAS_BEGIN_ON_SIDE = False
 """``CublasPlan.begin_on_side`` of the cuBLAS plans built from now on (an option until a GPU run decides)."""
 CUBLAS_DOUBLE_BUFFER = True
 """Whether the cuBLAS plans built from now on get :class:`DoubleBuffer` receive buffers for their eager calls. On by
-default: on 2 x H100 every cuBLAS-path row of the AG sweep ran 1-8% faster with them (docs/results/
+default: on 2 x H100 every cuBLAS-path row of the AG sweep ran 0.3-8% faster with them (docs/results/
 2026-11-27-session23.md)."""
 DOUBLE_BUFFER_MEMOPS = True
 """Whether double-buffered eager calls set and await their flags with stream memory operations where the driver is
