@@ -68,6 +68,17 @@ CALL_MARK = "timeline_gpu.idle_call"
 """The ``record_function`` range around each from-idle call (its events, the call, the end event)."""
 
 
+def traced(prof: profile, parse: Callable[[str], list[dict]]) -> list[dict]:
+    """``parse`` of the profiler's chrome trace, written to a temporary file that is removed after."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        return parse(path)
+    finally:
+        os.unlink(path)
+
+
 def gpu_events(trace_path: str) -> list[dict]:
     """The GPU activities of a chrome trace, sorted by start: name, stream, ts and dur in µs."""
     with open(trace_path) as f:
@@ -258,13 +269,7 @@ def timeline(fn: Callable[[], object], calls: int) -> tuple[list[dict], list[flo
             rt.barrier_on_device()
             fn()
         rt.synchronize()
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        split = calls_after_barriers(gpu_events(path))
-    finally:
-        os.unlink(path)
+    split = calls_after_barriers(traced(prof, gpu_events))
     spans = [max(e["end"] for e in c) for c in split]
     if not spans:
         return [], []
@@ -387,13 +392,7 @@ def profile_from_idle(fn: Callable[[], object], calls: int) -> tuple[list[IdleCa
                 end.record()
             end.synchronize()
             elapsed.append(start.elapsed_time(end) * 1000.0)
-    fd, path = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    try:
-        prof.export_chrome_trace(path)
-        split = idle_calls(host_and_gpu_events(path))
-    finally:
-        os.unlink(path)
+    split = idle_calls(traced(prof, host_and_gpu_events))
     if len(split) != calls:
         raise RuntimeError(f"the trace holds {len(split)} {CALL_MARK} ranges for {calls} profiled calls")
     return split, exits, elapsed

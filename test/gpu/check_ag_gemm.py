@@ -112,6 +112,18 @@ def check_custom_op(checks: Checks, dtype: torch.dtype) -> None:
     checks.run(f"custom op {dtype}", body)
 
 
+def capture(a: torch.Tensor, b: torch.Tensor, config: OverlapConfig) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    """One ``ag_gemm_impl`` call on ``a`` and ``b`` captured in a CUDA graph (its plan built before), and its output."""
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        c, _ = ag_gemm_impl(a, b, config=config)
+    torch.cuda.current_stream().wait_stream(stream)
+    sync()
+    return graph, c
+
+
 def check_cuda_graph(checks: Checks, producer: str) -> None:
     """``producer``: "ce" or "sm" (the fused path's), or "cublas" (the cuBLAS path)."""
     name = f"CUDA graph, 5 replays with new inputs ({producer})"
@@ -127,13 +139,7 @@ def check_cuda_graph(checks: Checks, producer: str) -> None:
             ag_gemm_impl(a, b, config=config)  # warm-up: compile, allocate
         sync()
         static_a, static_b = a.clone(), b.clone()
-        graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
-            static_c, _ = ag_gemm_impl(static_a, static_b, config=config)
-        torch.cuda.current_stream().wait_stream(stream)
-        sync()
+        graph, static_c = capture(static_a, static_b, config)
         results = []
         for replay in range(5):
             a, b = make_inputs(2048, 2048, 1024, dtype, 91 + replay)
@@ -234,13 +240,7 @@ def check_cublas_interleaved(checks: Checks) -> None:
             ag_gemm_impl(a, b, config=cublas)  # plans built eagerly
         sync()
         static_a, static_b = make_inputs(m_local, 2048, k, dtype, 501)
-        graph = torch.cuda.CUDAGraph()
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
-            static_c, _ = ag_gemm_impl(static_a, static_b, config=cublas)
-        torch.cuda.current_stream().wait_stream(stream)
-        sync()
+        graph, static_c = capture(static_a, static_b, cublas)
         rank = rt.current_world().rank
         outs = []
         for i in range(16):

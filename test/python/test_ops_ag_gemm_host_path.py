@@ -47,16 +47,16 @@ class _StreamOps:
         self.log.calls.append(("order", name, first, then))
 
 
+def _workspace(recv: torch.Tensor, world_size: int, flags: torch.Tensor | None = None) -> op.Workspace:
+    """A CPU stand-in of the shared workspace around ``recv`` (no peers)."""
+    flags = torch.zeros(8, dtype=torch.int32) if flags is None else flags
+    epoch, barrier = torch.zeros(1, dtype=torch.int32), torch.zeros(world_size, dtype=torch.int32)
+    return op.Workspace(recv=recv, flags=flags, epoch=epoch, barrier=barrier, peer_recv={}, peer_flags={})
+
+
 def _plan(log: _Recorder, world_size: int, chunks: int, m_local: int, k: int) -> op.FusedPlan:
     flags = torch.zeros(64, dtype=torch.int32)
-    workspace = op.Workspace(
-        recv=torch.empty(world_size * m_local, k, dtype=torch.bfloat16),
-        flags=flags,
-        epoch=torch.zeros(1, dtype=torch.int32),
-        barrier=torch.zeros(world_size, dtype=torch.int32),
-        peer_recv={},
-        peer_flags={},
-    )
+    workspace = _workspace(torch.empty(world_size * m_local, k, dtype=torch.bfloat16), world_size, flags)
     rows = m_local // chunks
     copies = tuple(
         op._Copy(destination=1000 * (1 + peer) + chunk, source_offset=chunk * rows * k * 2, nbytes=rows * k * 2,
@@ -132,14 +132,7 @@ def test_a_cublas_path_call_is_its_gemms_between_the_waits(monkeypatch, begin_on
     shards = [torch.randn(m_local, k, generator=gen).to(torch.bfloat16) for _ in range(world_size)]
     recv = torch.cat(shards)
     recv[rank * m_local : (rank + 1) * m_local] = float("nan")  # the own slot is never read
-    workspace = op.Workspace(
-        recv=recv,
-        flags=torch.zeros(8, dtype=torch.int32),
-        epoch=torch.zeros(1, dtype=torch.int32),
-        barrier=torch.zeros(world_size, dtype=torch.int32),
-        peer_recv={},
-        peer_flags={},
-    )
+    workspace = _workspace(recv, world_size)
     arrival = [(rank + s) % world_size for s in range(1, world_size)]
     copies = tuple(
         op._Copy(destination=1000 * peer, source_offset=0, nbytes=m_local * k * 2, flag=2000 * peer)
@@ -244,14 +237,7 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driv
                        flag=2000 * peer) for peer in senders)
         for parity in (0, 1)
     )  # fmt: skip
-    workspace = op.Workspace(
-        recv=torch.empty(world_size * m_local, k, dtype=torch.bfloat16),
-        flags=torch.zeros(8, dtype=torch.int32),
-        epoch=torch.zeros(1, dtype=torch.int32),
-        barrier=torch.zeros(world_size, dtype=torch.int32),
-        peer_recv={},
-        peer_flags={},
-    )
+    workspace = _workspace(torch.empty(world_size * m_local, k, dtype=torch.bfloat16), world_size)
     plan = op.CublasPlan(
         workspace=workspace,
         rank=rank,

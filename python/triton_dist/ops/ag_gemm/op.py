@@ -135,6 +135,24 @@ class Workspace:
     peer_flags: dict[int, torch.Tensor]
 
 
+def _no_room(what: str, need: int, error: Exception) -> rt.HeapExhaustedError:
+    """The error for a workspace the symmetric heap cannot hold (``need`` bytes)."""
+    return rt.HeapExhaustedError(
+        f"ag_gemm: the symmetric heap has no room for {what} ({need >> 20} MiB); pass a larger heap_size to "
+        f"triton_dist.init() ({error})"
+    )
+
+
+def _peer_views(
+    world: rt.World, recv: torch.Tensor, flags: torch.Tensor
+) -> tuple[dict[int, torch.Tensor], dict[int, torch.Tensor]]:
+    """Every peer's ``recv`` and ``flags`` through its mapping, after a barrier: every rank's zeroed flags are in
+    place before any rank sets one."""
+    rt.barrier()
+    peers = [r for r in range(world.world_size) if r != world.rank]
+    return {r: rt.peer_tensor(recv, r) for r in peers}, {r: rt.peer_tensor(flags, r) for r in peers}
+
+
 def workspace(world: rt.World, a: torch.Tensor) -> Workspace:
     """The buffers for shards like ``a`` ([M_local, K], its dtype), allocated on first use and kept.
 
@@ -153,15 +171,9 @@ def workspace(world: rt.World, a: torch.Tensor) -> Workspace:
             barrier = rt.zeros(w, dtype=torch.int32)
         except rt.HeapExhaustedError as error:
             need = w * m_local * k * a.element_size()
-            raise rt.HeapExhaustedError(
-                f"ag_gemm: the symmetric heap has no room for the receive buffer ({need >> 20} MiB for "
-                f"{w} x [{m_local}, {k}] {a.dtype}); pass a larger heap_size to triton_dist.init() ({error})"
-            ) from None
+            raise _no_room(f"the receive buffer of {w} x [{m_local}, {k}] {a.dtype}", need, error) from None
         epoch = torch.zeros(1, dtype=torch.int32, device=world.device)
-        rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
-        peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
-        peer_flags = {r: rt.peer_tensor(flags, r) for r in range(w) if r != world.rank}
-        return Workspace(recv, flags, epoch, barrier, peer_recv, peer_flags)
+        return Workspace(recv, flags, epoch, barrier, *_peer_views(world, recv, flags))
 
     return resources.workspace(("ag_gemm", m_local, k, a.dtype), create, what="ag_gemm")
 
@@ -206,16 +218,10 @@ def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
             flags = rt.zeros(w, dtype=torch.int32)
         except rt.HeapExhaustedError as error:
             need = 2 * w * m_local * k * a.element_size()
-            raise rt.HeapExhaustedError(
-                f"ag_gemm: the symmetric heap has no room for the cuBLAS path's double receive buffers ({need >> 20} "
-                f"MiB); pass a larger heap_size to triton_dist.init() ({error})"
-            ) from None
+            raise _no_room("the cuBLAS path's double receive buffers", need, error) from None
         send_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
         recv_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
-        rt.barrier()  # every rank's zeroed flags are in place before any rank sets one
-        peer_recv = {r: rt.peer_tensor(recv, r) for r in range(w) if r != world.rank}
-        peer_flags = {r: rt.peer_tensor(flags, r) for r in range(w) if r != world.rank}
-        return DoubleBuffer(recv, flags, send_epoch, recv_epoch, peer_recv, peer_flags)
+        return DoubleBuffer(recv, flags, send_epoch, recv_epoch, *_peer_views(world, recv, flags))
 
     return resources.workspace(("ag_gemm.double", m_local, k, a.dtype), create, what="ag_gemm")
 
