@@ -100,6 +100,7 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     LL = ArRmsNormConfig("one_shot_ll", 2, 1)  # noqa: N806 (a constant of the cases)
     LL_SPLIT = ArRmsNormConfig("one_shot_ll", 8, 1)  # noqa: N806 (the emulation's most LL programs)
     LL_READER = ArRmsNormConfig("one_shot_ll", 8, 1, ll_single_reader=True)  # noqa: N806 (one reader per row)
+    LL_ATOMIC = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="atomic")  # noqa: N806 (slices, the last norms)
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -169,6 +170,24 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
                 want_normed, want_residual = reference(xs, residual, weight, 1e-5)
                 problems += [f"normed: {p}" for p in _close(normed, want_normed)]
             problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
+        return problems
+
+    def same_bits_on_every_rank(shape: tuple[int, ...], config: ArRmsNormConfig) -> list[str]:
+        """bf16 ``config`` with the same residual and weight on every rank: every rank's outputs, as bytes, are
+        rank 0's (gathered over the world's gloo group), and close to torch's."""
+        import torch.distributed as dist
+
+        xs = [torch.randn(shape, generator=gen).to(torch.bfloat16) for _ in range(size)]
+        residual = torch.randn(shape, generator=gen).to(torch.bfloat16)
+        weight = (torch.rand(shape[-1], generator=gen) + 0.5).to(torch.bfloat16)
+        normed, new_residual = _run(xs[rank], residual, weight, 1e-5, config)
+        want_normed, want_residual = reference(xs, residual, weight, 1e-5)
+        problems = [f"normed: {p}" for p in _close(normed, want_normed)]
+        problems += [f"new_residual: {p}" for p in _close(new_residual, want_residual)]
+        mine = (normed.view(torch.int16).tolist(), new_residual.view(torch.int16).tolist())
+        everyone: list[Any] = [None] * size
+        dist.all_gather_object(everyone, mine)
+        problems += [f"rank {r}'s outputs differ from rank 0's" for r in range(size) if everyone[r] != everyone[0]]
         return problems
 
     def gemm_ar_norm(m: int, n: int, k: int, dtype: torch.dtype) -> list[str]:
@@ -282,6 +301,15 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/reader/fp32_m3": lambda: run_poisoned((3, 100), torch.float32, LL_READER, False),
         "one_shot_ll/reader/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_READER, True),
         "one_shot_ll/reader/bf16_m16": lambda: run_poisoned((16, 64), torch.bfloat16, LL_READER, False),
+        # Slices that poll only their own words and count their arrival with an atomic, the last norming the row
+        # from the slices' partial sums of squares: M = 1 in 4 slices (packed pairs), M = 3 of an odd hidden in 2
+        # slices each (element by element, a half-used last word), fp32, e4m3 with a row of zeros; every rank's
+        # outputs bit-identical. Outputs poisoned first; every call twice (the arrival counters go round).
+        "one_shot_ll/atomic/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_ATOMIC, False),
+        "one_shot_ll/atomic/bf16_odd_m3": lambda: run_poisoned((3, 131), torch.bfloat16, LL_ATOMIC, False),
+        "one_shot_ll/atomic/fp32_m1": lambda: run_poisoned((1, 100), torch.float32, LL_ATOMIC, False),
+        "one_shot_ll/atomic/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_ATOMIC, True),
+        "one_shot_ll/atomic/bits_across_ranks": lambda: same_bits_on_every_rank((3, 200), LL_ATOMIC),
         # A peer a call ahead (rank 1 late): one-shot 64 rows a round then 2; two-shot 1 row a round then 64.
         "peer_ahead/one_shot": lambda: peer_ahead_by_a_call("one_shot", 64, 2),
         "peer_ahead/two_shot": lambda: peer_ahead_by_a_call("two_shot", 2, 128),
@@ -359,6 +387,8 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
             assert {f"one_shot_ll/split/{name}" for name in split} <= set(record)
             reader = {"bf16_m1", "bf16_odd_m3", "fp32_m3", "fp8_bf16_m3", "bf16_m16"}
             assert {f"one_shot_ll/reader/{name}" for name in reader} <= set(record)
+            atomic = {"bf16_m1", "bf16_odd_m3", "fp32_m1", "fp8_bf16_m3", "bits_across_ranks"}
+            assert {f"one_shot_ll/atomic/{name}" for name in atomic} <= set(record)
             assert {"peer_ahead/one_shot", "peer_ahead/two_shot"} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"

@@ -27,6 +27,8 @@ ALGORITHMS = ("one_shot", "two_shot", "one_shot_ll")
 SLOTS = {"one_shot": 256, "two_shot": 128, "one_shot_ll": 256}
 """Program slots per workspace: the most programs of one launch (each moves ``round_rows`` rows per flag round;
 "one_shot_ll": its slice of a group's rows in its one round, ``ll_launch``)."""
+LL_REDUCTIONS = ("row", "atomic")
+"""``ArRmsNormConfig.ll_reduce``'s values."""
 MAX_HIDDEN = 32768
 """The largest hidden size: a program holds one row (``next_power_of_2(hidden)`` fp32 values) in registers."""
 
@@ -38,7 +40,8 @@ class ArRmsNormConfig:
     row, the call's epoch travels inside the data words, no flag round; NVIDIA only, never chosen by
     ``choose_config``: force it with a config), at most ``programs`` programs of ``num_warps`` warps
     ("one_shot_ll": ``ll_num_warps`` bounds the warps by the row's words; a row may be split over up to
-    ``ll_slices`` programs; ``ll_single_reader``: only one of them reads and norms it)."""
+    ``ll_slices`` programs; ``ll_single_reader``: only one of them reads and norms it; ``ll_reduce="atomic"``:
+    each reads only its slice and the last to arrive norms the row)."""
 
     algo: str
     programs: int
@@ -51,6 +54,13 @@ class ArRmsNormConfig:
     in registers and writes the whole of both outputs; the row's other programs only push their slice of x and
     exit. No program reads a row another program of this rank also reads, and no step passes between programs
     (``kernels._ar_rmsnorm_ll_reader_kernel``). Not the default: an option until measured."""
+    ll_reduce: str = "row"
+    """"one_shot_ll" only: how the programs of a row split over slices get its sum of squares. "row": each polls
+    and sums the whole row and norms it itself (``kernels._ar_rmsnorm_ll_kernel``); "atomic": each polls only its
+    slice's words, writes its slice of the new residual and its slice's partial sum of squares, and counts its
+    arrival with an atomic; the last of the row's programs to arrive sums the partials in slice order and norms the
+    whole row (``kernels._ar_rmsnorm_ll_atomic_kernel``). Not with ``ll_single_reader``. Not the default: an option
+    until measured."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -69,6 +79,15 @@ class ArRmsNormConfig:
         if self.ll_single_reader and self.algo != "one_shot_ll":
             raise ArRmsNormError(
                 f"all_reduce_residual_rmsnorm: ll_single_reader is an option of one_shot_ll only, got {self.algo}"
+            )
+        if self.ll_reduce not in LL_REDUCTIONS:
+            raise ArRmsNormError(
+                f"all_reduce_residual_rmsnorm: ll_reduce must be one of {list(LL_REDUCTIONS)}, got {self.ll_reduce!r}"
+            )
+        if self.ll_reduce != "row" and (self.algo != "one_shot_ll" or self.ll_single_reader):
+            raise ArRmsNormError(
+                f"all_reduce_residual_rmsnorm: ll_reduce={self.ll_reduce!r} is an option of one_shot_ll without "
+                f"ll_single_reader, got {self.algo} with ll_single_reader={self.ll_single_reader}"
             )
         if self.ll_slices and (self.algo != "one_shot_ll" or self.ll_slices & (self.ll_slices - 1)):
             raise ArRmsNormError(
@@ -177,8 +196,9 @@ of a row reads the whole row (the peers' words, x, the residual, the weight: 80 
 to norm it, so S slices multiply those local reads by S: worth it while few rows leave most SMs idle (M = 1: 16
 programs push 1/16 of the row each instead of one pushing all of it), not once the rows alone fill the GPU."""
 LL_READER_PROGRAMS = 128
-"""LL one-shot with ``ll_single_reader``: rows are split over pushers while the launch stays within this many
-programs. A pusher reads only its slice, so the split no longer multiplies the local reads (``LL_SPLIT_PROGRAMS``);
+"""LL one-shot with ``ll_single_reader`` (or ``ll_reduce="atomic"``, whose programs poll only their slice and
+one per row norms it): rows are split over pushers while the launch stays within this many programs. A pusher
+reads only its slice, so the split no longer multiplies the local reads (``LL_SPLIT_PROGRAMS``);
 the bound keeps the launch within one wave of the SMs (132 on H100 / H200) at one program per SM (the row's
 registers: 167 per thread at 8 warps on sm_90), so no pusher waits for an SM behind a reader."""
 EMULATED_LL_SLOTS = 8
@@ -246,7 +266,8 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
     """The grid of an LL one-shot call of ``rows`` rows with ``config`` (at most ``config.programs`` programs, under
     the emulation at most ``EMULATED_LL_SLOTS``): rows in groups of a power of two per round (one while the programs
     outnumber the rows), then each group's rows split into ``slices`` (a power of two, at most ``ll_max_slices``)
-    while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (``ll_single_reader``: ``LL_READER_PROGRAMS``),
+    while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (``ll_single_reader`` or ``ll_reduce="atomic"``,
+    whose programs read only their slice: ``LL_READER_PROGRAMS``),
     or (``config.ll_slices``) into that many while the launch stays within the programs. Raises ArRmsNormError
     where this cannot run: not NVIDIA (its PTX 8-byte system-scope accesses; the emulation runs it anywhere), a row
     past ``LL_MAX_ROW_WORDS`` words, more rows than the programs' rounds hold."""
@@ -271,7 +292,8 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
             "one_shot / two_shot"
         )
     groups = triton.cdiv(max(rows, 1), together)
-    split = LL_READER_PROGRAMS if config.ll_single_reader else LL_SPLIT_PROGRAMS
+    whole_rows = not config.ll_single_reader and config.ll_reduce == "row"  # every program reads whole rows
+    split = LL_SPLIT_PROGRAMS if whole_rows else LL_READER_PROGRAMS
     budget = min(most, split) if config.ll_slices == 0 else min(most, config.ll_slices * groups)
     slices = min(ll_max_slices(hidden, itemsize, config.num_warps), _pow2_floor(budget // groups))
     return LLLaunch(groups, slices, together)

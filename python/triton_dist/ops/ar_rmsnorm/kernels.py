@@ -723,3 +723,174 @@ def _ar_rmsnorm_ll_reader_kernel(
                     WIDE,
                 )
     tl.store(epochs_ptr + slot, epoch)
+
+
+@triton.jit
+def _ll_payload_fresh(x_ptr, words, n, PER_WORD: tl.constexpr, WIDE: tl.constexpr):
+    """``_ll_payload_wide`` of values other programs of this launch stored: loaded through L2 (``.cg``), never from
+    this SM's L1, after the acquire that ordered their stores (``_ar_rmsnorm_ll_atomic_kernel``)."""
+    if WIDE:
+        payload = tl.load(
+            x_ptr.to(tl.pointer_type(tl.uint32), bitcast=True) + words,
+            mask=words < n // 2,
+            other=0,
+            cache_modifier=".cg",
+        )
+    elif PER_WORD == 2:
+        first = words * 2
+        low = tl.load(x_ptr + first, mask=first < n, other=0.0, cache_modifier=".cg")
+        high = tl.load(x_ptr + first + 1, mask=first + 1 < n, other=0.0, cache_modifier=".cg")
+        low_bits = low.to(tl.uint16, bitcast=True).to(tl.uint32)
+        payload = low_bits | (high.to(tl.uint16, bitcast=True).to(tl.uint32) << 16)
+    else:
+        payload = tl.load(x_ptr + words, mask=words < n, other=0.0, cache_modifier=".cg").to(tl.uint32, bitcast=True)
+    return payload
+
+
+@triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
+def _ar_rmsnorm_ll_atomic_kernel(
+    x_ptr,
+    residual_ptr,
+    weight_ptr,
+    normed_ptr,
+    new_residual_ptr,
+    scale_ptr,
+    eps,
+    data_ptr,
+    flags_ptr,
+    epochs_ptr,
+    rows,
+    hidden,
+    flags_stride,
+    REGION: tl.constexpr,
+    RANK_WORDS: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+    ROUND_ROWS: tl.constexpr,
+    SLICES: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+    WIDE: tl.constexpr = False,
+    WATCHED: tl.constexpr = False,
+    EMULATED: tl.constexpr = False,
+):
+    slot = tl.program_id(0)
+    group = slot // SLICES  # the group's ROUND_ROWS rows
+    part = slot % SLICES  # my slice of each of them
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
+    if EMULATED:  # the interpreter runs no PTX; its memory is coherent and its 8-byte accesses whole
+        epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
+    else:  # the fence: release for the previous call's reads of this group, acquire for its observations
+        epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
+    SLICE_W: tl.constexpr = BLOCK_W // SLICES
+    words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS  # [2 parities][ranks][RANK_WORDS]
+    sliced = part * SLICE_W + tl.arange(0, SLICE_W)
+    first = group * ROUND_ROWS
+    # Push: my slice of each row's words into row block `me` of every peer's buffer (rows past the last: no word).
+    for r in range(0, ROUND_ROWS):
+        row = first + r
+        n = tl.where(row < rows, hidden, 0)
+        mask = sliced * PER_WORD < n
+        packed = _ll_pack(_ll_payload_wide(x_ptr + row * hidden, sliced, n, PER_WORD, WIDE), epoch)
+        for peer in range(0, ranks):
+            if peer != me:
+                remote = dl.symm_at(words + me * RANK_WORDS + r * BLOCK_W + sliced, peer)
+                if EMULATED:
+                    tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
+                else:
+                    _ll_store(remote, packed, mask)
+    # Receive my slice of each row from every peer (the words the peers' programs of my slice pushed), sum in rank
+    # order, add the residual, round: my slice of the new residual, and its partial sum of squares into my slot.
+    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
+    in_slice = sliced * PER_WORD < hidden
+    partials = flags_ptr + slot * flags_stride + 1  # my slot's flags past the counter: one fp32 (as bits) per row
+    for r in range(0, ROUND_ROWS):
+        row = first + r
+        if row < rows:
+            mine = _ll_payload_wide(x_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
+            residual = _ll_payload_wide(residual_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
+            packed = _ll_pack(mine, epoch)
+            row_words = words + r * BLOCK_W
+            acc_low, acc_high, missing = _ll_row_sum(
+                row_words,
+                sliced,
+                in_slice,
+                mine,
+                packed,
+                epoch,
+                me,
+                ranks,
+                RANK_WORDS,
+                DTYPE,
+                PER_WORD,
+                PASSES,
+                False,
+                EMULATED,
+            )
+            if WATCHED:
+                if tl.max(missing, axis=0) > 0:  # one reduction per row; the sum again, every word awaited
+                    acc_low, acc_high, missing = _ll_row_sum(
+                        row_words,
+                        sliced,
+                        in_slice,
+                        mine,
+                        packed,
+                        epoch,
+                        me,
+                        ranks,
+                        RANK_WORDS,
+                        DTYPE,
+                        PER_WORD,
+                        PASSES,
+                        True,
+                        EMULATED,
+                    )
+            res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
+            new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)  # 0 past the hidden size
+            h_low = new_low.to(tl.float32)
+            if PER_WORD == 2:
+                new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
+                h_high = new_high.to(tl.float32)
+                squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
+            else:
+                new_high = new_low
+                squares = tl.sum(h_low * h_low, axis=0)
+            _ll_store_pairs(new_residual_ptr + row * hidden, sliced, hidden, new_low, new_high, PER_WORD, WIDE)
+            tl.store(partials + r, squares.to(tl.int32, bitcast=True))
+    tl.store(epochs_ptr + slot, epoch)
+    # Arrive: every thread's stores above precede (bar.sync) the one atomic, whose release publishes them; the
+    # arrival that completes the group's count (SLICES per call, module docstring) acquires every slice's.
+    tl.debug_barrier()
+    arrived = tl.atomic_add(flags_ptr + group * SLICES * flags_stride, 1, sem="acq_rel", scope="gpu")
+    if (arrived & (SLICES - 1)) == SLICES - 1:  # the last of the group's programs: norm its rows, every slice
+        offs = tl.arange(0, BLOCK_W)
+        weight = _ll_payload_wide(weight_ptr, offs, hidden, PER_WORD, WIDE)
+        w_low, w_high = _ll_elements(weight, DTYPE, PER_WORD)
+        for r in range(0, ROUND_ROWS):
+            row = first + r
+            if row < rows:
+                total = tl.zeros([], dtype=tl.float32)
+                for s in tl.static_range(SLICES):  # slice order: the same sum on every rank
+                    bits = tl.load(flags_ptr + (group * SLICES + s) * flags_stride + 1 + r, cache_modifier=".cg")
+                    total += bits.to(tl.float32, bitcast=True)
+                rstd = tl.rsqrt(total / hidden + eps)
+                new = _ll_payload_fresh(new_residual_ptr + row * hidden, offs, hidden, PER_WORD, WIDE)
+                new_low, new_high = _ll_elements(new, DTYPE, PER_WORD)
+                y_low = new_low.to(tl.float32) * rstd * w_low.to(tl.float32)
+                y_high = new_high.to(tl.float32) * rstd * w_high.to(tl.float32)
+                if FP8:
+                    largest = tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0)
+                    scale = tl.maximum(largest / FP8_MAX, FP8_MIN_SCALE)
+                    out_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX))
+                    out_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX))
+                    out_ty = normed_ptr.dtype.element_ty
+                    _ll_store_elements(
+                        normed_ptr + row * hidden, offs, hidden, out_low.to(out_ty), out_high.to(out_ty), PER_WORD
+                    )
+                    tl.store(scale_ptr + row, scale)
+                else:
+                    out_ty = normed_ptr.dtype.element_ty
+                    _ll_store_pairs(
+                        normed_ptr + row * hidden, offs, hidden, y_low.to(out_ty), y_high.to(out_ty), PER_WORD, WIDE
+                    )

@@ -25,13 +25,19 @@ from triton_dist.ops.ar_rmsnorm.config import (
     choose_config,
     ll_group_words,
     ll_launch,
+    ll_max_round_rows,
     ll_num_warps,
     ll_region_bytes,
     ll_row_words,
     region_bytes,
     round_rows,
 )
-from triton_dist.ops.ar_rmsnorm.kernels import _ar_rmsnorm_kernel, _ar_rmsnorm_ll_kernel, _ar_rmsnorm_ll_reader_kernel
+from triton_dist.ops.ar_rmsnorm.kernels import (
+    _ar_rmsnorm_kernel,
+    _ar_rmsnorm_ll_atomic_kernel,
+    _ar_rmsnorm_ll_kernel,
+    _ar_rmsnorm_ll_reader_kernel,
+)
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.errors import emulated, emulated_world, gpu_world, on_device, peer_world
@@ -223,8 +229,10 @@ def _first_launch_ll(
     world: rt.World,
 ) -> LaunchPlan | EmulatedLaunch:
     """The LL one-shot's first launch (``kernels._ar_rmsnorm_ll_kernel``; ``config.ll_single_reader``:
-    ``kernels._ar_rmsnorm_ll_reader_kernel``, in a workspace of its own): the slot workspace of its slices per row
-    (8-byte words; fewer slots under the emulation), one round per program, ``ll_launch``'s grid."""
+    ``kernels._ar_rmsnorm_ll_reader_kernel``; ``config.ll_reduce`` "atomic": ``kernels._ar_rmsnorm_ll_atomic_kernel``,
+    each in a workspace of its own): the slot workspace of its slices per row (8-byte words; fewer slots under the
+    emulation; "atomic": a slot's flags hold its group's arrival counter and its per-row partial sums of squares),
+    one round per program, ``ll_launch``'s grid."""
     hidden = x.shape[-1]
     rows = x.numel() // hidden
     itemsize = x.element_size()
@@ -234,8 +242,11 @@ def _first_launch_ll(
     # must count alike, so its slots are always used together (a group spans `slices` slots of its workspace).
     region = ll_region_bytes(hidden, itemsize, world.world_size, launch.slices)
     slots = EMULATED_LL_SLOTS if on_cpu else SLOTS["one_shot_ll"]
-    variant = "one_shot_ll_reader" if config.ll_single_reader else "one_shot_ll"
-    ws = slot_workspace(f"{OP}.{variant}.{launch.slices}", slots, 1, region)
+    atomic = config.ll_reduce == "atomic"
+    variant = "one_shot_ll_reader" if config.ll_single_reader else "one_shot_ll_atomic" if atomic else "one_shot_ll"
+    # "atomic": flag 0 of a group's first slot counts its programs' arrivals, flags 1.. of each slot its partials.
+    flags = 1 + ll_max_round_rows(hidden, itemsize) if atomic else 1
+    ws = slot_workspace(f"{OP}.{variant}.{launch.slices}", slots, flags, region)
     named = {
         "x_ptr": x,
         "residual_ptr": residual,
@@ -259,13 +270,18 @@ def _first_launch_ll(
         "EMULATED": on_cpu,
     }
     num_warps = ll_num_warps(hidden, itemsize, config.num_warps)
-    if not config.ll_single_reader:
+    if not config.ll_single_reader and not atomic:
         return first_launch(_ar_rmsnorm_ll_kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
     # Packed pairs: 16-bit elements, an even hidden size, and every tensor 16-byte aligned (the plan's signature
     # holds that alignment, so a later call on this plan has it too).
     tensors = (x, residual, weight, new_residual) + (() if normed.dtype == FP8_DTYPE else (normed,))
     named["WIDE"] = itemsize == 2 and hidden % 2 == 0 and all(t.data_ptr() % 16 == 0 for t in tensors)
-    return first_launch(_ar_rmsnorm_ll_reader_kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
+    if atomic:
+        named = {**named, "flags_ptr": ws.flags, "flags_stride": ws.flags.shape[1]}
+        kernel = _ar_rmsnorm_ll_atomic_kernel
+    else:
+        kernel = _ar_rmsnorm_ll_reader_kernel
+    return first_launch(kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
 
 
 def _run(
