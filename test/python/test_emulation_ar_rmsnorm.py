@@ -587,6 +587,77 @@ def test_the_ll_reader_kernel_compiles_to_one_poll_per_word(
         assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
 
 
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "rows", "slices", "wide", "fp8", "watched"),
+    [("bf16", 8192, 1, 16, True, False, False), ("fp32", 100, 2, 1, False, False, False),
+     ("bf16", 4096, 1, 4, True, True, False)],
+)  # fmt: skip
+def test_the_ll_atomic_kernel_polls_only_its_slice(
+    dtype: str, hidden: int, rows: int, slices: int, wide: bool, fp8: bool, watched: bool
+) -> None:
+    """sm_90: the LL kernel of ``ll_reduce="atomic"``. One ``fence.acq_rel.sys`` before the first word access;
+    relaxed system-scope 8-byte stores and loads, one per word of a thread's *slice* (and row): the poll covers the
+    slice only, never the whole row; one ``atom.acq_rel.gpu`` add (the arrival), after a ``bar.sync`` (every
+    thread's stores of the new residual and the partial precede it), the last arriver's reloads of the other
+    slices through L2 (``ld.global.cg``) after it; no flag round, no weak 8-byte store, no local memory in a loop."""
+    from asm_loops import loop_components, ptx_blocks
+    from dl_compile import assembly, compile_kernel, need_real_library
+
+    from triton_dist.ops.all_reduce.config import ll_elements_per_word
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+    from triton_dist.ops.ar_rmsnorm import kernels
+
+    need_real_library("sm_90")
+    itemsize = 4 if dtype == "fp32" else 2
+    pointer = f"*{dtype}"
+    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
+    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
+    signature |= {"eps": "fp32", "data_ptr": "*i64", "flags_ptr": "*i32", "epochs_ptr": "*i32"}
+    signature |= {"rows": "i32", "hidden": "i32", "flags_stride": "i32"}
+    words = cfg.ll_row_words(hidden, itemsize)
+    constexprs = {
+        "REGION": cfg.ll_group_words(hidden, itemsize, 2),
+        "RANK_WORDS": cfg.ll_group_words(hidden, itemsize, 2) // 4,
+        "BLOCK_W": words,
+        "ROUND_ROWS": rows,
+        "SLICES": slices,
+        "PER_WORD": ll_elements_per_word(itemsize),
+        "FP8": fp8,
+        "WIDE": wide,
+        "WATCHED": watched,
+        "EMULATED": False,
+    }
+    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
+    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr", "hidden")
+    compiled = compile_kernel(kernels._ar_rmsnorm_ll_atomic_kernel, signature, "sm_90", constexprs, aligned, num_warps)
+    asm = assembly(compiled, "sm_90")
+    lines = asm.splitlines()
+    stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
+    loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
+    fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
+    atomics = [i for i, line in enumerate(lines) if re.search(r"\batom\.", line)]
+    assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
+    assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
+    per_slice = max(1, words // (32 * num_warps)) // slices  # a thread's words of its slice
+    assert per_slice >= 1, "a slice narrower than the program's threads"
+    assert len(stores) in (per_slice, per_slice * rows), "an 8-byte store merged away or duplicated"
+    assert len(loads) in (per_slice, per_slice * rows), "the poll must cover this program's slice only"
+    assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
+    assert "ld.acquire" not in asm, "no flag round: the words carry the epoch"
+    assert len(atomics) == 1 and "atom.global.gpu.acq_rel.add" in lines[atomics[0]], "one acq_rel arrival atomic"
+    barriers = [i for i, line in enumerate(lines) if "bar.sync" in line]
+    assert [i for i in barriers if max(stores + loads) < i < atomics[0]], "a bar.sync between the slice and the atomic"
+    reloads = [i for i, line in enumerate(lines) if "ld.global.cg" in line]
+    assert reloads and min(reloads) > atomics[0], "the last arriver reloads the slices through L2 after the atomic"
+    loops = loop_components(ptx_blocks(asm))
+    assert [loop for loop in loops if any("ld.relaxed.sys.global.b64" in line for b in loop for line in b.lines)]
+    inside = [line.strip() for loop in loops for block_ in loop for line in block_.lines]
+    assert not [line for line in inside if ".local" in line], "local memory inside a loop"
+    assert "rsqrt" in asm, "the norm's reciprocal square root expected"
+    if fp8:
+        assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
+
+
 def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ll_launch``: groups x rows per group (a power of two) cover the rows in one round each, each group's rows
     split over a power of two of programs while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (or as
@@ -612,6 +683,16 @@ def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPat
     ]  # fmt: skip
     with pytest.raises(cfg.ArRmsNormError, match="ll_single_reader is an option of one_shot_ll only, got two_shot"):
         cfg.ArRmsNormConfig("two_shot", 4, ll_single_reader=True)
+    # ll_reduce="atomic": every program polls only its slice, so it splits as the single reader does.
+    assert [launch(m, 8192, 2, 256, ll_reduce="atomic") for m in (1, 16, 32, 128)] == [
+        (1, 16, 1), (16, 8, 1), (32, 4, 1), (128, 1, 1)
+    ]  # fmt: skip
+    with pytest.raises(cfg.ArRmsNormError, match="ll_reduce must be one of \\['row', 'atomic'\\], got 'tree'"):
+        cfg.ArRmsNormConfig("one_shot_ll", 4, ll_reduce="tree")
+    with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='atomic' is an option of one_shot_ll without"):
+        cfg.ArRmsNormConfig("one_shot", 4, ll_reduce="atomic")
+    with pytest.raises(cfg.ArRmsNormError, match="got one_shot_ll with ll_single_reader=True"):
+        cfg.ArRmsNormConfig("one_shot_ll", 4, ll_single_reader=True, ll_reduce="atomic")
     assert launch(1, 8192, 2, 256, ll_slices=1) == (1, 1, 1) and launch(1, 8192, 2, 4) == (1, 4, 1)
     assert launch(512, 4096, 2, 256) == (256, 1, 2)  # 2048 words: 2 rows a round
     assert launch(5, 100, 4, 2, emulated=True) == (2, 1, 4)

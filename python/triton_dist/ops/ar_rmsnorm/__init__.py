@@ -14,7 +14,9 @@ fp32 scale per token (``scale = max|row| / 448``, ``[..., 1]``: ``normed_fp8.flo
 programs at small M; NVIDIA, decode sizes), is never chosen yet; force it with
 ``op._run(x, residual, weight, eps, ArRmsNormConfig("one_shot_ll", 256, 4))`` (or ``op._run_fp8``). Its option
 ``ll_single_reader=True`` has one program per row receive, norm and write the whole row while the row's other
-programs only push their slice (no redundant reads of the row, no step between programs; an option until measured).
+programs only push their slice (no redundant reads of the row, no step between programs; an option until measured);
+``ll_reduce="atomic"`` has each program poll only its slice and the last of a row's programs to arrive (an atomic
+count) norm the row from the slices' partial sums of squares (an option until measured).
 
 - ``kernels.py``: the fused kernel (whole rows per program, several per flag round for large calls, device-side
   epochs) and the LL one-shot's kernel (``all_reduce``'s LL device helpers; rows split into slices over programs);

@@ -97,6 +97,40 @@ the 16 SMs on the same lines the peer's stores land in) and load all of x, the r
 one pushes 32 KiB of words from one SM (about 1.6 µs). The single reader keeps the split push, one poll and one
 set of loads per row, in 16-byte accesses (167 registers).
 
+The **LL one-shot whose slices reduce the norm by atomics** (``_ar_rmsnorm_ll_atomic_kernel``,
+``config.ll_reduce`` "atomic"; an option, never the default) keeps the split grid and push, and has program
+``(g, s)`` poll only its slice's words of each peer (those the peer's program ``(g, s)`` pushed: as all_reduce's
+LL, each program's poll is its own share of the message, where the split kernel above has each program poll the
+whole row). Per row of its group it sums its slice in rank order in fp32, adds the residual slice, rounds to the
+dtype, stores its slice of ``new_residual`` and the partial sum of squares of that *rounded* slice (the norm is
+the returned residual's, as above) into flag ``1 + r`` of its own slot. Then it arrives: a ``bar.sync`` (every
+thread's stores precede it), one ``atom.add.acq_rel.gpu`` of 1 on flag 0 of the group's first slot. The program
+whose arrival completes the group's count (old value ``= SLICES - 1`` mod ``SLICES``) is the **last arriver**: it
+sums the ``SLICES`` partials of each row in slice order (not arrival order: the same float sum on every rank, so
+the promise of bit-identical outputs holds), reloads the row's new residual (every slice, through L2: ``.cg``),
+norms it with the weight and writes the whole normed row (and the fp8 scale); the others exit. Why the last
+arriver rather than every program waiting for the total and norming its own slice: nothing spins, so the group's
+programs need not be resident together (the split kernel's launch bound does not apply: ``LL_READER_PROGRAMS``
+bounds it as the single reader's), and no program waits on another of its own rank, which also keeps the CPU
+emulation (programs as threads of one interpreter) free of any order between them. Its cost: one program loads
+the row's new residual and the weight and stores the normed row after the atomic, where a spinning program would
+store only its slice.
+
+Ordering. Within a rank: program ``(g, s)``'s stores of its new residual slice and partials happen before its
+``bar.sync``, which precedes its thread 0's release (the atomic, cumulative); the last arriver's atomic reads the
+value every earlier arrival wrote (one RMW chain: each release is in the release sequence it reads), so its
+acquire orders every slice's stores before its reloads (which follow a ``bar.sync`` that broadcasts the result).
+Across calls: the counter and the partials are this rank's own memory, written only by this rank's programs of the
+group (no peer writes a slot's flags), and a call's programs start only after the previous call's kernel has
+ended (stream order, eager or CUDA-graph replay alike): every call adds exactly ``SLICES`` to a group's counter
+(the grid always holds all of a group's programs; a workspace serves one ``SLICES``), so ``old mod SLICES`` names
+the last arriver without a reset (the int32 wraps at ``2^32``, a multiple of ``SLICES``), and a partial is
+rewritten only by the next call, after every read of it. A peer one call ahead touches only the LL words: its
+program ``(g, s)`` rewrites a word of slice ``s`` and parity ``p`` at epoch ``e + 2`` only after observing the
+words of epoch ``e + 1`` that this rank's program ``(g, s)`` pushed after its fence, which follows (kernel
+boundary) every read of epoch ``e`` by this rank's previous call: all_reduce's LL argument, pair by pair of
+programs of one slice, since each program reads only what its peer program of the same slice writes.
+
 With ``FP8`` the normed row is quantized to e4m3 with a per-token scale: ``scale = max(max|normed| / 448,
 FP8_MIN_SCALE)``, ``normed_fp8 = clamp(normed / scale, +-448)`` rounded to nearest (even), both from the fp32 row.
 """
