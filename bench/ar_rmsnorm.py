@@ -15,6 +15,9 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
 - ``fused LL 1 reader (forced)``: the same with ``ll_single_reader=True``: the row's pushes split over up to 16
   programs (the launch within 128), but only the row's first program polls the row, norms it and writes both
   outputs (``LL reader grid``: groups x slices);
+- ``fused LL atomic (forced)``: the same with ``ll_reduce="atomic"``: each of a row's programs polls only its
+  slice, writes its slice of the new residual and its partial sum of squares, and counts its arrival with an
+  atomic; the last to arrive norms the row (``LL atomic grid``: groups x slices);
 - ``our AR``: ``triton_dist.ops.all_reduce(x, out=)`` alone (what the fused op must not cost much more than);
 - ``our AR + add + RMSNorm``: our all-reduce, then ``torch.add`` of the residual and
   ``torch.nn.functional.rms_norm`` (our unfused path);
@@ -72,11 +75,14 @@ FP8 = "fused fp8"
 FUSED_LL = "fused LL (forced)"
 FUSED_LL_UNSPLIT = "fused LL unsplit (forced)"
 FUSED_LL_READER = "fused LL 1 reader (forced)"
+FUSED_LL_ATOMIC = "fused LL atomic (forced)"
 OURS = "our AR"
 UNFUSED = "our AR + add + RMSNorm"
 NCCL = "NCCL + add + RMSNorm"
 SYMM = "symm-mem one-shot + add + RMSNorm"
-NAMES = (FUSED, FP8, FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, OURS, UNFUSED, NCCL, SYMM)
+NAMES = (FUSED, FP8, FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, FUSED_LL_ATOMIC, OURS, UNFUSED, NCCL, SYMM)
+LL_NAMES = (FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, FUSED_LL_ATOMIC)
+"""The forced LL variants (timed at M <= ``LL_ROWS``)."""
 LL_ROWS = 256
 """The forced LL variant is timed at M <= 256 (the most rows its 256 programs hold at hidden 8192)."""
 LL_CONFIG = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4)
@@ -87,6 +93,8 @@ LL_UNSPLIT = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_slices=1
 """The LL variant with one program per row (as before the split), timed beside it."""
 LL_READER = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_single_reader=True)
 """The LL variant with one reader per row (its other programs only push), timed beside both."""
+LL_ATOMIC = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_reduce="atomic")
+"""The LL variant whose programs poll only their slice and the last of a row's to arrive norms it, timed beside."""
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
 SWEEP = (
@@ -127,12 +135,14 @@ def implementations(
         FUSED_LL: lambda: _run(x, residual, weight, EPS, LL_CONFIG),
         FUSED_LL_UNSPLIT: lambda: _run(x, residual, weight, EPS, LL_UNSPLIT),
         FUSED_LL_READER: lambda: _run(x, residual, weight, EPS, LL_READER),
+        FUSED_LL_ATOMIC: lambda: _run(x, residual, weight, EPS, LL_ATOMIC),
         OURS: lambda: all_reduce(x, out=reduced),
         UNFUSED: lambda: add_rms_norm(all_reduce(x, out=reduced), residual, weight),
         NCCL: lambda: (dist.all_reduce(nccl_buffer), add_rms_norm(nccl_buffer, residual, weight)),
     }
     if x.shape[0] > LL_ROWS:
-        del impls[FUSED_LL], impls[FUSED_LL_UNSPLIT], impls[FUSED_LL_READER]
+        for name in LL_NAMES:
+            del impls[name]
     if symm_mem is not None and hasattr(torch.ops.symm_mem, "one_shot_all_reduce"):
         try:
             buffer = symm_mem.empty(x.shape, dtype=x.dtype, device=x.device)
@@ -194,7 +204,11 @@ def main() -> int:
         problem = fused_matches_torch(x, residual, weight)
         if problem:
             print(f"INFO rank {world.rank} M={m}: the fused op differs from torch: {problem}", flush=True)
-        for forced, what in ((LL_CONFIG, "LL variant"), (LL_READER, "LL single-reader variant")):
+        for forced, what in (
+            (LL_CONFIG, "LL variant"),
+            (LL_READER, "LL single-reader variant"),
+            (LL_ATOMIC, "LL atomic variant"),
+        ):
             if m > LL_ROWS:
                 break
             try:
@@ -212,6 +226,7 @@ def main() -> int:
             "AR config": f"{ours.algo} {ours.programs}x{ours.num_warps}w",
             "LL grid": ll_grid(m, args.hidden, x.element_size()),
             "LL reader grid": ll_grid(m, args.hidden, x.element_size(), LL_READER),
+            "LL atomic grid": ll_grid(m, args.hidden, x.element_size(), LL_ATOMIC),
         }
         impls = implementations(x, residual, weight, group_name, symm_mem)
         time_graphed_and_eager(row, impls, args.iters, f"at M={m} failed")
@@ -301,6 +316,14 @@ def bar_summary(rows: list[dict[str, object]]) -> list[str]:
             1.2,
             graphed,
         ),
+        (
+            f"(not the default) {FUSED_LL_ATOMIC} / our AR at M <= {BAR_ROWS}",
+            small,
+            FUSED_LL_ATOMIC,
+            OURS,
+            1.2,
+            graphed,
+        ),
     ]
     lines = []
     for what, subset, numerator, denominator, bar, modes in specs:
@@ -329,7 +352,9 @@ def write_results(
         f"  fused op with algo {LL_CONFIG.algo} forced ({LL_CONFIG.programs} programs, M <= {LL_ROWS}; not the",
         "  default), each row split over the programs of the LL grid's slices (groups x slices); fused LL unsplit",
         "  (forced): the same, one program per row; fused LL 1 reader (forced): the same with ll_single_reader (the",
-        "  row's first program alone receives, norms and writes it; the others only push; LL reader grid);",
+        "  row's first program alone receives, norms and writes it; the others only push; LL reader grid); fused",
+        "  LL atomic (forced): the same with ll_reduce=atomic (each program polls only its slice, the last of a",
+        "  row's programs to arrive norms it from the slices' partial sums of squares; LL atomic grid);",
         "  our AR: `all_reduce` alone; the `+ add + RMSNorm` paths:",
         "  `torch.add` of the residual, then `torch.nn.functional.rms_norm`.",
         "",
@@ -338,16 +363,17 @@ def write_results(
         *[f"- {line}" for line in bar_summary(rows)],
         "",
         "| M | " + " | ".join(f"{name} graphed" for name in NAMES) + " | fused / our AR | fused / NCCL+ | "
-        "fused / unfused | fused / unfused eager | LL / our AR | LL reader / our AR | LL grid | LL reader grid | "
-        "config |",
-        "|---" * (len(NAMES) + 10) + "|",
+        "fused / unfused | fused / unfused eager | LL / our AR | LL reader / our AR | LL atomic / our AR | LL grid | "
+        "LL reader grid | LL atomic grid | config |",
+        "|---" * (len(NAMES) + 12) + "|",
     ]
     for row in rows:
         cells = [f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} graphed") for name in NAMES]
         cells += [f"{ratio(row, FUSED, den):.2f}" for den in (OURS, NCCL, UNFUSED)]
         cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", f"{ratio(row, FUSED_LL, OURS):.2f}"]
-        cells += [f"{ratio(row, FUSED_LL_READER, OURS):.2f}"]
-        cells += [str(row["LL grid"]), str(row.get("LL reader grid", "-")), str(row["config"])]
+        cells += [f"{ratio(row, FUSED_LL_READER, OURS):.2f}", f"{ratio(row, FUSED_LL_ATOMIC, OURS):.2f}"]
+        cells += [str(row["LL grid"]), str(row.get("LL reader grid", "-")), str(row.get("LL atomic grid", "-"))]
+        cells += [str(row["config"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Eager, µs:", "", "| M | " + " | ".join(f"{name} eager" for name in NAMES) + " |"]
     lines.append("|---" * (len(NAMES) + 1) + "|")
@@ -379,10 +405,7 @@ def write_results(
             "graphed ratios (bar: 1.2, 0.45 at M <= 128; 1)",
             ms,
             {f"fused / {den}": [ratio(r, FUSED, den) for r in rows] for den in (OURS, NCCL, UNFUSED)}
-            | {
-                f"{name} / our AR": [ratio(r, name, OURS) for r in rows]
-                for name in (FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER)
-            },
+            | {f"{name} / our AR": [ratio(r, name, OURS) for r in rows] for name in LL_NAMES},
         )
     )
     panel_chart(

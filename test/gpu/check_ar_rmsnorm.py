@@ -1,7 +1,7 @@
 """The fused all-reduce + residual add + RMSNorm on GPUs: every algorithm against torch, CUDA graphs, the e4m3
 variant, gemm_ar's norm epilogue, bad input.
 
-    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,ll_reader,gemm_ar,...]
+    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,ll_reader,ll_atomic,...]
 
 Each case draws fresh random inputs (every rank regenerates every rank's for the reference), poisons the outputs
 (NaN) and compares with torch in fp32: ``h = residual + sum over ranks of x`` in rank order, ``new_residual`` = h
@@ -9,7 +9,8 @@ rounded to the dtype, ``normed = new_residual * rsqrt(mean(new_residual^2) + eps
 1 to 8192, hidden 4096, 8192 and two sizes that are not powers of two (5120, 1000), the chosen algorithm and each one
 forced; outputs must be bit-identical on every rank. CUDA graphs: chained calls captured once and replayed with new
 inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (M 1 to 64, fp8, graphed replays);
-``ll_reader``: the same with its single-reader option (``ll_single_reader``), and tensors off alignment.
+``ll_reader``: the same with its single-reader option (``ll_single_reader``), and tensors off alignment;
+``ll_atomic``: the same with its slices reducing the norm by atomics (``ll_reduce="atomic"``).
 Exit code 0 iff every check passed on every rank.
 """
 
@@ -506,12 +507,54 @@ def check_ll_reader(checks: Checks, world: rt.World) -> None:
     check_graph(checks, world, shapes, LL_READER)
 
 
+LL_ATOMIC = ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="atomic")
+"""The LL one-shot whose slices poll only their own words and the last to arrive norms the row
+(``ll_reduce="atomic"``; forced, never the default)."""
+
+
+def check_ll_atomic(checks: Checks, world: rt.World) -> None:
+    """The LL one-shot with ``ll_reduce="atomic"`` (forced: an option) against torch, outputs bit-identical on every
+    rank: M 1 to 64 at every hidden size and dtype (rows split over up to 16 programs, the launch within 128),
+    fewer programs than rows (several rows a group, one arrival per program), 16 warps (8 slices), 16 slices at
+    M = 16 (256 programs), unsplit (``ll_slices=1``: the program is its own last arriver), tensors 2 bytes off
+    alignment (no packed pairs), the e4m3 output (a row of zeros; the last arriver writes the scale), and three
+    chained calls in a CUDA graph replayed with fresh inputs (the arrival counters and partials reused without a
+    host reset). NVIDIA only (ROCm: ``check_ll`` checks the refusal)."""
+    if not ll_supported():
+        return
+    tag = 60_000
+    for dtype in DTYPES:
+        for hidden in HIDDENS:
+            for m in LL_ROWS:
+                tag += 10
+                eager_case(checks, world, tag, m, hidden, dtype, LL_ATOMIC)
+    for m, hidden, config in (
+        (64, 1000, ArRmsNormConfig("one_shot_ll", 8, 4, ll_reduce="atomic")),
+        (31, 4096, ArRmsNormConfig("one_shot_ll", 16, 8, ll_reduce="atomic")),
+        (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, ll_reduce="atomic")),
+        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=16, ll_reduce="atomic")),
+        (3, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=1, ll_reduce="atomic")),
+    ):
+        tag += 10
+        eager_case(checks, world, tag, m, hidden, torch.bfloat16, config)
+    for m, hidden in ((1, 8192), (5, 1000)):
+        tag += 10
+        misaligned_case(checks, world, tag, m, hidden, LL_ATOMIC)
+    for m in (1, 7, 64):
+        tag += 10
+        fp8_case(checks, world, tag, (m, 8192), torch.bfloat16, LL_ATOMIC)
+    fp8_case(checks, world, tag + 10, (5, 5120), torch.float32, LL_ATOMIC)
+    shapes = ((1, 8192, torch.bfloat16), (16, 5120, torch.float32), (64, 8192, torch.bfloat16))
+    check_graph(checks, world, shapes, LL_ATOMIC)
+
+
 GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
     "eager": check_eager,
     "fp8": check_fp8,
     "graph": check_graph,
     "ll": check_ll,
     "ll_reader": check_ll_reader,
+    "ll_atomic": check_ll_atomic,
     "gemm_ar": check_gemm_ar,
     "compile": check_compile,
     "bad_input": check_bad_input,

@@ -40,10 +40,11 @@ def test_each_bar_line_names_where_its_worst_ratio_is() -> None:
         _row(4, {b.FUSED: (7.6, 91.2), b.OURS: (5.4, 66.8), b.UNFUSED: (14.6, 81.0), b.NCCL: (16.9, 170.8)}),
         _row(1024, {b.FUSED: (75.9, 128.9), b.OURS: (66.5, 105.7), b.UNFUSED: (96.4, 146.0), b.NCCL: (107.9, 1.0)}),
     ]
-    for row, (split, unsplit, reader) in zip(rows, ((5.0, 8.9, 5.6), (5.3, 9.2, 6.9), (None, None, None)), strict=True):
+    forced = ((5.0, 8.9, 5.6, 5.7), (5.3, 9.2, 6.9, 6.0), (None, None, None, None))
+    for row, (split, unsplit, reader, atomic) in zip(rows, forced, strict=True):
         if split is not None:
             row[f"{b.FUSED_LL} graphed"], row[f"{b.FUSED_LL_UNSPLIT} graphed"] = split, unsplit
-            row[f"{b.FUSED_LL_READER} graphed"] = reader
+            row[f"{b.FUSED_LL_READER} graphed"], row[f"{b.FUSED_LL_ATOMIC} graphed"] = reader, atomic
     lines = b.bar_summary(rows)
     assert lines[0] == "fused / our AR at M <= 128: worst 1.51 at M=1 (<= 1.2: FAIL)"
     assert lines[1] == "fused / NCCL + add + RMSNorm at M <= 128: worst 0.47 at M=1 (<= 0.45: FAIL)"
@@ -52,6 +53,9 @@ def test_each_bar_line_names_where_its_worst_ratio_is() -> None:
     assert lines[3] == "(not the default) fused LL (forced) / our AR at M <= 128: worst 1.02 at M=1 (<= 1.2: PASS)"
     assert lines[4].endswith("worst 1.82 at M=1 (<= 1.2: FAIL)") and b.FUSED_LL_UNSPLIT in lines[4]
     assert lines[5].endswith("worst 1.28 at M=4 (<= 1.2: FAIL)") and b.FUSED_LL_READER in lines[5]
+    assert (
+        lines[6] == "(not the default) fused LL atomic (forced) / our AR at M <= 128: worst 1.16 at M=1 (<= 1.2: PASS)"
+    )
     rows[1][f"{b.FUSED} eager"] = 70.0
     assert b.bar_summary(rows)[2].endswith("worst 0.88 at M=1024 eager (<= 1: PASS)")
     del rows[0][f"{b.OURS} graphed"]  # a missing time: no verdict but FAIL
@@ -65,6 +69,8 @@ def test_the_ll_grid_is_groups_by_slices(monkeypatch: pytest.MonkeyPatch) -> Non
     assert [bench.ll_grid(m, 8192, 2) for m in (1, 4, 256, 257)] == ["1x16", "4x8", "256x1", "-"]
     reader = [bench.ll_grid(m, 8192, 2, bench.LL_READER) for m in (1, 4, 16, 32, 256)]
     assert reader == ["1x16", "4x16", "16x8", "32x4", "256x1"]
+    atomic = [bench.ll_grid(m, 8192, 2, bench.LL_ATOMIC) for m in (1, 4, 16, 32, 256)]
+    assert atomic == ["1x16", "4x16", "16x8", "32x4", "256x1"]
 
 
 def test_the_sweep_names_each_config_apart() -> None:
