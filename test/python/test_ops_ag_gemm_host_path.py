@@ -295,3 +295,21 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driv
         want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
         assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each GEMM read this call's buffer"
     assert double.calls == 2
+
+
+def test_double_buffers_fall_back_to_the_barrier_when_the_heap_is_full(monkeypatch) -> None:
+    """No room on the symmetric heap for the double buffers: a warning that names the size and the remedy, and None
+    (the plan's eager calls keep the begin barrier) instead of an error; over ``DOUBLE_BUFFER_MAX_BYTES``: None,
+    no allocation tried."""
+    from triton_dist import runtime as rt
+
+    def full(key: tuple, create: object, *, what: str) -> None:
+        raise rt.HeapExhaustedError("heap full (test)")
+
+    monkeypatch.setattr(op.resources, "workspace", full)
+    world = SimpleNamespace(world_size=2)
+    a = torch.empty(64, 128, dtype=torch.bfloat16)
+    with pytest.warns(RuntimeWarning, match=r"no room for the cuBLAS path's double receive buffers.*heap_size"):
+        assert op.double_buffer(world, a) is None
+    monkeypatch.setattr(op, "DOUBLE_BUFFER_MAX_BYTES", 2 * 2 * 64 * 128 * 2 - 1)
+    assert op.double_buffer(world, a) is None  # over the cap: no allocation, so no warning

@@ -31,6 +31,7 @@ the receive buffer's TMA descriptor. Later calls look the plan up and launch: a 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -206,24 +207,33 @@ class DoubleBuffer:
 
 def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
     """The double receive buffers for shards like ``a``, allocated on first use and kept; None where they would
-    take more than ``DOUBLE_BUFFER_MAX_BYTES``."""
+    take more than ``DOUBLE_BUFFER_MAX_BYTES`` or the symmetric heap has no room for them (a ``RuntimeWarning``
+    says so): the plan's eager calls then keep the begin barrier, as captured calls do. Every rank allocates the
+    same sizes in the same order, so every rank gets the same answer."""
     m_local, k = a.shape
     w = world.world_size
-    if 2 * w * m_local * k * a.element_size() > DOUBLE_BUFFER_MAX_BYTES:
+    need = 2 * w * m_local * k * a.element_size()
+    if need > DOUBLE_BUFFER_MAX_BYTES:
         return None
 
     def create(world: rt.World) -> DoubleBuffer:
-        try:
-            recv = rt.empty(2, w * m_local, k, dtype=a.dtype)
-            flags = rt.zeros(w, dtype=torch.int32)
-        except rt.HeapExhaustedError as error:
-            need = 2 * w * m_local * k * a.element_size()
-            raise _no_room("the cuBLAS path's double receive buffers", need, error) from None
+        recv = rt.empty(2, w * m_local, k, dtype=a.dtype)
+        flags = rt.zeros(w, dtype=torch.int32)
         send_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
         recv_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
         return DoubleBuffer(recv, flags, send_epoch, recv_epoch, *_peer_views(world, recv, flags))
 
-    return resources.workspace(("ag_gemm.double", m_local, k, a.dtype), create, what="ag_gemm")
+    try:
+        return resources.workspace(("ag_gemm.double", m_local, k, a.dtype), create, what="ag_gemm")
+    except rt.HeapExhaustedError as error:
+        warnings.warn(
+            f"ag_gemm: the symmetric heap has no room for the cuBLAS path's double receive buffers ({need >> 20} "
+            f"MiB for [{m_local}, {k}] {a.dtype}): its eager calls keep the begin barrier; a larger heap_size for "
+            f"triton_dist.init() removes it ({error})",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
 
 
 # --------------------------------------------------------------------------------------------------------- plans
