@@ -1222,8 +1222,9 @@ class Bench:
         enqueued it in time) or the GPU idle while the host works. ``route``: the route kernels (the counts
         exchange included); ``push``: the push kernel, launched before the host reads the summary from the
         second call of a plan on (one node), or after it; ``sync``: what the host's wait for the summary adds;
-        ``alloc``: what the host's allocations add; ``expand``: the expand kernel (with ``MoeConfig(pipelined=True)``
-        in the gather layout, the payload's block copy too)."""
+        ``alloc``: what the host's allocations add; ``own`` (the pipelined gather layout): what waiting for this
+        rank's own tokens' push from the side stream adds; ``expand``: the expand kernel (with
+        ``MoeConfig(pipelined=True)`` in the gather layout, the payload's block copy too)."""
         from triton_dist.ops.moe import op as moe_op
         from triton_dist.runtime.world.host_lead import lead_host
         from triton_dist.testing import max_over_ranks

@@ -62,10 +62,11 @@ EMULATED_PROGRAMS = 1
 (Triton 3.6's interpreter, as patched by ``runtime/emulation/interpreter_fixes.py``) intermittently fails a
 ``range`` over a run-time value at a kernel's first loop with "only 0-dimensional arrays can be converted to
 Python scalars" (its ``tensor.__index__`` is briefly the unpatched one while another program runs a primitive)."""
-PHASES = ("start", "route", "push", "sync", "alloc", "expand")
+PHASES = ("start", "route", "push", "sync", "alloc", "own", "expand")
 """The points of a normal-mode dispatch a phase hook is called at (:func:`set_phase_hook`): ``start`` on entry,
 ``route`` after the route kernels' launch, ``push`` after the push launch, ``sync`` once the host has read the summary
-(its one synchronization), ``alloc`` after the outputs are allocated, ``expand`` after the expand launch (with
+(its one synchronization), ``alloc`` after the outputs are allocated, ``own`` (only where this rank's own tokens are
+pushed from a side stream) once the current stream waits for that push, ``expand`` after the expand launch (with
 ``MoeConfig(pipelined=True)``, ``layout="gather"``'s block copy of the payload runs inside it: ``BULK_COPIERS_PER_SM``).
 ``MoeConfig(pipelined=True)`` on one node, from the second call of a signature on: ``push`` comes before ``sync`` (the
 push kernel is launched before the host waits, and does nothing if the buffers turn out too small, in which case it is
@@ -698,10 +699,12 @@ def _dispatch(
         # their views are made after it, host time the GPU does not wait for (a normal-mode dispatch's host work
         # after its synchronization is on the critical path whenever the push ends before it: small T, fp8).
         block, starts = _int32_block(shapes, device)
-        if own:  # this rank's own tokens into recv_x, beside the push (a side stream), before the expand kernel
-            _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
         if mark is not None:
             mark("alloc")
+        if own:  # this rank's own tokens into recv_x, beside the push (a side stream), before the expand kernel
+            _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
+            if mark is not None:
+                mark("own")
         base = block.data_ptr()
         launch.launch(device, recv_x, *(base + 4 * starts[place] for place in places), status, epoch, tok_pos)
         if mark is not None:
@@ -709,10 +712,12 @@ def _dispatch(
         outs = _int32_views(block, shapes, starts)
     else:
         outs = _int32s(shapes, device, pooled)
-        if own:
-            _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
         if mark is not None:
             mark("alloc")
+        if own:
+            _push_own(plan, {**push, "self_ptr": recv_x}, device, routed)
+            if mark is not None:
+                mark("own")
         arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
                      for name, place in zip(_EXPAND_OUTPUTS, places, strict=True)]  # fmt: skip
         expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True))}
