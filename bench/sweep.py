@@ -555,8 +555,15 @@ def main() -> int:
         action="store_true",
         help="ag_gemm's cuBLAS path on double receive buffers, no begin barrier (ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER)",
     )
+    parser.add_argument(
+        "--ag-flags",
+        default="auto",
+        choices=["auto", "memops", "memop_write", "kernels"],
+        help="how the cuBLAS path's double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
+    )
     args = parser.parse_args()
     started = time.time()
+    importlib.import_module("triton_dist.ops.ag_gemm.op").DOUBLE_BUFFER_FLAGS = args.ag_flags
     if args.ag_begin_on_side:
         importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_BEGIN_ON_SIDE = True
     if args.ag_double_buffer:

@@ -1,6 +1,6 @@
 """GPU correctness of ``triton_dist.ops.ag_gemm`` against torch (all_gather + matmul in fp32), any world size.
 
-    torchrun --nproc-per-node=2 test/gpu/check_ag_gemm.py [--quick] [--cublas-only] [--double-buffer]
+    torchrun --nproc-per-node=2 test/gpu/check_ag_gemm.py [--quick] [--cublas-only] [--double-buffer] [--flags F]
 
 Every case uses fresh random data (a different seed per rank and case), poisons the output buffers first (the
 op allocates its output; the receive buffer is filled with NaN before the first call), and compares with a
@@ -274,10 +274,17 @@ def main() -> int:
         action="store_true",
         help="the cuBLAS path's eager calls on double receive buffers (ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER)",
     )
+    parser.add_argument(
+        "--flags",
+        default="auto",
+        choices=["auto", "memops", "memop_write", "kernels"],
+        help="how double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
+    )
     args = parser.parse_args()
-    if args.double_buffer:
-        from triton_dist.ops.ag_gemm import op as ag_gemm_op
+    from triton_dist.ops.ag_gemm import op as ag_gemm_op
 
+    ag_gemm_op.DOUBLE_BUFFER_FLAGS = args.flags
+    if args.double_buffer:
         ag_gemm_op.CUBLAS_DOUBLE_BUFFER = True
     setup(heap_size="2G")
     checks = Checks()

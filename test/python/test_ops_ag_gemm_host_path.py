@@ -205,13 +205,14 @@ class _DriverStreamOps(_StreamOps):
         self.log.calls.append(("wait_value", stream, address, value))
 
 
-@pytest.mark.parametrize("driver", [True, False])
-def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driver: bool) -> None:
+@pytest.mark.parametrize("scheme", op.FLAG_SCHEMES)
+def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, scheme: str) -> None:
     """The cuBLAS path's eager call on double buffers: no begin kernel; the fork, then per peer its shard copy into
     the buffer of this call's parity and its flag; the own GEMM; per peer the wait on its flag and the GEMM of its
-    rows of that same buffer; the join. Two calls use the two buffers. With the driver the flags are stream memory
-    operations carrying the call count (1, then 2) and no kernel runs; without it, the send epoch's copy, the
-    advance kernel on the side stream and the wait kernels."""
+    rows of that same buffer; the join. Two calls use the two buffers. ``"memops"``: the flags are stream memory
+    operations carrying the call count (1, then 2) and no kernel runs; ``"memop_write"``: the same writes, and wait
+    kernels given the count; ``"kernels"``: the send epoch's copy, the advance kernel on the side stream and the wait
+    kernels."""
     from dispatch_recording import DispatchRecording
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
@@ -230,6 +231,7 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driv
         recv_epoch=torch.ones(1, dtype=torch.int32),
         peer_recv={},
         peer_flags={},
+        flags_by=scheme,
     )
     rows = {peer: slice(peer * m_local, (peer + 1) * m_local) for peer in range(world_size)}
     copies = tuple(
@@ -248,17 +250,19 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driv
         waits=(),
         copies=(),
         side=SimpleNamespace(cuda_stream=9),
-        stream_ops=_DriverStreamOps(log) if driver else _StreamOps(log),
+        stream_ops=_StreamOps(log) if scheme == "kernels" else _DriverStreamOps(log),
         double=double,
         double_waits=tuple(
-            (peer, _Launch(f"wait {peer}", log), (double.recv[0][rows[peer]], double.recv[1][rows[peer]]))
+            (
+                peer,
+                None if scheme == "memops" else _Launch(f"wait {peer}", log),
+                (double.recv[0][rows[peer]], double.recv[1][rows[peer]]),
+            )
             for peer in arrival
         ),
         double_copies=copies,
         advance=_Launch("advance", log),
     )
-    if not driver:
-        plan.stream_ops.uses_driver = False
     b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
     flags = double.flags.data_ptr()
     for call in range(2):
@@ -269,8 +273,9 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driv
         with recording:
             c = plan.run(shards[rank], b)
         names = [entry if isinstance(entry, str) else entry[0] for entry in recording.ops]
-        if driver:
-            waits = [x for peer in arrival for x in ("wait_value", "aten.mm.out")]
+        if scheme != "kernels":
+            wait_names = {peer: "wait_value" if scheme == "memops" else f"wait {peer}" for peer in arrival}
+            waits = [x for peer in arrival for x in (wait_names[peer], "aten.mm.out")]
             assert names == (
                 ["aten.empty.memory_format", "aten.split.Tensor", "order"]
                 + ["copy", "write_value"] * len(senders)
@@ -278,8 +283,11 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driv
             ), names  # fmt: skip
             writes = [entry for entry in recording.ops if entry[0] == "write_value"]
             assert writes == [("write_value", 9, 2000 * peer, call + 1) for peer in senders]
-            waited = [entry for entry in recording.ops if entry[0] == "wait_value"]
-            assert waited == [("wait_value", 7, flags + 4 * peer, call + 1) for peer in arrival]
+            waited = [entry for entry in recording.ops if entry[0] in wait_names.values()]
+            if scheme == "memops":
+                assert waited == [("wait_value", 7, flags + 4 * peer, call + 1) for peer in arrival]
+            else:  # the kernel on the current stream, the count its one leading argument
+                assert waited == [(f"wait {peer}", 7, 1) for peer in arrival]
         else:
             waits = [x for peer in arrival for x in (f"wait {peer}", "aten.mm.out")]
             assert names == (
@@ -295,6 +303,18 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, driv
         want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
         assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each GEMM read this call's buffer"
     assert double.calls == 2
+
+
+def test_the_flag_scheme_follows_the_watchdog_and_the_driver() -> None:
+    """``"auto"``: memory-operation flags only where the wait watchdog is off (nothing stops a memory-operation wait
+    whose peer never arrives), the kernels where it is on; no driver: the kernels whatever was asked; a forced scheme
+    otherwise as asked; anything else named in a ValueError."""
+    assert op.flag_scheme("auto", uses_driver=True, watchdog=False) == "memops"
+    assert op.flag_scheme("auto", uses_driver=True, watchdog=True) == "kernels"
+    assert all(op.flag_scheme(choice, False, False) == "kernels" for choice in ("auto", *op.FLAG_SCHEMES))
+    assert all(op.flag_scheme(choice, True, True) == choice for choice in op.FLAG_SCHEMES)
+    with pytest.raises(ValueError, match="DOUBLE_BUFFER_FLAGS.*'fast'"):
+        op.flag_scheme("fast", True, True)
 
 
 def test_double_buffers_fall_back_to_the_barrier_when_the_heap_is_full(monkeypatch) -> None:

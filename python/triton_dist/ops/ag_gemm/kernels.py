@@ -45,6 +45,14 @@ def _wait_shard_then_advance_kernel(flags_ptr, epoch_ptr, segment, ADVANCE: tl.c
         tl.store(epoch_ptr, epoch + 1)
 
 
+@triton.jit(do_not_specialize=["value", "segment"])
+def _wait_shard_value_kernel(value, flags_ptr, segment):
+    """One program (the double-buffered cuBLAS path whose flags are written by stream memory operations): wait until
+    rank ``segment``'s flag is at least ``value``, the call count the host passes. Unlike a memory-operation wait,
+    the wait watchdog can stop it if the peer never arrives."""
+    dl.wait(flags_ptr + segment, 1, "sys", "acquire", waitValue=value, cmp="ge")
+
+
 @triton.jit
 def _advance_epoch_kernel(epoch_ptr):
     """One program (the cuBLAS path with double buffers): the send epoch to the next call's, on the side stream

@@ -40,6 +40,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_dist import runtime as rt
+from triton_dist.compiler.watchdog import watchdog_enabled
 from triton_dist.ops import tuning
 from triton_dist.ops.ag_gemm.kernels import (
     _advance_epoch_kernel,
@@ -49,6 +50,7 @@ from triton_dist.ops.ag_gemm.kernels import (
     _push_kernel,
     _wait_shard_kernel,
     _wait_shard_then_advance_kernel,
+    _wait_shard_value_kernel,
 )
 from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
 from triton_dist.ops.common import resources
@@ -79,9 +81,15 @@ CUBLAS_DOUBLE_BUFFER = True
 """Whether the cuBLAS plans built from now on get :class:`DoubleBuffer` receive buffers for their eager calls. On by
 default: on 2 x H100 every cuBLAS-path row of the AG sweep ran 0.3-8% faster with them (docs/results/
 2026-11-27-session23.md)."""
-DOUBLE_BUFFER_MEMOPS = True
-"""Whether double-buffered eager calls set and await their flags with stream memory operations where the driver is
-reachable (else, and where False: the flag copies, the advance kernel and the wait kernels)."""
+DOUBLE_BUFFER_FLAGS = "auto"
+"""How double-buffered eager calls set and await their flags (``DoubleBuffer.flags_by``, fixed when the buffers are
+made): ``"memops"``, a stream memory operation writes each flag and another waits for it (no kernel; measured the
+fastest, but nothing can stop a memory-operation wait whose peer never arrives); ``"memop_write"``, the write by a
+memory operation, the wait by a one-program kernel the wait watchdog watches; ``"kernels"``, the flag copies of a
+device epoch, the advance kernel and the wait kernels. ``"auto"``: ``"memops"`` where the wait watchdog is off
+(``TRITON_DIST_WAIT_TIMEOUT_S=0`` or ``init(wait_timeout_s=0)``), else ``"kernels"`` (both measured). Without the
+driver (cuda-bindings) every choice is ``"kernels"``."""
+FLAG_SCHEMES = ("memops", "memop_write", "kernels")
 DOUBLE_BUFFER_MAX_BYTES = 512 << 20
 """The largest pair of double receive buffers a cuBLAS plan allocates (bytes, per rank); larger problems keep the
 begin barrier."""
@@ -201,8 +209,23 @@ class DoubleBuffer:
     recv_epoch: torch.Tensor  # int32 [1]
     peer_recv: dict[int, torch.Tensor]
     peer_flags: dict[int, torch.Tensor]
+    flags_by: str = "kernels"
+    """One of ``FLAG_SCHEMES`` (``DOUBLE_BUFFER_FLAGS`` resolved when the buffers were made, the same on every rank):
+    fixed for the buffers' life, because the schemes' flag values agree only from the first call on."""
     calls: int = 0
     """Eager calls so far (the host's count, the same on every rank): call ``n`` fills buffer ``n % 2``."""
+
+
+def flag_scheme(choice: str, uses_driver: bool, watchdog: bool) -> str:
+    """The ``FLAG_SCHEMES`` entry of ``DOUBLE_BUFFER_FLAGS`` = ``choice`` (see there), given whether the driver is
+    reachable and the wait watchdog on. Raises ``ValueError`` for a choice that is not ``"auto"`` or a scheme."""
+    if choice != "auto" and choice not in FLAG_SCHEMES:
+        raise ValueError(f"ag_gemm: DOUBLE_BUFFER_FLAGS must be 'auto' or one of {FLAG_SCHEMES}, got {choice!r}")
+    if not uses_driver:
+        return "kernels"
+    if choice == "auto":
+        return "kernels" if watchdog else "memops"
+    return choice
 
 
 def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
@@ -221,7 +244,9 @@ def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
         flags = rt.zeros(w, dtype=torch.int32)
         send_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
         recv_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
-        return DoubleBuffer(recv, flags, send_epoch, recv_epoch, *_peer_views(world, recv, flags))
+        uses_driver = a.device.type == "cuda" and stream_ops(a.device).uses_driver
+        scheme = flag_scheme(DOUBLE_BUFFER_FLAGS, uses_driver, watchdog_enabled())
+        return DoubleBuffer(recv, flags, send_epoch, recv_epoch, *_peer_views(world, recv, flags), flags_by=scheme)
 
     try:
         return resources.workspace(("ag_gemm.double", m_local, k, a.dtype), create, what="ag_gemm")
@@ -454,9 +479,10 @@ class CublasPlan:
     """The side stream of ``begin_on_side``: the device's highest priority (None under the CPU emulation)."""
     double: DoubleBuffer | None = None
     """Eager calls' double receive buffers (no begin barrier), or None: every call as a captured one."""
-    double_waits: tuple[tuple[int, LaunchPlan | EmulatedLaunch, tuple[torch.Tensor, torch.Tensor]], ...] = ()
-    """With ``double``: per peer in arrival order, its rank, the kernel that waits for its flag (the last one also
-    advances the receive epoch), and its rows of each receive buffer."""
+    double_waits: tuple[tuple[int, LaunchPlan | EmulatedLaunch | None, tuple[torch.Tensor, torch.Tensor]], ...] = ()
+    """With ``double``: per peer in arrival order, its rank, the kernel that waits for its flag (``"kernels"``: the
+    last one also advances the receive epoch; ``"memop_write"``: the call count its first argument; ``"memops"``:
+    None), and its rows of each receive buffer."""
     double_copies: tuple[tuple[_Copy, ...], tuple[_Copy, ...]] = ((), ())
     """With ``double``: the copies into the peers' buffer 0, then buffer 1 (their flags copy the send epoch)."""
     double_host_copies: tuple[tuple[_HostCopy, ...], tuple[_HostCopy, ...]] = ((), ())
@@ -539,7 +565,18 @@ class CublasPlan:
         main = current_raw_stream(call.device.index)
         side = call.side
         ops.order("ag_gemm.cublas.fork", main, side)
-        if ops.uses_driver and DOUBLE_BUFFER_MEMOPS:
+        scheme = double.flags_by
+        if scheme == "kernels":
+            advance = self.advance
+            assert advance is not None, "a double-buffered plan has its advance kernel"
+            _enqueue_copies(ops, self._double_copies[parity], a.data_ptr(), self._send_epoch, side)
+            advance.launch_on(side)
+            torch.mm(a, b, out=parts[self.rank])
+            for segment, wait, received in self.double_waits:
+                assert wait is not None, "the kernel scheme has its wait kernels"
+                wait.launch_on(main)
+                torch.mm(received[parity], b, out=parts[segment])
+        else:
             value = double.calls & 0xFFFFFFFF  # the waits compare cyclically
             copy, write_value, wait_value = ops.copy, ops.write_value, ops.wait_value
             base = a.data_ptr()
@@ -548,17 +585,11 @@ class CublasPlan:
                 write_value(flag, value, side)
             torch.mm(a, b, out=parts[self.rank])
             flags = self._double_flags
-            for segment, _, received in self.double_waits:
-                wait_value(flags + 4 * segment, value, main)
-                torch.mm(received[parity], b, out=parts[segment])
-        else:
-            advance = self.advance
-            assert advance is not None, "a double-buffered plan has its advance kernel"
-            _enqueue_copies(ops, self._double_copies[parity], a.data_ptr(), self._send_epoch, side)
-            advance.launch_on(side)
-            torch.mm(a, b, out=parts[self.rank])
             for segment, wait, received in self.double_waits:
-                wait.launch_on(main)
+                if wait is None:  # "memops"
+                    wait_value(flags + 4 * segment, value, main)
+                else:  # "memop_write": a kernel the watchdog watches
+                    wait.launch_on(main, value)
                 torch.mm(received[parity], b, out=parts[segment])
         ops.order("ag_gemm.cublas.join", side, main)
         self._last_recv = self._double_recv[parity]
@@ -581,6 +612,7 @@ class CublasPlan:
             parts = c.split(self.m_local)
             torch.mm(a, b, out=parts[self.rank])
             for segment, wait, received in self.double_waits:
+                assert wait is not None, "the emulation's buffers use the kernel scheme"
                 wait.launch_on(0)
                 torch.mm(received[parity], b, out=parts[segment])
             self._last_recv = self._double_recv[parity]
@@ -785,13 +817,18 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPl
     double = double_buffer(world, a) if CUBLAS_DOUBLE_BUFFER and w > 1 else None
     double_parts: dict[str, Any] = {}
     if double is not None:
-        double_waits = []
+        double_waits: list[tuple[int, LaunchPlan | EmulatedLaunch | None, tuple[torch.Tensor, torch.Tensor]]] = []
         for index, (segment, _, _) in enumerate(waits):
-            named = {"flags_ptr": double.flags, "epoch_ptr": double.recv_epoch, "segment": segment}
-            named["ADVANCE"] = index == len(waits) - 1
-            wait = compile_plan(_wait_shard_then_advance_kernel, one, named, 0, num_warps=1)
+            double_wait: LaunchPlan | EmulatedLaunch | None = None
+            if double.flags_by == "kernels":
+                named = {"flags_ptr": double.flags, "epoch_ptr": double.recv_epoch, "segment": segment}
+                named["ADVANCE"] = index == len(waits) - 1
+                double_wait = compile_plan(_wait_shard_then_advance_kernel, one, named, 0, num_warps=1)
+            elif double.flags_by == "memop_write":
+                named = {"value": 1, "flags_ptr": double.flags, "segment": segment}
+                double_wait = compile_plan(_wait_shard_value_kernel, one, named, 1, num_warps=1)
             rows = slice(segment * m_local, (segment + 1) * m_local)
-            double_waits.append((segment, wait, (double.recv[0][rows], double.recv[1][rows])))
+            double_waits.append((segment, double_wait, (double.recv[0][rows], double.recv[1][rows])))
         per_buffer = [
             _producer_copies(
                 {r: buffers[parity] for r, buffers in double.peer_recv.items()}, double.peer_flags, a, me, w,
