@@ -120,6 +120,14 @@ class _DriverThatDoesNothing:
     def cuEventCreate(flags: int) -> tuple[int, object]:  # noqa: N802
         return (0, object())
 
+    @staticmethod
+    def cuStreamWriteValue32(stream: int, address: int, value: int, flags: int) -> tuple[int]:  # noqa: N802
+        return (0,)
+
+    @staticmethod
+    def cuStreamWaitValue32(stream: int, address: int, value: int, flags: int) -> tuple[int]:  # noqa: N802
+        return (0,)
+
 
 OVERLAP_WORLD = 2
 """The world size the overlap ops' plans are built for (bench/sweep.py's), in this one process."""
@@ -163,7 +171,7 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
         m_local = 16 if use_tma else 8  # a shape per plan: the signatures differ
         a = torch.randn(m_local, k, dtype=dtype)
         ws = ag_workspace(m_local)
-        copies, _ = ag._producer_copies(ws, a, 0, w, m_local // chunks, False)
+        copies, _ = ag._producer_copies(ws.peer_recv, ws.peer_flags, a, 0, w, m_local // chunks, False)
         block = [64, 64]
         plan = ag.FusedPlan(
             config=OverlapConfig(), workspace=ws, rows=w * m_local, n=n, begin=_launch(2), gemm=_launch(16),
@@ -178,14 +186,37 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
     m_local = 4
     a_cublas = torch.randn(m_local, k, dtype=dtype)
     ws = ag_workspace(m_local)
-    copies, _ = ag._producer_copies(ws, a_cublas, 0, w, m_local, False)
+    copies, _ = ag._producer_copies(ws.peer_recv, ws.peer_flags, a_cublas, 0, w, m_local, False)
     waits = tuple((s, _launch(3), ws.recv[s * m_local : (s + 1) * m_local]) for s in range(1, w))
     cublas = ag.CublasPlan(
         workspace=ws, rank=0, m_local=m_local, rows=w * m_local, n=n, begin=_launch(2), waits=waits,
         copies=copies, side=side, stream_ops=ops,
     )  # fmt: skip
     _store(ag, a_cublas, b, cublas, None, False)
-    calls["ag_gemm cuBLAS path"] = lambda: triton_dist.ops.ag_gemm(a_cublas, b)
+    calls["ag_gemm cuBLAS path, begin barrier (captured calls)"] = lambda: triton_dist.ops.ag_gemm(a_cublas, b)
+    # The eager calls' default: double buffers, one row count per flag scheme (the signatures differ).
+    for m_double, scheme in ((5, "kernels"), (6, "memops"), (7, "memop_write")):
+        a_double = torch.randn(m_double, k, dtype=dtype)
+        ws_double = ag_workspace(m_double)
+        recv = torch.empty(2, w * m_double, k, dtype=dtype)
+        flags = torch.zeros(w, dtype=torch.int32)
+        epochs = torch.ones(1, dtype=torch.int32), torch.ones(1, dtype=torch.int32)
+        peers = {1: torch.empty_like(recv)}, {1: torch.zeros_like(flags)}
+        double = ag.DoubleBuffer(recv, flags, *epochs, *peers, flags_by=scheme)
+        per_buffer = [
+            ag._producer_copies({1: double.peer_recv[1][parity]}, double.peer_flags, a_double, 0, w, m_double, False)[0]
+            for parity in (0, 1)
+        ]
+        rows = [slice(s * m_double, (s + 1) * m_double) for s in range(w)]
+        wait = None if scheme == "memops" else _launch(3 if scheme == "kernels" else 2)
+        double_waits = tuple((s, wait, (recv[0][rows[s]], recv[1][rows[s]])) for s in range(1, w))
+        plan = ag.CublasPlan(
+            workspace=ws_double, rank=0, m_local=m_double, rows=w * m_double, n=n, begin=_launch(2), waits=(),
+            copies=(), side=side, stream_ops=ops, double=double, double_waits=double_waits,
+            double_copies=(per_buffer[0], per_buffer[1]), advance=_launch(1),
+        )  # fmt: skip
+        _store(ag, a_double, b, plan, None, False)
+        calls[f"ag_gemm cuBLAS path, double buffers, {scheme} flags"] = lambda a=a_double: triton_dist.ops.ag_gemm(a, b)
 
     for producer in ("direct", "ce"):
         shard = 8 if producer == "direct" else 12
@@ -280,7 +311,7 @@ def main() -> int:
                 f"{args.calls} calls:"
             )
             for name, call in calls.items():
-                print(f"  {name:42s} {us_per_call(call, args.calls, args.repeats, clock):7.2f}")
+                print(f"  {name:54s} {us_per_call(call, args.calls, args.repeats, clock):7.2f}")
             for name, call in calls.items():
                 if args.profile and name.startswith(args.profile):
                     profile = cProfile.Profile()
