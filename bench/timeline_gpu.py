@@ -321,13 +321,17 @@ class Row:
     want: torch.Tensor
     """The unfused path's output (after ``unfused()``)."""
     plan: Any
-    """The AG cuBLAS path's plan (its ``begin_on_side`` is set per run), else None."""
+    """The AG cuBLAS path's plan (its ``begin_on_side`` is set per run unless its eager calls use double buffers),
+    else None."""
 
     def runs(self) -> list[tuple[str, Callable[[], object], bool | None]]:
         """(label, call, the cuBLAS plan's ``begin_on_side`` or None) of each path the row times, in order."""
         prefix = f"{self.op} {self.dims}"
         ours: list[tuple[str, Callable[[], object], bool | None]]
-        if self.plan is not None:  # the begin kernel's placement (CublasPlan.begin_on_side), both timed
+        double = getattr(self.plan, "double", None)
+        if double is not None:  # eager calls on double buffers: no begin kernel, so begin_on_side changes nothing
+            ours = [(f"{prefix} ours (cublas, double buffers, {double.flags_by} flags)", self.ours, False)]
+        elif self.plan is not None:  # the begin kernel's placement (CublasPlan.begin_on_side), both timed
             ours = [(f"{prefix} ours (cublas, begin_on_side={s})", self.ours, s) for s in (False, True)]
         else:
             ours = [(f"{prefix} ours ({self.path})", self.ours, None)]

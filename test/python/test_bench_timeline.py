@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from bench_scripts import load_bench
@@ -164,7 +165,7 @@ def test_the_script_refuses_to_run_without_two_gpu_ranks(monkeypatch: pytest.Mon
         timeline.build_row("mm:1024,6144,4096", 2, timeline.torch.device("cpu"), timeline.torch.bfloat16)
 
 
-def test_a_row_times_both_begin_placements_of_the_cublas_plan_then_the_unfused_path() -> None:
+def test_a_row_times_its_cublas_plan_as_its_eager_calls_run_then_the_unfused_path() -> None:
     timeline = load_bench("timeline_gpu.py")
     want = timeline.torch.empty(1)
     plain = timeline.Row("rs", "1,2,3", "fused", lambda: want, lambda: None, want, None)
@@ -176,5 +177,12 @@ def test_a_row_times_both_begin_placements_of_the_cublas_plan_then_the_unfused_p
     assert [(label, on_side) for label, _, on_side in cublas.runs()] == [
         ("ag 1,2,3 ours (cublas, begin_on_side=False)", False),
         ("ag 1,2,3 ours (cublas, begin_on_side=True)", True),
+        ("ag 1,2,3 unfused", None),
+    ]
+    # Eager calls on double buffers run no begin kernel: one run of ours, named with its flag scheme.
+    plan = SimpleNamespace(double=SimpleNamespace(flags_by="kernels"))
+    double = timeline.Row("ag", "1,2,3", "cublas", lambda: want, lambda: None, want, plan)
+    assert [(label, on_side) for label, _, on_side in double.runs()] == [
+        ("ag 1,2,3 ours (cublas, double buffers, kernels flags)", False),
         ("ag 1,2,3 unfused", None),
     ]
