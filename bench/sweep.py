@@ -548,12 +548,15 @@ def main() -> int:
     parser.add_argument(
         "--ag-begin-on-side",
         action="store_true",
-        help="ag_gemm's cuBLAS path with its begin kernel on a side stream (ops.ag_gemm.op.CUBLAS_BEGIN_ON_SIDE)",
+        help="ag_gemm's cuBLAS path with its begin kernel on a side stream (ops.ag_gemm.op.CUBLAS_BEGIN_ON_SIDE; "
+        "the begin kernel runs only without double buffers: with --no-ag-double-buffer)",
     )
     parser.add_argument(
         "--ag-double-buffer",
-        action="store_true",
-        help="ag_gemm's cuBLAS path on double receive buffers, no begin barrier (ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ag_gemm's cuBLAS path on double receive buffers, no begin barrier (ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER; "
+        "the default)",
     )
     parser.add_argument(
         "--ag-flags",
@@ -566,8 +569,7 @@ def main() -> int:
     importlib.import_module("triton_dist.ops.ag_gemm.op").DOUBLE_BUFFER_FLAGS = args.ag_flags
     if args.ag_begin_on_side:
         importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_BEGIN_ON_SIDE = True
-    if args.ag_double_buffer:
-        importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_DOUBLE_BUFFER = True
+    importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_DOUBLE_BUFFER = args.ag_double_buffer
     setup_distributed("24G")
     dtype = getattr(torch, args.dtype)
     world = rt.current_world()
