@@ -358,6 +358,36 @@ def _ll_row_sum(
 
 
 @triton.jit
+def _ll_row_sum_awaited(
+    words,
+    offs,
+    mask,
+    mine,
+    packed,
+    epoch,
+    me,
+    ranks,
+    STRIDE: tl.constexpr,
+    DTYPE: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    PASSES: tl.constexpr,
+    WATCHED: tl.constexpr,
+    EMULATED: tl.constexpr,
+):
+    """``_ll_row_sum``'s sums with every word in: under the watchdog (``WATCHED``) the polls are bounded, and a row
+    whose bounded polls missed a word is summed again with every word awaited (one reduction per row decides)."""
+    acc_low, acc_high, missing = _ll_row_sum(
+        words, offs, mask, mine, packed, epoch, me, ranks, STRIDE, DTYPE, PER_WORD, PASSES, False, EMULATED
+    )
+    if WATCHED:
+        if tl.max(missing, axis=0) > 0:
+            acc_low, acc_high, missing = _ll_row_sum(
+                words, offs, mask, mine, packed, epoch, me, ranks, STRIDE, DTYPE, PER_WORD, PASSES, True, EMULATED
+            )
+    return acc_low, acc_high
+
+
+@triton.jit
 def _ll_payload_where(x_ptr, words, n, keep, PER_WORD: tl.constexpr):
     """``_ll_payload`` of the lanes where ``keep`` (the others read as 0): a program's slice of a row."""
     if PER_WORD == 2:
@@ -531,7 +561,7 @@ def _ar_rmsnorm_ll_kernel(
                 weight = _ll_payload_where(weight_ptr, offs, hidden, keep, PER_WORD)
             packed = _ll_pack(mine, epoch)
             row_words = words + r * BLOCK_W
-            acc_low, acc_high, missing = _ll_row_sum(
+            acc_low, acc_high = _ll_row_sum_awaited(
                 row_words,
                 offs,
                 mask,
@@ -544,27 +574,9 @@ def _ar_rmsnorm_ll_kernel(
                 DTYPE,
                 PER_WORD,
                 PASSES,
-                False,
+                WATCHED,
                 EMULATED,
             )
-            if WATCHED:
-                if tl.max(missing, axis=0) > 0:  # one reduction per row; the sum again, every word awaited
-                    acc_low, acc_high, missing = _ll_row_sum(
-                        row_words,
-                        offs,
-                        mask,
-                        mine,
-                        packed,
-                        epoch,
-                        me,
-                        ranks,
-                        RANK_WORDS,
-                        DTYPE,
-                        PER_WORD,
-                        PASSES,
-                        True,
-                        EMULATED,
-                    )
             _ll_norm_row(
                 acc_low,
                 acc_high,
@@ -705,7 +717,7 @@ def _ar_rmsnorm_ll_reader_kernel(
                 residual = _ll_payload_wide(residual_ptr + row * hidden, offs, hidden, PER_WORD, WIDE)
                 packed = _ll_pack(mine, epoch)
                 row_words = words + r * BLOCK_W
-                acc_low, acc_high, missing = _ll_row_sum(
+                acc_low, acc_high = _ll_row_sum_awaited(
                     row_words,
                     offs,
                     mask,
@@ -718,27 +730,9 @@ def _ar_rmsnorm_ll_reader_kernel(
                     DTYPE,
                     PER_WORD,
                     PASSES,
-                    False,
+                    WATCHED,
                     EMULATED,
                 )
-                if WATCHED:
-                    if tl.max(missing, axis=0) > 0:  # one reduction per row; the sum again, every word awaited
-                        acc_low, acc_high, missing = _ll_row_sum(
-                            row_words,
-                            offs,
-                            mask,
-                            mine,
-                            packed,
-                            epoch,
-                            me,
-                            ranks,
-                            RANK_WORDS,
-                            DTYPE,
-                            PER_WORD,
-                            PASSES,
-                            True,
-                            EMULATED,
-                        )
                 _ll_norm_whole_row(
                     acc_low,
                     acc_high,
@@ -846,7 +840,7 @@ def _ar_rmsnorm_ll_atomic_kernel(
             residual = _ll_payload_wide(residual_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
             packed = _ll_pack(mine, epoch)
             row_words = words + r * BLOCK_W
-            acc_low, acc_high, missing = _ll_row_sum(
+            acc_low, acc_high = _ll_row_sum_awaited(
                 row_words,
                 sliced,
                 in_slice,
@@ -859,27 +853,9 @@ def _ar_rmsnorm_ll_atomic_kernel(
                 DTYPE,
                 PER_WORD,
                 PASSES,
-                False,
+                WATCHED,
                 EMULATED,
             )
-            if WATCHED:
-                if tl.max(missing, axis=0) > 0:  # one reduction per row; the sum again, every word awaited
-                    acc_low, acc_high, missing = _ll_row_sum(
-                        row_words,
-                        sliced,
-                        in_slice,
-                        mine,
-                        packed,
-                        epoch,
-                        me,
-                        ranks,
-                        RANK_WORDS,
-                        DTYPE,
-                        PER_WORD,
-                        PASSES,
-                        True,
-                        EMULATED,
-                    )
             res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
             new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)  # 0 past the hidden size
             h_low = new_low.to(tl.float32)
