@@ -493,6 +493,52 @@ def _ll_norm_row(
             tl.store(scale_ptr + row, scale)
 
 
+@triton.jit
+def _ll_call_epoch(epoch_ptr, EMULATED: tl.constexpr):
+    """A program's epoch of this call: its slot's counter moved on, after the fence that releases the previous
+    call's reads of its group and acquires what it observed (the interpreter runs no PTX: its memory is coherent
+    and its 8-byte accesses whole)."""
+    if EMULATED:
+        epoch = _ll_next_epoch(tl.load(epoch_ptr))
+    else:
+        epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epoch_ptr)))
+    return epoch
+
+
+@triton.jit
+def _ll_push_slice(
+    x_ptr,
+    words,
+    sliced,
+    first,
+    rows,
+    hidden,
+    epoch,
+    me,
+    ranks,
+    RANK_WORDS: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+    ROUND_ROWS: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    WIDE: tl.constexpr,
+    EMULATED: tl.constexpr,
+):
+    """Push my slice (``sliced`` words) of each of the group's rows, from row ``first`` on, as LL words of
+    ``epoch`` into row block ``me`` of every peer's buffer at ``words`` (rows past the last: no word)."""
+    for r in range(0, ROUND_ROWS):
+        row = first + r
+        n = tl.where(row < rows, hidden, 0)  # the row's elements
+        mask = sliced * PER_WORD < n
+        packed = _ll_pack(_ll_payload_wide(x_ptr + row * hidden, sliced, n, PER_WORD, WIDE), epoch)
+        for peer in range(0, ranks):
+            if peer != me:
+                remote = dl.symm_at(words + me * RANK_WORDS + r * BLOCK_W + sliced, peer)
+                if EMULATED:
+                    tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
+                else:
+                    _ll_store(remote, packed, mask)
+
+
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
 def _ar_rmsnorm_ll_kernel(
     x_ptr,
@@ -522,10 +568,7 @@ def _ar_rmsnorm_ll_kernel(
     me = dl.rank()
     ranks = dl.num_ranks()
     DTYPE: tl.constexpr = x_ptr.dtype.element_ty
-    if EMULATED:  # the interpreter runs no PTX; its memory is coherent and its 8-byte accesses whole
-        epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
-    else:  # the fence: release for the previous call's reads of this group, acquire for its observations
-        epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
+    epoch = _ll_call_epoch(epochs_ptr + slot, EMULATED)
     SLICE_W: tl.constexpr = BLOCK_W // SLICES  # my slice's words of a row
     # [2 parities][ranks][RANK_WORDS], whatever the call's rows (module docstring: the layout is fixed).
     words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS
@@ -533,19 +576,23 @@ def _ar_rmsnorm_ll_kernel(
     keep = offs // SLICE_W == part  # my slice's lanes of the row
     sliced = part * SLICE_W + tl.arange(0, SLICE_W)
     first = group * ROUND_ROWS
-    # Push: my slice of each row's words into row block `me` of every peer's buffer (rows past the last: no word).
-    for r in range(0, ROUND_ROWS):
-        row = first + r
-        n = tl.where(row < rows, hidden, 0)  # the row's elements
-        mask = sliced * PER_WORD < n
-        packed = _ll_pack(_ll_payload(x_ptr + row * hidden, sliced, n, PER_WORD), epoch)
-        for peer in range(0, ranks):
-            if peer != me:
-                remote = dl.symm_at(words + me * RANK_WORDS + r * BLOCK_W + sliced, peer)
-                if EMULATED:
-                    tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
-                else:
-                    _ll_store(remote, packed, mask)
+    _ll_push_slice(
+        x_ptr,
+        words,
+        sliced,
+        first,
+        rows,
+        hidden,
+        epoch,
+        me,
+        ranks,
+        RANK_WORDS,
+        BLOCK_W,
+        ROUND_ROWS,
+        PER_WORD,
+        False,
+        EMULATED,
+    )
     # Receive every slice of the row, sum, add the residual, norm the whole row; store my slice: row by row.
     PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
     for r in range(0, ROUND_ROWS):
@@ -683,27 +730,28 @@ def _ar_rmsnorm_ll_reader_kernel(
     me = dl.rank()
     ranks = dl.num_ranks()
     DTYPE: tl.constexpr = x_ptr.dtype.element_ty
-    if EMULATED:  # the interpreter runs no PTX; its memory is coherent and its 8-byte accesses whole
-        epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
-    else:  # the fence: release for the previous call's reads of this group, acquire for its observations
-        epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
+    epoch = _ll_call_epoch(epochs_ptr + slot, EMULATED)
     SLICE_W: tl.constexpr = BLOCK_W // SLICES
     words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS  # [2 parities][ranks][RANK_WORDS]
     sliced = part * SLICE_W + tl.arange(0, SLICE_W)
     first = group * ROUND_ROWS
-    # Push: my slice of each row's words into row block `me` of every peer's buffer (rows past the last: no word).
-    for r in range(0, ROUND_ROWS):
-        row = first + r
-        n = tl.where(row < rows, hidden, 0)
-        mask = sliced * PER_WORD < n
-        packed = _ll_pack(_ll_payload_wide(x_ptr + row * hidden, sliced, n, PER_WORD, WIDE), epoch)
-        for peer in range(0, ranks):
-            if peer != me:
-                remote = dl.symm_at(words + me * RANK_WORDS + r * BLOCK_W + sliced, peer)
-                if EMULATED:
-                    tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
-                else:
-                    _ll_store(remote, packed, mask)
+    _ll_push_slice(
+        x_ptr,
+        words,
+        sliced,
+        first,
+        rows,
+        hidden,
+        epoch,
+        me,
+        ranks,
+        RANK_WORDS,
+        BLOCK_W,
+        ROUND_ROWS,
+        PER_WORD,
+        WIDE,
+        EMULATED,
+    )
     if part == 0:  # the group's reader: every word of its rows, from every peer's programs of every slice
         PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
         offs = tl.arange(0, BLOCK_W)
@@ -807,27 +855,28 @@ def _ar_rmsnorm_ll_atomic_kernel(
     me = dl.rank()
     ranks = dl.num_ranks()
     DTYPE: tl.constexpr = x_ptr.dtype.element_ty
-    if EMULATED:  # the interpreter runs no PTX; its memory is coherent and its 8-byte accesses whole
-        epoch = _ll_next_epoch(tl.load(epochs_ptr + slot))
-    else:  # the fence: release for the previous call's reads of this group, acquire for its observations
-        epoch = _ll_next_epoch(_ll_fence_acq_rel_sys(tl.load(epochs_ptr + slot)))
+    epoch = _ll_call_epoch(epochs_ptr + slot, EMULATED)
     SLICE_W: tl.constexpr = BLOCK_W // SLICES
     words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS  # [2 parities][ranks][RANK_WORDS]
     sliced = part * SLICE_W + tl.arange(0, SLICE_W)
     first = group * ROUND_ROWS
-    # Push: my slice of each row's words into row block `me` of every peer's buffer (rows past the last: no word).
-    for r in range(0, ROUND_ROWS):
-        row = first + r
-        n = tl.where(row < rows, hidden, 0)
-        mask = sliced * PER_WORD < n
-        packed = _ll_pack(_ll_payload_wide(x_ptr + row * hidden, sliced, n, PER_WORD, WIDE), epoch)
-        for peer in range(0, ranks):
-            if peer != me:
-                remote = dl.symm_at(words + me * RANK_WORDS + r * BLOCK_W + sliced, peer)
-                if EMULATED:
-                    tl.store(remote, packed.to(tl.int64, bitcast=True), mask=mask)
-                else:
-                    _ll_store(remote, packed, mask)
+    _ll_push_slice(
+        x_ptr,
+        words,
+        sliced,
+        first,
+        rows,
+        hidden,
+        epoch,
+        me,
+        ranks,
+        RANK_WORDS,
+        BLOCK_W,
+        ROUND_ROWS,
+        PER_WORD,
+        WIDE,
+        EMULATED,
+    )
     # Receive my slice of each row from every peer (the words the peers' programs of my slice pushed), sum in rank
     # order, add the residual, round: my slice of the new residual, and its partial sum of squares into my slot.
     PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
