@@ -459,34 +459,11 @@ def test_the_ll_kernel_compiles_with_the_ll_words(
     load) unless the watchdog's late receive waits, no local memory in a loop, the norm and (``fp8``) the e4m3
     conversion."""
     from asm_loops import loop_components, ptx_blocks
-    from dl_compile import assembly, compile_kernel, need_real_library
 
-    from triton_dist.ops.all_reduce.config import ll_elements_per_word
-    from triton_dist.ops.ar_rmsnorm import config as cfg
     from triton_dist.ops.ar_rmsnorm import kernels
 
-    need_real_library("sm_90")
-    itemsize = 4 if dtype == "fp32" else 2
-    pointer = f"*{dtype}"
-    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
-    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
-    signature |= {"eps": "fp32", "data_ptr": "*i64", "epochs_ptr": "*i32", "rows": "i32", "hidden": "i32"}
-    words = cfg.ll_row_words(hidden, itemsize)
-    constexprs = {
-        "REGION": cfg.ll_group_words(hidden, itemsize, 2),
-        "RANK_WORDS": cfg.ll_group_words(hidden, itemsize, 2) // 4,
-        "BLOCK_W": words,
-        "ROUND_ROWS": rows,
-        "SLICES": slices,
-        "PER_WORD": ll_elements_per_word(itemsize),
-        "FP8": fp8,
-        "WATCHED": watched,
-        "EMULATED": False,
-    }
-    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
-    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr")
-    compiled = compile_kernel(kernels._ar_rmsnorm_ll_kernel, signature, "sm_90", constexprs, aligned, num_warps)
-    asm = assembly(compiled, "sm_90")
+    kernel = kernels._ar_rmsnorm_ll_kernel
+    asm, words, num_warps = _ll_kernel_ptx(kernel, dtype, hidden, rows, slices, fp8, watched)
     lines = asm.splitlines()
     stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
     loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
@@ -529,35 +506,11 @@ def test_the_ll_reader_kernel_compiles_to_one_poll_per_word(
     16-bit accesses.
     ``watched`` (the wait watchdog): bounded polls, then the late receive's waits."""
     from asm_loops import loop_components, ptx_blocks
-    from dl_compile import assembly, compile_kernel, need_real_library
 
-    from triton_dist.ops.all_reduce.config import ll_elements_per_word
-    from triton_dist.ops.ar_rmsnorm import config as cfg
     from triton_dist.ops.ar_rmsnorm import kernels
 
-    need_real_library("sm_90")
-    itemsize = 4 if dtype == "fp32" else 2
-    pointer = f"*{dtype}"
-    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
-    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
-    signature |= {"eps": "fp32", "data_ptr": "*i64", "epochs_ptr": "*i32", "rows": "i32", "hidden": "i32"}
-    words = cfg.ll_row_words(hidden, itemsize)
-    constexprs = {
-        "REGION": cfg.ll_group_words(hidden, itemsize, 2),
-        "RANK_WORDS": cfg.ll_group_words(hidden, itemsize, 2) // 4,
-        "BLOCK_W": words,
-        "ROUND_ROWS": rows,
-        "SLICES": slices,
-        "PER_WORD": ll_elements_per_word(itemsize),
-        "FP8": fp8,
-        "WIDE": wide,
-        "WATCHED": watched,
-        "EMULATED": False,
-    }
-    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
-    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr", "hidden")
-    compiled = compile_kernel(kernels._ar_rmsnorm_ll_reader_kernel, signature, "sm_90", constexprs, aligned, num_warps)
-    asm = assembly(compiled, "sm_90")
+    kernel = kernels._ar_rmsnorm_ll_reader_kernel
+    asm, words, num_warps = _ll_kernel_ptx(kernel, dtype, hidden, rows, slices, fp8, watched, wide)
     lines = asm.splitlines()
     stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
     loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
@@ -581,7 +534,7 @@ def test_the_ll_reader_kernel_compiles_to_one_poll_per_word(
         assert not sixteen, "WIDE: 4-byte payload loads and packed stores, no 16-bit access"
         vectors = ("ld.global.v4.b32" in asm, "st.global.v4.b32" in asm)
         assert vectors == (True, True), "WIDE: 16-byte loads and stores (masked by whole words)"
-    elif itemsize == 2:
+    elif dtype != "fp32":
         assert sixteen, "16-bit accesses expected without WIDE"
     if fp8:
         assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
@@ -601,36 +554,11 @@ def test_the_ll_atomic_kernel_polls_only_its_slice(
     thread's stores of the new residual and the partial precede it), the last arriver's reloads of the other
     slices through L2 (``ld.global.cg``) after it; no flag round, no weak 8-byte store, no local memory in a loop."""
     from asm_loops import loop_components, ptx_blocks
-    from dl_compile import assembly, compile_kernel, need_real_library
 
-    from triton_dist.ops.all_reduce.config import ll_elements_per_word
-    from triton_dist.ops.ar_rmsnorm import config as cfg
     from triton_dist.ops.ar_rmsnorm import kernels
 
-    need_real_library("sm_90")
-    itemsize = 4 if dtype == "fp32" else 2
-    pointer = f"*{dtype}"
-    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
-    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
-    signature |= {"eps": "fp32", "data_ptr": "*i64", "flags_ptr": "*i32", "epochs_ptr": "*i32"}
-    signature |= {"rows": "i32", "hidden": "i32", "flags_stride": "i32"}
-    words = cfg.ll_row_words(hidden, itemsize)
-    constexprs = {
-        "REGION": cfg.ll_group_words(hidden, itemsize, 2),
-        "RANK_WORDS": cfg.ll_group_words(hidden, itemsize, 2) // 4,
-        "BLOCK_W": words,
-        "ROUND_ROWS": rows,
-        "SLICES": slices,
-        "PER_WORD": ll_elements_per_word(itemsize),
-        "FP8": fp8,
-        "WIDE": wide,
-        "WATCHED": watched,
-        "EMULATED": False,
-    }
-    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
-    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr", "hidden")
-    compiled = compile_kernel(kernels._ar_rmsnorm_ll_atomic_kernel, signature, "sm_90", constexprs, aligned, num_warps)
-    asm = assembly(compiled, "sm_90")
+    kernel, extra = kernels._ar_rmsnorm_ll_atomic_kernel, {"flags_ptr": "*i32", "flags_stride": "i32"}
+    asm, words, num_warps = _ll_kernel_ptx(kernel, dtype, hidden, rows, slices, fp8, watched, wide, extra)
     lines = asm.splitlines()
     stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
     loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
@@ -873,3 +801,49 @@ def test_the_fp8_custom_op_traces_with_fake_tensors() -> None:
     graph = make_fx(layer, tracing_mode="fake")(*args)
     calls = [node.target for node in graph.graph.nodes if node.op == "call_function"]
     assert torch.ops.triton_dist.all_reduce_residual_rmsnorm_fp8.default in calls
+
+
+def _ll_kernel_ptx(
+    kernel: Any,
+    dtype: str,
+    hidden: int,
+    rows: int,
+    slices: int,
+    fp8: bool,
+    watched: bool,
+    wide: bool | None = None,
+    extra: dict[str, str] | None = None,
+) -> tuple[str, int, int]:
+    """An LL AR + RMSNorm kernel compiled for sm_90 as the op launches it: its PTX, a row's words and the program's
+    warps. ``wide``: the kernel's ``WIDE`` (None: a kernel without it); those kernels also take ``hidden`` as a
+    multiple of 16, as the op's wide payloads need. ``extra``: parameters beyond the split kernel's."""
+    from dl_compile import assembly, compile_kernel, need_real_library
+
+    from triton_dist.ops.all_reduce.config import ll_elements_per_word
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+
+    need_real_library("sm_90")
+    itemsize = 4 if dtype == "fp32" else 2
+    pointer = f"*{dtype}"
+    signature = {name: pointer for name in ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr")}
+    signature |= {"normed_ptr": "*fp8e4nv" if fp8 else pointer, "scale_ptr": "*fp32" if fp8 else pointer}
+    signature |= {"eps": "fp32", "data_ptr": "*i64", "epochs_ptr": "*i32", "rows": "i32", "hidden": "i32"}
+    signature |= extra or {}
+    words = cfg.ll_row_words(hidden, itemsize)
+    constexprs = {
+        "REGION": cfg.ll_group_words(hidden, itemsize, 2),
+        "RANK_WORDS": cfg.ll_group_words(hidden, itemsize, 2) // 4,
+        "BLOCK_W": words,
+        "ROUND_ROWS": rows,
+        "SLICES": slices,
+        "PER_WORD": ll_elements_per_word(itemsize),
+        "FP8": fp8,
+        **({} if wide is None else {"WIDE": wide}),
+        "WATCHED": watched,
+        "EMULATED": False,
+    }
+    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
+    aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr")
+    aligned += () if wide is None else ("hidden",)
+    compiled = compile_kernel(kernel, signature, "sm_90", constexprs, aligned, num_warps)
+    return assembly(compiled, "sm_90"), words, num_warps
