@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -445,10 +446,6 @@ def check_ll(checks: Checks, world: rt.World) -> None:
     check_graph(checks, world, shapes, ll)
 
 
-LL_READER = ArRmsNormConfig("one_shot_ll", 256, 4, ll_single_reader=True)
-"""The LL one-shot with one reader per row (``ll_single_reader``; forced, never the default)."""
-
-
 def misaligned_case(checks: Checks, world: rt.World, tag: int, m: int, hidden: int, config: ArRmsNormConfig) -> None:
     """bf16 inputs and outputs 2 bytes past a 16-byte boundary (views into a buffer one element longer): the
     single reader's packed 4-byte pairs must not be used (they would be misaligned); right against torch."""
@@ -479,37 +476,9 @@ def check_ll_reader(checks: Checks, world: rt.World) -> None:
     hidden with aligned tensors takes the packed pairs), fewer programs than rows (several rows per reader), 16
     warps (8 slices), tensors 2 bytes off alignment (no packed pairs), the e4m3 output (a row of zeros), and three
     chained calls in a CUDA graph replayed with fresh inputs. NVIDIA only (ROCm: ``check_ll`` checks the refusal)."""
-    if not ll_supported():
-        return
-    tag = 40_000
-    for dtype in DTYPES:
-        for hidden in HIDDENS:
-            for m in LL_ROWS:
-                tag += 10
-                eager_case(checks, world, tag, m, hidden, dtype, LL_READER)
-    for m, hidden, config in (
-        (64, 1000, ArRmsNormConfig("one_shot_ll", 8, 4, ll_single_reader=True)),
-        (31, 4096, ArRmsNormConfig("one_shot_ll", 16, 8, ll_single_reader=True)),
-        (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, ll_single_reader=True)),
-        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, ll_single_reader=True)),
-        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=16, ll_single_reader=True)),
-    ):
-        tag += 10
-        eager_case(checks, world, tag, m, hidden, torch.bfloat16, config)
-    for m, hidden in ((1, 8192), (5, 1000)):
-        tag += 10
-        misaligned_case(checks, world, tag, m, hidden, LL_READER)
-    for m in (1, 7, 64):
-        tag += 10
-        fp8_case(checks, world, tag, (m, 8192), torch.bfloat16, LL_READER)
-    fp8_case(checks, world, tag + 10, (5, 5120), torch.float32, LL_READER)
-    shapes = ((1, 8192, torch.bfloat16), (16, 5120, torch.float32), (64, 8192, torch.bfloat16))
-    check_graph(checks, world, shapes, LL_READER)
-
-
-LL_ATOMIC = ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="atomic")
-"""The LL one-shot whose slices poll only their own words and the last to arrive norms the row
-(``ll_reduce="atomic"``; forced, never the default)."""
+    if ll_supported():
+        more = (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, ll_single_reader=True))
+        _ll_option_cases(checks, world, 40_000, {"ll_single_reader": True}, more)
 
 
 def check_ll_atomic(checks: Checks, world: rt.World) -> None:
@@ -520,32 +489,42 @@ def check_ll_atomic(checks: Checks, world: rt.World) -> None:
     alignment (no packed pairs), the e4m3 output (a row of zeros; the last arriver writes the scale), and three
     chained calls in a CUDA graph replayed with fresh inputs (the arrival counters and partials reused without a
     host reset). NVIDIA only (ROCm: ``check_ll`` checks the refusal)."""
-    if not ll_supported():
-        return
-    tag = 60_000
+    if ll_supported():
+        more = (3, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=1, ll_reduce="atomic"))
+        _ll_option_cases(checks, world, 60_000, {"ll_reduce": "atomic"}, more)
+
+
+def _ll_option_cases(
+    checks: Checks, world: rt.World, tag: int, option: dict[str, Any], more: tuple[int, int, ArRmsNormConfig]
+) -> None:
+    """An LL one-shot option (``option``: its ``ArRmsNormConfig`` fields; forced, never the default) against torch:
+    M 1 to 64 at every hidden size and dtype, fewer programs than rows, 16 warps (8 slices), 16 slices at M = 16,
+    ``more`` (M, hidden and the configuration of one more case), tensors 2 bytes off alignment, the e4m3 output,
+    and three chained calls in a CUDA graph replayed with fresh inputs."""
+    default = ArRmsNormConfig("one_shot_ll", 256, 4, **option)
     for dtype in DTYPES:
         for hidden in HIDDENS:
             for m in LL_ROWS:
                 tag += 10
-                eager_case(checks, world, tag, m, hidden, dtype, LL_ATOMIC)
+                eager_case(checks, world, tag, m, hidden, dtype, default)
     for m, hidden, config in (
-        (64, 1000, ArRmsNormConfig("one_shot_ll", 8, 4, ll_reduce="atomic")),
-        (31, 4096, ArRmsNormConfig("one_shot_ll", 16, 8, ll_reduce="atomic")),
-        (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, ll_reduce="atomic")),
-        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=16, ll_reduce="atomic")),
-        (3, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=1, ll_reduce="atomic")),
+        (64, 1000, ArRmsNormConfig("one_shot_ll", 8, 4, **option)),
+        (31, 4096, ArRmsNormConfig("one_shot_ll", 16, 8, **option)),
+        (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 16, **option)),
+        (16, 8192, ArRmsNormConfig("one_shot_ll", 256, 4, ll_slices=16, **option)),
+        more,
     ):
         tag += 10
         eager_case(checks, world, tag, m, hidden, torch.bfloat16, config)
     for m, hidden in ((1, 8192), (5, 1000)):
         tag += 10
-        misaligned_case(checks, world, tag, m, hidden, LL_ATOMIC)
+        misaligned_case(checks, world, tag, m, hidden, default)
     for m in (1, 7, 64):
         tag += 10
-        fp8_case(checks, world, tag, (m, 8192), torch.bfloat16, LL_ATOMIC)
-    fp8_case(checks, world, tag + 10, (5, 5120), torch.float32, LL_ATOMIC)
+        fp8_case(checks, world, tag, (m, 8192), torch.bfloat16, default)
+    fp8_case(checks, world, tag + 10, (5, 5120), torch.float32, default)
     shapes = ((1, 8192, torch.bfloat16), (16, 5120, torch.float32), (64, 8192, torch.bfloat16))
-    check_graph(checks, world, shapes, LL_ATOMIC)
+    check_graph(checks, world, shapes, default)
 
 
 GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
