@@ -443,6 +443,14 @@ def _ll_norm_values(
         h_high = h_low
         squares = tl.sum(h_low * h_low, axis=0)
     rstd = tl.rsqrt(squares / hidden + eps)
+    out_low, out_high, scale = _ll_scaled(h_low, h_high, rstd, w_low, w_high, OUT, FP8)
+    return new_low, new_high, out_low, out_high, scale
+
+
+@triton.jit
+def _ll_scaled(h_low, h_high, rstd, w_low, w_high, OUT: tl.constexpr, FP8: tl.constexpr):
+    """The normed row's two element lanes in ``OUT`` (e4m3 with ``FP8``, by the row's scale) and that scale (0.0
+    without ``FP8``), from the new residual's lanes in fp32, the row's ``rstd`` and the weight's lanes."""
     y_low = h_low * rstd * w_low.to(tl.float32)
     y_high = h_high * rstd * w_high.to(tl.float32)
     if FP8:
@@ -453,7 +461,7 @@ def _ll_norm_values(
         scale = 0.0
         out_low = y_low.to(OUT)
         out_high = y_high.to(OUT)
-    return new_low, new_high, out_low, out_high, scale
+    return out_low, out_high, scale
 
 
 @triton.jit
@@ -693,11 +701,30 @@ def _ll_norm_whole_row(
         acc_low, acc_high, residual, weight, eps, hidden, DTYPE, normed_ptr.dtype.element_ty, PER_WORD, FP8
     )
     _ll_store_pairs(new_residual_ptr + base, words, hidden, new_low, new_high, PER_WORD, WIDE)
+    _ll_store_normed(normed_ptr, scale_ptr, row, words, hidden, y_low, y_high, scale, PER_WORD, FP8, WIDE)
+
+
+@triton.jit
+def _ll_store_normed(
+    normed_ptr,
+    scale_ptr,
+    row,
+    words,
+    hidden,
+    out_low,
+    out_high,
+    scale,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+    WIDE: tl.constexpr,
+):
+    """Store a whole normed row (``WIDE``: as packed pairs; the e4m3 output element by element) and its fp8 scale."""
+    base = row * hidden
     if FP8:
-        _ll_store_elements(normed_ptr + base, words, hidden, y_low, y_high, PER_WORD)
+        _ll_store_elements(normed_ptr + base, words, hidden, out_low, out_high, PER_WORD)
         tl.store(scale_ptr + row, scale)
     else:
-        _ll_store_pairs(normed_ptr + base, words, hidden, y_low, y_high, PER_WORD, WIDE)
+        _ll_store_pairs(normed_ptr + base, words, hidden, out_low, out_high, PER_WORD, WIDE)
 
 
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
@@ -936,20 +963,6 @@ def _ar_rmsnorm_ll_atomic_kernel(
                 rstd = tl.rsqrt(total / hidden + eps)
                 new = _ll_payload_fresh(new_residual_ptr + row * hidden, offs, hidden, PER_WORD, WIDE)
                 new_low, new_high = _ll_elements(new, DTYPE, PER_WORD)
-                y_low = new_low.to(tl.float32) * rstd * w_low.to(tl.float32)
-                y_high = new_high.to(tl.float32) * rstd * w_high.to(tl.float32)
-                if FP8:
-                    largest = tl.max(tl.maximum(tl.abs(y_low), tl.abs(y_high)), axis=0)
-                    scale = tl.maximum(largest / FP8_MAX, FP8_MIN_SCALE)
-                    out_low = _round_to_e4m3(tl.clamp(y_low / scale, -FP8_MAX, FP8_MAX))
-                    out_high = _round_to_e4m3(tl.clamp(y_high / scale, -FP8_MAX, FP8_MAX))
-                    out_ty = normed_ptr.dtype.element_ty
-                    _ll_store_elements(
-                        normed_ptr + row * hidden, offs, hidden, out_low.to(out_ty), out_high.to(out_ty), PER_WORD
-                    )
-                    tl.store(scale_ptr + row, scale)
-                else:
-                    out_ty = normed_ptr.dtype.element_ty
-                    _ll_store_pairs(
-                        normed_ptr + row * hidden, offs, hidden, y_low.to(out_ty), y_high.to(out_ty), PER_WORD, WIDE
-                    )
+                h_low, h_high = new_low.to(tl.float32), new_high.to(tl.float32)
+                out = _ll_scaled(h_low, h_high, rstd, w_low, w_high, normed_ptr.dtype.element_ty, FP8)
+                _ll_store_normed(normed_ptr, scale_ptr, row, offs, hidden, *out, PER_WORD, FP8, WIDE)
