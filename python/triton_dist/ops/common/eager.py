@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import _get_current_dispatch_mode
+from torch._C import _len_torch_dispatch_stack
 
 
 def plain_eager(*tensors: Any) -> bool:
@@ -17,8 +17,8 @@ def plain_eager(*tensors: Any) -> bool:
     ops and eager models cannot afford; the op and its implementation are the same function, so skipping it changes
     nothing else.
     """
-    return (
-        all(type(t) is torch.Tensor or not isinstance(t, torch.Tensor) for t in tensors)
-        and not torch.compiler.is_compiling()
-        and _get_current_dispatch_mode() is None
-    )
+    for tensor in tensors:  # a loop: all() over a generator took twice as long, on every eager call
+        if type(tensor) is not torch.Tensor and isinstance(tensor, torch.Tensor):
+            return False
+    # No dispatch mode on the stack (what ``_get_current_dispatch_mode() is None`` tests, one call cheaper).
+    return not torch.compiler.is_compiling() and _len_torch_dispatch_stack() == 0
