@@ -64,7 +64,16 @@ def test_testing_exports_the_timing_helpers():
     from triton_dist import testing
     from triton_dist.testing import timing
 
-    for name in ("time_ms", "eager_us", "graphed_us", "host_us", "idle_ms_samples", "bench", "bench_samples"):
+    for name in (
+        "time_ms",
+        "eager_us",
+        "graphed_us",
+        "host_us",
+        "idle_ms_samples",
+        "idle_ms_interleaved",
+        "bench",
+        "bench_samples",
+    ):
         assert name in testing.__all__, name
         assert getattr(testing, name) is getattr(timing, name), name
 

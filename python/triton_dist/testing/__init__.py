@@ -21,7 +21,8 @@ testing.teardown()
   optionally CUDA-graph replays) and ``bench_samples``; what the benchmarks report per call: ``time_ms`` (median
   ms, max over ranks), ``eager_us`` (µs of one call from an idle GPU, launch included), ``graphed_us`` (µs per
   call under CUDA-graph replay: device time only), ``host_us`` (host µs to enqueue a call while the GPU is busy)
-  and ``idle_ms_samples`` (ms per call from an idle GPU, every sample).
+  and ``idle_ms_samples`` (ms per call from an idle GPU, every sample; ``idle_ms_interleaved`` for several
+  functions compared, in turns).
 - ``correctness``: ``poison_``, ``tolerances``, ``assert_close`` against a torch reference,
   ``allclose_across_ranks``.
 - ``reporting``: markdown tables and PNG charts (matplotlib, imported on first use) for bench/results/.
@@ -56,6 +57,7 @@ from triton_dist.testing.timing import (
     eager_us,
     graphed_us,
     host_us,
+    idle_ms_interleaved,
     idle_ms_samples,
     time_ms,
 )
@@ -75,6 +77,7 @@ __all__ = [
     "finish",
     "graphed_us",
     "host_us",
+    "idle_ms_interleaved",
     "idle_ms_samples",
     "main_guard",
     "markdown_table",

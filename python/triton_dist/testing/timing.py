@@ -15,7 +15,7 @@ also starts with a GPU spin before the barrier, during which the host enqueues t
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -213,6 +213,19 @@ def host_us(fn: Callable[[], object], *, calls: int = MIN_TIMED_RUNS, warmup: in
     return max_over_ranks(statistics.median(samples))
 
 
+def _idle_sample(fn: Callable[[], object]) -> float:
+    """Milliseconds from an idle GPU to the end of one call of ``fn`` (``idle_ms_samples`` says how)."""
+    rt.synchronize()
+    if dist.is_initialized():
+        dist.barrier()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end)
+
+
 def idle_ms_samples(
     fn: Callable[[], object],
     *,
@@ -231,13 +244,26 @@ def idle_ms_samples(
     for _ in range(rep):
         if prepare is not None:
             prepare()
-        rt.synchronize()
-        if dist.is_initialized():
-            dist.barrier()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
+        samples.append(_idle_sample(fn))
+    return samples
+
+
+def idle_ms_interleaved(
+    fns: Sequence[Callable[[], object]], *, rep: int = MIN_TIMED_RUNS, warmup: int = 3
+) -> list[list[float]]:
+    """``idle_ms_samples`` of several functions taken in turns, one sample of each per round, the round's first
+    function rotating: per function its ``rep`` samples, in the order of ``fns``.
+
+    What to compare from idle should be sampled this way. Timed in blocks (every sample of one, then every sample of
+    the next), the same call's from-idle median moved by 12% between blocks a few seconds apart on 2 x H200 (the
+    host's speed after idle drifts: docs/results/2026-11-27-session24.md), more than the difference being measured.
+    """
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    samples: list[list[float]] = [[] for _ in fns]
+    for round_ in range(rep):
+        for turn in range(len(fns)):
+            which = (round_ + turn) % len(fns)
+            samples[which].append(_idle_sample(fns[which]))
     return samples
