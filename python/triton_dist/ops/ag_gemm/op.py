@@ -67,6 +67,7 @@ from triton_dist.ops.common.launch import (
     current_device_index,
     current_raw_stream,
 )
+from triton_dist.ops.common.outputs import check_out
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
 from triton_dist.ops.matmul import MatmulConfig, check_operands, config_for_target, num_sms
 from triton_dist.ops.tuning import OverlapConfig
@@ -326,18 +327,20 @@ class FusedPlan:
             DescriptorCache(self.a_block), DescriptorCache(self.b_block), DescriptorCache(self.c_block)
         )  # fmt: skip
 
-    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back)."""
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back). C is
+        ``out`` (checked by the caller: the plan's output shape, dtype and device, contiguous, 16-byte aligned), else
+        a new tensor."""
         call = self._call
         if call.emulated:  # the CPU emulation
-            return self._run_emulated(a, b)
+            return self._run_emulated(a, b, out)
         index = call.device_index
         if index is not None and index != current_device_index():  # the launchers launch in the current context
             with torch.cuda.device(index):
-                return self.run(a, b)
+                return self.run(a, b, out)
         ops = self.stream_ops
         assert ops is not None, "a GPU plan has its stream operations"
-        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device)
+        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device) if out is None else out
         main = current_raw_stream(call.device.index)
         side = call.side
         self.begin.launch_on(main)
@@ -364,10 +367,10 @@ class FusedPlan:
         ops.order("ag_gemm.join", side, main)
         return c
 
-    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         """The call under the CPU emulation, every step in order on the host: the begin kernel, the producer (the
-        push kernel, or host copies each followed by its flag write), then the GEMM."""
-        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+        push kernel, or host copies each followed by its flag write), then the GEMM into ``out`` (or a new C)."""
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
         ws = self.workspace
         self.begin.launch_on(0)
         if self.no_comm:
@@ -511,21 +514,22 @@ class CublasPlan:
         self._double_recv = () if self.double is None else tuple(self.double.recv.unbind())
         self._last_recv = self.workspace.recv
 
-    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back)."""
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back). C is
+        ``out`` (checked by the caller: the plan's output shape, dtype and device, contiguous), else a new tensor."""
         call = self._call
         if call.emulated:  # the CPU emulation
-            return self._run_emulated(a, b)
+            return self._run_emulated(a, b, out)
         index = call.device_index
         if index is not None and index != current_device_index():  # the launchers launch in the current context
             with torch.cuda.device(index):
-                return self.run(a, b)
+                return self.run(a, b, out)
         ops = self.stream_ops
         assert ops is not None, "a GPU plan has its stream operations"
         if self.double is not None and not torch.cuda.is_current_stream_capturing():
-            return self._run_double(a, b, ops, self.double)
+            return self._run_double(a, b, ops, self.double, out)
         self._last_recv = self.workspace.recv
-        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device)
+        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device) if out is None else out
         parts = c.chunk(self._world_size)  # rows = W * m_local: W parts of m_local rows (one dispatcher op)
         main = current_raw_stream(call.device.index)
         side = call.side
@@ -549,9 +553,12 @@ class CublasPlan:
         ops.order("ag_gemm.cublas.join", side, main)
         return c
 
-    def _run_double(self, a: torch.Tensor, b: torch.Tensor, ops: StreamOps, double: DoubleBuffer) -> torch.Tensor:
+    def _run_double(
+        self, a: torch.Tensor, b: torch.Tensor, ops: StreamOps, double: DoubleBuffer, out: torch.Tensor | None
+    ) -> torch.Tensor:
         """An eager call on the double buffers: no begin kernel; the side stream forks at once and copies into the
-        peers' buffer ``calls % 2``; the current stream runs the own GEMM, then per peer its wait and its GEMM.
+        peers' buffer ``calls % 2``; the current stream runs the own GEMM, then per peer its wait and its GEMM (C:
+        ``out``, else a new tensor).
 
         With the driver, the flags are stream memory operations carrying the host's count of calls (this call's
         ``calls + 1``, what the device epochs would hold): a write into each peer's flag after its copy, a wait on
@@ -560,7 +567,7 @@ class CublasPlan:
         call = self._call
         parity = double.calls & 1
         double.calls += 1
-        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device)
+        c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device) if out is None else out
         parts = c.chunk(self._world_size)
         main = current_raw_stream(call.device.index)
         side = call.side
@@ -595,10 +602,11 @@ class CublasPlan:
         self._last_recv = self._double_recv[parity]
         return c
 
-    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def _run_emulated(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         """The call under the CPU emulation, every step in order on the host: the begin kernel, the producer (host
         copies each followed by its flag write), the own GEMM, then each peer's wait kernel and GEMM (with double
-        buffers: the producer into buffer ``calls % 2`` and the send epoch's advance, then the GEMMs and waits)."""
+        buffers: the producer into buffer ``calls % 2`` and the send epoch's advance, then the GEMMs and waits); C
+        is ``out``, else a new tensor."""
         double = self.double
         if double is not None:
             parity = double.calls & 1
@@ -608,7 +616,7 @@ class CublasPlan:
                 copy.flag.copy_(double.send_epoch)
             assert self.advance is not None, "a double-buffered plan has its advance kernel"
             self.advance.launch_on(0)
-            c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+            c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
             parts = c.split(self.m_local)
             torch.mm(a, b, out=parts[self.rank])
             for segment, wait, received in self.double_waits:
@@ -617,7 +625,7 @@ class CublasPlan:
                 torch.mm(received[parity], b, out=parts[segment])
             self._last_recv = self._double_recv[parity]
             return c
-        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
         parts = c.split(self.m_local)
         ws = self.workspace
         self.begin.launch_on(0)
@@ -652,7 +660,11 @@ class UnfusedPlan:
     """all_gather(a), kept by the plan and reused by every call that does not return it (stream order makes that
     safe), so such a call allocates only its output."""
 
-    def run(self, a: torch.Tensor, b: torch.Tensor, keep_gathered: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    def run(
+        self, a: torch.Tensor, b: torch.Tensor, keep_gathered: bool = False, out: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(C, all_gather(a)): the all-gather into the kept buffer (a new one with ``keep_gathered``), then
+        ``torch.matmul`` into ``out`` (checked by the caller), else into a new C."""
         if keep_gathered:
             gathered = torch.empty((self.rows, self.k), dtype=a.dtype, device=a.device)
         else:
@@ -662,7 +674,7 @@ class UnfusedPlan:
         work = self.all_gather(gathered, a, self.options)
         if work is not None:  # as dist.all_gather_into_tensor: orders the current stream after the collective
             work.wait()
-        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device)
+        c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
         torch.matmul(gathered, b, out=c)
         return c, gathered
 
@@ -909,23 +921,35 @@ def clear_workspaces() -> None:
     _plans.clear()
 
 
+def check_out_for(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: Any) -> None:
+    """Raise ``AgGemmError`` naming ``out`` unless ``plan``'s call with ``a`` and ``b`` can write C into it: C's
+    shape [W * M_local, N], a's dtype and device, contiguous, 16-byte aligned, no memory shared with a or b."""
+    check_out("ag_gemm", out, (plan.rows, plan.n), a.dtype, a.device, {"a": a, "b": b}, AgGemmError)
+
+
 def ag_gemm_impl(
     a: torch.Tensor,
     b: torch.Tensor,
     return_gathered: bool = False,
     config: OverlapConfig | None = None,
     _no_comm: bool = False,
+    *,
+    out: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``ag_gemm`` without the custom-op wrapper; ``config`` overrides the tuned choice (benchmarks, tuning).
 
-    ``_no_comm`` (diagnosis only, wrong results): the fused kernel runs with every flag already set and no
-    producer, which separates the cost of the concurrent communication from that of the kernel's schedule.
+    ``out``: C is written into it and returned (as ``ag_gemm``'s ``out``; checked after the operands, before
+    anything is launched: ``AgGemmError`` naming ``out``). ``_no_comm`` (diagnosis only, wrong results): the fused
+    kernel runs with every flag already set and no producer, which separates the cost of the concurrent
+    communication from that of the kernel's schedule.
     """
     plan = plan_for(a, b, config, _no_comm)
+    if out is not None:
+        check_out_for(plan, a, b, out)
     if isinstance(plan, UnfusedPlan):
-        c, gathered = plan.run(a, b, keep_gathered=return_gathered)
+        c, gathered = plan.run(a, b, keep_gathered=return_gathered, out=out)
         return c, (gathered if return_gathered else None)
-    c = plan.run(a, b)
+    c = plan.run(a, b, out)
     if not return_gathered:
         return c, None
     return c, plan.gathered(a, rt.current_world().rank)
@@ -960,13 +984,20 @@ def _(a: torch.Tensor, b: torch.Tensor, return_gathered: bool) -> tuple[torch.Te
 
 
 def ag_gemm(
-    a: torch.Tensor, b: torch.Tensor, *, return_gathered: bool = False
+    a: torch.Tensor, b: torch.Tensor, *, return_gathered: bool = False, out: torch.Tensor | None = None
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """C = all_gather(a) @ b across all ranks of the triton_dist world, overlapped.
 
     ``a``: this rank's rows [M_local, K]; ``b``: [K, N]; both bf16 or fp16, contiguous, on this rank's GPU, the
     same shapes and dtype on every rank (checked with the peers on the first call per shape). Returns C
     [W * M_local, N], and with ``return_gathered=True`` also all_gather(a) [W * M_local, K].
+
+    ``out``: where C goes, as ``torch.mm``'s ``out``: the op writes C into it and returns ``out`` itself, allocating
+    nothing for C (the eager call's host time then has no allocator call). It must be a tensor of exactly C's shape,
+    a's dtype and device, contiguous, starting on a 16-byte boundary (as from ``torch.empty``), sharing no memory
+    with ``a`` or ``b``; else ``AgGemmError`` names ``out`` and what is wrong, before anything is launched. Under
+    ``torch.compile`` or a dispatch mode the registered op (which returns a new C) runs and C is then copied into
+    ``out`` (one more copy; the alignment and overlap are not checked there, the copy needs neither).
 
     Every rank must call it the same number of times (it synchronizes with the peers on the GPU). The first call
     of a signature compiles and plans (run it once eagerly before capturing a CUDA graph); later eager calls skip
@@ -976,14 +1007,29 @@ def ag_gemm(
     (the CPU emulation, for tests without GPUs) the operands are CPU tensors and the fused pointer kernel runs in
     Triton's interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
     """
-    if plain_eager(a, b):
+    if plain_eager(a, b) and (out is None or type(out) is torch.Tensor or not isinstance(out, torch.Tensor)):
         if not return_gathered:  # the common call: the plan's lookup and launches, nothing else
             plan = _plans.get(operand_signature(a, b, None, False))
             if plan is not None:
-                return plan.run(a, b)[0] if isinstance(plan, UnfusedPlan) else plan.run(a, b)
-        c, gathered = ag_gemm_impl(a, b, return_gathered)
+                if out is None:
+                    return plan.run(a, b)[0] if isinstance(plan, UnfusedPlan) else plan.run(a, b)
+                check_out_for(plan, a, b, out)
+                if isinstance(plan, UnfusedPlan):
+                    plan.run(a, b, out=out)
+                else:
+                    plan.run(a, b, out)
+                return out
+        if out is None:
+            c, gathered = ag_gemm_impl(a, b, return_gathered)
+        else:
+            c, gathered = ag_gemm_impl(a, b, return_gathered, out=out)
     else:
+        if out is not None:  # the registered op is functional: check, then copy its C into out
+            rows = rt.current_world().world_size * a.shape[0]
+            check_out("ag_gemm", out, (rows, b.shape[1]), a.dtype, a.device, {}, AgGemmError, addresses=False)
         c, gathered = torch.ops.triton_dist.ag_gemm(a, b, return_gathered)
+        if out is not None:
+            c = out.copy_(c)
     return (c, gathered) if return_gathered else c
 
 

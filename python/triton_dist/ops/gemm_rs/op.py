@@ -35,6 +35,7 @@ from triton_dist.ops.common.launch import (
     current_device_index,
     current_raw_stream,
 )
+from triton_dist.ops.common.outputs import check_out
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
 from triton_dist.ops.gemm_rs.config import CUBLAS_DIRECT, GemmRSConfig, choose_config
 from triton_dist.ops.gemm_rs.kernels import (
@@ -252,17 +253,19 @@ class TritonPlan:
     def __post_init__(self) -> None:
         self._descriptors = (DescriptorCache(self.a_block), DescriptorCache(self.b_block))
 
-    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """This rank's reduced shard of ``a @ b`` over the ranks, enqueued on the current stream."""
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """This rank's reduced shard of ``a @ b`` over the ranks, enqueued on the current stream, into ``out``
+        (checked by the caller: [M/W, N], a's dtype and device, contiguous, 16-byte aligned), else a new tensor."""
         device = a.device
         if device.index is not None and device.index != current_device_index():  # the launchers' context
             with torch.cuda.device(device):
-                return self.run(a, b)
+                return self.run(a, b, out)
         if self.clone_a:
             a = a.clone()
         if self.clone_b:
             b = b.clone()
-        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=device)
+        if out is None:
+            out = torch.empty((self.shard, self.n), dtype=a.dtype, device=device)
         if not self.local_only:
             self.workspace.epoch.add_(1)
         if self.emulated:
@@ -341,14 +344,15 @@ class CublasPlan:
         self._side = 0 if self.side is None else self.side.cuda_stream
         self._direct = self.producer == "direct"
 
-    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """This rank's reduced shard of ``a @ b`` over the ranks; launches on the current stream (and the side
-        stream for "ce")."""
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """This rank's reduced shard of ``a @ b`` over the ranks, into ``out`` (checked by the caller), else a new
+        tensor; launches on the current stream (and the side stream for "ce")."""
         index = self._device_index
         if index is not None and index != current_device_index():
             with torch.cuda.device(index):  # the launchers launch in the current device's context
-                return self.run(a, b)
-        out = torch.empty((self.shard, self.n), dtype=self._dtype, device=self._device)
+                return self.run(a, b, out)
+        if out is None:
+            out = torch.empty((self.shard, self.n), dtype=self._dtype, device=self._device)
         shards = a.chunk(self.world_size)  # the W row shards (one dispatcher op; m is a multiple of W)
         if self.stream_ops is None:  # the CPU emulation
             return self._run_emulated(shards, b, out)
@@ -418,9 +422,12 @@ class UnfusedPlan:
     shard: int
     n: int
 
-    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """``torch.mm`` into the kept partial, then the reduce-scatter into ``out`` (checked by the caller), else
+        into a new tensor."""
         torch.mm(a, b, out=self.partial)
-        out = self.partial.new_empty((self.shard, self.n))
+        if out is None:
+            out = self.partial.new_empty((self.shard, self.n))
         work = self.reduce_scatter(out, self.partial, self.options)
         if work is not None:  # as dist.reduce_scatter_tensor: orders the current stream after the collective
             work.wait()
@@ -441,8 +448,10 @@ class EmptyPlan:
     n: int
     zero: bool
 
-    def run(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The empty or all-zero shard, in ``out`` (checked by the caller), else in a new tensor."""
+        if out is None:
+            out = torch.empty((self.shard, self.n), dtype=a.dtype, device=a.device)
         return out.zero_() if self.zero else out
 
 
@@ -603,9 +612,24 @@ def _described(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> dict[s
     return {"a": list(a.shape), "b": list(b.shape), "dtype": str(a.dtype), "config": config.short()}
 
 
-def gemm_rs_with(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None) -> torch.Tensor:
-    """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op."""
-    return plan_for(a, b, config).run(a, b)  # a plan that launches kernels switches to the operands' device
+def check_out_for(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: Any) -> None:
+    """Raise ``GemmRsError`` naming ``out`` unless ``plan``'s call with ``a`` and ``b`` can write its shard into it:
+    [M/W, N], a's dtype and device, contiguous, 16-byte aligned, no memory shared with a or b."""
+    check_out("gemm_rs", out, (plan.shard, plan.n), a.dtype, a.device, {"a": a, "b": b}, GemmRsError)
+
+
+def gemm_rs_with(
+    a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None, *, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``gemm_rs(a, b)`` with an explicit configuration (None: tuned or cost-model choice). Not a custom op.
+
+    ``out``: the shard is written into it and it is returned (as ``gemm_rs``'s ``out``; checked after the operands,
+    before anything is launched: ``GemmRsError`` naming ``out``)."""
+    plan = plan_for(a, b, config)
+    if out is None:
+        return plan.run(a, b)  # a plan that launches kernels switches to the operands' device
+    check_out_for(plan, a, b, out)
+    return plan.run(a, b, out)
 
 
 def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
@@ -650,7 +674,7 @@ def _gemm_rs_fake(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a.new_empty((a.shape[0] // world_size, b.shape[1]))
 
 
-def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def gemm_rs(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """This rank's row shard of ``sum over ranks of a @ b``: [M/W, N] in a's dtype, reduced in fp32.
 
     Call on every rank of the triton_dist world (after ``triton_dist.init()``) with A_r [M, K/W] and B_r [K/W, N],
@@ -662,13 +686,28 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ``OpInputError``) naming the problem for bad input. Under ``TRITON_INTERPRET=1`` on a world made with
     ``init(device="cpu")`` (the CPU emulation, for tests without GPUs) the fused kernel runs in Triton's
     interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
+
+    ``out``: where the shard goes, as ``torch.mm``'s ``out``: the op writes it into ``out`` and returns ``out``
+    itself, allocating nothing for it (the eager call's host time then has no allocator call). It must be a tensor
+    of exactly [M/W, N], a's dtype and device, contiguous, starting on a 16-byte boundary (as from ``torch.empty``),
+    sharing no memory with ``a`` or ``b``; else ``GemmRsError`` names ``out`` and what is wrong, before anything is
+    launched. Under ``torch.compile`` or a dispatch mode the registered op (which returns a new tensor) runs and its
+    result is then copied into ``out`` (one more copy; the alignment and overlap are not checked there, the copy
+    needs neither).
     """
-    if plain_eager(a, b):
+    if plain_eager(a, b) and (out is None or type(out) is torch.Tensor or not isinstance(out, torch.Tensor)):
         plan = None if _check_always else _plans.get(operand_signature(a, b, None, False))
         if plan is not None:  # the common call: the plan's lookup and launches, nothing else
-            return plan.run(a, b)
-        return gemm_rs_with(a, b)
-    return torch.ops.triton_dist.gemm_rs(a, b)
+            if out is None:
+                return plan.run(a, b)
+            check_out_for(plan, a, b, out)
+            return plan.run(a, b, out)
+        return gemm_rs_with(a, b) if out is None else gemm_rs_with(a, b, out=out)
+    if out is None:
+        return torch.ops.triton_dist.gemm_rs(a, b)
+    shard = a.shape[0] // rt.current_world().world_size
+    check_out("gemm_rs", out, (shard, b.shape[1]), a.dtype, a.device, {}, GemmRsError, addresses=False)
+    return out.copy_(torch.ops.triton_dist.gemm_rs(a, b))
 
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
