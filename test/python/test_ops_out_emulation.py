@@ -244,18 +244,18 @@ def test_check_out_names_each_problem() -> None:
     """The shared check on plain CPU tensors: a good ``out`` passes; each problem is named in the op's error."""
     a = torch.zeros(4, 8)
     good = torch.empty(6, 5)
-    check_out("op", good, (6, 5), torch.float32, a.device, {"a": a}, OpInputError)
-    check_out("op", a[1:3], (2, 8), torch.float32, a.device, {"a": a}, OpInputError, addresses=False)  # a copy: fine
+    check_out("op", good, (6, 5), torch.float32, a.device, (("a", a),), OpInputError)
+    check_out("op", a[1:3], (2, 8), torch.float32, a.device, (("a", a),), OpInputError, addresses=False)  # a copy: fine
     with pytest.raises(OpInputError, match=r"op: out has strides \[1, 8\] \(it must be contiguous\)"):
-        check_out("op", a.t(), (8, 4), torch.float32, a.device, {}, OpInputError, addresses=False)
+        check_out("op", a.t(), (8, 4), torch.float32, a.device, (), OpInputError, addresses=False)
     with pytest.raises(OpInputError, match=r"op: out has shape \[6, 5\] \(the result's is \[5, 6\]\), dtype"):
-        check_out("op", good, (5, 6), torch.float16, a.device, {}, OpInputError)
+        check_out("op", good, (5, 6), torch.float16, a.device, (), OpInputError)
     with pytest.raises(OpInputError, match="op: out overlaps the input a"):
-        check_out("op", a[3:].view(2, 4), (2, 4), torch.float32, a.device, {"b": good, "a": a[:, 6:]}, OpInputError)
+        check_out("op", a[3:].view(2, 4), (2, 4), torch.float32, a.device, (("b", good), ("a", a[:, 6:])), OpInputError)
     beside = torch.zeros(16)
-    check_out("op", beside[8:], (8,), torch.float32, a.device, {"a": beside[:8]}, OpInputError)  # adjacent: fine
+    check_out("op", beside[8:], (8,), torch.float32, a.device, (("a", beside[:8]),), OpInputError)  # adjacent: fine
     empty = torch.empty(0, 5)
-    check_out("op", empty, (0, 5), torch.float32, a.device, {"a": a}, OpInputError)
+    check_out("op", empty, (0, 5), torch.float32, a.device, (("a", a),), OpInputError)
 
 
 # ---------------------------------------------------------------- the GPU branches, with recording stand-ins

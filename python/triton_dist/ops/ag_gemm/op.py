@@ -924,7 +924,7 @@ def clear_workspaces() -> None:
 def check_out_for(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: Any) -> None:
     """Raise ``AgGemmError`` naming ``out`` unless ``plan``'s call with ``a`` and ``b`` can write C into it: C's
     shape [W * M_local, N], a's dtype and device, contiguous, 16-byte aligned, no memory shared with a or b."""
-    check_out("ag_gemm", out, (plan.rows, plan.n), a.dtype, a.device, {"a": a, "b": b}, AgGemmError)
+    check_out("ag_gemm", out, (plan.rows, plan.n), a.dtype, a.device, (("a", a), ("b", b)), AgGemmError)
 
 
 def ag_gemm_impl(
@@ -1026,7 +1026,7 @@ def ag_gemm(
     else:
         if out is not None:  # the registered op is functional: check, then copy its C into out
             rows = rt.current_world().world_size * a.shape[0]
-            check_out("ag_gemm", out, (rows, b.shape[1]), a.dtype, a.device, {}, AgGemmError, addresses=False)
+            check_out("ag_gemm", out, (rows, b.shape[1]), a.dtype, a.device, (), AgGemmError, addresses=False)
         c, gathered = torch.ops.triton_dist.ag_gemm(a, b, return_gathered)
         if out is not None:
             c = out.copy_(c)

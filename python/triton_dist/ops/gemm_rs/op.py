@@ -615,7 +615,7 @@ def _described(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> dict[s
 def check_out_for(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: Any) -> None:
     """Raise ``GemmRsError`` naming ``out`` unless ``plan``'s call with ``a`` and ``b`` can write its shard into it:
     [M/W, N], a's dtype and device, contiguous, 16-byte aligned, no memory shared with a or b."""
-    check_out("gemm_rs", out, (plan.shard, plan.n), a.dtype, a.device, {"a": a, "b": b}, GemmRsError)
+    check_out("gemm_rs", out, (plan.shard, plan.n), a.dtype, a.device, (("a", a), ("b", b)), GemmRsError)
 
 
 def gemm_rs_with(
@@ -706,7 +706,7 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
     if out is None:
         return torch.ops.triton_dist.gemm_rs(a, b)
     shard = a.shape[0] // rt.current_world().world_size
-    check_out("gemm_rs", out, (shard, b.shape[1]), a.dtype, a.device, {}, GemmRsError, addresses=False)
+    check_out("gemm_rs", out, (shard, b.shape[1]), a.dtype, a.device, (), GemmRsError, addresses=False)
     return out.copy_(torch.ops.triton_dist.gemm_rs(a, b))
 
 
