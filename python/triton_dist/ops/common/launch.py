@@ -9,7 +9,8 @@ arguments that would have compiled to the same kernel.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import ctypes
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,7 @@ class LaunchPlan:
         self._run = kernel.run
         self._function = kernel.function
         self._packed_metadata = kernel.packed_metadata
+        self._direct = DriverLaunch.of(kernel, self.grid, self.args) if DIRECT_LAUNCH else None
 
     def launch(self, device: torch.device, *leading: Any) -> None:
         """Enqueue the kernel on ``device``'s current stream, ``leading`` its first arguments."""
@@ -84,9 +86,145 @@ class LaunchPlan:
         ):
             metadata = self.kernel.launch_metadata(self.grid, stream, *leading, *self.args)
         else:  # nobody listens: skip building the launch metadata and the launcher's two empty hook calls
+            direct = self._direct
+            if direct is not None:
+                direct.launch(stream, leading)
+                return
             metadata = enter = leave = None
         x, y, z = self.grid
         self._run(x, y, z, stream, self._function, self._packed_metadata, metadata, enter, leave, *leading, *self.args)
+
+
+DIRECT_LAUNCH = True
+"""Whether plans built from now on launch eligible kernels by one driver call (:class:`DriverLaunch`)."""
+
+_PARAMETER_CTYPES: dict[str, type[ctypes._SimpleCData]] = {  # type: ignore[type-arg]
+    "i1": ctypes.c_int8, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
+    "u1": ctypes.c_uint8, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
+    "u64": ctypes.c_uint64, "fp32": ctypes.c_float, "f32": ctypes.c_float, "fp64": ctypes.c_double,
+}  # fmt: skip
+"""The C type of each scalar kernel parameter, as Triton's launcher passes it (a pointer is a ``c_uint64``)."""
+
+
+def parameter_ctypes(signature: Mapping[str, Any]) -> list[type[ctypes._SimpleCData]] | None:  # type: ignore[type-arg]
+    """The C type of each parameter a compiled kernel's entry takes, in order: one per argument of ``signature``
+    (``CompiledKernel.src.signature``, name to Triton type) that is not a constexpr, then Triton's two scratch
+    pointers. None if an argument has a type this packing does not handle (tensor descriptors, tuples, 16-bit
+    floats): such a kernel keeps Triton's launcher."""
+    types: list[type[ctypes._SimpleCData]] = []  # type: ignore[type-arg]
+    for kind in signature.values():
+        if kind == "constexpr":
+            continue
+        if isinstance(kind, str) and kind.startswith("*"):
+            types.append(ctypes.c_uint64)
+        elif isinstance(kind, str) and kind in _PARAMETER_CTYPES:
+            types.append(_PARAMETER_CTYPES[kind])
+        else:
+            return None
+    return [*types, ctypes.c_uint64, ctypes.c_uint64]  # global_scratch, profile_scratch: 0 (none allocated)
+
+
+class PackedParameters:
+    """A kernel's parameters in C memory, as the array of pointers ``cuLaunchKernel`` takes (its address).
+
+    The fixed values are stored once; each launch stores only its leading ones (``set_leading``). The driver copies
+    the values when the launch is enqueued, so the next launch may overwrite them (one thread at a time: a plan is
+    not shared between threads)."""
+
+    def __init__(
+        self,
+        types: Sequence[type[ctypes._SimpleCData]],
+        kinds: Sequence[str],
+        values: Sequence[Any],
+        leading: int,  # type: ignore[type-arg]
+    ) -> None:
+        self.slots = [kind() for kind in types]
+        self._pointers = (ctypes.c_void_p * len(self.slots))(*(ctypes.addressof(slot) for slot in self.slots))
+        self.address = ctypes.addressof(self._pointers)
+        self._leading = self.slots[:leading]
+        self._leading_pointers = tuple(kind.startswith("*") for kind in kinds[:leading])
+        for slot, kind, value in zip(self.slots[leading:], kinds[leading:], values, strict=False):
+            slot.value = _scalar(value, kind.startswith("*"))
+
+    def set_leading(self, values: Sequence[Any]) -> None:
+        """Store this launch's leading values (tensors as their addresses)."""
+        for slot, pointer, value in zip(self._leading, self._leading_pointers, values, strict=True):
+            slot.value = value.data_ptr() if pointer and isinstance(value, torch.Tensor) else value
+
+
+def _scalar(value: Any, pointer: bool) -> Any:
+    if pointer:
+        return value.data_ptr() if isinstance(value, torch.Tensor) else int(value)
+    return value
+
+
+class DriverLaunch:
+    """Launching a compiled kernel by one ``cuLaunchKernel`` through cuda-bindings, its parameters packed once.
+
+    Triton's launcher is a Python ``__call__`` (two scratch allocations, closures) around a C function that parses
+    every argument again; on the GPU machines' hosts one launch of a one-program flag kernel costs 10-12 µs of host
+    time (docs/results/2026-11-27-session24/host_steps_2xH200_df5dfed.txt), where a driver call through
+    cuda-bindings costs about 3. Eligible: a kernel of one CTA per program without cooperative or programmatic
+    launch, no scratch memory, and parameters of pointer, integer or 32/64-bit float type (what ``parameter_ctypes``
+    packs); anything else keeps Triton's launcher."""
+
+    def __init__(self, kernel: Any, grid: tuple[int, int, int], packed: PackedParameters) -> None:
+        from cuda.bindings import driver
+
+        metadata = kernel.metadata
+        self._launch = driver.cuLaunchKernel
+        self._success = driver.CUresult.CUDA_SUCCESS
+        self._function = driver.CUfunction(kernel.function)
+        self._grid = grid
+        self._block = 32 * metadata.num_warps
+        self._shared = metadata.shared
+        self._packed = packed
+        self._empty = grid[0] * grid[1] * grid[2] == 0
+
+    @staticmethod
+    def of(kernel: Any, grid: tuple[int, int, int], fixed: Sequence[Any]) -> DriverLaunch | None:
+        """The direct launch of ``kernel`` with the plan's ``fixed`` arguments (those after the leading ones), or
+        None where it is not eligible or cuda-bindings is missing."""
+        if torch.version.hip is not None:
+            return None
+        try:
+            from cuda.bindings import driver  # noqa: F401
+        except ImportError:
+            return None
+        metadata = kernel.metadata
+        if (
+            getattr(metadata, "num_ctas", 1) != 1
+            or getattr(metadata, "launch_cooperative_grid", False)
+            or getattr(metadata, "launch_pdl", False)
+            or getattr(metadata, "global_scratch_size", 0)
+            or getattr(metadata, "profile_scratch_size", 0)
+            or getattr(metadata, "tensordesc_meta", None)
+        ):
+            return None
+        signature = kernel.src.signature
+        types = parameter_ctypes(signature)
+        if types is None:
+            return None
+        names = list(signature)
+        leading = len(names) - len(fixed)
+        if any(signature[name] == "constexpr" for name in names[:leading]):
+            return None  # a per-call value compiled in as a constant: the plan's caller keys plans by such values
+        kinds = [kind for kind in signature.values() if kind != "constexpr"]
+        fixed_values = [
+            value for name, value in zip(names[leading:], fixed, strict=True) if signature[name] != "constexpr"
+        ]
+        return DriverLaunch(kernel, grid, PackedParameters(types, kinds, fixed_values, leading))
+
+    def launch(self, stream: int, leading: Sequence[Any]) -> None:
+        """Enqueue the kernel on the raw stream handle ``stream`` of the current device, ``leading`` first."""
+        if self._empty:
+            return
+        packed = self._packed
+        packed.set_leading(leading)
+        x, y, z = self._grid
+        result = self._launch(self._function, x, y, z, self._block, 1, 1, self._shared, stream, packed.address, 0)
+        if result[0] != self._success:
+            raise RuntimeError(f"cuLaunchKernel failed: {result[0]}")
 
 
 class _Address:
