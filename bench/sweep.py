@@ -9,13 +9,15 @@ Every row is one projection of a real model at one M (tokens), tensor-parallel o
 - row-parallel (``gemm_rs``): the O or down projection of this rank's K shard, reduce-scattered over the tokens:
   A_r [M, K/W], B_r [K/W, hidden].
 
-Per row, in one run, ours and the baseline (``all_gather_into_tensor`` + ``torch.matmul``, or ``torch.matmul`` +
-``reduce_scatter_tensor``, both into preallocated outputs) each get:
+Per row, in one run, ours (the op with ``out=``, into an output allocated once per row) and the baseline
+(``all_gather_into_tensor`` + ``torch.matmul``, or ``torch.matmul`` + ``reduce_scatter_tensor``, into outputs
+allocated once per row likewise) each get:
 
 - device time: median of ``--reps`` calls, a device barrier before each (max over ranks), timed twice (first and
   second pass, interleaved with the baseline), so the spread between the two is this run's noise;
 - from idle: median of ``--reps`` calls, each after a host synchronize and barrier (the host path included);
-- host µs per call: CPU time to enqueue one call while the GPU is busy.
+- host µs per call: CPU time to enqueue one call while the GPU is busy; for ours also without ``out=`` (the op
+  allocating its output, what a caller that passes no ``out`` pays: ``ours_alloc_host_us``).
 
 During each device-time pass a thread reads every rank's GPU through NVML every 10 ms (``bench/_clocks.py``): the
 SM clock (mean, min), power, temperature and NVML's clock-limit reasons, kept per pass (``ours_clocks``,
@@ -302,6 +304,7 @@ def run_row(
         b = torch.randn(k, n // w, dtype=dtype, device="cuda") / k**0.25
         gathered = torch.empty(m, k, dtype=dtype, device="cuda")
         c = torch.empty(m, n // w, dtype=dtype, device="cuda")
+        ours_c = torch.empty(m, n // w, dtype=dtype, device="cuda")  # ours' output, allocated once like c
 
         def baseline() -> torch.Tensor:
             dist.all_gather_into_tensor(gathered, a, group=group)
@@ -314,18 +317,21 @@ def run_row(
             torch.matmul(gathered, b, out=c)
 
         def ours() -> torch.Tensor:
+            return ag_ops(a, b, out=ours_c)
+
+        def ours_alloc() -> torch.Tensor:  # the op allocating its output (a caller without out=)
             return ag_ops(a, b)
 
-        def unfused() -> torch.Tensor:  # as a user writes it: outputs allocated per call, like the op's
+        def unfused() -> torch.Tensor:  # as a user writes it: outputs allocated per call
             gathered_here = torch.empty(m, k, dtype=dtype, device="cuda")
             dist.all_gather_into_tensor(gathered_here, a, group=group)
             return gathered_here @ b
 
         def fused() -> torch.Tensor:
-            return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig())[0]
+            return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig(), out=ours_c)[0]
 
         def cublas() -> torch.Tensor:
-            return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig(backend="cublas"))[0]
+            return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig(backend="cublas"), out=ours_c)[0]
 
         path = ag_mod.path_of(a, b)
     else:
@@ -333,6 +339,7 @@ def run_row(
         b = torch.randn(k // w, n, dtype=dtype, device="cuda") / k**0.25
         partial = torch.empty(m, n, dtype=dtype, device="cuda")
         out = torch.empty(m // w, n, dtype=dtype, device="cuda")
+        ours_out = torch.empty(m // w, n, dtype=dtype, device="cuda")  # ours' output, allocated once like out
 
         def baseline() -> torch.Tensor:
             torch.matmul(a, b, out=partial)
@@ -346,25 +353,31 @@ def run_row(
             torch.matmul(a, b, out=partial)
 
         def ours() -> torch.Tensor:
+            return rs_ops(a, b, out=ours_out)
+
+        def ours_alloc() -> torch.Tensor:  # the op allocating its output (a caller without out=)
             return rs_ops(a, b)
 
-        def unfused() -> torch.Tensor:  # as a user writes it: outputs allocated per call, like the op's
+        def unfused() -> torch.Tensor:  # as a user writes it: outputs allocated per call
             out_here = torch.empty(m // w, n, dtype=dtype, device="cuda")
             dist.reduce_scatter_tensor(out_here, a @ b, group=group)
             return out_here
 
         def fused() -> torch.Tensor:
-            return rs_mod.gemm_rs_with(a, b, rs_mod.GemmRSConfig(partial_dtype="input"))
+            return rs_mod.gemm_rs_with(a, b, rs_mod.GemmRSConfig(partial_dtype="input"), out=ours_out)
 
         def cublas() -> torch.Tensor:
-            return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_DIRECT)
+            return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_DIRECT, out=ours_out)
 
         path = rs_mod.path_of(a, b)
     expected = baseline().float()
     got = ours().float()
+    allocated = ours_alloc().float()
     torch.cuda.synchronize()
     error = ((got - expected).norm() / expected.norm().clamp_min(1e-6)).item()
     row: dict[str, object] = {"path": path, "rel_error": max_over_ranks(error)}
+    if not torch.equal(allocated, got):  # out= must not change the result (the row says so if it did)
+        row["out_mismatch"] = f"max abs difference {(allocated - got).abs().max().item():.3g} without out="
     clocks: list[PassClocks | None] = []
     for key, fn in (("ours_ms", ours), ("base_ms", baseline), ("ours_ms_2", ours), ("base_ms_2", baseline)):
         row[key], pass_clocks = _timed_pass(fn, reps, sampler)
@@ -378,6 +391,7 @@ def run_row(
     row["ours_idle_ms"] = _idle_ms(ours, reps)
     row["base_idle_ms"] = _idle_ms(baseline, reps)
     row["ours_host_us"] = host_us(ours)
+    row["ours_alloc_host_us"] = host_us(ours_alloc)
     row["base_host_us"] = host_us(baseline)
     row["unfused_host_us"] = host_us(unfused)
     fused_path = path == "fused"
@@ -430,8 +444,9 @@ def write(
     lines += [
         "",
         "Speedup = baseline / ours (device barrier timing, first pass; second pass beside it); from idle: ours / the",
-        "baseline; host µs per call (GPU busy): ours / the unfused path as a user writes it (outputs allocated per",
-        "call, as the op allocates its output) / the preallocated baseline. Path: what ours ran. fused ms: the fused",
+        "baseline; ours writes into an output allocated once per row (out=), as the baseline does; host µs per call",
+        "(GPU busy): ours / ours allocating its output (no out=) / the unfused path as a user writes it (outputs",
+        "allocated per call) / the preallocated baseline. Path: what ours ran. fused ms: the fused",
         "kernel's default configuration where the selection ran the fallback (so the choice can be judged), then the",
         "cuBLAS path's (AG: shards gathered by the copy engine, one cuBLAS GEMM per shard as it lands; RS: peers'",
         "partials written by cuBLAS into their memory). Error: relative Frobenius error against the baseline's result.",
@@ -466,7 +481,8 @@ def write(
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
                     f"{r['fused_ms']:.3f} / {r.get('cublas_ms', float('nan')):.3f}",
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
-                    f"{r['ours_host_us']:.0f} / {r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
+                    f"{r['ours_host_us']:.0f} / {float(r.get('ours_alloc_host_us', float('nan'))):.0f} / "  # type: ignore[arg-type]
+                    f"{r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
                     f"{r['rel_error']:.1e}", *clock_cells(r),
                 ]
             )  # fmt: skip
@@ -474,7 +490,7 @@ def write(
             "model", "layer", "M,N,K", "path", "baseline ms", "comm / GEMM ms", "ours ms (1st / 2nd)",
             "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms / cuBLAS path ms",
             "from idle ms ours / base (x)",
-            "host µs ours / unfused / base", "error", "ours SM MHz 1st / 2nd (min)", "ours W 1st / 2nd",
+            "host µs ours / ours alloc / unfused / base", "error", "ours SM MHz 1st / 2nd (min)", "ours W 1st / 2nd",
         ]  # fmt: skip
         speedups = [float(r["speedup"]) for r in rows]  # type: ignore[arg-type]
         second = [float(r["speedup_2"]) for r in rows]  # type: ignore[arg-type]
@@ -600,9 +616,11 @@ def main() -> int:
             f"(err {float(row.get('cublas_error', float('nan'))):.1e}); "  # type: ignore[arg-type]
             f"comm {row['comm_ms']:.3f} gemm {row['gemm_ms']:.3f} bound {row['bound']:.2f}x; "
             f"idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
-            f"{row['ours_host_us']:.0f}/{row['unfused_host_us']:.0f}/{row['base_host_us']:.0f} us; "
+            f"{row['ours_host_us']:.0f}/{row['ours_alloc_host_us']:.0f}/{row['unfused_host_us']:.0f}/"
+            f"{row['base_host_us']:.0f} us; "
             f"err {row['rel_error']:.1e}; clocks ours {' '.join(clock_cells(row))} "
             f"({time.time() - begun:.1f} s)"
+            + (f"; OUT MISMATCH: {row['out_mismatch']}" if "out_mismatch" in row else "")
         )
         if world.rank == 0:
             write(

@@ -133,7 +133,7 @@ def _measured(rng: random.Random, op: str, model: str, m: int) -> dict[str, obje
     row.update(n=4096, k=8192, path="fused", rel_error=0.0, fused_ms=0.5, comm_ms=comm, gemm_ms=gemm)
     row.update(base_ms=base, base_ms_2=base * 1.01, ours_ms=base / rng.uniform(0.9, 1.4))
     row.update(ours_ms_2=float(row["ours_ms"]) * 1.02, ours_idle_ms=base, base_idle_ms=base * rng.uniform(0.9, 1.2))
-    row.update(ours_host_us=80.0, unfused_host_us=70.0, base_host_us=60.0)
+    row.update(ours_host_us=80.0, ours_alloc_host_us=90.0, unfused_host_us=70.0, base_host_us=60.0)
     return row
 
 
@@ -158,6 +158,7 @@ def test_the_results_carry_the_bound_and_the_bar_lines(tmp_path: Path) -> None:
     text = (tmp_path / "sweep_2xTEST.md").read_text()
     assert "Overlap bound = baseline / max(comm, GEMM)" in text
     assert "| comm / GEMM ms |" in text and "| bound (speedup / bound) |" in text
+    assert "| host µs ours / ours alloc / unfused / base |" in text and text.count("| 80 / 90 / 70 / 60 |") == 6
     for op in ("ag", "rs"):
         rows = [r for r in results if r["op"] == op]
         for line in sweep.summary_lines(op, rows):
