@@ -9,9 +9,10 @@ both producers (copy engine, SM push), both GEMM paths (TMA, masked pointers) an
 (``OverlapConfig(backend="cublas")``: copy-engine gather, one cuBLAS GEMM per shard); return_gathered; the
 torch custom op under torch.compile; replays of a captured CUDA graph with new inputs each time (the epochs
 advance on the device); the cuBLAS path's eager calls of two signatures interleaved with graph replays, the ranks
-skewed (with ``--double-buffer``, on double receive buffers: ``ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER``); and bad
-input (mismatched shapes/dtypes across ranks, non-contiguous, wrong device, exhausted heap) raising named errors
-before anything is launched.
+skewed (with ``--double-buffer``, on double receive buffers: ``ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER``); ``out=``
+on each path (fused TMA and pointer kernels, cuBLAS, NCCL, the eager fast path): C in the NaN-poisoned ``out``, bit
+for bit the call without it; and bad input (mismatched shapes/dtypes across ranks, non-contiguous, wrong device,
+exhausted heap) raising named errors before anything is launched.
 """
 
 from __future__ import annotations
@@ -92,6 +93,27 @@ def case(
             same = gathered is not None and torch.equal(gathered, ref_gathered)
             ok, detail = ok and same, detail + f", gathered {'equal' if same else 'DIFFERS'}"
         checks.check(name, ok, detail)
+
+    checks.run(name, body)
+
+
+def check_out(checks: Checks, label: str, config: OverlapConfig | None) -> None:
+    """``out=``: C written into a NaN-poisoned ``out``, which the call returns, bit for bit the same call's C
+    without it (``config`` None: through the public op's eager fast path, its plan built first)."""
+    name = f"out= equals the call without it, {label}"
+
+    def body() -> None:
+        a, b = make_inputs(1024, 1536, 2048, torch.bfloat16, 400)
+        if config is None:
+            ag_gemm(a, b)  # the plan, so that both calls below take the eager fast path
+            want = ag_gemm(a, b)
+        else:
+            want = ag_gemm_impl(a, b, config=config)[0]
+        out = torch.full_like(want, float("nan"))
+        got = ag_gemm(a, b, out=out) if config is None else ag_gemm_impl(a, b, config=config, out=out)[0]
+        sync(name)
+        difference = (out.float() - want.float()).abs().max().item()
+        checks.check(name, got is out and torch.equal(out, want), f"out returned: {got is out}, max diff {difference}")
 
     checks.run(name, body)
 
@@ -296,6 +318,7 @@ def main() -> int:
     pointer = OverlapConfig(matmul=MatmulConfig(use_tma=False, block_n=128, block_k=32, num_stages=2), chunk_tiles=3)
     small_tiles = OverlapConfig(matmul=HOPPER_CANDIDATES[2], chunk_tiles=1, producer="sm", push_ctas=4)
     cublas = OverlapConfig(backend="cublas")
+    nccl = OverlapConfig(backend="nccl")
     cases = [
         ("tiles divide, ce", 1024, 2048, 2048, ce),
         ("tiles divide, sm push", 1024, 2048, 2048, sm),
@@ -323,8 +346,12 @@ def main() -> int:
     case(checks, "return_gathered, cuBLAS path", 1000, 1024, 1536, torch.bfloat16, cublas, 204, return_gathered=True)
     if not args.cublas_only:
         case(checks, "return_gathered, ce", 1024, 1024, 1536, torch.bfloat16, ce, 200, return_gathered=True)
-        nccl = OverlapConfig(backend="nccl")
         case(checks, "return_gathered, nccl", 1000, 1024, 1536, torch.bfloat16, nccl, 202, return_gathered=True)
+
+    outs = [("fused TMA, ce", ce), ("fused pointer", pointer), ("cuBLAS path", cublas), ("nccl", nccl)]
+    for label, config in [*outs, ("eager fast path, tuned choice", None)]:
+        if not args.cublas_only or config is cublas:
+            check_out(checks, label, config)
 
     # Many calls back to back without host synchronization (epochs, barrier, buffer reuse).
     def back_to_back() -> None:

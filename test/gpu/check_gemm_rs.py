@@ -1,5 +1,6 @@
 """GPU checks of ``triton_dist.ops.gemm_rs``: every kernel variant against an fp32 torch reference, CUDA graphs,
-torch.compile, and the bad-input errors.
+torch.compile, ``out=`` (each variant's result in a NaN-poisoned ``out``, bit for bit the call without it), and the
+bad-input errors.
 
     torchrun --nproc-per-node=N test/gpu/check_gemm_rs.py [--quick]     (N >= 2; exit code 0 iff all passed)
 
@@ -140,6 +141,30 @@ def check_variants(
             grs.clear_workspaces()
 
 
+def check_out(checks: Checks, variants: list[grs.GemmRSConfig | None]) -> None:
+    """``out=``: per variant (None: the public op's eager fast path, its plan built first) the shard written into a
+    NaN-poisoned ``out``, which the call returns, bit for bit the same call's result without it."""
+    m, n, k = 1024, 768, 1024
+    for config in variants:
+        name = f"out= equals the call without it, {'eager fast path' if config is None else config.short()}"
+
+        def body(config: grs.GemmRSConfig | None = config, name: str = name) -> None:
+            a, b = inputs(m, n, k, torch.bfloat16, 700)
+            if config is None:
+                grs.gemm_rs(a, b)  # the plan, so that both calls below take the eager fast path
+                want = grs.gemm_rs(a, b)
+            else:
+                want = grs.gemm_rs_with(a, b, config)
+            out = torch.full_like(want, float("nan"))
+            got = grs.gemm_rs(a, b, out=out) if config is None else grs.gemm_rs_with(a, b, config, out=out)
+            sync(name)
+            difference = (out.float() - want.float()).abs().max().item()
+            checks.check(name, got is out and torch.equal(out, want), f"out returned: {got is out}, diff {difference}")
+
+        checks.run(name, body)
+    grs.clear_workspaces()
+
+
 def check_default_op(checks: Checks) -> None:
     """The custom op with its own configuration choice, eager, under torch.compile, and in a CUDA graph."""
     m, n, k = 4096, 2048, 4096
@@ -276,6 +301,7 @@ def main() -> int:
     # The cuBLAS path at a [4096, 4096] shard: where waiting inside its wide reduction kernel once deadlocked.
     cublas = [grs.CUBLAS_CE, dataclasses.replace(grs.CUBLAS_CE, producer="direct")]
     check_variants(checks, [(8192, 4096, 2048)], [torch.bfloat16], cublas)
+    check_out(checks, [*QUICK_VARIANTS, None])
     check_default_op(checks)
     check_bad_input(checks)
     log(f"RESULT gemm_rs checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
