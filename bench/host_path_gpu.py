@@ -4,8 +4,9 @@
 
 The rows are sweep rows whose from-idle timing fell below 0.95x on 2 x H200 (bench/results/sweep_2xH200.md), M <=
 4096: there the GPU cannot finish before the host has enqueued the last GEMM, so host time is latency. Per row:
-the path ours runs, the host µs per call of ours and of the unfused path as a user writes it (output allocated per
-call), both while the GPU is busy (``triton_dist.testing.timing.host_us``, the sweep's measure), then cProfile of
+the path ours runs, the host µs per call of ours (allocating its output), of ours with ``out=`` (an output allocated
+once, as bench/sweep.py's ours and baseline) and of the unfused path as a user writes it (output allocated per
+call), all while the GPU is busy (``triton_dist.testing.timing.host_us``, the sweep's measure), then cProfile of
 ``--calls`` calls of ours enqueued behind a sleep kernel on rank 0, top lines by own time: what is left of the host
 path (the torch calls, Triton's launcher, the driver calls through cuda-bindings, our Python). bench/host_path_cpu.py
 times the Python part alone without a GPU.
@@ -70,7 +71,7 @@ def main() -> int:
     setup_distributed("8G")
     world = rt.current_world()
     w, device, dtype = world.world_size, world.device, torch.bfloat16
-    rows: list[tuple[str, Callable[[], object], Callable[[], object], Callable[[], str]]] = []
+    rows: list[tuple[str, Callable[[], object], Callable[[], object], Callable[[], object], Callable[[], str]]] = []
     for name, (m, n, k) in AG_ROWS.items():
         a = torch.randn(m // w, k, device=device, dtype=dtype)
         b = torch.randn(k, n // w, device=device, dtype=dtype)
@@ -80,7 +81,8 @@ def main() -> int:
             dist.all_gather_into_tensor(gathered, a)
             return torch.matmul(gathered, b)
 
-        rows.append((f"ag_gemm {name} {m},{n},{k}", functools.partial(ag_gemm, a, b), unfused_ag,
+        into = functools.partial(ag_gemm, a, b, out=torch.empty(m, n // w, device=device, dtype=dtype))
+        rows.append((f"ag_gemm {name} {m},{n},{k}", functools.partial(ag_gemm, a, b), into, unfused_ag,
                      functools.partial(ag_op.path_of, a, b)))  # fmt: skip
     for name, (m, n, k) in RS_ROWS.items():
         a = torch.randn(m, k // w, device=device, dtype=dtype)
@@ -92,20 +94,23 @@ def main() -> int:
             dist.reduce_scatter_tensor(out, partial)
             return out
 
-        rows.append((f"gemm_rs {name} {m},{n},{k}", functools.partial(gemm_rs, a, b), unfused_rs,
+        into = functools.partial(gemm_rs, a, b, out=torch.empty(m // w, n, device=device, dtype=dtype))
+        rows.append((f"gemm_rs {name} {m},{n},{k}", functools.partial(gemm_rs, a, b), into, unfused_rs,
                      functools.partial(rs_op.path_of, a, b)))  # fmt: skip
     summary = []
-    for label, ours, unfused, path in rows:
+    for label, ours, ours_out, unfused, path in rows:
         ours()  # the first call plans (a collective on every rank)
-        ours_us, unfused_us = host_us(ours), host_us(unfused)
-        summary.append(f"{label:48s} {path():12s} {ours_us:7.1f} {unfused_us:9.1f} {ours_us / unfused_us:6.2f}")
+        ours_us, out_us, unfused_us = host_us(ours), host_us(ours_out), host_us(unfused)
+        summary.append(
+            f"{label:48s} {path():12s} {ours_us:7.1f} {out_us:7.1f} {unfused_us:9.1f} {ours_us / unfused_us:6.2f}"
+        )
         lines = profile_lines(ours, args.calls, args.top)
         if world.rank == 0:
             print(f"\n== {label} ({path()}): cProfile of {args.calls} calls, GPU busy\n{lines}", flush=True)
 
     def write() -> None:
         print(f"\nhost µs per call, GPU busy (max over {w} ranks, {torch.cuda.get_device_name(0)}):")
-        print(f"{'row':48s} {'path':12s} {'ours':>7s} {'unfused':>9s} {'ratio':>6s}")
+        print(f"{'row':48s} {'path':12s} {'ours':>7s} {'out=':>7s} {'unfused':>9s} {'ratio':>6s}")
         print("\n".join(summary), flush=True)
 
     return write_on_rank0_and_finish(write)
