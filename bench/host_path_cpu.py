@@ -194,6 +194,8 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
     )  # fmt: skip
     _store(ag, a_cublas, b, cublas, None, False)
     calls["ag_gemm cuBLAS path, begin barrier (captured calls)"] = lambda: triton_dist.ops.ag_gemm(a_cublas, b)
+    c_cublas = torch.empty(w * m_local, n, dtype=dtype)
+    calls["ag_gemm cuBLAS path, begin barrier, out="] = lambda: triton_dist.ops.ag_gemm(a_cublas, b, out=c_cublas)
     # The eager calls' default: double buffers, one row count per flag scheme (the signatures differ).
     for m_double, scheme in ((5, "kernels"), (6, "memops"), (7, "memop_write")):
         a_double = torch.randn(m_double, k, dtype=dtype)
@@ -238,6 +240,8 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
         )  # fmt: skip
         _store(rs, a_rs, b, rs_plan, None, False)
         calls[f"gemm_rs cuBLAS path, {producer}"] = lambda a=a_rs: triton_dist.ops.gemm_rs(a, b)
+    rs_out = torch.empty(shard, n, dtype=dtype)
+    calls["gemm_rs cuBLAS path, ce, out="] = lambda: triton_dist.ops.gemm_rs(a_rs, b, out=rs_out)
 
     out = torch.empty(m_local, n, dtype=dtype)
     calls["torch.mm(4 x 16 @ 16 x 16, out=) alone"] = lambda: torch.mm(a_cublas, b, out=out)

@@ -16,11 +16,13 @@ ROWS = (
     "ag_gemm fused, 4 chunks",
     "ag_gemm fused TMA, 4 chunks",
     "ag_gemm cuBLAS path, begin barrier (captured calls)",
+    "ag_gemm cuBLAS path, begin barrier, out=",
     "ag_gemm cuBLAS path, double buffers, kernels flags",
     "ag_gemm cuBLAS path, double buffers, memops flags",
     "ag_gemm cuBLAS path, double buffers, memop_write flags",
     "gemm_rs cuBLAS path, direct",
     "gemm_rs cuBLAS path, ce",
+    "gemm_rs cuBLAS path, ce, out=",
 )
 
 
