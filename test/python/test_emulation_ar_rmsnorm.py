@@ -101,6 +101,7 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     LL_SPLIT = ArRmsNormConfig("one_shot_ll", 8, 1)  # noqa: N806 (the emulation's most LL programs)
     LL_READER = ArRmsNormConfig("one_shot_ll", 8, 1, ll_single_reader=True)  # noqa: N806 (one reader per row)
     LL_ATOMIC = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="atomic")  # noqa: N806 (slices, the last norms)
+    LL_SPIN = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="spin")  # noqa: N806 (slices wait, each norms its own)
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -188,6 +189,36 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         everyone: list[Any] = [None] * size
         dist.all_gather_object(everyone, mine)
         problems += [f"rank {r}'s outputs differ from rank 0's" for r in range(size) if everyone[r] != everyone[0]]
+        return problems
+
+    def same_bits_as_atomic(shape: tuple[int, ...], dtype: torch.dtype) -> list[str]:
+        """``ll_reduce="spin"`` and "atomic" on the same inputs (outputs poisoned first): the same bytes (the same
+        partial sums of squares, summed in slice order, the same norm arithmetic), both close to torch's, and close
+        to the default config's (whose flag kernel sums the row's squares in another order)."""
+        from triton_dist.ops.ar_rmsnorm.op import _check, _launch
+
+        xs = [torch.randn(shape, generator=gen).to(dtype) for _ in range(size)]
+        residual = torch.randn(shape, generator=gen).to(dtype)
+        weight = (torch.rand(shape[-1], generator=gen) + 0.5).to(dtype)
+        _check(xs[rank], residual, weight, 1e-5)
+        outputs = {}
+        for name, config in (("spin", LL_SPIN), ("atomic", LL_ATOMIC), ("default", None)):
+            normed, new_residual = (torch.full(shape, float("nan"), dtype=dtype) for _ in range(2))
+            _launch(xs[rank], residual, weight, 1e-5, normed, new_residual, None, config)
+            outputs[name] = (normed, new_residual)
+        want_normed, want_residual = reference(xs, residual, weight, 1e-5)
+        problems = []
+        for name, (normed, new_residual) in outputs.items():
+            problems += [f"{name} normed: {p}" for p in _close(normed, want_normed)]
+            problems += [f"{name} new_residual: {p}" for p in _close(new_residual, want_residual)]
+        bits = {
+            name: [t.view(torch.int16 if dtype != torch.float32 else torch.int32) for t in pair]
+            for name, pair in outputs.items()
+        }
+        if not all(torch.equal(a, b) for a, b in zip(bits["spin"], bits["atomic"], strict=True)):
+            problems.append("spin's outputs differ from atomic's in their bits")
+        if not torch.equal(bits["spin"][1], bits["default"][1]):
+            problems.append("spin's new residual differs from the default config's in its bits")
         return problems
 
     def gemm_ar_norm(m: int, n: int, k: int, dtype: torch.dtype) -> list[str]:
@@ -310,6 +341,17 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/atomic/fp32_m1": lambda: run_poisoned((1, 100), torch.float32, LL_ATOMIC, False),
         "one_shot_ll/atomic/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_ATOMIC, True),
         "one_shot_ll/atomic/bits_across_ranks": lambda: same_bits_on_every_rank((3, 200), LL_ATOMIC),
+        # Slices that poll only their own words, count their arrival, wait for the row's others and norm their own
+        # slice: M = 1 in 4 slices (packed pairs), M = 3 of an odd hidden in 2 slices each (element by element),
+        # fp32 in 4 slices, M = 16 at 2 rows a group (one slice: the slices reloaded after the wait), e4m3 (run by
+        # "atomic"'s kernel); bit-identical across ranks and to "atomic"'s. Outputs poisoned first.
+        "one_shot_ll/spin/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_SPIN, False),
+        "one_shot_ll/spin/bf16_odd_m3": lambda: run_poisoned((3, 131), torch.bfloat16, LL_SPIN, False),
+        "one_shot_ll/spin/fp32_m1": lambda: run_poisoned((1, 100), torch.float32, LL_SPIN, False),
+        "one_shot_ll/spin/bf16_m16": lambda: run_poisoned((16, 64), torch.bfloat16, LL_SPIN, False),
+        "one_shot_ll/spin/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPIN, True),
+        "one_shot_ll/spin/bits_across_ranks": lambda: same_bits_on_every_rank((3, 200), LL_SPIN),
+        "one_shot_ll/spin/bits_as_atomic": lambda: same_bits_as_atomic((2, 200), torch.bfloat16),
         # A peer a call ahead (rank 1 late): one-shot 64 rows a round then 2; two-shot 1 row a round then 64.
         "peer_ahead/one_shot": lambda: peer_ahead_by_a_call("one_shot", 64, 2),
         "peer_ahead/two_shot": lambda: peer_ahead_by_a_call("two_shot", 2, 128),
@@ -389,6 +431,16 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
             assert {f"one_shot_ll/reader/{name}" for name in reader} <= set(record)
             atomic = {"bf16_m1", "bf16_odd_m3", "fp32_m1", "fp8_bf16_m3", "bits_across_ranks"}
             assert {f"one_shot_ll/atomic/{name}" for name in atomic} <= set(record)
+            spin = {
+                "bf16_m1",
+                "bf16_odd_m3",
+                "fp32_m1",
+                "bf16_m16",
+                "fp8_bf16_m3",
+                "bits_across_ranks",
+                "bits_as_atomic",
+            }
+            assert {f"one_shot_ll/spin/{name}" for name in spin} <= set(record)
             assert {"peer_ahead/one_shot", "peer_ahead/two_shot"} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -586,6 +638,75 @@ def test_the_ll_atomic_kernel_polls_only_its_slice(
         assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
 
 
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "rows", "slices", "warps", "wide", "watched"),
+    [("bf16", 8192, 1, 16, 4, True, False), ("bf16", 8192, 1, 4, 4, True, False),
+     ("fp32", 100, 2, 1, 4, False, False), ("bf16", 5120, 1, 4, 4, False, True)],
+)  # fmt: skip
+def test_the_ll_spin_kernel_norms_its_slice_after_the_others_arrive(
+    dtype: str, hidden: int, rows: int, slices: int, warps: int, wide: bool, watched: bool
+) -> None:
+    """sm_90: the LL kernel of ``ll_reduce="spin"`` at its launch's warps (``ll_launch_warps``). One
+    ``fence.acq_rel.sys`` before the first word access; relaxed system-scope 8-byte stores and loads, one per word
+    of a thread's slice (and row); one ``atom.acq_rel.gpu`` add (the arrival) after a ``bar.sync``; then the wait:
+    ``ld.acquire.gpu`` of the counter inside a loop, a ``bar.sync``, the ``SLICES`` partials per row loaded through
+    L2 after it; the norm's ``rsqrt`` after the wait, and at one row a group no reload of the new residual (the
+    slice stays in registers: ``SLICES`` L2 loads, the partials, and nothing else); no flag round, no weak 8-byte
+    store, no local memory in a loop. ``watched``: bounded polls, the counter's ``dl.wait`` behind them."""
+    from asm_loops import loop_components, ptx_blocks
+
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+    from triton_dist.ops.ar_rmsnorm import kernels
+    from triton_dist.ops.common.ll_words import LL_WATCHED_POLL_PASSES
+
+    itemsize = 4 if dtype == "fp32" else 2
+    num_warps = cfg.ll_launch_warps(
+        hidden, itemsize, cfg.ArRmsNormConfig("one_shot_ll", 256, warps, ll_reduce="spin"), slices
+    )
+    kernel, extra = kernels._ar_rmsnorm_ll_spin_kernel, {"flags_ptr": "*i32", "flags_stride": "i32"}
+    asm, words, num_warps = _ll_kernel_ptx(kernel, dtype, hidden, rows, slices, False, watched, wide, extra, num_warps)
+    lines = asm.splitlines()
+    stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
+    loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
+    fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
+    atomics = [i for i, line in enumerate(lines) if re.search(r"\batom\.", line) and "acq_rel.add" in line]
+    spins = [i for i, line in enumerate(lines) if "ld.acquire.gpu.global.b32" in line]
+    assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
+    assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
+    per_slice = max(1, words // slices // (32 * num_warps))  # a thread's words of its slice
+    assert words // slices >= 32 * num_warps, "a slice narrower than the program's threads"
+    assert len(stores) in (per_slice, per_slice * rows), "an 8-byte store merged away or duplicated"
+    if watched:  # the bounded poll, and the late receive's polls (each of the slice's words)
+        assert len(loads) % per_slice == 0 and len(loads) > per_slice, "the polls must cover this program's slice"
+    else:
+        assert len(loads) in (per_slice, per_slice * rows), "the poll must cover this program's slice only"
+    assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
+    assert len(atomics) == 1 and "atom.global.gpu.acq_rel.add" in lines[atomics[0]], "one acq_rel arrival atomic"
+    barriers = [i for i, line in enumerate(lines) if "bar.sync" in line]
+    assert [i for i in barriers if max(stores + loads) < i < atomics[0]], "a bar.sync between the slice and the atomic"
+    assert spins and min(spins) > atomics[0], "the wait's acquire loads of the counter follow the arrival"
+    after = [i for i in barriers if i > min(spins)]
+    assert after, "a bar.sync after the wait"
+    reloads = [i for i, line in enumerate(lines) if "ld.global.cg" in line]
+    assert reloads and min(reloads) > min(after), "the partials are loaded after the wait"
+    if rows == 1:
+        assert len(reloads) == slices, "one row a group: the partials only, the slice kept in registers"
+    rsqrts = [i for i, line in enumerate(lines) if "rsqrt" in line]
+    assert rsqrts and min(rsqrts) > min(spins), "the norm follows the wait"
+    # The polls are loops inside their inline asm (labels asm_loops does not parse): load, test, branch back.
+    spin_loop = re.search(r"LL_SPIN:\s*ld\.acquire\.gpu\.global\.b32[^;]*;[^@]*@%lsp bra LL_SPIN;", asm)
+    assert spin_loop, "the counter's acquire load inside the wait's loop"
+    assert re.search(r"LL_POLL:[^@]*@%llp ld\.relaxed\.sys\.global\.b64", asm), "the words' loads inside the poll"
+    loops = loop_components(ptx_blocks(asm))
+    in_loops = [line for loop in loops for block_ in loop for line in block_.lines]
+    assert not [line for line in in_loops if ".local" in line], "local memory inside a loop"
+    if watched:  # the poll bounded, and the counter's dl.wait (inlined: its own acquire loads) behind it
+        assert f"setp.lt.u32 %lsq, %lsn, {LL_WATCHED_POLL_PASSES};" in asm, "the wait's poll bounded"
+        assert len(spins) >= 2, "the counter's dl.wait behind the bounded poll"
+    else:
+        assert len(spins) == 1 and "%lsn" not in asm, "one unbounded poll of the counter"
+
+
 def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ll_launch``: groups x rows per group (a power of two) cover the rows in one round each, each group's rows
     split over a power of two of programs while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (or as
@@ -615,7 +736,23 @@ def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPat
     assert [launch(m, 8192, 2, 256, ll_reduce="atomic") for m in (1, 16, 32, 128)] == [
         (1, 16, 1), (16, 8, 1), (32, 4, 1), (128, 1, 1)
     ]  # fmt: skip
-    with pytest.raises(cfg.ArRmsNormError, match="ll_reduce must be one of \\['row', 'atomic'\\], got 'tree'"):
+    # ll_reduce="spin": slices of one word per thread at the config's warps (the program holds only its slice), at
+    # most LL_SPIN_MAX_SLICES, the launch within LL_READER_PROGRAMS even where ll_slices asks for more.
+    spin = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="spin")
+    assert [launch(m, 8192, 2, 256, ll_reduce="spin") for m in (1, 16, 32, 64, 128, 256)] == [
+        (1, 16, 1), (16, 8, 1), (32, 4, 1), (64, 2, 1), (128, 1, 1), (256, 1, 1)
+    ]  # fmt: skip
+    assert [cfg.ll_launch_warps(8192, 2, spin, s) for s in (16, 4, 1)] == [4, 4, 8]  # 256, 1024, 4096 words a slice
+    assert cfg.ll_launch_warps(8192, 2, cfg.ArRmsNormConfig("one_shot_ll", 256, 16, ll_reduce="spin"), 16) == 8
+    assert cfg.ll_launch_warps(8192, 2, cfg.ArRmsNormConfig("one_shot_ll", 256, 4), 16) == 8  # whole rows
+    assert launch(1, 8192, 2, 256, ll_reduce="spin", num_warps=1) == (1, 16, 1)  # LL_SPIN_MAX_SLICES
+    assert launch(1, 100, 2, 256, ll_reduce="spin", num_warps=1) == (1, 2, 1)  # 64 words: 2 slices of 32
+    assert launch(16, 8192, 2, 256, ll_reduce="spin", ll_slices=16) == (16, 8, 1)  # within LL_READER_PROGRAMS
+    assert cfg.ll_spin_fp8_config(spin) == cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="atomic")
+    assert cfg.ll_spin_fp8_config(cfg.ArRmsNormConfig("one_shot", 4)) == cfg.ArRmsNormConfig("one_shot", 4)
+    with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='spin' is an option of one_shot_ll without"):
+        cfg.ArRmsNormConfig("one_shot_ll", 4, ll_single_reader=True, ll_reduce="spin")
+    with pytest.raises(cfg.ArRmsNormError, match="ll_reduce must be one of \\['row', 'atomic', 'spin'\\], got 'tree'"):
         cfg.ArRmsNormConfig("one_shot_ll", 4, ll_reduce="tree")
     with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='atomic' is an option of one_shot_ll without"):
         cfg.ArRmsNormConfig("one_shot", 4, ll_reduce="atomic")
@@ -813,10 +950,12 @@ def _ll_kernel_ptx(
     watched: bool,
     wide: bool | None = None,
     extra: dict[str, str] | None = None,
+    num_warps: int = 0,
 ) -> tuple[str, int, int]:
     """An LL AR + RMSNorm kernel compiled for sm_90 as the op launches it: its PTX, a row's words and the program's
     warps. ``wide``: the kernel's ``WIDE`` (None: a kernel without it); those kernels also take ``hidden`` as a
-    multiple of 16, as the op's wide payloads need. ``extra``: parameters beyond the split kernel's."""
+    multiple of 16, as the op's wide payloads need. ``extra``: parameters beyond the split kernel's. ``num_warps``:
+    0 for ``ll_num_warps`` at 4 (a program holds whole rows)."""
     from dl_compile import assembly, compile_kernel, need_real_library
 
     from triton_dist.ops.all_reduce.config import ll_elements_per_word
@@ -842,7 +981,7 @@ def _ll_kernel_ptx(
         "WATCHED": watched,
         "EMULATED": False,
     }
-    num_warps = cfg.ll_num_warps(hidden, itemsize, 4)
+    num_warps = num_warps or cfg.ll_num_warps(hidden, itemsize, 4)
     aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr")
     aligned += () if wide is None else ("hidden",)
     compiled = compile_kernel(kernel, signature, "sm_90", constexprs, aligned, num_warps)

@@ -131,6 +131,48 @@ words of epoch ``e + 1`` that this rank's program ``(g, s)`` pushed after its fe
 boundary) every read of epoch ``e`` by this rank's previous call: all_reduce's LL argument, pair by pair of
 programs of one slice, since each program reads only what its peer program of the same slice writes.
 
+The **LL one-shot whose slices wait for each other** (``_ar_rmsnorm_ll_spin_kernel``, ``config.ll_reduce`` "spin";
+an option, never the default until measured) is the atomic kernel up to its arrival: the same split grid and push,
+program ``(g, s)`` polls only its slice's words, sums in rank order in fp32, adds its residual slice, rounds, stores
+its slice of ``new_residual`` and the partial sum of squares of that rounded slice into flag ``1 + r`` of its own
+slot, then arrives (``bar.sync``, one ``atom.add.acq_rel.gpu`` of 1 on the group's counter). Then, unlike the atomic
+kernel, **every** program waits until the counter shows all ``SLICES`` arrivals of this call: the counter is
+cumulative (``SLICES`` per call), so the target is the first multiple of ``SLICES`` above the value its own atomic
+returned, and every thread polls the counter with ``ld.acquire.gpu`` until it equals the target (equality holds
+until the next call, which starts after this kernel ends; int32 arithmetic wraps with the counter, ``2^32`` being a
+multiple of ``SLICES``), then a ``bar.sync``. It sums the ``SLICES`` partials in slice order (the atomic kernel's
+sum: the same bits in every program, on every rank, and as "atomic"'s), and norms only its slice with its slice of
+the weight, from the rounded slice still in registers (one row a group, the case at M <= 256 on 256 programs: no
+reload of the row, no program writing a whole row); with several rows a group it reloads its own slices of the new
+residual (its own stores, ordered by the arrival's ``bar.sync``). The cost over all_reduce's LL: the partial's
+store, the arrival, the wait and ``SLICES`` loads of partials, all L2 round trips; one program per SM stores only
+its slice of each output.
+
+Ordering: as the atomic kernel's, with every program in the role of the last arriver: the store of a slice's
+partial precedes (``bar.sync``) its thread 0's release (the atomic); a thread whose acquire load reads the target
+reads the value of the last RMW of the counter's chain, so it synchronizes with every arrival's release (each
+release is in the release sequence that value ends), and its loads of the partials after it see them. Across calls
+the counter and partials are this rank's, written only by the group's programs, one call at a time (stream order),
+and a partial is rewritten only by the next call, after every program's reads of it in this call.
+
+Residency: every program of a group waits for every other, so a group's programs must be resident together. A
+group is at most ``config.LL_SPIN_MAX_SLICES`` (16) consecutive programs, and the launch at most
+``config.LL_READER_PROGRAMS`` (128, one wave of the 132 SMs of an H100 / H200 at one program per SM; a spinning
+program holds only its slice, so several fit on an SM). The GPU dispatches a grid's programs in order, so the
+programs of lower groups are resident before a group's last program is dispatched, and a group waits only for its
+own 16; with the launch within one wave nothing waits for an SM at all. With one slice a group (no split) the
+program's own arrival completes the count. Watched (``WATCHED``): the poll gives up after
+``LL_WATCHED_POLL_PASSES`` loads, and where any thread's did (one reduction decides, so every thread takes the same
+branch) the program waits with ``dl.wait`` on the counter, which the watchdog times out naming it: a program whose
+peer or sibling never arrives ends in the watchdog's error, not a hang. Under the CPU emulation (``EMULATED``) the
+wait is ``dl.wait`` alone: the interpreter starts every program of a launch on a thread of its own, so a program's
+wait for its siblings ends (the emulation's wait backs off and times out under the watchdog).
+
+The e4m3 output needs the row's largest normed magnitude for its per-token scale, which no spinning program holds
+(it holds its slice): the op runs "atomic"'s kernel, launch and workspace for it (``config.ll_spin_fp8_config``),
+and the spin kernel refuses ``FP8`` at compile time. (A second exchange, of per-slice maxima on a second counter,
+would let every program quantize its slice; not built.)
+
 With ``FP8`` the normed row is quantized to e4m3 with a per-token scale: ``scale = max(max|normed| / 448,
 FP8_MIN_SCALE)``, ``normed_fp8 = clamp(normed / scale, +-448)`` rounded to nearest (even), both from the fp32 row.
 """
@@ -850,6 +892,77 @@ def _ll_payload_fresh(x_ptr, words, n, PER_WORD: tl.constexpr, WIDE: tl.constexp
     return payload
 
 
+@triton.jit
+def _ll_slice_new_residual(
+    x_ptr,
+    residual_ptr,
+    new_residual_ptr,
+    row_words,
+    row,
+    sliced,
+    hidden,
+    epoch,
+    me,
+    ranks,
+    RANK_WORDS: tl.constexpr,
+    DTYPE: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    WIDE: tl.constexpr,
+    WATCHED: tl.constexpr,
+    EMULATED: tl.constexpr,
+):
+    """A program's slice (``sliced`` words) of row ``row``, whose words from the peers land at ``row_words``: x and
+    the residual loaded before the poll (they arrive while it waits), the peers' words awaited and summed with x in
+    rank order in fp32, the residual added, the sum rounded to ``DTYPE`` and stored as the slice of
+    ``new_residual``. Returns the rounded slice in fp32 (its low and high element lanes; 0 past the hidden size) and
+    the slice's sum of squares of it (fp32, ``tl.sum`` over the slice)."""
+    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
+    mine = _ll_payload_wide(x_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
+    residual = _ll_payload_wide(residual_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
+    packed = _ll_pack(mine, epoch)
+    in_slice = sliced * PER_WORD < hidden
+    acc_low, acc_high = _ll_row_sum_awaited(
+        row_words,
+        sliced,
+        in_slice,
+        mine,
+        packed,
+        epoch,
+        me,
+        ranks,
+        RANK_WORDS,
+        DTYPE,
+        PER_WORD,
+        PASSES,
+        WATCHED,
+        EMULATED,
+    )
+    res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
+    new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)  # 0 past the hidden size
+    h_low = new_low.to(tl.float32)
+    if PER_WORD == 2:
+        new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
+        h_high = new_high.to(tl.float32)
+        squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
+    else:
+        new_high = new_low
+        h_high = h_low
+        squares = tl.sum(h_low * h_low, axis=0)
+    _ll_store_pairs(new_residual_ptr + row * hidden, sliced, hidden, new_low, new_high, PER_WORD, WIDE)
+    return h_low, h_high, squares
+
+
+@triton.jit
+def _ll_partials_total(first_ptr, stride, SLICES: tl.constexpr):
+    """The fp32 sum of a row's ``SLICES`` partial sums of squares, stored as int32 bits at ``first_ptr + s *
+    stride`` (slice ``s``'s slot), in slice order (not arrival order: the same float sum in every program of the row
+    and on every rank), loaded through L2 (``.cg``: other programs stored them, ordered by an acquire before)."""
+    total = tl.zeros([], dtype=tl.float32)
+    for s in tl.static_range(SLICES):
+        total += tl.load(first_ptr + s * stride, cache_modifier=".cg").to(tl.float32, bitcast=True)
+    return total
+
+
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
 def _ar_rmsnorm_ll_atomic_kernel(
     x_ptr,
@@ -906,43 +1019,28 @@ def _ar_rmsnorm_ll_atomic_kernel(
     )
     # Receive my slice of each row from every peer (the words the peers' programs of my slice pushed), sum in rank
     # order, add the residual, round: my slice of the new residual, and its partial sum of squares into my slot.
-    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
-    in_slice = sliced * PER_WORD < hidden
     partials = flags_ptr + slot * flags_stride + 1  # my slot's flags past the counter: one fp32 (as bits) per row
     for r in range(0, ROUND_ROWS):
         row = first + r
         if row < rows:
-            mine = _ll_payload_wide(x_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
-            residual = _ll_payload_wide(residual_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
-            packed = _ll_pack(mine, epoch)
-            row_words = words + r * BLOCK_W
-            acc_low, acc_high = _ll_row_sum_awaited(
-                row_words,
+            _, _, squares = _ll_slice_new_residual(
+                x_ptr,
+                residual_ptr,
+                new_residual_ptr,
+                words + r * BLOCK_W,
+                row,
                 sliced,
-                in_slice,
-                mine,
-                packed,
+                hidden,
                 epoch,
                 me,
                 ranks,
                 RANK_WORDS,
                 DTYPE,
                 PER_WORD,
-                PASSES,
+                WIDE,
                 WATCHED,
                 EMULATED,
             )
-            res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
-            new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)  # 0 past the hidden size
-            h_low = new_low.to(tl.float32)
-            if PER_WORD == 2:
-                new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
-                h_high = new_high.to(tl.float32)
-                squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
-            else:
-                new_high = new_low
-                squares = tl.sum(h_low * h_low, axis=0)
-            _ll_store_pairs(new_residual_ptr + row * hidden, sliced, hidden, new_low, new_high, PER_WORD, WIDE)
             tl.store(partials + r, squares.to(tl.int32, bitcast=True))
     tl.store(epochs_ptr + slot, epoch)
     # Arrive: every thread's stores above precede (bar.sync) the one atomic, whose release publishes them; the
@@ -956,13 +1054,198 @@ def _ar_rmsnorm_ll_atomic_kernel(
         for r in range(0, ROUND_ROWS):
             row = first + r
             if row < rows:
-                total = tl.zeros([], dtype=tl.float32)
-                for s in tl.static_range(SLICES):  # slice order: the same sum on every rank
-                    bits = tl.load(flags_ptr + (group * SLICES + s) * flags_stride + 1 + r, cache_modifier=".cg")
-                    total += bits.to(tl.float32, bitcast=True)
+                total = _ll_partials_total(flags_ptr + group * SLICES * flags_stride + 1 + r, flags_stride, SLICES)
                 rstd = tl.rsqrt(total / hidden + eps)
                 new = _ll_payload_fresh(new_residual_ptr + row * hidden, offs, hidden, PER_WORD, WIDE)
                 new_low, new_high = _ll_elements(new, DTYPE, PER_WORD)
                 h_low, h_high = new_low.to(tl.float32), new_high.to(tl.float32)
                 out = _ll_scaled(h_low, h_high, rstd, w_low, w_high, normed_ptr.dtype.element_ty, FP8)
                 _ll_store_normed(normed_ptr, scale_ptr, row, offs, hidden, *out, PER_WORD, FP8, WIDE)
+
+
+@triton.constexpr_function
+def _ll_spin_asm(max_passes=0):
+    """(PTX, constraints) of one thread's wait for an arrival counter: ``ld.acquire.gpu.global.b32`` of the counter
+    (operand ``$1``) in a loop until it equals ``$2``; returns the value last read (``$0``). ``max_passes`` > 0 gives
+    up after that many loads (the value returned then differs from ``$2``; the caller checks). The label and the
+    registers are declared inside ``{ }``, so each instance has its own (as ``ll_words._ll_poll_asm``)."""
+    lines = ["{", ".reg .pred %lsp;", ".reg .b32 %lsv;"]
+    if max_passes:
+        lines += [".reg .pred %lsq;", ".reg .b32 %lsn;", "mov.b32 %lsn, 0;"]
+    lines += ["LL_SPIN:", "ld.acquire.gpu.global.b32 %lsv, [$1];", "setp.ne.b32 %lsp, %lsv, $2;"]
+    if max_passes:
+        lines += ["add.u32 %lsn, %lsn, 1;", f"setp.lt.u32 %lsq, %lsn, {max_passes};", "and.pred %lsp, %lsp, %lsq;"]
+    lines += ["@%lsp bra LL_SPIN;", "mov.b32 $0, %lsv;", "}"]
+    return "\n\t".join(lines), "=r,l,r"
+
+
+@triton.jit
+def _ll_arrive_and_wait(counter_ptr, SLICES: tl.constexpr, WATCHED: tl.constexpr, EMULATED: tl.constexpr):
+    """Count this program's arrival on its group's counter and wait for the group's other ``SLICES - 1`` arrivals
+    of this call (``_ar_rmsnorm_ll_spin_kernel``): a ``bar.sync`` (every thread's stores before it), one
+    ``atom.add.acq_rel.gpu`` of 1; the call's ``SLICES`` arrivals take the counter from a multiple of ``SLICES`` to
+    the next, so this call's target is the first multiple above the value the atomic returned (int32 arithmetic
+    that wraps, as the counter does: 2^32 is a multiple of ``SLICES``). Every thread then polls the counter with
+    acquire loads until it equals the target (equality: the counter holds the target until the next call, which
+    starts after this kernel ends), then a ``bar.sync``. ``WATCHED``: the poll gives up after
+    ``LL_WATCHED_POLL_PASSES`` loads and, where any thread's did, the program waits with ``dl.wait`` (which the wait
+    watchdog times out, naming the counter). ``EMULATED``: ``dl.wait`` alone (the interpreter runs no PTX; its
+    programs are threads that all start, so waiting for the others ends)."""
+    tl.debug_barrier()
+    arrived = tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu")
+    target = (arrived & -SLICES) + SLICES
+    if EMULATED:
+        dl.wait(counter_ptr, 1, "gpu", "acquire", target, cmp="eq")
+    else:
+        THREADS: tl.constexpr = 32 * tl.extra.cuda.num_warps()
+        ASM: tl.constexpr = _ll_spin_asm(_LL_WATCHED_POLL_PASSES * WATCHED)
+        ptrs = counter_ptr + tl.zeros([THREADS], dtype=tl.int32)  # one lane per thread: every thread polls
+        wanted = target + tl.zeros([THREADS], dtype=tl.int32)
+        seen = tl.inline_asm_elementwise(ASM[0], ASM[1], [ptrs, wanted], dtype=tl.int32, is_pure=False, pack=1)
+        if WATCHED:
+            if tl.max((seen != wanted).to(tl.int32), axis=0) > 0:  # one reduction: the same branch in every thread
+                dl.wait(counter_ptr, 1, "gpu", "acquire", target, cmp="eq")
+        tl.debug_barrier()
+
+
+@triton.jit
+def _ll_norm_slice(
+    h_low,
+    h_high,
+    total,
+    weight,
+    normed_ptr,
+    row,
+    sliced,
+    eps,
+    hidden,
+    DTYPE: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    WIDE: tl.constexpr,
+):
+    """Norm a program's slice of row ``row`` (its new residual's lanes in fp32) by the row's sum of squares
+    ``total`` and store it as ``normed``'s slice: ``_ll_scaled``'s arithmetic (so the same bits as the other LL
+    kernels' for the same ``total``). ``weight``: the weight's slice as LL payloads."""
+    w_low, w_high = _ll_elements(weight, DTYPE, PER_WORD)
+    rstd = tl.rsqrt(total / hidden + eps)
+    out_low, out_high, _ = _ll_scaled(h_low, h_high, rstd, w_low, w_high, normed_ptr.dtype.element_ty, False)
+    _ll_store_pairs(normed_ptr + row * hidden, sliced, hidden, out_low, out_high, PER_WORD, WIDE)
+
+
+@triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
+def _ar_rmsnorm_ll_spin_kernel(
+    x_ptr,
+    residual_ptr,
+    weight_ptr,
+    normed_ptr,
+    new_residual_ptr,
+    scale_ptr,
+    eps,
+    data_ptr,
+    flags_ptr,
+    epochs_ptr,
+    rows,
+    hidden,
+    flags_stride,
+    REGION: tl.constexpr,
+    RANK_WORDS: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+    ROUND_ROWS: tl.constexpr,
+    SLICES: tl.constexpr,
+    PER_WORD: tl.constexpr,
+    FP8: tl.constexpr,
+    WIDE: tl.constexpr = False,
+    WATCHED: tl.constexpr = False,
+    EMULATED: tl.constexpr = False,
+):
+    tl.static_assert(not FP8, "ll_reduce='spin' writes no e4m3 output (the op runs 'atomic' for it)")
+    slot = tl.program_id(0)
+    group = slot // SLICES  # the group's ROUND_ROWS rows
+    part = slot % SLICES  # my slice of each of them
+    me = dl.rank()
+    ranks = dl.num_ranks()
+    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
+    epoch = _ll_call_epoch(epochs_ptr + slot, EMULATED)
+    SLICE_W: tl.constexpr = BLOCK_W // SLICES
+    words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS  # [2 parities][ranks][RANK_WORDS]
+    sliced = part * SLICE_W + tl.arange(0, SLICE_W)
+    first = group * ROUND_ROWS
+    _ll_push_slice(
+        x_ptr,
+        words,
+        sliced,
+        first,
+        rows,
+        hidden,
+        epoch,
+        me,
+        ranks,
+        RANK_WORDS,
+        BLOCK_W,
+        ROUND_ROWS,
+        PER_WORD,
+        WIDE,
+        EMULATED,
+    )
+    weight = _ll_payload_wide(weight_ptr, sliced, hidden, PER_WORD, WIDE)  # my slice only; local, loaded early
+    partials = flags_ptr + slot * flags_stride + 1  # my slot's flags past the counter: one fp32 (as bits) per row
+    counter = flags_ptr + group * SLICES * flags_stride  # flag 0 of the group's first slot
+    if ROUND_ROWS == 1:  # the group's one row (a group always has its first row): the slice stays in registers
+        h_low, h_high, squares = _ll_slice_new_residual(
+            x_ptr,
+            residual_ptr,
+            new_residual_ptr,
+            words,
+            first,
+            sliced,
+            hidden,
+            epoch,
+            me,
+            ranks,
+            RANK_WORDS,
+            DTYPE,
+            PER_WORD,
+            WIDE,
+            WATCHED,
+            EMULATED,
+        )
+        tl.store(partials, squares.to(tl.int32, bitcast=True))
+        tl.store(epochs_ptr + slot, epoch)
+        _ll_arrive_and_wait(counter, SLICES, WATCHED, EMULATED)
+        total = _ll_partials_total(counter + 1, flags_stride, SLICES)
+        _ll_norm_slice(h_low, h_high, total, weight, normed_ptr, first, sliced, eps, hidden, DTYPE, PER_WORD, WIDE)
+    else:  # several rows: each row's slice of the new residual is reloaded (my own stores) after the wait
+        for r in range(0, ROUND_ROWS):
+            row = first + r
+            if row < rows:
+                _, _, squares = _ll_slice_new_residual(
+                    x_ptr,
+                    residual_ptr,
+                    new_residual_ptr,
+                    words + r * BLOCK_W,
+                    row,
+                    sliced,
+                    hidden,
+                    epoch,
+                    me,
+                    ranks,
+                    RANK_WORDS,
+                    DTYPE,
+                    PER_WORD,
+                    WIDE,
+                    WATCHED,
+                    EMULATED,
+                )
+                tl.store(partials + r, squares.to(tl.int32, bitcast=True))
+        tl.store(epochs_ptr + slot, epoch)
+        _ll_arrive_and_wait(counter, SLICES, WATCHED, EMULATED)
+        for r in range(0, ROUND_ROWS):
+            row = first + r
+            if row < rows:
+                total = _ll_partials_total(counter + 1 + r, flags_stride, SLICES)
+                new = _ll_payload_fresh(new_residual_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
+                new_low, new_high = _ll_elements(new, DTYPE, PER_WORD)
+                h_low, h_high = new_low.to(tl.float32), new_high.to(tl.float32)
+                _ll_norm_slice(
+                    h_low, h_high, total, weight, normed_ptr, row, sliced, eps, hidden, DTYPE, PER_WORD, WIDE
+                )

@@ -25,10 +25,11 @@ from triton_dist.ops.ar_rmsnorm.config import (
     choose_config,
     ll_group_words,
     ll_launch,
+    ll_launch_warps,
     ll_max_round_rows,
-    ll_num_warps,
     ll_region_bytes,
     ll_row_words,
+    ll_spin_fp8_config,
     region_bytes,
     round_rows,
 )
@@ -37,6 +38,7 @@ from triton_dist.ops.ar_rmsnorm.kernels import (
     _ar_rmsnorm_ll_atomic_kernel,
     _ar_rmsnorm_ll_kernel,
     _ar_rmsnorm_ll_reader_kernel,
+    _ar_rmsnorm_ll_spin_kernel,
 )
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
@@ -230,22 +232,26 @@ def _first_launch_ll(
 ) -> LaunchPlan | EmulatedLaunch:
     """The LL one-shot's first launch (``kernels._ar_rmsnorm_ll_kernel``; ``config.ll_single_reader``:
     ``kernels._ar_rmsnorm_ll_reader_kernel``; ``config.ll_reduce`` "atomic": ``kernels._ar_rmsnorm_ll_atomic_kernel``,
-    each in a workspace of its own): the slot workspace of its slices per row (8-byte words; fewer slots under the
-    emulation; "atomic": a slot's flags hold its group's arrival counter and its per-row partial sums of squares),
-    one round per program, ``ll_launch``'s grid."""
+    "spin": ``kernels._ar_rmsnorm_ll_spin_kernel``, but for the e4m3 output, which "atomic" writes
+    (``ll_spin_fp8_config``); each in a workspace of its own): the slot workspace of its slices per row (8-byte
+    words; fewer slots under the emulation; "atomic" and "spin": a slot's flags hold its group's arrival counter and
+    its per-row partial sums of squares), one round per program, ``ll_launch``'s grid of ``ll_launch_warps``."""
     hidden = x.shape[-1]
     rows = x.numel() // hidden
     itemsize = x.element_size()
     on_cpu = emulated(world)
+    if normed.dtype == FP8_DTYPE:
+        config = ll_spin_fp8_config(config)
     launch = ll_launch(rows, hidden, itemsize, config, on_cpu)
     # One workspace per slices-per-row: a slot's epoch counts the calls of its program, and all programs of a group
     # must count alike, so its slots are always used together (a group spans `slices` slots of its workspace).
     region = ll_region_bytes(hidden, itemsize, world.world_size, launch.slices)
     slots = EMULATED_LL_SLOTS if on_cpu else SLOTS["one_shot_ll"]
-    atomic = config.ll_reduce == "atomic"
-    variant = "one_shot_ll_reader" if config.ll_single_reader else "one_shot_ll_atomic" if atomic else "one_shot_ll"
-    # "atomic": flag 0 of a group's first slot counts its programs' arrivals, flags 1.. of each slot its partials.
-    flags = 1 + ll_max_round_rows(hidden, itemsize) if atomic else 1
+    counted = config.ll_reduce in ("atomic", "spin")  # the slices' arrivals counted, their partials exchanged
+    variant = "one_shot_ll" + ("_reader" if config.ll_single_reader else "" if not counted else f"_{config.ll_reduce}")
+    # "atomic", "spin": flag 0 of a group's first slot counts its programs' arrivals, flags 1.. of each slot its
+    # partials (each its own workspace: a call adds SLICES to a counter, which names its target or last arriver).
+    flags = 1 + ll_max_round_rows(hidden, itemsize) if counted else 1
     ws = slot_workspace(f"{OP}.{variant}.{launch.slices}", slots, flags, region)
     named = {
         "x_ptr": x,
@@ -269,16 +275,16 @@ def _first_launch_ll(
         "WATCHED": watchdog_enabled(),
         "EMULATED": on_cpu,
     }
-    num_warps = ll_num_warps(hidden, itemsize, config.num_warps)
-    if not config.ll_single_reader and not atomic:
+    num_warps = ll_launch_warps(hidden, itemsize, config, launch.slices)
+    if not config.ll_single_reader and not counted:
         return first_launch(_ar_rmsnorm_ll_kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
     # Packed pairs: 16-bit elements, an even hidden size, and every tensor 16-byte aligned (the plan's signature
     # holds that alignment, so a later call on this plan has it too).
     tensors = (x, residual, weight, new_residual) + (() if normed.dtype == FP8_DTYPE else (normed,))
     named["WIDE"] = itemsize == 2 and hidden % 2 == 0 and all(t.data_ptr() % 16 == 0 for t in tensors)
-    if atomic:
+    if counted:
         named = {**named, "flags_ptr": ws.flags, "flags_stride": ws.flags.shape[1]}
-        kernel = _ar_rmsnorm_ll_atomic_kernel
+        kernel = _ar_rmsnorm_ll_spin_kernel if config.ll_reduce == "spin" else _ar_rmsnorm_ll_atomic_kernel
     else:
         kernel = _ar_rmsnorm_ll_reader_kernel
     return first_launch(kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
