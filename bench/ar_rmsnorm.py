@@ -18,6 +18,9 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
 - ``fused LL atomic (forced)``: the same with ``ll_reduce="atomic"``: each of a row's programs polls only its
   slice, writes its slice of the new residual and its partial sum of squares, and counts its arrival with an
   atomic; the last to arrive norms the row (``LL atomic grid``: groups x slices);
+- ``fused LL spin (forced)``: the same with ``ll_reduce="spin"``: as the atomic one up to the arrival, then every
+  program of the row waits for the others' partials and norms its own slice (its warps follow the slice: 4 warps,
+  a row over up to 16 programs, the launch within 128; ``LL spin grid``: groups x slices);
 - ``our AR``: ``triton_dist.ops.all_reduce(x, out=)`` alone (what the fused op must not cost much more than);
 - ``our AR + add + RMSNorm``: our all-reduce, then ``torch.add`` of the residual and
   ``torch.nn.functional.rms_norm`` (our unfused path);
@@ -76,12 +79,25 @@ FUSED_LL = "fused LL (forced)"
 FUSED_LL_UNSPLIT = "fused LL unsplit (forced)"
 FUSED_LL_READER = "fused LL 1 reader (forced)"
 FUSED_LL_ATOMIC = "fused LL atomic (forced)"
+FUSED_LL_SPIN = "fused LL spin (forced)"
 OURS = "our AR"
 UNFUSED = "our AR + add + RMSNorm"
 NCCL = "NCCL + add + RMSNorm"
 SYMM = "symm-mem one-shot + add + RMSNorm"
-NAMES = (FUSED, FP8, FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, FUSED_LL_ATOMIC, OURS, UNFUSED, NCCL, SYMM)
-LL_NAMES = (FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, FUSED_LL_ATOMIC)
+NAMES = (
+    FUSED,
+    FP8,
+    FUSED_LL,
+    FUSED_LL_UNSPLIT,
+    FUSED_LL_READER,
+    FUSED_LL_ATOMIC,
+    FUSED_LL_SPIN,
+    OURS,
+    UNFUSED,
+    NCCL,
+    SYMM,
+)
+LL_NAMES = (FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, FUSED_LL_ATOMIC, FUSED_LL_SPIN)
 """The forced LL variants (timed at M <= ``LL_ROWS``)."""
 LL_ROWS = 256
 """The forced LL variant is timed at M <= 256 (the most rows its 256 programs hold at hidden 8192)."""
@@ -95,18 +111,23 @@ LL_READER = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_single_re
 """The LL variant with one reader per row (its other programs only push), timed beside both."""
 LL_ATOMIC = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_reduce="atomic")
 """The LL variant whose programs poll only their slice and the last of a row's to arrive norms it, timed beside."""
+LL_SPIN = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_reduce="spin")
+"""The LL variant whose programs poll only their slice, wait for the row's others and each norm their slice: at 4
+warps a program (``ll_launch_warps``: a spinning program holds only its slice), as all_reduce's LL spreads a small
+message over many programs of few warps."""
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
 SWEEP = (
     [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)]
     + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 8, ll_slices=slices) for slices in (1, 4, 16)]
     + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], warps, ll_single_reader=True) for warps in (8, 16)]
+    + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], warps, ll_reduce="spin") for warps in (1, 2, 8)]
 )
 """The fused op's configs also timed (graphed) at the ``--sweep-rows`` M values: what the chosen config (the
 all-reduce's algorithm for the size, warps by row length) leaves on the table; and the LL variant with its rows
 split into 1, 4 and 16 slices whatever the programs (``ll_slices``: up to 16 x M programs), what its own bound on
 the split (``LL_SPLIT_PROGRAMS``) leaves; and the single reader at 8 and 16 warps (16: half the reader's words per
-thread, a row split into at most 8 slices)."""
+thread, a row split into at most 8 slices); and the spin variant at 1, 2 and 8 warps a program (its column: 4)."""
 SWEEP_ROWS = (1, 4, 16, 64, 128, 256, 1024, 8192)
 
 
@@ -136,6 +157,7 @@ def implementations(
         FUSED_LL_UNSPLIT: lambda: _run(x, residual, weight, EPS, LL_UNSPLIT),
         FUSED_LL_READER: lambda: _run(x, residual, weight, EPS, LL_READER),
         FUSED_LL_ATOMIC: lambda: _run(x, residual, weight, EPS, LL_ATOMIC),
+        FUSED_LL_SPIN: lambda: _run(x, residual, weight, EPS, LL_SPIN),
         OURS: lambda: all_reduce(x, out=reduced),
         UNFUSED: lambda: add_rms_norm(all_reduce(x, out=reduced), residual, weight),
         NCCL: lambda: (dist.all_reduce(nccl_buffer), add_rms_norm(nccl_buffer, residual, weight)),
@@ -208,6 +230,7 @@ def main() -> int:
             (LL_CONFIG, "LL variant"),
             (LL_READER, "LL single-reader variant"),
             (LL_ATOMIC, "LL atomic variant"),
+            (LL_SPIN, "LL spin variant"),
         ):
             if m > LL_ROWS:
                 break
@@ -227,6 +250,7 @@ def main() -> int:
             "LL grid": ll_grid(m, args.hidden, x.element_size()),
             "LL reader grid": ll_grid(m, args.hidden, x.element_size(), LL_READER),
             "LL atomic grid": ll_grid(m, args.hidden, x.element_size(), LL_ATOMIC),
+            "LL spin grid": ll_grid(m, args.hidden, x.element_size(), LL_SPIN),
         }
         impls = implementations(x, residual, weight, group_name, symm_mem)
         time_graphed_and_eager(row, impls, args.iters, f"at M={m} failed")
@@ -262,9 +286,11 @@ def ll_grid(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig = LL_
 
 
 def sweep_name(config: ArRmsNormConfig) -> str:
-    """A swept config's column: "one_shot 8w", "one_shot_ll 8w 16 slices", "one_shot_ll 16w 1 reader"."""
+    """A swept config's column: "one_shot 8w", "one_shot_ll 8w 16 slices", "one_shot_ll 16w 1 reader",
+    "one_shot_ll 1w spin"."""
     name = f"{config.algo} {config.num_warps}w" + (f" {config.ll_slices} slices" if config.ll_slices else "")
-    return name + (" 1 reader" if config.ll_single_reader else "")
+    name += " 1 reader" if config.ll_single_reader else ""
+    return name + (f" {config.ll_reduce}" if config.ll_reduce != "row" else "")
 
 
 def us(row: dict[str, object], key: str) -> float:
@@ -324,6 +350,7 @@ def bar_summary(rows: list[dict[str, object]]) -> list[str]:
             1.2,
             graphed,
         ),
+        (f"(not the default) {FUSED_LL_SPIN} / our AR at M <= {BAR_ROWS}", small, FUSED_LL_SPIN, OURS, 1.2, graphed),
     ]
     lines = []
     for what, subset, numerator, denominator, bar, modes in specs:
@@ -354,7 +381,9 @@ def write_results(
         "  (forced): the same, one program per row; fused LL 1 reader (forced): the same with ll_single_reader (the",
         "  row's first program alone receives, norms and writes it; the others only push; LL reader grid); fused",
         "  LL atomic (forced): the same with ll_reduce=atomic (each program polls only its slice, the last of a",
-        "  row's programs to arrive norms it from the slices' partial sums of squares; LL atomic grid);",
+        "  row's programs to arrive norms it from the slices' partial sums of squares; LL atomic grid); fused LL",
+        "  spin (forced): the same with ll_reduce=spin (each program polls only its slice, waits for the row's",
+        "  other programs' partial sums of squares and norms its own slice; LL spin grid);",
         "  our AR: `all_reduce` alone; the `+ add + RMSNorm` paths:",
         "  `torch.add` of the residual, then `torch.nn.functional.rms_norm`.",
         "",
@@ -363,16 +392,18 @@ def write_results(
         *[f"- {line}" for line in bar_summary(rows)],
         "",
         "| M | " + " | ".join(f"{name} graphed" for name in NAMES) + " | fused / our AR | fused / NCCL+ | "
-        "fused / unfused | fused / unfused eager | LL / our AR | LL reader / our AR | LL atomic / our AR | LL grid | "
-        "LL reader grid | LL atomic grid | config |",
-        "|---" * (len(NAMES) + 12) + "|",
+        "fused / unfused | fused / unfused eager | LL / our AR | LL reader / our AR | LL atomic / our AR | "
+        "LL spin / our AR | LL grid | LL reader grid | LL atomic grid | LL spin grid | config |",
+        "|---" * (len(NAMES) + 14) + "|",
     ]
     for row in rows:
         cells = [f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} graphed") for name in NAMES]
         cells += [f"{ratio(row, FUSED, den):.2f}" for den in (OURS, NCCL, UNFUSED)]
         cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", f"{ratio(row, FUSED_LL, OURS):.2f}"]
         cells += [f"{ratio(row, FUSED_LL_READER, OURS):.2f}", f"{ratio(row, FUSED_LL_ATOMIC, OURS):.2f}"]
+        cells += [f"{ratio(row, FUSED_LL_SPIN, OURS):.2f}"]
         cells += [str(row["LL grid"]), str(row.get("LL reader grid", "-")), str(row.get("LL atomic grid", "-"))]
+        cells += [str(row.get("LL spin grid", "-"))]
         cells += [str(row["config"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Eager, µs:", "", "| M | " + " | ".join(f"{name} eager" for name in NAMES) + " |"]

@@ -1,7 +1,7 @@
 """The fused all-reduce + residual add + RMSNorm on GPUs: every algorithm against torch, CUDA graphs, the e4m3
 variant, gemm_ar's norm epilogue, bad input.
 
-    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,ll_reader,ll_atomic,...]
+    torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,ll_reader,ll_spin,...]
 
 Each case draws fresh random inputs (every rank regenerates every rank's for the reference), poisons the outputs
 (NaN) and compares with torch in fp32: ``h = residual + sum over ranks of x`` in rank order, ``new_residual`` = h
@@ -10,7 +10,8 @@ rounded to the dtype, ``normed = new_residual * rsqrt(mean(new_residual^2) + eps
 forced; outputs must be bit-identical on every rank. CUDA graphs: chained calls captured once and replayed with new
 inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (M 1 to 64, fp8, graphed replays);
 ``ll_reader``: the same with its single-reader option (``ll_single_reader``), and tensors off alignment;
-``ll_atomic``: the same with its slices reducing the norm by atomics (``ll_reduce="atomic"``).
+``ll_atomic``: the same with its slices reducing the norm by atomics (``ll_reduce="atomic"``); ``ll_spin``: the
+same with every slice waiting for the row's others and norming itself (``ll_reduce="spin"``).
 Exit code 0 iff every check passed on every rank.
 """
 
@@ -494,6 +495,20 @@ def check_ll_atomic(checks: Checks, world: rt.World) -> None:
         _ll_option_cases(checks, world, 60_000, {"ll_reduce": "atomic"}, more)
 
 
+def check_ll_spin(checks: Checks, world: rt.World) -> None:
+    """The LL one-shot with ``ll_reduce="spin"`` (forced: an option) against torch, outputs bit-identical on every
+    rank: M 1 to 64 at every hidden size and dtype (rows split over up to 16 programs of 4 warps, the launch within
+    128, every program of a row waiting for the others), fewer programs than rows (several rows a group: the slices
+    reloaded after the wait), 16 warps, 16 slices asked for at M = 16 (8 given: the launch within 128), one warp a
+    program at M = 1 (16 slices of 256 words: 8 words a thread), tensors 2 bytes off alignment (no packed pairs),
+    the e4m3 output (run by "atomic"'s kernel), and three chained calls in a CUDA graph replayed with fresh inputs
+    (the arrival counters and partials reused without a host reset). NVIDIA only (ROCm: ``check_ll`` checks the
+    refusal)."""
+    if ll_supported():
+        more = (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 1, ll_reduce="spin"))
+        _ll_option_cases(checks, world, 80_000, {"ll_reduce": "spin"}, more)
+
+
 def _ll_option_cases(
     checks: Checks, world: rt.World, tag: int, option: dict[str, Any], more: tuple[int, int, ArRmsNormConfig]
 ) -> None:
@@ -534,6 +549,7 @@ GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
     "ll": check_ll,
     "ll_reader": check_ll_reader,
     "ll_atomic": check_ll_atomic,
+    "ll_spin": check_ll_spin,
     "gemm_ar": check_gemm_ar,
     "compile": check_compile,
     "bad_input": check_bad_input,

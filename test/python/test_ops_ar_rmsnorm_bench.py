@@ -40,11 +40,12 @@ def test_each_bar_line_names_where_its_worst_ratio_is() -> None:
         _row(4, {b.FUSED: (7.6, 91.2), b.OURS: (5.4, 66.8), b.UNFUSED: (14.6, 81.0), b.NCCL: (16.9, 170.8)}),
         _row(1024, {b.FUSED: (75.9, 128.9), b.OURS: (66.5, 105.7), b.UNFUSED: (96.4, 146.0), b.NCCL: (107.9, 1.0)}),
     ]
-    forced = ((5.0, 8.9, 5.6, 5.7), (5.3, 9.2, 6.9, 6.0), (None, None, None, None))
-    for row, (split, unsplit, reader, atomic) in zip(rows, forced, strict=True):
+    forced = ((5.0, 8.9, 5.6, 5.7, 4.8), (5.3, 9.2, 6.9, 6.0, 6.8), (None, None, None, None, None))
+    for row, (split, unsplit, reader, atomic, spin) in zip(rows, forced, strict=True):
         if split is not None:
             row[f"{b.FUSED_LL} graphed"], row[f"{b.FUSED_LL_UNSPLIT} graphed"] = split, unsplit
             row[f"{b.FUSED_LL_READER} graphed"], row[f"{b.FUSED_LL_ATOMIC} graphed"] = reader, atomic
+            row[f"{b.FUSED_LL_SPIN} graphed"] = spin
     lines = b.bar_summary(rows)
     assert lines[0] == "fused / our AR at M <= 128: worst 1.51 at M=1 (<= 1.2: FAIL)"
     assert lines[1] == "fused / NCCL + add + RMSNorm at M <= 128: worst 0.47 at M=1 (<= 0.45: FAIL)"
@@ -56,6 +57,8 @@ def test_each_bar_line_names_where_its_worst_ratio_is() -> None:
     assert (
         lines[6] == "(not the default) fused LL atomic (forced) / our AR at M <= 128: worst 1.16 at M=1 (<= 1.2: PASS)"
     )
+    # The spin variant's worst is at M = 4 (6.8 / 5.4), though its M = 1 (4.8 / 4.9) passes.
+    assert lines[7] == "(not the default) fused LL spin (forced) / our AR at M <= 128: worst 1.26 at M=4 (<= 1.2: FAIL)"
     rows[1][f"{b.FUSED} eager"] = 70.0
     assert b.bar_summary(rows)[2].endswith("worst 0.88 at M=1024 eager (<= 1: PASS)")
     del rows[0][f"{b.OURS} graphed"]  # a missing time: no verdict but FAIL
@@ -71,6 +74,8 @@ def test_the_ll_grid_is_groups_by_slices(monkeypatch: pytest.MonkeyPatch) -> Non
     assert reader == ["1x16", "4x16", "16x8", "32x4", "256x1"]
     atomic = [bench.ll_grid(m, 8192, 2, bench.LL_ATOMIC) for m in (1, 4, 16, 32, 256)]
     assert atomic == ["1x16", "4x16", "16x8", "32x4", "256x1"]
+    spin = [bench.ll_grid(m, 8192, 2, bench.LL_SPIN) for m in (1, 4, 16, 32, 64, 256)]
+    assert spin == ["1x16", "4x16", "16x8", "32x4", "64x2", "256x1"]
 
 
 def test_the_sweep_names_each_config_apart() -> None:
@@ -78,3 +83,4 @@ def test_the_sweep_names_each_config_apart() -> None:
     assert len(set(names)) == len(names)
     assert "one_shot_ll 8w 16 slices" in names and "one_shot_ll 8w" in names
     assert "one_shot_ll 8w 1 reader" in names and "one_shot_ll 16w 1 reader" in names
+    assert {"one_shot_ll 1w spin", "one_shot_ll 2w spin", "one_shot_ll 8w spin"} <= set(names)
