@@ -694,7 +694,7 @@ def test_the_ll_spin_kernel_norms_its_slice_after_the_others_arrive(
     rsqrts = [i for i, line in enumerate(lines) if "rsqrt" in line]
     assert rsqrts and min(rsqrts) > min(spins), "the norm follows the wait"
     # The polls are loops inside their inline asm (labels asm_loops does not parse): load, test, branch back.
-    spin_loop = re.search(r"LL_SPIN:\s*ld\.acquire\.gpu\.global\.b32[^;]*;[^@]*@%lsp bra LL_SPIN;", asm)
+    spin_loop = re.search(r"LL_SPIN:\s*ld\.acquire\.gpu\.global\.b32[^;]*;[^@]*@%ls[pq] bra LL_SPIN;", asm)
     assert spin_loop, "the counter's acquire load inside the wait's loop"
     assert re.search(r"LL_POLL:[^@]*@%llp ld\.relaxed\.sys\.global\.b64", asm), "the words' loads inside the poll"
     loops = loop_components(ptx_blocks(asm))
@@ -702,6 +702,7 @@ def test_the_ll_spin_kernel_norms_its_slice_after_the_others_arrive(
     assert not [line for line in in_loops if ".local" in line], "local memory inside a loop"
     if watched:  # the poll bounded, and the counter's dl.wait (inlined: its own acquire loads) behind it
         assert f"setp.lt.u32 %lsq, %lsn, {LL_WATCHED_POLL_PASSES};" in asm, "the wait's poll bounded"
+        assert "bar.red.or.pred" in asm, "the threads vote, in the barrier after the poll, on whether any gave up"
         assert len(spins) >= 2, "the counter's dl.wait behind the bounded poll"
     else:
         assert len(spins) == 1 and "%lsn" not in asm, "one unbounded poll of the counter"

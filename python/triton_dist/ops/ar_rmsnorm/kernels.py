@@ -140,7 +140,7 @@ kernel, **every** program waits until the counter shows all ``SLICES`` arrivals 
 cumulative (``SLICES`` per call), so the target is the first multiple of ``SLICES`` above the value its own atomic
 returned, and every thread polls the counter with ``ld.acquire.gpu`` until it equals the target (equality holds
 until the next call, which starts after this kernel ends; int32 arithmetic wraps with the counter, ``2^32`` being a
-multiple of ``SLICES``), then a ``bar.sync``. It sums the ``SLICES`` partials in slice order (the atomic kernel's
+multiple of ``SLICES``), then a barrier. It sums the ``SLICES`` partials in slice order (the atomic kernel's
 sum: the same bits in every program, on every rank, and as "atomic"'s), and norms only its slice with its slice of
 the weight, from the rounded slice still in registers (one row a group, the case at M <= 256 on 256 programs: no
 reload of the row, no program writing a whole row); with several rows a group it reloads its own slices of the new
@@ -162,11 +162,12 @@ program holds only its slice, so several fit on an SM). The GPU dispatches a gri
 programs of lower groups are resident before a group's last program is dispatched, and a group waits only for its
 own 16; with the launch within one wave nothing waits for an SM at all. With one slice a group (no split) the
 program's own arrival completes the count. Watched (``WATCHED``): the poll gives up after
-``LL_WATCHED_POLL_PASSES`` loads, and where any thread's did (one reduction decides, so every thread takes the same
-branch) the program waits with ``dl.wait`` on the counter, which the watchdog times out naming it: a program whose
-peer or sibling never arrives ends in the watchdog's error, not a hang. Under the CPU emulation (``EMULATED``) the
-wait is ``dl.wait`` alone: the interpreter starts every program of a launch on a thread of its own, so a program's
-wait for its siblings ends (the emulation's wait backs off and times out under the watchdog).
+``LL_WATCHED_POLL_PASSES`` loads, and where any thread's did (the barrier after the poll votes, ``bar.red.or``, so
+every thread takes the same branch) the program waits with ``dl.wait`` on the counter, which the watchdog times
+out naming it: a program whose peer or sibling never arrives ends in the watchdog's error, not a hang. Under the
+CPU emulation (``EMULATED``) the wait is ``dl.wait`` alone: the interpreter starts every program of a launch on a
+thread of its own, so a program's wait for its siblings ends (the emulation's wait backs off and times out under
+the watchdog).
 
 The e4m3 output needs the row's largest normed magnitude for its per-token scale, which no spinning program holds
 (it holds its slice): the op runs "atomic"'s kernel, launch and workspace for it (``config.ll_spin_fp8_config``),
@@ -1065,17 +1066,21 @@ def _ar_rmsnorm_ll_atomic_kernel(
 
 @triton.constexpr_function
 def _ll_spin_asm(max_passes=0):
-    """(PTX, constraints) of one thread's wait for an arrival counter: ``ld.acquire.gpu.global.b32`` of the counter
-    (operand ``$1``) in a loop until it equals ``$2``; returns the value last read (``$0``). ``max_passes`` > 0 gives
-    up after that many loads (the value returned then differs from ``$2``; the caller checks). The label and the
-    registers are declared inside ``{ }``, so each instance has its own (as ``ll_words._ll_poll_asm``)."""
+    """(PTX, constraints) of the threads' wait for an arrival counter (operand ``$1``) to equal ``$2``: each thread
+    loads it with ``ld.acquire.gpu.global.b32`` in a loop until it does, then the program's threads meet in a barrier
+    (barrier 0, every thread: ``bar.sync``'s). ``max_passes`` > 0 gives up after that many loads, and the barrier is
+    ``bar.red.or.pred``: ``$0`` is 1 in every thread where any thread gave up (so the program branches as one), else
+    0; without it ``$0`` is 0. The label and registers are declared inside ``{ }``, so each instance has its own (as
+    ``ll_words._ll_poll_asm``). Run by every thread once: a scalar asm (a barrier inside it must be reached by all)."""
     lines = ["{", ".reg .pred %lsp;", ".reg .b32 %lsv;"]
     if max_passes:
         lines += [".reg .pred %lsq;", ".reg .b32 %lsn;", "mov.b32 %lsn, 0;"]
     lines += ["LL_SPIN:", "ld.acquire.gpu.global.b32 %lsv, [$1];", "setp.ne.b32 %lsp, %lsv, $2;"]
     if max_passes:
-        lines += ["add.u32 %lsn, %lsn, 1;", f"setp.lt.u32 %lsq, %lsn, {max_passes};", "and.pred %lsp, %lsp, %lsq;"]
-    lines += ["@%lsp bra LL_SPIN;", "mov.b32 $0, %lsv;", "}"]
+        lines += ["add.u32 %lsn, %lsn, 1;", f"setp.lt.u32 %lsq, %lsn, {max_passes};", "and.pred %lsq, %lsp, %lsq;"]
+        lines += ["@%lsq bra LL_SPIN;", "bar.red.or.pred %lsp, 0, %lsp;", "selp.b32 $0, 1, 0, %lsp;", "}"]
+    else:
+        lines += ["@%lsp bra LL_SPIN;", "bar.sync 0;", "mov.b32 $0, 0;", "}"]
     return "\n\t".join(lines), "=r,l,r"
 
 
@@ -1087,25 +1092,22 @@ def _ll_arrive_and_wait(counter_ptr, SLICES: tl.constexpr, WATCHED: tl.constexpr
     the next, so this call's target is the first multiple above the value the atomic returned (int32 arithmetic
     that wraps, as the counter does: 2^32 is a multiple of ``SLICES``). Every thread then polls the counter with
     acquire loads until it equals the target (equality: the counter holds the target until the next call, which
-    starts after this kernel ends), then a ``bar.sync``. ``WATCHED``: the poll gives up after
-    ``LL_WATCHED_POLL_PASSES`` loads and, where any thread's did, the program waits with ``dl.wait`` (which the wait
-    watchdog times out, naming the counter). ``EMULATED``: ``dl.wait`` alone (the interpreter runs no PTX; its
-    programs are threads that all start, so waiting for the others ends)."""
+    starts after this kernel ends), then the threads meet in a barrier (``_ll_spin_asm``). ``WATCHED``: the poll
+    gives up after ``LL_WATCHED_POLL_PASSES`` loads and, where any thread's did (the barrier's vote: every thread
+    takes the same branch), the program waits with ``dl.wait`` (which the wait watchdog times out, naming the
+    counter). ``EMULATED``: ``dl.wait`` alone (the interpreter runs no PTX; its programs are threads that all
+    start, so waiting for the others ends)."""
     tl.debug_barrier()
     arrived = tl.atomic_add(counter_ptr, 1, sem="acq_rel", scope="gpu")
     target = (arrived & -SLICES) + SLICES
     if EMULATED:
         dl.wait(counter_ptr, 1, "gpu", "acquire", target, cmp="eq")
     else:
-        THREADS: tl.constexpr = 32 * tl.extra.cuda.num_warps()
         ASM: tl.constexpr = _ll_spin_asm(_LL_WATCHED_POLL_PASSES * WATCHED)
-        ptrs = counter_ptr + tl.zeros([THREADS], dtype=tl.int32)  # one lane per thread: every thread polls
-        wanted = target + tl.zeros([THREADS], dtype=tl.int32)
-        seen = tl.inline_asm_elementwise(ASM[0], ASM[1], [ptrs, wanted], dtype=tl.int32, is_pure=False, pack=1)
+        late = tl.inline_asm_elementwise(ASM[0], ASM[1], [counter_ptr, target], dtype=tl.int32, is_pure=False, pack=1)
         if WATCHED:
-            if tl.max((seen != wanted).to(tl.int32), axis=0) > 0:  # one reduction: the same branch in every thread
+            if late != 0:  # the same in every thread (the asm's barrier vote)
                 dl.wait(counter_ptr, 1, "gpu", "acquire", target, cmp="eq")
-        tl.debug_barrier()
 
 
 @triton.jit
