@@ -102,6 +102,7 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     LL_READER = ArRmsNormConfig("one_shot_ll", 8, 1, ll_single_reader=True)  # noqa: N806 (one reader per row)
     LL_ATOMIC = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="atomic")  # noqa: N806 (slices, the last norms)
     LL_SPIN = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="spin")  # noqa: N806 (slices wait, each norms its own)
+    LL_SPIN_WORDS = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="spin_words")  # noqa: N806 (partials as LL words)
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -191,10 +192,11 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         problems += [f"rank {r}'s outputs differ from rank 0's" for r in range(size) if everyone[r] != everyone[0]]
         return problems
 
-    def same_bits_as_atomic(shape: tuple[int, ...], dtype: torch.dtype) -> list[str]:
-        """``ll_reduce="spin"`` and "atomic" on the same inputs (outputs poisoned first): the same bytes (the same
-        partial sums of squares, summed in slice order, the same norm arithmetic), both close to torch's, and close
-        to the default config's (whose flag kernel sums the row's squares in another order)."""
+    def same_bits_as_atomic(shape: tuple[int, ...], dtype: torch.dtype, spin: ArRmsNormConfig) -> list[str]:
+        """``spin`` (``ll_reduce`` "spin" or "spin_words") and "atomic" on the same inputs (outputs poisoned first):
+        the same bytes (the same partial sums of squares, summed in slice order, the same norm arithmetic), both
+        close to torch's, and close to the default config's (whose flag kernel sums the row's squares in another
+        order; its new residual the same bytes)."""
         from triton_dist.ops.ar_rmsnorm.op import _check, _launch
 
         xs = [torch.randn(shape, generator=gen).to(dtype) for _ in range(size)]
@@ -202,7 +204,7 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         weight = (torch.rand(shape[-1], generator=gen) + 0.5).to(dtype)
         _check(xs[rank], residual, weight, 1e-5)
         outputs = {}
-        for name, config in (("spin", LL_SPIN), ("atomic", LL_ATOMIC), ("default", None)):
+        for name, config in (("spin", spin), ("atomic", LL_ATOMIC), ("default", None)):
             normed, new_residual = (torch.full(shape, float("nan"), dtype=dtype) for _ in range(2))
             _launch(xs[rank], residual, weight, 1e-5, normed, new_residual, None, config)
             outputs[name] = (normed, new_residual)
@@ -351,7 +353,14 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/spin/bf16_m16": lambda: run_poisoned((16, 64), torch.bfloat16, LL_SPIN, False),
         "one_shot_ll/spin/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPIN, True),
         "one_shot_ll/spin/bits_across_ranks": lambda: same_bits_on_every_rank((3, 200), LL_SPIN),
-        "one_shot_ll/spin/bits_as_atomic": lambda: same_bits_as_atomic((2, 200), torch.bfloat16),
+        "one_shot_ll/spin/bits_as_atomic": lambda: same_bits_as_atomic((2, 200), torch.bfloat16, LL_SPIN),
+        # The same with the partials exchanged as LL words (no counter): 4 slices, fp32, 2 rows a group, e4m3 (run
+        # by "atomic"'s kernel), bit-identical to "atomic"'s.
+        "one_shot_ll/spin_words/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_SPIN_WORDS, False),
+        "one_shot_ll/spin_words/fp32_m1": lambda: run_poisoned((1, 100), torch.float32, LL_SPIN_WORDS, False),
+        "one_shot_ll/spin_words/bf16_m16": lambda: run_poisoned((16, 64), torch.bfloat16, LL_SPIN_WORDS, False),
+        "one_shot_ll/spin_words/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPIN_WORDS, True),
+        "one_shot_ll/spin_words/bits_as_atomic": lambda: same_bits_as_atomic((3, 200), torch.bfloat16, LL_SPIN_WORDS),
         # A peer a call ahead (rank 1 late): one-shot 64 rows a round then 2; two-shot 1 row a round then 64.
         "peer_ahead/one_shot": lambda: peer_ahead_by_a_call("one_shot", 64, 2),
         "peer_ahead/two_shot": lambda: peer_ahead_by_a_call("two_shot", 2, 128),
@@ -441,6 +450,8 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
                 "bits_as_atomic",
             }
             assert {f"one_shot_ll/spin/{name}" for name in spin} <= set(record)
+            words = {"bf16_m1", "fp32_m1", "bf16_m16", "fp8_bf16_m3", "bits_as_atomic"}
+            assert {f"one_shot_ll/spin_words/{name}" for name in words} <= set(record)
             assert {"peer_ahead/one_shot", "peer_ahead/two_shot"} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -638,39 +649,31 @@ def test_the_ll_atomic_kernel_polls_only_its_slice(
         assert re.search(r"cvt\.rn\.satfinite\.e4m3x2\.f32", asm), "the e4m3 conversion expected"
 
 
-@pytest.mark.parametrize(
-    ("dtype", "hidden", "rows", "slices", "warps", "wide", "watched"),
-    [("bf16", 8192, 1, 16, 4, True, False), ("bf16", 8192, 1, 4, 4, True, False),
-     ("fp32", 100, 2, 1, 4, False, False), ("bf16", 5120, 1, 4, 4, False, True)],
-)  # fmt: skip
-def test_the_ll_spin_kernel_norms_its_slice_after_the_others_arrive(
-    dtype: str, hidden: int, rows: int, slices: int, warps: int, wide: bool, watched: bool
-) -> None:
-    """sm_90: the LL kernel of ``ll_reduce="spin"`` at its launch's warps (``ll_launch_warps``). One
-    ``fence.acq_rel.sys`` before the first word access; relaxed system-scope 8-byte stores and loads, one per word
-    of a thread's slice (and row); one ``atom.acq_rel.gpu`` add (the arrival) after a ``bar.sync``; then the wait:
-    ``ld.acquire.gpu`` of the counter inside a loop, a ``bar.sync``, the ``SLICES`` partials per row loaded through
-    L2 after it; the norm's ``rsqrt`` after the wait, and at one row a group no reload of the new residual (the
-    slice stays in registers: ``SLICES`` L2 loads, the partials, and nothing else); no flag round, no weak 8-byte
-    store, no local memory in a loop. ``watched``: bounded polls, the counter's ``dl.wait`` behind them."""
+def _ll_spin_ptx(
+    dtype: str, hidden: int, rows: int, slices: int, warps: int, wide: bool, watched: bool, reduce: str
+) -> tuple[list[str], list[int], list[int]]:
+    """The spin kernel (``ll_reduce`` ``reduce``) compiled for sm_90 at its launch's warps (``ll_launch_warps``),
+    with the checks both spin variants share: one ``fence.acq_rel.sys`` before the first word access; relaxed
+    system-scope 8-byte stores and loads of the LL words, one per word of a thread's slice (and row; watched: the
+    bounded poll's and the late receive's); no weak 8-byte store; the words' loads inside the poll's asm loop; no
+    local memory in a loop. Returns the PTX's lines and the lines of the words' stores and loads."""
     from asm_loops import loop_components, ptx_blocks
 
     from triton_dist.ops.ar_rmsnorm import config as cfg
     from triton_dist.ops.ar_rmsnorm import kernels
-    from triton_dist.ops.common.ll_words import LL_WATCHED_POLL_PASSES
 
     itemsize = 4 if dtype == "fp32" else 2
-    num_warps = cfg.ll_launch_warps(
-        hidden, itemsize, cfg.ArRmsNormConfig("one_shot_ll", 256, warps, ll_reduce="spin"), slices
-    )
+    config = cfg.ArRmsNormConfig("one_shot_ll", 256, warps, ll_reduce=reduce)
+    num_warps = cfg.ll_launch_warps(hidden, itemsize, config, slices)
     kernel, extra = kernels._ar_rmsnorm_ll_spin_kernel, {"flags_ptr": "*i32", "flags_stride": "i32"}
-    asm, words, num_warps = _ll_kernel_ptx(kernel, dtype, hidden, rows, slices, False, watched, wide, extra, num_warps)
+    constants = {"WORDS": reduce == "spin_words"}
+    asm, words, num_warps = _ll_kernel_ptx(
+        kernel, dtype, hidden, rows, slices, False, watched, wide, extra, num_warps, constants
+    )
     lines = asm.splitlines()
     stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
     loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
     fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
-    atomics = [i for i, line in enumerate(lines) if re.search(r"\batom\.", line) and "acq_rel.add" in line]
-    spins = [i for i, line in enumerate(lines) if "ld.acquire.gpu.global.b32" in line]
     assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
     assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
     per_slice = max(1, words // slices // (32 * num_warps))  # a thread's words of its slice
@@ -681,6 +684,33 @@ def test_the_ll_spin_kernel_norms_its_slice_after_the_others_arrive(
     else:
         assert len(loads) in (per_slice, per_slice * rows), "the poll must cover this program's slice only"
     assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
+    # The polls are loops inside their inline asm (labels asm_loops does not parse): load, test, branch back.
+    assert re.search(r"LL_POLL:[^@]*@%llp ld\.relaxed\.sys\.global\.b64", asm), "the words' loads inside the poll"
+    loops = loop_components(ptx_blocks(asm))
+    in_loops = [line for loop in loops for block_ in loop for line in block_.lines]
+    assert not [line for line in in_loops if ".local" in line], "local memory inside a loop"
+    return lines, stores, loads
+
+
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "rows", "slices", "warps", "wide", "watched"),
+    [("bf16", 8192, 1, 16, 4, True, False), ("bf16", 8192, 1, 4, 4, True, False),
+     ("fp32", 100, 2, 1, 4, False, False), ("bf16", 5120, 1, 4, 4, False, True)],
+)  # fmt: skip
+def test_the_ll_spin_kernel_norms_its_slice_after_the_others_arrive(
+    dtype: str, hidden: int, rows: int, slices: int, warps: int, wide: bool, watched: bool
+) -> None:
+    """sm_90: the LL kernel of ``ll_reduce="spin"`` (``_ll_spin_ptx``'s checks): one ``atom.acq_rel.gpu`` add (the
+    arrival) after a ``bar.sync``; then the wait: ``ld.acquire.gpu`` of the counter inside a loop, a ``bar.sync``,
+    the ``SLICES`` partials per row loaded through L2 after it; the norm's ``rsqrt`` after the wait, and at one row
+    a group no reload of the new residual (the slice stays in registers: ``SLICES`` L2 loads, the partials, and
+    nothing else); no flag round. ``watched``: a bounded poll, whose barrier votes, then the counter's ``dl.wait``."""
+    from triton_dist.ops.common.ll_words import LL_WATCHED_POLL_PASSES
+
+    lines, stores, loads = _ll_spin_ptx(dtype, hidden, rows, slices, warps, wide, watched, "spin")
+    asm = "\n".join(lines)
+    atomics = [i for i, line in enumerate(lines) if re.search(r"\batom\.", line) and "acq_rel.add" in line]
+    spins = [i for i, line in enumerate(lines) if "ld.acquire.gpu.global.b32" in line]
     assert len(atomics) == 1 and "atom.global.gpu.acq_rel.add" in lines[atomics[0]], "one acq_rel arrival atomic"
     barriers = [i for i, line in enumerate(lines) if "bar.sync" in line]
     assert [i for i in barriers if max(stores + loads) < i < atomics[0]], "a bar.sync between the slice and the atomic"
@@ -693,19 +723,51 @@ def test_the_ll_spin_kernel_norms_its_slice_after_the_others_arrive(
         assert len(reloads) == slices, "one row a group: the partials only, the slice kept in registers"
     rsqrts = [i for i, line in enumerate(lines) if "rsqrt" in line]
     assert rsqrts and min(rsqrts) > min(spins), "the norm follows the wait"
-    # The polls are loops inside their inline asm (labels asm_loops does not parse): load, test, branch back.
     spin_loop = re.search(r"LL_SPIN:\s*ld\.acquire\.gpu\.global\.b32[^;]*;[^@]*@%ls[pq] bra LL_SPIN;", asm)
     assert spin_loop, "the counter's acquire load inside the wait's loop"
-    assert re.search(r"LL_POLL:[^@]*@%llp ld\.relaxed\.sys\.global\.b64", asm), "the words' loads inside the poll"
-    loops = loop_components(ptx_blocks(asm))
-    in_loops = [line for loop in loops for block_ in loop for line in block_.lines]
-    assert not [line for line in in_loops if ".local" in line], "local memory inside a loop"
     if watched:  # the poll bounded, and the counter's dl.wait (inlined: its own acquire loads) behind it
         assert f"setp.lt.u32 %lsq, %lsn, {LL_WATCHED_POLL_PASSES};" in asm, "the wait's poll bounded"
         assert "bar.red.or.pred" in asm, "the threads vote, in the barrier after the poll, on whether any gave up"
         assert len(spins) >= 2, "the counter's dl.wait behind the bounded poll"
     else:
         assert len(spins) == 1 and "%lsn" not in asm, "one unbounded poll of the counter"
+
+
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "rows", "slices", "warps", "wide", "watched"),
+    [("bf16", 8192, 1, 16, 4, True, False), ("fp32", 100, 2, 1, 4, False, False),
+     ("bf16", 5120, 1, 4, 4, False, True)],
+)  # fmt: skip
+def test_the_ll_spin_words_kernel_polls_the_partial_words(
+    dtype: str, hidden: int, rows: int, slices: int, warps: int, wide: bool, watched: bool
+) -> None:
+    """sm_90: the LL kernel of ``ll_reduce="spin_words"`` (``_ll_spin_ptx``'s checks): no atomic, no acquire (no
+    counter: unwatched, no ``ld.acquire`` at all) and at one row a group no L2 reload; each row's partial stored
+    once as a relaxed gpu-scope 8-byte word (after the slice's words are polled), and the row's ``SLICES`` partial
+    words polled with relaxed gpu-scope 8-byte loads inside the asm loop, summed in slice order (``add.rn.f32``),
+    before the norm's ``rsqrt``. ``watched``: the words' poll bounded, its barrier votes, then ``dl.wait`` on each
+    word's high half."""
+    from triton_dist.ops.common.ll_words import LL_WATCHED_POLL_PASSES
+
+    lines, stores, loads = _ll_spin_ptx(dtype, hidden, rows, slices, warps, wide, watched, "spin_words")
+    asm = "\n".join(lines)
+    assert not [line for line in lines if re.search(r"\batom\.", line)], "no atomic: the partials carry the epoch"
+    if rows == 1:
+        assert "ld.global.cg" not in asm, "no reload: the partials are the words polled, the slice in registers"
+    partials = [i for i, line in enumerate(lines) if "st.relaxed.gpu.global.b64" in line]
+    polls = [i for i, line in enumerate(lines) if "ld.relaxed.gpu.global.b64" in line]
+    assert len(partials) in (1, rows) and min(partials) > min(loads), "a partial word after the slice's poll"
+    assert len(polls) % slices == 0 and len(polls) >= slices, "the row's SLICES partial words polled"
+    assert min(polls) > min(partials), "the partials polled after this program's own is stored"
+    assert re.search(r"LL_WORDS:\s*setp[^@]*@%lwp ld\.relaxed\.gpu\.global\.b64", asm), "the poll inside its loop"
+    assert asm.count("add.rn.f32 %lwt, %lwt, %lwlo;") == slices * (len(polls) // slices), "summed in slice order"
+    rsqrts = [i for i, line in enumerate(lines) if "rsqrt" in line]
+    assert rsqrts and min(rsqrts) > min(polls), "the norm follows the partials' poll"
+    if watched:
+        assert f"setp.lt.u32 %lwq, %lwn, {LL_WATCHED_POLL_PASSES};" in asm, "the partials' poll bounded"
+        assert "bar.red.or.pred" in asm, "the threads vote on whether any gave up"
+    else:
+        assert "ld.acquire" not in asm and "%lwn" not in asm, "one unbounded relaxed poll, no flag round"
 
 
 def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -749,11 +811,20 @@ def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPat
     assert launch(1, 8192, 2, 256, ll_reduce="spin", num_warps=1) == (1, 16, 1)  # LL_SPIN_MAX_SLICES
     assert launch(1, 100, 2, 256, ll_reduce="spin", num_warps=1) == (1, 2, 1)  # 64 words: 2 slices of 32
     assert launch(16, 8192, 2, 256, ll_reduce="spin", ll_slices=16) == (16, 8, 1)  # within LL_READER_PROGRAMS
+    words = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="spin_words")  # the same launch, warps, fp8 config
+    assert [launch(m, 8192, 2, 256, ll_reduce="spin_words") for m in (1, 32, 256)] == [
+        (1, 16, 1),
+        (32, 4, 1),
+        (256, 1, 1),
+    ]
+    assert cfg.ll_launch_warps(8192, 2, words, 16) == 4 and cfg.ll_spin_fp8_config(words).ll_reduce == "atomic"
     assert cfg.ll_spin_fp8_config(spin) == cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="atomic")
     assert cfg.ll_spin_fp8_config(cfg.ArRmsNormConfig("one_shot", 4)) == cfg.ArRmsNormConfig("one_shot", 4)
     with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='spin' is an option of one_shot_ll without"):
         cfg.ArRmsNormConfig("one_shot_ll", 4, ll_single_reader=True, ll_reduce="spin")
-    with pytest.raises(cfg.ArRmsNormError, match="ll_reduce must be one of \\['row', 'atomic', 'spin'\\], got 'tree'"):
+    with pytest.raises(
+        cfg.ArRmsNormError, match="ll_reduce must be one of \\['row', 'atomic', 'spin', 'spin_words'\\], got 'tree'"
+    ):
         cfg.ArRmsNormConfig("one_shot_ll", 4, ll_reduce="tree")
     with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='atomic' is an option of one_shot_ll without"):
         cfg.ArRmsNormConfig("one_shot", 4, ll_reduce="atomic")
@@ -952,11 +1023,12 @@ def _ll_kernel_ptx(
     wide: bool | None = None,
     extra: dict[str, str] | None = None,
     num_warps: int = 0,
+    constants: dict[str, Any] | None = None,
 ) -> tuple[str, int, int]:
     """An LL AR + RMSNorm kernel compiled for sm_90 as the op launches it: its PTX, a row's words and the program's
     warps. ``wide``: the kernel's ``WIDE`` (None: a kernel without it); those kernels also take ``hidden`` as a
     multiple of 16, as the op's wide payloads need. ``extra``: parameters beyond the split kernel's. ``num_warps``:
-    0 for ``ll_num_warps`` at 4 (a program holds whole rows)."""
+    0 for ``ll_num_warps`` at 4 (a program holds whole rows). ``constants``: constexprs beyond the split kernel's."""
     from dl_compile import assembly, compile_kernel, need_real_library
 
     from triton_dist.ops.all_reduce.config import ll_elements_per_word
@@ -981,6 +1053,7 @@ def _ll_kernel_ptx(
         **({} if wide is None else {"WIDE": wide}),
         "WATCHED": watched,
         "EMULATED": False,
+        **(constants or {}),
     }
     num_warps = num_warps or cfg.ll_num_warps(hidden, itemsize, 4)
     aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr")

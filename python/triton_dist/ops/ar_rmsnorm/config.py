@@ -27,8 +27,10 @@ ALGORITHMS = ("one_shot", "two_shot", "one_shot_ll")
 SLOTS = {"one_shot": 256, "two_shot": 128, "one_shot_ll": 256}
 """Program slots per workspace: the most programs of one launch (each moves ``round_rows`` rows per flag round;
 "one_shot_ll": its slice of a group's rows in its one round, ``ll_launch``)."""
-LL_REDUCTIONS = ("row", "atomic", "spin")
+LL_REDUCTIONS = ("row", "atomic", "spin", "spin_words")
 """``ArRmsNormConfig.ll_reduce``'s values."""
+LL_SPINS = ("spin", "spin_words")
+"""The ``ll_reduce`` values whose programs wait for each other (``kernels._ar_rmsnorm_ll_spin_kernel``)."""
 MAX_HIDDEN = 32768
 """The largest hidden size: a program holds one row (``next_power_of_2(hidden)`` fp32 values) in registers."""
 
@@ -42,7 +44,8 @@ class ArRmsNormConfig:
     ("one_shot_ll": ``ll_num_warps`` bounds the warps by the row's words; a row may be split over up to
     ``ll_slices`` programs; ``ll_single_reader``: only one of them reads and norms it; ``ll_reduce="atomic"``:
     each reads only its slice and the last to arrive norms the row; ``ll_reduce="spin"``: each reads only its slice,
-    waits for the row's other slices' sums of squares and norms its slice)."""
+    waits for the row's other slices' sums of squares and norms its slice; "spin_words": the same, the sums of
+    squares exchanged as epoch-tagged words)."""
 
     algo: str
     programs: int
@@ -65,8 +68,10 @@ class ArRmsNormConfig:
     from the values it holds (``kernels._ar_rmsnorm_ll_spin_kernel``; a program holds only its slice, so its warps
     follow the slice, ``ll_launch_warps``; a row is split over at most ``LL_SPIN_MAX_SLICES`` programs and the
     launch stays within ``LL_READER_PROGRAMS``, so that a row's programs are resident together; the e4m3 output
-    takes "atomic"'s kernel, ``ll_spin_fp8_config``). Not with ``ll_single_reader``. Not the default: an option
-    until measured."""
+    takes "atomic"'s kernel, ``ll_spin_fp8_config``); "spin_words": "spin" without the counter: each program
+    stores its partial as an LL word (the call's epoch in its high half) and polls the row's other programs' words
+    until each carries the epoch, one local round trip where the counter takes three (the atomic, its poll, the
+    partials' loads). Not with ``ll_single_reader``. Not the default: an option until measured."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -208,9 +213,9 @@ reads only its slice, so the split no longer multiplies the local reads (``LL_SP
 the bound keeps the launch within one wave of the SMs (132 on H100 / H200) at one program per SM (the row's
 registers: 167 per thread at 8 warps on sm_90), so no pusher waits for an SM behind a reader."""
 LL_SPIN_MAX_SLICES = 16
-"""LL one-shot with ``ll_reduce="spin"``: the most programs one row is split over. Each of a row's programs waits
-for all of them (``kernels._ar_rmsnorm_ll_spin_kernel``), so they must be resident together: a group of at most 16
-consecutive programs, in a launch of at most ``LL_READER_PROGRAMS`` (one wave of the SMs)."""
+"""LL one-shot with ``ll_reduce`` in ``LL_SPINS``: the most programs one row is split over. Each of a row's programs
+waits for all of them (``kernels._ar_rmsnorm_ll_spin_kernel``), so they must be resident together: a group of at
+most 16 consecutive programs, in a launch of at most ``LL_READER_PROGRAMS`` (one wave of the SMs)."""
 EMULATED_LL_SLOTS = 8
 """LL one-shot under the CPU emulation: slots of its workspaces, so the most programs of a launch (each a thread
 of the interpreter; the GPU's 256 slots of rows from every rank would crowd a small CPU heap). More than the flag
@@ -273,17 +278,18 @@ def ll_max_slices(hidden: int, itemsize: int, num_warps: int) -> int:
 
 
 def ll_spin_max_slices(hidden: int, itemsize: int, num_warps: int) -> int:
-    """``ll_reduce="spin"``: the most programs one row is split over at ``num_warps``: one word of the row per thread
-    and slice, at most ``LL_SPIN_MAX_SLICES``. A spinning program holds only its slice (never the whole row, as the
-    other LL kernels do), so the row's length does not raise its warps (``ll_launch_warps``)."""
+    """``ll_reduce`` in ``LL_SPINS``: the most programs one row is split over at ``num_warps``: one word of the row
+    per thread and slice, at most ``LL_SPIN_MAX_SLICES``. A spinning program holds only its slice (never the whole
+    row, as the other LL kernels do), so the row's length does not raise its warps (``ll_launch_warps``)."""
     return min(LL_SPIN_MAX_SLICES, max(1, ll_row_words(hidden, itemsize) // (32 * num_warps)))
 
 
 def ll_launch_warps(hidden: int, itemsize: int, config: ArRmsNormConfig, slices: int) -> int:
     """The LL kernel's warps for ``config`` with rows split into ``slices``: ``ll_num_warps`` (a program holds whole
-    rows), but for ``ll_reduce="spin"``, whose programs hold only a slice of ``ll_row_words / slices`` words: the
-    config's warps, raised to at most ``LL_PER_THREAD`` words per thread, lowered to at least one word per thread."""
-    if config.ll_reduce != "spin":
+    rows), but for ``ll_reduce`` in ``LL_SPINS``, whose programs hold only a slice of ``ll_row_words / slices``
+    words: the config's warps, raised to at most ``LL_PER_THREAD`` words per thread, lowered to at least one word
+    per thread."""
+    if config.ll_reduce not in LL_SPINS:
         return ll_num_warps(hidden, itemsize, config.num_warps)
     words = ll_row_words(hidden, itemsize) // slices
     least = max(1, words // (32 * LL_PER_THREAD))
@@ -291,11 +297,11 @@ def ll_launch_warps(hidden: int, itemsize: int, config: ArRmsNormConfig, slices:
 
 
 def ll_spin_fp8_config(config: ArRmsNormConfig) -> ArRmsNormConfig:
-    """The config an e4m3 call of ``config`` runs: ``ll_reduce="spin"`` becomes "atomic" (its kernel, its launch and
-    its workspace), whose last arriver holds the whole normed row for the per-token scale; a spinning program holds
-    only its slice, and the row's largest magnitude would need a second exchange between the row's programs. Any
-    other config is returned as it is."""
-    return replace(config, ll_reduce="atomic") if config.ll_reduce == "spin" else config
+    """The config an e4m3 call of ``config`` runs: ``ll_reduce`` in ``LL_SPINS`` becomes "atomic" (its kernel, its
+    launch and its workspace), whose last arriver holds the whole normed row for the per-token scale; a spinning
+    program holds only its slice, and the row's largest magnitude would need a second exchange between the row's
+    programs. Any other config is returned as it is."""
+    return replace(config, ll_reduce="atomic") if config.ll_reduce in LL_SPINS else config
 
 
 def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, emulated: bool) -> LLLaunch:
@@ -303,8 +309,8 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
     the emulation at most ``EMULATED_LL_SLOTS``): rows in groups of a power of two per round (one while the programs
     outnumber the rows), then each group's rows split into ``slices`` (a power of two, at most ``ll_max_slices``)
     while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (``ll_single_reader`` or ``ll_reduce`` "atomic" /
-    "spin", whose programs read only their slice: ``LL_READER_PROGRAMS``),
-    or (``config.ll_slices``) into that many while the launch stays within the programs. "spin": at most
+    "spin" / "spin_words", whose programs read only their slice: ``LL_READER_PROGRAMS``),
+    or (``config.ll_slices``) into that many while the launch stays within the programs. ``LL_SPINS``: at most
     ``ll_spin_max_slices``, and within ``LL_READER_PROGRAMS`` programs even where ``ll_slices`` asks for more (a
     row's programs wait for each other: they must be resident together). Raises ArRmsNormError
     where this cannot run: not NVIDIA (its PTX 8-byte system-scope accesses; the emulation runs it anywhere), a row
@@ -333,7 +339,7 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
     whole_rows = not config.ll_single_reader and config.ll_reduce == "row"  # every program reads whole rows
     split = LL_SPLIT_PROGRAMS if whole_rows else LL_READER_PROGRAMS
     budget = min(most, split) if config.ll_slices == 0 else min(most, config.ll_slices * groups)
-    if config.ll_reduce == "spin":
+    if config.ll_reduce in LL_SPINS:
         budget = min(budget, LL_READER_PROGRAMS)
         widest = ll_spin_max_slices(hidden, itemsize, config.num_warps)
     else:

@@ -169,6 +169,20 @@ CPU emulation (``EMULATED``) the wait is ``dl.wait`` alone: the interpreter star
 thread of its own, so a program's wait for its siblings ends (the emulation's wait backs off and times out under
 the watchdog).
 
+**Partials as LL words** (``WORDS``, ``config.ll_reduce`` "spin_words"; an option beside "spin"): the same kernel
+without the counter. A program stores its row's partial as one 8-byte word in its slot's flags (``2 + 2 r``: the
+partial's bits in the low half, the call's epoch in the high half, ``st.relaxed.gpu`` by one thread, single-copy
+atomic), and waits by polling the row's ``SLICES`` words (relaxed 8-byte loads, every thread all of them, in one
+asm loop) until each carries the epoch, then sums their low halves in slice order (``add.rn.f32`` from 0: the sum
+the counter path computes, so the same bits). No atomic, no acquire, no second load of the partials: one local
+round trip after the last sibling's store where the counter path takes three (its atomic, the poll of the counter,
+the partials' loads). The word is the data, so nothing else needs ordering (a slice's new residual is never read by
+another program); the words of a group all carry their programs' common epoch (the group's slots advance together,
+module docstring above), a word of the previous call the previous epoch; a word is rewritten only by the next
+call, after this kernel has ended. Watched: the poll is bounded, the barrier after it votes (``bar.red.or``), and
+where any thread gave up the program waits on each word's high half with ``dl.wait`` (which the watchdog times out,
+naming it), then polls again. Emulated: plain 8-byte loads, a missing word awaited with ``dl.wait``.
+
 The e4m3 output needs the row's largest normed magnitude for its per-token scale, which no spinning program holds
 (it holds its slice): the op runs "atomic"'s kernel, launch and workspace for it (``config.ll_spin_fp8_config``),
 and the spin kernel refuses ``FP8`` at compile time. (A second exchange, of per-slice maxima on a second counter,
@@ -1110,6 +1124,110 @@ def _ll_arrive_and_wait(counter_ptr, SLICES: tl.constexpr, WATCHED: tl.constexpr
                 dl.wait(counter_ptr, 1, "gpu", "acquire", target, cmp="eq")
 
 
+@triton.constexpr_function
+def _ll_partial_words_asm(slices, max_passes=0):
+    """(PTX, constraints) of a thread's wait for a row's ``slices`` partial words (``_ll_partials_awaited``):
+    operands ``$0`` the fp32 total (as b32), ``$1`` (``max_passes`` > 0) 1 where any thread of the program gave up,
+    then the first word's address, the bytes from one slice's word to the next (b64) and the epoch. Each pass loads
+    every word still pending (``ld.relaxed.gpu.global.b64``, independent loads in flight together) and drops those
+    whose high half is the epoch (a word seen whole: single-copy atomic), until none is pending (``max_passes``:
+    at most that many passes, then ``bar.red.or.pred`` votes on whether any thread gave up, so the program branches
+    as one); then sums the words' low halves as fp32 in slice order from 0 (``add.rn.f32``: the sum
+    ``_ll_partials_total`` computes). Registers and label inside ``{ }`` (as ``ll_words._ll_poll_asm``)."""
+    words = range(slices)
+    base = 1 + (1 if max_passes else 0)
+    lines = ["{", ".reg .pred %lwp;", ".reg .b32 %lwlo, %lwhi, %lwany, %lwt;"]
+    lines += [f".reg .b64 %lwa<{slices}>;", f".reg .b64 %lww<{slices}>;", f".reg .b32 %lwk<{slices}>;"]
+    lines.append(f"mov.b64 %lwa0, ${base};")
+    lines += [f"add.s64 %lwa{i}, %lwa{i - 1}, ${base + 1};" for i in words if i > 0]
+    lines += [f"mov.b32 %lwk{i}, ${base + 2};" for i in words]
+    lines += [f"mov.b64 %lww{i}, 0;" for i in words]
+    if max_passes:
+        lines += [".reg .pred %lwq;", ".reg .b32 %lwn;", "mov.b32 %lwn, 0;"]
+    lines.append("LL_WORDS:")
+    for i in words:
+        lines += [f"setp.ne.b32 %lwp, %lwk{i}, 0;", f"@%lwp ld.relaxed.gpu.global.b64 %lww{i}, [%lwa{i}];"]
+    for i in words:
+        lines.append(f"mov.b64 {{%lwlo, %lwhi}}, %lww{i};")
+        lines += [f"setp.eq.b32 %lwp, %lwhi, %lwk{i};", f"selp.b32 %lwk{i}, 0, %lwk{i}, %lwp;"]
+    lines.append("mov.b32 %lwany, %lwk0;")
+    lines += [f"or.b32 %lwany, %lwany, %lwk{i};" for i in words if i > 0]
+    if max_passes:
+        lines += ["add.u32 %lwn, %lwn, 1;", f"setp.lt.u32 %lwq, %lwn, {max_passes};"]
+        lines.append("setp.ne.and.b32 %lwp, %lwany, 0, %lwq;")
+    else:
+        lines.append("setp.ne.b32 %lwp, %lwany, 0;")
+    lines.append("@%lwp bra LL_WORDS;")
+    lines.append("mov.b32 %lwt, 0f00000000;")
+    for i in words:
+        lines += [f"mov.b64 {{%lwlo, %lwhi}}, %lww{i};", "add.rn.f32 %lwt, %lwt, %lwlo;"]
+    lines.append("mov.b32 $0, %lwt;")
+    if max_passes:
+        lines += ["setp.ne.b32 %lwp, %lwany, 0;", "bar.red.or.pred %lwp, 0, %lwp;", "selp.b32 $1, 1, 0, %lwp;"]
+    lines.append("}")
+    return "\n\t".join(lines), ",".join(["=r"] * (base) + ["l", "l", "r"])
+
+
+@triton.jit
+def _ll_partial_word_store(word_ptr, squares, epoch, EMULATED: tl.constexpr):
+    """Store a slice's partial sum of squares (fp32, the same in every thread) as an LL word at ``word_ptr`` (an
+    int32 pointer, 8-byte aligned): its bits in the low half, ``epoch`` in the high half. One thread stores it
+    (``st.relaxed.gpu.global.b64``, single-copy atomic); the emulation stores it as one 8-byte value."""
+    bits = squares.to(tl.int32, bitcast=True)
+    if EMULATED:
+        word = (epoch.to(tl.int64) << 32) | (bits.to(tl.uint32).to(tl.int64))
+        tl.store(word_ptr.to(tl.pointer_type(tl.int64), bitcast=True), word)
+    else:
+        tl.inline_asm_elementwise(
+            "{ .reg .pred %lwsp; .reg .b32 %lwst; .reg .b64 %lwsw; mov.u32 %lwst, %tid.x; "
+            "setp.eq.u32 %lwsp, %lwst, 0; mov.b64 %lwsw, {$2, $3}; @%lwsp st.relaxed.gpu.global.b64 [$1], %lwsw; "
+            "mov.u32 $0, 0; }",
+            "=r,l,r,r",
+            [word_ptr, bits, epoch],
+            dtype=tl.int32,
+            is_pure=False,
+            pack=1,
+        )
+
+
+@triton.jit
+def _ll_partials_awaited(first_ptr, stride, epoch, SLICES: tl.constexpr, WATCHED: tl.constexpr, EMULATED: tl.constexpr):
+    """The fp32 sum, in slice order from 0, of a row's ``SLICES`` partial words (``_ll_partial_word_store``; int32
+    pointer ``first_ptr`` to slice 0's, ``stride`` int32 elements from one slice's to the next) once every word
+    carries ``epoch`` (``_ll_partial_words_asm``: the sum ``_ll_partials_total`` computes from flags). ``WATCHED``:
+    the poll is bounded and, where any thread gave up, the program waits for each word in turn with ``dl.wait``
+    on its high half (which the wait watchdog times out, naming the word), then polls again. ``EMULATED``: plain
+    8-byte loads, a missing word awaited with ``dl.wait``."""
+    if EMULATED:
+        total = tl.zeros([], dtype=tl.float32)
+        for s in tl.static_range(SLICES):
+            word_ptr = (first_ptr + s * stride).to(tl.pointer_type(tl.int64), bitcast=True)
+            word = tl.load(word_ptr)
+            if (word >> 32).to(tl.int32) != epoch:
+                dl.wait(first_ptr + s * stride + 1, 1, "gpu", "relaxed", epoch, cmp="eq")  # the high half
+                word = tl.load(word_ptr)
+            total += word.to(tl.int32).to(tl.float32, bitcast=True)
+    else:
+        ASM: tl.constexpr = _ll_partial_words_asm(SLICES, _LL_WATCHED_POLL_PASSES * WATCHED)
+        step = stride.to(tl.int64) * 4  # bytes
+        if WATCHED:
+            bits, late = tl.inline_asm_elementwise(
+                ASM[0], ASM[1], [first_ptr, step, epoch], dtype=(tl.int32, tl.int32), is_pure=False, pack=1
+            )
+            if late != 0:  # the same in every thread (the asm's barrier vote)
+                for s in tl.static_range(SLICES):
+                    dl.wait(first_ptr + s * stride + 1, 1, "gpu", "relaxed", epoch, cmp="eq")  # the high half
+                bits, late = tl.inline_asm_elementwise(
+                    ASM[0], ASM[1], [first_ptr, step, epoch], dtype=(tl.int32, tl.int32), is_pure=False, pack=1
+                )
+        else:
+            bits = tl.inline_asm_elementwise(
+                ASM[0], ASM[1], [first_ptr, step, epoch], dtype=tl.int32, is_pure=False, pack=1
+            )
+        total = bits.to(tl.float32, bitcast=True)
+    return total
+
+
 @triton.jit
 def _ll_norm_slice(
     h_low,
@@ -1132,6 +1250,38 @@ def _ll_norm_slice(
     rstd = tl.rsqrt(total / hidden + eps)
     out_low, out_high, _ = _ll_scaled(h_low, h_high, rstd, w_low, w_high, normed_ptr.dtype.element_ty, False)
     _ll_store_pairs(normed_ptr + row * hidden, sliced, hidden, out_low, out_high, PER_WORD, WIDE)
+
+
+@triton.jit
+def _ll_spin_publish(slot_flags, r, squares, epoch, WORDS: tl.constexpr, EMULATED: tl.constexpr):
+    """Publish a program's partial sum of squares of row ``r`` of its group in its slot's flags ``slot_flags``:
+    flag ``1 + r`` (its bits; the arrival that follows publishes it), or ``WORDS``: the LL word at flags
+    ``2 + 2 r`` (``_ll_partial_word_store``: the epoch in its high half; the flags of a slot are an even count)."""
+    if WORDS:
+        _ll_partial_word_store(slot_flags + 2 + 2 * r, squares, epoch, EMULATED)
+    else:
+        tl.store(slot_flags + 1 + r, squares.to(tl.int32, bitcast=True))
+
+
+@triton.jit
+def _ll_spin_total(
+    group_flags,
+    r,
+    flags_stride,
+    epoch,
+    SLICES: tl.constexpr,
+    WORDS: tl.constexpr,
+    WATCHED: tl.constexpr,
+    EMULATED: tl.constexpr,
+):
+    """Row ``r``'s sum of squares: the ``SLICES`` partials ``_ll_spin_publish`` stored in the group's slots (the
+    first at ``group_flags``), summed in slice order: after the arrivals' wait, loaded (``_ll_partials_total``); or
+    ``WORDS``: awaited, each word until it carries ``epoch`` (``_ll_partials_awaited``)."""
+    if WORDS:
+        total = _ll_partials_awaited(group_flags + 2 + 2 * r, flags_stride, epoch, SLICES, WATCHED, EMULATED)
+    else:
+        total = _ll_partials_total(group_flags + 1 + r, flags_stride, SLICES)
+    return total
 
 
 @triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
@@ -1159,6 +1309,7 @@ def _ar_rmsnorm_ll_spin_kernel(
     WIDE: tl.constexpr = False,
     WATCHED: tl.constexpr = False,
     EMULATED: tl.constexpr = False,
+    WORDS: tl.constexpr = False,
 ):
     tl.static_assert(not FP8, "ll_reduce='spin' writes no e4m3 output (the op runs 'atomic' for it)")
     slot = tl.program_id(0)
@@ -1190,7 +1341,6 @@ def _ar_rmsnorm_ll_spin_kernel(
         EMULATED,
     )
     weight = _ll_payload_wide(weight_ptr, sliced, hidden, PER_WORD, WIDE)  # my slice only; local, loaded early
-    partials = flags_ptr + slot * flags_stride + 1  # my slot's flags past the counter: one fp32 (as bits) per row
     counter = flags_ptr + group * SLICES * flags_stride  # flag 0 of the group's first slot
     if ROUND_ROWS == 1:  # the group's one row (a group always has its first row): the slice stays in registers
         h_low, h_high, squares = _ll_slice_new_residual(
@@ -1211,10 +1361,11 @@ def _ar_rmsnorm_ll_spin_kernel(
             WATCHED,
             EMULATED,
         )
-        tl.store(partials, squares.to(tl.int32, bitcast=True))
+        _ll_spin_publish(flags_ptr + slot * flags_stride, 0, squares, epoch, WORDS, EMULATED)
         tl.store(epochs_ptr + slot, epoch)
-        _ll_arrive_and_wait(counter, SLICES, WATCHED, EMULATED)
-        total = _ll_partials_total(counter + 1, flags_stride, SLICES)
+        if not WORDS:
+            _ll_arrive_and_wait(counter, SLICES, WATCHED, EMULATED)
+        total = _ll_spin_total(counter, 0, flags_stride, epoch, SLICES, WORDS, WATCHED, EMULATED)
         _ll_norm_slice(h_low, h_high, total, weight, normed_ptr, first, sliced, eps, hidden, DTYPE, PER_WORD, WIDE)
     else:  # several rows: each row's slice of the new residual is reloaded (my own stores) after the wait
         for r in range(0, ROUND_ROWS):
@@ -1238,13 +1389,16 @@ def _ar_rmsnorm_ll_spin_kernel(
                     WATCHED,
                     EMULATED,
                 )
-                tl.store(partials + r, squares.to(tl.int32, bitcast=True))
+                _ll_spin_publish(flags_ptr + slot * flags_stride, r, squares, epoch, WORDS, EMULATED)
         tl.store(epochs_ptr + slot, epoch)
-        _ll_arrive_and_wait(counter, SLICES, WATCHED, EMULATED)
+        if WORDS:
+            tl.debug_barrier()  # my threads' stores of the new residual before their reloads
+        else:
+            _ll_arrive_and_wait(counter, SLICES, WATCHED, EMULATED)
         for r in range(0, ROUND_ROWS):
             row = first + r
             if row < rows:
-                total = _ll_partials_total(counter + 1 + r, flags_stride, SLICES)
+                total = _ll_spin_total(counter, r, flags_stride, epoch, SLICES, WORDS, WATCHED, EMULATED)
                 new = _ll_payload_fresh(new_residual_ptr + row * hidden, sliced, hidden, PER_WORD, WIDE)
                 new_low, new_high = _ll_elements(new, DTYPE, PER_WORD)
                 h_low, h_high = new_low.to(tl.float32), new_high.to(tl.float32)

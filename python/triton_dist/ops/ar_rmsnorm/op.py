@@ -232,10 +232,11 @@ def _first_launch_ll(
 ) -> LaunchPlan | EmulatedLaunch:
     """The LL one-shot's first launch (``kernels._ar_rmsnorm_ll_kernel``; ``config.ll_single_reader``:
     ``kernels._ar_rmsnorm_ll_reader_kernel``; ``config.ll_reduce`` "atomic": ``kernels._ar_rmsnorm_ll_atomic_kernel``,
-    "spin": ``kernels._ar_rmsnorm_ll_spin_kernel``, but for the e4m3 output, which "atomic" writes
+    "spin" / "spin_words": ``kernels._ar_rmsnorm_ll_spin_kernel``, but for the e4m3 output, which "atomic" writes
     (``ll_spin_fp8_config``); each in a workspace of its own): the slot workspace of its slices per row (8-byte
     words; fewer slots under the emulation; "atomic" and "spin": a slot's flags hold its group's arrival counter and
-    its per-row partial sums of squares), one round per program, ``ll_launch``'s grid of ``ll_launch_warps``."""
+    its per-row partial sums of squares; "spin_words": its per-row partials as 8-byte LL words), one round per
+    program, ``ll_launch``'s grid of ``ll_launch_warps``."""
     hidden = x.shape[-1]
     rows = x.numel() // hidden
     itemsize = x.element_size()
@@ -247,11 +248,14 @@ def _first_launch_ll(
     # must count alike, so its slots are always used together (a group spans `slices` slots of its workspace).
     region = ll_region_bytes(hidden, itemsize, world.world_size, launch.slices)
     slots = EMULATED_LL_SLOTS if on_cpu else SLOTS["one_shot_ll"]
-    counted = config.ll_reduce in ("atomic", "spin")  # the slices' arrivals counted, their partials exchanged
+    counted = config.ll_reduce != "row"  # the slices' partial sums of squares exchanged through the flags
     variant = "one_shot_ll" + ("_reader" if config.ll_single_reader else "" if not counted else f"_{config.ll_reduce}")
     # "atomic", "spin": flag 0 of a group's first slot counts its programs' arrivals, flags 1.. of each slot its
     # partials (each its own workspace: a call adds SLICES to a counter, which names its target or last arriver).
-    flags = 1 + ll_max_round_rows(hidden, itemsize) if counted else 1
+    # "spin_words": flags 2 + 2 r of a slot its partial word of row r (an even count: 8-byte aligned words).
+    words = config.ll_reduce == "spin_words"
+    most_rows = ll_max_round_rows(hidden, itemsize)
+    flags = (2 + 2 * most_rows if words else 1 + most_rows) if counted else 1
     ws = slot_workspace(f"{OP}.{variant}.{launch.slices}", slots, flags, region)
     named = {
         "x_ptr": x,
@@ -284,7 +288,10 @@ def _first_launch_ll(
     named["WIDE"] = itemsize == 2 and hidden % 2 == 0 and all(t.data_ptr() % 16 == 0 for t in tensors)
     if counted:
         named = {**named, "flags_ptr": ws.flags, "flags_stride": ws.flags.shape[1]}
-        kernel = _ar_rmsnorm_ll_spin_kernel if config.ll_reduce == "spin" else _ar_rmsnorm_ll_atomic_kernel
+        if config.ll_reduce == "atomic":
+            kernel = _ar_rmsnorm_ll_atomic_kernel
+        else:
+            kernel, named["WORDS"] = _ar_rmsnorm_ll_spin_kernel, words
     else:
         kernel = _ar_rmsnorm_ll_reader_kernel
     return first_launch(kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
