@@ -11,7 +11,8 @@ forced; outputs must be bit-identical on every rank. CUDA graphs: chained calls 
 inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (M 1 to 64, fp8, graphed replays);
 ``ll_reader``: the same with its single-reader option (``ll_single_reader``), and tensors off alignment;
 ``ll_atomic``: the same with its slices reducing the norm by atomics (``ll_reduce="atomic"``); ``ll_spin``: the
-same with every slice waiting for the row's others and norming itself (``ll_reduce="spin"``).
+same with every slice waiting for the row's others and norming itself (``ll_reduce="spin"``); ``ll_spin_words``:
+the same with the partial sums of squares exchanged as epoch-tagged words (``ll_reduce="spin_words"``).
 Exit code 0 iff every check passed on every rank.
 """
 
@@ -509,6 +510,15 @@ def check_ll_spin(checks: Checks, world: rt.World) -> None:
         _ll_option_cases(checks, world, 80_000, {"ll_reduce": "spin"}, more)
 
 
+def check_ll_spin_words(checks: Checks, world: rt.World) -> None:
+    """``check_ll_spin``'s cases with ``ll_reduce="spin_words"`` (forced: an option): the row's programs exchange
+    their partial sums of squares as epoch-tagged words, no counter; the words reused across calls and graph
+    replays without a host reset. NVIDIA only (ROCm: ``check_ll`` checks the refusal)."""
+    if ll_supported():
+        more = (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 1, ll_reduce="spin_words"))
+        _ll_option_cases(checks, world, 90_000, {"ll_reduce": "spin_words"}, more)
+
+
 def _ll_option_cases(
     checks: Checks, world: rt.World, tag: int, option: dict[str, Any], more: tuple[int, int, ArRmsNormConfig]
 ) -> None:
@@ -550,6 +560,7 @@ GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
     "ll_reader": check_ll_reader,
     "ll_atomic": check_ll_atomic,
     "ll_spin": check_ll_spin,
+    "ll_spin_words": check_ll_spin_words,
     "gemm_ar": check_gemm_ar,
     "compile": check_compile,
     "bad_input": check_bad_input,

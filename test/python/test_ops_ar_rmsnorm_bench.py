@@ -40,12 +40,12 @@ def test_each_bar_line_names_where_its_worst_ratio_is() -> None:
         _row(4, {b.FUSED: (7.6, 91.2), b.OURS: (5.4, 66.8), b.UNFUSED: (14.6, 81.0), b.NCCL: (16.9, 170.8)}),
         _row(1024, {b.FUSED: (75.9, 128.9), b.OURS: (66.5, 105.7), b.UNFUSED: (96.4, 146.0), b.NCCL: (107.9, 1.0)}),
     ]
-    forced = ((5.0, 8.9, 5.6, 5.7, 4.8), (5.3, 9.2, 6.9, 6.0, 6.8), (None, None, None, None, None))
-    for row, (split, unsplit, reader, atomic, spin) in zip(rows, forced, strict=True):
+    forced = ((5.0, 8.9, 5.6, 5.7, 4.8, 4.5), (5.3, 9.2, 6.9, 6.0, 6.8, 5.0), (None,) * 6)
+    for row, (split, unsplit, reader, atomic, spin, words) in zip(rows, forced, strict=True):
         if split is not None:
             row[f"{b.FUSED_LL} graphed"], row[f"{b.FUSED_LL_UNSPLIT} graphed"] = split, unsplit
             row[f"{b.FUSED_LL_READER} graphed"], row[f"{b.FUSED_LL_ATOMIC} graphed"] = reader, atomic
-            row[f"{b.FUSED_LL_SPIN} graphed"] = spin
+            row[f"{b.FUSED_LL_SPIN} graphed"], row[f"{b.FUSED_LL_SPIN_WORDS} graphed"] = spin, words
     lines = b.bar_summary(rows)
     assert lines[0] == "fused / our AR at M <= 128: worst 1.51 at M=1 (<= 1.2: FAIL)"
     assert lines[1] == "fused / NCCL + add + RMSNorm at M <= 128: worst 0.47 at M=1 (<= 0.45: FAIL)"
@@ -59,6 +59,7 @@ def test_each_bar_line_names_where_its_worst_ratio_is() -> None:
     )
     # The spin variant's worst is at M = 4 (6.8 / 5.4), though its M = 1 (4.8 / 4.9) passes.
     assert lines[7] == "(not the default) fused LL spin (forced) / our AR at M <= 128: worst 1.26 at M=4 (<= 1.2: FAIL)"
+    assert lines[8].endswith("spin words (forced) / our AR at M <= 128: worst 0.93 at M=4 (<= 1.2: PASS)")
     rows[1][f"{b.FUSED} eager"] = 70.0
     assert b.bar_summary(rows)[2].endswith("worst 0.88 at M=1024 eager (<= 1: PASS)")
     del rows[0][f"{b.OURS} graphed"]  # a missing time: no verdict but FAIL
