@@ -9,9 +9,10 @@ relaunches the plan; the device-side epochs advance); the e4m3 output of every a
 element within one e4m3 step, a row of zeros); ``gemm_ar(a, b, residual=, norm_weight=)``; ranks that call with
 different shapes, an LL call past its rows, and the CPU world without the interpreter, are refused. Without GPUs:
 the kernel compiles for sm_90 and gfx942 with the flag protocol's release / acquire (and the e4m3 conversion on
-sm_90), the LL kernel for sm_90 with all_reduce's LL words (fence, relaxed 8-byte stores and polled loads, no flag
-round), its launch shapes, bad input raises ``ArRmsNormError`` / ``GemmArError`` naming the tensor, the algorithm is
-``all_reduce``'s choice, and the custom ops trace with fake tensors.
+sm_90), the LL kernels for sm_90 with all_reduce's LL words (fence, relaxed 8-byte stores and polled loads, no flag
+round; the spin variants' wait on their siblings), their launch shapes, bad input raises ``ArRmsNormError`` /
+``GemmArError`` naming the tensor, the algorithm is ``all_reduce``'s choice, and the custom ops trace with fake
+tensors.
 """
 
 from __future__ import annotations

@@ -16,7 +16,10 @@ programs at small M; NVIDIA, decode sizes), is never chosen yet; force it with
 ``ll_single_reader=True`` has one program per row receive, norm and write the whole row while the row's other
 programs only push their slice (no redundant reads of the row, no step between programs; an option until measured);
 ``ll_reduce="atomic"`` has each program poll only its slice and the last of a row's programs to arrive (an atomic
-count) norm the row from the slices' partial sums of squares (an option until measured).
+count) norm the row from the slices' partial sums of squares (an option until measured); ``ll_reduce="spin"`` has
+every program of the row wait for the others' arrivals and norm only its own slice from registers, and
+``ll_reduce="spin_words"`` the same with the partials exchanged as epoch-tagged words, no counter (options until
+measured; their e4m3 output runs "atomic").
 
 - ``kernels.py``: the fused kernel (whole rows per program, several per flag round for large calls, device-side
   epochs) and the LL one-shot's kernel (``all_reduce``'s LL device helpers; rows split into slices over programs);
