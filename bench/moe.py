@@ -66,7 +66,10 @@ phases`` lines and kept as notes.
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
 with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
 device µs and phases at ``--tokens`` (default 1 and 4096), the push all-gather and the two dispatch bars (gather at 75%
-of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files.
+of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files. With
+``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the pipelined gather dispatch (bf16 and fp8)
+with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of both (``option_configs``) beside
+the pipelined default, in the same run: their verification, totals, phases, speed against that default and bars.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
@@ -178,7 +181,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="only ours' normal dispatch (bf16 / fp8, expanded / gather): totals and phases at "
                         f"--tokens (default {','.join(map(str, QUICK_TOKENS))}), and the push all-gather; no "
                         "results files")  # fmt: skip
+    parser.add_argument("--route-programs", type=_positive_ints, default=[],
+                        help="--only-dispatch: also time the pipelined gather dispatch with MoeConfig(route_programs="
+                        "R) for each R (powers of two), beside the default")  # fmt: skip
+    parser.add_argument(
+        "--expand-block",
+        type=_positive_ints,
+        default=[],
+        help="--only-dispatch: also time it with MoeConfig(expand_block=B) for each B (powers of two)",
+    )
     args = parser.parse_args(argv)
+    if (args.route_programs or args.expand_block) and not args.only_dispatch:
+        parser.error("--route-programs and --expand-block time options of --only-dispatch: pass --only-dispatch too")
     if args.only_dispatch and args.tokens == list(TOKENS):
         args.tokens = list(QUICK_TOKENS)
     if args.reps < 20:
@@ -191,6 +205,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 # --- inputs and the checks -----------------------------------------------------------------------------------------
+
+
+def option_configs(route_programs: Sequence[int], expand_blocks: Sequence[int]) -> dict[str, Any]:
+    """``--route-programs`` / ``--expand-block``: the ``MoeConfig(pipelined=True, ...)`` to time beside the pipelined
+    default, by label suffix (``route R``, ``expand B``, and ``route R expand B`` for each pair). Raises
+    ``triton_dist.ops.moe.MoeError`` for a value ``MoeConfig`` refuses."""
+    from triton_dist.ops.moe import MoeConfig
+
+    configs: dict[str, Any] = {}
+    for r in route_programs:
+        configs[f"route {r}"] = MoeConfig(pipelined=True, route_programs=r)
+    for b in expand_blocks:
+        configs[f"expand {b}"] = MoeConfig(pipelined=True, expand_block=b)
+    for r in route_programs:
+        for b in expand_blocks:
+            configs[f"route {r} expand {b}"] = MoeConfig(pipelined=True, route_programs=r, expand_block=b)
+    return configs
 
 
 def make_inputs(
@@ -1457,6 +1488,10 @@ class Bench:
         if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
             for label, options in plain.items():
                 variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
+        options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
+        for suffix, config in options_of.items():
+            for label in (GATHER, f"{FP8} gather"):
+                variants[f"{label} pipelined {suffix}"] = {**plain[label], "config": config}
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
         want_rows, want = refs[self.rank]
@@ -1501,18 +1536,25 @@ class Bench:
                 if (label, tokens) in totals and (f"{label} pipelined", tokens) in totals:
                     ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
                     log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
+            for suffix in options_of:
+                for label in (f"{GATHER} pipelined", f"{FP8} gather pipelined"):
+                    if (label, tokens) in totals and (f"{label} {suffix}", tokens) in totals:
+                        ratio = totals[label, tokens] / totals[f"{label} {suffix}", tokens]
+                        log0(f"RESULT option {suffix}: {label} T={tokens}: {ratio:.2f}x the pipelined default's speed")
         self.allgather()
         tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])
         gbps = self.extras.get("allgather_gbps")
         x, idx, w = self.inputs(tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
-        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined"):
+        options = [f"{GATHER} pipelined {suffix}" for suffix in options_of]
+        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined", *options):
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "
                      f"GB/s per rank (>= 75%: {'PASS' if share >= 0.75 else 'FAIL'})")  # fmt: skip
         pairs = [(OURS, FP8), (GATHER, f"{FP8} gather")]
-        for bf16, fp8 in [*pairs, *((f"{b} pipelined", f"{f} pipelined") for b, f in pairs)]:
+        pairs += [(f"{GATHER} pipelined {suffix}", f"{FP8} gather pipelined {suffix}") for suffix in options_of]
+        for bf16, fp8 in [*pairs, *((f"{b} pipelined", f"{f} pipelined") for b, f in pairs[:2])]:
             if (bf16, tokens) in totals and (fp8, tokens) in totals:
                 ratio = totals[bf16, tokens] / totals[fp8, tokens]
                 log0(f"RESULT bar {fp8} T={tokens}: {ratio:.2f}x faster than {bf16} (>= 1.6: "

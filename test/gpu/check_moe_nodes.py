@@ -13,11 +13,12 @@ passed. The stages, as ``check_all_gather.py``'s: ``one_node`` (CUDA-IPC heap), 
 (informational, ``CUDA_VISIBLE_DEVICES=i`` per agent) and, with 4 or more GPUs, ``two_nodes_2x2``.
 
 Each worker builds every rank's inputs from one seed (random routing with slots of -1, uneven T with T = 0 on one
-rank, a rank that receives nothing, k = 1 to 8, fp8 payloads, whole rows and chunks, ``layout="gather"``), poisons
-the op's buffers, and checks its dispatch (rows, counts, offsets, per-row meta) and combine (``sum_k w_k y_k`` in
-fp32, rounded) against ``ops/moe/reference.py``; then two dispatches before their combines (both buffer halves in
-flight), that the paths across nodes ran exactly when the world spans nodes (the kernels' PTX holds NVSHMEM's device
-code), and that low-latency mode refuses a world across nodes. Rank 0 prints dispatch and combine times (informational).
+rank, a rank that receives nothing, k = 1 to 8, fp8 payloads, whole rows and chunks, ``layout="gather"``,
+``MoeConfig(route_programs=256)``), poisons the op's buffers, and checks its dispatch (rows, counts, offsets,
+per-row meta) and combine (``sum_k w_k y_k`` in fp32, rounded) against ``ops/moe/reference.py``; then two dispatches
+before their combines (both buffer halves in flight), that the paths across nodes ran exactly when the world spans
+nodes (the kernels' PTX holds NVSHMEM's device code), and that low-latency mode refuses a world across nodes. Rank 0
+prints dispatch and combine times (informational).
 
 ``--emulate`` (with ``--worker``) runs the same checks on CPU ranks under ``TRITON_INTERPRET=1`` with small shapes:
 how ``test/python/test_ops_moe_nodes.py`` runs them in CI.
@@ -205,7 +206,13 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
         if not emulate or local > 1:
             inputs = routing(7, size, tokens, 2, 160 if emulate else hidden)
             run(checks, "fp8 payloads (kept, with scales)", inputs, fp8=True)
-            run(checks, "layout='gather'", routing(14, size, tokens, 3, hidden), layout="gather")
+            # (emulated: with 256 route count programs, 16 there, so the option runs across nodes too)
+            gather = {"config": MoeConfig(route_programs=256)} if emulate else {}
+            run(checks, "layout='gather'" + (", MoeConfig(route_programs=256)" if emulate else ""),
+                routing(14, size, tokens, 3, hidden), layout="gather", **gather)  # fmt: skip
+        if not emulate:  # the route count option: 8 tokens a program where the default's take 32
+            many = routing(15, size, [2000, 1333], 4, hidden, none_rate=0.0)
+            run(checks, "MoeConfig(route_programs=256): more tokens, k = 4", many, config=MoeConfig(route_programs=256))
         if not emulate or local == 1:
             run(checks, "MoeConfig(whole_row=False): chunked rows", routing(8, size, tokens, 2, hidden),
                 config=MoeConfig(whole_row=False))  # fmt: skip

@@ -63,6 +63,8 @@ def _case_inputs(
         counts = [60, 0, 0][:world]
     elif name == "grow_tokens":  # then every rank receives more than 64 tokens (combine: within the 128 above)
         counts = [70] * world
+    elif name == "variants":  # VARIANT_CONFIGS': several tokens per route count program, -1 slots
+        k, counts, none_rate = 3, [19, 13, 7][:world], 0.2
     elif name == "large":  # the GPU test's: several tokens per route count program (64 of them), uneven chunks
         k, counts = 4, [700, 333, 517][:world]
     xs, idxs, weights = [], [], []
@@ -93,6 +95,16 @@ GATHER_CASES = {2: ("random", "k1", "k8", "one_rank", "t0", "empty_expert"), 3: 
 """The cases run again in normal mode with ``layout="gather"``, per world size (their first place in ``CASES``); at
 2 ranks also chunked k = 8 and fp8 kept and dequantized."""
 """Run again at 2 ranks with ``MoeConfig(whole_row=False)`` (the chunked loops): -1 slots, k = 8, bf16 weights."""
+
+
+VARIANT_CONFIGS = (
+    MoeConfig(pipelined=True, route_programs=256, expand_block=4),
+    MoeConfig(pipelined=True, route_programs=32, expand_block=64),
+)
+"""At 2 ranks, the pipelined gather dispatch (bf16, and fp8 kept) with these options against the same dispatch with
+the default ``MoeConfig(pipelined=True)`` (``_variants``): every output bit for bit, outputs allocated poisoned. Under
+the emulation the route count kernel runs 16 and 2 programs (the default 4); the expand kernel writes 4 tokens' meta
+a step (several steps, a partial last one) and 64 (one step wider than the slots)."""
 
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
@@ -283,6 +295,68 @@ def _gathered(recv_x: torch.Tensor, handle: Any, ref: Any) -> tuple[torch.Tensor
     return recv_x[rows.long()], problems
 
 
+class _PoisonedEmpty:
+    """While entered, ``torch.empty`` returns tensors filled with a poison (0xA5 bytes: NaN-free garbage such as
+    -1515870811 in int32), so an output a kernel leaves unwritten cannot hold last call's value by chance."""
+
+    def __enter__(self) -> None:
+        self.empty = torch.empty
+
+        def poisoned(*args: Any, **kwargs: Any) -> torch.Tensor:
+            tensor = self.empty(*args, **kwargs)
+            if tensor.numel() and not tensor.is_pinned():
+                tensor.reshape(-1).view(torch.uint8).fill_(0xA5)
+            return tensor
+
+        torch.empty = poisoned  # type: ignore[assignment]
+
+    def __exit__(self, *exc: object) -> None:
+        torch.empty = self.empty  # type: ignore[assignment]
+
+
+def _outputs(recv_x: torch.Tensor, handle: Any, out: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every tensor a dispatch returns (recv_x, the handle's, its combine state) and its combine's output, as bytes."""
+    tensors = {"recv_x": recv_x, "combine": out}
+    for field in dataclasses.fields(handle):
+        value = getattr(handle, field.name)
+        if isinstance(value, torch.Tensor):
+            tensors[field.name] = value
+    for number, value in enumerate(handle.state):
+        tensors[f"state{number}"] = value
+    return {name: t.contiguous().reshape(-1).view(torch.uint8) for name, t in tensors.items()}
+
+
+def _variants(rank: int, size: int) -> dict[str, list[str]]:
+    """``VARIANT_CONFIGS`` against the default pipelined gather dispatch on the same fresh inputs (bf16, then fp8
+    kept): every output and combine's, bit for bit; each config's outputs allocated poisoned."""
+    import triton_dist
+    from triton_dist.ops.moe.reference import dequantize_fp8
+
+    record: dict[str, list[str]] = {}
+    for fp8 in (False, True):
+        xs, idxs, weights, experts = _case_inputs("variants", size, seed=11 + fp8, hidden=160 if fp8 else HIDDEN)
+        got: dict[str, dict[str, torch.Tensor]] = {}
+        for label, config in (("default", PIPELINED), *((repr(c), c) for c in VARIANT_CONFIGS)):
+            try:
+                with _PoisonedEmpty():
+                    recv_x, handle = triton_dist.ops.moe_dispatch(
+                        xs[rank], idxs[rank], weights[rank], experts, fp8=fp8, config=config, layout="gather"
+                    )
+                    rows = handle.gather_rows.long()
+                    y = dequantize_fp8(recv_x[rows], handle.recv_scales[rows], torch.bfloat16) if fp8 else recv_x[rows]
+                    out = triton_dist.ops.moe_combine(_experts(y, handle.recv_expert), handle)
+                got[label] = _outputs(recv_x, handle, out)
+            except Exception as error:  # noqa: BLE001 (recorded for the test)
+                record[f"variants/{'fp8/' if fp8 else ''}{label}"] = [f"{type(error).__name__}: {error}"]
+        base = got.get("default", {})
+        for label, outputs in got.items():
+            if label == "default":
+                continue
+            differ = [name for name, t in outputs.items() if name not in base or not torch.equal(t, base[name])]
+            record[f"variants/{'fp8/' if fp8 else ''}{label}"] = [f"{name} differs" for name in differ]
+    return record
+
+
 def _case(
     rank: int, size: int, name: str, number: int, mode: str, config: Any = None, layout: str = "expanded"
 ) -> list[str]:
@@ -356,6 +430,7 @@ def _worker(out_dir: str) -> None:
         record["gather/chunked/k8#2/normal"] = _case(rank, size, "k8", 2, "normal", chunked, "gather")
         # Two programs per SM: one under the emulation, but the config travels through dispatch and combine.
         record["programs2/random#0/normal"] = _case(rank, size, "random", 0, "normal", MoeConfig(programs_per_sm=2))
+        record |= _variants(rank, size)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -405,6 +480,20 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             assert len(gathered) == want, sorted(gathered)
             cases |= gathered
         failed = {key: problems for key, problems in cases.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+def test_route_and_expand_options_match_the_default_bit_for_bit(records: list[dict[str, list[str]]]) -> None:
+    """``MoeConfig(route_programs=..., expand_block=...)`` (``VARIANT_CONFIGS``): the same outputs as the default
+    pipelined gather dispatch, bf16 and fp8, at 2 ranks (``_variants``)."""
+    if len(records) != 2:
+        pytest.skip("the options run at 2 ranks only (the emulation is slow)")
+    for rank, record in enumerate(records):
+        variants = {key: problems for key, problems in record.items() if key.startswith("variants/")}
+        assert sorted(variants) == sorted(
+            f"variants/{prefix}{config!r}" for prefix in ("", "fp8/") for config in VARIANT_CONFIGS
+        ), sorted(variants)
+        failed = {key: problems for key, problems in variants.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 
 

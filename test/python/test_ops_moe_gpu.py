@@ -9,7 +9,8 @@ chunks at H = 7168 (a normal and a low-latency case each), normal mode's ``layou
 flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` against the reference's rows),
 ``grouped_gemm`` against torch per expert (both layouts and rows through ``gather_rows``, bf16 and fp8), and
 ``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
-``dispatch_layout="gather"`` in bf16 and fp8).
+``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
+(``VARIANT_CONFIGS``) in the pipelined gather layout at H = 7168 and in fp8, against the reference too.
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -77,7 +78,7 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
     nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; then a
     low-latency fp8 dispatch + combine in a CUDA graph with fresh routing per replay; then an expert over its
     low-latency capacity."""
-    from test_ops_moe_emulation import PIPELINED, _case_inputs, _experts
+    from test_ops_moe_emulation import PIPELINED, VARIANT_CONFIGS, _case_inputs, _experts
 
     import triton_dist
     from triton_dist.ops.moe import MoeStatusError, check_status, reference_dispatch
@@ -142,6 +143,10 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
                 for layout in ("expanded", "gather"):  # the pipelined dispatch: its fp8 push, its block copy
                     got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, layout, PIPELINED)
                     compare(f"pipelined/{layout}/{key}", got, out, xs, idxs, weights, experts, mode, cap, dequantize)
+                for config in VARIANT_CONFIGS:  # the route and expand options (fp8 kept: the meta tile's scales)
+                    got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, "gather", config)
+                    option = f"options/{config.route_programs}-{config.expand_block}/gather/{key}"
+                    compare(option, got, out, xs, idxs, weights, experts, mode, cap, dequantize)
     xs, idxs, weights, experts = inputs(50)
     cap = max(x.shape[0] for x in xs)
     static = [xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda)]
@@ -310,7 +315,16 @@ def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, li
 
 
 def _worker(out_dir: str) -> None:
-    from test_ops_moe_emulation import CASES, EARLY_CASES, PIPELINED, _case_inputs, _differences, _experts, _gathered
+    from test_ops_moe_emulation import (
+        CASES,
+        EARLY_CASES,
+        PIPELINED,
+        VARIANT_CONFIGS,
+        _case_inputs,
+        _differences,
+        _experts,
+        _gathered,
+    )
 
     import triton_dist
     from triton_dist.ops.moe import MoeConfig, reference_dispatch
@@ -431,6 +445,9 @@ def _worker(out_dir: str) -> None:
         args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, "normal", None)
         refs = reference_dispatch(xs, idxs, weights, experts, mode="normal")
         check_gathered(f"pipelined/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
+        for config in VARIANT_CONFIGS:  # the route and expand options: their plan's first call, then its early push
+            option = f"options/{config.route_programs}-{config.expand_block}"
+            check_gathered(f"{option}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, config))
     for name, checks in (
         ("fp8", lambda: _fp8_checks(rank, size, cuda, record)),
         ("grouped_gemm", lambda: _grouped_gemm_checks(cuda, record)),

@@ -266,6 +266,63 @@ def test_whole_row_config_picks_the_block_and_is_checked() -> None:
             MoeConfig(programs_per_sm=bad_count)  # type: ignore[arg-type]
 
 
+def test_route_and_expand_options_are_checked_and_pick_their_constants() -> None:
+    """``MoeConfig(route_programs=..., expand_block=...)``: powers of two in range or their defaults (None / 0),
+    anything else refused naming the value; the route count programs they give on GPUs and under the emulation, and
+    the route kernel's prefix rows per step (the default's unchanged: 16 rows of 256 experts)."""
+    from triton_dist.ops.moe.config import (
+        EMULATED_ROUTE_PROGRAMS,
+        MAX_EXPAND_BLOCK,
+        MAX_ROUTE_PROGRAMS,
+        ROUTE_PROGRAMS,
+    )
+
+    assert MoeConfig().route_programs is None and MoeConfig().expand_block == 0
+    for bad in (0, 3, 96, 2 * MAX_ROUTE_PROGRAMS, True, 64.0):
+        with pytest.raises(
+            MoeError, match=f"route_programs must be None or a power of two in \\[1, 1024\\], got {bad!r}"
+        ):
+            MoeConfig(route_programs=bad)  # type: ignore[arg-type]
+    for bad in (-1, 3, 2 * MAX_EXPAND_BLOCK, False, 16.0):
+        with pytest.raises(MoeError, match=f"expand_block must be 0 or a power of two in \\[1, 64\\], got {bad!r}"):
+            MoeConfig(expand_block=bad)  # type: ignore[arg-type]
+    assert MoeConfig(route_programs=1, expand_block=MAX_EXPAND_BLOCK).expand_block == MAX_EXPAND_BLOCK
+    gpu = [MoeConfig(route_programs=r).route_count_programs(False) for r in (None, 1, 128, 256)]
+    assert gpu == [ROUTE_PROGRAMS, 1, 128, 256]
+    emulated = [MoeConfig(route_programs=r).route_count_programs(True) for r in (None, 1, 32, 128, 256, 1024)]
+    assert emulated == [EMULATED_ROUTE_PROGRAMS, 1, 2, 8, 16, 16]
+    rows = [kernel_constexprs(2, 256, 8, 264, route_programs=r)["route"]["PB"] for r in (4, 64, 128, 256, 1024)]
+    assert rows == [1, 16, 32, 64, 64]
+
+
+def test_sm90_expand_block_and_many_route_programs_fit_without_spilling(tmp_path: Any) -> None:
+    """At H = 7168, E = 256, k = 8 on sm_90: the pipelined gather expand kernel with ``MoeConfig(expand_block=16)``
+    keeps the default's residency (at most 64 registers, so 8 programs of 128 threads fit an SM: its meta and copy
+    programs run together) and spills nothing; the route kernel of 256 count programs (64 rows a step, 8 warps)
+    spills nothing."""
+    need_real_library("sm_90")
+    block = MoeConfig().row_block(7168)
+    constexprs = dict(kernel_constexprs(2, 256, 8, 264, 0, False, block)["expand"])
+    constexprs |= {"LOW_LATENCY": False, "GATHER": True, "BULK": True, "COPIERS": 528, "SENDERS": 264}
+    constexprs |= {"COPY_BLOCK": moe_op.BULK_COPY_BLOCK, "SELF_DIRECT": True, "META_BLOCK": 16}
+    signature = dict(SIGNATURES["expand"])
+    aligned = tuple(arg for arg in signature if arg.endswith("_ptr")) + ("H",)
+    expand = assembly(compile_kernel(kernels._expand_kernel, signature, "sm_90", constexprs, aligned=aligned), "sm_90")
+    info = ptxas_info(expand, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+    assert int(re.search(r"Used (\d+) registers", info).group(1)) <= 64, info  # type: ignore[union-attr]
+    route = dict(kernel_constexprs(2, 256, 8, 264, route_programs=256)["route"])
+    route |= {"EXCHANGE": True, "WORLD": notify_world(2), "HOST_INFO": True}
+    signature = {**SIGNATURES["route"], "host_info_ptr": _I32}
+    aligned = tuple(arg for arg in signature if arg.endswith("_ptr"))
+    ptx = assembly(
+        compile_kernel(kernels._route_kernel, signature, "sm_90", route, aligned=aligned, num_warps=moe_op.ROUTE_WARPS),
+        "sm_90",
+    )
+    info = ptxas_info(ptx, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+
+
 def test_dispatch_refuses_a_config_that_is_not_a_moe_config(monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_world(monkeypatch)
     x, idx, weights = torch.zeros(3, 64), torch.zeros(3, 2, dtype=torch.int32), torch.zeros(3, 2)
@@ -660,6 +717,20 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens() ->
     assert bench.parse_args(["--only-dispatch"]).tokens == [1, 4096]
     assert bench.parse_args(["--only-dispatch", "--tokens", "128"]).tokens == [128]
     assert bench.parse_args([]).tokens == list(bench.TOKENS)
+    # --route-programs / --expand-block: the pipelined gather dispatch with each option and each pair of both
+    args = bench.parse_args(["--only-dispatch", "--route-programs", "128,256", "--expand-block", "16"])
+    assert (args.route_programs, args.expand_block) == ([128, 256], [16])
+    assert bench.parse_args(["--only-dispatch"]).route_programs == []
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--expand-block", "16"])  # only with --only-dispatch
+    configs = bench.option_configs([256], [16])
+    assert configs == {
+        "route 256": MoeConfig(pipelined=True, route_programs=256),
+        "expand 16": MoeConfig(pipelined=True, expand_block=16),
+        "route 256 expand 16": MoeConfig(pipelined=True, route_programs=256, expand_block=16),
+    }
+    with pytest.raises(MoeError, match="route_programs must be None or a power of two"):
+        bench.option_configs([96], [])
 
 
 def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path: Any) -> None:

@@ -95,6 +95,17 @@ positions (so the positions are those of one serial pass in (token, k) order).""
 EMULATED_ROUTE_PROGRAMS = 4
 """Route count programs under the CPU emulation (the kernel uses no primitive, so Triton's interpreter runs its
 programs one after the other): several, so the emulation tests the prefixes over programs."""
+ROUTE_SCAN_VALUES = 16384
+"""Count values the route kernel's prefix over the count programs' rows takes per step with more programs than
+``ROUTE_PROGRAMS`` (``MoeConfig.route_programs``; 4096 otherwise): 64 rows of 256 experts, so 256 programs take 4
+steps as the default 64 do (each step waits for its loads from L2), at ``ROUTE_WARPS`` warps (64 values a thread,
+no spills on sm_90)."""
+ROUTE_WARPS = 8
+"""Warps of the route kernel whose prefix steps take more than 4096 values (``ROUTE_SCAN_VALUES``; otherwise 4)."""
+MAX_ROUTE_PROGRAMS = 1024
+"""The most route count programs ``MoeConfig(route_programs=...)`` takes."""
+MAX_EXPAND_BLOCK = 64
+"""The most received tokens per step ``MoeConfig(expand_block=...)`` takes (a [block, pow2(k)] tile per step)."""
 ROUTE_BLOCK_T = 16
 """Tokens per step of the routing kernel's serial prefix (one step builds a [tokens * k, experts] one-hot)."""
 MAX_ROW_BLOCK = 16384
@@ -137,6 +148,21 @@ class MoeConfig:
     whole_row: bool = True
     programs_per_sm: int | None = None
     pipelined: bool = False
+    route_programs: int | None = None
+    """Programs of the route count kernel (a power of two in [1, ``MAX_ROUTE_PROGRAMS``]; None: ``ROUTE_PROGRAMS``;
+    under the CPU emulation the same ratio to ``EMULATED_ROUTE_PROGRAMS``, at least 1 and at most 16). Each counts
+    ``ceil(T / route_programs)`` tokens in ``ROUTE_BLOCK_T`` steps, one after the other, so more of them take fewer
+    steps each (at 4096 tokens: 4 steps of 16 tokens at 64, 1 at 256) while the one-program route kernel's prefix over
+    their rows takes more (``kernel_constexprs``' ``PB`` rows a step). Same results, bit for bit: the positions are
+    those of one serial pass over the tokens whatever the split. An option until a GPU run measures it
+    (``bench/moe.py --only-dispatch --route-programs 128,256``)."""
+    expand_block: int = 0
+    """Received tokens whose meta the expand kernel writes per step where the pipelined gather layout copies the payload
+    as one block (``op._bulk_copy``: one node, no dequantization); 0 (the default): one token per step, a chain of
+    dependent loads (its meta row, then the lookup table) and then the stores, token after token; a power of two in
+    [1, ``MAX_EXPAND_BLOCK``]: that many tokens' meta rows as the rows of one tile, their loads in flight together.
+    Elsewhere ignored. Same results, bit for bit (each output word is written once, from the same values). An option
+    until a GPU run measures it (``bench/moe.py --only-dispatch --expand-block 16``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.whole_row, bool):
@@ -146,6 +172,27 @@ class MoeConfig:
         per_sm = self.programs_per_sm
         if per_sm is not None and (isinstance(per_sm, bool) or not isinstance(per_sm, int) or not 1 <= per_sm <= 8):
             raise MoeError(f"MoeConfig: programs_per_sm must be None or an int in [1, 8], got {per_sm!r}")
+        route = self.route_programs
+        if route is not None and not _power_of_two_in(route, MAX_ROUTE_PROGRAMS):
+            raise MoeError(
+                f"MoeConfig: route_programs must be None or a power of two in [1, {MAX_ROUTE_PROGRAMS}], got {route!r}"
+            )
+        block = self.expand_block
+        if not (_power_of_two_in(block, MAX_EXPAND_BLOCK) or (type(block) is int and block == 0)):
+            raise MoeError(
+                f"MoeConfig: expand_block must be 0 or a power of two in [1, {MAX_EXPAND_BLOCK}], "
+                f"got {self.expand_block!r}"
+            )
+
+    def route_count_programs(self, emulated: bool) -> int:
+        """The route count kernel's programs: ``route_programs`` (None: ``ROUTE_PROGRAMS``) on GPUs; under the CPU
+        emulation (``emulated``) ``EMULATED_ROUTE_PROGRAMS`` scaled by ``route_programs / ROUTE_PROGRAMS``, in
+        [1, 16] (a power of two)."""
+        if not emulated:
+            return self.route_programs or ROUTE_PROGRAMS
+        if self.route_programs is None:
+            return EMULATED_ROUTE_PROGRAMS
+        return min(16, max(1, EMULATED_ROUTE_PROGRAMS * self.route_programs // ROUTE_PROGRAMS))
 
     def per_sm(self, mode: str) -> int:
         """The copy kernels' programs per SM in ``mode``: ``programs_per_sm``, or when it is None the mode's
@@ -159,6 +206,13 @@ class MoeConfig:
         ``BLOCK_H`` chunks (``whole_row`` off, or the row wider than ``MAX_ROW_BLOCK``)."""
         block = max(FP8_GROUP, 1 << max(0, hidden - 1).bit_length())
         return block if self.whole_row and block <= MAX_ROW_BLOCK else 0
+
+
+def _power_of_two_in(value: object, most: int) -> bool:
+    """Whether ``value`` is an int (not a bool) and a power of two in ``[1, most]``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return 1 <= value <= most and value & (value - 1) == 0
 
 
 def fp8_groups(hidden: int) -> int:
@@ -438,8 +492,10 @@ def kernel_constexprs(
     shared = {"WP": pow2(world_size), "EP": pow2(num_experts), "ROW": row_stride(world_size, num_experts)}
     kp = pow2(topk)
     # Count rows the route kernel scans per step: at most 4096 values, and at least 4 steps (GPUs: 64 programs of
-    # 256 experts take 4 of 16 rows; the emulation's 4 programs 4 of 1, so it runs the carried prefix too).
-    scan_rows = min(max(1, route_programs // 4), max(1, 4096 // shared["EP"]))
+    # 256 experts take 4 of 16 rows; the emulation's 4 programs 4 of 1, so it runs the carried prefix too). More
+    # programs than ROUTE_PROGRAMS (MoeConfig.route_programs): up to ROUTE_SCAN_VALUES a step, at ROUTE_WARPS.
+    most = ROUTE_SCAN_VALUES if route_programs > ROUTE_PROGRAMS else 4096
+    scan_rows = min(max(1, route_programs // 4), max(1, most // shared["EP"]))
     return {
         "route_count": {"K": topk, "KP": kp, **shared, "BLOCK_T": max(1, 128 // kp)},
         "route": {**shared, "FLAGS": flags["FLAGS"], "PARTS": route_programs, "PB": scan_rows},

@@ -46,7 +46,10 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    ``BULK`` (pipelined, one node, no dequantization) not even that row by row: slots ``[0, N)`` of the token buffer
    are ``recv_x``'s rows, copied as one flat block by ``COPIERS`` programs after the meta programs while those write
    the meta (with ``COPIERS = 0`` by every program after its meta rows), and each token's fp8 scales go with its
-   meta.
+   meta. ``META_BLOCK`` > 0 (``MoeConfig.expand_block``, with ``BULK`` only): the meta programs take ``META_BLOCK``
+   consecutive slots a step as the rows of one ``[META_BLOCK, KP]`` tile (each slot's source, meta row, table
+   lookups and stores as tile operations), so the loads of all of them are in flight together instead of one
+   token's chain of dependent loads after another's; every output word is written once, from the same values.
 5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
    every rank.
@@ -605,6 +608,7 @@ def _expand_kernel(
     COPIERS: tl.constexpr = 0,
     COPY_BLOCK: tl.constexpr = 4096,
     SELF_DIRECT: tl.constexpr = False,
+    META_BLOCK: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0) - COPIERS  # the meta programs; BULK's copy programs come after them
@@ -690,117 +694,165 @@ def _expand_kernel(
     meta_slots = slots
     if COPIERS > 0:  # a copy program takes no slot
         meta_slots = tl.where(pid < programs, slots, 0)
-    for i in range(pid, meta_slots, programs):
-        if LOW_LATENCY:
-            source = i // M
-            j = i % M
-        else:  # the last source whose slots start at or before i (sources with no slots skipped)
-            source = tl.max(tl.where((slot_start <= i) & (received > 0) & (sources < ranks), sources, -1), axis=0)
-            j = i - tl.sum(tl.where(sources == source, slot_start, 0), axis=0)
-        n_source = tl.sum(tl.where(sources == source, received, 0), axis=0)
-        valid = j < n_source
-        if valid:
-            # Every load of the received token first (its meta row as vectors, its payload), then the table's.
+    if META_BLOCK > 0:  # BULK (normal mode, one node): META_BLOCK slots' meta rows at once, each a row of a tile
+        tb = tl.arange(0, META_BLOCK)
+        for i0 in range(pid * META_BLOCK, meta_slots, programs * META_BLOCK):
+            i = i0 + tb
+            filled = i < meta_slots
+            # Per slot, the last source whose slots start at or before it (sources with no slots skipped).
+            starts_here = (slot_start[None, :] <= i[:, None]) & (received > 0)[None, :] & (sources < ranks)[None, :]
+            source = tl.max(tl.where(starts_here, sources[None, :], -1), axis=1)
+            of_source = sources[None, :] == source[:, None]
+            j = i - tl.sum(tl.where(of_source, slot_start[None, :], 0), axis=1)
             meta_row = meta_buf + i * META
-            row_buf = token_buf
-            if NODES > 1:
-                if source // LOCAL != me // LOCAL:  # put from another node: its meta row's and payload's signals
-                    sig = slot_signals_ptr + (tl.cast(parity, tl.int64) * CAP + i) * 2
-                    meta_row = dl.consume_token(meta_row, dl.signal_wait(sig, epoch, cmp="eq"))
-                    row_buf = dl.consume_token(row_buf, dl.signal_wait(sig + 1, epoch, cmp="eq"))
-            home_token = tl.load(meta_row)
-            ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
-            weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
-            places = tl.load(meta_row + 1 + 2 * K + ks, mask=in_k, other=0)
-            if BULK:  # the gather layout's payload is copied as one block (above, or below): only the fp8 scales
-                if SCALES > 0:
-                    groups = tl.arange(0, SP)
-                    bulk_scales = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
-            elif WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
-                if DEQUANT:
-                    group_ids = tl.arange(0, GB)
-                    scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
-                    scale = scale_bits.to(tl.float32, bitcast=True)
-                    values = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
-                    grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
-                    whole = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
-                else:
-                    whole = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
-                    if SCALES > 0:
-                        groups = tl.arange(0, SP)
-                        scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
-                        whole_scales = scale_bits.to(tl.float32, bitcast=True)
+            pairs = filled[:, None] & in_k[None, :]
+            home_token = tl.load(meta_row, mask=filled, other=0)
+            ids = tl.load(meta_row[:, None] + 1 + ks[None, :], mask=pairs, other=-1)
+            weight_bits = tl.load(meta_row[:, None] + 1 + K + ks[None, :], mask=pairs, other=0)
+            places = tl.load(meta_row[:, None] + 1 + 2 * K + ks[None, :], mask=pairs, other=0)
+            home_base = tl.load(table + WP * LP + 2 * LP + source, mask=filled, other=0)
+            if SCALES > 0:
+                groups = tl.arange(0, SP)
+                scaled = filled[:, None] & (groups < SCALES)[None, :]
+                bulk_scales = tl.load(meta_row[:, None] + 1 + 3 * K + groups[None, :], mask=scaled)
             local = ids - me * L
-            mine = in_k & (ids >= 0) & (local >= 0) & (local < L)
+            mine = pairs & (ids >= 0) & (local >= 0) & (local < L)
             at = tl.where(mine, local, 0)
-            within = tl.load(table + source * LP + at, mask=mine, other=0) + places  # row within expert `local`
+            within = tl.load(table + source[:, None] * LP + at, mask=mine, other=0) + places
             start = tl.load(table + WP * LP + at, mask=mine, other=0)
-            if LOW_LATENCY:  # past the expert's capacity: dropped (counted in the status)
-                rows = tl.where(mine & (within < ranks * M), within + start, -1)
-                home_slot = me * M + j
-            else:
-                rows = tl.where(mine, within + start, -1)
-                home_slot = j + tl.load(table + WP * LP + 2 * LP + source)
-            tl.store(comb_src_ptr + i, source)
-            tl.store(comb_dst_ptr + i, home_slot)
-            if SELF_DIRECT:  # my own token: its final place among my tokens to me, which the pushes left local
-                if source == me:
-                    tl.store(tok_pos_ptr + home_token * ranks + me, j)
+            rows = tl.where(mine, within + start, -1)
+            tl.store(comb_src_ptr + i, source, mask=filled)
+            tl.store(comb_dst_ptr + i, j + home_base, mask=filled)
+            if SELF_DIRECT:  # my own tokens: their final places among my tokens to me, which the pushes left local
+                tl.store(tok_pos_ptr + home_token * ranks + me, j, mask=filled & (source == me))
             got = rows >= 0
             row_at = tl.where(got, rows, 0)
-            tl.store(src_rank_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + source, mask=got)
-            tl.store(src_token_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + home_token, mask=got)
+            tl.store(src_rank_ptr + row_at, tl.zeros([META_BLOCK, KP], dtype=tl.int32) + source[:, None], mask=got)
+            tl.store(src_token_ptr + row_at, tl.zeros([META_BLOCK, KP], dtype=tl.int32) + home_token[:, None], mask=got)
             tl.store(expert_ptr + row_at, ids, mask=got)
             tl.store(weight_ptr + row_at, weight_bits.to(tl.float32, bitcast=True), mask=got)
-            tl.store(slot_ptr + row_at, ks, mask=got)
-            tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
-            if GATHER:  # the token's local rows read it from row i of recv_x, which holds it once
-                tl.store(gather_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + i, mask=got)
-            if BULK:
-                if SCALES > 0:  # fp8 kept: row i's scales, from the end of its meta row
-                    groups = tl.arange(0, SP)
-                    scale_at = scales_ptr + tl.cast(i, tl.int64) * SCALES + groups
-                    tl.store(scale_at, bulk_scales.to(tl.float32, bitcast=True), mask=groups < SCALES)
-            if not BULK:  # the payload into its local rows (gather: once, to row i)
-                COPIES: tl.constexpr = 1 if GATHER else K
-                for k in range(0, COPIES):
-                    if GATHER:
-                        row = tl.cast(i, tl.int32)
+            tl.store(slot_ptr + row_at, tl.zeros([META_BLOCK, KP], dtype=tl.int32) + ks[None, :], mask=got)
+            tl.store(comb_rows_ptr + i[:, None] * K + ks[None, :], rows, mask=pairs)
+            tl.store(gather_ptr + row_at, tl.zeros([META_BLOCK, KP], dtype=tl.int32) + i[:, None], mask=got)
+            if SCALES > 0:  # fp8 kept: row i's scales, from the end of its meta row
+                scale_at = scales_ptr + tl.cast(i, tl.int64)[:, None] * SCALES + groups[None, :]
+                tl.store(scale_at, bulk_scales.to(tl.float32, bitcast=True), mask=scaled)
+    else:
+        for i in range(pid, meta_slots, programs):
+            if LOW_LATENCY:
+                source = i // M
+                j = i % M
+            else:  # the last source whose slots start at or before i (sources with no slots skipped)
+                source = tl.max(tl.where((slot_start <= i) & (received > 0) & (sources < ranks), sources, -1), axis=0)
+                j = i - tl.sum(tl.where(sources == source, slot_start, 0), axis=0)
+            n_source = tl.sum(tl.where(sources == source, received, 0), axis=0)
+            valid = j < n_source
+            if valid:
+                # Every load of the received token first (its meta row as vectors, its payload), then the table's.
+                meta_row = meta_buf + i * META
+                row_buf = token_buf
+                if NODES > 1:
+                    if source // LOCAL != me // LOCAL:  # put from another node: its meta row's and payload's signals
+                        sig = slot_signals_ptr + (tl.cast(parity, tl.int64) * CAP + i) * 2
+                        meta_row = dl.consume_token(meta_row, dl.signal_wait(sig, epoch, cmp="eq"))
+                        row_buf = dl.consume_token(row_buf, dl.signal_wait(sig + 1, epoch, cmp="eq"))
+                home_token = tl.load(meta_row)
+                ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
+                weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
+                places = tl.load(meta_row + 1 + 2 * K + ks, mask=in_k, other=0)
+                if BULK:  # the gather layout's payload is copied as one block (above, or below): only the fp8 scales
+                    if SCALES > 0:
+                        groups = tl.arange(0, SP)
+                        bulk_scales = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                elif WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
+                    if DEQUANT:
+                        group_ids = tl.arange(0, GB)
+                        scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                        scale = scale_bits.to(tl.float32, bitcast=True)
+                        values = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
+                        grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                        whole = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
                     else:
-                        row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
-                    if row >= 0:
-                        if WHOLE_ROW:
-                            tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
-                            if SCALES > 0:
-                                if not DEQUANT:  # fp8 kept: the row's scales go with it
-                                    groups = tl.arange(0, SP)
-                                    tl.store(
-                                        scales_ptr + row.to(tl.int64) * SCALES + groups,
-                                        whole_scales,
-                                        mask=groups < SCALES,
-                                    )
-                        elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
-                            for h0 in range(0, H, BLOCK_H):
-                                offs = h0 + h
-                                values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0)
-                                group_ids = h0 // 128 + tl.arange(0, GB)
-                                scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
-                                scale = scale_bits.to(tl.float32, bitcast=True)
-                                grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
-                                out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
-                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+                        whole = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
+                        if SCALES > 0:
+                            groups = tl.arange(0, SP)
+                            scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                            whole_scales = scale_bits.to(tl.float32, bitcast=True)
+                local = ids - me * L
+                mine = in_k & (ids >= 0) & (local >= 0) & (local < L)
+                at = tl.where(mine, local, 0)
+                within = tl.load(table + source * LP + at, mask=mine, other=0) + places  # row within expert `local`
+                start = tl.load(table + WP * LP + at, mask=mine, other=0)
+                if LOW_LATENCY:  # past the expert's capacity: dropped (counted in the status)
+                    rows = tl.where(mine & (within < ranks * M), within + start, -1)
+                    home_slot = me * M + j
+                else:
+                    rows = tl.where(mine, within + start, -1)
+                    home_slot = j + tl.load(table + WP * LP + 2 * LP + source)
+                tl.store(comb_src_ptr + i, source)
+                tl.store(comb_dst_ptr + i, home_slot)
+                if SELF_DIRECT:  # my own token: its final place among my tokens to me, which the pushes left local
+                    if source == me:
+                        tl.store(tok_pos_ptr + home_token * ranks + me, j)
+                got = rows >= 0
+                row_at = tl.where(got, rows, 0)
+                tl.store(src_rank_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + source, mask=got)
+                tl.store(src_token_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + home_token, mask=got)
+                tl.store(expert_ptr + row_at, ids, mask=got)
+                tl.store(weight_ptr + row_at, weight_bits.to(tl.float32, bitcast=True), mask=got)
+                tl.store(slot_ptr + row_at, ks, mask=got)
+                tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
+                if GATHER:  # the token's local rows read it from row i of recv_x, which holds it once
+                    tl.store(gather_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + i, mask=got)
+                if BULK:
+                    if SCALES > 0:  # fp8 kept: row i's scales, from the end of its meta row
+                        groups = tl.arange(0, SP)
+                        scale_at = scales_ptr + tl.cast(i, tl.int64) * SCALES + groups
+                        tl.store(scale_at, bulk_scales.to(tl.float32, bitcast=True), mask=groups < SCALES)
+                if not BULK:  # the payload into its local rows (gather: once, to row i)
+                    COPIES: tl.constexpr = 1 if GATHER else K
+                    for k in range(0, COPIES):
+                        if GATHER:
+                            row = tl.cast(i, tl.int32)
                         else:
-                            for h0 in range(0, H, BLOCK_H):
-                                offs = h0 + h
-                                values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
-                                tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
-                            if SCALES > 0:  # fp8 kept: the row's scales go with it
-                                groups = tl.arange(0, SP)
-                                scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
-                                scale = scale_bits.to(tl.float32, bitcast=True)
-                                tl.store(scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES)
-        else:  # a low-latency slot nobody filled this call
-            tl.store(comb_src_ptr + i, -1)
+                            row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
+                        if row >= 0:
+                            if WHOLE_ROW:
+                                tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
+                                if SCALES > 0:
+                                    if not DEQUANT:  # fp8 kept: the row's scales go with it
+                                        groups = tl.arange(0, SP)
+                                        tl.store(
+                                            scales_ptr + row.to(tl.int64) * SCALES + groups,
+                                            whole_scales,
+                                            mask=groups < SCALES,
+                                        )
+                            elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
+                                for h0 in range(0, H, BLOCK_H):
+                                    offs = h0 + h
+                                    values = tl.load(
+                                        row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0
+                                    )
+                                    group_ids = h0 // 128 + tl.arange(0, GB)
+                                    scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                                    scale = scale_bits.to(tl.float32, bitcast=True)
+                                    grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                                    out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
+                                    tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+                            else:
+                                for h0 in range(0, H, BLOCK_H):
+                                    offs = h0 + h
+                                    values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
+                                    tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
+                                if SCALES > 0:  # fp8 kept: the row's scales go with it
+                                    groups = tl.arange(0, SP)
+                                    scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                                    scale = scale_bits.to(tl.float32, bitcast=True)
+                                    tl.store(
+                                        scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES
+                                    )
+            else:  # a low-latency slot nobody filled this call
+                tl.store(comb_src_ptr + i, -1)
     if BULK:
         if COPIERS == 0:  # no copy programs (the CPU emulation): every program copies its share of the block
             for b in range(pid, blocks, programs):

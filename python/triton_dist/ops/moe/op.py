@@ -34,12 +34,12 @@ from triton_dist.ops.common.launch import compile_plan
 from triton_dist.ops.moe import kernels
 from triton_dist.ops.moe.config import (
     COPY_PROGRAMS,
-    EMULATED_ROUTE_PROGRAMS,
     EXPAND_PER_SM,
     FP8_DTYPE,
     FP8_PUSH_WARPS,
     MODES,
     ROUTE_PROGRAMS,
+    ROUTE_WARPS,
     STATUS_BAD_EXPERT,
     STATUS_OVERFLOW,
     MoeConfig,
@@ -196,6 +196,9 @@ class _Plan:
     """The world's nodes: 1 runs the one-node kernels; more, the kernels' puts across nodes (``NODES``)."""
     local: int = 0
     """Ranks per node (``LOCAL``; torchrun's layout: node ``m`` holds ranks ``[m L, (m + 1) L)``)."""
+    expand_block: int = 0
+    """``MoeConfig.expand_block``: received tokens per step of the expand kernel's meta where ``_bulk_copy`` holds
+    (``META_BLOCK``; 0: one)."""
     pipelined: bool = False
     """``MoeConfig(pipelined=True)`` in normal mode on one node (else False): the early push (``_early_push``), the
     host-polled summary (``host_info``), ``expanders``, the gather layout's block copy (``_bulk_copy``) and the fp8
@@ -283,16 +286,18 @@ def _signature(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
+    variant: tuple[int, int] = (0, 0),
 ) -> tuple[Any, ...]:
     return (
-        mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm, pipelined
+        mode, x.shape[1], x.dtype, num_experts, topk, max_tokens, x.device, fp8, whole_row, programs_per_sm, pipelined,
+        *variant,
     )  # fmt: skip
 
 
 def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_programs: int, sms: int = 0) -> _Plan:
     """A signature's plan: its workspace, and the programs of its kernels (``sms``: the GPU's SMs, 0 under the
     emulation, where the expand kernel runs the push's programs)."""
-    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _, pipelined = key
+    mode, hidden, dtype, num_experts, topk, max_tokens, _, fp8, whole_row, _, pipelined, _, expand_block = key
     size = world.world_size
     pipelined = pipelined and mode == "normal" and world.num_nodes == 1  # MoeConfig.pipelined: one node's normal mode
     expanders = max(programs, EXPAND_PER_SM * sms if pipelined else 0)
@@ -320,6 +325,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
     plan.pipelined = pipelined
+    plan.expand_block = expand_block
     if pipelined:
         plan.host_info = _host_words(world.device)
     if plan.low_latency:
@@ -516,6 +522,8 @@ def _launch(
                 fixed |= {"SENDERS": plan.programs}
             if bulk:  # the payload's block copy: by copy programs after the meta programs (GPUs), or by each
                 fixed |= {"COPIERS": plan.copiers, "COPY_BLOCK": BULK_COPY_BLOCK, "SELF_DIRECT": bool(self_mode)}
+                if plan.expand_block:  # MoeConfig.expand_block: that many tokens' meta per step
+                    fixed |= {"META_BLOCK": plan.expand_block}
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
@@ -541,6 +549,8 @@ def _launch(
             named[param.name] = param.default
     with torch.cuda.device(device):
         warps = FP8_PUSH_WARPS if name == "push" and plan.fp8 and plan.pipelined else 4
+        if name == "route" and constexprs["PB"] * constexprs["EP"] > 4096:  # MoeConfig.route_programs' longer steps
+            warps = ROUTE_WARPS
         launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=warps)
         launch.launch(device, *leading.values())
 
@@ -580,8 +590,11 @@ def _plan_for(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
+    variant: tuple[int, int] = (0, 0),
 ) -> _Plan:
-    key = _signature(x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined)
+    key = _signature(
+        x, topk_idx.shape[1], num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined, variant
+    )
     plan = _plans.get(key)
     if plan is not None:
         return plan
@@ -589,7 +602,7 @@ def _plan_for(
     emulated = _emulated(world)
     sms = 0 if emulated else sm_count(x.device)
     programs = EMULATED_PROGRAMS if emulated else min(COPY_PROGRAMS, programs_per_sm * sms)
-    route_programs = EMULATED_ROUTE_PROGRAMS if emulated else ROUTE_PROGRAMS
+    route_programs = MoeConfig(route_programs=variant[0] or None).route_count_programs(emulated)
     described = {
         "mode": mode,
         "hidden": x.shape[1],
@@ -603,6 +616,8 @@ def _plan_for(
         "whole_row": whole_row,
         "programs_per_sm": programs_per_sm,
         "pipelined": pipelined,
+        "route_programs_option": variant[0],
+        "expand_block": variant[1],
     }
     return _plans.build(key, described, lambda: _make_plan(key, world, programs, route_programs, sms))
 
@@ -621,12 +636,15 @@ def _dispatch(
     layout: str = "expanded",
     pooled: bool = False,
     pipelined: bool = False,
+    variant: tuple[int, int] = (0, 0),
 ) -> tuple[torch.Tensor, ...]:
     """The dispatch of checked inputs; returns the 19 tensors the custom op returns, in its order (the last two:
     the fp8 scales of ``recv_x``'s rows, or an empty tensor; ``layout="gather"``'s row of ``recv_x`` per pair row,
     or an empty tensor). ``pooled``: the int32 / fp32 outputs are views of two allocations (the eager path; the
     custom op's outputs may not alias each other)."""
-    plan = _plan_for(x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined)
+    plan = _plan_for(
+        x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined, variant
+    )  # fmt: skip
     device, size, topk = x.device, plan.world_size, plan.topk
     mark = None if plan.low_latency else _phase_hook
     if mark is not None:
@@ -826,6 +844,8 @@ def _moe_dispatch_op(
     programs_per_sm: int = 1,
     layout: str = "expanded",
     pipelined: bool = False,
+    route_programs: int = 0,
+    expand_block: int = 0,
 ) -> list[torch.Tensor]:
     world = _world(mode=mode)
     max_tokens = max_tokens_per_rank or None
@@ -834,7 +854,7 @@ def _moe_dispatch_op(
         layout,
     )  # fmt: skip
     args = (x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm)
-    return list(_dispatch(*args, layout, pipelined=pipelined))
+    return list(_dispatch(*args, layout, pipelined=pipelined, variant=(route_programs, expand_block)))
 
 
 @_moe_dispatch_op.register_fake
@@ -851,6 +871,8 @@ def _moe_dispatch_fake(
     programs_per_sm: int = 1,
     layout: str = "expanded",
     pipelined: bool = False,
+    route_programs: int = 0,
+    expand_block: int = 0,
 ) -> list[torch.Tensor]:
     size = rt.current_world().world_size if rt.is_initialized() else 1
     check_inputs(
@@ -900,9 +922,11 @@ def _moe_combine_op(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
+    route_programs: int = 0,
+    expand_block: int = 0,
 ) -> torch.Tensor:
     key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
-           whole_row, programs_per_sm, pipelined)  # fmt: skip
+           whole_row, programs_per_sm, pipelined, route_programs, expand_block)  # fmt: skip
     return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
 
 
@@ -923,6 +947,8 @@ def _moe_combine_fake(
     whole_row: bool = True,
     programs_per_sm: int = 1,
     pipelined: bool = False,
+    route_programs: int = 0,
+    expand_block: int = 0,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -993,6 +1019,7 @@ def moe_dispatch(
         raise MoeError(f"moe_dispatch: config must be a MoeConfig or None, got {type(config).__name__}")
     config_ = config or MoeConfig()
     whole_row, programs_per_sm, pipelined = config_.whole_row, config_.per_sm(mode), config_.pipelined
+    variant = (config_.route_programs or 0, config_.expand_block)
     max_tokens = max_tokens_per_rank
     if rt.is_initialized():
         size, device = rt.current_world().world_size, _world(mode=mode if mode in MODES else "normal").device
@@ -1003,12 +1030,12 @@ def moe_dispatch(
     if plain_eager(x, topk_idx, topk_weights):
         outputs: Any = _dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens, fp8, dequantize, whole_row, programs_per_sm,
-            layout, pooled=True, pipelined=pipelined,
+            layout, pooled=True, pipelined=pipelined, variant=variant,
         )  # fmt: skip
     else:
         outputs = torch.ops.triton_dist.moe_dispatch(
             x, topk_idx, topk_weights, num_experts, mode, max_tokens or 0, fp8, dequantize, whole_row, programs_per_sm,
-            layout, pipelined,
+            layout, pipelined, *variant,
         )  # fmt: skip
     (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
      tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows) = outputs  # fmt: skip
@@ -1052,13 +1079,15 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     args = (y, handle.recv_weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
     config = handle.config or MoeConfig()
     whole_row, programs_per_sm, pipelined = config.whole_row, config.per_sm(handle.mode), config.pipelined
+    variant = (config.route_programs or 0, config.expand_block)
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
-               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm, pipelined)  # fmt: skip
+               handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm, pipelined,
+               *variant)  # fmt: skip
         return _combine(*args, key)
     return torch.ops.triton_dist.moe_combine(
         *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row, programs_per_sm,
-        pipelined,
+        pipelined, *variant,
     )  # fmt: skip
 
 
