@@ -224,6 +224,50 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
             problems.append("spin's new residual differs from the default config's in its bits")
         return problems
 
+    def missing_arrival() -> list[str]:
+        """``ll_reduce="spin"``, M = 1 in 4 slices, with the group's arrival counter one past a multiple of 4 on
+        every rank (as if an arrival of an earlier call went missing): the arrivals never show a program its
+        target, and with a 0.5 s wait watchdog the call raises ``WaitTimeoutError`` naming the spin kernel instead
+        of hanging. With the counter put back on a multiple of 4, the next call is right."""
+        from triton_dist.compiler.watchdog import wait_timeout_ns
+        from triton_dist.ops.ar_rmsnorm import config as cfg
+        from triton_dist.ops.ar_rmsnorm.op import OP
+        from triton_dist.ops.common.slot_workspace import slot_workspace
+
+        shape = (1, 200)
+        xs = [torch.randn(shape, generator=gen).to(torch.bfloat16) for _ in range(size)]
+        residual = torch.randn(shape, generator=gen).to(torch.bfloat16)
+        weight = (torch.rand(shape[-1], generator=gen) + 0.5).to(torch.bfloat16)
+        _run(xs[rank], residual, weight, 1e-5, LL_SPIN)  # the plan and its workspace
+        slices = cfg.ll_launch(1, 200, 2, LL_SPIN, emulated=True).slices
+        flags = 1 + cfg.ll_max_round_rows(200, 2)
+        region = cfg.ll_region_bytes(200, 2, size, slices)
+        ws = slot_workspace(f"{OP}.one_shot_ll_spin.{slices}", cfg.EMULATED_LL_SLOTS, flags, region)
+        counter = int(ws.flags[0, 0])
+        problems = [] if slices == 4 and counter % 4 == 0 and counter > 0 else [f"counter {counter}, {slices} slices"]
+        before = wait_timeout_ns() / 1e9
+        ws.flags[0, 0] += 1
+        triton_dist.init(heap_size=HEAP, device="cpu", wait_timeout_s=0.5)
+        try:
+            _run(xs[rank], residual, weight, 1e-5, LL_SPIN)
+            problems.append("no error")
+        except Exception as error:  # noqa: BLE001 (checked: the watchdog's error, maybe inside the interpreter's)
+            # The interpreter wraps an error raised inside a @triton.jit helper once more than the emulation's
+            # launcher unwraps: the watchdog's error may arrive as an InterpreterError that quotes it.
+            text = f"{type(error).__name__}: {error}"
+            if not all(
+                word in text for word in ("WaitTimeoutError", "_ar_rmsnorm_ll_spin_kernel", "never satisfied flag ==")
+            ):
+                problems.append(f"not the watchdog's error naming the spin kernel's wait: {text}")
+        finally:
+            triton_dist.init(heap_size=HEAP, device="cpu", wait_timeout_s=before)
+        ws.flags[0, 0] = 0
+        normed, new_residual = _run(xs[rank], residual, weight, 1e-5, LL_SPIN)
+        want_normed, want_residual = reference(xs, residual, weight, 1e-5)
+        problems += [f"after: normed: {p}" for p in _close(normed, want_normed)]
+        problems += [f"after: new_residual: {p}" for p in _close(new_residual, want_residual)]
+        return problems
+
     def gemm_ar_norm(m: int, n: int, k: int, dtype: torch.dtype) -> list[str]:
         """gemm_ar's norm epilogue: each rank's a @ b (rounded to the dtype, as the op's product) summed."""
         problems = []
@@ -355,6 +399,7 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/spin/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPIN, True),
         "one_shot_ll/spin/bits_across_ranks": lambda: same_bits_on_every_rank((3, 200), LL_SPIN),
         "one_shot_ll/spin/bits_as_atomic": lambda: same_bits_as_atomic((2, 200), torch.bfloat16, LL_SPIN),
+        "one_shot_ll/spin/missing_arrival": missing_arrival,
         # The same with the partials exchanged as LL words (no counter): 4 slices, fp32, 2 rows a group, e4m3 (run
         # by "atomic"'s kernel), bit-identical to "atomic"'s.
         "one_shot_ll/spin_words/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_SPIN_WORDS, False),
@@ -449,6 +494,7 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
                 "fp8_bf16_m3",
                 "bits_across_ranks",
                 "bits_as_atomic",
+                "missing_arrival",
             }
             assert {f"one_shot_ll/spin/{name}" for name in spin} <= set(record)
             words = {"bf16_m1", "fp32_m1", "bf16_m16", "fp8_bf16_m3", "bits_as_atomic"}
