@@ -120,7 +120,8 @@ def _compile(
         constexprs["GATHER"] = gather
         constexprs["BULK"] = bulk
         if bulk:
-            constexprs |= {"COPIERS": copiers, "COPY_BLOCK": moe_op.BULK_COPY_BLOCK, "SELF_DIRECT": bool(self_mode)}
+            block = moe_op.bulk_copy_block(scales > 0)
+            constexprs |= {"COPIERS": copiers, "COPY_BLOCK": block, "SELF_DIRECT": bool(self_mode)}
         if not low_latency:  # EXPAND_PER_SM programs per SM: it waits for the push's 64 per rank
             constexprs["SENDERS"] = 64
     if name in ("route", "push", "combine_push"):
@@ -633,8 +634,8 @@ def test_sm90_own_tokens_go_straight_into_recv_x_beside_the_push(tmp_path: Any) 
 @pytest.mark.parametrize("scales", [0, 56])
 def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_programs(tmp_path: Any, scales: int) -> None:
     """``MoeConfig(pipelined=True)``'s gather layout on one node: the expand kernel's copy programs move the payload
-    as one flat block of 16-byte vectors (a thread's ``BULK_COPY_BLOCK`` / 128 elements per step: 4 loads and
-    stores of bf16, 2 of fp8, and no other 16-byte load: the meta programs copy no row), and at most 64
+    as one flat block of 16-byte vectors (a thread's ``op.bulk_copy_block`` / 128 elements per step, 8 KB a program:
+    4 loads and stores of bf16 or of fp8, and no other 16-byte load: the meta programs copy no row), and at most 64
     registers per thread, so ``EXPAND_PER_SM`` meta and ``BULK_COPIERS_PER_SM`` copy programs of 128 threads fit
     on an SM together (64K registers) and copy while the meta is written; nothing spills."""
     from triton_dist.ops.moe.config import EXPAND_PER_SM
@@ -649,7 +650,8 @@ def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_program
     def count(pattern: str) -> int:
         return sum(1 for line in bulk.splitlines() if re.search(pattern, line))
 
-    vectors = moe_op.BULK_COPY_BLOCK * (1 if scales else 2) // (128 * 16)
+    vectors = moe_op.bulk_copy_block(scales > 0) * (1 if scales else 2) // (128 * 16)
+    assert vectors == 4, "8 KB a step: four 16-byte vectors per thread, bf16 or fp8"
     assert count(r"ld\.global(\.nc)?\.v4\.") == vectors and count(r"st\.global\.v4\.") == vectors, bulk[-3000:]
     info = ptxas_info(bulk, tmp_path)
     assert "0 bytes spill stores, 0 bytes spill loads" in info, info

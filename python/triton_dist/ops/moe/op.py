@@ -85,7 +85,18 @@ resident at up to 64 registers each, and 4 x ``BULK_COPY_BLOCK`` payload element
 BULK_COPY_BLOCK = 4096
 """Payload elements one copy program moves per step (8 KB of bf16: four 16-byte vectors per thread at 4 warps; 8192
 took the kernel to 66 registers per thread with its copy programs, 69 leaving the own rows out, over the 64 at which
-its eight programs per SM fit, where 4096 takes 48 and 56 on sm_90)."""
+its eight programs per SM fit, where 4096 takes 48 and 56 on sm_90). An fp8 payload moves twice as many
+(``bulk_copy_block``): the same 8 KB a step.)"""
+
+
+def bulk_copy_block(fp8: bool) -> int:
+    """Payload elements a copy program of the gather layout's block copy moves per step: ``BULK_COPY_BLOCK`` (8 KB of
+    bf16), or with an fp8 payload (``fp8``) twice that, the same 8 KB in 16-byte vectors per thread. (At 4096 fp8
+    elements a step its copy took as many steps as bf16's for half the bytes: the fp8 expand on 2 x H200 ran 48-50 µs
+    at 4096 tokens per rank, bf16's 47-53. 8192 keep the kernel at 48 registers on sm_90, under bf16's 56.)"""
+    return 2 * BULK_COPY_BLOCK if fp8 else BULK_COPY_BLOCK
+
+
 SELF_PUSH_MIN_ELEMENTS = 1 << 20
 """``T * H`` from which a GPU rank's pipelined gather dispatch without fp8 stores its own tokens' payload straight into
 ``recv_x`` (``_self_push``; the CPU emulation at any size). The push kernel, launched before the host knows
@@ -521,7 +532,11 @@ def _launch(
             if plan.expanders > plan.programs:
                 fixed |= {"SENDERS": plan.programs}
             if bulk:  # the payload's block copy: by copy programs after the meta programs (GPUs), or by each
-                fixed |= {"COPIERS": plan.copiers, "COPY_BLOCK": BULK_COPY_BLOCK, "SELF_DIRECT": bool(self_mode)}
+                fixed |= {
+                    "COPIERS": plan.copiers,
+                    "COPY_BLOCK": bulk_copy_block(plan.fp8),
+                    "SELF_DIRECT": bool(self_mode),
+                }
                 if plan.expand_block:  # MoeConfig.expand_block: that many tokens' meta per step
                     fixed |= {"META_BLOCK": plan.expand_block}
             if across is not None:
