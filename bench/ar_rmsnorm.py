@@ -127,13 +127,18 @@ SWEEP = (
     [ArRmsNormConfig(algo, SLOTS[algo], warps) for algo in ALGORITHMS for warps in (4, 8, 16)]
     + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 8, ll_slices=slices) for slices in (1, 4, 16)]
     + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], warps, ll_single_reader=True) for warps in (8, 16)]
-    + [ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], warps, ll_reduce="spin") for warps in (1, 2, 8)]
+    + [
+        ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], warps, ll_reduce=reduce)
+        for reduce in ("spin", "spin_words")
+        for warps in (1, 2, 8)
+    ]
 )
 """The fused op's configs also timed (graphed) at the ``--sweep-rows`` M values: what the chosen config (the
 all-reduce's algorithm for the size, warps by row length) leaves on the table; and the LL variant with its rows
 split into 1, 4 and 16 slices whatever the programs (``ll_slices``: up to 16 x M programs), what its own bound on
 the split (``LL_SPLIT_PROGRAMS``) leaves; and the single reader at 8 and 16 warps (16: half the reader's words per
-thread, a row split into at most 8 slices); and the spin variant at 1, 2 and 8 warps a program (its column: 4)."""
+thread, a row split into at most 8 slices); and the spin variants at 1, 2 and 8 warps a program (their columns:
+4)."""
 SWEEP_ROWS = (1, 4, 16, 64, 128, 256, 1024, 8192)
 
 

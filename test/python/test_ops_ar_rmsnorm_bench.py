@@ -84,4 +84,5 @@ def test_the_sweep_names_each_config_apart() -> None:
     assert len(set(names)) == len(names)
     assert "one_shot_ll 8w 16 slices" in names and "one_shot_ll 8w" in names
     assert "one_shot_ll 8w 1 reader" in names and "one_shot_ll 16w 1 reader" in names
-    assert {"one_shot_ll 1w spin", "one_shot_ll 2w spin", "one_shot_ll 8w spin"} <= set(names)
+    spins = {f"one_shot_ll {warps}w {reduce}" for reduce in ("spin", "spin_words") for warps in (1, 2, 8)}
+    assert spins <= set(names)
