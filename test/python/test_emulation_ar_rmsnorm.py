@@ -196,8 +196,10 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     def same_bits_as_atomic(shape: tuple[int, ...], dtype: torch.dtype, spin: ArRmsNormConfig) -> list[str]:
         """``spin`` (``ll_reduce`` "spin" or "spin_words") and "atomic" on the same inputs (outputs poisoned first):
         the same bytes (the same partial sums of squares, summed in slice order, the same norm arithmetic), both
-        close to torch's, and close to the default config's (whose flag kernel sums the row's squares in another
-        order; its new residual the same bytes)."""
+        close to torch's, and the same bytes as the default config's: its new residual (the same fp32 sum in rank
+        order, rounded alike) and, for these inputs, its normed rows (the flag kernel sums the row's squares in
+        another order, which can move rstd by an fp32 ulp; the bf16 rounding of the normed rows absorbs it here:
+        should another draw flip an element, that is the reason, not a wrong slice)."""
         from triton_dist.ops.ar_rmsnorm.op import _check, _launch
 
         xs = [torch.randn(shape, generator=gen).to(dtype) for _ in range(size)]
@@ -220,8 +222,9 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         }
         if not all(torch.equal(a, b) for a, b in zip(bits["spin"], bits["atomic"], strict=True)):
             problems.append("spin's outputs differ from atomic's in their bits")
-        if not torch.equal(bits["spin"][1], bits["default"][1]):
-            problems.append("spin's new residual differs from the default config's in its bits")
+        for index, what in enumerate(("normed", "new residual")):
+            if not torch.equal(bits["spin"][index], bits["default"][index]):
+                problems.append(f"spin's {what} differs from the default config's in its bits")
         return problems
 
     def missing_arrival() -> list[str]:
