@@ -98,13 +98,14 @@ GATHER_CASES = {2: ("random", "k1", "k8", "one_rank", "t0", "empty_expert"), 3: 
 
 
 VARIANT_CONFIGS = (
-    MoeConfig(pipelined=True, route_programs=256, expand_block=4),
+    MoeConfig(pipelined=True, route_programs=512, expand_block=4),
     MoeConfig(pipelined=True, route_programs=32, expand_block=64),
 )
 """At 2 ranks, the pipelined gather dispatch (bf16, and fp8 kept) with these options against the same dispatch with
 the default ``MoeConfig(pipelined=True)`` (``_variants``): every output bit for bit, outputs allocated poisoned. Under
 the emulation the route count kernel runs 16 and 2 programs (the default 4); the expand kernel writes 4 tokens' meta
-a step (several steps, a partial last one) and 64 (one step wider than the slots)."""
+a step (several steps, a partial last one) and 64 (one step wider than the slots). (On GPUs, ``test_ops_moe_gpu.py``:
+512 count programs of 8-token steps, 64 prefix rows a step at 8 warps, and 32.)"""
 
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:

@@ -294,6 +294,9 @@ def test_route_and_expand_options_are_checked_and_pick_their_constants() -> None
     assert emulated == [EMULATED_ROUTE_PROGRAMS, 1, 2, 8, 16, 16]
     rows = [kernel_constexprs(2, 256, 8, 264, route_programs=r)["route"]["PB"] for r in (4, 64, 128, 256, 1024)]
     assert rows == [1, 16, 32, 64, 64]
+    steps = [kernel_constexprs(2, 256, 8, 264, route_programs=r)["route_count"]["BLOCK_T"] for r in (64, 256, 512)]
+    assert steps == [16, 16, 8], "tokens per count step: 16 at k = 8, fewer once 4096 tokens leave steps half empty"
+    assert kernel_constexprs(2, 8, 2, 1, route_programs=EMULATED_ROUTE_PROGRAMS)["route_count"]["BLOCK_T"] == 64
 
 
 def test_sm90_expand_block_and_many_route_programs_fit_without_spilling(tmp_path: Any) -> None:

@@ -107,7 +107,11 @@ MAX_ROUTE_PROGRAMS = 1024
 MAX_EXPAND_BLOCK = 64
 """The most received tokens per step ``MoeConfig(expand_block=...)`` takes (a [block, pow2(k)] tile per step)."""
 ROUTE_BLOCK_T = 16
-"""Tokens per step of the routing kernel's serial prefix (one step builds a [tokens * k, experts] one-hot)."""
+"""Tokens per step of the routing kernel's serial prefix at k = 8 (one step builds a [tokens * k, experts] one-hot;
+``route_block_t``)."""
+ROUTE_TOKENS = 4096
+"""Tokens per rank the route count kernel's step is sized for (``route_block_t``): its programs take no step with more
+than ``ROUTE_TOKENS / programs`` tokens, so at that many tokens every program takes one step or more, none masked."""
 MAX_ROW_BLOCK = 16384
 """The widest row the default ``MoeConfig(whole_row=True)`` moves in one step (elements; 128 registers of fp32 per
 thread at 4 warps): rows wider than it move in ``BLOCK_H`` chunks."""
@@ -151,11 +155,12 @@ class MoeConfig:
     route_programs: int | None = None
     """Programs of the route count kernel (a power of two in [1, ``MAX_ROUTE_PROGRAMS``]; None: ``ROUTE_PROGRAMS``;
     under the CPU emulation the same ratio to ``EMULATED_ROUTE_PROGRAMS``, at least 1 and at most 16). Each counts
-    ``ceil(T / route_programs)`` tokens in ``ROUTE_BLOCK_T`` steps, one after the other, so more of them take fewer
-    steps each (at 4096 tokens: 4 steps of 16 tokens at 64, 1 at 256) while the one-program route kernel's prefix over
-    their rows takes more (``kernel_constexprs``' ``PB`` rows a step). Same results, bit for bit: the positions are
-    those of one serial pass over the tokens whatever the split. An option until a GPU run measures it
-    (``bench/moe.py --only-dispatch --route-programs 128,256``)."""
+    ``ceil(T / route_programs)`` tokens in steps of ``route_block_t`` tokens, one after the other, so more of them
+    take fewer steps each (at 4096 tokens and k = 8: 4 steps of 16 tokens at 64, 1 at 256, 1 of 8 at 512) while the
+    one-program route kernel's prefix over their rows takes more (``kernel_constexprs``' ``PB`` rows a step: 4 steps
+    at 64 and 256, 8 at 512). Same results, bit for bit: the positions are those of one serial pass over the tokens
+    whatever the split. An option until a GPU run measures it (``bench/moe.py --only-dispatch --route-programs
+    128,256,512``)."""
     expand_block: int = 0
     """Received tokens whose meta the expand kernel writes per step where the pipelined gather layout copies the payload
     as one block (``op._bulk_copy``: one node, no dequantization); 0 (the default): one token per step, a chain of
@@ -458,6 +463,13 @@ def expand_table(world_size: int, num_experts: int) -> int:
     return wp * lp + 2 * lp + wp
 
 
+def route_block_t(topk: int, route_programs: int) -> int:
+    """Tokens per step of the route count kernel: ``128 / pow2(k)`` (a [128, experts] one-hot per step), fewer where
+    ``ROUTE_TOKENS`` tokens would leave a step partly empty (``MoeConfig(route_programs=512)`` and more: 8 tokens a
+    program at 4096 tokens, so a step of 8, half the one-hot, instead of 16 with half of them masked)."""
+    return max(1, min(128 // pow2(topk), ROUTE_TOKENS // route_programs))
+
+
 def row_stride(world_size: int, num_experts: int) -> int:
     """The ``ROW`` of the counts matrix: ``[N per rank (pow2(W)) | C per expert (pow2(E)) | bad ids]``, padded to
     16 int32."""
@@ -497,7 +509,7 @@ def kernel_constexprs(
     most = ROUTE_SCAN_VALUES if route_programs > ROUTE_PROGRAMS else 4096
     scan_rows = min(max(1, route_programs // 4), max(1, most // shared["EP"]))
     return {
-        "route_count": {"K": topk, "KP": kp, **shared, "BLOCK_T": max(1, 128 // kp)},
+        "route_count": {"K": topk, "KP": kp, **shared, "BLOCK_T": route_block_t(topk, route_programs)},
         "route": {**shared, "FLAGS": flags["FLAGS"], "PARTS": route_programs, "PB": scan_rows},
         "push": {
             "K": topk,
