@@ -1,27 +1,47 @@
 """What the NVSHMEM heap costs within a node: ping-pong, push all-gather and all_reduce on both heaps, one run.
 
     python3 bench/heap_backends.py [--nproc 2] [--trials 3] [--out bench/results/heap_backends.md]
+    python3 bench/heap_backends.py --only all_reduce --ar-sizes 64 1024 --probe --trials 5 --replays 50 \\
+        --variants cuda_ipc nvshmem nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1     # issue 29's 64 KiB probe
 
 torch symmetric memory allows one backend per process (no switch after an allocation), so each measurement is its
 own ``torchrun --nproc-per-node=N`` of this script in ``--worker`` mode, with ``triton_dist.init(backend=...)`` on
-``cuda_ipc`` or ``nvshmem``; the driver alternates the backends (``--trials`` times each, the first backend of a
-trial alternating too) and reports per metric the median over trials and the NVSHMEM heap's overhead against the
-CUDA-IPC heap. Issue 29's bar: at most 3% on every metric.
+``cuda_ipc`` or ``nvshmem``. A ``--variants`` entry is a backend, optionally with environment variables for its
+workers (``nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1,NVSHMEM_CUMEM_GRANULARITY=2097152``); the first variant is
+the baseline. The driver rotates the variants (``--trials`` times each, the first variant of a trial rotating too)
+and reports per metric the median over trials, each variant's overhead against the baseline, and each variant's
+spread over its trials. Issue 29's bar: at most 3% on every metric, for every variant against the baseline.
 
-Each worker measures, on this heap:
+Each worker measures, on its heap (``--only`` picks the groups):
 
 - ``ping_pong_us``: one flag round trip between ranks 0 and 1 (``examples/ping_pong.py``'s kernel, ``--rounds``
   round trips per launch, median of 20 launches);
 - ``allgather_push_<S>MiB_us``: ``examples/allgather_push.py`` at output size S (median of ``--iters`` runs);
-- ``all_reduce_<S>KiB_us``: ``triton_dist.ops.all_reduce`` of S KiB of bf16, per call under CUDA-graph replay;
+- ``all_reduce_<S>KiB_us``: ``triton_dist.ops.all_reduce`` of S KiB of bf16 (``--ar-sizes``), per call under
+  CUDA-graph replay (``--replays`` timed replays of 10 calls);
 
 all the max over ranks. Before timing, the all-gather and the all-reduce are checked against NCCL on fresh random
 data with poisoned outputs; a mismatch fails the worker and the run.
+
+``--probe`` (issue 29: why the 64 KiB all-reduce, the LL one-shot, costs more on the NVSHMEM heap) adds, per
+all-reduce size, what tells the candidate causes apart (docs/results/2026-11-27-session24-heap64.md):
+
+- facts, from rank 0 of each variant's first trial: the config the size selects, the sha256 of the LL kernel's
+  cubin, every rank's heap base and the op's LL workspace modulo 2 MiB (the GPU's large page), and what the driver
+  says of the heap's mapping (``cuPointerGetAttribute``: the mapping's base and size, GPUDirect RDMA capable, sync
+  memops);
+- ``all_reduce_<S>KiB_<algo>_us``: the same message with the one-shot and the one-shot push forced (32 programs of
+  4 warps): an overhead of the LL one-shot alone points at its protocol, one of every algorithm at the heap;
+- ``ll_<S>KiB_phase<P>_us``: the LL kernel, launched by this script with the selected LL config, on a fresh
+  symmetric workspace placed at ``P`` bytes past a 2 MiB boundary (0, 4 KiB, 1 MiB and the op's own workspace's
+  phase): if the cost follows the phase rather than the heap, the NVSHMEM heap's base (512-byte aligned by
+  ``nvshmem_malloc``, 4 KiB by triton_dist, where the CUDA-IPC heap starts on a 2 MiB boundary) is the cause.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -29,23 +49,86 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BACKENDS = ("cuda_ipc", "nvshmem")
 BAR = 0.03
 """Issue 29: the NVSHMEM heap may cost at most 3% more than the CUDA-IPC heap per op, within a node."""
+GROUPS = ("ping_pong", "allgather_push", "all_reduce")
 AG_SIZES_MIB = (1, 64)
 AR_SIZES_KIB = (64, 1024, 16384)
+LARGE_PAGE = 2 << 20
+"""The GPU's large page (cuMemCreate's recommended granularity on Hopper): what the probe's placement is relative to."""
+PROBE_PHASES = (0, 4 << 10, 1 << 20)
+"""Where the probe puts its LL workspaces, in bytes past a 2 MiB boundary (the op's own phase is added)."""
+POINTER_ATTRIBUTES = ("MAPPING_BASE_ADDR", "MAPPING_SIZE", "IS_GPU_DIRECT_RDMA_CAPABLE", "SYNC_MEMOPS")
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+@dataclass(frozen=True)
+class Variant:
+    """One column of the comparison: a heap backend and the environment variables its workers get."""
+
+    backend: str
+    env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        """How the tables name it: the backend, then ``:NAME=VALUE,...`` as given."""
+        if not self.env:
+            return self.backend
+        return self.backend + ":" + ",".join(f"{name}={value}" for name, value in self.env)
+
+
+def parse_variant(text: str) -> Variant:
+    """``BACKEND`` or ``BACKEND:NAME=VALUE[,NAME=VALUE...]`` as a :class:`Variant`.
+
+    Raises ``argparse.ArgumentTypeError`` naming the problem: an unknown backend, an entry without ``=``, or an
+    environment variable name that is not an identifier (or is ``TRITON_DIST_BACKEND``, which the backend sets).
+    """
+    backend, _, rest = text.partition(":")
+    if backend not in BACKENDS:
+        raise argparse.ArgumentTypeError(
+            f"variant {text!r}: the backend must be one of {list(BACKENDS)}, got {backend!r}"
+        )
+    env = []
+    for entry in rest.split(",") if rest else []:
+        name, equals, value = entry.partition("=")
+        if not equals or not name.isidentifier():
+            raise argparse.ArgumentTypeError(f"variant {text!r}: {entry!r} is not NAME=VALUE")
+        if name == "TRITON_DIST_BACKEND":
+            raise argparse.ArgumentTypeError(f"variant {text!r}: the backend sets TRITON_DIST_BACKEND; name it first")
+        env.append((name, value))
+    return Variant(backend, tuple(env))
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line (``argv``: ``sys.argv[1:]`` when None). Exits with a usage error on bad options, such as
+    two variants with the same label or ``--iters`` below 20."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--nproc", type=int, default=2, help="ranks (GPUs) per measurement")
-    parser.add_argument("--trials", type=int, default=3, help="measurements per backend (median reported)")
+    parser.add_argument("--trials", type=int, default=3, help="measurements per variant (median reported)")
     parser.add_argument("--rounds", type=int, default=10_000, help="ping-pong round trips per launch")
     parser.add_argument("--iters", type=int, default=20, help="timed runs per all-gather size (>= 20)")
+    parser.add_argument("--replays", type=int, default=20, help="timed CUDA-graph replays per all-reduce (>= 20)")
+    parser.add_argument("--heap-size", default="512M", help="each rank's symmetric heap")
+    parser.add_argument("--only", nargs="+", choices=GROUPS, default=list(GROUPS), help="the metric groups to run")
+    parser.add_argument(
+        "--ar-sizes", nargs="+", type=int, default=list(AR_SIZES_KIB), metavar="KIB", help="all-reduce sizes, KiB"
+    )
+    parser.add_argument("--probe", action="store_true", help="the 64 KiB probe's facts and A/B timings (docstring)")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        type=parse_variant,
+        default=[Variant(backend) for backend in BACKENDS],
+        metavar="BACKEND[:NAME=VALUE,...]",
+        help="the heaps compared, the first the baseline (default: cuda_ipc nvshmem)",
+    )
     parser.add_argument(
         "--out", default=None, help="write the markdown table here (e.g. bench/results/heap_backends.md)"
     )
@@ -53,36 +136,103 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--backend", choices=BACKENDS, help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help=argparse.SUPPRESS)
-    return parser.parse_args()
+    args = parser.parse_args(argv)
+    labels = [variant.label for variant in args.variants]
+    if len(set(labels)) != len(labels):
+        parser.error(f"--variants names a variant twice: {labels}")
+    if args.iters < 20 or args.replays < 20:
+        parser.error(f"--iters and --replays must be >= 20 (a reported median), got {args.iters} and {args.replays}")
+    if any(size <= 0 for size in args.ar_sizes):
+        parser.error(f"--ar-sizes must be positive KiB, got {args.ar_sizes}")
+    return args
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Worker: one heap, every metric (under torchrun)
+# Worker: one heap, the chosen metrics (under torchrun)
 # ------------------------------------------------------------------------------------------------------------------
+
+
+def pointer_facts(label: str, address: int) -> dict[str, str]:
+    """What the CUDA driver says of the memory at ``address`` (``POINTER_ATTRIBUTES``), as ``{label attr: value}``;
+    an attribute the driver or cuda-bindings cannot give reads ``n/a (why)``."""
+    try:
+        from cuda.bindings import driver
+    except ImportError as error:
+        return {f"{label} pointer attributes": f"n/a ({error})"}
+    found = {}
+    for name in POINTER_ATTRIBUTES:
+        key = f"{label} {name.lower()}"
+        try:
+            attribute = getattr(driver.CUpointer_attribute, f"CU_POINTER_ATTRIBUTE_{name}")
+            status, value = driver.cuPointerGetAttribute(attribute, address)
+            if status != driver.CUresult.CUDA_SUCCESS:
+                found[key] = f"n/a ({status.name})"
+                continue
+            number = int(value)
+            found[key] = f"{number:#x}" if name.startswith("MAPPING") else str(number)
+        except Exception as error:  # an attribute this driver or binding lacks: a fact, not a failure
+            found[key] = f"n/a ({type(error).__name__}: {error})"
+    return found
+
+
+def phases(addresses: Sequence[int]) -> str:
+    """The addresses modulo ``LARGE_PAGE``, in hex, one per rank."""
+    return " ".join(f"{address % LARGE_PAGE:#x}" for address in addresses)
 
 
 def worker(args: argparse.Namespace) -> int:
-    """Measure every metric on ``args.backend``'s heap; rank 0 writes them to ``args.json``. Returns the exit code."""
+    """Measure the chosen metrics on ``args.backend``'s heap; rank 0 writes them (and the probe's facts) to
+    ``args.json``. Returns the exit code."""
     os.environ["TRITON_DIST_BACKEND"] = args.backend  # read by init()'s default, as the GPU checks do
     sys.path.insert(0, str(REPO / "examples"))
     import torch
-    import torch.distributed as dist
-    from allgather_push import make_launch
-    from ping_pong import ping_pong
 
-    from triton_dist import runtime as rt
-    from triton_dist.ops.all_reduce import all_reduce
-    from triton_dist.testing import Checks, bench, poison_, rank0_print, setup_distributed, teardown
-    from triton_dist.testing.timing import graphed_us
+    from triton_dist.testing import Checks, rank0_print, setup_distributed, teardown
 
-    world = setup_distributed(heap_size="512M")
+    world = setup_distributed(heap_size=args.heap_size)
     if world.backend != args.backend:
         raise SystemExit(f"asked for the {args.backend} heap, init() built {world.backend}")
     checks = Checks()
     metrics: dict[str, float] = {}
+    facts: dict[str, str] = {}
     generator = torch.Generator(device=world.device).manual_seed(29 + world.rank)
+    if args.probe:
+        facts["device"] = torch.cuda.get_device_name(world.device)
+        facts["heap bases mod 2 MiB, by rank"] = phases(world.heap.bases)
+        facts.update(pointer_facts("heap base", world.heap.bases[world.rank]))
+        for peer, base in enumerate(world.heap.bases):
+            if peer != world.rank and base:
+                facts.update(pointer_facts(f"rank {peer}'s heap as mapped here", base))
+        facts["NVSHMEM_* in the environment"] = (
+            " ".join(f"{key}={value}" for key, value in sorted(os.environ.items()) if key.startswith("NVSHMEM_"))
+            or "none"
+        )
+    if "ping_pong" in args.only:
+        measure_ping_pong(args, world, checks, metrics)
+    if "allgather_push" in args.only:
+        measure_allgather(args, world, checks, metrics, generator)
+    if "all_reduce" in args.only:
+        measure_all_reduce(args, world, checks, metrics, facts, generator)
 
-    # Ping-pong between ranks 0 and 1 (others only join the barriers).
+    for name, value in metrics.items():
+        rank0_print(f"RESULT heap_backends backend={args.backend} {name}={value:.3f}")
+    for name, value in facts.items():
+        rank0_print(f"FACT heap_backends backend={args.backend} {name}: {value}")
+    if world.rank == 0 and args.json:
+        Path(args.json).write_text(json.dumps({"backend": args.backend, "metrics": metrics, "facts": facts}))
+    code = checks.exit_code()
+    teardown()
+    return code
+
+
+def measure_ping_pong(args: argparse.Namespace, world: Any, checks: Any, metrics: dict[str, float]) -> None:
+    """``ping_pong_us`` between ranks 0 and 1 (others only join the barriers)."""
+    import torch
+    from ping_pong import ping_pong
+
+    from triton_dist import runtime as rt
+    from triton_dist.testing import bench
+
     flag = rt.zeros(1, dtype=torch.int32)
     rt.barrier()
     playing, state = world.rank < 2, {"next": 1}
@@ -97,7 +247,18 @@ def worker(args: argparse.Namespace) -> int:
     if playing:
         checks.check("every ping-pong round trip completed", flag.item() == state["next"] - 1, str(flag.item()))
 
-    # Push all-gather.
+
+def measure_allgather(
+    args: argparse.Namespace, world: Any, checks: Any, metrics: dict[str, float], generator: Any
+) -> None:
+    """``allgather_push_<S>MiB_us`` per size of ``AG_SIZES_MIB``, each checked against NCCL first."""
+    import torch
+    import torch.distributed as dist
+    from allgather_push import make_launch
+
+    from triton_dist import runtime as rt
+    from triton_dist.testing import bench, poison_
+
     sm_count = torch.cuda.get_device_properties(world.device).multi_processor_count
     ctas_per_peer = max(16, min(64, sm_count // world.world_size))
     ag_args = argparse.Namespace(block=4096, num_warps=8)
@@ -124,93 +285,281 @@ def worker(args: argparse.Namespace) -> int:
         )
         del out
 
-    # all_reduce (the op, input off the heap), bf16.
-    for size_kib in AR_SIZES_KIB:
+
+def checked_us(
+    checks: Any, name: str, call: Callable[[], object], out: Any, reference: Any, replays: int
+) -> float | None:
+    """Poison ``out``, run ``call`` once, check ``out`` against ``reference`` (NCCL's fp32 sum), then time ``call``
+    under CUDA-graph replay: µs per call, or None (no timing) when the check failed."""
+    import torch
+
+    from triton_dist.testing import poison_
+    from triton_dist.testing.timing import graphed_us
+
+    poison_(out)
+    call()
+    torch.cuda.synchronize()
+    error = (out.float() - reference).abs().max().item()
+    scale = reference.abs().max().item()
+    if not checks.check(
+        f"{name} matches NCCL's fp32 sum (poisoned output)", error <= 1e-2 * max(scale, 1.0), f"{error}"
+    ):
+        return None
+    return graphed_us(call, replays=replays)
+
+
+def measure_all_reduce(
+    args: argparse.Namespace,
+    world: Any,
+    checks: Any,
+    metrics: dict[str, float],
+    facts: dict[str, str],
+    generator: Any,
+) -> None:
+    """``all_reduce_<S>KiB_us`` per size of ``args.ar_sizes`` (bf16, input off the heap); with ``args.probe`` also
+    the probe's facts and timings (module docstring)."""
+    import torch
+    import torch.distributed as dist
+
+    from triton_dist.ops.all_reduce import all_reduce
+
+    for size_kib in args.ar_sizes:
         x = torch.randn((size_kib << 10) // 2, generator=generator, device=world.device).to(torch.bfloat16)
         out = torch.empty_like(x)
-        poison_(out)
         reference = x.float()
         dist.all_reduce(reference)
-        all_reduce(x, out=out)
-        torch.cuda.synchronize()
-        error = (out.float() - reference).abs().max().item()
-        scale = reference.abs().max().item()
-        checks.check(f"all_reduce {size_kib} KiB matches NCCL's fp32 sum", error <= 1e-2 * max(scale, 1.0), f"{error}")
-        metrics[f"all_reduce_{size_kib}KiB_us"] = graphed_us(lambda x=x, out=out: all_reduce(x, out=out))
+        name = f"all_reduce_{size_kib}KiB"
+        us = checked_us(checks, name, lambda x=x, out=out: all_reduce(x, out=out), out, reference, args.replays)
+        if us is not None:
+            metrics[f"{name}_us"] = us
+        if args.probe:
+            probe_all_reduce(args, world, checks, metrics, facts, x, out, reference, size_kib)
 
-    for name, value in metrics.items():
-        rank0_print(f"RESULT heap_backends backend={args.backend} {name}={value:.3f}")
-    if world.rank == 0 and args.json:
-        Path(args.json).write_text(json.dumps({"backend": args.backend, "metrics": metrics}))
-    code = checks.exit_code()
-    teardown()
-    return code
+
+def probe_all_reduce(
+    args: argparse.Namespace,
+    world: Any,
+    checks: Any,
+    metrics: dict[str, float],
+    facts: dict[str, str],
+    x: Any,
+    out: Any,
+    reference: Any,
+    size_kib: int,
+) -> None:
+    """The probe at one all-reduce size: the selected config, the other algorithms forced, and the LL kernel on
+    workspaces at chosen 2 MiB phases (module docstring)."""
+    import torch
+    import torch.distributed as dist
+
+    from triton_dist import runtime as rt
+    from triton_dist.compiler.watchdog import watchdog_enabled
+    from triton_dist.ops.all_reduce import config as ar_config
+    from triton_dist.ops.all_reduce import op as ar_op
+    from triton_dist.ops.all_reduce.kernels import _one_shot_ll_kernel
+    from triton_dist.ops.common.slot_workspace import slot_workspace
+
+    name = f"all_reduce_{size_kib}KiB"
+    itemsize, numel, ranks = x.element_size(), x.numel(), world.world_size
+    selected = ar_config.select_config(numel * itemsize, x.device, ranks, itemsize)
+    facts[f"{name} config"] = str(selected)
+    for forced in (ar_config.AllReduceConfig("one_shot", 32, 4), ar_config.AllReduceConfig("one_shot_push", 32, 4)):
+        if forced != selected:
+            call = lambda forced=forced: ar_op._run(x, out, "sum", forced)  # noqa: E731
+            us = checked_us(checks, f"{name} {forced.algo}", call, out, reference, args.replays)
+            if us is not None:
+                metrics[f"{name}_{forced.algo}_us"] = us
+    ll = selected
+    if ll.algo != "one_shot_ll":  # the LL config bench/all_reduce.py falls back to
+        ll = ar_config.AllReduceConfig("one_shot_ll", min(ar_config.SLOTS["one_shot_ll"], -(-numel // 512)), 4)
+    if not ar_config.fits(ll, numel, itemsize):
+        facts[f"{name} LL"] = f"not probed: {numel} elements do not fit one LL round"
+        return
+    slots, region = ar_config.SLOTS["one_shot_ll"], ar_config.ll_region_bytes(ranks)
+    own = slot_workspace("all_reduce.one_shot_ll", slots, 1, region)  # the op's (created here if it made none)
+    own_phase = own.data.data_ptr() % LARGE_PAGE
+    facts[f"{name} op's LL workspace mod 2 MiB"] = f"{own_phase:#x} (heap offset {world.heap.offset_of(own.data)})"
+    shape = ar_config.launch_shape(numel, itemsize, ranks, ll)
+    block = rt.zeros(slots * region + LARGE_PAGE, dtype=torch.uint8)
+    epochs = rt.zeros(slots, dtype=torch.int32)
+    for phase in dict.fromkeys((*PROBE_PHASES, own_phase)):
+        shift = torch.tensor([(phase - block.data_ptr()) % LARGE_PAGE], device=world.device)
+        dist.broadcast(shift, src=0, group=world.group)  # one heap offset on every rank: the workspace is symmetric
+        data = block[int(shift.item()) : int(shift.item()) + slots * region].view(torch.int64)
+        seen: list[int] = [0] * ranks
+        dist.all_gather_object(seen, data.data_ptr(), group=world.group)
+        facts[f"{name} LL at phase {phase:#x}: workspace mod 2 MiB, by rank"] = phases(seen)
+        rt.barrier()  # no kernel of the previous phase is in flight anywhere
+        block.zero_()  # fresh words and epochs: the LL protocol's start (kernels.py)
+        epochs.zero_()
+        rt.barrier()
+        compiled: dict[str, Any] = {}
+
+        def launch(data: Any = data, compiled: dict[str, Any] = compiled) -> None:
+            compiled["kernel"] = _one_shot_ll_kernel[(shape.programs, 1, 1)](
+                x,
+                out,
+                data,
+                epochs,
+                numel,
+                REGION=shape.region_elems,
+                LANES=ar_config.LL_LANES,
+                BLOCK=shape.block,
+                PER_WORD=ar_config.ll_elements_per_word(itemsize),
+                WATCHED=watchdog_enabled(),
+                num_warps=ll.num_warps,
+            )
+
+        us = checked_us(checks, f"{name} LL at phase {phase:#x}", launch, out, reference, args.replays)
+        if us is not None:
+            metrics[f"ll_{size_kib}KiB_phase{phase:#x}_us"] = us
+        cubin = compiled["kernel"].asm.get("cubin", b"")
+        facts[f"{name} LL kernel ({ll}) cubin sha256"] = hashlib.sha256(cubin).hexdigest()[:16]
+    rt.barrier()
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Driver: both heaps, alternating, one command
+# Driver: every variant, rotating, one command
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def measure(args: argparse.Namespace, backend: str, scratch: Path, index: int) -> dict[str, float]:
-    """One torchrun of the worker on ``backend``'s heap; its metrics. Raises SystemExit with its output if it fails."""
-    out = scratch / f"{backend}-{index}.json"
+@dataclass
+class Samples:
+    """What the trials of one variant gave: every metric's values, and the facts of its first trial."""
+
+    metrics: dict[str, list[float]] = field(default_factory=dict)
+    facts: dict[str, str] = field(default_factory=dict)
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Record one worker's ``{"metrics": ..., "facts": ...}``."""
+        for name, value in result.get("metrics", {}).items():
+            self.metrics.setdefault(name, []).append(float(value))
+        if not self.facts:
+            self.facts = dict(result.get("facts", {}))
+
+
+def measure(args: argparse.Namespace, variant: Variant, scratch: Path, index: int) -> dict[str, Any]:
+    """One torchrun of the worker on ``variant``; its JSON. Raises SystemExit with its output if it fails."""
+    out = scratch / f"{hashlib.sha256(variant.label.encode()).hexdigest()[:12]}-{index}.json"
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}"]
-    command += [__file__, "--worker", "--backend", backend, "--json", str(out)]
-    command += ["--rounds", str(args.rounds), "--iters", str(args.iters)]
+    command += [__file__, "--worker", "--backend", variant.backend, "--json", str(out)]
+    command += ["--rounds", str(args.rounds), "--iters", str(args.iters), "--replays", str(args.replays)]
+    command += ["--heap-size", str(args.heap_size), "--only", *args.only, "--ar-sizes", *map(str, args.ar_sizes)]
+    command += ["--probe"] if args.probe else []
     env = {key: value for key, value in os.environ.items() if key != "TRITON_DIST_BACKEND"}
+    env.update(variant.env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "python"), env.get("PYTHONPATH", "")) if p)
     began = time.monotonic()
     done = subprocess.run(command, env=env, capture_output=True, text=True)
-    print(f"[{backend} #{index}] exit {done.returncode} in {time.monotonic() - began:.0f} s", flush=True)
+    print(f"[{variant.label} #{index}] exit {done.returncode} in {time.monotonic() - began:.0f} s", flush=True)
     print("\n".join(line for line in done.stdout.splitlines() if "RESULT" in line or "FAIL" in line), flush=True)
     if done.returncode != 0 or not out.exists():
         print(done.stdout[-4000:] + done.stderr[-4000:], flush=True)
-        raise SystemExit(f"FAIL the {backend} worker (trial {index}) exited {done.returncode}")
-    return json.loads(out.read_text())["metrics"]
+        raise SystemExit(f"FAIL the {variant.label} worker (trial {index}) exited {done.returncode}")
+    return json.loads(out.read_text())
+
+
+def spread(values: Sequence[float]) -> float:
+    """(max - min) / median of ``values``."""
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One metric: the baseline's median and spread, then each other variant's median, overhead and spread."""
+
+    metric: str
+    base_us: float
+    base_spread: float
+    others: tuple[tuple[str, float, float, float], ...]  # (label, median µs, overhead, spread)
+
+
+def compare(samples: dict[str, Samples], labels: Sequence[str]) -> list[Row]:
+    """A :class:`Row` per metric of the baseline (``labels[0]``), in its order; variants without the metric are
+    left out of its row."""
+    base = samples[labels[0]].metrics
+    rows = []
+    for metric, values in base.items():
+        base_us = statistics.median(values)
+        others = []
+        for label in labels[1:]:
+            theirs = samples[label].metrics.get(metric)
+            if theirs:
+                median = statistics.median(theirs)
+                others.append((label, median, median / base_us - 1.0, spread(theirs)))
+        rows.append(Row(metric, base_us, spread(values), tuple(others)))
+    return rows
+
+
+def over_bar(rows: Sequence[Row], bar: float = BAR) -> list[str]:
+    """``metric (variant)`` for every variant's overhead above ``bar``."""
+    return [f"{row.metric} ({label})" for row in rows for label, _, overhead, _ in row.others if overhead > bar]
+
+
+def render(rows: Sequence[Row], labels: Sequence[str]) -> str:
+    """The markdown table of ``rows``: per variant its µs, its overhead against the baseline and its spread."""
+    head = f"| metric | {labels[0]} µs | {labels[0]} spread |"
+    rule = "|---|---|---|"
+    for label in labels[1:]:
+        head += f" {label} µs | {label} overhead | {label} spread |"
+        rule += "---|---|---|"
+    lines = [head, rule]
+    for row in rows:
+        cells = {label: (us, overhead, spread_) for label, us, overhead, spread_ in row.others}
+        line = f"| {row.metric} | {row.base_us:.3f} | {row.base_spread:.1%} |"
+        for label in labels[1:]:
+            if label in cells:
+                us, overhead, spread_ = cells[label]
+                line += f" {us:.3f} | {overhead:+.1%} | {spread_:.1%} |"
+            else:
+                line += " - | - | - |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def render_facts(samples: dict[str, Samples], labels: Sequence[str]) -> str:
+    """The facts of each variant's first trial (the probe's), as markdown lists; empty when there are none."""
+    parts = []
+    for label in labels:
+        if samples[label].facts:
+            parts.append(f"Facts, {label} (rank 0, first trial):\n")
+            parts += [f"- {name}: {value}" for name, value in samples[label].facts.items()]
+            parts.append("")
+    return "\n".join(parts)
 
 
 def drive(args: argparse.Namespace) -> int:
-    """Alternate the backends ``args.trials`` times; print and optionally write the comparison. Returns the exit
+    """Rotate the variants ``args.trials`` times; print and optionally write the comparison. Returns the exit
     code (1 with ``--enforce-bar`` when a metric is over the bar)."""
-    samples: dict[str, dict[str, list[float]]] = {backend: {} for backend in BACKENDS}
+    variants: list[Variant] = args.variants
+    labels = [variant.label for variant in variants]
+    samples = {label: Samples() for label in labels}
     with tempfile.TemporaryDirectory() as directory:
         for trial in range(args.trials):
-            order = BACKENDS if trial % 2 == 0 else BACKENDS[::-1]
-            for backend in order:
-                for name, value in measure(args, backend, Path(directory), trial).items():
-                    samples[backend].setdefault(name, []).append(value)
-    rows = []
-    over = []
-    for name in samples["cuda_ipc"]:
-        ipc, nvshmem = samples["cuda_ipc"][name], samples["nvshmem"].get(name, [])
-        if not nvshmem:
-            continue
-        ipc_us, nvshmem_us = statistics.median(ipc), statistics.median(nvshmem)
-        overhead = nvshmem_us / ipc_us - 1.0
-        spread = (max(ipc) - min(ipc)) / ipc_us
-        rows.append((name, ipc_us, nvshmem_us, overhead, spread))
-        verdict = "within" if overhead <= BAR else "OVER"
-        if overhead > BAR:
-            over.append(name)
-        print(
-            f"RESULT heap_backends {name} cuda_ipc_us={ipc_us:.3f} nvshmem_us={nvshmem_us:.3f} "
-            f"overhead={overhead:+.1%} ({verdict} the {BAR:.0%} bar; cuda_ipc spread over trials {spread:.1%})"
-        )
-    table = [
-        "| metric | cuda_ipc µs | nvshmem µs | NVSHMEM overhead | cuda_ipc spread over trials |",
-        "|---|---|---|---|---|",
-    ]
-    table += [f"| {n} | {a:.3f} | {b:.3f} | {o:+.1%} | {s:.1%} |" for n, a, b, o, s in rows]
+            shift = trial % len(variants)
+            for variant in variants[shift:] + variants[:shift]:
+                samples[variant.label].add(measure(args, variant, Path(directory), trial))
+    rows = compare(samples, labels)
+    over = over_bar(rows)
+    for row in rows:
+        for label, us, overhead, spread_ in row.others:
+            verdict = "within" if overhead <= BAR else "OVER"
+            print(
+                f"RESULT heap_backends {row.metric} {labels[0]}_us={row.base_us:.3f} {label}_us={us:.3f} "
+                f"overhead={overhead:+.1%} ({verdict} the {BAR:.0%} bar; {labels[0]} spread over trials "
+                f"{row.base_spread:.1%}, {label} {spread_:.1%})"
+            )
+    table = render(rows, labels)
+    facts = render_facts(samples, labels)
     summary = (
-        f"{args.nproc} ranks, {args.trials} trials per backend alternating, median per metric; "
+        f"{args.nproc} ranks, {args.trials} trials per variant rotating, median per metric, baseline {labels[0]}; "
         f"bar: overhead <= {BAR:.0%}; over it: {', '.join(over) if over else 'none'}"
     )
-    print("\n".join(table) + "\n\n" + summary)
+    print(table + "\n\n" + summary + ("\n\n" + facts if facts else ""))
     if args.out:
         Path(args.out).write_text(
-            f"# Heap backends: cuda_ipc vs nvshmem\n\n- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
-            f"- command: `{' '.join(sys.argv)}`\n- {summary}\n\n" + "\n".join(table) + "\n"
+            f"# Heap backends: {' vs '.join(labels)}\n\n- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
+            f"- command: `{' '.join(sys.argv)}`\n- {summary}\n\n" + table + "\n" + ("\n" + facts if facts else "")
         )
     return 1 if over and args.enforce_bar else 0
 

@@ -1,0 +1,106 @@
+"""bench/heap_backends.py's driver on the CPU: the variants (a backend and its workers' environment), the options
+the workers need, the rotation of the variants over trials, and the comparison (medians, overheads against the
+baseline, spreads, the 3% bar) on synthetic worker results. The workers themselves need GPUs (scripts/gpu_check.sh's
+bench_heap_backends step)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench_scripts import load_bench
+
+heap = load_bench("heap_backends.py")
+
+
+def test_variants_parse_backend_and_environment() -> None:
+    plain = heap.parse_variant("nvshmem")
+    assert (plain.backend, plain.env, plain.label) == ("nvshmem", (), "nvshmem")
+    tuned = heap.parse_variant("nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1,NVSHMEM_CUMEM_GRANULARITY=2097152")
+    assert tuned.env == (("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1"), ("NVSHMEM_CUMEM_GRANULARITY", "2097152"))
+    assert heap.parse_variant(tuned.label) == tuned
+    for text, words in (
+        ("rocshmem", "backend must be one of"),
+        ("nvshmem:NVSHMEM_X", "is not NAME=VALUE"),
+        ("nvshmem:1X=2", "is not NAME=VALUE"),
+        ("cuda_ipc:TRITON_DIST_BACKEND=nvshmem", "sets TRITON_DIST_BACKEND"),
+    ):
+        with pytest.raises(argparse.ArgumentTypeError, match=words):
+            heap.parse_variant(text)
+
+
+def test_arguments_default_to_both_heaps_and_refuse_bad_options(capsys: pytest.CaptureFixture[str]) -> None:
+    args = heap.parse_args([])
+    assert [variant.label for variant in args.variants] == ["cuda_ipc", "nvshmem"]
+    assert (args.only, args.ar_sizes, args.probe) == (list(heap.GROUPS), list(heap.AR_SIZES_KIB), False)
+    probe = heap.parse_args(
+        ["--only", "all_reduce", "--ar-sizes", "64", "--probe", "--variants", "cuda_ipc", "nvshmem"]
+    )
+    assert (probe.only, probe.ar_sizes, probe.probe) == (["all_reduce"], [64], True)
+    for argv, words in (
+        (["--variants", "nvshmem", "nvshmem"], "names a variant twice"),
+        (["--replays", "5"], "must be >= 20"),
+        (["--ar-sizes", "0"], "must be positive"),
+        (["--only", "gemm"], "invalid choice"),
+    ):
+        with pytest.raises(SystemExit):
+            heap.parse_args(argv)
+        assert words in capsys.readouterr().err
+
+
+def test_drive_rotates_variants_and_compares_against_the_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Synthetic workers: the baseline at 4.0 / 9.0 µs, the plain NVSHMEM heap 5% over at 64 KiB, the variant without
+    # the proxy thread on par; every worker's values move a little per trial, so spreads are not zero.
+    base = {"all_reduce_64KiB_us": 4.0, "all_reduce_1024KiB_us": 9.0}
+    scale = {"cuda_ipc": 1.0, "nvshmem": 1.05, "nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1": 1.0}
+    calls: list[tuple[str, int, tuple[str, ...]]] = []
+
+    def fake_measure(args: Any, variant: Any, scratch: Path, index: int) -> dict[str, Any]:
+        calls.append((variant.label, index, tuple(variant.env)))
+        jitter = 1.0 + 0.01 * index
+        metrics = {
+            name: value * jitter * (scale[variant.label] if "64KiB" in name else 1.0) for name, value in base.items()
+        }
+        return {"metrics": metrics, "facts": {"heap bases mod 2 MiB, by rank": f"{variant.label} {index}"}}
+
+    monkeypatch.setattr(heap, "measure", fake_measure)
+    out = tmp_path / "heap.md"
+    args = heap.parse_args(
+        ["--trials", "3", "--variants", "cuda_ipc", "nvshmem", "nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1"]
+        + ["--out", str(out), "--enforce-bar"]
+    )
+    assert heap.drive(args) == 1  # the plain NVSHMEM heap is over the bar at 64 KiB
+    labels = [label for label, _, _ in calls]
+    assert labels[:3] == ["cuda_ipc", "nvshmem", "nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1"]
+    assert labels[3:6] == ["nvshmem", "nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1", "cuda_ipc"]  # rotated
+    assert labels[6:] == ["nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1", "cuda_ipc", "nvshmem"]
+    assert ("nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1", 0, (("NVSHMEM_DISABLE_LOCAL_ONLY_PROXY", "1"),)) in calls
+    printed = capsys.readouterr().out
+    assert "over it: all_reduce_64KiB_us (nvshmem)" in printed
+    assert "all_reduce_64KiB_us cuda_ipc_us=4.040 nvshmem_us=4.242 overhead=+5.0% (OVER" in printed
+    assert "all_reduce_1024KiB_us cuda_ipc_us=9.090 nvshmem_us=9.090 overhead=+0.0% (within" in printed
+    written = out.read_text()
+    assert "| all_reduce_64KiB_us | 4.040 | 2.0% | 4.242 | +5.0% | 2.0% | 4.040 | +0.0% | 2.0% |" in written
+    assert "- heap bases mod 2 MiB, by rank: nvshmem 0" in written  # the facts of each variant's first trial
+    args.enforce_bar = False
+    assert heap.drive(args) == 0
+
+
+def test_rows_leave_out_what_a_variant_did_not_measure() -> None:
+    samples = {"cuda_ipc": heap.Samples(), "nvshmem": heap.Samples()}
+    samples["cuda_ipc"].add({"metrics": {"ping_pong_us": 2.0, "ll_64KiB_phase0x0_us": 4.0}})
+    samples["cuda_ipc"].add({"metrics": {"ping_pong_us": 2.2, "ll_64KiB_phase0x0_us": 4.0}})
+    samples["nvshmem"].add({"metrics": {"ping_pong_us": 2.1}})
+    rows = heap.compare(samples, ["cuda_ipc", "nvshmem"])
+    assert [(row.metric, round(row.base_us, 3), len(row.others)) for row in rows] == [
+        ("ping_pong_us", 2.1, 1),
+        ("ll_64KiB_phase0x0_us", 4.0, 0),
+    ]
+    assert rows[0].others[0][0] == "nvshmem" and abs(rows[0].others[0][2]) < 1e-12
+    assert abs(rows[0].base_spread - 0.2 / 2.1) < 1e-12
+    assert heap.over_bar(rows) == []
+    assert "| ll_64KiB_phase0x0_us | 4.000 | 0.0% | - | - | - |" in heap.render(rows, ["cuda_ipc", "nvshmem"])
