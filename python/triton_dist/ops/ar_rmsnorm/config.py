@@ -215,7 +215,8 @@ registers: 167 per thread at 8 warps on sm_90), so no pusher waits for an SM beh
 LL_SPIN_MAX_SLICES = 16
 """LL one-shot with ``ll_reduce`` in ``LL_SPINS``: the most programs one row is split over. Each of a row's programs
 waits for all of them (``kernels._ar_rmsnorm_ll_spin_kernel``), so they must be resident together: a group of at
-most 16 consecutive programs, in a launch of at most ``LL_READER_PROGRAMS`` (one wave of the SMs)."""
+most 16 consecutive programs, in a launch of at most ``LL_READER_PROGRAMS`` (one wave of the SMs) wherever a row is
+split (past it, one program a row: its own arrival completes its count, nothing waits for another program)."""
 EMULATED_LL_SLOTS = 8
 """LL one-shot under the CPU emulation: slots of its workspaces, so the most programs of a launch (each a thread
 of the interpreter; the GPU's 256 slots of rows from every rank would crowd a small CPU heap). More than the flag
