@@ -86,7 +86,7 @@ BULK_COPY_BLOCK = 4096
 """Payload elements one copy program moves per step (8 KB of bf16: four 16-byte vectors per thread at 4 warps; 8192
 took the kernel to 66 registers per thread with its copy programs, 69 leaving the own rows out, over the 64 at which
 its eight programs per SM fit, where 4096 takes 48 and 56 on sm_90). An fp8 payload moves twice as many
-(``bulk_copy_block``): the same 8 KB a step.)"""
+(``bulk_copy_block``): the same 8 KB a step."""
 
 
 def bulk_copy_block(fp8: bool) -> int:
@@ -656,7 +656,8 @@ def _dispatch(
     """The dispatch of checked inputs; returns the 19 tensors the custom op returns, in its order (the last two:
     the fp8 scales of ``recv_x``'s rows, or an empty tensor; ``layout="gather"``'s row of ``recv_x`` per pair row,
     or an empty tensor). ``pooled``: the int32 / fp32 outputs are views of two allocations (the eager path; the
-    custom op's outputs may not alias each other)."""
+    custom op's outputs may not alias each other). ``variant``: ``(MoeConfig.route_programs or 0,
+    MoeConfig.expand_block)``, the last two words of the signature."""
     plan = _plan_for(
         x, topk_idx, num_experts, mode, max_tokens, fp8, whole_row, programs_per_sm, pipelined, variant
     )  # fmt: skip
