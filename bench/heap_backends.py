@@ -32,6 +32,8 @@ all-reduce size, what tells the candidate causes apart (docs/results/2026-11-27-
   memops);
 - ``all_reduce_<S>KiB_<algo>_us``: the same message with the one-shot and the one-shot push forced (32 programs of
   4 warps): an overhead of the LL one-shot alone points at its protocol, one of every algorithm at the heap;
+- ``all_reduce_<S>KiB_graph<C>_us``: the op with 10x the calls per CUDA graph: a cost that shrinks with more calls
+  per graph is the host's (graph launches not keeping ahead of the GPU), not the kernel's;
 - ``ll_<S>KiB_phase<P>_us``: the LL kernel, launched by this script with the selected LL config, on a fresh
   symmetric workspace placed at ``P`` bytes past a 2 MiB boundary (0, 4 KiB, 1 MiB and the op's own workspace's
   phase): if the cost follows the phase rather than the heap, the NVSHMEM heap's base (512-byte aligned by
@@ -66,6 +68,8 @@ LARGE_PAGE = 2 << 20
 """The GPU's large page (cuMemCreate's recommended granularity on Hopper): what the probe's placement is relative to."""
 PROBE_PHASES = (0, 4 << 10, 1 << 20)
 """Where the probe puts its LL workspaces, in bytes past a 2 MiB boundary (the op's own phase is added)."""
+PROBE_GRAPH_CALLS_FACTOR = 10
+"""The probe also times the op with this many times ``--graph-calls`` calls per CUDA graph."""
 POINTER_ATTRIBUTES = ("MAPPING_BASE_ADDR", "MAPPING_SIZE", "IS_GPU_DIRECT_RDMA_CAPABLE", "SYNC_MEMOPS")
 
 
@@ -115,6 +119,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=10_000, help="ping-pong round trips per launch")
     parser.add_argument("--iters", type=int, default=20, help="timed runs per all-gather size (>= 20)")
     parser.add_argument("--replays", type=int, default=20, help="timed CUDA-graph replays per all-reduce (>= 20)")
+    parser.add_argument(
+        "--graph-calls", type=int, default=10, help="all-reduce calls per CUDA graph (more: less launch cost per call)"
+    )
     parser.add_argument("--heap-size", default="512M", help="each rank's symmetric heap")
     parser.add_argument("--only", nargs="+", choices=GROUPS, default=list(GROUPS), help="the metric groups to run")
     parser.add_argument(
@@ -140,6 +147,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     labels = [variant.label for variant in args.variants]
     if len(set(labels)) != len(labels):
         parser.error(f"--variants names a variant twice: {labels}")
+    if args.graph_calls < 1:
+        parser.error(f"--graph-calls must be >= 1, got {args.graph_calls}")
     if args.iters < 20 or args.replays < 20:
         parser.error(f"--iters and --replays must be >= 20 (a reported median), got {args.iters} and {args.replays}")
     if any(size <= 0 for size in args.ar_sizes):
@@ -198,6 +207,7 @@ def worker(args: argparse.Namespace) -> int:
     generator = torch.Generator(device=world.device).manual_seed(29 + world.rank)
     if args.probe:
         facts["device"] = torch.cuda.get_device_name(world.device)
+        facts["CPUs this rank may run on"] = str(len(os.sched_getaffinity(0)))
         facts["heap bases mod 2 MiB, by rank"] = phases(world.heap.bases)
         facts.update(pointer_facts("heap base", world.heap.bases[world.rank]))
         for peer, base in enumerate(world.heap.bases):
@@ -287,10 +297,11 @@ def measure_allgather(
 
 
 def checked_us(
-    checks: Any, name: str, call: Callable[[], object], out: Any, reference: Any, replays: int
+    checks: Any, name: str, call: Callable[[], object], out: Any, reference: Any, args: argparse.Namespace
 ) -> float | None:
     """Poison ``out``, run ``call`` once, check ``out`` against ``reference`` (NCCL's fp32 sum), then time ``call``
-    under CUDA-graph replay: µs per call, or None (no timing) when the check failed."""
+    under CUDA-graph replay (``args.graph_calls`` calls per graph, ``args.replays`` replays): µs per call, or None
+    (no timing) when the check failed."""
     import torch
 
     from triton_dist.testing import poison_
@@ -305,7 +316,7 @@ def checked_us(
         f"{name} matches NCCL's fp32 sum (poisoned output)", error <= 1e-2 * max(scale, 1.0), f"{error}"
     ):
         return None
-    return graphed_us(call, replays=replays)
+    return graphed_us(call, calls=args.graph_calls, replays=args.replays)
 
 
 def measure_all_reduce(
@@ -329,7 +340,7 @@ def measure_all_reduce(
         reference = x.float()
         dist.all_reduce(reference)
         name = f"all_reduce_{size_kib}KiB"
-        us = checked_us(checks, name, lambda x=x, out=out: all_reduce(x, out=out), out, reference, args.replays)
+        us = checked_us(checks, name, lambda x=x, out=out: all_reduce(x, out=out), out, reference, args)
         if us is not None:
             metrics[f"{name}_us"] = us
         if args.probe:
@@ -354,19 +365,24 @@ def probe_all_reduce(
 
     from triton_dist import runtime as rt
     from triton_dist.compiler.watchdog import watchdog_enabled
+    from triton_dist.ops.all_reduce import all_reduce
     from triton_dist.ops.all_reduce import config as ar_config
     from triton_dist.ops.all_reduce import op as ar_op
     from triton_dist.ops.all_reduce.kernels import _one_shot_ll_kernel
     from triton_dist.ops.common.slot_workspace import slot_workspace
+    from triton_dist.testing.timing import graphed_us
 
     name = f"all_reduce_{size_kib}KiB"
     itemsize, numel, ranks = x.element_size(), x.numel(), world.world_size
     selected = ar_config.select_config(numel * itemsize, x.device, ranks, itemsize)
     facts[f"{name} config"] = str(selected)
+    # The op again with 10x the calls per graph: a cost that shrinks with them is the host's, between replays.
+    calls = PROBE_GRAPH_CALLS_FACTOR * args.graph_calls
+    metrics[f"{name}_graph{calls}_us"] = graphed_us(lambda: all_reduce(x, out=out), calls=calls, replays=args.replays)
     for forced in (ar_config.AllReduceConfig("one_shot", 32, 4), ar_config.AllReduceConfig("one_shot_push", 32, 4)):
         if forced != selected:
             call = lambda forced=forced: ar_op._run(x, out, "sum", forced)  # noqa: E731
-            us = checked_us(checks, f"{name} {forced.algo}", call, out, reference, args.replays)
+            us = checked_us(checks, f"{name} {forced.algo}", call, out, reference, args)
             if us is not None:
                 metrics[f"{name}_{forced.algo}_us"] = us
     ll = selected
@@ -410,7 +426,7 @@ def probe_all_reduce(
                 num_warps=ll.num_warps,
             )
 
-        us = checked_us(checks, f"{name} LL at phase {phase:#x}", launch, out, reference, args.replays)
+        us = checked_us(checks, f"{name} LL at phase {phase:#x}", launch, out, reference, args)
         if us is not None:
             metrics[f"ll_{size_kib}KiB_phase{phase:#x}_us"] = us
         cubin = compiled["kernel"].asm.get("cubin", b"")
@@ -444,6 +460,7 @@ def measure(args: argparse.Namespace, variant: Variant, scratch: Path, index: in
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={args.nproc}"]
     command += [__file__, "--worker", "--backend", variant.backend, "--json", str(out)]
     command += ["--rounds", str(args.rounds), "--iters", str(args.iters), "--replays", str(args.replays)]
+    command += ["--graph-calls", str(args.graph_calls)]
     command += ["--heap-size", str(args.heap_size), "--only", *args.only, "--ar-sizes", *map(str, args.ar_sizes)]
     command += ["--probe"] if args.probe else []
     env = {key: value for key, value in os.environ.items() if key != "TRITON_DIST_BACKEND"}

@@ -42,6 +42,7 @@ def test_arguments_default_to_both_heaps_and_refuse_bad_options(capsys: pytest.C
     for argv, words in (
         (["--variants", "nvshmem", "nvshmem"], "names a variant twice"),
         (["--replays", "5"], "must be >= 20"),
+        (["--graph-calls", "0"], "must be >= 1"),
         (["--ar-sizes", "0"], "must be positive"),
         (["--only", "gemm"], "invalid choice"),
     ):
