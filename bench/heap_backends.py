@@ -21,7 +21,8 @@ Each worker measures, on its heap (``--only`` picks the groups):
   CUDA-graph replay (``--replays`` timed replays of 10 calls);
 
 all the max over ranks. Before timing, the all-gather and the all-reduce are checked against NCCL on fresh random
-data with poisoned outputs; a mismatch fails the worker and the run.
+data with poisoned outputs; a mismatch fails the worker. A failing baseline worker ends the run; another variant's
+is reported as FAILED (exit code 1) and that variant is not tried again, the others' results still reported.
 
 ``--probe`` (issue 29: why the 64 KiB all-reduce, the LL one-shot, costs more on the NVSHMEM heap) adds, per
 all-reduce size, what tells the candidate causes apart (docs/results/2026-11-27-session24-heap64.md):
@@ -547,15 +548,25 @@ def render_facts(samples: dict[str, Samples], labels: Sequence[str]) -> str:
 
 def drive(args: argparse.Namespace) -> int:
     """Rotate the variants ``args.trials`` times; print and optionally write the comparison. Returns the exit
-    code (1 with ``--enforce-bar`` when a metric is over the bar)."""
+    code: 1 when a variant's worker failed (the others' results are still reported; a failing baseline ends the run
+    with SystemExit) or, with ``--enforce-bar``, when a metric is over the bar."""
     variants: list[Variant] = args.variants
     labels = [variant.label for variant in variants]
     samples = {label: Samples() for label in labels}
+    failed: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as directory:
         for trial in range(args.trials):
             shift = trial % len(variants)
             for variant in variants[shift:] + variants[:shift]:
-                samples[variant.label].add(measure(args, variant, Path(directory), trial))
+                if variant.label in failed:
+                    continue
+                try:
+                    samples[variant.label].add(measure(args, variant, Path(directory), trial))
+                except SystemExit as error:
+                    if variant == variants[0]:
+                        raise
+                    failed[variant.label] = str(error)  # e.g. an NVSHMEM setting its init refuses
+    labels = [label for label in labels if label not in failed]
     rows = compare(samples, labels)
     over = over_bar(rows)
     for row in rows:
@@ -571,6 +582,7 @@ def drive(args: argparse.Namespace) -> int:
     summary = (
         f"{args.nproc} ranks, {args.trials} trials per variant rotating, median per metric, baseline {labels[0]}; "
         f"bar: overhead <= {BAR:.0%}; over it: {', '.join(over) if over else 'none'}"
+        + "".join(f"; FAILED {label}: {why}" for label, why in failed.items())
     )
     print(table + "\n\n" + summary + ("\n\n" + facts if facts else ""))
     if args.out:
@@ -578,7 +590,7 @@ def drive(args: argparse.Namespace) -> int:
             f"# Heap backends: {' vs '.join(labels)}\n\n- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
             f"- command: `{' '.join(sys.argv)}`\n- {summary}\n\n" + table + "\n" + ("\n" + facts if facts else "")
         )
-    return 1 if over and args.enforce_bar else 0
+    return 1 if failed or (over and args.enforce_bar) else 0
 
 
 def main() -> int:

@@ -105,3 +105,30 @@ def test_rows_leave_out_what_a_variant_did_not_measure() -> None:
     assert abs(rows[0].base_spread - 0.2 / 2.1) < 1e-12
     assert heap.over_bar(rows) == []
     assert "| ll_64KiB_phase0x0_us | 4.000 | 0.0% | - | - | - |" in heap.render(rows, ["cuda_ipc", "nvshmem"])
+
+
+def test_a_failing_variant_is_reported_and_the_others_still_compared(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tried: list[str] = []
+
+    def fake_measure(args: Any, variant: Any, scratch: Path, index: int) -> dict[str, Any]:
+        tried.append(variant.label)
+        if variant.env:
+            raise SystemExit(f"FAIL the {variant.label} worker (trial {index}) exited 1")
+        return {"metrics": {"ping_pong_us": 2.0 if variant.backend == "cuda_ipc" else 2.02}}
+
+    monkeypatch.setattr(heap, "measure", fake_measure)
+    args = heap.parse_args(["--trials", "2", "--variants", "cuda_ipc", "nvshmem:NVSHMEM_DISABLE_CUDA_VMM=1", "nvshmem"])
+    assert heap.drive(args) == 1
+    assert tried.count("nvshmem:NVSHMEM_DISABLE_CUDA_VMM=1") == 1  # not tried again after it failed
+    printed = capsys.readouterr().out
+    assert "ping_pong_us cuda_ipc_us=2.000 nvshmem_us=2.020 overhead=+1.0% (within" in printed
+    assert "FAILED nvshmem:NVSHMEM_DISABLE_CUDA_VMM=1: FAIL the nvshmem:NVSHMEM_DISABLE_CUDA_VMM=1 worker" in printed
+
+    def failing_baseline(args: Any, variant: Any, scratch: Path, index: int) -> dict[str, Any]:
+        raise SystemExit(f"FAIL the {variant.label} worker (trial {index}) exited 1")
+
+    monkeypatch.setattr(heap, "measure", failing_baseline)
+    with pytest.raises(SystemExit, match="FAIL the cuda_ipc worker"):
+        heap.drive(args)
