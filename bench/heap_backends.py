@@ -38,7 +38,8 @@ all-reduce size, what tells the candidate causes apart (docs/results/2026-11-27-
 - ``ll_<S>KiB_phase<P>_us``: the LL kernel, launched by this script with the selected LL config, on a fresh
   symmetric workspace placed at ``P`` bytes past a 2 MiB boundary (0, 4 KiB, 1 MiB and the op's own workspace's
   phase): if the cost follows the phase rather than the heap, the NVSHMEM heap's base (512-byte aligned by
-  ``nvshmem_malloc``, 4 KiB by triton_dist, where the CUDA-IPC heap starts on a 2 MiB boundary) is the cause.
+  ``nvshmem_malloc``, 4 KiB by triton_dist, where the CUDA-IPC heap starts on a 2 MiB boundary) is the cause; the
+  variant ``nvshmem:HEAP_BACKENDS_BASE_ALIGN=2097152`` then tries the fix on the op (``BASE_ALIGN_ENV``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,11 @@ LARGE_PAGE = 2 << 20
 """The GPU's large page (cuMemCreate's recommended granularity on Hopper): what the probe's placement is relative to."""
 PROBE_PHASES = (0, 4 << 10, 1 << 20)
 """Where the probe puts its LL workspaces, in bytes past a 2 MiB boundary (the op's own phase is added)."""
+BASE_ALIGN_ENV = "HEAP_BACKENDS_BASE_ALIGN"
+"""A worker environment variable (bytes, a power of two >= 4096): start the heap on such a boundary instead of the
+runtime's 4 KiB (``runtime/heap/symm_mem.py``'s ``HEAP_BASE_ALIGNMENT``, patched in the worker only), e.g. the
+variant ``nvshmem:HEAP_BACKENDS_BASE_ALIGN=2097152``: the candidate fix of the 64 KiB probe, tried on the op itself
+without changing the runtime."""
 PROBE_GRAPH_CALLS_FACTOR = 10
 """The probe also times the op with this many times ``--graph-calls`` calls per CUDA graph."""
 POINTER_ATTRIBUTES = ("MAPPING_BASE_ADDR", "MAPPING_SIZE", "IS_GPU_DIRECT_RDMA_CAPABLE", "SYNC_MEMOPS")
@@ -190,6 +196,21 @@ def phases(addresses: Sequence[int]) -> str:
     return " ".join(f"{address % LARGE_PAGE:#x}" for address in addresses)
 
 
+def base_alignment(environ: Mapping[str, str]) -> int | None:
+    """The heap base alignment ``$HEAP_BACKENDS_BASE_ALIGN`` asks for (None: unset). Raises SystemExit naming the
+    value unless it is a power of two of at least 4096 bytes."""
+    text = environ.get(BASE_ALIGN_ENV)
+    if not text:
+        return None
+    try:
+        value = int(text, 0)
+    except ValueError:
+        value = 0
+    if value < 4096 or value & (value - 1):
+        raise SystemExit(f"${BASE_ALIGN_ENV} must be a power of two >= 4096 (bytes), got {text!r}")
+    return value
+
+
 def worker(args: argparse.Namespace) -> int:
     """Measure the chosen metrics on ``args.backend``'s heap; rank 0 writes them (and the probe's facts) to
     ``args.json``. Returns the exit code."""
@@ -197,8 +218,12 @@ def worker(args: argparse.Namespace) -> int:
     sys.path.insert(0, str(REPO / "examples"))
     import torch
 
+    from triton_dist.runtime.heap import symm_mem
     from triton_dist.testing import Checks, rank0_print, setup_distributed, teardown
 
+    align = base_alignment(os.environ)
+    if align is not None:  # the candidate fix, in this worker only: symm_mem reads the name at each call
+        symm_mem.HEAP_BASE_ALIGNMENT = align
     world = setup_distributed(heap_size=args.heap_size)
     if world.backend != args.backend:
         raise SystemExit(f"asked for the {args.backend} heap, init() built {world.backend}")
@@ -209,6 +234,7 @@ def worker(args: argparse.Namespace) -> int:
     if args.probe:
         facts["device"] = torch.cuda.get_device_name(world.device)
         facts["CPUs this rank may run on"] = str(len(os.sched_getaffinity(0)))
+        facts["heap base alignment asked"] = f"{align or 4096} bytes"
         facts["heap bases mod 2 MiB, by rank"] = phases(world.heap.bases)
         facts.update(pointer_facts("heap base", world.heap.bases[world.rank]))
         for peer, base in enumerate(world.heap.bases):

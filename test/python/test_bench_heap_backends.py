@@ -132,3 +132,12 @@ def test_a_failing_variant_is_reported_and_the_others_still_compared(
     monkeypatch.setattr(heap, "measure", failing_baseline)
     with pytest.raises(SystemExit, match="FAIL the cuda_ipc worker"):
         heap.drive(args)
+
+
+def test_the_base_alignment_variable_takes_powers_of_two_from_a_page() -> None:
+    assert heap.base_alignment({}) is None
+    assert heap.base_alignment({heap.BASE_ALIGN_ENV: "2097152"}) == 2 << 20
+    assert heap.base_alignment({heap.BASE_ALIGN_ENV: "0x200000"}) == 2 << 20
+    for text in ("2048", "3145728", "2M", "-4096"):
+        with pytest.raises(SystemExit, match="must be a power of two >= 4096"):
+            heap.base_alignment({heap.BASE_ALIGN_ENV: text})
