@@ -237,7 +237,14 @@ def _round_to_e4m3(v):
 def _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, mask, hidden):
     """``acc`` (the fp32 sum of the ranks' rows) plus the residual row ``row``, rounded to the dtype: stored as
     ``new_residual``'s row and returned (0 past the hidden size)."""
-    h = acc + tl.load(residual_ptr + row * hidden + offs, mask=mask, other=0.0).to(tl.float32)
+    residual = tl.load(residual_ptr + row * hidden + offs, mask=mask, other=0.0)
+    return _new_residual_of(acc, residual, new_residual_ptr, row, offs, mask, hidden)
+
+
+@triton.jit
+def _new_residual_of(acc, residual, new_residual_ptr, row, offs, mask, hidden):
+    """``_new_residual`` with the residual row already loaded (``residual``, 0 past the hidden size)."""
+    h = acc + residual.to(tl.float32)
     new = tl.where(mask, h, 0.0).to(new_residual_ptr.dtype.element_ty)
     tl.store(new_residual_ptr + row * hidden + offs, new, mask=mask)
     return new
@@ -247,9 +254,16 @@ def _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, mask, hidden):
 def _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, mask, eps, hidden, FP8: tl.constexpr):
     """Norm the new residual row ``new`` (0 past the hidden size) in fp32 and store it as ``normed``'s row ``row``:
     in ``normed``'s dtype, or (``FP8``) quantized to e4m3 with the row's scale stored at ``scale_ptr + row``."""
+    weight = tl.load(weight_ptr + offs, mask=mask, other=0.0)
+    _store_normed_with(new, weight, normed_ptr, scale_ptr, row, offs, mask, eps, hidden, FP8)
+
+
+@triton.jit
+def _store_normed_with(new, weight, normed_ptr, scale_ptr, row, offs, mask, eps, hidden, FP8: tl.constexpr):
+    """``_store_normed`` with the weight already loaded (``weight``, 0 past the hidden size)."""
     h = new.to(tl.float32)
     rstd = tl.rsqrt(tl.sum(h * h, axis=0) / hidden + eps)
-    y = h * rstd * tl.load(weight_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    y = h * rstd * weight.to(tl.float32)
     if FP8:
         scale = tl.maximum(tl.max(tl.abs(y), axis=0) / FP8_MAX, FP8_MIN_SCALE)
         quantized = _round_to_e4m3(tl.clamp(y / scale, -FP8_MAX, FP8_MAX))
@@ -332,6 +346,12 @@ def _ar_rmsnorm_kernel(
             parity = epoch % 2
             inbox = slot_data + parity * ranks * RANK_STRIDE  # [2 parities][ranks][RANK_STRIDE]
             first = t * ROUND_ROWS
+            if ROUND_ROWS == 1:
+                # One row per round (small calls): its residual row and the weight are loaded before the flag
+                # round, so they arrive while the program waits for the peers (else two dependent local round
+                # trips after the wait: the residual, then the weight behind the norm's block reduction).
+                early_residual = tl.load(residual_ptr + first * hidden + offs, mask=in_row & (first < rows), other=0.0)
+                early_weight = tl.load(weight_ptr + offs, mask=in_row, other=0.0)
             for peer in range(0, ranks):
                 if peer != me:
                     remote = dl.symm_at(inbox + me * RANK_STRIDE, peer)
@@ -350,8 +370,14 @@ def _ar_rmsnorm_kernel(
                         else:
                             got = tl.load(arrived + peer * RANK_STRIDE + r * BLOCK_H + offs, mask=in_row, other=0.0)
                             acc += got.to(tl.float32)
-                    new = _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, in_row, hidden)
-                    _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
+                    if ROUND_ROWS == 1:
+                        new = _new_residual_of(acc, early_residual, new_residual_ptr, row, offs, in_row, hidden)
+                        _store_normed_with(
+                            new, early_weight, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8
+                        )
+                    else:
+                        new = _new_residual(acc, residual_ptr, new_residual_ptr, row, offs, in_row, hidden)
+                        _store_normed(new, weight_ptr, normed_ptr, scale_ptr, row, offs, in_row, eps, hidden, FP8)
     tl.store(epochs_ptr + slot, epoch)
 
 
