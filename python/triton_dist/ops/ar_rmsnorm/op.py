@@ -152,7 +152,10 @@ def _first_call(
     rows = x.numel() // hidden
     if config is None:
         nbytes = x.numel() * x.element_size()
-        config = choose_config(nbytes, max(rows, 1), x.device, world.world_size, x.element_size(), emulated(world))
+        config = choose_config(
+            nbytes, max(rows, 1), x.device, world.world_size, x.element_size(), emulated(world),
+            fp8=normed.dtype == FP8_DTYPE,
+        )  # fmt: skip
     if config.algo == "one_shot_ll":  # a config that cannot run raises before the collective
         ll_launch(rows, hidden, x.element_size(), config, emulated(world))
         if emulated(world) and visibility.mode() == "happens-before":
