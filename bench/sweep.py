@@ -248,15 +248,18 @@ def spread_note(rows: Sequence[Mapping[str, object]]) -> str:
 
 
 def rows_to_run(models: list[Model], ops: list[str]) -> list[tuple[str, Model, str, int, int, int]]:
-    """(op, model, layer, M, N, K): each layer at two token counts, rotating through TOKENS so every M is covered."""
+    """(op, model, layer, M, N, K): each layer at two token counts, rotating through TOKENS so every M is covered.
+
+    The rotation runs over both ops' layers whichever ``ops`` are asked for, so a run of one op times the same rows
+    as that op's half of a run of both (an A/B of one op's variants compares like with like)."""
     rows = []
     index = 0
     for model in models:
-        for op in ops:
+        for op in ("ag", "rs"):
             layers = model.column_parallel() if op == "ag" else model.row_parallel()
             for layer, n, k in layers:
                 for m in (TOKENS[index % len(TOKENS)], TOKENS[(index + 2) % len(TOKENS)]):
-                    if 2.0 * m * n * k / 1e12 <= MAX_TFLOP_PER_ROW:
+                    if op in ops and 2.0 * m * n * k / 1e12 <= MAX_TFLOP_PER_ROW:
                         rows.append((op, model, layer, m, n, k))
                 index += 1
     return rows

@@ -413,3 +413,13 @@ def test_without_pynvml_the_clocks_come_from_nvidia_smi() -> None:
     assert reader is None and "NVML_ERROR_GPU_IS_LOST" in note and "nvidia-smi gave '[N/A]'" in note
     with pytest.raises(ValueError, match="expected numbers"):
         clocks_mod.SmiReader("0", run=lambda args: "1980, [N/A], 50, 0x0").read()
+
+
+def test_a_run_of_one_op_times_the_rows_of_that_op_in_a_run_of_both() -> None:
+    """AG-only sweeps (the A/Bs of AG variants) and full sweeps must time the same AG rows, else their geo-means
+    compare different layers (they did: the token rotation counted only the ops asked for)."""
+    models = list(sweep.MODELS)
+    both = sweep.rows_to_run(models, ["ag", "rs"])
+    for op in ("ag", "rs"):
+        alone = sweep.rows_to_run(models, [op])
+        assert alone == [row for row in both if row[0] == op] and alone
