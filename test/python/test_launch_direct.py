@@ -57,3 +57,89 @@ def test_packed_values_are_read_through_the_pointer_array() -> None:
         read = [ctypes.cast(pointers[i], ctypes.POINTER(kind)).contents.value for i, kind in enumerate(types)]
         first = leading[0].data_ptr() if isinstance(leading[0], torch.Tensor) else leading[0]
         assert read == [first, leading[1], -(2**40), 0.5, out.data_ptr(), 0, 0]
+
+
+class _FakeDriver:
+    """cuda.bindings.driver as DriverLaunch uses it: records each cuLaunchKernel with the parameter values it would
+    pass (read through the packed pointer array at the time of the call)."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    def __init__(self, types: list[type]) -> None:
+        self.types = types
+        self.launches: list[tuple] = []
+
+    @staticmethod
+    def CUfunction(handle: int) -> tuple[str, int]:  # noqa: N802 (the driver's name)
+        return ("function", handle)
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):  # noqa: N802, ANN001, ANN201
+        pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        values = [ctypes.cast(pointers[i], ctypes.POINTER(kind)).contents.value for i, kind in enumerate(self.types)]
+        self.launches.append((f, (gx, gy, gz), (bx, by, bz), shared, stream, values, extra))
+        return (0,)
+
+
+class _Metadata:
+    num_ctas, launch_cooperative_grid, launch_pdl = 1, False, False
+    global_scratch_size = profile_scratch_size = 0
+    tensordesc_meta: list = []
+    num_warps, shared = 2, 1024
+
+
+class _Compiled:
+    def __init__(self, signature: dict[str, str], **metadata: object) -> None:
+        self.src = type("Src", (), {"signature": signature})()
+        self.metadata = _Metadata()
+        for name, value in metadata.items():
+            setattr(self.metadata, name, value)
+        self.function = 0xF00
+
+
+def _with_fake_driver(monkeypatch, types: list[type]) -> _FakeDriver:  # noqa: ANN001
+    import sys
+    import types as pytypes
+
+    fake = _FakeDriver(types)
+    bindings = pytypes.ModuleType("cuda.bindings")
+    bindings.driver = fake  # type: ignore[attr-defined]
+    cuda = pytypes.ModuleType("cuda")
+    cuda.bindings = bindings  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", fake)
+    monkeypatch.setattr(torch.version, "hip", None)
+    return fake
+
+
+def test_a_direct_launch_passes_the_leading_then_the_fixed_values(monkeypatch) -> None:  # noqa: ANN001
+    signature = {"value": "i32", "flags_ptr": "*i32", "BLOCK": "constexpr", "segment": "i32"}
+    types = launch.parameter_ctypes(signature)
+    assert types is not None
+    fake = _with_fake_driver(monkeypatch, types)
+    flags = torch.zeros(4, dtype=torch.int32)
+    direct = launch.DriverLaunch.of(_Compiled(signature), (3, 1, 1), (flags.data_ptr(), 128, 1))
+    assert direct is not None
+    direct.launch(77, (5,))
+    direct.launch(78, (6,))
+    assert fake.launches == [
+        (("function", 0xF00), (3, 1, 1), (64, 1, 1), 1024, 77, [5, flags.data_ptr(), 1, 0, 0], 0),
+        (("function", 0xF00), (3, 1, 1), (64, 1, 1), 1024, 78, [6, flags.data_ptr(), 1, 0, 0], 0),
+    ], "the constexpr BLOCK is left out; Triton's two scratch pointers are null"
+
+
+def test_kernels_a_direct_launch_cannot_pass_keep_tritons_launcher(monkeypatch) -> None:  # noqa: ANN001
+    signature = {"value": "i32", "flags_ptr": "*i32"}
+    fake = _with_fake_driver(monkeypatch, launch.parameter_ctypes(signature) or [])
+    fixed = (0x1000,)
+    assert launch.DriverLaunch.of(_Compiled(signature), (1, 1, 1), fixed) is not None
+    for metadata in ({"num_ctas": 2}, {"launch_pdl": True}, {"global_scratch_size": 8}, {"tensordesc_meta": [{}]}):
+        assert launch.DriverLaunch.of(_Compiled(signature, **metadata), (1, 1, 1), fixed) is None, metadata
+    # A per-call value compiled in as a constant (a leading argument Triton specialized to 1) cannot vary per call.
+    assert launch.DriverLaunch.of(_Compiled({"value": "constexpr", "flags_ptr": "*i32"}), (1, 1, 1), fixed) is None
+    assert launch.DriverLaunch.of(_Compiled({"value": "fp16", "flags_ptr": "*i32"}), (1, 1, 1), fixed) is None
+    empty = launch.DriverLaunch.of(_Compiled(signature), (0, 1, 1), fixed)
+    assert empty is not None
+    empty.launch(1, (2,))
+    assert fake.launches == [], "an empty grid launches nothing (as Triton's launcher)"
