@@ -337,6 +337,13 @@ run_step bench 1 bench_gemm_ar_tiles 300 bench/gemm_ar_tiles.py --k-ranks "$firs
 # The NVSHMEM heap's cost against the CUDA-IPC heap (ping-pong, push all-gather, all_reduce; one torchrun per heap,
 # alternating; issue 29's bar: <= 3%).
 run_step bench 1 bench_heap_backends 600 bench/heap_backends.py --nproc "$first" --out "$LOGDIR/heap_backends.md"
+# Why the 64 KiB all_reduce costs more on the NVSHMEM heap: the probe (docs/results/2026-11-27-session24-heap64.md),
+# heap variants rotated over trials; runs only when GPU_CHECK_ONLY names it.
+if [[ " ${GPU_CHECK_ONLY:-} " == *" probe_heap64 "* ]]; then
+  run_step bench 1 probe_heap64 600 bench/heap_backends.py --nproc "$first" --only all_reduce --ar-sizes 64 1024 \
+    --probe --trials 4 --replays 40 --variants cuda_ipc nvshmem nvshmem:HEAP_BACKENDS_BASE_ALIGN=2097152 \
+    nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1 --out "$LOGDIR/heap64_probe.md"
+fi
 
 {
   echo
