@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import re
 
+import pytest
 import torch
 import triton
 import triton.language as tl
@@ -143,3 +144,23 @@ def test_kernels_a_direct_launch_cannot_pass_keep_tritons_launcher(monkeypatch) 
     assert empty is not None
     empty.launch(1, (2,))
     assert fake.launches == [], "an empty grid launches nothing (as Triton's launcher)"
+
+
+def test_a_failed_launch_makes_the_context_current_and_retries_once(monkeypatch) -> None:  # noqa: ANN001
+    signature = {"flags_ptr": "*i32"}
+    fake = _with_fake_driver(monkeypatch, launch.parameter_ctypes(signature) or [])
+    results = iter([(201,), (0,)])  # CUDA_ERROR_INVALID_CONTEXT (a thread without a current context), then success
+    recorded = fake.cuLaunchKernel
+    fake.cuLaunchKernel = lambda *args: (recorded(*args), next(results))[1]  # type: ignore[method-assign]
+    devices: list[int] = []
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "set_device", devices.append)
+    direct = launch.DriverLaunch.of(_Compiled(signature), (1, 1, 1), (0x1000,))
+    assert direct is not None
+    direct.launch(5, ())
+    assert devices == [3] and len(fake.launches) == 2
+    fake.cuLaunchKernel = lambda *args: (999,)  # type: ignore[method-assign]
+    failing = launch.DriverLaunch.of(_Compiled(signature), (1, 1, 1), (0x1000,))
+    assert failing is not None
+    with pytest.raises(RuntimeError, match="cuLaunchKernel failed: 999"):
+        failing.launch(5, ())

@@ -224,7 +224,12 @@ class DriverLaunch:
         x, y, z = self._grid
         result = self._launch(self._function, x, y, z, self._block, 1, 1, self._shared, stream, packed.address, 0)
         if result[0] != self._success:
-            raise RuntimeError(f"cuLaunchKernel failed: {result[0]}")
+            # A thread that has run no CUDA runtime call has no current context, which Triton's launcher would
+            # make current: make the current device's primary context current (cudaSetDevice does) and retry once.
+            torch.cuda.set_device(torch.cuda.current_device())
+            result = self._launch(self._function, x, y, z, self._block, 1, 1, self._shared, stream, packed.address, 0)
+            if result[0] != self._success:
+                raise RuntimeError(f"cuLaunchKernel failed: {result[0]}")
 
 
 class _Address:
