@@ -152,13 +152,15 @@ def test_a_failed_launch_makes_the_context_current_and_retries_once(monkeypatch)
     results = iter([(201,), (0,)])  # CUDA_ERROR_INVALID_CONTEXT (a thread without a current context), then success
     recorded = fake.cuLaunchKernel
     fake.cuLaunchKernel = lambda *args: (recorded(*args), next(results))[1]  # type: ignore[method-assign]
-    devices: list[int] = []
+    made_current: list[object] = []
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
-    monkeypatch.setattr(torch.cuda, "set_device", devices.append)
+    fake.cuDeviceGet = lambda ordinal: (0, ("device", ordinal))  # type: ignore[attr-defined]
+    fake.cuDevicePrimaryCtxRetain = lambda device: (0, ("primary context of", device))  # type: ignore[attr-defined]
+    fake.cuCtxSetCurrent = made_current.append  # type: ignore[attr-defined]
     direct = launch.DriverLaunch.of(_Compiled(signature), (1, 1, 1), (0x1000,))
     assert direct is not None
     direct.launch(5, ())
-    assert devices == [3] and len(fake.launches) == 2
+    assert made_current == [("primary context of", ("device", 3))] and len(fake.launches) == 2
     fake.cuLaunchKernel = lambda *args: (999,)  # type: ignore[method-assign]
     failing = launch.DriverLaunch.of(_Compiled(signature), (1, 1, 1), (0x1000,))
     assert failing is not None

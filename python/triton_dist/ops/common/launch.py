@@ -181,6 +181,16 @@ class DriverLaunch:
         self._packed = packed
         self._empty = grid[0] * grid[1] * grid[2] == 0
 
+    def _make_primary_context_current(self) -> None:
+        """Make the primary context of torch's current device current on this thread."""
+        from cuda.bindings import driver
+
+        result, device = driver.cuDeviceGet(torch.cuda.current_device())
+        if result == self._success:
+            result, context = driver.cuDevicePrimaryCtxRetain(device)
+            if result == self._success:
+                driver.cuCtxSetCurrent(context)
+
     @staticmethod
     def of(kernel: Any, grid: tuple[int, int, int], fixed: Sequence[Any]) -> DriverLaunch | None:
         """The direct launch of ``kernel`` with the plan's ``fixed`` arguments (those after the leading ones), or
@@ -225,8 +235,9 @@ class DriverLaunch:
         result = self._launch(self._function, x, y, z, self._block, 1, 1, self._shared, stream, packed.address, 0)
         if result[0] != self._success:
             # A thread that has run no CUDA runtime call has no current context, which Triton's launcher would
-            # make current: make the current device's primary context current (cudaSetDevice does) and retry once.
-            torch.cuda.set_device(torch.cuda.current_device())
+            # make current: make the current device's primary context current and retry once. (Through the driver:
+            # torch.cuda.set_device skips cudaSetDevice when torch believes the device is current already.)
+            self._make_primary_context_current()
             result = self._launch(self._function, x, y, z, self._block, 1, 1, self._shared, stream, packed.address, 0)
             if result[0] != self._success:
                 raise RuntimeError(f"cuLaunchKernel failed: {result[0]}")
