@@ -181,28 +181,32 @@ SPIN_WORDS_ROWS = 2
 fp32 output, NVIDIA, on GPUs). On 2 x H200 (hidden 8192 bf16, graphed, 2026-11-27, docs/results/
 2026-11-27-session24.md) it ran 5.0 / 5.5 µs at M = 1 / 2 against 6.3 / 6.5 µs for the flag one-shot; at M = 4 6.3
 against 6.5, at M = 8 equal, above that slower."""
+SPIN_WORDS_MIN_HIDDEN = 2048
+"""...and rows of at least this many elements: the measured regime (hidden 8192), where the spin's workspace is a
+few MiB of symmetric heap; short rows get one slice each and a workspace up to 128 MiB at 8 ranks."""
 
 
 def choose_config(
     nbytes: int, rows: int, device: torch.device, world_size: int, itemsize: int, emulated: bool, fp8: bool = False
 ) -> ArRmsNormConfig:
     """The config of a call. The algorithm: ``choose_algo`` (``all_reduce``'s choice for a message of ``nbytes``),
-    except that a call of at most ``SPIN_WORDS_ROWS`` rows on GPUs without the e4m3 output (``fp8``) takes the LL
-    one-shot with ``ll_reduce="spin_words"`` where its launch can run. Programs: one per row of a flag round,
-    capped by the slots (under the emulation by ``EMULATED_PROGRAMS`` of one warp; with more rows than programs,
-    each moves ``round_rows`` per flag round); warps: 4 up to a 4096-element row, then one per 1024 elements (at
-    most 16)."""
+    except that a call of at most ``SPIN_WORDS_ROWS`` rows of at least ``SPIN_WORDS_MIN_HIDDEN`` elements on GPUs
+    without the e4m3 output (``fp8``) takes the LL one-shot with ``ll_reduce="spin_words"`` where its launch can
+    run. Programs: one per row of a flag round, capped by the slots (under the emulation by ``EMULATED_PROGRAMS`` of
+    one warp; with more rows than programs, each moves ``round_rows`` per flag round); warps: 4 up to a 4096-element
+    row, then one per 1024 elements (at most 16)."""
     algo = choose_algo(nbytes, device, world_size, itemsize, emulated)
-    if algo == "one_shot" and not emulated and not fp8 and 0 < rows <= SPIN_WORDS_ROWS:
+    hidden = max(1, nbytes // itemsize // max(1, rows))
+    spin_sized = 0 < rows <= SPIN_WORDS_ROWS and hidden >= SPIN_WORDS_MIN_HIDDEN
+    if algo == "one_shot" and not emulated and not fp8 and spin_sized:
         spin = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_reduce="spin_words")
         try:
-            ll_launch(rows, max(1, nbytes // itemsize // rows), itemsize, spin, emulated)
+            ll_launch(rows, hidden, itemsize, spin, emulated)
             return spin
         except ArRmsNormError:  # a row too long for the LL words, or no LL on this build: the flag one-shot
             pass
     most = EMULATED_PROGRAMS if emulated else SLOTS[algo]
     programs = max(1, min(row_programs(algo, rows, world_size), most, SLOTS[algo]))
-    hidden = max(1, nbytes // itemsize // max(1, rows))
     num_warps = 1 if emulated else min(16, max(4, block_h(hidden) // 1024))
     return ArRmsNormConfig(algo, programs, num_warps)
 
