@@ -285,9 +285,70 @@ def check_cublas_interleaved(checks: Checks) -> None:
     checks.run(name, body)
 
 
+EAGER_GRAPH_KEYS = [0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0]
+"""Which of two address sets each call uses: keys seen once, repeated (captured, then replayed) and alternating."""
+
+
+def check_eager_graphs(checks: Checks, paths: list[tuple[str, OverlapConfig]]) -> None:
+    """Eager calls replayed from the op's own CUDA graphs (``ops.common.eager_graphs``) on each of ``paths``: two
+    address sets of operands and outputs, refilled with fresh values before every call, used in the order
+    ``EAGER_GRAPH_KEYS`` (the cuBLAS path's double buffers alternate besides); one call in the middle runs eagerly
+    (graphs off); one rank or the other starts late; no host synchronization until all twelve results (and, where
+    the plan keeps it, the gathered A, all cloned after each call) are compared with torch."""
+    from triton_dist.ops.ag_gemm import op as ag_op
+    from triton_dist.ops.common import eager_graphs
+
+    world = rt.current_world()
+    m_local, n, k = 512, 1024, 2048
+    dtype = torch.bfloat16
+    for label, config in paths:
+        name = f"eager calls replayed from graphs, {label}"
+
+        def body(config: OverlapConfig = config, name: str = name) -> None:
+            sets = [make_inputs(m_local, n, k, dtype, 760 + i) for i in range(2)]
+            outs = [torch.empty((world.world_size * m_local, n), dtype=dtype, device="cuda") for _ in range(2)]
+            plan = ag_op.plan_for(sets[0][0], sets[0][1], config)
+            results = []
+            for call, key in enumerate(EAGER_GRAPH_KEYS):
+                a, b = sets[key]
+                fresh_a, fresh_b = make_inputs(m_local, n, k, dtype, 770 + call)
+                a.copy_(fresh_a)
+                b.copy_(fresh_b)
+                outs[key].fill_(float("nan"))
+                if world.rank == call % world.world_size:
+                    torch.cuda._sleep(50_000)
+                eager_graphs.set_enabled(call != 7)
+                try:
+                    ag_op._eager_call(plan, a, b, outs[key])
+                finally:
+                    eager_graphs.set_enabled(True)
+                gathered = plan.gathered(a, world.rank).clone() if callable(getattr(plan, "gathered", None)) else None
+                results.append((outs[key].clone(), gathered, fresh_a, fresh_b))
+            sync(name)
+            failed = []
+            for call, (out, gathered, a, b) in enumerate(results):
+                ref, ref_gathered = reference(a, b)
+                ok, detail = close(out, ref, dtype)
+                if gathered is not None and not torch.equal(gathered, ref_gathered):
+                    ok, detail = False, detail + ", gathered A DIFFERS"
+                if not ok:
+                    failed.append(f"call {call}: {detail}")
+            graphs = plan.graphs
+            checks.check(
+                f"{name} ({len(EAGER_GRAPH_KEYS)} calls)",
+                not failed and graphs.replays >= 6,
+                "; ".join(failed[:3]) or f"{graphs.captures} captures, {graphs.replays} replays",
+            )
+
+        checks.run(name, body)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--eager-graphs-only", action="store_true", help="only the eager calls replayed from graphs, every path"
+    )
     parser.add_argument(
         "--cublas-only", action="store_true", help="only the cuBLAS path's cases (a short run after changing it)"
     )
@@ -310,8 +371,6 @@ def main() -> int:
         ag_gemm_op.CUBLAS_DOUBLE_BUFFER = True
     setup(heap_size="2G")
     checks = Checks()
-    if not args.cublas_only:
-        check_matmul(checks)
     seed = 10
     ce = OverlapConfig(producer="ce", chunk_tiles=2)
     sm = OverlapConfig(producer="sm", chunk_tiles=2, push_ctas=8)
@@ -319,6 +378,15 @@ def main() -> int:
     small_tiles = OverlapConfig(matmul=HOPPER_CANDIDATES[2], chunk_tiles=1, producer="sm", push_ctas=4)
     cublas = OverlapConfig(backend="cublas")
     nccl = OverlapConfig(backend="nccl")
+    graph_paths = [("cuBLAS", cublas)]
+    if not args.cublas_only:
+        graph_paths += [("fused TMA, ce", ce), ("fused sm push", sm), ("fused pointer", pointer), ("nccl", nccl)]
+    check_eager_graphs(checks, graph_paths)
+    if args.eager_graphs_only:
+        log("done")
+        return finish(checks)
+    if not args.cublas_only:
+        check_matmul(checks)
     cases = [
         ("tiles divide, ce", 1024, 2048, 2048, ce),
         ("tiles divide, sm push", 1024, 2048, 2048, sm),

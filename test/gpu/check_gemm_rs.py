@@ -286,14 +286,73 @@ def check_bad_input(checks: Checks) -> None:
     sync("after bad input")
 
 
+EAGER_GRAPH_PATHS = [("triton", grs.GemmRSConfig()), ("cublas direct", grs.CUBLAS_DIRECT), ("cublas ce", grs.CUBLAS_CE)]
+EAGER_GRAPH_PATHS.append(("matmul+nccl", grs.FALLBACK))
+EAGER_GRAPH_KEYS = [0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0]
+"""Which of two address sets each call uses: keys seen once, repeated (captured, then replayed) and alternating."""
+
+
+def check_eager_graphs(checks: Checks) -> None:
+    """Eager calls replayed from the op's own CUDA graphs (``ops.common.eager_graphs``) on every path: two address
+    sets of operands and outputs, refilled with fresh values before every call, used in the order
+    ``EAGER_GRAPH_KEYS``; one call in the middle runs eagerly (graphs off); one rank or the other starts late; no host
+    synchronization until all twelve results (cloned after each call) are compared with torch."""
+    from triton_dist.ops.common import eager_graphs
+
+    rs_op = importlib.import_module("triton_dist.ops.gemm_rs.op")
+    world = rt.current_world()
+    m, n, k = 1024, 1024, 2048
+    dtype = torch.bfloat16
+    for label, config in EAGER_GRAPH_PATHS:
+        name = f"eager calls replayed from graphs, {label}"
+
+        def body(config: grs.GemmRSConfig = config, name: str = name) -> None:
+            sets = [inputs(m, n, k, dtype, 960 + i) for i in range(2)]
+            outs = [torch.empty((m // world.world_size, n), dtype=dtype, device="cuda") for _ in range(2)]
+            plan = rs_op.plan_for(sets[0][0], sets[0][1], config)
+            results = []
+            for call, key in enumerate(EAGER_GRAPH_KEYS):
+                a, b = sets[key]
+                fresh_a, fresh_b = inputs(m, n, k, dtype, 970 + call)
+                a.copy_(fresh_a)
+                b.copy_(fresh_b)
+                outs[key].fill_(float("nan"))
+                if world.rank == call % world.world_size:
+                    torch.cuda._sleep(50_000)
+                eager_graphs.set_enabled(call != 7)
+                try:
+                    rs_op._eager_call(plan, a, b, outs[key])
+                finally:
+                    eager_graphs.set_enabled(True)
+                results.append((outs[key].clone(), fresh_a, fresh_b))
+            sync(name)
+            for call, (out, a, b) in enumerate(results):
+                compare(checks, f"{name}: call {call}", out, reference(a, b), dtype)
+            graphs = plan.graphs
+            checks.check(
+                f"{name}: replays served the repeated calls",
+                graphs.replays >= 6,
+                f"{graphs.captures} captures, {graphs.replays} replays over {len(EAGER_GRAPH_KEYS)} calls",
+            )
+
+        checks.run(name, body)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer shapes and variants")
+    parser.add_argument(
+        "--eager-graphs-only", action="store_true", help="only the eager calls replayed from graphs, every path"
+    )
     args = parser.parse_args()
     world = setup(heap_size="2G")
     if world.world_size < 2:
         raise SystemExit("check_gemm_rs needs at least 2 ranks")
     checks = Checks()
+    check_eager_graphs(checks)
+    if args.eager_graphs_only:
+        log(f"RESULT gemm_rs checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
+        return finish(checks)
     shapes = QUICK_SHAPES if args.quick else SHAPES
     variants = QUICK_VARIANTS if args.quick else VARIANTS
     log0(f"gemm_rs: {len(variants)} variants x {len(shapes)} shapes in bf16 (fp16: the first two), 3 calls each")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import torch
@@ -57,6 +57,7 @@ from triton_dist.ops.common import resources
 from triton_dist.ops.common.collectives import all_gather_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
+from triton_dist.ops.common.eager_graphs import EagerGraphs, capturing_eager_call
 from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import (
@@ -317,6 +318,8 @@ class FusedPlan:
     _pushes: bool = dataclasses.field(init=False, repr=False)
     _descriptors: tuple[DescriptorCache, DescriptorCache, DescriptorCache] = dataclasses.field(init=False, repr=False)
     """The TMA descriptors of a, b and C by address (the TMA kernel)."""
+    graphs: EagerGraphs = dataclasses.field(default_factory=EagerGraphs, init=False, repr=False, compare=False)
+    """The graphs of this plan's eager calls (``ops.common.eager_graphs``)."""
 
     def __post_init__(self) -> None:
         self._call = _CallConstants.of(self.workspace, self.rows, self.n, self.side, self.gemm)
@@ -502,6 +505,8 @@ class CublasPlan:
     _double_recv: tuple[torch.Tensor, ...] = dataclasses.field(init=False, repr=False)
     _last_recv: torch.Tensor = dataclasses.field(init=False, repr=False)
     """The receive buffer the last call of this plan filled (``gathered``)."""
+    graphs: EagerGraphs = dataclasses.field(default_factory=EagerGraphs, init=False, repr=False, compare=False)
+    """The graphs of this plan's eager calls (``ops.common.eager_graphs``)."""
 
     def __post_init__(self) -> None:
         self._call = _CallConstants.of(self.workspace, self.rows, self.n, self.side, self.begin)
@@ -526,7 +531,7 @@ class CublasPlan:
                 return self.run(a, b, out)
         ops = self.stream_ops
         assert ops is not None, "a GPU plan has its stream operations"
-        if self.double is not None and not torch.cuda.is_current_stream_capturing():
+        if self.double is not None and (capturing_eager_call() or not torch.cuda.is_current_stream_capturing()):
             return self._run_double(a, b, ops, self.double, out)
         self._last_recv = self.workspace.recv
         c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device) if out is None else out
@@ -552,6 +557,24 @@ class CublasPlan:
             torch.mm(received, b, out=parts[segment])
         ops.order("ag_gemm.cublas.join", side, main)
         return c
+
+    def graph_phase(self) -> int | None:
+        """The host state an eager call's launches depend on (``eager_graphs``): which double buffer it fills,
+        0 without double buffers; None where the host writes the flags' values (those cannot be replayed)."""
+        double = self.double
+        if double is None:
+            return 0
+        return double.calls & 1 if double.flags_by == "kernels" else None
+
+    def replayed(self, phase: Hashable) -> None:
+        """The host-state change of an eager call of ``phase`` whose launches a graph replayed."""
+        double = self.double
+        if double is None:
+            self._last_recv = self.workspace.recv
+        else:
+            assert isinstance(phase, int), "a double-buffered call's phase is its buffer"
+            double.calls += 1
+            self._last_recv = self._double_recv[phase]
 
     def _run_double(
         self, a: torch.Tensor, b: torch.Tensor, ops: StreamOps, double: DoubleBuffer, out: torch.Tensor | None
@@ -659,6 +682,8 @@ class UnfusedPlan:
     gathered: torch.Tensor | None = None
     """all_gather(a), kept by the plan and reused by every call that does not return it (stream order makes that
     safe), so such a call allocates only its output."""
+    graphs: EagerGraphs = dataclasses.field(default_factory=EagerGraphs, init=False, repr=False, compare=False)
+    """The graphs of this plan's eager calls (``ops.common.eager_graphs``)."""
 
     def run(
         self, a: torch.Tensor, b: torch.Tensor, keep_gathered: bool = False, out: torch.Tensor | None = None
@@ -1008,17 +1033,12 @@ def ag_gemm(
     Triton's interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
     """
     if plain_eager(a, b) and (out is None or type(out) is torch.Tensor or not isinstance(out, torch.Tensor)):
-        if not return_gathered:  # the common call: the plan's lookup and launches, nothing else
+        if not return_gathered:  # the common call: the plan's lookup and launches (or its graph), nothing else
             plan = _plans.get(operand_signature(a, b, None, False))
             if plan is not None:
-                if out is None:
-                    return plan.run(a, b)[0] if isinstance(plan, UnfusedPlan) else plan.run(a, b)
-                check_out_for(plan, a, b, out)
-                if isinstance(plan, UnfusedPlan):
-                    plan.run(a, b, out=out)
-                else:
-                    plan.run(a, b, out)
-                return out
+                if out is not None:
+                    check_out_for(plan, a, b, out)
+                return _eager_call(plan, a, b, out)
         if out is None:
             c, gathered = ag_gemm_impl(a, b, return_gathered)
         else:
@@ -1031,6 +1051,28 @@ def ag_gemm(
         if out is not None:
             c = out.copy_(c)
     return (c, gathered) if return_gathered else c
+
+
+def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """An eager call of ``plan`` returning C in ``out`` (checked; else a new tensor), replayed from the plan's graph
+    of these addresses once it has one (``ops.common.eager_graphs``)."""
+    if out is None:
+        out = torch.empty((plan.rows, plan.n), dtype=a.dtype, device=a.device)
+    c = out
+    if c.numel() == 0 or a.numel() == 0:  # nothing worth a graph
+        phase: Hashable | None = None
+    elif isinstance(plan, CublasPlan):
+        phase = plan.graph_phase()
+    else:
+        phase = 0
+    if isinstance(plan, UnfusedPlan):
+        plan.graphs.launch((a.data_ptr(), b.data_ptr(), c.data_ptr()), a.device, lambda: plan.run(a, b, out=c), phase)
+    elif isinstance(plan, CublasPlan):
+        addresses = (a.data_ptr(), b.data_ptr(), c.data_ptr())
+        plan.graphs.launch(addresses, a.device, lambda: plan.run(a, b, c), phase, plan.replayed)
+    else:
+        plan.graphs.launch((a.data_ptr(), b.data_ptr(), c.data_ptr()), a.device, lambda: plan.run(a, b, c), phase)
+    return c
 
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:

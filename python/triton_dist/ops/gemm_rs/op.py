@@ -25,6 +25,7 @@ from triton_dist.ops.common import resources
 from triton_dist.ops.common.collectives import reduce_scatter_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
+from triton_dist.ops.common.eager_graphs import EagerGraphs
 from triton_dist.ops.common.errors import OpInputError, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import (
@@ -249,6 +250,8 @@ class TritonPlan:
     """The CPU emulation: the launches take the tensors themselves (Triton's interpreter), on no stream."""
     _descriptors: tuple[DescriptorCache, DescriptorCache] = dataclasses.field(init=False, repr=False)
     """The TMA descriptors of a and b by address (the TMA kernel)."""
+    graphs: EagerGraphs = dataclasses.field(default_factory=EagerGraphs, init=False, repr=False, compare=False)
+    """The graphs of this plan's eager calls (``ops.common.eager_graphs``)."""
 
     def __post_init__(self) -> None:
         self._descriptors = (DescriptorCache(self.a_block), DescriptorCache(self.b_block))
@@ -337,6 +340,8 @@ class CublasPlan:
     """The GPU's index (None for a plan of CPU tensors: no device context to switch to)."""
     _side: int = dataclasses.field(init=False, repr=False)
     _direct: bool = dataclasses.field(init=False, repr=False)
+    graphs: EagerGraphs = dataclasses.field(default_factory=EagerGraphs, init=False, repr=False, compare=False)
+    """The graphs of this plan's eager calls (``ops.common.eager_graphs``)."""
 
     def __post_init__(self) -> None:
         own = self.workspace.own  # [M/W, N] in the operands' dtype, on their device (the signature fixes both)
@@ -421,6 +426,8 @@ class UnfusedPlan:
     options: Any
     shard: int
     n: int
+    graphs: EagerGraphs = dataclasses.field(default_factory=EagerGraphs, init=False, repr=False, compare=False)
+    """The graphs of this plan's eager calls (``ops.common.eager_graphs``)."""
 
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """``torch.mm`` into the kept partial, then the reduce-scatter into ``out`` (checked by the caller), else
@@ -697,17 +704,29 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
     """
     if plain_eager(a, b) and (out is None or type(out) is torch.Tensor or not isinstance(out, torch.Tensor)):
         plan = None if _check_always else _plans.get(operand_signature(a, b, None, False))
-        if plan is not None:  # the common call: the plan's lookup and launches, nothing else
-            if out is None:
-                return plan.run(a, b)
-            check_out_for(plan, a, b, out)
-            return plan.run(a, b, out)
+        if plan is not None:  # the common call: the plan's lookup and launches (or its graph), nothing else
+            if out is not None:
+                check_out_for(plan, a, b, out)
+            return _eager_call(plan, a, b, out)
         return gemm_rs_with(a, b) if out is None else gemm_rs_with(a, b, out=out)
     if out is None:
         return torch.ops.triton_dist.gemm_rs(a, b)
     shard = a.shape[0] // rt.current_world().world_size
     check_out("gemm_rs", out, (shard, b.shape[1]), a.dtype, a.device, (), GemmRsError, addresses=False)
     return out.copy_(torch.ops.triton_dist.gemm_rs(a, b))
+
+
+def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    """An eager call of ``plan`` into ``out`` (checked; else a new tensor), replayed from the plan's graph of these
+    addresses once it has one (``ops.common.eager_graphs``)."""
+    if isinstance(plan, EmptyPlan):
+        return plan.run(a, b, out)
+    if out is None:
+        out = torch.empty((plan.shard, plan.n), dtype=a.dtype, device=a.device)
+    if out.numel() == 0 or a.numel() == 0:  # nothing worth a graph
+        return plan.run(a, b, out)
+    plan.graphs.launch((a.data_ptr(), b.data_ptr(), out.data_ptr()), a.device, lambda: plan.run(a, b, out))
+    return out
 
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:

@@ -1,0 +1,141 @@
+"""The policy of ops.common.eager_graphs on the CPU: when an eager call is captured, replayed, or run eagerly.
+
+CUDA graphs need a GPU; here a recording fake stands in for the capture and the replay, so what is checked is which
+calls capture, which replay, and that a replay applies the host-state change of the call it stands for.
+test/gpu/check_ag_gemm.py and check_gemm_rs.py check real replays against torch.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+from triton_dist.ops.common import eager_graphs
+from triton_dist.ops.common.eager_graphs import CAPTURE_AFTER, MAX_CAPTURES, MAX_GRAPHS, EagerGraphs
+
+GPU = torch.device("cuda", 0)
+
+
+class FakeGraph:
+    """Records the launches its capture saw; a replay performs them again."""
+
+    def __init__(self, launches: list[str], log: list[str]) -> None:
+        self.launches = launches
+        self.log = log
+
+    def replay(self) -> None:
+        self.log.extend(self.launches)
+
+
+class Recorder:
+    """A plan whose eager call logs one launch per call, named by its operands and its phase."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.capturing: list[str] | None = None
+        self.calls = 0  # host state: the phase is calls % 2, as the double-buffered cuBLAS path
+
+    def capture(self, device: torch.device, run: Callable[[], Any]) -> FakeGraph:
+        assert eager_graphs.capturing_eager_call()
+        self.capturing = []
+        run()
+        launches, self.capturing = self.capturing, None
+        return FakeGraph(launches, self.log)
+
+    def run(self, name: str) -> None:
+        phase = self.calls & 1
+        self.calls += 1
+        (self.capturing if self.capturing is not None else self.log).append(f"{name}@{phase}")
+
+    def replayed(self, phase: object) -> None:
+        self.calls += 1
+
+
+@pytest.fixture(autouse=True)
+def on_gpu_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eager_graphs, "_current_device", lambda: 0)
+    monkeypatch.setattr(eager_graphs, "_stream_capturing", lambda: False)
+    eager_graphs.set_enabled(True)
+
+
+def test_replays_do_what_eager_calls_do() -> None:
+    """Any sequence of calls over a few address sets logs exactly the launches eager calls would, in order, and
+    the host state (the phase) advances once per call; keys seen CAPTURE_AFTER times are replayed after."""
+    rng = random.Random(7)
+    plan, eager = Recorder(), Recorder()
+    graphs = EagerGraphs(plan.capture)
+    for _ in range(200):
+        addresses = rng.choice([(1, 2, 3), (4, 5, 6), (1, 5, 3)])
+        name = "-".join(map(str, addresses))
+        graphs.launch(addresses, GPU, lambda n=name: plan.run(n), plan.calls & 1, plan.replayed)
+        eager.run(name)
+    assert plan.log == eager.log
+    assert plan.calls == eager.calls == 200
+    assert graphs.captures == 6  # 3 address sets x 2 phases
+    assert graphs.replays > 150
+
+
+def test_capture_after_repeats_only() -> None:
+    plan = Recorder()
+    graphs = EagerGraphs(plan.capture)
+    for i in range(CAPTURE_AFTER - 1):
+        graphs.launch((i, 0, 0), GPU, lambda: plan.run("x"))  # every key new: never captured
+    graphs.launch((100, 0, 0), GPU, lambda: plan.run("x"))
+    assert graphs.captures == 0 and len(graphs) == 0
+    for _ in range(CAPTURE_AFTER):
+        graphs.launch((7, 0, 0), GPU, lambda: plan.run("x"))
+    assert graphs.captures == 1 and len(graphs) == 1
+
+
+def test_bounds_on_graphs_and_captures() -> None:
+    """Addresses that keep changing: at most MAX_GRAPHS kept, no capture past MAX_CAPTURES, every call still runs."""
+    plan = Recorder()
+    graphs = EagerGraphs(plan.capture)
+    calls = 0
+    for key in range(MAX_CAPTURES + 10):
+        for _ in range(CAPTURE_AFTER):
+            graphs.launch((key,), GPU, lambda: plan.run("x"))
+            calls += 1
+    assert graphs.captures == MAX_CAPTURES
+    assert len(graphs) == MAX_GRAPHS
+    assert len(plan.log) == calls
+
+
+@pytest.mark.parametrize(
+    "case", ["phase None", "disabled", "cpu", "other device", "user capture"], ids=lambda case: case.replace(" ", "_")
+)
+def test_eager_when_not_replayable(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = Recorder()
+    graphs = EagerGraphs(plan.capture)
+    device, phase = GPU, 0
+    if case == "phase None":
+        phase = None
+    elif case == "disabled":
+        eager_graphs.set_enabled(False)
+    elif case == "cpu":
+        device = torch.device("cpu")
+    elif case == "other device":
+        device = torch.device("cuda", 1)
+    else:
+        monkeypatch.setattr(eager_graphs, "_stream_capturing", lambda: True)
+    for _ in range(3 * CAPTURE_AFTER):
+        graphs.launch((1, 2, 3), device, lambda: plan.run("x"), phase)
+    eager_graphs.set_enabled(True)
+    assert graphs.captures == 0 and graphs.replays == 0
+    assert len(plan.log) == 3 * CAPTURE_AFTER
+
+
+def test_failed_capture_raises_naming_the_switch() -> None:
+    def broken(device: torch.device, run: Callable[[], Any]) -> FakeGraph:
+        raise ValueError("operation not permitted when stream is capturing")
+
+    graphs = EagerGraphs(broken)
+    for _ in range(CAPTURE_AFTER - 1):
+        graphs.launch((1,), GPU, lambda: None)
+    with pytest.raises(RuntimeError, match="TRITON_DIST_EAGER_GRAPHS=0"):
+        graphs.launch((1,), GPU, lambda: None)
+    assert not eager_graphs.capturing_eager_call()
