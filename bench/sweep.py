@@ -392,6 +392,8 @@ def run_row(
         ("ours_clocks", "base_clocks", "ours_clocks_2", "base_clocks_2"), gather_clocks(clocks), strict=True
     ):
         row[key] = pass_clocks.to_json() if pass_clocks is not None else None
+    graphs = getattr((ag_mod if op == "ag" else rs_mod).plan_for(a, b), "graphs", None)
+    row["graph_replays"] = graphs.replays if graphs is not None else 0  # ours' calls served by its own graphs
     row["comm_ms"] = _median_ms(comm, reps)
     row["gemm_ms"] = _median_ms(gemm, reps)
     row["ours_idle_ms"], row["base_idle_ms"] = _idle_ms_pair(ours, baseline, reps)
@@ -451,7 +453,8 @@ def write(
         "Speedup = baseline / ours (device barrier timing, first pass; second pass beside it); from idle: ours / the",
         "baseline; ours writes into an output allocated once per row (out=), as the baseline does; host µs per call",
         "(GPU busy): ours / ours allocating its output (no out=) / the unfused path as a user writes it (outputs",
-        "allocated per call) / the preallocated baseline. Path: what ours ran. fused ms: the fused",
+        "allocated per call) / the preallocated baseline. Path: what ours ran; (graph): its repeated eager calls",
+        "were replayed from the op's own CUDA graphs (ops.common.eager_graphs). fused ms: the fused",
         "kernel's default configuration where the selection ran the fallback (so the choice can be judged), then the",
         "cuBLAS path's (AG: shards gathered by the copy engine, one cuBLAS GEMM per shard as it lands; RS: peers'",
         "partials written by cuBLAS into their memory). Error: relative Frobenius error against the baseline's result.",
@@ -480,7 +483,8 @@ def write(
         for r in rows:
             table.append(
                 [
-                    r["model"], r["layer"], f"{r['m']},{r['n']},{r['k']}", r["path"],
+                    r["model"], r["layer"], f"{r['m']},{r['n']},{r['k']}",
+                    f"{r['path']}{' (graph)' if r.get('graph_replays') else ''}",
                     f"{r['base_ms']:.3f}", f"{r['comm_ms']:.3f} / {r['gemm_ms']:.3f}",
                     f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
