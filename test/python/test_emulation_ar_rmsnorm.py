@@ -104,6 +104,8 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     LL_ATOMIC = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="atomic")  # noqa: N806 (slices, the last norms)
     LL_SPIN = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="spin")  # noqa: N806 (slices wait, each norms its own)
     LL_SPIN_WORDS = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="spin_words")  # noqa: N806 (partials as LL words)
+    LL_WHOLE = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="whole_row")  # noqa: N806 (each reads the whole row)
+    LL_WHOLE_2 = ArRmsNormConfig("one_shot_ll", 2, 1, ll_reduce="whole_row")  # noqa: N806 (2 programs)
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -410,6 +412,15 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/spin_words/bf16_m16": lambda: run_poisoned((16, 64), torch.bfloat16, LL_SPIN_WORDS, False),
         "one_shot_ll/spin_words/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPIN_WORDS, True),
         "one_shot_ll/spin_words/bits_as_atomic": lambda: same_bits_as_atomic((3, 200), torch.bfloat16, LL_SPIN_WORDS),
+        # Every program of a row reads the whole row and sums its slices' squares in slice order, no exchange: 4
+        # slices (packed pairs), an odd hidden in 2 slices (element by element), fp32, 2 rows a group (2 programs),
+        # e4m3 (run by "atomic"'s kernel); bit-identical to "atomic"'s (so to the spins') and to the default's.
+        "one_shot_ll/whole_row/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_WHOLE, False),
+        "one_shot_ll/whole_row/bf16_odd_m3": lambda: run_poisoned((3, 131), torch.bfloat16, LL_WHOLE, False),
+        "one_shot_ll/whole_row/fp32_m1": lambda: run_poisoned((1, 100), torch.float32, LL_WHOLE, False),
+        "one_shot_ll/whole_row/bf16_m4": lambda: run_poisoned((4, 64), torch.bfloat16, LL_WHOLE_2, False),
+        "one_shot_ll/whole_row/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_WHOLE, True),
+        "one_shot_ll/whole_row/bits_as_atomic": lambda: same_bits_as_atomic((3, 200), torch.bfloat16, LL_WHOLE),
         # A peer a call ahead (rank 1 late): one-shot 64 rows a round then 2; two-shot 1 row a round then 64.
         "peer_ahead/one_shot": lambda: peer_ahead_by_a_call("one_shot", 64, 2),
         "peer_ahead/two_shot": lambda: peer_ahead_by_a_call("two_shot", 2, 128),
@@ -502,6 +513,8 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
             assert {f"one_shot_ll/spin/{name}" for name in spin} <= set(record)
             words = {"bf16_m1", "fp32_m1", "bf16_m16", "fp8_bf16_m3", "bits_as_atomic"}
             assert {f"one_shot_ll/spin_words/{name}" for name in words} <= set(record)
+            whole = {"bf16_m1", "bf16_odd_m3", "fp32_m1", "bf16_m4", "fp8_bf16_m3", "bits_as_atomic"}
+            assert {f"one_shot_ll/whole_row/{name}" for name in whole} <= set(record)
             assert {"peer_ahead/one_shot", "peer_ahead/two_shot"} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
