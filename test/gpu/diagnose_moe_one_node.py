@@ -24,8 +24,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _analyse(name: str, rank: int, inputs: tuple[Any, ...], recv_x: Any, handle: Any, out: Any) -> str:
-    """One line on what this rank's dispatch (``recv_x``, ``handle``) and combine (``out``) got wrong."""
+def _analyse(name: str, rank: int, inputs: tuple[Any, ...], x: Any, recv_x: Any, handle: Any, out: Any) -> str:
+    """One line on what this rank's dispatch of ``x`` (``recv_x``, ``handle``) and combine (``out``) got wrong."""
     import check_moe_nodes as check
     import torch
 
@@ -44,6 +44,13 @@ def _analyse(name: str, rank: int, inputs: tuple[Any, ...], recv_x: Any, handle:
     rows = wrong.nonzero().flatten()
     src = ref.recv_src_rank
     by_source = {s: (int(wrong[src == s].sum()), int((src == s).sum())) for s in range(len(xs))}
+    # The source tokens of the wrong rows, per source: their range and the push programs that sent them.
+    tokens_of = {}
+    for s in range(len(xs)):
+        bad = ref.recv_src_token[wrong & (src == s)]
+        if bad.numel():
+            tokens_of[s] = (int(bad.min()), int(bad.max()), int(bad.unique().numel()))
+    x_intact = torch.equal(x.cpu().view(torch.int16), xs[rank].view(torch.int16))
     nan = int(torch.isnan(got[rows].float()).all(dim=1).sum()) if rows.numel() else 0
     zero = int((got[rows].float() == 0).all(dim=1).sum()) if rows.numel() else 0
     # Slots: the expand kernel's i (received token i) whose comb_rows hold row r.
@@ -79,6 +86,7 @@ def _analyse(name: str, rank: int, inputs: tuple[Any, ...], recv_x: Any, handle:
             by_src_slots[s] = (int(mine.min()), int(mine.max()))
     return (
         f"{name}: epoch {epoch}, {int(wrong.sum())} of {got.shape[0]} rows wrong; by source (wrong, rows) {by_source}; "
+        f"wrong rows' source tokens (min, max, distinct) {tokens_of}; this rank's x intact after the call {x_intact}; "
         f"slots per source {by_src_slots}; wrong rows' slots {span}; wrong rows all-NaN {nan}, all-zero {zero}; "
         f"token buffer wrong now at {len(now_wrong)} slots {now_wrong[:3]}...{now_wrong[-3:]}; data flags == epoch: "
         f"{set_flags} of {data_flags.numel()}; CAP {plan.buffers.token_slots}, programs {plan.programs}; "
@@ -117,11 +125,13 @@ def main() -> int:
 
     def ordered(plan: Any, name: str, *args: Any, **kwargs: Any) -> None:
         """``_launch`` with every rank's push finished (device synchronization, barrier) before the expand kernel."""
-        if name == "expand":
+        if name in stops:
             sync()
             dist.barrier()
             sync()
         original(plan, name, *args, **kwargs)
+
+    stops = {"expand"}
 
     def poison_all() -> None:
         rt.barrier()
@@ -141,7 +151,7 @@ def main() -> int:
             out = ops.moe_combine(check._experts(recv_x, handle.recv_expert), handle)
             sync()
             rt.barrier()
-            line = _analyse(name, rank, inputs, recv_x, handle, out)
+            line = _analyse(name, rank, inputs, x, recv_x, handle, out)
         except Exception as error:  # noqa: BLE001 (informational: the reason is the result)
             line = f"{name}: raised {type(error).__name__}: {error}"
         finally:
@@ -156,6 +166,11 @@ def main() -> int:
     run("crowd again (buffers poisoned before)", crowd)
     run("crowd, expand after every rank's push (host barrier)", crowd, ordered)
     run("crowd again, plain", crowd)
+    stops.clear()
+    stops.add("push")
+    run("crowd, push after every rank's route and host work (host barrier)", crowd, ordered)
+    stops.clear()
+    stops.add("expand")
     run("k=4 first call", more)
     run("k=4 again", more)
     run("k=4, expand after every rank's push (host barrier)", more, ordered)
