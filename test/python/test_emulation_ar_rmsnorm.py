@@ -833,6 +833,100 @@ def test_the_ll_spin_words_kernel_polls_the_partial_words(
         assert "ld.acquire" not in asm and "%lwn" not in asm, "one unbounded relaxed poll, no flag round"
 
 
+@pytest.mark.parametrize(
+    ("dtype", "hidden", "rows", "slices", "wide", "watched"),
+    [("bf16", 8192, 1, 16, True, False), ("fp32", 100, 2, 1, False, False), ("bf16", 5120, 1, 4, False, True)],
+)  # fmt: skip
+def test_the_ll_whole_row_kernel_waits_for_the_row_then_reads_it(
+    dtype: str, hidden: int, rows: int, slices: int, wide: bool, watched: bool
+) -> None:
+    """sm_90: the LL kernel of ``ll_reduce="whole_row"`` at the spins' warps (``ll_launch_warps``), 2 ranks. One
+    ``fence.acq_rel.sys`` before the first word access; one relaxed system-scope 8-byte store per word of a thread's
+    slice (and row); the wait: relaxed system-scope 8-byte loads of a thread's share of the whole row, one per word
+    and peer instance (``RANKS`` of them, the thread's own rank's skipped at run time) inside the asm's loop; then a
+    ``bar.sync``, then the row's words reread with ``ld.volatile`` (relaxed system-scope) before the norm's
+    ``rsqrt``. No exchange between the row's programs: no atomic, no acquire (unwatched), no gpu-scope word; no weak
+    8-byte store; no local memory at all. ``watched``: the wait bounded, its barrier votes, then the late receive."""
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+    from triton_dist.ops.ar_rmsnorm import kernels
+    from triton_dist.ops.common.ll_words import LL_WATCHED_POLL_PASSES
+
+    itemsize = 4 if dtype == "fp32" else 2
+    config = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="whole_row")
+    warps = cfg.ll_launch_warps(hidden, itemsize, config, slices)
+    asm, words, num_warps = _ll_kernel_ptx(
+        kernels._ar_rmsnorm_ll_whole_kernel, dtype, hidden, rows, slices, False, watched, wide, None, warps,
+        {"RANKS": 2},
+    )  # fmt: skip
+    lines = asm.splitlines()
+    stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
+    loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
+    rereads = [i for i, line in enumerate(lines) if "ld.volatile.global" in line]
+    fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
+    assert stores and loads and rereads, "the words must travel as relaxed system-scope 8-byte accesses"
+    assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
+    threads = 32 * num_warps
+    per_slice = max(1, words // slices // threads)  # a thread's words of its slice
+    assert len(stores) in (per_slice, per_slice * rows), "an 8-byte store merged away or duplicated"
+    share = max(1, words // threads)  # a thread's words of the whole row
+    if not watched:
+        assert len(loads) in (2 * share, 2 * share * rows), "the wait: a thread's share of the row, per peer"
+    assert re.search(r"LL_AWAIT:[^@]*@%lap ld\.relaxed\.sys\.global\.b64", asm), "the wait's loads inside its loop"
+    barriers = [i for i, line in enumerate(lines) if "bar.sync" in line]
+    first_wait = min(i for i in loads if i > max(stores[: per_slice or 1]))
+    assert [i for i in barriers if first_wait < i < min(rereads)], "a bar.sync between the wait and the rereads"
+    rsqrts = [i for i, line in enumerate(lines) if "rsqrt" in line]
+    assert rsqrts and min(rsqrts) > min(rereads), "the norm follows the rereads"
+    assert not [line for line in lines if re.search(r"\batom\.", line)], "no atomic: nothing passes between programs"
+    assert "st.relaxed.gpu" not in asm and "ld.relaxed.gpu" not in asm, "no partial words"
+    assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
+    assert ".local" not in asm, "local memory (a spill)"
+    if watched:
+        assert f"setp.lt.u32 %laq, %lan, {LL_WATCHED_POLL_PASSES};" in asm, "the wait bounded"
+        assert "bar.red.or.pred" in asm, "the threads vote on whether any gave up"
+    else:
+        assert "ld.acquire" not in asm and "%lan" not in asm, "one unbounded relaxed wait, no flag round"
+
+
+def _reduced_layouts(ttgir: str) -> list[str]:
+    """The layouts (``#ttg.blocked<...>`` text) of the tensors a kernel's ``tt.reduce`` ops reduce, in order."""
+    defined = dict(re.findall(r"^(#\w+) = (#ttg\.blocked<\{[^}]*\}>)", ttgir, re.M))
+    operands = re.findall(
+        r'"tt\.reduce"\(%\w+\) <\{axis = \d+ : i32\}>.*?\}\) : \(tensor<[^,>]*, (#\w+)>\)', ttgir, re.S
+    )
+    return [defined.get(name, name) for name in operands]
+
+
+@pytest.mark.parametrize(("hidden", "slices"), [(8192, 16), (8192, 4)])
+def test_the_ll_whole_row_kernel_reduces_each_slice_as_the_spin_kernel(hidden: int, slices: int) -> None:
+    """sm_90, bf16 rows in packed pairs (the measured regime), at the spins' warps: the whole-row kernel's one
+    reduction of the slices' squares runs over ``[SLICES, SLICE_W]`` laid out as ``[1, v]`` per thread, ``[1, 32]``
+    threads and ``[1, W]`` warps, where the spin kernel's slice is ``[v]``, 32 and ``W``: each slice reduced along
+    the same tree of fp32 additions, so the same partial sums of squares (and, summed in slice order, the same
+    norm: the bits of the spins' and "atomic"'s outputs)."""
+    from triton_dist.ops.ar_rmsnorm import config as cfg
+    from triton_dist.ops.ar_rmsnorm import kernels
+
+    config = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="whole_row")
+    warps = cfg.ll_launch_warps(hidden, 2, config, slices)
+    flags = {"flags_ptr": "*i32", "flags_stride": "i32"}
+    spin, _, _ = _ll_kernel_compiled(
+        kernels._ar_rmsnorm_ll_spin_kernel, "bf16", hidden, 1, slices, False, False, True, flags, warps,
+        {"WORDS": True},
+    )  # fmt: skip
+    whole, _, _ = _ll_kernel_compiled(
+        kernels._ar_rmsnorm_ll_whole_kernel, "bf16", hidden, 1, slices, False, False, True, None, warps,
+        {"RANKS": 2},
+    )  # fmt: skip
+    (alone,) = _reduced_layouts(spin.asm["ttgir"])
+    found = re.search(r"sizePerThread = \[(\d+)\], threadsPerWarp = \[32\], warpsPerCTA = \[(\d+)\]", alone)
+    assert found, f"the spin kernel's slice: {alone}"
+    vector, spread = found.groups()
+    want = f"sizePerThread = [1, {vector}], threadsPerWarp = [1, 32], warpsPerCTA = [1, {spread}], order = [1, 0]"
+    whole_layouts = _reduced_layouts(whole.asm["ttgir"])
+    assert whole_layouts and want in whole_layouts[0], f"the slices' reduction: {whole_layouts[0]}, want {want}"
+
+
 def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ll_launch``: groups x rows per group (a power of two) cover the rows in one round each, each group's rows
     split over a power of two of programs while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (or as
@@ -1100,7 +1194,30 @@ def _ll_kernel_ptx(
     warps. ``wide``: the kernel's ``WIDE`` (None: a kernel without it); those kernels also take ``hidden`` as a
     multiple of 16, as the op's wide payloads need. ``extra``: parameters beyond the split kernel's. ``num_warps``:
     0 for ``ll_num_warps`` at 4 (a program holds whole rows). ``constants``: constexprs beyond the split kernel's."""
-    from dl_compile import assembly, compile_kernel, need_real_library
+    from dl_compile import assembly
+
+    compiled, words, num_warps = _ll_kernel_compiled(
+        kernel, dtype, hidden, rows, slices, fp8, watched, wide, extra, num_warps, constants
+    )
+    return assembly(compiled, "sm_90"), words, num_warps
+
+
+def _ll_kernel_compiled(
+    kernel: Any,
+    dtype: str,
+    hidden: int,
+    rows: int,
+    slices: int,
+    fp8: bool,
+    watched: bool,
+    wide: bool | None = None,
+    extra: dict[str, str] | None = None,
+    num_warps: int = 0,
+    constants: dict[str, Any] | None = None,
+) -> tuple[Any, int, int]:
+    """``_ll_kernel_ptx``'s kernel compiled (Triton's compiled kernel: every stage's text), a row's words and the
+    program's warps."""
+    from dl_compile import compile_kernel, need_real_library
 
     from triton_dist.ops.all_reduce.config import ll_elements_per_word
     from triton_dist.ops.ar_rmsnorm import config as cfg
@@ -1130,4 +1247,4 @@ def _ll_kernel_ptx(
     aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr")
     aligned += () if wide is None else ("hidden",)
     compiled = compile_kernel(kernel, signature, "sm_90", constexprs, aligned, num_warps)
-    return assembly(compiled, "sm_90"), words, num_warps
+    return compiled, words, num_warps
