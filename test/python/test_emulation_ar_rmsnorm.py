@@ -975,12 +975,25 @@ def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPat
         (256, 1, 1),
     ]
     assert cfg.ll_launch_warps(8192, 2, words, 16) == 4 and cfg.ll_spin_fp8_config(words).ll_reduce == "atomic"
+    # ll_reduce="whole_row": the spins' launch and warps, raised to at most LL_WHOLE_PER_THREAD words of the whole row
+    # a thread (its program reads every slice); e4m3 runs "atomic"'s kernel.
+    whole = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="whole_row")
+    assert [launch(m, 8192, 2, 256, ll_reduce="whole_row") for m in (1, 32, 256)] == [
+        (1, 16, 1),
+        (32, 4, 1),
+        (256, 1, 1),
+    ]
+    assert [cfg.ll_launch_warps(8192, 2, whole, s) for s in (16, 4, 1)] == [4, 4, 8]  # as the spins'
+    one_warp = cfg.ArRmsNormConfig("one_shot_ll", 256, 1, ll_reduce="whole_row")
+    assert cfg.ll_launch_warps(8192, 2, one_warp, 16) == 4 and cfg.ll_launch_warps(16384, 2, whole, 16) == 8
+    assert cfg.ll_spin_fp8_config(whole).ll_reduce == "atomic"
     assert cfg.ll_spin_fp8_config(spin) == cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="atomic")
     assert cfg.ll_spin_fp8_config(cfg.ArRmsNormConfig("one_shot", 4)) == cfg.ArRmsNormConfig("one_shot", 4)
     with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='spin' is an option of one_shot_ll without"):
         cfg.ArRmsNormConfig("one_shot_ll", 4, ll_single_reader=True, ll_reduce="spin")
     with pytest.raises(
-        cfg.ArRmsNormError, match="ll_reduce must be one of \\['row', 'atomic', 'spin', 'spin_words'\\], got 'tree'"
+        cfg.ArRmsNormError,
+        match="ll_reduce must be one of \\['row', 'atomic', 'spin', 'spin_words', 'whole_row'\\], got 'tree'",
     ):
         cfg.ArRmsNormConfig("one_shot_ll", 4, ll_reduce="tree")
     with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='atomic' is an option of one_shot_ll without"):

@@ -246,6 +246,11 @@ LL_SPIN_MAX_SLICES = 16
 waits for all of them (``kernels._ar_rmsnorm_ll_spin_kernel``), so they must be resident together: a group of at
 most 16 consecutive programs, in a launch of at most ``LL_READER_PROGRAMS`` (one wave of the SMs) wherever a row is
 split (past it, one program a row: its own arrival completes its count, nothing waits for another program)."""
+LL_WHOLE_PER_THREAD = 32
+"""LL one-shot with ``ll_reduce="whole_row"``: the most words of the whole row a thread waits for and rereads per
+peer (its program reads every slice): 32 compile for sm_90 without local memory at hidden 8192 bf16 (16 slices of
+4 warps, the spins' launch); at fewer warps (the config's 1 or 2) the program gets more (``ll_launch_warps``), and
+its slices' sums of squares then another tree than the spins' (the same bits on every rank still)."""
 EMULATED_LL_SLOTS = 8
 """LL one-shot under the CPU emulation: slots of its workspaces, so the most programs of a launch (each a thread
 of the interpreter; the GPU's 256 slots of rows from every rank would crowd a small CPU heap). More than the flag
@@ -318,11 +323,14 @@ def ll_launch_warps(hidden: int, itemsize: int, config: ArRmsNormConfig, slices:
     """The LL kernel's warps for ``config`` with rows split into ``slices``: ``ll_num_warps`` (a program holds whole
     rows), but for ``ll_reduce`` in ``LL_SLICED``, whose programs hold (or handle at a time) only a slice of
     ``ll_row_words / slices`` words: the config's warps, raised to at most ``LL_PER_THREAD`` words per thread,
-    lowered to at least one word per thread."""
+    lowered to at least one word per thread; "whole_row" also raised to at most ``LL_WHOLE_PER_THREAD`` words of the
+    whole row per thread (never past one word of the slice per thread: slices are at most 16)."""
     if config.ll_reduce not in LL_SLICED:
         return ll_num_warps(hidden, itemsize, config.num_warps)
     words = ll_row_words(hidden, itemsize) // slices
     least = max(1, words // (32 * LL_PER_THREAD))
+    if config.ll_reduce == "whole_row":  # a program also waits for and rereads the whole row
+        least = max(least, ll_row_words(hidden, itemsize) // (32 * LL_WHOLE_PER_THREAD))
     return min(max(config.num_warps, least), max(1, words // 32))
 
 
