@@ -51,6 +51,16 @@ def _analyse(name: str, rank: int, inputs: tuple[Any, ...], x: Any, recv_x: Any,
         if bad.numel():
             tokens_of[s] = (int(bad.min()), int(bad.max()), int(bad.unique().numel()))
     x_intact = torch.equal(x.cpu().view(torch.int16), xs[rank].view(torch.int16))
+    differ = got[rows].view(torch.int16) != want[rows].view(torch.int16)
+    per_row = differ.sum(dim=1)
+    columns = differ.any(dim=0).nonzero().flatten()
+    delta = (got[rows].float() - want[rows].float()).abs().nan_to_num(1e9).max().item() if rows.numel() else 0.0
+    elements = (
+        f"elements differing per wrong row: min {int(per_row.min())} max {int(per_row.max())}, columns "
+        f"[{int(columns.min())}, {int(columns.max())}], max |diff| {delta:.3g}"
+        if rows.numel()
+        else "no element differs"
+    )
     nan = int(torch.isnan(got[rows].float()).all(dim=1).sum()) if rows.numel() else 0
     zero = int((got[rows].float() == 0).all(dim=1).sum()) if rows.numel() else 0
     # Slots: the expand kernel's i (received token i) whose comb_rows hold row r.
@@ -86,7 +96,7 @@ def _analyse(name: str, rank: int, inputs: tuple[Any, ...], x: Any, recv_x: Any,
             by_src_slots[s] = (int(mine.min()), int(mine.max()))
     return (
         f"{name}: epoch {epoch}, {int(wrong.sum())} of {got.shape[0]} rows wrong; by source (wrong, rows) {by_source}; "
-        f"wrong rows' source tokens (min, max, distinct) {tokens_of}; this rank's x intact after the call {x_intact}; "
+        f"wrong rows' source tokens (min, max, distinct) {tokens_of}; {elements}; this rank's x intact {x_intact}; "
         f"slots per source {by_src_slots}; wrong rows' slots {span}; wrong rows all-NaN {nan}, all-zero {zero}; "
         f"token buffer wrong now at {len(now_wrong)} slots {now_wrong[:3]}...{now_wrong[-3:]}; data flags == epoch: "
         f"{set_flags} of {data_flags.numel()}; CAP {plan.buffers.token_slots}, programs {plan.programs}; "
