@@ -247,7 +247,7 @@ waits for all of them (``kernels._ar_rmsnorm_ll_spin_kernel``), so they must be 
 most 16 consecutive programs, in a launch of at most ``LL_READER_PROGRAMS`` (one wave of the SMs) wherever a row is
 split (past it, one program a row: its own arrival completes its count, nothing waits for another program)."""
 LL_WHOLE_PER_THREAD = 32
-"""LL one-shot with ``ll_reduce="whole_row"``: the most words of the whole row a thread waits for and rereads per
+"""LL one-shot with ``ll_reduce="whole_row"``: the most words of the whole row a thread polls (and holds) per
 peer (its program reads every slice): 32 compile for sm_90 without local memory at hidden 8192 bf16 (16 slices of
 4 warps, the spins' launch); at fewer warps (the config's 1 or 2) the program gets more (``ll_launch_warps``), and
 its slices' sums of squares then another tree than the spins' (the same bits on every rank still)."""
@@ -329,7 +329,7 @@ def ll_launch_warps(hidden: int, itemsize: int, config: ArRmsNormConfig, slices:
         return ll_num_warps(hidden, itemsize, config.num_warps)
     words = ll_row_words(hidden, itemsize) // slices
     least = max(1, words // (32 * LL_PER_THREAD))
-    if config.ll_reduce == "whole_row":  # a program also waits for and rereads the whole row
+    if config.ll_reduce == "whole_row":  # a program also polls and holds the whole row
         least = max(least, ll_row_words(hidden, itemsize) // (32 * LL_WHOLE_PER_THREAD))
     return min(max(config.num_warps, least), max(1, words // 32))
 

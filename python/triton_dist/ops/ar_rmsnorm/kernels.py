@@ -187,32 +187,31 @@ The **LL one-shot whose programs each read the whole row** (``_ar_rmsnorm_ll_who
 "whole_row"; an option, never the default until measured) removes the spins' second, intra-GPU round (the slices'
 partial sums of squares exchanged between a row's programs after the cross-GPU round) by redundancy. The spins'
 grid, warps and push (program ``(g, s)`` pushes slice ``s`` of its rows: the NVLink stores stay spread over the
-SMs); then every program of a row waits for the *whole* row's words from every peer (``_ll_row_await``: each thread
-polls its share, ``tid + i * ntid``, of each peer's row in one asm loop of relaxed system-scope loads, then a
-``bar.sync``), reads them again as ``[SLICES, SLICE_W]`` (relaxed system-scope ``ld.volatile``, every load of the
-row in flight together, with x and the residual: L2-hot, local), sums in rank order in fp32, adds the residual,
-rounds to the dtype, and reduces each slice's squares along its words (one reduction for all slices) into the
-partials the spin kernel's programs compute, which it adds from 0 in slice order (``_ll_in_slice_order``: the
-spins' and "atomic"'s total). It recomputes its own slice alone (the same elementwise code: the same new residual),
-stores it and its normed slice. No counter, no partial, no step between the programs of a row (they need not be
-resident together). The cost: each program reads the whole row (16 KiB of x and residual and 32 KiB of words per
-peer at hidden 8192 bf16, from L2), and one local round trip after the wait (the reload).
+SMs); then every program of a row loads the whole row of x and of the residual (local, L2-hot) as
+``[SLICES, SLICE_W]`` (slice ``c`` in row ``c``), polls the whole row's words from every peer in that layout
+(``_ll_tile_receive``: each thread its own words in one asm loop, ``pack`` = all of them, and it uses the values
+it polled: no barrier, no second read), sums in rank order in fp32, adds the residual, rounds to the dtype, and
+reduces each slice's squares along its words (one reduction for all slices) into the partials the spin kernel's
+programs compute, which it adds from 0 in slice order (``_ll_in_slice_order``: the spins' and "atomic"'s total).
+It takes its own slice out of the row (``_ll_row_of``: an integer sum of its bits and zeros, exact), stores it and
+its normed slice. No counter, no partial, no step between the programs of a row (they need not be resident
+together). The cost: each program polls the whole row (32 KiB of words per peer at hidden 8192 bf16, 32 words a
+thread at 4 warps, ``config.LL_WHOLE_PER_THREAD``) and loads 16 KiB of x and of the residual, from L2.
 
 Same bits: a slice's partial is the same fp32 sum as the spin kernel's only if its tree of additions is, which is
 the layout's: the compiler lays the spin kernel's slice out as ``sizePerThread = [v]`` (``v = min(4, words a
 thread holds)`` for 16-bit rows in packed pairs), and the whole-row kernel caps the contiguity of its words at
 ``v`` (``_ll_slice_vector``, ``tl.max_contiguous``) so that its ``[SLICES, SLICE_W]`` layout is ``[1, v]`` over the
 same threads and warps: each slice reduced as the spin kernel reduces it. A compile test compares the two layouts
-for packed pairs (the measured regime); for other element layouts (fp32, an odd hidden) they may differ, and the
-partials with them by an fp32 ulp: the outputs are then still bit-identical on every rank and in every program of a
-row (the same code on the same values), only not always to the spins'. Ordering: a word is reread only after every
-thread's poll saw its epoch (the barrier), through L2 (system-scope loads are not served from L1), where it holds
-that value until this rank's next call has pushed (all_reduce's LL argument above: a peer rewrites a parity only
-after observing this rank's next epoch). Watched: the polls are bounded (the asm's ``bar.red.or.pred`` vote), and
-where any thread gave up the program awaits the peer's row slice by slice with ``_ll_receive_late`` (``dl.wait``,
-which the watchdog times out naming the word). Emulated: each slice's words are received with
-``_ll_receive_emulated`` (the words are pushed by the peers' programs, never by this rank's, so the interpreter's
-order of programs within a rank does not matter). The e4m3 output runs "atomic"'s kernel, as the spins'.
+for packed pairs (the measured regime); for other element layouts (fp32, an odd hidden) or warps raised past the
+spins' (``config.ll_launch_warps``) they may differ, and the partials with them by an fp32 ulp: the outputs are
+then still bit-identical on every rank and in every program of a row (the same code on the same values), only not
+always to the spins'. Ordering: all_reduce's LL argument unchanged (each program reads only words the peers'
+programs push, each word by the thread that polled it). Watched: the polls are bounded, and while a word is missing
+the program waits on it with ``dl.wait`` (which the watchdog times out naming the word), then polls again.
+Emulated: the words received with ``_ll_receive_emulated`` (the words are pushed by the peers' programs, never by
+this rank's, so the interpreter's order of programs within a rank does not matter). The e4m3 output runs
+"atomic"'s kernel, as the spins'.
 
 The e4m3 output needs the row's largest normed magnitude for its per-token scale, which no spinning program holds
 (it holds its slice): the op runs "atomic"'s kernel, launch and workspace for it (``config.ll_spin_fp8_config``),
@@ -239,6 +238,7 @@ from triton_dist.ops.common.ll_words import (
     _ll_next_epoch,
     _ll_pack,
     _ll_payload,
+    _ll_poll_asm,
     _ll_receive,
     _ll_receive_late,
     _ll_store,
@@ -1021,7 +1021,7 @@ def _ll_rounded_squares(acc_low, acc_high, residual, DTYPE: tl.constexpr, PER_WO
     payloads: the sum plus the residual rounded to ``DTYPE`` (its two lanes; 0 past the hidden size), the same in
     fp32, and the slice's sum of squares of the rounded values (fp32, ``tl.sum`` over the slice: the last axis, so that
     ``[SLICES, SLICE_W]`` slices give one sum per slice, reduced as one slice alone). The one code of
-    every sliced LL kernel (``_ll_slice_new_residual``, ``_ll_whole_chunk``): the same bits for the same slice."""
+    every sliced LL kernel (``_ll_slice_new_residual``, ``_ll_whole_row``): the same bits for the same slice."""
     res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
     new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)  # 0 past the hidden size
     h_low = new_low.to(tl.float32)
@@ -1476,98 +1476,12 @@ def _ar_rmsnorm_ll_spin_kernel(
                 )
 
 
-@triton.constexpr_function
-def _ll_await_asm(count, max_passes=0):
-    """(PTX, constraints) of a thread's wait for its share of a peer's row of LL words (``_ll_row_await``): operands
-    ``$0`` (out) 1 where any thread of the program gave up (``max_passes`` > 0; else 0), ``$1`` the address of the
-    row's first word, ``$2`` the epoch, ``$3`` the row's words that carry data (the others are never written). The
-    thread's words are ``tid + i * ntid`` for ``i < count`` (whatever layout the words are read in later: a
-    scalar asm, each thread its own ``count`` words). Each pass loads every word still pending
-    (``ld.relaxed.sys.global.b64``, independent loads in flight together) and drops those whose high half is the
-    epoch, until none is pending (``max_passes``: at most that many passes, then ``bar.red.or.pred`` votes, so the
-    program branches as one). Nothing is returned of the words: only that they arrived. Registers and label inside
-    ``{ }`` (as ``ll_words._ll_poll_asm``)."""
-    words = range(count)
-    lines = ["{", ".reg .pred %lap;", ".reg .b32 %laj, %lastride, %lalo, %lahi, %laany;"]
-    lines += [".reg .b64 %labase, %lastep, %lacur;", f".reg .b64 %law<{count}>;", f".reg .b32 %lak<{count}>;"]
-    lines += ["mov.u32 %laj, %tid.x;", "mov.u32 %lastride, %ntid.x;"]
-    lines += ["mul.wide.u32 %labase, %laj, 8;", "add.s64 %labase, %labase, $1;", "mul.wide.u32 %lastep, %lastride, 8;"]
-    for i in words:
-        if i > 0:
-            lines.append("add.u32 %laj, %laj, %lastride;")
-        lines += ["setp.lt.u32 %lap, %laj, $3;", f"selp.b32 %lak{i}, $2, 0, %lap;", f"mov.b64 %law{i}, 0;"]
-    if max_passes:
-        lines += [".reg .pred %laq;", ".reg .b32 %lan;", "mov.b32 %lan, 0;"]
-    lines += ["LL_AWAIT:", "mov.b64 %lacur, %labase;"]
-    for i in words:
-        if i > 0:
-            lines.append("add.s64 %lacur, %lacur, %lastep;")
-        lines += [f"setp.ne.b32 %lap, %lak{i}, 0;", f"@%lap ld.relaxed.sys.global.b64 %law{i}, [%lacur];"]
-    for i in words:
-        lines.append(f"mov.b64 {{%lalo, %lahi}}, %law{i};")
-        lines += [f"setp.eq.b32 %lap, %lahi, %lak{i};", f"selp.b32 %lak{i}, 0, %lak{i}, %lap;"]
-    lines.append("mov.b32 %laany, %lak0;")
-    lines += [f"or.b32 %laany, %laany, %lak{i};" for i in words if i > 0]
-    if max_passes:
-        lines += ["add.u32 %lan, %lan, 1;", f"setp.lt.u32 %laq, %lan, {max_passes};"]
-        lines.append("setp.ne.and.b32 %lap, %laany, 0, %laq;")
-    else:
-        lines.append("setp.ne.b32 %lap, %laany, 0;")
-    lines.append("@%lap bra LL_AWAIT;")
-    if max_passes:
-        lines += ["setp.ne.b32 %lap, %laany, 0;", "bar.red.or.pred %lap, 0, %lap;", "selp.b32 $0, 1, 0, %lap;"]
-    else:
-        lines.append("mov.b32 $0, 0;")
-    lines.append("}")
-    return "\n\t".join(lines), "=r,l,r,r"
-
-
 @triton.jit
-def _ll_row_await(
-    row_words,
-    epoch,
-    me,
-    hidden,
-    RANKS: tl.constexpr,
-    RANK_WORDS: tl.constexpr,
-    BLOCK_W: tl.constexpr,
-    SLICES: tl.constexpr,
-    PER_WORD: tl.constexpr,
-    WATCHED: tl.constexpr,
-):
-    """Wait until every word of a row from every peer (``row_words + peer * RANK_WORDS``, the words that carry the
-    row's ``hidden`` elements) carries ``epoch``, then a barrier: after it, any thread of the program may read any
-    of them (``_ll_whole_chunk``). Each thread polls its own share of each peer's row (``_ll_await_asm``), peer by
-    peer. ``WATCHED``: the polls are bounded and, where any thread gave up (the asm's barrier vote), the program
-    awaits the peer's row slice by slice with ``_ll_receive_late`` (``dl.wait`` on a missing word, which the wait
-    watchdog times out, naming it). GPU only (the emulation's receive waits by itself)."""
-    COUNT: tl.constexpr = _ll_words_per_thread(BLOCK_W, tl.extra.cuda.num_warps())
-    ASM: tl.constexpr = _ll_await_asm(COUNT, _LL_WATCHED_POLL_PASSES * WATCHED)
-    SLICE_W: tl.constexpr = BLOCK_W // SLICES
-    valid = (hidden + PER_WORD - 1) // PER_WORD
-    for peer in tl.static_range(RANKS):
-        if peer != me:
-            peer_words = row_words + peer * RANK_WORDS
-            late = tl.inline_asm_elementwise(
-                ASM[0], ASM[1], [peer_words, epoch, valid], dtype=tl.int32, is_pure=False, pack=1
-            )
-            if WATCHED:
-                if late != 0:  # the same in every thread (the asm's barrier vote)
-                    for c in range(0, SLICES):
-                        chunk = c * SLICE_W + tl.arange(0, SLICE_W)
-                        sent = _ll_pack(tl.zeros([SLICE_W], dtype=tl.uint32), epoch)
-                        _ll_receive_late(
-                            peer_words, chunk, chunk * PER_WORD < hidden, sent, epoch, _LL_WATCHED_POLL_PASSES
-                        )
-    tl.debug_barrier()  # every thread's share in before any thread reads the row
-
-
-@triton.jit
-def _ll_whole_chunk(
+def _ll_whole_row(
     x_row_ptr,
     residual_row_ptr,
     row_words,
-    chunk,
+    chunks,
     hidden,
     epoch,
     me,
@@ -1576,31 +1490,63 @@ def _ll_whole_chunk(
     DTYPE: tl.constexpr,
     PER_WORD: tl.constexpr,
     WIDE: tl.constexpr,
+    WATCHED: tl.constexpr,
     EMULATED: tl.constexpr,
 ):
-    """One slice (``chunk`` words) of a row whose peers' words have all arrived (``_ll_row_await``; ``EMULATED``:
-    awaited here, ``_ll_receive_emulated``): x, the residual and the peers' words loaded (relaxed system-scope
-    loads, ``ld.volatile``: every chunk's in flight together, no loop between them), summed in rank order in fp32
-    with this rank's x in its place (``_ll_row_sum``'s sum), the residual added and rounded
-    (``_ll_rounded_squares``: the spin kernel's slice, the same bits). Returns the rounded slice in fp32 (its two
-    lanes) and its sum of squares."""
-    mine = _ll_payload_wide(x_row_ptr, chunk, hidden, PER_WORD, WIDE)
-    residual = _ll_payload_wide(residual_row_ptr, chunk, hidden, PER_WORD, WIDE)
-    in_chunk = chunk * PER_WORD < hidden
-    acc_low = tl.zeros(chunk.shape, dtype=tl.float32)
-    acc_high = tl.zeros(chunk.shape, dtype=tl.float32)
+    """A row's words ``chunks`` (``[SLICES, SLICE_W]``: slice ``c`` in row ``c``), whose peers' words land at
+    ``row_words + peer * RANK_WORDS``: x and the residual loaded first (local: they arrive while the poll waits),
+    each peer's words polled until they carry ``epoch`` (``_ll_tile_receive``: each thread its own words, so it
+    uses the values it polled; ``EMULATED``: ``_ll_receive_emulated``), summed in rank order in fp32 with this
+    rank's x in its place (``_ll_row_sum``'s sum), the residual added and rounded (``_ll_rounded_squares``: the
+    spin kernel's arithmetic per element). Returns the rounded row in fp32 (its two lanes, ``[SLICES, SLICE_W]``)
+    and each slice's sum of squares (``[SLICES]``, reduced along the slice's words)."""
+    mine = _ll_payload_wide(x_row_ptr, chunks, hidden, PER_WORD, WIDE)
+    residual = _ll_payload_wide(residual_row_ptr, chunks, hidden, PER_WORD, WIDE)
+    in_row = chunks * PER_WORD < hidden
+    acc_low = tl.zeros(chunks.shape, dtype=tl.float32)
+    acc_high = tl.zeros(chunks.shape, dtype=tl.float32)
     for peer in tl.static_range(RANKS):  # rank order: the same sum on every rank
-        theirs = in_chunk & (peer != me)
+        theirs = in_row & (peer != me)  # none of my own: their poll loads nothing
         if EMULATED:  # the receive takes a row of words: the slices flattened, and back
-            flat = tl.reshape(chunk, [chunk.numel])
-            got = _ll_receive_emulated(row_words + peer * RANK_WORDS, flat, tl.reshape(theirs, [chunk.numel]), epoch)
-            got = tl.reshape(got, chunk.shape)
+            flat = tl.reshape(chunks, [chunks.numel])
+            got = _ll_receive_emulated(row_words + peer * RANK_WORDS, flat, tl.reshape(theirs, [chunks.numel]), epoch)
+            got = tl.reshape(got, chunks.shape)
         else:
-            loaded = tl.load(row_words + peer * RANK_WORDS + chunk, mask=theirs, other=0, volatile=True)
-            _, got = _ll_unpack(loaded.to(tl.uint64, bitcast=True))
+            got = _ll_tile_receive(row_words + peer * RANK_WORDS, chunks, theirs, _ll_pack(mine, epoch), epoch, WATCHED)
         acc_low, acc_high = _ll_add(acc_low, acc_high, tl.where(peer == me, mine, got), DTYPE, PER_WORD)
     _, _, h_low, h_high, squares = _ll_rounded_squares(acc_low, acc_high, residual, DTYPE, PER_WORD)
     return h_low, h_high, squares
+
+
+@triton.jit
+def _ll_tile_poll(ptrs, wanted, MAX_PASSES: tl.constexpr):
+    """``ll_words._ll_poll`` of a tensor of any shape: each thread polls its own elements (``pack``: all of them in
+    one asm loop)."""
+    COUNT: tl.constexpr = _ll_words_per_thread(ptrs.numel, tl.extra.cuda.num_warps())
+    ASM: tl.constexpr = _ll_poll_asm(COUNT, MAX_PASSES)
+    return tl.inline_asm_elementwise(ASM[0], ASM[1], [ptrs, wanted], dtype=tl.uint64, is_pure=False, pack=COUNT)
+
+
+@triton.jit
+def _ll_tile_receive(words_ptr, offs, mask, sent, epoch, WATCHED: tl.constexpr):
+    """The uint32 payloads of the LL words at ``words_ptr + offs`` (any shape) where ``mask`` (0 elsewhere), polled
+    until each carries the epoch of ``sent`` (this program's packed words: their layout, ``_ll_receive``'s note).
+    ``WATCHED``: the poll is bounded, and while a word is missing the program waits on the high half of the first
+    with ``dl.wait`` (which the wait watchdog times out, naming it), then polls the missing ones again."""
+    sent_epoch, _ = _ll_unpack(sent)
+    wanted = tl.where(mask, sent_epoch, 0)
+    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
+    arrived, payload = _ll_unpack(_ll_tile_poll(words_ptr + offs, wanted, PASSES))
+    if WATCHED:
+        missing = arrived != wanted
+        while tl.max(missing.to(tl.int32)) > 0:
+            first = tl.min(tl.where(missing, offs, offs.numel))
+            high_half = (words_ptr + first).to(tl.pointer_type(tl.int32), bitcast=True) + 1  # little-endian
+            dl.wait(high_half, 1, "sys", "relaxed", epoch, cmp="eq")
+            again, fresh = _ll_unpack(_ll_tile_poll(words_ptr + offs, tl.where(missing, wanted, 0), PASSES))
+            payload = tl.where(missing, fresh, payload)
+            missing = missing & (again != wanted)
+    return payload
 
 
 @triton.constexpr_function
@@ -1611,6 +1557,14 @@ def _ll_slice_vector(slice_words, num_warps):
     ``[SLICES, SLICE_W]`` words at it, so that each slice's row is laid out, and so reduced, as a slice alone (the
     same tree of fp32 additions: the same partial sums of squares); a compile test compares the two layouts."""
     return max(1, min(4, slice_words // (32 * num_warps)))
+
+
+@triton.jit
+def _ll_row_of(values, pick):
+    """The row of fp32 ``values`` (``[R, C]``) where ``pick`` (``[R, 1]``, true in one row): its bits exactly (an
+    integer sum of that row's bits and zeros)."""
+    bits = tl.where(pick, values.to(tl.int32, bitcast=True), 0)
+    return tl.sum(bits, axis=0).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -1683,16 +1637,14 @@ def _ar_rmsnorm_ll_whole_kernel(
         row = first + r
         if row < rows:
             row_words = words + r * BLOCK_W
-            if not EMULATED:
-                _ll_row_await(row_words, epoch, me, hidden, RANKS, RANK_WORDS, BLOCK_W, SLICES, PER_WORD, WATCHED)
             # The whole row as [SLICES, SLICE_W] (slice c's words in row c): each slice's sum of squares as the spin
             # kernel's program of that slice computes it (one reduction along the slices' words), summed from 0 in
-            # slice order (its partials' sum); then my slice again (its elements: the same bits), kept.
+            # slice order (its partials' sum); my slice taken out of the row (its bits, exactly).
             chunks = tl.arange(0, SLICES)[:, None] * SLICE_W + tl.arange(0, SLICE_W)[None, :]
             if not EMULATED:  # the layout of a slice alone along the slices' words (see _ll_slice_vector)
                 VECTOR: tl.constexpr = _ll_slice_vector(SLICE_W, tl.extra.cuda.num_warps())
                 chunks = tl.max_contiguous(chunks, [1, VECTOR])
-            _, _, squares = _ll_whole_chunk(
+            h_low, h_high, squares = _ll_whole_row(
                 x_ptr + row * hidden,
                 residual_ptr + row * hidden,
                 row_words,
@@ -1705,24 +1657,13 @@ def _ar_rmsnorm_ll_whole_kernel(
                 DTYPE,
                 PER_WORD,
                 WIDE,
+                WATCHED,
                 EMULATED,
             )
             total = _ll_in_slice_order(squares, SLICES)
-            mine_low, mine_high, _ = _ll_whole_chunk(
-                x_ptr + row * hidden,
-                residual_ptr + row * hidden,
-                row_words,
-                sliced,
-                hidden,
-                epoch,
-                me,
-                RANKS,
-                RANK_WORDS,
-                DTYPE,
-                PER_WORD,
-                WIDE,
-                EMULATED,
-            )
+            mine = tl.arange(0, SLICES)[:, None] == part
+            mine_low = _ll_row_of(h_low, mine)
+            mine_high = _ll_row_of(h_high, mine)
             new_row = new_residual_ptr + row * hidden
             _ll_store_pairs(new_row, sliced, hidden, mine_low.to(DTYPE), mine_high.to(DTYPE), PER_WORD, WIDE)
             _ll_norm_slice(
