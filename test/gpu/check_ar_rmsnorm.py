@@ -15,7 +15,7 @@ inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (
 same with every slice waiting for the row's others and norming itself (``ll_reduce="spin"``); ``ll_spin_words``:
 the same with the partial sums of squares exchanged as epoch-tagged words (``ll_reduce="spin_words"``);
 ``ll_whole_row``: the same with every program of a row reading the whole row (``ll_reduce="whole_row"``), and its
-outputs bit-identical to "spin_words"' and "atomic"'s at hidden 8192 bf16, M 1 to 8 (the same partial sums of
+outputs bit-identical to "spin_words"' and "spin"'s at hidden 8192 bf16, M 1 to 8 (the same partial sums of
 squares, summed in slice order).
 Exit code 0 iff every check passed on every rank.
 """
@@ -528,8 +528,9 @@ def check_ll_whole_row(checks: Checks, world: rt.World) -> None:
     for and reads the whole row, sums the slices' squares itself, no exchange between the row's programs (1 warp
     asked for at M = 1: raised to 4, its whole row at most 32 words a thread). Then, at hidden 8192 bf16 and M 1,
     2, 4, 8 (the spins' grid at 4 warps, the default's config at M <= 2), its outputs bit-identical to
-    "spin_words"' and "atomic"'s on the same inputs (each slice reduced along the same tree, the partials summed
-    in slice order). NVIDIA only (ROCm: ``check_ll`` checks the refusal)."""
+    "spin_words"' and "spin"'s on the same inputs (each slice reduced along the same tree, the partials summed in
+    slice order; "atomic" reduces its slices at 8 warps, another tree). NVIDIA only (ROCm: ``check_ll`` checks the
+    refusal)."""
     if not ll_supported():
         return
     more = (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 1, ll_reduce="whole_row"))
@@ -541,7 +542,7 @@ def check_ll_whole_row(checks: Checks, world: rt.World) -> None:
         x, residual, weight = inputs(world.rank, tag, shape, torch.bfloat16)
         _check(x, residual, weight, EPS)
         outputs = {}
-        for reduce in ("whole_row", "spin_words", "atomic"):
+        for reduce in ("whole_row", "spin_words", "spin"):
             normed, new_residual = poisoned_outputs(shape, torch.bfloat16)
             config = ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce=reduce)
             _launch(x, residual, weight, EPS, normed, new_residual, None, config)
@@ -552,7 +553,7 @@ def check_ll_whole_row(checks: Checks, world: rt.World) -> None:
         ok_r, detail_r = close(outputs["whole_row"][1], want_residual, torch.bfloat16)
         what = f"whole_row M={m} hidden=8192 bf16"
         checks.check(f"{what}: normed, new_residual", ok_n and ok_r, f"normed {detail_n}; new_residual {detail_r}")
-        for other in ("spin_words", "atomic"):
+        for other in ("spin_words", "spin"):
             differ = [
                 f"{name}: {int((a.view(torch.int16) != b.view(torch.int16)).sum())} elements"
                 for name, a, b in zip(("normed", "new_residual"), outputs["whole_row"], outputs[other], strict=True)
