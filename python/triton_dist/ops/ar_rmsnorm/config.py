@@ -34,8 +34,9 @@ LL_SPINS = ("spin", "spin_words")
 LL_SLICED = (*LL_SPINS, "whole_row")
 """The ``ll_reduce`` values launched as the spin kernel is (``ll_launch``, ``ll_launch_warps``: a program's warps
 follow its slice) and whose e4m3 output "atomic"'s kernel writes (``ll_spin_fp8_config``): the spins and
-"whole_row" (``kernels._ar_rmsnorm_ll_whole_kernel``: every program of a row reads the whole row, slice by slice at
-the slice's warps, and norms its own slice; nothing passes between the row's programs)."""
+"whole_row" (``kernels._ar_rmsnorm_ll_whole_kernel``: every program of a row polls the whole row, reduces each
+slice's squares as the spin kernel's program of that slice does, and norms its own slice; nothing passes between
+the row's programs)."""
 MAX_HIDDEN = 32768
 """The largest hidden size: a program holds one row (``next_power_of_2(hidden)`` fp32 values) in registers."""
 
@@ -77,10 +78,11 @@ class ArRmsNormConfig:
     stores its partial as an LL word (the call's epoch in its high half) and polls the row's other programs' words
     until each carries the epoch, one local round trip where the counter takes three (the atomic, its poll, the
     partials' loads); "whole_row": the spins' grid, warps and push, but no exchange between the row's programs:
-    each waits for the whole row's words from every peer and computes the whole row's sum of squares itself, slice
-    by slice in slice order (the spins' partials and their sum: the same bits), then norms and stores only its
-    slice (``kernels._ar_rmsnorm_ll_whole_kernel``; the e4m3 output takes "atomic"'s kernel, as the spins'). Not
-    with ``ll_single_reader``. Not the default: an option until measured."""
+    each polls the whole row's words from every peer and computes the whole row's sum of squares itself, each
+    slice's partial as the spins' and their sum in slice order (the spins' bits where the layouts agree: bf16 rows
+    in packed pairs at the spins' warps, compile-tested), then norms and stores only its slice
+    (``kernels._ar_rmsnorm_ll_whole_kernel``; the e4m3 output takes "atomic"'s kernel, as the spins'). Not with
+    ``ll_single_reader``. Not the default: an option until measured."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
