@@ -435,14 +435,10 @@ class UnfusedPlan:
         torch.mm(a, b, out=self.partial)
         if out is None:
             out = self.partial.new_empty((self.shard, self.n))
-        self.scatter(out)
-        return out
-
-    def scatter(self, out: torch.Tensor) -> None:
-        """The reduce-scatter of the kept partial into ``out``, on the current stream."""
         work = self.reduce_scatter(out, self.partial, self.options)
         if work is not None:  # as dist.reduce_scatter_tensor: orders the current stream after the collective
             work.wait()
+        return out
 
 
 def _build_unfused(world: rt.World, a: torch.Tensor, m: int, n: int) -> UnfusedPlan:
@@ -729,13 +725,6 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
         out = torch.empty((plan.shard, plan.n), dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.numel() == 0:  # nothing worth a graph
         return plan.run(a, b, out)
-    if isinstance(plan, UnfusedPlan):
-        # The GEMM is launched eagerly, so the GPU starts at once (a graph's launch starts its first kernel a few
-        # µs later than a kernel's launch: 0.97x the baseline's device time in one sweep row); the reduce-scatter,
-        # whose NCCL launch costs the host most, is replayed while the GEMM runs.
-        torch.mm(a, b, out=plan.partial)
-        plan.graphs.launch((out.data_ptr(),), a.device, lambda: plan.scatter(out))
-        return out
     plan.graphs.launch((a.data_ptr(), b.data_ptr(), out.data_ptr()), a.device, lambda: plan.run(a, b, out))
     return out
 
