@@ -23,9 +23,6 @@ Per M in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096, 8192), hidden 8192, bf16
   a row over up to 16 programs, the launch within 128; ``LL spin grid``: groups x slices);
 - ``fused LL spin words (forced)``: the same with ``ll_reduce="spin_words"``: the partial sums of squares travel as
   epoch-tagged words the row's programs poll, no counter (its grid: the spin one's);
-- ``fused LL whole row (forced)``: the same with ``ll_reduce="whole_row"``: the spins' grid, warps and push, but
-  every program of a row reads the whole row's words from every peer and sums the slices' squares itself, in slice
-  order, then norms its own slice: no exchange between the row's programs (its grid: the spin one's);
 - ``our AR``: ``triton_dist.ops.all_reduce(x, out=)`` alone (what the fused op must not cost much more than);
 - ``our AR + add + RMSNorm``: our all-reduce, then ``torch.add`` of the residual and
   ``torch.nn.functional.rms_norm`` (our unfused path);
@@ -86,7 +83,6 @@ FUSED_LL_READER = "fused LL 1 reader (forced)"
 FUSED_LL_ATOMIC = "fused LL atomic (forced)"
 FUSED_LL_SPIN = "fused LL spin (forced)"
 FUSED_LL_SPIN_WORDS = "fused LL spin words (forced)"
-FUSED_LL_WHOLE = "fused LL whole row (forced)"
 OURS = "our AR"
 UNFUSED = "our AR + add + RMSNorm"
 NCCL = "NCCL + add + RMSNorm"
@@ -100,21 +96,12 @@ NAMES = (
     FUSED_LL_ATOMIC,
     FUSED_LL_SPIN,
     FUSED_LL_SPIN_WORDS,
-    FUSED_LL_WHOLE,
     OURS,
     UNFUSED,
     NCCL,
     SYMM,
 )
-LL_NAMES = (
-    FUSED_LL,
-    FUSED_LL_UNSPLIT,
-    FUSED_LL_READER,
-    FUSED_LL_ATOMIC,
-    FUSED_LL_SPIN,
-    FUSED_LL_SPIN_WORDS,
-    FUSED_LL_WHOLE,
-)
+LL_NAMES = (FUSED_LL, FUSED_LL_UNSPLIT, FUSED_LL_READER, FUSED_LL_ATOMIC, FUSED_LL_SPIN, FUSED_LL_SPIN_WORDS)
 """The forced LL variants (timed at M <= ``LL_ROWS``)."""
 LL_ROWS = 256
 """The forced LL variant is timed at M <= 256 (the most rows its 256 programs hold at hidden 8192)."""
@@ -134,9 +121,6 @@ warps a program (``ll_launch_warps``: a spinning program holds only its slice), 
 message over many programs of few warps."""
 LL_SPIN_WORDS = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_reduce="spin_words")
 """The spin variant with its partials exchanged as epoch-tagged words (no counter), timed beside it."""
-LL_WHOLE = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_reduce="whole_row")
-"""The LL variant whose programs each read the whole row (no exchange between a row's programs): the spins' grid
-and warps, timed beside them."""
 BAR_ROWS = 128
 """The bar's ratios against our all-reduce and NCCL's path hold at M <= 128 (issue 28)."""
 SWEEP = (
@@ -186,7 +170,6 @@ def implementations(
         FUSED_LL_ATOMIC: lambda: _run(x, residual, weight, EPS, LL_ATOMIC),
         FUSED_LL_SPIN: lambda: _run(x, residual, weight, EPS, LL_SPIN),
         FUSED_LL_SPIN_WORDS: lambda: _run(x, residual, weight, EPS, LL_SPIN_WORDS),
-        FUSED_LL_WHOLE: lambda: _run(x, residual, weight, EPS, LL_WHOLE),
         OURS: lambda: all_reduce(x, out=reduced),
         UNFUSED: lambda: add_rms_norm(all_reduce(x, out=reduced), residual, weight),
         NCCL: lambda: (dist.all_reduce(nccl_buffer), add_rms_norm(nccl_buffer, residual, weight)),
@@ -261,7 +244,6 @@ def main() -> int:
             (LL_ATOMIC, "LL atomic variant"),
             (LL_SPIN, "LL spin variant"),
             (LL_SPIN_WORDS, "LL spin words variant"),
-            (LL_WHOLE, "LL whole-row variant"),
         ):
             if m > LL_ROWS:
                 break
@@ -390,7 +372,6 @@ def bar_summary(rows: list[dict[str, object]]) -> list[str]:
             1.2,
             graphed,
         ),
-        (f"(not the default) {FUSED_LL_WHOLE} / our AR at M <= {BAR_ROWS}", small, FUSED_LL_WHOLE, OURS, 1.2, graphed),
     ]
     lines = []
     for what, subset, numerator, denominator, bar, modes in specs:
@@ -425,8 +406,7 @@ def write_results(
         "  spin (forced): the same with ll_reduce=spin (each program polls only its slice, waits for the row's",
         "  other programs' partial sums of squares and norms its own slice; LL spin grid); fused LL spin words",
         "  (forced): the same with ll_reduce=spin_words (the partial sums of squares as epoch-tagged words, no",
-        "  counter); fused LL whole row (forced): the same with ll_reduce=whole_row (every program of a row reads",
-        "  the whole row and sums the slices' squares itself, no exchange between the row's programs; the spin grid);",
+        "  counter);",
         "  our AR: `all_reduce` alone; the `+ add + RMSNorm` paths:",
         "  `torch.add` of the residual, then `torch.nn.functional.rms_norm`.",
         "",
@@ -436,9 +416,9 @@ def write_results(
         "",
         "| M | " + " | ".join(f"{name} graphed" for name in NAMES) + " | fused / our AR | fused / NCCL+ | "
         "fused / unfused | fused / unfused eager | LL / our AR | LL reader / our AR | LL atomic / our AR | "
-        "LL spin / our AR | LL spin words / our AR | LL whole row / our AR | LL grid | LL reader grid | "
-        "LL atomic grid | LL spin grid | config |",
-        "|---" * (len(NAMES) + 16) + "|",
+        "LL spin / our AR | LL spin words / our AR | LL grid | LL reader grid | LL atomic grid | LL spin grid | "
+        "config |",
+        "|---" * (len(NAMES) + 15) + "|",
     ]
     for row in rows:
         cells = [f"{us(row, 'M'):.0f}"] + [cell(row, f"{name} graphed") for name in NAMES]
@@ -446,7 +426,6 @@ def write_results(
         cells += [f"{ratio(row, FUSED, UNFUSED, 'eager'):.2f}", f"{ratio(row, FUSED_LL, OURS):.2f}"]
         cells += [f"{ratio(row, FUSED_LL_READER, OURS):.2f}", f"{ratio(row, FUSED_LL_ATOMIC, OURS):.2f}"]
         cells += [f"{ratio(row, FUSED_LL_SPIN, OURS):.2f}", f"{ratio(row, FUSED_LL_SPIN_WORDS, OURS):.2f}"]
-        cells += [f"{ratio(row, FUSED_LL_WHOLE, OURS):.2f}"]
         cells += [str(row["LL grid"]), str(row.get("LL reader grid", "-")), str(row.get("LL atomic grid", "-"))]
         cells += [str(row.get("LL spin grid", "-"))]
         cells += [str(row["config"])]

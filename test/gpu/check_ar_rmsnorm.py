@@ -2,7 +2,6 @@
 variant, gemm_ar's norm epilogue, bad input.
 
     torchrun --nproc-per-node=N test/gpu/check_ar_rmsnorm.py [--only eager,fp8,graph,ll,ll_reader,ll_spin,...]
-    torchrun --nproc-per-node=2 test/gpu/check_ar_rmsnorm.py --only ll_whole_row
 
 Each case draws fresh random inputs (every rank regenerates every rank's for the reference), poisons the outputs
 (NaN) and compares with torch in fp32: ``h = residual + sum over ranks of x`` in rank order, ``new_residual`` = h
@@ -13,10 +12,7 @@ inputs (poisoned outputs each replay). ``ll``: the low-latency one-shot forced (
 ``ll_reader``: the same with its single-reader option (``ll_single_reader``), and tensors off alignment;
 ``ll_atomic``: the same with its slices reducing the norm by atomics (``ll_reduce="atomic"``); ``ll_spin``: the
 same with every slice waiting for the row's others and norming itself (``ll_reduce="spin"``); ``ll_spin_words``:
-the same with the partial sums of squares exchanged as epoch-tagged words (``ll_reduce="spin_words"``);
-``ll_whole_row``: the same with every program of a row reading the whole row (``ll_reduce="whole_row"``), and its
-outputs bit-identical to "spin_words"' and "spin"'s at hidden 8192 bf16, M 1 to 8 (the same partial sums of
-squares, summed in slice order).
+the same with the partial sums of squares exchanged as epoch-tagged words (``ll_reduce="spin_words"``).
 Exit code 0 iff every check passed on every rank.
 """
 
@@ -523,45 +519,6 @@ def check_ll_spin_words(checks: Checks, world: rt.World) -> None:
         _ll_option_cases(checks, world, 90_000, {"ll_reduce": "spin_words"}, more)
 
 
-def check_ll_whole_row(checks: Checks, world: rt.World) -> None:
-    """``check_ll_spin``'s cases with ``ll_reduce="whole_row"`` (forced: an option): every program of a row waits
-    for and reads the whole row, sums the slices' squares itself, no exchange between the row's programs (1 warp
-    asked for at M = 1: raised to 4, its whole row at most 32 words a thread). Then, at hidden 8192 bf16 and M 1,
-    2, 4, 8 (the spins' grid at 4 warps, the default's config at M <= 2), its outputs bit-identical to
-    "spin_words"' and "spin"'s on the same inputs (each slice reduced along the same tree, the partials summed in
-    slice order; "atomic" reduces its slices at 8 warps, another tree). NVIDIA only (ROCm: ``check_ll`` checks the
-    refusal)."""
-    if not ll_supported():
-        return
-    more = (1, 8192, ArRmsNormConfig("one_shot_ll", 256, 1, ll_reduce="whole_row"))
-    _ll_option_cases(checks, world, 100_000, {"ll_reduce": "whole_row"}, more)
-    tag = 110_000
-    for m in (1, 2, 4, 8):
-        tag += 10
-        shape = (m, 8192)
-        x, residual, weight = inputs(world.rank, tag, shape, torch.bfloat16)
-        _check(x, residual, weight, EPS)
-        outputs = {}
-        for reduce in ("whole_row", "spin_words", "spin"):
-            normed, new_residual = poisoned_outputs(shape, torch.bfloat16)
-            config = ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce=reduce)
-            _launch(x, residual, weight, EPS, normed, new_residual, None, config)
-            outputs[reduce] = (normed, new_residual)
-        sync("all_reduce_residual_rmsnorm whole_row bits")
-        want_normed, want_residual = reference(tag, shape, torch.bfloat16, world.world_size)
-        ok_n, detail_n = close(outputs["whole_row"][0], want_normed, torch.bfloat16)
-        ok_r, detail_r = close(outputs["whole_row"][1], want_residual, torch.bfloat16)
-        what = f"whole_row M={m} hidden=8192 bf16"
-        checks.check(f"{what}: normed, new_residual", ok_n and ok_r, f"normed {detail_n}; new_residual {detail_r}")
-        for other in ("spin_words", "spin"):
-            differ = [
-                f"{name}: {int((a.view(torch.int16) != b.view(torch.int16)).sum())} elements"
-                for name, a, b in zip(("normed", "new_residual"), outputs["whole_row"], outputs[other], strict=True)
-                if not torch.equal(a.view(torch.int16), b.view(torch.int16))
-            ]
-            checks.check(f"{what}: bit-identical to {other}'s", not differ, "; ".join(differ))
-
-
 def _ll_option_cases(
     checks: Checks, world: rt.World, tag: int, option: dict[str, Any], more: tuple[int, int, ArRmsNormConfig]
 ) -> None:
@@ -604,7 +561,6 @@ GROUPS: dict[str, Callable[[Checks, rt.World], None]] = {
     "ll_atomic": check_ll_atomic,
     "ll_spin": check_ll_spin,
     "ll_spin_words": check_ll_spin_words,
-    "ll_whole_row": check_ll_whole_row,
     "gemm_ar": check_gemm_ar,
     "compile": check_compile,
     "bad_input": check_bad_input,

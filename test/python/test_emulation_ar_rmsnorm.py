@@ -104,8 +104,6 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
     LL_ATOMIC = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="atomic")  # noqa: N806 (slices, the last norms)
     LL_SPIN = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="spin")  # noqa: N806 (slices wait, each norms its own)
     LL_SPIN_WORDS = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="spin_words")  # noqa: N806 (partials as LL words)
-    LL_WHOLE = ArRmsNormConfig("one_shot_ll", 8, 1, ll_reduce="whole_row")  # noqa: N806 (each reads the whole row)
-    LL_WHOLE_2 = ArRmsNormConfig("one_shot_ll", 2, 1, ll_reduce="whole_row")  # noqa: N806 (2 programs)
 
     def run(shape: tuple[int, ...], dtype: torch.dtype, config: ArRmsNormConfig | None) -> list[str]:
         problems = []
@@ -412,15 +410,6 @@ def _cases(rank: int, size: int, gen: torch.Generator) -> dict[str, Callable[[],
         "one_shot_ll/spin_words/bf16_m16": lambda: run_poisoned((16, 64), torch.bfloat16, LL_SPIN_WORDS, False),
         "one_shot_ll/spin_words/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_SPIN_WORDS, True),
         "one_shot_ll/spin_words/bits_as_atomic": lambda: same_bits_as_atomic((3, 200), torch.bfloat16, LL_SPIN_WORDS),
-        # Every program of a row reads the whole row and sums its slices' squares in slice order, no exchange: 4
-        # slices (packed pairs), an odd hidden in 2 slices (element by element), fp32, 2 rows a group (2 programs),
-        # e4m3 (run by "atomic"'s kernel); bit-identical to "atomic"'s (so to the spins') and to the default's.
-        "one_shot_ll/whole_row/bf16_m1": lambda: run_poisoned((1, 200), torch.bfloat16, LL_WHOLE, False),
-        "one_shot_ll/whole_row/bf16_odd_m3": lambda: run_poisoned((3, 131), torch.bfloat16, LL_WHOLE, False),
-        "one_shot_ll/whole_row/fp32_m1": lambda: run_poisoned((1, 100), torch.float32, LL_WHOLE, False),
-        "one_shot_ll/whole_row/bf16_m4": lambda: run_poisoned((4, 64), torch.bfloat16, LL_WHOLE_2, False),
-        "one_shot_ll/whole_row/fp8_bf16_m3": lambda: run_poisoned((3, 200), torch.bfloat16, LL_WHOLE, True),
-        "one_shot_ll/whole_row/bits_as_atomic": lambda: same_bits_as_atomic((3, 200), torch.bfloat16, LL_WHOLE),
         # A peer a call ahead (rank 1 late): one-shot 64 rows a round then 2; two-shot 1 row a round then 64.
         "peer_ahead/one_shot": lambda: peer_ahead_by_a_call("one_shot", 64, 2),
         "peer_ahead/two_shot": lambda: peer_ahead_by_a_call("two_shot", 2, 128),
@@ -513,8 +502,6 @@ def test_the_fused_op_matches_torch(records: list[dict[str, list[str]]]) -> None
             assert {f"one_shot_ll/spin/{name}" for name in spin} <= set(record)
             words = {"bf16_m1", "fp32_m1", "bf16_m16", "fp8_bf16_m3", "bits_as_atomic"}
             assert {f"one_shot_ll/spin_words/{name}" for name in words} <= set(record)
-            whole = {"bf16_m1", "bf16_odd_m3", "fp32_m1", "bf16_m4", "fp8_bf16_m3", "bits_as_atomic"}
-            assert {f"one_shot_ll/whole_row/{name}" for name in whole} <= set(record)
             assert {"peer_ahead/one_shot", "peer_ahead/two_shot"} <= set(record)
         failed = {name: problems for name, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -833,99 +820,6 @@ def test_the_ll_spin_words_kernel_polls_the_partial_words(
         assert "ld.acquire" not in asm and "%lwn" not in asm, "one unbounded relaxed poll, no flag round"
 
 
-@pytest.mark.parametrize(
-    ("dtype", "hidden", "rows", "slices", "wide", "watched"),
-    [("bf16", 8192, 1, 16, True, False), ("fp32", 100, 2, 1, False, False), ("bf16", 5120, 1, 4, False, True)],
-)  # fmt: skip
-def test_the_ll_whole_row_kernel_polls_the_whole_row(
-    dtype: str, hidden: int, rows: int, slices: int, wide: bool, watched: bool
-) -> None:
-    """sm_90: the LL kernel of ``ll_reduce="whole_row"`` at the spins' warps (``ll_launch_warps``), 2 ranks. One
-    ``fence.acq_rel.sys`` before the first word access; one relaxed system-scope 8-byte store per word of a thread's
-    slice (and row); the poll: relaxed system-scope 8-byte loads of a thread's share of the whole row, one per word
-    and peer instance (``RANKS`` of them, the thread's own rank's loading nothing at run time; not cloned), inside
-    the asm's loop, before the norm's ``rsqrt``; no second read of the words (no ``ld.volatile``). No exchange
-    between the row's programs: no atomic, no acquire (unwatched), no gpu-scope word; no weak 8-byte store; no
-    local memory at all. ``watched``: the polls bounded, then ``dl.wait`` on a missing word."""
-    from triton_dist.ops.ar_rmsnorm import config as cfg
-    from triton_dist.ops.ar_rmsnorm import kernels
-    from triton_dist.ops.common.ll_words import LL_WATCHED_POLL_PASSES
-
-    itemsize = 4 if dtype == "fp32" else 2
-    config = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="whole_row")
-    warps = cfg.ll_launch_warps(hidden, itemsize, config, slices)
-    asm, words, num_warps = _ll_kernel_ptx(
-        kernels._ar_rmsnorm_ll_whole_kernel, dtype, hidden, rows, slices, False, watched, wide, None, warps,
-        {"RANKS": 2},
-    )  # fmt: skip
-    lines = asm.splitlines()
-    stores = [i for i, line in enumerate(lines) if "st.relaxed.sys.global.b64" in line]
-    loads = [i for i, line in enumerate(lines) if "ld.relaxed.sys.global.b64" in line]
-    fences = [i for i, line in enumerate(lines) if "fence.acq_rel.sys" in line]
-    assert stores and loads, "the words must travel as relaxed system-scope 8-byte accesses"
-    assert len(fences) == 1 and fences[0] < min(stores + loads), "one fence.acq_rel.sys before the first word access"
-    threads = 32 * num_warps
-    per_slice = max(1, words // slices // threads)  # a thread's words of its slice
-    assert len(stores) in (per_slice, per_slice * rows), "an 8-byte store merged away or duplicated"
-    share = max(1, words // threads)  # a thread's words of the whole row
-    if watched:  # the bounded polls, and the late receive's polls
-        assert len(loads) % share == 0 and len(loads) > 2 * share, "the polls must cover the thread's share"
-    else:
-        assert len(loads) in (2 * share, 2 * share * rows), "the poll: a thread's share of the row, per peer"
-    assert re.search(r"LL_POLL:[^@]*@%llp ld\.relaxed\.sys\.global\.b64", asm), "the poll's loads inside its loop"
-    assert "ld.volatile" not in asm, "the words polled are the words used: no second read"
-    rsqrts = [i for i, line in enumerate(lines) if "rsqrt" in line]
-    assert rsqrts and min(rsqrts) > min(loads), "the norm follows the poll"
-    assert not [line for line in lines if re.search(r"\batom\.", line)], "no atomic: nothing passes between programs"
-    assert "st.relaxed.gpu" not in asm and "ld.relaxed.gpu" not in asm, "no partial words"
-    assert not re.search(r"st\.global(\.v\d)?\.b64", asm), "a weak 8-byte store (not single-copy atomic)"
-    assert ".local" not in asm, "local memory (a spill)"
-    if watched:
-        assert f"setp.lt.u32 %llp, %llpass, {LL_WATCHED_POLL_PASSES};" in asm, "the polls bounded"
-        assert "ld.relaxed.sys.global.b32" in asm, "dl.wait's relaxed loads of a missing word's high half"
-    else:
-        assert "ld.acquire" not in asm and "%llpass" not in asm, "unbounded relaxed polls, no flag round"
-
-
-def _reduced_layouts(ttgir: str) -> list[str]:
-    """The layouts (``#ttg.blocked<...>`` text) of the tensors a kernel's ``tt.reduce`` ops reduce, in order."""
-    defined = dict(re.findall(r"^(#\w+) = (#ttg\.blocked<\{[^}]*\}>)", ttgir, re.M))
-    operands = re.findall(
-        r'"tt\.reduce"\(%\w+\) <\{axis = \d+ : i32\}>.*?\}\) : \(tensor<[^,>]*, (#\w+)>\)', ttgir, re.S
-    )
-    return [defined.get(name, name) for name in operands]
-
-
-@pytest.mark.parametrize(("hidden", "slices"), [(8192, 16), (8192, 4)])
-def test_the_ll_whole_row_kernel_reduces_each_slice_as_the_spin_kernel(hidden: int, slices: int) -> None:
-    """sm_90, bf16 rows in packed pairs (the measured regime), at the spins' warps: the whole-row kernel's one
-    reduction of the slices' squares runs over ``[SLICES, SLICE_W]`` laid out as ``[1, v]`` per thread, ``[1, 32]``
-    threads and ``[1, W]`` warps, where the spin kernel's slice is ``[v]``, 32 and ``W``: each slice reduced along
-    the same tree of fp32 additions, so the same partial sums of squares (and, summed in slice order, the same
-    norm: the bits of the spins' and "atomic"'s outputs)."""
-    from triton_dist.ops.ar_rmsnorm import config as cfg
-    from triton_dist.ops.ar_rmsnorm import kernels
-
-    config = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="whole_row")
-    warps = cfg.ll_launch_warps(hidden, 2, config, slices)
-    flags = {"flags_ptr": "*i32", "flags_stride": "i32"}
-    spin, _, _ = _ll_kernel_compiled(
-        kernels._ar_rmsnorm_ll_spin_kernel, "bf16", hidden, 1, slices, False, False, True, flags, warps,
-        {"WORDS": True},
-    )  # fmt: skip
-    whole, _, _ = _ll_kernel_compiled(
-        kernels._ar_rmsnorm_ll_whole_kernel, "bf16", hidden, 1, slices, False, False, True, None, warps,
-        {"RANKS": 2},
-    )  # fmt: skip
-    (alone,) = _reduced_layouts(spin.asm["ttgir"])
-    found = re.search(r"sizePerThread = \[(\d+)\], threadsPerWarp = \[32\], warpsPerCTA = \[(\d+)\]", alone)
-    assert found, f"the spin kernel's slice: {alone}"
-    vector, spread = found.groups()
-    want = f"sizePerThread = [1, {vector}], threadsPerWarp = [1, 32], warpsPerCTA = [1, {spread}], order = [1, 0]"
-    whole_layouts = _reduced_layouts(whole.asm["ttgir"])
-    assert whole_layouts and want in whole_layouts[0], f"the slices' reduction: {whole_layouts[0]}, want {want}"
-
-
 def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPatch) -> None:
     """``ll_launch``: groups x rows per group (a power of two) cover the rows in one round each, each group's rows
     split over a power of two of programs while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (or as
@@ -974,25 +868,12 @@ def test_the_ll_launch_holds_one_round_per_program(monkeypatch: pytest.MonkeyPat
         (256, 1, 1),
     ]
     assert cfg.ll_launch_warps(8192, 2, words, 16) == 4 and cfg.ll_spin_fp8_config(words).ll_reduce == "atomic"
-    # ll_reduce="whole_row": the spins' launch and warps, raised to at most LL_WHOLE_PER_THREAD words of the whole row
-    # a thread (its program reads every slice); e4m3 runs "atomic"'s kernel.
-    whole = cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="whole_row")
-    assert [launch(m, 8192, 2, 256, ll_reduce="whole_row") for m in (1, 32, 256)] == [
-        (1, 16, 1),
-        (32, 4, 1),
-        (256, 1, 1),
-    ]
-    assert [cfg.ll_launch_warps(8192, 2, whole, s) for s in (16, 4, 1)] == [4, 4, 8]  # as the spins'
-    one_warp = cfg.ArRmsNormConfig("one_shot_ll", 256, 1, ll_reduce="whole_row")
-    assert cfg.ll_launch_warps(8192, 2, one_warp, 16) == 4 and cfg.ll_launch_warps(16384, 2, whole, 16) == 8
-    assert cfg.ll_spin_fp8_config(whole).ll_reduce == "atomic"
     assert cfg.ll_spin_fp8_config(spin) == cfg.ArRmsNormConfig("one_shot_ll", 256, 4, ll_reduce="atomic")
     assert cfg.ll_spin_fp8_config(cfg.ArRmsNormConfig("one_shot", 4)) == cfg.ArRmsNormConfig("one_shot", 4)
     with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='spin' is an option of one_shot_ll without"):
         cfg.ArRmsNormConfig("one_shot_ll", 4, ll_single_reader=True, ll_reduce="spin")
     with pytest.raises(
-        cfg.ArRmsNormError,
-        match="ll_reduce must be one of \\['row', 'atomic', 'spin', 'spin_words', 'whole_row'\\], got 'tree'",
+        cfg.ArRmsNormError, match="ll_reduce must be one of \\['row', 'atomic', 'spin', 'spin_words'\\], got 'tree'"
     ):
         cfg.ArRmsNormConfig("one_shot_ll", 4, ll_reduce="tree")
     with pytest.raises(cfg.ArRmsNormError, match="ll_reduce='atomic' is an option of one_shot_ll without"):
@@ -1206,30 +1087,7 @@ def _ll_kernel_ptx(
     warps. ``wide``: the kernel's ``WIDE`` (None: a kernel without it); those kernels also take ``hidden`` as a
     multiple of 16, as the op's wide payloads need. ``extra``: parameters beyond the split kernel's. ``num_warps``:
     0 for ``ll_num_warps`` at 4 (a program holds whole rows). ``constants``: constexprs beyond the split kernel's."""
-    from dl_compile import assembly
-
-    compiled, words, num_warps = _ll_kernel_compiled(
-        kernel, dtype, hidden, rows, slices, fp8, watched, wide, extra, num_warps, constants
-    )
-    return assembly(compiled, "sm_90"), words, num_warps
-
-
-def _ll_kernel_compiled(
-    kernel: Any,
-    dtype: str,
-    hidden: int,
-    rows: int,
-    slices: int,
-    fp8: bool,
-    watched: bool,
-    wide: bool | None = None,
-    extra: dict[str, str] | None = None,
-    num_warps: int = 0,
-    constants: dict[str, Any] | None = None,
-) -> tuple[Any, int, int]:
-    """``_ll_kernel_ptx``'s kernel compiled (Triton's compiled kernel: every stage's text), a row's words and the
-    program's warps."""
-    from dl_compile import compile_kernel, need_real_library
+    from dl_compile import assembly, compile_kernel, need_real_library
 
     from triton_dist.ops.all_reduce.config import ll_elements_per_word
     from triton_dist.ops.ar_rmsnorm import config as cfg
@@ -1259,4 +1117,4 @@ def _ll_kernel_compiled(
     aligned = ("x_ptr", "residual_ptr", "weight_ptr", "normed_ptr", "new_residual_ptr", "data_ptr")
     aligned += () if wide is None else ("hidden",)
     compiled = compile_kernel(kernel, signature, "sm_90", constexprs, aligned, num_warps)
-    return compiled, words, num_warps
+    return assembly(compiled, "sm_90"), words, num_warps

@@ -27,16 +27,10 @@ ALGORITHMS = ("one_shot", "two_shot", "one_shot_ll")
 SLOTS = {"one_shot": 256, "two_shot": 128, "one_shot_ll": 256}
 """Program slots per workspace: the most programs of one launch (each moves ``round_rows`` rows per flag round;
 "one_shot_ll": its slice of a group's rows in its one round, ``ll_launch``)."""
-LL_REDUCTIONS = ("row", "atomic", "spin", "spin_words", "whole_row")
+LL_REDUCTIONS = ("row", "atomic", "spin", "spin_words")
 """``ArRmsNormConfig.ll_reduce``'s values."""
 LL_SPINS = ("spin", "spin_words")
 """The ``ll_reduce`` values whose programs wait for each other (``kernels._ar_rmsnorm_ll_spin_kernel``)."""
-LL_SLICED = (*LL_SPINS, "whole_row")
-"""The ``ll_reduce`` values launched as the spin kernel is (``ll_launch``, ``ll_launch_warps``: a program's warps
-follow its slice) and whose e4m3 output "atomic"'s kernel writes (``ll_spin_fp8_config``): the spins and
-"whole_row" (``kernels._ar_rmsnorm_ll_whole_kernel``: every program of a row polls the whole row, reduces each
-slice's squares as the spin kernel's program of that slice does, and norms its own slice; nothing passes between
-the row's programs)."""
 MAX_HIDDEN = 32768
 """The largest hidden size: a program holds one row (``next_power_of_2(hidden)`` fp32 values) in registers."""
 
@@ -77,12 +71,7 @@ class ArRmsNormConfig:
     takes "atomic"'s kernel, ``ll_spin_fp8_config``); "spin_words": "spin" without the counter: each program
     stores its partial as an LL word (the call's epoch in its high half) and polls the row's other programs' words
     until each carries the epoch, one local round trip where the counter takes three (the atomic, its poll, the
-    partials' loads); "whole_row": the spins' grid, warps and push, but no exchange between the row's programs:
-    each polls the whole row's words from every peer and computes the whole row's sum of squares itself, each
-    slice's partial as the spins' and their sum in slice order (the spins' bits where the layouts agree: bf16 rows
-    in packed pairs at the spins' warps, compile-tested), then norms and stores only its slice
-    (``kernels._ar_rmsnorm_ll_whole_kernel``; the e4m3 output takes "atomic"'s kernel, as the spins'). Not with
-    ``ll_single_reader``. Not the default: an option until measured."""
+    partials' loads). Not with ``ll_single_reader``. Not the default: an option until measured."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGORITHMS:
@@ -248,11 +237,6 @@ LL_SPIN_MAX_SLICES = 16
 waits for all of them (``kernels._ar_rmsnorm_ll_spin_kernel``), so they must be resident together: a group of at
 most 16 consecutive programs, in a launch of at most ``LL_READER_PROGRAMS`` (one wave of the SMs) wherever a row is
 split (past it, one program a row: its own arrival completes its count, nothing waits for another program)."""
-LL_WHOLE_PER_THREAD = 32
-"""LL one-shot with ``ll_reduce="whole_row"``: the most words of the whole row a thread polls (and holds) per
-peer (its program reads every slice): 32 compile for sm_90 without local memory at hidden 8192 bf16 (16 slices of
-4 warps, the spins' launch); at fewer warps (the config's 1 or 2) the program gets more (``ll_launch_warps``), and
-its slices' sums of squares then another tree than the spins' (the same bits on every rank still)."""
 EMULATED_LL_SLOTS = 8
 """LL one-shot under the CPU emulation: slots of its workspaces, so the most programs of a launch (each a thread
 of the interpreter; the GPU's 256 slots of rows from every rank would crowd a small CPU heap). More than the flag
@@ -323,25 +307,22 @@ def ll_spin_max_slices(hidden: int, itemsize: int, num_warps: int) -> int:
 
 def ll_launch_warps(hidden: int, itemsize: int, config: ArRmsNormConfig, slices: int) -> int:
     """The LL kernel's warps for ``config`` with rows split into ``slices``: ``ll_num_warps`` (a program holds whole
-    rows), but for ``ll_reduce`` in ``LL_SLICED``, whose programs hold (or handle at a time) only a slice of
-    ``ll_row_words / slices`` words: the config's warps, raised to at most ``LL_PER_THREAD`` words per thread,
-    lowered to at least one word per thread; "whole_row" also raised to at most ``LL_WHOLE_PER_THREAD`` words of the
-    whole row per thread (never past one word of the slice per thread: slices are at most 16)."""
-    if config.ll_reduce not in LL_SLICED:
+    rows), but for ``ll_reduce`` in ``LL_SPINS``, whose programs hold only a slice of ``ll_row_words / slices``
+    words: the config's warps, raised to at most ``LL_PER_THREAD`` words per thread, lowered to at least one word
+    per thread."""
+    if config.ll_reduce not in LL_SPINS:
         return ll_num_warps(hidden, itemsize, config.num_warps)
     words = ll_row_words(hidden, itemsize) // slices
     least = max(1, words // (32 * LL_PER_THREAD))
-    if config.ll_reduce == "whole_row":  # a program also polls and holds the whole row
-        least = max(least, ll_row_words(hidden, itemsize) // (32 * LL_WHOLE_PER_THREAD))
     return min(max(config.num_warps, least), max(1, words // 32))
 
 
 def ll_spin_fp8_config(config: ArRmsNormConfig) -> ArRmsNormConfig:
-    """The config an e4m3 call of ``config`` runs: ``ll_reduce`` in ``LL_SLICED`` becomes "atomic" (its kernel, its
+    """The config an e4m3 call of ``config`` runs: ``ll_reduce`` in ``LL_SPINS`` becomes "atomic" (its kernel, its
     launch and its workspace), whose last arriver holds the whole normed row for the per-token scale; a spinning
     program holds only its slice, and the row's largest magnitude would need a second exchange between the row's
     programs. Any other config is returned as it is."""
-    return replace(config, ll_reduce="atomic") if config.ll_reduce in LL_SLICED else config
+    return replace(config, ll_reduce="atomic") if config.ll_reduce in LL_SPINS else config
 
 
 def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, emulated: bool) -> LLLaunch:
@@ -350,7 +331,7 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
     outnumber the rows), then each group's rows split into ``slices`` (a power of two, at most ``ll_max_slices``)
     while the launch stays within ``LL_SPLIT_PROGRAMS`` programs (``ll_single_reader`` or ``ll_reduce`` "atomic" /
     "spin" / "spin_words", whose programs read only their slice: ``LL_READER_PROGRAMS``),
-    or (``config.ll_slices``) into that many while the launch stays within the programs. ``LL_SLICED``: at most
+    or (``config.ll_slices``) into that many while the launch stays within the programs. ``LL_SPINS``: at most
     ``ll_spin_max_slices``, and within ``LL_READER_PROGRAMS`` programs even where ``ll_slices`` asks for more (a
     row's programs wait for each other: they must be resident together). Raises ArRmsNormError
     where this cannot run: not NVIDIA (its PTX 8-byte system-scope accesses; the emulation runs it anywhere), a row
@@ -379,7 +360,7 @@ def ll_launch(rows: int, hidden: int, itemsize: int, config: ArRmsNormConfig, em
     whole_rows = not config.ll_single_reader and config.ll_reduce == "row"  # every program reads whole rows
     split = LL_SPLIT_PROGRAMS if whole_rows else LL_READER_PROGRAMS
     budget = min(most, split) if config.ll_slices == 0 else min(most, config.ll_slices * groups)
-    if config.ll_reduce in LL_SLICED:
+    if config.ll_reduce in LL_SPINS:
         budget = min(budget, LL_READER_PROGRAMS)
         widest = ll_spin_max_slices(hidden, itemsize, config.num_warps)
     else:

@@ -183,36 +183,6 @@ call, after this kernel has ended. Watched: the poll is bounded, the barrier aft
 where any thread gave up the program waits on each word's high half with ``dl.wait`` (which the watchdog times out,
 naming it), then polls again. Emulated: plain 8-byte loads, a missing word awaited with ``dl.wait``.
 
-The **LL one-shot whose programs each read the whole row** (``_ar_rmsnorm_ll_whole_kernel``, ``config.ll_reduce``
-"whole_row"; an option, never the default until measured) removes the spins' second, intra-GPU round (the slices'
-partial sums of squares exchanged between a row's programs after the cross-GPU round) by redundancy. The spins'
-grid, warps and push (program ``(g, s)`` pushes slice ``s`` of its rows: the NVLink stores stay spread over the
-SMs); then every program of a row loads the whole row of x and of the residual (local, L2-hot) as
-``[SLICES, SLICE_W]`` (slice ``c`` in row ``c``), polls the whole row's words from every peer in that layout
-(``_ll_tile_receive``: each thread its own words in one asm loop, ``pack`` = all of them, and it uses the values
-it polled: no barrier, no second read), sums in rank order in fp32, adds the residual, rounds to the dtype, and
-reduces each slice's squares along its words (one reduction for all slices) into the partials the spin kernel's
-programs compute, which it adds from 0 in slice order (``_ll_in_slice_order``: the spins' and "atomic"'s total).
-It takes its own slice out of the row (``_ll_row_of``: an integer sum of its bits and zeros, exact), stores it and
-its normed slice. No counter, no partial, no step between the programs of a row (they need not be resident
-together). The cost: each program polls the whole row (32 KiB of words per peer at hidden 8192 bf16, 32 words a
-thread at 4 warps, ``config.LL_WHOLE_PER_THREAD``) and loads 16 KiB of x and of the residual, from L2.
-
-Same bits: a slice's partial is the same fp32 sum as the spin kernel's only if its tree of additions is, which is
-the layout's: the compiler lays the spin kernel's slice out as ``sizePerThread = [v]`` (``v = min(4, words a
-thread holds)`` for 16-bit rows in packed pairs), and the whole-row kernel caps the contiguity of its words at
-``v`` (``_ll_slice_vector``, ``tl.max_contiguous``) so that its ``[SLICES, SLICE_W]`` layout is ``[1, v]`` over the
-same threads and warps: each slice reduced as the spin kernel reduces it. A compile test compares the two layouts
-for packed pairs (the measured regime); for other element layouts (fp32, an odd hidden) or warps raised past the
-spins' (``config.ll_launch_warps``) they may differ, and the partials with them by an fp32 ulp: the outputs are
-then still bit-identical on every rank and in every program of a row (the same code on the same values), only not
-always to the spins'. Ordering: all_reduce's LL argument unchanged (each program reads only words the peers'
-programs push, each word by the thread that polled it). Watched: the polls are bounded, and while a word is missing
-the program waits on it with ``dl.wait`` (which the watchdog times out naming the word), then polls again.
-Emulated: the words received with ``_ll_receive_emulated`` (the words are pushed by the peers' programs, never by
-this rank's, so the interpreter's order of programs within a rank does not matter). The e4m3 output runs
-"atomic"'s kernel, as the spins'.
-
 The e4m3 output needs the row's largest normed magnitude for its per-token scale, which no spinning program holds
 (it holds its slice): the op runs "atomic"'s kernel, launch and workspace for it (``config.ll_spin_fp8_config``),
 and the spin kernel refuses ``FP8`` at compile time. (A second exchange, of per-slice maxima on a second counter,
@@ -238,13 +208,11 @@ from triton_dist.ops.common.ll_words import (
     _ll_next_epoch,
     _ll_pack,
     _ll_payload,
-    _ll_poll_asm,
     _ll_receive,
     _ll_receive_late,
     _ll_store,
     _ll_store_elements,
     _ll_unpack,
-    _ll_words_per_thread,
 )
 
 FP8_MAX = tl.constexpr(cfg.FP8_MAX)
@@ -1010,30 +978,19 @@ def _ll_slice_new_residual(
         WATCHED,
         EMULATED,
     )
-    new_low, new_high, h_low, h_high, squares = _ll_rounded_squares(acc_low, acc_high, residual, DTYPE, PER_WORD)
-    _ll_store_pairs(new_residual_ptr + row * hidden, sliced, hidden, new_low, new_high, PER_WORD, WIDE)
-    return h_low, h_high, squares
-
-
-@triton.jit
-def _ll_rounded_squares(acc_low, acc_high, residual, DTYPE: tl.constexpr, PER_WORD: tl.constexpr):
-    """A slice's new residual from the fp32 sums of the ranks' words (``acc_low``, ``acc_high``) and the residual's
-    payloads: the sum plus the residual rounded to ``DTYPE`` (its two lanes; 0 past the hidden size), the same in
-    fp32, and the slice's sum of squares of the rounded values (fp32, ``tl.sum`` over the slice: the last axis, so that
-    ``[SLICES, SLICE_W]`` slices give one sum per slice, reduced as one slice alone). The one code of
-    every sliced LL kernel (``_ll_slice_new_residual``, ``_ll_whole_row``): the same bits for the same slice."""
     res_low, res_high = _ll_elements(residual, DTYPE, PER_WORD)
     new_low = (acc_low + res_low.to(tl.float32)).to(DTYPE)  # 0 past the hidden size
     h_low = new_low.to(tl.float32)
     if PER_WORD == 2:
         new_high = (acc_high + res_high.to(tl.float32)).to(DTYPE)
         h_high = new_high.to(tl.float32)
-        squares = tl.sum(h_low * h_low + h_high * h_high, axis=-1)
+        squares = tl.sum(h_low * h_low + h_high * h_high, axis=0)
     else:
         new_high = new_low
         h_high = h_low
-        squares = tl.sum(h_low * h_low, axis=-1)
-    return new_low, new_high, h_low, h_high, squares
+        squares = tl.sum(h_low * h_low, axis=0)
+    _ll_store_pairs(new_residual_ptr + row * hidden, sliced, hidden, new_low, new_high, PER_WORD, WIDE)
+    return h_low, h_high, squares
 
 
 @triton.jit
@@ -1474,199 +1431,3 @@ def _ar_rmsnorm_ll_spin_kernel(
                 _ll_norm_slice(
                     h_low, h_high, total, weight, normed_ptr, row, sliced, eps, hidden, DTYPE, PER_WORD, WIDE
                 )
-
-
-@triton.jit
-def _ll_whole_row(
-    x_row_ptr,
-    residual_row_ptr,
-    row_words,
-    chunks,
-    hidden,
-    epoch,
-    me,
-    RANKS: tl.constexpr,
-    RANK_WORDS: tl.constexpr,
-    DTYPE: tl.constexpr,
-    PER_WORD: tl.constexpr,
-    WIDE: tl.constexpr,
-    WATCHED: tl.constexpr,
-    EMULATED: tl.constexpr,
-):
-    """A row's words ``chunks`` (``[SLICES, SLICE_W]``: slice ``c`` in row ``c``), whose peers' words land at
-    ``row_words + peer * RANK_WORDS``: x and the residual loaded first (local: they arrive while the poll waits),
-    each peer's words polled until they carry ``epoch`` (``_ll_tile_receive``: each thread its own words, so it
-    uses the values it polled; ``EMULATED``: ``_ll_receive_emulated``), summed in rank order in fp32 with this
-    rank's x in its place (``_ll_row_sum``'s sum), the residual added and rounded (``_ll_rounded_squares``: the
-    spin kernel's arithmetic per element). Returns the rounded row in fp32 (its two lanes, ``[SLICES, SLICE_W]``)
-    and each slice's sum of squares (``[SLICES]``, reduced along the slice's words)."""
-    mine = _ll_payload_wide(x_row_ptr, chunks, hidden, PER_WORD, WIDE)
-    residual = _ll_payload_wide(residual_row_ptr, chunks, hidden, PER_WORD, WIDE)
-    in_row = chunks * PER_WORD < hidden
-    acc_low = tl.zeros(chunks.shape, dtype=tl.float32)
-    acc_high = tl.zeros(chunks.shape, dtype=tl.float32)
-    for peer in tl.static_range(RANKS):  # rank order: the same sum on every rank
-        theirs = in_row & (peer != me)  # none of my own: their poll loads nothing
-        if EMULATED:  # the receive takes a row of words: the slices flattened, and back
-            flat = tl.reshape(chunks, [chunks.numel])
-            got = _ll_receive_emulated(row_words + peer * RANK_WORDS, flat, tl.reshape(theirs, [chunks.numel]), epoch)
-            got = tl.reshape(got, chunks.shape)
-        else:
-            got = _ll_tile_receive(row_words + peer * RANK_WORDS, chunks, theirs, _ll_pack(mine, epoch), epoch, WATCHED)
-        acc_low, acc_high = _ll_add(acc_low, acc_high, tl.where(peer == me, mine, got), DTYPE, PER_WORD)
-    _, _, h_low, h_high, squares = _ll_rounded_squares(acc_low, acc_high, residual, DTYPE, PER_WORD)
-    return h_low, h_high, squares
-
-
-@triton.jit
-def _ll_tile_poll(ptrs, wanted, MAX_PASSES: tl.constexpr):
-    """``ll_words._ll_poll`` of a tensor of any shape: each thread polls its own elements (``pack``: all of them in
-    one asm loop)."""
-    COUNT: tl.constexpr = _ll_words_per_thread(ptrs.numel, tl.extra.cuda.num_warps())
-    ASM: tl.constexpr = _ll_poll_asm(COUNT, MAX_PASSES)
-    return tl.inline_asm_elementwise(ASM[0], ASM[1], [ptrs, wanted], dtype=tl.uint64, is_pure=False, pack=COUNT)
-
-
-@triton.jit
-def _ll_tile_receive(words_ptr, offs, mask, sent, epoch, WATCHED: tl.constexpr):
-    """The uint32 payloads of the LL words at ``words_ptr + offs`` (any shape) where ``mask`` (0 elsewhere), polled
-    until each carries the epoch of ``sent`` (this program's packed words: their layout, ``_ll_receive``'s note).
-    ``WATCHED``: the poll is bounded, and while a word is missing the program waits on the high half of the first
-    with ``dl.wait`` (which the wait watchdog times out, naming it), then polls the missing ones again."""
-    sent_epoch, _ = _ll_unpack(sent)
-    wanted = tl.where(mask, sent_epoch, 0)
-    PASSES: tl.constexpr = _LL_WATCHED_POLL_PASSES * WATCHED
-    arrived, payload = _ll_unpack(_ll_tile_poll(words_ptr + offs, wanted, PASSES))
-    if WATCHED:
-        missing = arrived != wanted
-        while tl.max(missing.to(tl.int32)) > 0:
-            first = tl.min(tl.where(missing, offs, offs.numel))
-            high_half = (words_ptr + first).to(tl.pointer_type(tl.int32), bitcast=True) + 1  # little-endian
-            dl.wait(high_half, 1, "sys", "relaxed", epoch, cmp="eq")
-            again, fresh = _ll_unpack(_ll_tile_poll(words_ptr + offs, tl.where(missing, wanted, 0), PASSES))
-            payload = tl.where(missing, fresh, payload)
-            missing = missing & (again != wanted)
-    return payload
-
-
-@triton.constexpr_function
-def _ll_slice_vector(slice_words, num_warps):
-    """The words a thread of ``num_warps`` warps holds side by side of a slice of ``slice_words`` words, as the
-    compiler lays a slice out alone (``_ar_rmsnorm_ll_spin_kernel``: 16-byte vectors of 4-byte payloads, fewer where
-    the slice has fewer words per thread). ``_ar_rmsnorm_ll_whole_kernel`` caps the contiguity of its
-    ``[SLICES, SLICE_W]`` words at it, so that each slice's row is laid out, and so reduced, as a slice alone (the
-    same tree of fp32 additions: the same partial sums of squares); a compile test compares the two layouts."""
-    return max(1, min(4, slice_words // (32 * num_warps)))
-
-
-@triton.jit
-def _ll_row_of(values, pick):
-    """The row of fp32 ``values`` (``[R, C]``) where ``pick`` (``[R, 1]``, true in one row): its bits exactly (an
-    integer sum of that row's bits and zeros)."""
-    bits = tl.where(pick, values.to(tl.int32, bitcast=True), 0)
-    return tl.sum(bits, axis=0).to(tl.float32, bitcast=True)
-
-
-@triton.jit
-def _ll_in_slice_order(partials, SLICES: tl.constexpr):
-    """The fp32 sum of ``partials`` (``[SLICES]``) from 0 in index order, one at a time (``_ll_partials_total``'s
-    order): each taken out of the tensor by a sum where every other element is 0 (exact)."""
-    index = tl.arange(0, SLICES)
-    total = tl.zeros([], dtype=tl.float32)
-    for s in tl.static_range(SLICES):
-        total += tl.sum(tl.where(index == s, partials, 0.0), axis=0)
-    return total
-
-
-@triton.jit(do_not_specialize=["rows"])  # one compiled kernel for every row count of a hidden size
-def _ar_rmsnorm_ll_whole_kernel(
-    x_ptr,
-    residual_ptr,
-    weight_ptr,
-    normed_ptr,
-    new_residual_ptr,
-    scale_ptr,
-    eps,
-    data_ptr,
-    epochs_ptr,
-    rows,
-    hidden,
-    REGION: tl.constexpr,
-    RANK_WORDS: tl.constexpr,
-    BLOCK_W: tl.constexpr,
-    ROUND_ROWS: tl.constexpr,
-    SLICES: tl.constexpr,
-    PER_WORD: tl.constexpr,
-    FP8: tl.constexpr,
-    RANKS: tl.constexpr,
-    WIDE: tl.constexpr = False,
-    WATCHED: tl.constexpr = False,
-    EMULATED: tl.constexpr = False,
-):
-    tl.static_assert(not FP8, "ll_reduce='whole_row' writes no e4m3 output (the op runs 'atomic' for it)")
-    slot = tl.program_id(0)
-    group = slot // SLICES  # the group's ROUND_ROWS rows
-    part = slot % SLICES  # my slice of each of them
-    me = dl.rank()
-    ranks = dl.num_ranks()
-    DTYPE: tl.constexpr = x_ptr.dtype.element_ty
-    epoch = _ll_call_epoch(epochs_ptr + slot, EMULATED)
-    SLICE_W: tl.constexpr = BLOCK_W // SLICES
-    words = data_ptr + group * REGION + (epoch % 2) * ranks * RANK_WORDS  # [2 parities][ranks][RANK_WORDS]
-    sliced = part * SLICE_W + tl.arange(0, SLICE_W)
-    first = group * ROUND_ROWS
-    _ll_push_slice(
-        x_ptr,
-        words,
-        sliced,
-        first,
-        rows,
-        hidden,
-        epoch,
-        me,
-        ranks,
-        RANK_WORDS,
-        BLOCK_W,
-        ROUND_ROWS,
-        PER_WORD,
-        WIDE,
-        EMULATED,
-    )
-    weight = _ll_payload_wide(weight_ptr, sliced, hidden, PER_WORD, WIDE)  # my slice only; local, loaded early
-    for r in range(0, ROUND_ROWS):
-        row = first + r
-        if row < rows:
-            row_words = words + r * BLOCK_W
-            # The whole row as [SLICES, SLICE_W] (slice c's words in row c): each slice's sum of squares as the spin
-            # kernel's program of that slice computes it (one reduction along the slices' words), summed from 0 in
-            # slice order (its partials' sum); my slice taken out of the row (its bits, exactly).
-            chunks = tl.arange(0, SLICES)[:, None] * SLICE_W + tl.arange(0, SLICE_W)[None, :]
-            if not EMULATED:  # the layout of a slice alone along the slices' words (see _ll_slice_vector)
-                VECTOR: tl.constexpr = _ll_slice_vector(SLICE_W, tl.extra.cuda.num_warps())
-                chunks = tl.max_contiguous(chunks, [1, VECTOR])
-            h_low, h_high, squares = _ll_whole_row(
-                x_ptr + row * hidden,
-                residual_ptr + row * hidden,
-                row_words,
-                chunks,
-                hidden,
-                epoch,
-                me,
-                RANKS,
-                RANK_WORDS,
-                DTYPE,
-                PER_WORD,
-                WIDE,
-                WATCHED,
-                EMULATED,
-            )
-            total = _ll_in_slice_order(squares, SLICES)
-            mine = tl.arange(0, SLICES)[:, None] == part
-            mine_low = _ll_row_of(h_low, mine)
-            mine_high = _ll_row_of(h_high, mine)
-            new_row = new_residual_ptr + row * hidden
-            _ll_store_pairs(new_row, sliced, hidden, mine_low.to(DTYPE), mine_high.to(DTYPE), PER_WORD, WIDE)
-            _ll_norm_slice(
-                mine_low, mine_high, total, weight, normed_ptr, row, sliced, eps, hidden, DTYPE, PER_WORD, WIDE
-            )
-    tl.store(epochs_ptr + slot, epoch)

@@ -39,7 +39,6 @@ from triton_dist.ops.ar_rmsnorm.kernels import (
     _ar_rmsnorm_ll_kernel,
     _ar_rmsnorm_ll_reader_kernel,
     _ar_rmsnorm_ll_spin_kernel,
-    _ar_rmsnorm_ll_whole_kernel,
 )
 from triton_dist.ops.common.dispatch import PlanCache
 from triton_dist.ops.common.eager import plain_eager
@@ -236,9 +235,8 @@ def _first_launch_ll(
 ) -> LaunchPlan | EmulatedLaunch:
     """The LL one-shot's first launch (``kernels._ar_rmsnorm_ll_kernel``; ``config.ll_single_reader``:
     ``kernels._ar_rmsnorm_ll_reader_kernel``; ``config.ll_reduce`` "atomic": ``kernels._ar_rmsnorm_ll_atomic_kernel``,
-    "spin" / "spin_words": ``kernels._ar_rmsnorm_ll_spin_kernel``, "whole_row": ``kernels._ar_rmsnorm_ll_whole_kernel``
-    (of ``RANKS`` the world size), but for the e4m3 output, which "atomic" writes (``ll_spin_fp8_config``); each in
-    a workspace of its own): the slot workspace of its slices per row (8-byte
+    "spin" / "spin_words": ``kernels._ar_rmsnorm_ll_spin_kernel``, but for the e4m3 output, which "atomic" writes
+    (``ll_spin_fp8_config``); each in a workspace of its own): the slot workspace of its slices per row (8-byte
     words; fewer slots under the emulation; "atomic" and "spin": a slot's flags hold its group's arrival counter and
     its per-row partial sums of squares; "spin_words": its per-row partials as 8-byte LL words), one round per
     program, ``ll_launch``'s grid of ``ll_launch_warps``."""
@@ -261,9 +259,6 @@ def _first_launch_ll(
     words = config.ll_reduce == "spin_words"
     most_rows = ll_max_round_rows(hidden, itemsize)
     flags = (2 + 2 * most_rows if words else 1 + most_rows) if counted else 1
-    whole = config.ll_reduce == "whole_row"  # no flags: nothing passes between a row's programs
-    if whole:
-        flags = 1
     ws = slot_workspace(f"{OP}.{variant}.{launch.slices}", slots, flags, region)
     named = {
         "x_ptr": x,
@@ -294,9 +289,6 @@ def _first_launch_ll(
     # holds that alignment, so a later call on this plan has it too).
     tensors = (x, residual, weight, new_residual) + (() if normed.dtype == FP8_DTYPE else (normed,))
     named["WIDE"] = itemsize == 2 and hidden % 2 == 0 and all(t.data_ptr() % 16 == 0 for t in tensors)
-    if whole:
-        named["RANKS"] = world.world_size
-        return first_launch(_ar_rmsnorm_ll_whole_kernel, (launch.programs, 1, 1), named, 7, num_warps=num_warps)
     if counted:
         named = {**named, "flags_ptr": ws.flags, "flags_stride": ws.flags.shape[1]}
         if config.ll_reduce == "atomic":
