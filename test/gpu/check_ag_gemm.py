@@ -27,7 +27,7 @@ from triton_dist.ops.ag_gemm import AgGemmError, ag_gemm, ag_gemm_impl
 from triton_dist.ops.common import resources
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul
 from triton_dist.ops.tuning import OverlapConfig
-from triton_dist.testing import Checks, finish, main_guard, sync
+from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, sync
 from triton_dist.testing import rank_print as log
 from triton_dist.testing import setup_distributed as setup
 
@@ -285,18 +285,12 @@ def check_cublas_interleaved(checks: Checks) -> None:
     checks.run(name, body)
 
 
-EAGER_GRAPH_KEYS = [0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0]
-"""Which of two address sets each call uses: keys seen once, repeated (captured, then replayed) and alternating."""
-
-
 def check_eager_graphs(checks: Checks, paths: list[tuple[str, OverlapConfig]]) -> None:
-    """Eager calls replayed from the op's own CUDA graphs (``ops.common.eager_graphs``) on each of ``paths``: two
-    address sets of operands and outputs, refilled with fresh values before every call, used in the order
-    ``EAGER_GRAPH_KEYS`` (the cuBLAS path's double buffers alternate besides); one call in the middle runs eagerly
-    (graphs off); one rank or the other starts late; no host synchronization until all twelve results (and, where
-    the plan keeps it, the gathered A, all cloned after each call) are compared with torch."""
+    """Eager calls replayed from the op's own CUDA graphs (``ops.common.eager_graphs``) on each of ``paths``, as
+    ``testing.eager_replay_calls`` makes them (the cuBLAS path's double buffers alternate besides): two address
+    sets, fresh values before every call, ranks out of step, no host synchronization until all twelve results (and,
+    where the plan keeps it, the gathered A, cloned after each call) are compared with torch."""
     from triton_dist.ops.ag_gemm import op as ag_op
-    from triton_dist.ops.common import eager_graphs
 
     world = rt.current_world()
     m_local, n, k = 512, 1024, 2048
@@ -308,34 +302,31 @@ def check_eager_graphs(checks: Checks, paths: list[tuple[str, OverlapConfig]]) -
             sets = [make_inputs(m_local, n, k, dtype, 760 + i) for i in range(2)]
             outs = [torch.empty((world.world_size * m_local, n), dtype=dtype, device="cuda") for _ in range(2)]
             plan = ag_op.plan_for(sets[0][0], sets[0][1], config)
-            results = []
-            for call, key in enumerate(EAGER_GRAPH_KEYS):
-                a, b = sets[key]
-                fresh_a, fresh_b = make_inputs(m_local, n, k, dtype, 770 + call)
-                a.copy_(fresh_a)
-                b.copy_(fresh_b)
-                outs[key].fill_(float("nan"))
-                if world.rank == call % world.world_size:
-                    torch.cuda._sleep(50_000)
-                eager_graphs.set_enabled(call != 7)
-                try:
-                    ag_op._eager_call(plan, a, b, outs[key])
-                finally:
-                    eager_graphs.set_enabled(True)
-                gathered = plan.gathered(a, world.rank).clone() if callable(getattr(plan, "gathered", None)) else None
-                results.append((outs[key].clone(), gathered, fresh_a, fresh_b))
+            keeps = callable(getattr(plan, "gathered", None))
+            called: list[torch.Tensor] = []
+
+            def call(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+                ag_op._eager_call(plan, a, b, out)
+                called.append(a)
+
+            def snapshot(out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+                return out.clone(), plan.gathered(called[-1], world.rank).clone() if keeps else None
+
+            results = eager_replay_calls(
+                sets, outs, lambda i: make_inputs(m_local, n, k, dtype, 770 + i), call, snapshot
+            )
             sync(name)
             failed = []
-            for call, (out, gathered, a, b) in enumerate(results):
+            for i, ((out, gathered), a, b) in enumerate(results):
                 ref, ref_gathered = reference(a, b)
                 ok, detail = close(out, ref, dtype)
                 if gathered is not None and not torch.equal(gathered, ref_gathered):
                     ok, detail = False, detail + ", gathered A DIFFERS"
                 if not ok:
-                    failed.append(f"call {call}: {detail}")
+                    failed.append(f"call {i}: {detail}")
             graphs = plan.graphs
             checks.check(
-                f"{name} ({len(EAGER_GRAPH_KEYS)} calls)",
+                f"{name} ({len(results)} calls)",
                 not failed and graphs.replays >= 6,
                 "; ".join(failed[:3]) or f"{graphs.captures} captures, {graphs.replays} replays",
             )

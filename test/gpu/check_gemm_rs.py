@@ -26,7 +26,7 @@ import torch.distributed as dist
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.matmul import MatmulConfig
-from triton_dist.testing import Checks, finish, main_guard, sync
+from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, sync
 from triton_dist.testing import rank0_print as log0
 from triton_dist.testing import rank_print as log
 from triton_dist.testing import setup_distributed as setup
@@ -286,19 +286,18 @@ def check_bad_input(checks: Checks) -> None:
     sync("after bad input")
 
 
-EAGER_GRAPH_PATHS = [("triton", grs.GemmRSConfig()), ("cublas direct", grs.CUBLAS_DIRECT), ("cublas ce", grs.CUBLAS_CE)]
-EAGER_GRAPH_PATHS.append(("matmul+nccl", grs.FALLBACK))
-EAGER_GRAPH_KEYS = [0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0]
-"""Which of two address sets each call uses: keys seen once, repeated (captured, then replayed) and alternating."""
+EAGER_GRAPH_PATHS = [
+    ("triton", grs.GemmRSConfig()),
+    ("cublas direct", grs.CUBLAS_DIRECT),
+    ("cublas ce", grs.CUBLAS_CE),
+    ("matmul+nccl", grs.FALLBACK),
+]
 
 
 def check_eager_graphs(checks: Checks) -> None:
-    """Eager calls replayed from the op's own CUDA graphs (``ops.common.eager_graphs``) on every path: two address
-    sets of operands and outputs, refilled with fresh values before every call, used in the order
-    ``EAGER_GRAPH_KEYS``; one call in the middle runs eagerly (graphs off); one rank or the other starts late; no host
-    synchronization until all twelve results (cloned after each call) are compared with torch."""
-    from triton_dist.ops.common import eager_graphs
-
+    """Eager calls replayed from the op's own CUDA graphs (``ops.common.eager_graphs``) on every path, as
+    ``testing.eager_replay_calls`` makes them: two address sets, fresh values before every call, ranks out of step,
+    no host synchronization until all twelve results are compared with torch."""
     rs_op = importlib.import_module("triton_dist.ops.gemm_rs.op")
     world = rt.current_world()
     m, n, k = 1024, 1024, 2048
@@ -310,21 +309,13 @@ def check_eager_graphs(checks: Checks) -> None:
             sets = [inputs(m, n, k, dtype, 960 + i) for i in range(2)]
             outs = [torch.empty((m // world.world_size, n), dtype=dtype, device="cuda") for _ in range(2)]
             plan = rs_op.plan_for(sets[0][0], sets[0][1], config)
-            results = []
-            for call, key in enumerate(EAGER_GRAPH_KEYS):
-                a, b = sets[key]
-                fresh_a, fresh_b = inputs(m, n, k, dtype, 970 + call)
-                a.copy_(fresh_a)
-                b.copy_(fresh_b)
-                outs[key].fill_(float("nan"))
-                if world.rank == call % world.world_size:
-                    torch.cuda._sleep(50_000)
-                eager_graphs.set_enabled(call != 7)
-                try:
-                    rs_op._eager_call(plan, a, b, outs[key])
-                finally:
-                    eager_graphs.set_enabled(True)
-                results.append((outs[key].clone(), fresh_a, fresh_b))
+            results = eager_replay_calls(
+                sets,
+                outs,
+                lambda i: inputs(m, n, k, dtype, 970 + i),
+                lambda a, b, out: rs_op._eager_call(plan, a, b, out),
+                torch.Tensor.clone,
+            )
             sync(name)
             for call, (out, a, b) in enumerate(results):
                 compare(checks, f"{name}: call {call}", out, reference(a, b), dtype)
@@ -332,7 +323,7 @@ def check_eager_graphs(checks: Checks) -> None:
             checks.check(
                 f"{name}: replays served the repeated calls",
                 graphs.replays >= 6,
-                f"{graphs.captures} captures, {graphs.replays} replays over {len(EAGER_GRAPH_KEYS)} calls",
+                f"{graphs.captures} captures, {graphs.replays} replays over {len(results)} calls",
             )
 
         checks.run(name, body)

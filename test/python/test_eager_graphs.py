@@ -139,3 +139,31 @@ def test_failed_capture_raises_naming_the_switch() -> None:
     with pytest.raises(RuntimeError, match="TRITON_DIST_EAGER_GRAPHS=0"):
         graphs.launch((1,), GPU, lambda: None)
     assert not eager_graphs.capturing_eager_call()
+
+
+def test_eager_replay_calls_follows_its_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """testing.eager_replay_calls (the GPU checks' driver): each call gets its key's operands refilled with that
+    call's fresh values and its output poisoned, call 7 runs with the replays off, the snapshots come back in order."""
+    from triton_dist.testing import EAGER_GRAPH_KEYS, eager_replay_calls
+
+    slept: list[int] = []
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: slept.append(cycles))
+    operands = [(torch.zeros(2), torch.zeros(2)) for _ in range(2)]
+    outs = [torch.zeros(2) for _ in range(2)]
+    seen: list[tuple[int, float, bool, bool]] = []
+
+    def call(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+        key = next(i for i, (x, _) in enumerate(operands) if x is a)
+        seen.append((key, float(a[0]), bool(out.isnan().all()), eager_graphs.enabled()))
+        out.copy_(a + b)
+
+    results = eager_replay_calls(
+        operands, outs, lambda i: (torch.full((2,), float(i)), torch.ones(2)), call, torch.Tensor.clone
+    )
+    assert [key for key, *_ in seen] == list(EAGER_GRAPH_KEYS)
+    assert [value for _, value, *_ in seen] == [float(i) for i in range(len(EAGER_GRAPH_KEYS))]
+    assert all(poisoned for _, _, poisoned, _ in seen)
+    assert [on for *_, on in seen] == [i != 7 for i in range(len(EAGER_GRAPH_KEYS))]
+    assert eager_graphs.enabled()
+    assert [float(out[0]) for out, _, _ in results] == [i + 1.0 for i in range(len(EAGER_GRAPH_KEYS))]
+    assert len(slept) == len(EAGER_GRAPH_KEYS)  # one rank: its GPU sleeps before every call

@@ -24,7 +24,8 @@ testing.teardown()
   and ``idle_ms_samples`` (ms per call from an idle GPU, every sample; ``idle_ms_interleaved`` for several
   functions compared, in turns).
 - ``correctness``: ``poison_``, ``tolerances``, ``assert_close`` against a torch reference,
-  ``allclose_across_ranks``.
+  ``allclose_across_ranks``, ``eager_replay_calls`` (an op's eager calls over two address sets, replayed from its
+  graphs).
 - ``reporting``: markdown tables and PNG charts (matplotlib, imported on first use) for bench/results/.
 - ``compile``: ``compile_for`` a kernel for sm_90 / gfx942 on a machine without GPUs.
 
@@ -34,7 +35,14 @@ Importing this package imports torch but touches no GPU.
 from __future__ import annotations
 
 from triton_dist.testing.compile import assembly, compile_for
-from triton_dist.testing.correctness import allclose_across_ranks, assert_close, poison_, tolerances
+from triton_dist.testing.correctness import (
+    EAGER_GRAPH_KEYS,
+    allclose_across_ranks,
+    assert_close,
+    eager_replay_calls,
+    poison_,
+    tolerances,
+)
 from triton_dist.testing.distributed import (
     Checks,
     all_ranks_true,
@@ -63,6 +71,7 @@ from triton_dist.testing.timing import (
 )
 
 __all__ = [
+    "EAGER_GRAPH_KEYS",
     "MIN_TIMED_RUNS",
     "Checks",
     "all_ranks_true",
@@ -72,6 +81,7 @@ __all__ = [
     "bench",
     "bench_samples",
     "compile_for",
+    "eager_replay_calls",
     "eager_us",
     "env_without_launcher",
     "finish",

@@ -7,8 +7,13 @@ such leftovers by name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import torch
 import torch.distributed as dist
+
+T = TypeVar("T")
 
 # (rtol, atol) per dtype: the rounding of one result in that dtype, with atol for results near zero. Pass looser
 # values for long accumulations (e.g. a GEMM with large K in bf16).
@@ -108,3 +113,44 @@ def allclose_across_ranks(
         return all(torch.equal(other, gathered[0]) for other in gathered)
     first = gathered[0].to(torch.float64)
     return all(bool(torch.allclose(other.to(torch.float64), first, rtol=rtol, atol=atol)) for other in gathered)
+
+
+EAGER_GRAPH_KEYS = (0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 0)
+"""Which of two operand / output sets each call of ``eager_replay_calls`` uses: a key seen once, then repeated (an
+op captures the second call and replays later ones), alternated, with call 7 eager (graphs off) in the middle."""
+
+
+def eager_replay_calls(
+    operands: list[tuple[torch.Tensor, torch.Tensor]],
+    outs: list[torch.Tensor],
+    fresh: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    call: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+    snapshot: Callable[[torch.Tensor], T],
+) -> list[tuple[T, torch.Tensor, torch.Tensor]]:
+    """Exercise an op's eager calls replayed from its own CUDA graphs (``ops.common.eager_graphs``) the way a model
+    does: call ``call(a, b, out)`` once per entry of ``EAGER_GRAPH_KEYS`` on the set it names (``operands[key]``,
+    ``outs[key]``), each time after refilling that set's operands in place with ``fresh(i)`` and poisoning its
+    output with NaN; call 7 runs with the replays off; before call i the GPU of rank ``i % world size`` sleeps a
+    little, so the ranks start out of step. Nothing synchronizes with the host in between. Returns, per call,
+    ``snapshot(out)`` (taken in stream order right after the call, e.g. a clone) and the fresh operands it used,
+    for comparison with a reference afterwards."""
+    from triton_dist.ops.common import eager_graphs
+
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    ranks = dist.get_world_size() if dist.is_initialized() else 1
+    results = []
+    for i, key in enumerate(EAGER_GRAPH_KEYS):
+        a, b = operands[key]
+        fresh_a, fresh_b = fresh(i)
+        a.copy_(fresh_a)
+        b.copy_(fresh_b)
+        outs[key].fill_(float("nan"))
+        if rank == i % ranks:
+            torch.cuda._sleep(50_000)
+        eager_graphs.set_enabled(i != 7)
+        try:
+            call(a, b, outs[key])
+        finally:
+            eager_graphs.set_enabled(True)
+        results.append((snapshot(outs[key]), fresh_a, fresh_b))
+    return results
