@@ -313,7 +313,12 @@ def check_eager_graphs(checks: Checks, paths: list[tuple[str, OverlapConfig]]) -
                 return out.clone(), plan.gathered(called[-1], world.rank).clone() if keeps else None
 
             results = eager_replay_calls(
-                sets, outs, lambda i: make_inputs(m_local, n, k, dtype, 770 + i), call, snapshot
+                sets,
+                outs,
+                lambda i: make_inputs(m_local, n, k, dtype, 770 + i),
+                call,
+                snapshot,
+                from_idle=config.backend == "nccl",  # the fallback replays only from an idle GPU
             )
             sync(name)
             failed = []

@@ -315,6 +315,7 @@ def check_eager_graphs(checks: Checks) -> None:
                 lambda i: inputs(m, n, k, dtype, 970 + i),
                 lambda a, b, out: rs_op._eager_call(plan, a, b, out),
                 torch.Tensor.clone,
+                from_idle=config.fallback,  # the fallback replays only from an idle GPU
             )
             sync(name)
             for call, (out, a, b) in enumerate(results):

@@ -167,3 +167,21 @@ def test_eager_replay_calls_follows_its_keys(monkeypatch: pytest.MonkeyPatch) ->
     assert eager_graphs.enabled()
     assert [float(out[0]) for out, _, _ in results] == [i + 1.0 for i in range(len(EAGER_GRAPH_KEYS))]
     assert len(slept) == len(EAGER_GRAPH_KEYS)  # one rank: its GPU sleeps before every call
+
+
+def test_stream_idle_reads_the_drivers_answer() -> None:
+    """StreamOps.idle (the fallbacks' choice between an eager call and a replay): done -> idle, not ready -> busy,
+    any other answer -> a RuntimeError naming cuStreamQuery."""
+    from types import SimpleNamespace
+
+    from triton_dist.ops.common.stream_ops import StreamOps
+
+    ops = StreamOps(torch.device("cuda", 0))
+    answers = {11: 0, 12: 600, 13: 700}  # stream -> CUresult: success, not ready, an illegal address
+    driver = SimpleNamespace(cuGetErrorString=lambda error: (0, b"an illegal memory access"))
+    ops._driver, ops._success, ops._not_ready = driver, 0, 600
+    ops._query = lambda stream: (answers[stream],)
+    assert ops.idle(11) is True
+    assert ops.idle(12) is False
+    with pytest.raises(RuntimeError, match="cuStreamQuery"):
+        ops.idle(13)

@@ -126,12 +126,16 @@ def eager_replay_calls(
     fresh: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
     call: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
     snapshot: Callable[[torch.Tensor], T],
+    *,
+    from_idle: bool = False,
 ) -> list[tuple[T, torch.Tensor, torch.Tensor]]:
     """Exercise an op's eager calls replayed from its own CUDA graphs (``ops.common.eager_graphs``) the way a model
     does: call ``call(a, b, out)`` once per entry of ``EAGER_GRAPH_KEYS`` on the set it names (``operands[key]``,
     ``outs[key]``), each time after refilling that set's operands in place with ``fresh(i)`` and poisoning its
     output with NaN; call 7 runs with the replays off; before call i the GPU of rank ``i % world size`` sleeps a
-    little, so the ranks start out of step. Nothing synchronizes with the host in between. Returns, per call,
+    little, so the ranks start out of step. Nothing synchronizes with the host in between, unless ``from_idle``:
+    then each call starts from an idle GPU (a device synchronization, no sleep), as the fallback paths need to
+    replay (a busy GPU makes them launch eagerly). Returns, per call,
     ``snapshot(out)`` (taken in stream order right after the call, e.g. a clone) and the fresh operands it used,
     for comparison with a reference afterwards."""
     from triton_dist.ops.common import eager_graphs
@@ -145,7 +149,9 @@ def eager_replay_calls(
         a.copy_(fresh_a)
         b.copy_(fresh_b)
         outs[key].fill_(float("nan"))
-        if rank == i % ranks:
+        if from_idle:
+            torch.cuda.synchronize()
+        elif rank == i % ranks:
             torch.cuda._sleep(50_000)
         eager_graphs.set_enabled(i != 7)
         try:

@@ -42,6 +42,8 @@ class StreamOps:
             self._success = self._driver.CUresult.CUDA_SUCCESS
             self._write_value = self._driver.cuStreamWriteValue32
             self._wait_value = self._driver.cuStreamWaitValue32
+            self._query = self._driver.cuStreamQuery
+            self._not_ready = self._driver.CUresult.CUDA_ERROR_NOT_READY
             self._events: dict[str, Any] = {}
         else:
             self._torch_events: dict[str, torch.cuda.Event] = {}
@@ -82,6 +84,20 @@ class StreamOps:
         result = self._wait_value(stream, address, value, 0)  # 0: CU_STREAM_WAIT_VALUE_GEQ
         if result[0] != self._success:
             self._check(result, "cuStreamWaitValue32")
+
+    def idle(self, stream: int) -> bool:
+        """Whether ``stream`` (a raw handle) has finished all its work: one ``cuStreamQuery`` (through torch without
+        the driver). Raises RuntimeError on any other answer than done / not ready."""
+        if self._driver is None:
+            return torch.cuda.ExternalStream(stream, device=self.device).query()
+        result = self._query(stream)
+        error = result[0] if isinstance(result, tuple) else result
+        if error == self._success:
+            return True
+        if error == self._not_ready:
+            return False
+        self._check(result, "cuStreamQuery")
+        return False
 
     def _event(self, name: str) -> Any:
         found = self._events.get(name)
