@@ -18,7 +18,8 @@ Each worker measures, on its heap (``--only`` picks the groups):
   round trips per launch, median of 20 launches);
 - ``allgather_push_<S>MiB_us``: ``examples/allgather_push.py`` at output size S (median of ``--iters`` runs);
 - ``all_reduce_<S>KiB_us``: ``triton_dist.ops.all_reduce`` of S KiB of bf16 (``--ar-sizes``), per call under
-  CUDA-graph replay (``--replays`` timed replays of 10 calls);
+  CUDA-graph replay (``--replays`` timed replays of 10 calls, the GPU kept behind the host: ``graphed_us(lead=True)``;
+  without it a slow host's graph launches counted, 2.3 µs more per replay on the NVSHMEM heap's context);
 
 all the max over ranks. Before timing, the all-gather and the all-reduce are checked against NCCL on fresh random
 data with poisoned outputs; a mismatch fails the worker. A failing baseline worker ends the run; another variant's
@@ -343,7 +344,7 @@ def checked_us(
         f"{name} matches NCCL's fp32 sum (poisoned output)", error <= 1e-2 * max(scale, 1.0), f"{error}"
     ):
         return None
-    return graphed_us(call, calls=args.graph_calls, replays=args.replays)
+    return graphed_us(call, calls=args.graph_calls, replays=args.replays, lead=True)
 
 
 def measure_all_reduce(
@@ -405,7 +406,9 @@ def probe_all_reduce(
     facts[f"{name} config"] = str(selected)
     # The op again with 10x the calls per graph: a cost that shrinks with them is the host's, between replays.
     calls = PROBE_GRAPH_CALLS_FACTOR * args.graph_calls
-    metrics[f"{name}_graph{calls}_us"] = graphed_us(lambda: all_reduce(x, out=out), calls=calls, replays=args.replays)
+    metrics[f"{name}_graph{calls}_us"] = graphed_us(
+        lambda: all_reduce(x, out=out), calls=calls, replays=args.replays, lead=True
+    )
     for forced in (ar_config.AllReduceConfig("one_shot", 32, 4), ar_config.AllReduceConfig("one_shot_push", 32, 4)):
         if forced != selected:
             call = lambda forced=forced: ar_op._run(x, out, "sum", forced)  # noqa: E731

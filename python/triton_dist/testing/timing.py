@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 
 from triton_dist import runtime as rt
-from triton_dist.runtime.world.host_lead import lead_host
+from triton_dist.runtime.world.host_lead import HOST_LEAD_CYCLES, lead_host
 from triton_dist.testing.distributed import max_over_ranks
 
 MIN_TIMED_RUNS = 20
@@ -154,9 +154,17 @@ def eager_us(fn: Callable[[], object], iters: int, warmup: int = 5) -> float:
     return max_over_ranks(statistics.median(times))
 
 
-def graphed_us(fn: Callable[[], object], calls: int = 10, replays: int = 20, warmup: int = 3) -> float:
+def graphed_us(
+    fn: Callable[[], object], calls: int = 10, replays: int = 20, warmup: int = 3, *, lead: bool = False
+) -> float:
     """Median µs per call of ``fn`` under CUDA-graph replay (``calls`` calls per graph, ``replays`` timed replays
-    after ``warmup``), max over ranks (a collective): the device time without the host's launch cost."""
+    after ``warmup``), max over ranks (a collective): the device time without the host's launch cost.
+
+    Without ``lead`` a replay whose start event the GPU reaches before the host has submitted the graph counts part
+    of the graph's launch: with few calls per graph on a slow host that is a fixed cost per replay (on the NVSHMEM
+    heap's context 2.3 µs more than on CUDA IPC's, docs/results/2026-11-27-session25.md). ``lead`` first enqueues a
+    GPU spin long enough for the host to submit every timed replay (``runtime.world.host_lead``), so each span holds
+    only the replay's GPU work."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -171,6 +179,8 @@ def graphed_us(fn: Callable[[], object], calls: int = 10, replays: int = 20, war
         graph.replay()
     rt.barrier()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    if lead:
+        torch.cuda._sleep(HOST_LEAD_CYCLES * max(1, -(-replays // 10)))  # about 1 ms per 10 replays to submit
     for start, end in events:
         start.record()
         graph.replay()
