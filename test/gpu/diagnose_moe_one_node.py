@@ -195,7 +195,15 @@ class StepChecks:
                     zero += int(bool((got == 0).all()))
                     if len(first) < 4:
                         first.append(slot)
+            # Combine's reduce reads tok_pos (final after the push) as offsets into the combine buffer.
+            home = torch.where(idxs[me] >= 0, idxs[me].div(per_rank, rounding_mode="floor"), -1)
+            bound = home[:, :, None] == torch.arange(size)
+            bound = bound.any(dim=1)  # [T, W]: token t goes to rank d
+            want_pos = torch.where(bound, bound.to(torch.int32).cumsum(dim=0) - 1, -1).to(torch.int32)
+            tok_pos = leading["tok_pos_ptr"].cpu()
+            bad_pos = int((tok_pos != want_pos).sum()) if tok_pos.shape == want_pos.shape else -1
             return (
+                f"tok_pos entries wrong {bad_pos}; "
                 f"epoch {epoch}, {len(self.slots)} slots (CAP {plan.buffers.token_slots}): wrong meta rows by source "
                 f"{bad_meta}, wrong payload rows by source {bad_row} (all-0xFF {poison}, all-zero {zero}; first "
                 f"slots {first})"
@@ -307,12 +315,38 @@ def worker(group: str, backend: str) -> int:
                     tensor.view(torch.uint8).fill_(0xFF)
         rt.barrier()
 
+    # Which kernels finished before a fault: after each launch a 4-byte copy into pinned host memory, ordered on the
+    # stream after the kernel (the host can still read it once a fault has made the CUDA context unusable).
+    marks: list[str] = []
+    progress = None if emulated else torch.zeros(256, dtype=torch.int32, pin_memory=True)
+    stamps = None if emulated else torch.arange(1, 257, dtype=torch.int32, device=device)
+
+    def marked(launch: Callable[..., None]) -> Callable[..., None]:
+        def call(plan: Any, name: str, *args: Any, **kwargs: Any) -> None:
+            launch(plan, name, *args, **kwargs)
+            if progress is not None and stamps is not None and len(marks) < progress.numel():
+                at = len(marks)
+                progress[at : at + 1].copy_(stamps[at : at + 1], non_blocking=True)
+            marks.append(name)
+
+        return call
+
+    def finished() -> str:
+        if progress is None:
+            return "(not tracked on CPU ranks)"
+        landed = progress.tolist()
+        done = [name for at, name in enumerate(marks) if at < len(landed) and landed[at] == at + 1]
+        return f"kernels finished: {done}; launched, not finished: {marks[len(done) :]}"
+
     def run(name: str, inputs: tuple[Any, ...], launch: Callable[..., None] = original, **options: Any) -> None:
         xs, idxs, weights, experts = inputs
         poison_all()
         if launch is stepwise:
             checks.append(StepChecks(rank, inputs))
-        moe_op._launch = launch
+        marks.clear()
+        if progress is not None:
+            progress.zero_()
+        moe_op._launch = marked(launch)
         try:
             x, idx, w = (t[rank].to(device) for t in (xs, idxs, weights))
             recv_x, handle = ops.moe_dispatch(x, idx, w, experts, **options)
@@ -322,7 +356,7 @@ def worker(group: str, backend: str) -> int:
             line = _analyse(name, rank, inputs, x, recv_x, handle, out)
         except Exception as error:
             frames = "".join(traceback.format_exception(error)[-6:]).replace("\n", " | ")
-            say(f"{name}: raised {type(error).__name__}: {error} | {frames[-1500:]}")
+            say(f"{name}: raised {type(error).__name__}: {error} | {finished()} | {frames[-1500:]}")
             if "CUDA" in str(error):  # a fault leaves this process's CUDA context unusable: end the group here
                 raise
             line = "(no analysis: raised)"
