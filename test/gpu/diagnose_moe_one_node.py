@@ -24,6 +24,8 @@ the next group starts in a fresh process. The groups, most informative first:
   and the k = 4 routing.
 - ``no_watchdog``: ``first``'s first call with ``TRITON_DIST_WAIT_TIMEOUT_S=0`` (kernels without the wait
   watchdog library and its host-mapped records).
+- ``sanitizer``: ``first``'s first call under ``compute-sanitizer --tool memcheck`` (skipped where it is not
+  installed): the kernel, thread and address of the first bad access.
 
 Informational (exit status 0 unless the launcher itself fails). ``--worker GROUP`` runs one group under torchrun
 (``TRITON_INTERPRET=1`` with gloo: a smoke test on CPU ranks at 1/100 of the sizes). The inputs are
@@ -36,7 +38,9 @@ whether the token buffer holds the right rows *now* (after a device synchronizat
 
 from __future__ import annotations
 
+import glob
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -47,7 +51,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-GROUPS = ("stepwise", "first", "warm", "no_watchdog")
+GROUPS = ("stepwise", "first", "warm", "no_watchdog", "sanitizer")
 """The groups of variants, each in a process of its own, in the order the launcher runs them."""
 REPO = Path(__file__).resolve().parents[2]
 
@@ -374,7 +378,7 @@ def worker(group: str, backend: str) -> int:
         run("crowd again, each kernel synchronized and checked", crowd, stepwise)
         run("k=4 first call, each kernel synchronized and checked", more, stepwise)
         run("crowd again, plain", crowd)
-    elif group in ("first", "no_watchdog"):
+    elif group in ("first", "no_watchdog", "sanitizer"):
         run("crowd first call (fresh plan, buffers sized in the call)", crowd)
         if group == "first":
             run("crowd again (buffers poisoned before)", crowd)
@@ -417,6 +421,13 @@ def launch(groups: list[str], backend: str, timeout_s: float) -> int:
             env["TRITON_DIST_WAIT_TIMEOUT_S"] = "0"
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2", str(script),
                 "--worker", group, "--backend", backend]  # fmt: skip
+        if group == "sanitizer":
+            found = [shutil.which("compute-sanitizer"), *sorted(glob.glob("/usr/local/cuda*/bin/compute-sanitizer"))]
+            tool = next((path for path in found if path), None)
+            if tool is None:
+                print("=== sanitizer: skipped (no compute-sanitizer on PATH or in /usr/local/cuda*/bin)", flush=True)
+                continue
+            argv = [tool, "--tool", "memcheck", "--target-processes", "all", "--print-limit", "8", *argv]
         print(f"=== {group}: {' '.join(argv[1:])}", flush=True)
         started = time.monotonic()
         process = subprocess.Popen(
@@ -430,8 +441,9 @@ def launch(groups: list[str], backend: str, timeout_s: float) -> int:
             print(f"=== {group}: killed after {timeout_s:.0f} s", flush=True)
         text = output.decode(errors="replace")
         lines = text.splitlines()
+        reports = [line for line in lines if line.startswith("=========")][:60]  # compute-sanitizer's
         for line in lines:
-            if line.startswith("DIAG"):
+            if line.startswith("DIAG") or line in reports:
                 print(line[:3000], flush=True)
         if process.returncode:
             interesting = [line for line in lines if "Error" in line or "error" in line or "FAULT" in line]
