@@ -15,11 +15,12 @@ the next group starts in a fresh process. The groups, most informative first:
   by a device synchronization and a barrier, and host checks of what that kernel wrote: after ``route`` this rank's
   counts row and summary; after ``push`` every slot of this rank's token buffer (meta row and payload, by source)
   against the reference; after ``expand`` the per-row meta, the ranges of ``comb_src`` / ``comb_dst`` /
-  ``comb_rows`` (the addresses combine computes from them) and ``recv_x`` by source; after ``combine_reduce`` the
-  result. A fault is reported with the kernel it followed. Then the k = 4 routing's first call, the same way.
-- ``first``: the crowd routing's first call without any ordering (session 25's fault), then, if it survives, the
-  earlier variants: the call again, a host barrier before the expand kernel or the push, the k = 4 routing,
-  ``programs_per_sm=1``, fewer tokens.
+  ``comb_rows`` (the addresses combine computes from them) and ``recv_x`` by source; the combine result at the end
+  of the call. A fault is reported with the kernel it followed. Then the k = 4 routing's first call, the same way.
+- ``first``: the crowd routing's first call without any ordering (session 25's fault; a fault's line names the
+  kernels that finished before it, from a 4-byte copy into pinned host memory after each launch), then, if it
+  survives, the earlier variants: the call again, a host barrier before the expand kernel or the push, the k = 4
+  routing, ``programs_per_sm=1``, fewer tokens.
 - ``warm``: check_moe_nodes' order: a small call of the same signature first, then the crowd (the buffers grow)
   and the k = 4 routing.
 - ``no_watchdog``: ``first``'s first call with ``TRITON_DIST_WAIT_TIMEOUT_S=0`` (kernels without the wait
