@@ -392,7 +392,7 @@ def worker(group: str, backend: str) -> int:
             run("k=4 first call", more)
             run("k=4 again", more)
             run("k=4, expand after every rank's push (host barrier)", more, ordered)
-            one = {"config": MoeConfig(programs_per_sm=1)}
+            one: dict[str, Any] = {"config": MoeConfig(programs_per_sm=1)}
             run("crowd, programs_per_sm=1, first", crowd, **one)
             run("crowd, programs_per_sm=1, again", crowd, **one)
             small = check.routing(3, size, [500 // scale, 333 // scale], 2, 512 // scale, only=0, none_rate=0.0)
