@@ -185,3 +185,26 @@ def test_stream_idle_reads_the_drivers_answer() -> None:
     assert ops.idle(12) is False
     with pytest.raises(RuntimeError, match="cuStreamQuery"):
         ops.idle(13)
+
+
+def test_idle_for_replay_never_queries_a_capturing_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallbacks' choice: a stream query during a user's capture would invalidate the capture, so a capturing
+    stream answers False without one; a CPU device answers False; otherwise the stream's own answer."""
+    from triton_dist.ops.common import launch, stream_ops
+
+    queried: list[int] = []
+
+    class _Ops:
+        def idle(self, stream: int) -> bool:
+            queried.append(stream)
+            return stream == 5
+
+    monkeypatch.setattr(stream_ops, "stream_ops", lambda device: _Ops())
+    monkeypatch.setattr(launch, "current_raw_stream", lambda index: 5 if index == 0 else 6)
+    assert eager_graphs.idle_for_replay(GPU) is True
+    assert eager_graphs.idle_for_replay(torch.device("cuda", 1)) is False
+    assert eager_graphs.idle_for_replay(torch.device("cpu")) is False
+    assert queried == [5, 6]
+    monkeypatch.setattr(eager_graphs, "_stream_capturing", lambda: True)
+    assert eager_graphs.idle_for_replay(GPU) is False
+    assert queried == [5, 6], "no query while capturing"

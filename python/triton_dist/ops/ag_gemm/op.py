@@ -57,7 +57,7 @@ from triton_dist.ops.common import resources
 from triton_dist.ops.common.collectives import all_gather_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.eager_graphs import EagerGraphs, capturing_eager_call
+from triton_dist.ops.common.eager_graphs import EagerGraphs, capturing_eager_call, idle_for_replay
 from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import (
@@ -1063,10 +1063,10 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
         phase: Hashable | None = None
     elif isinstance(plan, CublasPlan):
         phase = plan.graph_phase()
-    elif isinstance(plan, UnfusedPlan) and a.device.type == "cuda":
+    elif isinstance(plan, UnfusedPlan):
         # As gemm_rs's fallback: eager while the GPU is still busy (the launches are hidden and start when the
         # baseline's would; replayed, gemm_rs's read 0.97-0.98x the baseline's device time), a replay from idle.
-        phase = 0 if stream_ops(a.device).idle(current_raw_stream(a.device.index)) else None
+        phase = 0 if idle_for_replay(a.device) else None
     else:
         phase = 0
     if isinstance(plan, UnfusedPlan):

@@ -88,6 +88,19 @@ def capture_cuda_graph(device: torch.device, run: Callable[[], Any]) -> Graph:
     return graph
 
 
+def idle_for_replay(device: torch.device) -> bool:
+    """Whether an eager call on the GPU ``device`` finds its current stream idle, so that a replay (one launch) beats
+    eager launches. The fallback plans ask it: on a busy stream the host's launches are hidden and eager ones start
+    when the baseline's would. False while the stream is capturing (a user's graph: the call is captured eagerly,
+    and a stream query would invalidate the capture) and on CPU devices; else one ``cuStreamQuery``."""
+    if device.type != "cuda" or _stream_capturing():
+        return False
+    from triton_dist.ops.common.launch import current_raw_stream
+    from triton_dist.ops.common.stream_ops import stream_ops
+
+    return stream_ops(device).idle(current_raw_stream(device.index))
+
+
 def _current_device() -> int:
     return torch.cuda.current_device()
 

@@ -25,7 +25,7 @@ from triton_dist.ops.common import resources
 from triton_dist.ops.common.collectives import reduce_scatter_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.eager_graphs import EagerGraphs
+from triton_dist.ops.common.eager_graphs import EagerGraphs, idle_for_replay
 from triton_dist.ops.common.errors import OpInputError, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import (
@@ -725,7 +725,7 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
         out = torch.empty((plan.shard, plan.n), dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.numel() == 0:  # nothing worth a graph
         return plan.run(a, b, out)
-    if isinstance(plan, UnfusedPlan) and a.device.type == "cuda" and not _stream_idle(a.device):
+    if isinstance(plan, UnfusedPlan) and not idle_for_replay(a.device):
         # The GPU is still busy with earlier work, so the host's launches are hidden behind it: launched eagerly the
         # fallback's GEMM and reduce-scatter start exactly when the baseline's would, where a replay of the two read
         # 0.97-0.98x the baseline's device time (2 x H200, docs/results/2026-11-27-session25.md). From an idle GPU
@@ -733,11 +733,6 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
         return plan.run(a, b, out)
     plan.graphs.launch((a.data_ptr(), b.data_ptr(), out.data_ptr()), a.device, lambda: plan.run(a, b, out))
     return out
-
-
-def _stream_idle(device: torch.device) -> bool:
-    """Whether the current stream of ``device`` (a GPU) has no work left (one driver query)."""
-    return stream_ops(device).idle(current_raw_stream(device.index))
 
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:

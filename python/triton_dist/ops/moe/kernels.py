@@ -195,6 +195,7 @@ def _route_kernel(
     me = dl.rank()
     ranks = dl.num_ranks()
     epoch = tl.load(epochs_ptr) + 1
+    tl.debug_barrier()  # in place, as push's tok_pos: every warp has loaded the counter before one warp stores it
     tl.store(epochs_ptr, epoch)
     tl.store(epoch_ptr, epoch)
     parity = epoch % 2
@@ -211,6 +212,7 @@ def _route_kernel(
         n = tl.load(part + dests[None, :])
         c = tl.load(part + WP + experts[None, :])
         bad_ids += tl.sum(tl.load(part_ptr + (p0 + parts) * ROW + WP + EP), axis=0)
+        tl.debug_barrier()  # in place: every warp has loaded these rows before any stores their prefixes
         tl.store(part + dests[None, :], tl.cumsum(n, axis=0) - n + dest_run[None, :])
         tl.store(part + WP + experts[None, :], tl.cumsum(c, axis=0) - c + expert_run[None, :])
         dest_run += tl.sum(n, axis=0)
@@ -513,9 +515,16 @@ def _push_kernel(
                         dl.put_signal(row_at, send_ptr + pair.to(tl.int64) * H, H * ELEM, sig + 1, epoch, dest)
         # final: combine's reduce reads it. SELF: both launches read column me's local place while they run side by
         # side, so neither writes it (the expand kernel does, SELF_DIRECT); SELF == 1 writes the other columns.
+        # In place: every warp of the program loads tok_pos[t] (its few words are replicated over the warps) and one
+        # warp stores it, and nothing else makes the warps wait for each other, so without the barrier a warp that
+        # runs ahead (after a few tokens, the first warp: the others stall on their row stores) overwrote tok_pos[t]
+        # before a later warp loaded it: that warp added the prefix twice and stored its columns of the row into
+        # another slot, or past the token buffer (issue 27's wrong columns [128, H) and meta rows on GPUs).
         if SELF == 1:
+            tl.debug_barrier()  # every warp has loaded this token's local places
             tl.store(tok_pos_ptr + t * ranks + dests, places, mask=(dests < ranks) & (dests != me))
         elif SELF == 0:
+            tl.debug_barrier()  # every warp has loaded this token's local places
             tl.store(tok_pos_ptr + t * ranks + dests, places, mask=dests < ranks)
     if LOW_LATENCY:
         if pid == 0:  # this rank's counts row travels with the data (no exchange before)
