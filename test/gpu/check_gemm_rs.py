@@ -326,6 +326,23 @@ def check_eager_graphs(checks: Checks) -> None:
                 graphs.replays >= 6,
                 f"{graphs.captures} captures, {graphs.replays} replays over {len(results)} calls",
             )
+            # The same eager call inside a user's CUDA graph: captured as eager launches (no replay of the op's own
+            # graph, no stream query that would invalidate the capture), then replayed with fresh inputs.
+            a, b = sets[0]
+            graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+                rs_op._eager_call(plan, a, b, outs[0])
+            torch.cuda.current_stream().wait_stream(stream)
+            rt.barrier()
+            for replay in range(2):
+                fresh_a, fresh_b = inputs(m, n, k, dtype, 990 + replay)
+                a.copy_(fresh_a)
+                b.copy_(fresh_b)
+                outs[0].fill_(float("nan"))
+                graph.replay()
+                sync(name)
+                compare(checks, f"{name}: in a user's CUDA graph, replay {replay}", outs[0], reference(a, b), dtype)
 
         checks.run(name, body)
 
