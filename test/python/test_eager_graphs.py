@@ -208,3 +208,17 @@ def test_idle_for_replay_never_queries_a_capturing_stream(monkeypatch: pytest.Mo
     monkeypatch.setattr(eager_graphs, "_stream_capturing", lambda: True)
     assert eager_graphs.idle_for_replay(GPU) is False
     assert queried == [5, 6], "no query while capturing"
+
+
+def test_a_users_capture_records_eager_launches_even_where_a_graph_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key with a graph already captured, then called inside a user's capture: the call runs its eager launches
+    (which the user's graph records), not a replay of the op's graph, and the count of replays does not move."""
+    plan = Recorder()
+    graphs = EagerGraphs(plan.capture)
+    for _ in range(CAPTURE_AFTER + 1):
+        graphs.launch((1, 2, 3), GPU, lambda: plan.run("x"))
+    replays, logged = graphs.replays, len(plan.log)
+    monkeypatch.setattr(eager_graphs, "_stream_capturing", lambda: True)
+    graphs.launch((1, 2, 3), GPU, lambda: plan.run("x"))
+    assert graphs.replays == replays
+    assert len(plan.log) == logged + 1

@@ -160,6 +160,9 @@ class EagerGraphs:
         if phase is None or not _enabled or device.type != "cuda" or device.index != _current_device():
             run()
             return
+        if _stream_capturing():  # a user's capture: its graph records the eager launches, never a replay of ours
+            run()
+            return
         key = (addresses, phase)
         graph = self._graphs.get(key)
         if graph is not None:
@@ -170,7 +173,7 @@ class EagerGraphs:
             self.replays += 1
             return
         seen = self._seen.get(key, 0) + 1
-        if seen < CAPTURE_AFTER or self.captures >= MAX_CAPTURES or _stream_capturing():
+        if seen < CAPTURE_AFTER or self.captures >= MAX_CAPTURES:
             if seen < CAPTURE_AFTER:
                 if len(self._seen) >= MAX_SEEN:
                     self._seen.clear()
