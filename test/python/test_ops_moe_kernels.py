@@ -94,6 +94,7 @@ def _compile(
     num_warps: int = 4,
     copiers: int = 0,
     self_mode: int = 0,
+    stage: str = "",
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it on one node; ``scales`` > 0: an fp8 payload
@@ -101,7 +102,7 @@ def _compile(
     to that many elements; ``gather``: expand for ``layout="gather"`` (``bulk``: its payload copied as one block,
     by ``copiers`` copy programs after the meta programs, or with none by every program after its meta rows);
     ``self_mode``: the push's ``SELF`` (1: without this rank's own payload, 2: only that, into ``self_ptr``), and for
-    expand ``SELF_DIRECT`` (its block copy without those rows)."""
+    expand ``SELF_DIRECT`` (its block copy without those rows); ``stage``: that stage's text instead (``"ttgir"``)."""
     constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
     signature = dict(SIGNATURES[name])
     if name == "route":
@@ -132,7 +133,8 @@ def _compile(
             signature["recv_ptr"] = "*fp8e4nv"
     aligned = tuple(arg for arg in signature if arg.endswith("_ptr")) + (("H",) if "H" in signature else ())
     kernel = getattr(kernels, f"_{name}_kernel")
-    return assembly(compile_kernel(kernel, signature, target, constexprs, aligned=aligned, num_warps=num_warps), target)
+    compiled = compile_kernel(kernel, signature, target, constexprs, aligned=aligned, num_warps=num_warps)
+    return compiled.asm[stage] if stage else assembly(compiled, target)
 
 
 def _order(text: str, *patterns: str) -> list[int]:
@@ -165,6 +167,48 @@ def test_sm90_flags_are_released_after_the_data_and_acquired_before_reading(low_
     else:  # the counts exchange: pushed, released, acquired
         store, release, acquire = _order(route, r"st\.global", r"st\.release\.sys", r"ld\.acquire\.sys")
         assert 0 <= store < release < acquire
+
+
+def _rewritten_without_barrier(ttgir: str) -> list[str]:
+    """The pointers the TTGIR ``ttgir`` loads from and then stores to (the same SSA value, in text order) with no
+    ``gpu.barrier`` between the load and the store: an in-place update whose words the layout replicates over the
+    warps (each warp loads them, one stores) races between warps that nothing else synchronizes."""
+    lines = ttgir.splitlines()
+    loaded: dict[str, int] = {}
+    found = []
+    for i, line in enumerate(lines):
+        load = re.search(r"= tt\.load (%[\w.]+)", line)
+        if load:
+            loaded[load.group(1)] = i
+        store = re.search(r"tt\.store (%[\w.]+),", line)
+        if store and store.group(1) in loaded:
+            between = lines[loaded[store.group(1)] : i]
+            if not any("gpu.barrier" in text for text in between):
+                found.append(f"{store.group(1)} (loaded at line {loaded[store.group(1)] + 1}, stored at {i + 1})")
+    return found
+
+
+@pytest.mark.parametrize("low_latency", [False, True])
+def test_sm90_in_place_updates_wait_for_every_warps_load(low_latency: bool) -> None:
+    """Issue 27: the push kernel loads a token's ``tok_pos`` row (two words, held by every warp) and stores its final
+    places there at the end of the token's iteration. Without a program barrier between them the warp that stores
+    ran tokens ahead of the others on GPUs, a later warp read the final place and added the prefix again, and its
+    columns of the row went to another slot (the interpreter runs a program as one thread: the CPU emulation
+    passes). The route kernel's epoch counter and count prefixes are updated in place as well; every kernel is
+    checked, on the TTGIR Triton lowers each warp's code from."""
+    need_real_library("sm_90")
+    variants = [("push", 0), ("route", 0), ("route_count", 0), ("expand", 0), ("combine_push", 0)]
+    variants += [("combine_reduce", 0)]
+    if not low_latency:  # _self_push's two launches
+        variants += [("push", 1), ("push", 2)]
+    for name, self_mode in variants:
+        ttgir = _compile(name, "sm_90", low_latency, world_size=2, self_mode=self_mode, stage="ttgir")
+        if name == "push":
+            assert re.search(r"tt\.load %local_places", ttgir), "the check sees the push's load of tok_pos"
+            if self_mode != 2:
+                assert re.search(r"tt\.store %local_places", ttgir), "and its store of the final places"
+        racing = _rewritten_without_barrier(ttgir)
+        assert not racing, f"{name} (SELF {self_mode}) updates in place without a barrier: {racing}"
 
 
 def test_sm90_power_of_two_world_notifies_every_rank_in_one_release_atomic() -> None:
