@@ -100,6 +100,7 @@ class _DriverThatDoesNothing:
 
     class CUresult:
         CUDA_SUCCESS = 0
+        CUDA_ERROR_NOT_READY = 600
 
     class CUevent_flags:  # noqa: N801 (cuda-bindings' name)
         CU_EVENT_DISABLE_TIMING = 2
@@ -119,6 +120,10 @@ class _DriverThatDoesNothing:
     @staticmethod
     def cuEventCreate(flags: int) -> tuple[int, object]:  # noqa: N802
         return (0, object())
+
+    @staticmethod
+    def cuStreamQuery(stream: int) -> tuple[int]:  # noqa: N802
+        return (0,)
 
     @staticmethod
     def cuStreamWriteValue32(stream: int, address: int, value: int, flags: int) -> tuple[int]:  # noqa: N802
