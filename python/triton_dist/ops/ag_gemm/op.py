@@ -1026,7 +1026,10 @@ def ag_gemm(
 
     Every rank must call it the same number of times (it synchronizes with the peers on the GPU). The first call
     of a signature compiles and plans (run it once eagerly before capturing a CUDA graph); later eager calls skip
-    torch's dispatcher and launch the plan. Under ``torch.compile`` it is ``torch.ops.triton_dist.ag_gemm``.
+    torch's dispatcher and launch the plan, and from the second call with the same operand and output addresses
+    replay a CUDA graph of the call that the op captures itself (one launch; the NCCL fallback only from an idle
+    stream; ``TRITON_DIST_EAGER_GRAPHS=0`` turns it off: ``ops.common.eager_graphs``). Under ``torch.compile`` it
+    is ``torch.ops.triton_dist.ag_gemm``.
     Raises ``AgGemmError`` (an ``OpInputError``) naming the problem for bad input, ``HeapExhaustedError`` when the
     heap cannot hold the receive buffer. Under ``TRITON_INTERPRET=1`` on a world made with ``init(device="cpu")``
     (the CPU emulation, for tests without GPUs) the operands are CPU tensors and the fused pointer kernel runs in

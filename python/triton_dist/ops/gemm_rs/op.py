@@ -688,7 +688,10 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
     bf16 or fp16, contiguous, on this rank's device; M a multiple of the world size. Ordinary torch tensors are fine
     (the op reads them only on their own rank). The first call of each signature allocates a workspace on the
     symmetric heap collectively, checks that every rank passed the same shapes and dtypes, and plans the call; run
-    it once eagerly before capturing a CUDA graph. Later eager calls skip torch's dispatcher and launch the plan.
+    it once eagerly before capturing a CUDA graph. Later eager calls skip torch's dispatcher and launch the plan;
+    from the second call with the same operand and output addresses they replay a CUDA graph of the call that the
+    op captures itself (one launch; the matmul + NCCL fallback only from an idle stream; ``TRITON_DIST_EAGER_GRAPHS=0``
+    turns it off: ``ops.common.eager_graphs``).
     Under ``torch.compile`` it is the custom op ``torch.ops.triton_dist.gemm_rs``. Raises ``GemmRsError`` (an
     ``OpInputError``) naming the problem for bad input. Under ``TRITON_INTERPRET=1`` on a world made with
     ``init(device="cpu")`` (the CPU emulation, for tests without GPUs) the fused kernel runs in Triton's
