@@ -306,4 +306,8 @@ def _one_shot_ll_kernel(
                     got = _ll_receive_late(words + peer * LANES, offs, mask, packed, epoch, PASSES)
                     acc_low, acc_high = _ll_add(acc_low, acc_high, got, DTYPE, PER_WORD)
     _ll_store_elements(out_ptr, word, n, acc_low.to(DTYPE), acc_high.to(DTYPE), PER_WORD)
+    # Every warp loaded the counter above; one thread stores the next value. Nothing else makes the warps meet (no
+    # flag, no cross-warp reduction), so without this barrier a warp that had not loaded the counter yet could read
+    # the next call's epoch and push and poll words of the wrong parity and epoch.
+    tl.debug_barrier()
     tl.store(epochs_ptr + slot, epoch)
