@@ -11,8 +11,9 @@ What counts as the barrier between the load and the store (in text order, the TT
 - ``gpu.barrier`` (``tl.debug_barrier()``);
 - a call of the device library's ``dl.notify`` / ``dl.wait`` (``__triton_dist_notify_*`` / ``__triton_dist_wait_*``):
   each synchronizes the whole program (a barrier, then one thread's flag access; language/notify.py);
-- a ``tt.reduce`` over an axis that spans several warps: Triton combines the warps' partial results through shared
-  memory between program barriers, which every warp reaches after its earlier loads.
+- a ``tt.reduce`` whose axis holds distinct elements in several warps (blocked layouts): Triton combines the warps'
+  partial results through shared memory between program barriers, which every warp reaches after its earlier loads
+  (a reduction of a few elements that one warp holds, the others copies, is warp-synchronous: no barrier).
 
 Not flagged, because no other warp can read a different value:
 
@@ -42,29 +43,36 @@ def _num_warps(ttgir: str) -> int:
     return int(found.group(1))
 
 
-def _warps_per_layout(ttgir: str) -> dict[str, list[int]]:
-    """``#name`` -> its ``warpsPerCTA`` for every blocked layout the module defines."""
+def _blocked_layouts(ttgir: str) -> dict[str, dict[str, list[int]]]:
+    """``#name`` -> its ``sizePerThread``, ``threadsPerWarp`` and ``warpsPerCTA`` for every blocked layout."""
     layouts = {}
-    for match in re.finditer(r"^(#\w+) = #ttg\.blocked<\{[^}]*warpsPerCTA = \[([\d, ]+)\]", ttgir, re.M):
-        layouts[match.group(1)] = [int(w) for w in match.group(2).split(",")]
+    for match in re.finditer(r"^(#\w+) = #ttg\.blocked<\{([^}]*)\}>", ttgir, re.M):
+        fields = dict(re.findall(r"(\w+) = \[([\d, ]+)\]", match.group(2)))
+        layouts[match.group(1)] = {key: [int(v) for v in value.split(",")] for key, value in fields.items()}
     return layouts
 
 
-def _cross_warp_reduce(lines: list[str], i: int, layouts: dict[str, list[int]]) -> bool:
-    """Whether line ``i`` starts a ``tt.reduce`` whose axis spans more than one warp (a program barrier)."""
+def _cross_warp_reduce(lines: list[str], i: int, layouts: dict[str, dict[str, list[int]]]) -> bool:
+    """Whether line ``i`` starts a ``tt.reduce`` whose axis holds distinct elements in more than one warp (Triton
+    then combines the warps' partial results through shared memory, between program barriers). A reduction of
+    elements that fit one warp's lanes (the other warps hold copies) is warp-synchronous: no barrier."""
     start = re.search(r'"tt\.reduce"\(%[\w.#]+[^)]*\) <\{axis = (\d+)', lines[i])
     if not start:
         return False
     axis = int(start.group(1))
     for line in lines[i + 1 : i + 200]:  # the region ends with the operand types
-        typed = re.search(r"^\s*\}\) : \(tensor<[^,>]*, (#\w+)>", line)
+        typed = re.search(r"^\s*\}\) : \(tensor<([\dx]+)x\w+, (#\w+)>", line)
         if typed:
-            warps = layouts.get(typed.group(1), [])
-            return axis < len(warps) and warps[axis] > 1
+            shape = [int(size) for size in typed.group(1).split("x")]
+            layout = layouts.get(typed.group(2))
+            if layout is None or axis >= len(shape):
+                return False  # not a blocked layout: not counted (the check stays conservative)
+            per_warp = layout["sizePerThread"][axis] * layout["threadsPerWarp"][axis]
+            return min(layout["warpsPerCTA"][axis], -(-shape[axis] // per_warp)) > 1
     return False
 
 
-def _is_barrier(lines: list[str], i: int, layouts: dict[str, list[int]]) -> bool:
+def _is_barrier(lines: list[str], i: int, layouts: dict[str, dict[str, list[int]]]) -> bool:
     line = lines[i]
     if "gpu.barrier" in line:
         return True
@@ -97,7 +105,7 @@ def rewritten_without_barrier(ttgir: str) -> list[str]:
     if threads == 32:
         return []
     lines = ttgir.splitlines()
-    layouts = _warps_per_layout(ttgir)
+    layouts = _blocked_layouts(ttgir)
     address: dict[str, str] = {}
     for line in lines:
         step = re.match(r"\s*(%[\w.#]+) = tt\.(addptr|splat|broadcast) (%[\w.]+)(?:, (%[\w.]+))?", line)
@@ -114,7 +122,7 @@ def rewritten_without_barrier(ttgir: str) -> list[str]:
     loaded: dict[str, list[tuple[int, str]]] = {}
     found = []
     for i, line in enumerate(lines):
-        load = re.search(r"(%[\w.#]+) = tt\.load (%[\w.]+)\b.*: (\S+) loc", line)
+        load = re.search(r"(%[\w.#]+) = tt\.load (%[\w.]+)\b[^:]*: (.+?)(?: loc\(|$)", line)
         if load and _elements(load.group(3)) < threads:
             loaded.setdefault(expression(load.group(2)), []).append((i, load.group(1)))
         store = re.search(r"tt\.store (%[\w.]+), (%[\w.#]+)", line)
