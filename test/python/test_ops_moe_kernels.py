@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import torch
 from dl_compile import assembly, compile_kernel, need_real_library, ptxas_info
+from in_place_check import rewritten_without_barrier
 from test_runtime_world import run_ranks
 
 import triton_dist.ops
@@ -169,25 +170,6 @@ def test_sm90_flags_are_released_after_the_data_and_acquired_before_reading(low_
         assert 0 <= store < release < acquire
 
 
-def _rewritten_without_barrier(ttgir: str) -> list[str]:
-    """The pointers the TTGIR ``ttgir`` loads from and then stores to (the same SSA value, in text order) with no
-    ``gpu.barrier`` between the load and the store: an in-place update whose words the layout replicates over the
-    warps (each warp loads them, one stores) races between warps that nothing else synchronizes."""
-    lines = ttgir.splitlines()
-    loaded: dict[str, int] = {}
-    found = []
-    for i, line in enumerate(lines):
-        load = re.search(r"= tt\.load (%[\w.]+)", line)
-        if load:
-            loaded[load.group(1)] = i
-        store = re.search(r"tt\.store (%[\w.]+),", line)
-        if store and store.group(1) in loaded:
-            between = lines[loaded[store.group(1)] : i]
-            if not any("gpu.barrier" in text for text in between):
-                found.append(f"{store.group(1)} (loaded at line {loaded[store.group(1)] + 1}, stored at {i + 1})")
-    return found
-
-
 @pytest.mark.parametrize("low_latency", [False, True])
 def test_sm90_in_place_updates_wait_for_every_warps_load(low_latency: bool) -> None:
     """Issue 27: the push kernel loads a token's ``tok_pos`` row (two words, held by every warp) and stores its final
@@ -207,7 +189,7 @@ def test_sm90_in_place_updates_wait_for_every_warps_load(low_latency: bool) -> N
             assert re.search(r"tt\.load %local_places", ttgir), "the check sees the push's load of tok_pos"
             if self_mode != 2:
                 assert re.search(r"tt\.store %local_places", ttgir), "and its store of the final places"
-        racing = _rewritten_without_barrier(ttgir)
+        racing = rewritten_without_barrier(ttgir)
         assert not racing, f"{name} (SELF {self_mode}) updates in place without a barrier: {racing}"
 
 
