@@ -202,3 +202,17 @@ def test_the_check_flags_a_counter_advanced_without_a_barrier_only() -> None:
     assert rewritten_without_barrier(ttgir(False, 4)), "the racing counter must be flagged"
     assert not rewritten_without_barrier(ttgir(True, 4)), "a barrier between the load and the store is enough"
     assert not rewritten_without_barrier(ttgir(False, 1)), "one warp has nothing to race with"
+
+
+def test_sm90_example_and_runtime_kernels_update_shared_words_only_after_a_barrier() -> None:
+    """The same check over the examples', GPU checks' and runtime's kernels (test_runtime_example_kernels'
+    table, compiled as it compiles them)."""
+    from test_runtime_example_kernels import KERNELS, load
+    from test_runtime_example_kernels import compile_kernel as compile_example
+
+    racing = {}
+    for path, name, signature, constexprs in KERNELS:
+        ttgir = compile_example(getattr(load(path), name), signature, constexprs, "sm_90").asm["ttgir"]
+        if found := rewritten_without_barrier(ttgir):
+            racing[f"{path}:{name}"] = found
+    assert not racing, f"in-place updates without a program barrier: {racing}"
