@@ -1072,13 +1072,12 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
         phase = 0 if idle_for_replay(a.device) else None
     else:
         phase = 0
+    addresses = (a.data_ptr(), b.data_ptr(), c.data_ptr())
     if isinstance(plan, UnfusedPlan):
-        plan.graphs.launch((a.data_ptr(), b.data_ptr(), c.data_ptr()), a.device, lambda: plan.run(a, b, out=c), phase)
-    elif isinstance(plan, CublasPlan):
-        addresses = (a.data_ptr(), b.data_ptr(), c.data_ptr())
-        plan.graphs.launch(addresses, a.device, lambda: plan.run(a, b, c), phase, plan.replayed)
+        plan.graphs.launch(addresses, a.device, lambda: plan.run(a, b, out=c), phase)
     else:
-        plan.graphs.launch((a.data_ptr(), b.data_ptr(), c.data_ptr()), a.device, lambda: plan.run(a, b, c), phase)
+        replayed = plan.replayed if isinstance(plan, CublasPlan) else None
+        plan.graphs.launch(addresses, a.device, lambda: plan.run(a, b, c), phase, replayed)
     return c
 
 
