@@ -936,6 +936,10 @@ def test_the_algorithm_follows_the_all_reduce_table(monkeypatch: pytest.MonkeyPa
     assert cfg.choose_config(64 << 20, 4096, cuda, 2, 2, emulated=False).algo == "two_shot"  # past the last row
     assert cfg.choose_config(8192 * 2 * 8, 8, cuda, 2, 2, emulated=False).num_warps == 8  # hidden 8192
     # Another world size has no table: all_reduce's heuristic (one-shot up to 512 KiB / W).
+    rows_at_most = cfg.SPIN_WORDS_ROWS * 2048 * 2  # the most rows that take the spin, of hidden 2048
+    assert cfg.choose_config(rows_at_most, cfg.SPIN_WORDS_ROWS, cuda, 4, 2, emulated=False).ll_reduce == "spin_words"
+    one_more = (cfg.SPIN_WORDS_ROWS + 1) * 2048 * 2
+    assert cfg.choose_config(one_more, cfg.SPIN_WORDS_ROWS + 1, cuda, 4, 2, emulated=False).algo == "one_shot"
     assert cfg.choose_config(8192, 4, cuda, 4, 2, emulated=False).algo == "one_shot"
     assert cfg.choose_config(256 << 10, 64, cuda, 4, 2, emulated=False).algo == "two_shot"
     tables["all_reduce|table|8|Fake GPU"] = {"config": {"rows": [[4096, {"algo": "two_shot"}]]}}

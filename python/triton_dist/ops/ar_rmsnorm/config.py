@@ -176,11 +176,12 @@ def choose_algo(nbytes: int, device: torch.device, world_size: int, itemsize: in
     return "two_shot" if found.algo == "two_shot" else "one_shot"
 
 
-SPIN_WORDS_ROWS = 2
+SPIN_WORDS_ROWS = 4
 """Calls of at most this many rows take the LL one-shot with ``ll_reduce="spin_words"`` by default (bf16 / fp16 /
-fp32 output, NVIDIA, on GPUs). On 2 x H200 (hidden 8192 bf16, graphed, 2026-11-27, docs/results/
-2026-11-27-session24.md) it ran 5.0 / 5.5 µs at M = 1 / 2 against 6.3 / 6.5 µs for the flag one-shot; at M = 4 6.3
-against 6.5, at M = 8 equal, above that slower."""
+fp32 output, NVIDIA, on GPUs). On 2 x H200 (hidden 8192 bf16, graphed) it ran 5.0 / 5.5 / 6.3 µs at M = 1 / 2 / 4
+against 6.3 / 6.5 / 6.5 µs for the flag one-shot (2026-11-27, docs/results/2026-11-27-session24.md), and 6.1
+against 6.4 µs at M = 4 in a second run (docs/results/2026-11-27-session25/ar_rmsnorm_rows_2xH200_c626918.md); at
+M = 8 equal or 0.2 µs faster, above that slower."""
 SPIN_WORDS_MIN_HIDDEN = 2048
 """...and rows of at least this many elements: the measured regime (hidden 8192), where the spin's workspace is a
 few MiB of symmetric heap; short rows get one slice each and a workspace up to 128 MiB at 8 ranks."""
