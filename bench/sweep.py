@@ -396,7 +396,11 @@ def run_row(
     row["graph_replays"] = graphs.replays if graphs is not None else 0  # ours' calls served by its own graphs
     row["comm_ms"] = _median_ms(comm, reps)
     row["gemm_ms"] = _median_ms(gemm, reps)
+    replays_before = graphs.replays if graphs is not None else 0
     row["ours_idle_ms"], row["base_idle_ms"] = _idle_ms_pair(ours, baseline, reps)
+    # Of the from-idle calls (3 warm-ups, then reps), how many replayed: the fallbacks replay only from an idle stream.
+    row["idle_replays"] = (graphs.replays - replays_before) if graphs is not None else 0
+    row["idle_calls"] = 3 + reps
     row["ours_host_us"] = host_us(ours)
     row["ours_alloc_host_us"] = host_us(ours_alloc)
     row["base_host_us"] = host_us(baseline)
@@ -454,7 +458,8 @@ def write(
         "baseline; ours writes into an output allocated once per row (out=), as the baseline does; host µs per call",
         "(GPU busy): ours / ours allocating its output (no out=) / the unfused path as a user writes it (outputs",
         "allocated per call) / the preallocated baseline. Path: what ours ran; (graph): its repeated eager calls",
-        "were replayed from the op's own CUDA graphs (ops.common.eager_graphs). fused ms: the fused",
+        "were replayed from the op's own CUDA graphs (ops.common.eager_graphs); [r/c replayed] after the from-idle",
+        "times: how many of ours' c from-idle calls (warm-ups included) replayed. fused ms: the fused",
         "kernel's default configuration where the selection ran the fallback (so the choice can be judged), then the",
         "cuBLAS path's (AG: shards gathered by the copy engine, one cuBLAS GEMM per shard as it lands; RS: peers'",
         "partials written by cuBLAS into their memory). Error: relative Frobenius error against the baseline's result.",
@@ -489,7 +494,8 @@ def write(
                     f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
                     f"{r['fused_ms']:.3f} / {r.get('cublas_ms', float('nan')):.3f}",
-                    f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})",
+                    f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})"
+                    + (f" [{r['idle_replays']}/{r['idle_calls']} replayed]" if "idle_calls" in r else ""),
                     f"{r['ours_host_us']:.0f} / {float(r.get('ours_alloc_host_us', float('nan'))):.0f} / "  # type: ignore[arg-type]
                     f"{r['unfused_host_us']:.0f} / {r['base_host_us']:.0f}",
                     f"{r['rel_error']:.1e}", *clock_cells(r),
