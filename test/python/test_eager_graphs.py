@@ -8,7 +8,7 @@ test/gpu/check_ag_gemm.py and check_gemm_rs.py check real replays against torch.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -222,3 +222,96 @@ def test_a_users_capture_records_eager_launches_even_where_a_graph_exists(monkey
     graphs.launch((1, 2, 3), GPU, lambda: plan.run("x"))
     assert graphs.replays == replays
     assert len(plan.log) == logged + 1
+
+
+class _BlasModel:
+    """torch's cuBLAS workspace cache as the eager graphs meet it: one workspace per stream, allocated by a stream's
+    first GEMM (inside a capture: in the capturing graph's private pool) and baked into a captured GEMM; a graph's
+    destruction frees its pool and, as recent torch's ``CUDAGraph.reset`` does, drops its capture stream's cached
+    workspace. A workspace's memory is gone once the cache no longer holds it and its pool's graph is destroyed."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, int] = {}
+        self.owner: dict[int, _FakeCudaGraph | None] = {}
+        """Per workspace, the graph in whose pool it was allocated (None: an eager GEMM's, never freed here)."""
+        self.capturing: _FakeCudaGraph | None = None
+        self.current = "user stream"
+
+    def mm(self) -> None:
+        workspace = self.cache.get(self.current)
+        if workspace is None:
+            workspace = self.cache[self.current] = len(self.owner)
+            self.owner[workspace] = self.capturing
+        if self.capturing is not None:
+            self.capturing.baked.add(workspace)
+
+    def freed(self, workspace: int) -> bool:
+        graph = self.owner[workspace]
+        return workspace not in self.cache.values() and graph is not None and graph.destroyed
+
+
+class _FakeCudaGraph:
+    def __init__(self, blas: _BlasModel) -> None:
+        self.blas = blas
+        self.baked: set[int] = set()
+        self.destroyed = False
+        self.stream = ""
+
+    def capture_begin(self, capture_error_mode: str) -> None:
+        self.stream, self.blas.capturing = self.blas.current, self
+
+    def capture_end(self) -> None:
+        self.blas.capturing = None
+
+    def replay(self) -> None:
+        pass
+
+    def destroy(self) -> None:
+        self.destroyed = True
+        self.blas.cache.pop(self.stream, None)
+
+
+class _FakeStream:
+    def __init__(self, blas: _BlasModel, name: str) -> None:
+        self.blas, self.name = blas, name
+
+    def wait_stream(self, other: object) -> None:
+        pass
+
+
+def test_each_graph_keeps_its_own_blas_workspace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """capture_cuda_graph's captures all run on one capture stream, whose cached cuBLAS workspace a captured GEMM
+    bakes in: each graph must own the one its capture allocated, so that no two live graphs share one (concurrent
+    replays would race on it) and destroying one graph (LRU, a plan cleared) frees nothing another replays into."""
+    import contextlib
+
+    blas = _BlasModel()
+    capture_stream = _FakeStream(blas, "capture stream")
+
+    @contextlib.contextmanager
+    def on_stream(stream: _FakeStream) -> Iterator[None]:
+        before, blas.current = blas.current, stream.name
+        try:
+            yield
+        finally:
+            blas.current = before
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", lambda: _FakeCudaGraph(blas))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: _FakeStream(blas, blas.current))
+    monkeypatch.setattr(torch.cuda, "stream", on_stream)
+    monkeypatch.setattr(eager_graphs, "_capture_stream", lambda device: capture_stream)
+    monkeypatch.setattr(torch._C, "_cuda_clearCublasWorkspaces", blas.cache.clear, raising=False)
+    graphs = EagerGraphs()  # the real capture_cuda_graph
+    live: list[_FakeCudaGraph] = []
+    for key in range(MAX_GRAPHS + 3):  # more keys than a plan keeps: the oldest graphs are dropped
+        for _ in range(CAPTURE_AFTER):
+            graphs.launch((key,), GPU, blas.mm)
+        live = [graph for graph in graphs._graphs.values() if isinstance(graph, _FakeCudaGraph)]
+        for graph in {id(g): g for g in blas.owner.values() if g is not None}.values():
+            if graph not in live and not graph.destroyed:
+                graph.destroy()  # what dropping torch's CUDAGraph does
+        baked = [workspace for graph in live for workspace in graph.baked]
+        assert len(baked) == len(set(baked)), f"live graphs share a cuBLAS workspace: {baked}"
+        stale = [workspace for workspace in baked if blas.freed(workspace)]
+        assert not stale, f"a live graph replays into freed cuBLAS workspaces {stale}"
+    assert graphs.captures == MAX_GRAPHS + 3 and len(live) == MAX_GRAPHS

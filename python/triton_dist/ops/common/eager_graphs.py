@@ -74,18 +74,39 @@ class Graph(Protocol):
 def capture_cuda_graph(device: torch.device, run: Callable[[], Any]) -> Graph:
     """``run()`` captured into a new CUDA graph on a capture stream of ``device`` (after the current stream's
     work, in thread-local capture mode so other threads' CUDA calls stay legal). The graph has its own memory
-    pool: what the call allocates inside stays the graph's."""
+    pool: what the call allocates inside stays the graph's, the cuBLAS workspace of its GEMMs included (see
+    :func:`_forget_blas_workspaces`)."""
     graph = torch.cuda.CUDAGraph()
     stream = _capture_stream(device)
     stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        graph.capture_begin(capture_error_mode="thread_local")
-        try:
-            run()
-        finally:
-            graph.capture_end()
+    try:
+        with torch.cuda.stream(stream):
+            graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                run()
+            finally:
+                graph.capture_end()
+    finally:
+        _forget_blas_workspaces()
     torch.cuda.current_stream(device).wait_stream(stream)
     return graph
+
+
+def _forget_blas_workspaces() -> None:
+    """Drop torch's cached cuBLAS / cuBLASLt workspaces (``torch._C._cuda_clearCublasWorkspaces``), after each
+    capture.
+
+    torch caches one workspace per (handle, stream) and a GEMM captured into a graph bakes its address in. Every
+    capture here runs on the same capture stream, so without this the first capture's workspace (allocated in that
+    graph's private pool) would be reused by every later graph: their replays on different streams would share
+    it, and once the first graph is destroyed (a plan's least recently used graph dropped, ``clear_workspaces()``)
+    torch frees the stream's cached workspace (``CUDAGraph.reset`` clears the capture stream's entry in recent
+    torch) while the other graphs still write into it. Dropped after each capture, the workspace stays in the
+    captured graph's pool, used by that graph alone and freed with it; the next capture allocates its own. Eager
+    GEMMs on other streams allocate theirs again on their next call (a cached block)."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
 
 
 def idle_for_replay(device: torch.device) -> bool:
