@@ -3,6 +3,8 @@
     python3 bench/heap_backends.py [--nproc 2] [--trials 3] [--out bench/results/heap_backends.md]
     python3 bench/heap_backends.py --only all_reduce --ar-sizes 64 1024 --probe --trials 5 --replays 50 \\
         --variants cuda_ipc nvshmem nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1     # issue 29's 64 KiB probe
+    python3 bench/heap_backends.py --only replay --trials 1 --replays 40 --variants cuda_ipc nvshmem
+                                                          # issue 29: where the 64 KiB op's extra per replay goes
 
 torch symmetric memory allows one backend per process (no switch after an allocation), so each measurement is its
 own ``torchrun --nproc-per-node=N`` of this script in ``--worker`` mode, with ``triton_dist.init(backend=...)`` on
@@ -11,6 +13,9 @@ workers (``nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1,NVSHMEM_CUMEM_GRANULARITY=
 the baseline. The driver rotates the variants (``--trials`` times each, the first variant of a trial rotating too)
 and reports per metric the median over trials, each variant's overhead against the baseline, and each variant's
 spread over its trials. Issue 29's bar: at most 3% on every metric, for every variant against the baseline.
+Two worker variables of this script's own change the heap's setup in the worker only: ``HEAP_BACKENDS_BASE_ALIGN``
+(below) and ``HEAP_BACKENDS_CTX_SYNC_MEMOPS=0|1``, which clears or sets the CUDA context's ``CU_CTX_SYNC_MEMOPS``
+(NVSHMEM's init sets it) right after ``init()``, before any metric (``bench/_replay_probe.py``).
 
 Each worker measures, on its heap (``--only`` picks the groups):
 
@@ -20,6 +25,10 @@ Each worker measures, on its heap (``--only`` picks the groups):
 - ``all_reduce_<S>KiB_us``: ``triton_dist.ops.all_reduce`` of S KiB of bf16 (``--ar-sizes``), per call under
   CUDA-graph replay (``--replays`` timed replays of 10 calls, the GPU kept behind the host: ``graphed_us(lead=True)``;
   without it a slow host's graph launches counted, 2.3 µs more per replay on the NVSHMEM heap's context);
+
+- ``replay_*`` and ``split_*`` (``--only replay``, never by default): issue 29's replay probe, where the 64 KiB
+  all_reduce's extra ~2 µs per graph replay on the NVSHMEM heap goes (``bench/_replay_probe.py``'s docstring: the
+  cases, the conditions, how to read them);
 
 all the max over ranks. Before timing, the all-gather and the all-reduce are checked against NCCL on fresh random
 data with poisoned outputs; a mismatch fails the worker. A failing baseline worker ends the run; another variant's
@@ -64,7 +73,12 @@ REPO = HERE.parent
 BACKENDS = ("cuda_ipc", "nvshmem")
 BAR = 0.03
 """Issue 29: the NVSHMEM heap may cost at most 3% more than the CUDA-IPC heap per op, within a node."""
-GROUPS = ("ping_pong", "allgather_push", "all_reduce")
+GROUPS = ("ping_pong", "allgather_push", "all_reduce", "replay")
+DEFAULT_GROUPS = GROUPS[:3]
+"""What a run measures unless ``--only`` says otherwise: issue 29's bar (the replay probe is a diagnosis, not a
+metric of the bar)."""
+REPLAY_SIZE_KIB = 64
+"""The all_reduce size the replay probe times (issue 29's one metric over the bar)."""
 AG_SIZES_MIB = (1, 64)
 AR_SIZES_KIB = (64, 1024, 16384)
 LARGE_PAGE = 2 << 20
@@ -131,7 +145,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--graph-calls", type=int, default=10, help="all-reduce calls per CUDA graph (more: less launch cost per call)"
     )
     parser.add_argument("--heap-size", default="512M", help="each rank's symmetric heap")
-    parser.add_argument("--only", nargs="+", choices=GROUPS, default=list(GROUPS), help="the metric groups to run")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=GROUPS,
+        default=list(DEFAULT_GROUPS),
+        help=f"the metric groups to run (default: {' '.join(DEFAULT_GROUPS)})",
+    )
     parser.add_argument(
         "--ar-sizes", nargs="+", type=int, default=list(AR_SIZES_KIB), metavar="KIB", help="all-reduce sizes, KiB"
     )
@@ -218,11 +238,13 @@ def worker(args: argparse.Namespace) -> int:
     os.environ["TRITON_DIST_BACKEND"] = args.backend  # read by init()'s default, as the GPU checks do
     sys.path.insert(0, str(REPO / "examples"))
     import torch
+    from _replay_probe import apply_sync_memops_request, sync_memops_request
 
     from triton_dist.runtime.heap import symm_mem
     from triton_dist.testing import Checks, rank0_print, setup_distributed, teardown
 
     align = base_alignment(os.environ)
+    sync_memops_request(os.environ)  # a bad value fails before the collective init
     if align is not None:  # the candidate fix, in this worker only: symm_mem reads the name at each call
         symm_mem.HEAP_BASE_ALIGNMENT = align
     world = setup_distributed(heap_size=args.heap_size)
@@ -231,6 +253,7 @@ def worker(args: argparse.Namespace) -> int:
     checks = Checks()
     metrics: dict[str, float] = {}
     facts: dict[str, str] = {}
+    apply_sync_memops_request(facts)  # $HEAP_BACKENDS_CTX_SYNC_MEMOPS: before any metric
     generator = torch.Generator(device=world.device).manual_seed(29 + world.rank)
     if args.probe:
         facts["device"] = torch.cuda.get_device_name(world.device)
@@ -251,6 +274,8 @@ def worker(args: argparse.Namespace) -> int:
         measure_allgather(args, world, checks, metrics, generator)
     if "all_reduce" in args.only:
         measure_all_reduce(args, world, checks, metrics, facts, generator)
+    if "replay" in args.only:
+        measure_replay(args, world, checks, metrics, facts, generator)
 
     for name, value in metrics.items():
         rank0_print(f"RESULT heap_backends backend={args.backend} {name}={value:.3f}")
@@ -324,25 +349,31 @@ def measure_allgather(
         del out
 
 
-def checked_us(
-    checks: Any, name: str, call: Callable[[], object], out: Any, reference: Any, args: argparse.Namespace
-) -> float | None:
-    """Poison ``out``, run ``call`` once, check ``out`` against ``reference`` (NCCL's fp32 sum), then time ``call``
-    under CUDA-graph replay (``args.graph_calls`` calls per graph, ``args.replays`` replays): µs per call, or None
-    (no timing) when the check failed."""
+def checked(checks: Any, name: str, call: Callable[[], object], out: Any, reference: Any) -> bool:
+    """Poison ``out``, run ``call`` once and check ``out`` against ``reference`` (NCCL's fp32 sum): whether it
+    matched (a mismatch is recorded in ``checks``)."""
     import torch
 
     from triton_dist.testing import poison_
-    from triton_dist.testing.timing import graphed_us
 
     poison_(out)
     call()
     torch.cuda.synchronize()
     error = (out.float() - reference).abs().max().item()
     scale = reference.abs().max().item()
-    if not checks.check(
+    return checks.check(
         f"{name} matches NCCL's fp32 sum (poisoned output)", error <= 1e-2 * max(scale, 1.0), f"{error}"
-    ):
+    )
+
+
+def checked_us(
+    checks: Any, name: str, call: Callable[[], object], out: Any, reference: Any, args: argparse.Namespace
+) -> float | None:
+    """``checked``, then time ``call`` under CUDA-graph replay (``args.graph_calls`` calls per graph,
+    ``args.replays`` replays): µs per call, or None (no timing) when the check failed."""
+    from triton_dist.testing.timing import graphed_us
+
+    if not checked(checks, name, call, out, reference):
         return None
     return graphed_us(call, calls=args.graph_calls, replays=args.replays, lead=True)
 
@@ -373,6 +404,31 @@ def measure_all_reduce(
             metrics[f"{name}_us"] = us
         if args.probe:
             probe_all_reduce(args, world, checks, metrics, facts, x, out, reference, size_kib)
+
+
+def measure_replay(
+    args: argparse.Namespace,
+    world: Any,
+    checks: Any,
+    metrics: dict[str, float],
+    facts: dict[str, str],
+    generator: Any,
+) -> None:
+    """Issue 29's replay probe (``bench/_replay_probe.py``) with the ``REPLAY_SIZE_KIB`` all_reduce, checked against
+    NCCL first (no probe when it does not match)."""
+    import torch
+    import torch.distributed as dist
+    from _replay_probe import measure_replay as probe
+
+    from triton_dist.ops.all_reduce import all_reduce
+
+    x = torch.randn((REPLAY_SIZE_KIB << 10) // 2, generator=generator, device=world.device).to(torch.bfloat16)
+    out = torch.empty_like(x)
+    reference = x.float()
+    dist.all_reduce(reference)
+    call = lambda: all_reduce(x, out=out)  # noqa: E731
+    if checked(checks, f"all_reduce_{REPLAY_SIZE_KIB}KiB (replay probe)", call, out, reference):
+        probe(world, call, args.replays, metrics, facts)
 
 
 def probe_all_reduce(
