@@ -21,6 +21,10 @@ each rank's median), these cases:
 - ``touch_<where>10``: a graph of 10 one-word stores (``fill_``) into torch's memory, this rank's heap, or the
   peer's heap (through its mapping): a cost of touching the heap's memory after a graph launch;
 - ``op<C>``: the 64 KiB all_reduce, C calls per graph (1, 10, 100);
+- ``ll_<launcher>_<workspace>10`` (``heap_backends`` passes them): the op's LL kernel launched by Triton's
+  launcher or by a plan of this worker's own (``DriverLaunch``, as the op), on the op's own workspace or on a fresh
+  one: the session-25 probe's LL graphs (Triton's launcher, a fresh workspace) paid nothing on NVSHMEM where the
+  op did, so these tell the launch path from the workspace's memory;
 
 under conditions that tell context-level causes apart: ``default`` (torch's current stream, the context as the
 heap left it), ``fresh`` (a stream created now with ``cuStreamCreate``, non-blocking), ``flipped`` (the context's
@@ -39,7 +43,9 @@ How to read it:
 - ``noop`` on par, a ``touch_*`` row over: touching the NVSHMEM heap's pages after a graph launch (its mapping;
   the variant ``nvshmem:NVSHMEM_CUMEM_GRANULARITY=2097152`` then tells the 512 MiB chunks apart);
 - only ``op*`` over: the op's memory or protocol per replay; the split says where (``gap``: before the first
-  kernel starts; ``first``: the first call of each replay; ``tail``: the graph's completion);
+  kernel starts; ``first``: the first call of each replay; ``tail``: the graph's completion); the ``ll_*`` rows
+  over with the op's own workspace only: its placement (the first 4 KiB of the heap hold its epochs, next to
+  NVSHMEM's own allocations on that heap), over with ``driver`` only: the launch path;
 - the op graph's nodes (a fact) differ between the heaps: the capture holds more than the kernels on one heap.
 """
 
@@ -380,11 +386,13 @@ def measure_replay(
     replays: int,
     metrics: dict[str, float],
     facts: dict[str, str],
+    controls: Mapping[str, tuple[Callable[[], object], int]] | None = None,
 ) -> None:
     """The probe (module docstring) on this worker's heap: ``replay_<case>_<condition>_us`` and
     ``split_<case>_<part>_us`` into ``metrics`` (max over ranks), each rank's medians and what the driver says of
-    the context and the op's graph into ``facts``. ``op`` is one call of the checked 64 KiB all_reduce. Every rank
-    must call it (the op and the maxima are collectives)."""
+    the context and the op's graph into ``facts``. ``op`` is one call of the checked 64 KiB all_reduce;
+    ``controls`` more cases by name (a call and the calls per graph), timed under ``default`` only. Every rank must
+    call it (the op and the maxima are collectives)."""
     import torch
     import torch.distributed as dist
 
@@ -408,6 +416,8 @@ def measure_replay(
         "op10": (op, 10),
         "op100": (op, 100),
     }
+    extra = dict(controls or {})
+    cases.update(extra)
     lead_failed: list[str] = []
     per_rank: dict[str, str] = {}
 
@@ -440,7 +450,7 @@ def measure_replay(
             facts[f"condition {condition}"] = f"not run ({type(error).__name__}: {error})"
             continue
         with torch.cuda.stream(stream):
-            names = CORE_CASES + (DEFAULT_ONLY_CASES if condition == "default" else ())
+            names = CORE_CASES + (DEFAULT_ONLY_CASES + tuple(extra) if condition == "default" else ())
             for case in names:
                 fn, calls = cases[case]
                 samples, held = replay_us(fn, calls, replays)

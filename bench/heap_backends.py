@@ -415,7 +415,7 @@ def measure_replay(
     generator: Any,
 ) -> None:
     """Issue 29's replay probe (``bench/_replay_probe.py``) with the ``REPLAY_SIZE_KIB`` all_reduce, checked against
-    NCCL first (no probe when it does not match)."""
+    NCCL first (no probe when it does not match), and its LL controls (``ll_controls``)."""
     import torch
     import torch.distributed as dist
     from _replay_probe import measure_replay as probe
@@ -428,7 +428,75 @@ def measure_replay(
     dist.all_reduce(reference)
     call = lambda: all_reduce(x, out=out)  # noqa: E731
     if checked(checks, f"all_reduce_{REPLAY_SIZE_KIB}KiB (replay probe)", call, out, reference):
-        probe(world, call, args.replays, metrics, facts)
+        controls = ll_controls(world, checks, facts, x, out, reference)
+        probe(world, call, args.replays, metrics, facts, controls)
+
+
+def ll_controls(
+    world: Any, checks: Any, facts: dict[str, str], x: Any, out: Any, reference: Any
+) -> dict[str, tuple[Callable[[], object], int]]:
+    """The replay probe's LL controls for the all_reduce of ``x`` (empty, with a fact saying why, when its config is
+    not the LL one-shot): its kernel launched by Triton's launcher on the op's own workspace and on a fresh one, and
+    by a plan of this worker's own (``DriverLaunch``, as the op launches) on the fresh one; 10 calls per graph. Each
+    is checked against ``reference`` first (a control that does not match is left out)."""
+    import torch
+
+    from triton_dist import runtime as rt
+    from triton_dist.compiler.watchdog import watchdog_enabled
+    from triton_dist.ops.all_reduce import config as ar_config
+    from triton_dist.ops.all_reduce.kernels import _one_shot_ll_kernel
+    from triton_dist.ops.common.launch import first_launch
+    from triton_dist.ops.common.slot_workspace import slot_workspace
+
+    itemsize, numel, ranks = x.element_size(), x.numel(), world.world_size
+    config = ar_config.select_config(numel * itemsize, x.device, ranks, itemsize)
+    if config.algo != "one_shot_ll":
+        facts["replay probe LL controls"] = f"not run: the op's config is {config}"
+        return {}
+    shape = ar_config.launch_shape(numel, itemsize, ranks, config)
+    slots, region = ar_config.SLOTS["one_shot_ll"], ar_config.ll_region_bytes(ranks)
+    own = slot_workspace("all_reduce.one_shot_ll", slots, 1, region)  # the op's, made by its first call
+    fresh_data = rt.zeros(slots * region, dtype=torch.uint8).view(torch.int64)  # zero words, epochs from 0: the
+    fresh_epochs = rt.zeros(slots, dtype=torch.int32)  # LL protocol's start (kernels.py)
+    rt.barrier()
+    for label, tensor in (
+        ("op's LL epochs", own.epochs),
+        ("op's LL words", own.data),
+        ("fresh LL epochs", fresh_epochs),
+        ("fresh LL words", fresh_data),
+    ):
+        facts[f"{label}: heap offset, mod 2 MiB"] = (
+            f"{world.heap.offset_of(tensor)}, {tensor.data_ptr() % LARGE_PAGE:#x}"
+        )
+
+    def named(data: Any, epochs: Any) -> dict[str, Any]:
+        return {
+            "x_ptr": x,
+            "out_ptr": out,
+            "data_ptr": data,
+            "epochs_ptr": epochs,
+            "n": numel,
+            "REGION": shape.region_elems,
+            "LANES": ar_config.LL_LANES,
+            "BLOCK": shape.block,
+            "PER_WORD": ar_config.ll_elements_per_word(itemsize),
+            "WATCHED": watchdog_enabled(),
+        }
+
+    grid = (shape.programs, 1, 1)
+    own_named, fresh_named = named(own.data_as(torch.int64), own.epochs), named(fresh_data, fresh_epochs)
+    plan = first_launch(_one_shot_ll_kernel, grid, fresh_named, 2, num_warps=config.num_warps)  # launches once
+    facts["replay probe LL plan launches by"] = "DriverLaunch" if getattr(plan, "_direct", None) else "Triton"
+    candidates: dict[str, Callable[[], object]] = {
+        "ll_triton_own10": lambda: _one_shot_ll_kernel[grid](**own_named, num_warps=config.num_warps),
+        "ll_triton_fresh10": lambda: _one_shot_ll_kernel[grid](**fresh_named, num_warps=config.num_warps),
+        "ll_driver_fresh10": lambda: plan.launch(x.device, x, out),
+    }
+    return {
+        name: (launch, 10)
+        for name, launch in candidates.items()
+        if checked(checks, f"all_reduce_{REPLAY_SIZE_KIB}KiB {name} (replay probe)", launch, out, reference)
+    }
 
 
 def probe_all_reduce(
