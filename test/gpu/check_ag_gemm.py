@@ -24,7 +24,7 @@ import torch.distributed as dist
 
 from triton_dist import runtime as rt
 from triton_dist.ops.ag_gemm import AgGemmError, ag_gemm, ag_gemm_impl
-from triton_dist.ops.common import resources
+from triton_dist.ops.common import eager_graphs, resources
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul
 from triton_dist.ops.tuning import OverlapConfig
 from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, sync
@@ -318,7 +318,7 @@ def check_eager_graphs(checks: Checks, paths: list[tuple[str, OverlapConfig]]) -
                 lambda i: make_inputs(m_local, n, k, dtype, 770 + i),
                 call,
                 snapshot,
-                from_idle=config.backend == "nccl",  # the fallback replays only from an idle GPU
+                from_idle=config.backend == "nccl",  # where the fallback would replay (REPLAY_COLLECTIVES): from idle
             )
             sync(name)
             failed = []
@@ -330,13 +330,56 @@ def check_eager_graphs(checks: Checks, paths: list[tuple[str, OverlapConfig]]) -
                 if not ok:
                     failed.append(f"call {i}: {detail}")
             graphs = plan.graphs
+            eager = config.backend == "nccl" and not eager_graphs.REPLAY_COLLECTIVES  # NCCL's collective: eager
             checks.check(
                 f"{name} ({len(results)} calls)",
-                not failed and graphs.replays >= 6,
+                not failed and (graphs.captures == graphs.replays == 0 if eager else graphs.replays >= 6),
                 "; ".join(failed[:3]) or f"{graphs.captures} captures, {graphs.replays} replays",
             )
 
         checks.run(name, body)
+
+
+def check_fallback_mixed_replays(checks: Checks) -> None:
+    """With ``eager_graphs.REPLAY_COLLECTIVES`` on (``--replay-collectives``): the NCCL fallback from a common idle
+    start with one rank's GPU kept busy (it launches eagerly) and its peer's idle (it captures, then replays), the
+    ranks swapping each call, so one rank launches a graph of the all-gather (whose captured ring registers its
+    output for direct peer writes) while its peer launches the collective eagerly, which NCCL does not allow;
+    results compared with torch (a hang ends in sync's timeout)."""
+    from triton_dist.ops.ag_gemm import op as ag_op
+
+    world = rt.current_world()
+    m_local, n, k = 512, 1024, 2048
+    dtype = torch.bfloat16
+    name = "nccl fallback, a replay on one rank and an eager call on its peer"
+
+    def body() -> None:
+        a, b = make_inputs(m_local, n, k, dtype, 780)
+        out = torch.empty((world.world_size * m_local, n), dtype=dtype, device="cuda")
+        plan = ag_op.plan_for(a, b, OverlapConfig(backend="nccl"))
+        results = []
+        for call in range(8):
+            fresh_a, fresh_b = make_inputs(m_local, n, k, dtype, 790 + call)
+            a.copy_(fresh_a)
+            b.copy_(fresh_b)
+            out.fill_(float("nan"))
+            rt.barrier()
+            if world.rank == call % world.world_size:
+                torch.cuda._sleep(1_000_000)  # busy: this rank launches eagerly, its idle peer replays
+            ag_op._eager_call(plan, a, b, out)
+            results.append((out.clone(), fresh_a, fresh_b))
+        sync(name)
+        failed = []
+        for call, (got, fresh_a, fresh_b) in enumerate(results):
+            ok, detail = close(got, reference(fresh_a, fresh_b)[0], dtype)
+            if not ok:
+                failed.append(f"call {call}: {detail}")
+        graphs = plan.graphs
+        checks.check(
+            f"{name} ({graphs.captures} captures, {graphs.replays} replays here)", not failed, "; ".join(failed[:3])
+        )
+
+    checks.run(name, body)
 
 
 def main() -> int:
@@ -359,8 +402,15 @@ def main() -> int:
         choices=["auto", "memops", "memop_write", "kernels"],
         help="how double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
     )
+    parser.add_argument(
+        "--replay-collectives",
+        action="store_true",
+        help="eager_graphs.REPLAY_COLLECTIVES on: the fallback replays too (one rank's replay, a peer's eager call)",
+    )
     args = parser.parse_args()
     from triton_dist.ops.ag_gemm import op as ag_gemm_op
+
+    eager_graphs.REPLAY_COLLECTIVES = args.replay_collectives
 
     ag_gemm_op.DOUBLE_BUFFER_FLAGS = args.flags
     if args.double_buffer:
@@ -378,6 +428,8 @@ def main() -> int:
     if not args.cublas_only:
         graph_paths += [("fused TMA, ce", ce), ("fused sm push", sm), ("fused pointer", pointer), ("nccl", nccl)]
     check_eager_graphs(checks, graph_paths)
+    if eager_graphs.REPLAY_COLLECTIVES:
+        check_fallback_mixed_replays(checks)
     if args.eager_graphs_only:
         log("done")
         return finish(checks)

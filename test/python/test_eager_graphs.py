@@ -315,3 +315,64 @@ def test_each_graph_keeps_its_own_blas_workspace(monkeypatch: pytest.MonkeyPatch
         stale = [workspace for workspace in baked if blas.freed(workspace)]
         assert not stale, f"a live graph replays into freed cuBLAS workspaces {stale}"
     assert graphs.captures == MAX_GRAPHS + 3 and len(live) == MAX_GRAPHS
+
+
+class _LaunchRecorder:
+    """Stands in for a plan's EagerGraphs: records each call's phase and runs the call eagerly."""
+
+    def __init__(self) -> None:
+        self.phases: list[object] = []
+        self.replays = 0
+
+    def launch(
+        self,
+        addresses: tuple[int, ...],
+        device: torch.device,
+        run: Callable[[], Any],
+        phase: object = 0,
+        replayed: object = None,
+    ) -> None:
+        self.phases.append(phase)
+        run()
+
+
+@pytest.mark.parametrize("replay_collectives", [False, True], ids=["default", "REPLAY_COLLECTIVES"])
+@pytest.mark.parametrize("op", ["ag_gemm", "gemm_rs"])
+def test_nccl_fallbacks_never_replay_by_default(
+    op: str, replay_collectives: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The NCCL fallback plans' eager calls never reach a graph (NCCL needs every rank to capture and replay a
+    collective alike, and the choice is each rank's own), even from an idle stream; with REPLAY_COLLECTIVES on they
+    would (phase 0). Either way the call's result is the eager one."""
+    from triton_dist.ops.ag_gemm import op as ag_op
+    from triton_dist.ops.gemm_rs import op as rs_op
+
+    monkeypatch.setattr(eager_graphs, "idle_for_replay", lambda device: True)
+    monkeypatch.setattr(eager_graphs, "REPLAY_COLLECTIVES", replay_collectives)
+    torch.manual_seed(3)
+    recorder = _LaunchRecorder()
+    if op == "ag_gemm":
+        a, b = torch.randn(2, 4), torch.randn(4, 3)
+
+        def all_gather(gathered: torch.Tensor, shard: torch.Tensor, options: object) -> None:
+            gathered.copy_(torch.cat([shard, 2 * shard]))  # the peer's shard: twice ours
+
+        ag_plan = ag_op.UnfusedPlan(all_gather, None, 4, 3, 4)
+        ag_plan.graphs = recorder  # type: ignore[assignment]
+        out = torch.full((4, 3), float("nan"))
+        ag_op._eager_call(ag_plan, a, b, out)
+        expected = torch.cat([a, 2 * a]) @ b
+    else:
+        a, b = torch.randn(4, 2), torch.randn(2, 3)
+
+        def reduce_scatter(shard: torch.Tensor, partial: torch.Tensor, options: object) -> None:
+            shard.copy_(partial[:2] + 2 * partial[:2])  # the peer's partial of our rows: twice ours
+
+        rs_plan = rs_op.UnfusedPlan(torch.empty(4, 3), reduce_scatter, None, 2, 3)
+        rs_plan.graphs = recorder  # type: ignore[assignment]
+        out = torch.full((2, 3), float("nan"))
+        rs_op._eager_call(rs_plan, a, b, out)
+        expected = 3 * (a @ b)[:2]
+    torch.testing.assert_close(out, expected)
+    replayable = [phase for phase in recorder.phases if phase is not None]
+    assert replayable == ([0] if replay_collectives else []), recorder.phases

@@ -57,7 +57,7 @@ from triton_dist.ops.common import resources
 from triton_dist.ops.common.collectives import all_gather_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.eager_graphs import EagerGraphs, capturing_eager_call, idle_for_replay
+from triton_dist.ops.common.eager_graphs import EagerGraphs, capturing_eager_call, replays_collective
 from triton_dist.ops.common.errors import OpInputError, check_tensor, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import (
@@ -1027,8 +1027,9 @@ def ag_gemm(
     Every rank must call it the same number of times (it synchronizes with the peers on the GPU). The first call
     of a signature compiles and plans (run it once eagerly before capturing a CUDA graph); later eager calls skip
     torch's dispatcher and launch the plan, and from the second call with the same operand and output addresses
-    replay a CUDA graph of the call that the op captures itself (one launch; the NCCL fallback only from an idle
-    stream; ``TRITON_DIST_EAGER_GRAPHS=0`` turns it off: ``ops.common.eager_graphs``). Under ``torch.compile`` it
+    replay a CUDA graph of the call that the op captures itself (one launch; never the NCCL fallback, whose
+    collective every rank would have to replay alike; ``TRITON_DIST_EAGER_GRAPHS=0`` turns it off:
+    ``ops.common.eager_graphs``). Under ``torch.compile`` it
     is ``torch.ops.triton_dist.ag_gemm``.
     Raises ``AgGemmError`` (an ``OpInputError``) naming the problem for bad input, ``HeapExhaustedError`` when the
     heap cannot hold the receive buffer. Under ``TRITON_INTERPRET=1`` on a world made with ``init(device="cpu")``
@@ -1067,9 +1068,10 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
     elif isinstance(plan, CublasPlan):
         phase = plan.graph_phase()
     elif isinstance(plan, UnfusedPlan):
-        # As gemm_rs's fallback: eager while the GPU is still busy (the launches are hidden and start when the
-        # baseline's would; replayed, gemm_rs's read 0.97-0.98x the baseline's device time), a replay from idle.
-        phase = 0 if idle_for_replay(a.device) else None
+        # Eager: a graph of NCCL's all-gather must be captured and replayed by every rank alike, which a rank's own
+        # choice cannot promise (eager_graphs.REPLAY_COLLECTIVES). With it on, as gemm_rs's fallback: eager while
+        # the GPU is still busy (the launches are hidden and start when the baseline's would), a replay from idle.
+        phase = 0 if replays_collective(a.device) else None
     else:
         phase = 0
     addresses = (a.data_ptr(), b.data_ptr(), c.data_ptr())

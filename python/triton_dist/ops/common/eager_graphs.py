@@ -9,14 +9,17 @@ So an op's eager call goes through :meth:`EagerGraphs.launch`: once a plan has b
 with the same operand and output addresses (and the same host phase, see below), that call is captured into a CUDA
 graph, and every later call with those addresses replays it: one ``cudaGraphLaunch``. A replay enqueues exactly
 the work the eager call would have (the same kernels, copies and collective, on the current stream, with the
-side streams' work as graph branches), reading and writing the same addresses. The plan's signature (shapes,
+side streams' work as graph branches), reading and writing the same addresses, and each graph keeps what its
+capture allocated (the cuBLAS workspace of its GEMMs included) in its own memory pool. The plan's signature (shapes,
 strides, dtypes, device, alignment) and the key (addresses) make those this call's tensors.
 
 A plan whose calls change host state between calls (the cuBLAS path's double buffers alternate) passes that state
 as the call's ``phase``: the phase is part of the key (one graph per buffer), and its ``replayed(phase)`` applies
 the host state's change a replay skipped. A call that cannot be replayed (flags whose values the host writes)
-passes None and runs eagerly, as do calls off the GPU (the CPU emulation). Calls made while a stream is capturing
-(a user's own CUDA graph) run eagerly too, so they are captured into the user's graph as before.
+passes None and runs eagerly, as do calls off the GPU (the CPU emulation) and calls of the NCCL fallback plans
+(``REPLAY_COLLECTIVES``: NCCL needs every rank to capture and replay a collective alike, and the choice here is
+each rank's own). Calls made while a stream is capturing (a user's own CUDA graph) run eagerly too, so they are
+captured into the user's graph as before.
 
 Addresses that keep changing (a caller whose operands are new tensors every time) would capture without ever
 replaying, so a plan stops capturing after ``MAX_CAPTURES`` graphs and keeps at most ``MAX_GRAPHS`` (the least
@@ -109,11 +112,28 @@ def _forget_blas_workspaces() -> None:
         clear()
 
 
+REPLAY_COLLECTIVES = False
+"""Whether calls whose launches include an NCCL collective (the ops' NCCL fallback plans) may be captured and
+replayed (:func:`replays_collective`). Off: NCCL requires a collective to be captured (and its graph launched) by
+every rank alike, each rank launching the graph of the same collective capture ("Using NCCL with CUDA Graphs"), and
+here each rank decides alone (its own addresses, its own stream's idleness), so one rank may replay a graph of the
+all-gather while its peer launches it eagerly. The protocols then differ: a captured ring all-gather registers its
+output for direct peer writes (``NCCL_GRAPH_REGISTER``, on by default), and a tuner may pick another algorithm for a
+captured call. On only where every rank is known to make the same choice on every call."""
+
+
+def replays_collective(device: torch.device) -> bool:
+    """Whether an eager call of an NCCL fallback plan on ``device`` may go through its graphs: only with
+    ``REPLAY_COLLECTIVES`` (off; see there), then from an idle stream (:func:`idle_for_replay`)."""
+    return REPLAY_COLLECTIVES and idle_for_replay(device)
+
+
 def idle_for_replay(device: torch.device) -> bool:
     """Whether an eager call on the GPU ``device`` finds its current stream idle, so that a replay (one launch) beats
-    eager launches. The fallback plans ask it: on a busy stream the host's launches are hidden and eager ones start
-    when the baseline's would. False while the stream is capturing (a user's graph: the call is captured eagerly,
-    and a stream query would invalidate the capture) and on CPU devices; else one ``cuStreamQuery``."""
+    eager launches. The fallback plans ask it (with ``REPLAY_COLLECTIVES`` on): on a busy stream the host's launches
+    are hidden and eager ones start when the baseline's would. False while the stream is capturing (a user's graph:
+    the call is captured eagerly, and a stream query would invalidate the capture) and on CPU devices; else one
+    ``cuStreamQuery``."""
     if device.type != "cuda" or _stream_capturing():
         return False
     from triton_dist.ops.common.launch import current_raw_stream

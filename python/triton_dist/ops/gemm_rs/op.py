@@ -25,7 +25,7 @@ from triton_dist.ops.common import resources
 from triton_dist.ops.common.collectives import reduce_scatter_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
-from triton_dist.ops.common.eager_graphs import EagerGraphs, idle_for_replay
+from triton_dist.ops.common.eager_graphs import EagerGraphs, replays_collective
 from triton_dist.ops.common.errors import OpInputError, emulated_world, on_device, peer_world
 from triton_dist.ops.common.gpu import EMULATED_SMS
 from triton_dist.ops.common.launch import (
@@ -690,8 +690,8 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
     symmetric heap collectively, checks that every rank passed the same shapes and dtypes, and plans the call; run
     it once eagerly before capturing a CUDA graph. Later eager calls skip torch's dispatcher and launch the plan;
     from the second call with the same operand and output addresses they replay a CUDA graph of the call that the
-    op captures itself (one launch; the matmul + NCCL fallback only from an idle stream; ``TRITON_DIST_EAGER_GRAPHS=0``
-    turns it off: ``ops.common.eager_graphs``).
+    op captures itself (one launch; never the matmul + NCCL fallback, whose collective every rank would have to
+    replay alike; ``TRITON_DIST_EAGER_GRAPHS=0`` turns it off: ``ops.common.eager_graphs``).
     Under ``torch.compile`` it is the custom op ``torch.ops.triton_dist.gemm_rs``. Raises ``GemmRsError`` (an
     ``OpInputError``) naming the problem for bad input. Under ``TRITON_INTERPRET=1`` on a world made with
     ``init(device="cpu")`` (the CPU emulation, for tests without GPUs) the fused kernel runs in Triton's
@@ -728,11 +728,12 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
         out = torch.empty((plan.shard, plan.n), dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.numel() == 0:  # nothing worth a graph
         return plan.run(a, b, out)
-    if isinstance(plan, UnfusedPlan) and not idle_for_replay(a.device):
-        # The GPU is still busy with earlier work, so the host's launches are hidden behind it: launched eagerly the
-        # fallback's GEMM and reduce-scatter start exactly when the baseline's would, where a replay of the two read
-        # 0.97-0.98x the baseline's device time (2 x H200, docs/results/2026-11-27-session25.md). From an idle GPU
-        # the one replay wins (1.00x against 0.84-0.88x eager there).
+    if isinstance(plan, UnfusedPlan) and not replays_collective(a.device):
+        # Eager: a graph of NCCL's reduce-scatter must be captured and replayed by every rank alike, which a rank's
+        # own choice cannot promise (eager_graphs.REPLAY_COLLECTIVES). With it on: eager while the GPU is still busy
+        # (the host's launches are hidden behind it and start exactly when the baseline's would, where a replay of
+        # the two read 0.97-0.98x the baseline's device time on 2 x H200, docs/results/2026-11-27-session25.md), a
+        # replay from an idle GPU (1.00x against 0.84-0.88x eager there).
         return plan.run(a, b, out)
     plan.graphs.launch((a.data_ptr(), b.data_ptr(), out.data_ptr()), a.device, lambda: plan.run(a, b, out))
     return out
