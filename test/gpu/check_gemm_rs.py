@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import gc
 import importlib
 import os
 import shutil
@@ -25,6 +26,7 @@ import torch.distributed as dist
 
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
+from triton_dist.ops.common import eager_graphs
 from triton_dist.ops.matmul import MatmulConfig
 from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, sync
 from triton_dist.testing import rank0_print as log0
@@ -315,17 +317,20 @@ def check_eager_graphs(checks: Checks) -> None:
                 lambda i: inputs(m, n, k, dtype, 970 + i),
                 lambda a, b, out: rs_op._eager_call(plan, a, b, out),
                 torch.Tensor.clone,
-                from_idle=config.fallback,  # the fallback replays only from an idle GPU
+                from_idle=config.fallback,  # where the fallback would replay (REPLAY_COLLECTIVES): from an idle GPU
             )
             sync(name)
             for call, (out, a, b) in enumerate(results):
                 compare(checks, f"{name}: call {call}", out, reference(a, b), dtype)
             graphs = plan.graphs
-            checks.check(
-                f"{name}: replays served the repeated calls",
-                graphs.replays >= 6,
-                f"{graphs.captures} captures, {graphs.replays} replays over {len(results)} calls",
-            )
+            if config.fallback and not eager_graphs.REPLAY_COLLECTIVES:  # NCCL's collective: every call eager
+                checks.check(f"{name}: no replay of the collective", graphs.captures == graphs.replays == 0)
+            else:
+                checks.check(
+                    f"{name}: replays served the repeated calls",
+                    graphs.replays >= 6,
+                    f"{graphs.captures} captures, {graphs.replays} replays over {len(results)} calls",
+                )
             # The same eager call inside a user's CUDA graph: captured as eager launches (no replay of the op's own
             # graph, no stream query that would invalidate the capture), then replayed with fresh inputs.
             a, b = sets[0]
@@ -347,18 +352,104 @@ def check_eager_graphs(checks: Checks) -> None:
         checks.run(name, body)
 
 
+def check_graph_blas_workspaces(checks: Checks) -> None:
+    """Graphs captured one after another (all captures run on one capture stream) keep their own cuBLAS workspace:
+    once the first plan's graph is dropped and the allocator's cache emptied, the second plan's graph still computes
+    right and writes nothing into memory handed out since (``eager_graphs._forget_blas_workspaces``). A long K and a
+    small output make cuBLAS split K, through its workspace."""
+    rs_op = importlib.import_module("triton_dist.ops.gemm_rs.op")
+    world = rt.current_world()
+    m, n, k = 256 * world.world_size, 256, 16384 * world.world_size
+    dtype = torch.bfloat16
+    name = "graphs keep their own cuBLAS workspaces"
+
+    def body() -> None:
+        sets = [inputs(m, n, k, dtype, 1000 + i) for i in range(2)]
+        outs = [torch.empty((m // world.world_size, n), dtype=dtype, device="cuda") for _ in range(2)]
+        plans = [rs_op.plan_for(*sets[0], grs.CUBLAS_CE), rs_op.plan_for(*sets[1], grs.CUBLAS_DIRECT)]
+        for plan, (a, b), out in zip(plans, sets, outs, strict=True):
+            for _ in range(3):  # the second call is captured: the first plan's graph, then the second plan's
+                rs_op._eager_call(plan, a, b, out)
+        sync(name)
+        plans[0].graphs.clear()  # the first graph goes (as the least recently used one or clear_workspaces would)
+        gc.collect()
+        torch.cuda.empty_cache()
+        fillers = [torch.full((16 << 20,), float("nan"), dtype=torch.float16, device="cuda") for _ in range(24)]
+        (a, b), out = sets[1], outs[1]
+        for call in range(3):
+            fresh_a, fresh_b = inputs(m, n, k, dtype, 1010 + call)
+            a.copy_(fresh_a)
+            b.copy_(fresh_b)
+            out.fill_(float("nan"))
+            rs_op._eager_call(plans[1], a, b, out)
+            sync(name)
+            compare(checks, f"{name}: the second graph's call {call}", out, reference(a, b), dtype)
+        written = sum(int((~filler.isnan()).sum()) for filler in fillers)
+        checks.check(
+            f"{name}: nothing written into memory allocated after the first graph went",
+            written == 0 and plans[1].graphs.replays >= 3,
+            f"{written} elements written; {plans[1].graphs.replays} replays",
+        )
+
+    checks.run(name, body)
+
+
+def check_fallback_mixed_replays(checks: Checks) -> None:
+    """With ``eager_graphs.REPLAY_COLLECTIVES`` on (``--replay-collectives``): the matmul + NCCL fallback from a
+    common idle start with one rank's GPU kept busy (it launches eagerly) and its peer's idle (it captures, then
+    replays), the ranks swapping each call, so one rank launches a graph of the reduce-scatter while its peer
+    launches the collective eagerly, which NCCL does not allow; results compared with torch (a hang ends in sync's
+    timeout)."""
+    rs_op = importlib.import_module("triton_dist.ops.gemm_rs.op")
+    world = rt.current_world()
+    m, n, k = 1024, 1024, 2048
+    dtype = torch.bfloat16
+    name = "fallback, a replay on one rank and an eager call on its peer"
+
+    def body() -> None:
+        a, b = inputs(m, n, k, dtype, 1100)
+        out = torch.empty((m // world.world_size, n), dtype=dtype, device="cuda")
+        plan = rs_op.plan_for(a, b, grs.FALLBACK)
+        results = []
+        for call in range(8):
+            fresh_a, fresh_b = inputs(m, n, k, dtype, 1110 + call)
+            a.copy_(fresh_a)
+            b.copy_(fresh_b)
+            out.fill_(float("nan"))
+            rt.barrier()
+            if world.rank == call % world.world_size:
+                torch.cuda._sleep(1_000_000)  # busy: this rank launches eagerly, its idle peer replays
+            rs_op._eager_call(plan, a, b, out)
+            results.append((out.clone(), fresh_a, fresh_b))
+        sync(name)
+        for call, (got, fresh_a, fresh_b) in enumerate(results):
+            compare(checks, f"{name}: call {call}", got, reference(fresh_a, fresh_b), dtype)
+        log(f"{name}: {plan.graphs.captures} captures, {plan.graphs.replays} replays on rank {world.rank}")
+
+    checks.run(name, body)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer shapes and variants")
     parser.add_argument(
         "--eager-graphs-only", action="store_true", help="only the eager calls replayed from graphs, every path"
     )
+    parser.add_argument(
+        "--replay-collectives",
+        action="store_true",
+        help="eager_graphs.REPLAY_COLLECTIVES on: the fallback replays too (one rank's replay, a peer's eager call)",
+    )
     args = parser.parse_args()
+    eager_graphs.REPLAY_COLLECTIVES = args.replay_collectives
     world = setup(heap_size="2G")
     if world.world_size < 2:
         raise SystemExit("check_gemm_rs needs at least 2 ranks")
     checks = Checks()
     check_eager_graphs(checks)
+    check_graph_blas_workspaces(checks)
+    if eager_graphs.REPLAY_COLLECTIVES:
+        check_fallback_mixed_replays(checks)
     if args.eager_graphs_only:
         log(f"RESULT gemm_rs checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
         return finish(checks)
