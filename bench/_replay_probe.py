@@ -44,8 +44,9 @@ How to read it:
   the variant ``nvshmem:NVSHMEM_CUMEM_GRANULARITY=2097152`` then tells the 512 MiB chunks apart);
 - only ``op*`` over: the op's memory or protocol per replay; the split says where (``gap``: before the first
   kernel starts; ``first``: the first call of each replay; ``tail``: the graph's completion); the ``ll_*`` rows
-  over with the op's own workspace only: its placement (the first 4 KiB of the heap hold its epochs, next to
-  NVSHMEM's own allocations on that heap), over with ``driver`` only: the launch path;
+  over with the op's own workspace only: its placement (the facts give both workspaces' heap offsets and 2 MiB
+  phases; the op's sits at the heap's start, right after NVSHMEM's own allocations on that heap), over with
+  ``driver`` only: the launch path;
 - the op graph's nodes (a fact) differ between the heaps: the capture holds more than the kernels on one heap.
 """
 
