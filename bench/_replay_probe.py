@@ -228,14 +228,32 @@ def _warm(fn: Callable[[], object], times: int = 3) -> None:
     current.wait_stream(side)
 
 
-def _capture(fn: Callable[[], object], calls: int, keep_graph: bool = False) -> Any:
+def _capture(body: Callable[[], object], keep_graph: bool = False) -> Any:
+    """A CUDA graph of what ``body`` enqueues, captured on a side stream: ``torch.cuda.graph`` without its device
+    synchronization, garbage collection and cache emptying, which would cost more than the probe's timings for
+    the split's many graphs."""
     import torch
 
     graph = torch.cuda.CUDAGraph(keep_graph=True) if keep_graph else torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # NCCL's watchdog may query events meanwhile
+    current = torch.cuda.current_stream()
+    side = torch.cuda.Stream()
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        graph.capture_begin(capture_error_mode="thread_local")  # NCCL's watchdog may query events meanwhile
+        try:
+            body()
+        finally:
+            graph.capture_end()
+    current.wait_stream(side)
+    return graph
+
+
+def _repeat(fn: Callable[[], object], calls: int) -> Callable[[], None]:
+    def body() -> None:
         for _ in range(calls):
             fn()
-    return graph
+
+    return body
 
 
 def replay_us(fn: Callable[[], object] | None, calls: int, replays: int) -> tuple[list[float], bool]:
@@ -249,7 +267,7 @@ def replay_us(fn: Callable[[], object] | None, calls: int, replays: int) -> tupl
     launch: Callable[[], object] | None = None
     if fn is not None:
         _warm(fn)
-        graph = _capture(fn, calls)
+        graph = _capture(_repeat(fn, calls))
         for _ in range(3):
             graph.replay()
         launch = graph.replay
@@ -278,13 +296,14 @@ def split_us(fn: Callable[[], object], calls: int, graphs: int = SPLIT_GRAPHS) -
     built = []
     for _ in range(graphs):
         marks = [torch.cuda.Event(enable_timing=True, external=True) for _ in range(calls + 1)]
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+
+        def body(marks: list[Any] = marks) -> None:
             marks[0].record()
             for mark in marks[1:]:
                 fn()
                 mark.record()
-        built.append((graph, marks))
+
+        built.append((_capture(body), marks))
     for graph, _ in built:  # the first replay of a graph uploads it
         graph.replay()
     rt.barrier()
@@ -309,7 +328,7 @@ def graph_nodes(fn: Callable[[], object], calls: int) -> str:
     try:
         driver = _driver()
         _warm(fn)
-        graph = _capture(fn, calls, keep_graph=True)
+        graph = _capture(_repeat(fn, calls), keep_graph=True)
         raw = driver.CUgraph(graph.raw_cuda_graph())
         count = _check(driver.cuGraphGetNodes(raw, 0), "cuGraphGetNodes")[-1]
         handles = _check(driver.cuGraphGetNodes(raw, count), "cuGraphGetNodes")[0]
