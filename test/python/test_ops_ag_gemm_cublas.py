@@ -6,7 +6,8 @@ the copy-engine producer as host copies into the peers' mapped receive slots eac
 own shard's ``torch.mm``, then per peer its wait kernel (interpreted) and ``torch.mm``. Before each call the
 receive buffer is poisoned (NaN: a GEMM that read a shard before it landed fails) and so is every new tensor the
 call allocates (its output: a row block left unwritten fails). Two calls in a row with different data reuse the
-plan and the receive slots; the second returns the gathered A too.
+plan and the receive slots; the second returns the gathered A too. ``clear_workspaces()`` then returns every block
+the calls took to the symmetric heap.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ def _worker() -> list[str]:
     """This rank's problems (empty: every call matched torch) on the world ``run_ranks`` set up."""
     import triton_dist
     from triton_dist.ops.ag_gemm import op
+    from triton_dist.ops.common import resources
     from triton_dist.ops.tuning import OverlapConfig
 
     world = triton_dist.current_world()
     rank, size = world.rank, world.world_size
+    used_before = world.heap.stats()["used"]
     gen = torch.Generator().manual_seed(4321)  # every rank draws every rank's inputs alike
     config = OverlapConfig(backend="cublas")
     m_local, n, k = 5, 12, 16
@@ -62,6 +65,13 @@ def _worker() -> list[str]:
         problems.append(f"the plan is a {type(plan).__name__}")
     elif [segment for segment, _, _ in plan.waits] != [(rank + s) % size for s in range(1, size)]:
         problems.append(f"peers waited for in the order {[s for s, _, _ in plan.waits]}, not arrival order")
+    elif plan.double is None:
+        problems.append("the plan has no double receive buffers")
+    del plan
+    op.clear_workspaces()  # every ag_gemm buffer goes, the double receive buffers too
+    left = resources.workspaces("ag_gemm") + resources.workspaces("ag_gemm.double")
+    if left or world.heap.stats()["used"] != used_before:
+        problems.append(f"clear_workspaces() left {len(left)} workspaces, {world.heap.stats()['used'] - used_before} B")
     return problems
 
 

@@ -940,10 +940,12 @@ def _run_with(a: torch.Tensor, b: torch.Tensor, config: OverlapConfig) -> torch.
 
 
 def clear_workspaces() -> None:
-    """Free every ag_gemm workspace and plan (a collective: call on all ranks, outside CUDA-graph capture)."""
+    """Free every ag_gemm workspace (the cuBLAS path's double receive buffers too) and plan, with the plans' graphs
+    (a collective: call on all ranks, outside CUDA-graph capture)."""
     rt.barrier()
+    _plans.clear()  # first: the plans hold the buffers, which the collections below then free on every rank alike
     resources.drop_workspaces("ag_gemm")
-    _plans.clear()
+    resources.drop_workspaces("ag_gemm.double")
 
 
 def check_out_for(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: Any) -> None:
