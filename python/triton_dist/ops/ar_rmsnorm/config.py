@@ -176,12 +176,13 @@ def choose_algo(nbytes: int, device: torch.device, world_size: int, itemsize: in
     return "two_shot" if found.algo == "two_shot" else "one_shot"
 
 
-SPIN_WORDS_ROWS = 4
+SPIN_WORDS_ROWS = 8
 """Calls of at most this many rows take the LL one-shot with ``ll_reduce="spin_words"`` by default (bf16 / fp16 /
-fp32 output, NVIDIA, on GPUs). On 2 x H200 (hidden 8192 bf16, graphed) it ran 5.0 / 5.5 / 6.3 µs at M = 1 / 2 / 4
-against 6.3 / 6.5 / 6.5 µs for the flag one-shot (2026-11-27, docs/results/2026-11-27-session24.md), and 6.1
-against 6.4 µs at M = 4 in a second run (docs/results/2026-11-27-session25/ar_rmsnorm_rows_2xH200_c626918.md); at
-M = 8 equal or 0.2 µs faster, above that slower."""
+fp32 output, NVIDIA, on GPUs). On 2 x H200, hidden 8192 bf16, graphed, against the flag one-shot, in three runs of
+2026-11-27: 5.0 / 5.5 / 6.3 µs against 6.3 / 6.5 / 6.5 at M = 1 / 2 / 4 and equal at M = 8
+(docs/results/2026-11-27-session24.md); 6.1 against 6.4 at M = 4 and 6.4 against 6.6 at M = 8
+(docs/results/2026-11-27-session25/ar_rmsnorm_rows_2xH200_c626918.md); 6.5 against 6.7 at M = 8
+(docs/results/2026-11-27-session26.md). Above M = 8 it was slower."""
 SPIN_WORDS_MIN_HIDDEN = 2048
 """...and rows of at least this many elements: the measured regime (hidden 8192), where the spin's workspace is a
 few MiB of symmetric heap; short rows get one slice each and a workspace up to 128 MiB at 8 ranks."""
