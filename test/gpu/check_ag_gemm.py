@@ -18,6 +18,7 @@ exhausted heap) raising named errors before anything is launched.
 from __future__ import annotations
 
 import argparse
+import functools
 
 import torch
 import torch.distributed as dist
@@ -27,7 +28,7 @@ from triton_dist.ops.ag_gemm import AgGemmError, ag_gemm, ag_gemm_impl
 from triton_dist.ops.common import eager_graphs, resources
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul
 from triton_dist.ops.tuning import OverlapConfig
-from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, sync
+from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, mixed_replay_calls, sync
 from triton_dist.testing import rank_print as log
 from triton_dist.testing import setup_distributed as setup
 
@@ -357,17 +358,14 @@ def check_fallback_mixed_replays(checks: Checks) -> None:
         a, b = make_inputs(m_local, n, k, dtype, 780)
         out = torch.empty((world.world_size * m_local, n), dtype=dtype, device="cuda")
         plan = ag_op.plan_for(a, b, OverlapConfig(backend="nccl"))
-        results = []
-        for call in range(8):
-            fresh_a, fresh_b = make_inputs(m_local, n, k, dtype, 790 + call)
-            a.copy_(fresh_a)
-            b.copy_(fresh_b)
-            out.fill_(float("nan"))
-            rt.barrier()
-            if world.rank == call % world.world_size:
-                torch.cuda._sleep(1_000_000)  # busy: this rank launches eagerly, its idle peer replays
-            ag_op._eager_call(plan, a, b, out)
-            results.append((out.clone(), fresh_a, fresh_b))
+        results = mixed_replay_calls(
+            a,
+            b,
+            out,
+            lambda i: make_inputs(m_local, n, k, dtype, 790 + i),
+            functools.partial(ag_op._eager_call, plan),
+            torch.Tensor.clone,
+        )
         sync(name)
         failed = []
         for call, (got, fresh_a, fresh_b) in enumerate(results):

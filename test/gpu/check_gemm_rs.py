@@ -28,7 +28,7 @@ from triton_dist import runtime as rt
 from triton_dist.ops import tuning
 from triton_dist.ops.common import eager_graphs
 from triton_dist.ops.matmul import MatmulConfig
-from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, sync
+from triton_dist.testing import Checks, eager_replay_calls, finish, main_guard, mixed_replay_calls, sync
 from triton_dist.testing import rank0_print as log0
 from triton_dist.testing import rank_print as log
 from triton_dist.testing import setup_distributed as setup
@@ -410,17 +410,14 @@ def check_fallback_mixed_replays(checks: Checks) -> None:
         a, b = inputs(m, n, k, dtype, 1100)
         out = torch.empty((m // world.world_size, n), dtype=dtype, device="cuda")
         plan = rs_op.plan_for(a, b, grs.FALLBACK)
-        results = []
-        for call in range(8):
-            fresh_a, fresh_b = inputs(m, n, k, dtype, 1110 + call)
-            a.copy_(fresh_a)
-            b.copy_(fresh_b)
-            out.fill_(float("nan"))
-            rt.barrier()
-            if world.rank == call % world.world_size:
-                torch.cuda._sleep(1_000_000)  # busy: this rank launches eagerly, its idle peer replays
-            rs_op._eager_call(plan, a, b, out)
-            results.append((out.clone(), fresh_a, fresh_b))
+        results = mixed_replay_calls(
+            a,
+            b,
+            out,
+            lambda i: inputs(m, n, k, dtype, 1110 + i),
+            functools.partial(rs_op._eager_call, plan),
+            torch.Tensor.clone,
+        )
         sync(name)
         for call, (got, fresh_a, fresh_b) in enumerate(results):
             compare(checks, f"{name}: call {call}", got, reference(fresh_a, fresh_b), dtype)

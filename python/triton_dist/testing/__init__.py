@@ -25,7 +25,7 @@ testing.teardown()
   functions compared, in turns).
 - ``correctness``: ``poison_``, ``tolerances``, ``assert_close`` against a torch reference,
   ``allclose_across_ranks``, ``eager_replay_calls`` (an op's eager calls over two address sets, replayed from its
-  graphs).
+  graphs), ``mixed_replay_calls`` (one rank busy per call, its peers idle: replays beside eager calls).
 - ``reporting``: markdown tables and PNG charts (matplotlib, imported on first use) for bench/results/.
 - ``compile``: ``compile_for`` a kernel for sm_90 / gfx942 on a machine without GPUs.
 
@@ -40,6 +40,7 @@ from triton_dist.testing.correctness import (
     allclose_across_ranks,
     assert_close,
     eager_replay_calls,
+    mixed_replay_calls,
     poison_,
     tolerances,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "bench_samples",
     "compile_for",
     "eager_replay_calls",
+    "mixed_replay_calls",
     "eager_us",
     "env_without_launcher",
     "finish",

@@ -160,3 +160,35 @@ def eager_replay_calls(
             eager_graphs.set_enabled(True)
         results.append((snapshot(outs[key]), fresh_a, fresh_b))
     return results
+
+
+def mixed_replay_calls(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: torch.Tensor,
+    fresh: Callable[[int], tuple[torch.Tensor, torch.Tensor]],
+    call: Callable[[torch.Tensor, torch.Tensor, torch.Tensor], object],
+    snapshot: Callable[[torch.Tensor], T],
+    calls: int = 8,
+) -> list[tuple[T, torch.Tensor, torch.Tensor]]:
+    """Eager calls of an op on one operand / output set from a common idle start, with one rank's GPU kept busy per
+    call (rank ``i % world size`` sleeps before call ``i``) and the others idle: where an op's replay choice depends
+    on its stream being idle, one rank then launches eagerly while its peers capture or replay. Before each call the
+    operands are refilled in place with ``fresh(i)``, the output poisoned with NaN and the ranks pass a barrier.
+    Returns, per call, ``snapshot(out)`` (taken in stream order after the call) and the fresh operands it used."""
+    from triton_dist import runtime as rt
+
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    ranks = dist.get_world_size() if dist.is_initialized() else 1
+    results = []
+    for i in range(calls):
+        fresh_a, fresh_b = fresh(i)
+        a.copy_(fresh_a)
+        b.copy_(fresh_b)
+        out.fill_(float("nan"))
+        rt.barrier()
+        if rank == i % ranks:
+            torch.cuda._sleep(1_000_000)
+        call(a, b, out)
+        results.append((snapshot(out), fresh_a, fresh_b))
+    return results
