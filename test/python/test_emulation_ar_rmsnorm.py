@@ -926,7 +926,7 @@ def test_the_algorithm_follows_the_all_reduce_table(monkeypatch: pytest.MonkeyPa
     assert cfg.choose_config(3072, 3, cuda, 2, 2, emulated=False) == cfg.ArRmsNormConfig("one_shot", 3, 4)
     # At most SPIN_WORDS_ROWS rows: the LL one-shot whose slices wait for each other (measured faster there), but
     # not for the e4m3 output (its spin falls back to the slower last-arriver kernel).
-    spin = cfg.ArRmsNormConfig("one_shot_ll", cfg.SLOTS["one_shot_ll"], 4, ll_reduce="spin_words")
+    spin = cfg.ArRmsNormConfig("one_shot_ll", cfg.SLOTS["one_shot_ll"], cfg.SPIN_WORDS_WARPS, ll_reduce="spin_words")
     assert cfg.choose_config(4096, 1, cuda, 2, 2, emulated=False) == spin  # hidden 2048
     assert cfg.choose_config(4096, 1, cuda, 2, 2, emulated=False, fp8=True).algo == "one_shot"
     assert cfg.choose_config(4096, 2, cuda, 2, 2, emulated=False).algo == "one_shot"  # hidden 1024: short rows

@@ -183,6 +183,12 @@ fp32 output, NVIDIA, on GPUs). On 2 x H200, hidden 8192 bf16, graphed, against t
 (docs/results/2026-11-27-session24.md); 6.1 against 6.4 at M = 4 and 6.4 against 6.6 at M = 8
 (docs/results/2026-11-27-session25/ar_rmsnorm_rows_2xH200_c626918.md); 6.5 against 6.7 at M = 8
 (docs/results/2026-11-27-session26.md). Above M = 8 it was slower."""
+SPIN_WORDS_WARPS = 2
+"""The warps of a program of that default (each holds a slice of a row: 16 slices of a hidden-8192 bf16 row, 4 words
+per thread at 2 warps). On 2 x H200 (hidden 8192 bf16, graphed, one run of the bench's config sweep, 2026-11-27
+11:37, bench/results/ar_rmsnorm_2xH200.md) 1 / 2 / 4 / 8 warps ran 5.0 / 5.0 / 5.1 / 7.0 µs at M = 1, 5.4 / 5.5 /
+6.1 / 8.6 at M = 4 and 7.3 / 7.0 / 11.9 / 8.6 at M = 16: fewer warps wait less in the exchange of the partial sums
+of squares; 2 was never slower than 4."""
 SPIN_WORDS_MIN_HIDDEN = 2048
 """...and rows of at least this many elements: the measured regime (hidden 8192), where the spin's workspace is a
 few MiB of symmetric heap; short rows get one slice each and a workspace up to 128 MiB at 8 ranks."""
@@ -193,15 +199,15 @@ def choose_config(
 ) -> ArRmsNormConfig:
     """The config of a call. The algorithm: ``choose_algo`` (``all_reduce``'s choice for a message of ``nbytes``),
     except that a call of at most ``SPIN_WORDS_ROWS`` rows of at least ``SPIN_WORDS_MIN_HIDDEN`` elements on GPUs
-    without the e4m3 output (``fp8``) takes the LL one-shot with ``ll_reduce="spin_words"`` where its launch can
-    run. Programs: one per row of a flag round, capped by the slots (under the emulation by ``EMULATED_PROGRAMS`` of
-    one warp; with more rows than programs, each moves ``round_rows`` per flag round); warps: 4 up to a 4096-element
-    row, then one per 1024 elements (at most 16)."""
+    without the e4m3 output (``fp8``) takes the LL one-shot with ``ll_reduce="spin_words"`` at ``SPIN_WORDS_WARPS``
+    where its launch can run. Programs: one per row of a flag round, capped by the slots (under the emulation by
+    ``EMULATED_PROGRAMS`` of one warp; with more rows than programs, each moves ``round_rows`` per flag round); warps:
+    4 up to a 4096-element row, then one per 1024 elements (at most 16)."""
     algo = choose_algo(nbytes, device, world_size, itemsize, emulated)
     hidden = max(1, nbytes // itemsize // max(1, rows))
     spin_sized = 0 < rows <= SPIN_WORDS_ROWS and hidden >= SPIN_WORDS_MIN_HIDDEN
     if algo == "one_shot" and not emulated and not fp8 and spin_sized:
-        spin = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 4, ll_reduce="spin_words")
+        spin = ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], SPIN_WORDS_WARPS, ll_reduce="spin_words")
         try:
             ll_launch(rows, hidden, itemsize, spin, emulated)
             return spin
