@@ -5,6 +5,10 @@
         --variants cuda_ipc nvshmem nvshmem:NVSHMEM_DISABLE_LOCAL_ONLY_PROXY=1     # issue 29's 64 KiB probe
     python3 bench/heap_backends.py --only replay --trials 1 --replays 40 --variants cuda_ipc nvshmem
                                                           # issue 29: where the 64 KiB op's extra per replay goes
+    python3 bench/heap_backends.py --only all_reduce replay --ar-sizes 64 --trials 2 --replays 40 \\
+        --ar-timers graphed mirror no_sync own_stream current_warmup device_start fresh_tensors probe late \\
+        --variants cuda_ipc nvshmem cuda_ipc:HEAP_BACKENDS_AR_TIMERS_FIRST=1
+                                                          # issue 29: the bar's timer against the probe's
 
 torch symmetric memory allows one backend per process (no switch after an allocation), so each measurement is its
 own ``torchrun --nproc-per-node=N`` of this script in ``--worker`` mode, with ``triton_dist.init(backend=...)`` on
@@ -25,6 +29,9 @@ Each worker measures, on its heap (``--only`` picks the groups):
 - ``all_reduce_<S>KiB_us``: ``triton_dist.ops.all_reduce`` of S KiB of bf16 (``--ar-sizes``), per call under
   CUDA-graph replay (``--replays`` timed replays of 10 calls, the GPU kept behind the host: ``graphed_us(lead=True)``;
   without it a slow host's graph launches counted, 2.3 µs more per replay on the NVSHMEM heap's context);
+
+- ``all_reduce_<S>KiB_by_<timer>_us`` (``--ar-timers``, never by default): the same call timed again by another
+  timer, each differing from the bar's in one respect (``AR_TIMERS``; below);
 
 - ``replay_*`` and ``split_*`` (``--only replay``, never by default): issue 29's replay probe, where the 64 KiB
   all_reduce's extra ~2 µs per graph replay on the NVSHMEM heap goes (``bench/_replay_probe.py``'s docstring: the
@@ -50,6 +57,25 @@ all-reduce size, what tells the candidate causes apart (docs/results/2026-11-27-
   phase): if the cost follows the phase rather than the heap, the NVSHMEM heap's base (512-byte aligned by
   ``nvshmem_malloc``, 4 KiB by triton_dist, where the CUDA-IPC heap starts on a 2 MiB boundary) is the cause; the
   variant ``nvshmem:HEAP_BACKENDS_BASE_ALIGN=2097152`` then tries the fix on the op (``BASE_ALIGN_ENV``).
+
+``--ar-timers`` (issue 29: in one run the bar's 64 KiB op read +3.4% on NVSHMEM where the replay probe's timing of
+the same op and call read -0.3%; the NVSHMEM bar agreed with the probe, the CUDA-IPC bar was 3.4% below its probe
+row): per all-reduce size, the op timed by each named timer of ``AR_TIMERS``, right after the bar metric (right
+before it in a worker with ``HEAP_BACKENDS_AR_TIMERS_FIRST=1``; ``late``: after every group of the worker).
+``graphed`` is the bar's timer again (only its place differs); ``mirror`` is this script's copy of its steps
+(``timed_replays``), which ``no_sync``, ``own_stream``, ``current_warmup`` and ``device_start`` change one at a time;
+``fresh_tensors`` and ``probe`` do what the replay group does differently. Each rank's min / median / max over the
+replays, and the nodes of the graph ``torch.cuda.graph`` captures, are facts. How to read a run:
+
+- ``graphed``, ``mirror`` and ``probe`` on the bar's value on both heaps, the replay group's ``op10`` row (and
+  ``late``) off it: the place in the worker (what ran before), not the timer;
+- ``graphed`` off the bar on one heap: the worker's first timing is not its steady one there; with
+  ``HEAP_BACKENDS_AR_TIMERS_FIRST=1`` the odd value should move to whichever timer runs first;
+- ``graphed`` on the bar, ``probe`` off it: the timer; the one-respect timer off ``mirror`` names the step
+  (``no_sync``: torch.cuda.graph's synchronize and cache emptying; ``own_stream``: its capture stream;
+  ``current_warmup``: the warm-up's side stream; ``device_start``: the ranks' start offset on the GPU;
+  ``fresh_tensors``: where the op's input and output lie), none of them: the probe's extra lead-check event;
+- ``mirror`` off ``graphed``: the copy is not faithful; read the one-respect timers against ``mirror`` only.
 """
 
 from __future__ import annotations
@@ -93,6 +119,24 @@ without changing the runtime."""
 PROBE_GRAPH_CALLS_FACTOR = 10
 """The probe also times the op with this many times ``--graph-calls`` calls per CUDA graph."""
 POINTER_ATTRIBUTES = ("MAPPING_BASE_ADDR", "MAPPING_SIZE", "IS_GPU_DIRECT_RDMA_CAPABLE", "SYNC_MEMOPS")
+AR_TIMERS = {
+    "graphed": "graphed_us(lead=True) itself, as for the bar metric, timed again: only its place in the worker differs",
+    "mirror": "this script's copy of graphed_us(lead=True)'s steps, none changed (timed_replays)",
+    "no_sync": "the copy, capturing without torch.cuda.graph's synchronize and cache emptying (on its stream)",
+    "own_stream": "the copy, capturing on a stream of its own ordered after the current one (as the probe does)",
+    "current_warmup": "the copy, with the warm-up calls on the current stream instead of a new side stream",
+    "device_start": "the copy, the ranks started together on the GPU (a device barrier after the lead spin)",
+    "fresh_tensors": "graphed_us(lead=True) on a new input and output (copies), as the replay group allocates its own",
+    "probe": "the replay probe's timer (bench/_replay_probe.py's replay_us), per call",
+    "late": "graphed_us(lead=True) on the bar's call after every group of the worker (the replay group included)",
+}
+"""``--ar-timers``: what each timer of the all-reduce does, against the bar's ``graphed_us(lead=True)``."""
+MIRROR_TIMERS = ("mirror", "no_sync", "own_stream", "current_warmup", "device_start")
+"""The timers that run :func:`timed_replays` (the others run ``graphed_us`` or the probe's ``replay_us``)."""
+AR_TIMERS_FIRST_ENV = "HEAP_BACKENDS_AR_TIMERS_FIRST"
+"""A worker environment variable, ``0`` or ``1``: with ``1`` the ``--ar-timers`` run before the bar metric instead of
+after it (``late`` still last), e.g. the variant ``cuda_ipc:HEAP_BACKENDS_AR_TIMERS_FIRST=1``: whether a timing reads
+differently for being the worker's first."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +201,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--probe", action="store_true", help="the 64 KiB probe's facts and A/B timings (docstring)")
     parser.add_argument(
+        "--ar-timers",
+        nargs="+",
+        choices=list(AR_TIMERS),
+        default=[],
+        metavar="TIMER",
+        help=f"time each all-reduce again by these timers, in this order ({', '.join(AR_TIMERS)}; docstring)",
+    )
+    parser.add_argument(
         "--variants",
         nargs="+",
         type=parse_variant,
@@ -181,6 +233,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--iters and --replays must be >= 20 (a reported median), got {args.iters} and {args.replays}")
     if any(size <= 0 for size in args.ar_sizes):
         parser.error(f"--ar-sizes must be positive KiB, got {args.ar_sizes}")
+    if len(set(args.ar_timers)) != len(args.ar_timers):
+        parser.error(f"--ar-timers names a timer twice: {args.ar_timers}")
+    if args.ar_timers and "all_reduce" not in args.only:
+        parser.error("--ar-timers times the all_reduce group's calls: add all_reduce to --only")
     return args
 
 
@@ -232,6 +288,35 @@ def base_alignment(environ: Mapping[str, str]) -> int | None:
     return value
 
 
+def timers_first(environ: Mapping[str, str]) -> bool:
+    """Whether ``$HEAP_BACKENDS_AR_TIMERS_FIRST`` asks for the ``--ar-timers`` before the bar metric (unset: after).
+    Raises SystemExit naming the value unless it is ``0`` or ``1``."""
+    text = environ.get(AR_TIMERS_FIRST_ENV, "")
+    if text not in ("", "0", "1"):
+        raise SystemExit(f"${AR_TIMERS_FIRST_ENV} must be 0 (timers after the bar metric) or 1 (before), got {text!r}")
+    return text == "1"
+
+
+def timer_schedule(timers: Sequence[str], first: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """Where each of ``timers`` runs, in their order: (before the bar metric, after it, after every group). ``late``
+    always runs after every group; the others before the bar metric when ``first``, else after it. Raises
+    ValueError naming a timer that ``AR_TIMERS`` does not know."""
+    unknown = [timer for timer in timers if timer not in AR_TIMERS]
+    if unknown:
+        raise ValueError(f"unknown all-reduce timers {unknown}: known are {list(AR_TIMERS)}")
+    now = tuple(timer for timer in timers if timer != "late")
+    late = ("late",) if "late" in timers else ()
+    return (now, (), late) if first else ((), now, late)
+
+
+def describe_replays(per_rank: Sequence[Sequence[float]]) -> str:
+    """Each rank's min / median / max over its replays (µs per call), e.g. ``4.31/4.38/4.62, 4.30/4.37/4.60``.
+    Raises ValueError for a rank without replays."""
+    if any(not values for values in per_rank):
+        raise ValueError("describe_replays needs at least one replay per rank")
+    return ", ".join(f"{min(values):.3f}/{statistics.median(values):.3f}/{max(values):.3f}" for values in per_rank)
+
+
 def worker(args: argparse.Namespace) -> int:
     """Measure the chosen metrics on ``args.backend``'s heap; rank 0 writes them (and the probe's facts) to
     ``args.json``. Returns the exit code."""
@@ -242,9 +327,11 @@ def worker(args: argparse.Namespace) -> int:
 
     from triton_dist.runtime.heap import symm_mem
     from triton_dist.testing import Checks, rank0_print, setup_distributed, teardown
+    from triton_dist.testing.timing import graphed_us
 
     align = base_alignment(os.environ)
     sync_memops_request(os.environ)  # a bad value fails before the collective init
+    timers_first(os.environ)
     if align is not None:  # the candidate fix, in this worker only: symm_mem reads the name at each call
         symm_mem.HEAP_BASE_ALIGNMENT = align
     world = setup_distributed(heap_size=args.heap_size)
@@ -272,10 +359,13 @@ def worker(args: argparse.Namespace) -> int:
         measure_ping_pong(args, world, checks, metrics)
     if "allgather_push" in args.only:
         measure_allgather(args, world, checks, metrics, generator)
+    late: list[tuple[str, Callable[[], object]]] = []
     if "all_reduce" in args.only:
-        measure_all_reduce(args, world, checks, metrics, facts, generator)
+        late = measure_all_reduce(args, world, checks, metrics, facts, generator)
     if "replay" in args.only:
         measure_replay(args, world, checks, metrics, facts, generator)
+    for name, call in late:  # "late": the bar's call, after every group
+        metrics[f"{name}_by_late_us"] = graphed_us(call, calls=args.graph_calls, replays=args.replays, lead=True)
 
     for name, value in metrics.items():
         rank0_print(f"RESULT heap_backends backend={args.backend} {name}={value:.3f}")
@@ -385,25 +475,180 @@ def measure_all_reduce(
     metrics: dict[str, float],
     facts: dict[str, str],
     generator: Any,
-) -> None:
+) -> list[tuple[str, Callable[[], object]]]:
     """``all_reduce_<S>KiB_us`` per size of ``args.ar_sizes`` (bf16, input off the heap); with ``args.probe`` also
-    the probe's facts and timings (module docstring)."""
+    the probe's facts and timings, with ``args.ar_timers`` the other timers' (module docstring). Returns the metric
+    name and call of each size whose check passed, when the ``late`` timer is asked for (the worker times them
+    after every group)."""
     import torch
     import torch.distributed as dist
 
     from triton_dist.ops.all_reduce import all_reduce
+    from triton_dist.testing.timing import graphed_us
 
+    before, after, at_end = timer_schedule(args.ar_timers, timers_first(os.environ))
+    if args.ar_timers:
+        facts["all-reduce timers"] = (
+            f"before the bar metric: {' '.join(before) or 'none'}; after it: {' '.join(after) or 'none'}; "
+            f"after every group: {' '.join(at_end) or 'none'}"
+        )
+    late: list[tuple[str, Callable[[], object]]] = []
     for size_kib in args.ar_sizes:
         x = torch.randn((size_kib << 10) // 2, generator=generator, device=world.device).to(torch.bfloat16)
         out = torch.empty_like(x)
         reference = x.float()
         dist.all_reduce(reference)
         name = f"all_reduce_{size_kib}KiB"
-        us = checked_us(checks, name, lambda x=x, out=out: all_reduce(x, out=out), out, reference, args)
-        if us is not None:
-            metrics[f"{name}_us"] = us
+        call = lambda x=x, out=out: all_reduce(x, out=out)  # noqa: E731
+        if checked(checks, name, call, out, reference):  # then timed as checked_us does
+            time_all_reduce(args, world, metrics, facts, name, x, out, before)
+            metrics[f"{name}_us"] = graphed_us(call, calls=args.graph_calls, replays=args.replays, lead=True)
+            time_all_reduce(args, world, metrics, facts, name, x, out, after)
+            if at_end:
+                late.append((name, call))
+            if args.ar_timers:
+                facts[f"{name} graph of {args.graph_calls} calls as torch.cuda.graph captures it"] = torch_graph_nodes(
+                    call, args.graph_calls
+                )
         if args.probe:
             probe_all_reduce(args, world, checks, metrics, facts, x, out, reference, size_kib)
+    return late
+
+
+def time_all_reduce(
+    args: argparse.Namespace,
+    world: Any,
+    metrics: dict[str, float],
+    facts: dict[str, str],
+    name: str,
+    x: Any,
+    out: Any,
+    timers: Sequence[str],
+) -> None:
+    """``<name>_by_<timer>_us`` for each of ``timers`` (``AR_TIMERS``, not ``late``): the all-reduce of ``x`` into
+    ``out`` (checked already), per call, max over ranks; each rank's spread over the replays, and whether the lead
+    held, into ``facts``. Every rank must call it with the same timers (the timings are collectives)."""
+    import torch
+    import torch.distributed as dist
+    from _replay_probe import replay_us
+
+    from triton_dist.ops.all_reduce import all_reduce
+    from triton_dist.testing.distributed import max_over_ranks
+    from triton_dist.testing.timing import graphed_us
+
+    def call() -> None:
+        all_reduce(x, out=out)
+
+    calls, replays = args.graph_calls, args.replays
+    for timer in timers:
+        metric = f"{name}_by_{timer}_us"
+        samples: list[float] | None = None
+        held = True
+        if timer == "graphed":
+            metrics[metric] = graphed_us(call, calls=calls, replays=replays, lead=True)
+        elif timer == "fresh_tensors":
+            x2, out2 = x.clone(), torch.empty_like(out)
+            fresh = lambda x2=x2, out2=out2: all_reduce(x2, out=out2)  # noqa: E731
+            metrics[metric] = graphed_us(fresh, calls=calls, replays=replays, lead=True)
+            facts[f"{metric}: input and output mod 2 MiB"] = (
+                f"{phases([x2.data_ptr(), out2.data_ptr()])} (the bar's: {phases([x.data_ptr(), out.data_ptr()])})"
+            )
+        elif timer == "probe":
+            spans, held = replay_us(call, calls, replays)
+            samples = [span / calls for span in spans]
+        elif timer in MIRROR_TIMERS:
+            samples, held = timed_replays(call, calls, replays, timer)
+        else:
+            raise ValueError(f"{timer!r} is not an all-reduce timer to run here ({list(AR_TIMERS)}, not late)")
+        if samples is not None:
+            metrics[metric] = max_over_ranks(statistics.median(samples))
+            every: list[list[float]] = [[] for _ in range(world.world_size)]
+            dist.all_gather_object(every, samples, group=world.group)
+            facts[f"{metric} by rank (min/median/max over replays)"] = describe_replays(every)
+            if not held:
+                facts[f"{metric}: the lead did not hold"] = "the GPU reached the first timed replay before the host"
+    torch.cuda.synchronize()
+
+
+def timed_replays(fn: Callable[[], object], calls: int, replays: int, change: str) -> tuple[list[float], bool]:
+    """µs per call of each of ``replays`` timed replays of a graph of ``calls`` calls of ``fn`` on this rank, and
+    whether the lead held (the GPU had not reached the first timed replay when the host had enqueued the last):
+    ``graphed_us(lead=True)``'s steps, in its order, with the one ``change`` of :data:`MIRROR_TIMERS` (``mirror``:
+    none). Raises ValueError for another ``change``."""
+    import torch
+
+    from triton_dist import runtime as rt
+    from triton_dist.runtime.world.host_lead import HOST_LEAD_CYCLES
+
+    if change not in MIRROR_TIMERS:
+        raise ValueError(f"timed_replays: change must be one of {list(MIRROR_TIMERS)}, got {change!r}")
+    warmup = 3
+    current = torch.cuda.current_stream()
+    warm = current if change == "current_warmup" else torch.cuda.Stream()
+    if warm != current:
+        warm.wait_stream(current)
+    with torch.cuda.stream(warm):
+        for _ in range(warmup):
+            fn()
+    if warm != current:
+        current.wait_stream(warm)
+    graph = torch.cuda.CUDAGraph()
+    if change == "no_sync":  # torch.cuda.graph's own capture stream, without its __enter__'s host-side steps
+        if torch.cuda.graph.default_capture_stream is None:
+            torch.cuda.graph.default_capture_stream = torch.cuda.Stream()
+        with torch.cuda.stream(torch.cuda.graph.default_capture_stream):
+            graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                for _ in range(calls):
+                    fn()
+            finally:
+                graph.capture_end()
+    else:
+        stream = None
+        if change == "own_stream":
+            stream = torch.cuda.Stream()
+            stream.wait_stream(current)
+        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
+            for _ in range(calls):
+                fn()
+    for _ in range(warmup):
+        graph.replay()
+    rt.barrier()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(replays)]
+    torch.cuda._sleep(HOST_LEAD_CYCLES * max(1, -(-replays // 10)))
+    if change == "device_start":
+        rt.barrier_on_device()
+    for start, end in events:
+        start.record()
+        graph.replay()
+        end.record()
+    held = not events[0][0].query()  # a host-side query: no work on the GPU
+    rt.barrier()
+    return [start.elapsed_time(end) * 1000.0 / calls for start, end in events], held
+
+
+def torch_graph_nodes(fn: Callable[[], object], calls: int) -> str:
+    """The nodes of a graph of ``calls`` calls of ``fn`` as ``torch.cuda.graph`` captures it (the bar's capture;
+    the replay probe's ``op graph`` fact is its own capture's), described by the probe's ``describe_graph``;
+    ``n/a (why)`` where this torch or cuda-bindings cannot say."""
+    import torch
+    from _replay_probe import _check, _driver, _graph_node, describe_graph
+
+    try:
+        driver = _driver()
+        graph = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            for _ in range(calls):
+                fn()
+        raw = driver.CUgraph(graph.raw_cuda_graph())
+        count = _check(driver.cuGraphGetNodes(raw, 0), "cuGraphGetNodes")[-1]
+        handles = _check(driver.cuGraphGetNodes(raw, count), "cuGraphGetNodes")[0]
+        edges = _check(driver.cuGraphGetEdges(raw, 0), "cuGraphGetEdges")[-1]
+        text = describe_graph([_graph_node(driver, handle) for handle in handles], int(edges))
+        del graph
+        return text
+    except Exception as error:  # a fact, not a failure
+        return f"n/a ({type(error).__name__}: {error})"
 
 
 def measure_replay(
@@ -617,6 +862,7 @@ def measure(args: argparse.Namespace, variant: Variant, scratch: Path, index: in
     command += ["--graph-calls", str(args.graph_calls)]
     command += ["--heap-size", str(args.heap_size), "--only", *args.only, "--ar-sizes", *map(str, args.ar_sizes)]
     command += ["--probe"] if args.probe else []
+    command += ["--ar-timers", *args.ar_timers] if args.ar_timers else []
     env = {key: value for key, value in os.environ.items() if key != "TRITON_DIST_BACKEND"}
     env.update(variant.env)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "python"), env.get("PYTHONPATH", "")) if p)

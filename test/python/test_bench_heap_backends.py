@@ -185,3 +185,65 @@ def test_graph_description_counts_node_kinds_and_kernel_launches() -> None:
         "4 nodes, 3 edges: 3 KERNEL, 1 MEMSET; 2 x _one_shot_ll_kernel grid 128x1x1 x 128 threads, 0 B shared"
         "; 1 x _one_shot_ll_kernel grid 128x1x1 x 128 threads, 0 B shared, priority=-1"
     )
+
+
+def test_all_reduce_timers_are_options_of_the_all_reduce_group(capsys: pytest.CaptureFixture[str]) -> None:
+    assert heap.parse_args([]).ar_timers == []  # the bar's metric alone unless asked
+    assert set(heap.MIRROR_TIMERS) <= set(heap.AR_TIMERS) and "late" in heap.AR_TIMERS
+    args = heap.parse_args(["--only", "all_reduce", "replay", "--ar-timers", "probe", "graphed", "late"])
+    assert args.ar_timers == ["probe", "graphed", "late"]  # in the order given
+    for argv, words in (
+        (["--only", "all_reduce", "--ar-timers", "probe", "probe"], "names a timer twice"),
+        (["--only", "replay", "--ar-timers", "probe"], "add all_reduce to --only"),
+        (["--ar-timers", "stopwatch"], "invalid choice"),
+    ):
+        with pytest.raises(SystemExit):
+            heap.parse_args(argv)
+        assert words in capsys.readouterr().err
+
+
+def test_timers_run_after_the_bar_metric_or_before_it_and_late_last() -> None:
+    timers = ["graphed", "late", "probe", "no_sync"]
+    assert heap.timer_schedule(timers, first=False) == ((), ("graphed", "probe", "no_sync"), ("late",))
+    assert heap.timer_schedule(timers, first=True) == (("graphed", "probe", "no_sync"), (), ("late",))
+    assert heap.timer_schedule([], first=True) == ((), (), ())
+    with pytest.raises(ValueError, match=r"unknown all-reduce timers \['stopwatch'\]"):
+        heap.timer_schedule(["probe", "stopwatch"], first=False)
+    assert heap.timers_first({}) is False
+    assert heap.timers_first({heap.AR_TIMERS_FIRST_ENV: "0"}) is False
+    assert heap.timers_first({heap.AR_TIMERS_FIRST_ENV: "1"}) is True
+    for text in ("yes", "2", "first"):
+        with pytest.raises(SystemExit, match="must be 0 .* or 1"):
+            heap.timers_first({heap.AR_TIMERS_FIRST_ENV: text})
+
+
+def test_replays_are_described_per_rank() -> None:
+    assert heap.describe_replays([[4.5, 4.3, 4.4, 4.9], [4.2]]) == "4.300/4.450/4.900, 4.200/4.200/4.200"
+    with pytest.raises(ValueError, match="at least one replay per rank"):
+        heap.describe_replays([[4.0], []])
+
+
+def test_a_worker_gets_the_timers_and_its_variant_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def fake_run(command: list[str], env: dict[str, str], **kwargs: Any) -> Any:
+        seen["command"], seen["env"] = command, env
+        out = Path(command[command.index("--json") + 1])
+        out.write_text('{"backend": "cuda_ipc", "metrics": {"all_reduce_64KiB_by_probe_us": 4.5}, "facts": {}}')
+        return argparse.Namespace(returncode=0, stdout="RESULT x\nnoise\n", stderr="")
+
+    monkeypatch.setattr(heap.subprocess, "run", fake_run)
+    args = heap.parse_args(["--only", "all_reduce", "--ar-sizes", "64", "--ar-timers", "mirror", "probe"])
+    variant = heap.parse_variant(f"cuda_ipc:{heap.AR_TIMERS_FIRST_ENV}=1")
+    result = heap.measure(args, variant, tmp_path, 0)
+    assert result["metrics"] == {"all_reduce_64KiB_by_probe_us": 4.5}
+    command = seen["command"]
+    assert command[command.index("--ar-timers") :][:3] == ["--ar-timers", "mirror", "probe"]
+    assert command[command.index("--backend") + 1] == "cuda_ipc"
+    assert seen["env"][heap.AR_TIMERS_FIRST_ENV] == "1"
+    assert "RESULT x" in capsys.readouterr().out
+    args = heap.parse_args(["--only", "all_reduce"])
+    heap.measure(args, heap.parse_variant("nvshmem"), tmp_path, 1)
+    assert "--ar-timers" not in seen["command"] and heap.AR_TIMERS_FIRST_ENV not in seen["env"]
