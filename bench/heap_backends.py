@@ -501,9 +501,9 @@ def measure_all_reduce(
         name = f"all_reduce_{size_kib}KiB"
         call = lambda x=x, out=out: all_reduce(x, out=out)  # noqa: E731
         if checked(checks, name, call, out, reference):  # then timed as checked_us does
-            time_all_reduce(args, world, metrics, facts, name, x, out, before)
+            time_all_reduce(args, world, metrics, facts, name, call, x, out, before)
             metrics[f"{name}_us"] = graphed_us(call, calls=args.graph_calls, replays=args.replays, lead=True)
-            time_all_reduce(args, world, metrics, facts, name, x, out, after)
+            time_all_reduce(args, world, metrics, facts, name, call, x, out, after)
             if at_end:
                 late.append((name, call))
             if args.ar_timers:
@@ -521,13 +521,17 @@ def time_all_reduce(
     metrics: dict[str, float],
     facts: dict[str, str],
     name: str,
+    call: Callable[[], object],
     x: Any,
     out: Any,
     timers: Sequence[str],
 ) -> None:
-    """``<name>_by_<timer>_us`` for each of ``timers`` (``AR_TIMERS``, not ``late``): the all-reduce of ``x`` into
-    ``out`` (checked already), per call, max over ranks; each rank's spread over the replays, and whether the lead
-    held, into ``facts``. Every rank must call it with the same timers (the timings are collectives)."""
+    """``<name>_by_<timer>_us`` for each of ``timers`` (``AR_TIMERS``, not ``late``): ``call``, the bar metric's
+    all-reduce of ``x`` into ``out`` (checked already), per call, max over ranks; each rank's spread over the
+    replays, and whether the lead held, into ``facts``. Every rank must call it with the same timers (the timings
+    are collectives). No timers: nothing at all (the bar metric's path stays as without ``--ar-timers``)."""
+    if not timers:
+        return
     import torch
     import torch.distributed as dist
     from _replay_probe import replay_us
@@ -535,9 +539,6 @@ def time_all_reduce(
     from triton_dist.ops.all_reduce import all_reduce
     from triton_dist.testing.distributed import max_over_ranks
     from triton_dist.testing.timing import graphed_us
-
-    def call() -> None:
-        all_reduce(x, out=out)
 
     calls, replays = args.graph_calls, args.replays
     for timer in timers:
