@@ -9,12 +9,18 @@ reduction for the flags: 2 + W - 1 launches, W GEMMs.
 A "ce" call: the same allocation and split, the begin kernel, per peer ``aten.mm.out`` into the send buffer, the
 fork, and on the side stream the ack wait, the copy into the peer's slot and the flag; ``aten.mm.out`` of the own
 rows, the wait kernel, the reduction, the join.
+
+A "pull" call (``CUBLAS_PULL``): the output's allocation, the begin kernel (acks), ONE ``aten.mm.out`` of all M rows
+into the symmetric partial, the kernel that flags, waits and pulls: on two emulated ranks with one rank's reads of
+its peer's partial slowed down (so the fast rank's next GEMM would overwrite what the slow one still reads, but for
+the acks), and on four.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -163,20 +169,106 @@ def test_a_ce_call_keeps_its_side_stream_and_separate_wait(monkeypatch) -> None:
         torch.testing.assert_close(send.destination, a[send.peer * shard : (send.peer + 1) * shard] @ b)
 
 
+def test_a_pull_call_is_begin_one_gemm_then_the_pulling_reduction(monkeypatch) -> None:
+    """Per call: allocation, the begin kernel, ONE ``aten.mm.out`` of all M rows into the partial, the reduction with
+    the output's address; all on the current stream; no split of A, no copy, no side stream."""
+    monkeypatch.setattr(op, "current_raw_stream", lambda index: MAIN)
+    m, k, n = 6, 8, 5
+    log: list[Any] = []
+    recording = DispatchRecording()
+    workspace = op.PullWorkspace(
+        partial=torch.full((m, n), float("nan"), dtype=torch.bfloat16),
+        flags=torch.zeros(3, dtype=torch.int32),
+        ack=torch.zeros(3, dtype=torch.int32),
+        epoch=torch.zeros(1, dtype=torch.int32),
+    )
+    plan = op.CublasPullPlan(workspace, m // 3, n, _Launch("begin", log), _Launch("reduce", log), emulated=False)
+    recording.ops = log
+    gen = torch.Generator().manual_seed(12)
+    for _ in range(2):  # the plan is reused: the same sequence again
+        log.clear()
+        workspace.partial.fill_(float("nan"))
+        a = torch.randn(m, k, generator=gen).to(torch.bfloat16)
+        b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
+        with recording:
+            out = plan.run(a, b)
+        assert _names(log) == ["aten.empty.memory_format", "begin", "aten.mm.out", "reduce"], log
+        assert log[1] == ("begin", MAIN) and log[-1] == ("reduce", MAIN, out.data_ptr())
+        assert out.shape == (m // 3, n) and out.dtype == a.dtype
+        torch.testing.assert_close(workspace.partial, a @ b)
+
+
 # ----------------------------------------------------------------------------------------------------------------
-# Four emulated ranks, three calls per producer (the slots reused, the acks and flags of three epochs)
+# Two emulated ranks, the pull producer with uneven timing; four ranks, three calls per producer (the slots reused,
+# the acks and flags of three epochs)
+
+
+PULL_SLOW_S = 0.3
+"""How long the slow rank of the pull test sleeps before each read of its peer's partial (``dl.symm_at``)."""
+
+
+def _pull_uneven_worker() -> list[str]:
+    """Four pull calls on two ranks, the rank ``call % 2`` slowed down in its reads of the peer's partial: its peer
+    finishes first and starts the next call, whose GEMM would overwrite the partial still being read but for the
+    begin kernel's wait for the acks. Fresh inputs, a NaN-poisoned ``out``, a shard of three reduction blocks (three
+    programs); the problems found (empty: every call matched torch, and the epochs, flags and acks are as expected)."""
+    import triton_dist
+    from triton_dist.language import _primitive
+    from triton_dist.ops.gemm_rs import CUBLAS_PULL
+    from triton_dist.ops.gemm_rs.op import PULL_REDUCE_BLOCK, CublasPullPlan, gemm_rs_with, plan_for
+
+    world = triton_dist.current_world()
+    rank, size = world.rank, world.world_size
+    slow = [False]
+    backend = _primitive.interpreter_backend()
+    assert backend is not None
+
+    def slowed(name: str, fn: Any, args: tuple[Any, ...], kwargs: Any) -> Any:
+        if slow[0] and name == "dl.symm_at":
+            time.sleep(PULL_SLOW_S)
+        return backend(name, fn, args, kwargs)
+
+    _primitive.register_interpreter_backend(slowed)
+    gen = torch.Generator().manual_seed(99)  # every rank draws every rank's inputs alike
+    m, n, k = 2, PULL_REDUCE_BLOCK + 8, 4  # a shard of 2 * n elements: three blocks
+    problems: list[str] = []
+    calls = 4
+    for call in range(calls):
+        slow[0] = call % size == rank
+        a_s = [torch.randn(m * size, k, generator=gen).to(torch.bfloat16) for _ in range(size)]
+        b_s = [torch.randn(k, n, generator=gen).to(torch.bfloat16) for _ in range(size)]
+        out = torch.full((m, n), float("nan"), dtype=torch.bfloat16)
+        got = gemm_rs_with(a_s[rank], b_s[rank], CUBLAS_PULL, out=out)
+        want = sum(a.float() @ b.float() for a, b in zip(a_s, b_s, strict=True))[rank * m : (rank + 1) * m]
+        if got is not out:
+            problems.append(f"call {call}: out not returned")
+        if torch.isnan(out.float()).any() or not torch.allclose(out.float(), want, atol=0.1, rtol=2e-2):
+            problems.append(f"call {call}: max abs error {(out.float() - want).abs().max().item():.3g}")
+    _primitive.register_interpreter_backend(backend)
+    plan = plan_for(a_s[rank], b_s[rank], CUBLAS_PULL)
+    assert isinstance(plan, CublasPullPlan)
+    ws, peer = plan.workspace, 1 - rank
+    state = (int(ws.epoch.item()), int(ws.flags[peer].item()), int(ws.ack[peer].item()), plan.reduce.grid)
+    if state != (calls, calls, calls - 1, (3, 1, 1)):
+        problems.append(f"(epoch, peer's flag, peer's ack, grid) {state}, want {(calls, calls, calls - 1, (3, 1, 1))}")
+    return problems
+
+
+def test_pull_matches_torch_on_two_ranks_with_one_rank_slowed_each_call() -> None:
+    for rank, problems in enumerate(run_ranks(_pull_uneven_worker, 2, heap_size="8M").results):
+        assert not problems, f"rank {rank}: {problems}"
 
 
 def _four_rank_worker() -> dict[str, list[str]]:
     """This rank's problems per producer (empty: every call matched torch); the plan's reduction grid too."""
     import triton_dist
-    from triton_dist.ops.gemm_rs.op import EMULATED_CONFIG, CublasPlan, gemm_rs_with, plan_for
+    from triton_dist.ops.gemm_rs.op import EMULATED_CONFIG, CublasPlan, CublasPullPlan, gemm_rs_with, plan_for
 
     world = triton_dist.current_world()
     rank, size = world.rank, world.world_size
     gen = torch.Generator().manual_seed(4321)  # every rank draws every rank's inputs alike
     record: dict[str, list[str]] = {}
-    for producer in ("direct", "direct merged", "ce"):
+    for producer in ("direct", "direct merged", "ce", "pull"):
         merged = producer == "direct merged"
         config = dataclasses.replace(EMULATED_CONFIG, gemm="cublas", producer=producer.split()[0], merged_sync=merged)
         problems: list[str] = []
@@ -189,8 +281,9 @@ def _four_rank_worker() -> dict[str, list[str]]:
             if torch.isnan(out.float()).any() or not torch.allclose(out.float(), want, atol=0.1, rtol=2e-2):
                 problems.append(f"call {call}: max abs error {(out.float() - want).abs().max().item():.3g}")
         plan = plan_for(a_s[rank], b_s[rank], config)
-        assert isinstance(plan, CublasPlan)
-        epochs = {"direct": 3, "direct merged": 6, "ce": 9}[producer]  # one workspace per shape, calls in this order
+        assert isinstance(plan, CublasPlan | CublasPullPlan)
+        # One workspace per shape for the push producers, calls in this order; the pull producer's own.
+        epochs = {"direct": 3, "direct merged": 6, "ce": 9, "pull": 3}[producer]
         if int(plan.workspace.epoch.item()) != epochs:
             problems.append(f"epoch {int(plan.workspace.epoch.item())} after {epochs} calls on this workspace")
         if merged and (plan.wait is not None or plan.reduce.grid != (1, 1, 1)):
@@ -199,7 +292,7 @@ def _four_rank_worker() -> dict[str, list[str]]:
     return record
 
 
-def test_both_producers_match_torch_on_four_ranks_three_calls_in_a_row() -> None:
+def test_every_producer_matches_torch_on_four_ranks_three_calls_in_a_row() -> None:
     for rank, record in enumerate(run_ranks(_four_rank_worker, 4, heap_size="8M").results):
-        assert set(record) == {"direct", "direct merged", "ce"}
+        assert set(record) == {"direct", "direct merged", "ce", "pull"}
         assert not any(record.values()), f"rank {rank}: {record}"

@@ -30,7 +30,10 @@ receive slot by the copy engine on a side stream (``producer="ce"``) or straight
 (one-program ``dl.wait`` / ``dl.notify`` kernels, epochs in device memory); the own shard's GEMM runs meanwhile;
 then a one-program wait kernel and an fp32 reduction kernel. Waiting is kept out of the wide reduction kernel on
 purpose: its spinning programs filled every SM and starved the peer-bound flag kernel of the side stream, which
-deadlocked both ranks (at a [4096, 4096] shard).
+deadlocked both ranks (at a [4096, 4096] shard). The "pull" producer (``CUBLAS_PULL``, an option only) runs ONE
+``torch.mm`` of all M rows into this rank's symmetric [M, N] partial (after a begin kernel that waits until every
+peer has read the previous one), then one kernel that flags it ready, waits for the peers' flags and sums this
+rank's shard rows of every rank's partial in fp32 (``dl.symm_at`` loads): cuBLAS keeps its full-M efficiency.
 
 Which path runs for a shape (the fused kernel, the cuBLAS path, or torch.matmul + NCCL): the tuned table, else the
 calibrated cost model (``config.choose_config``); ``path_of(a, b)`` says which. The torch.matmul + NCCL fallback
@@ -50,6 +53,7 @@ from triton_dist.ops.gemm_rs.config import (
     CUBLAS_CE,
     CUBLAS_DIRECT,
     CUBLAS_DIRECT_SEPARATE,
+    CUBLAS_PULL,
     FALLBACK,
     GemmRSConfig,
     choose_config,
@@ -61,6 +65,7 @@ from triton_dist.ops.gemm_rs.config import (
 from triton_dist.ops.gemm_rs.kernels import (
     _cublas_begin_kernel,
     _cublas_flag_kernel,
+    _cublas_pull_reduce_kernel,
     _cublas_reduce_kernel,
     _cublas_wait_ack_kernel,
     _cublas_wait_kernel,
@@ -90,11 +95,13 @@ __all__ = [
     "CUBLAS_CE",
     "CUBLAS_DIRECT",
     "CUBLAS_DIRECT_SEPARATE",
+    "CUBLAS_PULL",
     "FALLBACK",
     "GemmRSConfig",
     "GemmRsError",
     "_cublas_begin_kernel",
     "_cublas_flag_kernel",
+    "_cublas_pull_reduce_kernel",
     "_cublas_reduce_kernel",
     "_cublas_wait_ack_kernel",
     "_cublas_wait_kernel",

@@ -20,7 +20,7 @@ from triton_dist.ops.tuning import Calibration
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 PARTIAL_DTYPES = ("float32", "input")
 GEMMS = ("triton", "cublas")
-PRODUCERS = ("ce", "direct")
+PRODUCERS = ("ce", "direct", "pull")
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,9 @@ class GemmRSConfig:
       dtype, summed in fp32). Only ``producer`` applies to it.
     - ``producer`` (cuBLAS only): "ce" computes a peer's partial locally and a side stream copies it into the
       peer's receive slot (the copy engine: no SM taken from the GEMMs); "direct" lets cuBLAS write it straight
-      into the peer's memory.
+      into the peer's memory; "pull" runs ONE GEMM of all M rows into this rank's own symmetric partial and then
+      one kernel that flags it ready and pulls this rank's shard rows from every peer's partial (``CUBLAS_PULL``:
+      the GEMM keeps cuBLAS's full-M efficiency where W GEMMs of M/W rows lose it at small M and large K).
     - ``merged_sync`` (cuBLAS "direct" only): begin with the waits for the peers' acks and reduce with the waits for
       their flags, in two kernels instead of five per call at two ranks: 7-17 µs less host time per call, device
       time equal or up to 3% lower (2 x H200, 2026-11-27); the cost model's cuBLAS path (``CUBLAS_DIRECT``).
@@ -110,6 +112,11 @@ CUBLAS_DIRECT = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="dir
 partial into its memory; two small launches per call besides the GEMMs (``merged_sync``)."""
 CUBLAS_DIRECT_SEPARATE = dataclasses.replace(CUBLAS_DIRECT, merged_sync=False)
 """``CUBLAS_DIRECT`` with its waits in separate kernels (five small launches at two ranks): kept for comparison."""
+CUBLAS_PULL = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="pull")
+"""The cuBLAS path's pull producer (issue 24): per call one begin kernel (acks: every peer has read this rank's
+previous partial), one ``torch.mm`` of all M rows into this rank's symmetric [M, N] partial, and one kernel that
+flags the partial ready, waits for the peers' flags and sums this rank's shard rows of every rank's partial in fp32.
+No NCCL call, so its eager calls replay from the plan's graphs. An option only: no table or model picks it."""
 CANDIDATES = (
     CUBLAS_CE,
     CUBLAS_DIRECT,

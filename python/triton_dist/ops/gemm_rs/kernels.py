@@ -1,6 +1,7 @@
 """GEMM + reduce-scatter device code: the persistent fused kernel (pushes peers' tiles, reduces its own), the
 two-kernel variant's reduction, and the cuBLAS path's small flag, wait and reduction kernels (the "direct"
-producer's begin and reduction each with their waits inside)."""
+producer's begin and reduction each with their waits inside; the "pull" producer's reduction, which flags, waits
+and reads the peers' partials itself)."""
 
 from __future__ import annotations
 
@@ -340,4 +341,45 @@ def _cublas_wait_reduce_kernel(
         acc = tl.load(own_ptr + offsets, mask=mask).to(tl.float32)
         for slot in tl.static_range(RECEIVED):
             acc += tl.load(received + slot * numel + offsets, mask=mask).to(tl.float32)
+        tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _cublas_pull_reduce_kernel(
+    out_ptr, partial_ptr, flags_ptr, epoch_ptr, numel, WORLD: tl.constexpr, BLOCK: tl.constexpr
+):
+    """The "pull" producer's end of a call: flag this rank's partial ready on every peer, wait for every peer's
+    flag, then out = the sum in fp32 of this rank's shard rows of every rank's partial (its own first, then the peers'
+    in the staggered order ``rank + 1, rank + 2, ...``, read through ``dl.symm_at``), in one launch.
+
+    ``partial_ptr``: symmetric [M, N] (this rank's full partial product, written by the ``torch.mm`` before this
+    kernel on the stream); ``numel``: the elements of one shard (M/W * N; this rank's rows start at ``rank *
+    numel``). ``flags_ptr``: symmetric int32 [W], ``flags[r]`` = the epoch of rank r's latest ready partial.
+    ``WORLD``: the world size. A persistent grid of a few programs per SM, as ``_cublas_wait_reduce_kernel``.
+
+    Program 0 sets the flags: the GEMM that wrote the partial ran before this kernel (stream order), so any program
+    may, and one suffices. Every program waits for every peer's flag (``eq``: a peer's flag cannot reach the next
+    epoch before this rank's next begin kernel, which follows this kernel, released it). The grid is bounded so that
+    every program is resident and program 0, dispatched first, runs even while the others spin.
+
+    Reuse of the partial (a fast rank's next GEMM must not overwrite it while a slow peer still reads it): the begin
+    kernel of the next call (``_cublas_begin_wait_kernel``) sends this rank's ack ``epoch`` to every peer after this
+    kernel (stream order: this rank has finished reading the peers' partials of ``epoch``) and waits for every
+    peer's ack of ``epoch`` before the next GEMM.
+    """
+    me = dl.rank()
+    epoch = tl.load(epoch_ptr)
+    if tl.program_id(0) == 0:
+        for s in range(1, WORLD):
+            dl.notify(flags_ptr + me, (me + s) % WORLD, signal=epoch, sig_op="set", comm_scope="intra_node")
+    shard = partial_ptr + tl.cast(me, tl.int64) * numel
+    for s in range(1, WORLD):
+        token = dl.wait(flags_ptr + (me + s) % WORLD, 1, "sys", "acquire", waitValue=epoch)
+        shard = dl.consume_token(shard, token)
+    for block in range(tl.program_id(0), tl.cdiv(numel, BLOCK), tl.num_programs(0)):
+        offsets = tl.cast(block, tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < numel
+        acc = tl.load(shard + offsets, mask=mask).to(tl.float32)
+        for s in tl.static_range(1, WORLD):
+            acc += tl.load(dl.symm_at(shard, (me + s) % WORLD) + offsets, mask=mask).to(tl.float32)
         tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty), mask=mask)

@@ -43,6 +43,7 @@ from triton_dist.ops.gemm_rs.kernels import (
     _cublas_begin_kernel,
     _cublas_begin_wait_kernel,
     _cublas_flag_kernel,
+    _cublas_pull_reduce_kernel,
     _cublas_reduce_kernel,
     _cublas_wait_ack_kernel,
     _cublas_wait_kernel,
@@ -214,6 +215,41 @@ def _cublas_workspace(world: rt.World, m: int, n: int, dtype: torch.dtype) -> Cu
         )
 
     return resources.workspace(("gemm_rs", "cublas", m, n, dtype), create, what="gemm_rs")
+
+
+@dataclasses.dataclass
+class PullWorkspace:
+    """The cuBLAS path's "pull" buffers for one (shape, dtype): the full partial product, flags and acks
+    (symmetric), and the epoch."""
+
+    partial: torch.Tensor  # symmetric [M, N]: this rank's partial product; peers read their shard rows of it
+    flags: torch.Tensor  # symmetric int32 [W]: flags[r] = the epoch whose partial of rank r is ready
+    ack: torch.Tensor  # symmetric int32 [W]: ack[r] = the last epoch whose partial from here rank r has read
+    epoch: torch.Tensor  # int32 [1], this rank's epoch counter
+
+
+def _pull_workspace(world: rt.World, m: int, n: int, dtype: torch.dtype) -> PullWorkspace:
+    def create(world: rt.World) -> PullWorkspace:
+        w = world.world_size
+        problems: list[str] = []
+        partial = flags = ack = None
+        try:
+            partial = rt.empty(m, n, dtype=dtype)
+            flags = rt.zeros(w, dtype=torch.int32)
+            ack = rt.zeros(w, dtype=torch.int32)
+        except rt.HeapExhaustedError as error:
+            need = m * n * torch.empty((), dtype=dtype).element_size()
+            problems.append(
+                f"the symmetric heap is exhausted: gemm_rs's pull producer needs {need / 2**20:.1f} MiB for the "
+                f"[{m}, {n}] partial ({dtype}); raise TRITON_DIST_HEAP_SIZE / triton_dist.init(heap_size=...) "
+                f"({error})"
+            )
+        _heap_error(world, problems, "gemm_rs workspace")
+        assert partial is not None and flags is not None and ack is not None
+        rt.barrier()  # every rank's zeroed flags and acks are in place before any rank sets one
+        return PullWorkspace(partial, flags, ack, torch.zeros(1, dtype=torch.int32, device=world.device))
+
+    return resources.workspace(("gemm_rs", "cublas-pull", m, n, dtype), create, what="gemm_rs")
 
 
 def clear_workspaces() -> None:
@@ -412,6 +448,49 @@ class CublasPlan:
 
 
 @dataclasses.dataclass
+class CublasPullPlan:
+    """The cuBLAS path's "pull" producer: ONE GEMM of all M rows into this rank's symmetric partial, then one kernel
+    that flags it ready and pulls this rank's shard rows from every rank's partial (``CUBLAS_PULL``).
+
+    Launches per call, all on the current stream: ``_cublas_begin_wait_kernel`` (advance the epoch; ack to every
+    peer that this rank has read its previous partial; wait until every peer has read this rank's), ``torch.mm(a,
+    b, out=partial)``, ``_cublas_pull_reduce_kernel`` (flag, wait for the peers' flags, sum in fp32 into ``out``):
+    two small launches and one GEMM at any world size, no NCCL call, so eager calls replay from ``graphs``.
+    """
+
+    workspace: PullWorkspace
+    shard: int
+    n: int
+    begin: LaunchPlan | EmulatedLaunch
+    reduce: LaunchPlan | EmulatedLaunch
+    emulated: bool
+    """The CPU emulation: the launches take the tensors themselves (Triton's interpreter), on no stream."""
+    graphs: EagerGraphs = dataclasses.field(default_factory=EagerGraphs, init=False, repr=False, compare=False)
+    """The graphs of this plan's eager calls (``ops.common.eager_graphs``)."""
+
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """This rank's reduced shard of ``a @ b`` over the ranks, into ``out`` (checked by the caller), else a new
+        tensor; launches on the current stream."""
+        partial = self.workspace.partial
+        index = partial.device.index
+        if index is not None and index != current_device_index():
+            with torch.cuda.device(index):  # the launchers launch in the current device's context
+                return self.run(a, b, out)
+        if out is None:
+            out = torch.empty((self.shard, self.n), dtype=partial.dtype, device=partial.device)
+        if self.emulated:
+            self.begin.launch_on(0)
+            torch.mm(a, b, out=partial)
+            self.reduce.launch_on(0, out)
+            return out
+        stream = current_raw_stream(index)
+        self.begin.launch_on(stream)
+        torch.mm(a, b, out=partial)
+        self.reduce.launch_on(stream, out.data_ptr())
+        return out
+
+
+@dataclasses.dataclass
 class UnfusedPlan:
     """torch.matmul then NCCL reduce-scatter (the baseline, and the fallback where fusion cannot win).
 
@@ -462,7 +541,7 @@ class EmptyPlan:
         return out.zero_() if self.zero else out
 
 
-Plan = TritonPlan | CublasPlan | UnfusedPlan | EmptyPlan
+Plan = TritonPlan | CublasPlan | CublasPullPlan | UnfusedPlan | EmptyPlan
 
 
 def _build_triton(
@@ -520,7 +599,36 @@ DIRECT_REDUCE_PROGRAMS_PER_SM = 2
 1-2% behind the separate wait + one-block-per-program reduction on 2 x H200 (2026-11-27): too few bytes in flight."""
 
 
-def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> CublasPlan:
+PULL_REDUCE_BLOCK = 8192
+"""Elements per iteration of the "pull" producer's persistent reduction."""
+PULL_REDUCE_PROGRAMS_PER_SM = 2
+"""Programs per SM of the "pull" producer's reduction (as ``DIRECT_REDUCE_PROGRAMS_PER_SM``; every program must be
+resident at once, since all but program 0 spin until the peers' flags arrive)."""
+
+
+def _build_cublas_pull(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPullPlan:
+    m, n = a.shape[0], b.shape[1]
+    shard = m // world.world_size
+    ws = _pull_workspace(world, m, n, a.dtype)
+    begin = compile_plan(
+        _cublas_begin_wait_kernel, (1, 1, 1), {"epoch_ptr": ws.epoch, "ack_ptr": ws.ack}, 0, num_warps=1
+    )
+    out = torch.empty((shard, n), dtype=a.dtype, device=a.device)
+    named = {
+        "out_ptr": out, "partial_ptr": ws.partial, "flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "numel": out.numel(),
+        "WORLD": world.world_size, "BLOCK": PULL_REDUCE_BLOCK,
+    }  # fmt: skip
+    programs = PULL_REDUCE_PROGRAMS_PER_SM * _sms(a.device)
+    grid = (min(programs, triton.cdiv(out.numel(), PULL_REDUCE_BLOCK)), 1, 1)
+    reduce = compile_plan(_cublas_pull_reduce_kernel, grid, named, 1, num_warps=8)
+    return CublasPullPlan(ws, shard, n, begin, reduce, isinstance(begin, EmulatedLaunch))
+
+
+def _build_cublas(
+    world: rt.World, a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig
+) -> CublasPlan | CublasPullPlan:
+    if config.producer == "pull":
+        return _build_cublas_pull(world, a, b)
     m = a.shape[0]
     n = b.shape[1]
     w, me = world.world_size, world.rank
@@ -644,7 +752,7 @@ def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
     plan = plan_for(a, b)
     if isinstance(plan, UnfusedPlan):
         return "matmul+nccl"
-    return "cublas" if isinstance(plan, CublasPlan) else "fused"
+    return "cublas" if isinstance(plan, CublasPlan | CublasPullPlan) else "fused"
 
 
 def launch_without_communication(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig) -> torch.Tensor:
