@@ -28,7 +28,11 @@ Each worker measures, on its heap (``--only`` picks the groups):
 - ``allgather_push_<S>MiB_us``: ``examples/allgather_push.py`` at output size S (median of ``--iters`` runs);
 - ``all_reduce_<S>KiB_us``: ``triton_dist.ops.all_reduce`` of S KiB of bf16 (``--ar-sizes``), per call under
   CUDA-graph replay (``--replays`` timed replays of 10 calls, the GPU kept behind the host: ``graphed_us(lead=True)``;
-  without it a slow host's graph launches counted, 2.3 µs more per replay on the NVSHMEM heap's context);
+  without it a slow host's graph launches counted, 2.3 µs more per replay on the NVSHMEM heap's context), after one
+  such timing of the same call, discarded: a worker's first timing of the op read 4.31-4.38 µs at 64 KiB on the
+  CUDA-IPC heap whichever timer took it, every later one 4.47-4.66 on either heap (2 x H200, 2026-11-27,
+  docs/results/2026-11-27-session26.md), so the bar compared the CUDA-IPC heap's first timing with the NVSHMEM
+  heap's steady one;
 
 - ``all_reduce_<S>KiB_by_<timer>_us`` (``--ar-timers``, never by default): the same call timed again by another
   timer, each differing from the bar's in one respect (``AR_TIMERS``; below);
@@ -502,6 +506,7 @@ def measure_all_reduce(
         call = lambda x=x, out=out: all_reduce(x, out=out)  # noqa: E731
         if checked(checks, name, call, out, reference):  # then timed as checked_us does
             time_all_reduce(args, world, metrics, facts, name, call, x, out, before)
+            graphed_us(call, calls=args.graph_calls, replays=args.replays, lead=True)  # discarded (docstring)
             metrics[f"{name}_us"] = graphed_us(call, calls=args.graph_calls, replays=args.replays, lead=True)
             time_all_reduce(args, world, metrics, facts, name, call, x, out, after)
             if at_end:
