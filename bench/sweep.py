@@ -339,6 +339,8 @@ def run_row(
         def cublas() -> torch.Tensor:
             return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig(backend="cublas"), out=ours_c)[0]
 
+        pull = None
+
         path = ag_mod.path_of(a, b)
     else:
         a = torch.randn(m, k // w, dtype=dtype, device="cuda") / k**0.25
@@ -374,6 +376,9 @@ def run_row(
 
         def cublas() -> torch.Tensor:
             return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_DIRECT, out=ours_out)
+
+        def pull() -> torch.Tensor:  # the cuBLAS path's pull producer: an option the selection does not take
+            return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_PULL, out=ours_out)
 
         path = rs_mod.path_of(a, b)
     expected = baseline().float()
@@ -414,6 +419,8 @@ def run_row(
             row["fused_error"] = f"{type(error).__name__}: {error}"[:200]
     if m // w > 0:  # the cuBLAS path too, timed and checked on every row (the cost model's third choice)
         _cublas_path(row, path, cublas, expected, reps)
+    if pull is not None and m // w > 0:
+        _pull_path(row, pull, baseline, expected, reps)
     (ag_mod if op == "ag" else rs_mod).clear_workspaces()
     return row
 
@@ -434,6 +441,42 @@ def _cublas_path(
         row["cublas_ms"] = _median_ms(cublas, reps)
     except Exception as error:  # say so in the row
         row["cublas_failure"] = f"{type(error).__name__}: {error}"[:200]
+
+
+def _pull_path(
+    row: dict[str, object],
+    pull: Callable[[], torch.Tensor],
+    baseline: Callable[[], torch.Tensor],
+    expected: torch.Tensor,
+    reps: int,
+) -> None:
+    """Time and check gemm_rs's cuBLAS pull producer (``CUBLAS_PULL``: one GEMM of all rows, the peers' shard rows
+    pulled; issue 24) on this RS row: ``pull_ms`` (device barrier, as ``cublas_ms``), ``pull_error`` (relative
+    Frobenius error against the baseline's ``expected``), from idle ``pull_idle_ms`` beside the baseline's
+    ``pull_idle_base_ms`` (sampled in the same turns), or ``pull_failure`` saying why it could not run."""
+    row["pull_ms"] = float("nan")
+    try:
+        got = pull().float()
+        torch.cuda.synchronize()
+        row["pull_error"] = max_over_ranks(((got - expected).norm() / expected.norm().clamp_min(1e-6)).item())
+        row["pull_ms"] = _median_ms(pull, reps)
+        row["pull_idle_ms"], row["pull_idle_base_ms"] = _idle_ms_pair(pull, baseline, reps)
+    except Exception as error:  # say so in the row
+        row["pull_failure"] = f"{type(error).__name__}: {error}"[:200]
+
+
+def _pull_note(row: dict[str, object]) -> str:
+    """The RESULT line's words on the pull producer (``_pull_path``'s fields); empty where the row has none (AG)."""
+    if "pull_ms" not in row:
+        return ""
+    keys = ("pull_ms", "pull_idle_ms", "pull_idle_base_ms")
+    ms = {key: float(row.get(key, float("nan"))) for key in keys}  # type: ignore[arg-type]
+    failure = f", {row['pull_failure']}" if "pull_failure" in row else ""
+    error = float(row.get("pull_error", float("nan")))  # type: ignore[arg-type]
+    return (
+        f"pull {ms['pull_ms']:.3f} idle {ms['pull_idle_ms']:.3f}/{ms['pull_idle_base_ms']:.3f} (err {error:.1e}"
+        f"{failure}); "
+    )
 
 
 def write(
@@ -462,7 +505,9 @@ def write(
         "times: how many of ours' c from-idle calls (warm-ups included) replayed. fused ms: the fused",
         "kernel's default configuration where the selection ran the fallback (so the choice can be judged), then the",
         "cuBLAS path's (AG: shards gathered by the copy engine, one cuBLAS GEMM per shard as it lands; RS: peers'",
-        "partials written by cuBLAS into their memory). Error: relative Frobenius error against the baseline's result.",
+        'partials written by cuBLAS into their memory); RS also the pull ms of its "pull" producer (CUBLAS_PULL, an',
+        "option: one GEMM of all rows, the peers' shard rows pulled; its from-idle time is in the JSON and the RESULT",
+        "lines). Error: relative Frobenius error against the baseline's result.",
         "",
         "Overlap bound = baseline / max(comm, GEMM): comm and GEMM are the baseline's collective",
         "(all_gather_into_tensor / reduce_scatter_tensor) and its torch.matmul, each timed alone like the baseline",
@@ -493,7 +538,8 @@ def write(
                     f"{r['base_ms']:.3f}", f"{r['comm_ms']:.3f} / {r['gemm_ms']:.3f}",
                     f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
-                    f"{r['fused_ms']:.3f} / {r.get('cublas_ms', float('nan')):.3f}",
+                    f"{r['fused_ms']:.3f} / {r.get('cublas_ms', float('nan')):.3f}"
+                    + (f" / {float(r.get('pull_ms', float('nan'))):.3f}" if op == "rs" else ""),  # type: ignore[arg-type]
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})"
                     + (f" [{r['idle_replays']}/{r['idle_calls']} replayed]" if "idle_calls" in r else ""),
                     f"{r['ours_host_us']:.0f} / {float(r.get('ours_alloc_host_us', float('nan'))):.0f} / "  # type: ignore[arg-type]
@@ -503,7 +549,8 @@ def write(
             )  # fmt: skip
         headers = [
             "model", "layer", "M,N,K", "path", "baseline ms", "comm / GEMM ms", "ours ms (1st / 2nd)",
-            "speedup (1st / 2nd)", "bound (speedup / bound)", "fused ms / cuBLAS path ms",
+            "speedup (1st / 2nd)", "bound (speedup / bound)",
+            "fused ms / cuBLAS path ms" + (" / pull ms" if op == "rs" else ""),
             "from idle ms ours / base (x)",
             "host µs ours / ours alloc / unfused / base", "error", "ours SM MHz 1st / 2nd (min)", "ours W 1st / 2nd",
         ]  # fmt: skip
@@ -628,7 +675,7 @@ def main() -> int:
             f"RESULT {op} {model.name} {layer} {m},{n},{k} [{row['path']}]: base {row['base_ms']:.3f} ours "
             f"{row['ours_ms']:.3f}/{row['ours_ms_2']:.3f} ms ({row['speedup']:.2f}x/{row['speedup_2']:.2f}x) fused "
             f"{row['fused_ms']:.3f} cublas {float(row.get('cublas_ms', float('nan'))):.3f} "  # type: ignore[arg-type]
-            f"(err {float(row.get('cublas_error', float('nan'))):.1e}); "  # type: ignore[arg-type]
+            f"(err {float(row.get('cublas_error', float('nan'))):.1e}); {_pull_note(row)}"  # type: ignore[arg-type]
             f"comm {row['comm_ms']:.3f} gemm {row['gemm_ms']:.3f} bound {row['bound']:.2f}x; "
             f"idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
             f"{row['ours_host_us']:.0f}/{row['ours_alloc_host_us']:.0f}/{row['unfused_host_us']:.0f}/"
