@@ -66,7 +66,10 @@ phases`` lines and kept as notes.
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
 with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
 device µs and phases at ``--tokens`` (default 1 and 4096), the push all-gather and the two dispatch bars (gather at 75%
-of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files. With
+of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files. Beside the pipelined
+gather row, the same with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on (``ours gather pipelined own-in-push``: this rank's own
+tokens' rows stored by the push's one launch instead of a side stream's; its speed against the pipelined default and
+its bar). With
 ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the pipelined gather dispatch (bf16 and fp8)
 with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of both (``option_configs``) beside
 the pipelined default, in the same run: their verification, totals, phases, speed against that default and bars.
@@ -121,6 +124,10 @@ PER_SM2 = "ours 2 programs/SM"
 GATHER = "ours gather"
 """The path label of ``moe_dispatch(..., layout="gather")``'s rows (normal mode: each received token once, no
 per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
+OWN_IN_PUSH = "own-in-push"
+"""``--only-dispatch``: the suffix of the pipelined gather row with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on (this rank's own
+tokens' rows stored into ``recv_x`` by the push's one launch, not by a second launch on a side stream), and the key of
+its options that says so (``dispatch_with``)."""
 PIPELINED, PIPELINED_GATHER = f"{OURS} pipelined", f"{GATHER} pipelined"
 """The path labels of ``MoeConfig(pipelined=True)``'s rows (normal mode, expanded and gather layouts): the option
 waiting for its GPU measurement (``ops.moe.config.MoeConfig``)."""
@@ -222,6 +229,23 @@ def option_configs(route_programs: Sequence[int], expand_blocks: Sequence[int]) 
         for b in expand_blocks:
             configs[f"route {r} expand {b}"] = MoeConfig(pipelined=True, route_programs=r, expand_block=b)
     return configs
+
+
+def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: int, options: dict[str, Any]) -> Any:
+    """``triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)``; an ``OWN_IN_PUSH`` key in ``options`` is not
+    passed on but sets ``ops.moe.op.OWN_ROWS_IN_PUSH`` for the call (restored after)."""
+    import triton_dist
+    from triton_dist.ops.moe import op as moe_op
+
+    options = dict(options)
+    own = options.pop(OWN_IN_PUSH, None)
+    if own is None:
+        return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
+    previous = moe_op.set_own_rows_in_push(own)
+    try:
+        return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
+    finally:
+        moe_op.set_own_rows_in_push(previous)
 
 
 def make_inputs(
@@ -1488,6 +1512,8 @@ class Bench:
         if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
             for label, options in plain.items():
                 variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
+            # op.OWN_ROWS_IN_PUSH (issue 27's swing of the side stream's own rows): the same plan, in the same run
+            variants[f"{PIPELINED_GATHER} {OWN_IN_PUSH}"] = {**variants[PIPELINED_GATHER], OWN_IN_PUSH: True}
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
             for label in (GATHER, f"{FP8} gather"):
@@ -1500,7 +1526,7 @@ class Bench:
         for label, options in list(variants.items()):
             raised = ""
             try:
-                recv_x, handle = triton_dist.ops.moe_dispatch(vx, vidx, vw, a.experts, **options)
+                recv_x, handle = dispatch_with(vx, vidx, vw, a.experts, options)
                 if handle.gather_rows is not None:  # each token once: the expanded rows and their scales
                     rows, scales = handle.gather_rows.long(), handle.recv_scales
                     recv_x = recv_x[rows]
@@ -1523,7 +1549,7 @@ class Bench:
             for label, options in variants.items():
 
                 def dispatch(options: dict[str, Any] = options, inputs: tuple[torch.Tensor, ...] = (x, idx, w)) -> None:
-                    triton_dist.ops.moe_dispatch(*inputs, a.experts, **options)
+                    dispatch_with(*inputs, a.experts, options)
 
                 dispatch()  # the plan's buffers at this size, untimed
                 us = totals[label, tokens] = device_us(dispatch, self.barrier, a.reps)
@@ -1536,6 +1562,11 @@ class Bench:
                 if (label, tokens) in totals and (f"{label} pipelined", tokens) in totals:
                     ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
                     log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
+            own = f"{PIPELINED_GATHER} {OWN_IN_PUSH}"
+            if (PIPELINED_GATHER, tokens) in totals and (own, tokens) in totals:
+                ratio = totals[PIPELINED_GATHER, tokens] / totals[own, tokens]
+                log0(f"RESULT option {OWN_IN_PUSH}: {PIPELINED_GATHER} T={tokens}: {ratio:.2f}x the pipelined "
+                     "default's speed")  # fmt: skip
             for suffix in options_of:
                 for label in (f"{GATHER} pipelined", f"{FP8} gather pipelined"):
                     if (label, tokens) in totals and (f"{label} {suffix}", tokens) in totals:
@@ -1547,7 +1578,8 @@ class Bench:
         x, idx, w = self.inputs(tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
         options = [f"{GATHER} pipelined {suffix}" for suffix in options_of]
-        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined", *options):
+        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined", f"{PIPELINED_GATHER} {OWN_IN_PUSH}",
+                      *options):  # fmt: skip
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "

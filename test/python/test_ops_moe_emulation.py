@@ -108,6 +108,15 @@ a step (several steps, a partial last one) and 64 (one step wider than the slots
 512 count programs of 8-token steps, 64 prefix rows a step at 8 warps, and 32.)"""
 
 
+OWN_CONFIG = MoeConfig(pipelined=True, programs_per_sm=3)
+"""``op.OWN_ROWS_IN_PUSH``'s plan (``_own_rows_in_push``): a signature of its own (under the emulation the same kernels
+as ``PIPELINED``'s, one program each), so its first call has no buffers yet."""
+OWN_CASES = ("random", "t0", "grow_combine", "grow_tokens")
+"""``op.OWN_ROWS_IN_PUSH`` on, in this order on ``OWN_CONFIG``'s plan: the push after the summary (no buffers yet),
+the early push filling the rows of a ``recv_x`` of the plan's 64 token slots, and the early push doing nothing while
+the combine slots, then the token slots grow (the push then goes again, into a ``recv_x`` of the received rows)."""
+
+
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
     """The experts: expert e multiplies its rows by (e + 1) / 4 (rows with expert -1 give 0)."""
     return (recv_x.float() * ((expert.float() + 1) / 4).unsqueeze(-1)).to(recv_x.dtype)
@@ -358,6 +367,24 @@ def _variants(rank: int, size: int) -> dict[str, list[str]]:
     return record
 
 
+def _own_rows_in_push(rank: int, size: int) -> dict[str, list[str]]:
+    """``op.OWN_ROWS_IN_PUSH`` on (``OWN_CASES``): the pipelined gather dispatch whose push stores this rank's own
+    tokens' rows into ``recv_x`` itself (``SELF = 3``), and its combine, against the reference, outputs allocated
+    poisoned; the setting restored after."""
+    from triton_dist.ops.moe import op as moe_op
+
+    record: dict[str, list[str]] = {}
+    previous = moe_op.set_own_rows_in_push(True)
+    try:
+        for number, name in enumerate(OWN_CASES):
+            with _PoisonedEmpty():
+                problems = _case(rank, size, name, number, "normal", OWN_CONFIG, "gather")
+            record[f"own_in_push/{name}#{number}/normal"] = problems
+    finally:
+        moe_op.set_own_rows_in_push(previous)
+    return record
+
+
 def _case(
     rank: int, size: int, name: str, number: int, mode: str, config: Any = None, layout: str = "expanded"
 ) -> list[str]:
@@ -432,6 +459,7 @@ def _worker(out_dir: str) -> None:
         # Two programs per SM: one under the emulation, but the config travels through dispatch and combine.
         record["programs2/random#0/normal"] = _case(rank, size, "random", 0, "normal", MoeConfig(programs_per_sm=2))
         record |= _variants(rank, size)
+        record |= _own_rows_in_push(rank, size)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -459,7 +487,7 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             for key, problems in record.items()
             if key.endswith(f"/{mode}")
             and "#" in key
-            and not key.startswith(("chunked/", "programs2/", "gather/", "early/", "pipelined/"))
+            and not key.startswith(("chunked/", "programs2/", "gather/", "early/", "pipelined/", "own_in_push/"))
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
@@ -495,6 +523,19 @@ def test_route_and_expand_options_match_the_default_bit_for_bit(records: list[di
             f"variants/{prefix}{config!r}" for prefix in ("", "fp8/") for config in VARIANT_CONFIGS
         ), sorted(variants)
         failed = {key: problems for key, problems in variants.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+def test_own_rows_stored_by_the_push_match_the_reference(records: list[dict[str, list[str]]]) -> None:
+    """``op.OWN_ROWS_IN_PUSH`` (``OWN_CASES``, 2 ranks): the push's one launch stores this rank's own rows into
+    ``recv_x`` (allocated before the early push, or after the summary when there is none or it did nothing) and the
+    gather dispatch and its combine match the reference exactly, every output allocated poisoned."""
+    if len(records) != 2:
+        pytest.skip("the option runs at 2 ranks only (the emulation is slow)")
+    for rank, record in enumerate(records):
+        own = {key: problems for key, problems in record.items() if key.startswith("own_in_push/")}
+        assert sorted(own) == sorted(f"own_in_push/{name}#{n}/normal" for n, name in enumerate(OWN_CASES))
+        failed = {key: problems for key, problems in own.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 
 

@@ -181,8 +181,8 @@ def test_sm90_in_place_updates_wait_for_every_warps_load(low_latency: bool) -> N
     need_real_library("sm_90")
     variants = [("push", 0), ("route", 0), ("route_count", 0), ("expand", 0), ("combine_push", 0)]
     variants += [("combine_reduce", 0)]
-    if not low_latency:  # _self_push's two launches
-        variants += [("push", 1), ("push", 2)]
+    if not low_latency:  # _self_push's two launches, and OWN_ROWS_IN_PUSH's one
+        variants += [("push", 1), ("push", 2), ("push", 3)]
     for name, self_mode in variants:
         ttgir = _compile(name, "sm_90", low_latency, world_size=2, self_mode=self_mode, stage="ttgir")
         if name == "push":
@@ -660,6 +660,56 @@ def test_sm90_own_tokens_go_straight_into_recv_x_beside_the_push(tmp_path: Any) 
     assert registers <= 64, f"eight programs of 128 threads per SM: {info}"
 
 
+def _registers(ptx: str, tmp_path: Any) -> int:
+    """Registers per thread ptxas gives ``ptx`` on sm_90a, after asserting that nothing spills."""
+    info = ptxas_info(ptx, tmp_path)
+    assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+    return int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+
+
+def test_sm90_the_own_rows_launch_fits_beside_the_push_and_the_push_can_store_them_itself(tmp_path: Any) -> None:
+    """Issue 27's swing of the ``own`` phase (the ``SELF = 2`` launch on the side stream) is not the SMs': at H =
+    7168, E = 256, k = 8 on 2 ranks (132 SMs, two push programs per SM), the early ``SELF = 1`` push takes at most 80
+    registers per thread at 4 warps and no shared memory, and ``SELF = 2`` at most 64, so all of the second launch's
+    programs fit on the SMs beside the first's (64K registers, 2048 threads per SM) the moment it is launched: its
+    start waits only for the host (``op.OWN_ROWS_IN_PUSH``). ``SELF = 3`` (that option's one launch) stores each own
+    row into ``self_ptr`` and each other rank's into the token buffer from the one load (16 vectors of 16 bytes per
+    thread: 8 each), releases its flags after every store, and spills nothing within the first's registers."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    per_sm = 2  # config.NORMAL_PROGRAMS_PER_SM programs of 4 warps
+
+    def allocated(registers: int) -> int:  # per program: a warp's registers come in units of 256
+        return 4 * -(-registers * 32 // 256) * 256
+
+    first = _registers(_compile("push", "sm_90", False, world_size=2, row_block=block, self_mode=1), tmp_path)
+    own = _registers(_compile("push", "sm_90", False, world_size=2, row_block=block, self_mode=2), tmp_path)
+    assert first <= 80 and own <= 64, (first, own)
+    assert per_sm * (allocated(first) + allocated(own)) <= 65536 and per_sm * 2 * 128 <= 2048
+    one = _compile("push", "sm_90", False, world_size=2, row_block=block, self_mode=3)
+    assert _registers(one, tmp_path) <= first
+    stores = [i for i, line in enumerate(one.splitlines()) if re.search(r"st\.global\.v4\.", line)]
+    (release,) = _order(one, r"atom\.global\.sys\.release")
+    assert len(stores) == 16 and stores[-1] < release, "my own and the other rank's rows, then the flags"
+
+
+def test_own_rows_in_push_is_an_option_off_by_default() -> None:
+    """``op.OWN_ROWS_IN_PUSH``: off unless set; ``set_own_rows_in_push`` returns the previous setting and refuses a
+    non-bool; it applies where the side stream's launch would (the pipelined gather layout without fp8), at any T."""
+    assert moe_op.OWN_ROWS_IN_PUSH is False
+    with pytest.raises(MoeError, match="on must be True or False, got 1"):
+        moe_op.set_own_rows_in_push(1)  # type: ignore[arg-type]
+    plan = SimpleNamespace(pipelined=True, nodes=1)
+    assert moe_op.set_own_rows_in_push(True) is False
+    try:
+        assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+        assert not moe_op._own_in_push(plan, False, False) and not moe_op._own_in_push(plan, True, True)  # type: ignore[arg-type]
+        assert not moe_op._own_in_push(SimpleNamespace(pipelined=False, nodes=1), True, False)  # type: ignore[arg-type]
+    finally:
+        assert moe_op.set_own_rows_in_push(False) is True
+    assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("scales", [0, 56])
 def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_programs(tmp_path: Any, scales: int) -> None:
     """``MoeConfig(pipelined=True)``'s gather layout on one node: the expand kernel's copy programs move the payload
@@ -733,7 +783,7 @@ def test_the_summary_is_polled_from_host_memory_until_every_word_landed() -> Non
         moe_op._summary(info, host, SimpleNamespace(query=lambda: True))  # type: ignore[arg-type]
 
 
-def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens() -> None:
+def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bench/moe.py --only-dispatch``: its own default sizes (1 and 4096), any other ``--tokens`` kept."""
     import importlib.util
     import sys
@@ -762,6 +812,22 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens() ->
     }
     with pytest.raises(MoeError, match="route_programs must be None or a power of two"):
         bench.option_configs([96], [])
+    # The own-in-push row: its key sets op.OWN_ROWS_IN_PUSH for the call only (restored after, also if it raises)
+    seen: list[tuple[bool, dict[str, Any]]] = []
+
+    def fake(*args: Any, **kwargs: Any) -> str:
+        seen.append((moe_op.OWN_ROWS_IN_PUSH, kwargs))
+        if kwargs.get("layout") == "expanded":
+            raise MoeError("refused")
+        return "dispatched"
+
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", fake)
+    assert bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OWN_IN_PUSH: True}) == "dispatched"
+    assert bench.dispatch_with(0, 1, 2, 8, {"layout": "gather"}) == "dispatched"
+    with pytest.raises(MoeError, match="refused"):
+        bench.dispatch_with(0, 1, 2, 8, {"layout": "expanded", bench.OWN_IN_PUSH: True})
+    assert seen == [(True, {"layout": "gather"}), (False, {"layout": "gather"}), (True, {"layout": "expanded"})]
+    assert moe_op.OWN_ROWS_IN_PUSH is False
 
 
 def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path: Any) -> None:

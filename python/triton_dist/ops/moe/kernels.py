@@ -29,7 +29,10 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    leaves this rank's own tokens' payload out (their meta rows still go), 2 is a second launch, beside the first on
    a side stream, that stores only that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no
    flag; neither writes ``tok_pos``'s column ``me`` (both read its local places while they run), which the expand
-   kernel (``SELF_DIRECT``) writes from the slots it reads, and its block copy leaves those rows out.
+   kernel (``SELF_DIRECT``) writes from the slots it reads, and its block copy leaves those rows out. 3 (``op.
+   OWN_ROWS_IN_PUSH``) is one launch doing both: the other ranks' rows as with 1, and this rank's own tokens'
+   payload stored into ``recv_x`` from the row it loaded for them (``recv_x`` allocated before the launch), leaving
+   ``tok_pos``'s column ``me`` to the expand kernel as 1 does.
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -404,6 +407,11 @@ def _push_kernel(
                     if SELF == 1:  # my own tokens' payload goes to recv_x from the SELF == 2 launch
                         if dest != me:
                             tl.store(remote_row + h, values, mask=h < H)
+                    elif SELF == 3:  # my own tokens' payload straight into recv_x's row `slot`, from this launch
+                        if dest == me:
+                            tl.store(self_ptr + slot.to(tl.int64) * H + h, values, mask=h < H)
+                        else:
+                            tl.store(remote_row + h, values, mask=h < H)
                     else:
                         tl.store(remote_row + h, values, mask=h < H)
                     if NODES > 1:
@@ -436,6 +444,9 @@ def _push_kernel(
                     rows_to = H
                     if SELF == 1:  # my own tokens' payload goes to recv_x from the SELF == 2 launch
                         rows_to = tl.where(dest != me, H, 0)
+                    if SELF == 3:  # my own tokens' payload straight into recv_x's row `slot`, from this launch
+                        if dest == me:
+                            remote_row = self_ptr + slot.to(tl.int64) * H
                     for h0 in range(0, rows_to, BLOCK_H):
                         offs = h0 + h
                         values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
@@ -514,13 +525,17 @@ def _push_kernel(
                         row_at = token_buf + slot.to(tl.int64) * H
                         dl.put_signal(row_at, send_ptr + pair.to(tl.int64) * H, H * ELEM, sig + 1, epoch, dest)
         # final: combine's reduce reads it. SELF: both launches read column me's local place while they run side by
-        # side, so neither writes it (the expand kernel does, SELF_DIRECT); SELF == 1 writes the other columns.
+        # side, so neither writes it (the expand kernel does, SELF_DIRECT); SELF == 1 writes the other columns, and so
+        # does SELF == 3 (one launch, but the same expand kernel follows it).
         # In place: every warp of the program loads tok_pos[t] (its few words are replicated over the warps) and one
         # warp stores it, and nothing else makes the warps wait for each other, so without the barrier a warp that
         # runs ahead (after a few tokens, the first warp: the others stall on their row stores) overwrote tok_pos[t]
         # before a later warp loaded it: that warp added the prefix twice and stored its columns of the row into
         # another slot, or past the token buffer (issue 27's wrong columns [128, H) and meta rows on GPUs).
         if SELF == 1:
+            tl.debug_barrier()  # every warp has loaded this token's local places
+            tl.store(tok_pos_ptr + t * ranks + dests, places, mask=(dests < ranks) & (dests != me))
+        elif SELF == 3:
             tl.debug_barrier()  # every warp has loaded this token's local places
             tl.store(tok_pos_ptr + t * ranks + dests, places, mask=(dests < ranks) & (dests != me))
         elif SELF == 0:

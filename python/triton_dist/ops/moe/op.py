@@ -107,6 +107,29 @@ the copy after the push. Below it the side stream's host calls (a stream switch,
 the copy of so few rows does."""
 
 
+OWN_ROWS_IN_PUSH = False
+"""An option (default off; :func:`set_own_rows_in_push`): where ``_self_push`` would store this rank's own tokens'
+payload from a side stream (the pipelined gather dispatch without fp8), the push kernel's one launch stores it instead
+(``SELF = 3``), at any ``T * H``: ``recv_x`` is allocated before the push is launched, with the plan's token slots as
+rows (which bound the tokens this rank receives whenever the early push does its work), and returned as its first
+``N`` rows. The side stream's launch waits for the host to read the summary and allocate ``recv_x``, so how long
+after the push it ends depends on the host (issue 27: ``own`` 28, 49 and 118 µs in three runs of the same code on
+2 x H200 at 4096 tokens per rank); in the push's own launch that payload is stored from the row the push loaded for
+the other ranks, beside its stores over the links, and nothing waits for the host but the expand kernel's launch.
+Same results, bit for bit. An option until a GPU run measures it (``bench/moe.py --only-dispatch``)."""
+
+
+def set_own_rows_in_push(on: bool) -> bool:
+    """Turn :data:`OWN_ROWS_IN_PUSH` on or off for every dispatch from now on (the plans are kept: the two ways use
+    different push launches and the same expand launch); returns the previous setting. Raises :class:`MoeError` if
+    ``on`` is not a bool."""
+    global OWN_ROWS_IN_PUSH
+    if not isinstance(on, bool):
+        raise MoeError(f"set_own_rows_in_push: on must be True or False, got {on!r}")
+    previous, OWN_ROWS_IN_PUSH = OWN_ROWS_IN_PUSH, on
+    return previous
+
+
 def set_phase_hook(hook: Callable[[str], object] | None) -> Callable[[str], object] | None:
     """Call ``hook(phase)`` at each of :data:`PHASES` in every normal-mode dispatch from now on (None: stop); returns
     the hook it replaces. For measurements (``bench/moe.py`` records a CUDA event at each point); the hook runs on
@@ -590,6 +613,13 @@ def _self_push(plan: _Plan, gather: bool, fp8: bool, x: torch.Tensor) -> bool:
     return _bulk_copy(plan, gather, False) and not fp8 and large
 
 
+def _own_in_push(plan: _Plan, gather: bool, fp8: bool) -> bool:
+    """Whether this call's push stores this rank's own tokens' payload into ``recv_x`` itself (``SELF = 3``):
+    :data:`OWN_ROWS_IN_PUSH` on, and the gather layout's block copy without fp8 (where ``_self_push`` applies, at
+    any size)."""
+    return OWN_ROWS_IN_PUSH and _bulk_copy(plan, gather, False) and not fp8
+
+
 def _aligned(t: torch.Tensor) -> torch.Tensor:
     """``t``, or a copy of it if its address is not a multiple of 16 (the kernels are compiled for aligned rows)."""
     return t if t.data_ptr() % 16 == 0 else t.clone()
@@ -677,7 +707,9 @@ def _dispatch(
     _launch(plan, "route_count", route, device)
     _launch(plan, "route", {"row_ptr": row, "info_ptr": info, "epoch_ptr": epoch}, device)
     gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
-    own = _self_push(plan, gather, fp8, x)
+    inline = _own_in_push(plan, gather, fp8)  # OWN_ROWS_IN_PUSH: the push's one launch stores them (SELF = 3)
+    own = not inline and _self_push(plan, gather, fp8, x)  # a second launch on a side stream stores them
+    push_mode = 3 if inline else int(own)
     routed = None
     if (host is not None or own) and device.type == "cuda":
         routed = torch.cuda.Event()
@@ -691,8 +723,14 @@ def _dispatch(
     # Normal mode on one node, once the plan has buffers: push goes before the host reads the summary, so the host's
     # wait overlaps it (the kernel does nothing if the buffers turn out too small; then it goes again after _grow).
     early = sized is not None and _early_push(plan)
+    payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
+    slots_x = None  # inline: recv_x with a row per token slot, allocated before the early push (which fills it)
     if early:
-        _launch(plan, "push", push, device, self_mode=int(own))
+        if inline:
+            assert sized is not None
+            slots_x = torch.empty(sized.token_slots, plan.hidden, dtype=payload, device=device)
+            push["self_ptr"] = slots_x
+        _launch(plan, "push", push, device, self_mode=push_mode)
         if mark is not None:
             mark("push")
     if plan.low_latency:
@@ -709,14 +747,21 @@ def _dispatch(
             )
         _grow(plan, summary[2], summary[3])
         rows_shape, received = (summary[0],), summary[1]
-    if not early or plan.buffers is not sized:  # the early push did nothing exactly when the buffers grew
-        _launch(plan, "push", push, device, self_mode=int(own))
+    recv_shape = (received,) if gather else rows_shape
+    pushed = early and plan.buffers is sized  # the early push did nothing exactly when the buffers grew
+    if inline and pushed:  # its rows up to the slots this rank receives (its own tokens' rows filled by the push)
+        assert slots_x is not None
+        recv_x = slots_x[:received]
+    elif inline:  # the push stores into it: allocated before
+        recv_x = torch.empty(*recv_shape, plan.hidden, dtype=payload, device=device)
+        push["self_ptr"] = recv_x
+    if not pushed:
+        _launch(plan, "push", push, device, self_mode=push_mode)
         if mark is not None:
             mark("push")
-    recv_shape = (received,) if gather else rows_shape
     # The host allocates the outputs while push runs (normal mode: the GPU would otherwise idle through them).
-    payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
-    recv_x = torch.empty(*recv_shape, plan.hidden, dtype=payload, device=device)
+    if not inline:
+        recv_x = torch.empty(*recv_shape, plan.hidden, dtype=payload, device=device)
     kept_scales = fp8 and not dequantize
     # Low-latency rows nobody fills this call read as "no row" (-1 / 0): the expand kernel writes them too.
     shapes = [rows_shape if gather else (0,), *([rows_shape] * 5), (received, topk), (received,), (received,)]
@@ -726,7 +771,8 @@ def _dispatch(
     # the kernel never touches: the weights for the scales, the slots for the gather rows).
     places = (1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11, 12, 13 if kept_scales else 5, 0 if gather else 4)
     dtypes = [torch.float32 if name in _EXPAND_FP32 else torch.int32 for name in _EXPAND_OUTPUTS]
-    key = _launch_key("expand", gather, int(own), [recv_x.dtype, *dtypes, torch.int32, torch.int32, torch.int32])
+    direct = int(own or inline)  # the expand kernel's SELF_DIRECT: its block copy leaves my own tokens' rows out
+    key = _launch_key("expand", gather, direct, [recv_x.dtype, *dtypes, torch.int32, torch.int32, torch.int32])
     launch = plan.launches.get(key) if pooled and plan.pipelined and _by_address(device) else None
     if launch is not None:
         # Pipelined, once the launch plan exists: the expand kernel is launched from the outputs' addresses, and
@@ -756,7 +802,7 @@ def _dispatch(
                      for name, place in zip(_EXPAND_OUTPUTS, places, strict=True)]  # fmt: skip
         expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True))}
         expand |= {"status_ptr": status, "epoch_ptr": epoch, "tok_pos_ptr": tok_pos}  # tok_pos: SELF_DIRECT's
-        _launch(plan, "expand", expand, device, gather, self_mode=int(own))
+        _launch(plan, "expand", expand, device, gather, self_mode=direct)
         if mark is not None:
             mark("expand")
     gather_rows, src_rank, src_token, expert, slot, weight_bits, comb_rows, comb_src, comb_dst = outs[:9]
