@@ -60,10 +60,11 @@ VARIANTS = [
     grs.GemmRSConfig(MatmulConfig(128, 128, 32, 8, 2, 8, False, 1, use_tma=False)),  # the no-TMA (AMD) kernel
     grs.FALLBACK,
     grs.CUBLAS_DIRECT,  # the cost model's cuBLAS path (merged_sync)
+    grs.CUBLAS_PULL,  # one GEMM of all rows, the peers' shard rows pulled (an option, issue 24)
 ]
-# The default, both cuBLAS producers ("direct" without and with merged_sync, the cost model's), bf16 partials,
-# unflattened, unfused, the no-TMA kernel and the fallback.
-QUICK_VARIANTS = [VARIANTS[i] for i in (0, 1, 2, 11, 3, 4, 5, 9, 10)]
+# The default, the cuBLAS producers ("ce", "direct" without and with merged_sync, the cost model's, and "pull"), bf16
+# partials, unflattened, unfused, the no-TMA kernel and the fallback.
+QUICK_VARIANTS = [VARIANTS[i] for i in (0, 1, 2, 11, 12, 3, 4, 5, 9, 10)]
 
 
 def inputs(m: int, n: int, k: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,7 +89,7 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def poison_everything() -> None:
     """NaN into every workspace's buffers (all ranks, then a barrier) and into the allocator's free memory."""
     for workspace in grs.workspaces():
-        for name in ("scratch", "recv", "send", "own"):
+        for name in ("scratch", "recv", "send", "own", "partial"):
             if hasattr(workspace, name):
                 getattr(workspace, name).fill_(float("nan"))
     free = torch.cuda.mem_get_info()[0]
@@ -230,7 +231,9 @@ def check_default_op(checks: Checks) -> None:
 
         checks.run(f"op CUDA graph {dtype}", graph_body)
         if dtype == torch.bfloat16:
-            for label, config in (("triton", grs.GemmRSConfig()), ("cublas-ce", grs.CUBLAS_CE)):
+            for label, config in (
+                ("triton", grs.GemmRSConfig()), ("cublas-ce", grs.CUBLAS_CE), ("cublas-pull", grs.CUBLAS_PULL)
+            ):  # fmt: skip
                 op = functools.partial(grs.gemm_rs_with, config=config)
                 checks.run(f"{label} CUDA graph", functools.partial(graph_body, dtype, op, label))
     grs.clear_workspaces()
@@ -292,11 +295,12 @@ EAGER_GRAPH_PATHS = [
     ("triton", grs.GemmRSConfig()),
     ("cublas direct", grs.CUBLAS_DIRECT),
     ("cublas ce", grs.CUBLAS_CE),
+    ("cublas pull", grs.CUBLAS_PULL),
     ("matmul+nccl", grs.FALLBACK),
 ]
 
 
-def check_eager_graphs(checks: Checks) -> None:
+def check_eager_graphs(checks: Checks, paths: list[tuple[str, grs.GemmRSConfig]] = EAGER_GRAPH_PATHS) -> None:
     """Eager calls replayed from the op's own CUDA graphs (``ops.common.eager_graphs``) on every path, as
     ``testing.eager_replay_calls`` makes them: two address sets, fresh values before every call, ranks out of step,
     no host synchronization until all twelve results are compared with torch."""
@@ -304,7 +308,7 @@ def check_eager_graphs(checks: Checks) -> None:
     world = rt.current_world()
     m, n, k = 1024, 1024, 2048
     dtype = torch.bfloat16
-    for label, config in EAGER_GRAPH_PATHS:
+    for label, config in paths:
         name = f"eager calls replayed from graphs, {label}"
 
         def body(config: grs.GemmRSConfig = config, name: str = name) -> None:
@@ -433,6 +437,11 @@ def main() -> int:
         "--eager-graphs-only", action="store_true", help="only the eager calls replayed from graphs, every path"
     )
     parser.add_argument(
+        "--pull-only",
+        action="store_true",
+        help="only the cuBLAS pull producer (CUBLAS_PULL): the quick shapes, a [4096, 4096] shard, eager graphs, out=",
+    )
+    parser.add_argument(
         "--replay-collectives",
         action="store_true",
         help="eager_graphs.REPLAY_COLLECTIVES on: the fallback replays too (one rank's replay, a peer's eager call)",
@@ -443,6 +452,13 @@ def main() -> int:
     if world.world_size < 2:
         raise SystemExit("check_gemm_rs needs at least 2 ranks")
     checks = Checks()
+    if args.pull_only:
+        pull = [grs.CUBLAS_PULL]
+        check_variants(checks, [*QUICK_SHAPES, (8192, 4096, 2048)], [torch.bfloat16, torch.float16], pull)
+        check_eager_graphs(checks, [("cublas pull", grs.CUBLAS_PULL)])
+        check_out(checks, [grs.CUBLAS_PULL])
+        log(f"RESULT gemm_rs pull checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
+        return finish(checks)
     check_eager_graphs(checks)
     check_graph_blas_workspaces(checks)
     if eager_graphs.REPLAY_COLLECTIVES:
@@ -455,7 +471,7 @@ def main() -> int:
     log0(f"gemm_rs: {len(variants)} variants x {len(shapes)} shapes in bf16 (fp16: the first two), 3 calls each")
     check_variants(checks, shapes, [torch.bfloat16, torch.float16], variants)
     # The cuBLAS path at a [4096, 4096] shard: where waiting inside its wide reduction kernel once deadlocked.
-    cublas = [grs.CUBLAS_CE, dataclasses.replace(grs.CUBLAS_CE, producer="direct")]
+    cublas = [grs.CUBLAS_CE, dataclasses.replace(grs.CUBLAS_CE, producer="direct"), grs.CUBLAS_PULL]
     check_variants(checks, [(8192, 4096, 2048)], [torch.bfloat16], cublas)
     check_out(checks, [*QUICK_VARIANTS, None])
     check_default_op(checks)
