@@ -1279,25 +1279,35 @@ class Bench:
         second call of a plan on (one node), or after it; ``sync``: what the host's wait for the summary adds;
         ``alloc``: what the host's allocations add; ``own`` (the pipelined gather layout): what waiting for this
         rank's own tokens' push from the side stream adds; ``expand``: the expand kernel (with
-        ``MoeConfig(pipelined=True)`` in the gather layout, the payload's block copy too)."""
+        ``MoeConfig(pipelined=True)`` in the gather layout, the payload's block copy too).
+
+        A second RESULT line gives the host's side: when the host reached each point after ``sync`` (the summary
+        landed, about when the push starts on the GPU), in µs after it (median, max over ranks). A point the host
+        reaches later than the GPU's work before it takes puts host time on the device's path: with the push's
+        length beside it, it says whether the side stream's own-rows launch (``own``: the host after that launch)
+        or the expand kernel's went in while the push still ran."""
         from triton_dist.ops.moe import op as moe_op
         from triton_dist.runtime.world.host_lead import lead_host
         from triton_dist.testing import max_over_ranks
 
         events: list[tuple[str, torch.cuda.Event]] = []
+        clock: dict[str, float] = {}
 
         def hook(phase: str) -> None:
+            clock[phase] = time.perf_counter()
             event = torch.cuda.Event(enable_timing=True)
             event.record()
             events.append((phase, event))
 
         samples: dict[str, list[float]] = {}
+        host: dict[str, list[float]] = {}  # per point after sync: the host's µs after it
         previous = moe_op.set_phase_hook(hook)
         try:
             for rep in range(self.args.reps + 2):  # the first two: warm-up
                 lead_host()
                 self.barrier()
                 events.clear()
+                clock.clear()
                 dispatch()
                 torch.cuda.synchronize()
                 if rep < 2:
@@ -1305,6 +1315,9 @@ class Bench:
                 for (_, begin), (phase, end) in zip(events, events[1:], strict=False):
                     samples.setdefault(phase, []).append(begin.elapsed_time(end) * 1e3)
                 samples.setdefault("total", []).append(events[0][1].elapsed_time(events[-1][1]) * 1e3)
+                if "sync" in clock:
+                    for phase, _ in events[[p for p, _ in events].index("sync") + 1 :]:
+                        host.setdefault(phase, []).append((clock[phase] - clock["sync"]) * 1e6)
         finally:
             moe_op.set_phase_hook(previous)
         # Every rank takes part in the same collectives: the phases in op.PHASES' order, each rank's median.
@@ -1317,6 +1330,10 @@ class Bench:
         log0(f"RESULT {label} normal T={tokens} dispatch phases µs (device, median, max over ranks): {text} "
              f"(sum of the phases {parts:.1f})")  # fmt: skip
         self.extras["notes"].append(f"{label} normal dispatch at {tokens} tokens, phases (µs, CUDA events): {text}")
+        after = {phase: max_over_ranks(statistics.median(values)) for phase, values in host.items()}  # every rank's
+        if after:
+            log0(f"RESULT {label} normal T={tokens} dispatch host µs after sync (median, max over ranks): "
+                 + ", ".join(f"{phase} {us:.1f}" for phase, us in after.items()))  # fmt: skip
         return medians
 
     def variant_normal(
