@@ -10,7 +10,8 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``grouped_gemm`` against torch per expert (both layouts and rows through ``gather_rows``, bf16 and fp8), and
 ``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
-(``VARIANT_CONFIGS``) in the pipelined gather layout at H = 7168 and in fp8, against the reference too.
+(``VARIANT_CONFIGS``) in the pipelined gather layout at H = 7168 and in fp8, and ``op.OWN_ROWS_IN_PUSH`` there at
+H = 7168 (the push storing this rank's own rows itself), against the reference too.
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -328,6 +329,7 @@ def _worker(out_dir: str) -> None:
 
     import triton_dist
     from triton_dist.ops.moe import MoeConfig, reference_dispatch
+    from triton_dist.ops.moe import op as moe_op
     from triton_dist.testing import setup_distributed, sync
 
     world = setup_distributed(heap_size="2G")
@@ -445,6 +447,11 @@ def _worker(out_dir: str) -> None:
         args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, "normal", None)
         refs = reference_dispatch(xs, idxs, weights, experts, mode="normal")
         check_gathered(f"pipelined/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
+        previous = moe_op.set_own_rows_in_push(True)  # the same plan's early push storing my own rows itself
+        try:
+            check_gathered(f"own_in_push/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
+        finally:
+            moe_op.set_own_rows_in_push(previous)
         for config in VARIANT_CONFIGS:  # the route and expand options: their plan's first call, then its early push
             option = f"options/{config.route_programs}-{config.expand_block}"
             check_gathered(f"{option}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, config))
