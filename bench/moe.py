@@ -1529,8 +1529,8 @@ class Bench:
         if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
             for label, options in plain.items():
                 variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
-            # op.OWN_ROWS_IN_PUSH (issue 27's swing of the side stream's own rows): the same plan, in the same run
-            variants[f"{PIPELINED_GATHER} {OWN_IN_PUSH}"] = {**variants[PIPELINED_GATHER], OWN_IN_PUSH: True}
+                if label == GATHER:  # op.OWN_ROWS_IN_PUSH (issue 27's own-rows swing): the same plan, timed next
+                    variants[f"{PIPELINED_GATHER} {OWN_IN_PUSH}"] = {**variants[PIPELINED_GATHER], OWN_IN_PUSH: True}
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
             for label in (GATHER, f"{FP8} gather"):
