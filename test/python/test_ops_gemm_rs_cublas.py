@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -27,9 +28,11 @@ from typing import Any
 import pytest
 import torch
 from dispatch_recording import DispatchRecording
+from dl_compile import assembly, compile_kernel, context_is_defined_and_used, need_library
 from emulated_ranks import run_ranks
 
 op = importlib.import_module("triton_dist.ops.gemm_rs.op")
+kernels = importlib.import_module("triton_dist.ops.gemm_rs.kernels")
 
 MAIN, SIDE = 7, 9
 
@@ -196,6 +199,31 @@ def test_a_pull_call_is_begin_one_gemm_then_the_pulling_reduction(monkeypatch) -
         assert log[1] == ("begin", MAIN) and log[-1] == ("reduce", MAIN, out.data_ptr())
         assert out.shape == (m // 3, n) and out.dtype == a.dtype
         torch.testing.assert_close(workspace.partial, a @ b)
+
+
+@pytest.mark.parametrize("target_name", ["sm_90", "gfx942"])
+def test_the_pull_reduction_compiles_with_its_flags_waits_and_peer_loads(target_name: str) -> None:
+    """The "pull" producer's kernel for two and three ranks: its flags sent with a system-scope release, the peers'
+    flags awaited with acquire, then 16-byte loads of the own shard and of every peer's (W loads per block)."""
+    need_library(target_name)
+    for world in (2, 3):
+        asm = assembly(
+            compile_kernel(
+                kernels._cublas_pull_reduce_kernel,
+                {"out_ptr": "*bf16", "partial_ptr": "*bf16", "flags_ptr": "*i32", "epoch_ptr": "*i32", "numel": "i32"},
+                target_name,
+                constexprs={"WORLD": world, "BLOCK": op.PULL_REDUCE_BLOCK},
+                aligned=("out_ptr", "partial_ptr", "numel"),
+                num_warps=8,
+            ),
+            target_name,
+        )
+        assert context_is_defined_and_used(asm, target_name)
+        if target_name == "sm_90":
+            assert "ld.acquire.sys" in asm or "ld.global.acquire.sys" in asm, "waits with system-scope acquire"
+            assert "release.sys" in asm, "flags sent with a system-scope release"
+            loads = len(re.findall(r"ld\.global(?:\.nc)?\.v4", asm))
+            assert loads >= world, f"16-byte loads of the own and {world - 1} peers' shards, got {loads}"
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -380,6 +380,6 @@ def _cublas_pull_reduce_kernel(
         offsets = tl.cast(block, tl.int64) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < numel
         acc = tl.load(shard + offsets, mask=mask).to(tl.float32)
-        for s in tl.static_range(1, WORLD):
-            acc += tl.load(dl.symm_at(shard, (me + s) % WORLD) + offsets, mask=mask).to(tl.float32)
+        for step in tl.static_range(1, WORLD):
+            acc += tl.load(dl.symm_at(shard, (me + step) % WORLD) + offsets, mask=mask).to(tl.float32)
         tl.store(out_ptr + offsets, acc.to(out_ptr.dtype.element_ty), mask=mask)
