@@ -116,7 +116,8 @@ CUBLAS_PULL = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="pull"
 """The cuBLAS path's pull producer (issue 24): per call one begin kernel (acks: every peer has read this rank's
 previous partial), one ``torch.mm`` of all M rows into this rank's symmetric [M, N] partial, and one kernel that
 flags the partial ready, waits for the peers' flags and sums this rank's shard rows of every rank's partial in fp32.
-No NCCL call, so its eager calls replay from the plan's graphs. An option only: no table or model picks it."""
+No NCCL call, so its eager calls replay from the plan's graphs. The cost model picks it where the GPU's calibration
+measured it (``Calibration.rs_pull_extra_ms``; ``tuning.cost_model.gemm_rs_pull_ms``) and predicts it fastest."""
 CANDIDATES = (
     CUBLAS_CE,
     CUBLAS_DIRECT,
@@ -178,8 +179,9 @@ def choose_config(
     --tune``) holds the fastest measured candidate, torch.matmul + NCCL included, so a tuned shape never runs
     slower than that baseline. Untuned: the cost model on ``calibration`` (this GPU's
     measured rates; None: the baseline) picks the fused Triton kernel (where its loads can run: rows of 16-byte
-    multiples) or the cuBLAS path ("direct" producer, where the calibration measured it), whichever it predicts
-    faster and at least 3% faster than the baseline, else the baseline. One rank: the baseline.
+    multiples) or the cuBLAS path (``CUBLAS_DIRECT`` or ``CUBLAS_PULL``, each where the calibration measured it),
+    whichever it predicts fastest and at least 3% faster than the baseline, else the baseline. One rank: the
+    baseline.
     """
     if target is None:
         target = triton.runtime.driver.active.get_current_target()
@@ -200,7 +202,8 @@ def choose_config(
     path, _ = tuning.gemm_rs_choice(
         m, n, k_local * world_size, element_size, world_size, calibration, tile.block_m, tile.block_n
     )
-    chosen = {"fused": dataclasses.replace(default, matmul=tile), "cublas": CUBLAS_DIRECT}.get(path, FALLBACK)
+    paths = {"fused": dataclasses.replace(default, matmul=tile), "cublas": CUBLAS_DIRECT, "pull": CUBLAS_PULL}
+    chosen = paths.get(path, FALLBACK)
     if tuning.autotune.enabled() and run is not None and device.type == "cuda":
         fused_config = dataclasses.replace(default, matmul=tile)
         chosen = _autotune(chosen, fused_config, m, n, k_local, dtype, world_size, device, run)

@@ -38,7 +38,7 @@ from triton_dist.ops.common.launch import (
 )
 from triton_dist.ops.common.outputs import check_out
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
-from triton_dist.ops.gemm_rs.config import CUBLAS_DIRECT, GemmRSConfig, choose_config
+from triton_dist.ops.gemm_rs.config import CUBLAS_DIRECT, CUBLAS_PULL, GemmRSConfig, choose_config
 from triton_dist.ops.gemm_rs.kernels import (
     _cublas_begin_kernel,
     _cublas_begin_wait_kernel,
@@ -849,13 +849,19 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
     """The fused kernel's time over cuBLAS's GEMM alone at a large and a small K
-    (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``), and the cuBLAS path's time
-    beyond its model at the same two shapes, averaged (``rs_cublas_extra_ms``)."""
+    (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``), and each cuBLAS producer's time
+    beyond its model at the same two shapes, averaged: "direct" (``rs_cublas_extra_ms``) and "pull"
+    (``rs_pull_extra_ms``)."""
     from triton_dist.ops.tuning import calibration
 
     w = world.world_size
-    ratios, extras = [], []
-    without_extra = dataclasses.replace(partial, rs_cublas_extra_ms=0.0)
+    ratios: list[float] = []
+    extras: dict[str, list[float]] = {"rs_cublas_extra_ms": [], "rs_pull_extra_ms": []}
+    without_extra = dataclasses.replace(partial, rs_cublas_extra_ms=0.0, rs_pull_extra_ms=0.0)
+    producers = (
+        ("rs_cublas_extra_ms", tuning.gemm_rs_cublas_ms, CUBLAS_DIRECT),
+        ("rs_pull_extra_ms", tuning.gemm_rs_pull_ms, CUBLAS_PULL),
+    )
     for m, n, k in (calibration.CAL_RS, calibration.CAL_RS_SMALL_K):
         a = torch.randn(m, k // w, device=world.device, dtype=torch.bfloat16)
         b = torch.randn(k // w, n, device=world.device, dtype=torch.bfloat16)
@@ -863,14 +869,17 @@ def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str
         fused = calibration.timed(world, functools.partial(gemm_rs_with, a, b, config))
         cublas = calibration.timed(world, functools.partial(torch.matmul, a, b))
         ratios.append(fused / cublas)
-        modelled = tuning.gemm_rs_cublas_ms(m, n, k, a.element_size(), w, without_extra)
-        if modelled is not None:
-            direct = calibration.timed(world, functools.partial(gemm_rs_with, a, b, CUBLAS_DIRECT))
-            extras.append(direct - modelled)
+        for field, model, producer in producers:
+            modelled = model(m, n, k, a.element_size(), w, without_extra)
+            if modelled is not None:
+                extras[field].append(
+                    calibration.timed(world, functools.partial(gemm_rs_with, a, b, producer)) - modelled
+                )
         clear_workspaces()
     measured = {"rs_fused_over_cublas": ratios[0], "rs_fused_over_cublas_small_k": ratios[1]}
-    if extras:
-        measured["rs_cublas_extra_ms"] = max(0.0, sum(extras) / len(extras))
+    for field, values in extras.items():
+        if values:
+            measured[field] = max(0.0, sum(values) / len(values))
     return measured
 
 

@@ -26,6 +26,7 @@ from triton_dist.ops.tuning.cost_model import (
     ag_gemm_estimate,
     gemm_rs_choice,
     gemm_rs_cublas_ms,
+    gemm_rs_pull_ms,
     gemm_rs_uses_fused,
 )
 from triton_dist.ops.tuning.overlap import BACKENDS, PRODUCERS, OverlapConfig
@@ -113,6 +114,7 @@ __all__ = [
     "cost_model_module",
     "gemm_rs_choice",
     "gemm_rs_cublas_ms",
+    "gemm_rs_pull_ms",
     "gemm_rs_uses_fused",
     "geomean",
     "key",

@@ -4,7 +4,7 @@ A :class:`Calibration` holds, for one GPU model at one world size, a fixed cost 
 overlapped ops are made of: cuBLAS's GEMM, our persistent GEMM, NCCL's all-gather and reduce-scatter, a
 copy-engine push of a shard to a peer, a local device-memory copy, and measured properties of the fused paths
 (what the fused AllGather + GEMM costs beyond its model, the fused GEMM + ReduceScatter's time over cuBLAS's GEMM
-alone, and what GEMM + ReduceScatter's cuBLAS path costs beyond its model).
+alone, and what GEMM + ReduceScatter's cuBLAS path, with either producer, costs beyond its model).
 
 Where it comes from (:func:`calibration_for`): the user's cache (``calibration.json`` beside ``tuning.json``),
 then the committed ``calibrations.json`` (the GPU kinds measured at the current ``CALIBRATION_VERSION``), else it is
@@ -85,6 +85,11 @@ class Calibration:
     ag_cublas_extra_ms: float = -1.0
     """What AllGather + GEMM's cuBLAS path (copy-engine pushes, one cuBLAS GEMM per shard as it lands) costs beyond
     ``cost_model.ag_gemm_cublas_ms`` without it (launches, waits); negative: not measured, the path is not chosen."""
+    rs_pull_extra_ms: float = -1.0
+    """What GEMM + ReduceScatter's cuBLAS "pull" producer (one GEMM of all rows, each rank pulls its shard rows of
+    the peers' partials) costs beyond ``cost_model.gemm_rs_pull_ms`` without it (its two small kernels, flags, the
+    remote reads' difference from the push rate); negative: not measured, the path is not chosen. Calibrations of
+    the same version measured before this field lack it and never choose that path."""
     measured: str = ""
     version: int = 1
     """The measurement's ``CALIBRATION_VERSION`` (entries without one are version 1)."""
@@ -326,6 +331,7 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
         "rs_fused_over_cublas_small_k",
         "rs_cublas_extra_ms",
         "ag_cublas_extra_ms",
+        "rs_pull_extra_ms",
     }
     if unknown:
         raise ValueError(f"calibration probes returned fields that are not the fused kernels': {sorted(unknown)}")

@@ -210,28 +210,55 @@ def gemm_rs_cublas_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibr
     return to_peers + t_gemm / w + reduce + cal.rs_cublas_extra_ms
 
 
+def gemm_rs_pull_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> float | None:
+    """Predicted ms of ``gemm_rs``'s cuBLAS path with the "pull" producer (``CUBLAS_PULL``; k global), or None where
+    ``cal`` has not measured it (no memory rate or no ``rs_pull_extra_ms``) or there is one rank.
+
+    ONE cuBLAS GEMM of all M rows (the fallback's GEMM, into this rank's symmetric partial), then one pass that reads
+    this rank's shard rows of every rank's partial and writes the output: W - 1 shards read from the peers over
+    NVLink, priced at the copy-engine push's rate (the only calibrated rate of one rank's bytes crossing the link to
+    or from one peer while every rank moves its own at once, as every rank pulls at once here; NCCL's rates price a
+    whole collective's message, its protocol and its sum), and on local memory the own shard read, the output
+    written and the W - 1 shards the peers read from here. The pass's loads of the own shard and the peers' are in
+    flight together, so it takes the longer of the two. Plus the measured extra (the begin and the pull kernels'
+    launches and flags, and what a remote read costs beyond the push's rate at the calibration shapes).
+    """
+    if cal.memory is None or cal.rs_pull_extra_ms < 0 or w < 2:
+        return None
+    t_gemm = cal.cublas.ms(2.0 * m * n * (k / w))
+    shard_bytes = m / w * n * itemsize
+    pull = cal.push.ms((w - 1) * shard_bytes)
+    local = cal.memory.ms((w + 1) * shard_bytes)
+    return t_gemm + max(pull, local) + cal.rs_pull_extra_ms
+
+
 def gemm_rs_choice(
     m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration, block_m: int = 128, block_n: int = 256
 ) -> tuple[str, dict[str, float]]:
     """The path the model picks for an untuned ``gemm_rs`` problem: "fused" (the Triton kernel), "cublas" (the
-    cuBLAS path, "direct" producer) or "fallback" (torch.matmul + NCCL), and the estimate behind it (with
-    ``cublas_ms`` where the calibration predicts that path). A fused path must be predicted at most ``MARGIN`` of
-    the fallback's time; between the two fused paths the faster prediction wins."""
+    cuBLAS path, "direct" producer), "pull" (the cuBLAS path, "pull" producer) or "fallback" (torch.matmul + NCCL),
+    and the estimate behind it (with ``cublas_ms`` / ``pull_ms`` where the calibration predicts those paths). A fused
+    path must be predicted at most ``MARGIN`` of the fallback's time; among the fused paths the fastest prediction
+    wins."""
     fused_ok, estimate = gemm_rs_uses_fused(m, n, k, itemsize, w, cal, block_m, block_n)
-    cublas = gemm_rs_cublas_ms(m, n, k, itemsize, w, cal)
-    path = _fastest(
-        "fallback", estimate, {"fused": estimate["fused_ms"] if fused_ok else None, "cublas": cublas}, m // w
-    )
+    fused = {
+        "fused": estimate["fused_ms"] if fused_ok else None,
+        "cublas": gemm_rs_cublas_ms(m, n, k, itemsize, w, cal),
+        "pull": gemm_rs_pull_ms(m, n, k, itemsize, w, cal),
+    }
+    path = _fastest("fallback", estimate, fused, m // w)
     return path, estimate
 
 
 def _fastest(unfused: str, estimate: dict[str, float], fused: dict[str, float | None], rows_per_rank: int) -> str:
     """The path of the lowest prediction: ``unfused`` (at ``estimate["baseline_ms"]``) or one of ``fused`` (name ->
     predicted ms, None where it cannot run or is not calibrated), each only where it is at most ``MARGIN`` of the
-    unfused time and every rank has rows. Records the cuBLAS path's prediction in ``estimate`` (``cublas_ms``)."""
-    cublas = fused.get("cublas")
-    if cublas is not None:
-        estimate["cublas_ms"] = cublas
+    unfused time and every rank has rows. Records the cuBLAS paths' predictions in ``estimate`` (``cublas_ms``,
+    ``pull_ms``)."""
+    for name in ("cublas", "pull"):
+        predicted = fused.get(name)
+        if predicted is not None:
+            estimate[f"{name}_ms"] = predicted
     options = {unfused: estimate["baseline_ms"]}
     for name, predicted in fused.items():
         if predicted is not None and rows_per_rank > 0 and predicted <= MARGIN * estimate["baseline_ms"]:
