@@ -1,10 +1,11 @@
 """Measure this GPU's calibration (the rates the overlapped ops' cost model predicts with) and store it.
 
-    torchrun --nproc-per-node=2 bench/calibrate.py [--write-package-table] [--out-dir DIR]
+    torchrun --nproc-per-node=2 bench/calibrate.py [--write-package-table] [--with-pull] [--out-dir DIR]
 
 Always stores into the user's cache (what the ops read first); ``--write-package-table`` also into the committed
-``python/triton_dist/ops/tuning/calibrations.json``. Writes ``calibration_<gpu>.json`` into ``--out-dir`` too, with
-the date, machine and command, and prints every rate.
+``python/triton_dist/ops/tuning/calibrations.json``. ``--with-pull`` also times gemm_rs's "pull" producer
+(``ops.gemm_rs.op.CALIBRATE_PULL``), without which the cost model never picks it. Writes ``calibration_<gpu>.json``
+into ``--out-dir`` too, with the date, machine and command, and prints every rate.
 """
 
 from __future__ import annotations
@@ -30,8 +31,13 @@ from triton_dist.testing import setup_distributed  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write-package-table", action="store_true")
+    parser.add_argument("--with-pull", action="store_true", help='also time gemm_rs\'s "pull" producer')
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args()
+    if args.with_pull:
+        from triton_dist.ops.gemm_rs import op as gemm_rs_op
+
+        gemm_rs_op.CALIBRATE_PULL = True
     started = time.time()
     setup_distributed("4G")
     world = rt.current_world()

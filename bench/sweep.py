@@ -33,12 +33,12 @@ overlap of those two parts would give. Issue 24's bar per op (``bar_verdict``): 
 (1.30x AG+GEMM, 1.08x GEMM+RS), or, where the geo-mean bound is lower than the goal, within 5% (AG) / 3% (RS) of
 it; and no row below 0.98x (device barrier) or 0.95x (from idle) (``floor_line``).
 
-The path ours ran (``fused``, ``cublas`` or the ``nccl``/``matmul+nccl`` fallback) is named per row; where it was the
-fallback, the fused kernel's default configuration is timed too (``fused ms``), and on every row (both ops) the cuBLAS
-path is timed and checked (``cublas_ms``, ``cublas_error``), so the selection can be judged. On every RS row the
-cuBLAS path's "pull" producer too (``CUBLAS_PULL``, an option the selection does not take; issue 24's candidate
-for the fallback rows): ``pull_ms``, ``pull_error``, and from idle ``pull_idle_ms`` beside the baseline's
-``pull_idle_base_ms``, sampled in turns.
+The path ours ran (``fused``, ``cublas``, gemm_rs's ``cublas-pull``, or the ``nccl``/``matmul+nccl`` fallback) is
+named per row; where it was the fallback, the fused kernel's default configuration is timed too (``fused ms``), and on
+every row (both ops) the cuBLAS path is timed and checked (``cublas_ms``, ``cublas_error``), so the selection can be
+judged. On every RS row the cuBLAS path's "pull" producer too (``CUBLAS_PULL``, which the selection takes only on a
+calibration that measured it; issue 24's candidate for the fallback rows): ``pull_ms``, ``pull_error``, and from
+idle ``pull_idle_ms`` beside the baseline's ``pull_idle_base_ms``, sampled in turns.
 Writes bench/results/sweep_<gpu>.md, .json and .png (speedup per row, both timings).
 """
 

@@ -143,6 +143,12 @@ def test_the_calibration_probe_measures_the_pull_extra_like_the_direct_one(monke
         return (1.5, 2.0)[shape]  # the fused kernel
 
     monkeypatch.setattr(cal_mod, "timed", fake_timed)
+    # Off by default (the pull kernel has not run on GPUs): only the direct producer is timed.
+    monkeypatch.setattr(grs_op, "CALIBRATE_PULL", False)
+    assert "rs_pull_extra_ms" not in grs_op._calibration_probe(world, partial)
+    assert grs.CUBLAS_PULL not in timed and timed.count(grs.CUBLAS_DIRECT) == 2, timed
+    timed.clear()
+    monkeypatch.setattr(grs_op, "CALIBRATE_PULL", True)
     measured = grs_op._calibration_probe(world, partial)
     assert timed.count(grs.CUBLAS_PULL) == 2 and timed.count(grs.CUBLAS_DIRECT) == 2, timed
     assert math.isclose(measured["rs_pull_extra_ms"], 0.004) and math.isclose(measured["rs_cublas_extra_ms"], 0.025)

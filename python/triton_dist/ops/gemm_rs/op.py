@@ -748,10 +748,12 @@ def gemm_rs_with(
 
 
 def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
-    """Which path a call with these operands runs (benchmarks' rows): fused, cublas or matmul+nccl."""
+    """Which path a call with these operands runs (benchmarks' rows): fused, cublas, cublas-pull or matmul+nccl."""
     plan = plan_for(a, b)
     if isinstance(plan, UnfusedPlan):
         return "matmul+nccl"
+    if isinstance(plan, CublasPullPlan):
+        return "cublas-pull"
     return "cublas" if isinstance(plan, CublasPlan | CublasPullPlan) else "fused"
 
 
@@ -847,21 +849,27 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
     return out
 
 
+CALIBRATE_PULL = os.environ.get("TRITON_DIST_CALIBRATE_PULL", "0") == "1"
+"""Whether the calibration also times the "pull" producer (``rs_pull_extra_ms``, without which the cost model never
+picks it). Off until that producer has run on GPUs: the calibration also runs on a GPU's first call of an
+overlapped op when no calibration is stored, and a producer that had never run there must not sit in that path.
+``TRITON_DIST_CALIBRATE_PULL=1`` (or ``bench/calibrate.py --with-pull``) turns it on."""
+
+
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
     """The fused kernel's time over cuBLAS's GEMM alone at a large and a small K
     (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``), and each cuBLAS producer's time
-    beyond its model at the same two shapes, averaged: "direct" (``rs_cublas_extra_ms``) and "pull"
-    (``rs_pull_extra_ms``)."""
+    beyond its model at the same two shapes, averaged: "direct" (``rs_cublas_extra_ms``) and, with
+    ``CALIBRATE_PULL``, "pull" (``rs_pull_extra_ms``)."""
     from triton_dist.ops.tuning import calibration
 
     w = world.world_size
     ratios: list[float] = []
     extras: dict[str, list[float]] = {"rs_cublas_extra_ms": [], "rs_pull_extra_ms": []}
     without_extra = dataclasses.replace(partial, rs_cublas_extra_ms=0.0, rs_pull_extra_ms=0.0)
-    producers = (
-        ("rs_cublas_extra_ms", tuning.gemm_rs_cublas_ms, CUBLAS_DIRECT),
-        ("rs_pull_extra_ms", tuning.gemm_rs_pull_ms, CUBLAS_PULL),
-    )
+    producers = [("rs_cublas_extra_ms", tuning.gemm_rs_cublas_ms, CUBLAS_DIRECT)]
+    if CALIBRATE_PULL:
+        producers.append(("rs_pull_extra_ms", tuning.gemm_rs_pull_ms, CUBLAS_PULL))
     for m, n, k in (calibration.CAL_RS, calibration.CAL_RS_SMALL_K):
         a = torch.randn(m, k // w, device=world.device, dtype=torch.bfloat16)
         b = torch.randn(k // w, n, device=world.device, dtype=torch.bfloat16)
