@@ -69,7 +69,9 @@ device µs and phases at ``--tokens`` (default 1 and 4096), the push all-gather 
 of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files. Beside the pipelined
 gather row, the same with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on (``ours gather pipelined own-in-push``: this rank's own
 tokens' rows stored by the push's one launch instead of a side stream's; its speed against the pipelined default and
-its bar). With
+its bar); and the same with ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` on (``ours gather pipelined overlap``: the expand
+kernel beside the push, each wave copied once landed; its phases are route, push, expand = how long the expand ran
+after the push ended, sync). With
 ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the pipelined gather dispatch (bf16 and fp8)
 with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of both (``option_configs``) beside
 the pipelined default, in the same run: their verification, totals, phases, speed against that default and bars.
@@ -128,6 +130,10 @@ OWN_IN_PUSH = "own-in-push"
 """``--only-dispatch``: the suffix of the pipelined gather row with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on (this rank's own
 tokens' rows stored into ``recv_x`` by the push's one launch, not by a second launch on a side stream), and the key of
 its options that says so (``dispatch_with``)."""
+OVERLAP = "overlap"
+"""``--only-dispatch``: the suffix of the pipelined gather row with ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` on (the expand
+kernel beside the early push, each wave of it copied once landed; the own rows stored by the push), and the key of its
+options that says so (``dispatch_with``)."""
 PIPELINED, PIPELINED_GATHER = f"{OURS} pipelined", f"{GATHER} pipelined"
 """The path labels of ``MoeConfig(pipelined=True)``'s rows (normal mode, expanded and gather layouts): the option
 waiting for its GPU measurement (``ops.moe.config.MoeConfig``)."""
@@ -233,19 +239,23 @@ def option_configs(route_programs: Sequence[int], expand_blocks: Sequence[int]) 
 
 def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: int, options: dict[str, Any]) -> Any:
     """``triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)``; an ``OWN_IN_PUSH`` key in ``options`` is not
-    passed on but sets ``ops.moe.op.OWN_ROWS_IN_PUSH`` for the call (restored after)."""
+    passed on but sets ``ops.moe.op.OWN_ROWS_IN_PUSH`` for the call, an ``OVERLAP`` key likewise
+    ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` (both restored after)."""
     import triton_dist
     from triton_dist.ops.moe import op as moe_op
 
     options = dict(options)
     own = options.pop(OWN_IN_PUSH, None)
-    if own is None:
+    overlap = options.pop(OVERLAP, None)
+    if own is None and overlap is None:
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
-    previous = moe_op.set_own_rows_in_push(own)
+    previous = moe_op.set_own_rows_in_push(bool(own))
+    overlapped = moe_op.set_expand_overlaps_push(bool(overlap))
     try:
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
     finally:
         moe_op.set_own_rows_in_push(previous)
+        moe_op.set_expand_overlaps_push(overlapped)
 
 
 def make_inputs(
@@ -1531,6 +1541,8 @@ class Bench:
                 variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
                 if label == GATHER:  # op.OWN_ROWS_IN_PUSH (issue 27's own-rows swing): the same plan, timed next
                     variants[f"{PIPELINED_GATHER} {OWN_IN_PUSH}"] = {**variants[PIPELINED_GATHER], OWN_IN_PUSH: True}
+                    # op.EXPAND_OVERLAPS_PUSH (issue 27's 75% bar): the expand beside the push, timed next
+                    variants[f"{PIPELINED_GATHER} {OVERLAP}"] = {**variants[PIPELINED_GATHER], OVERLAP: True}
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
             for label in (GATHER, f"{FP8} gather"):
@@ -1579,11 +1591,12 @@ class Bench:
                 if (label, tokens) in totals and (f"{label} pipelined", tokens) in totals:
                     ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
                     log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
-            own = f"{PIPELINED_GATHER} {OWN_IN_PUSH}"
-            if (PIPELINED_GATHER, tokens) in totals and (own, tokens) in totals:
-                ratio = totals[PIPELINED_GATHER, tokens] / totals[own, tokens]
-                log0(f"RESULT option {OWN_IN_PUSH}: {PIPELINED_GATHER} T={tokens}: {ratio:.2f}x the pipelined "
-                     "default's speed")  # fmt: skip
+            for suffix in (OWN_IN_PUSH, OVERLAP):
+                own = f"{PIPELINED_GATHER} {suffix}"
+                if (PIPELINED_GATHER, tokens) in totals and (own, tokens) in totals:
+                    ratio = totals[PIPELINED_GATHER, tokens] / totals[own, tokens]
+                    log0(f"RESULT option {suffix}: {PIPELINED_GATHER} T={tokens}: {ratio:.2f}x the pipelined "
+                         "default's speed")  # fmt: skip
             for suffix in options_of:
                 for label in (f"{GATHER} pipelined", f"{FP8} gather pipelined"):
                     if (label, tokens) in totals and (f"{label} {suffix}", tokens) in totals:
@@ -1596,7 +1609,7 @@ class Bench:
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
         options = [f"{GATHER} pipelined {suffix}" for suffix in options_of]
         for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined", f"{PIPELINED_GATHER} {OWN_IN_PUSH}",
-                      *options):  # fmt: skip
+                      f"{PIPELINED_GATHER} {OVERLAP}", *options):  # fmt: skip
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "

@@ -116,6 +116,17 @@ OWN_CASES = ("random", "t0", "grow_combine", "grow_tokens")
 the early push filling the rows of a ``recv_x`` of the plan's 64 token slots, and the early push doing nothing while
 the combine slots, then the token slots grow (the push then goes again, into a ``recv_x`` of the received rows)."""
 
+OVERLAP_CONFIG = MoeConfig(pipelined=True, programs_per_sm=4)
+"""``op.EXPAND_OVERLAPS_PUSH``'s plans (``_overlap``): signatures of their own, so each k's first call has no buffers
+(the push and the expand after the summary, as without the option)."""
+OVERLAP_CASES = ("random", "variants", "random", "one_rank", "t0", "variants", "grow_combine")
+"""``op.EXPAND_OVERLAPS_PUSH`` on, in this order on ``OVERLAP_CONFIG``'s plans (k = 2 and k = 3), at 2 and 3 ranks:
+each k's first call without buffers; then the expand beside the early push with uneven T, a rank receiving nothing
+(``one_rank``), a rank sending nothing (``t0``) and four waves of several tokens each (``variants``: 19, 13 and 7
+tokens, 4 route count programs under the emulation); at 2 ranks last (``OVERLAP_AT_TWO``) the early push and the
+expand beside it doing nothing while the combine slots grow (both go again after the summary)."""
+OVERLAP_AT_TWO = ("grow_combine",)
+
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
     """The experts: expert e multiplies its rows by (e + 1) / 4 (rows with expert -1 give 0)."""
@@ -385,6 +396,26 @@ def _own_rows_in_push(rank: int, size: int) -> dict[str, list[str]]:
     return record
 
 
+def _overlap(rank: int, size: int) -> dict[str, list[str]]:
+    """``op.EXPAND_OVERLAPS_PUSH`` on (``OVERLAP_CASES``): the pipelined gather dispatch whose expand kernel runs
+    beside the early push, waiting for each (wave, source) of it, and its combine, against the reference, outputs
+    allocated poisoned; the setting restored after."""
+    from triton_dist.ops.moe import op as moe_op
+
+    record: dict[str, list[str]] = {}
+    previous = moe_op.set_expand_overlaps_push(True)
+    try:
+        for number, name in enumerate(OVERLAP_CASES):
+            if name in OVERLAP_AT_TWO and size != 2:
+                continue
+            with _PoisonedEmpty():
+                problems = _case(rank, size, name, number, "normal", OVERLAP_CONFIG, "gather")
+            record[f"overlap/{name}#{number}/normal"] = problems
+    finally:
+        moe_op.set_expand_overlaps_push(previous)
+    return record
+
+
 def _case(
     rank: int, size: int, name: str, number: int, mode: str, config: Any = None, layout: str = "expanded"
 ) -> list[str]:
@@ -460,6 +491,7 @@ def _worker(out_dir: str) -> None:
         record["programs2/random#0/normal"] = _case(rank, size, "random", 0, "normal", MoeConfig(programs_per_sm=2))
         record |= _variants(rank, size)
         record |= _own_rows_in_push(rank, size)
+    record |= _overlap(rank, size)
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     triton_dist.finalize()
     dist.barrier()
@@ -487,7 +519,9 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             for key, problems in record.items()
             if key.endswith(f"/{mode}")
             and "#" in key
-            and not key.startswith(("chunked/", "programs2/", "gather/", "early/", "pipelined/", "own_in_push/"))
+            and not key.startswith(
+                ("chunked/", "programs2/", "gather/", "early/", "pipelined/", "own_in_push/", "overlap/")
+            )
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
@@ -536,6 +570,19 @@ def test_own_rows_stored_by_the_push_match_the_reference(records: list[dict[str,
         own = {key: problems for key, problems in record.items() if key.startswith("own_in_push/")}
         assert sorted(own) == sorted(f"own_in_push/{name}#{n}/normal" for n, name in enumerate(OWN_CASES))
         failed = {key: problems for key, problems in own.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+def test_the_expand_beside_the_push_matches_the_reference(records: list[dict[str, list[str]]]) -> None:
+    """``op.EXPAND_OVERLAPS_PUSH`` (``OVERLAP_CASES``, 2 and 3 ranks): the push's wave flags and slot counts, and the
+    expand kernel waiting for each (wave, source) beside it, give the gather dispatch and its combine the reference's
+    results exactly, every output allocated poisoned, through the first calls, the overlap and a growth."""
+    for rank, record in enumerate(records):
+        got = {key: problems for key, problems in record.items() if key.startswith("overlap/")}
+        want = [f"overlap/{name}#{n}/normal" for n, name in enumerate(OVERLAP_CASES)
+                if len(records) == 2 or name not in OVERLAP_AT_TWO]  # fmt: skip
+        assert sorted(got) == sorted(want)
+        failed = {key: problems for key, problems in got.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 
 

@@ -96,6 +96,7 @@ def _compile(
     copiers: int = 0,
     self_mode: int = 0,
     stage: str = "",
+    waves: int = 0,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it on one node; ``scales`` > 0: an fp8 payload
@@ -103,7 +104,8 @@ def _compile(
     to that many elements; ``gather``: expand for ``layout="gather"`` (``bulk``: its payload copied as one block,
     by ``copiers`` copy programs after the meta programs, or with none by every program after its meta rows);
     ``self_mode``: the push's ``SELF`` (1: without this rank's own payload, 2: only that, into ``self_ptr``), and for
-    expand ``SELF_DIRECT`` (its block copy without those rows); ``stage``: that stage's text instead (``"ttgir"``)."""
+    expand ``SELF_DIRECT`` (its block copy without those rows); ``stage``: that stage's text instead (``"ttgir"``);
+    ``waves``: ``op.EXPAND_OVERLAPS_PUSH``'s push and expand (``WAVES``; expand beside the push: 64 senders)."""
     constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
     signature = dict(SIGNATURES[name])
     if name == "route":
@@ -126,6 +128,11 @@ def _compile(
             constexprs |= {"COPIERS": copiers, "COPY_BLOCK": block, "SELF_DIRECT": bool(self_mode)}
         if not low_latency:  # EXPAND_PER_SM programs per SM: it waits for the push's 64 per rank
             constexprs["SENDERS"] = 64
+    if waves and name in ("push", "expand"):
+        constexprs["WAVES"] = waves
+        signature["waves_ptr"] = _I32
+        if name == "expand":
+            signature["COMBINE_CAP"] = "i32"
     if name in ("route", "push", "combine_push"):
         constexprs["WORLD"] = notify_world(world_size)
     if scales:
@@ -693,6 +700,60 @@ def test_sm90_the_own_rows_launch_fits_beside_the_push_and_the_push_can_store_th
     assert len(stores) == 16 and stores[-1] < release, "my own and the other rank's rows, then the flags"
 
 
+def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
+    """``op.EXPAND_OVERLAPS_PUSH``: at H = 7168, E = 256, k = 8 on 2 ranks (132 SMs), the push with its wave flags
+    (``WAVES``, ``SELF = 3``) and the expand kernel beside it (``EXPAND_OVERLAP_PER_SM`` meta and
+    ``OVERLAP_COPIERS_PER_SM`` copy programs per SM) fit on every SM together, two push programs with them (64K
+    registers, 2048 threads): whichever launch starts first, the push's programs find room while the expand's spin
+    on its flags. Nothing spills; the push releases each wave's flags (a notify per wave) after its stores, and the
+    expand copies 16-byte vectors and acquires its flags before its loads."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    waves = moe_op.EXPAND_WAVES
+
+    def allocated(registers: int) -> int:  # per program of 4 warps: a warp's registers come in units of 256
+        return 4 * -(-registers * 32 // 256) * 256
+
+    push = _compile("push", "sm_90", False, world_size=2, row_block=block, self_mode=3, waves=waves)
+    pushed = _registers(push, tmp_path)
+    plain = _registers(_compile("push", "sm_90", False, world_size=2, row_block=block, self_mode=3), tmp_path)
+    assert pushed <= 96, (pushed, plain)
+    releases = [i for i, line in enumerate(push.splitlines()) if re.search(r"atom\.global\.sys\.release", line)]
+    assert len(releases) >= 2, "the waves' flags and the data flags"
+    copiers = moe_op.OVERLAP_COPIERS_PER_SM * 132
+    expand = _compile(
+        "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, copiers=copiers, self_mode=1,
+        waves=waves,
+    )  # fmt: skip
+    assert sum(1 for line in expand.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line)) >= 4
+    info = ptxas_info(expand, tmp_path)
+    spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))  # type: ignore[union-attr]
+    assert spilled <= 4, info
+    expanded = int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    used = 2 * allocated(pushed) + per_sm * allocated(expanded)
+    assert used <= 65536 and (2 + per_sm) * 128 <= 2048, (pushed, expanded, used)
+
+
+def test_expand_overlaps_push_is_an_option_off_by_default() -> None:
+    """``op.EXPAND_OVERLAPS_PUSH``: off unless set; ``set_expand_overlaps_push`` returns the previous setting and
+    refuses a non-bool; on, it turns on the own rows in the push where those apply (the pipelined gather layout
+    without fp8); the push's waves are at most the route count programs."""
+    assert moe_op.EXPAND_OVERLAPS_PUSH is False
+    with pytest.raises(MoeError, match="on must be True or False, got 'yes'"):
+        moe_op.set_expand_overlaps_push("yes")  # type: ignore[arg-type]
+    plan = SimpleNamespace(pipelined=True, nodes=1, route_programs=2)
+    assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+    assert moe_op.set_expand_overlaps_push(True) is False
+    try:
+        assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+        assert not moe_op._own_in_push(plan, True, True) and not moe_op._own_in_push(plan, False, False)  # type: ignore[arg-type]
+        assert moe_op._waves(plan) == 2 and moe_op._waves(SimpleNamespace(route_programs=64)) == moe_op.EXPAND_WAVES  # type: ignore[arg-type]
+    finally:
+        assert moe_op.set_expand_overlaps_push(False) is True
+    assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+
+
 def test_own_rows_in_push_is_an_option_off_by_default() -> None:
     """``op.OWN_ROWS_IN_PUSH``: off unless set; ``set_own_rows_in_push`` returns the previous setting and refuses a
     non-bool; it applies where the side stream's launch would (the pipelined gather layout without fp8), at any T."""
@@ -828,6 +889,12 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
         bench.dispatch_with(0, 1, 2, 8, {"layout": "expanded", bench.OWN_IN_PUSH: True})
     assert seen == [(True, {"layout": "gather"}), (False, {"layout": "gather"}), (True, {"layout": "expanded"})]
     assert moe_op.OWN_ROWS_IN_PUSH is False
+    # The overlap row: its key sets op.EXPAND_OVERLAPS_PUSH for the call only, likewise
+    overlaps: list[bool] = []
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: overlaps.append(moe_op.EXPAND_OVERLAPS_PUSH))
+    bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: True})
+    bench.dispatch_with(0, 1, 2, 8, {"layout": "gather"})
+    assert overlaps == [True, False] and moe_op.EXPAND_OVERLAPS_PUSH is False
 
 
 def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path: Any) -> None:
@@ -948,7 +1015,13 @@ def test_expand_launched_from_addresses_gets_the_outputs_it_returns(
             leading.append(list(args))
 
     def launch(
-        plan: Any, name: str, args: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0
+        plan: Any,
+        name: str,
+        args: dict[str, Any],
+        device: torch.device,
+        gather: bool = False,
+        self_mode: int = 0,
+        waves: int = 0,
     ) -> None:
         if "info_ptr" in args:  # the route kernel's summary: 6 rows and 4 tokens received, the buffers fit
             args["info_ptr"].copy_(torch.tensor([6, 4, 4, 4, 0, 0, 1, 0], dtype=torch.int32))

@@ -32,7 +32,12 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    kernel (``SELF_DIRECT``) writes from the slots it reads, and its block copy leaves those rows out. 3 (``op.
    OWN_ROWS_IN_PUSH``) is one launch doing both: the other ranks' rows as with 1, and this rank's own tokens'
    payload stored into ``recv_x`` from the row it loaded for them (``recv_x`` allocated before the launch), leaving
-   ``tok_pos``'s column ``me`` to the expand kernel as 1 does.
+   ``tok_pos``'s column ``me`` to the expand kernel as 1 does. ``WAVES`` > 0 (``op.EXPAND_OVERLAPS_PUSH``, the early
+   push only): the tokens form ``WAVES`` waves of ``PARTS / WAVES`` route count programs' ranges each; program 0 first
+   stores into every rank ``d`` this rank's tokens bound for ``d`` before each wave's end (its ``parts`` prefix at
+   the next wave's first count program, or ``N[me, d]``: the receiver's slots of each wave, consecutive); each program
+   sets its wave flag ``(me, wave, program)`` on every rank (release) once its next token lies past the wave, the
+   rest after its loop, before its data flag (in the ``waves`` workspace, two parities, epoch values as every flag).
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -53,6 +58,13 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    consecutive slots a step as the rows of one ``[META_BLOCK, KP]`` tile (each slot's source, meta row, table
    lookups and stores as tile operations), so the loads of all of them are in flight together instead of one
    token's chain of dependent loads after another's; every output word is written once, from the same values.
+   ``WAVES`` > 0 (``op.EXPAND_OVERLAPS_PUSH``: ``BULK``, ``SELF_DIRECT``, no ``META_BLOCK``; launched beside the
+   early push, after the route kernels): no wait at the start (the counts matrix is complete once the route kernel
+   ended); nothing if the summary's sizes do not fit the buffers (as the push); the meta programs, then the copy
+   programs, take the units ``(wave, source)`` wave by wave, each after waiting for that unit's ``SENDERS`` wave
+   flags (acquire): its slots (from the source's slot counts) get their meta, and their payload is copied (not
+   this rank's own, already in ``recv_x``). ``tok_pos[t, me]`` of an own slot is written after its wave's flags, so
+   after every push program read it.
 5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
    every rank.
@@ -324,6 +336,8 @@ def _push_kernel(
     COMBINE_CAP=0,
     CHECK_CAP: tl.constexpr = False,
     SELF: tl.constexpr = 0,
+    waves_ptr=None,
+    WAVES: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -354,7 +368,42 @@ def _push_kernel(
     cols = tl.arange(0, MP)
     h = tl.arange(0, BLOCK_H)
     chunk = tl.cdiv(T, PARTS)  # the route count programs' token ranges
+    if WAVES > 0:  # op.EXPAND_OVERLAPS_PUSH (one node, CHECK_CAP): a flag per (source, wave, program) as it goes
+        tl.static_assert(CHECK_CAP, "the waves are the early push's")
+        PPW: tl.constexpr = PARTS // WAVES  # route count programs per wave: wave w is tokens [w, w + 1) * PPW * chunk
+        wave_tokens = PPW * chunk
+        wave_flags = waves_ptr + parity * (WP * WAVES * (programs + 1))
+        wave_bounds = wave_flags + WP * WAVES * programs
+        if fits & (pid == 0):  # per destination, my tokens bound there before each wave's end (the receiver's slots)
+            ws = tl.arange(0, WAVES)
+            part_rows = (ws + 1) * PPW
+            inner = part_rows < PARTS
+            for dest in range(0, ranks):
+                ends = tl.load(part_ptr + part_rows * ROW + dest, mask=inner, other=0)
+                ends = tl.where(inner, ends, tl.load(row_ptr + dest))
+                tl.store(dl.symm_at(wave_bounds + me * WAVES, dest) + ws, ends)
+        wave = pid * 0
     for t in range(pid, tokens, programs):
+        if WAVES > 0:  # every token of mine before this one's wave is pushed: those waves' flags (release)
+            while (wave < WAVES - 1) & (t >= (wave + 1) * wave_tokens):
+                if WORLD > 0:
+                    dl.notify(
+                        wave_flags + (me * WAVES + wave) * programs + pid,
+                        tl.arange(0, WORLD),
+                        signal=epoch,
+                        sig_op="set",
+                        comm_scope="intra_node",
+                    )
+                else:
+                    for peer in range(0, ranks):
+                        dl.notify(
+                            wave_flags + (me * WAVES + wave) * programs + pid,
+                            peer,
+                            signal=epoch,
+                            sig_op="set",
+                            comm_scope="intra_node",
+                        )
+                wave += 1
         if WHOLE_ROW:  # the row loaded once, before any store, then stored to every destination
             values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H, other=0.0)
         is_idx = (cols >= 1) & (cols <= K)
@@ -548,6 +597,26 @@ def _push_kernel(
                 remote = dl.symm_at(matrix + me * ROW, peer)
                 tl.store(remote + dests, tl.load(row_ptr + dests, mask=dests < ranks), mask=dests < ranks)
                 tl.store(remote + WP + experts, tl.load(row_ptr + WP + experts, mask=experts < E), mask=experts < E)
+    if WAVES > 0:  # the waves this program's tokens did not reach (all, if it had none)
+        if fits:
+            for rest in range(wave, WAVES):
+                if WORLD > 0:
+                    dl.notify(
+                        wave_flags + (me * WAVES + rest) * programs + pid,
+                        tl.arange(0, WORLD),
+                        signal=epoch,
+                        sig_op="set",
+                        comm_scope="intra_node",
+                    )
+                else:
+                    for peer in range(0, ranks):
+                        dl.notify(
+                            wave_flags + (me * WAVES + rest) * programs + pid,
+                            peer,
+                            signal=epoch,
+                            sig_op="set",
+                            comm_scope="intra_node",
+                        )
     data_flags = flags_ptr + parity * FLAGS + DATA_FLAGS
     if SELF == 2:  # the local copy: no flag (the op orders it before the expand kernel with an event)
         pass
@@ -633,6 +702,9 @@ def _expand_kernel(
     COPY_BLOCK: tl.constexpr = 4096,
     SELF_DIRECT: tl.constexpr = False,
     META_BLOCK: tl.constexpr = 0,
+    waves_ptr=None,
+    WAVES: tl.constexpr = 0,
+    COMBINE_CAP=0,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0) - COPIERS  # the meta programs; BULK's copy programs come after them
@@ -641,7 +713,17 @@ def _expand_kernel(
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
     META: tl.constexpr = 1 + 3 * K + SCALES
-    if NODES > 1:  # the data flags of my node's ranks; each slot put from another node has signals of its own
+    if WAVES > 0:  # beside the early push (one node, BULK, no META_BLOCK): each wave's flags awaited where it is read
+        # The counts matrix is complete (the route kernel, which the op orders before this launch, waited for every
+        # rank's row). Like the push, nothing if the buffers must grow: the summary's sizes (info words 2 and 3,
+        # just before the status words) against this launch's.
+        fits = (tl.load(status_ptr - 2) <= CAP) & (tl.load(status_ptr - 1) <= COMBINE_CAP)
+        wave_flags = waves_ptr + parity * (WP * WAVES * (SENDERS + 1))
+        wave_bounds = wave_flags + WP * WAVES * SENDERS
+        token_buf = tokens_ptr + tl.cast(parity, tl.int64) * CAP * H
+        meta_buf = meta_ptr + parity * CAP * META
+        matrix = counts_ptr + parity * WP * ROW
+    elif NODES > 1:  # the data flags of my node's ranks; each slot put from another node has signals of its own
         mine_first = flags_ptr + parity * FLAGS + DATA_FLAGS + (me // LOCAL) * LOCAL * programs
         token = dl.wait(mine_first, LOCAL * programs, "sys", "acquire", waitValue=epoch)
     else:  # SENDERS: the push's programs per rank, where this grid is larger (0: the same)
@@ -649,9 +731,10 @@ def _expand_kernel(
         if SENDERS > 0:
             senders = SENDERS
         token = dl.wait(flags_ptr + parity * FLAGS + DATA_FLAGS, ranks * senders, "sys", "acquire", waitValue=epoch)
-    token_buf = dl.consume_token(tokens_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
-    meta_buf = dl.consume_token(meta_ptr + parity * CAP * META, token)
-    matrix = dl.consume_token(counts_ptr + parity * WP * ROW, token)
+    if WAVES == 0:
+        token_buf = dl.consume_token(tokens_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
+        meta_buf = dl.consume_token(meta_ptr + parity * CAP * META, token)
+        matrix = dl.consume_token(counts_ptr + parity * WP * ROW, token)
     sources = tl.arange(0, WP)
     locals_ = tl.arange(0, LP)
     live = (sources < ranks)[:, None] & (locals_ < L)[None, :]
@@ -687,7 +770,7 @@ def _expand_kernel(
         blocks = ((total + COPY_BLOCK - 1) // COPY_BLOCK).to(tl.int32)
         own_first = tl.sum(tl.where(sources == me, slot_start, 0), axis=0).to(tl.int64) * H
         own_end = own_first + tl.sum(tl.where(sources == me, received, 0), axis=0).to(tl.int64) * H
-        if COPIERS > 0:
+        if COPIERS > 0 and WAVES == 0:
             for b in range(tl.maximum(pid - programs, 0), tl.where(pid >= programs, blocks, 0), COPIERS):
                 first = tl.cast(b, tl.int64) * COPY_BLOCK
                 inside = flat < tl.minimum(total - first, COPY_BLOCK).to(tl.int32)
@@ -762,123 +845,185 @@ def _expand_kernel(
                 scale_at = scales_ptr + tl.cast(i, tl.int64)[:, None] * SCALES + groups[None, :]
                 tl.store(scale_at, bulk_scales.to(tl.float32, bitcast=True), mask=scaled)
     else:
-        for i in range(pid, meta_slots, programs):
-            if LOW_LATENCY:
-                source = i // M
-                j = i % M
-            else:  # the last source whose slots start at or before i (sources with no slots skipped)
-                source = tl.max(tl.where((slot_start <= i) & (received > 0) & (sources < ranks), sources, -1), axis=0)
-                j = i - tl.sum(tl.where(sources == source, slot_start, 0), axis=0)
-            n_source = tl.sum(tl.where(sources == source, received, 0), axis=0)
-            valid = j < n_source
-            if valid:
-                # Every load of the received token first (its meta row as vectors, its payload), then the table's.
-                meta_row = meta_buf + i * META
-                row_buf = token_buf
-                if NODES > 1:
-                    if source // LOCAL != me // LOCAL:  # put from another node: its meta row's and payload's signals
-                        sig = slot_signals_ptr + (tl.cast(parity, tl.int64) * CAP + i) * 2
-                        meta_row = dl.consume_token(meta_row, dl.signal_wait(sig, epoch, cmp="eq"))
-                        row_buf = dl.consume_token(row_buf, dl.signal_wait(sig + 1, epoch, cmp="eq"))
-                home_token = tl.load(meta_row)
-                ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
-                weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
-                places = tl.load(meta_row + 1 + 2 * K + ks, mask=in_k, other=0)
-                if BULK:  # the gather layout's payload is copied as one block (above, or below): only the fp8 scales
-                    if SCALES > 0:
-                        groups = tl.arange(0, SP)
-                        bulk_scales = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
-                elif WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
-                    if DEQUANT:
-                        group_ids = tl.arange(0, GB)
-                        scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
-                        scale = scale_bits.to(tl.float32, bitcast=True)
-                        values = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
-                        grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
-                        whole = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
-                    else:
-                        whole = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
+        units = 1  # one unit, every slot of mine
+        if WAVES > 0:  # a unit per (wave, source), wave by wave: slots [first, last) of the source once it landed
+            units = tl.where(fits & (pid < programs), WAVES * ranks, 0)
+        for unit in range(0, units):
+            first = pid
+            last = meta_slots
+            if WAVES > 0:
+                source_of = unit % ranks
+                token = dl.wait(
+                    wave_flags + (source_of * WAVES + unit // ranks) * SENDERS,
+                    SENDERS,
+                    "sys",
+                    "acquire",
+                    waitValue=epoch,
+                )
+                ends = dl.consume_token(wave_bounds + source_of * WAVES, token)
+                begin = tl.sum(tl.where(sources == source_of, slot_start, 0), axis=0)
+                last = begin + tl.load(ends + unit // ranks)
+                if unit >= ranks:
+                    begin += tl.load(ends + unit // ranks - 1)
+                first = begin + pid
+                meta_buf = dl.consume_token(meta_buf, token)
+            for i in range(first, last, programs):
+                if LOW_LATENCY:
+                    source = i // M
+                    j = i % M
+                else:  # the last source whose slots start at or before i (sources with no slots skipped)
+                    source = tl.max(
+                        tl.where((slot_start <= i) & (received > 0) & (sources < ranks), sources, -1), axis=0
+                    )
+                    j = i - tl.sum(tl.where(sources == source, slot_start, 0), axis=0)
+                n_source = tl.sum(tl.where(sources == source, received, 0), axis=0)
+                valid = j < n_source
+                if valid:
+                    # Every load of the received token first (its meta row as vectors, its payload), then the table's.
+                    meta_row = meta_buf + i * META
+                    row_buf = token_buf
+                    if NODES > 1:
+                        if (
+                            source // LOCAL != me // LOCAL
+                        ):  # put from another node: its meta row's and payload's signals
+                            sig = slot_signals_ptr + (tl.cast(parity, tl.int64) * CAP + i) * 2
+                            meta_row = dl.consume_token(meta_row, dl.signal_wait(sig, epoch, cmp="eq"))
+                            row_buf = dl.consume_token(row_buf, dl.signal_wait(sig + 1, epoch, cmp="eq"))
+                    home_token = tl.load(meta_row)
+                    ids = tl.load(meta_row + 1 + ks, mask=in_k, other=-1)
+                    weight_bits = tl.load(meta_row + 1 + K + ks, mask=in_k, other=0)
+                    places = tl.load(meta_row + 1 + 2 * K + ks, mask=in_k, other=0)
+                    if (
+                        BULK
+                    ):  # the gather layout's payload is copied as one block (above, or below): only the fp8 scales
                         if SCALES > 0:
                             groups = tl.arange(0, SP)
-                            scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
-                            whole_scales = scale_bits.to(tl.float32, bitcast=True)
-                local = ids - me * L
-                mine = in_k & (ids >= 0) & (local >= 0) & (local < L)
-                at = tl.where(mine, local, 0)
-                within = tl.load(table + source * LP + at, mask=mine, other=0) + places  # row within expert `local`
-                start = tl.load(table + WP * LP + at, mask=mine, other=0)
-                if LOW_LATENCY:  # past the expert's capacity: dropped (counted in the status)
-                    rows = tl.where(mine & (within < ranks * M), within + start, -1)
-                    home_slot = me * M + j
-                else:
-                    rows = tl.where(mine, within + start, -1)
-                    home_slot = j + tl.load(table + WP * LP + 2 * LP + source)
-                tl.store(comb_src_ptr + i, source)
-                tl.store(comb_dst_ptr + i, home_slot)
-                if SELF_DIRECT:  # my own token: its final place among my tokens to me, which the pushes left local
-                    if source == me:
-                        tl.store(tok_pos_ptr + home_token * ranks + me, j)
-                got = rows >= 0
-                row_at = tl.where(got, rows, 0)
-                tl.store(src_rank_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + source, mask=got)
-                tl.store(src_token_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + home_token, mask=got)
-                tl.store(expert_ptr + row_at, ids, mask=got)
-                tl.store(weight_ptr + row_at, weight_bits.to(tl.float32, bitcast=True), mask=got)
-                tl.store(slot_ptr + row_at, ks, mask=got)
-                tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
-                if GATHER:  # the token's local rows read it from row i of recv_x, which holds it once
-                    tl.store(gather_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + i, mask=got)
-                if BULK:
-                    if SCALES > 0:  # fp8 kept: row i's scales, from the end of its meta row
-                        groups = tl.arange(0, SP)
-                        scale_at = scales_ptr + tl.cast(i, tl.int64) * SCALES + groups
-                        tl.store(scale_at, bulk_scales.to(tl.float32, bitcast=True), mask=groups < SCALES)
-                if not BULK:  # the payload into its local rows (gather: once, to row i)
-                    COPIES: tl.constexpr = 1 if GATHER else K
-                    for k in range(0, COPIES):
-                        if GATHER:
-                            row = tl.cast(i, tl.int32)
+                            bulk_scales = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                    elif WHOLE_ROW:  # the received row (and its scales), loaded once for every local row it fills
+                        if DEQUANT:
+                            group_ids = tl.arange(0, GB)
+                            scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                            scale = scale_bits.to(tl.float32, bitcast=True)
+                            values = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H, other=0.0)
+                            grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                            whole = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
                         else:
-                            row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
-                        if row >= 0:
-                            if WHOLE_ROW:
-                                tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
-                                if SCALES > 0:
-                                    if not DEQUANT:  # fp8 kept: the row's scales go with it
-                                        groups = tl.arange(0, SP)
-                                        tl.store(
-                                            scales_ptr + row.to(tl.int64) * SCALES + groups,
-                                            whole_scales,
-                                            mask=groups < SCALES,
-                                        )
-                            elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
-                                for h0 in range(0, H, BLOCK_H):
-                                    offs = h0 + h
-                                    values = tl.load(
-                                        row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0
-                                    )
-                                    group_ids = h0 // 128 + tl.arange(0, GB)
-                                    scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
-                                    scale = scale_bits.to(tl.float32, bitcast=True)
-                                    grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
-                                    out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
-                                    tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+                            whole = tl.load(row_buf + tl.cast(i, tl.int64) * H + h, mask=h < H)
+                            if SCALES > 0:
+                                groups = tl.arange(0, SP)
+                                scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                                whole_scales = scale_bits.to(tl.float32, bitcast=True)
+                    local = ids - me * L
+                    mine = in_k & (ids >= 0) & (local >= 0) & (local < L)
+                    at = tl.where(mine, local, 0)
+                    within = tl.load(table + source * LP + at, mask=mine, other=0) + places  # row within expert `local`
+                    start = tl.load(table + WP * LP + at, mask=mine, other=0)
+                    if LOW_LATENCY:  # past the expert's capacity: dropped (counted in the status)
+                        rows = tl.where(mine & (within < ranks * M), within + start, -1)
+                        home_slot = me * M + j
+                    else:
+                        rows = tl.where(mine, within + start, -1)
+                        home_slot = j + tl.load(table + WP * LP + 2 * LP + source)
+                    tl.store(comb_src_ptr + i, source)
+                    tl.store(comb_dst_ptr + i, home_slot)
+                    if SELF_DIRECT:  # my own token: its final place among my tokens to me, which the pushes left local
+                        if source == me:
+                            tl.store(tok_pos_ptr + home_token * ranks + me, j)
+                    got = rows >= 0
+                    row_at = tl.where(got, rows, 0)
+                    tl.store(src_rank_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + source, mask=got)
+                    tl.store(src_token_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + home_token, mask=got)
+                    tl.store(expert_ptr + row_at, ids, mask=got)
+                    tl.store(weight_ptr + row_at, weight_bits.to(tl.float32, bitcast=True), mask=got)
+                    tl.store(slot_ptr + row_at, ks, mask=got)
+                    tl.store(comb_rows_ptr + i * K + ks, rows, mask=in_k)
+                    if GATHER:  # the token's local rows read it from row i of recv_x, which holds it once
+                        tl.store(gather_ptr + row_at, tl.zeros([KP], dtype=tl.int32) + i, mask=got)
+                    if BULK:
+                        if SCALES > 0:  # fp8 kept: row i's scales, from the end of its meta row
+                            groups = tl.arange(0, SP)
+                            scale_at = scales_ptr + tl.cast(i, tl.int64) * SCALES + groups
+                            tl.store(scale_at, bulk_scales.to(tl.float32, bitcast=True), mask=groups < SCALES)
+                    if not BULK:  # the payload into its local rows (gather: once, to row i)
+                        COPIES: tl.constexpr = 1 if GATHER else K
+                        for k in range(0, COPIES):
+                            if GATHER:
+                                row = tl.cast(i, tl.int32)
                             else:
-                                for h0 in range(0, H, BLOCK_H):
-                                    offs = h0 + h
-                                    values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
-                                    tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
-                                if SCALES > 0:  # fp8 kept: the row's scales go with it
-                                    groups = tl.arange(0, SP)
-                                    scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
-                                    scale = scale_bits.to(tl.float32, bitcast=True)
-                                    tl.store(
-                                        scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES
-                                    )
-            else:  # a low-latency slot nobody filled this call
-                tl.store(comb_src_ptr + i, -1)
+                                row = tl.sum(tl.where(ks == k, rows, 0), axis=0)
+                            if row >= 0:
+                                if WHOLE_ROW:
+                                    tl.store(recv_ptr + row.to(tl.int64) * H + h, whole, mask=h < H)
+                                    if SCALES > 0:
+                                        if not DEQUANT:  # fp8 kept: the row's scales go with it
+                                            groups = tl.arange(0, SP)
+                                            tl.store(
+                                                scales_ptr + row.to(tl.int64) * SCALES + groups,
+                                                whole_scales,
+                                                mask=groups < SCALES,
+                                            )
+                                elif DEQUANT:  # fp8 in, x's dtype out: each group of 128 channels times its scale
+                                    for h0 in range(0, H, BLOCK_H):
+                                        offs = h0 + h
+                                        values = tl.load(
+                                            row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H, other=0.0
+                                        )
+                                        group_ids = h0 // 128 + tl.arange(0, GB)
+                                        scale_bits = tl.load(meta_row + 1 + 3 * K + group_ids, mask=group_ids < SCALES)
+                                        scale = scale_bits.to(tl.float32, bitcast=True)
+                                        grouped = tl.reshape(values.to(tl.float32), [GB, 128]) * scale[:, None]
+                                        out = tl.reshape(grouped, [BLOCK_H]).to(recv_ptr.dtype.element_ty)
+                                        tl.store(recv_ptr + row.to(tl.int64) * H + offs, out, mask=offs < H)
+                                else:
+                                    for h0 in range(0, H, BLOCK_H):
+                                        offs = h0 + h
+                                        values = tl.load(row_buf + tl.cast(i, tl.int64) * H + offs, mask=offs < H)
+                                        tl.store(recv_ptr + row.to(tl.int64) * H + offs, values, mask=offs < H)
+                                    if SCALES > 0:  # fp8 kept: the row's scales go with it
+                                        groups = tl.arange(0, SP)
+                                        scale_bits = tl.load(meta_row + 1 + 3 * K + groups, mask=groups < SCALES)
+                                        scale = scale_bits.to(tl.float32, bitcast=True)
+                                        tl.store(
+                                            scales_ptr + row.to(tl.int64) * SCALES + groups, scale, mask=groups < SCALES
+                                        )
+                else:  # a low-latency slot nobody filled this call
+                    tl.store(comb_src_ptr + i, -1)
     if BULK:
-        if COPIERS == 0:  # no copy programs (the CPU emulation): every program copies its share of the block
+        if WAVES > 0:  # the block copy wave by wave: each (wave, source) unit's slots once its flags landed
+            copier = pid  # no copy programs (the CPU emulation): every program, after its meta rows
+            copying = programs
+            copy_units = tl.where(fits, WAVES * ranks, 0)
+            if COPIERS > 0:  # the copy programs after the meta programs
+                copier = tl.maximum(pid - programs, 0)
+                copying = COPIERS
+                copy_units = tl.where(pid >= programs, copy_units, 0)
+            for unit in range(0, copy_units):
+                source_of = unit % ranks
+                wanted = source_of >= 0
+                if SELF_DIRECT:  # my own rows are in recv_x already
+                    wanted = source_of != me
+                if wanted:
+                    token = dl.wait(
+                        wave_flags + (source_of * WAVES + unit // ranks) * SENDERS,
+                        SENDERS,
+                        "sys",
+                        "acquire",
+                        waitValue=epoch,
+                    )
+                    ends = dl.consume_token(wave_bounds + source_of * WAVES, token)
+                    begin = tl.sum(tl.where(sources == source_of, slot_start, 0), axis=0)
+                    last = begin + tl.load(ends + unit // ranks)
+                    if unit >= ranks:
+                        begin += tl.load(ends + unit // ranks - 1)
+                    start = begin.to(tl.int64) * H
+                    size = (last - begin).to(tl.int64) * H
+                    landed = dl.consume_token(token_buf, token)
+                    for b in range(copier, ((size + COPY_BLOCK - 1) // COPY_BLOCK).to(tl.int32), copying):
+                        first = start + tl.cast(b, tl.int64) * COPY_BLOCK
+                        inside = flat < tl.minimum(start + size - first, COPY_BLOCK).to(tl.int32)
+                        block = tl.load(landed + first + flat, mask=inside)
+                        tl.store(recv_ptr + first + flat, block, mask=inside)
+        elif COPIERS == 0:  # no copy programs (the CPU emulation): every program copies its share of the block
             for b in range(pid, blocks, programs):
                 first = tl.cast(b, tl.int64) * COPY_BLOCK
                 inside = flat < tl.minimum(total - first, COPY_BLOCK).to(tl.int32)

@@ -72,7 +72,9 @@ pushed from a side stream) once the current stream waits for that push, ``expand
 push kernel is launched before the host waits, and does nothing if the buffers turn out too small, in which case it is
 launched again after ``sync``); otherwise ``sync`` comes first. A hook that records a CUDA event at each point measures,
 per interval, how long the stream took from the previous point to this one: a kernel, or the GPU idle while the host
-works."""
+works. With :data:`EXPAND_OVERLAPS_PUSH` (from a signature's second call) ``expand`` comes right after ``push`` (the
+expand kernel is launched beside the push, and the stream waits for it), so its interval is how long the expand ran
+after the push ended, and ``sync`` follows (no ``alloc``)."""
 _phase_hook: Callable[[str], object] | None = None
 BULK_COPIERS_PER_SM = 4
 """Copy programs per SM the expand kernel gets on top of its ``EXPAND_PER_SM`` with ``MoeConfig(pipelined=True)`` in
@@ -119,6 +121,54 @@ the other ranks, beside its stores over the links, and nothing waits for the hos
 Same results, bit for bit. An option until a GPU run measures it (``bench/moe.py --only-dispatch``)."""
 
 
+EXPAND_OVERLAPS_PUSH = False
+"""An option (default off; :func:`set_expand_overlaps_push`): where :data:`OWN_ROWS_IN_PUSH` applies (the pipelined
+gather dispatch without fp8, which it turns on with it), the expand kernel is launched right after the early push,
+beside it on a side stream, and copies each part of the token buffer as soon as it has landed instead of after the
+whole push (issue 27: route 33, push 172-175, expand 70-75 µs one after the other on 2 x H200 at 4096 tokens per
+rank, against the 228 µs of the 75% bar).
+
+- The push (``WAVES``) splits its tokens into :data:`EXPAND_WAVES` waves of consecutive tokens (whole route count
+  programs' ranges) and each program sets a flag per (wave, every rank) once it has pushed its tokens of that wave;
+  its program 0 first writes, per destination, how many of its tokens bound there come before each wave's end (the
+  route count programs' prefixes), so a receiver knows the slots of each (source, wave): consecutive, as a source's
+  slots are in token order.
+- The expand kernel (``WAVES``) waits per (wave, source), wave by wave, for that unit's flags of every push program,
+  then writes the meta of its slots (``EXPAND_OVERLAP_PER_SM`` programs per SM) and copies its payload
+  (``OVERLAP_COPIERS_PER_SM`` copy programs per SM; this rank's own rows are in ``recv_x`` already). When the last
+  wave lands, one wave's share of the expand remains.
+- The host must know, before the summary, where the outputs go: ``recv_x`` has a row per token slot (as with
+  ``OWN_ROWS_IN_PUSH``) and the other outputs a row per (token slot, k) and per token slot, allocated before the
+  launch; the returned tensors are their first rows. The expand reads the counts matrix (the route kernel's, complete
+  before the launch: the side stream waits for the route kernels' event) and, like the early push, does nothing if
+  the buffers must grow (the summary's sizes); then both go again after it, as without the option.
+- Progress: the expand's programs spin on flags only the pushes set, and the push waits for nothing, so the push
+  needs SMs to run on. Both launches are resident together on sm_90 (H = 7168, k = 8, two push programs per SM at
+  72 registers, four expand programs per SM at 64 or fewer: 51,200 of 65,536 registers, 768 of 2,048 threads), so
+  whichever launch the GPU starts first, the other's programs find room (``test_ops_moe_kernels.py`` checks the
+  registers); nothing else may fill the SMs meanwhile (another stream's kernels).
+
+Same results, bit for bit. An option until a GPU run measures it (``bench/moe.py --only-dispatch``)."""
+EXPAND_WAVES = 4
+"""Waves of the push with :data:`EXPAND_OVERLAPS_PUSH` (at most the route count programs: fewer under the CPU
+emulation's route programs, at least 1)."""
+EXPAND_OVERLAP_PER_SM = 2
+"""Meta programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`): ``NORMAL_PROGRAMS_PER_SM``,
+the push's by default."""
+OVERLAP_COPIERS_PER_SM = 2
+"""Copy programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`), after its meta programs."""
+
+
+def set_expand_overlaps_push(on: bool) -> bool:
+    """Turn :data:`EXPAND_OVERLAPS_PUSH` on or off for every dispatch from now on; returns the previous setting. Every
+    rank sets the same (the pushes' flags differ). Raises :class:`MoeError` if ``on`` is not a bool."""
+    global EXPAND_OVERLAPS_PUSH
+    if not isinstance(on, bool):
+        raise MoeError(f"set_expand_overlaps_push: on must be True or False, got {on!r}")
+    previous, EXPAND_OVERLAPS_PUSH = EXPAND_OVERLAPS_PUSH, on
+    return previous
+
+
 def set_own_rows_in_push(on: bool) -> bool:
     """Turn :data:`OWN_ROWS_IN_PUSH` on or off for every dispatch from now on (the plans are kept: the two ways use
     different push launches and the same expand launch); returns the previous setting. Raises :class:`MoeError` if
@@ -158,6 +208,10 @@ class _Workspace:
     count_signals: torch.Tensor | None = None
     """Across nodes only (else None): int64 [2, pow2(W)] (symmetric), the signal of each source's counts row put
     from another node."""
+    waves: torch.Tensor | None = None
+    """Pipelined on one node (else None): int32 [2, pow2(W) * EXPAND_WAVES * (programs + 1)] (symmetric), per parity
+    the push's wave flags ``(source, wave, program)`` then each source's slot count at each wave's end
+    (:data:`EXPAND_OVERLAPS_PUSH`)."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +297,11 @@ class _Plan:
     copiers: int = 0
     """Pipelined, on GPUs (else 0): the expand kernel's copy programs in the gather layout, after its ``expanders``
     (``BULK_COPIERS_PER_SM`` per SM; ``COPIERS``)."""
+    overlap_programs: int = 0
+    """Pipelined (else 0): the meta programs of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`):
+    ``EXPAND_OVERLAP_PER_SM`` per SM (under the emulation ``programs``)."""
+    overlap_copiers: int = 0
+    """Pipelined, on GPUs (else 0): its copy programs (``OVERLAP_COPIERS_PER_SM`` per SM)."""
     side: Any = None
     """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
     host_info: torch.Tensor | None = None
@@ -348,6 +407,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             ),
             parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
             count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
+            waves=rt.zeros(2, pow2(size) * EXPAND_WAVES * (programs + 1), dtype=torch.int32) if pipelined else None,
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
         return made
@@ -355,6 +415,9 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
     workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
     plan.expanders, plan.copiers = expanders, copiers
+    if pipelined:
+        plan.overlap_programs = EXPAND_OVERLAP_PER_SM * sms or programs
+        plan.overlap_copiers = OVERLAP_COPIERS_PER_SM * sms
     plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
@@ -481,23 +544,30 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
     plan.buffers = resources.workspace(key, create, what=f"moe_dispatch {plan.mode} buffers")
 
 
-def _launch_key(name: str, gather: bool, self_mode: int, dtypes: list[torch.dtype]) -> tuple[Any, ...]:
-    """The key of a kernel's launch plan in ``_Plan.launches``: one per kernel, layout, ``self_mode`` and the dtypes
-    of its leading tensor arguments, in order."""
-    return (name, gather, self_mode, *dtypes)
+def _launch_key(name: str, gather: bool, self_mode: int, dtypes: list[torch.dtype], waves: int = 0) -> tuple[Any, ...]:
+    """The key of a kernel's launch plan in ``_Plan.launches``: one per kernel, layout, ``self_mode``, ``waves`` and
+    the dtypes of its leading tensor arguments, in order."""
+    return (name, gather, self_mode, waves, *dtypes)
 
 
 def _launch(
-    plan: _Plan, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0
+    plan: _Plan,
+    name: str,
+    leading: dict[str, Any],
+    device: torch.device,
+    gather: bool = False,
+    self_mode: int = 0,
+    waves: int = 0,
 ) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
     ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written);
     ``self_mode`` (``_self_push``): 1, the push without this rank's own payload and the expand kernel's copy without
-    those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only."""
+    those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only; ``waves`` > 0
+    (:data:`EXPAND_OVERLAPS_PUSH`): the push's wave flags, and the expand kernel that waits for them beside it."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
     dtypes = [v.dtype for v in leading.values() if isinstance(v, torch.Tensor)]
-    launch_key = _launch_key(name, gather, self_mode, dtypes)
+    launch_key = _launch_key(name, gather, self_mode, dtypes, waves)
     found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
@@ -543,6 +613,8 @@ def _launch(
                 fixed |= {"COMBINE_CAP": buffers.combine_slots, "CHECK_CAP": True}
             if self_mode:
                 fixed |= {"SELF": self_mode}
+            if waves:  # EXPAND_OVERLAPS_PUSH: a flag per wave as well (the early push only)
+                fixed |= {"waves_ptr": ws.waves, "WAVES": waves}
             if across is not None:
                 fixed |= {"send_ptr": across.send, "send_meta_ptr": across.send_meta, **topology}
                 fixed |= {"slot_signals_ptr": across.slot_signals, "ELEM": buffers.tokens.element_size()}
@@ -560,8 +632,11 @@ def _launch(
                     "COPY_BLOCK": bulk_copy_block(plan.fp8),
                     "SELF_DIRECT": bool(self_mode),
                 }
-                if plan.expand_block:  # MoeConfig.expand_block: that many tokens' meta per step
+                if plan.expand_block and not waves:  # MoeConfig.expand_block: that many tokens' meta per step
                     fixed |= {"META_BLOCK": plan.expand_block}
+            if waves:  # EXPAND_OVERLAPS_PUSH: beside the push, each wave of each source once it landed
+                fixed |= {"waves_ptr": ws.waves, "WAVES": waves, "SENDERS": plan.programs}
+                fixed |= {"COMBINE_CAP": buffers.combine_slots, "COPIERS": plan.overlap_copiers}
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
@@ -575,6 +650,8 @@ def _launch(
             if across is not None:
                 fixed |= {"combine_signals_ptr": across.combine_signals, **topology}
         grid = (plan.expanders if name == "expand" and plan.expanders else plan.programs, 1, 1)
+        if name == "expand" and waves:
+            grid = (plan.overlap_programs, 1, 1)
         if name == "expand" and fixed.get("COPIERS"):
             grid = (grid[0] + fixed["COPIERS"], 1, 1)
     kernel = getattr(kernels, f"_{name}_kernel")
@@ -615,9 +692,15 @@ def _self_push(plan: _Plan, gather: bool, fp8: bool, x: torch.Tensor) -> bool:
 
 def _own_in_push(plan: _Plan, gather: bool, fp8: bool) -> bool:
     """Whether this call's push stores this rank's own tokens' payload into ``recv_x`` itself (``SELF = 3``):
-    :data:`OWN_ROWS_IN_PUSH` on, and the gather layout's block copy without fp8 (where ``_self_push`` applies, at
-    any size)."""
-    return OWN_ROWS_IN_PUSH and _bulk_copy(plan, gather, False) and not fp8
+    :data:`OWN_ROWS_IN_PUSH` (or :data:`EXPAND_OVERLAPS_PUSH`) on, and the gather layout's block copy without fp8
+    (where ``_self_push`` applies, at any size)."""
+    return (OWN_ROWS_IN_PUSH or EXPAND_OVERLAPS_PUSH) and _bulk_copy(plan, gather, False) and not fp8
+
+
+def _waves(plan: _Plan) -> int:
+    """The push's waves with :data:`EXPAND_OVERLAPS_PUSH` (``EXPAND_WAVES``, at most the route count programs; both
+    powers of two, so a wave is a whole number of route count programs' token ranges)."""
+    return min(EXPAND_WAVES, plan.route_programs)
 
 
 def _aligned(t: torch.Tensor) -> torch.Tensor:
@@ -725,14 +808,24 @@ def _dispatch(
     early = sized is not None and _early_push(plan)
     payload = FP8_DTYPE if fp8 and not dequantize else plan.dtype
     slots_x = None  # inline: recv_x with a row per token slot, allocated before the early push (which fills it)
+    status = info[4:]
+    overlap = early and inline and EXPAND_OVERLAPS_PUSH  # the expand kernel beside the early push
+    beside: list[torch.Tensor] = []  # overlap: its outputs, a row per token slot (and per its k rows)
     if early:
         if inline:
             assert sized is not None
             slots_x = torch.empty(sized.token_slots, plan.hidden, dtype=payload, device=device)
             push["self_ptr"] = slots_x
-        _launch(plan, "push", push, device, self_mode=push_mode)
+        waves = _waves(plan) if overlap else 0
+        _launch(plan, "push", push, device, self_mode=push_mode, waves=waves)
         if mark is not None:
             mark("push")
+        if overlap:
+            assert sized is not None and slots_x is not None
+            slots, bounds = sized.token_slots, {"status_ptr": status, "epoch_ptr": epoch, "tok_pos_ptr": tok_pos}
+            beside = _expand_beside(plan, slots_x, slots, bounds, device, routed, pooled, waves)
+            if mark is not None:
+                mark("expand")
     if plan.low_latency:
         rows_shape: tuple[int, ...] = (experts, size * plan.max_tokens)
         received = size * plan.max_tokens
@@ -749,6 +842,15 @@ def _dispatch(
         rows_shape, received = (summary[0],), summary[1]
     recv_shape = (received,) if gather else rows_shape
     pushed = early and plan.buffers is sized  # the early push did nothing exactly when the buffers grew
+    if overlap and pushed:  # the expand ran beside the push: its outputs' first rows
+        assert slots_x is not None
+        rows = rows_shape[0]
+        kept = [out[:rows] for out in beside[:6]] + [out[:received] for out in beside[6:9]] + beside[9:]
+        gather_rows, src_rank, src_token, expert, slot, weight_bits, comb_rows, comb_src, comb_dst = kept[:9]
+        counts, offsets, src_offsets, recv_tokens, scale_bits = kept[9:]
+        return (slots_x[:received], counts, offsets, src_offsets, src_rank, src_token, expert,
+                weight_bits.view(torch.float32), slot, recv_tokens, status, tok_pos, row, epoch, comb_rows, comb_src,
+                comb_dst, scale_bits.view(torch.float32), gather_rows)  # fmt: skip
     if inline and pushed:  # its rows up to the slots this rank receives (its own tokens' rows filled by the push)
         assert slots_x is not None
         recv_x = slots_x[:received]
@@ -766,10 +868,7 @@ def _dispatch(
     # Low-latency rows nobody fills this call read as "no row" (-1 / 0): the expand kernel writes them too.
     shapes = [rows_shape if gather else (0,), *([rows_shape] * 5), (received, topk), (received,), (received,)]
     shapes += [(experts,), (experts,), (experts, size), (), (*recv_shape, plan.scales) if kept_scales else (0,)]
-    status = info[4:]
-    # The expand kernel's output arguments, by their place in `shapes` (weights and scales: fp32 bits; the stand-ins
-    # the kernel never touches: the weights for the scales, the slots for the gather rows).
-    places = (1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11, 12, 13 if kept_scales else 5, 0 if gather else 4)
+    places = _expand_places(gather, kept_scales)
     dtypes = [torch.float32 if name in _EXPAND_FP32 else torch.int32 for name in _EXPAND_OUTPUTS]
     direct = int(own or inline)  # the expand kernel's SELF_DIRECT: its block copy leaves my own tokens' rows out
     key = _launch_key("expand", gather, direct, [recv_x.dtype, *dtypes, torch.int32, torch.int32, torch.int32])
@@ -810,6 +909,56 @@ def _dispatch(
     weights, scales = weight_bits.view(torch.float32), scale_bits.view(torch.float32)
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
             tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows)  # fmt: skip
+
+
+def _expand_places(gather: bool, kept_scales: bool) -> tuple[int, ...]:
+    """The expand kernel's output arguments (``_EXPAND_OUTPUTS``), by their place in a dispatch's list of int32
+    outputs (weights and scales: fp32 bits; the stand-ins the kernel never touches: the weights for the scales, the
+    slots for the gather rows)."""
+    return (1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11, 12, 13 if kept_scales else 5, 0 if gather else 4)
+
+
+def _expand_beside(
+    plan: _Plan,
+    recv_x: torch.Tensor,
+    slots: int,
+    trailing: dict[str, torch.Tensor],
+    device: torch.device,
+    routed: torch.cuda.Event | None,
+    pooled: bool,
+    waves: int,
+) -> list[torch.Tensor]:
+    """Launch the gather layout's expand kernel beside the early push (:data:`EXPAND_OVERLAPS_PUSH`), into outputs
+    sized by the plan's ``slots`` token slots (``recv_x``: a row per slot, this rank's own rows stored by the push;
+    the per-row outputs ``slots * k`` rows, the per-token ones ``slots``), and return those outputs in the order of
+    ``_dispatch``'s int32 list (the caller keeps their first rows once the summary says how many). ``trailing``: the
+    kernel's status, epoch and ``tok_pos`` arguments. On GPUs on ``plan``'s side stream after ``routed`` (the route
+    kernels' event: the counts matrix and the summary it reads), the current stream waiting for it at once (nothing
+    follows on it in this call, the push is before); on the CPU (the emulation) in order, after the push."""
+    experts, size, topk = plan.local_experts, plan.world_size, plan.topk
+    rows = (slots * topk,)
+    shapes = [rows, *([rows] * 5), (slots, topk), (slots,), (slots,), (experts,), (experts,), (experts, size), (), (0,)]
+    outs = _int32s(shapes, device, pooled)
+    arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
+                 for name, place in zip(_EXPAND_OUTPUTS, _expand_places(True, False), strict=True)]  # fmt: skip
+    expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True)), **trailing}
+    if device.type != "cuda":
+        _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
+        return outs
+    current = torch.cuda.current_stream(device)
+    if plan.side is None:
+        plan.side = torch.cuda.Stream(device)
+    side = plan.side
+    if routed is not None:
+        side.wait_event(routed)
+    else:
+        side.wait_stream(current)
+    with torch.cuda.stream(side):
+        _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
+    done = torch.cuda.Event()
+    done.record(side)
+    current.wait_event(done)
+    return outs
 
 
 _EXPAND_OUTPUTS = (
