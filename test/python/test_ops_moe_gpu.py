@@ -11,7 +11,8 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
 (``VARIANT_CONFIGS``) in the pipelined gather layout at H = 7168 and in fp8, and ``op.OWN_ROWS_IN_PUSH`` there at
-H = 7168 (the push storing this rank's own rows itself), against the reference too.
+H = 7168 (the push storing this rank's own rows itself) and ``op.EXPAND_OVERLAPS_PUSH`` (the expand kernel beside
+the push, wave by wave), against the reference too.
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -452,6 +453,11 @@ def _worker(out_dir: str) -> None:
             check_gathered(f"own_in_push/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
         finally:
             moe_op.set_own_rows_in_push(previous)
+        previous = moe_op.set_expand_overlaps_push(True)  # the same plan's expand beside its early push, by waves
+        try:
+            check_gathered(f"overlap/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
+        finally:
+            moe_op.set_expand_overlaps_push(previous)
         for config in VARIANT_CONFIGS:  # the route and expand options: their plan's first call, then its early push
             option = f"options/{config.route_programs}-{config.expand_block}"
             check_gathered(f"{option}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, config))
