@@ -71,7 +71,7 @@ gather row, the same with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on (``ours gather pipe
 tokens' rows stored by the push's one launch instead of a side stream's; its speed against the pipelined default and
 its bar); and the same with ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` on (``ours gather pipelined overlap``: the expand
 kernel beside the push, each wave copied once landed; its phases are route, push, expand = how long the expand ran
-after the push ended, sync). With
+after the push ended, sync; ``--expand-waves 8,16`` adds it at those waves, ``ops.moe.op.set_expand_waves``). With
 ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the pipelined gather dispatch (bf16 and fp8)
 with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of both (``option_configs``) beside
 the pipelined default, in the same run: their verification, totals, phases, speed against that default and bars.
@@ -203,9 +203,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=[],
         help="--only-dispatch: also time it with MoeConfig(expand_block=B) for each B (powers of two)",
     )
+    parser.add_argument(
+        "--expand-waves",
+        type=_positive_ints,
+        default=[],
+        help="--only-dispatch: also time the overlap row with ops.moe.op.set_expand_waves(N) for each N",
+    )
     args = parser.parse_args(argv)
-    if (args.route_programs or args.expand_block) and not args.only_dispatch:
-        parser.error("--route-programs and --expand-block time options of --only-dispatch: pass --only-dispatch too")
+    if (args.route_programs or args.expand_block or args.expand_waves) and not args.only_dispatch:
+        parser.error(
+            "--route-programs, --expand-block and --expand-waves time options of --only-dispatch: pass "
+            "--only-dispatch too"
+        )
     if args.only_dispatch and args.tokens == list(TOKENS):
         args.tokens = list(QUICK_TOKENS)
     if args.reps < 20:
@@ -240,7 +249,7 @@ def option_configs(route_programs: Sequence[int], expand_blocks: Sequence[int]) 
 def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: int, options: dict[str, Any]) -> Any:
     """``triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)``; an ``OWN_IN_PUSH`` key in ``options`` is not
     passed on but sets ``ops.moe.op.OWN_ROWS_IN_PUSH`` for the call, an ``OVERLAP`` key likewise
-    ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` (both restored after)."""
+    ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` (an int: that many waves, ``set_expand_waves``; all restored after)."""
     import triton_dist
     from triton_dist.ops.moe import op as moe_op
 
@@ -251,11 +260,15 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
     previous = moe_op.set_own_rows_in_push(bool(own))
     overlapped = moe_op.set_expand_overlaps_push(bool(overlap))
+    waves = moe_op.EXPAND_WAVES
     try:
+        if type(overlap) is int:
+            moe_op.set_expand_waves(overlap)
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
     finally:
         moe_op.set_own_rows_in_push(previous)
         moe_op.set_expand_overlaps_push(overlapped)
+        moe_op.set_expand_waves(waves)
 
 
 def make_inputs(
@@ -1543,6 +1556,9 @@ class Bench:
                     variants[f"{PIPELINED_GATHER} {OWN_IN_PUSH}"] = {**variants[PIPELINED_GATHER], OWN_IN_PUSH: True}
                     # op.EXPAND_OVERLAPS_PUSH (issue 27's 75% bar): the expand beside the push, timed next
                     variants[f"{PIPELINED_GATHER} {OVERLAP}"] = {**variants[PIPELINED_GATHER], OVERLAP: True}
+                    for waves in a.expand_waves:  # --expand-waves: the same with that many waves
+                        label_of = f"{PIPELINED_GATHER} {OVERLAP} {waves} waves"
+                        variants[label_of] = {**variants[PIPELINED_GATHER], OVERLAP: waves}
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
             for label in (GATHER, f"{FP8} gather"):
@@ -1591,7 +1607,7 @@ class Bench:
                 if (label, tokens) in totals and (f"{label} pipelined", tokens) in totals:
                     ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
                     log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
-            for suffix in (OWN_IN_PUSH, OVERLAP):
+            for suffix in (OWN_IN_PUSH, OVERLAP, *(f"{OVERLAP} {n} waves" for n in a.expand_waves)):
                 own = f"{PIPELINED_GATHER} {suffix}"
                 if (PIPELINED_GATHER, tokens) in totals and (own, tokens) in totals:
                     ratio = totals[PIPELINED_GATHER, tokens] / totals[own, tokens]
@@ -1608,8 +1624,12 @@ class Bench:
         x, idx, w = self.inputs(tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
         options = [f"{GATHER} pipelined {suffix}" for suffix in options_of]
+        overlaps = [
+            f"{PIPELINED_GATHER} {OVERLAP}",
+            *(f"{PIPELINED_GATHER} {OVERLAP} {n} waves" for n in a.expand_waves),
+        ]
         for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined", f"{PIPELINED_GATHER} {OWN_IN_PUSH}",
-                      f"{PIPELINED_GATHER} {OVERLAP}", *options):  # fmt: skip
+                      *overlaps, *options):  # fmt: skip
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "

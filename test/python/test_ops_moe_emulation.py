@@ -124,7 +124,8 @@ OVERLAP_CASES = ("random", "variants", "random", "one_rank", "t0", "variants", "
 each k's first call without buffers; then the expand beside the early push with uneven T, a rank receiving nothing
 (``one_rank``), a rank sending nothing (``t0``) and four waves of several tokens each (``variants``: 19, 13 and 7
 tokens, 4 route count programs under the emulation); at 2 ranks last (``OVERLAP_AT_TWO``) the early push and the
-expand beside it doing nothing while the combine slots grow (both go again after the summary)."""
+expand beside it doing nothing while the combine slots grow (both go again after the summary); then ``variants`` in two
+waves (``op.set_expand_waves(2)``: two route count programs' ranges a wave)."""
 OVERLAP_AT_TWO = ("grow_combine",)
 
 
@@ -411,6 +412,13 @@ def _overlap(rank: int, size: int) -> dict[str, list[str]]:
             with _PoisonedEmpty():
                 problems = _case(rank, size, name, number, "normal", OVERLAP_CONFIG, "gather")
             record[f"overlap/{name}#{number}/normal"] = problems
+        waves = moe_op.set_expand_waves(2)  # two route count programs a wave
+        try:
+            with _PoisonedEmpty():
+                problems = _case(rank, size, "variants", len(OVERLAP_CASES), "normal", OVERLAP_CONFIG, "gather")
+            record[f"overlap/waves2/variants#{len(OVERLAP_CASES)}/normal"] = problems
+        finally:
+            moe_op.set_expand_waves(waves)
     finally:
         moe_op.set_expand_overlaps_push(previous)
     return record
@@ -581,6 +589,7 @@ def test_the_expand_beside_the_push_matches_the_reference(records: list[dict[str
         got = {key: problems for key, problems in record.items() if key.startswith("overlap/")}
         want = [f"overlap/{name}#{n}/normal" for n, name in enumerate(OVERLAP_CASES)
                 if len(records) == 2 or name not in OVERLAP_AT_TWO]  # fmt: skip
+        want.append(f"overlap/waves2/variants#{len(OVERLAP_CASES)}/normal")
         assert sorted(got) == sorted(want)
         failed = {key: problems for key, problems in got.items() if problems}
         assert not failed, f"rank {rank}: {failed}"

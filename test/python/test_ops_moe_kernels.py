@@ -749,6 +749,11 @@ def test_expand_overlaps_push_is_an_option_off_by_default() -> None:
         assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
         assert not moe_op._own_in_push(plan, True, True) and not moe_op._own_in_push(plan, False, False)  # type: ignore[arg-type]
         assert moe_op._waves(plan) == 2 and moe_op._waves(SimpleNamespace(route_programs=64)) == moe_op.EXPAND_WAVES  # type: ignore[arg-type]
+        assert moe_op.set_expand_waves(8) == 4 and moe_op._waves(SimpleNamespace(route_programs=64)) == 8  # type: ignore[arg-type]
+        for wrong in (0, 3, 32, True):
+            with pytest.raises(MoeError, match=f"waves must be a power of two in \\[1, 16\\], got {wrong!r}"):
+                moe_op.set_expand_waves(wrong)
+        moe_op.set_expand_waves(4)
     finally:
         assert moe_op.set_expand_overlaps_push(False) is True
     assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
@@ -895,6 +900,13 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: True})
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather"})
     assert overlaps == [True, False] and moe_op.EXPAND_OVERLAPS_PUSH is False
+    waves: list[int] = []
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: waves.append(moe_op.EXPAND_WAVES))
+    bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: 8})
+    assert waves == [8] and moe_op.EXPAND_WAVES == 4
+    assert bench.parse_args(["--only-dispatch", "--expand-waves", "8,16"]).expand_waves == [8, 16]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--expand-waves", "8"])  # only with --only-dispatch
 
 
 def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path: Any) -> None:

@@ -150,8 +150,11 @@ rank, against the 228 µs of the 75% bar).
 
 Same results, bit for bit. An option until a GPU run measures it (``bench/moe.py --only-dispatch``)."""
 EXPAND_WAVES = 4
-"""Waves of the push with :data:`EXPAND_OVERLAPS_PUSH` (at most the route count programs: fewer under the CPU
-emulation's route programs, at least 1)."""
+"""Waves of the push with :data:`EXPAND_OVERLAPS_PUSH` (:func:`set_expand_waves`; at most the route count programs:
+fewer under the CPU emulation's route programs, at least 1). More leave a smaller last wave for the expand after
+the push, at one more flag round per push program each."""
+MAX_EXPAND_WAVES = 16
+"""The most :data:`EXPAND_WAVES` (the ``waves`` workspace is sized for it)."""
 EXPAND_OVERLAP_PER_SM = 2
 """Meta programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`): ``NORMAL_PROGRAMS_PER_SM``,
 the push's by default."""
@@ -166,6 +169,16 @@ def set_expand_overlaps_push(on: bool) -> bool:
     if not isinstance(on, bool):
         raise MoeError(f"set_expand_overlaps_push: on must be True or False, got {on!r}")
     previous, EXPAND_OVERLAPS_PUSH = EXPAND_OVERLAPS_PUSH, on
+    return previous
+
+
+def set_expand_waves(waves: int) -> int:
+    """Set :data:`EXPAND_WAVES` for every dispatch from now on (every rank the same); returns the previous one. Raises
+    :class:`MoeError` unless ``waves`` is a power of two in [1, ``MAX_EXPAND_WAVES``]."""
+    global EXPAND_WAVES
+    if type(waves) is not int or waves < 1 or waves > MAX_EXPAND_WAVES or waves & (waves - 1):
+        raise MoeError(f"set_expand_waves: waves must be a power of two in [1, {MAX_EXPAND_WAVES}], got {waves!r}")
+    previous, EXPAND_WAVES = EXPAND_WAVES, waves
     return previous
 
 
@@ -209,8 +222,8 @@ class _Workspace:
     """Across nodes only (else None): int64 [2, pow2(W)] (symmetric), the signal of each source's counts row put
     from another node."""
     waves: torch.Tensor | None = None
-    """Pipelined on one node (else None): int32 [2, pow2(W) * EXPAND_WAVES * (programs + 1)] (symmetric), per parity
-    the push's wave flags ``(source, wave, program)`` then each source's slot count at each wave's end
+    """Pipelined on one node (else None): int32 [2, pow2(W) * MAX_EXPAND_WAVES * (programs + 1)] (symmetric), per
+    parity the push's wave flags ``(source, wave, program)`` then each source's slot count at each wave's end
     (:data:`EXPAND_OVERLAPS_PUSH`)."""
 
 
@@ -407,7 +420,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             ),
             parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
             count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
-            waves=rt.zeros(2, pow2(size) * EXPAND_WAVES * (programs + 1), dtype=torch.int32) if pipelined else None,
+            waves=rt.zeros(2, pow2(size) * MAX_EXPAND_WAVES * (programs + 1), dtype=torch.int32) if pipelined else None,
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
         return made
