@@ -143,10 +143,13 @@ rank, against the 228 µs of the 75% bar).
   before the launch: the side stream waits for the route kernels' event) and, like the early push, does nothing if
   the buffers must grow (the summary's sizes); then both go again after it, as without the option.
 - Progress: the expand's programs spin on flags only the pushes set, and the push waits for nothing, so the push
-  needs SMs to run on. Both launches are resident together on sm_90 (H = 7168, k = 8, two push programs per SM at
-  72 registers, four expand programs per SM at 64 or fewer: 51,200 of 65,536 registers, 768 of 2,048 threads), so
-  whichever launch the GPU starts first, the other's programs find room (``test_ops_moe_kernels.py`` checks the
-  registers); nothing else may fill the SMs meanwhile (another stream's kernels).
+  needs SMs to run on, one program at a time at least. On sm_90 (H = 7168, k = 8) the push with its waves takes 96
+  registers per thread, the expand beside it 56, neither shared memory: two push and four expand programs of 128
+  threads per SM use 53,248 of 65,536 registers and 768 of 2,048 threads, so both launches are resident together
+  whichever the GPU starts first; and however it places the expand's programs (4 per SM on average), some SM holds
+  at most 4 of them and has room for a push program (``test_ops_moe_kernels.py`` checks the registers). Nothing
+  else may fill the SMs meanwhile (another stream's spinning kernels).
+- ``MoeConfig.expand_block`` is ignored by the expand beside the push (one token's meta a step).
 
 Same results, bit for bit. An option until a GPU run measures it (``bench/moe.py --only-dispatch``)."""
 EXPAND_WAVES = 4
