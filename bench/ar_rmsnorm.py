@@ -132,13 +132,18 @@ SWEEP = (
         for reduce in ("spin", "spin_words")
         for warps in (1, 2, 8)
     ]
+    + [
+        ArRmsNormConfig("one_shot_ll", SLOTS["one_shot_ll"], 2, ll_reduce="spin_words", ll_slices=slices)
+        for slices in (4, 8)
+    ]
 )
 """The fused op's configs also timed (graphed) at the ``--sweep-rows`` M values: what the chosen config (the
 all-reduce's algorithm for the size, warps by row length) leaves on the table; and the LL variant with its rows
 split into 1, 4 and 16 slices whatever the programs (``ll_slices``: up to 16 x M programs), what its own bound on
 the split (``LL_SPLIT_PROGRAMS``) leaves; and the single reader at 8 and 16 warps (16: half the reader's words per
 thread, a row split into at most 8 slices); and the spin variants at 1, 2 and 8 warps a program (their columns:
-4)."""
+4), and spin_words at 2 warps (the default) with each row split into 4 or 8 slices rather than 16: fewer programs
+to exchange the partial sums of squares between (issue 28's M <= 4 gap)."""
 SWEEP_ROWS = (1, 4, 16, 64, 128, 256, 1024, 8192)
 
 
