@@ -958,22 +958,9 @@ def _expand_beside(
     arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
                  for name, place in zip(_EXPAND_OUTPUTS, _expand_places(True, False), strict=True)]  # fmt: skip
     expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True)), **trailing}
-    if device.type != "cuda":
-        _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
-        return outs
-    current = torch.cuda.current_stream(device)
-    if plan.side is None:
-        plan.side = torch.cuda.Stream(device)
-    side = plan.side
-    if routed is not None:
-        side.wait_event(routed)
-    else:
-        side.wait_stream(current)
-    with torch.cuda.stream(side):
-        _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
-    done = torch.cuda.Event()
-    done.record(side)
-    current.wait_event(done)
+    _on_side_stream(
+        plan, device, routed, lambda: _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
+    )
     return outs
 
 
@@ -1010,8 +997,17 @@ def _push_own(plan: _Plan, push: dict[str, Any], device: torch.device, routed: t
     ``push["self_ptr"]``) on ``plan``'s side stream after ``routed`` (the event after the route kernels: the positions
     and counts it reads), and make the current stream wait for it, so it runs beside the push and before the expand
     kernel. On the CPU (the emulation) it is launched in order."""
+    _on_side_stream(plan, device, routed, lambda: _launch(plan, "push", push, device, self_mode=2))
+
+
+def _on_side_stream(
+    plan: _Plan, device: torch.device, routed: torch.cuda.Event | None, launch: Callable[[], None]
+) -> None:
+    """Run ``launch`` on ``plan``'s side stream after ``routed`` (the route kernels' event; None: after the current
+    stream's work so far), the current stream then waiting for it: beside whatever the current stream runs meanwhile,
+    before what it runs next. On the CPU (the emulation) ``launch`` runs in order."""
     if device.type != "cuda":
-        _launch(plan, "push", push, device, self_mode=2)
+        launch()
         return
     current = torch.cuda.current_stream(device)
     if plan.side is None:
@@ -1022,7 +1018,7 @@ def _push_own(plan: _Plan, push: dict[str, Any], device: torch.device, routed: t
     else:
         side.wait_stream(current)
     with torch.cuda.stream(side):
-        _launch(plan, "push", push, device, self_mode=2)
+        launch()
     done = torch.cuda.Event()
     done.record(side)
     current.wait_event(done)
