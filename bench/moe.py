@@ -45,6 +45,12 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   :class:`A2ADispatcher` (NCCL) + the same two ``ops.grouped_gemm`` calls + its NCCL combine. Before timing, at each
   size, (2) and (3) are checked against (1), and at the smallest size all three against a dense fp32 torch reference
   (every expert's tokens through its weights, summed over the ranks). The bar: (3)'s device µs / (1)'s >= 1.5.
+  Beside them: (4) ``layer: grouped GEMMs only``: the layer's expert compute alone (gate/up grouped GEMM, SiLU * up,
+  down grouped GEMM, :func:`expert_gemms`) on ours' receive layout, dispatched once outside the timing (checked:
+  combined, against (1)); (3)'s µs / (4)'s is the bound, the most any dispatcher can reach with this GEMM, printed
+  beside the bar. (5) at ``--layer-tokens`` <= ``--ll-tokens``: ``layer: ours low-latency (graphed)``, the layer
+  with ``mode="low_latency", max_tokens_per_rank=--ll-tokens``, one forward per CUDA graph (captured on empty
+  routing, replayed on these inputs; checked against (1) first); host µs: its eager forward.
 - **push all-gather**: ``examples/allgather_push.py``'s kernel, a shard of ``--ag-tokens`` x H per rank; its
   per-rank bandwidth (bytes each rank sends to its peers / µs) is the bar for normal mode at 4096 tokens.
 
@@ -142,6 +148,14 @@ LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
 with ``dispatch_layout="gather"``, and the same weights through :class:`A2ADispatcher` + ``ops.grouped_gemm``."""
 LAYER_PATHS = (LAYER_OURS, LAYER_GATHER, LAYER_NCCL)
+LAYER_GEMMS = "layer: grouped GEMMs only"
+"""The row of the layer's expert compute alone (both grouped GEMMs and SiLU * up on ours' receive layout, dispatched
+once outside the timing): ``LAYER_NCCL``'s µs / its µs bounds what any dispatcher can reach with this GEMM."""
+LAYER_LL = "layer: ours low-latency (graphed)"
+"""The row of ``ExpertParallelMoE(mode="low_latency", max_tokens_per_rank=--ll-tokens)``, one forward per CUDA graph,
+at every ``--layer-tokens`` up to that capacity."""
+LAYER_ROWS = (*LAYER_PATHS, LAYER_LL, LAYER_GEMMS)
+"""Every layer row's path, in the table's and the chart's order."""
 LAYER_TOKENS = (128, 4096)
 LAYER_INTERMEDIATE = 2048
 LAYER_BAR = 1.5
@@ -596,10 +610,25 @@ def nccl_layer_forward(
     recv_x, handle = disp.dispatch(x, idx, weights)
     counts = disp.recv_counts[:, 1:].sum(0).to(torch.int32)  # rows per local expert, summed over the sources
     offsets = (torch.cumsum(counts, 0) - counts).to(torch.int32)
+    return disp.combine(expert_gemms(recv_x, gate_up, down, counts, offsets, gemm), handle)
+
+
+def expert_gemms(
+    rows: torch.Tensor,
+    gate_up: torch.Tensor,
+    down: torch.Tensor,
+    counts: torch.Tensor,
+    offsets: torch.Tensor,
+    gemm: GroupedGemm,
+) -> torch.Tensor:
+    """The expert compute of ``ExpertParallelMoE.forward`` (bf16) on rows grouped by local expert: ``gemm`` with
+    ``gate_up`` [L, H, 2I] (gate's columns, then up's), ``silu(gate) * up``, ``gemm`` with ``down`` [L, I, H];
+    ``counts`` / ``offsets``: int32 [L], each expert's rows of ``rows`` [R, H]. Returns the experts' unweighted
+    outputs [R, H] (what a combine takes); raises what ``gemm`` raises."""
     inter = down.shape[1]
-    gate_up_rows = gemm(recv_x, gate_up, counts, offsets)
+    gate_up_rows = gemm(rows, gate_up, counts, offsets)
     act = functional.silu(gate_up_rows[:, :inter]) * gate_up_rows[:, inter:]
-    return disp.combine(gemm(act.contiguous(), down, counts, offsets), handle)
+    return gemm(act.contiguous(), down, counts, offsets)
 
 
 def dense_moe_partial(
@@ -798,16 +827,31 @@ def _speedup(base: dict[str, Any] | None, row: dict[str, Any] | None, timing: st
     return None
 
 
+def layer_bound(rows: Sequence[dict[str, Any]], tokens: int) -> float | None:
+    """The most any dispatcher can reach with this GEMM at ``tokens`` per rank: ``LAYER_NCCL``'s device µs /
+    ``LAYER_GEMMS``' (the layer's expert compute alone), or None without both rows."""
+    return _speedup(layer_row(rows, LAYER_NCCL, tokens), layer_row(rows, LAYER_GEMMS, tokens), "device")
+
+
 def layer_bar(rows: Sequence[dict[str, Any]], tokens: int) -> str:
     """Issue 27's layer bar at ``tokens`` per rank: ``layer: ours / NCCL dispatcher + same GEMM: X.XXx (>= 1.5:
-    PASS/FAIL)`` (device µs; FAIL too where a row at this size failed its check; 'not measured' without both
-    rows), then from idle and the gather layout's ratios."""
+    PASS/FAIL; bound Y.YYx: the grouped GEMMs take G of O µs)`` (device µs; FAIL too where a row at this size failed
+    its check; 'not measured' without both rows; the bound where the GEMMs-only row was measured: ``layer_bound``),
+    then from idle, the gather layout's and the low-latency layer's ratios."""
     ours, gather, base = (layer_row(rows, path, tokens) for path in LAYER_PATHS)
+    gemms, low = layer_row(rows, LAYER_GEMMS, tokens), layer_row(rows, LAYER_LL, tokens)
     speed = _speedup(base, ours, "device")
     if speed is None:
         return f"layer: ours / NCCL dispatcher + same GEMM at {tokens} tokens/rank: not measured"
     checked = all(str(r.get("verified", "")).startswith("ok") for r in (ours, base, gather) if r is not None)
     verdict = "PASS" if checked and speed >= LAYER_BAR else "FAIL"
+    bound = layer_bound(rows, tokens)
+    if bound is not None and gemms is not None and ours is not None:
+        below = ", below the bar" if bound < LAYER_BAR else ""
+        verdict += (
+            f"; bound {bound:.2f}x{below}: the grouped GEMMs take {gemms['forward device']:.0f} of "
+            f"{ours['forward device']:.0f} µs"
+        )
     text = (
         f"layer: ours / NCCL dispatcher + same GEMM: {speed:.2f}x (>= {LAYER_BAR}: {verdict}) at {tokens} tokens/rank"
     )
@@ -818,8 +862,13 @@ def layer_bar(rows: Sequence[dict[str, Any]], tokens: int) -> str:
     gathered = _speedup(base, gather, "device")
     if gathered is not None:
         more.append(f"gather layout {gathered:.2f}x")
+    graphed = _speedup(base, low, "device")
+    if graphed is not None:
+        more.append(f"low-latency graphed {graphed:.2f}x")
     if not checked:
         more.append("a row failed its check")
+    more += [f"{r['path']} failed its check" for r in (gemms, low)
+             if r is not None and not str(r.get("verified", "")).startswith("ok")]  # fmt: skip
     return f"{text} ({'; '.join(more)})"
 
 
@@ -887,7 +936,11 @@ def write_results(
             f"{extras.get('layer_intermediate', LAYER_INTERMEDIATE)} per expert, bf16: one forward (dispatch, gate/up "
             "grouped GEMM, SiLU * up, down grouped GEMM, combine). µs as above (host: — since the dispatch "
             f"synchronizes with the host). {LAYER_NCCL}: the same weights through the NCCL A2ADispatcher, the same "
-            "two ops.grouped_gemm calls and its NCCL combine. Speedup: its µs / this row's.",
+            f"two ops.grouped_gemm calls and its NCCL combine. Speedup: its µs / this row's. {LAYER_GEMMS}: the "
+            "layer's two grouped GEMMs and SiLU * up alone on ours' receive layout (dispatched once, untimed); its "
+            "speedup is the bound, the most any dispatcher can reach with this GEMM (in the bar's line). "
+            f"{LAYER_LL}: the layer with mode='low_latency' (max_tokens_per_rank "
+            f"{extras.get('ll_tokens', LL_TOKENS)}), one forward per CUDA graph, replayed; host: its eager forward.",
             "",
             markdown_table(LAYER_HEADERS, layer_table_rows(rows)),
             "",
@@ -911,7 +964,7 @@ def write_results(
             panels.append((f"{op}, device µs", xs, series))
     if layer_sizes:
         series = {}
-        for path in LAYER_PATHS:
+        for path in LAYER_ROWS:
             at = {r["tokens"]: r.get("forward device") for r in layer if r["path"] == path}
             if at:
                 series[path] = [float(at.get(t) or float("nan")) for t in layer_sizes]
@@ -1692,6 +1745,7 @@ class Bench:
             f"with dispatch_layout='gather'; {LAYER_NCCL}: the same weights through A2ADispatcher, ops.grouped_gemm "
             "twice (counts and offsets from the counts exchange, on the device) and A2ADispatcher.combine."
         )
+        low = self.layer_low_latency(ours) if any(t <= a.ll_tokens for t in a.layer_tokens) else None
 
         def nccl(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
             return nccl_layer_forward(self.nccl, gate_up_weight, down_weight, x, idx, w, grouped_gemm)
@@ -1718,9 +1772,130 @@ class Bench:
                 log0(f"RESULT {path} T={tokens}: forward {row['forward device']:.1f}/{row['forward idle']:.1f} µs "
                      f"(device / from idle)")  # fmt: skip
                 self.rows.append(row)
+            want = ours(x, idx, w)  # the default layer's output, what the rows below are checked against
+            self.layer_gemms_row(ours, x, idx, w, want)
+            if low is not None and tokens <= a.ll_tokens:
+                self.layer_low_latency_row(low, x, idx, w, want)
+            del want
+            bound = layer_bound(self.rows, tokens)
+            if bound is not None:
+                log0(
+                    f"RESULT layer bound at {tokens} tokens/rank: {LAYER_NCCL} / {LAYER_GEMMS} = {bound:.2f}x (device)"
+                )
             log0(f"RESULT {layer_bar(self.rows, tokens)}")
             torch.cuda.empty_cache()
             self.save()
+
+    def layer_low_latency(self, ours: Any) -> Any:
+        """``ours``' weights (shared, no second copy) in ``ExpertParallelMoE(mode="low_latency",
+        max_tokens_per_rank=--ll-tokens)``, or None with a note where building it raised on some rank."""
+        from triton_dist.layers import ExpertParallelMoE
+        from triton_dist.testing import all_ranks_true
+
+        a = self.args
+        inter = ours.intermediate_size
+        self.extras["ll_tokens"] = a.ll_tokens
+        low, raised = None, ""
+        try:
+            low = ExpertParallelMoE.from_shards(
+                ours.gate_up_weight[..., :inter], ours.gate_up_weight[..., inter:], ours.down_weight,
+                num_experts=a.experts, mode="low_latency", max_tokens_per_rank=a.ll_tokens,
+            )  # fmt: skip
+            low.gate_up_weight = ours.gate_up_weight  # the same weights, one copy
+            torch.cuda.empty_cache()
+        except Exception as error:  # noqa: BLE001 (the reason is the result)
+            raised = f"{type(error).__name__}: {error}"[:300]
+        if not all_ranks_true(not raised):
+            self.note(f"{LAYER_LL} rows skipped: building the layer raised {raised or 'on another rank'}")
+            return None
+        return low
+
+    def layer_gemms_row(
+        self, layer: Any, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, want: torch.Tensor
+    ) -> None:
+        """``LAYER_GEMMS``' row: ``layer``'s expert compute alone (:func:`expert_gemms` with its weights and
+        ``ops.grouped_gemm``, as its forward runs it) on ours' receive layout of these inputs, dispatched once
+        outside the timing; checked first (its output combined, against ``want``, the layer's output), then timed
+        as the other layer rows (device, from idle, and host: no host synchronization). A failure every rank sees
+        becomes a note."""
+        import triton_dist
+        from triton_dist.ops import grouped_gemm
+        from triton_dist.testing import all_ranks_true
+
+        a, tokens = self.args, x.shape[0]
+        state: dict[str, Any] = {}
+
+        def run() -> torch.Tensor:
+            recv_x, handle = state["d"]
+            counts, offsets = handle.expert_counts, handle.expert_offsets
+            return expert_gemms(recv_x, layer.gate_up_weight, layer.down_weight, counts, offsets, grouped_gemm)
+
+        raised = ""
+        try:
+            state["d"] = triton_dist.ops.moe_dispatch(x, idx, w, a.experts)
+            out = triton_dist.ops.moe_combine(run(), state["d"][1])
+            problem = layer_problem(out, want, f"combined vs {LAYER_OURS}")
+        except Exception as error:  # noqa: BLE001 (the reason is the result)
+            problem = raised = f"{type(error).__name__}: {error}"[:300]
+        verified = self.agreed(problem)
+        log0(f"RESULT verify {LAYER_GEMMS} T={tokens} (combined, vs {LAYER_OURS}): {verified}")
+        if not all_ranks_true(not raised):
+            self.note(f"{LAYER_GEMMS} at {tokens} tokens skipped: {raised or 'raised on another rank'}")
+            return
+        row: dict[str, Any] = {"path": LAYER_GEMMS, "mode": "layer", "tokens": tokens}
+        row["forward device"] = device_us(run, self.barrier, a.reps)
+        row["forward idle"] = idle_us(run, a.reps)
+        row["forward host"] = maybe_host_us(run)
+        row["verified"] = verified
+        log0(f"RESULT {LAYER_GEMMS} T={tokens}: {row['forward device']:.1f}/{row['forward idle']:.1f}/"
+             f"{_us(row['forward host'])} µs (device / from idle / host)")  # fmt: skip
+        self.rows.append(row)
+
+    def layer_low_latency_row(
+        self, layer: Any, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, want: torch.Tensor
+    ) -> None:
+        """``LAYER_LL``'s row: the low-latency ``layer``'s forward in one CUDA graph (run eagerly, then captured,
+        on empty routing: x zero, every id -1), these inputs copied into the captured ones and the output poisoned,
+        one replay checked against ``want`` (the default layer's output) and ``layer.check_status()``; then the
+        replay timed as the bench's other graphed rows (device, from idle) and the eager forward's host µs. A
+        failure every rank sees becomes a note."""
+        from triton_dist.testing import all_ranks_true
+
+        a, tokens = self.args, x.shape[0]
+        graph = torch.cuda.CUDAGraph()
+        raised = ""
+        try:
+            static = (torch.zeros_like(x), torch.full_like(idx, -1), torch.zeros_like(w))
+            layer(*static)  # eager first: plan, buffers, compilation
+            torch.cuda.synchronize()
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                out = layer(*static)
+            for held, value in zip(static, (x, idx, w), strict=True):
+                held.copy_(value)
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            layer.check_status()
+            problem = layer_problem(out, want, f"replayed vs {LAYER_OURS}")
+        except Exception as error:  # noqa: BLE001 (the reason is the result)
+            problem = raised = f"{type(error).__name__}: {error}"[:300]
+        verified = self.agreed(problem)
+        log0(f"RESULT verify {LAYER_LL} T={tokens} (graph replayed on these inputs, vs {LAYER_OURS}): {verified}")
+        if not all_ranks_true(not raised):
+            self.note(f"{LAYER_LL} at {tokens} tokens skipped: {raised or 'raised on another rank'}")
+            return
+
+        def eager() -> None:
+            layer(x, idx, w)
+
+        row: dict[str, Any] = {"path": LAYER_LL, "mode": "layer", "tokens": tokens}
+        row["forward device"] = device_us(graph.replay, self.barrier, a.reps)
+        row["forward idle"] = idle_us(graph.replay, a.reps)
+        row["forward host"] = maybe_host_us(eager)
+        row["verified"] = verified
+        log0(f"RESULT {LAYER_LL} T={tokens}: {row['forward device']:.1f}/{row['forward idle']:.1f}/"
+             f"{_us(row['forward host'])} µs (device / from idle / host of the eager forward)")  # fmt: skip
+        self.rows.append(row)
 
     def layer_check(
         self,

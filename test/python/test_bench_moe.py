@@ -246,13 +246,57 @@ def test_the_layer_bar_and_its_table(tmp_path: Path) -> None:
     slow = [dict(r, verified="FAILED: vs the dense fp32 reference") if r["tokens"] == 128 else r for r in rows]
     assert "2.00x (>= 1.5: FAIL)" in moe.layer_bar(slow, 128)  # fast but wrong is no pass
     assert moe.layer_bar(rows, 16).endswith("at 16 tokens/rank: not measured")
-    extras = {"title": "2 x test GPU", "notes": [], "layer_intermediate": 256}
+    assert moe.layer_bound(rows, 128) is None  # no GEMMs-only row yet
+    # the GEMMs-only rows (the bound: NCCL's µs / theirs) and a low-latency layer row
+    rows += [
+        dict(_layer(moe.LAYER_GEMMS, 128, 80.0, 90.0), **{"forward host": 12.0}),
+        _layer(moe.LAYER_LL, 128, 50.0, 60.0),
+        _layer(moe.LAYER_GEMMS, 4096, 900.0, 1000.0),
+    ]
+    assert moe.layer_bound(rows, 128) == 2.5 and moe.layer_bound(rows, 16) is None
+    assert moe.layer_bar(rows, 128) == (
+        "layer: ours / NCCL dispatcher + same GEMM: 2.00x (>= 1.5: PASS; bound 2.50x: the grouped GEMMs take 80 of "
+        "100 µs) at 128 tokens/rank (device 100.0 vs 200.0 µs; from idle 1.50x; gather layout 2.50x; low-latency "
+        "graphed 4.00x)"
+    )
+    assert moe.layer_bar(rows, 4096).startswith(
+        "layer: ours / NCCL dispatcher + same GEMM: 1.20x (>= 1.5: FAIL; bound 1.33x, below the bar: the grouped "
+        "GEMMs take 900 of 1000 µs) at 4096 tokens/rank"
+    )
+    wrong_ll = [dict(r, verified="FAILED: replayed vs layer: ours") if r["path"] == moe.LAYER_LL else r for r in rows]
+    assert moe.layer_bar(wrong_ll, 128).endswith("low-latency graphed 4.00x; layer: ours low-latency (graphed) "
+                                                 "failed its check)")  # fmt: skip
+    extras = {"title": "2 x test GPU", "notes": [], "layer_intermediate": 256, "ll_tokens": 64}
     text = moe.write_results(tmp_path, "2xTEST", rows, extras, [], 0.0).read_text()
-    assert "- layer: ours / NCCL dispatcher + same GEMM: 2.00x (>= 1.5: PASS) at 128 tokens/rank" in text
+    assert "- layer: ours / NCCL dispatcher + same GEMM: 2.00x (>= 1.5: PASS; bound 2.50x" in text
     assert "intermediate size 256 per expert" in text
     assert "| layer: ours | 128 | 100.0 / 200.0 / — | 2.00 / 1.50 | ok |" in text
     assert "| layer: ours gather | 4096 | 900.0 / 1000.0 / — | 1.33 / 1.30 | FAILED: vs layer: ours" in text
     assert "| layer: NCCL dispatcher + same GEMM | 128 | 200.0 / 300.0 / — | — | ok |" in text
     assert "| ours | normal | 128 |" in text and "| layer: ours | layer |" not in text  # not in the main table
+    assert "| layer: grouped GEMMs only | 128 | 80.0 / 90.0 / 12.0 | 2.50 / 3.33 | ok |" in text
+    assert "| layer: ours low-latency (graphed) | 128 | 50.0 / 60.0 / — | 4.00 / 5.00 | ok |" in text
+    assert "(max_tokens_per_rank 64)" in text
+    assert "1.20x (>= 1.5: FAIL; bound 1.33x, below the bar: the grouped GEMMs take 900 of 1000 µs)" in text
     data = json.loads((tmp_path / "moe_2xTEST.json").read_text())
-    assert sum(r["mode"] == "layer" for r in data["rows"]) == 7
+    assert sum(r["mode"] == "layer" for r in data["rows"]) == 10
+
+
+def test_the_expert_gemms_are_the_layers_expert_compute() -> None:
+    """``expert_gemms`` (the GEMMs-only row's compute) on rows grouped by expert, one expert with none, against each
+    row through its expert's weights in fp32."""
+    gen = torch.Generator().manual_seed(11)
+    hidden, inter, counts = 8, 4, [2, 0, 3]
+    rows = torch.randn(sum(counts), hidden, generator=gen).bfloat16()
+    gate_up = (torch.randn(len(counts), hidden, 2 * inter, generator=gen) / 3).bfloat16()
+    down = (torch.randn(len(counts), inter, hidden, generator=gen) / 2).bfloat16()
+    count = torch.tensor(counts, dtype=torch.int32)
+    offsets = (torch.cumsum(count, 0) - count).to(torch.int32)
+    got = moe.expert_gemms(rows, gate_up, down, count, offsets, _grouped_gemm)
+    expert = torch.repeat_interleave(torch.arange(len(counts)), count)
+    h = torch.einsum("rh,rhn->rn", rows.float(), gate_up[expert].float())
+    want = torch.einsum("ri,rih->rh", torch.nn.functional.silu(h[:, :inter]) * h[:, inter:], down[expert].float())
+    assert got.shape == want.shape and got.dtype == torch.bfloat16
+    assert moe.layer_problem(got, want, "gemms") == ""
+    swapped = moe.expert_gemms(rows, gate_up.flip(0), down, count, offsets, _grouped_gemm)  # the check must see it
+    assert moe.layer_problem(swapped, want, "swapped") != ""
