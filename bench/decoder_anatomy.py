@@ -21,6 +21,12 @@ The same stacks, weights, inputs and baselines as bench/decoder.py (``build_laye
   ``gemm_rs`` replaced by local ``torch.matmul`` of the same per-rank shapes ([M, K] @ [K, N/W] from a
   preallocated gathered input; [M, K/W] @ [K/W, N] and this rank's rows of it); torch: without its two
   ``all_reduce``. torch / ours-without-communication is the best speedup any overlap could reach.
+- Decode's HBM floor: once per run, the GPU's achievable HBM bandwidth (``hbm_bandwidth``: median of 30 timed
+  ``torch.sum`` and copies of a 1 GiB bf16 tensor, CUDA events, the larger rate); per case, the bytes each rank
+  must move per layer on each side (``decode_bytes``: weight shards, the KV cache it reads, activations; ours
+  sequence-split, torch head-split), the floor = bytes / bandwidth for attention, GEMM, the rest and the step,
+  each side's fraction of floor, bound = torch's µs / ours' floor, and where ours is furthest above its floor
+  (``floor_summary``; one ``RESULT floor`` line per case).
 
 The breakdown shown is the slowest rank's (the largest profiled span), as the timings are max over ranks. Each profiled
 run starts after a GPU spin and a device barrier (``testing.timing``'s harness); those two kernels are not counted.
@@ -240,6 +246,167 @@ def breakdown(kernels: Sequence[Kernel], per_run: int, top: int = 8) -> Breakdow
     )
 
 
+# --------------------------------------------------------------------------------------------- the HBM floor (decode)
+
+CACHE_SLACK = 64
+"""bench/decoder.py's ``decode_steps`` makes every KV cache ``context + 64`` positions long; ours' sequence split
+gives each rank ``(context + 64) / W`` of them, so its busiest rank (rank 0) holds more than ``(context + 1) / W``."""
+FLOOR_SIDES = {"ours": "sequence", "torch": "heads"}
+"""The KV cache layout each side's decode reads (bench/decoder.py: ours sequence-split, torch TP head-split)."""
+REST = "rest (comm, AR+norm, norms, elementwise, idle)"
+"""What the floor's third category covers: the timed step less its attention and GEMM kernels."""
+
+
+@dataclass(frozen=True)
+class DecodeBytes:
+    """The bytes one rank must move between HBM and the chip in one decode step of one layer (``decode_bytes``)."""
+
+    attention: int
+    """The attention kernel: the cached K and V it reads, its queries in and its output out."""
+    gemm: int
+    """The four projections (QKV, O, gate/up, down): this rank's weight shards, each GEMM's input and output."""
+    other: int
+    """The rest: the norms' weights; the two residual + RMSNorm steps (x and residual in, normed and residual out);
+    RoPE with the cache write (QKV's output in, q, the new k and v out); SiLU(gate) * up (gate/up in, the product
+    out)."""
+
+    @property
+    def total(self) -> int:
+        """Every byte of the step: attention + gemm + other."""
+        return self.attention + self.gemm + self.other
+
+
+def decode_bytes(
+    config: DecoderConfig,
+    batch: int,
+    context: int,
+    world_size: int,
+    layout: str,
+    *,
+    max_len: int | None = None,
+    dtype_bytes: int = 2,
+) -> DecodeBytes:
+    """The HBM traffic one rank cannot avoid in a decode step of one layer of ``config``: ``batch`` sequences, one new
+    token each at position ``context`` (so ``context + 1`` tokens to attend to), over ``world_size`` ranks, every
+    tensor ``dtype_bytes`` wide (bf16: 2), each byte moved once (what a fully fused implementation would move; the
+    L2 cache holds none of it across the step: the weights and the cache are far larger).
+
+    ``layout`` "heads" (torch TP): this rank's Hkv/W KV heads over every token, its Hq/W query heads, everything
+    else per rank. "sequence" (ours): every KV head over this rank's block of the tokens, every query head's
+    attention (ours gathers every head's q, k, v and rotates them all on every rank); the busiest rank's block:
+    ``min(context + 1, max_len / W)`` tokens for a cache of ``max_len`` positions split in W equal blocks (rank 0
+    holds the first), ``ceil((context + 1) / W)`` without ``max_len`` (an even split). Not counted: the
+    communication (NVLink, not HBM), the rotary tables, flash_decode's per-split partial records (fp32, B x Hq x
+    (D + 1) per split: under 1% here). Raises ValueError naming a bad layout, a non-positive batch or world size,
+    a negative context, heads or the intermediate size that ``world_size`` does not divide, or a ``max_len`` that is
+    too short or not a multiple of ``world_size``.
+    """
+    if layout not in ("heads", "sequence"):
+        raise ValueError(f"decode_bytes: layout must be 'heads' or 'sequence', got {layout!r}")
+    if batch < 1 or world_size < 1 or context < 0 or dtype_bytes < 1:
+        raise ValueError(
+            f"decode_bytes: batch, world_size and dtype_bytes must be >= 1 and context >= 0, got batch {batch}, "
+            f"world_size {world_size}, dtype_bytes {dtype_bytes}, context {context}"
+        )
+    h, hq, hkv, d, inter, w = (
+        config.hidden_size, config.num_heads, config.num_kv_heads, config.head_dim, config.intermediate_size,
+        world_size,
+    )  # fmt: skip
+    if hq % w or hkv % w or inter % w:
+        raise ValueError(
+            f"decode_bytes: {config.name}'s heads ({hq} query, {hkv} KV) and intermediate size {inter} must be "
+            f"multiples of world_size {w}"
+        )
+    tokens = context + 1
+    if layout == "heads":
+        kv_heads, q_heads, rotated, cached = hkv // w, hq // w, (hq + 2 * hkv) // w, tokens
+    else:
+        kv_heads, q_heads, rotated = hkv, hq, hq + 2 * hkv
+        if max_len is None:
+            cached = -(-tokens // w)
+        elif max_len < tokens or max_len % w:
+            raise ValueError(
+                f"decode_bytes: max_len {max_len} must hold the context's {tokens} tokens and be a multiple of "
+                f"world_size {w}"
+            )
+        else:
+            cached = min(tokens, max_len // w)
+    qkv_cols = (hq + 2 * hkv) * d // w  # this rank's QKV columns
+    attention = 2 * batch * kv_heads * cached * d + 2 * batch * q_heads * d  # K and V; q in, out out
+    weights = h * qkv_cols + (hq * d // w) * h + h * (2 * inter // w) + (inter // w) * h
+    gemm_io = batch * ((h + qkv_cols) + (hq * d // w + h) + (h + 2 * inter // w) + (inter // w + h))
+    norms = 2 * h + (2 * d if config.qk_norm else 0)
+    elementwise = 2 * 4 * batch * h  # two residual + RMSNorm: x, residual in; normed, residual out
+    elementwise += 2 * batch * rotated * d  # RoPE and the cache write: q, k, v in; q, new k, new v out
+    elementwise += 3 * batch * inter // w  # SiLU(gate) * up: gate and up in, the product out
+    return DecodeBytes(
+        attention=attention * dtype_bytes,
+        gemm=(weights + gemm_io) * dtype_bytes,
+        other=(norms + elementwise) * dtype_bytes,
+    )
+
+
+def floor_summary(row: dict, config: DecoderConfig, world_size: int, bandwidth: dict) -> dict:
+    """A decode row's HBM floor: for each side (``FLOOR_SIDES``), its bytes (``decode_bytes``; ours with bench/
+    decoder.py's caches of ``context + CACHE_SLACK`` positions), the floor in µs per layer (bytes / the measured
+    ``bandwidth["gbps"]``: attention, GEMM, other, the rest of the step = GEMM + other, the step), what it spent
+    (attention and GEMM kernels as profiled, ours' GEMM counting its fused gemm_ar; the rest = the timed step less
+    those two, i.e. communication, norms, elementwise kernels and idle), each category's fraction of its floor
+    (floor / spent: 1 = at HBM speed), and µs above each floor; then ``bound`` = torch's timed µs / ours' step floor
+    (the best speedup over the measured torch of any implementation moving ours' bytes) and ``gap``: ours' category
+    furthest above its floor. Raises ValueError for a non-positive bandwidth or a row without both sides."""
+    gbps = float(bandwidth.get("gbps", 0.0))
+    if gbps <= 0:
+        raise ValueError(f"floor_summary: the HBM bandwidth must be > 0 GB/s, got {bandwidth!r}")
+    if any(side not in row.get("variants", {}) for side in FLOOR_SIDES):
+        raise ValueError(
+            f"floor_summary: the row needs variants {list(FLOOR_SIDES)}, got {list(row.get('variants', {}))}"
+        )
+    per_us = gbps * 1e3  # bytes per µs
+    result: dict = {"gbps": gbps, "method": bandwidth.get("method", ""), "sides": {}}
+    for side, layout in FLOOR_SIDES.items():
+        moved = decode_bytes(
+            config, row["batch"], row["context"], world_size, layout, max_len=row["context"] + CACHE_SLACK
+        )
+        variant = row["variants"][side]
+        categories = variant["categories"]
+        spent_gemm = categories["GEMM"] + categories["GEMM+comm"]
+        spent = {"attention": categories["attention"], "GEMM": spent_gemm}
+        spent[REST] = variant["us"] - spent["attention"] - spent_gemm
+        floor = {"attention": moved.attention / per_us, "GEMM": moved.gemm / per_us, "other": moved.other / per_us}
+        floor[REST] = floor["other"]
+        floor["else"] = floor["GEMM"] + floor["other"]
+        floor["step"] = moved.total / per_us
+        result["sides"][side] = {
+            "bytes": asdict(moved),
+            "floor": floor,
+            "spent": {**spent, "step": variant["us"]},
+            "fraction": {c: floor[c] / spent[c] if spent[c] > 0 else float("nan") for c in ("attention", "GEMM")}
+            | {"step": floor["step"] / variant["us"]},
+            "above": {c: spent[c] - floor[c] for c in spent},
+        }
+    ours = result["sides"]["ours"]
+    result["bound"] = row["variants"]["torch"]["us"] / ours["floor"]["step"]
+    result["gap"] = max(ours["above"].items(), key=lambda item: item[1])
+    return result
+
+
+def floor_line(row: dict) -> str:
+    """The ``RESULT floor ...`` line of a decode row with its ``floor`` (``floor_summary``)."""
+    f = row["floor"]
+    ours, base = f["sides"]["ours"], f["sides"]["torch"]
+    category, above = f["gap"]
+    return (
+        f"RESULT floor decode {row['model']} {case_name(row)}: HBM {f['gbps']:.0f} GB/s; ours' floor "
+        f"{ours['floor']['step']:.1f} us/layer (attention {ours['floor']['attention']:.1f}, else "
+        f"{ours['floor']['else']:.1f}), torch's {base['floor']['step']:.1f}; at floor: ours attention "
+        f"{ours['fraction']['attention']:.0%} GEMM {ours['fraction']['GEMM']:.0%}, torch attention "
+        f"{base['fraction']['attention']:.0%} GEMM {base['fraction']['GEMM']:.0%}; bound = torch "
+        f"{row['variants']['torch']['us']:.1f} / ours' floor = {f['bound']:.2f}x (bar {BAR['decode']}x); ours' "
+        f"largest gap: {category.split(' (')[0]} {above:+.1f} us above its floor"
+    )
+
+
 # --------------------------------------------------------------------------------------------- profiling on the GPU
 
 
@@ -268,6 +435,54 @@ def profile_kernels(launch: Callable[[], object], runs: int) -> list[Kernel]:
             break
         rank0_print("INFO the profiler saw no GPU activity with CUDA activity alone; again with CPU activity too")
     return found
+
+
+HBM_BYTES = 1 << 30
+"""The tensor ``hbm_bandwidth`` reads: 1 GiB of bf16, far beyond any L2 cache."""
+
+
+def hbm_bandwidth(size_bytes: int = HBM_BYTES, reps: int = 30) -> dict:
+    """This GPU's achievable HBM bandwidth, the max over ranks of each measure (every rank calls it): the median
+    of ``reps`` (>= 20) timed ``torch.sum`` of a ``size_bytes`` bf16 tensor (read: ``size_bytes`` / time) and of as
+    many copies of it into another (read + write: 2 ``size_bytes`` / time), device time by CUDA events around each
+    call, after 3 untimed calls. ``gbps`` is the larger of the two (the floor is then a true lower bound) and
+    ``method`` says which gave it. Raises ValueError for fewer than 20 reps or under 64 MiB."""
+    if reps < 20 or size_bytes < 64 << 20:
+        raise ValueError(f"hbm_bandwidth: needs reps >= 20 and size_bytes >= 64 MiB, got {reps} and {size_bytes}")
+    source = torch.ones(size_bytes // 2, dtype=torch.bfloat16, device="cuda")
+    target = torch.empty_like(source)
+
+    def median_us(fn: Callable[[], object]) -> float:
+        for _ in range(3):
+            fn()
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        for start, end in pairs:
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        return float(torch.tensor([start.elapsed_time(end) for start, end in pairs]).median()) * 1000
+
+    rt.barrier()
+    read = size_bytes / median_us(lambda: source.sum(dtype=torch.float32)) / 1e3
+    copy = 2 * size_bytes / median_us(lambda: target.copy_(source)) / 1e3
+    source.resize_(0), target.resize_(0)  # their 2 GiB back to the allocator, for the layers
+    torch.cuda.empty_cache()
+    both = torch.tensor([read, copy], dtype=torch.float64, device="cuda")
+    dist.all_reduce(both, op=dist.ReduceOp.MAX)
+    read, copy = both.tolist()
+    size = f"{size_bytes / 2**30:g} GiB bf16 tensor"
+    methods = {
+        "read": (read, f"torch.sum of a {size} (bytes read / time)"),
+        "copy": (copy, f"a copy of a {size} (bytes read + written / time)"),
+    }
+    best = max(methods, key=lambda name: methods[name][0])
+    return {
+        "gbps": methods[best][0],
+        "method": f"{methods[best][1]}, median of {reps} by CUDA events, max over ranks",
+        "read_gbps": read,
+        "copy_gbps": copy,
+    }
 
 
 def capture(fn: Callable[[], object], calls: int) -> torch.cuda.CUDAGraph:
@@ -402,7 +617,11 @@ def decode_case(
         variants[name] = (us, decode_breakdown(step, len(layers), args.runs, args.top))
         torch.cuda.empty_cache()
     row = {"phase": "decode", "model": config.name, "tokens": batch, "batch": batch, "context": context}
-    return finish({**row, "difference": agreement}, variants)
+    row = finish({**row, "difference": agreement}, variants)
+    if getattr(args, "hbm", None):
+        row["floor"] = floor_summary(row, config, rt.current_world().world_size, args.hbm)
+        rank0_print(floor_line(row))
+    return row
 
 
 def finish(row: dict, variants: dict[str, tuple[float, Breakdown]]) -> dict:
@@ -441,6 +660,11 @@ def case_name(row: dict) -> str:
 def us_text(value: float) -> str:
     """µs with one decimal below 1000, whole above."""
     return f"{value:.1f}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def signed(value: float) -> str:
+    """``us_text`` with its sign: +12.3, -4.0."""
+    return ("+" if value >= 0 else "") + us_text(value)
 
 
 def case_lines(row: dict) -> list[str]:
@@ -482,6 +706,63 @@ def case_lines(row: dict) -> list[str]:
         lines.append(f"- longest kernels, {name} (per layer): {longest}")
     unknown = sorted({k for v in variants.values() for k in v["unknown"]})
     lines += [f"- unknown kernel: `{name}`" for name in unknown]
+    return [*lines, ""]
+
+
+def floor_lines(rows: list[dict]) -> list[str]:
+    """The markdown of the decode rows' HBM floors (those with ``floor``; none: no lines): how the bandwidth was
+    measured, a table of each side's bytes, floors, spent µs and fractions of floor, and per case the bound and
+    where ours is furthest above its floor (the rest split into its profiled categories and idle)."""
+    chosen = [row for row in rows if "floor" in row]
+    if not chosen:
+        return []
+    f0 = chosen[0]["floor"]
+    lines = [
+        "## HBM floor (decode)",
+        "",
+        f"- HBM bandwidth {f0['gbps']:.0f} GB/s: {f0['method']}.",
+        "- Bytes per rank per layer (bench/decoder_anatomy.py ``decode_bytes``, each byte moved once, bf16):",
+        "  attention = the cached K and V read + q in + out out (ours: every KV head over rank 0's block of",
+        f"  min(context + 1, (context + {CACHE_SLACK}) / W) tokens, every query head; torch: Hkv/W heads over",
+        "  context + 1 tokens, Hq/W query heads); GEMM = this rank's QKV, O, gate/up and down shards + their inputs",
+        "  and outputs; other = norm weights, the residual + RMSNorm steps, RoPE + cache write, SiLU * up in and",
+        "  out. Not counted: NVLink traffic, rotary tables, flash_decode's partial records.",
+        "- floor µs = bytes / bandwidth; else = GEMM + other; spent: attention and GEMM kernels as profiled (ours'",
+        "  GEMM includes gemm_ar), rest = timed - those two (communication, AR+norm, norms, elementwise, idle);",
+        "  at floor = floor / spent (1 = HBM speed). bound = torch's timed µs / ours' step floor: the best speedup",
+        "  over the measured torch any implementation moving ours' bytes could reach.",
+        "",
+    ]
+    head = ["model", "case", "side", "attention MB", "GEMM MB", "other MB", "floor attention", "floor else"]
+    head += ["floor step", "attention", "GEMM", "rest", "timed", "attention at floor", "GEMM at floor", "step at floor"]
+    table = []
+    for row in chosen:
+        for side, s in row["floor"]["sides"].items():
+            b, fl, sp, fr = s["bytes"], s["floor"], s["spent"], s["fraction"]
+            table.append(
+                [row["model"], case_name(row), side]
+                + [f"{b[key] / 1e6:.1f}" for key in ("attention", "gemm", "other")]
+                + [us_text(fl[key]) for key in ("attention", "else", "step")]
+                + [us_text(sp[key]) for key in ("attention", "GEMM", REST, "step")]
+                + [f"{fr[key]:.0%}" for key in ("attention", "GEMM", "step")]
+            )
+    lines += [markdown_table(head, table), ""]
+    for row in chosen:
+        f, v = row["floor"], row["variants"]
+        ours = f["sides"]["ours"]
+        above = ", ".join(f"{c.split(' (')[0]} {signed(d)}" for c, d in ours["above"].items())
+        cats = v["ours"]["categories"]
+        rest = [
+            f"{c} {us_text(cats[c])}" for c in CATEGORIES if c not in ("GEMM", "GEMM+comm", "attention") and cats[c]
+        ]
+        rest.append(f"idle {us_text(v['ours']['span'] - v['ours']['busy'])}")
+        category, gap = f["gap"]
+        lines.append(
+            f"- {row['model']} {case_name(row)}: bound = torch {us_text(v['torch']['us'])} µs / ours' floor "
+            f"{us_text(ours['floor']['step'])} = **{f['bound']:.2f}x** (bar {BAR['decode']}x); ours above its floors "
+            f"(µs): {above}. Ours at floor where? Furthest from it: **{category.split(' (')[0]}** ({signed(gap)} "
+            f"µs); its rest, profiled: {', '.join(rest)} (floor {us_text(ours['floor'][REST])})."
+        )
     return [*lines, ""]
 
 
@@ -534,6 +815,7 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
         )
     head = ["model", "case", "ours µs", "torch µs", "speedup", "bar", "bound", "ours idle", "torch idle"]
     lines += [markdown_table([*head, "ours above torch (µs)"], summary), ""]
+    lines += floor_lines(rows)
     for phase in ("decode", "prefill"):
         chosen = [row for row in rows if row["phase"] == phase]
         if chosen:
@@ -592,6 +874,12 @@ def main() -> int:
     world = setup_distributed(heap_size="8G")
     started = time.time()
     rows: list[dict] = []
+    if "decode" in args.phases:  # once per run, before the layers take memory: the decode rows' HBM floor
+        args.hbm = hbm_bandwidth()
+        rank0_print(
+            f"RESULT floor HBM bandwidth {args.hbm['gbps']:.0f} GB/s ({args.hbm['method']}; read "
+            f"{args.hbm['read_gbps']:.0f}, copy {args.hbm['copy_gbps']:.0f})"
+        )
     for name in CONFIGS:
         prefill = "prefill" in args.phases and name in args.prefill_models
         decode = "decode" in args.phases and name in args.decode_models

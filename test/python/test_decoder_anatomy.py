@@ -280,3 +280,110 @@ def test_without_communication_runs_the_layers_gemms_locally_and_restores_the_op
         out = layer.prefill(torch.randn(4, 64, generator=gen).to(torch.bfloat16))  # 8 tokens, this rank's 4
         assert out.shape == (4, 64) and bool(out.isfinite().all())
     assert (linear_layers.ag_gemm, linear_layers.gemm_rs) == real
+
+
+# Llama-3-8B (H 4096, Hq 32, Hkv 8, D 128, I 14336), batch 64, context 4096 (4097 tokens with the new one), W = 2,
+# bf16 (2 bytes), caches of 4096 + 64 = 4160 positions, per rank per layer, by hand:
+# - GEMM weights: QKV 4096 x (32 + 2*8)*128/2 = 12,582,912; O 2048 x 4096 = 8,388,608; gate/up 4096 x 2*7168 =
+#   58,720,256; down 7168 x 4096 = 29,360,128: 109,051,904 elements. Their inputs and outputs, 64 rows each:
+#   64 x ((4096 + 3072) + (2048 + 4096) + (4096 + 14336) + (7168 + 4096)) = 2,752,512. GEMM: 111,804,416 elements
+#   = 223,608,832 bytes.
+# - attention, ours (every KV head, rank 0's block: min(4097, 4160/2) = 2080 tokens; all 32 query heads):
+#   2 x 64 x 8 x 2080 x 128 = 272,629,760 (K, V) + 2 x 64 x 32 x 128 = 524,288 (q, out) -> 546,308,096 bytes.
+#   torch (4 KV heads, 4097 tokens; 16 query heads): 2 x 64 x 4 x 4097 x 128 = 268,500,992 + 2 x 64 x 16 x 128 =
+#   262,144 -> 537,526,272 bytes.
+# - other: norm weights 2 x 4096 = 8,192; two residual + RMSNorm 2 x 4 x 64 x 4096 = 2,097,152; SiLU * up
+#   3 x 64 x 7168 = 1,376,256; RoPE + cache write 2 x 64 x 48 x 128 = 786,432 (ours, all 48 heads) or
+#   2 x 64 x 24 x 128 = 393,216 (torch): 4,268,032 elements = 8,536,064 bytes (ours), 3,874,816 = 7,749,632 (torch).
+LLAMA_B64_4K = {
+    "sequence": (546_308_096, 223_608_832, 8_536_064),
+    "heads": (537_526_272, 223_608_832, 7_749_632),
+}
+
+
+def test_decode_bytes_of_llama_3_8b_at_batch_64_4k_on_two_ranks_match_the_hand_count() -> None:
+    from triton_dist.layers import CONFIGS
+
+    llama = CONFIGS["Llama-3-8B"]
+    for layout, (attention, gemm, other) in LLAMA_B64_4K.items():
+        got = anatomy.decode_bytes(llama, 64, 4096, 2, layout, max_len=4096 + anatomy.CACHE_SLACK)
+        assert (got.attention, got.gemm, got.other) == (attention, gemm, other), layout
+        assert got.total == attention + gemm + other
+    # an even split (no max_len): ceil(4097 / 2) = 2049 tokens, 31 fewer than rank 0's block of 2080
+    even = anatomy.decode_bytes(llama, 64, 4096, 2, "sequence")
+    assert LLAMA_B64_4K["sequence"][0] - even.attention == 2 * 64 * 8 * 31 * 128 * 2
+    # Qwen3's QK norm weights: 2 x 128 more elements; one rank reads every weight and every KV head
+    qwen = CONFIGS["Qwen3-32B"]
+    plain = anatomy.DecoderConfig(**{**qwen.__dict__, "qk_norm": False})
+    assert (
+        anatomy.decode_bytes(qwen, 1, 0, 1, "heads").other - anatomy.decode_bytes(plain, 1, 0, 1, "heads").other == 512
+    )
+    alone = anatomy.decode_bytes(llama, 1, 0, 1, "heads")
+    assert alone == anatomy.decode_bytes(llama, 1, 0, 1, "sequence")
+    assert alone.attention == (2 * 8 * 128 + 2 * 32 * 128) * 2  # one token's K and V; q and out
+
+
+def test_decode_bytes_rejects_bad_cases_by_name() -> None:
+    from triton_dist.layers import CONFIGS
+
+    llama = CONFIGS["Llama-3-8B"]
+    for kwargs, match in (
+        ({"layout": "rows"}, "layout"),
+        ({"batch": 0}, "batch"),
+        ({"context": -1}, "context"),
+        ({"world_size": 3}, "multiples of world_size 3"),
+        ({"max_len": 4096}, "max_len 4096"),
+        ({"max_len": 4161}, "max_len 4161"),
+    ):
+        case = {"batch": 64, "context": 4096, "world_size": 2, "layout": "sequence", **kwargs}
+        with pytest.raises(ValueError, match=match):
+            anatomy.decode_bytes(llama, case.pop("batch"), case.pop("context"), case.pop("world_size"), **case)
+
+
+def _decode_row(ours_us: float, torch_us: float) -> dict:
+    """A Llama-3-8B B64 4k decode row as ``finish`` makes it, with the 2 x H100 run's categories (µs/layer)."""
+    ours = _breakdown(81.0, 8.5, 390.8, 372.3)
+    ours.categories.update({"GEMM+comm": 9.7, "attention": 200.7, "AR+norm": 20.0, "other": 52.3})
+    base = _breakdown(89.9, 20.2, 371.5, 351.2)
+    base.categories.update({"attention": 185.6, "norm+residual": 16.1, "other": 39.4})
+    row = {"phase": "decode", "model": "Llama-3-8B", "tokens": 64, "batch": 64, "context": 4096}
+    return anatomy.finish(row, {"ours": (ours_us, ours), "torch": (torch_us, base)})
+
+
+def test_the_floor_of_a_decode_row_its_bound_fractions_gap_and_result_line() -> None:
+    from triton_dist.layers import CONFIGS
+
+    row = _decode_row(379.7, 367.0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        anatomy.floor_summary(row, CONFIGS["Llama-3-8B"], 2, {"gbps": 0.0})
+    f = anatomy.floor_summary(row, CONFIGS["Llama-3-8B"], 2, {"gbps": 3000.0, "method": "torch.sum"})
+    ours, base = f["sides"]["ours"], f["sides"]["torch"]
+    per_us = 3000.0 * 1e3  # bytes per µs at 3000 GB/s
+    attention, gemm, other = LLAMA_B64_4K["sequence"]
+    assert ours["floor"]["attention"] == pytest.approx(attention / per_us)  # 182.1 µs
+    assert ours["floor"]["else"] == pytest.approx((gemm + other) / per_us)
+    assert ours["floor"]["step"] == pytest.approx((attention + gemm + other) / per_us)  # 259.5 µs
+    assert base["floor"]["attention"] == pytest.approx(LLAMA_B64_4K["heads"][0] / per_us)
+    assert ours["fraction"]["attention"] == pytest.approx(attention / per_us / 200.7)
+    assert ours["fraction"]["GEMM"] == pytest.approx(gemm / per_us / (81.0 + 9.7))  # gemm_ar counts as GEMM
+    assert base["fraction"]["GEMM"] == pytest.approx(gemm / per_us / 89.9)
+    rest = 379.7 - 200.7 - 90.7
+    assert ours["spent"][anatomy.REST] == pytest.approx(rest)
+    assert ours["above"][anatomy.REST] == pytest.approx(rest - other / per_us)
+    assert f["bound"] == pytest.approx(367.0 / ((attention + gemm + other) / per_us))  # 1.41x
+    assert f["gap"] == (anatomy.REST, pytest.approx(rest - other / per_us))  # 85.5 µs, before attention's 18.6
+    row["floor"] = f
+    line = anatomy.floor_line(row)
+    assert line.startswith("RESULT floor decode Llama-3-8B B64 4k: HBM 3000 GB/s; ours' floor 259.5 us/layer")
+    assert "bound = torch 367.0 / ours' floor = 1.41x (bar 1.25x)" in line and "ours attention 91%" in line
+    assert line.endswith("largest gap: rest +85.5 us above its floor")
+    text = "\n".join(anatomy.floor_lines([row, _decode_row(300.0, 350.0)]))  # a row without a floor: not listed
+    assert text.startswith("## HBM floor (decode)") and "HBM bandwidth 3000 GB/s: torch.sum." in text
+    assert text.count("| Llama-3-8B | B64 4k |") == 2
+    assert (
+        "| Llama-3-8B | B64 4k | ours | 546.3 | 223.6 | 8.5 | 182.1 | 77.4 | 259.5 | 200.7 | 90.7 | 88.3 | 379.7"
+        in text
+    )
+    assert "= **1.41x** (bar 1.25x)" in text and "Furthest from it: **rest** (+85.5 µs)" in text
+    assert "comm 8.5, AR+norm 20.0, other 52.3, idle 18.5" in text
+    assert anatomy.floor_lines([_decode_row(300.0, 350.0)]) == []
