@@ -441,34 +441,39 @@ HBM_BYTES = 1 << 30
 """The tensor ``hbm_bandwidth`` reads: 1 GiB of bf16, far beyond any L2 cache."""
 
 
-def hbm_bandwidth(size_bytes: int = HBM_BYTES, reps: int = 30) -> dict:
-    """This GPU's achievable HBM bandwidth, the max over ranks of each measure (every rank calls it): the median
-    of ``reps`` (>= 20) timed ``torch.sum`` of a ``size_bytes`` bf16 tensor (read: ``size_bytes`` / time) and of as
-    many copies of it into another (read + write: 2 ``size_bytes`` / time), device time by CUDA events around each
-    call, after 3 untimed calls. ``gbps`` is the larger of the two (the floor is then a true lower bound) and
-    ``method`` says which gave it. Raises ValueError for fewer than 20 reps or under 64 MiB."""
-    if reps < 20 or size_bytes < 64 << 20:
-        raise ValueError(f"hbm_bandwidth: needs reps >= 20 and size_bytes >= 64 MiB, got {reps} and {size_bytes}")
+def median_event_us(fn: Callable[[], object], reps: int) -> float:
+    """The median device time of ``reps`` calls of ``fn`` in µs, CUDA events around each, after 3 untimed calls."""
+    for _ in range(3):
+        fn()
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for start, end in pairs:
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return float(torch.tensor([start.elapsed_time(end) for start, end in pairs]).median()) * 1000
+
+
+def hbm_rates(size_bytes: int, reps: int) -> tuple[float, float]:
+    """(read, copy) GB/s of this GPU: ``size_bytes`` / the median ``torch.sum`` of a bf16 tensor that size, and
+    2 ``size_bytes`` / the median copy of it into another (``median_event_us``); its tensors are freed on return."""
     source = torch.ones(size_bytes // 2, dtype=torch.bfloat16, device="cuda")
     target = torch.empty_like(source)
+    read = size_bytes / median_event_us(lambda: source.sum(dtype=torch.float32), reps) / 1e3
+    copy = 2 * size_bytes / median_event_us(lambda: target.copy_(source), reps) / 1e3
+    return read, copy
 
-    def median_us(fn: Callable[[], object]) -> float:
-        for _ in range(3):
-            fn()
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-        for start, end in pairs:
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        return float(torch.tensor([start.elapsed_time(end) for start, end in pairs]).median()) * 1000
 
+def hbm_bandwidth(size_bytes: int = HBM_BYTES, reps: int = 30) -> dict:
+    """This GPU's achievable HBM bandwidth, the max over ranks of each measure (every rank calls it, after a
+    barrier): ``hbm_rates``' read rate (``torch.sum``) and copy rate (read + write) of a ``size_bytes`` bf16 tensor,
+    medians of ``reps`` (>= 20) by CUDA events. ``gbps`` is the larger of the two (the floor is then a true lower
+    bound) and ``method`` says which gave it. Raises ValueError for fewer than 20 reps or under 64 MiB."""
+    if reps < 20 or size_bytes < 64 << 20:
+        raise ValueError(f"hbm_bandwidth: needs reps >= 20 and size_bytes >= 64 MiB, got {reps} and {size_bytes}")
     rt.barrier()
-    read = size_bytes / median_us(lambda: source.sum(dtype=torch.float32)) / 1e3
-    copy = 2 * size_bytes / median_us(lambda: target.copy_(source)) / 1e3
-    source.resize_(0), target.resize_(0)  # their 2 GiB back to the allocator, for the layers
-    torch.cuda.empty_cache()
-    both = torch.tensor([read, copy], dtype=torch.float64, device="cuda")
+    both = torch.tensor(hbm_rates(size_bytes, reps), dtype=torch.float64, device="cuda")
+    torch.cuda.empty_cache()  # the 2 GiB back, for the layers
     dist.all_reduce(both, op=dist.ReduceOp.MAX)
     read, copy = both.tolist()
     size = f"{size_bytes / 2**30:g} GiB bf16 tensor"
@@ -721,7 +726,7 @@ def floor_lines(rows: list[dict]) -> list[str]:
         "## HBM floor (decode)",
         "",
         f"- HBM bandwidth {f0['gbps']:.0f} GB/s: {f0['method']}.",
-        "- Bytes per rank per layer (bench/decoder_anatomy.py ``decode_bytes``, each byte moved once, bf16):",
+        "- Bytes per rank per layer (bench/decoder_anatomy.py `decode_bytes`, each byte moved once, bf16):",
         "  attention = the cached K and V read + q in + out out (ours: every KV head over rank 0's block of",
         f"  min(context + 1, (context + {CACHE_SLACK}) / W) tokens, every query head; torch: Hkv/W heads over",
         "  context + 1 tokens, Hq/W query heads); GEMM = this rank's QKV, O, gate/up and down shards + their inputs",

@@ -387,3 +387,16 @@ def test_the_floor_of_a_decode_row_its_bound_fractions_gap_and_result_line() -> 
     assert "= **1.41x** (bar 1.25x)" in text and "Furthest from it: **rest** (+85.5 µs)" in text
     assert "comm 8.5, AR+norm 20.0, other 52.3, idle 18.5" in text
     assert anatomy.floor_lines([_decode_row(300.0, 350.0)]) == []
+
+
+def test_hbm_bandwidth_checks_its_arguments_before_touching_a_gpu() -> None:
+    with pytest.raises(ValueError, match="reps >= 20"):
+        anatomy.hbm_bandwidth(reps=5)
+    with pytest.raises(ValueError, match="64 MiB"):
+        anatomy.hbm_bandwidth(size_bytes=1 << 20)
+
+
+@pytest.mark.skipif(not anatomy.torch.cuda.is_available(), reason="needs a GPU: hbm_rates times its HBM")
+def test_hbm_rates_on_a_gpu_are_plausible() -> None:
+    read, copy = anatomy.hbm_rates(256 << 20, 20)
+    assert 100 < read < 20_000 and 100 < copy < 20_000  # GB/s: any GPU's HBM, and no L2 (256 MiB > any L2)
