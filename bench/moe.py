@@ -69,6 +69,8 @@ layout's block copy included), after the same GPU spin and device barrier as the
 the median of each interval over ``--reps`` calls, max over ranks, printed as ``RESULT ours normal T=... dispatch
 phases`` lines and kept as notes.
 
+``--only-layer``: only the EP MoE layer's rows and its bar (results files written as usual).
+
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
 with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
 device µs and phases at ``--tokens`` (default 1 and 4096), the push all-gather and the two dispatch bars (gather at 75%
@@ -208,6 +210,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="only ours' normal dispatch (bf16 / fp8, expanded / gather): totals and phases at "
                         f"--tokens (default {','.join(map(str, QUICK_TOKENS))}), and the push all-gather; no "
                         "results files")  # fmt: skip
+    parser.add_argument("--only-layer", action="store_true",
+                        help="only the EP MoE layer rows (and their bar); writes the results files")  # fmt: skip
     parser.add_argument("--route-programs", type=_positive_ints, default=[],
                         help="--only-dispatch: also time the pipelined gather dispatch with MoeConfig(route_programs="
                         "R) for each R (powers of two), beside the default")  # fmt: skip
@@ -231,6 +235,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         )
     if args.only_dispatch and args.tokens == list(TOKENS):
         args.tokens = list(QUICK_TOKENS)
+    if args.only_layer and (args.only_dispatch or args.skip_layer):
+        parser.error("--only-layer runs only the layer rows: leave out --only-dispatch and --skip-layer")
+    if args.only_layer and args.tokens == list(TOKENS):
+        args.tokens = list(args.layer_tokens)  # the NCCL dispatcher's buffers: the layer's sizes only
     if args.reps < 20:
         parser.error(f"--reps {args.reps}: a reported median needs at least 20 timed calls")
     if args.topk < 1 or args.topk > args.experts:
@@ -924,9 +932,9 @@ def write_results(
         *bars(main_rows, extras, ll_tokens),
         *[f"- {layer_bar(rows, tokens)}" for tokens in layer_sizes],
         "",
-        markdown_table(HEADERS, table_rows(main_rows)),
-        "",
     ]
+    if main_rows or not layer:  # --only-layer: no dispatch table
+        lines += [markdown_table(HEADERS, table_rows(main_rows)), ""]
     if layer:
         lines += [
             "## The EP MoE layer",
@@ -2158,6 +2166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     log0(f"moe bench: {bench.size} ranks, H {args.hidden}, top-{args.topk} of {args.experts}, tokens {args.tokens}")
     if args.only_dispatch:
         bench.only_dispatch()
+        bench.rt.barrier()
+        teardown()
+        return 0
+    if args.only_layer:
+        bench.layer()
+        bench.save()  # its notes too, where the layer was skipped
         bench.rt.barrier()
         teardown()
         return 0

@@ -101,8 +101,11 @@ def test_arguments() -> None:
     assert (args.skip_layer, args.layer_tokens, args.layer_intermediate) == (False, [128, 4096], 2048)
     layer = moe.parse_args(["--skip-layer", "--layer-tokens", "64,8,64", "--layer-intermediate", "512"])
     assert (layer.skip_layer, layer.layer_tokens, layer.layer_intermediate) == (True, [8, 64], 512)
+    only = moe.parse_args(["--only-layer", "--layer-tokens", "128"])
+    assert only.only_layer and only.tokens == [128] and not args.only_layer  # the NCCL buffers: the layer's sizes
     for bad in (["--reps", "5"], ["--tokens", "0"], ["--tokens", "a"], ["--topk", "300"], ["--layer-tokens", "0"],
-                ["--layer-intermediate", "0"]):  # fmt: skip
+                ["--layer-intermediate", "0"], ["--only-layer", "--skip-layer"],
+                ["--only-layer", "--only-dispatch"]):  # fmt: skip
         with pytest.raises(SystemExit):
             moe.parse_args(bad)
 
@@ -280,6 +283,11 @@ def test_the_layer_bar_and_its_table(tmp_path: Path) -> None:
     assert "1.20x (>= 1.5: FAIL; bound 1.33x, below the bar: the grouped GEMMs take 900 of 1000 µs)" in text
     data = json.loads((tmp_path / "moe_2xTEST.json").read_text())
     assert sum(r["mode"] == "layer" for r in data["rows"]) == 10
+    alone = [r for r in rows if r["mode"] == "layer"]  # --only-layer: no dispatch rows
+    text = moe.write_results(tmp_path, "2xONLY", alone, extras, [], 0.0).read_text()
+    assert "- layer: ours / NCCL dispatcher + same GEMM: 2.00x (>= 1.5: PASS; bound 2.50x" in text
+    assert "| layer: grouped GEMMs only | 4096 | 900.0 / 1000.0 / — | 1.33 / 1.30 | ok |" in text
+    assert "| dispatch µs device" not in text  # no empty dispatch table
 
 
 def test_the_expert_gemms_are_the_layers_expert_compute() -> None:
