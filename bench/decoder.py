@@ -287,6 +287,11 @@ def prefill_case(
     return row
 
 
+CACHE_SLACK = 64
+"""Positions past ``context`` in every decode KV cache: a multiple of W (<= 64 ranks), room for the new token in
+either layout."""
+
+
 def decode_steps(
     config: DecoderConfig, layers: list[TensorParallelDecoderLayer], batch: int, context: int, gen: torch.Generator
 ) -> tuple[Callable[[str], tuple[torch.Tensor, torch.Tensor]], Callable[..., torch.Tensor]]:
@@ -297,7 +302,7 @@ def decode_steps(
     states."""
     world = rt.current_world()
     rank, size = world.rank, world.world_size
-    max_len = context + 64  # a multiple of W (<= 64 ranks): room for the new token in either layout
+    max_len = context + CACHE_SLACK
     caches: dict[str, list[KVCache]] = {
         layout: [layer.new_cache(batch, max_len, layout) for layer in layers] for layout in ("heads", "sequence")
     }

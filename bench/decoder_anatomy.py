@@ -58,6 +58,7 @@ from _common import RESULTS, describe_machine, markdown_table, write_json  # noq
 from decoder import (  # noqa: E402
     AGREEMENT,
     BAR,
+    CACHE_SLACK,
     build_layers,
     decode_steps,
     difference,
@@ -248,9 +249,6 @@ def breakdown(kernels: Sequence[Kernel], per_run: int, top: int = 8) -> Breakdow
 
 # --------------------------------------------------------------------------------------------- the HBM floor (decode)
 
-CACHE_SLACK = 64
-"""bench/decoder.py's ``decode_steps`` makes every KV cache ``context + 64`` positions long; ours' sequence split
-gives each rank ``(context + 64) / W`` of them, so its busiest rank (rank 0) holds more than ``(context + 1) / W``."""
 FLOOR_SIDES = {"ours": "sequence", "torch": "heads"}
 """The KV cache layout each side's decode reads (bench/decoder.py: ours sequence-split, torch TP head-split)."""
 REST = "rest (comm, AR+norm, norms, elementwise, idle)"
