@@ -470,6 +470,7 @@ def _worker(out_dir: str) -> None:
             checks()
         except Exception as error:  # noqa: BLE001 (recorded: the other checks still run)
             record[f"{name}/raised"] = [f"{type(error).__name__}: {error}"]
+    Path(out_dir).mkdir(parents=True, exist_ok=True)  # run by hand, OUT_DIR need not exist yet
     Path(out_dir, f"rank{rank}.json").write_text(json.dumps(record))
     failed = {key: problems for key, problems in record.items() if problems}
     print(f"rank {rank}: {len(record) - len(failed)} of {len(record)} checks passed; failed: {failed or 'none'}")
