@@ -117,7 +117,7 @@ CUBLAS_PULL = GemmRSConfig(partial_dtype="input", gemm="cublas", producer="pull"
 previous partial), one ``torch.mm`` of all M rows into this rank's symmetric [M, N] partial, and one kernel that
 flags the partial ready, waits for the peers' flags and sums this rank's shard rows of every rank's partial in fp32.
 No NCCL call, so its eager calls replay from the plan's graphs. The cost model picks it where the GPU's calibration
-measured it (``Calibration.rs_pull_extra_ms``; ``tuning.cost_model.gemm_rs_pull_ms``) and predicts it fastest."""
+measured its pull rate (``Calibration.pull``; ``tuning.cost_model.gemm_rs_pull_ms``) and predicts it fastest."""
 CANDIDATES = (
     CUBLAS_CE,
     CUBLAS_DIRECT,

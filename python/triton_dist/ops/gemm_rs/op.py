@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -849,45 +850,79 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
     return out
 
 
-CALIBRATE_PULL = os.environ.get("TRITON_DIST_CALIBRATE_PULL", "0") == "1"
-"""Whether the calibration also times the "pull" producer (``rs_pull_extra_ms``, without which the cost model never
-picks it). Off until that producer has run on GPUs: the calibration also runs on a GPU's first call of an
-overlapped op when no calibration is stored, and a producer that had never run there must not sit in that path.
-``TRITON_DIST_CALIBRATE_PULL=1`` (or ``bench/calibrate.py --with-pull``) turns it on."""
+CALIBRATE_PULL = os.environ.get("TRITON_DIST_CALIBRATE_PULL", "1") != "0"
+"""Whether the calibration also times the "pull" producer (``Calibration.pull``, without which the cost model never
+picks it). On by default: the producer has run on 2 x H200 (``check_gemm_rs.py --pull-only`` on every rank, and the
+layer sweep's 32 ReduceScatter rows, all correct). ``TRITON_DIST_CALIBRATE_PULL=0`` (or ``bench/calibrate.py
+--without-pull``) turns it off; the calibration, which also runs on a GPU's first call of an overlapped op when no
+calibration is stored, then leaves ``pull`` unmeasured."""
 
 
-def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
+def _pull_rate(small: tuple[float, float], large: tuple[float, float]) -> tuning.Rate | None:
+    """The pull producer's rate through two (bytes pulled per rank, ms beyond the GEMM) points, or None (with a
+    warning) where the larger shard did not take longer: no positive rate fits, so the path stays unpriced."""
+    if large[0] <= small[0] or large[1] <= small[1]:
+        warnings.warn(
+            f"triton_dist: gemm_rs's pull producer took {small[1]:.4f} ms beyond its GEMM at {small[0]:.0f} bytes "
+            f"pulled and {large[1]:.4f} ms at {large[0]:.0f}: no positive rate fits, so the calibration leaves "
+            "Calibration.pull unmeasured and the cost model never picks that producer",
+            stacklevel=2,
+        )
+        return None
+    return tuning.Rate.fit(small, large)
+
+
+def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float | tuning.Rate]:
     """The fused kernel's time over cuBLAS's GEMM alone at a large and a small K
-    (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``), and each cuBLAS producer's time
-    beyond its model at the same two shapes, averaged: "direct" (``rs_cublas_extra_ms``) and, with
-    ``CALIBRATE_PULL``, "pull" (``rs_pull_extra_ms``)."""
+    (``Calibration.rs_fused_over_cublas`` and ``rs_fused_over_cublas_small_k``), the direct cuBLAS producer's time
+    beyond its model at the same two shapes, averaged (``rs_cublas_extra_ms``), and, with ``CALIBRATE_PULL``, the
+    pull producer's rate (``Calibration.pull``): its time beyond a timed ``torch.matmul`` of the same operands at
+    ``CAL_RS`` and ``CAL_RS_PULL_SMALL_M``, fitted against the bytes each rank pulls there. Neither cuBLAS producer is
+    timed without a memory rate (the model cannot price them)."""
     from triton_dist.ops.tuning import calibration
 
     w = world.world_size
     ratios: list[float] = []
-    extras: dict[str, list[float]] = {"rs_cublas_extra_ms": [], "rs_pull_extra_ms": []}
-    without_extra = dataclasses.replace(partial, rs_cublas_extra_ms=0.0, rs_pull_extra_ms=0.0)
-    producers = [("rs_cublas_extra_ms", tuning.gemm_rs_cublas_ms, CUBLAS_DIRECT)]
-    if CALIBRATE_PULL:
-        producers.append(("rs_pull_extra_ms", tuning.gemm_rs_pull_ms, CUBLAS_PULL))
-    for m, n, k in (calibration.CAL_RS, calibration.CAL_RS_SMALL_K):
+    direct: list[float] = []
+    without_extra = dataclasses.replace(partial, rs_cublas_extra_ms=0.0)
+    pull_points: dict[tuple[int, int, int], tuple[float, float]] = {}
+    time_pull = CALIBRATE_PULL and partial.memory is not None and w >= 2
+
+    def operands(m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor]:
         a = torch.randn(m, k // w, device=world.device, dtype=torch.bfloat16)
-        b = torch.randn(k // w, n, device=world.device, dtype=torch.bfloat16)
+        return a, torch.randn(k // w, n, device=world.device, dtype=torch.bfloat16)
+
+    def pull_point(a: torch.Tensor, b: torch.Tensor, gemm_ms: float) -> tuple[float, float]:
+        pulled = (w - 1) * a.shape[0] / w * b.shape[1] * a.element_size()
+        return pulled, calibration.timed(world, functools.partial(gemm_rs_with, a, b, CUBLAS_PULL)) - gemm_ms
+
+    for m, n, k in (calibration.CAL_RS, calibration.CAL_RS_SMALL_K):
+        a, b = operands(m, n, k)
         config = GemmRSConfig(partial_dtype="input")
         fused = calibration.timed(world, functools.partial(gemm_rs_with, a, b, config))
         cublas = calibration.timed(world, functools.partial(torch.matmul, a, b))
         ratios.append(fused / cublas)
-        for field, model, producer in producers:
-            modelled = model(m, n, k, a.element_size(), w, without_extra)
-            if modelled is not None:
-                extras[field].append(
-                    calibration.timed(world, functools.partial(gemm_rs_with, a, b, producer)) - modelled
-                )
+        modelled = tuning.gemm_rs_cublas_ms(m, n, k, a.element_size(), w, without_extra)
+        if modelled is not None:
+            direct.append(calibration.timed(world, functools.partial(gemm_rs_with, a, b, CUBLAS_DIRECT)) - modelled)
+        if time_pull and (m, n, k) == calibration.CAL_RS:
+            pull_points[(m, n, k)] = pull_point(a, b, cublas)
         clear_workspaces()
-    measured = {"rs_fused_over_cublas": ratios[0], "rs_fused_over_cublas_small_k": ratios[1]}
-    for field, values in extras.items():
-        if values:
-            measured[field] = max(0.0, sum(values) / len(values))
+    if time_pull:
+        a, b = operands(*calibration.CAL_RS_PULL_SMALL_M)
+        gemm_ms = calibration.timed(world, functools.partial(torch.matmul, a, b))
+        pull_points[calibration.CAL_RS_PULL_SMALL_M] = pull_point(a, b, gemm_ms)
+        clear_workspaces()
+    measured: dict[str, float | tuning.Rate] = {
+        "rs_fused_over_cublas": ratios[0],
+        "rs_fused_over_cublas_small_k": ratios[1],
+    }
+    if direct:
+        measured["rs_cublas_extra_ms"] = max(0.0, sum(direct) / len(direct))
+    if time_pull:
+        pull = _pull_rate(pull_points[calibration.CAL_RS_PULL_SMALL_M], pull_points[calibration.CAL_RS])
+        if pull is not None:
+            measured["pull"] = pull
     return measured
 
 

@@ -4,7 +4,8 @@ A :class:`Calibration` holds, for one GPU model at one world size, a fixed cost 
 overlapped ops are made of: cuBLAS's GEMM, our persistent GEMM, NCCL's all-gather and reduce-scatter, a
 copy-engine push of a shard to a peer, a local device-memory copy, and measured properties of the fused paths
 (what the fused AllGather + GEMM costs beyond its model, the fused GEMM + ReduceScatter's time over cuBLAS's GEMM
-alone, and what GEMM + ReduceScatter's cuBLAS path, with either producer, costs beyond its model).
+alone, what GEMM + ReduceScatter's cuBLAS path with the direct producer costs beyond its model, and the pull
+producer's time beyond its GEMM as a fixed cost plus a rate of the bytes pulled).
 
 Where it comes from (:func:`calibration_for`): the user's cache (``calibration.json`` beside ``tuning.json``),
 then the committed ``calibrations.json`` (the GPU kinds measured at the current ``CALIBRATION_VERSION``), else it is
@@ -27,7 +28,7 @@ import os
 import pathlib
 import statistics
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from triton_dist.ops.common.config_fields import checked_fields
@@ -85,11 +86,11 @@ class Calibration:
     ag_cublas_extra_ms: float = -1.0
     """What AllGather + GEMM's cuBLAS path (copy-engine pushes, one cuBLAS GEMM per shard as it lands) costs beyond
     ``cost_model.ag_gemm_cublas_ms`` without it (launches, waits); negative: not measured, the path is not chosen."""
-    rs_pull_extra_ms: float = -1.0
-    """What GEMM + ReduceScatter's cuBLAS "pull" producer (one GEMM of all rows, each rank pulls its shard rows of
-    the peers' partials) costs beyond ``cost_model.gemm_rs_pull_ms`` without it (its two small kernels, flags, the
-    remote reads' difference from the push rate); negative: not measured, the path is not chosen. Calibrations of
-    the same version measured before this field lack it and never choose that path."""
+    pull: Rate | None = None
+    """GEMM + ReduceScatter's cuBLAS "pull" producer (one GEMM of all rows, then each rank pulls its shard rows of
+    the peers' partials): its time beyond its one GEMM of all rows (timed ``torch.matmul`` at the same shape), per
+    byte each rank pulls ((W - 1) shards): its fixed cost (two small kernels, flags) and its remote-read rate. None:
+    not measured, the path is never chosen (calibrations of the same version measured before this field lack it)."""
     measured: str = ""
     version: int = 1
     """The measurement's ``CALIBRATION_VERSION`` (entries without one are version 1)."""
@@ -112,9 +113,12 @@ class Calibration:
         if not isinstance(values, dict):
             raise ValueError(f"Calibration: expected an object, got {type(values).__name__}")
         values = dict(values)
+        # A constant extra of the pull producer, replaced by the ``pull`` rate: stored user calibrations and
+        # calibrations.json measured before may hold it; it prices nothing now, so it is dropped unread.
+        values.pop("rs_pull_extra_ms", None)
         rates: dict[str, Any] = {}  # Any: mypy cannot match a dict's values to the fields they fill
-        for name in ("cublas", "ours", "allgather", "reduce_scatter", "push", "memory"):
-            if name == "memory" and values.get(name) is None:  # optional: calibrations older than it lack it
+        for name in ("cublas", "ours", "allgather", "reduce_scatter", "push", "memory", "pull"):
+            if name in ("memory", "pull") and values.get(name) is None:  # optional: calibrations older lack them
                 values.pop(name, None)
                 continue
             rate = Rate(**checked_fields(Rate, values.pop(name, None)))
@@ -204,6 +208,11 @@ CAL_RS = (8192, 4096, 16384)
 CAL_RS_SMALL_K = (8192, 4096, 2048)
 """Global (M, N, K) at which the fused GEMM + ReduceScatter is measured against cuBLAS's GEMM alone (eight waves
 of tiles at two ranks on 132 SMs, a large and a small K)."""
+CAL_RS_PULL_SMALL_M = (1024, 4096, 16384)
+"""Global (M, N, K) of the pull producer's second point beside ``CAL_RS``: its time beyond the GEMM grows with the
+bytes each rank pulls (2 x H200: 25 us at a 3.7 MB shard, 124 us at 33.6 MB, 422 us at 134 MB), so two shard sizes
+(8x apart) fit its fixed cost and its rate (``Calibration.pull``); one constant measured at ``CAL_RS`` charged
+small shards ~20 us too much."""
 
 
 def timed(world: Any, fn: Callable[[], object], reps: int = 10) -> float:
@@ -306,9 +315,10 @@ def measure(world: Any, gpu: str) -> Calibration:
     return _measure_fused(world, partial)
 
 
-FusedProbe = Callable[[Any, Calibration], dict[str, float]]
+FusedProbe = Callable[[Any, Calibration], Mapping[str, float | Rate]]
 """``probe(world, partial) -> {field: value}``: an op times its fused kernel at the calibration shapes against
-``partial`` (every rate already measured) and returns the :class:`Calibration` fields it measured."""
+``partial`` (every rate already measured) and returns the :class:`Calibration` fields it measured (a number or,
+for a field that is a rate, a :class:`Rate`)."""
 
 _fused_probes: dict[str, FusedProbe] = {}
 
@@ -331,7 +341,7 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
         "rs_fused_over_cublas_small_k",
         "rs_cublas_extra_ms",
         "ag_cublas_extra_ms",
-        "rs_pull_extra_ms",
+        "pull",
     }
     if unknown:
         raise ValueError(f"calibration probes returned fields that are not the fused kernels': {sorted(unknown)}")

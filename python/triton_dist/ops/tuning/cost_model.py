@@ -212,24 +212,22 @@ def gemm_rs_cublas_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibr
 
 def gemm_rs_pull_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> float | None:
     """Predicted ms of ``gemm_rs``'s cuBLAS path with the "pull" producer (``CUBLAS_PULL``; k global), or None where
-    ``cal`` has not measured it (no memory rate or no ``rs_pull_extra_ms``) or there is one rank.
+    ``cal`` has not measured it (no memory rate or no ``pull`` rate) or there is one rank.
 
     ONE cuBLAS GEMM of all M rows (the fallback's GEMM, into this rank's symmetric partial), then one pass that reads
-    this rank's shard rows of every rank's partial and writes the output: W - 1 shards read from the peers over
-    NVLink, priced at the copy-engine push's rate (the only calibrated rate of one rank's bytes crossing the link to
-    or from one peer while every rank moves its own at once, as every rank pulls at once here; NCCL's rates price a
-    whole collective's message, its protocol and its sum), and on local memory the own shard read, the output
-    written and the W - 1 shards the peers read from here. The pass's loads of the own shard and the peers' are in
-    flight together, so it takes the longer of the two. Plus the measured extra (the begin and the pull kernels'
-    launches and flags, and what a remote read costs beyond the push's rate at the calibration shapes).
+    this rank's shard rows of every rank's partial and writes the output: the W - 1 shards read from the peers over
+    NVLink at the measured pull rate (``Calibration.pull``: the producer's time beyond its GEMM, fitted through two
+    shard sizes, so its two small kernels and flags are its fixed cost), and on local memory the own shard read, the
+    output written and the W - 1 shards the peers read from here. The pass's loads of the own shard and the peers'
+    are in flight together, so it takes the longer of the two.
     """
-    if cal.memory is None or cal.rs_pull_extra_ms < 0 or w < 2:
+    if cal.memory is None or cal.pull is None or w < 2:
         return None
     t_gemm = cal.cublas.ms(2.0 * m * n * (k / w))
     shard_bytes = m / w * n * itemsize
-    pull = cal.push.ms((w - 1) * shard_bytes)
+    pulled = cal.pull.ms((w - 1) * shard_bytes)
     local = cal.memory.ms((w + 1) * shard_bytes)
-    return t_gemm + max(pull, local) + cal.rs_pull_extra_ms
+    return t_gemm + max(pulled, local)
 
 
 def gemm_rs_choice(
@@ -266,7 +264,7 @@ def _fastest(unfused: str, estimate: dict[str, float], fused: dict[str, float | 
     return min(options, key=lambda name: options[name])
 
 
-def with_extra(cal: Calibration, **changes: float) -> Calibration:
+def with_extra(cal: Calibration, **changes: float | Rate | None) -> Calibration:
     """``cal`` with some fields replaced (tests, what-if estimates)."""
-    fields: dict[str, Any] = dict(changes)  # Any: mypy checks a float dict against every field's type
+    fields: dict[str, Any] = dict(changes)  # Any: mypy checks the dict's values against every field's type
     return dataclasses.replace(cal, **fields)
