@@ -1,11 +1,12 @@
 """Measure this GPU's calibration (the rates the overlapped ops' cost model predicts with) and store it.
 
-    torchrun --nproc-per-node=2 bench/calibrate.py [--write-package-table] [--with-pull] [--out-dir DIR]
+    torchrun --nproc-per-node=2 bench/calibrate.py [--write-package-table] [--without-pull] [--out-dir DIR]
 
 Always stores into the user's cache (what the ops read first); ``--write-package-table`` also into the committed
-``python/triton_dist/ops/tuning/calibrations.json``. ``--with-pull`` also times gemm_rs's "pull" producer
-(``ops.gemm_rs.op.CALIBRATE_PULL``), without which the cost model never picks it. Writes ``calibration_<gpu>.json``
-into ``--out-dir`` too, with the date, machine and command, and prints every rate.
+``python/triton_dist/ops/tuning/calibrations.json``. gemm_rs's "pull" producer is timed by default
+(``ops.gemm_rs.op.CALIBRATE_PULL``); ``--without-pull`` skips it, and the cost model then never picks it
+(``--with-pull``, from when it was off by default, times it even under ``TRITON_DIST_CALIBRATE_PULL=0``). Writes
+``calibration_<gpu>.json`` into ``--out-dir`` too, with the date, machine and command, and prints every rate.
 """
 
 from __future__ import annotations
@@ -31,13 +32,20 @@ from triton_dist.testing import setup_distributed  # noqa: E402
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write-package-table", action="store_true")
-    parser.add_argument("--with-pull", action="store_true", help='also time gemm_rs\'s "pull" producer')
+    parser.add_argument("--without-pull", action="store_true", help='do not time gemm_rs\'s "pull" producer')
+    parser.add_argument(
+        "--with-pull",
+        action="store_true",
+        help="time it even under TRITON_DIST_CALIBRATE_PULL=0 (the default otherwise)",
+    )
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args()
-    if args.with_pull:
+    if args.without_pull and args.with_pull:
+        parser.error("--with-pull and --without-pull contradict each other")
+    if args.without_pull or args.with_pull:
         from triton_dist.ops.gemm_rs import op as gemm_rs_op
 
-        gemm_rs_op.CALIBRATE_PULL = True
+        gemm_rs_op.CALIBRATE_PULL = args.with_pull
     started = time.time()
     setup_distributed("4G")
     world = rt.current_world()
