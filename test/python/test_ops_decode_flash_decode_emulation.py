@@ -22,12 +22,12 @@ length, or a block mask off by one, ruins the output), the record buffer starts 
 written by the wrong program, poisons the combine), the flags must all read the epoch afterwards (every slot written
 once), the state must hold the call's epoch and no arrivals, and a call must leave the other parity's records alone.
 
-Covered: bf16 and fp16; batch 1, 2, 3, 4; GQA groups 1, 3, 4, 8, 16; 1 to 4 ranks; 1 to 5 splits; key blocks
-16 and 64; local lengths not a multiple of the block; per-rank lengths drawn at random, 0 on some ranks, 0
-everywhere for a sequence (zeros), beyond the cache or negative (clamped), on either side of a block boundary; a
-[B, S, H, D] cache viewed as [B, H, S, D]; the 64-bit offset variant; a non-default scale; record counts that are
-not a multiple of the combine's step, and a step of one record; two calls in a row (both parities, the epoch
-hand-over).
+Covered: bf16 and fp16; batch 1, 2, 3, 4; GQA groups 1, 3, 4, 8, 16; 1 to 4 ranks; 1 to 5 splits; key blocks 16 and
+64 (``config.MANY_GROUPS_CONFIG``'s, at group 4 with one split as at batch 64); local lengths not a multiple of the
+block; per-rank lengths drawn at random, 0 on some ranks, 0 everywhere for a sequence (zeros), beyond the cache or
+negative (clamped), on either side of a block boundary; a [B, S, H, D] cache viewed as [B, H, S, D]; the 64-bit
+offset variant; a non-default scale; record counts that are not a multiple of the combine's step, and a step of one
+record; two calls in a row (both parities, the epoch hand-over).
 
 Two interpreter bugs of Triton 3.6 that this code reaches are patched in the subprocess (``_fix_interpreter``):
 ``tl.dot`` on bf16 multiplies the raw 16-bit patterns as integers, and ``range()`` over a loaded scalar calls
@@ -297,6 +297,14 @@ CASES = {
     "64-bit offsets, scale 0.3": _case(wide=True, scale=0.3, seed=8),
     "lengths: empty sequence, full, beyond the cache, negative": _case(
         batch=4, ranks=2, splits=2, local_len=90, lengths=[[0, 90, 200, -5], [0, 37, 90, 16]], seed=10
+    ),
+    "MANY_GROUPS_CONFIG's key block at batch 64's split count (group 4, 1 split, 2 ranks)": _case(
+        batch=2,
+        splits=1,
+        block_n=fd_config.MANY_GROUPS_CONFIG.block_n,
+        local_len=130,
+        lengths=[[130, 64], [65, 0]],
+        seed=14,
     ),
     "lengths: one block boundary each side": _case(
         batch=4, ranks=2, splits=2, local_len=90, lengths=[[15, 16, 17, 32], [1, 31, 33, 64]], seed=11

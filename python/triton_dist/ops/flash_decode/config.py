@@ -3,7 +3,7 @@ the record workspace a call needs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 import triton
@@ -93,6 +93,83 @@ def default_config(backend: str) -> FlashDecodeConfig:
     NVIDIA: 128-token key blocks, faster than 64-token blocks at batch 1 and as fast at batch 8
     (bench/flash_decode.py, graphed). AMD keeps 64 (128 at 3 stages exceeds its 64 KiB of LDS)."""
     return FlashDecodeConfig(block_n=128) if backend == "cuda" else FlashDecodeConfig()
+
+
+CONFIG_ENV = "TRITON_DIST_FLASH_DECODE_CONFIG"
+"""An environment variable: the config a call without one uses on GPUs, as ``config_from_text`` reads it (e.g.
+``block_n=64,num_stages=3``), instead of ``default_config``'s; read at each call signature's first call. Unset or
+empty: the default. For trying a config in a whole model (bench/decoder.py) before it becomes a default."""
+
+MANY_GROUPS_CONFIG = FlashDecodeConfig(block_n=64, num_warps=4, num_stages=3)
+"""The candidate for many (sequence, KV head) groups, e.g. batch 64 x 8 KV heads (not a default until a GPU run
+says so: bench/flash_decode_batch.py). Compiled for sm_90 it needs 71,680 bytes of shared memory and 80 registers
+a thread, so an SM holds three programs (``programs_per_sm``) where the default's 139,264 bytes allow one: while
+one program drains its last key blocks, stores its records and starts the next (group, split), two others keep
+loading, and a combiner shares an SM with producers instead of taking one (docs/design.md, "flash_decode at batch
+64")."""
+
+
+def config_from_text(text: str) -> FlashDecodeConfig:
+    """A config from ``name=value`` pairs separated by commas (the fields of :class:`FlashDecodeConfig`, integers;
+    fields left out keep NVIDIA's default), e.g. ``"block_n=64,num_stages=3"`` or ``"splits=2,block_n=128"``.
+
+    Raises FlashDecodeError naming an unknown field, a pair without ``=``, a value that is not an integer, or a
+    value the config refuses."""
+    names = [field.name for field in fields(FlashDecodeConfig)]
+    values: dict[str, int] = {}
+    for pair in (part.strip() for part in text.split(",")):
+        if not pair:
+            continue
+        name, sep, value = (piece.strip() for piece in pair.partition("="))
+        if not sep or name not in names:
+            raise FlashDecodeError(
+                f"flash_decode: a config is name=value pairs of {names} separated by commas, got {pair!r} in {text!r}"
+            )
+        try:
+            values[name] = int(value)
+        except ValueError:
+            raise FlashDecodeError(f"flash_decode: config field {name} must be an integer, got {value!r}") from None
+    base = default_config("cuda")
+    return FlashDecodeConfig(**{name: values.get(name, getattr(base, name)) for name in names})
+
+
+def config_text(config: FlashDecodeConfig) -> str:
+    """``config`` as ``config_from_text`` reads it (every field)."""
+    return ",".join(f"{field.name}={getattr(config, field.name)}" for field in fields(FlashDecodeConfig))
+
+
+SM90_SHARED_PER_SM = 233_472
+"""Shared memory of one sm_90 SM (228 KiB); a program may use at most 227 KiB of it."""
+SM90_SHARED_RESERVED = 1024
+"""Shared memory the hardware reserves for each resident program on sm_90."""
+SM90_REGISTERS_PER_SM = 65_536
+SM90_WARPS_PER_SM = 64
+SM90_PROGRAMS_PER_SM = 32
+
+
+def programs_per_sm(shared_bytes: int, registers: int, num_warps: int) -> int:
+    """How many programs of a compiled kernel one sm_90 SM runs at once: the fewest that its shared memory allows
+    (``shared_bytes`` plus the 1 KiB reserved per program, in 128-byte units, of 228 KiB), its registers
+    (``registers`` a thread, allocated per warp in units of 256, of 64K) and its 64 warps (at most 32 programs).
+
+    The default config at batch 64 compiles to 139,264 bytes and 113 registers with 4 warps: 1 program per SM;
+    ``MANY_GROUPS_CONFIG``: 71,680 bytes, 80 registers: 3. Raises FlashDecodeError for a negative size, registers
+    outside [1, 255] or warps outside [1, 32], or shared memory beyond what one program may have (227 KiB)."""
+    if shared_bytes < 0 or not 1 <= registers <= 255 or not 1 <= num_warps <= 32:
+        raise FlashDecodeError(
+            f"programs_per_sm: needs shared_bytes >= 0, registers in [1, 255] and num_warps in [1, 32], got "
+            f"{shared_bytes}, {registers}, {num_warps}"
+        )
+    if shared_bytes > SM90_SHARED_PER_SM - SM90_SHARED_RESERVED:
+        raise FlashDecodeError(f"programs_per_sm: {shared_bytes} bytes of shared memory exceed one sm_90 program's")
+    per_program_shared = -(-(shared_bytes + SM90_SHARED_RESERVED) // 128) * 128
+    per_warp_registers = -(-(registers * 32) // 256) * 256
+    return min(
+        SM90_SHARED_PER_SM // per_program_shared,
+        SM90_REGISTERS_PER_SM // (per_warp_registers * num_warps),
+        SM90_WARPS_PER_SM // num_warps,
+        SM90_PROGRAMS_PER_SM,
+    )
 
 
 def record_floats(group: int) -> int:

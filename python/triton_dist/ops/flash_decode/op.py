@@ -10,6 +10,7 @@ inputs, look the plan up (one dict lookup) and relaunch it.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, replace
 
 import torch
@@ -24,6 +25,7 @@ from triton_dist.ops.common.flags import notify_world
 from triton_dist.ops.common.gpu import sm_count
 from triton_dist.ops.common.launch import EmulatedLaunch, LaunchPlan, first_launch
 from triton_dist.ops.flash_decode.config import (
+    CONFIG_ENV,
     HEAD_DIM,
     MAX_FLAGS,
     MAX_GROUP,
@@ -39,6 +41,7 @@ from triton_dist.ops.flash_decode.config import (
     choose_splits,
     combine_chunk,
     combine_rows,
+    config_from_text,
     default_config,
     fits_workspace,
     needs_wide_offsets,
@@ -90,6 +93,19 @@ _DEFAULT_CONFIG = default_config("hip" if torch.version.hip else "cuda")
 EMULATED_CONFIG = FlashDecodeConfig(block_n=16, num_stages=1)
 """What a call without a config uses under the CPU emulation (``ops.common.errors.emulated``): key blocks of 16,
 which Triton's interpreter runs quickly (split and combiner counts from the emulation's 2 "SMs")."""
+
+
+def gpu_default_config() -> FlashDecodeConfig:
+    """The config a call without one uses on a GPU: ``$TRITON_DIST_FLASH_DECODE_CONFIG`` as ``config_from_text``
+    reads it when set and not empty, else this backend's default (``default_config``). Raises FlashDecodeError,
+    naming the variable, when its text is not a config."""
+    text = os.environ.get(CONFIG_ENV, "")
+    if not text.strip():
+        return _DEFAULT_CONFIG
+    try:
+        return config_from_text(text)
+    except FlashDecodeError as error:
+        raise FlashDecodeError(f"${CONFIG_ENV}: {error}") from None
 
 
 def check_scale(scale: float | None) -> float:
@@ -268,7 +284,7 @@ def _new_plan(
         raise FlashDecodeError(
             f"flash_decode: q is on {q.device}, but this rank's triton_dist device is {world.device}"
         )
-    default = EMULATED_CONFIG if world is emulated_world() else _DEFAULT_CONFIG
+    default = EMULATED_CONFIG if world is emulated_world() else gpu_default_config()
     config = _with_combiners(q, k, config or default)  # the count joins the ranks' agreement
     splits = _splits_for(q, k, config, world.world_size)
     batch, q_heads, _ = q.shape
@@ -448,7 +464,9 @@ def flash_decode(
     that repeats a shape the others have moved on from is not caught (the others wait for its records). One
     launch, no host synchronization; calls must not run concurrently on two streams. CUDA-graph capture works
     after one eager call of the shape. Under ``TRITON_INTERPRET=1`` on a world made with ``init(device="cpu")``
-    (the CPU emulation, for tests without GPUs) the kernel runs in Triton's interpreter with ``EMULATED_CONFIG``.
+    (the CPU emulation, for tests without GPUs) the kernel runs in Triton's interpreter with ``EMULATED_CONFIG``;
+    on GPUs with ``gpu_default_config()`` (``$TRITON_DIST_FLASH_DECODE_CONFIG``, e.g. ``block_n=64,num_stages=3``,
+    overrides the default key block, warps, stages and counts for every rank that sets it).
     """
     if not plain_eager(q, k, v, lengths):
         return torch.ops.triton_dist.flash_decode(q, k, v, lengths, scale)
