@@ -115,9 +115,8 @@ def compile_flash(
         return testing.compile_for(triton.jit(fd_kernels._flash_decode_kernel.fn), sig, target, **options)
 
 
-def ptxas_resources(ptx: str, tmp_path: Path) -> tuple[tuple[int, int, int], str]:
-    """((stack frame, spill stores, spill loads) in bytes, ``cuobjdump -sass`` listing) of ``ptx`` built by Triton's
-    ptxas for sm_90a."""
+def ptxas(ptx: str, tmp_path: Path) -> tuple[str, str]:
+    """(``ptxas -v`` report, ``cuobjdump -sass`` listing) of ``ptx`` built by Triton's ptxas for sm_90a."""
     tools = Path(knobs.nvidia.ptxas.path or "").parent
     if not (tools / "ptxas").is_file() or not (tools / "cuobjdump").is_file():
         pytest.skip("Triton's ptxas / cuobjdump are not available")
@@ -130,10 +129,17 @@ def ptxas_resources(ptx: str, tmp_path: Path) -> tuple[tuple[int, int, int], str
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    found = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", done.stderr)
-    assert found, done.stderr
     sass = subprocess.run([str(tools / "cuobjdump"), "-sass", str(cubin)], check=True, capture_output=True, text=True)
-    return (int(found[1]), int(found[2]), int(found[3])), sass.stdout
+    return done.stderr, sass.stdout
+
+
+def ptxas_resources(ptx: str, tmp_path: Path) -> tuple[tuple[int, int, int], str]:
+    """((stack frame, spill stores, spill loads) in bytes, ``cuobjdump -sass`` listing) of ``ptx`` built by Triton's
+    ptxas for sm_90a."""
+    report, sass = ptxas(ptx, tmp_path)
+    found = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    assert found, report
+    return (int(found[1]), int(found[2]), int(found[3])), sass
 
 
 def assert_no_local_memory_in_loops(compiled, tmp_path: Path) -> None:  # noqa: ANN001
@@ -542,3 +548,76 @@ def test_a_call_resolves_its_combiner_count_before_the_agreement(monkeypatch):
     monkeypatch.setitem(gpu._sms, q.device.index, 132)
     assert fd_op._with_combiners(q, k, fd_config.FlashDecodeConfig()).combiners == 2  # 64 groups on 132 SMs
     assert fd_op._with_combiners(q, k, fd_config.FlashDecodeConfig(combiners=8)).combiners == 8
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Residency at batch 64 and the config override (docs/design.md, "flash_decode at batch 64")
+
+
+@pytest.mark.parametrize(
+    ("shared", "registers", "warps", "want"),
+    [
+        (139_264, 113, 4, 1),  # the default config at batch 64, group 4 (compiled below)
+        (71_680, 80, 4, 3),  # MANY_GROUPS_CONFIG
+        (104_448, 80, 4, 2),  # block_n 64, 4 stages
+        (73_728, 126, 4, 3),  # block_n 128, 2 stages
+        (76_800, 80, 4, 3),  # the most for 3: (76,800 + 1,024) x 3 = 233,472
+        (76_801, 80, 4, 2),  # a byte more rounds up to the next 128
+        (0, 255, 8, 1),  # registers: 8,192 a warp x 8 warps
+        (0, 129, 4, 3),  # 129 registers round up to 4,352 a warp: 3 programs of 4 warps, not 4
+        (0, 32, 32, 2),  # warps
+        (0, 16, 1, 32),  # the most programs an SM holds
+    ],
+)
+def test_programs_per_sm(shared, registers, warps, want):
+    assert fd_config.programs_per_sm(shared, registers, warps) == want
+
+
+@pytest.mark.parametrize(("args", "text"), [((-1, 80, 4), "shared_bytes"), ((0, 0, 4), "registers"),
+    ((0, 256, 4), "registers"), ((0, 80, 0), "num_warps"), ((232_449, 80, 4), "exceed")])  # fmt: skip
+def test_programs_per_sm_refuses_what_no_sm90_program_has(args, text):
+    with pytest.raises(FlashDecodeError, match=text):
+        fd_config.programs_per_sm(*args)
+
+
+def test_many_groups_config_holds_three_programs_per_sm_where_the_default_holds_one(tmp_path):
+    """At batch 64 (group 4, 1 split, 2 ranks) the default's two 128-token K/V buffers (139,264 bytes) leave room
+    for one program per SM; MANY_GROUPS_CONFIG's 64-token ones for three, without spills in its loops. Both keep
+    the next block's K and V in flight while a block is computed (``cp.async.wait_group`` leaves their two copy
+    groups outstanding) and load them as 16-byte copies into shared memory (LDGSTS.128): 2 x block_n x 256 bytes
+    over 128 threads, 16 (block_n 64) or 32 (128) per thread and block."""
+    need_real_library("sm_90")
+    for config, want in ((fd_config.default_config("cuda"), 1), (fd_config.MANY_GROUPS_CONFIG, 3)):
+        compiled = compile_flash("sm_90", group=4, splits=1, world=2, config=config)
+        report, sass = ptxas(compiled.asm["ptx"], tmp_path)
+        registers = int(re.search(r"Used (\d+) registers", report)[1])
+        resident = fd_config.programs_per_sm(compiled.metadata.shared, registers, config.num_warps)
+        assert resident == want, f"{config}: {compiled.metadata.shared} bytes, {registers} registers"
+        loops = loop_instructions(sass, "sass")
+        assert not [line for line in loops if re.search(r"\b(LDL|STL)\b", line)], f"{config}: spills in a loop"
+        copies = [re.search(r"LDGSTS\S*", line)[0] for line in loops if "LDGSTS" in line]
+        per_thread = 2 * config.block_n * fd_config.HEAD_DIM * 2 // 16 // (32 * config.num_warps)
+        assert copies == ["LDGSTS.E.BYPASS.128"] * per_thread, f"{config}: {copies}"
+        waits = re.findall(r"cp\.async\.wait_group\s+(\d+);", compiled.asm["ptx"])
+        assert sorted(waits) == ["0", "2"], f"{config}: {waits}"  # 2 in the loop, 0 after it
+
+
+def test_config_text_round_trips_and_names_what_it_refuses():
+    config = fd_config.FlashDecodeConfig(splits=2, block_n=64, num_warps=8, num_stages=2, combiners=4)
+    assert fd_config.config_from_text(fd_config.config_text(config)) == config
+    assert fd_config.config_from_text(" block_n=64 , num_stages=3 ") == fd_config.MANY_GROUPS_CONFIG
+    assert fd_config.config_from_text("") == fd_config.default_config("cuda")
+    for text, match in (("block=64", "name=value"), ("block_n", "name=value"), ("block_n=6x", "integer"),
+                        ("block_n=48", "block_n must be one of")):  # fmt: skip
+        with pytest.raises(FlashDecodeError, match=match):
+            fd_config.config_from_text(text)
+
+
+def test_the_environment_overrides_the_gpu_default(monkeypatch):
+    monkeypatch.delenv(fd_config.CONFIG_ENV, raising=False)
+    assert fd_op.gpu_default_config() == fd_config.default_config("hip" if torch.version.hip else "cuda")
+    monkeypatch.setenv(fd_config.CONFIG_ENV, "block_n=64,num_stages=3")
+    assert fd_op.gpu_default_config() == fd_config.MANY_GROUPS_CONFIG
+    monkeypatch.setenv(fd_config.CONFIG_ENV, "num_warps=2")
+    with pytest.raises(FlashDecodeError, match=f"\\${fd_config.CONFIG_ENV}: .*num_warps"):
+        fd_op.gpu_default_config()

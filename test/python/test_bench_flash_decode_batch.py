@@ -1,0 +1,46 @@
+"""bench/flash_decode_batch.py's host-side helpers without GPUs: the config grid, the ``--configs`` text, the
+fixed-cost / rate line."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from bench_scripts import load_bench
+
+from triton_dist.ops.flash_decode import FlashDecodeError
+
+fd_config = importlib.import_module("triton_dist.ops.flash_decode.config")
+
+
+@pytest.fixture(scope="module")
+def bench():  # noqa: ANN201
+    return load_bench("flash_decode_batch.py")
+
+
+def test_the_default_grid_is_every_split_and_block_config_once(bench):
+    grid = bench.parse_configs("")
+    assert len(set(grid)) == len(grid) == len(bench.GRID_SPLITS) * len(bench.GRID_BLOCKS)
+    default = fd_config.default_config("cuda")
+    assert (default.block_n, default.num_warps, default.num_stages) == bench.GRID_BLOCKS[0]
+    assert fd_config.MANY_GROUPS_CONFIG in {fd_config.FlashDecodeConfig(block_n=c.block_n, num_warps=c.num_warps,
+        num_stages=c.num_stages) for c in grid}  # fmt: skip
+    assert {c.splits for c in grid} == set(bench.GRID_SPLITS)
+
+
+def test_configs_text(bench):
+    got = bench.parse_configs("splits=2,block_n=64; block_n=128,num_warps=8 ;")
+    assert got == [
+        fd_config.FlashDecodeConfig(splits=2, block_n=64),
+        fd_config.FlashDecodeConfig(block_n=128, num_warps=8),
+    ]
+    assert bench.label(got[0]) == "s2/b64/w4/n3" and bench.label(fd_config.FlashDecodeConfig()) == "sauto/b64/w4/n3"
+    with pytest.raises(FlashDecodeError, match="name=value"):
+        bench.parse_configs("splits:2")
+
+
+def test_fit_recovers_a_line(bench):
+    # 10 µs fixed, 4000 GB/s: bytes / (4000 GB/s) = bytes / 4e3 ns = bytes / 4e6 µs
+    points = [(t, 10.0 + (t * 1000) / 4e6, t * 1000) for t in (1040, 2080, 4160)]
+    fixed, gbps = bench.fit(points)
+    assert fixed == pytest.approx(10.0) and gbps == pytest.approx(4000.0)
