@@ -11,18 +11,19 @@ Per case, graphed (10 calls per CUDA graph, median of 20 replays, max over ranks
 
 - ``flash_decode`` as the layers call it (the default config, or ``$TRITON_DIST_FLASH_DECODE_CONFIG``);
 - the config grid (``--configs``; default: splits 1, 2, 4 x key blocks 128 / 64 x warps x stages, see
-  ``GRID_BLOCKS``) at batch 64 group 4; the other cases time the default and the four fastest of that grid (at
-  batch 8 with the split count the op would choose for each key block, as splits 1 leaves most SMs idle there);
+  ``GRID_BLOCKS``) at batch 64 group 4; the other cases time the default, ``config.MANY_GROUPS_CONFIG`` and the
+  four fastest of that grid (at batch 8 with the split count the op would choose for each, as splits 1 leaves
+  most SMs idle there);
 - SDPA on the same K/V bytes (rank 0's block, contiguous) per backend (cuDNN, FlashAttention, memory-efficient)
   and query layout (``grouped``: the group as query positions of each KV head; ``gqa``: ``enable_gqa=True``).
 
 Each config's row gives its compiled kernel's registers and shared memory, the programs one SM holds at once
 (``config.programs_per_sm``), the producer programs and how many rounds of the SMs' slots they take; µs, the K/V
 bytes rank 0 reads per µs, and that as a share of this GPU's copy rate (bytes read + written by a 1 GiB copy,
-bench/decoder_anatomy.py's ``hbm_bandwidth``) and read rate (a ``torch.sum``). Then, for the default and the
-fastest config at batch 64 group 4, a least-squares line ``time = fixed + bytes / rate`` over 1040, 2080 and
-4160 valid tokens per rank (every position valid): what a call costs beyond streaming (program starts, pipeline
-fill and drain, records, flags, the combine) against the rate it streams at.
+bench/decoder_anatomy.py's ``hbm_bandwidth``) and read rate (a ``torch.sum``). Then, for the default,
+``MANY_GROUPS_CONFIG`` and the fastest config at batch 64 group 4, a least-squares line ``time = fixed + bytes /
+rate`` over 1040, 2080 and 4160 valid tokens per rank (every position valid): what a call costs beyond streaming
+(program starts, pipeline fill and drain, records, flags, the combine) against the rate it streams at.
 
 Every config's output is compared with SDPA's on the whole cache (2% of each element plus 1% of the largest); a
 mismatch is marked and the run exits 1 after writing. Kernels compile before anything is timed, each rank
@@ -254,9 +255,9 @@ def main() -> int:
         if index == 0:
             configs: list[fd.FlashDecodeConfig | None] = [None, *grid]
         elif batch * KV_HEADS < 2 * torch.cuda.get_device_properties().multi_processor_count:
-            configs = [None, *dict.fromkeys(replace(c, splits=0) for c in best)]  # the op's split count
+            configs = [None, *dict.fromkeys(replace(c, splits=0) for c in [fd.MANY_GROUPS_CONFIG, *best])]
         else:
-            configs = [None, *best]
+            configs = [None, *dict.fromkeys([fd.MANY_GROUPS_CONFIG, *best])]
         warm(case, configs)
         reference = whole_cache_reference(case)
         rows = []
@@ -285,7 +286,7 @@ def main() -> int:
         del case, reference
         torch.cuda.empty_cache()
         if index == 0 and not args.no_fit:
-            for config in dict.fromkeys([None, *best[:1]]):
+            for config in dict.fromkeys([None, fd.MANY_GROUPS_CONFIG, *best[:1]]):
                 points = []
                 for tokens in FIT_TOKENS:
                     probe = Case(batch, group, tokens, tokens * world.world_size, seed=tokens)

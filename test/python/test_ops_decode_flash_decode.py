@@ -558,8 +558,8 @@ def test_a_call_resolves_its_combiner_count_before_the_agreement(monkeypatch):
     ("shared", "registers", "warps", "want"),
     [
         (139_264, 113, 4, 1),  # the default config at batch 64, group 4 (compiled below)
-        (71_680, 80, 4, 3),  # MANY_GROUPS_CONFIG
-        (104_448, 80, 4, 2),  # block_n 64, 4 stages
+        (71_680, 80, 4, 3),  # block_n 64, 3 stages
+        (104_448, 80, 4, 2),  # MANY_GROUPS_CONFIG (block_n 64, 4 stages)
         (73_728, 126, 4, 3),  # block_n 128, 2 stages
         (76_800, 80, 4, 3),  # the most for 3: (76,800 + 1,024) x 3 = 233,472
         (76_801, 80, 4, 2),  # a byte more rounds up to the next 128
@@ -580,14 +580,15 @@ def test_programs_per_sm_refuses_what_no_sm90_program_has(args, text):
         fd_config.programs_per_sm(*args)
 
 
-def test_many_groups_config_holds_three_programs_per_sm_where_the_default_holds_one(tmp_path):
+def test_many_groups_config_holds_two_programs_per_sm_where_the_default_holds_one(tmp_path):
     """At batch 64 (group 4, 1 split, 2 ranks) the default's two 128-token K/V buffers (139,264 bytes) leave room
-    for one program per SM; MANY_GROUPS_CONFIG's 64-token ones for three, without spills in its loops. Both keep
-    the next block's K and V in flight while a block is computed (``cp.async.wait_group`` leaves their two copy
-    groups outstanding) and load them as 16-byte copies into shared memory (LDGSTS.128): 2 x block_n x 256 bytes
-    over 128 threads, 16 (block_n 64) or 32 (128) per thread and block."""
+    for one program per SM; MANY_GROUPS_CONFIG's three 64-token ones for two, without spills in its loops. While a
+    block is computed, the default keeps the next block's K and V in flight (``cp.async.wait_group 2`` leaves their
+    two copy groups outstanding), the candidate the next two blocks' (4 groups). Both load them as 16-byte copies
+    into shared memory (LDGSTS.128): 2 x block_n x 256 bytes over 128 threads, 32 (block_n 128) or 16 (64) per
+    thread and block."""
     need_real_library("sm_90")
-    for config, want in ((fd_config.default_config("cuda"), 1), (fd_config.MANY_GROUPS_CONFIG, 3)):
+    for config, want in ((fd_config.default_config("cuda"), 1), (fd_config.MANY_GROUPS_CONFIG, 2)):
         compiled = compile_flash("sm_90", group=4, splits=1, world=2, config=config)
         report, sass = ptxas(compiled.asm["ptx"], tmp_path)
         registers = int(re.search(r"Used (\d+) registers", report)[1])
@@ -598,14 +599,15 @@ def test_many_groups_config_holds_three_programs_per_sm_where_the_default_holds_
         copies = [re.search(r"LDGSTS\S*", line)[0] for line in loops if "LDGSTS" in line]
         per_thread = 2 * config.block_n * fd_config.HEAD_DIM * 2 // 16 // (32 * config.num_warps)
         assert copies == ["LDGSTS.E.BYPASS.128"] * per_thread, f"{config}: {copies}"
-        waits = re.findall(r"cp\.async\.wait_group\s+(\d+);", compiled.asm["ptx"])
-        assert sorted(waits) == ["0", "2"], f"{config}: {waits}"  # 2 in the loop, 0 after it
+        waits = sorted(re.findall(r"cp\.async\.wait_group\s+(\d+);", compiled.asm["ptx"]))
+        ahead = 2 * (config.num_stages - 2)  # K and V groups of the num_stages - 2 blocks issued ahead
+        assert waits == sorted(["0", str(ahead)]), f"{config}: {waits}"  # in the loop, then 0 after it
 
 
 def test_config_text_round_trips_and_names_what_it_refuses():
     config = fd_config.FlashDecodeConfig(splits=2, block_n=64, num_warps=8, num_stages=2, combiners=4)
     assert fd_config.config_from_text(fd_config.config_text(config)) == config
-    assert fd_config.config_from_text(" block_n=64 , num_stages=3 ") == fd_config.MANY_GROUPS_CONFIG
+    assert fd_config.config_from_text(" block_n=64 , num_stages=4 ") == fd_config.MANY_GROUPS_CONFIG
     assert fd_config.config_from_text("") == fd_config.default_config("cuda")
     for text, match in (("block=64", "name=value"), ("block_n", "name=value"), ("block_n=6x", "integer"),
                         ("block_n=48", "block_n must be one of")):  # fmt: skip
@@ -616,7 +618,7 @@ def test_config_text_round_trips_and_names_what_it_refuses():
 def test_the_environment_overrides_the_gpu_default(monkeypatch):
     monkeypatch.delenv(fd_config.CONFIG_ENV, raising=False)
     assert fd_op.gpu_default_config() == fd_config.default_config("hip" if torch.version.hip else "cuda")
-    monkeypatch.setenv(fd_config.CONFIG_ENV, "block_n=64,num_stages=3")
+    monkeypatch.setenv(fd_config.CONFIG_ENV, "block_n=64,num_stages=4")
     assert fd_op.gpu_default_config() == fd_config.MANY_GROUPS_CONFIG
     monkeypatch.setenv(fd_config.CONFIG_ENV, "num_warps=2")
     with pytest.raises(FlashDecodeError, match=f"\\${fd_config.CONFIG_ENV}: .*num_warps"):

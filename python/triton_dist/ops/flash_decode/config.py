@@ -97,16 +97,19 @@ def default_config(backend: str) -> FlashDecodeConfig:
 
 CONFIG_ENV = "TRITON_DIST_FLASH_DECODE_CONFIG"
 """An environment variable: the config a call without one uses on GPUs, as ``config_from_text`` reads it (e.g.
-``block_n=64,num_stages=3``), instead of ``default_config``'s; read at each call signature's first call. Unset or
+``block_n=64,num_stages=4``), instead of ``default_config``'s; read at each call signature's first call. Unset or
 empty: the default. For trying a config in a whole model (bench/decoder.py) before it becomes a default."""
 
-MANY_GROUPS_CONFIG = FlashDecodeConfig(block_n=64, num_warps=4, num_stages=3)
+MANY_GROUPS_CONFIG = FlashDecodeConfig(block_n=64, num_warps=4, num_stages=4)
 """The candidate for many (sequence, KV head) groups, e.g. batch 64 x 8 KV heads (not a default until a GPU run
-says so: bench/flash_decode_batch.py). Compiled for sm_90 it needs 71,680 bytes of shared memory and 80 registers
-a thread, so an SM holds three programs (``programs_per_sm``) where the default's 139,264 bytes allow one: while
-one program drains its last key blocks, stores its records and starts the next (group, split), two others keep
-loading, and a combiner shares an SM with producers instead of taking one (docs/design.md, "flash_decode at batch
-64")."""
+says so: bench/flash_decode_batch.py). Its programs are all alike and start together, so they end together: each
+round of programs over the SMs' slots ends with every SM draining its last blocks, storing records and starting
+the next program at once, HBM idle meanwhile. Fewer, fuller rounds: compiled for sm_90 it needs 104,448 bytes of
+shared memory and 80 registers a thread, so an SM holds two programs (``programs_per_sm``) where the default's
+139,264 bytes allow one, and batch 64's 512 producers take 1.94 rounds of 2 x 132 slots instead of 3.88 of 132
+(three stages of 64-token blocks fit three programs, but then 512 take 1.29 rounds: a second round of 116 programs
+alone on their SMs). Four stages keep two blocks (64 KB) of each program in flight while it computes; combiners
+share an SM instead of taking one. docs/design.md, "flash_decode at batch 64"."""
 
 
 def config_from_text(text: str) -> FlashDecodeConfig:
@@ -153,7 +156,7 @@ def programs_per_sm(shared_bytes: int, registers: int, num_warps: int) -> int:
     (``registers`` a thread, allocated per warp in units of 256, of 64K) and its 64 warps (at most 32 programs).
 
     The default config at batch 64 compiles to 139,264 bytes and 113 registers with 4 warps: 1 program per SM;
-    ``MANY_GROUPS_CONFIG``: 71,680 bytes, 80 registers: 3. Raises FlashDecodeError for a negative size, registers
+    ``MANY_GROUPS_CONFIG``: 104,448 bytes, 80 registers: 2. Raises FlashDecodeError for a negative size, registers
     outside [1, 255] or warps outside [1, 32], or shared memory beyond what one program may have (227 KiB)."""
     if shared_bytes < 0 or not 1 <= registers <= 255 or not 1 <= num_warps <= 32:
         raise FlashDecodeError(

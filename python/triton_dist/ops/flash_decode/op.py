@@ -465,7 +465,7 @@ def flash_decode(
     launch, no host synchronization; calls must not run concurrently on two streams. CUDA-graph capture works
     after one eager call of the shape. Under ``TRITON_INTERPRET=1`` on a world made with ``init(device="cpu")``
     (the CPU emulation, for tests without GPUs) the kernel runs in Triton's interpreter with ``EMULATED_CONFIG``;
-    on GPUs with ``gpu_default_config()`` (``$TRITON_DIST_FLASH_DECODE_CONFIG``, e.g. ``block_n=64,num_stages=3``,
+    on GPUs with ``gpu_default_config()`` (``$TRITON_DIST_FLASH_DECODE_CONFIG``, e.g. ``block_n=64,num_stages=4``,
     overrides the default key block, warps, stages and counts for every rank that sets it).
     """
     if not plain_eager(q, k, v, lengths):
