@@ -74,8 +74,8 @@ def test_the_pull_model_needs_its_rate_and_a_memory_rate() -> None:
 
 @pytest.mark.parametrize("gpu", GPUS)
 def test_calibrations_without_a_pull_rate_load_and_never_pick_pull(gpu) -> None:
-    cal = committed(gpu)
-    assert cal.pull is None and cal.version == cal_mod.CALIBRATION_VERSION
+    cal = dataclasses.replace(committed(gpu), pull=None)  # as H100's (never calibrated with pull) and older ones
+    assert cal.version == cal_mod.CALIBRATION_VERSION
     cpu, target = torch.device("cpu"), GPUTarget("cuda", 90, 32)
     for m, n, k in GRID:
         path, estimate = tuning.gemm_rs_choice(m, n, k, 2, 2, cal)
@@ -88,7 +88,7 @@ def test_calibrations_without_a_pull_rate_load_and_never_pick_pull(gpu) -> None:
 def test_a_stored_constant_pull_extra_is_dropped_and_a_bad_pull_rate_refused() -> None:
     cal = committed("NVIDIA H200")
     legacy = {**cal.as_dict(), "rs_pull_extra_ms": 0.024551750719547294}  # the 2026-11-27 15:30 calibration's
-    assert tuning.Calibration.from_dict(legacy) == cal, "the legacy key is dropped, the rate stays unmeasured"
+    assert tuning.Calibration.from_dict(legacy) == cal, "the legacy key is dropped, the rest kept as stored"
     with_rate = {**cm.with_extra(cal, pull=H200_PULL).as_dict(), "rs_pull_extra_ms": 0.02}
     assert tuning.Calibration.from_dict(with_rate).pull == H200_PULL
     for bad in ({"fixed_ms": 0.01, "per_ms": 0.0}, {"fixed_ms": -0.001, "per_ms": 3e8}):
@@ -109,14 +109,35 @@ def test_the_sweeps_pull_rate_takes_the_rows_it_won_and_leaves_the_large_ones_to
         # The old price (the push rate plus a constant measured at CAL_RS's 33.6 MB shard) lost these rows.
         constant = tuning.Rate(cal.push.fixed_ms + 0.0246, cal.push.per_ms)
         assert tuning.gemm_rs_choice(m, n, k, 2, 2, cm.with_extra(cal, pull=constant))[0] != "pull", (m, n, k)
+    without = dataclasses.replace(cal, pull=None)
     for m, n, k in FALLBACK_ROWS:
-        assert tuning.gemm_rs_choice(m, n, k, 2, 2, cal)[0] == "fallback", "the committed calibration's pick"
+        assert tuning.gemm_rs_choice(m, n, k, 2, 2, without)[0] == "fallback", "the pick without a pull rate"
     # Large rows: splitting the GEMM per peer hides the partials' transfer behind it, the pull pays it after.
     for m, n, k in ((8192, 4096, 14336), (16384, 4096, 4096), (16384, 8192, 8192), (8192, 28672, 4096)):
         path, estimate = tuning.gemm_rs_choice(m, n, k, 2, 2, fitted)
         assert path == "cublas" and estimate["cublas_ms"] < estimate["pull_ms"], (m, n, k, estimate)
         chosen = grs.choose_config(m, n, k // 2, torch.bfloat16, 2, cpu, target, calibration=fitted)
         assert chosen == grs.CUBLAS_DIRECT, (m, n, k)
+
+
+def test_the_committed_h200_rate_picks_what_the_sweep_ran() -> None:
+    """The 2 x H200 calibration of 2026-11-27 15:55 measured the pull rate itself (18.0 us + bytes / 327 GB/s, at
+    CAL_RS and CAL_RS_PULL_SMALL_M, not at the sweep's rows); the sweep run on it (docs/results/
+    2026-11-27-session27.md, job 5) took pull on three of these rows and Qwen2.5-72B o_proj M = 1024, and kept
+    1024,5120,25600 on matmul + NCCL (pull predicted within the 3% margin there)."""
+    cal = committed("NVIDIA H200")
+    assert cal.pull is not None and math.isclose(cal.pull.per_ms, H200_PULL.per_ms, rel_tol=0.05)
+    ran = {
+        (1024, 4096, 14336): "pull",
+        (2048, 3584, 3584): "pull",
+        (1024, 3584, 18944): "pull",
+        (1024, 6144, 6144): "pull",
+        (1024, 8192, 8192): "pull",
+        (1024, 5120, 25600): "fallback",
+        (8192, 4096, 14336): "cublas",
+    }
+    for (m, n, k), path in ran.items():
+        assert tuning.gemm_rs_choice(m, n, k, 2, 2, cal)[0] == path, (m, n, k)
 
 
 def test_between_the_two_cublas_producers_the_faster_prediction_wins() -> None:
