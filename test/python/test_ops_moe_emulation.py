@@ -108,6 +108,22 @@ a step (several steps, a partial last one) and 64 (one step wider than the slots
 512 count programs of 8-token steps, 64 prefix rows a step at 8 warps, and 32.)"""
 
 
+COMBINE_CONFIGS = {
+    "input": MoeConfig(combine_partials="input"),
+    "spread": MoeConfig(combine_spread=True),
+    "input+spread": MoeConfig(combine_partials="input", combine_spread=True),
+}
+"""Combine's options (``MoeConfig.combine_partials``, ``combine_spread``): the default dispatch's plan, its combine
+with bf16 partials (each rank's partial rounded to bf16, then summed in fp32: ``_combined`` gives those bits exactly,
+rounded to nearest even as GPUs do or truncated as the interpreter does), and with the push's programs starting
+spread (the emulation's one program halfway, wrapping around) and the reduce's partials loaded unrolled over the
+ranks (masked lanes past W at 3 ranks): the reference's bits."""
+COMBINE_CASES = {2: (("input", "k8"), ("spread", "random"), ("input+spread", "k8")), 3: (("input+spread", "k8"),)}
+"""The (option, case) pairs run per world size, in both modes, every output allocated poisoned. The bf16 partials
+run on k = 8, where every token has rows on every rank, so some sums differ from the fp32 partials' (``_case`` checks
+that they do: a combine ignoring the option fails)."""
+
+
 OWN_CONFIG = MoeConfig(pipelined=True, programs_per_sm=3)
 """``op.OWN_ROWS_IN_PUSH``'s plan (``_own_rows_in_push``): a signature of its own (under the emulation the same kernels
 as ``PIPELINED``'s, one program each), so its first call has no buffers yet."""
@@ -200,6 +216,40 @@ def _bf16_problems(what: str, got: torch.Tensor, exact: torch.Tensor) -> list[st
         return []
     worst = (got.float() - exact).abs().max().item() if got.shape == exact.shape else None
     return [f"{what} differs: shapes {list(got.shape)} / {list(exact.shape)}, max {worst}"]
+
+
+def _nearest(values: torch.Tensor) -> torch.Tensor:
+    """fp32 ``values`` rounded to bf16 to nearest even (GPUs), as fp32."""
+    return values.to(torch.bfloat16).float()
+
+
+def _truncated(values: torch.Tensor) -> torch.Tensor:
+    """fp32 ``values`` rounded to bf16 by truncation (Triton 3.6's interpreter), as fp32."""
+    return (values.view(torch.int32) & ~0xFFFF).view(torch.float32)
+
+
+def _combined(ys: list[torch.Tensor], handles: list[Any], rank: int, partials: bool = False) -> list[torch.Tensor]:
+    """The bf16 results ``rank``'s combine of ``ys`` may give, rounded to nearest even (GPUs) or truncated (Triton
+    3.6's interpreter): the reference's fp32 sums (each rank's partial in k order, the partials in rank order), or
+    with ``partials`` (``MoeConfig(combine_partials="input")``) each rank's fp32 partial rounded to bf16 first, then
+    the same fp32 sum of them (each partial is the reference's with the other ranks' ``ys`` zero)."""
+    from triton_dist.ops.moe import reference_combine
+
+    fp32 = [dataclasses.replace(h, dtype=torch.float32) for h in handles]
+    if not partials:
+        exact = reference_combine(ys, fp32)[rank]
+        return [_nearest(exact).to(torch.bfloat16), _truncated(exact).to(torch.bfloat16)]
+    alone = [
+        reference_combine([y if e == d else torch.zeros_like(y) for e, y in enumerate(ys)], fp32)[rank]
+        for d in range(len(ys))
+    ]
+    wanted = []
+    for rounding in (_nearest, _truncated):
+        total = torch.zeros_like(alone[0])
+        for partial in alone:
+            total += rounding(partial)
+        wanted.append(rounding(total).to(torch.bfloat16))
+    return wanted
 
 
 def _fp8(
@@ -430,7 +480,7 @@ def _case(
     """Case ``name`` (the ``number``-th of its list) in ``mode`` with ``config`` (a ``MoeConfig`` or None) and
     ``layout``: what this rank's dispatch and combine got that the reference did not."""
     import triton_dist
-    from triton_dist.ops.moe import reference_combine, reference_dispatch
+    from triton_dist.ops.moe import reference_dispatch
 
     xs, idxs, weights, experts = _case_inputs(name, size, seed=number if name != "random" else 0)
     cap = max(max(x.shape[0] for x in xs), 1) if mode == "low_latency" else None
@@ -448,10 +498,13 @@ def _case(
             problems.append(f"handle.config {handle.config!r} is not the dispatch's {config!r}")
         out = triton_dist.ops.moe_combine(_experts(recv_x, handle.recv_expert), handle)
         ys = [_experts(rx, h.recv_expert) for rx, h in refs]
-        exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
-        # The fp32 sums, rounded to bf16 to nearest even (GPUs) or truncated (Triton 3.6's interpreter).
-        truncated = (exact.view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
-        if not (torch.equal(out, exact.to(torch.bfloat16)) or torch.equal(out, truncated)):
+        partials = config is not None and config.combine_partials == "input"
+        wanted = _combined(ys, [h for _, h in refs], rank, partials)
+        fp32 = _combined(ys, [h for _, h in refs], rank) if partials else []
+        if partials and any(torch.equal(a, b) for a, b in zip(wanted, fp32, strict=True)):
+            problems.append("the case gives the same bf16 sums with fp32 partials: it cannot tell them apart")
+        if not any(torch.equal(out, want) for want in wanted):
+            exact = wanted[0].float()
             worst = (out.float() - exact).abs().max().item() if out.shape == exact.shape else None
             problems.append(f"combine differs: shapes {list(out.shape)} / {list(exact.shape)}, max {worst}")
     except Exception as error:  # noqa: BLE001 (recorded for the test)
@@ -475,6 +528,12 @@ def _worker(out_dir: str) -> None:
         if name in GATHER_CASES[size] and CASES.index(name) == number:  # layout="gather": recv_x[gather_rows]
             record[f"gather/{name}#{number}/normal"] = _case(rank, size, name, number, "normal", layout="gather")
     record["bad_ids"] = _bad_ids(rank, size)
+    for label, name in COMBINE_CASES[size]:
+        for mode in ("normal", "low_latency"):
+            number = CASES.index(name)
+            with _PoisonedEmpty():
+                problems = _case(rank, size, name, number, mode, COMBINE_CONFIGS[label])
+            record[f"combine/{label}/{name}#{number}/{mode}"] = problems
     if size == 2:  # the fp8, capacity and chunked paths once (the emulation is slow; W is a run-time value)
         record |= _fp8(rank, size)
         record["overflow"] = _overflow(rank, size)
@@ -528,7 +587,7 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             if key.endswith(f"/{mode}")
             and "#" in key
             and not key.startswith(
-                ("chunked/", "programs2/", "gather/", "early/", "pipelined/", "own_in_push/", "overlap/")
+                ("chunked/", "programs2/", "gather/", "early/", "pipelined/", "own_in_push/", "overlap/", "combine/")
             )
         }
         cases["bad_ids"] = record["bad_ids"]
@@ -551,6 +610,19 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             assert len(gathered) == want, sorted(gathered)
             cases |= gathered
         failed = {key: problems for key, problems in cases.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+def test_combine_options_match_the_reference(records: list[dict[str, list[str]]]) -> None:
+    """``MoeConfig(combine_partials="input")``: bf16 partials, each rank's rounded once, summed in fp32 (the exact
+    bits ``_combined`` expects; against the fp32 partials' sums that is within 2^-8 of the sum of the partials'
+    magnitudes, which the GPU test checks); ``combine_spread``: the reference's bits (``COMBINE_CASES``)."""
+    for rank, record in enumerate(records):
+        got = {key: problems for key, problems in record.items() if key.startswith("combine/")}
+        want = [f"combine/{label}/{name}#{CASES.index(name)}/{mode}" for label, name in COMBINE_CASES[len(records)]
+                for mode in ("normal", "low_latency")]  # fmt: skip
+        assert sorted(got) == sorted(want)
+        failed = {key: problems for key, problems in got.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 
 

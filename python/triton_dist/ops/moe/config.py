@@ -116,6 +116,12 @@ MAX_ROW_BLOCK = 16384
 """The widest row the default ``MoeConfig(whole_row=True)`` moves in one step (elements; 128 registers of fp32 per
 thread at 4 warps): rows wider than it move in ``BLOCK_H`` chunks."""
 
+COMBINE_PARTIALS = ("fp32", "input")
+"""``MoeConfig.combine_partials``: the dtype combine's partials cross the links in (fp32, or ``y``'s dtype)."""
+SPREAD_REDUCE_RANKS = 4
+"""The most ranks whose partials ``MoeConfig(combine_spread=True)``'s reduce loads as one unrolled step (more: the
+loop over ranks): at H = 7168 (BLOCK_H 8192, 4 warps) each rank's row is 64 fp32 registers per thread once widened."""
+
 
 @dataclass(frozen=True)
 class MoeConfig:
@@ -169,7 +175,45 @@ class MoeConfig:
     Elsewhere ignored. Same results, bit for bit (each output word is written once, from the same values). An option
     until a GPU run measures it (``bench/moe.py --only-dispatch --expand-block 16``)."""
 
+    combine_partials: str = "fp32"
+    """The dtype of the partials combine's push sends to each token's home rank (``COMBINE_PARTIALS``): ``"fp32"``
+    (the default: ``sum_k w_k * y_k`` of a token's rows on one rank stored in fp32, summed in fp32 at home, the
+    reference's bits) or ``"input"`` (the partial rounded to ``y``'s dtype, bf16 / fp16, and widened to fp32 at home
+    before the sum, as the NCCL dispatcher of ``bench/moe.py`` and DeepEP do; fp32 inputs are unchanged). The bytes:
+    at H = 7168, 4096 tokens per rank, top-8 of 256 experts on 2 ranks, each rank sends about 4080 partials to the
+    other (a token misses a rank only when all 8 experts sit on the other one, 2 * 0.5^8 of the tokens): 117 MB of
+    fp32, 344 µs at the 339 GB/s per rank the push all-gather measured over NVLink on 2 x H200 (2026-11-27), 58 MB
+    and 172 µs in bf16; the reduce at home reads half the bytes as well (235 against 117 MB from HBM, about 59 against
+    29 µs at 4 TB/s). Each rank's partial ``p_d`` is rounded once (to nearest even: within ``2^-8 |p_d|`` in bf16,
+    ``2^-11 |p_d|`` in fp16), so the result is within ``2^-8 * sum_d |p_d|`` (bf16) of the fp32 sum before its own
+    final rounding, which both settings share. An option until a GPU run measures it (``bench/moe.py``'s ``ours
+    combine-partials=input`` rows)."""
+    combine_spread: bool = False
+    """Two changes to combine's kernels, the same results bit for bit (an option until a GPU run measures it:
+    ``bench/moe.py``'s ``ours combine-partials=input+spread`` rows).
+
+    (1) The push's programs start spread over the received tokens: program ``p`` of ``P`` at the
+    ``floor((p + 1) * n / (P + 1))``-th of its ``n`` slots, wrapping around (the CPU emulation's one program starts
+    halfway), instead of all at their first. The slots are grouped by source rank, which is the partial's home, so in
+    the grid-stride order every program works on rank 0's tokens first: on 2 ranks, rank 0 first stores only local
+    partials (HBM; NVLink idle) and then only remote ones (NVLink: 117 MB of fp32 at 4096 tokens, about 344 µs at
+    339 GB/s), rank 1 the other way round, so the two halves run one after the other instead of together (the 2 x
+    H200 run of 2026-11-27: 594 µs in all, against about 344 + 59 µs for the link's and the reduce's bytes).
+    Spread, every moment has local and remote partials in the ratio of the whole call, so the link is busy all along.
+
+    (2) The reduce loads a token's partials of every rank (``W`` up to ``SPREAD_REDUCE_RANKS``, one node) in one
+    unrolled step of masked loads, in flight together, instead of a loop of a ``tok_pos`` load, a branch and then the
+    partial's load per rank (on 2 ranks two dependent round trips to HBM per token, 16 tokens per program at 4096
+    tokens and 264 programs). A rank without the token adds a masked +0.0, which changes no fp32 sum (a sum started
+    at +0.0 is never -0.0)."""
+
     def __post_init__(self) -> None:
+        if self.combine_partials not in COMBINE_PARTIALS:
+            raise MoeError(
+                f"MoeConfig: combine_partials must be one of {list(COMBINE_PARTIALS)}, got {self.combine_partials!r}"
+            )
+        if not isinstance(self.combine_spread, bool):
+            raise MoeError(f"MoeConfig: combine_spread must be True or False, got {self.combine_spread!r}")
         if not isinstance(self.whole_row, bool):
             raise MoeError(f"MoeConfig: whole_row must be True or False, got {self.whole_row!r}")
         if not isinstance(self.pipelined, bool):
@@ -205,6 +249,11 @@ class MoeConfig:
         if self.programs_per_sm is not None:
             return self.programs_per_sm
         return NORMAL_PROGRAMS_PER_SM if mode == "normal" else 1
+
+    def partial_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        """The dtype combine's partials of a ``dtype`` payload cross the links in (``combine_partials``): fp32, or
+        ``dtype`` itself with ``"input"``."""
+        return dtype if self.combine_partials == "input" else torch.float32
 
     def row_block(self, hidden: int) -> int:
         """The ``BLOCK_H`` of a whole-row plan for rows of ``hidden`` elements, or 0 where the plan moves

@@ -1074,6 +1074,8 @@ def _combine_push_kernel(
     combine_signals_ptr=None,
     NODES: tl.constexpr = 1,
     LOCAL: tl.constexpr = 1,
+    PACK: tl.constexpr = 1,
+    SPREAD: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -1081,9 +1083,19 @@ def _combine_push_kernel(
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
-    partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H
+    # PACK partials per fp32 word of the buffer (2: bf16 / fp16 partials, combine_ptr viewed in that dtype): each
+    # parity's half is CAP * H fp32 words, a partial's row H elements.
+    partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK
     h = tl.arange(0, BLOCK_H)
-    for i in range(pid, slots, programs):
+    count = (slots - pid + programs - 1) // programs  # this program's slots: pid, pid + programs, ...
+    first = 0
+    if SPREAD:  # start at the floor((pid + 1) * count / (programs + 1))-th of them, wrapping around
+        first = (pid + 1) * count // (programs + 1)
+    for j in range(0, count):
+        step = j + first
+        if SPREAD:
+            step = step % count
+        i = pid + step * programs
         home = tl.load(comb_src_ptr + i)
         if home >= 0:
             if NODES > 1:  # a home on another node: the partial staged in row i of my send buffer, then put
@@ -1103,7 +1115,7 @@ def _combine_push_kernel(
                     weight = tl.load(weight_ptr + at, mask=present, other=0.0)
                     values = tl.load(y_ptr + at * H + h, mask=(h < H) & present, other=0.0)
                     acc += weight * values.to(tl.float32)
-                tl.store(remote + h, acc, mask=h < H)
+                tl.store(remote + h, acc.to(remote.dtype.element_ty), mask=h < H)
             else:
                 for h0 in range(0, H, BLOCK_H):
                     offs = h0 + h
@@ -1114,11 +1126,13 @@ def _combine_push_kernel(
                             weight = tl.load(weight_ptr + row)
                             values = tl.load(y_ptr + row.to(tl.int64) * H + offs, mask=offs < H, other=0.0)
                             acc += weight * values.to(tl.float32)
-                    tl.store(remote + offs, acc, mask=offs < H)
+                    tl.store(remote + offs, acc.to(remote.dtype.element_ty), mask=offs < H)
             if NODES > 1:
                 if home // LOCAL != me // LOCAL:
                     signal = combine_signals_ptr + tl.cast(parity, tl.int64) * CAP + dst
-                    dl.put_signal(partials + dst.to(tl.int64) * H, remote, H * 4, signal, epoch, home, sig_op="set")
+                    dl.put_signal(
+                        partials + dst.to(tl.int64) * H, remote, H * (4 // PACK), signal, epoch, home, sig_op="set"
+                    )
     combine_flags = flags_ptr + parity * FLAGS + COMBINE_FLAGS
     if NODES > 1:  # the ranks of my node (the homes on other nodes wait for each partial's signal)
         for j in range(0, LOCAL):
@@ -1157,6 +1171,8 @@ def _combine_reduce_kernel(
     combine_signals_ptr=None,
     NODES: tl.constexpr = 1,
     LOCAL: tl.constexpr = 1,
+    PACK: tl.constexpr = 1,
+    UNROLL: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     ranks = dl.num_ranks()
@@ -1169,24 +1185,36 @@ def _combine_reduce_kernel(
         signals = combine_signals_ptr + tl.cast(parity, tl.int64) * CAP
     else:
         token = dl.wait(flags_ptr + parity * FLAGS + COMBINE_FLAGS, ranks * PROGRAMS, "sys", "acquire", waitValue=epoch)
-    partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H, token)
+    partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK, token)
     h = tl.arange(0, BLOCK_H)
     for t in range(pid, T, tl.num_programs(0)):
         for h0 in range(0, H, BLOCK_H):
             offs = h0 + h
             acc = tl.zeros([BLOCK_H], dtype=tl.float32)
             start = 0
-            for d in range(0, ranks):  # rank order, as the reference adds
-                place = tl.load(tok_pos_ptr + t * ranks + d)
-                if LOW_LATENCY:
-                    start = d * M
-                if place >= 0:
-                    landed = partials
-                    if NODES > 1:
-                        if d // LOCAL != node:
-                            landed = dl.consume_token(partials, dl.signal_wait(signals + start + place, epoch))
-                    values = tl.load(landed + (start + place).to(tl.int64) * H + offs, mask=offs < H, other=0.0)
-                    acc += values
-                if not LOW_LATENCY:
-                    start += tl.load(row_ptr + d)  # this rank's tokens sent to d: d's partials come next
+            if UNROLL > 0:  # one node, at most UNROLL ranks: every rank's partial loaded without a branch
+                for d in tl.static_range(UNROLL):  # rank order, as the reference adds; a missing one adds +0.0
+                    there = d < ranks
+                    place = tl.load(tok_pos_ptr + t * ranks + d, mask=there, other=-1)
+                    if LOW_LATENCY:
+                        start = d * M
+                    at = (start + tl.maximum(place, 0)).to(tl.int64) * H
+                    values = tl.load(partials + at + offs, mask=(offs < H) & (place >= 0), other=0.0)
+                    acc += values.to(tl.float32)
+                    if not LOW_LATENCY:
+                        start += tl.load(row_ptr + d, mask=there, other=0)
+            else:
+                for d in range(0, ranks):  # rank order, as the reference adds
+                    place = tl.load(tok_pos_ptr + t * ranks + d)
+                    if LOW_LATENCY:
+                        start = d * M
+                    if place >= 0:
+                        landed = partials
+                        if NODES > 1:
+                            if d // LOCAL != node:
+                                landed = dl.consume_token(partials, dl.signal_wait(signals + start + place, epoch))
+                        values = tl.load(landed + (start + place).to(tl.int64) * H + offs, mask=offs < H, other=0.0)
+                        acc += values.to(tl.float32)
+                    if not LOW_LATENCY:
+                        start += tl.load(row_ptr + d)  # this rank's tokens sent to d: d's partials come next
             tl.store(out_ptr + tl.cast(t, tl.int64) * H + offs, acc.to(out_ptr.dtype.element_ty), mask=offs < H)

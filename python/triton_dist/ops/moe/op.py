@@ -40,6 +40,7 @@ from triton_dist.ops.moe.config import (
     MODES,
     ROUTE_PROGRAMS,
     ROUTE_WARPS,
+    SPREAD_REDUCE_RANKS,
     STATUS_BAD_EXPERT,
     STATUS_OVERFLOW,
     MoeConfig,
@@ -320,6 +321,9 @@ class _Plan:
     """Pipelined, on GPUs (else 0): its copy programs (``OVERLAP_COPIERS_PER_SM`` per SM)."""
     side: Any = None
     """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
+    combines: set[tuple[torch.dtype, bool]] = field(default_factory=set)
+    """The (partials' dtype, ``combine_spread``) pairs this plan's combines ran with, each agreed with every rank at
+    its first call (``_combine``)."""
     host_info: torch.Tensor | None = None
     """Pipelined (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -574,16 +578,20 @@ def _launch(
     gather: bool = False,
     self_mode: int = 0,
     waves: int = 0,
+    combine: tuple[torch.dtype, bool] = (torch.float32, False),
 ) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
     ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written);
     ``self_mode`` (``_self_push``): 1, the push without this rank's own payload and the expand kernel's copy without
     those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only; ``waves`` > 0
-    (:data:`EXPAND_OVERLAPS_PUSH`): the push's wave flags, and the expand kernel that waits for them beside it."""
+    (:data:`EXPAND_OVERLAPS_PUSH`): the push's wave flags, and the expand kernel that waits for them beside it;
+    ``combine`` (the combine kernels): ``MoeConfig.partial_dtype`` of the payload's dtype and ``combine_spread``."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
     dtypes = [v.dtype for v in leading.values() if isinstance(v, torch.Tensor)]
     launch_key = _launch_key(name, gather, self_mode, dtypes, waves)
+    if name.startswith("combine"):  # MoeConfig.combine_partials / combine_spread: a launch plan each
+        launch_key += combine
     found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
@@ -656,13 +664,17 @@ def _launch(
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
-            fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
-            fixed |= {"CAP": buffers.combine_slots, **world}
+            partial, spread = combine  # the fp32 buffers viewed in the partials' dtype (PACK of them per word)
+            fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
+            fixed |= {"CAP": buffers.combine_slots, **world, **_combine_constexprs(partial, spread, plan)}
             if across is not None:
-                fixed |= {"send_ptr": across.combine_send, "combine_signals_ptr": across.combine_signals, **topology}
+                fixed |= {"send_ptr": across.combine_send.view(partial), **topology}
+                fixed |= {"combine_signals_ptr": across.combine_signals}
         else:
-            fixed = {"combine_ptr": buffers.combine, "flags_ptr": ws.flags, "H": plan.hidden}
+            partial, spread = combine
+            fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
+            fixed |= _combine_constexprs(partial, spread, plan, reduce=True)
             if across is not None:
                 fixed |= {"combine_signals_ptr": across.combine_signals, **topology}
         grid = (plan.expanders if name == "expand" and plan.expanders else plan.programs, 1, 1)
@@ -684,6 +696,21 @@ def _launch(
             warps = ROUTE_WARPS
         launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=warps)
         launch.launch(device, *leading.values())
+
+
+def _combine_constexprs(partial: torch.dtype, spread: bool, plan: _Plan, reduce: bool = False) -> dict[str, Any]:
+    """The combine kernels' constants for partials of dtype ``partial`` (``PACK``: partials per fp32 word of the
+    combine buffers) and ``MoeConfig.combine_spread`` (the push's ``SPREAD``; the reduce's ``UNROLL``, on one node of
+    at most ``SPREAD_REDUCE_RANKS`` ranks: ``pow2(W)``); only those that differ from the kernels' defaults, so the
+    default config compiles the kernels as before."""
+    fixed: dict[str, Any] = {}
+    if partial != torch.float32:
+        fixed["PACK"] = 4 // partial.itemsize
+    if spread and not reduce:
+        fixed["SPREAD"] = True
+    if spread and reduce and plan.nodes == 1 and plan.world_size <= SPREAD_REDUCE_RANKS:
+        fixed["UNROLL"] = pow2(plan.world_size)
+    return fixed
 
 
 def _early_push(plan: _Plan) -> bool:
@@ -1024,6 +1051,11 @@ def _on_side_stream(
     current.wait_event(done)
 
 
+def _capturing() -> bool:
+    """Whether the current CUDA stream is capturing a graph (no collective may run then)."""
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+
+
 def _combine(
     y: torch.Tensor,
     weights: torch.Tensor,
@@ -1034,17 +1066,27 @@ def _combine(
     row: torch.Tensor,
     epoch: torch.Tensor,
     key: tuple[Any, ...],
+    partials: str = "fp32",
+    spread: bool = False,
 ) -> torch.Tensor:
     plan = _plans.get(key)
     if plan is None:
         raise MoeError("moe_combine: no dispatch of this signature in the current world (call moe_dispatch first)")
+    config = MoeConfig(combine_partials=partials, combine_spread=spread)
+    combine = (config.partial_dtype(plan.dtype), spread)
+    if combine not in plan.combines and not _capturing():
+        # Every rank's partials land in its peers' buffers: the ranks agree on their dtype (once per plan and option;
+        # the device, index 6 of the key, differs between ranks).
+        described = {"combine_partials": partials, "combine_spread": spread, "plan": repr(key[:6] + key[7:])}
+        _plans.agree(described)
+        plan.combines.add(combine)
     device, y = y.device, _aligned(y)
     out = torch.empty(tok_pos.shape[0], plan.hidden, dtype=plan.dtype, device=device)
     push = {"y_ptr": y, "weight_ptr": weights, "comb_rows_ptr": comb_rows, "comb_src_ptr": comb_src}
     _launch(plan, "combine_push", {**push, "comb_dst_ptr": comb_dst, "epoch_ptr": epoch, "slots": comb_src.numel()},
-            device)  # fmt: skip
+            device, combine=combine)  # fmt: skip
     reduce = {"out_ptr": out, "tok_pos_ptr": tok_pos, "row_ptr": row, "epoch_ptr": epoch, "T": out.shape[0]}
-    _launch(plan, "combine_reduce", reduce, device)
+    _launch(plan, "combine_reduce", reduce, device, combine=combine)
     return out
 
 
@@ -1147,10 +1189,13 @@ def _moe_combine_op(
     pipelined: bool = False,
     route_programs: int = 0,
     expand_block: int = 0,
+    combine_partials: str = "fp32",
+    combine_spread: bool = False,
 ) -> torch.Tensor:
     key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
            whole_row, programs_per_sm, pipelined, route_programs, expand_block)  # fmt: skip
-    return _combine(y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
+    args = (y, weights, comb_rows, comb_src, comb_dst, tok_pos, row, epoch)
+    return _combine(*args, key, combine_partials, combine_spread)
 
 
 @_moe_combine_op.register_fake
@@ -1172,6 +1217,8 @@ def _moe_combine_fake(
     pipelined: bool = False,
     route_programs: int = 0,
     expand_block: int = 0,
+    combine_partials: str = "fp32",
+    combine_spread: bool = False,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -1303,14 +1350,15 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     config = handle.config or MoeConfig()
     whole_row, programs_per_sm, pipelined = config.whole_row, config.per_sm(handle.mode), config.pipelined
     variant = (config.route_programs or 0, config.expand_block)
+    options = (config.combine_partials, config.combine_spread)
     if plain_eager(*args):
         key = (handle.mode, handle.hidden, handle.dtype, handle.num_experts, comb_rows.shape[1],
                handle.max_tokens_per_rank, y.device, handle.fp8, whole_row, programs_per_sm, pipelined,
                *variant)  # fmt: skip
-        return _combine(*args, key)
+        return _combine(*args, key, *options)
     return torch.ops.triton_dist.moe_combine(
         *args, handle.num_experts, handle.mode, handle.max_tokens_per_rank or 0, handle.fp8, whole_row, programs_per_sm,
-        pipelined, *variant,
+        pipelined, *variant, *options,
     )  # fmt: skip
 
 
