@@ -97,6 +97,7 @@ def _compile(
     self_mode: int = 0,
     stage: str = "",
     waves: int = 0,
+    combine: dict[str, Any] | None = None,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it on one node; ``scales`` > 0: an fp8 payload
@@ -105,9 +106,14 @@ def _compile(
     by ``copiers`` copy programs after the meta programs, or with none by every program after its meta rows);
     ``self_mode``: the push's ``SELF`` (1: without this rank's own payload, 2: only that, into ``self_ptr``), and for
     expand ``SELF_DIRECT`` (its block copy without those rows); ``stage``: that stage's text instead (``"ttgir"``);
-    ``waves``: ``op.EXPAND_OVERLAPS_PUSH``'s push and expand (``WAVES``; expand beside the push: 64 senders)."""
+    ``waves``: ``op.EXPAND_OVERLAPS_PUSH``'s push and expand (``WAVES``; expand beside the push: 64 senders);
+    ``combine``: the combine kernels' option constants (``op._combine_constexprs``; ``PACK`` 2: bf16 partials)."""
     constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
     signature = dict(SIGNATURES[name])
+    if combine:
+        constexprs |= combine
+        if combine.get("PACK") == 2:
+            signature["combine_ptr"] = "*bf16"
     if name == "route":
         constexprs["EXCHANGE"] = not low_latency
         if not low_latency:  # the summary also into host-mapped memory
@@ -265,6 +271,63 @@ def test_sm90_whole_row_loads_every_row_before_storing_and_does_not_spill(tmp_pa
         assert re.search(r"Used \d+ registers", info), info
         assert "0 bytes spill stores, 0 bytes spill loads" in info and "bytes stack frame" in info, f"{name}: {info}"
         assert not re.search(r"[1-9]\d* bytes spill", info), f"{name} spills: {info}"
+
+
+def _v4(ptx: str, op: str) -> int:
+    """The PTX's 16-byte global ``op`` (``ld`` / ``st``) instructions."""
+    return len(re.findall(rf"{op}\.global(\.nc)?\.v4\.", ptx))
+
+
+def test_sm90_combine_options_halve_the_partials_stores_and_load_every_rank_together(tmp_path: Any) -> None:
+    """``MoeConfig(combine_partials="input")`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps): the push converts its fp32
+    sums to bf16 and stores half the 16-byte vectors of fp32's (8 a thread and row, not 16), the reduce reads bf16;
+    ``combine_spread``: the reduce's 2 ranks' partials all loaded before its first store (the default loop: one rank's
+    an iteration), and the push's spread start wraps around (a remainder); none of them spills registers."""
+    need_real_library("sm_90")
+    block = MoeConfig().row_block(7168)
+    fp32 = _compile("combine_push", "sm_90", False, world_size=2, row_block=block)
+    bf16 = _compile("combine_push", "sm_90", False, world_size=2, row_block=block, combine={"PACK": 2})
+    spread = _compile("combine_push", "sm_90", False, world_size=2, row_block=block, combine={"SPREAD": True})
+    assert (_v4(fp32, "st"), _v4(bf16, "st")) == (16, 8), "a partial row: 16 fp32 or 8 bf16 vectors a thread"
+    assert re.search(r"cvt\.rn\.bf16x2\.f32", bf16) and not re.search(r"cvt\.rn\.bf16", fp32)
+    assert _loads_before_first_store(bf16) == 64, "the k rows' loads still in flight together"
+    assert re.search(r"rem\.(s|u)32", spread) and not re.search(r"rem\.(s|u)32", fp32), "the wrap-around"
+    for low_latency in (False, True):
+        plain = _compile("combine_reduce", "sm_90", low_latency, world_size=2, row_block=block)
+        assert _v4(plain, "ld") == 16, "the loop: one rank's fp32 partial (16 vectors) an iteration"
+        wide = _compile("combine_reduce", "sm_90", low_latency, world_size=2, row_block=block, combine={"UNROLL": 2})
+        assert _loads_before_first_store(wide) == 32 == _v4(wide, "ld"), "unrolled: both ranks' fp32 partials"
+        both = _compile("combine_reduce", "sm_90", low_latency, 2, row_block=block, combine={"PACK": 2, "UNROLL": 2})
+        assert _loads_before_first_store(both) == 16 == _v4(both, "ld"), "both ranks' bf16 partials (8 vectors each)"
+        for ptx in (bf16, spread, wide, both):
+            info = ptxas_info(ptx, tmp_path)
+            assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+
+
+def test_combine_options_are_checked_and_reach_the_kernels() -> None:
+    """``MoeConfig.combine_partials`` / ``combine_spread``: refused with what is allowed; the partials' dtype; the
+    combine kernels' constants (none for the default: its kernels compile as before; the reduce's unrolled ranks on
+    one node of at most ``SPREAD_REDUCE_RANKS``)."""
+    from triton_dist.ops.moe.config import SPREAD_REDUCE_RANKS
+
+    assert (MoeConfig().combine_partials, MoeConfig().combine_spread) == ("fp32", False), "the defaults"
+    for bad in ("bf16", "FP32", None, torch.bfloat16):
+        with pytest.raises(MoeError, match=r"combine_partials must be one of \['fp32', 'input'\], got"):
+            MoeConfig(combine_partials=bad)  # type: ignore[arg-type]
+    with pytest.raises(MoeError, match="combine_spread must be True or False, got 1"):
+        MoeConfig(combine_spread=1)  # type: ignore[arg-type]
+    inputs = MoeConfig(combine_partials="input")
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        assert MoeConfig().partial_dtype(dtype) == torch.float32 and inputs.partial_dtype(dtype) == dtype
+    plan = SimpleNamespace(nodes=1, world_size=2)
+    constants = moe_op._combine_constexprs
+    assert constants(torch.float32, False, plan) == {} and constants(torch.float32, False, plan, reduce=True) == {}
+    assert constants(torch.bfloat16, True, plan) == {"PACK": 2, "SPREAD": True}
+    assert constants(torch.float16, True, plan, reduce=True) == {"PACK": 2, "UNROLL": 2}
+    wide = SimpleNamespace(nodes=1, world_size=SPREAD_REDUCE_RANKS + 1)
+    assert constants(torch.float32, True, wide, reduce=True) == {}, "more ranks: the loop"
+    assert constants(torch.float32, True, SimpleNamespace(nodes=2, world_size=4), reduce=True) == {}, "across nodes"
+    assert constants(torch.float32, True, SimpleNamespace(nodes=1, world_size=3), reduce=True) == {"UNROLL": 4}
 
 
 def test_whole_row_config_picks_the_block_and_is_checked() -> None:
@@ -580,8 +643,9 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     seen: dict[str, list[str]] = {}
 
     def launch(
-        plan: Any, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0
-    ) -> None:
+        plan: Any, name: str, leading: dict[str, Any], device: torch.device, gather: bool = False, self_mode: int = 0,
+        **options: Any,
+    ) -> None:  # fmt: skip
         seen.setdefault(name, list(leading))
         if "info_ptr" in leading:  # what the route kernel writes: nothing received, no bad ids
             leading["info_ptr"].zero_()
@@ -596,7 +660,12 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = outputs[14], outputs[15], outputs[16], *outputs[11:14]
     key = (mode, 8, torch.float32, 8, 2, 4 if mode == "low_latency" else None, x.device, False, True, 1, False)
     monkeypatch.setattr(moe_op._plans, "get", lambda signature: plan if signature == key else None)
-    moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
+    agreed: list[dict[str, Any]] = []  # the combine options, agreed with the ranks at the plan's first combine
+    monkeypatch.setattr(moe_op._plans, "agree", agreed.append)
+    for _ in range(2):
+        combine_args = (comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
+        moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], *combine_args)
+    assert [(a["combine_partials"], a["combine_spread"]) for a in agreed] == [("fp32", False)], agreed
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route", "route_count"]
     for name, names in seen.items():
         kernel = getattr(kernels, f"_{name}_kernel")
