@@ -230,25 +230,15 @@ def _truncated(values: torch.Tensor) -> torch.Tensor:
 
 def _combined(ys: list[torch.Tensor], handles: list[Any], rank: int, partials: bool = False) -> list[torch.Tensor]:
     """The bf16 results ``rank``'s combine of ``ys`` may give, rounded to nearest even (GPUs) or truncated (Triton
-    3.6's interpreter): the reference's fp32 sums (each rank's partial in k order, the partials in rank order), or
-    with ``partials`` (``MoeConfig(combine_partials="input")``) each rank's fp32 partial rounded to bf16 first, then
-    the same fp32 sum of them (each partial is the reference's with the other ranks' ``ys`` zero)."""
+    3.6's interpreter): the reference's fp32 sums (each rank's partial in k order, the partials in rank order), with
+    ``partials`` (``MoeConfig(combine_partials="input")``) each rank's fp32 partial rounded the same way first."""
     from triton_dist.ops.moe import reference_combine
 
     fp32 = [dataclasses.replace(h, dtype=torch.float32) for h in handles]
-    if not partials:
-        exact = reference_combine(ys, fp32)[rank]
-        return [_nearest(exact).to(torch.bfloat16), _truncated(exact).to(torch.bfloat16)]
-    alone = [
-        reference_combine([y if e == d else torch.zeros_like(y) for e, y in enumerate(ys)], fp32)[rank]
-        for d in range(len(ys))
-    ]
     wanted = []
     for rounding in (_nearest, _truncated):
-        total = torch.zeros_like(alone[0])
-        for partial in alone:
-            total += rounding(partial)
-        wanted.append(rounding(total).to(torch.bfloat16))
+        exact = reference_combine(ys, fp32, rounding if partials else None)[rank]
+        wanted.append(rounding(exact).to(torch.bfloat16))
     return wanted
 
 

@@ -43,9 +43,9 @@ def test_dispatch_and_combine_on_one_two_and_four_emulated_nodes() -> None:
         assert f"4 ranks, {nodes} node(s) x {local}" in output, output[-4000:]
     tallies = re.findall(r"(\d+) passed, (\d+) failed here; (\d+) failures over all ranks", output)
     assert len(tallies) == 4 and all(failed == "0" and total == "0" for _, failed, total in tallies), output[-4000:]
-    # per rank: 1 x 4: the layout, 1 case; 2 x 2: the layout, 2 cases, fp8, gather, 2 in flight, the refusal;
-    # 4 x 1: the layout, 2 cases, chunked rows, 2 in flight, the refusal
-    assert all(int(passed) == 2 + 8 + 7 for passed, _, _ in tallies), tallies
+    # per rank: 1 x 4: the layout, 1 case; 2 x 2: the layout, 2 cases, fp8, gather, combine's options, 2 in flight,
+    # the refusal; 4 x 1: the layout, 2 cases, chunked rows, 2 in flight, the refusal
+    assert all(int(passed) == 2 + 9 + 7 for passed, _, _ in tallies), tallies
     assert output.count("PASS every token to rank 0, the others receive nothing") == 8, output[-4000:]
     assert " FAIL " not in output
     assert output.count("PASS low_latency mode refuses a world across nodes") == 8, output[-4000:]

@@ -66,12 +66,18 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    this rank's own, already in ``recv_x``). ``tok_pos[t, me]`` of an own slot is written after its wave's flags, so
    after every push program read it.
 5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
-   here, stored into slot ``comb_dst`` of the home rank's symmetric fp32 combine buffer; then its combine flag on
-   every rank.
+   here, stored into slot ``comb_dst`` of the home rank's symmetric combine buffer (fp32 words; ``PACK`` = 2:
+   ``MoeConfig(combine_partials="input")``, the buffer viewed in y's 16-bit dtype and the partial rounded to it,
+   rows of H elements in the first half of each parity's words); then its combine flag on every rank. The slots
+   are grouped by source rank (the partial's home); ``SPREAD`` (``MoeConfig.combine_spread``): program ``p`` starts
+   at the ``floor((p + 1) n / (P + 1))``-th of its ``n`` grid-stride slots and wraps around, so at every moment the
+   programs store to every home, not to one home after the other.
 6. ``_combine_reduce_kernel`` (``P`` programs): waits for every combine flag, then per home token adds the
-   partials of the ranks it went to, in rank order, in fp32, and stores the sum in ``x``'s dtype. The partial of
-   rank ``d`` sits in slot ``cbase(d) + tok_pos[t, d]``: normal ``cbase(d) = sum_{d' < d} N[me, d']``;
-   low-latency ``d * M``.
+   partials of the ranks it went to, in rank order, in fp32 (``PACK`` = 2: each widened from y's dtype), and stores
+   the sum in ``x``'s dtype. The partial of rank ``d`` sits in slot ``cbase(d) + tok_pos[t, d]``: normal ``cbase(d)
+   = sum_{d' < d} N[me, d']``; low-latency ``d * M``. ``UNROLL`` > 0 (``combine_spread`` on one node of at most
+   ``UNROLL`` = ``pow2(W)`` ranks): the ranks as one unrolled step of masked loads (a rank without the token adds
+   +0.0), so a token's partials are loaded together instead of one ``tok_pos`` load, branch and load after another.
 
 With ``WHOLE_ROW`` (the default ``MoeConfig(whole_row=True)``, ``BLOCK_H`` a power of two at least H) each row
 moves in one step, loaded before anything is stored: push loads a token's row once for all its destinations,
@@ -105,8 +111,9 @@ symmetric memory (network transports read it), so the data is staged in this ran
   ``slot`` there as two puts, each setting one of the slot's two signals (int64 ``[2][CAP][2]``: one put orders
   only its own data before its signal);
 - expand: a slot whose source is on another node waits for both signals before reading the slot;
-- combine push: a partial for a home on another node is staged in row ``i`` (the received slot) of the fp32 send
-  buffer and put into combine slot ``comb_dst`` there, setting that slot's signal (int64 ``[2][combine slots]``);
+- combine push: a partial for a home on another node is staged in row ``i`` (the received slot) of the send buffer
+  (fp32 words, viewed as the combine buffer is with ``PACK``) and put into combine slot ``comb_dst`` there (``H * 4 /
+  PACK`` bytes), setting that slot's signal (int64 ``[2][combine slots]``);
 - combine reduce: a partial from another node is read after its slot's signal.
 
 A put returns once its source may be reused, so the staging buffers have one half. Signals only take epoch values

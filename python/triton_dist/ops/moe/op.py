@@ -265,7 +265,8 @@ class _AcrossNodes:
     slot_signals: torch.Tensor
     """int64 [2, token slots, 2]: per receive slot, the signals of its meta row's and its payload's puts."""
     combine_send: torch.Tensor
-    """fp32 [token slots, H]: combine's partials for homes on other nodes, row = the received token's slot."""
+    """fp32 [token slots, H]: combine's partials for homes on other nodes, row = the received token's slot (viewed in
+    y's dtype with ``MoeConfig(combine_partials="input")``: rows of H elements in the first half of the words)."""
     combine_signals: torch.Tensor
     """int64 [2, combine slots]: per combine slot, the signal of the partial put there from another node."""
 
@@ -1342,7 +1343,11 @@ def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
     """For every token of this rank's dispatch, ``sum_k w_k * y_k`` over its experts, in fp32, returned [T, H] in
     x's dtype (``torch.ops.triton_dist``). ``y``: the experts' unweighted outputs, one row per row of ``recv_x``
     (same shape and dtype). Every rank calls it for the dispatch it made, in the same order; it runs with that
-    dispatch's ``config`` (``handle.config``)."""
+    dispatch's ``config`` (``handle.config``): with ``MoeConfig(combine_partials="input")`` each rank's partial sum
+    of a token crosses the links rounded to y's dtype (then summed in fp32 at home), with ``combine_spread`` the
+    kernels take their rows in another order (the same bits). The ranks' options are checked against each other at
+    a plan's first combine with them (:class:`MoeError` on every rank if they differ; during CUDA-graph capture not
+    checked: combine once eagerly first)."""
     device = _world("moe_combine", getattr(handle, "mode", "normal")).device
     check_combine_input(y, handle, device)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state

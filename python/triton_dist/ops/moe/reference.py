@@ -8,7 +8,7 @@ casts to ``x``'s dtype. The tests compare the kernels against it; it needs no GP
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -187,10 +187,19 @@ def reference_dispatch(
     return results
 
 
-def reference_combine(ys: Sequence[torch.Tensor], handles: Sequence[MoeHandle]) -> list[torch.Tensor]:
+def reference_combine(
+    ys: Sequence[torch.Tensor],
+    handles: Sequence[MoeHandle],
+    round_partial: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> list[torch.Tensor]:
     """``moe_combine`` on every rank at once: ``ys[d]`` is rank ``d``'s expert output, one row per row it received
     (``handles[d]``'s layout). Returns each home rank's [T, H] result in x's dtype: per token, each rank's partial
-    ``sum_k w_k * y_k`` over its rows in k order, then the partials added in rank order, all in fp32."""
+    ``sum_k w_k * y_k`` over its rows in k order, then the partials added in rank order, all in fp32.
+
+    ``round_partial``: applied to each rank's fp32 partials (a [T, H] fp32 tensor, zero where the rank holds none of
+    the token's experts) before they are added, returning fp32, e.g. ``lambda p: p.to(torch.bfloat16).float()`` for
+    ``MoeConfig(combine_partials="input")`` with bf16 ``y`` on GPUs (rounded to nearest even). Raises
+    :class:`MoeError` unless there is one ``y`` per handle."""
     world = len(handles)
     if len(ys) != world:
         raise MoeError("reference_combine: give one y per rank's handle")
@@ -206,6 +215,6 @@ def reference_combine(ys: Sequence[torch.Tensor], handles: Sequence[MoeHandle]) 
             partial = torch.zeros_like(total)
             for row in mine[torch.sort(key, stable=True).indices].tolist():
                 partial[token[row]] += weight[row] * y[row]
-            total += partial
+            total += partial if round_partial is None else round_partial(partial)
         outs.append(total.to(handles[home].dtype))
     return outs
