@@ -19,6 +19,13 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 - **ours 2 programs/SM** (unless ``--skip-programs``): ``config=MoeConfig(programs_per_sm=2)``, normal mode at 4096
   tokens (or the largest ``--tokens`` below it; normal mode's default since 2026-11-27, so the same plan) and
   low-latency mode (twice its default's copy programs) graphed and eager, beside the default's rows.
+- **ours combine-partials=input** and **ours combine-partials=input+spread** (unless ``--skip-combine-options``):
+  ``config=MoeConfig(combine_partials="input")`` (combine's partials cross the links in bf16, summed in fp32 at home,
+  as the NCCL dispatcher's; the default sends fp32) and with ``combine_spread=True`` too (the push's programs start
+  spread over the slots, the reduce loads every rank's partial together), normal mode at every ``--tokens`` and
+  low-latency mode graphed and eager, beside the default's rows (the same plan: no buffers of their own). Their
+  combine is checked against the reference within the NCCL dispatcher's tolerance (its partials are bf16 too), and
+  their bars printed as ``RESULT bar <path> combine ...`` lines (``combine_bars``).
 - **ours pipelined** and **ours gather pipelined** (unless ``--skip-pipelined``): ``config=MoeConfig(pipelined=True)``
   in normal mode at every ``--tokens``, expanded and gather layouts, with their phases (the option waiting for this
   measurement: the push before the host's wait, the summary polled in pinned memory, more expand programs, the
@@ -142,6 +149,10 @@ OVERLAP = "overlap"
 """``--only-dispatch``: the suffix of the pipelined gather row with ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` on (the expand
 kernel beside the early push, each wave of it copied once landed; the own rows stored by the push), and the key of its
 options that says so (``dispatch_with``)."""
+COMBINE_INPUT, COMBINE_SPREAD = f"{OURS} combine-partials=input", f"{OURS} combine-partials=input+spread"
+"""The path labels of combine's options: ``MoeConfig(combine_partials="input")``, and with ``combine_spread=True``
+(the options waiting for their GPU measurement)."""
+COMBINE_PATHS = (COMBINE_INPUT, COMBINE_SPREAD)
 PIPELINED, PIPELINED_GATHER = f"{OURS} pipelined", f"{GATHER} pipelined"
 """The path labels of ``MoeConfig(pipelined=True)``'s rows (normal mode, expanded and gather layouts): the option
 waiting for its GPU measurement (``ops.moe.config.MoeConfig``)."""
@@ -196,6 +207,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-programs", action="store_true", help="leave out the MoeConfig(programs_per_sm=2) rows")
     parser.add_argument("--skip-gather", action="store_true", help="leave out the layout='gather' rows")
     parser.add_argument("--skip-layer", action="store_true", help="leave out the EP MoE layer rows")
+    parser.add_argument("--skip-combine-options", action="store_true",
+                        help="leave out combine's option rows (MoeConfig(combine_partials='input'), "
+                        "and with combine_spread=True)")  # fmt: skip
     parser.add_argument("--skip-pipelined", action="store_true",
                         help="leave out the MoeConfig(pipelined=True) rows")  # fmt: skip
     parser.add_argument("--layer-tokens", type=_positive_ints, default=list(LAYER_TOKENS),
@@ -354,6 +368,14 @@ def compare(got: PathResult, want_rows: torch.Tensor, want: Any, combined: torch
             f"reference {float(exact[first])!r})"
         )
     return "; ".join(problems)
+
+
+def combine_rtol(options: dict[str, Any] | None) -> float:
+    """The combine tolerance of :func:`compare` for ours with ``options``: 8e-3 (fp32 partials, a fused multiply-add
+    may change the last bf16 bit), 2e-2 as the NCCL dispatcher's where ``MoeConfig(combine_partials="input")`` rounds
+    each rank's partial to bf16 (which :func:`compare` then also allows 1% of the largest |reference|)."""
+    config = (options or {}).get("config")
+    return 2e-2 if getattr(config, "combine_partials", "fp32") == "input" else 8e-3
 
 
 def verification_inputs(
@@ -800,6 +822,40 @@ def bars(rows: Sequence[dict[str, Any]], extras: dict[str, Any], ll_tokens: int)
         lines.append(f"- fp8 dispatch ≥ 1.6x bf16 at 4096 tokens (device): {ratio}x: {verdict(ok)}")
     else:
         lines.append(f"- fp8 dispatch ≥ 1.6x bf16 at 4096 tokens: not measured ({extras.get('fp8', 'no fp8 row')})")
+    return lines + [f"- {line}" for line in combine_bars(rows, extras, ll_tokens)]
+
+
+def combine_bars(rows: Sequence[dict[str, Any]], extras: dict[str, Any], ll_tokens: int) -> list[str]:
+    """The combine's bars for ours and each of combine's options (``COMBINE_PATHS``) that has rows: normal mode at
+    4096 tokens against 75% of the push all-gather's per-rank bandwidth, and low-latency mode graphed at most 50 µs
+    and at least 5x the NCCL dispatcher's combine (device and from idle), with PASS / FAIL."""
+    lines = []
+    ag = extras.get("allgather_gbps")
+    base = nccl_row(rows, ll_tokens)
+
+    def verdict(ok: bool) -> str:
+        return "PASS" if ok else "FAIL"
+
+    for path in (OURS, *COMBINE_PATHS):
+        at = next((r for r in rows if r["path"] == path and r["mode"] == "normal" and r["tokens"] == 4096), None)
+        if at is not None and isinstance(ag, float):
+            gbps, us = at.get("combine GB/s"), at.get("combine device")
+            ok = isinstance(gbps, float) and gbps >= 0.75 * ag
+            lines.append(f"{path} combine normal T=4096: {_us(us)} µs device, {_us(gbps)} GB/s per rank vs 75% of the "
+                         f"push all-gather's {ag:.1f} GB/s = {0.75 * ag:.1f}: {verdict(ok)}")  # fmt: skip
+        ll = next((r for r in rows if r["path"] == path and r["mode"] == "low_latency graphed"), None)
+        if ll is not None:
+            us = ll.get("combine device")
+            speed = [
+                base[f"combine {t}"] / ll[f"combine {t}"]
+                for t in ("device", "idle")
+                if base is not None and isinstance(base.get(f"combine {t}"), float)
+                and isinstance(ll.get(f"combine {t}"), float)
+            ]  # fmt: skip
+            ok = isinstance(us, float) and us <= 50 and len(speed) == 2 and min(speed) >= 5
+            lines.append(f"{path} combine low-latency T={ll_tokens} graphed: {_us(us)} µs device (≤ 50), "
+                         f"{', '.join(f'{v:.1f}x' for v in speed) or '—'} the NCCL dispatcher's combine (device, "
+                         f"idle; ≥ 5x): {verdict(ok)}")  # fmt: skip
     return lines
 
 
@@ -1135,6 +1191,18 @@ class Bench:
                 "(no per-expert copy) and handle.gather_rows for the expert GEMM; its combine's y is "
                 "recv_x[gather_rows], built once outside the timing."
             )
+        if not args.skip_combine_options:
+            from triton_dist.ops.moe import MoeConfig
+
+            self.variants[COMBINE_INPUT] = {"config": MoeConfig(combine_partials="input")}
+            self.variants[COMBINE_SPREAD] = {"config": MoeConfig(combine_partials="input", combine_spread=True)}
+            self.variant_sizes |= {COMBINE_INPUT: None, COMBINE_SPREAD: None}
+            self.extras["notes"].append(
+                f"{COMBINE_INPUT} / {COMBINE_SPREAD}: ours with moe_dispatch(..., config=MoeConfig(combine_partials="
+                "'input'[, combine_spread=True])): combine's partials cross the links in bf16 (half the fp32 bytes of "
+                "the default), summed in fp32 at home; with combine_spread the push's programs start spread over the "
+                "received tokens (local and remote homes at once) and the reduce loads every rank's partial together."
+            )
         if not args.skip_pipelined:
             from triton_dist.ops.moe import MoeConfig
 
@@ -1208,9 +1276,10 @@ class Bench:
             f"{NCCL}/normal": (lambda: run_a2a(self.nccl, x, idx, w), 2e-2),
         }
         for label, options in self.variants.items():
-            checks[f"{label}/normal"] = (lambda options=options: ours("normal", options), 8e-3)
+            rtol = combine_rtol(options)
+            checks[f"{label}/normal"] = (lambda options=options: ours("normal", options), rtol)
             if label not in self.normal_only:
-                checks[f"{label}/low_latency"] = (lambda options=options: ours("low_latency", options), 8e-3)
+                checks[f"{label}/low_latency"] = (lambda options=options: ours("low_latency", options), rtol)
         for name, (run, rtol) in checks.items():
             try:
                 problem = compare(run(), want_rows, want, exact[self.rank], rtol)
@@ -1265,7 +1334,7 @@ class Bench:
             graphs["combine"].replay()
             torch.cuda.synchronize()
             got = _ours_result(graphs["recv_x"], graphs["handle"], graphs["out"])
-            problem = compare(got, refs[self.rank][0], refs[self.rank][1], exact[self.rank], 8e-3)
+            problem = compare(got, refs[self.rank][0], refs[self.rank][1], exact[self.rank], combine_rtol(options))
         except Exception as error:  # noqa: BLE001 (reported in the table)
             problem = f"{type(error).__name__}: {error}"[:300]
         return self.agreed(problem)
@@ -1987,6 +2056,8 @@ class Bench:
             f"{gbps:.1f} GB/s per rank sent to peers (checked against all_gather_into_tensor: {ok})"
         )
         log0(f"RESULT push all-gather {gbps:.1f} GB/s per rank ({us:.1f} us)")
+        for line in combine_bars(self.rows, self.extras, a.ll_tokens):
+            log0(f"RESULT bar {line}")
         self.save()
 
     def nvshmem(self) -> None:
