@@ -12,7 +12,9 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
 (``VARIANT_CONFIGS``) in the pipelined gather layout at H = 7168 and in fp8, and ``op.OWN_ROWS_IN_PUSH`` there at
 H = 7168 (the push storing this rank's own rows itself) and ``op.EXPAND_OVERLAPS_PUSH`` (the expand kernel beside
-the push, wave by wave), against the reference too.
+the push, wave by wave), against the reference too; combine's ``MoeConfig(combine_partials="input")`` (bf16 partials:
+the reference with each rank's partial rounded, within one flipped bf16 rounding of each) and ``combine_spread`` (the
+default's bits) at H = 7168, normal and low-latency graphed (``_combine_option_checks``).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -44,14 +46,25 @@ def _cpu(handle: Any) -> Any:
 
 
 def _combine_problems(
-    out: torch.Tensor, ys: list[torch.Tensor], refs: list[Any], rank: int, rtol: float = 8e-3
+    out: torch.Tensor, ys: list[torch.Tensor], refs: list[Any], rank: int, rtol: float = 8e-3, partials: bool = False
 ) -> list[str]:
     """``out`` against reference_combine of ``ys``; ``rtol`` 8e-3: fp32 sums in the reference's order, the GPU may
     fuse a multiply-add, so the last bf16 bit may differ (2e-2 where the experts' inputs are dequantized rows, which
-    the interpreter of a dry run rounds to bf16 by truncation)."""
+    the interpreter of a dry run rounds to bf16 by truncation). ``partials`` (``MoeConfig(combine_partials=
+    "input")``): the reference with each rank's partial rounded to bf16 (nearest even) before the fp32 sum, within
+    ``2^-7 * sum_d |partial_d|`` more (a fused multiply-add may flip a partial's rounding: one bf16 ulp)."""
     from triton_dist.ops.moe import reference_combine
 
-    exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
+    fp32 = [dataclasses.replace(h, dtype=torch.float32) for _, h in refs]
+    if partials:
+        exact = reference_combine(ys, fp32, lambda p: p.to(torch.bfloat16).float())[rank]
+        bound = 2**-7 * reference_combine(ys, fp32, torch.abs)[rank] + rtol * exact.abs() + 1e-5
+        got = out.cpu().float()
+        if got.shape != exact.shape or not bool(((got - exact).abs() <= bound).all()):
+            worst = (got - exact).abs().max().item() if got.shape == exact.shape else None
+            return [f"combine with bf16 partials: shapes {list(got.shape)} / {list(exact.shape)}, max off {worst}"]
+        return []
+    exact = reference_combine(ys, fp32)[rank]
     try:
         torch.testing.assert_close(out.cpu().float(), exact, rtol=rtol, atol=1e-5)
     except AssertionError as error:
@@ -316,6 +329,72 @@ def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, li
     layer.check_status()
 
 
+def _combine_option_checks(
+    rank: int, size: int, cuda: torch.device, record: dict[str, list[str]], check: Any, hidden: int = 7168
+) -> None:
+    """Combine's options at H = 7168 (k = 4, 700 and 333 tokens: several slots per program, so the spread start wraps
+    around): ``MoeConfig(combine_partials="input")`` against the reference with bf16 partials, and different from the
+    default's fp32 partials somewhere (a combine ignoring the option fails); ``combine_spread`` (alone, the default's
+    bits exactly, and with bf16 partials); in normal mode, and in low-latency mode in a CUDA graph replayed with fresh
+    routing (``check``: the worker's, which records under ``combine-<option>/...``; ``hidden`` smaller for a dry run
+    on CPU ranks under the emulation, where the graph is a plain call)."""
+    from test_ops_moe_emulation import _case_inputs, _experts
+
+    import triton_dist
+    from triton_dist.ops.moe import MoeConfig, reference_dispatch
+    from triton_dist.testing import sync
+
+    options = {
+        "input": MoeConfig(combine_partials="input"),
+        "spread": MoeConfig(combine_spread=True),
+        "input+spread": MoeConfig(combine_partials="input", combine_spread=True),
+    }
+
+    def inputs(seed: int, mode: str) -> tuple[tuple[Any, ...], Any]:
+        xs, idxs, weights, experts = _case_inputs("large", size, seed, hidden=hidden)
+        cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
+        args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, mode, cap)
+        return args, reference_dispatch(xs, idxs, weights, experts, mode=mode, max_tokens_per_rank=cap)
+
+    for mode in ("normal", "low_latency"):
+        args, refs = inputs(80, mode)
+        default = triton_dist.ops.moe_dispatch(*args)
+        baseline = triton_dist.ops.moe_combine(_experts(default[0], default[1].recv_expert), default[1])
+        for label, config in options.items():
+            key = f"combine-{label}/large-7168/{mode}"
+            dispatched = triton_dist.ops.moe_dispatch(*args, config=config)
+            out = triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
+            partials = config.combine_partials == "input"
+            check(key, args, refs, dispatched, out, partials)
+            if partials and torch.equal(out, baseline):
+                record[key].append("the same bits as the fp32 partials: the option did not reach the kernels")
+            if not partials and not torch.equal(out, baseline):
+                record[key].append("combine_spread changed the result's bits")
+    for label in ("input", "input+spread"):  # low-latency, graphed: static inputs refilled before each replay
+        config = options[label]
+        args, refs = inputs(81, "low_latency")
+        static = [a.clone() for a in args[:3]]
+        dispatched = triton_dist.ops.moe_dispatch(*static, *args[3:], config=config)  # eager first
+        triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
+        sync(f"combine-{label} graph warm-up")
+
+        def step(
+            config: Any = config, static: list[torch.Tensor] = static, rest: tuple[Any, ...] = args[3:]
+        ) -> tuple[tuple[torch.Tensor, Any], torch.Tensor]:
+            dispatched = triton_dist.ops.moe_dispatch(*static, *rest, config=config)
+            return dispatched, triton_dist.ops.moe_combine(
+                _experts(dispatched[0], dispatched[1].recv_expert), dispatched[1]
+            )
+
+        replayed = _graphed(step)
+        for replay in range(3):
+            args, refs = inputs(82 + replay, "low_latency")
+            for target, value in zip(static, args[:3], strict=True):
+                target.copy_(value)
+            dispatched, out = replayed()
+            check(f"combine-{label}/graph-replay-{replay}/low_latency", args, refs, dispatched, out, True)
+
+
 def _worker(out_dir: str) -> None:
     from test_ops_moe_emulation import (
         CASES,
@@ -344,11 +423,19 @@ def _worker(out_dir: str) -> None:
         refs = reference_dispatch(xs, idxs, weights, experts, mode=mode, max_tokens_per_rank=cap)
         return args, refs
 
-    def check(key: str, args: tuple[Any, ...], refs: Any, dispatched: tuple[torch.Tensor, Any], out: Any) -> None:
+    def check(
+        key: str,
+        args: tuple[Any, ...],
+        refs: Any,
+        dispatched: tuple[torch.Tensor, Any],
+        out: Any,
+        partials: bool = False,
+    ) -> None:
         recv_x, handle = dispatched
         sync(key)
         problems = _differences(recv_x.cpu(), refs[rank][0], _cpu(handle), refs[rank][1], args[4])
-        problems += _combine_problems(out, [_experts(rx, h.recv_expert) for rx, h in refs], refs, rank)
+        ys = [_experts(rx, h.recv_expert) for rx, h in refs]
+        problems += _combine_problems(out, ys, refs, rank, partials=partials)
         record[key] = problems
 
     def gathered(args: tuple[Any, ...], config: Any = None) -> tuple[tuple[torch.Tensor, Any], torch.Tensor]:
@@ -461,6 +548,7 @@ def _worker(out_dir: str) -> None:
         for config in VARIANT_CONFIGS:  # the route and expand options: their plan's first call, then its early push
             option = f"options/{config.route_programs}-{config.expand_block}"
             check_gathered(f"{option}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, config))
+    _combine_option_checks(rank, size, cuda, record, check)
     for name, checks in (
         ("fp8", lambda: _fp8_checks(rank, size, cuda, record)),
         ("grouped_gemm", lambda: _grouped_gemm_checks(cuda, record)),
