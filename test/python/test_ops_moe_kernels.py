@@ -292,16 +292,18 @@ def test_sm90_combine_options_halve_the_partials_stores_and_load_every_rank_toge
     assert re.search(r"cvt\.rn\.bf16x2\.f32", bf16) and not re.search(r"cvt\.rn\.bf16", fp32)
     assert _loads_before_first_store(bf16) == 64, "the k rows' loads still in flight together"
     assert re.search(r"rem\.(s|u)32", spread) and not re.search(r"rem\.(s|u)32", fp32), "the wrap-around"
+    plain = _compile("combine_reduce", "sm_90", False, world_size=2, row_block=block)
+    assert _v4(plain, "ld") == 16, "the loop: one rank's fp32 partial (16 vectors) an iteration"
+    wide = _compile("combine_reduce", "sm_90", False, world_size=2, row_block=block, combine={"UNROLL": 2})
+    assert _loads_before_first_store(wide) == 32 == _v4(wide, "ld"), "unrolled: both ranks' fp32 partials"
+    reduces = [wide]
     for low_latency in (False, True):
-        plain = _compile("combine_reduce", "sm_90", low_latency, world_size=2, row_block=block)
-        assert _v4(plain, "ld") == 16, "the loop: one rank's fp32 partial (16 vectors) an iteration"
-        wide = _compile("combine_reduce", "sm_90", low_latency, world_size=2, row_block=block, combine={"UNROLL": 2})
-        assert _loads_before_first_store(wide) == 32 == _v4(wide, "ld"), "unrolled: both ranks' fp32 partials"
         both = _compile("combine_reduce", "sm_90", low_latency, 2, row_block=block, combine={"PACK": 2, "UNROLL": 2})
         assert _loads_before_first_store(both) == 16 == _v4(both, "ld"), "both ranks' bf16 partials (8 vectors each)"
-        for ptx in (bf16, spread, wide, both):
-            info = ptxas_info(ptx, tmp_path)
-            assert "0 bytes spill stores, 0 bytes spill loads" in info, info
+        reduces.append(both)
+    for ptx in (bf16, spread, *reduces):
+        info = ptxas_info(ptx, tmp_path)
+        assert "0 bytes spill stores, 0 bytes spill loads" in info, info
 
 
 def test_combine_options_are_checked_and_reach_the_kernels() -> None:
