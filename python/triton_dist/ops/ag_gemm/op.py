@@ -53,7 +53,7 @@ from triton_dist.ops.ag_gemm.kernels import (
     _wait_shard_value_kernel,
 )
 from triton_dist.ops.ag_gemm.selection import choose_config, uses_tma
-from triton_dist.ops.common import resources
+from triton_dist.ops.common import eager_graphs, resources
 from triton_dist.ops.common.collectives import all_gather_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
@@ -899,7 +899,7 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPl
 
 
 Plan = FusedPlan | CublasPlan | UnfusedPlan
-_plans: PlanCache[Plan] = PlanCache("ag_gemm", AgGemmError)
+_plans: PlanCache[Plan] = PlanCache("ag_gemm", AgGemmError, eager_out=lambda plan: (plan.rows, plan.n))
 
 
 def plan_for(a: torch.Tensor, b: torch.Tensor, config: OverlapConfig | None = None, no_comm: bool = False) -> Plan:
@@ -1038,8 +1038,12 @@ def ag_gemm(
     (the CPU emulation, for tests without GPUs) the operands are CPU tensors and the fused pointer kernel runs in
     Triton's interpreter with ``EMULATED_CONFIG`` unless a configuration is given.
     """
+    if not return_gathered:
+        plan = _plans.eager_plan(a, b, out)
+        if plan is not None:  # the common call, all checked in one frame: the plan's launches (or its graph)
+            return _eager_call(plan, a, b, out)
     if plain_eager(a, b) and (out is None or type(out) is torch.Tensor or not isinstance(out, torch.Tensor)):
-        if not return_gathered:  # the common call: the plan's lookup and launches (or its graph), nothing else
+        if not return_gathered:  # a planned call eager_plan refused: another world, or out to be checked (and named)
             plan = _plans.get(operand_signature(a, b, None, False))
             if plan is not None:
                 if out is not None:
@@ -1062,6 +1066,13 @@ def ag_gemm(
 def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
     """An eager call of ``plan`` returning C in ``out`` (checked; else a new tensor), replayed from the plan's graph
     of these addresses once it has one (``ops.common.eager_graphs``)."""
+    if isinstance(plan, UnfusedPlan) and not (eager_graphs.REPLAY_COLLECTIVES and replays_collective(a.device)):
+        # Eager: a graph of NCCL's all-gather must be captured and replayed by every rank alike, which a rank's own
+        # choice cannot promise (eager_graphs.REPLAY_COLLECTIVES). With it on, as gemm_rs's fallback: eager while
+        # the GPU is still busy (the launches are hidden and start when the baseline's would), a replay from idle.
+        # First, and with out as given: the plan launches its all-gather before it allocates a new C, as the
+        # baseline does (issue 24's from-idle rows; the flag read first saves the call and a's device while off).
+        return plan.run(a, b, out=out)[0]
     if out is None:
         out = torch.empty((plan.rows, plan.n), dtype=a.dtype, device=a.device)
     c = out
@@ -1069,13 +1080,8 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
         phase: Hashable | None = None
     elif isinstance(plan, CublasPlan):
         phase = plan.graph_phase()
-    elif isinstance(plan, UnfusedPlan):
-        # Eager: a graph of NCCL's all-gather must be captured and replayed by every rank alike, which a rank's own
-        # choice cannot promise (eager_graphs.REPLAY_COLLECTIVES). With it on, as gemm_rs's fallback: eager while
-        # the GPU is still busy (the launches are hidden and start when the baseline's would), a replay from idle.
-        phase = 0 if replays_collective(a.device) else None
     else:
-        phase = 0
+        phase = 0  # the fused plan, and the fallback where it may replay (above)
     addresses = (a.data_ptr(), b.data_ptr(), c.data_ptr())
     if isinstance(plan, UnfusedPlan):
         plan.graphs.launch(addresses, a.device, lambda: plan.run(a, b, out=c), phase)

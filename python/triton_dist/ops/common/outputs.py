@@ -10,12 +10,13 @@ from triton_dist.ops.common.errors import OpInputError
 
 
 def _byte_span(tensor: torch.Tensor) -> tuple[int, int]:
-    """The bytes ``[first, end)`` that ``tensor``'s elements occupy (``(0, 0)`` for an empty one)."""
+    """The bytes ``[first, end)`` that ``tensor``'s elements occupy (``(0, 0)`` for an empty one, which shares no
+    byte with anything wherever its pointer lies: ``PlanCache.eager_plan`` agrees)."""
+    if tensor.numel() == 0:
+        return 0, 0
     first = tensor.data_ptr()
     if tensor.is_contiguous():
         return first, first + tensor.nbytes
-    if tensor.numel() == 0:
-        return 0, 0
     last = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride(), strict=True))
     return first, first + (last + 1) * tensor.element_size()
 

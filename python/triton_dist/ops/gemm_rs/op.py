@@ -22,7 +22,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_dist import runtime as rt
 from triton_dist.ops import tuning
-from triton_dist.ops.common import resources
+from triton_dist.ops.common import eager_graphs, resources
 from triton_dist.ops.common.collectives import reduce_scatter_method
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature
 from triton_dist.ops.common.eager import plain_eager
@@ -673,7 +673,7 @@ def _build_cublas(
     )
 
 
-_plans: PlanCache[Plan] = PlanCache("gemm_rs", GemmRsError)
+_plans: PlanCache[Plan] = PlanCache("gemm_rs", GemmRsError, eager_out=lambda plan: (plan.shard, plan.n))
 
 
 def plan_for(a: torch.Tensor, b: torch.Tensor, config: GemmRSConfig | None = None, local_only: bool = False) -> Plan:
@@ -816,9 +816,12 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
     result is then copied into ``out`` (one more copy; the alignment and overlap are not checked there, the copy
     needs neither).
     """
+    plan = None if _check_always else _plans.eager_plan(a, b, out)
+    if plan is not None:  # the common call, all checked in one frame: the plan's launches (or its graph)
+        return _eager_call(plan, a, b, out)
     if plain_eager(a, b) and (out is None or type(out) is torch.Tensor or not isinstance(out, torch.Tensor)):
         plan = None if _check_always else _plans.get(operand_signature(a, b, None, False))
-        if plan is not None:  # the common call: the plan's lookup and launches (or its graph), nothing else
+        if plan is not None:  # a planned call eager_plan refused: another world, or out to be checked (and named)
             if out is not None:
                 check_out_for(plan, a, b, out)
             return _eager_call(plan, a, b, out)
@@ -833,18 +836,20 @@ def gemm_rs(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None
 def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
     """An eager call of ``plan`` into ``out`` (checked; else a new tensor), replayed from the plan's graph of these
     addresses once it has one (``ops.common.eager_graphs``)."""
+    if isinstance(plan, UnfusedPlan) and not (eager_graphs.REPLAY_COLLECTIVES and replays_collective(a.device)):
+        # Eager: a graph of NCCL's reduce-scatter must be captured and replayed by every rank alike, which a rank's
+        # own choice cannot promise (eager_graphs.REPLAY_COLLECTIVES). With it on: eager while the GPU is still busy
+        # (the host's launches are hidden behind it and start exactly when the baseline's would, where a replay of
+        # the two read 0.97-0.98x the baseline's device time on 2 x H200, docs/results/2026-11-27-session25.md), a
+        # replay from an idle GPU (1.00x against 0.84-0.88x eager there). First, and with out as given: the plan
+        # launches its GEMM before it allocates a new output, as the baseline does (issue 24's from-idle row; the
+        # flag is read here first, which saves the call and a's device while it is off).
+        return plan.run(a, b, out)
     if isinstance(plan, EmptyPlan):
         return plan.run(a, b, out)
     if out is None:
         out = torch.empty((plan.shard, plan.n), dtype=a.dtype, device=a.device)
     if out.numel() == 0 or a.numel() == 0:  # nothing worth a graph
-        return plan.run(a, b, out)
-    if isinstance(plan, UnfusedPlan) and not replays_collective(a.device):
-        # Eager: a graph of NCCL's reduce-scatter must be captured and replayed by every rank alike, which a rank's
-        # own choice cannot promise (eager_graphs.REPLAY_COLLECTIVES). With it on: eager while the GPU is still busy
-        # (the host's launches are hidden behind it and start exactly when the baseline's would, where a replay of
-        # the two read 0.97-0.98x the baseline's device time on 2 x H200, docs/results/2026-11-27-session25.md), a
-        # replay from an idle GPU (1.00x against 0.84-0.88x eager there).
         return plan.run(a, b, out)
     plan.graphs.launch((a.data_ptr(), b.data_ptr(), out.data_ptr()), a.device, lambda: plan.run(a, b, out))
     return out
