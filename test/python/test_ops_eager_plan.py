@@ -20,6 +20,7 @@ import torch
 from dispatch_recording import DispatchRecording
 
 from triton_dist.ops.common.dispatch import PlanCache, operand_signature, span_bytes
+from triton_dist.ops.common.eager import plain_eager
 from triton_dist.ops.common.eager_graphs import EagerGraphs
 from triton_dist.ops.common.errors import OpInputError
 from triton_dist.ops.common.outputs import check_out
@@ -97,6 +98,11 @@ def test_only_plain_eager_calls_in_the_plans_world_take_it(monkeypatch) -> None:
     assert cache.eager_plan(a.tolist(), b, None) is None, "a non-tensor: the long way's checks name it"
     with DispatchRecording():
         assert cache.eager_plan(a, b, None) is None, "a dispatch mode: the registered op's way"
+    assert plain_eager(a, b) and not torch.compiler.is_compiling()
+    with monkeypatch.context() as patched:  # what export and compile sessions set: is_compiling() is True
+        patched.setattr(torch.compiler, "_is_compiling_flag", True)
+        assert torch.compiler.is_compiling() and not plain_eager(a, b)
+        assert cache.eager_plan(a, b, None) is None, "while compiling: the registered op's way"
     monkeypatch.setattr(lifecycle, "_world", object())
     assert cache.eager_plan(a, b, None) is None, "another world: the long way (which forgets the plans)"
 

@@ -20,6 +20,7 @@ import torch
 from torch._C import _len_torch_dispatch_stack
 
 from triton_dist import runtime as rt
+from triton_dist.ops.common.eager import is_dynamo_compiling, torch_compiler
 from triton_dist.ops.common.errors import OpInputError
 from triton_dist.runtime.world import lifecycle
 from triton_dist.runtime.world.rank_agreement import gather_from_ranks
@@ -29,12 +30,6 @@ PlanT = TypeVar("PlanT")
 _caches: list[PlanCache[Any]] = []
 
 _Tensor = torch.Tensor
-_compiler = torch.compiler
-_is_dynamo_compiling = torch.compiler.is_dynamo_compiling
-"""``torch.compiler.is_compiling()`` in eager Python is ``torch.compiler._is_compiling_flag`` (set by export and
-compile sessions) behind a ``torch.jit.is_scripting()`` frame; while Dynamo traces, both functions are folded to True
-(by identity, so binding it here changes nothing). ``_compiler._is_compiling_flag or _is_dynamo_compiling()`` is thus
-the same test one Python frame cheaper: 1.3 µs of the eager fast path's 4.8 from a cold CPU (bench/host_cold.py)."""
 
 EagerEntry = tuple[Any, tuple[int, ...], int, int, int]
 """What :meth:`PlanCache.eager_plan` keeps per signature: the plan, the shape of its output, that output's bytes, and
@@ -149,12 +144,12 @@ class PlanCache(Generic[PlanT]):
           boundary and sharing no byte with ``a`` or ``b`` (``outputs.check_out``): the spans of ``a``, ``b`` and
           ``out`` follow from the signature, kept per signature, so only the addresses are compared here.
         """
-        # Under Dynamo _is_dynamo_compiling() is True: it stops here, before any call it could not trace.
+        # Under Dynamo is_dynamo_compiling() is True: it stops here, before any call it could not trace.
         if (
             type(a) is not _Tensor
             or type(b) is not _Tensor
-            or _compiler._is_compiling_flag
-            or _is_dynamo_compiling()
+            or torch_compiler._is_compiling_flag  # with the next line: torch.compiler.is_compiling(), a frame less
+            or is_dynamo_compiling()
             or _len_torch_dispatch_stack()
         ):
             return None

@@ -7,6 +7,14 @@ from typing import Any
 import torch
 from torch._C import _len_torch_dispatch_stack
 
+torch_compiler = torch.compiler
+is_dynamo_compiling = torch.compiler.is_dynamo_compiling
+"""With ``torch_compiler``: ``torch_compiler._is_compiling_flag or is_dynamo_compiling()`` is
+``torch.compiler.is_compiling()`` one Python frame cheaper, for the eager fast paths. In eager Python,
+``is_compiling()`` returns that flag (set by export and compile sessions) behind a ``torch.jit.is_scripting()`` frame,
+and ``is_dynamo_compiling()`` returns False; while Dynamo traces, it folds both functions to True (by identity, so
+binding them here changes nothing). The frame is 1.3 µs of a fast path's 4.8 from a cold CPU (bench/host_cold.py)."""
+
 
 def plain_eager(*tensors: Any) -> bool:
     """Whether a call with ``tensors`` may skip the dispatcher: plain tensors, no compiler tracing, no dispatch mode
@@ -21,4 +29,4 @@ def plain_eager(*tensors: Any) -> bool:
         if type(tensor) is not torch.Tensor and isinstance(tensor, torch.Tensor):
             return False
     # No dispatch mode on the stack (what ``_get_current_dispatch_mode() is None`` tests, one call cheaper).
-    return not torch.compiler.is_compiling() and _len_torch_dispatch_stack() == 0
+    return not (torch_compiler._is_compiling_flag or is_dynamo_compiling()) and _len_torch_dispatch_stack() == 0
