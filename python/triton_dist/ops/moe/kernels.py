@@ -37,7 +37,9 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    stores into every rank ``d`` this rank's tokens bound for ``d`` before each wave's end (its ``parts`` prefix at
    the next wave's first count program, or ``N[me, d]``: the receiver's slots of each wave, consecutive); each program
    sets its wave flag ``(me, wave, program)`` on every rank (release) once its next token lies past the wave, the
-   rest after its loop, before its data flag (in the ``waves`` workspace, two parities, epoch values as every flag).
+   rest after its loop, before its data flag (in the ``waves`` workspace, two parities, epoch values as every flag;
+   laid out for ``WAVE_SLOTS`` waves, ``op.MAX_EXPAND_WAVES``, whatever ``WAVES``, so a call with other waves than the
+   last one's finds no slot count where it waits for a flag).
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -345,6 +347,7 @@ def _push_kernel(
     SELF: tl.constexpr = 0,
     waves_ptr=None,
     WAVES: tl.constexpr = 0,
+    WAVE_SLOTS: tl.constexpr = 16,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -379,8 +382,8 @@ def _push_kernel(
         tl.static_assert(CHECK_CAP, "the waves are the early push's")
         PPW: tl.constexpr = PARTS // WAVES  # route count programs per wave: wave w is tokens [w, w + 1) * PPW * chunk
         wave_tokens = PPW * chunk
-        wave_flags = waves_ptr + parity * (WP * WAVES * (programs + 1))
-        wave_bounds = wave_flags + WP * WAVES * programs
+        wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * (programs + 1))
+        wave_bounds = wave_flags + WP * WAVE_SLOTS * programs
         if fits & (pid == 0):  # per destination, my tokens bound there before each wave's end (the receiver's slots)
             ws = tl.arange(0, WAVES)
             part_rows = (ws + 1) * PPW
@@ -388,14 +391,15 @@ def _push_kernel(
             for dest in range(0, ranks):
                 ends = tl.load(part_ptr + part_rows * ROW + dest, mask=inner, other=0)
                 ends = tl.where(inner, ends, tl.load(row_ptr + dest))
-                tl.store(dl.symm_at(wave_bounds + me * WAVES, dest) + ws, ends)
+                tl.store(dl.symm_at(wave_bounds + me * WAVE_SLOTS, dest) + ws, ends)
         wave = pid * 0
     for t in range(pid, tokens, programs):
         if WAVES > 0:  # every token of mine before this one's wave is pushed: those waves' flags (release)
-            while (wave < WAVES - 1) & (t >= (wave + 1) * wave_tokens):
+            passed = tl.minimum(t // wave_tokens, WAVES - 1)
+            for done in range(wave, passed):
                 if WORLD > 0:
                     dl.notify(
-                        wave_flags + (me * WAVES + wave) * programs + pid,
+                        wave_flags + (me * WAVE_SLOTS + done) * programs + pid,
                         tl.arange(0, WORLD),
                         signal=epoch,
                         sig_op="set",
@@ -404,13 +408,13 @@ def _push_kernel(
                 else:
                     for peer in range(0, ranks):
                         dl.notify(
-                            wave_flags + (me * WAVES + wave) * programs + pid,
+                            wave_flags + (me * WAVE_SLOTS + done) * programs + pid,
                             peer,
                             signal=epoch,
                             sig_op="set",
                             comm_scope="intra_node",
                         )
-                wave += 1
+            wave = tl.maximum(wave, passed)
         if WHOLE_ROW:  # the row loaded once, before any store, then stored to every destination
             values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H, other=0.0)
         is_idx = (cols >= 1) & (cols <= K)
@@ -609,7 +613,7 @@ def _push_kernel(
             for rest in range(wave, WAVES):
                 if WORLD > 0:
                     dl.notify(
-                        wave_flags + (me * WAVES + rest) * programs + pid,
+                        wave_flags + (me * WAVE_SLOTS + rest) * programs + pid,
                         tl.arange(0, WORLD),
                         signal=epoch,
                         sig_op="set",
@@ -618,7 +622,7 @@ def _push_kernel(
                 else:
                     for peer in range(0, ranks):
                         dl.notify(
-                            wave_flags + (me * WAVES + rest) * programs + pid,
+                            wave_flags + (me * WAVE_SLOTS + rest) * programs + pid,
                             peer,
                             signal=epoch,
                             sig_op="set",
@@ -712,6 +716,7 @@ def _expand_kernel(
     waves_ptr=None,
     WAVES: tl.constexpr = 0,
     COMBINE_CAP=0,
+    WAVE_SLOTS: tl.constexpr = 16,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0) - COPIERS  # the meta programs; BULK's copy programs come after them
@@ -725,8 +730,8 @@ def _expand_kernel(
         # rank's row). Like the push, nothing if the buffers must grow: the summary's sizes (info words 2 and 3,
         # just before the status words) against this launch's.
         fits = (tl.load(status_ptr - 2) <= CAP) & (tl.load(status_ptr - 1) <= COMBINE_CAP)
-        wave_flags = waves_ptr + parity * (WP * WAVES * (SENDERS + 1))
-        wave_bounds = wave_flags + WP * WAVES * SENDERS
+        wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * (SENDERS + 1))
+        wave_bounds = wave_flags + WP * WAVE_SLOTS * SENDERS
         token_buf = tokens_ptr + tl.cast(parity, tl.int64) * CAP * H
         meta_buf = meta_ptr + parity * CAP * META
         matrix = counts_ptr + parity * WP * ROW
@@ -861,13 +866,13 @@ def _expand_kernel(
             if WAVES > 0:
                 source_of = unit % ranks
                 token = dl.wait(
-                    wave_flags + (source_of * WAVES + unit // ranks) * SENDERS,
+                    wave_flags + (source_of * WAVE_SLOTS + unit // ranks) * SENDERS,
                     SENDERS,
                     "sys",
                     "acquire",
                     waitValue=epoch,
                 )
-                ends = dl.consume_token(wave_bounds + source_of * WAVES, token)
+                ends = dl.consume_token(wave_bounds + source_of * WAVE_SLOTS, token)
                 begin = tl.sum(tl.where(sources == source_of, slot_start, 0), axis=0)
                 last = begin + tl.load(ends + unit // ranks)
                 if unit >= ranks:
@@ -1011,13 +1016,13 @@ def _expand_kernel(
                     wanted = source_of != me
                 if wanted:
                     token = dl.wait(
-                        wave_flags + (source_of * WAVES + unit // ranks) * SENDERS,
+                        wave_flags + (source_of * WAVE_SLOTS + unit // ranks) * SENDERS,
                         SENDERS,
                         "sys",
                         "acquire",
                         waitValue=epoch,
                     )
-                    ends = dl.consume_token(wave_bounds + source_of * WAVES, token)
+                    ends = dl.consume_token(wave_bounds + source_of * WAVE_SLOTS, token)
                     begin = tl.sum(tl.where(sources == source_of, slot_start, 0), axis=0)
                     last = begin + tl.load(ends + unit // ranks)
                     if unit >= ranks:

@@ -158,7 +158,10 @@ EXPAND_WAVES = 4
 fewer under the CPU emulation's route programs, at least 1). More leave a smaller last wave for the expand after
 the push, at one more flag round per push program each."""
 MAX_EXPAND_WAVES = 16
-"""The most :data:`EXPAND_WAVES` (the ``waves`` workspace is sized for it)."""
+"""The most :data:`EXPAND_WAVES`: the ``waves`` workspace is sized and laid out for it (the kernels' ``WAVE_SLOTS``),
+whatever the call's waves, so flags and slot counts keep their places when the waves change between calls (laid out by
+the call's waves, a call after one with other waves could find the last call's slot counts where it waited for its
+flags: a slot count equal to the epoch read as a landed wave)."""
 EXPAND_OVERLAP_PER_SM = 2
 """Meta programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`): ``NORMAL_PROGRAMS_PER_SM``,
 the push's by default."""
@@ -639,7 +642,7 @@ def _launch(
             if self_mode:
                 fixed |= {"SELF": self_mode}
             if waves:  # EXPAND_OVERLAPS_PUSH: a flag per wave as well (the early push only)
-                fixed |= {"waves_ptr": ws.waves, "WAVES": waves}
+                fixed |= {"waves_ptr": ws.waves, "WAVES": waves, "WAVE_SLOTS": MAX_EXPAND_WAVES}
             if across is not None:
                 fixed |= {"send_ptr": across.send, "send_meta_ptr": across.send_meta, **topology}
                 fixed |= {"slot_signals_ptr": across.slot_signals, "ELEM": buffers.tokens.element_size()}
@@ -660,8 +663,12 @@ def _launch(
                 if plan.expand_block and not waves:  # MoeConfig.expand_block: that many tokens' meta per step
                     fixed |= {"META_BLOCK": plan.expand_block}
             if waves:  # EXPAND_OVERLAPS_PUSH: beside the push, each wave of each source once it landed
-                fixed |= {"waves_ptr": ws.waves, "WAVES": waves, "SENDERS": plan.programs}
-                fixed |= {"COMBINE_CAP": buffers.combine_slots, "COPIERS": plan.overlap_copiers}
+                fixed |= {"waves_ptr": ws.waves, "WAVES": waves, "WAVE_SLOTS": MAX_EXPAND_WAVES}
+                fixed |= {
+                    "SENDERS": plan.programs,
+                    "COMBINE_CAP": buffers.combine_slots,
+                    "COPIERS": plan.overlap_copiers,
+                }
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
