@@ -10,11 +10,13 @@ Cases: random routing with uneven T and slots of -1; k = 1 (int64 ids); k = 8 (b
 last rank (rank 0 receives nothing); T = 0 on rank 1; an expert no token picks; enough tokens that normal mode grows
 its buffers; the first case again (the epochs and buffer halves moved on); an expert id out of range (``_bad_ids``);
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
-low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), ``MoeConfig(pipelined=True)``
-(``PIPELINED_CASES`` in both layouts, fp8 in the gather layout, and its early push when the buffers must grow:
-``EARLY_CASES``), and ``MoeConfig(whole_row=
-False)``'s chunked kernels (``CHUNKED_CASES`` in both modes, then fp8 both ways: the same bits as the default's
-whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch and combine once. Normal mode's
+low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), ``MoeConfig(pipelined=False)``
+(``PIPELINED_CASES`` in both layouts: the path before the pipelined default), the pipelined default's early push when
+the buffers must grow (``EARLY_CASES``) and its gather layout without ``op.EXPAND_OVERLAPS_PUSH`` (the own rows from a
+side stream: ``SIDE_CASES``), ``MoeConfig(whole_row=False)``'s chunked kernels (``CHUNKED_CASES`` in both modes,
+then fp8 both ways: the same bits as the default's whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch
+and combine once. The default (``MoeConfig(pipelined=True)``, and ``op.EXPAND_OVERLAPS_PUSH`` in the gather layout)
+runs ``CASES``; the options' own cases: ``_variants``, ``_own_rows_in_push``, ``_overlap``. Normal mode's
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
 ranks also chunked k = 8, fp8 kept and dequantized).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
@@ -39,7 +41,9 @@ from triton_dist.ops.moe.config import LAYOUTS, MoeConfig
 
 HIDDEN = 32
 PIPELINED = MoeConfig(pipelined=True)
-"""Normal mode's pipelined dispatch (``PIPELINED_CASES``, ``EARLY_CASES``; the GPU test's worker uses it too)."""
+"""Normal mode's pipelined dispatch, the default (``EARLY_CASES``; the GPU test's worker uses it too)."""
+UNPIPELINED = MoeConfig(pipelined=False)
+"""Normal mode's dispatch before the pipelined default (``PIPELINED_CASES``; the GPU test's worker uses it too)."""
 
 
 def _case_inputs(
@@ -85,12 +89,14 @@ def _case_inputs(
 CASES = ("random", "k1", "k8", "one_rank", "t0", "empty_expert", "grow", "random")
 CHUNKED_CASES = ("random", "k8")
 EARLY_CASES = ("grow_combine", "grow_tokens")
-"""At 2 ranks, normal mode with ``MoeConfig(pipelined=True)``, after ``PIPELINED_CASES`` (whose k = 2 plan has
+"""At 2 ranks, normal mode with ``MoeConfig(pipelined=True)`` (the default), after ``CASES`` (whose k = 2 plan has
 buffers of 64 slots): its push goes before the host reads the summary, and does nothing when the buffers must grow
 (combine slots only, then token slots only); the op then grows them and pushes again."""
 PIPELINED_CASES = ("random", "t0")
-"""Run again at 2 ranks in normal mode with ``MoeConfig(pipelined=True)`` (the host-polled summary, the early push),
-expanded and gather (its block copy), before ``EARLY_CASES``; fp8 kept in the gather layout too."""
+"""Run again at 2 ranks in normal mode with ``MoeConfig(pipelined=False)`` (the summary copied after a stream
+synchronization, the push after it), expanded and gather; and (``SIDE_CASES``) with the default in the gather layout
+with ``op.EXPAND_OVERLAPS_PUSH`` off (the own rows stored by a push launch on a side stream), the first of them."""
+SIDE_CASES = ("random",)
 GATHER_CASES = {2: ("random", "k1", "k8", "one_rank", "t0", "empty_expert"), 3: ("t0",)}
 """The cases run again in normal mode with ``layout="gather"``, per world size (their first place in ``CASES``); at
 2 ranks also chunked k = 8 and fp8 kept and dequantized."""
@@ -102,10 +108,13 @@ VARIANT_CONFIGS = (
     MoeConfig(pipelined=True, route_programs=32, expand_block=64),
 )
 """At 2 ranks, the pipelined gather dispatch (bf16, and fp8 kept) with these options against the same dispatch with
-the default ``MoeConfig(pipelined=True)`` (``_variants``): every output bit for bit, outputs allocated poisoned. Under
+the default (``VARIANT_BASE``; ``_variants``): every output bit for bit, outputs allocated poisoned. Under
 the emulation the route count kernel runs 16 and 2 programs (the default 4); the expand kernel writes 4 tokens' meta
 a step (several steps, a partial last one) and 64 (one step wider than the slots). (On GPUs, ``test_ops_moe_gpu.py``:
 512 count programs of 8-token steps, 64 prefix rows a step at 8 warps, and 32.)"""
+VARIANT_BASE = MoeConfig(programs_per_sm=5)
+"""What ``VARIANT_CONFIGS`` are compared with: the default's kernels (one program each under the emulation) in plans of
+their own, whose epochs start with the options' (the default's plans ran ``CASES`` before)."""
 
 
 COMBINE_CONFIGS = {
@@ -143,6 +152,11 @@ tokens, 4 route count programs under the emulation); at 2 ranks last (``OVERLAP_
 expand beside it doing nothing while the combine slots grow (both go again after the summary); then ``variants`` in two
 waves (``op.set_expand_waves(2)``: two route count programs' ranges a wave)."""
 OVERLAP_AT_TWO = ("grow_combine",)
+OVERLAP_FP8 = (("first", False), ("beside", False), ("dequantize", True))
+"""At 2 ranks, fp8 (H = 160: a full and a short scale group) on ``OVERLAP_CONFIG``'s k = 3 plan of fp8, ``variants``'
+inputs each call fresh: its first call (no buffers: the push and the expand after the summary), the expand beside the
+push with fp8 rows kept and their scales (checked to have run beside it: the phases), and dequantized on receipt (the
+expand after the push, as before); each against the reference, bit for bit, every output allocated poisoned."""
 
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
@@ -249,12 +263,9 @@ def _fp8(
     low-latency mode dequantizes (the reference's fp32 values in bf16); then combine of the dequantized rows.
     ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/chunked/`` for a chunked one). ``gather``:
     normal mode only, with ``layout="gather"``, kept and dequantized (keys ``fp8/gather/normal[/dequantize]``).
-    ``pipelined``: ``MoeConfig(pipelined=True)``, gather, kept only (its block copy of the rows and scales; key
+    ``pipelined``: ``MoeConfig(pipelined=True)``, gather, kept only, after ``gather``'s calls of the same plan (its
+    block copy of the rows and scales, the expand beside the push: ``op.EXPAND_OVERLAPS_PUSH``; key
     ``fp8/pipelined/gather/normal``)."""
-    import triton_dist
-    from triton_dist.ops.moe import reference_combine, reference_dispatch
-    from triton_dist.ops.moe.reference import dequantize_fp8
-
     xs, idxs, weights, experts = _case_inputs("random", size, seed=5, hidden=160)
     xs = [x * 40 for x in xs]  # beyond e4m3's range unscaled: the scales matter
     record: dict[str, list[str]] = {}
@@ -263,49 +274,60 @@ def _fp8(
     if pipelined:
         config, gather, runs, prefix = PIPELINED, True, (("normal", False),), "fp8/pipelined/gather/"
     for mode, dequantize in runs:
-        cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
         key = prefix + mode + ("/dequantize" if dequantize else "")
-        try:
-            recv_x, handle = triton_dist.ops.moe_dispatch(
-                xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize,
-                config=config, layout="gather" if gather else "expanded",
-            )  # fmt: skip
-            refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
-            want, ref = refs[rank]
-            counts = ref.expert_counts.tolist()
-            rows = [slice(None)] if mode == "normal" else [(e, slice(0, c)) for e, c in enumerate(counts)]
-            problems = []
-            if gather:
-                scales = handle.recv_scales
-                if not dequantize and (scales is None or scales.shape[0] != recv_x.shape[0]):
-                    problems.append(f"gather: recv_scales {scales!r:.60} for {recv_x.shape[0]} rows")
-                elif not dequantize:
-                    handle.recv_scales = scales[handle.gather_rows.long()]
-                recv_x, wrong = _gathered(recv_x, handle, ref)
-                problems += wrong
-            if not torch.equal(handle.expert_counts, ref.expert_counts) or handle.fp8 is not True:
-                problems.append(f"counts {handle.expert_counts.tolist()} != {counts}")
-            for at in rows:
-                exact = dequantize_fp8(want[at], ref.recv_scales[at])
-                if dequantize:
-                    problems += _bf16_problems(f"dequantized rows {at}", recv_x[at], exact)
-                elif not torch.equal(recv_x[at].view(torch.uint8), want[at].view(torch.uint8)):
-                    problems.append(f"fp8 rows {at} differ")
-                elif handle.recv_scales is None or not torch.equal(handle.recv_scales[at], ref.recv_scales[at]):
-                    problems.append(f"scales {at} differ")
-            mine = recv_x if dequantize else dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16)
-            out = triton_dist.ops.moe_combine(_experts(mine, handle.recv_expert), handle)
-            ys = [_experts(dequantize_fp8(rx, h.recv_scales, torch.bfloat16), h.recv_expert) for rx, h in refs]
-            exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
-            if not dequantize:
-                problems += _bf16_problems("combine", out, exact)
-            elif out.shape != exact.shape or not torch.allclose(out.float(), exact, rtol=2e-2, atol=1e-2):
-                # each rank's rows: the reference's bf16 (nearest even) or the interpreter's (truncated)
-                problems.append("combine of the dequantized rows differs")
-        except Exception as error:  # noqa: BLE001 (recorded for the test)
-            problems = [f"{type(error).__name__}: {error}"]
-        record[key] = problems
+        record[key] = _fp8_call(rank, (xs, idxs, weights, experts), mode, dequantize, config, gather)
     return record
+
+
+def _fp8_call(rank: int, inputs: tuple[Any, ...], mode: str, dequantize: bool, config: Any, gather: bool) -> list[str]:
+    """One fp8 dispatch of ``inputs`` (every rank's x, ids and weights, and E) and its combine: what differs from the
+    reference (see ``_fp8``)."""
+    import triton_dist
+    from triton_dist.ops.moe import reference_combine, reference_dispatch
+    from triton_dist.ops.moe.reference import dequantize_fp8
+
+    xs, idxs, weights, experts = inputs
+    cap = max(x.shape[0] for x in xs) if mode == "low_latency" else None
+    try:
+        recv_x, handle = triton_dist.ops.moe_dispatch(
+            xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize,
+            config=config, layout="gather" if gather else "expanded",
+        )  # fmt: skip
+        refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
+        want, ref = refs[rank]
+        counts = ref.expert_counts.tolist()
+        rows = [slice(None)] if mode == "normal" else [(e, slice(0, c)) for e, c in enumerate(counts)]
+        problems = []
+        if gather:
+            scales = handle.recv_scales
+            if not dequantize and (scales is None or scales.shape[0] != recv_x.shape[0]):
+                problems.append(f"gather: recv_scales {scales!r:.60} for {recv_x.shape[0]} rows")
+            elif not dequantize:
+                handle.recv_scales = scales[handle.gather_rows.long()]
+            recv_x, wrong = _gathered(recv_x, handle, ref)
+            problems += wrong
+        if not torch.equal(handle.expert_counts, ref.expert_counts) or handle.fp8 is not True:
+            problems.append(f"counts {handle.expert_counts.tolist()} != {counts}")
+        for at in rows:
+            exact = dequantize_fp8(want[at], ref.recv_scales[at])
+            if dequantize:
+                problems += _bf16_problems(f"dequantized rows {at}", recv_x[at], exact)
+            elif not torch.equal(recv_x[at].view(torch.uint8), want[at].view(torch.uint8)):
+                problems.append(f"fp8 rows {at} differ")
+            elif handle.recv_scales is None or not torch.equal(handle.recv_scales[at], ref.recv_scales[at]):
+                problems.append(f"scales {at} differ")
+        mine = recv_x if dequantize else dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16)
+        out = triton_dist.ops.moe_combine(_experts(mine, handle.recv_expert), handle)
+        ys = [_experts(dequantize_fp8(rx, h.recv_scales, torch.bfloat16), h.recv_expert) for rx, h in refs]
+        exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
+        if not dequantize:
+            problems += _bf16_problems("combine", out, exact)
+        elif out.shape != exact.shape or not torch.allclose(out.float(), exact, rtol=2e-2, atol=1e-2):
+            # each rank's rows: the reference's bf16 (nearest even) or the interpreter's (truncated)
+            problems.append("combine of the dequantized rows differs")
+    except Exception as error:  # noqa: BLE001 (recorded for the test)
+        problems = [f"{type(error).__name__}: {error}"]
+    return problems
 
 
 def _overflow(rank: int, size: int) -> list[str]:
@@ -398,7 +420,7 @@ def _variants(rank: int, size: int) -> dict[str, list[str]]:
     for fp8 in (False, True):
         xs, idxs, weights, experts = _case_inputs("variants", size, seed=11 + fp8, hidden=160 if fp8 else HIDDEN)
         got: dict[str, dict[str, torch.Tensor]] = {}
-        for label, config in (("default", PIPELINED), *((repr(c), c) for c in VARIANT_CONFIGS)):
+        for label, config in (("default", VARIANT_BASE), *((repr(c), c) for c in VARIANT_CONFIGS)):
             try:
                 with _PoisonedEmpty():
                     recv_x, handle = triton_dist.ops.moe_dispatch(
@@ -420,13 +442,14 @@ def _variants(rank: int, size: int) -> dict[str, list[str]]:
 
 
 def _own_rows_in_push(rank: int, size: int) -> dict[str, list[str]]:
-    """``op.OWN_ROWS_IN_PUSH`` on (``OWN_CASES``): the pipelined gather dispatch whose push stores this rank's own
-    tokens' rows into ``recv_x`` itself (``SELF = 3``), and its combine, against the reference, outputs allocated
-    poisoned; the setting restored after."""
+    """``op.OWN_ROWS_IN_PUSH`` on and ``op.EXPAND_OVERLAPS_PUSH`` off (``OWN_CASES``): the pipelined gather dispatch
+    whose push stores this rank's own tokens' rows into ``recv_x`` itself (``SELF = 3``), and its combine, against the
+    reference, outputs allocated poisoned; the settings restored after."""
     from triton_dist.ops.moe import op as moe_op
 
     record: dict[str, list[str]] = {}
     previous = moe_op.set_own_rows_in_push(True)
+    overlapped = moe_op.set_expand_overlaps_push(False)  # the own rows alone
     try:
         for number, name in enumerate(OWN_CASES):
             with _PoisonedEmpty():
@@ -434,6 +457,25 @@ def _own_rows_in_push(rank: int, size: int) -> dict[str, list[str]]:
             record[f"own_in_push/{name}#{number}/normal"] = problems
     finally:
         moe_op.set_own_rows_in_push(previous)
+        moe_op.set_expand_overlaps_push(overlapped)
+    return record
+
+
+def _side_stream(rank: int, size: int) -> dict[str, list[str]]:
+    """``SIDE_CASES``: the pipelined gather dispatch with ``op.EXPAND_OVERLAPS_PUSH`` off (this rank's own rows
+    stored by a second push launch, ``_self_push``), against the reference; the setting restored after."""
+    from triton_dist.ops.moe import op as moe_op
+
+    record: dict[str, list[str]] = {}
+    previous = moe_op.set_expand_overlaps_push(False)
+    try:
+        for name in SIDE_CASES:
+            number = CASES.index(name)
+            record[f"side/gather/{name}#{number}/normal"] = _case(
+                rank, size, name, number, "normal", PIPELINED, "gather"
+            )
+    finally:
+        moe_op.set_expand_overlaps_push(previous)
     return record
 
 
@@ -459,8 +501,32 @@ def _overlap(rank: int, size: int) -> dict[str, list[str]]:
             record[f"overlap/waves2/variants#{len(OVERLAP_CASES)}/normal"] = problems
         finally:
             moe_op.set_expand_waves(waves)
+        if size == 2:
+            record |= _overlap_fp8(rank, size)
     finally:
         moe_op.set_expand_overlaps_push(previous)
+    return record
+
+
+def _overlap_fp8(rank: int, size: int) -> dict[str, list[str]]:
+    """``OVERLAP_FP8``: the fp8 gather dispatch with ``op.EXPAND_OVERLAPS_PUSH`` on, against the reference."""
+    from triton_dist.ops.moe import op as moe_op
+
+    record: dict[str, list[str]] = {}
+    for number, (name, dequantize) in enumerate(OVERLAP_FP8):
+        xs, idxs, weights, experts = _case_inputs("variants", size, seed=21 + number, hidden=160)
+        inputs = ([x * 40 for x in xs], idxs, weights, experts)  # beyond e4m3's range unscaled: the scales matter
+        phases: list[str] = []
+        hook = moe_op.set_phase_hook(phases.append)
+        try:
+            with _PoisonedEmpty():
+                problems = _fp8_call(rank, inputs, "normal", dequantize, OVERLAP_CONFIG, True)
+        finally:
+            moe_op.set_phase_hook(hook)
+        beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
+        if beside != (name == "beside"):
+            problems.append(f"phases {phases}: the expand {'not ' if name == 'beside' else ''}beside the push")
+        record[f"overlap/fp8/{name}#{number}/normal"] = problems
     return record
 
 
@@ -530,8 +596,9 @@ def _worker(out_dir: str) -> None:
         for name in PIPELINED_CASES:
             number = CASES.index(name)
             for layout in LAYOUTS:
-                key = f"pipelined/{layout}/{name}#{number}/normal"
-                record[key] = _case(rank, size, name, number, "normal", PIPELINED, layout)
+                key = f"unpipelined/{layout}/{name}#{number}/normal"
+                record[key] = _case(rank, size, name, number, "normal", UNPIPELINED, layout)
+        record |= _side_stream(rank, size)
         for number, name in enumerate(EARLY_CASES, start=len(CASES)):
             record[f"early/{name}#{number}/normal"] = _case(rank, size, name, number, "normal", PIPELINED)
         chunked = MoeConfig(whole_row=False)
@@ -577,16 +644,22 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             if key.endswith(f"/{mode}")
             and "#" in key
             and not key.startswith(
-                ("chunked/", "programs2/", "gather/", "early/", "pipelined/", "own_in_push/", "overlap/", "combine/")
+                (
+                    "chunked/", "programs2/", "gather/", "early/", "unpipelined/", "side/", "own_in_push/", "overlap/",
+                    "combine/",
+                )  # fmt: skip
             )
         }
         cases["bad_ids"] = record["bad_ids"]
         assert len(cases) == len(CASES) + 1
         if len(records) == 2:
-            prefixes = ("fp8/", "overflow", "early/", "pipelined/") if mode == "normal" else ("fp8/", "overflow")
+            prefixes = (
+                ("fp8/", "overflow", "early/", "unpipelined/", "side/") if mode == "normal" else ("fp8/", "overflow")
+            )
             extra = {key: problems for key, problems in record.items() if key.startswith(prefixes)}
             early = [f"early/{name}#{n}/normal" for n, name in enumerate(EARLY_CASES, len(CASES))]
-            early += [f"pipelined/{lay}/{n}#{CASES.index(n)}/normal" for n in PIPELINED_CASES for lay in LAYOUTS]
+            early += [f"unpipelined/{lay}/{n}#{CASES.index(n)}/normal" for n in PIPELINED_CASES for lay in LAYOUTS]
+            early += [f"side/gather/{n}#{CASES.index(n)}/normal" for n in SIDE_CASES]
             fixed = ["fp8/chunked/low_latency/dequantize", "fp8/chunked/normal", "fp8/gather/normal",
                      "fp8/gather/normal/dequantize", "fp8/low_latency/dequantize", "fp8/normal",
                      "fp8/pipelined/gather/normal", "overflow"]  # fmt: skip
@@ -646,12 +719,15 @@ def test_own_rows_stored_by_the_push_match_the_reference(records: list[dict[str,
 def test_the_expand_beside_the_push_matches_the_reference(records: list[dict[str, list[str]]]) -> None:
     """``op.EXPAND_OVERLAPS_PUSH`` (``OVERLAP_CASES``, 2 and 3 ranks): the push's wave flags and slot counts, and the
     expand kernel waiting for each (wave, source) beside it, give the gather dispatch and its combine the reference's
-    results exactly, every output allocated poisoned, through the first calls, the overlap and a growth."""
+    results exactly, every output allocated poisoned, through the first calls, the overlap and a growth; at 2 ranks
+    fp8 rows kept with their scales too, and dequantized (``OVERLAP_FP8``)."""
     for rank, record in enumerate(records):
         got = {key: problems for key, problems in record.items() if key.startswith("overlap/")}
         want = [f"overlap/{name}#{n}/normal" for n, name in enumerate(OVERLAP_CASES)
                 if len(records) == 2 or name not in OVERLAP_AT_TWO]  # fmt: skip
         want.append(f"overlap/waves2/variants#{len(OVERLAP_CASES)}/normal")
+        if len(records) == 2:
+            want += [f"overlap/fp8/{name}#{n}/normal" for n, (name, _) in enumerate(OVERLAP_FP8)]
         assert sorted(got) == sorted(want)
         failed = {key: problems for key, problems in got.items() if problems}
         assert not failed, f"rank {rank}: {failed}"

@@ -1,7 +1,8 @@
 """moe_dispatch / moe_combine on GPUs (skipped with fewer than 2): the emulation's cases (test_ops_moe_emulation.py) on
 real kernels, hundreds of tokens per rank (``large``: the route count programs' prefixes), normal mode's early push when
-its buffers must grow (``EARLY_CASES``), ``MoeConfig(pipelined=True)`` (every normal case in both layouts, large, bf16
-and fp8, the gather layout's block copy at H = 7168 over more blocks than copy programs), two dispatches in flight
+its buffers must grow (``EARLY_CASES``), ``MoeConfig(pipelined=False)`` (the path before the pipelined default: every
+normal case in both layouts, large, bf16 and fp8), the gather layout's block copy at H = 7168 over more blocks than copy
+programs, two dispatches in flight
 before their combines (the double-buffered halves), and low-latency CUDA-graph replays with fresh routing each time, all
 against the torch reference; fp8 dispatch (bit-exact fp8 rows and scales, dequantized rows, a graphed low-latency fp8
 dispatch), a low-latency expert over its capacity, the default whole-row kernels and ``MoeConfig(whole_row=False)``'s
@@ -10,11 +11,13 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``grouped_gemm`` against torch per expert (both layouts and rows through ``gather_rows``, bf16 and fp8), and
 ``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
-(``VARIANT_CONFIGS``) in the pipelined gather layout at H = 7168 and in fp8, and ``op.OWN_ROWS_IN_PUSH`` there at
-H = 7168 (the push storing this rank's own rows itself) and ``op.EXPAND_OVERLAPS_PUSH`` (the expand kernel beside
-the push, wave by wave), against the reference too; combine's ``MoeConfig(combine_partials="input")`` (bf16 partials:
-the reference with each rank's partial rounded, within one flipped bf16 rounding of each) and ``combine_spread`` (the
-default's bits) at H = 7168, normal and low-latency graphed (``_combine_option_checks``).
+(``VARIANT_CONFIGS``) in the gather layout at H = 7168 and in fp8; and at H = 7168 in the gather layout
+``op.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept with
+their scales), the dispatch without it (``op.OWN_ROWS_IN_PUSH``: the push storing this rank's own rows itself; neither:
+a push launch on a side stream; fp8: the expand after the push), against the reference too; combine's
+``MoeConfig(combine_partials="input")`` (bf16 partials: the reference with each rank's partial rounded, within one
+flipped bf16 rounding of each) and ``combine_spread`` (the default's bits) at H = 7168, normal and low-latency graphed
+(``_combine_option_checks``).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -90,18 +93,21 @@ def _graphed(fn: Callable[[], Any]) -> Callable[[], Any]:
 
 def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
     """fp8 dispatch: normal mode's fp8 rows and scales bit-exact against reference.quantize_fp8 (both round to
-    nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; then a
-    low-latency fp8 dispatch + combine in a CUDA graph with fresh routing per replay; then an expert over its
-    low-latency capacity."""
-    from test_ops_moe_emulation import PIPELINED, VARIANT_CONFIGS, _case_inputs, _experts
+    nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; at H = 7168
+    in the gather layout with ``op.EXPAND_OVERLAPS_PUSH`` (the default) and without; then a low-latency fp8 dispatch +
+    combine in a CUDA graph with fresh routing per replay; then an expert over its low-latency capacity."""
+    from test_ops_moe_emulation import UNPIPELINED, VARIANT_CONFIGS, _case_inputs, _experts
 
     import triton_dist
     from triton_dist.ops.moe import MoeStatusError, check_status, reference_dispatch
+    from triton_dist.ops.moe import op as moe_op
     from triton_dist.ops.moe.reference import dequantize_fp8
     from triton_dist.testing import sync
 
-    def inputs(seed: int, name: str = "k8") -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], int]:
-        xs, idxs, weights, experts = _case_inputs(name, size, seed, hidden=320)  # groups of 128, 128 and 64
+    def inputs(
+        seed: int, name: str = "k8", hidden: int = 320
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], int]:
+        xs, idxs, weights, experts = _case_inputs(name, size, seed, hidden=hidden)  # 320: groups of 128, 128 and 64
         return [x * 30 for x in xs], idxs, weights, experts
 
     def compare(key: str, got: tuple[torch.Tensor, Any], out: torch.Tensor, xs: Any, idxs: Any, weights: Any,
@@ -155,13 +161,27 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
             if mode == "normal":
                 got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, "gather")
                 compare(f"gather/{key}", got, out, xs, idxs, weights, experts, mode, cap, dequantize)
-                for layout in ("expanded", "gather"):  # the pipelined dispatch: its fp8 push, its block copy
-                    got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, layout, PIPELINED)
-                    compare(f"pipelined/{layout}/{key}", got, out, xs, idxs, weights, experts, mode, cap, dequantize)
+                for layout in ("expanded", "gather"):  # the path before the pipelined default
+                    got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, layout, UNPIPELINED)
+                    compare(f"unpipelined/{layout}/{key}", got, out, xs, idxs, weights, experts, mode, cap, dequantize)
                 for config in VARIANT_CONFIGS:  # the route and expand options (fp8 kept: the meta tile's scales)
                     got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, "gather", config)
                     option = f"options/{config.route_programs}-{config.expand_block}/gather/{key}"
                     compare(option, got, out, xs, idxs, weights, experts, mode, cap, dequantize)
+    # H = 7168, hundreds of tokens: fp8 rows kept in the gather layout with the expand beside the push (the default;
+    # the plan's first call has no buffers yet: both after the summary), without it (the expand after the push), and
+    # dequantized on receipt (the expand after the push, widening each row), on one plan.
+    for seed in (74, 75):
+        xs, idxs, weights, experts = inputs(seed, "large", 7168)
+        for key, overlap, dequantize in (("overlap", True, False), ("no-overlap", False, False),
+                                         ("dequantize", True, True)):  # fmt: skip
+            previous = moe_op.set_expand_overlaps_push(overlap)
+            try:
+                got, out = run(xs, idxs, weights, experts, "normal", None, dequantize, "gather")
+            finally:
+                moe_op.set_expand_overlaps_push(previous)
+            name = f"{key}/fp8/gather/large-7168#{seed}/normal"
+            compare(name, got, out, xs, idxs, weights, experts, "normal", None, dequantize)
     xs, idxs, weights, experts = inputs(50)
     cap = max(x.shape[0] for x in xs)
     static = [xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda)]
@@ -400,6 +420,7 @@ def _worker(out_dir: str) -> None:
         CASES,
         EARLY_CASES,
         PIPELINED,
+        UNPIPELINED,
         VARIANT_CONFIGS,
         _case_inputs,
         _differences,
@@ -461,12 +482,12 @@ def _worker(out_dir: str) -> None:
             check(f"{name}#{number}/{mode}", args, refs, dispatched, out)
             if mode == "normal":
                 check_gathered(f"gather/{name}#{number}/normal", args, refs, *gathered(args))
-                dispatched = triton_dist.ops.moe_dispatch(*args, config=PIPELINED)
+                dispatched = triton_dist.ops.moe_dispatch(*args, config=UNPIPELINED)
                 out = triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
-                check(f"pipelined/{name}#{number}/normal", args, refs, dispatched, out)
-                check_gathered(f"pipelined/gather/{name}#{number}/normal", args, refs, *gathered(args, PIPELINED))
-    # The pipelined k = 2 plan above has buffers of 64 slots: its push goes before the host reads the summary, and
-    # does nothing when the combine slots, then the token slots, must grow (pushed again after growing).
+                check(f"unpipelined/{name}#{number}/normal", args, refs, dispatched, out)
+                check_gathered(f"unpipelined/gather/{name}#{number}/normal", args, refs, *gathered(args, UNPIPELINED))
+    # The default (pipelined) k = 2 plan above has buffers of 64 slots: its push goes before the host reads the
+    # summary, and does nothing when the combine slots, then the token slots, must grow (pushed again after growing).
     for number, name in enumerate(EARLY_CASES, start=len(CASES)):
         args, refs = one(name, number, "normal")
         dispatched = triton_dist.ops.moe_dispatch(*args, config=PIPELINED)
@@ -474,7 +495,7 @@ def _worker(out_dir: str) -> None:
         check(f"early/{name}#{number}/normal", args, refs, dispatched, out)
     args, refs = one("large", 40, "normal")
     check_gathered("gather/large/normal", args, refs, *gathered(args))
-    check_gathered("pipelined/gather/large/normal", args, refs, *gathered(args, PIPELINED))
+    check_gathered("unpipelined/gather/large/normal", args, refs, *gathered(args, UNPIPELINED))
     (args_a, refs_a), (args_b, refs_b) = one("k8", 13, "normal"), one("k8", 14, "normal")
     first = triton_dist.ops.moe_dispatch(*args_a, layout="gather")  # two gather dispatches in flight
     second = triton_dist.ops.moe_dispatch(*args_b, layout="gather")
@@ -527,24 +548,23 @@ def _worker(out_dir: str) -> None:
                 record[key].append(f"handle.config is {dispatched[1].config!r}")
             if mode == "normal":  # layout="gather" at H = 7168, whole rows and chunks
                 check_gathered(f"gather/{key}", args, refs, *gathered(args, config))
-    # The pipelined gather layout's block copy at H = 7168 over about 1000 received tokens: more 4096-element blocks
-    # than the expand kernel has copy programs (BULK_COPIERS_PER_SM per SM), the last one partial; the plan's first
-    # call (its push after the summary), then its early push.
+    # The gather layout's block copy at H = 7168 over about 1000 received tokens: more 4096-element blocks than the
+    # expand kernel has copy programs (BULK_COPIERS_PER_SM per SM), the last one partial; the plan's first call (its
+    # push and expand after the summary), then its early push with the expand beside it (op.EXPAND_OVERLAPS_PUSH, the
+    # default, by waves), and the same plan without it: the push storing my own rows itself (op.OWN_ROWS_IN_PUSH),
+    # then neither (a push launch on a side stream).
     for seed in (72, 73):
         xs, idxs, weights, experts = _case_inputs("large", size, seed, hidden=7168)
         args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, "normal", None)
         refs = reference_dispatch(xs, idxs, weights, experts, mode="normal")
-        check_gathered(f"pipelined/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
-        previous = moe_op.set_own_rows_in_push(True)  # the same plan's early push storing my own rows itself
-        try:
-            check_gathered(f"own_in_push/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
-        finally:
-            moe_op.set_own_rows_in_push(previous)
-        previous = moe_op.set_expand_overlaps_push(True)  # the same plan's expand beside its early push, by waves
-        try:
-            check_gathered(f"overlap/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
-        finally:
-            moe_op.set_expand_overlaps_push(previous)
+        check_gathered(f"overlap/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
+        for key, own in (("own_in_push", True), ("side", False)):
+            previous = moe_op.set_own_rows_in_push(own), moe_op.set_expand_overlaps_push(False)
+            try:
+                check_gathered(f"{key}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
+            finally:
+                moe_op.set_own_rows_in_push(previous[0])
+                moe_op.set_expand_overlaps_push(previous[1])
         for config in VARIANT_CONFIGS:  # the route and expand options: their plan's first call, then its early push
             option = f"options/{config.route_programs}-{config.expand_block}"
             check_gathered(f"{option}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, config))

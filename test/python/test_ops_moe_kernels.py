@@ -143,6 +143,8 @@ def _compile(
         constexprs["WORLD"] = notify_world(world_size)
     if scales:
         signature["tokens_ptr"] = "*fp8e4nv"
+        if name == "push" and self_mode == 3:  # recv_x of fp8 rows, which the push stores this rank's own rows into
+            signature["self_ptr"] = "*fp8e4nv"
         if name == "expand" and not dequantize:
             signature["recv_ptr"] = "*fp8e4nv"
     aligned = tuple(arg for arg in signature if arg.endswith("_ptr")) + (("H",) if "H" in signature else ())
@@ -357,7 +359,7 @@ def test_whole_row_config_picks_the_block_and_is_checked() -> None:
     assert MoeConfig().programs_per_sm is None and MoeConfig(programs_per_sm=2).programs_per_sm == 2
     assert (MoeConfig().per_sm("normal"), MoeConfig().per_sm("low_latency")) == (2, 1), "the modes' defaults"
     assert MoeConfig(programs_per_sm=3).per_sm("low_latency") == 3
-    assert not MoeConfig().pipelined and MoeConfig(pipelined=True).pipelined
+    assert MoeConfig().pipelined and not MoeConfig(pipelined=False).pipelined, "pipelined by default"
     with pytest.raises(MoeError, match="pipelined must be True or False, got 1"):
         MoeConfig(pipelined=1)  # type: ignore[arg-type]
     for bad_count in (0, 9, True, 1.0):
@@ -806,45 +808,97 @@ def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
     assert used <= 65536 and (2 + per_sm) * 128 <= 2048, (pushed, expanded, used)
 
 
-def test_expand_overlaps_push_is_an_option_off_by_default() -> None:
-    """``op.EXPAND_OVERLAPS_PUSH``: off unless set; ``set_expand_overlaps_push`` returns the previous setting and
-    refuses a non-bool; on, it turns on the own rows in the push where those apply (the pipelined gather layout
-    without fp8); the push's waves are at most the route count programs."""
-    assert moe_op.EXPAND_OVERLAPS_PUSH is False
+def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_path: Any) -> None:
+    """``op.EXPAND_OVERLAPS_PUSH`` with fp8 rows kept: at H = 7168, E = 256, k = 8 on 2 ranks (132 SMs), the fp8 push
+    with its wave flags and ``SELF = 3`` (``FP8_PUSH_WARPS`` warps) spills nothing and takes at most 64 registers per
+    thread, so that however the expand kernel beside it (fp8 kept: ``EXPAND_OVERLAP_PER_SM`` meta and
+    ``OVERLAP_COPIERS_PER_SM`` copy programs per SM, 4 per SM on average) places its programs, some SM holds at most
+    4 of them and has room for a push program (64K registers, 2048 threads): the push, which waits for nothing, keeps
+    running while the expand's programs spin on its flags. The push stores the quantized rows (and this rank's own
+    into ``self_ptr``) before it releases its flags."""
+    from triton_dist.ops.moe.config import FP8_PUSH_WARPS
+
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    waves = moe_op.EXPAND_WAVES
+
+    def allocated(registers: int, warps: int) -> int:  # per program: a warp's registers come in units of 256
+        return warps * -(-registers * 32 // 256) * 256
+
+    push = _compile(
+        "push", "sm_90", False, world_size=2, row_block=block, self_mode=3, waves=waves, scales=56,
+        num_warps=FP8_PUSH_WARPS,
+    )  # fmt: skip
+    pushed = _registers(push, tmp_path)
+    assert pushed <= 64, pushed
+    lines = push.splitlines()
+    releases = [i for i, line in enumerate(lines) if re.search(r"atom\.global\.sys\.release", line)]
+    stores = [i for i, line in enumerate(lines) if re.search(r"st\.global(\.\w+)*\.b(8|16|32)\b|st\.global\.v", line)]
+    assert len(releases) >= 2 and stores and stores[0] < releases[0], "the rows, then the waves' and data flags"
+    expand = _compile(
+        "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, scales=56,
+        copiers=moe_op.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=waves,
+    )  # fmt: skip
+    assert sum(1 for line in expand.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line)) >= 4
+    info = ptxas_info(expand, tmp_path)
+    spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))  # type: ignore[union-attr]
+    assert spilled <= 4, info
+    expanded = int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    used = allocated(pushed, FP8_PUSH_WARPS) + per_sm * allocated(expanded, 4)
+    assert used <= 65536 and (FP8_PUSH_WARPS + 4 * per_sm) * 32 <= 2048, (pushed, expanded, used)
+
+
+def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
+    """``op.EXPAND_OVERLAPS_PUSH``: on by default at ``EXPAND_WAVES = 8`` (measured fastest);
+    ``set_expand_overlaps_push`` returns the previous setting and refuses a non-bool; on, it turns on the own rows in
+    the push where those apply (the pipelined gather layout on one node, bf16 or fp8 rows kept, not dequantized on
+    receipt); the push's waves are at most the route count programs."""
+    assert moe_op.EXPAND_OVERLAPS_PUSH is True and moe_op.EXPAND_WAVES == 8
     with pytest.raises(MoeError, match="on must be True or False, got 'yes'"):
         moe_op.set_expand_overlaps_push("yes")  # type: ignore[arg-type]
     plan = SimpleNamespace(pipelined=True, nodes=1, route_programs=2)
-    assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
-    assert moe_op.set_expand_overlaps_push(True) is False
+    assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+    assert not moe_op._own_in_push(plan, True, True), "dequantized on receipt: the expand copies each row"  # type: ignore[arg-type]
+    assert not moe_op._own_in_push(plan, False, False), "the expanded layout"  # type: ignore[arg-type]
+    assert not moe_op._own_in_push(SimpleNamespace(pipelined=False, nodes=1), True, False)  # type: ignore[arg-type]
+    assert not moe_op._own_in_push(SimpleNamespace(pipelined=True, nodes=2), True, False), "across nodes"  # type: ignore[arg-type]
+    assert moe_op._waves(plan) == 2 and moe_op._waves(SimpleNamespace(route_programs=64)) == 8  # type: ignore[arg-type]
+    assert moe_op.set_expand_waves(16) == 8 and moe_op._waves(SimpleNamespace(route_programs=64)) == 16  # type: ignore[arg-type]
     try:
-        assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
-        assert not moe_op._own_in_push(plan, True, True) and not moe_op._own_in_push(plan, False, False)  # type: ignore[arg-type]
-        assert moe_op._waves(plan) == 2 and moe_op._waves(SimpleNamespace(route_programs=64)) == moe_op.EXPAND_WAVES  # type: ignore[arg-type]
-        assert moe_op.set_expand_waves(8) == 4 and moe_op._waves(SimpleNamespace(route_programs=64)) == 8  # type: ignore[arg-type]
         for wrong in (0, 3, 32, True):
             with pytest.raises(MoeError, match=f"waves must be a power of two in \\[1, 16\\], got {wrong!r}"):
                 moe_op.set_expand_waves(wrong)
-        moe_op.set_expand_waves(4)
     finally:
-        assert moe_op.set_expand_overlaps_push(False) is True
-    assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+        assert moe_op.set_expand_waves(8) == 16
+    assert moe_op.set_expand_overlaps_push(False) is True
+    try:
+        assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+    finally:
+        assert moe_op.set_expand_overlaps_push(True) is False
 
 
 def test_own_rows_in_push_is_an_option_off_by_default() -> None:
-    """``op.OWN_ROWS_IN_PUSH``: off unless set; ``set_own_rows_in_push`` returns the previous setting and refuses a
-    non-bool; it applies where the side stream's launch would (the pipelined gather layout without fp8), at any T."""
+    """``op.OWN_ROWS_IN_PUSH``: off unless set (``EXPAND_OVERLAPS_PUSH``, on by default, implies it: off here);
+    ``set_own_rows_in_push`` returns the previous setting and refuses a non-bool; it applies where the side stream's
+    launch would (the pipelined gather layout) and to fp8 rows kept, not dequantized on receipt, at any T."""
     assert moe_op.OWN_ROWS_IN_PUSH is False
     with pytest.raises(MoeError, match="on must be True or False, got 1"):
         moe_op.set_own_rows_in_push(1)  # type: ignore[arg-type]
     plan = SimpleNamespace(pipelined=True, nodes=1)
-    assert moe_op.set_own_rows_in_push(True) is False
+    overlapped = moe_op.set_expand_overlaps_push(False)
     try:
-        assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
-        assert not moe_op._own_in_push(plan, False, False) and not moe_op._own_in_push(plan, True, True)  # type: ignore[arg-type]
-        assert not moe_op._own_in_push(SimpleNamespace(pipelined=False, nodes=1), True, False)  # type: ignore[arg-type]
+        assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+        assert moe_op.set_own_rows_in_push(True) is False
+        try:
+            assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+            assert not moe_op._own_in_push(plan, False, False) and not moe_op._own_in_push(plan, True, True)  # type: ignore[arg-type]
+            assert not moe_op._own_in_push(SimpleNamespace(pipelined=False, nodes=1), True, False)  # type: ignore[arg-type]
+        finally:
+            assert moe_op.set_own_rows_in_push(False) is True
+        assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
     finally:
-        assert moe_op.set_own_rows_in_push(False) is True
-    assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
+        moe_op.set_expand_overlaps_push(overlapped)
 
 
 @pytest.mark.parametrize("scales", [0, 56])
@@ -965,16 +1019,16 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
         bench.dispatch_with(0, 1, 2, 8, {"layout": "expanded", bench.OWN_IN_PUSH: True})
     assert seen == [(True, {"layout": "gather"}), (False, {"layout": "gather"}), (True, {"layout": "expanded"})]
     assert moe_op.OWN_ROWS_IN_PUSH is False
-    # The overlap row: its key sets op.EXPAND_OVERLAPS_PUSH for the call only, likewise
+    # The rows without the overlap (the default): its key sets op.EXPAND_OVERLAPS_PUSH for the call only, likewise
     overlaps: list[bool] = []
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: overlaps.append(moe_op.EXPAND_OVERLAPS_PUSH))
-    bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: True})
+    bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: False})
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather"})
-    assert overlaps == [True, False] and moe_op.EXPAND_OVERLAPS_PUSH is False
+    assert overlaps == [False, True] and moe_op.EXPAND_OVERLAPS_PUSH is True
     waves: list[int] = []
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: waves.append(moe_op.EXPAND_WAVES))
-    bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: 8})
-    assert waves == [8] and moe_op.EXPAND_WAVES == 4
+    bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: 16})
+    assert waves == [16] and moe_op.EXPAND_WAVES == 8
     assert bench.parse_args(["--only-dispatch", "--expand-waves", "8,16"]).expand_waves == [8, 16]
     with pytest.raises(SystemExit):
         bench.parse_args(["--expand-waves", "8"])  # only with --only-dispatch
@@ -1115,6 +1169,7 @@ def test_expand_launched_from_addresses_gets_the_outputs_it_returns(
 
     monkeypatch.setattr(moe_op, "_launch", launch)
     monkeypatch.setattr(moe_op, "_by_address", lambda device: True)
+    monkeypatch.setattr(moe_op, "EXPAND_OVERLAPS_PUSH", False)  # the expand after the push (the gather layout's)
     ws = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
     buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
     plan = moe_op._Plan(("k",), "normal", 2, 8, 2, 256, torch.bfloat16, 0, 1, ws, buffers, fp8=fp8)

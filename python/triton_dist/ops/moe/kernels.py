@@ -19,27 +19,27 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    every rank needs, the bad ids of the whole world).
 3. ``_push_kernel`` (``P`` programs): each token's positions get its count program's prefixes added (``tok_pos`` is
    written back final: combine's reduce reads it); each token goes once to each destination rank ``d`` it is bound
-   for, into slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t |
-   topk_idx[t] | weights (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots
-   are packed by source); low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the
-   data. Then each program sets its data flag ``(me, program)`` on every rank (release: its pushes come first).
-   With fp8 (``SCALES`` > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4)
-   / 448``, IEEE division, rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every
-   destination, its scales written at the end of the meta row. ``SELF`` (one node, no fp8: ``op._self_push``): 1
-   leaves this rank's own tokens' payload out (their meta rows still go), 2 is a second launch, beside the first on
-   a side stream, that stores only that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no
-   flag; neither writes ``tok_pos``'s column ``me`` (both read its local places while they run), which the expand
-   kernel (``SELF_DIRECT``) writes from the slots it reads, and its block copy leaves those rows out. 3 (``op.
-   OWN_ROWS_IN_PUSH``) is one launch doing both: the other ranks' rows as with 1, and this rank's own tokens'
-   payload stored into ``recv_x`` from the row it loaded for them (``recv_x`` allocated before the launch), leaving
-   ``tok_pos``'s column ``me`` to the expand kernel as 1 does. ``WAVES`` > 0 (``op.EXPAND_OVERLAPS_PUSH``, the early
-   push only): the tokens form ``WAVES`` waves of ``PARTS / WAVES`` route count programs' ranges each; program 0 first
-   stores into every rank ``d`` this rank's tokens bound for ``d`` before each wave's end (its ``parts`` prefix at
-   the next wave's first count program, or ``N[me, d]``: the receiver's slots of each wave, consecutive); each program
-   sets its wave flag ``(me, wave, program)`` on every rank (release) once its next token lies past the wave, the
-   rest after its loop, before its data flag (in the ``waves`` workspace, two parities, epoch values as every flag;
-   laid out for ``WAVE_SLOTS`` waves, ``op.MAX_EXPAND_WAVES``, whatever ``WAVES``, so a call with other waves than the
-   last one's finds no slot count where it waits for a flag).
+   for, into slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t | topk_idx[t] |
+   weights (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots are packed by
+   source); low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the data. Then each
+   program sets its data flag ``(me, program)`` on every rank (release: its pushes come first). With fp8 (``SCALES``
+   > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4) / 448``, IEEE division,
+   rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every destination, its scales written
+   at the end of the meta row. ``SELF`` (one node; 1 and 2 not with fp8: ``op._self_push``): 1 leaves this rank's own
+   tokens' payload out (their meta rows still go), 2 is a second launch, beside the first on a side stream, that
+   stores only that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no flag; neither writes
+   ``tok_pos``'s column ``me`` (both read its local places while they run), which the expand kernel (``SELF_DIRECT``)
+   writes from the slots it reads, and its block copy leaves those rows out. 3 (``op.OWN_ROWS_IN_PUSH``) is one
+   launch doing both: the other ranks' rows as with 1, and this rank's own tokens' payload stored into ``recv_x``
+   from the row it loaded for them (fp8: the row it quantized, its scales still in the meta row; ``recv_x`` allocated
+   before the launch), leaving ``tok_pos``'s column ``me`` to the expand kernel as 1 does. ``WAVES`` > 0
+   (``op.EXPAND_OVERLAPS_PUSH``, the early push only): the tokens form ``WAVES`` waves of ``PARTS / WAVES`` route
+   count programs' ranges each; program 0 first stores into every rank ``d`` this rank's tokens bound for ``d``
+   before each wave's end (its ``parts`` prefix at the next wave's first count program, or ``N[me, d]``: the
+   receiver's slots of each wave, consecutive); each program sets its wave flag ``(me, wave, program)`` on every rank
+   (release) once its next token lies past the wave, the rest after its loop, before its data flag (in the ``waves``
+   workspace, two parities, epoch values as every flag; laid out for ``WAVE_SLOTS`` waves, ``op.MAX_EXPAND_WAVES``,
+   whatever ``WAVES``, so a call with other waves than the last one's finds no slot count where it waits for a flag).
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -518,6 +518,7 @@ def _push_kernel(
                             row_at = token_buf + slot.to(tl.int64) * H
                             dl.put_signal(row_at, remote_row, H * ELEM, sig + 1, epoch, dest)
         else:  # fp8: quantize each chunk once, then push it (and its scales, at the meta row's end) to each rank
+            tl.static_assert(SELF == 0 or SELF == 3, "fp8's own rows: the push's one launch (SELF = 3) only")
             for dest in range(0, ranks):
                 place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                 if place >= 0:
@@ -565,6 +566,9 @@ def _push_kernel(
                                 remote_row = send_ptr + pair.to(tl.int64) * H
                         else:
                             remote_row = dl.symm_at(token_buf + slot.to(tl.int64) * H, dest)
+                        if SELF == 3:  # my own tokens' fp8 row straight into recv_x's row `slot` (its scales: the meta)
+                            if dest == me:
+                                remote_row = self_ptr + slot.to(tl.int64) * H
                         tl.store(remote_row + offs, q, mask=offs < H)
                         if NODES > 1:
                             if dest // LOCAL == node:

@@ -111,23 +111,35 @@ the copy of so few rows does."""
 
 
 OWN_ROWS_IN_PUSH = False
-"""An option (default off; :func:`set_own_rows_in_push`): where ``_self_push`` would store this rank's own tokens'
-payload from a side stream (the pipelined gather dispatch without fp8), the push kernel's one launch stores it instead
-(``SELF = 3``), at any ``T * H``: ``recv_x`` is allocated before the push is launched, with the plan's token slots as
-rows (which bound the tokens this rank receives whenever the early push does its work), and returned as its first
-``N`` rows. The side stream's launch waits for the host to read the summary and allocate ``recv_x``, so how long
-after the push it ends depends on the host (issue 27: ``own`` 28, 49 and 118 µs in three runs of the same code on
-2 x H200 at 4096 tokens per rank); in the push's own launch that payload is stored from the row the push loaded for
-the other ranks, beside its stores over the links, and nothing waits for the host but the expand kernel's launch.
-Same results, bit for bit. An option until a GPU run measures it (``bench/moe.py --only-dispatch``)."""
+"""An option (default off; :func:`set_own_rows_in_push`; :data:`EXPAND_OVERLAPS_PUSH`, on by default, implies it):
+where ``_self_push`` would store this rank's own tokens' payload from a side stream (the pipelined gather dispatch
+without fp8), and in the pipelined gather dispatch of fp8 rows kept with their scales, the push kernel's one launch
+stores it instead (``SELF = 3``), at any ``T * H``: ``recv_x`` is allocated before the push is launched, with the
+plan's token slots as rows (which bound the tokens this rank receives whenever the early push does its work), and
+returned as its first ``N`` rows (fp8: the quantized row, its scales in the meta row as for the other ranks). The
+side stream's launch waits for the host to read the summary and allocate ``recv_x``, so how long after the push it
+ends depends on the host (issue 27: ``own`` 28, 49 and 118 µs in three runs of the same code on 2 x H200 at 4096
+tokens per rank); in the push's own launch that payload is stored from the row the push loaded for the other ranks,
+beside its stores over the links, and nothing waits for the host but the expand kernel's launch. Same results, bit
+for bit. Measured on 2 x H200 (2026-11-27, ``bench/moe.py --only-dispatch``, 4096 tokens per rank, bf16, alone,
+without :data:`EXPAND_OVERLAPS_PUSH`): 249.5 / 278.3 µs in two runs against the side stream's 357.1 / 383.6 µs.
+Dequantized on receipt (``moe_dispatch(..., dequantize=True)``) the expand copies each row itself and this does not
+apply."""
 
 
-EXPAND_OVERLAPS_PUSH = False
-"""An option (default off; :func:`set_expand_overlaps_push`): where :data:`OWN_ROWS_IN_PUSH` applies (the pipelined
-gather dispatch without fp8, which it turns on with it), the expand kernel is launched right after the early push,
-beside it on a side stream, and copies each part of the token buffer as soon as it has landed instead of after the
-whole push (issue 27: route 33, push 172-175, expand 70-75 µs one after the other on 2 x H200 at 4096 tokens per
-rank, against the 228 µs of the 75% bar).
+EXPAND_OVERLAPS_PUSH = True
+"""On by default (:func:`set_expand_overlaps_push` turns it off): where :data:`OWN_ROWS_IN_PUSH` applies (the pipelined
+gather dispatch, bf16 / fp16 / fp32 or fp8 rows kept with their scales, which it turns on with it), the expand kernel
+is launched right after the early push, beside it on a side stream, and copies each part of the token buffer as soon
+as it has landed instead of after the whole push (issue 27: route 33, push 172-175, expand 70-75 µs one after the
+other on 2 x H200 at 4096 tokens per rank, against the 228 µs of the 75% bar). Measured on 2 x H200 (2026-11-27,
+``bench/moe.py --only-dispatch --expand-waves 8,16``, 4096 tokens per rank, H 7168, top-8 of 256, bf16, two runs of
+the same code): 228.9 / 230.8 µs at 4 waves, 224.3 / 225.3 at 8 (:data:`EXPAND_WAVES`; 76% of the push all-gather's
+bandwidth, the bar's 75% met), 225.5 / 225.8 at 16, against 357.1 / 383.6 µs for the pipelined gather dispatch
+without it and 249.5 / 278.3 with :data:`OWN_ROWS_IN_PUSH` alone. fp8 (kept) joined it after that run (its pipelined
+gather dispatch took 285.8 / 341.5 µs without it); dequantized on receipt the expand copies and widens each row
+itself, after the push, as before (the expand beside the push copies the payload only as flat blocks of the token
+buffer, which a widened row is not).
 
 - The push (``WAVES``) splits its tokens into :data:`EXPAND_WAVES` waves of consecutive tokens (whole route count
   programs' ranges) and each program sets a flag per (wave, every rank) once it has pushed its tokens of that wave;
@@ -135,28 +147,31 @@ rank, against the 228 µs of the 75% bar).
   route count programs' prefixes), so a receiver knows the slots of each (source, wave): consecutive, as a source's
   slots are in token order.
 - The expand kernel (``WAVES``) waits per (wave, source), wave by wave, for that unit's flags of every push program,
-  then writes the meta of its slots (``EXPAND_OVERLAP_PER_SM`` programs per SM) and copies its payload
-  (``OVERLAP_COPIERS_PER_SM`` copy programs per SM; this rank's own rows are in ``recv_x`` already). When the last
-  wave lands, one wave's share of the expand remains.
-- The host must know, before the summary, where the outputs go: ``recv_x`` has a row per token slot (as with
-  ``OWN_ROWS_IN_PUSH``) and the other outputs a row per (token slot, k) and per token slot, allocated before the
-  launch; the returned tensors are their first rows. The expand reads the counts matrix (the route kernel's, complete
-  before the launch: the side stream waits for the route kernels' event) and, like the early push, does nothing if
-  the buffers must grow (the summary's sizes); then both go again after it, as without the option.
+  then writes the meta of its slots (``EXPAND_OVERLAP_PER_SM`` programs per SM; fp8: each slot's scales, from its
+  meta row) and copies its payload (``OVERLAP_COPIERS_PER_SM`` copy programs per SM; this rank's own rows are in
+  ``recv_x`` already). When the last wave lands, one wave's share of the expand remains.
+- The host must know, before the summary, where the outputs go: ``recv_x`` (and fp8's scales) has a row per token
+  slot (as with ``OWN_ROWS_IN_PUSH``) and the other outputs a row per (token slot, k) and per token slot, allocated
+  before the launch; the returned tensors are their first rows. The expand reads the counts matrix (the route
+  kernel's, complete before the launch: the side stream waits for the route kernels' event) and, like the early
+  push, does nothing if the buffers must grow (the summary's sizes); then both go again after it, as without the
+  option.
 - Progress: the expand's programs spin on flags only the pushes set, and the push waits for nothing, so the push
-  needs SMs to run on, one program at a time at least. On sm_90 (H = 7168, k = 8) the push with its waves takes 96
-  registers per thread, the expand beside it 56, neither shared memory: two push and four expand programs of 128
+  needs SMs to run on, one program at a time at least. On sm_90 (H = 7168, k = 8) the bf16 push with its waves takes
+  96 registers per thread, the expand beside it 56, neither shared memory: two push and four expand programs of 128
   threads per SM use 53,248 of 65,536 registers and 768 of 2,048 threads, so both launches are resident together
   whichever the GPU starts first; and however it places the expand's programs (4 per SM on average), some SM holds
-  at most 4 of them and has room for a push program (``test_ops_moe_kernels.py`` checks the registers). Nothing
-  else may fill the SMs meanwhile (another stream's spinning kernels).
+  at most 4 of them and has room for a push program (``test_ops_moe_kernels.py`` checks the registers, bf16's and
+  fp8's, whose push runs ``FP8_PUSH_WARPS`` warps). Nothing else may fill the SMs meanwhile (another stream's
+  spinning kernels).
 - ``MoeConfig.expand_block`` is ignored by the expand beside the push (one token's meta a step).
 
-Same results, bit for bit. An option until a GPU run measures it (``bench/moe.py --only-dispatch``)."""
-EXPAND_WAVES = 4
+Same results, bit for bit."""
+EXPAND_WAVES = 8
 """Waves of the push with :data:`EXPAND_OVERLAPS_PUSH` (:func:`set_expand_waves`; at most the route count programs:
 fewer under the CPU emulation's route programs, at least 1). More leave a smaller last wave for the expand after
-the push, at one more flag round per push program each."""
+the push, at one more flag round per push program each: on 2 x H200 at 4096 tokens per rank (2026-11-27, bf16, two
+runs each) 4 waves took 228.9 / 230.8 µs, 8 took 224.3 / 225.3 and 16 225.5 / 225.8."""
 MAX_EXPAND_WAVES = 16
 """The most :data:`EXPAND_WAVES`: the ``waves`` workspace is sized and laid out for it (the kernels' ``WAVE_SLOTS``),
 whatever the call's waves, so flags and slot counts keep their places when the waves change between calls (laid out by
@@ -741,11 +756,12 @@ def _self_push(plan: _Plan, gather: bool, fp8: bool, x: torch.Tensor) -> bool:
     return _bulk_copy(plan, gather, False) and not fp8 and large
 
 
-def _own_in_push(plan: _Plan, gather: bool, fp8: bool) -> bool:
+def _own_in_push(plan: _Plan, gather: bool, dequantize: bool) -> bool:
     """Whether this call's push stores this rank's own tokens' payload into ``recv_x`` itself (``SELF = 3``):
-    :data:`OWN_ROWS_IN_PUSH` (or :data:`EXPAND_OVERLAPS_PUSH`) on, and the gather layout's block copy without fp8
-    (where ``_self_push`` applies, at any size)."""
-    return (OWN_ROWS_IN_PUSH or EXPAND_OVERLAPS_PUSH) and _bulk_copy(plan, gather, False) and not fp8
+    :data:`OWN_ROWS_IN_PUSH` (or :data:`EXPAND_OVERLAPS_PUSH`) on, and the gather layout's block copy, which a
+    payload dequantized on receipt (``dequantize``) does not take (where ``_self_push`` applies, at any size, and
+    fp8 rows kept with their scales)."""
+    return (OWN_ROWS_IN_PUSH or EXPAND_OVERLAPS_PUSH) and _bulk_copy(plan, gather, dequantize)
 
 
 def _waves(plan: _Plan) -> int:
@@ -841,7 +857,7 @@ def _dispatch(
     _launch(plan, "route_count", route, device)
     _launch(plan, "route", {"row_ptr": row, "info_ptr": info, "epoch_ptr": epoch}, device)
     gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
-    inline = _own_in_push(plan, gather, fp8)  # OWN_ROWS_IN_PUSH: the push's one launch stores them (SELF = 3)
+    inline = _own_in_push(plan, gather, dequantize)  # OWN_ROWS_IN_PUSH: the push's one launch stores them (SELF = 3)
     own = not inline and _self_push(plan, gather, fp8, x)  # a second launch on a side stream stores them
     push_mode = 3 if inline else int(own)
     routed = None
@@ -874,7 +890,7 @@ def _dispatch(
         if overlap:
             assert sized is not None and slots_x is not None
             slots, bounds = sized.token_slots, {"status_ptr": status, "epoch_ptr": epoch, "tok_pos_ptr": tok_pos}
-            beside = _expand_beside(plan, slots_x, slots, bounds, device, routed, pooled, waves)
+            beside = _expand_beside(plan, slots_x, slots, bounds, device, routed, pooled, waves, fp8)
             if mark is not None:
                 mark("expand")
     if plan.low_latency:
@@ -896,7 +912,8 @@ def _dispatch(
     if overlap and pushed:  # the expand ran beside the push: its outputs' first rows
         assert slots_x is not None
         rows = rows_shape[0]
-        kept = [out[:rows] for out in beside[:6]] + [out[:received] for out in beside[6:9]] + beside[9:]
+        kept = [out[:rows] for out in beside[:6]] + [out[:received] for out in beside[6:9]] + beside[9:13]
+        kept.append(beside[13][:received])  # fp8's scales, a row per token slot (else empty)
         gather_rows, src_rank, src_token, expert, slot, weight_bits, comb_rows, comb_src, comb_dst = kept[:9]
         counts, offsets, src_offsets, recv_tokens, scale_bits = kept[9:]
         return (slots_x[:received], counts, offsets, src_offsets, src_rank, src_token, expert,
@@ -978,20 +995,23 @@ def _expand_beside(
     routed: torch.cuda.Event | None,
     pooled: bool,
     waves: int,
+    fp8: bool = False,
 ) -> list[torch.Tensor]:
     """Launch the gather layout's expand kernel beside the early push (:data:`EXPAND_OVERLAPS_PUSH`), into outputs
     sized by the plan's ``slots`` token slots (``recv_x``: a row per slot, this rank's own rows stored by the push;
-    the per-row outputs ``slots * k`` rows, the per-token ones ``slots``), and return those outputs in the order of
-    ``_dispatch``'s int32 list (the caller keeps their first rows once the summary says how many). ``trailing``: the
+    the per-row outputs ``slots * k`` rows, the per-token ones ``slots``, ``fp8``'s scales of the kept rows ``slots``
+    rows of ``plan.scales``), and return those outputs in the order of ``_dispatch``'s int32 list (the caller keeps
+    their first rows once the summary says how many). ``trailing``: the
     kernel's status, epoch and ``tok_pos`` arguments. On GPUs on ``plan``'s side stream after ``routed`` (the route
     kernels' event: the counts matrix and the summary it reads), the current stream waiting for it at once (nothing
     follows on it in this call, the push is before); on the CPU (the emulation) in order, after the push."""
     experts, size, topk = plan.local_experts, plan.world_size, plan.topk
     rows = (slots * topk,)
-    shapes = [rows, *([rows] * 5), (slots, topk), (slots,), (slots,), (experts,), (experts,), (experts, size), (), (0,)]
-    outs = _int32s(shapes, device, pooled)
+    scales = (slots, plan.scales) if fp8 else (0,)
+    shapes = [rows, *([rows] * 5), (slots, topk), (slots,), (slots,), (experts,), (experts,), (experts, size), ()]
+    outs = _int32s([*shapes, scales], device, pooled)
     arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
-                 for name, place in zip(_EXPAND_OUTPUTS, _expand_places(True, False), strict=True)]  # fmt: skip
+                 for name, place in zip(_EXPAND_OUTPUTS, _expand_places(True, fp8), strict=True)]  # fmt: skip
     expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True)), **trailing}
     _on_side_stream(
         plan, device, routed, lambda: _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
