@@ -26,10 +26,11 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   low-latency mode graphed and eager, beside the default's rows (the same plan: no buffers of their own). Their
   combine is checked against the reference within the NCCL dispatcher's tolerance (its partials are bf16 too), and
   their bars printed as ``RESULT bar <path> combine ...`` lines (``combine_bars``).
-- **ours pipelined** and **ours gather pipelined** (unless ``--skip-pipelined``): ``config=MoeConfig(pipelined=True)``
-  in normal mode at every ``--tokens``, expanded and gather layouts, with their phases (the option waiting for this
-  measurement: the push before the host's wait, the summary polled in pinned memory, more expand programs, the
-  gather layout's payload copied as one block by copy programs of the expand kernel).
+- **ours unpipelined** and **ours gather unpipelined** (unless ``--skip-pipelined``):
+  ``config=MoeConfig(pipelined=False)`` in normal mode at every ``--tokens``, expanded and gather layouts, with their
+  phases: the path before the pipelined default (which "ours" is since 2026-11-27: the push before the host's wait,
+  the summary polled in pinned memory, more expand programs, the gather layout's payload copied as one block by copy
+  programs of the expand kernel, which runs beside the push: ``ops.moe.op.EXPAND_OVERLAPS_PUSH``).
 - **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
   ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
   expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
@@ -78,18 +79,21 @@ phases`` lines and kept as notes.
 
 ``--only-layer``: only the EP MoE layer's rows and its bar (results files written as usual).
 
-``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts, each also
-with ``MoeConfig(pipelined=True)`` (unless ``--skip-pipelined``), each checked once against the reference, then its
-device µs and phases at ``--tokens`` (default 1 and 4096), the push all-gather and the two dispatch bars (gather at 75%
-of the all-gather's bandwidth; fp8 1.6x faster than bf16); RESULT lines only, no results files. Beside the pipelined
-gather row, the same with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on (``ours gather pipelined own-in-push``: this rank's own
-tokens' rows stored by the push's one launch instead of a side stream's; its speed against the pipelined default and
-its bar); and the same with ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` on (``ours gather pipelined overlap``: the expand
-kernel beside the push, each wave copied once landed; its phases are route, push, expand = how long the expand ran
-after the push ended, sync; ``--expand-waves 8,16`` adds it at those waves, ``ops.moe.op.set_expand_waves``). With
-``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the pipelined gather dispatch (bf16 and fp8)
-with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of both (``option_configs``) beside
-the pipelined default, in the same run: their verification, totals, phases, speed against that default and bars.
+``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts (the
+default config: pipelined, and in the gather layout ``ops.moe.op.EXPAND_OVERLAPS_PUSH``'s expand beside the push at
+``EXPAND_WAVES``; its phases are route, push, expand = how long the expand ran after the push ended, sync), each also
+with ``MoeConfig(pipelined=False)`` (``... unpipelined``; unless ``--skip-pipelined``, which leaves out the option rows
+below too), each checked once against the reference, then its device µs and phases at ``--tokens`` (default 1 and
+4096), the push all-gather and the two dispatch bars (gather at 75% of the all-gather's bandwidth; fp8 1.6x faster than
+bf16); RESULT lines only, no results files. Beside the gather rows, the default without the overlap: ``ours gather
+side-stream`` (neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``: this rank's own rows stored by a push launch
+on a side stream), ``ours gather own-in-push`` (``OWN_ROWS_IN_PUSH`` alone: by the push's one launch) and ``ours fp8
+gather no-overlap`` (fp8 rows kept, the expand after the push), each with its speed against the default;
+``--expand-waves 8,16`` adds the default at those waves (``ours gather overlap N waves``,
+``ops.moe.op.set_expand_waves``). With ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the
+gather dispatch (bf16 and fp8) with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of
+both (``option_configs``) beside the default, in the same run: their verification, totals, phases, speed against that
+default and bars.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
@@ -142,20 +146,24 @@ GATHER = "ours gather"
 """The path label of ``moe_dispatch(..., layout="gather")``'s rows (normal mode: each received token once, no
 per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
 OWN_IN_PUSH = "own-in-push"
-"""``--only-dispatch``: the suffix of the pipelined gather row with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on (this rank's own
-tokens' rows stored into ``recv_x`` by the push's one launch, not by a second launch on a side stream), and the key of
-its options that says so (``dispatch_with``)."""
+"""``--only-dispatch``: the suffix of the gather row with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on and
+``EXPAND_OVERLAPS_PUSH`` off (this rank's own tokens' rows stored into ``recv_x`` by the push's one launch, not by a
+second launch on a side stream, and the expand after the push), and the key of its options that says so
+(``dispatch_with``)."""
 OVERLAP = "overlap"
-"""``--only-dispatch``: the suffix of the pipelined gather row with ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` on (the expand
-kernel beside the early push, each wave of it copied once landed; the own rows stored by the push), and the key of its
-options that says so (``dispatch_with``)."""
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` for its calls (the
+default: on; an int: on at that many waves; ``dispatch_with``), and the suffix of the gather rows at other waves."""
+SIDE_STREAM, NO_OVERLAP = "side-stream", "no-overlap"
+"""``--only-dispatch``: the suffixes of the gather row with neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``
+(the own rows stored by a push launch on a side stream: the pipelined default before the overlap) and of the fp8
+gather row without the overlap."""
+UNPIPELINED, UNPIPELINED_GATHER = f"{OURS} unpipelined", f"{GATHER} unpipelined"
+"""The path labels of ``MoeConfig(pipelined=False)``'s rows (normal mode, expanded and gather layouts): the path
+before the pipelined default (``ops.moe.config.MoeConfig``), timed beside it."""
 COMBINE_INPUT, COMBINE_SPREAD = f"{OURS} combine-partials=input", f"{OURS} combine-partials=input+spread"
 """The path labels of combine's options: ``MoeConfig(combine_partials="input")``, and with ``combine_spread=True``
 (the options waiting for their GPU measurement)."""
 COMBINE_PATHS = (COMBINE_INPUT, COMBINE_SPREAD)
-PIPELINED, PIPELINED_GATHER = f"{OURS} pipelined", f"{GATHER} pipelined"
-"""The path labels of ``MoeConfig(pipelined=True)``'s rows (normal mode, expanded and gather layouts): the option
-waiting for its GPU measurement (``ops.moe.config.MoeConfig``)."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -210,8 +218,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-combine-options", action="store_true",
                         help="leave out combine's option rows (MoeConfig(combine_partials='input'), "
                         "and with combine_spread=True)")  # fmt: skip
-    parser.add_argument("--skip-pipelined", action="store_true",
-                        help="leave out the MoeConfig(pipelined=True) rows")  # fmt: skip
+    parser.add_argument(
+        "--skip-pipelined",
+        action="store_true",
+        help="leave out the MoeConfig(pipelined=False) rows (--only-dispatch: its option rows too)",
+    )
     parser.add_argument("--layer-tokens", type=_positive_ints, default=list(LAYER_TOKENS),
                         help="the EP MoE layer: tokens per rank")  # fmt: skip
     parser.add_argument("--layer-intermediate", type=int, default=LAYER_INTERMEDIATE,
@@ -1020,7 +1031,7 @@ def write_results(
     panels = []
     for op in COLUMNS:
         series = {}
-        for path in (OURS, CHUNKED, PER_SM2, GATHER, PIPELINED, PIPELINED_GATHER, NCCL, NVSHMEM):
+        for path in (OURS, CHUNKED, PER_SM2, GATHER, UNPIPELINED, UNPIPELINED_GATHER, NCCL, NVSHMEM):
             at = {r["tokens"]: r.get(f"{op} device") for r in rows if r["path"] == path and r["mode"] == "normal"}
             if at:
                 series[path] = [float(at.get(t) or float("nan")) for t in xs]
@@ -1206,16 +1217,17 @@ class Bench:
         if not args.skip_pipelined:
             from triton_dist.ops.moe import MoeConfig
 
-            pipelined = MoeConfig(pipelined=True)
-            self.variants[PIPELINED], self.variant_sizes[PIPELINED] = {"config": pipelined}, None
-            self.variants[PIPELINED_GATHER] = {"config": pipelined, "layout": "gather"}
-            self.variant_sizes[PIPELINED_GATHER] = None
-            self.normal_only |= {PIPELINED, PIPELINED_GATHER}
+            unpipelined = MoeConfig(pipelined=False)
+            self.variants[UNPIPELINED], self.variant_sizes[UNPIPELINED] = {"config": unpipelined}, None
+            self.variants[UNPIPELINED_GATHER] = {"config": unpipelined, "layout": "gather"}
+            self.variant_sizes[UNPIPELINED_GATHER] = None
+            self.normal_only |= {UNPIPELINED, UNPIPELINED_GATHER}
             self.extras["notes"].append(
-                f"{PIPELINED} / {PIPELINED_GATHER}: ours with moe_dispatch(..., config=MoeConfig(pipelined=True)) in "
-                "normal mode (push before the host's wait for the summary, which it polls in pinned host memory; "
-                "more expand programs; the gather layout's payload copied as one block inside the expand kernel, "
-                "its own tokens' rows stored into recv_x beside the push), with its phases."
+                f"{UNPIPELINED} / {UNPIPELINED_GATHER}: ours with moe_dispatch(..., config=MoeConfig(pipelined="
+                "False)) in normal mode, the path before the pipelined default (the push after the host's wait for "
+                "the summary, read by a copy and a stream synchronization; the expand after the push), with its "
+                "phases. Ours (the default) pushes before that wait, polls the summary in pinned host memory, and in "
+                "the gather layout runs the expand kernel beside the push (ops.moe.op.EXPAND_OVERLAPS_PUSH)."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk,
@@ -1431,8 +1443,9 @@ class Bench:
         exchange included); ``push``: the push kernel, launched before the host reads the summary from the
         second call of a plan on (one node), or after it; ``sync``: what the host's wait for the summary adds;
         ``alloc``: what the host's allocations add; ``own`` (the pipelined gather layout): what waiting for this
-        rank's own tokens' push from the side stream adds; ``expand``: the expand kernel (with
-        ``MoeConfig(pipelined=True)`` in the gather layout, the payload's block copy too).
+        rank's own tokens' push from the side stream adds; ``expand``: the expand kernel (pipelined, the default,
+        in the gather layout the payload's block copy too; beside the push, ``ops.moe.op.EXPAND_OVERLAPS_PUSH``, how
+        long it ran after the push ended).
 
         A second RESULT line gives the host's side: when the host reached each point after ``sync`` (the summary
         landed, about when the push starts on the GPU), in µs after it (median, max over ranks). A point the host
@@ -1660,7 +1673,8 @@ class Bench:
 
     def only_dispatch(self) -> None:
         """``--only-dispatch``: ours' normal dispatch in bf16 and fp8, expanded and gather layouts, each also with
-        ``MoeConfig(pipelined=True)`` (the option waiting for this measurement), each checked once against the
+        ``MoeConfig(pipelined=False)`` (the path before the pipelined default) and the gather layout without the
+        overlap options (see the module docstring), each checked once against the
         reference at ``--ll-tokens`` per rank (bf16: dispatch and combine exactly as ``verify``;
         fp8: the rows within 5%, as :meth:`fp8`), then at every ``--tokens`` its device µs (``device_us``) and
         phases (:meth:`phases`); then the push all-gather and the two bars at the largest size at most 4096: the
@@ -1679,20 +1693,28 @@ class Bench:
             f"{FP8} gather": {"fp8": True, "layout": "gather"},
         }
         variants = dict(plain)
-        if not a.skip_pipelined:  # each beside MoeConfig(pipelined=True), the option waiting for this measurement
+        # Beside each default row, its path before the pipelined default; beside the gather layout's, the default
+        # without op.EXPAND_OVERLAPS_PUSH (the same plan: the own rows from a side stream, or with op.OWN_ROWS_IN_PUSH
+        # from the push's one launch; fp8: the expand after the push) and at --expand-waves.
+        compared = {f"{label} unpipelined": label for label in plain}
+        if not a.skip_pipelined:
             for label, options in plain.items():
-                variants[f"{label} pipelined"] = {**options, "config": MoeConfig(pipelined=True)}
-                if label == GATHER:  # op.OWN_ROWS_IN_PUSH (issue 27's own-rows swing): the same plan, timed next
-                    variants[f"{PIPELINED_GATHER} {OWN_IN_PUSH}"] = {**variants[PIPELINED_GATHER], OWN_IN_PUSH: True}
-                    # op.EXPAND_OVERLAPS_PUSH (issue 27's 75% bar): the expand beside the push, timed next
-                    variants[f"{PIPELINED_GATHER} {OVERLAP}"] = {**variants[PIPELINED_GATHER], OVERLAP: True}
-                    for waves in a.expand_waves:  # --expand-waves: the same with that many waves
-                        label_of = f"{PIPELINED_GATHER} {OVERLAP} {waves} waves"
-                        variants[label_of] = {**variants[PIPELINED_GATHER], OVERLAP: waves}
+                variants[f"{label} unpipelined"] = {**options, "config": MoeConfig(pipelined=False)}
+                if label == GATHER:
+                    variants[f"{GATHER} {SIDE_STREAM}"] = {**options, OWN_IN_PUSH: False, OVERLAP: False}
+                    variants[f"{GATHER} {OWN_IN_PUSH}"] = {**options, OWN_IN_PUSH: True, OVERLAP: False}
+                    for waves in a.expand_waves:  # --expand-waves: the default with that many waves
+                        variants[f"{GATHER} {OVERLAP} {waves} waves"] = {**options, OVERLAP: waves}
+                if label == f"{FP8} gather":
+                    variants[f"{label} {NO_OVERLAP}"] = {**options, OVERLAP: False}
+            compared |= {f"{GATHER} {SIDE_STREAM}": GATHER, f"{GATHER} {OWN_IN_PUSH}": GATHER}
+            compared |= {f"{GATHER} {OVERLAP} {n} waves": GATHER for n in a.expand_waves}
+            compared[f"{FP8} gather {NO_OVERLAP}"] = f"{FP8} gather"
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
             for label in (GATHER, f"{FP8} gather"):
-                variants[f"{label} pipelined {suffix}"] = {**plain[label], "config": config}
+                variants[f"{label} {suffix}"] = {**plain[label], "config": config}
+                compared[f"{label} {suffix}"] = label
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
         want_rows, want = refs[self.rank]
@@ -1732,41 +1754,30 @@ class Bench:
                      f"per rank at bf16 bytes (verified: {verified[label]})")  # fmt: skip
                 self.phases(tokens, dispatch, label)
             torch.cuda.empty_cache()
-        for tokens in a.tokens:  # the option against the default, per variant
-            for label in plain:
-                if (label, tokens) in totals and (f"{label} pipelined", tokens) in totals:
-                    ratio = totals[label, tokens] / totals[f"{label} pipelined", tokens]
-                    log0(f"RESULT pipelined {label} T={tokens}: {ratio:.2f}x the default's speed")
-            for suffix in (OWN_IN_PUSH, OVERLAP, *(f"{OVERLAP} {n} waves" for n in a.expand_waves)):
-                own = f"{PIPELINED_GATHER} {suffix}"
-                if (PIPELINED_GATHER, tokens) in totals and (own, tokens) in totals:
-                    ratio = totals[PIPELINED_GATHER, tokens] / totals[own, tokens]
-                    log0(f"RESULT option {suffix}: {PIPELINED_GATHER} T={tokens}: {ratio:.2f}x the pipelined "
-                         "default's speed")  # fmt: skip
-            for suffix in options_of:
-                for label in (f"{GATHER} pipelined", f"{FP8} gather pipelined"):
-                    if (label, tokens) in totals and (f"{label} {suffix}", tokens) in totals:
-                        ratio = totals[label, tokens] / totals[f"{label} {suffix}", tokens]
-                        log0(f"RESULT option {suffix}: {label} T={tokens}: {ratio:.2f}x the pipelined default's speed")
+        for tokens in a.tokens:  # each row against the default it was timed beside
+            for label, default in compared.items():
+                if (label, tokens) in totals and (default, tokens) in totals:
+                    ratio = totals[default, tokens] / totals[label, tokens]
+                    log0(f"RESULT against the default: {label} T={tokens}: {ratio:.2f}x the speed of {default} "
+                         "(the default)")  # fmt: skip
         self.allgather()
         tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])
         gbps = self.extras.get("allgather_gbps")
         x, idx, w = self.inputs(tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
-        options = [f"{GATHER} pipelined {suffix}" for suffix in options_of]
-        overlaps = [
-            f"{PIPELINED_GATHER} {OVERLAP}",
-            *(f"{PIPELINED_GATHER} {OVERLAP} {n} waves" for n in a.expand_waves),
-        ]
-        for label in (OURS, GATHER, f"{OURS} pipelined", f"{GATHER} pipelined", f"{PIPELINED_GATHER} {OWN_IN_PUSH}",
-                      *overlaps, *options):  # fmt: skip
+        options = [f"{GATHER} {suffix}" for suffix in options_of]
+        others = [f"{GATHER} {SIDE_STREAM}", f"{GATHER} {OWN_IN_PUSH}"]
+        others += [f"{GATHER} {OVERLAP} {n} waves" for n in a.expand_waves]
+        for label in (OURS, GATHER, UNPIPELINED, UNPIPELINED_GATHER, *others, *options):
             if (label, tokens) in totals and gbps:
                 share = nbytes / totals[label, tokens] / 1e3 / gbps
                 log0(f"RESULT bar {label} normal T={tokens}: {100 * share:.0f}% of the push all-gather's {gbps:.1f} "
                      f"GB/s per rank (>= 75%: {'PASS' if share >= 0.75 else 'FAIL'})")  # fmt: skip
         pairs = [(OURS, FP8), (GATHER, f"{FP8} gather")]
-        pairs += [(f"{GATHER} pipelined {suffix}", f"{FP8} gather pipelined {suffix}") for suffix in options_of]
-        for bf16, fp8 in [*pairs, *((f"{b} pipelined", f"{f} pipelined") for b, f in pairs[:2])]:
+        pairs += [(f"{GATHER} {suffix}", f"{FP8} gather {suffix}") for suffix in options_of]
+        pairs += [(f"{b} unpipelined", f"{f} unpipelined") for b, f in pairs[:2]]
+        pairs.append((f"{GATHER} {SIDE_STREAM}", f"{FP8} gather {NO_OVERLAP}"))  # the pipelined default before
+        for bf16, fp8 in pairs:
             if (bf16, tokens) in totals and (fp8, tokens) in totals:
                 ratio = totals[bf16, tokens] / totals[fp8, tokens]
                 log0(f"RESULT bar {fp8} T={tokens}: {ratio:.2f}x faster than {bf16} (>= 1.6: "
