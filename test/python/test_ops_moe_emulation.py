@@ -152,11 +152,12 @@ tokens, 4 route count programs under the emulation); at 2 ranks last (``OVERLAP_
 expand beside it doing nothing while the combine slots grow (both go again after the summary); then ``variants`` in two
 waves (``op.set_expand_waves(2)``: two route count programs' ranges a wave)."""
 OVERLAP_AT_TWO = ("grow_combine",)
-OVERLAP_FP8 = (("first", False), ("beside", False), ("dequantize", True))
-"""At 2 ranks, fp8 (H = 160: a full and a short scale group) on ``OVERLAP_CONFIG``'s k = 3 plan of fp8, ``variants``'
-inputs each call fresh: its first call (no buffers: the push and the expand after the summary), the expand beside the
-push with fp8 rows kept and their scales (checked to have run beside it: the phases), and dequantized on receipt (the
-expand after the push, as before); each against the reference, bit for bit, every output allocated poisoned."""
+OVERLAP_FP8 = (("first", False), ("beside", False))
+"""At 2 ranks, fp8 rows kept (H = 160: a full and a short scale group) on ``OVERLAP_CONFIG``'s k = 3 plan of fp8,
+``variants``' inputs each call fresh: its first call (no buffers: the push and the expand after the summary), then the
+expand beside the push (checked to have run beside it: the phases); each against the reference, bit for bit (rows and
+scales), every output allocated poisoned. (Dequantized on receipt the expand stays after the push: ``_fp8``'s
+``fp8/gather/normal/dequantize``, on the default's plan, where the overlap is on.)"""
 
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
@@ -720,7 +721,7 @@ def test_the_expand_beside_the_push_matches_the_reference(records: list[dict[str
     """``op.EXPAND_OVERLAPS_PUSH`` (``OVERLAP_CASES``, 2 and 3 ranks): the push's wave flags and slot counts, and the
     expand kernel waiting for each (wave, source) beside it, give the gather dispatch and its combine the reference's
     results exactly, every output allocated poisoned, through the first calls, the overlap and a growth; at 2 ranks
-    fp8 rows kept with their scales too, and dequantized (``OVERLAP_FP8``)."""
+    fp8 rows kept with their scales too (``OVERLAP_FP8``)."""
     for rank, record in enumerate(records):
         got = {key: problems for key, problems in record.items() if key.startswith("overlap/")}
         want = [f"overlap/{name}#{n}/normal" for n, name in enumerate(OVERLAP_CASES)
