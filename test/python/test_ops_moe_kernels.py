@@ -809,13 +809,13 @@ def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
 
 
 def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_path: Any) -> None:
-    """``op.EXPAND_OVERLAPS_PUSH`` with fp8 rows kept: at H = 7168, E = 256, k = 8 on 2 ranks (132 SMs), the fp8 push
-    with its wave flags and ``SELF = 3`` (``FP8_PUSH_WARPS`` warps) spills nothing and takes at most 64 registers per
-    thread, so that however the expand kernel beside it (fp8 kept: ``EXPAND_OVERLAP_PER_SM`` meta and
-    ``OVERLAP_COPIERS_PER_SM`` copy programs per SM, 4 per SM on average) places its programs, some SM holds at most
+    """``op.EXPAND_OVERLAPS_PUSH`` with fp8 rows kept (``op.FP8_OVERLAPS_PUSH``): at H = 7168, E = 256, k = 8 on 2 ranks
+    (132 SMs), the fp8 push with its wave flags and ``SELF = 3`` (``FP8_PUSH_WARPS`` warps) spills nothing and takes at
+    most 64 registers per thread, so that however the expand kernel beside it (fp8 kept: ``EXPAND_OVERLAP_PER_SM`` meta
+    and ``OVERLAP_COPIERS_PER_SM`` copy programs per SM, 4 per SM on average) places its programs, some SM holds at most
     4 of them and has room for a push program (64K registers, 2048 threads): the push, which waits for nothing, keeps
-    running while the expand's programs spin on its flags. The push stores the quantized rows (and this rank's own
-    into ``self_ptr``) before it releases its flags."""
+    running while the expand's programs spin on its flags. The push stores the quantized rows (and this rank's own into
+    ``self_ptr``) before it releases its flags."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
 
     need_real_library("sm_90")
@@ -852,8 +852,8 @@ def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_
 def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
     """``op.EXPAND_OVERLAPS_PUSH``: on by default at ``EXPAND_WAVES = 8`` (measured fastest);
     ``set_expand_overlaps_push`` returns the previous setting and refuses a non-bool; on, it turns on the own rows in
-    the push where those apply (the pipelined gather layout on one node, bf16 or fp8 rows kept, not dequantized on
-    receipt); the push's waves are at most the route count programs."""
+    the push where those apply (the pipelined gather layout on one node, bf16, or fp8 rows kept with
+    ``FP8_OVERLAPS_PUSH``, not dequantized on receipt); the push's waves are at most the route count programs."""
     assert moe_op.EXPAND_OVERLAPS_PUSH is True and moe_op.EXPAND_WAVES == 8
     with pytest.raises(MoeError, match="on must be True or False, got 'yes'"):
         moe_op.set_expand_overlaps_push("yes")  # type: ignore[arg-type]
@@ -878,10 +878,41 @@ def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
         assert moe_op.set_expand_overlaps_push(True) is False
 
 
+def test_fp8_overlaps_push_is_an_option_off_by_default() -> None:
+    """``op.FP8_OVERLAPS_PUSH``: off by default (the fp8 overlap has not run on a GPU), so fp8 rows kept take the path
+    before it (no own rows in the push, hence no expand beside it) whatever ``EXPAND_OVERLAPS_PUSH`` and
+    ``OWN_ROWS_IN_PUSH`` say, while bf16 keeps the overlap; on, fp8 rows kept join (not dequantized ones, nor the
+    expanded layout); ``set_fp8_overlaps_push`` returns the previous setting and refuses a non-bool."""
+    assert moe_op.FP8_OVERLAPS_PUSH is False and moe_op.EXPAND_OVERLAPS_PUSH is True
+    with pytest.raises(MoeError, match="set_fp8_overlaps_push: on must be True or False, got 1"):
+        moe_op.set_fp8_overlaps_push(1)  # type: ignore[arg-type]
+    plan = SimpleNamespace(pipelined=True, nodes=1)
+    assert moe_op._own_in_push(plan, True, False, False), "bf16: the overlap's own rows"  # type: ignore[arg-type]
+    assert not moe_op._own_in_push(plan, True, False, True), "fp8 kept: the path before"  # type: ignore[arg-type]
+    own = moe_op.set_own_rows_in_push(True)
+    try:
+        assert not moe_op._own_in_push(plan, True, False, True), "OWN_ROWS_IN_PUSH alone: not fp8"  # type: ignore[arg-type]
+    finally:
+        moe_op.set_own_rows_in_push(own)
+    assert moe_op.set_fp8_overlaps_push(True) is False
+    try:
+        assert moe_op._own_in_push(plan, True, False, True), "fp8 kept joins"  # type: ignore[arg-type]
+        assert not moe_op._own_in_push(plan, True, True, True), "dequantized: the expand after"  # type: ignore[arg-type]
+        assert not moe_op._own_in_push(plan, False, False, True), "the expanded layout"  # type: ignore[arg-type]
+        overlapped = moe_op.set_expand_overlaps_push(False)
+        try:
+            assert not moe_op._own_in_push(plan, True, False, True), "neither overlap nor own rows"  # type: ignore[arg-type]
+        finally:
+            moe_op.set_expand_overlaps_push(overlapped)
+    finally:
+        assert moe_op.set_fp8_overlaps_push(False) is True
+
+
 def test_own_rows_in_push_is_an_option_off_by_default() -> None:
     """``op.OWN_ROWS_IN_PUSH``: off unless set (``EXPAND_OVERLAPS_PUSH``, on by default, implies it: off here);
     ``set_own_rows_in_push`` returns the previous setting and refuses a non-bool; it applies where the side stream's
-    launch would (the pipelined gather layout) and to fp8 rows kept, not dequantized on receipt, at any T."""
+    launch would (the pipelined gather layout) and (with ``FP8_OVERLAPS_PUSH``) to fp8 rows kept, not dequantized on
+    receipt, at any T."""
     assert moe_op.OWN_ROWS_IN_PUSH is False
     with pytest.raises(MoeError, match="on must be True or False, got 1"):
         moe_op.set_own_rows_in_push(1)  # type: ignore[arg-type]

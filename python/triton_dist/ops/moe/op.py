@@ -124,22 +124,23 @@ beside its stores over the links, and nothing waits for the host but the expand 
 for bit. Measured on 2 x H200 (2026-11-27, ``bench/moe.py --only-dispatch``, 4096 tokens per rank, bf16, alone,
 without :data:`EXPAND_OVERLAPS_PUSH`): 249.5 / 278.3 µs in two runs against the side stream's 357.1 / 383.6 µs.
 Dequantized on receipt (``moe_dispatch(..., dequantize=True)``) the expand copies each row itself and this does not
-apply."""
+apply; fp8 rows kept take it only with :data:`FP8_OVERLAPS_PUSH` (an option, off by default)."""
 
 
 EXPAND_OVERLAPS_PUSH = True
 """On by default (:func:`set_expand_overlaps_push` turns it off): where :data:`OWN_ROWS_IN_PUSH` applies (the pipelined
-gather dispatch, bf16 / fp16 / fp32 or fp8 rows kept with their scales, which it turns on with it), the expand kernel
-is launched right after the early push, beside it on a side stream, and copies each part of the token buffer as soon
-as it has landed instead of after the whole push (issue 27: route 33, push 172-175, expand 70-75 µs one after the
-other on 2 x H200 at 4096 tokens per rank, against the 228 µs of the 75% bar). Measured on 2 x H200 (2026-11-27,
-``bench/moe.py --only-dispatch --expand-waves 8,16``, 4096 tokens per rank, H 7168, top-8 of 256, bf16, two runs of
-the same code): 228.9 / 230.8 µs at 4 waves, 224.3 / 225.3 at 8 (:data:`EXPAND_WAVES`; 76% of the push all-gather's
-bandwidth, the bar's 75% met), 225.5 / 225.8 at 16, against 357.1 / 383.6 µs for the pipelined gather dispatch
-without it and 249.5 / 278.3 with :data:`OWN_ROWS_IN_PUSH` alone. fp8 (kept) joined it after that run (its pipelined
-gather dispatch took 285.8 / 341.5 µs without it); dequantized on receipt the expand copies and widens each row
-itself, after the push, as before (the expand beside the push copies the payload only as flat blocks of the token
-buffer, which a widened row is not).
+gather dispatch, bf16 / fp16 / fp32, or fp8 rows kept with their scales with :data:`FP8_OVERLAPS_PUSH`, which it turns
+on with it), the expand kernel is launched right after the early push, beside it on a side stream, and copies each part
+of the token buffer as soon as it has landed instead of after the whole push (issue 27: route 33, push 172-175, expand
+70-75 µs one after the other on 2 x H200 at 4096 tokens per rank, against the 228 µs of the 75% bar). Measured on 2 x
+H200 (2026-11-27, ``bench/moe.py --only-dispatch --expand-waves 8,16``, 4096 tokens per rank, H 7168, top-8 of 256,
+bf16, two runs of the same code): 228.9 / 230.8 µs at 4 waves, 224.3 / 225.3 at 8 (:data:`EXPAND_WAVES`; 76% of the push
+all-gather's bandwidth, the bar's 75% met), 225.5 / 225.8 at 16, against 357.1 / 383.6 µs for the pipelined gather
+dispatch without it and 249.5 / 278.3 with :data:`OWN_ROWS_IN_PUSH` alone. Measured for bf16 only: fp8 rows kept take it
+only with :data:`FP8_OVERLAPS_PUSH` (an option, off by default, until a GPU has run it; without it their pipelined
+gather dispatch keeps the expand after the push: 285.8 / 341.5 µs in that run); dequantized on receipt the expand copies
+and widens each row itself, after the push, as before (the expand beside the push copies the payload only as flat blocks
+of the token buffer, which a widened row is not).
 
 - The push (``WAVES``) splits its tokens into :data:`EXPAND_WAVES` waves of consecutive tokens (whole route count
   programs' ranges) and each program sets a flag per (wave, every rank) once it has pushed its tokens of that wave;
@@ -191,6 +192,29 @@ def set_expand_overlaps_push(on: bool) -> bool:
     if not isinstance(on, bool):
         raise MoeError(f"set_expand_overlaps_push: on must be True or False, got {on!r}")
     previous, EXPAND_OVERLAPS_PUSH = EXPAND_OVERLAPS_PUSH, on
+    return previous
+
+
+FP8_OVERLAPS_PUSH = False
+"""An option (default off; :func:`set_fp8_overlaps_push`): fp8 rows kept with their scales (``moe_dispatch(...,
+fp8=True)`` without ``dequantize``) in the pipelined gather dispatch take :data:`EXPAND_OVERLAPS_PUSH`'s expand beside
+the push and the own rows stored by the push's one launch that it implies (``SELF = 3``: this rank's quantized rows
+into ``recv_x``, their scales via the meta row; the expand beside the push writes each token slot's scales). Off, fp8
+takes the path it took before (the push without this rank's own rows' store, the expand after it), whatever
+:data:`EXPAND_OVERLAPS_PUSH` and :data:`OWN_ROWS_IN_PUSH` say; bf16 / fp16 / fp32 keep those options' defaults. The
+overlap is measured for bf16 only (:data:`EXPAND_OVERLAPS_PUSH`'s numbers, 2 x H200); fp8's is an option until
+``torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT`` checks it on GPUs and ``bench/moe.py
+--only-dispatch --tokens 4096`` times it (``ours fp8 gather overlap`` beside ``ours fp8 gather``). Same results, bit
+for bit."""
+
+
+def set_fp8_overlaps_push(on: bool) -> bool:
+    """Turn :data:`FP8_OVERLAPS_PUSH` on or off for every dispatch from now on; returns the previous setting. Every
+    rank sets the same (the pushes' flags differ). Raises :class:`MoeError` if ``on`` is not a bool."""
+    global FP8_OVERLAPS_PUSH
+    if not isinstance(on, bool):
+        raise MoeError(f"set_fp8_overlaps_push: on must be True or False, got {on!r}")
+    previous, FP8_OVERLAPS_PUSH = FP8_OVERLAPS_PUSH, on
     return previous
 
 
@@ -756,12 +780,13 @@ def _self_push(plan: _Plan, gather: bool, fp8: bool, x: torch.Tensor) -> bool:
     return _bulk_copy(plan, gather, False) and not fp8 and large
 
 
-def _own_in_push(plan: _Plan, gather: bool, dequantize: bool) -> bool:
+def _own_in_push(plan: _Plan, gather: bool, dequantize: bool, fp8: bool = False) -> bool:
     """Whether this call's push stores this rank's own tokens' payload into ``recv_x`` itself (``SELF = 3``):
     :data:`OWN_ROWS_IN_PUSH` (or :data:`EXPAND_OVERLAPS_PUSH`) on, and the gather layout's block copy, which a
-    payload dequantized on receipt (``dequantize``) does not take (where ``_self_push`` applies, at any size, and
-    fp8 rows kept with their scales)."""
-    return (OWN_ROWS_IN_PUSH or EXPAND_OVERLAPS_PUSH) and _bulk_copy(plan, gather, dequantize)
+    payload dequantized on receipt (``dequantize``) does not take (where ``_self_push`` applies, at any size; ``fp8``
+    rows kept with their scales only with :data:`FP8_OVERLAPS_PUSH`, else as before it: not)."""
+    fp8_joins = not fp8 or FP8_OVERLAPS_PUSH
+    return (OWN_ROWS_IN_PUSH or EXPAND_OVERLAPS_PUSH) and fp8_joins and _bulk_copy(plan, gather, dequantize)
 
 
 def _waves(plan: _Plan) -> int:
@@ -857,7 +882,8 @@ def _dispatch(
     _launch(plan, "route_count", route, device)
     _launch(plan, "route", {"row_ptr": row, "info_ptr": info, "epoch_ptr": epoch}, device)
     gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
-    inline = _own_in_push(plan, gather, dequantize)  # OWN_ROWS_IN_PUSH: the push's one launch stores them (SELF = 3)
+    # OWN_ROWS_IN_PUSH: the push's one launch stores them (SELF = 3; fp8 kept only with FP8_OVERLAPS_PUSH)
+    inline = _own_in_push(plan, gather, dequantize, fp8)
     own = not inline and _self_push(plan, gather, fp8, x)  # a second launch on a side stream stores them
     push_mode = 3 if inline else int(own)
     routed = None
