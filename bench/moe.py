@@ -30,7 +30,8 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   ``config=MoeConfig(pipelined=False)`` in normal mode at every ``--tokens``, expanded and gather layouts, with their
   phases: the path before the pipelined default (which "ours" is since 2026-11-27: the push before the host's wait,
   the summary polled in pinned memory, more expand programs, the gather layout's payload copied as one block by copy
-  programs of the expand kernel, which runs beside the push: ``ops.moe.op.EXPAND_OVERLAPS_PUSH``).
+  programs of the expand kernel, which runs beside the push: ``ops.moe.op.EXPAND_OVERLAPS_PUSH``; fp8 rows kept only
+  with the option ``ops.moe.op.FP8_OVERLAPS_PUSH``).
 - **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
   ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
   expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
@@ -87,8 +88,9 @@ below too), each checked once against the reference, then its device µs and pha
 4096), the push all-gather and the two dispatch bars (gather at 75% of the all-gather's bandwidth; fp8 1.6x faster than
 bf16); RESULT lines only, no results files. Beside the gather rows, the default without the overlap: ``ours gather
 side-stream`` (neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``: this rank's own rows stored by a push launch
-on a side stream), ``ours gather own-in-push`` (``OWN_ROWS_IN_PUSH`` alone: by the push's one launch) and ``ours fp8
-gather no-overlap`` (fp8 rows kept, the expand after the push), each with its speed against the default;
+on a side stream), ``ours gather own-in-push`` (``OWN_ROWS_IN_PUSH`` alone: by the push's one launch), and beside ``ours
+fp8 gather`` (fp8 rows kept: by default the expand after the push) ``ours fp8 gather overlap`` (the option
+``ops.moe.op.FP8_OVERLAPS_PUSH``: fp8 joins the expand beside the push), each with its speed against the default;
 ``--expand-waves 8,16`` adds the default at those waves (``ours gather overlap N waves``,
 ``ops.moe.op.set_expand_waves``). With ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the
 gather dispatch (bf16 and fp8) with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of
@@ -152,11 +154,15 @@ second launch on a side stream, and the expand after the push), and the key of i
 (``dispatch_with``)."""
 OVERLAP = "overlap"
 """``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` for its calls (the
-default: on; an int: on at that many waves; ``dispatch_with``), and the suffix of the gather rows at other waves."""
-SIDE_STREAM, NO_OVERLAP = "side-stream", "no-overlap"
-"""``--only-dispatch``: the suffixes of the gather row with neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``
-(the own rows stored by a push launch on a side stream: the pipelined default before the overlap) and of the fp8
-gather row without the overlap."""
+default: on; an int: on at that many waves; ``dispatch_with``), and the suffix of the gather rows at other waves and of
+the fp8 gather row with ``FP8_OVERLAP``."""
+FP8_OVERLAP = "fp8-overlap"
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_OVERLAPS_PUSH`` for its calls (the
+option, off by default: fp8 rows kept join the expand beside the push; ``dispatch_with``): ``ours fp8 gather
+overlap``, timed beside ``ours fp8 gather`` (the default: the expand after the push)."""
+SIDE_STREAM = "side-stream"
+"""``--only-dispatch``: the suffix of the gather row with neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``
+(the own rows stored by a push launch on a side stream: the pipelined default before the overlap)."""
 UNPIPELINED, UNPIPELINED_GATHER = f"{OURS} unpipelined", f"{GATHER} unpipelined"
 """The path labels of ``MoeConfig(pipelined=False)``'s rows (normal mode, expanded and gather layouts): the path
 before the pipelined default (``ops.moe.config.MoeConfig``), timed beside it."""
@@ -296,17 +302,22 @@ def option_configs(route_programs: Sequence[int], expand_blocks: Sequence[int]) 
 def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: int, options: dict[str, Any]) -> Any:
     """``triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)``; an ``OWN_IN_PUSH`` key in ``options`` is not
     passed on but sets ``ops.moe.op.OWN_ROWS_IN_PUSH`` for the call, an ``OVERLAP`` key likewise
-    ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` (an int: that many waves, ``set_expand_waves``; all restored after)."""
+    ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` (an int: that many waves, ``set_expand_waves``), an ``FP8_OVERLAP`` key
+    ``ops.moe.op.FP8_OVERLAPS_PUSH`` (all restored after; an absent key leaves its setting as it is)."""
     import triton_dist
     from triton_dist.ops.moe import op as moe_op
 
     options = dict(options)
     own = options.pop(OWN_IN_PUSH, None)
     overlap = options.pop(OVERLAP, None)
-    if own is None and overlap is None:
+    fp8_overlap = options.pop(FP8_OVERLAP, None)
+    if own is None and overlap is None and fp8_overlap is None:
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
-    previous = moe_op.set_own_rows_in_push(bool(own))
-    overlapped = moe_op.set_expand_overlaps_push(bool(overlap))
+    previous = moe_op.set_own_rows_in_push(moe_op.OWN_ROWS_IN_PUSH if own is None else bool(own))
+    overlapped = moe_op.set_expand_overlaps_push(moe_op.EXPAND_OVERLAPS_PUSH if overlap is None else bool(overlap))
+    fp8_overlapped = moe_op.set_fp8_overlaps_push(
+        moe_op.FP8_OVERLAPS_PUSH if fp8_overlap is None else bool(fp8_overlap)
+    )
     waves = moe_op.EXPAND_WAVES
     try:
         if type(overlap) is int:
@@ -315,6 +326,7 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
     finally:
         moe_op.set_own_rows_in_push(previous)
         moe_op.set_expand_overlaps_push(overlapped)
+        moe_op.set_fp8_overlaps_push(fp8_overlapped)
         moe_op.set_expand_waves(waves)
 
 
@@ -1227,7 +1239,8 @@ class Bench:
                 "False)) in normal mode, the path before the pipelined default (the push after the host's wait for "
                 "the summary, read by a copy and a stream synchronization; the expand after the push), with its "
                 "phases. Ours (the default) pushes before that wait, polls the summary in pinned host memory, and in "
-                "the gather layout runs the expand kernel beside the push (ops.moe.op.EXPAND_OVERLAPS_PUSH)."
+                "the gather layout runs the expand kernel beside the push (ops.moe.op.EXPAND_OVERLAPS_PUSH; fp8 rows "
+                "kept only with the option ops.moe.op.FP8_OVERLAPS_PUSH, off here)."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk,
@@ -1695,7 +1708,8 @@ class Bench:
         variants = dict(plain)
         # Beside each default row, its path before the pipelined default; beside the gather layout's, the default
         # without op.EXPAND_OVERLAPS_PUSH (the same plan: the own rows from a side stream, or with op.OWN_ROWS_IN_PUSH
-        # from the push's one launch; fp8: the expand after the push) and at --expand-waves.
+        # from the push's one launch) and at --expand-waves; beside fp8's (the expand after the push), the option
+        # op.FP8_OVERLAPS_PUSH (the expand beside the push, not measured yet).
         compared = {f"{label} unpipelined": label for label in plain}
         if not a.skip_pipelined:
             for label, options in plain.items():
@@ -1706,10 +1720,10 @@ class Bench:
                     for waves in a.expand_waves:  # --expand-waves: the default with that many waves
                         variants[f"{GATHER} {OVERLAP} {waves} waves"] = {**options, OVERLAP: waves}
                 if label == f"{FP8} gather":
-                    variants[f"{label} {NO_OVERLAP}"] = {**options, OVERLAP: False}
+                    variants[f"{label} {OVERLAP}"] = {**options, FP8_OVERLAP: True}
             compared |= {f"{GATHER} {SIDE_STREAM}": GATHER, f"{GATHER} {OWN_IN_PUSH}": GATHER}
             compared |= {f"{GATHER} {OVERLAP} {n} waves": GATHER for n in a.expand_waves}
-            compared[f"{FP8} gather {NO_OVERLAP}"] = f"{FP8} gather"
+            compared[f"{FP8} gather {OVERLAP}"] = f"{FP8} gather"
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
             for label in (GATHER, f"{FP8} gather"):
@@ -1776,7 +1790,8 @@ class Bench:
         pairs = [(OURS, FP8), (GATHER, f"{FP8} gather")]
         pairs += [(f"{GATHER} {suffix}", f"{FP8} gather {suffix}") for suffix in options_of]
         pairs += [(f"{b} unpipelined", f"{f} unpipelined") for b, f in pairs[:2]]
-        pairs.append((f"{GATHER} {SIDE_STREAM}", f"{FP8} gather {NO_OVERLAP}"))  # the pipelined default before
+        pairs.append((f"{GATHER} {SIDE_STREAM}", f"{FP8} gather"))  # neither with the expand beside the push
+        pairs.append((GATHER, f"{FP8} gather {OVERLAP}"))  # both with it (fp8: the option)
         for bf16, fp8 in pairs:
             if (bf16, tokens) in totals and (fp8, tokens) in totals:
                 ratio = totals[bf16, tokens] / totals[fp8, tokens]

@@ -13,11 +13,11 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
 (``VARIANT_CONFIGS``) in the gather layout at H = 7168 and in fp8; and at H = 7168 in the gather layout
 ``op.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept with
-their scales), the dispatch without it (``op.OWN_ROWS_IN_PUSH``: the push storing this rank's own rows itself; neither:
-a push launch on a side stream; fp8: the expand after the push), against the reference too; combine's
-``MoeConfig(combine_partials="input")`` (bf16 partials: the reference with each rank's partial rounded, within one
-flipped bf16 rounding of each) and ``combine_spread`` (the default's bits) at H = 7168, normal and low-latency graphed
-(``_combine_option_checks``).
+their scales under the option ``op.FP8_OVERLAPS_PUSH``), the dispatch without it (``op.OWN_ROWS_IN_PUSH``: the push
+storing this rank's own rows itself; neither: a push launch on a side stream; fp8's default: the expand after the push),
+against the reference too; combine's ``MoeConfig(combine_partials="input")`` (bf16 partials: the reference with each
+rank's partial rounded, within one flipped bf16 rounding of each) and ``combine_spread`` (the default's bits) at
+H = 7168, normal and low-latency graphed (``_combine_option_checks``).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -94,7 +94,8 @@ def _graphed(fn: Callable[[], Any]) -> Callable[[], Any]:
 def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
     """fp8 dispatch: normal mode's fp8 rows and scales bit-exact against reference.quantize_fp8 (both round to
     nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; at H = 7168
-    in the gather layout with ``op.EXPAND_OVERLAPS_PUSH`` (the default) and without; then a low-latency fp8 dispatch +
+    in the gather layout with the expand beside the push (the option ``op.FP8_OVERLAPS_PUSH``) and without (the
+    default), checked by the phases too; then a low-latency fp8 dispatch +
     combine in a CUDA graph with fresh routing per replay; then an expert over its low-latency capacity."""
     from test_ops_moe_emulation import UNPIPELINED, VARIANT_CONFIGS, _case_inputs, _experts
 
@@ -168,20 +169,28 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
                     got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, "gather", config)
                     option = f"options/{config.route_programs}-{config.expand_block}/gather/{key}"
                     compare(option, got, out, xs, idxs, weights, experts, mode, cap, dequantize)
-    # H = 7168, hundreds of tokens: fp8 rows kept in the gather layout with the expand beside the push (the default;
-    # the plan's first call has no buffers yet: both after the summary), without it (the expand after the push), and
-    # dequantized on receipt (the expand after the push, widening each row), on one plan.
+    # H = 7168, hundreds of tokens: fp8 rows kept in the gather layout with the expand beside the push (the option
+    # op.FP8_OVERLAPS_PUSH on; the plan's first call has no buffers yet: both after the summary), the default (the
+    # option off: the early push, the expand after it), and dequantized on receipt (the expand after the push,
+    # widening each row; the option on, which it ignores), on one plan; the phases say where the expand ran.
     for seed in (74, 75):
         xs, idxs, weights, experts = inputs(seed, "large", 7168)
-        for key, overlap, dequantize in (("overlap", True, False), ("no-overlap", False, False),
-                                         ("dequantize", True, True)):  # fmt: skip
-            previous = moe_op.set_expand_overlaps_push(overlap)
+        for key, fp8_overlap, dequantize in (("overlap", True, False), ("default", False, False),
+                                             ("dequantize", True, True)):  # fmt: skip
+            previous = moe_op.set_fp8_overlaps_push(fp8_overlap)
+            phases: list[str] = []
+            hook = moe_op.set_phase_hook(phases.append)
             try:
                 got, out = run(xs, idxs, weights, experts, "normal", None, dequantize, "gather")
             finally:
-                moe_op.set_expand_overlaps_push(previous)
+                moe_op.set_phase_hook(hook)
+                moe_op.set_fp8_overlaps_push(previous)
             name = f"{key}/fp8/gather/large-7168#{seed}/normal"
             compare(name, got, out, xs, idxs, weights, experts, "normal", None, dequantize)
+            beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
+            first = key == "overlap" and seed == 74  # perhaps the plan's first call: no buffers, nothing beside
+            if not first and beside != (key == "overlap"):
+                record[name].append(f"phases {phases}: the expand {'' if beside else 'not '}beside the push")
     xs, idxs, weights, experts = inputs(50)
     cap = max(x.shape[0] for x in xs)
     static = [xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda)]

@@ -1060,6 +1060,17 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: waves.append(moe_op.EXPAND_WAVES))
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: 16})
     assert waves == [16] and moe_op.EXPAND_WAVES == 8
+    # The fp8 overlap row: its key sets op.FP8_OVERLAPS_PUSH (an option, off) for the call only, the others untouched
+    fp8_seen: list[tuple[bool, bool, bool]] = []
+
+    def fp8_fake(*args: Any, **kwargs: Any) -> None:
+        fp8_seen.append((moe_op.FP8_OVERLAPS_PUSH, moe_op.EXPAND_OVERLAPS_PUSH, moe_op.OWN_ROWS_IN_PUSH))
+        raise MoeError("refused")
+
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", fp8_fake)
+    with pytest.raises(MoeError, match="refused"):
+        bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, bench.FP8_OVERLAP: True})
+    assert fp8_seen == [(True, True, False)] and moe_op.FP8_OVERLAPS_PUSH is False
     assert bench.parse_args(["--only-dispatch", "--expand-waves", "8,16"]).expand_waves == [8, 16]
     with pytest.raises(SystemExit):
         bench.parse_args(["--expand-waves", "8"])  # only with --only-dispatch
