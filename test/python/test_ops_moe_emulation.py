@@ -662,7 +662,14 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
             and "#" in key
             and not key.startswith(
                 (
-                    "chunked/", "programs2/", "gather/", "early/", "unpipelined/", "side/", "own_in_push/", "overlap/",
+                    "chunked/",
+                    "programs2/",
+                    "gather/",
+                    "early/",
+                    "unpipelined/",
+                    "side/",
+                    "own_in_push/",
+                    "overlap/",
                     "combine/",
                 )  # fmt: skip
             )
