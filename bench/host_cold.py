@@ -39,7 +39,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-os.environ.setdefault("TRITON_INTERPRET", "1")
+if __name__ == "__main__":  # run as a script only: an import (test_gpu_scripts_import) must not leak it
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import torch  # noqa: E402 (after TRITON_INTERPRET)
 import torch.distributed as dist  # noqa: E402
