@@ -8,6 +8,7 @@ their main, catches that class of error in CI.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -26,5 +27,9 @@ def test_script_imports_without_running(path: Path, monkeypatch: pytest.MonkeyPa
     module = importlib.util.module_from_spec(spec)
     # Dataclasses defined in the script look their module up in sys.modules.
     monkeypatch.setitem(sys.modules, name, module)
+    environment = dict(os.environ)
     spec.loader.exec_module(module)
     assert module.__name__ == name
+    # The import runs in the pytest worker: an environment variable it set (TRITON_INTERPRET above all) would change
+    # every later test in that worker and the processes they start.
+    assert dict(os.environ) == environment, f"importing {path.name} changed os.environ"
