@@ -23,7 +23,7 @@
 #
 # Per-op runs: GPU_CHECK_ONLY="ag_gemm bench_matmul tune_ag_gemm bench_ag_gemm" (AllGather+GEMM),
 # "gemm_rs tune_gemm_rs bench_gemm_rs" (GEMM+reduce-scatter), "decode_ops bench_all_reduce bench_gemm_ar
-# bench_flash_decode" (the decode ops), "ar_rmsnorm bench_ar_rmsnorm" (the fused all-reduce + residual + RMSNorm),
+# bench_flash_decode bench_flash_decode_batch" (the decode ops), "ar_rmsnorm bench_ar_rmsnorm" (the fused all-reduce + residual + RMSNorm),
 # "calibrate bench_gemm_rs bench_sweep" (the cost model's calibration, then issue 24's seed and layer tables).
 # Steps run in the order of this file, not of GPU_CHECK_ONLY.
 #
@@ -319,6 +319,9 @@ run_step bench "$first" bench_all_reduce 420 bench/all_reduce.py $TUNE_ARG
 run_step bench "$first" bench_gemm_ar 200 bench/gemm_ar.py ${TUNE_ARG:+--write-package-table}
 run_step bench "$first" bench_ar_rmsnorm 240 bench/ar_rmsnorm.py
 run_step bench "$first" bench_flash_decode 240 bench/flash_decode.py
+# flash_decode alone at the decoder's batch-64 shapes over a grid of configs, beside SDPA on the same bytes (issue 28:
+# which config reads the KV cache nearest the HBM rate; docs/design.md "flash_decode at batch 64").
+run_step bench "$first" bench_flash_decode_batch 300 bench/flash_decode_batch.py --out-dir "$LOGDIR/flash_decode_batch"
 # Ours (default and gather layouts), the NCCL and NVSHMEM dispatchers, fp8, and the EP layer against NCCL + the same
 # grouped GEMM: about 1-2 minutes before the gather rows and the layer were added (2026-11-27); not yet timed with them.
 run_step bench "$first" bench_moe 420 bench/moe.py --heap 12G
