@@ -185,14 +185,20 @@ OVERLAP_COPIERS_PER_SM = 2
 """Copy programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`), after its meta programs."""
 
 
+def _switch(name: str, on: bool) -> bool:
+    """Set the module's bool option ``name`` (``set_<name lowercased>``'s body) to ``on``; returns the previous
+    setting. Raises :class:`MoeError` if ``on`` is not a bool."""
+    if not isinstance(on, bool):
+        raise MoeError(f"set_{name.lower()}: on must be True or False, got {on!r}")
+    previous = globals()[name]
+    globals()[name] = on
+    return previous
+
+
 def set_expand_overlaps_push(on: bool) -> bool:
     """Turn :data:`EXPAND_OVERLAPS_PUSH` on or off for every dispatch from now on; returns the previous setting. Every
     rank sets the same (the pushes' flags differ). Raises :class:`MoeError` if ``on`` is not a bool."""
-    global EXPAND_OVERLAPS_PUSH
-    if not isinstance(on, bool):
-        raise MoeError(f"set_expand_overlaps_push: on must be True or False, got {on!r}")
-    previous, EXPAND_OVERLAPS_PUSH = EXPAND_OVERLAPS_PUSH, on
-    return previous
+    return _switch("EXPAND_OVERLAPS_PUSH", on)
 
 
 FP8_OVERLAPS_PUSH = False
@@ -211,11 +217,7 @@ for bit."""
 def set_fp8_overlaps_push(on: bool) -> bool:
     """Turn :data:`FP8_OVERLAPS_PUSH` on or off for every dispatch from now on; returns the previous setting. Every
     rank sets the same (the pushes' flags differ). Raises :class:`MoeError` if ``on`` is not a bool."""
-    global FP8_OVERLAPS_PUSH
-    if not isinstance(on, bool):
-        raise MoeError(f"set_fp8_overlaps_push: on must be True or False, got {on!r}")
-    previous, FP8_OVERLAPS_PUSH = FP8_OVERLAPS_PUSH, on
-    return previous
+    return _switch("FP8_OVERLAPS_PUSH", on)
 
 
 def set_expand_waves(waves: int) -> int:
@@ -232,11 +234,7 @@ def set_own_rows_in_push(on: bool) -> bool:
     """Turn :data:`OWN_ROWS_IN_PUSH` on or off for every dispatch from now on (the plans are kept: the two ways use
     different push launches and the same expand launch); returns the previous setting. Raises :class:`MoeError` if
     ``on`` is not a bool."""
-    global OWN_ROWS_IN_PUSH
-    if not isinstance(on, bool):
-        raise MoeError(f"set_own_rows_in_push: on must be True or False, got {on!r}")
-    previous, OWN_ROWS_IN_PUSH = OWN_ROWS_IN_PUSH, on
-    return previous
+    return _switch("OWN_ROWS_IN_PUSH", on)
 
 
 def set_phase_hook(hook: Callable[[str], object] | None) -> Callable[[str], object] | None:
