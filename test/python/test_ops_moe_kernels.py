@@ -773,6 +773,16 @@ def test_sm90_the_own_rows_launch_fits_beside_the_push_and_the_push_can_store_th
     assert len(stores) == 16 and stores[-1] < release, "my own and the other rank's rows, then the flags"
 
 
+def _expand_beside_push_registers(expand: str, tmp_path: Any) -> int:
+    """The registers per thread of the expand kernel beside the push (its PTX ``expand``), after checking that it
+    loads in 16-byte vectors and spills at most 4 bytes."""
+    assert sum(1 for line in expand.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line)) >= 4
+    info = ptxas_info(expand, tmp_path)
+    spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))  # type: ignore[union-attr]
+    assert spilled <= 4, info
+    return int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+
+
 def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
     """``op.EXPAND_OVERLAPS_PUSH``: at H = 7168, E = 256, k = 8 on 2 ranks (132 SMs), the push with its wave flags
     (``WAVES``, ``SELF = 3``) and the expand kernel beside it (``EXPAND_OVERLAP_PER_SM`` meta and
@@ -798,11 +808,7 @@ def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
         "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, copiers=copiers, self_mode=1,
         waves=waves,
     )  # fmt: skip
-    assert sum(1 for line in expand.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line)) >= 4
-    info = ptxas_info(expand, tmp_path)
-    spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))  # type: ignore[union-attr]
-    assert spilled <= 4, info
-    expanded = int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+    expanded = _expand_beside_push_registers(expand, tmp_path)
     per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
     used = 2 * allocated(pushed) + per_sm * allocated(expanded)
     assert used <= 65536 and (2 + per_sm) * 128 <= 2048, (pushed, expanded, used)
@@ -839,11 +845,7 @@ def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_
         "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, scales=56,
         copiers=moe_op.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=waves,
     )  # fmt: skip
-    assert sum(1 for line in expand.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line)) >= 4
-    info = ptxas_info(expand, tmp_path)
-    spilled = int(re.search(r"(\d+) bytes spill stores", info).group(1))  # type: ignore[union-attr]
-    assert spilled <= 4, info
-    expanded = int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
+    expanded = _expand_beside_push_registers(expand, tmp_path)
     per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
     used = allocated(pushed, FP8_PUSH_WARPS) + per_sm * allocated(expanded, 4)
     assert used <= 65536 and (FP8_PUSH_WARPS + 4 * per_sm) * 32 <= 2048, (pushed, expanded, used)
