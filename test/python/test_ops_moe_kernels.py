@@ -6,7 +6,11 @@ first, ranks that disagree on H / dtype / E on every rank)."""
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -837,6 +841,9 @@ def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_
     )  # fmt: skip
     pushed = _registers(push, tmp_path)
     assert pushed <= 64, pushed
+    # On a GPU the cast rounds (to nearest even, saturating), not kernels.round_to_e4m3: the interpreter's rounding
+    # costs 30 registers here.
+    assert "cvt.rn.satfinite.e4m3x2.f32" in push and "0f46C00000" not in push
     lines = push.splitlines()
     releases = [i for i, line in enumerate(lines) if re.search(r"atom\.global\.sys\.release", line)]
     stores = [i for i, line in enumerate(lines) if re.search(r"st\.global(\.\w+)*\.b(8|16|32)\b|st\.global\.v", line)]
@@ -1242,3 +1249,43 @@ def test_expand_launched_from_addresses_gets_the_outputs_it_returns(
         256,
     ]
     assert list(second[14].shape) == [4, 2] and second[7].dtype == torch.float32 and list(second[4].shape) == [6]
+
+
+ROUNDING_SCRIPT = """
+import torch, triton, triton.language as tl
+from triton_dist.ops.moe.kernels import round_to_e4m3
+
+@triton.jit
+def _round(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, round_to_e4m3(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+
+fp8 = torch.float8_e4m3fn
+grid = torch.arange(256, dtype=torch.uint8).view(fp8).float()
+grid = grid[grid.isfinite()].unique()  # every finite e4m3 value, -448 .. 448, with -0 merged into 0
+ties = (grid[1:] + grid[:-1]) / 2  # halfway between neighbours: to nearest even
+gen = torch.Generator().manual_seed(7)
+scaled = (torch.randn(4096, generator=gen) * torch.logspace(-12, 2.6, 4096)).clamp(-448, 448)  # x / scale's range
+v = torch.cat([grid, ties, -ties, ties.nextafter(grid[1:]), ties.nextafter(grid[:-1]), scaled,
+               torch.tensor([0.0, -0.0, 1e-30, -1e-30, -2.0**-10, 2.0**-10, -0.015624, 0.015624])])
+out = torch.full_like(v, float("nan"))
+_round[(1,)](v, out, v.numel(), BLOCK=triton.next_power_of_2(v.numel()))
+want = v.to(fp8).float()
+bad = (out.view(torch.int32) != want.view(torch.int32)).nonzero().flatten()
+print("values", v.numel(), "mismatches", bad.numel())
+for i in bad[:8].tolist():
+    print("v", v[i].item(), "got", out[i].item(), "want", want[i].item())
+"""
+
+
+def test_fp8_rounding_matches_torch_cast_bit_for_bit(tmp_path: Path) -> None:
+    """The fp8 rounding the push kernel does under Triton's interpreter (``kernels.round_to_e4m3``) against torch's
+    cast to float8_e4m3fn, bit for bit in fp32: every e4m3 value, the ties between neighbours and their neighbours,
+    random values from far below the subnormal step to near 448, and the signs of zero (a tiny negative value must
+    give -0, fp8 byte 0x80, as torch's cast does: the GPU test's H = 7168 rows differed there)."""
+    script = tmp_path / "rounding.py"
+    script.write_text(ROUNDING_SCRIPT)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2] / "python"), TRITON_INTERPRET="1")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "mismatches 0" in result.stdout, result.stdout

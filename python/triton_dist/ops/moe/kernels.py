@@ -130,6 +130,8 @@ inside a ``range`` over a run-time value (an intermittent "only 0-dimensional ar
 
 from __future__ import annotations
 
+import os
+
 import triton
 import triton.language as tl
 
@@ -300,6 +302,24 @@ def _route_kernel(
     tl.store(info_ptr + words, info)
     if HOST_INFO:  # the same words into host-mapped memory, which the host polls instead of a copy and a sync
         tl.store(host_info_ptr + words, info)
+
+
+INTERPRETED = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") == "1")
+"""Whether Triton's interpreter runs these kernels (CPU emulation): read where ``triton.jit`` reads it, at import."""
+
+
+@triton.jit
+def round_to_e4m3(v):
+    """``v`` (fp32) rounded to float8 e4m3's grid, to nearest even, still in fp32, as a GPU's cast to fp8 rounds (the
+    PTX ``cvt.rn.satfinite``; Triton 3.6's interpreter rounds that cast wrongly, so under it the push rounds with this
+    first, and its cast is then exact). The normal range by the bits; the subnormal range (|v| < 2^-6, steps of
+    2^-9) by adding and removing 1.5 * 2^14, a zero taking v's sign: a tiny negative value rounds to -0, fp8 byte
+    0x80, as a GPU and torch's cast give."""
+    bits = v.to(tl.int32, bitcast=True)
+    normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & -1048576).to(tl.float32, bitcast=True)
+    subnormal = (v + 24576.0) - 24576.0
+    subnormal = tl.where(subnormal == 0.0, v * 0.0, subnormal)  # a zero with v's sign (x - x is +0 for every x)
+    return tl.where(tl.abs(v) < 0.015625, subnormal, normal)
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
@@ -545,12 +565,8 @@ def _push_kernel(
                 amax = tl.maximum(tl.max(tl.abs(grouped), axis=1), 1e-4)  # config.FP8_AMAX_FLOOR
                 scale = tl.div_rn(amax, 448.0)  # config.FP8_MAX
                 v = tl.div_rn(grouped, scale[:, None])
-                # Round to e4m3's 3 mantissa bits, to nearest even, in fp32 (so the cast below is exact on every
-                # backend: Triton 3.6's interpreter rounds fp8 casts wrongly): normal range by the bits, the
-                # subnormal range (|v| < 2^-6, steps of 2^-9) by adding and removing 1.5 * 2^14.
-                bits = v.to(tl.int32, bitcast=True)
-                normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & -1048576).to(tl.float32, bitcast=True)
-                v = tl.where(tl.abs(v) < 0.015625, (v + 24576.0) - 24576.0, normal)
+                if INTERPRETED:  # Triton 3.6's interpreter rounds fp8 casts wrongly; a GPU's cast is exact
+                    v = round_to_e4m3(v)
                 q = tl.reshape(tl.minimum(tl.maximum(v, -448.0), 448.0), [BLOCK_H]).to(token_buf.dtype.element_ty)
                 group_ids = h0 // 128 + groups
                 scale_bits = scale.to(tl.int32, bitcast=True)
