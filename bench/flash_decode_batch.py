@@ -112,7 +112,11 @@ class Case:
     def resolved(self, config: fd.FlashDecodeConfig | None) -> tuple[fd.FlashDecodeConfig, int]:
         """(config with its combiner count, split count) a call with ``config`` launches (None: the default)."""
         world = rt.current_world().world_size
-        chosen = fd_op._with_combiners(self.q, self.k, config or fd_op.gpu_default_config())
+        groups, sms = (
+            self.q.shape[0] * self.k.shape[1],
+            torch.cuda.get_device_properties(self.q.device).multi_processor_count,
+        )
+        chosen = fd_op._with_combiners(self.q, self.k, config or fd_op.gpu_default_config(groups, sms))
         return chosen, fd_op._splits_for(self.q, self.k, chosen, world)
 
     def compile(self, config: fd.FlashDecodeConfig | None) -> dict:

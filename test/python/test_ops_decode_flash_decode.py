@@ -623,3 +623,19 @@ def test_the_environment_overrides_the_gpu_default(monkeypatch):
     monkeypatch.setenv(fd_config.CONFIG_ENV, "num_warps=2")
     with pytest.raises(FlashDecodeError, match=f"\\${fd_config.CONFIG_ENV}: .*num_warps"):
         fd_op.gpu_default_config()
+
+
+def test_many_groups_take_the_many_groups_config_on_nvidia_only(monkeypatch):
+    """Batch x KV heads of at least MANY_GROUPS_ROUNDS rounds of the SMs take MANY_GROUPS_CONFIG on NVIDIA (batch 64
+    x 8 KV heads on 132 SMs: 512 groups); fewer keep the 128-token default; AMD keeps its own; the environment's
+    config wins over both."""
+    monkeypatch.delenv(fd_config.CONFIG_ENV, raising=False)
+    sms = 132
+    edge = fd_config.MANY_GROUPS_ROUNDS * sms
+    assert fd_config.default_config("cuda", 64 * 8, sms) == fd_config.MANY_GROUPS_CONFIG
+    assert fd_config.default_config("cuda", edge, sms) == fd_config.MANY_GROUPS_CONFIG
+    assert fd_config.default_config("cuda", edge - 1, sms) == fd_config.default_config("cuda")
+    assert fd_config.default_config("cuda", 8 * 8, sms).block_n == 128
+    assert fd_config.default_config("hip", 64 * 8, sms) == fd_config.default_config("hip")
+    monkeypatch.setenv(fd_config.CONFIG_ENV, "block_n=128,num_stages=3")
+    assert fd_op.gpu_default_config(64 * 8, sms) == fd_config.default_config("cuda")

@@ -87,21 +87,22 @@ class _Plan:
 _plans: PlanCache[_Plan] = PlanCache(OP, FlashDecodeError)
 """The plan of each call signature (see the module docstring), per world."""
 
-_DEFAULT_CONFIG = default_config("hip" if torch.version.hip else "cuda")
-"""What a call without a config uses on this build's backend."""
+_BACKEND = "hip" if torch.version.hip else "cuda"
+"""This build's Triton backend (``default_config`` picks per backend)."""
 
 EMULATED_CONFIG = FlashDecodeConfig(block_n=16, num_stages=1)
 """What a call without a config uses under the CPU emulation (``ops.common.errors.emulated``): key blocks of 16,
 which Triton's interpreter runs quickly (split and combiner counts from the emulation's 2 "SMs")."""
 
 
-def gpu_default_config() -> FlashDecodeConfig:
-    """The config a call without one uses on a GPU: ``$TRITON_DIST_FLASH_DECODE_CONFIG`` as ``config_from_text``
-    reads it when set and not empty, else this backend's default (``default_config``). Raises FlashDecodeError,
-    naming the variable, when its text is not a config."""
+def gpu_default_config(groups: int = 0, sms: int = 0) -> FlashDecodeConfig:
+    """The config a call without one uses on a GPU for ``groups`` (batch x KV heads) on ``sms`` SMs:
+    ``$TRITON_DIST_FLASH_DECODE_CONFIG`` as ``config_from_text`` reads it when set and not empty, else this
+    backend's default (``default_config``). Raises FlashDecodeError, naming the variable, when its text is not a
+    config."""
     text = os.environ.get(CONFIG_ENV, "")
     if not text.strip():
-        return _DEFAULT_CONFIG
+        return default_config(_BACKEND, groups, sms)
     try:
         return config_from_text(text)
     except FlashDecodeError as error:
@@ -284,7 +285,10 @@ def _new_plan(
         raise FlashDecodeError(
             f"flash_decode: q is on {q.device}, but this rank's triton_dist device is {world.device}"
         )
-    default = EMULATED_CONFIG if world is emulated_world() else gpu_default_config()
+    if world is emulated_world():
+        default = EMULATED_CONFIG
+    else:
+        default = gpu_default_config(q.shape[0] * k.shape[1], sm_count(q.device))
     config = _with_combiners(q, k, config or default)  # the count joins the ranks' agreement
     splits = _splits_for(q, k, config, world.world_size)
     batch, q_heads, _ = q.shape
@@ -465,7 +469,8 @@ def flash_decode(
     launch, no host synchronization; calls must not run concurrently on two streams. CUDA-graph capture works
     after one eager call of the shape. Under ``TRITON_INTERPRET=1`` on a world made with ``init(device="cpu")``
     (the CPU emulation, for tests without GPUs) the kernel runs in Triton's interpreter with ``EMULATED_CONFIG``;
-    on GPUs with ``gpu_default_config()`` (``$TRITON_DIST_FLASH_DECODE_CONFIG``, e.g. ``block_n=64,num_stages=4``,
+    on GPUs with ``gpu_default_config`` (``MANY_GROUPS_CONFIG`` from batch x KV heads of two rounds of the SMs;
+    ``$TRITON_DIST_FLASH_DECODE_CONFIG``, e.g. ``block_n=64,num_stages=4``,
     overrides the default key block, warps, stages and counts for every rank that sets it).
     """
     if not plain_eager(q, k, v, lengths):
