@@ -33,6 +33,7 @@ from triton_dist.layers import (
     random_weights,
 )
 from triton_dist.layers.attention import apply_rope, rope_cos_sin, rope_inv_freq, rope_tables, rotate
+from triton_dist.layers.decoder import DECODE_PREFETCH_BYTES
 
 HEAP = "160M"
 """Each rank's CPU heap (the ops' workspaces are sized for GPUs)."""
@@ -206,6 +207,18 @@ def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
         if not torch.allclose(out.float(), want, atol=BF16_ULPS, rtol=BF16_ULPS):
             problems.append(f"D {d}: differs from rotate_qkv's by {(out.float() - want).abs().max().item():.3g}")
     record["kernels/rope_rows"] = problems
+    # The decode option's L2 prefetch: what each program read, summed (its sink), against the same sums here: 2
+    # programs, a byte count that ends inside the third block (program 0 reads blocks 0 and 2, program 1 block 1).
+    from triton_dist.layers._kernels import L2_PREFETCH_BLOCK, l2_prefetch
+
+    block = L2_PREFETCH_BLOCK
+    src = torch.randn(4 * block, generator=gen).to(torch.bfloat16)
+    sink = torch.full((2,), float("nan"))
+    l2_prefetch(src, 2 * (2 * block + 999), sink)
+    parts = src.float()
+    want = torch.stack([parts[:block].sum() + parts[2 * block : 2 * block + 999].sum(), parts[block : 2 * block].sum()])
+    close = torch.allclose(sink, want, atol=1e-2, rtol=1e-4)
+    record["kernels/l2_prefetch"] = [] if close else [f"read sums {sink.tolist()}, not {want.tolist()}"]
     return record
 
 
@@ -279,6 +292,14 @@ def _worker() -> dict[str, list[str]]:
             restarted = torch.cat([tokens[1:, :3], new[1:, None]], dim=1)
             want_mixed = torch.stack([want[0, PREFILL + 2], reference(config, weights, restarted)[1][0, 3]])
             record[f"{layout}/decode@9,3"] = _problems(got, want_mixed)
+            # The same step again (it writes the same keys and values) with the decode options on: O by cuBLAS,
+            # then the fused all-reduce; the L2 prefetch (inline here); the gather as an all_gather (sequence-
+            # split), SDPA pinned to a backend (head-split; the CPU has only "math").
+            layer.decode_cublas_o, layer.decode_prefetch_bytes = True, DECODE_PREFETCH_BYTES
+            layer.attention.decode_gather = "all_gather"
+            layer.attention.decode_sdpa_backend = "math"
+            got = layer.decode_hidden(new, torch.tensor([PREFILL + 2, 3]), cache)
+            record[f"{layout}/decode@9,3 options"] = _problems(got, want_mixed)
             print(f"rank {rank}: {layout} done at {time.perf_counter() - began:.1f} s", flush=True)
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         record["raised"] = [f"{type(error).__name__}: {error}"]
@@ -288,10 +309,11 @@ def _worker() -> dict[str, list[str]]:
 def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
     names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill", "kernels/rope_rows"}
+    names.add("kernels/l2_prefetch")
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
-        for what in ("prefill", "decode@7", "decode@8", "decode@9,3")
+        for what in ("prefill", "decode@7", "decode@8", "decode@9,3", "decode@9,3 options")
     }
     for rank, record in enumerate(records):
         assert set(record) == names, f"rank {rank}: {record}"
@@ -459,6 +481,33 @@ def test_the_prefill_kernels_refuse_what_they_cannot_take() -> None:
     block, _ = _layer(0, 2)  # the defaults: prefill's fused RoPE and SDPA with enable_gqa
     assert block.attention.prefill_fused_rope and "prefill_fused_rope=True" in repr(block.attention)
     assert block.attention.prefill_gqa and "prefill_gqa=True" in repr(block.attention)
+
+
+def test_the_decode_options_are_off_by_default_and_refuse_bad_values() -> None:
+    layer, _ = _layer(0, 2)
+    assert (layer.decode_cublas_o, layer.decode_prefetch_bytes) == (False, 0)
+    assert (layer.attention.decode_gather, layer.attention.decode_sdpa_backend) == ("all_reduce", None)
+    assert "decode_cublas_o=False, decode_prefetch_bytes=0" in repr(layer)
+    assert "decode_gather='all_reduce', decode_sdpa_backend=None" in repr(layer.attention)
+    again = TensorParallelDecoderLayer.from_shards(
+        TINY, layer.state_dict(), rank=0, world_size=2, decode_cublas_o=True, decode_prefetch_bytes=1 << 20
+    )
+    assert (again.decode_cublas_o, again.decode_prefetch_bytes) == (True, 1 << 20)
+    with pytest.raises(LayerError, match=r"TensorParallelDecoderLayer: decode_prefetch_bytes must be an int >= 0"):
+        TensorParallelDecoderLayer(TINY, _weights(), rank=0, world_size=2, decode_prefetch_bytes=-1)
+    with pytest.raises(LayerError, match=r"TensorParallelDecoderLayer: decode_cublas_o must be a bool, got 'yes'"):
+        TensorParallelDecoderLayer.from_shards(TINY, layer.state_dict(), rank=0, world_size=2, decode_cublas_o="yes")  # type: ignore[arg-type]
+    w = _weights()
+    qkvo = (w["q"], w["k"], w["v"], w["o"])
+    with pytest.raises(LayerError, match=r"decode_gather must be one of \['all_reduce', 'all_gather'\], got 'nccl'"):
+        TensorParallelAttention(
+            *qkvo, num_heads=4, num_kv_heads=2, head_dim=128, rank=0, world_size=2, decode_gather="nccl"
+        )
+    block = TensorParallelAttention(*qkvo, num_heads=4, num_kv_heads=2, head_dim=128, rank=0, world_size=2)
+    block.decode_sdpa_backend = "fast"  # an attribute set later is checked at the next decode
+    positions = torch.tensor([1, 2])
+    with pytest.raises(LayerError, match=r"decode_sdpa_backend must be None or one of \['cudnn', 'efficient'"):
+        block.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), positions, block.new_cache(2, 8, "heads"))
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -14,7 +14,10 @@ shape ran eagerly, which compiles them).
   (thousands of rows), in one launch that reads gate and up once and writes the product once, instead of torch's
   two passes over the strided halves of the gate/up GEMM's output (SiLU into a new tensor, then the product).
 
-Each computes what the torch ops it replaces compute, rounding where they round (to the activations' dtype after
+- ``_l2_prefetch_kernel`` (``l2_prefetch``): not a fusion: reads the first bytes of a weight into L2 on a side
+  stream while a communication kernel leaves HBM idle (the decoder layer's ``decode_prefetch_bytes`` option).
+
+Each fusion computes what the torch ops it replaces compute, rounding where they round (to the activations' dtype after
 the norm, after the norm weight, after RoPE; after SiLU), in fp32 in between; the RMSNorm and the rotary
 multiply-add may differ from torch's in the last bit (another order of the fp32 operations).
 """
@@ -316,6 +319,50 @@ def silu_mul(gate_up: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
         grid = (rows, triton.cdiv(cols, SILU_BLOCK))
         _silu_mul_kernel[grid](gate_up, out, cols, gate_up.stride(0), out.stride(0), BLOCK=SILU_BLOCK, num_warps=4)
     return out
+
+
+@triton.jit
+def _l2_prefetch_kernel(src_ptr, sink_ptr, n, iters, BLOCK: tl.constexpr):
+    """Program ``p`` of ``P`` reads blocks ``p, p + P, p + 2P, ...`` of ``BLOCK`` elements of ``src``'s first ``n``
+    (all programs together sweep it from its start, as a GEMM's first K steps read a weight's first rows), bypassing
+    L1 (``.cg``: the lines stay in L2), and stores the fp32 sum of what it read into ``sink[p]`` (a use of every
+    load, so none is dropped)."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in range(iters):
+        offs = (i * programs + pid).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        total += tl.load(src_ptr + offs, mask=offs < n, other=0.0, cache_modifier=".cg").to(tl.float32)
+    tl.store(sink_ptr + pid, tl.sum(total, axis=0))
+
+
+L2_PREFETCH_BLOCK = 16384
+"""Elements per ``_l2_prefetch_kernel`` program and iteration (8 warps: 64 per thread, 32 KB of bf16 in flight per
+program)."""
+
+
+def l2_prefetch(src: torch.Tensor, nbytes: int, sink: torch.Tensor) -> torch.Tensor:
+    """Read the first ``nbytes`` of ``src`` (a contiguous tensor; all of it when smaller) into the GPU's L2 cache,
+    one launch on the current stream, one program per element of ``sink`` (fp32 [P], P >= 1: on a GPU its SM count,
+    one program each). Meant to run on a side stream beside a communication kernel, which leaves HBM idle, so that
+    the GEMM after it finds the first part of its weight in L2 (``TensorParallelDecoderLayer.decode_prefetch_bytes``).
+    Returns ``sink``, each program's fp32 sum of the elements it read (program p reads the blocks p, p + P, ... of
+    ``L2_PREFETCH_BLOCK`` elements): a result that uses every load, and what a test checks.
+
+    Raises ValueError for a non-contiguous ``src`` or a ``sink`` that is not a non-empty fp32 vector on its device.
+    """
+    if not src.is_contiguous():
+        raise ValueError(f"l2_prefetch: src must be contiguous, got strides {list(src.stride())}")
+    if sink.dim() != 1 or not sink.numel() or sink.dtype != torch.float32 or sink.device != src.device:
+        raise ValueError(
+            f"l2_prefetch: sink must be a non-empty fp32 vector on {src.device}, got {sink.dtype} {list(sink.shape)} "
+            f"on {sink.device}"
+        )
+    n = min(src.numel(), max(0, nbytes) // src.element_size())
+    programs = int(sink.numel())
+    iters = triton.cdiv(n, programs * L2_PREFETCH_BLOCK)
+    _l2_prefetch_kernel[(programs,)](src, sink, n, iters, BLOCK=L2_PREFETCH_BLOCK, num_warps=8)
+    return sink
 
 
 def fused_kernels(x: torch.Tensor) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn import functional
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from triton_dist.layers._kernels import fused_kernels, rope_rows, rope_scatter
 from triton_dist.layers.linear import (
@@ -24,11 +25,21 @@ from triton_dist.layers.linear import (
     shard_of,
     world_position,
 )
-from triton_dist.ops import all_reduce, flash_decode, gemm_ar
+from triton_dist.ops import all_gather, all_reduce, flash_decode, gemm_ar
 
 KV_LAYOUTS = ("heads", "sequence")
 """How a KV cache is split over the ranks: by KV heads (each rank holds its own heads at every position) or by
 sequence (each rank holds every KV head at its block of positions; decode attention is ``ops.flash_decode``)."""
+DECODE_GATHERS = ("all_reduce", "all_gather")
+"""How the sequence-split decode gathers every rank's new q, k, v (``TensorParallelAttention.decode_gather``)."""
+DECODE_SDPA_BACKENDS = {
+    "cudnn": SDPBackend.CUDNN_ATTENTION,
+    "efficient": SDPBackend.EFFICIENT_ATTENTION,
+    "flash": SDPBackend.FLASH_ATTENTION,
+    "math": SDPBackend.MATH,
+}
+"""The SDPA backends the head-split decode may be pinned to (``TensorParallelAttention.decode_sdpa_backend``), by
+name."""
 FLASH_DECODE_HEAD_DIM = 128
 """The head dim ``ops.flash_decode`` takes (the sequence-split cache needs it)."""
 PREFILL_ROPE_KEPT = 4
@@ -189,6 +200,14 @@ class TensorParallelAttention(nn.Module):
     sequence): the stack against the torch baseline 1.35x / 1.29x for Llama-3-8B, 1.16x / 1.17x for Llama-3-70B and
     1.28x / 1.15x for Qwen3-32B, against 1.09-1.18x with both off, and the same output difference (0.009;
     docs/results/2026-11-27-session22.md).
+    Two decode options, off by default until measured (docs/design.md, "The decode step at batch 64"; attributes
+    too): ``decode_gather`` ("all_reduce", the default, or "all_gather"): how the sequence-split decode gathers every
+    rank's new q, k, v: one ``ops.all_reduce`` of a kept buffer that is zero outside this rank's block (each rank
+    receives W x the block), or ``ops.all_gather`` of this rank's block (each rank receives (W - 1) x the block, no
+    zeros). ``decode_sdpa_backend`` (None, the default: torch's choice; or a name of ``DECODE_SDPA_BACKENDS``:
+    "cudnn", "efficient", "flash", "math"): the head-split decode's SDPA pinned to that backend
+    (``torch.nn.attention.sdpa_kernel``; a backend that cannot take the call raises torch's RuntimeError). A value
+    outside these raises LayerError at the next decode.
     """
 
     def __init__(
@@ -209,6 +228,8 @@ class TensorParallelAttention(nn.Module):
         world_size: int | None = None,
         prefill_gqa: bool = True,
         prefill_fused_rope: bool = True,
+        decode_gather: str = "all_reduce",
+        decode_sdpa_backend: str | None = None,
     ) -> None:
         rank, world_size = world_position(rank, world_size)
         name = type(self).__name__
@@ -235,6 +256,9 @@ class TensorParallelAttention(nn.Module):
             qkv, o, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps, rank,
             world_size, prefill_gqa, prefill_fused_rope,
         )  # fmt: skip
+        self.decode_gather = decode_gather
+        self.decode_sdpa_backend = decode_sdpa_backend
+        self._decode_options()
 
     @classmethod
     def from_shards(
@@ -253,6 +277,8 @@ class TensorParallelAttention(nn.Module):
         world_size: int | None = None,
         prefill_gqa: bool = True,
         prefill_fused_rope: bool = True,
+        decode_gather: str = "all_reduce",
+        decode_sdpa_backend: str | None = None,
     ) -> TensorParallelAttention:
         """A block holding this rank's shards as ``state_dict`` has them: ``qkv_shard`` [H, (Hq/W + 2*Hkv/W)*D]
         (q's columns, then k's, then v's) and ``o_shard`` [Hq*D/W, H]; the other arguments as the class's."""
@@ -263,6 +289,9 @@ class TensorParallelAttention(nn.Module):
             qkv_shard, o_shard, num_heads, num_kv_heads, head_dim, rope_theta, q_norm_weight, k_norm_weight, rms_eps,
             rank, world_size, prefill_gqa, prefill_fused_rope,
         )  # fmt: skip
+        block.decode_gather = decode_gather
+        block.decode_sdpa_backend = decode_sdpa_backend
+        block._decode_options()
         return block
 
     def _init_from_shards(
@@ -303,6 +332,8 @@ class TensorParallelAttention(nn.Module):
         self.rope_theta, self.rms_eps = float(rope_theta), float(rms_eps)
         self.prefill_gqa = bool(prefill_gqa)
         self.prefill_fused_rope = bool(prefill_fused_rope)
+        self.decode_gather = "all_reduce"
+        self.decode_sdpa_backend = None
         self.qkv = ColumnParallelLinear.from_shard(qkv, rank=rank, world_size=world_size)
         self.inv_freq: torch.Tensor
         self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.rope_theta, qkv.device), persistent=False)
@@ -347,8 +378,20 @@ class TensorParallelAttention(nn.Module):
         return (
             f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}, "
             f"head_dim={self.head_dim}, qk_norm={self.q_norm_weight is not None}, prefill_gqa={self.prefill_gqa}, "
-            f"prefill_fused_rope={self.prefill_fused_rope}, rank={self.rank}, world_size={self.world_size}"
+            f"prefill_fused_rope={self.prefill_fused_rope}, decode_gather={self.decode_gather!r}, "
+            f"decode_sdpa_backend={self.decode_sdpa_backend!r}, rank={self.rank}, world_size={self.world_size}"
         )
+
+    def _decode_options(self) -> None:
+        """Raise LayerError unless ``decode_gather`` and ``decode_sdpa_backend`` are values they take."""
+        name = type(self).__name__
+        if self.decode_gather not in DECODE_GATHERS:
+            raise LayerError(f"{name}: decode_gather must be one of {list(DECODE_GATHERS)}, got {self.decode_gather!r}")
+        if self.decode_sdpa_backend is not None and self.decode_sdpa_backend not in DECODE_SDPA_BACKENDS:
+            raise LayerError(
+                f"{name}: decode_sdpa_backend must be None or one of {list(DECODE_SDPA_BACKENDS)}, got "
+                f"{self.decode_sdpa_backend!r}"
+            )
 
     def new_cache(
         self, batch: int, max_len: int, layout: str = "heads", device: torch.device | str | None = None
@@ -598,8 +641,9 @@ class TensorParallelAttention(nn.Module):
         ``decode_positions`` of them (computed once per step for every layer); ``cache``: this block's KV cache
         (``new_cache``) of batch B, which receives the new keys and values. No host synchronization (CUDA-graph
         capturable once each shape ran eagerly). A "heads" cache attends with ``scaled_dot_product_attention`` on
-        this rank's heads; a "sequence" cache first gathers every rank's new q, k, v (one ``ops.all_reduce`` of the
-        zero-padded columns) and runs ``ops.flash_decode``.
+        this rank's heads (pinned to ``decode_sdpa_backend`` when set); a "sequence" cache first gathers every rank's
+        new q, k, v (one ``ops.all_reduce`` of the zero-padded columns, or ``ops.all_gather`` with ``decode_gather``
+        "all_gather") and runs ``ops.flash_decode``. Raises LayerError for bad input or a bad decode option.
         """
         attn = self.decode_attention(x, positions, cache)
         return torch.matmul(attn, self.o.weight)
@@ -622,6 +666,7 @@ class TensorParallelAttention(nn.Module):
             )
         if step.positions.device != x.device:
             raise LayerError(f"{name}: positions is on {step.positions.device} but x is on {x.device}")
+        self._decode_options()
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
         rope = (step.cos, step.signed_sin)
         if cache.layout == "heads":
@@ -635,18 +680,25 @@ class TensorParallelAttention(nn.Module):
                 cache.k_store[step.rows, :, step.slots] = k
                 cache.v_store[step.rows, :, step.slots] = v
             # The group's query heads as the query rows of their KV head: no copy of the cache for GQA.
-            out = functional.scaled_dot_product_attention(
-                q.reshape(batch, hkv, hq // hkv, d), cache.k, cache.v, attn_mask=step.mask
-            )
+            query = q.reshape(batch, hkv, hq // hkv, d)
+            if self.decode_sdpa_backend is None:
+                out = functional.scaled_dot_product_attention(query, cache.k, cache.v, attn_mask=step.mask)
+            else:
+                with sdpa_kernel(DECODE_SDPA_BACKENDS[self.decode_sdpa_backend]):
+                    out = functional.scaled_dot_product_attention(query, cache.k, cache.v, attn_mask=step.mask)
             return out.reshape(batch, hq * d)
         # Sequence-split cache: every head's new q, k, v on every rank, gathered as one all-reduce of a buffer that
         # is zero outside this rank's columns. The buffer is kept ([W, B, cols], zeroed once: no rank ever writes
         # another's block) and the QKV GEMM writes this rank's block, so the gather costs no fill and no copy. Then
         # one launch norms (QK norm) and rotates every head's q and k, stores q contiguous for flash_decode and
-        # each new token's k, v into its slot here (the spare one where another rank holds its position).
-        gather = self._gather_buffer(batch, x)
-        torch.matmul(x, self.qkv.weight, out=gather[self.rank])
-        gathered = all_reduce(gather)
+        # each new token's k, v into its slot here (the spare one where another rank holds its position). With
+        # decode_gather "all_gather": the QKV GEMM into a new [B, cols] tensor, gathered into a new [W, B, cols].
+        if self.decode_gather == "all_gather":  # this rank's block alone crosses the links, no zeros
+            gathered = all_gather(torch.matmul(x, self.qkv.weight)).view(self.world_size, batch, -1)
+        else:
+            gather = self._gather_buffer(batch, x)
+            torch.matmul(x, self.qkv.weight, out=gather[self.rank])
+            gathered = all_reduce(gather)
         q_all = torch.empty(batch, self.num_heads, d, dtype=x.dtype, device=x.device)
         stores = (cache.k_store, cache.v_store)
         rope_scatter(gathered, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())

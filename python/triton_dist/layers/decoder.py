@@ -9,11 +9,17 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from triton_dist.layers._kernels import silu_mul
+from triton_dist.layers._kernels import fused_kernels, l2_prefetch, silu_mul
 from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, rms_norm
 from triton_dist.layers.linear import LayerError, world_position
 from triton_dist.layers.mlp import TensorParallelMLP
 from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm, gemm_ar
+
+DECODE_PREFETCH_BYTES = 16 << 20
+"""What ``bench/decoder.py``'s prefetch variants pass as ``decode_prefetch_bytes``: a third of an H100's or H200's
+50 MB L2, about what HBM delivers in the 4-8 µs of a fused all-reduce + RMSNorm."""
+_side_streams: dict[torch.device, torch.cuda.Stream] = {}
+"""The side stream of each GPU that the decode step's L2 prefetches run on (made on first use)."""
 
 MAX_HIDDEN = 32768
 """The largest hidden size ``ops.all_reduce_residual_rmsnorm`` tiles (one row per program)."""
@@ -101,6 +107,17 @@ class TensorParallelDecoderLayer(nn.Module):
       all-reduce + residual + RMSNorm per boundary. Start a
       stack with ``x = zeros``, ``residual = hidden``; ``decode_hidden`` does one layer that way and reduces its
       output.
+    Decode options, off by default until measured (docs/design.md, "The decode step at batch 64"; attributes of the
+    same names, which may be changed later; the attention block's ``decode_gather`` and ``decode_sdpa_backend`` are
+    its own, ``layer.attention``):
+
+    - ``decode_cublas_o`` (False): O's GEMM by cuBLAS (``torch.matmul``), then ``all_reduce_residual_rmsnorm`` of
+      the product, in place of ``gemm_ar``'s norm epilogue (which runs its own Triton GEMM, then the same fused op).
+    - ``decode_prefetch_bytes`` (0, off): on GPUs, while each fused all-reduce + RMSNorm runs (it moves a few
+      hundred KB over NVLink and leaves HBM idle), a side stream reads the first ``decode_prefetch_bytes`` of the
+      next GEMM's weight into L2 (``_kernels.l2_prefetch``): the QKV weight during the first; gate/up's during the
+      second, only with ``decode_cublas_o`` (else the second runs inside ``gemm_ar`` right after its GEMM).
+      Under the CPU emulation the prefetch kernel runs inline on the current stream; on the CPU without it, not.
     """
 
     def __init__(
@@ -110,6 +127,8 @@ class TensorParallelDecoderLayer(nn.Module):
         *,
         rank: int | None = None,
         world_size: int | None = None,
+        decode_cublas_o: bool = False,
+        decode_prefetch_bytes: int = 0,
     ) -> None:
         rank, world_size = world_position(rank, world_size)
         name = type(self).__name__
@@ -123,6 +142,8 @@ class TensorParallelDecoderLayer(nn.Module):
         )  # fmt: skip
         mlp = TensorParallelMLP(weights["gate"], weights["up"], weights["down"], rank=rank, world_size=world_size)
         self._assemble(config, attention, mlp, weights["input_norm"], weights["post_norm"], rank, world_size)
+        self.decode_cublas_o, self.decode_prefetch_bytes = decode_cublas_o, decode_prefetch_bytes
+        self._decode_options()
 
     @classmethod
     def from_shards(
@@ -132,11 +153,14 @@ class TensorParallelDecoderLayer(nn.Module):
         *,
         rank: int | None = None,
         world_size: int | None = None,
+        decode_cublas_o: bool = False,
+        decode_prefetch_bytes: int = 0,
     ) -> TensorParallelDecoderLayer:
         """A layer holding this rank's shards, as ``state_dict()`` has them (``input_norm_weight``,
         ``post_norm_weight``, ``attention.qkv.weight``, ``attention.o.weight``, ``mlp.gate_up.weight`` (gate's
         columns, then up's), ``mlp.down.weight``, and with QK norm ``attention.q_norm_weight`` and
-        ``attention.k_norm_weight``). Raises LayerError naming a missing or misshapen tensor."""
+        ``attention.k_norm_weight``); the decode options as the class's. Raises LayerError naming a missing or
+        misshapen tensor or a bad option."""
         rank, world_size = world_position(rank, world_size)
         name = cls.__name__
         _check_config(name, config)
@@ -160,6 +184,8 @@ class TensorParallelDecoderLayer(nn.Module):
         mlp = TensorParallelMLP.from_shards(gate, up, state["mlp.down.weight"], rank=rank, world_size=world_size)
         layer = cls.__new__(cls)
         layer._assemble(config, attention, mlp, state["input_norm_weight"], state["post_norm_weight"], rank, world_size)
+        layer.decode_cublas_o, layer.decode_prefetch_bytes = decode_cublas_o, decode_prefetch_bytes
+        layer._decode_options()
         return layer
 
     def _assemble(
@@ -200,9 +226,23 @@ class TensorParallelDecoderLayer(nn.Module):
         self.attention = attention
         self.post_norm_weight = nn.Parameter(post_norm.detach().contiguous().clone(), requires_grad=False)
         self.mlp = mlp
+        self.decode_cublas_o, self.decode_prefetch_bytes = False, 0
+        self._sinks: dict[torch.device, torch.Tensor] = {}  # l2_prefetch's per-program sums (never read)
+
+    def _decode_options(self) -> None:
+        """Raise LayerError unless ``decode_cublas_o`` is a bool and ``decode_prefetch_bytes`` an int >= 0."""
+        name = type(self).__name__
+        if not isinstance(self.decode_cublas_o, bool):
+            raise LayerError(f"{name}: decode_cublas_o must be a bool, got {self.decode_cublas_o!r}")
+        prefetch = self.decode_prefetch_bytes
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
+            raise LayerError(f"{name}: decode_prefetch_bytes must be an int >= 0 (0: off), got {prefetch!r}")
 
     def extra_repr(self) -> str:
-        return f"config={self.config.name!r}, rank={self.rank}, world_size={self.world_size}"
+        return (
+            f"config={self.config.name!r}, rank={self.rank}, world_size={self.world_size}, decode_cublas_o="
+            f"{self.decode_cublas_o}, decode_prefetch_bytes={self.decode_prefetch_bytes}"
+        )
 
     def new_cache(
         self, batch: int, max_len: int, layout: str = "heads", device: torch.device | str | None = None
@@ -237,9 +277,10 @@ class TensorParallelDecoderLayer(nn.Module):
         pair (this rank's unreduced partial, and the replicated residual). ``positions`` and ``cache`` as
         ``TensorParallelAttention.decode_partial`` (a stack computes ``decode_positions`` once per step).
         Launches: the fused all-reduce + residual + RMSNorm, the QKV GEMM, the attention, O through ``gemm_ar``
-        with its norm epilogue (O's GEMM, then the fused op again), the gate/up GEMM, ``silu(gate) * up`` (one
-        Triton kernel), the down GEMM. No host synchronization (CUDA-graph capturable once each shape ran
-        eagerly)."""
+        with its norm epilogue (O's GEMM, then the fused op again; ``decode_cublas_o``: cuBLAS's GEMM, then the fused
+        op), the gate/up GEMM, ``silu(gate) * up`` (one Triton kernel), the down GEMM; with
+        ``decode_prefetch_bytes``, an L2 prefetch beside each fused op on a side stream. No host synchronization
+        (CUDA-graph capturable once each shape ran eagerly). Raises LayerError for bad input or a bad option."""
         self._check_input("x", x)
         self._check_input("residual", residual)
         if x.shape != residual.shape:
@@ -247,15 +288,52 @@ class TensorParallelDecoderLayer(nn.Module):
                 f"{type(self).__name__}: x and residual must have one shape, got {list(x.shape)} and "
                 f"{list(residual.shape)}"
             )
+        self._decode_options()
         eps = self.config.rms_eps
         x, residual = x.contiguous(), residual.contiguous()  # the fused op takes contiguous tensors
+        prefetch = self._prefetch(self.attention.qkv.weight, x)
         normed, residual = all_reduce_residual_rmsnorm(x, residual, self.input_norm_weight, eps)
+        self._join(prefetch)
         attn = self.attention.decode_attention(normed, positions, cache)
-        normed, residual = gemm_ar(
-            attn, self.attention.o.weight, residual=residual, norm_weight=self.post_norm_weight, eps=eps
-        )
+        if self.decode_cublas_o:
+            partial = torch.matmul(attn, self.attention.o.weight)
+            prefetch = self._prefetch(self.mlp.gate_up.weight, x)
+            normed, residual = all_reduce_residual_rmsnorm(partial, residual, self.post_norm_weight, eps)
+            self._join(prefetch)
+        else:
+            normed, residual = gemm_ar(
+                attn, self.attention.o.weight, residual=residual, norm_weight=self.post_norm_weight, eps=eps
+            )
         gated = silu_mul(torch.matmul(normed, self.mlp.gate_up.weight))  # silu(gate) * up, one launch
         return torch.matmul(gated, self.mlp.down.weight), residual
+
+    def _prefetch(self, weight: torch.Tensor, x: torch.Tensor) -> torch.cuda.Stream | None:
+        """With ``decode_prefetch_bytes``: enqueue ``l2_prefetch`` of ``weight``'s first bytes. On a GPU on the
+        side stream, after what the current stream has enqueued so far (a fork, which CUDA-graph capture records),
+        and return that stream for ``_join``; under the CPU emulation inline (None); else nothing (None)."""
+        if not self.decode_prefetch_bytes or not fused_kernels(x):
+            return None
+        sink = self._sinks.get(weight.device)
+        if sink is None:
+            on_gpu = weight.device.type == "cuda"
+            programs = torch.cuda.get_device_properties(weight.device).multi_processor_count if on_gpu else 4
+            sink = self._sinks[weight.device] = torch.empty(programs, dtype=torch.float32, device=weight.device)
+        if weight.device.type != "cuda":
+            l2_prefetch(weight, self.decode_prefetch_bytes, sink)
+            return None
+        side = _side_streams.get(weight.device)
+        if side is None:
+            side = _side_streams[weight.device] = torch.cuda.Stream(weight.device)
+        side.wait_stream(torch.cuda.current_stream(weight.device))
+        with torch.cuda.stream(side):
+            l2_prefetch(weight, self.decode_prefetch_bytes, sink)
+        return side
+
+    @staticmethod
+    def _join(side: torch.cuda.Stream | None) -> None:
+        """The current stream waits for ``side``'s prefetch (the join of ``_prefetch``'s fork)."""
+        if side is not None:
+            torch.cuda.current_stream(side.device).wait_stream(side)
 
     def _check_input(self, what: str, x: torch.Tensor) -> None:
         """Raise LayerError unless ``x`` is [rows, H] in the weights' dtype, on their device."""
