@@ -14,9 +14,10 @@ passed. The stages, as ``check_all_gather.py``'s: ``one_node`` (CUDA-IPC heap), 
 
 Each worker builds every rank's inputs from one seed (random routing with slots of -1, uneven T with T = 0 on one
 rank, a rank that receives nothing, k = 1 to 8, fp8 payloads, whole rows and chunks, ``layout="gather"``,
-``MoeConfig(route_programs=256)``, combine's bf16 partials put across nodes: ``MoeConfig(combine_partials="input",
-combine_spread=True)``), poisons the op's buffers, and checks its dispatch (rows, counts, offsets,
-per-row meta) and combine (``sum_k w_k y_k`` in fp32, rounded) against ``ops/moe/reference.py``; then two dispatches
+``MoeConfig(route_programs=256)``, combine's fp32 partials put across nodes: ``MoeConfig(combine_partials="fp32",
+combine_spread=False)``; every other case runs the default's bf16 partials), poisons the op's buffers, and checks its
+dispatch (rows, counts, offsets, per-row meta) and combine (``sum_k w_k y_k`` in fp32 with each rank's partial
+rounded to bf16 first, or not with fp32 partials, rounded) against ``ops/moe/reference.py``; then two dispatches
 before their combines (both buffer halves in flight), that the paths across nodes ran exactly when the world spans
 nodes (the kernels' PTX holds NVSHMEM's device code), and that low-latency mode refuses a world across nodes. Rank 0
 prints dispatch and combine times (informational).
@@ -83,13 +84,14 @@ def _experts(recv_x: Any, expert: Any) -> Any:
 
 
 def compare(
-    rank: int, recv_x: Any, handle: Any, out: Any, inputs: tuple[Any, ...], *, fp8: bool = False, partials: bool = False
+    rank: int, recv_x: Any, handle: Any, out: Any, inputs: tuple[Any, ...], *, fp8: bool = False, partials: bool = True
 ) -> list[str]:
     """What this rank's dispatch (``recv_x``, ``handle``) and combine (``out``, of ``_experts``' outputs) got that
     the reference did not: the rows, counts, offsets and per-row meta exactly; the combine equal to the reference's
     fp32 sums rounded to nearest even, or truncated (Triton 3.6's interpreter), on CPU ranks, and within ``rtol``
-    8e-3 of them on GPUs (which may fuse a multiply-add, so the last bf16 bit may differ). ``partials``
-    (``MoeConfig(combine_partials="input")``): each rank's partial rounded the same way before the sum."""
+    8e-3 of them on GPUs (which may fuse a multiply-add, so the last bf16 bit may differ). ``partials`` (the
+    default's ``MoeConfig(combine_partials="input")``; False: ``"fp32"``): each rank's partial rounded the same way
+    before the sum."""
     import dataclasses
 
     import torch
@@ -180,7 +182,7 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
     def run(checks: Checks, name: str, inputs: tuple[Any, ...], **options: Any) -> None:
         xs, idxs, weights, experts = inputs
         fp8 = bool(options.get("fp8"))
-        partials = getattr(options.get("config"), "combine_partials", "fp32") == "input"
+        partials = (options.get("config") or MoeConfig()).combine_partials == "input"
         poison()
         x, idx, w = (t[rank].to(device) for t in (xs, idxs, weights))
         recv_x, handle = ops.moe_dispatch(x, idx, w, experts, **options)
@@ -227,9 +229,10 @@ def cases(world: Any, emulate: bool) -> list[tuple[str, Callable[..., None]]]:
             gather = {"config": MoeConfig(route_programs=256)} if emulate else {}
             run(checks, "layout='gather'" + (", MoeConfig(route_programs=256)" if emulate else ""),
                 routing(14, size, tokens, 3, hidden), layout="gather", **gather)  # fmt: skip
-            # combine's bf16 partials put across nodes (half the bytes of fp32's), its programs starting spread
-            options = MoeConfig(combine_partials="input", combine_spread=True)
-            run(checks, "MoeConfig(combine_partials='input', combine_spread=True), k = 8",
+            # combine's fp32 partials put across nodes (the option; twice the bytes of the default's bf16 ones), its
+            # programs not spread: the defaults before 2026-11-27
+            options = MoeConfig(combine_partials="fp32", combine_spread=False)
+            run(checks, "MoeConfig(combine_partials='fp32', combine_spread=False), k = 8",
                 routing(16, size, tokens, 8, hidden), config=options)  # fmt: skip
         if not emulate:  # the route count option: 8 tokens a program where the default's take 32
             many = routing(15, size, [2000, 1333], 4, hidden, none_rate=0.0)

@@ -21,8 +21,10 @@ runs ``CASES``; the options' own cases: ``_variants``, ``_own_rows_in_push``, ``
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
 ranks also chunked k = 8, fp8 kept and dequantized).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
-their expert id, too: the reference's fp32 sums (the same order of additions), rounded to bf16 (Triton 3.6's
-interpreter truncates where GPUs round to nearest even).
+their expert id, too: the reference's fp32 sums (the same order of additions) with each rank's partial rounded to bf16
+first (the default ``MoeConfig(combine_partials="input")``; not with ``"fp32"``, ``COMBINE_CASES``), rounded to bf16
+(Triton 3.6's interpreter truncates where GPUs round to nearest even); the default's k = 8 case is one whose sums
+differ with fp32 partials, so a combine sending fp32 partials fails it.
 """
 
 from __future__ import annotations
@@ -119,19 +121,24 @@ their own, whose epochs start with the options' (the default's plans ran ``CASES
 
 
 COMBINE_CONFIGS = {
-    "input": MoeConfig(combine_partials="input"),
-    "spread": MoeConfig(combine_spread=True),
-    "input+spread": MoeConfig(combine_partials="input", combine_spread=True),
+    "fp32": MoeConfig(combine_partials="fp32"),
+    "no-spread": MoeConfig(combine_spread=False),
+    "fp32+no-spread": MoeConfig(combine_partials="fp32", combine_spread=False),
 }
-"""Combine's options (``MoeConfig.combine_partials``, ``combine_spread``): the default dispatch's plan, its combine
-with bf16 partials (each rank's partial rounded to bf16, then summed in fp32: ``_combined`` gives those bits exactly,
-rounded to nearest even as GPUs do or truncated as the interpreter does), and with the push's programs starting
-spread (the emulation's one program halfway, wrapping around) and the reduce's partials loaded unrolled over the
-ranks (masked lanes past W at 3 ranks): the reference's bits."""
-COMBINE_CASES = {2: (("input", "k8"), ("spread", "random"), ("input+spread", "k8")), 3: (("input+spread", "k8"),)}
-"""The (option, case) pairs run per world size, in both modes, every output allocated poisoned. The bf16 partials
-run on k = 8, where every token has rows on every rank, so some sums differ from the fp32 partials' (``_case`` checks
-that they do: a combine ignoring the option fails)."""
+"""Combine's options beside its defaults (``MoeConfig.combine_partials="input"``: bf16 partials, each rank's rounded
+to bf16 and summed in fp32; ``combine_spread=True``: the push's programs starting spread, the emulation's one program
+halfway, wrapping around, and the reduce's partials loaded unrolled over the ranks, masked lanes past W at 3 ranks),
+which ``CASES`` run: the default dispatch's plan with fp32 partials (the reference's fp32 sums), with the kernels'
+order before the spread (the loop over ranks in the reduce), and both (the defaults before the 2 x H200 run of
+2026-11-27). ``_combined`` gives each one's bits exactly, rounded to nearest even as GPUs do or truncated as the
+interpreter does."""
+COMBINE_CASES = {
+    2: (("fp32", "k8"), ("no-spread", "k8"), ("fp32+no-spread", "random")),
+    3: (("fp32+no-spread", "k8"),),
+}
+"""The (option, case) pairs run per world size, in both modes, every output allocated poisoned. The k = 8 case, where
+every token has rows on every rank, has sums that differ between bf16 and fp32 partials (``_case(..., distinct=True)``
+checks that they do: a combine ignoring ``combine_partials`` fails)."""
 
 
 OWN_CONFIG = MoeConfig(pipelined=True, programs_per_sm=3)
@@ -331,12 +338,19 @@ def _fp8_call(rank: int, inputs: tuple[Any, ...], mode: str, dequantize: bool, c
         mine = recv_x if dequantize else dequantize_fp8(recv_x, handle.recv_scales, torch.bfloat16)
         out = triton_dist.ops.moe_combine(_experts(mine, handle.recv_expert), handle)
         ys = [_experts(dequantize_fp8(rx, h.recv_scales, torch.bfloat16), h.recv_expert) for rx, h in refs]
-        exact = reference_combine(ys, [dataclasses.replace(h, dtype=torch.float32) for _, h in refs])[rank]
-        if not dequantize:
-            problems += _bf16_problems("combine", out, exact)
-        elif out.shape != exact.shape or not torch.allclose(out.float(), exact, rtol=2e-2, atol=1e-2):
-            # each rank's rows: the reference's bf16 (nearest even) or the interpreter's (truncated)
-            problems.append("combine of the dequantized rows differs")
+        partials = (config or MoeConfig()).combine_partials == "input"
+        if not dequantize:  # the same ys as the reference's: its sums' bits
+            if not any(torch.equal(out, want) for want in _combined(ys, [h for _, h in refs], rank, partials)):
+                problems.append("combine differs")
+        else:
+            # Each rank's rows: the reference's bf16 (nearest even) or the interpreter's (truncated), 2^-7 of each
+            # term at most, and a partial's rounding to bf16 may flip with them (2^-7 of it): within 2^-6 of the sum
+            # of the terms' magnitudes.
+            fp32 = [dataclasses.replace(h, dtype=torch.float32) for _, h in refs]
+            exact = reference_combine(ys, fp32, _nearest if partials else None)[rank]
+            bound = 2**-6 * reference_combine([y.abs() for y in ys], fp32)[rank] + 2e-2 * exact.abs() + 1e-2
+            if out.shape != exact.shape or not bool(((out.float() - exact).abs() <= bound).all()):
+                problems.append("combine of the dequantized rows differs")
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         problems = [f"{type(error).__name__}: {error}"]
     return problems
@@ -548,10 +562,19 @@ def _overlap_fp8(rank: int, size: int) -> dict[str, list[str]]:
 
 
 def _case(
-    rank: int, size: int, name: str, number: int, mode: str, config: Any = None, layout: str = "expanded"
+    rank: int,
+    size: int,
+    name: str,
+    number: int,
+    mode: str,
+    config: Any = None,
+    layout: str = "expanded",
+    distinct: bool = False,
 ) -> list[str]:
-    """Case ``name`` (the ``number``-th of its list) in ``mode`` with ``config`` (a ``MoeConfig`` or None) and
-    ``layout``: what this rank's dispatch and combine got that the reference did not."""
+    """Case ``name`` (the ``number``-th of its list) in ``mode`` with ``config`` (a ``MoeConfig`` or None: the
+    default) and ``layout``: what this rank's dispatch and combine got that the reference did not (combine with bf16
+    or fp32 partials, ``config.combine_partials``). ``distinct``: also a problem if the case's bf16 and fp32 partials
+    give the same sums (then it could not tell a combine ignoring ``combine_partials``)."""
     import triton_dist
     from triton_dist.ops.moe import reference_dispatch
 
@@ -571,11 +594,11 @@ def _case(
             problems.append(f"handle.config {handle.config!r} is not the dispatch's {config!r}")
         out = triton_dist.ops.moe_combine(_experts(recv_x, handle.recv_expert), handle)
         ys = [_experts(rx, h.recv_expert) for rx, h in refs]
-        partials = config is not None and config.combine_partials == "input"
+        partials = (config or MoeConfig()).combine_partials == "input"
         wanted = _combined(ys, [h for _, h in refs], rank, partials)
-        fp32 = _combined(ys, [h for _, h in refs], rank) if partials else []
-        if partials and any(torch.equal(a, b) for a, b in zip(wanted, fp32, strict=True)):
-            problems.append("the case gives the same bf16 sums with fp32 partials: it cannot tell them apart")
+        other = _combined(ys, [h for _, h in refs], rank, not partials) if distinct else []
+        if distinct and any(torch.equal(a, b) for a, b in zip(wanted, other, strict=True)):
+            problems.append("the case gives the same bf16 sums with bf16 and fp32 partials: it cannot tell them apart")
         if not any(torch.equal(out, want) for want in wanted):
             exact = wanted[0].float()
             worst = (out.float() - exact).abs().max().item() if out.shape == exact.shape else None
@@ -597,7 +620,7 @@ def _worker(out_dir: str) -> None:
     record: dict[str, list[str]] = {}
     for number, name in enumerate(CASES):
         for mode in ("normal", "low_latency"):
-            record[f"{name}#{number}/{mode}"] = _case(rank, size, name, number, mode)
+            record[f"{name}#{number}/{mode}"] = _case(rank, size, name, number, mode, distinct=name == "k8")
         if name in GATHER_CASES[size] and CASES.index(name) == number:  # layout="gather": recv_x[gather_rows]
             record[f"gather/{name}#{number}/normal"] = _case(rank, size, name, number, "normal", layout="gather")
     record["bad_ids"] = _bad_ids(rank, size)
@@ -605,7 +628,7 @@ def _worker(out_dir: str) -> None:
         for mode in ("normal", "low_latency"):
             number = CASES.index(name)
             with _PoisonedEmpty():
-                problems = _case(rank, size, name, number, mode, COMBINE_CONFIGS[label])
+                problems = _case(rank, size, name, number, mode, COMBINE_CONFIGS[label], distinct=name == "k8")
             record[f"combine/{label}/{name}#{number}/{mode}"] = problems
     if size == 2:  # the fp8, capacity and chunked paths once (the emulation is slow; W is a run-time value)
         record |= _fp8(rank, size)
@@ -701,9 +724,9 @@ def test_dispatch_and_combine_match_the_reference(records: list[dict[str, list[s
 
 
 def test_combine_options_match_the_reference(records: list[dict[str, list[str]]]) -> None:
-    """``MoeConfig(combine_partials="input")``: bf16 partials, each rank's rounded once, summed in fp32 (the exact
-    bits ``_combined`` expects; against the fp32 partials' sums that is within 2^-8 of the sum of the partials'
-    magnitudes, which the GPU test checks); ``combine_spread``: the reference's bits (``COMBINE_CASES``)."""
+    """Combine's options beside its defaults (``COMBINE_CASES``): ``MoeConfig(combine_partials="fp32")`` the
+    reference's fp32 sums, ``combine_spread=False`` the same bits as the spread default (bf16 partials, each rank's
+    rounded once, summed in fp32: the exact bits ``_combined`` expects), and both (the defaults before 2026-11-27)."""
     for rank, record in enumerate(records):
         got = {key: problems for key, problems in record.items() if key.startswith("combine/")}
         want = [f"combine/{label}/{name}#{CASES.index(name)}/{mode}" for label, name in COMBINE_CASES[len(records)]

@@ -15,9 +15,11 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``op.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept with
 their scales under the option ``op.FP8_OVERLAPS_PUSH``), the dispatch without it (``op.OWN_ROWS_IN_PUSH``: the push
 storing this rank's own rows itself; neither: a push launch on a side stream; fp8's default: the expand after the push),
-against the reference too; combine's ``MoeConfig(combine_partials="input")`` (bf16 partials: the reference with each
-rank's partial rounded, within one flipped bf16 rounding of each) and ``combine_spread`` (the default's bits) at
-H = 7168, normal and low-latency graphed (``_combine_option_checks``).
+against the reference too. Combine runs its defaults everywhere (``MoeConfig(combine_partials="input",
+combine_spread=True)``: bf16 partials, checked against the reference with each rank's partial rounded, within one
+flipped bf16 rounding of each); at H = 7168, normal and low-latency graphed, also ``combine_partials="fp32"`` (the
+reference's fp32 sums, and different from the default's bits somewhere) and ``combine_spread=False`` (the same bits
+as with it) (``_combine_option_checks``).
 
     torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT_DIR   # what the test below runs (run_script)
 
@@ -49,13 +51,14 @@ def _cpu(handle: Any) -> Any:
 
 
 def _combine_problems(
-    out: torch.Tensor, ys: list[torch.Tensor], refs: list[Any], rank: int, rtol: float = 8e-3, partials: bool = False
+    out: torch.Tensor, ys: list[torch.Tensor], refs: list[Any], rank: int, rtol: float = 8e-3, partials: bool = True
 ) -> list[str]:
     """``out`` against reference_combine of ``ys``; ``rtol`` 8e-3: fp32 sums in the reference's order, the GPU may
     fuse a multiply-add, so the last bf16 bit may differ (2e-2 where the experts' inputs are dequantized rows, which
-    the interpreter of a dry run rounds to bf16 by truncation). ``partials`` (``MoeConfig(combine_partials=
-    "input")``): the reference with each rank's partial rounded to bf16 (nearest even) before the fp32 sum, within
-    ``2^-7 * sum_d |partial_d|`` more (a fused multiply-add may flip a partial's rounding: one bf16 ulp)."""
+    the interpreter of a dry run rounds to bf16 by truncation). ``partials`` (the default's
+    ``MoeConfig(combine_partials="input")``; False: ``"fp32"``): the reference with each rank's partial rounded to
+    bf16 (nearest even) before the fp32 sum, within ``2^-7 * sum_d |partial_d|`` more (a fused multiply-add may flip
+    a partial's rounding: one bf16 ulp)."""
     from triton_dist.ops.moe import reference_combine
 
     fp32 = [dataclasses.replace(h, dtype=torch.float32) for _, h in refs]
@@ -361,12 +364,14 @@ def _layer_checks(rank: int, size: int, cuda: torch.device, record: dict[str, li
 def _combine_option_checks(
     rank: int, size: int, cuda: torch.device, record: dict[str, list[str]], check: Any, hidden: int = 7168
 ) -> None:
-    """Combine's options at H = 7168 (k = 4, 700 and 333 tokens: several slots per program, so the spread start wraps
-    around): ``MoeConfig(combine_partials="input")`` against the reference with bf16 partials, and different from the
-    default's fp32 partials somewhere (a combine ignoring the option fails); ``combine_spread`` (alone, the default's
-    bits exactly, and with bf16 partials); in normal mode, and in low-latency mode in a CUDA graph replayed with fresh
-    routing (``check``: the worker's, which records under ``combine-<option>/...``; ``hidden`` smaller for a dry run
-    on CPU ranks under the emulation, where the graph is a plain call)."""
+    """Combine's defaults and options at H = 7168 (k = 4, 700 and 333 tokens: several slots per program, so the spread
+    start wraps around): the default (``MoeConfig(combine_partials="input", combine_spread=True)``) against the
+    reference with bf16 partials; ``combine_partials="fp32"`` against the reference's fp32 sums and different from
+    the default's bits somewhere (a combine ignoring the option fails); ``combine_spread=False`` (with bf16 partials,
+    and with fp32 ones: the defaults before 2026-11-27) the same bits as with the spread; in normal mode, and the
+    default and fp32 partials in low-latency mode in a CUDA graph replayed with fresh routing (``check``: the
+    worker's, which records under ``combine-<option>/...``; ``hidden`` smaller for a dry run on CPU ranks under the
+    emulation, where the graph is a plain call)."""
     from test_ops_moe_emulation import _case_inputs, _experts
 
     import triton_dist
@@ -374,10 +379,12 @@ def _combine_option_checks(
     from triton_dist.testing import sync
 
     options = {
-        "input": MoeConfig(combine_partials="input"),
-        "spread": MoeConfig(combine_spread=True),
-        "input+spread": MoeConfig(combine_partials="input", combine_spread=True),
+        "default": MoeConfig(),
+        "no-spread": MoeConfig(combine_spread=False),
+        "fp32": MoeConfig(combine_partials="fp32"),
+        "fp32-no-spread": MoeConfig(combine_partials="fp32", combine_spread=False),
     }
+    same_bits = {"no-spread": "default", "fp32-no-spread": "fp32"}  # without the spread: the bits with it
 
     def inputs(seed: int, mode: str) -> tuple[tuple[Any, ...], Any]:
         xs, idxs, weights, experts = _case_inputs("large", size, seed, hidden=hidden)
@@ -387,19 +394,18 @@ def _combine_option_checks(
 
     for mode in ("normal", "low_latency"):
         args, refs = inputs(80, mode)
-        default = triton_dist.ops.moe_dispatch(*args)
-        baseline = triton_dist.ops.moe_combine(_experts(default[0], default[1].recv_expert), default[1])
-        for label, config in options.items():
+        outs: dict[str, torch.Tensor] = {}
+        for label, config in options.items():  # the options with the spread first
             key = f"combine-{label}/large-7168/{mode}"
             dispatched = triton_dist.ops.moe_dispatch(*args, config=config)
             out = triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
-            partials = config.combine_partials == "input"
-            check(key, args, refs, dispatched, out, partials)
-            if partials and torch.equal(out, baseline):
-                record[key].append("the same bits as the fp32 partials: the option did not reach the kernels")
-            if not partials and not torch.equal(out, baseline):
-                record[key].append("combine_spread changed the result's bits")
-    for label in ("input", "input+spread"):  # low-latency, graphed: static inputs refilled before each replay
+            outs[label] = out
+            check(key, args, refs, dispatched, out, config.combine_partials == "input")
+            if label == "fp32" and torch.equal(out, outs["default"]):
+                record[key].append("the same bits as the default's bf16 partials: the option did not reach the kernels")
+            if label in same_bits and not torch.equal(out, outs[same_bits[label]]):
+                record[key].append(f"combine_spread changed the result's bits (against combine-{same_bits[label]})")
+    for label in ("default", "fp32"):  # low-latency, graphed: static inputs refilled before each replay
         config = options[label]
         args, refs = inputs(81, "low_latency")
         static = [a.clone() for a in args[:3]]
@@ -421,7 +427,8 @@ def _combine_option_checks(
             for target, value in zip(static, args[:3], strict=True):
                 target.copy_(value)
             dispatched, out = replayed()
-            check(f"combine-{label}/graph-replay-{replay}/low_latency", args, refs, dispatched, out, True)
+            partials = config.combine_partials == "input"
+            check(f"combine-{label}/graph-replay-{replay}/low_latency", args, refs, dispatched, out, partials)
 
 
 def _worker(out_dir: str) -> None:
@@ -459,7 +466,7 @@ def _worker(out_dir: str) -> None:
         refs: Any,
         dispatched: tuple[torch.Tensor, Any],
         out: Any,
-        partials: bool = False,
+        partials: bool = True,
     ) -> None:
         recv_x, handle = dispatched
         sync(key)

@@ -285,10 +285,11 @@ def _v4(ptx: str, op: str) -> int:
 
 
 def test_sm90_combine_options_halve_the_partials_stores_and_load_every_rank_together(tmp_path: Any) -> None:
-    """``MoeConfig(combine_partials="input")`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps): the push converts its fp32
-    sums to bf16 and stores half the 16-byte vectors of fp32's (8 a thread and row, not 16), the reduce reads bf16;
-    ``combine_spread``: the reduce's 2 ranks' partials all loaded before its first store (the default loop: one rank's
-    an iteration), and the push's spread start wraps around (a remainder); none of them spills registers."""
+    """``MoeConfig(combine_partials="input")`` (the default) at H = 7168 bf16 (BLOCK_H 8192, 4 warps): the push
+    converts its fp32 sums to bf16 and stores half the 16-byte vectors of ``"fp32"``'s (8 a thread and row, not 16),
+    the reduce reads bf16; ``combine_spread`` (the default): the reduce's 2 ranks' partials all loaded before its
+    first store (without it, the loop: one rank's an iteration), and the push's spread start wraps around (a
+    remainder); none of them spills registers."""
     need_real_library("sm_90")
     block = MoeConfig().row_block(7168)
     fp32 = _compile("combine_push", "sm_90", False, world_size=2, row_block=block)
@@ -313,20 +314,22 @@ def test_sm90_combine_options_halve_the_partials_stores_and_load_every_rank_toge
 
 
 def test_combine_options_are_checked_and_reach_the_kernels() -> None:
-    """``MoeConfig.combine_partials`` / ``combine_spread``: refused with what is allowed; the partials' dtype; the
-    combine kernels' constants (none for the default: its kernels compile as before; the reduce's unrolled ranks on
-    one node of at most ``SPREAD_REDUCE_RANKS``)."""
+    """``MoeConfig.combine_partials`` / ``combine_spread``: their defaults (``"input"`` and True, measured fastest);
+    refused with what is allowed; the partials' dtype; the combine kernels' constants (none for fp32 partials without
+    spread: the kernels compile as before the options; the reduce's unrolled ranks on one node of at most
+    ``SPREAD_REDUCE_RANKS``)."""
     from triton_dist.ops.moe.config import SPREAD_REDUCE_RANKS
 
-    assert (MoeConfig().combine_partials, MoeConfig().combine_spread) == ("fp32", False), "the defaults"
+    assert (MoeConfig().combine_partials, MoeConfig().combine_spread) == ("input", True), "the defaults"
     for bad in ("bf16", "FP32", None, torch.bfloat16):
         with pytest.raises(MoeError, match=r"combine_partials must be one of \['fp32', 'input'\], got"):
             MoeConfig(combine_partials=bad)  # type: ignore[arg-type]
     with pytest.raises(MoeError, match="combine_spread must be True or False, got 1"):
         MoeConfig(combine_spread=1)  # type: ignore[arg-type]
-    inputs = MoeConfig(combine_partials="input")
+    fp32 = MoeConfig(combine_partials="fp32", combine_spread=False)
+    assert (fp32.combine_partials, fp32.combine_spread) == ("fp32", False), "the options before the defaults"
     for dtype in (torch.bfloat16, torch.float16, torch.float32):
-        assert MoeConfig().partial_dtype(dtype) == torch.float32 and inputs.partial_dtype(dtype) == dtype
+        assert fp32.partial_dtype(dtype) == torch.float32 and MoeConfig().partial_dtype(dtype) == dtype
     plan = SimpleNamespace(nodes=1, world_size=2)
     constants = moe_op._combine_constexprs
     assert constants(torch.float32, False, plan) == {} and constants(torch.float32, False, plan, reduce=True) == {}
@@ -673,7 +676,7 @@ def test_each_launch_passes_the_kernels_leading_parameters_in_order(monkeypatch:
     for _ in range(2):
         combine_args = (comb_rows, comb_src, comb_dst, tok_pos, row, epoch, key)
         moe_op._combine(torch.zeros(*outputs[0].shape), outputs[7], *combine_args)
-    assert [(a["combine_partials"], a["combine_spread"]) for a in agreed] == [("fp32", False)], agreed
+    assert [(a["combine_partials"], a["combine_spread"]) for a in agreed] == [("input", True)], agreed
     assert sorted(seen) == ["combine_push", "combine_reduce", "expand", "push", "route", "route_count"]
     for name, names in seen.items():
         kernel = getattr(kernels, f"_{name}_kernel")

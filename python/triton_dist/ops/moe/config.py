@@ -117,7 +117,8 @@ MAX_ROW_BLOCK = 16384
 thread at 4 warps): rows wider than it move in ``BLOCK_H`` chunks."""
 
 COMBINE_PARTIALS = ("fp32", "input")
-"""``MoeConfig.combine_partials``: the dtype combine's partials cross the links in (fp32, or ``y``'s dtype)."""
+"""``MoeConfig.combine_partials``: the dtype combine's partials cross the links in (fp32, or ``y``'s dtype: the
+default)."""
 SPREAD_REDUCE_RANKS = 4
 """The most ranks whose partials ``MoeConfig(combine_spread=True)``'s reduce loads as one unrolled step (more: the
 loop over ranks): at H = 7168 (BLOCK_H 8192, 4 warps) each rank's row is 64 fp32 registers per thread once widened."""
@@ -182,22 +183,33 @@ class MoeConfig:
     Elsewhere ignored. Same results, bit for bit (each output word is written once, from the same values). An option
     until a GPU run measures it (``bench/moe.py --only-dispatch --expand-block 16``)."""
 
-    combine_partials: str = "fp32"
-    """The dtype of the partials combine's push sends to each token's home rank (``COMBINE_PARTIALS``): ``"fp32"``
-    (the default: ``sum_k w_k * y_k`` of a token's rows on one rank stored in fp32, summed in fp32 at home, the
-    reference's bits) or ``"input"`` (the partial rounded to ``y``'s dtype, bf16 / fp16, and widened to fp32 at home
-    before the sum, as the NCCL dispatcher of ``bench/moe.py`` and DeepEP do; fp32 inputs are unchanged). The bytes:
-    at H = 7168, 4096 tokens per rank, top-8 of 256 experts on 2 ranks, each rank sends about 4080 partials to the
-    other (a token misses a rank only when all 8 experts sit on the other one, 2 * 0.5^8 of the tokens): 117 MB of
-    fp32, 344 µs at the 339 GB/s per rank the push all-gather measured over NVLink on 2 x H200 (2026-11-27), 58 MB
-    and 172 µs in bf16; the reduce at home reads half the bytes as well (235 against 117 MB from HBM, about 59 against
+    combine_partials: str = "input"
+    """The dtype of the partials combine's push sends to each token's home rank (``COMBINE_PARTIALS``): ``"input"``
+    (the default: ``sum_k w_k * y_k`` of a token's rows on one rank computed in fp32, rounded to ``y``'s dtype, bf16 /
+    fp16, and widened to fp32 at home before the sum, as the NCCL dispatcher of ``bench/moe.py`` and DeepEP do; fp32
+    inputs are unchanged) or ``"fp32"`` (the partial stored in fp32 and summed in fp32 at home: the reference's bits,
+    :func:`~triton_dist.ops.moe.reference_combine` without ``round_partial``, at twice the bytes). The bytes: at
+    H = 7168, 4096 tokens per rank, top-8 of 256 experts on 2 ranks, each rank sends about 4080 partials to the other
+    (a token misses a rank only when all 8 experts sit on the other one, 2 * 0.5^8 of the tokens): 117 MB of fp32,
+    344 µs at the 339 GB/s per rank the push all-gather measured over NVLink on 2 x H200 (2026-11-27), 58 MB and
+    172 µs in bf16; the reduce at home reads half the bytes as well (235 against 117 MB from HBM, about 59 against
     29 µs at 4 TB/s). Each rank's partial ``p_d`` is rounded once (to nearest even: within ``2^-8 |p_d|`` in bf16,
     ``2^-11 |p_d|`` in fp16), so the result is within ``2^-8 * sum_d |p_d|`` (bf16) of the fp32 sum before its own
-    final rounding, which both settings share. An option until a GPU run measures it (``bench/moe.py``'s ``ours
-    combine-partials=input`` rows)."""
-    combine_spread: bool = False
-    """Two changes to combine's kernels, the same results bit for bit (an option until a GPU run measures it:
-    ``bench/moe.py``'s ``ours combine-partials=input+spread`` rows).
+    final rounding, which both settings share (``reference_combine(..., round_partial=lambda p:
+    p.to(torch.bfloat16).float())`` gives the default's sums on GPUs).
+
+    The default since the 2 x H200 run of 2026-11-27 17:42 UTC (commit 8ca72c0, ``bench/moe.py --tokens
+    128,4096,16384``, H 7168, top-8 of 256; every row checked against the reference): combine's device µs with fp32
+    partials / ``"input"`` / ``"input"`` and ``combine_spread`` were 33.6 / 30.5 / 30.8 at 128 tokens per rank,
+    589.3 / 381.3 / 331.2 at 4096 and 2292.4 / 1447.2 / 1248.3 at 16384 in normal mode, and 38.2 / 29.7 / 29.6 in
+    low-latency mode at 128 tokens, CUDA-graphed (4.86x the NCCL dispatcher's 143.9 µs with both options, 3.8x
+    with fp32 partials). ``bench/moe.py`` times fp32 partials beside the default (``ours combine-partials=fp32``
+    rows)."""
+    combine_spread: bool = True
+    """Two changes to combine's kernels, the same results bit for bit (default True since the 2 x H200 run of
+    2026-11-27 described at ``combine_partials``: with bf16 partials 381.3 -> 331.2 µs at 4096 tokens per rank and
+    1447.2 -> 1248.3 at 16384 in normal mode, 29.7 -> 29.6 µs low-latency graphed at 128; False, the kernels'
+    order before it, is ``bench/moe.py``'s ``ours combine-partials=fp32, no spread`` row with fp32 partials).
 
     (1) The push's programs start spread over the received tokens: program ``p`` of ``P`` at the
     ``floor((p + 1) * n / (P + 1))``-th of its ``n`` slots, wrapping around (the CPU emulation's one program starts

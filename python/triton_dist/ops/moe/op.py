@@ -1118,8 +1118,8 @@ def _combine(
     row: torch.Tensor,
     epoch: torch.Tensor,
     key: tuple[Any, ...],
-    partials: str = "fp32",
-    spread: bool = False,
+    partials: str = "input",
+    spread: bool = True,
 ) -> torch.Tensor:
     plan = _plans.get(key)
     if plan is None:
@@ -1241,8 +1241,8 @@ def _moe_combine_op(
     pipelined: bool = False,
     route_programs: int = 0,
     expand_block: int = 0,
-    combine_partials: str = "fp32",
-    combine_spread: bool = False,
+    combine_partials: str = "input",
+    combine_spread: bool = True,
 ) -> torch.Tensor:
     key = (mode, y.shape[-1], y.dtype, num_experts, comb_rows.shape[1], max_tokens_per_rank or None, y.device, fp8,
            whole_row, programs_per_sm, pipelined, route_programs, expand_block)  # fmt: skip
@@ -1269,8 +1269,8 @@ def _moe_combine_fake(
     pipelined: bool = False,
     route_programs: int = 0,
     expand_block: int = 0,
-    combine_partials: str = "fp32",
-    combine_spread: bool = False,
+    combine_partials: str = "input",
+    combine_spread: bool = True,
 ) -> torch.Tensor:
     return y.new_empty(tok_pos.shape[0], y.shape[-1])
 
@@ -1391,14 +1391,15 @@ def moe_dispatch(
 
 
 def moe_combine(y: torch.Tensor, handle: MoeHandle) -> torch.Tensor:
-    """For every token of this rank's dispatch, ``sum_k w_k * y_k`` over its experts, in fp32, returned [T, H] in
-    x's dtype (``torch.ops.triton_dist``). ``y``: the experts' unweighted outputs, one row per row of ``recv_x``
-    (same shape and dtype). Every rank calls it for the dispatch it made, in the same order; it runs with that
-    dispatch's ``config`` (``handle.config``): with ``MoeConfig(combine_partials="input")`` each rank's partial sum
-    of a token crosses the links rounded to y's dtype (then summed in fp32 at home), with ``combine_spread`` the
-    kernels take their rows in another order (the same bits). The ranks' options are checked against each other at
-    a plan's first combine with them (:class:`MoeError` on every rank if they differ; during CUDA-graph capture not
-    checked: combine once eagerly first)."""
+    """For every token of this rank's dispatch, ``sum_k w_k * y_k`` over its experts, returned [T, H] in x's dtype
+    (``torch.ops.triton_dist``). ``y``: the experts' unweighted outputs, one row per row of ``recv_x`` (same shape
+    and dtype). Every rank calls it for the dispatch it made, in the same order; it runs with that dispatch's
+    ``config`` (``handle.config``): by default (``MoeConfig(combine_partials="input")``) each rank's partial sum of a
+    token, computed in fp32, crosses the links rounded to y's dtype and is summed in fp32 at home (``"fp32"`` keeps
+    the partials in fp32: the reference's bits, twice the bytes), and the kernels take their rows spread
+    (``combine_spread``, the same bits as without). The ranks' options are checked against each other at a plan's
+    first combine with them (:class:`MoeError` on every rank if they differ; during CUDA-graph capture not checked:
+    combine once eagerly first)."""
     device = _world("moe_combine", getattr(handle, "mode", "normal")).device
     check_combine_input(y, handle, device)
     comb_rows, comb_src, comb_dst, tok_pos, row, epoch = handle.state

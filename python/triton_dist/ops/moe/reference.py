@@ -198,8 +198,9 @@ def reference_combine(
 
     ``round_partial``: applied to each rank's fp32 partials (a [T, H] fp32 tensor, zero where the rank holds none of
     the token's experts) before they are added, returning fp32, e.g. ``lambda p: p.to(torch.bfloat16).float()`` for
-    ``MoeConfig(combine_partials="input")`` with bf16 ``y`` on GPUs (rounded to nearest even). Raises
-    :class:`MoeError` unless there is one ``y`` per handle."""
+    the op's default, ``MoeConfig(combine_partials="input")``, with bf16 ``y`` on GPUs (rounded to nearest even);
+    None (no rounding) gives ``MoeConfig(combine_partials="fp32")``'s sums. Raises :class:`MoeError` unless there is
+    one ``y`` per handle."""
     world = len(handles)
     if len(ys) != world:
         raise MoeError("reference_combine: give one y per rank's handle")
