@@ -26,6 +26,14 @@ tensor-parallel baseline of the same weights, one run.
   replays, max over ranks). The rotary tables are the same torch code on both sides; ours' decode runs QK norm,
   RoPE and the KV cache writes as one Triton kernel and SiLU(gate) * up as another (layers/_kernels.py),
   the baseline torch's ops (``rotate_qkv``, index_put, SiLU and a product).
+- ``--decode-variants``: also times ours' decode with the layers' decode options (``DECODE_VARIANTS``, off by default;
+  docs/design.md, "The decode step at batch 64"), each beside the default in the same run and checked against the
+  baseline: ``cublas-o`` (O's GEMM by cuBLAS, then the fused all-reduce + RMSNorm), ``all-gather`` (the sequence-
+  split gather by ``all_gather``), ``prefetch`` / ``prefetch-32m`` (cuBLAS O and an L2 prefetch of the next GEMM's
+  weight, 16 / 32 MiB, beside each fused all-reduce), ``combined`` (the three), ``head-cudnn`` /
+  ``head-efficient`` (the head-split cache, SDPA pinned to cuDNN / memory-efficient attention), ``head-combined``
+  (cuDNN, cuBLAS O, the prefetch). For the batch-64 gap, in under 2 minutes:
+  ``torchrun --nproc-per-node=2 bench/decoder.py --prefill "" --batches 64 --contexts 4096 --decode-variants all``.
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
 
 Before timing, each case compares ours with the baseline (the stack's output, relative to its largest element);
@@ -65,6 +73,7 @@ from triton_dist import runtime as rt  # noqa: E402
 from triton_dist.layers import CONFIGS, DecoderConfig, KVCache, TensorParallelDecoderLayer, random_weights  # noqa: E402
 from triton_dist.layers._kernels import rope_rows, silu_mul  # noqa: E402
 from triton_dist.layers.attention import rms_norm  # noqa: E402
+from triton_dist.layers.decoder import DECODE_PREFETCH_BYTES  # noqa: E402
 from triton_dist.ops import all_reduce  # noqa: E402
 from triton_dist.testing import main_guard, rank0_print, setup_distributed  # noqa: E402
 from triton_dist.testing.timing import graphed_us, time_ms  # noqa: E402
@@ -94,6 +103,21 @@ PREFILL_VARIANTS: dict[str, dict[str, bool]] = {
 ``unfused`` all three (torch's SiLU and product, SDPA on copies of the KV heads repeated for their query groups,
 ``rotate_qkv``'s torch ops: the path before the fused kernels), ``no-gqa`` only ``prefill_gqa`` (the KV copies),
 ``no-rope`` only ``prefill_fused_rope`` (``rotate_qkv``'s torch ops)."""
+_PREFETCH = {"decode_cublas_o": True, "decode_prefetch_bytes": DECODE_PREFETCH_BYTES}
+DECODE_VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
+    "cublas-o": ("sequence", {"decode_cublas_o": True}),
+    "all-gather": ("sequence", {"decode_gather": "all_gather"}),
+    "prefetch": ("sequence", _PREFETCH),
+    "prefetch-32m": ("sequence", {**_PREFETCH, "decode_prefetch_bytes": 32 << 20}),
+    "combined": ("sequence", {**_PREFETCH, "decode_gather": "all_gather"}),
+    "head-cudnn": ("heads", {"decode_sdpa_backend": "cudnn"}),
+    "head-efficient": ("heads", {"decode_sdpa_backend": "efficient"}),
+    "head-combined": ("heads", {**_PREFETCH, "decode_sdpa_backend": "cudnn"}),
+}
+"""Ours' decode with the layers' decode options on (``--decode-variants``; ``all``: every one), by name: the KV cache
+layout and the options (``TensorParallelDecoderLayer``'s ``decode_cublas_o`` and ``decode_prefetch_bytes``, the
+attention block's ``decode_gather`` and ``decode_sdpa_backend``), each timed beside ours' default (``ours``, the
+sequence-split cache; ``ours head-KV``, the head-split one with torch's SDPA choice)."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline
@@ -238,15 +262,16 @@ def prefill_steps(
 
 
 @contextlib.contextmanager
-def prefill_options(layers: list[TensorParallelDecoderLayer], **options: bool) -> Iterator[None]:
-    """Within: every layer's MLP and attention block with ``options`` (``fused_silu_mul``, ``prefill_gqa``,
-    ``prefill_fused_rope``; see ``PREFILL_VARIANTS``); restored after. Raises ValueError naming an option that no
-    layer module has."""
-    modules = [module for layer in layers for module in (layer.mlp, layer.attention)]
+def layer_options(layers: list[TensorParallelDecoderLayer], **options: object) -> Iterator[None]:
+    """Within: every layer, its MLP and its attention block with ``options`` (each set on the modules that have an
+    attribute of that name: ``fused_silu_mul``, ``prefill_gqa``, ``prefill_fused_rope``, see ``PREFILL_VARIANTS``;
+    the decode options of ``DECODE_VARIANTS``); restored after. Raises ValueError naming an option that no layer
+    module has."""
+    modules = [module for layer in layers for module in (layer, layer.mlp, layer.attention)]
     kept = [(module, name, getattr(module, name)) for module in modules for name in options if hasattr(module, name)]
     missing = [name for name in options if not any(name == kept_name for _, kept_name, _ in kept)]
     if missing:
-        raise ValueError(f"prefill_options: no layer module has the options {missing}")
+        raise ValueError(f"layer_options: no layer module has the options {missing}")
     try:
         for module, name, _ in kept:
             setattr(module, name, options[name])
@@ -271,7 +296,7 @@ def prefill_case(
     row["difference"] = difference(ours(), want)
     row["ours ms"] = time_ms(ours, warmup=3, reps=args.iters) / args.layers
     for variant in args.prefill_variants:
-        with prefill_options(layers, **PREFILL_VARIANTS[variant]):
+        with layer_options(layers, **PREFILL_VARIANTS[variant]):
             row[f"difference {variant}"] = difference(ours(), want)
             row[f"ours {variant} ms"] = time_ms(ours, warmup=3, reps=args.iters) / args.layers
         row["difference"] = max(row["difference"], row[f"difference {variant}"])
@@ -368,6 +393,18 @@ def decode_case(
         except Exception as error:  # noqa: BLE001 (a variant that cannot run is reported, not fatal)
             row[column] = float("nan")
             rank0_print(f"INFO {column} B={batch} ctx={context}: {type(error).__name__}: {error}")
+    for variant in args.decode_variants:
+        layout, options = DECODE_VARIANTS[variant]
+        with layer_options(layers, **options):
+            try:
+                x, residual = ours_step(layout)
+                row[f"difference {variant}"] = difference(residual + all_reduce(x), want)
+                timed = graphed_us(lambda layout=layout: ours_step(layout), replays=args.iters)
+                row[f"ours {variant} ms"] = timed / 1000 / args.layers
+            except Exception as error:  # noqa: BLE001 (a variant that cannot run is reported, not fatal)
+                row[f"ours {variant} ms"] = float("nan")
+                rank0_print(f"INFO ours {variant} B={batch} ctx={context}: {type(error).__name__}: {error}")
+        row["difference"] = max(row["difference"], row.get(f"difference {variant}", 0.0))
     finish_row(row, config)
     return row
 
@@ -437,7 +474,7 @@ def finish_row(row: dict, config: DecoderConfig) -> None:
     row["speedup"] = baseline / row["ours ms"]
     if "ours head-KV ms" in row:
         row["speedup head-KV"] = baseline / row["ours head-KV ms"]
-    variants = [name for name in PREFILL_VARIANTS if f"ours {name} ms" in row]
+    variants = [name for name in (*PREFILL_VARIANTS, *DECODE_VARIANTS) if f"ours {name} ms" in row]
     for name in variants:
         row[f"speedup {name}"] = baseline / row[f"ours {name} ms"]
     for column in ("ours ms", "best torch ms"):
@@ -536,21 +573,37 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
             + " (the layers' defaults).",
         ]
     lines += ["", "## Decode", ""]
-    head = ["model", "batch", "context", "ours ms/layer", "ours head-KV ms/layer", "torch ms/layer"]
+    decode_variants = [name for name in DECODE_VARIANTS if any(f"ours {name} ms" in r for r in decode)]
+    head = ["model", "batch", "context", "ours ms/layer", "ours head-KV ms/layer"]
+    head += [f"ours {name} ms/layer" for name in decode_variants] + ["torch ms/layer"]
     head += (["torch compiled ms/layer"] if compiled else []) + ["ours tok/s", "torch tok/s", "speedup"]
-    head += ["speedup head-KV", "difference"]
+    head += ["speedup head-KV"] + [f"speedup {name}" for name in decode_variants] + ["difference"]
     lines.append(
         markdown_table(
             head,
             [
-                [r["model"], r["batch"], r["context"], fmt(r["ours ms"]), fmt(r["ours head-KV ms"]), fmt(r["torch ms"])]
+                [r["model"], r["batch"], r["context"], fmt(r["ours ms"]), fmt(r["ours head-KV ms"])]
+                + [fmt(r.get(f"ours {name} ms", float("nan"))) for name in decode_variants]
+                + [fmt(r["torch ms"])]
                 + ([fmt(r.get("torch compiled ms", float("nan")))] if compiled else [])
                 + [f"{r['ours tok/s']:.0f}", f"{r['best torch tok/s']:.0f}", f"{r['speedup']:.2f}x"]
-                + [f"{r['speedup head-KV']:.2f}x", fmt(r["difference"], 4)]
+                + [f"{r['speedup head-KV']:.2f}x"]
+                + [f"{r.get(f'speedup {name}', float('nan')):.2f}x" for name in decode_variants]
+                + [fmt(r["difference"], 4)]
                 for r in decode
             ],
         )
     )
+    if decode_variants:
+        lines += [
+            "",
+            "Decode variants of ours (the layers' decode options, off by default; difference: the largest of every "
+            "variant's): "
+            + "; ".join(
+                f"{name}: {DECODE_VARIANTS[name][0]}-split KV, {DECODE_VARIANTS[name][1]}" for name in decode_variants
+            )
+            + ".",
+        ]
     if kernels:
         lines += [
             "",
@@ -626,6 +679,13 @@ def main() -> int:
         + ", ".join(PREFILL_VARIANTS)
         + ")",
     )
+    parser.add_argument(
+        "--decode-variants",
+        default="",
+        help="comma-separated, or all: also time ours' decode with some of the layers' decode options on ("
+        + ", ".join(DECODE_VARIANTS)
+        + ")",
+    )
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args()
     args.models = [name for name in args.models.split(",") if name]
@@ -638,6 +698,11 @@ def main() -> int:
     unknown = [name for name in args.prefill_variants if name not in PREFILL_VARIANTS]
     if unknown:
         parser.error(f"unknown prefill variants {unknown}; known: {list(PREFILL_VARIANTS)}")
+    names = [name for name in args.decode_variants.split(",") if name]
+    args.decode_variants = list(DECODE_VARIANTS) if names == ["all"] else names
+    unknown = [name for name in args.decode_variants if name not in DECODE_VARIANTS]
+    if unknown:
+        parser.error(f"unknown decode variants {unknown}; known: {list(DECODE_VARIANTS)} (or all)")
     world = setup_distributed(heap_size="8G")
     started = time.time()
     rows: list[dict] = []

@@ -3,7 +3,7 @@ bench/decoder.py against issue 28's bar, one run.
 
     torchrun --nproc-per-node=2 bench/decoder_anatomy.py [--models M1,M2] [--phases prefill,decode]
         [--batch 8,64] [--context 4096] [--tokens 4096] [--layers 2] [--top 8]
-        [--out-dir bench/results]
+        [--decode-variants cublas-o,all-gather,...|all] [--out-dir bench/results]
 
 The same stacks, weights, inputs and baselines as bench/decoder.py (``build_layers``, ``prefill_steps``,
 ``decode_steps``, ``torch_prefill_layer``), for each model and shape:
@@ -21,6 +21,9 @@ The same stacks, weights, inputs and baselines as bench/decoder.py (``build_laye
   ``gemm_rs`` replaced by local ``torch.matmul`` of the same per-rank shapes ([M, K] @ [K, N/W] from a
   preallocated gathered input; [M, K/W] @ [K/W, N] and this rank's rows of it); torch: without its two
   ``all_reduce``. torch / ours-without-communication is the best speedup any overlap could reach.
+- ``--decode-variants``: the same decode breakdown for ours with the layers' decode options on (bench/decoder.py's
+  ``DECODE_VARIANTS``), a row ``ours <variant>`` each in the case's table (the L2 prefetch's kernel counts as other,
+  and as overlap where it runs beside the fused all-reduce).
 - Decode's HBM floor: once per run, the GPU's achievable HBM bandwidth (``hbm_bandwidth``: median of 30 timed
   ``torch.sum`` and copies of a 1 GiB bf16 tensor, CUDA events, the larger rate); per case, the bytes each rank
   must move per layer on each side (``decode_bytes``: weight shards, the KV cache it reads, activations; ours
@@ -59,10 +62,12 @@ from decoder import (  # noqa: E402
     AGREEMENT,
     BAR,
     CACHE_SLACK,
+    DECODE_VARIANTS,
     build_layers,
     decode_steps,
     difference,
     gpu_tag,
+    layer_options,
     prefill_steps,
     torch_prefill_layer,
 )
@@ -110,7 +115,7 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("attention", re.compile(r"flash|fmha|sdpa|attention|attn|softmax", re.IGNORECASE)),
     ("GEMM", re.compile(r"gemm|gemv|nvjet|xmma|cutlass|matmul|splitKreduce|cublas|dot_kernel", re.IGNORECASE)),
     ("norm+residual", re.compile(r"rms_?norm|layer_?norm|RowwiseMoments|CUDAFunctor_add<c10::(BFloat16|Half)>")),
-    ("other", re.compile(r"at::native|at::cuda|Memset|^triton_|elementwise|copy|fill|index|silu|rope")),
+    ("other", re.compile(r"at::native|at::cuda|Memset|^triton_|elementwise|copy|fill|index|silu|rope|prefetch")),
 )
 """(category, pattern) in order: a kernel's category is the first whose pattern its name contains (the fused kernels'
 names hold "gemm" or "rmsnorm", so they come first; flash attention's hold "cutlass", so attention precedes GEMM)."""
@@ -609,15 +614,30 @@ def decode_case(
     gen: torch.Generator,
     args: argparse.Namespace,
 ) -> dict:
-    """Ours (sequence-split KV cache) and torch, one graphed decode step."""
+    """Ours (sequence-split KV cache) and torch, one graphed decode step; then ours with each of
+    ``args.decode_variants`` (bench/decoder.py's ``DECODE_VARIANTS``: the layers' decode options on), as variants
+    named ``ours <variant>`` (the row's difference: the largest of every one's)."""
     ours_step, base_step = decode_steps(config, layers, batch, context, gen)
     x, residual = ours_step("sequence")  # the first calls eager (plans, compilation), as bench/decoder.py
-    agreement = difference(residual + all_reduce(x), base_step())
+    want = base_step()
+    agreement = difference(residual + all_reduce(x), want)
     steps: dict[str, Callable[[], object]] = {"ours": lambda: ours_step("sequence"), "torch": base_step}
     variants: dict[str, tuple[float, Breakdown]] = {}
     for name, step in steps.items():
         us = graphed_us(step, replays=args.iters) / len(layers)
         variants[name] = (us, decode_breakdown(step, len(layers), args.runs, args.top))
+        torch.cuda.empty_cache()
+    for variant in getattr(args, "decode_variants", []):
+        layout, options = DECODE_VARIANTS[variant]
+        with layer_options(layers, **options):
+            try:
+                x, residual = ours_step(layout)  # eager first, as above
+                agreement = max(agreement, difference(residual + all_reduce(x), want))
+                step = lambda layout=layout: ours_step(layout)  # noqa: E731
+                us = graphed_us(step, replays=args.iters) / len(layers)
+                variants[f"ours {variant}"] = (us, decode_breakdown(step, len(layers), args.runs, args.top))
+            except Exception as error:  # noqa: BLE001 (a variant that cannot run is reported, not fatal)
+                rank0_print(f"INFO ours {variant} B={batch} ctx={context}: {type(error).__name__}: {error}")
         torch.cuda.empty_cache()
     row = {"phase": "decode", "model": config.name, "tokens": batch, "batch": batch, "context": context}
     row = finish({**row, "difference": agreement}, variants)
@@ -855,6 +875,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--top", type=int, default=8, help="longest kernels listed per variant (a large value lists every kernel)"
     )
+    parser.add_argument(
+        "--decode-variants",
+        default="",
+        help="comma-separated, or all: also profile ours' decode with some of the layers' decode options on "
+        "(bench/decoder.py's DECODE_VARIANTS: " + ", ".join(DECODE_VARIANTS) + ")",
+    )
     parser.add_argument("--out-dir", default=str(RESULTS))
     args = parser.parse_args(argv)
     args.phases = [p for p in args.phases.split(",") if p]
@@ -867,6 +893,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.decode_models = models or list(DECODE_MODELS)
     for name in ("batch", "context", "tokens"):
         setattr(args, name, [int(text) for text in getattr(args, name).split(",") if text])
+    names = [name for name in args.decode_variants.split(",") if name]
+    args.decode_variants = list(DECODE_VARIANTS) if names == ["all"] else names
+    if unknown := [name for name in args.decode_variants if name not in DECODE_VARIANTS]:
+        parser.error(f"unknown decode variants {unknown}; known: {list(DECODE_VARIANTS)} (or all)")
     if args.layers < 1 or args.runs < 1 or args.top < 1:
         parser.error(f"--layers, --runs and --top must be >= 1, got {args.layers}, {args.runs} and {args.top}")
     return args

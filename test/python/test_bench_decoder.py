@@ -58,14 +58,14 @@ def test_each_prefill_variant_is_timed_with_its_options(monkeypatch: pytest.Monk
     assert (row["difference unfused"], row["difference no-gqa"], row["difference"]) == (0.03, 0.05, 0.05)
 
 
-def test_prefill_options_restore_the_layers_and_refuse_unknown_names() -> None:
+def test_layer_options_restore_the_layers_and_refuse_unknown_names() -> None:
     layers = _layers()
-    with pytest.raises(RuntimeError, match="inside"), decoder.prefill_options(layers, prefill_gqa=False):
+    with pytest.raises(RuntimeError, match="inside"), decoder.layer_options(layers, prefill_gqa=False):
         assert _options(layers) == {(True, False, True)}
         raise RuntimeError("inside")
     assert _options(layers) == {(True, True, True)}
-    with pytest.raises(ValueError, match=r"no layer module has the options \['fused_rope'\]"):
-        with decoder.prefill_options(layers, fused_rope=True):
+    with pytest.raises(ValueError, match=r"layer_options: no layer module has the options \['fused_rope'\]"):
+        with decoder.layer_options(layers, fused_rope=True):
             pass
     variants = {
         name: tuple(options[option] for option in OPTIONS) for name, options in decoder.PREFILL_VARIANTS.items()
@@ -73,7 +73,7 @@ def test_prefill_options_restore_the_layers_and_refuse_unknown_names() -> None:
     # unfused: all three off; no-gqa and no-rope: one option off each, the other two the defaults
     assert variants == {"unfused": (False, False, False), "no-gqa": (True, False, True), "no-rope": (True, True, False)}
     for options in variants.values():
-        with decoder.prefill_options(layers, **dict(zip(OPTIONS, options, strict=True))):
+        with decoder.layer_options(layers, **dict(zip(OPTIONS, options, strict=True))):
             assert _options(layers) == {options}
         assert _options(layers) == {(True, True, True)}
 
@@ -148,3 +148,82 @@ def test_the_kernel_rows_time_each_fused_kernel_against_torch(monkeypatch: pytes
     decoder.write_results(tmp_path, rows, args, 0.0)
     table = (tmp_path / "decoder_2xH200.md").read_text()
     assert "## Prefill kernels" in table and "| tiny | 64 | rope_rows | 2.0 | 2.0 | 6 | 6 | 1.00x | 0.0000 |" in table
+
+
+def _decode_options(layers: list[TensorParallelDecoderLayer]) -> set[tuple[object, ...]]:
+    """(decode_cublas_o, decode_prefetch_bytes, decode_gather, decode_sdpa_backend) of each layer."""
+    return {
+        (layer.decode_cublas_o, layer.decode_prefetch_bytes, layer.attention.decode_gather,
+         layer.attention.decode_sdpa_backend)
+        for layer in layers
+    }  # fmt: skip
+
+
+def test_each_decode_variant_is_timed_with_its_options_and_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    layers = _layers()
+    default = _decode_options(layers)
+    assert default == {(False, 0, "all_reduce", None)}
+    seen: list[tuple[str, tuple[object, ...]]] = []
+
+    def ours(layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+        (options,) = _decode_options(layers)  # every layer alike
+        seen.append((layout, options))
+        # a time in ms x 1000 per layout and options (the stack of 2 layers: per layer it halves)
+        ms = {"sequence": 4.0, "heads": 6.0}[layout] - options[0] - (options[1] > 0) - (options[2] == "all_gather")
+        ms -= 2.0 * (options[3] == "cudnn")
+        return torch.zeros(1), torch.tensor([ms])
+
+    def base(fn: object = None) -> torch.Tensor:
+        return torch.tensor([8.0])
+
+    monkeypatch.setattr(decoder, "decode_steps", lambda *_: (ours, base))
+    monkeypatch.setattr(decoder, "all_reduce", lambda x: x)
+    timed = lambda out: out[-1] if isinstance(out, tuple) else out  # noqa: E731 (ours' residual, or base's)
+    monkeypatch.setattr(decoder, "graphed_us", lambda fn, replays: 1000 * float(timed(fn())[0]))
+    monkeypatch.setattr(decoder, "difference", lambda got, want: float((got - want).abs().max()) / 100)
+    variants = ["cublas-o", "all-gather", "combined", "head-cudnn", "head-combined"]
+    args = argparse.Namespace(iters=20, layers=2, compile=False, decode_variants=variants)
+    row = decoder.decode_case(TINY, layers, 64, 4096, None, args)
+    assert _decode_options(layers) == default  # restored
+    want_ms = {"cublas-o": 1.5, "all-gather": 1.5, "combined": 0.5, "head-cudnn": 2.0, "head-combined": 1.0}
+    assert {name: row[f"ours {name} ms"] for name in variants} == want_ms
+    assert (row["ours ms"], row["ours head-KV ms"], row["torch ms"]) == (2.0, 3.0, 4.0)
+    assert row["speedup combined"] == 8.0 and row["difference head-cudnn"] == 0.04 and row["difference"] == 0.07
+    prefetch = decoder.DECODE_PREFETCH_BYTES
+    assert ("sequence", (True, prefetch, "all_gather", None)) in seen  # combined
+    assert ("heads", (True, prefetch, "all_reduce", "cudnn")) in seen  # head-combined
+    assert ("heads", (False, 0, "all_reduce", "cudnn")) in seen  # head-cudnn
+
+
+def test_decode_variants_parse_all_and_refuse_unknown_names(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["decoder.py", "--decode-variants", "cublas-o,fastest"])
+    with pytest.raises(SystemExit):
+        decoder.main()
+    assert "unknown decode variants ['fastest']; known: ['cublas-o', 'all-gather'" in capsys.readouterr().err
+    anatomy = load_bench("decoder_anatomy.py")
+    assert anatomy.parse_args(["--decode-variants", "all"]).decode_variants == list(decoder.DECODE_VARIANTS)
+    with pytest.raises(SystemExit):
+        anatomy.parse_args(["--decode-variants", "prefetch,nope"])
+    assert "unknown decode variants ['nope']" in capsys.readouterr().err
+    layers = _layers()
+    for layout, options in decoder.DECODE_VARIANTS.values():  # every variant's options exist on the layers
+        assert layout in ("sequence", "heads")
+        with decoder.layer_options(layers, **options):
+            pass
+
+
+def test_the_decode_table_has_a_column_per_variant(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    decode = {"phase": "decode", "model": "tiny", "tokens": 64, "batch": 64, "context": 4096, "ours ms": 0.25}
+    decode |= {"ours head-KV ms": 0.3, "ours cublas-o ms": 0.2, "torch ms": 0.3, "difference": 0.01}
+    decoder.finish_row(decode, TINY)
+    monkeypatch.setattr(decoder.rt, "current_world", lambda: argparse.Namespace(world_size=2))
+    monkeypatch.setattr(decoder.torch.cuda, "get_device_name", lambda *_: "NVIDIA H200")
+    monkeypatch.setattr(decoder, "describe_machine", lambda started: [])
+    monkeypatch.setattr(decoder, "bar_chart", lambda *args, **kwargs: None)
+    decoder.write_results(tmp_path, [decode], argparse.Namespace(layers=2, models=["Llama-3-8B"], compile=False), 0.0)
+    table = (tmp_path / "decoder_2xH200.md").read_text()
+    assert "| ours head-KV ms/layer | ours cublas-o ms/layer | torch ms/layer |" in table
+    assert "| tiny | 64 | 4096 | 0.250 | 0.300 | 0.200 | 0.300 |" in table and "| 1.20x | 1.00x | 1.50x |" in table
+    assert "all-gather" not in table and "cublas-o: sequence-split KV, {'decode_cublas_o': True}" in table
