@@ -19,13 +19,16 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 - **ours 2 programs/SM** (unless ``--skip-programs``): ``config=MoeConfig(programs_per_sm=2)``, normal mode at 4096
   tokens (or the largest ``--tokens`` below it; normal mode's default since 2026-11-27, so the same plan) and
   low-latency mode (twice its default's copy programs) graphed and eager, beside the default's rows.
-- **ours combine-partials=input** and **ours combine-partials=input+spread** (unless ``--skip-combine-options``):
-  ``config=MoeConfig(combine_partials="input")`` (combine's partials cross the links in bf16, summed in fp32 at home,
-  as the NCCL dispatcher's; the default sends fp32) and with ``combine_spread=True`` too (the push's programs start
-  spread over the slots, the reduce loads every rank's partial together), normal mode at every ``--tokens`` and
+- **ours combine-partials=fp32** and **ours combine-partials=fp32, no spread** (unless ``--skip-combine-options``):
+  ``config=MoeConfig(combine_partials="fp32")`` (combine's partials cross the links in fp32, the reference's bits,
+  twice the bytes of the default's bf16 partials, which are rounded once per rank and summed in fp32 at home as the
+  NCCL dispatcher's) and with ``combine_spread=False`` too (the push's programs all starting at their first slot,
+  the reduce's loop over ranks: the defaults before the 2 x H200 run of 2026-11-27, commit 8ca72c0, timed
+  ``MoeConfig(combine_partials="input", combine_spread=True)`` fastest), normal mode at every ``--tokens`` and
   low-latency mode graphed and eager, beside the default's rows (the same plan: no buffers of their own). Their
-  combine is checked against the reference within the NCCL dispatcher's tolerance (its partials are bf16 too), and
-  their bars printed as ``RESULT bar <path> combine ...`` lines (``combine_bars``).
+  combine is checked against the reference within 8e-3 (fp32 partials; the default's, bf16 partials, within the
+  NCCL dispatcher's tolerance), and their bars printed as ``RESULT bar <path> combine ...`` lines beside the
+  default's (``combine_bars``).
 - **ours unpipelined** and **ours gather unpipelined** (unless ``--skip-pipelined``):
   ``config=MoeConfig(pipelined=False)`` in normal mode at every ``--tokens``, expanded and gather layouts, with their
   phases: the path before the pipelined default (which "ours" is since 2026-11-27: the push before the host's wait,
@@ -98,10 +101,10 @@ both (``option_configs``) beside the default, in the same run: their verificatio
 default and bars.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
-same count for combine (what crosses the links at x's dtype; ours moves fp32 partials back). Every path is checked
-once against ``triton_dist.ops.moe.reference_*`` before timing, and at every size ours, NCCL and NVSHMEM against the
-closed form of an identity expert (combine = x * sum of the valid weights). Writes ``bench/results/moe_<W>x<GPU>.md``,
-``.json`` and ``.png`` (``--out-dir``, ``--tag``).
+same count for combine (what crosses the links at x's dtype; ours moves bf16 partials back by default, fp32 ones in
+the ``combine-partials=fp32`` rows). Every path is checked once against ``triton_dist.ops.moe.reference_*`` before
+timing, and at every size ours, NCCL and NVSHMEM against the closed form of an identity expert (combine = x * sum of
+the valid weights). Writes ``bench/results/moe_<W>x<GPU>.md``, ``.json`` and ``.png`` (``--out-dir``, ``--tag``).
 """
 
 from __future__ import annotations
@@ -130,7 +133,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 from _common import RESULTS, describe_machine, markdown_table, panel_chart, run_date, write_json  # noqa: E402
 
-from triton_dist.ops.moe import reference_combine, reference_dispatch  # noqa: E402
+from triton_dist.ops.moe import MoeConfig, reference_combine, reference_dispatch  # noqa: E402
 
 TOKENS = (1, 128, 512, 2048, 4096, 16384)
 HIDDEN, EXPERTS, TOPK = 7168, 256, 8
@@ -166,10 +169,11 @@ SIDE_STREAM = "side-stream"
 UNPIPELINED, UNPIPELINED_GATHER = f"{OURS} unpipelined", f"{GATHER} unpipelined"
 """The path labels of ``MoeConfig(pipelined=False)``'s rows (normal mode, expanded and gather layouts): the path
 before the pipelined default (``ops.moe.config.MoeConfig``), timed beside it."""
-COMBINE_INPUT, COMBINE_SPREAD = f"{OURS} combine-partials=input", f"{OURS} combine-partials=input+spread"
-"""The path labels of combine's options: ``MoeConfig(combine_partials="input")``, and with ``combine_spread=True``
-(the options waiting for their GPU measurement)."""
-COMBINE_PATHS = (COMBINE_INPUT, COMBINE_SPREAD)
+COMBINE_FP32, COMBINE_FP32_NO_SPREAD = f"{OURS} combine-partials=fp32", f"{OURS} combine-partials=fp32, no spread"
+"""The path labels of combine's options beside its defaults (``MoeConfig(combine_partials="input",
+combine_spread=True)``, ``OURS``): ``MoeConfig(combine_partials="fp32")``, and with ``combine_spread=False`` too (the
+defaults before the 2 x H200 run of 2026-11-27)."""
+COMBINE_PATHS = (COMBINE_FP32, COMBINE_FP32_NO_SPREAD)
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -222,8 +226,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-gather", action="store_true", help="leave out the layout='gather' rows")
     parser.add_argument("--skip-layer", action="store_true", help="leave out the EP MoE layer rows")
     parser.add_argument("--skip-combine-options", action="store_true",
-                        help="leave out combine's option rows (MoeConfig(combine_partials='input'), "
-                        "and with combine_spread=True)")  # fmt: skip
+                        help="leave out combine's option rows (MoeConfig(combine_partials='fp32'), and with "
+                        "combine_spread=False: the defaults before 2026-11-27)")  # fmt: skip
     parser.add_argument(
         "--skip-pipelined",
         action="store_true",
@@ -394,11 +398,12 @@ def compare(got: PathResult, want_rows: torch.Tensor, want: Any, combined: torch
 
 
 def combine_rtol(options: dict[str, Any] | None) -> float:
-    """The combine tolerance of :func:`compare` for ours with ``options``: 8e-3 (fp32 partials, a fused multiply-add
-    may change the last bf16 bit), 2e-2 as the NCCL dispatcher's where ``MoeConfig(combine_partials="input")`` rounds
-    each rank's partial to bf16 (which :func:`compare` then also allows 1% of the largest |reference|)."""
-    config = (options or {}).get("config")
-    return 2e-2 if getattr(config, "combine_partials", "fp32") == "input" else 8e-3
+    """The combine tolerance of :func:`compare` for ours with ``options`` (``config``: a ``MoeConfig``; none, the
+    default): 2e-2 as the NCCL dispatcher's where ``MoeConfig(combine_partials="input")``, the default, rounds each
+    rank's partial to bf16 (which :func:`compare` then also allows 1% of the largest |reference|), 8e-3 with
+    ``"fp32"`` partials (a fused multiply-add may change the last bf16 bit)."""
+    config = (options or {}).get("config") or MoeConfig()
+    return 2e-2 if config.combine_partials == "input" else 8e-3
 
 
 def verification_inputs(
@@ -1215,16 +1220,18 @@ class Bench:
                 "recv_x[gather_rows], built once outside the timing."
             )
         if not args.skip_combine_options:
-            from triton_dist.ops.moe import MoeConfig
-
-            self.variants[COMBINE_INPUT] = {"config": MoeConfig(combine_partials="input")}
-            self.variants[COMBINE_SPREAD] = {"config": MoeConfig(combine_partials="input", combine_spread=True)}
-            self.variant_sizes |= {COMBINE_INPUT: None, COMBINE_SPREAD: None}
+            self.variants[COMBINE_FP32] = {"config": MoeConfig(combine_partials="fp32")}
+            old = MoeConfig(combine_partials="fp32", combine_spread=False)
+            self.variants[COMBINE_FP32_NO_SPREAD] = {"config": old}
+            self.variant_sizes |= {COMBINE_FP32: None, COMBINE_FP32_NO_SPREAD: None}
             self.extras["notes"].append(
-                f"{COMBINE_INPUT} / {COMBINE_SPREAD}: ours with moe_dispatch(..., config=MoeConfig(combine_partials="
-                "'input'[, combine_spread=True])): combine's partials cross the links in bf16 (half the fp32 bytes of "
-                "the default), summed in fp32 at home; with combine_spread the push's programs start spread over the "
-                "received tokens (local and remote homes at once) and the reduce loads every rank's partial together."
+                f"{OURS}: combine's partials cross the links in bf16 (each rank's rounded once, summed in fp32 at "
+                "home, as the NCCL dispatcher's), the push's programs start spread over the received tokens (local and "
+                "remote homes at once) and the reduce loads every rank's partial together: MoeConfig's defaults "
+                "combine_partials='input', combine_spread=True (since the 2 x H200 run of 2026-11-27, commit "
+                f"8ca72c0). {COMBINE_FP32} / {COMBINE_FP32_NO_SPREAD}: ours with moe_dispatch(..., config=MoeConfig("
+                "combine_partials='fp32'[, combine_spread=False])): fp32 partials (twice the bytes, the reference's "
+                "bits); without the spread, the kernels' order before it (both: the defaults before that run)."
             )
         if not args.skip_pipelined:
             from triton_dist.ops.moe import MoeConfig
@@ -1296,8 +1303,8 @@ class Bench:
             return _ours_result(recv_x, handle, combined)
 
         checks: dict[str, tuple[Callable[[], PathResult], float]] = {
-            f"{OURS}/normal": (lambda: ours("normal"), 8e-3),
-            f"{OURS}/low_latency": (lambda: ours("low_latency"), 8e-3),
+            f"{OURS}/normal": (lambda: ours("normal"), combine_rtol(None)),
+            f"{OURS}/low_latency": (lambda: ours("low_latency"), combine_rtol(None)),
             f"{NCCL}/normal": (lambda: run_a2a(self.nccl, x, idx, w), 2e-2),
         }
         for label, options in self.variants.items():
@@ -1429,7 +1436,9 @@ class Bench:
             self.nccl.combine(recv_x, handle)
 
         ours_dispatch()
-        ours_ok = self.agreed(closed_form_problem(triton_dist.ops.moe_combine(*state["ours"]), x, idx, w, 8e-3))
+        ours_ok = self.agreed(
+            closed_form_problem(triton_dist.ops.moe_combine(*state["ours"]), x, idx, w, combine_rtol(None))
+        )
         nccl_dispatch()
         nccl_ok = self.agreed(closed_form_problem(self.nccl.combine(*state["nccl"]), x, idx, w, 2e-2))
         if tokens in a.tokens:
@@ -1544,7 +1553,8 @@ class Bench:
         try:
             dispatch()
             state["y"] = expanded(*state["d"])
-            problem = closed_form_problem(triton_dist.ops.moe_combine(state["y"], state["d"][1]), x, idx, w, 8e-3)
+            out = triton_dist.ops.moe_combine(state["y"], state["d"][1])
+            problem = closed_form_problem(out, x, idx, w, combine_rtol(options))
         except Exception as error:  # noqa: BLE001 (the reason is the result)
             problem = raised = f"{type(error).__name__}: {error}"[:300]
         ok = self.agreed(problem)  # every rank takes part in both collectives, whatever it raised
@@ -1746,7 +1756,8 @@ class Bench:
                     problem = fp8_problem(recv_x, handle, want_rows, want)
                 else:
                     combined = triton_dist.ops.moe_combine(scaled_experts(recv_x, handle.recv_expert), handle)
-                    problem = compare(_ours_result(recv_x, handle, combined), want_rows, want, exact[self.rank], 8e-3)
+                    got = _ours_result(recv_x, handle, combined)
+                    problem = compare(got, want_rows, want, exact[self.rank], combine_rtol(options))
             except Exception as error:  # noqa: BLE001 (the reason is the result)
                 problem = raised = f"{type(error).__name__}: {error}"[:300]
             verified[label] = self.agreed(problem)

@@ -143,14 +143,14 @@ def test_the_results_writer(tmp_path: Path) -> None:
 def test_combine_option_rows_get_their_bars_and_tolerance() -> None:
     """``combine_bars``: ours and each combine option with rows, at 4096 tokens against 75% of the all-gather and in
     low-latency mode graphed (<= 50 µs, >= 5x NCCL's combine device and from idle); a path without rows gets none.
-    The bf16 partials are checked with the NCCL dispatcher's 2e-2, the rest with 8e-3."""
+    The bf16 partials (the default's) are checked with the NCCL dispatcher's 2e-2, fp32 partials with 8e-3."""
     from triton_dist.ops.moe import MoeConfig
 
     rows = [
         _row(moe.OURS, "normal", 4096, 400.0, 900.0),
-        _row(moe.COMBINE_INPUT, "normal", 4096, 400.0, 100.0),  # 10 GB/s of the 1e6 bytes
+        _row(moe.COMBINE_FP32, "normal", 4096, 400.0, 100.0),  # 10 GB/s of the 1e6 bytes
         _row(moe.NCCL, "normal", 128, 500.0, 300.0),
-        _row(moe.COMBINE_INPUT, "low_latency graphed", 128, 30.0, 29.0),  # 300 / 29 = 10.3x, idle 600 / 58
+        _row(moe.COMBINE_FP32, "low_latency graphed", 128, 30.0, 29.0),  # 300 / 29 = 10.3x, idle 600 / 58
         _row(moe.OURS, "low_latency graphed", 128, 30.0, 38.0) | {"combine idle": 150.0},  # 7.9x device, 4.0x idle
     ]
     lines = moe.combine_bars(rows, {"allgather_gbps": 12.0}, 128)
@@ -159,14 +159,17 @@ def test_combine_option_rows_get_their_bars_and_tolerance() -> None:
         "12.0 GB/s = 9.0: FAIL",
         f"{moe.OURS} combine low-latency T=128 graphed: 38.0 µs device (≤ 50), 7.9x, 4.0x the NCCL dispatcher's "
         "combine (device, idle; ≥ 5x): FAIL",
-        f"{moe.COMBINE_INPUT} combine normal T=4096: 100.0 µs device, 10.0 GB/s per rank vs 75% of the push "
+        f"{moe.COMBINE_FP32} combine normal T=4096: 100.0 µs device, 10.0 GB/s per rank vs 75% of the push "
         "all-gather's 12.0 GB/s = 9.0: PASS",
-        f"{moe.COMBINE_INPUT} combine low-latency T=128 graphed: 29.0 µs device (≤ 50), 10.3x, 10.3x the NCCL "
+        f"{moe.COMBINE_FP32} combine low-latency T=128 graphed: 29.0 µs device (≤ 50), 10.3x, 10.3x the NCCL "
         "dispatcher's combine (device, idle; ≥ 5x): PASS",
     ]
     assert moe.combine_bars(rows[:1], {}, 128) == [], "no all-gather, no low-latency rows: no bars"
-    assert [moe.combine_rtol(o) for o in (None, {}, {"config": MoeConfig(combine_spread=True)})] == [8e-3] * 3
-    assert moe.combine_rtol({"config": MoeConfig(combine_partials="input")}) == 2e-2
+    assert [moe.combine_rtol(o) for o in (None, {}, {"config": MoeConfig(combine_spread=False)})] == [2e-2] * 3
+    fp32 = [MoeConfig(combine_partials="fp32"), MoeConfig(combine_partials="fp32", combine_spread=False)]
+    assert [moe.combine_rtol({"config": config}) for config in fp32] == [8e-3] * 2
+    assert [moe.COMBINE_FP32, moe.COMBINE_FP32_NO_SPREAD] == ["ours combine-partials=fp32",
+                                                              "ours combine-partials=fp32, no spread"]  # fmt: skip
     args = moe.parse_args(["--skip-combine-options"])
     assert args.skip_combine_options and not moe.parse_args([]).skip_combine_options
 
