@@ -654,3 +654,24 @@ def test_the_prefill_kernels_compile_to_16_byte_accesses(qk_norm: bool) -> None:
     )
     accesses = Counter(re.findall(r"(?:ld|st)\.global[.\w]*", rope.asm["ptx"]))
     assert accesses == {"ld.global.v4.b32": 2 * 2 + 2 * 4 + 2 * qk_norm, "st.global.v4.b32": 2 * 2}, accesses
+
+
+def test_the_l2_prefetch_compiles_to_l2_only_16_byte_loads() -> None:
+    """``l2_prefetch``'s kernel for sm_90 as the decode step launches it (8 warps, bf16 weights): 64 elements a thread
+    per iteration as 8 loads of 16 bytes that bypass L1 (``ld.global.cg``: the lines land in L2 only), 32 KB in
+    flight per program; one store, the program's sum."""
+    import re
+    from collections import Counter
+
+    from triton_dist import testing
+    from triton_dist.layers._kernels import L2_PREFETCH_BLOCK, _l2_prefetch_kernel
+
+    kernel = testing.compile_for(
+        _l2_prefetch_kernel,
+        {"src_ptr": "*bf16", "sink_ptr": "*fp32", "n": "i32", "iters": "i32"},
+        constexprs={"BLOCK": L2_PREFETCH_BLOCK},
+        aligned=["src_ptr", "sink_ptr", "n"],
+        num_warps=8,
+    )
+    accesses = Counter(re.findall(r"(?:ld|st)\.global[.\w]*", kernel.asm["ptx"]))
+    assert accesses == {"ld.global.cg.v4.b32": 8, "st.global.b32": 1}, accesses
