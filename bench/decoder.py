@@ -32,7 +32,9 @@ tensor-parallel baseline of the same weights, one run.
   split gather by ``all_gather``), ``prefetch`` / ``prefetch-32m`` (cuBLAS O and an L2 prefetch of the next GEMM's
   weight, 16 / 32 MiB, beside each fused all-reduce), ``combined`` (the three), ``head-cudnn`` /
   ``head-efficient`` (the head-split cache, SDPA pinned to cuDNN / memory-efficient attention), ``head-combined``
-  (cuDNN, cuBLAS O, the prefetch). For the batch-64 gap, in under 2 minutes:
+  (cuDNN, cuBLAS O, the prefetch), ``head-same-pos`` / ``head-same-pos-combined`` (the head-split cache with
+  ``decode_positions(same_position=context)``: no mask, as the baseline; alone / with cuBLAS O and the prefetch).
+  For the batch-64 gap, in under 2 minutes:
   ``torchrun --nproc-per-node=2 bench/decoder.py --prefill "" --batches 64 --contexts 4096 --decode-variants all``.
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
 
@@ -48,6 +50,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import functools
 import importlib
 import sys
 import time
@@ -103,21 +107,36 @@ PREFILL_VARIANTS: dict[str, dict[str, bool]] = {
 ``unfused`` all three (torch's SiLU and product, SDPA on copies of the KV heads repeated for their query groups,
 ``rotate_qkv``'s torch ops: the path before the fused kernels), ``no-gqa`` only ``prefill_gqa`` (the KV copies),
 ``no-rope`` only ``prefill_fused_rope`` (``rotate_qkv``'s torch ops)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeVariant:
+    """One of ours' decode variants: the KV cache ``layout`` ("sequence" or "heads"), the layer ``options`` it sets
+    (``layer_options``) and whether its steps pass ``same_position`` (every sequence's new token at the case's
+    context, as the baseline has them: the head split attends without a mask)."""
+
+    layout: str
+    options: dict[str, object]
+    same_position: bool = False
+
+
 _PREFETCH = {"decode_cublas_o": True, "decode_prefetch_bytes": DECODE_PREFETCH_BYTES}
-DECODE_VARIANTS: dict[str, tuple[str, dict[str, object]]] = {
-    "cublas-o": ("sequence", {"decode_cublas_o": True}),
-    "all-gather": ("sequence", {"decode_gather": "all_gather"}),
-    "prefetch": ("sequence", _PREFETCH),
-    "prefetch-32m": ("sequence", {**_PREFETCH, "decode_prefetch_bytes": 32 << 20}),
-    "combined": ("sequence", {**_PREFETCH, "decode_gather": "all_gather"}),
-    "head-cudnn": ("heads", {"decode_sdpa_backend": "cudnn"}),
-    "head-efficient": ("heads", {"decode_sdpa_backend": "efficient"}),
-    "head-combined": ("heads", {**_PREFETCH, "decode_sdpa_backend": "cudnn"}),
+DECODE_VARIANTS: dict[str, DecodeVariant] = {
+    "cublas-o": DecodeVariant("sequence", {"decode_cublas_o": True}),
+    "all-gather": DecodeVariant("sequence", {"decode_gather": "all_gather"}),
+    "prefetch": DecodeVariant("sequence", _PREFETCH),
+    "prefetch-32m": DecodeVariant("sequence", {**_PREFETCH, "decode_prefetch_bytes": 32 << 20}),
+    "combined": DecodeVariant("sequence", {**_PREFETCH, "decode_gather": "all_gather"}),
+    "head-cudnn": DecodeVariant("heads", {"decode_sdpa_backend": "cudnn"}),
+    "head-efficient": DecodeVariant("heads", {"decode_sdpa_backend": "efficient"}),
+    "head-combined": DecodeVariant("heads", {**_PREFETCH, "decode_sdpa_backend": "cudnn"}),
+    "head-same-pos": DecodeVariant("heads", {}, same_position=True),
+    "head-same-pos-combined": DecodeVariant("heads", _PREFETCH, same_position=True),
 }
 """Ours' decode with the layers' decode options on (``--decode-variants``; ``all``: every one), by name: the KV cache
 layout and the options (``TensorParallelDecoderLayer``'s ``decode_cublas_o`` and ``decode_prefetch_bytes``, the
-attention block's ``decode_gather`` and ``decode_sdpa_backend``), each timed beside ours' default (``ours``, the
-sequence-split cache; ``ours head-KV``, the head-split one with torch's SDPA choice)."""
+attention block's ``decode_gather`` and ``decode_sdpa_backend``; ``same_position``), each timed beside ours' default
+(``ours``, the sequence-split cache; ``ours head-KV``, the head-split one with a mask and torch's SDPA choice)."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline
@@ -322,7 +341,8 @@ def decode_steps(
 ) -> tuple[Callable[[str], tuple[torch.Tensor, torch.Tensor]], Callable[..., torch.Tensor]]:
     """``(ours, base)``: one decode step of the stack, one new token for each of ``batch`` sequences with
     ``context`` random tokens (from ``gen``) already cached, the same tokens in both cache layouts.
-    ``ours(layout)`` ("sequence" or "heads") returns the last layer's ``(x, residual)`` (``decode``'s pair);
+    ``ours(layout, same_position=False)`` ("sequence" or "heads"; ``same_position``: the steps' ``decode_positions``
+    told every position is ``context``) returns the last layer's ``(x, residual)`` (``decode``'s pair);
     ``base(fn=torch_decode_layer)`` runs ``fn`` of every layer over the head-split caches and returns the hidden
     states."""
     world = rt.current_world()
@@ -344,9 +364,10 @@ def decode_steps(
     positions = torch.full((batch,), context, device="cuda", dtype=torch.int32)
     zeros = torch.zeros_like(hidden)
 
-    def ours(layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    def ours(layout: str, same_position: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         mine = caches[layout]
-        step = layers[0].decode_positions(positions, mine[0])  # once per step, for every layer
+        same = context if same_position else None  # every sequence's new token is at position context
+        step = layers[0].decode_positions(positions, mine[0], same_position=same)  # once per step, for every layer
         x, residual = zeros, hidden
         for layer, cache in zip(layers, mine, strict=True):
             x, residual = layer.decode(x, residual, step, cache)
@@ -394,12 +415,13 @@ def decode_case(
             row[column] = float("nan")
             rank0_print(f"INFO {column} B={batch} ctx={context}: {type(error).__name__}: {error}")
     for variant in args.decode_variants:
-        layout, options = DECODE_VARIANTS[variant]
-        with layer_options(layers, **options):
+        chosen = DECODE_VARIANTS[variant]
+        step = functools.partial(ours_step, chosen.layout, chosen.same_position)
+        with layer_options(layers, **chosen.options):
             try:
-                x, residual = ours_step(layout)
+                x, residual = step()
                 row[f"difference {variant}"] = difference(residual + all_reduce(x), want)
-                timed = graphed_us(lambda layout=layout: ours_step(layout), replays=args.iters)
+                timed = graphed_us(step, replays=args.iters)
                 row[f"ours {variant} ms"] = timed / 1000 / args.layers
             except Exception as error:  # noqa: BLE001 (a variant that cannot run is reported, not fatal)
                 row[f"ours {variant} ms"] = float("nan")
@@ -600,7 +622,9 @@ def write_results(out_dir: Path, rows: list[dict], args: argparse.Namespace, sta
             "Decode variants of ours (the layers' decode options, off by default; difference: the largest of every "
             "variant's): "
             + "; ".join(
-                f"{name}: {DECODE_VARIANTS[name][0]}-split KV, {DECODE_VARIANTS[name][1]}" for name in decode_variants
+                f"{name}: {DECODE_VARIANTS[name].layout}-split KV, {DECODE_VARIANTS[name].options}"
+                + (", same_position" if DECODE_VARIANTS[name].same_position else "")
+                for name in decode_variants
             )
             + ".",
         ]

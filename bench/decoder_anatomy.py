@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import re
 import sys
@@ -628,12 +629,12 @@ def decode_case(
         variants[name] = (us, decode_breakdown(step, len(layers), args.runs, args.top))
         torch.cuda.empty_cache()
     for variant in getattr(args, "decode_variants", []):
-        layout, options = DECODE_VARIANTS[variant]
-        with layer_options(layers, **options):
+        chosen = DECODE_VARIANTS[variant]
+        step = functools.partial(ours_step, chosen.layout, chosen.same_position)
+        with layer_options(layers, **chosen.options):
             try:
-                x, residual = ours_step(layout)  # eager first, as above
+                x, residual = step()  # eager first, as above
                 agreement = max(agreement, difference(residual + all_reduce(x), want))
-                step = lambda layout=layout: ours_step(layout)  # noqa: E731
                 us = graphed_us(step, replays=args.iters) / len(layers)
                 variants[f"ours {variant}"] = (us, decode_breakdown(step, len(layers), args.runs, args.top))
             except Exception as error:  # noqa: BLE001 (a variant that cannot run is reported, not fatal)

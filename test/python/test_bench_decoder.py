@@ -165,11 +165,18 @@ def test_each_decode_variant_is_timed_with_its_options_and_layout(monkeypatch: p
     assert default == {(False, 0, "all_reduce", None)}
     seen: list[tuple[str, tuple[object, ...]]] = []
 
-    def ours(layout: str) -> tuple[torch.Tensor, torch.Tensor]:
+    def ours(layout: str, same_position: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         (options,) = _decode_options(layers)  # every layer alike
         seen.append((layout, options))
+        if same_position:
+            layout = "heads, same position"
         # a time in ms x 1000 per layout and options (the stack of 2 layers: per layer it halves)
-        ms = {"sequence": 4.0, "heads": 6.0}[layout] - options[0] - (options[1] > 0) - (options[2] == "all_gather")
+        ms = (
+            {"sequence": 4.0, "heads": 6.0, "heads, same position": 4.5}[layout]
+            - options[0]
+            - (options[1] > 0)
+            - (options[2] == "all_gather")
+        )
         ms -= 2.0 * (options[3] == "cudnn")
         return torch.zeros(1), torch.tensor([ms])
 
@@ -181,11 +188,12 @@ def test_each_decode_variant_is_timed_with_its_options_and_layout(monkeypatch: p
     timed = lambda out: out[-1] if isinstance(out, tuple) else out  # noqa: E731 (ours' residual, or base's)
     monkeypatch.setattr(decoder, "graphed_us", lambda fn, replays: 1000 * float(timed(fn())[0]))
     monkeypatch.setattr(decoder, "difference", lambda got, want: float((got - want).abs().max()) / 100)
-    variants = ["cublas-o", "all-gather", "combined", "head-cudnn", "head-combined"]
+    variants = ["cublas-o", "all-gather", "combined", "head-cudnn", "head-combined", "head-same-pos"]
     args = argparse.Namespace(iters=20, layers=2, compile=False, decode_variants=variants)
     row = decoder.decode_case(TINY, layers, 64, 4096, None, args)
     assert _decode_options(layers) == default  # restored
     want_ms = {"cublas-o": 1.5, "all-gather": 1.5, "combined": 0.5, "head-cudnn": 2.0, "head-combined": 1.0}
+    want_ms["head-same-pos"] = 2.25
     assert {name: row[f"ours {name} ms"] for name in variants} == want_ms
     assert (row["ours ms"], row["ours head-KV ms"], row["torch ms"]) == (2.0, 3.0, 4.0)
     assert row["speedup combined"] == 8.0 and row["difference head-cudnn"] == 0.04 and row["difference"] == 0.07
@@ -208,9 +216,9 @@ def test_decode_variants_parse_all_and_refuse_unknown_names(
         anatomy.parse_args(["--decode-variants", "prefetch,nope"])
     assert "unknown decode variants ['nope']" in capsys.readouterr().err
     layers = _layers()
-    for layout, options in decoder.DECODE_VARIANTS.values():  # every variant's options exist on the layers
-        assert layout in ("sequence", "heads")
-        with decoder.layer_options(layers, **options):
+    for variant in decoder.DECODE_VARIANTS.values():  # every variant's options exist on the layers
+        assert variant.layout in ("sequence", "heads") and (variant.layout == "heads" or not variant.same_position)
+        with decoder.layer_options(layers, **variant.options):
             pass
 
 

@@ -285,6 +285,11 @@ def _worker() -> dict[str, list[str]]:
                 copies = [name for name in ops.names if name in COPIES]
                 if step > PREFILL and layout == "sequence" and copies:
                     record[f"{layout}/launches"] = [f"a decode step ran fills and copies: {copies}"]
+            if layout == "heads":  # step 8 again, told every sequence is at 8: SDPA over 9 positions, no mask
+                at8 = torch.full((BATCH,), PREFILL + 1, dtype=torch.int32)
+                same = layer.decode_positions(at8, cache, same_position=PREFILL + 1)
+                got = layer.decode_hidden(tokens[:, PREFILL + 1].contiguous(), same, cache)
+                record["heads/decode@8 same_position"] = _problems(got, want[:, PREFILL + 1])
             # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
             # cache), sequence 1 restarts at 3 (rank 0's), as if its prompt had been 3 tokens.
             new = tokens[:, PREFILL + 2]
@@ -309,7 +314,7 @@ def _worker() -> dict[str, list[str]]:
 def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
     names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill", "kernels/rope_rows"}
-    names.add("kernels/l2_prefetch")
+    names |= {"kernels/l2_prefetch", "heads/decode@8 same_position"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
@@ -481,6 +486,17 @@ def test_the_prefill_kernels_refuse_what_they_cannot_take() -> None:
     block, _ = _layer(0, 2)  # the defaults: prefill's fused RoPE and SDPA with enable_gqa
     assert block.attention.prefill_fused_rope and "prefill_fused_rope=True" in repr(block.attention)
     assert block.attention.prefill_gqa and "prefill_gqa=True" in repr(block.attention)
+
+
+def test_same_position_drops_the_mask_and_bounds_the_length() -> None:
+    layer, _ = _layer(0, 2)
+    cache = layer.new_cache(2, 10, "heads")
+    step = layer.decode_positions(torch.tensor([4, 4]), cache, same_position=4)
+    assert step.mask is None and step.length == 5 and step.slots.tolist() == [4, 4]
+    assert layer.decode_positions(torch.tensor([4, 4]), cache).length is None
+    for bad in (10, -1, True, 2.0):
+        with pytest.raises(LayerError, match=r"same_position must be None or an int in \[0, 10\)"):
+            layer.decode_positions(torch.tensor([4, 4]), cache, same_position=bad)  # type: ignore[arg-type]
 
 
 def test_the_decode_options_are_off_by_default_and_refuse_bad_values() -> None:

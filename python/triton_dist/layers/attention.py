@@ -160,7 +160,8 @@ class DecodePositions:
     (sequence-split), ``mask`` [B, 1, 1, local_len] in the cache's dtype, 0 where each sequence attends and -inf
     past its position (head-split).
     ``key``: the cache geometry and rotary frequencies they were made for (layout, local_len, rank, world size,
-    head dim, rope theta).
+    head dim, rope theta). ``length``: with ``decode_positions(..., same_position=p)``, ``p + 1``: a head-split
+    decode attends over the cache's first ``p + 1`` positions without a mask (``mask`` None); else None.
     """
 
     positions: torch.Tensor
@@ -171,6 +172,7 @@ class DecodePositions:
     lengths: torch.Tensor | None
     mask: torch.Tensor | None
     key: tuple
+    length: int | None = None
 
 
 class TensorParallelAttention(nn.Module):
@@ -422,11 +424,20 @@ class TensorParallelAttention(nn.Module):
         k = torch.zeros(shape, dtype=self.qkv.weight.dtype, device=where)
         return KVCache(k, torch.zeros_like(k), layout, self.rank, self.world_size)
 
-    def decode_positions(self, positions: torch.Tensor, cache: KVCache) -> DecodePositions:
+    def decode_positions(
+        self, positions: torch.Tensor, cache: KVCache, *, same_position: int | None = None
+    ) -> DecodePositions:
         """The per-step tensors of ``positions`` (int [B] on the cache's device: each sequence's position of its
         new token) for caches like ``cache``: compute once per decode step, pass to every layer. Raises
         LayerError for positions of the wrong type or shape. Positions are not checked against ``max_len`` (that
-        would need a host synchronization): one past the cache is a device-side indexing error."""
+        would need a host synchronization): one past the cache is a device-side indexing error.
+
+        ``same_position`` (an option, for a batch whose new tokens all sit at one position the host knows, as in
+        torch TP's baseline of bench/decoder.py): every element of ``positions`` is this int (not checked: that
+        would need a host synchronization); a head-split decode then attends over the cache's first
+        ``same_position + 1`` positions without a mask, which lets SDPA take its unmasked kernels (cuDNN's), and
+        the step makes no mask. A CUDA graph captured with it holds that length. The sequence split ignores it
+        (flash_decode reads the lengths). Raises LayerError unless it is an int in ``[0, max_len)``."""
         name = type(self).__name__
         self._check_cache(cache, int(cache.k_store.shape[0]))
         batch = int(cache.k_store.shape[0])
@@ -435,6 +446,15 @@ class TensorParallelAttention(nn.Module):
             raise LayerError(f"{name}: positions must be an integer tensor of shape [{batch}], got {got}")
         if positions.device != cache.k_store.device:
             raise LayerError(f"{name}: positions is on {positions.device} but the KV cache on {cache.k_store.device}")
+        if same_position is not None and (
+            isinstance(same_position, bool)
+            or not isinstance(same_position, int)
+            or not 0 <= same_position < cache.max_len
+        ):
+            raise LayerError(
+                f"{name}: same_position must be None or an int in [0, {cache.max_len}) (the cache's max_len), got "
+                f"{same_position!r}"
+            )
         cos, signed_sin = self.rope_tables(positions)
         lengths = mask = None
         rows, *table = self._decode_tables(cache, batch, positions.device)
@@ -445,8 +465,11 @@ class TensorParallelAttention(nn.Module):
             slots = positions.contiguous()  # rope_scatter reads it as a plain array (a no-op when it is one)
             after, neg_inf, zero = table  # after: arange(local_len); the two constants in the cache's dtype
             # Additive, in the cache's dtype: SDPA takes it as is (a boolean mask is converted per call).
-            mask = torch.where(after > positions.unsqueeze(1), neg_inf, zero)[:, None, None, :]
-        return DecodePositions(positions, rows, cos, signed_sin, slots, lengths, mask, self._step_key(cache))
+            if same_position is None:
+                mask = torch.where(after > positions.unsqueeze(1), neg_inf, zero)[:, None, None, :]
+        length = None if same_position is None else same_position + 1
+        key = self._step_key(cache)
+        return DecodePositions(positions, rows, cos, signed_sin, slots, lengths, mask, key, length)
 
     def _decode_tables(self, cache: KVCache, batch: int, device: torch.device) -> tuple[torch.Tensor, ...]:
         """``(rows, *table)`` of a decode step, made on the first call for this cache geometry, batch and device and
@@ -679,13 +702,15 @@ class TensorParallelAttention(nn.Module):
                 q, k, v = self.rotate_qkv(qkv, rope)  # [B, heads, D]
                 cache.k_store[step.rows, :, step.slots] = k
                 cache.v_store[step.rows, :, step.slots] = v
-            # The group's query heads as the query rows of their KV head: no copy of the cache for GQA.
+            # The group's query heads as the query rows of their KV head: no copy of the cache for GQA. With a
+            # same_position step, the cache's first positions up to it and no mask.
             query = q.reshape(batch, hkv, hq // hkv, d)
+            keys, values = cache.k[:, :, : step.length], cache.v[:, :, : step.length]
             if self.decode_sdpa_backend is None:
-                out = functional.scaled_dot_product_attention(query, cache.k, cache.v, attn_mask=step.mask)
+                out = functional.scaled_dot_product_attention(query, keys, values, attn_mask=step.mask)
             else:
                 with sdpa_kernel(DECODE_SDPA_BACKENDS[self.decode_sdpa_backend]):
-                    out = functional.scaled_dot_product_attention(query, cache.k, cache.v, attn_mask=step.mask)
+                    out = functional.scaled_dot_product_attention(query, keys, values, attn_mask=step.mask)
             return out.reshape(batch, hq * d)
         # Sequence-split cache: every head's new q, k, v on every rank, gathered as one all-reduce of a buffer that
         # is zero outside this rank's columns. The buffer is kept ([W, B, cols], zeroed once: no rank ever writes

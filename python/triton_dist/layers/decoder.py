@@ -250,10 +250,13 @@ class TensorParallelDecoderLayer(nn.Module):
         """This layer's KV cache (``TensorParallelAttention.new_cache``)."""
         return self.attention.new_cache(batch, max_len, layout, device)
 
-    def decode_positions(self, positions: torch.Tensor, cache: KVCache) -> DecodePositions:
-        """What every layer's decode step derives from ``positions`` (``TensorParallelAttention.decode_positions``):
-        compute once per step, pass to each layer's ``decode`` (layers of one config with caches of one shape)."""
-        return self.attention.decode_positions(positions, cache)
+    def decode_positions(
+        self, positions: torch.Tensor, cache: KVCache, *, same_position: int | None = None
+    ) -> DecodePositions:
+        """What every layer's decode step derives from ``positions`` (``TensorParallelAttention.decode_positions``,
+        ``same_position`` included): compute once per step, pass to each layer's ``decode`` (layers of one config
+        with caches of one shape)."""
+        return self.attention.decode_positions(positions, cache, same_position=same_position)
 
     def forward(self, x: torch.Tensor, *, batch: int = 1, cache: KVCache | None = None) -> torch.Tensor:
         """Prefill (``prefill``)."""
