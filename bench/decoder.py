@@ -33,7 +33,9 @@ tensor-parallel baseline of the same weights, one run.
   weight, 16 / 32 MiB, beside each fused all-reduce), ``combined`` (the three), ``head-cudnn`` /
   ``head-efficient`` (the head-split cache, SDPA pinned to cuDNN / memory-efficient attention), ``head-combined``
   (cuDNN, cuBLAS O, the prefetch), ``head-same-pos`` / ``head-same-pos-combined`` (the head-split cache with
-  ``decode_positions(same_position=context)``: no mask, as the baseline; alone / with cuBLAS O and the prefetch).
+  ``decode_positions(same_position=context)``: no mask, as the baseline; alone / with cuBLAS O and the prefetch),
+  ``fused-gather`` / ``fused-combined`` (the sequence split's gather and RoPE as one kernel, ``decode_gather=
+  "fused"``; alone / with cuBLAS O and the prefetch).
   For the batch-64 gap, in under 2 minutes:
   ``torchrun --nproc-per-node=2 bench/decoder.py --prefill "" --batches 64 --contexts 4096 --decode-variants all``.
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
@@ -132,6 +134,8 @@ DECODE_VARIANTS: dict[str, DecodeVariant] = {
     "head-combined": DecodeVariant("heads", {**_PREFETCH, "decode_sdpa_backend": "cudnn"}),
     "head-same-pos": DecodeVariant("heads", {}, same_position=True),
     "head-same-pos-combined": DecodeVariant("heads", _PREFETCH, same_position=True),
+    "fused-gather": DecodeVariant("sequence", {"decode_gather": "fused"}),
+    "fused-combined": DecodeVariant("sequence", {**_PREFETCH, "decode_gather": "fused"}),
 }
 """Ours' decode with the layers' decode options on (``--decode-variants``; ``all``: every one), by name: the KV cache
 layout and the options (``TensorParallelDecoderLayer``'s ``decode_cublas_o`` and ``decode_prefetch_bytes``, the

@@ -305,6 +305,10 @@ def _worker() -> dict[str, list[str]]:
             layer.attention.decode_sdpa_backend = "math"
             got = layer.decode_hidden(new, torch.tensor([PREFILL + 2, 3]), cache)
             record[f"{layout}/decode@9,3 options"] = _problems(got, want_mixed)
+            if layout == "sequence":  # and the gather fused with RoPE (gather_rope: peers' blocks after a flag)
+                layer.attention.decode_gather = "fused"
+                got = layer.decode_hidden(new, torch.tensor([PREFILL + 2, 3]), cache)
+                record["sequence/decode@9,3 fused"] = _problems(got, want_mixed)
             print(f"rank {rank}: {layout} done at {time.perf_counter() - began:.1f} s", flush=True)
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         record["raised"] = [f"{type(error).__name__}: {error}"]
@@ -314,7 +318,7 @@ def _worker() -> dict[str, list[str]]:
 def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
     names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill", "kernels/rope_rows"}
-    names |= {"kernels/l2_prefetch", "heads/decode@8 same_position"}
+    names |= {"kernels/l2_prefetch", "heads/decode@8 same_position", "sequence/decode@9,3 fused"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
@@ -515,7 +519,9 @@ def test_the_decode_options_are_off_by_default_and_refuse_bad_values() -> None:
         TensorParallelDecoderLayer.from_shards(TINY, layer.state_dict(), rank=0, world_size=2, decode_cublas_o="yes")  # type: ignore[arg-type]
     w = _weights()
     qkvo = (w["q"], w["k"], w["v"], w["o"])
-    with pytest.raises(LayerError, match=r"decode_gather must be one of \['all_reduce', 'all_gather'\], got 'nccl'"):
+    with pytest.raises(
+        LayerError, match=r"decode_gather must be one of \['all_reduce', 'all_gather', 'fused'\], got 'nccl'"
+    ):
         TensorParallelAttention(
             *qkvo, num_heads=4, num_kv_heads=2, head_dim=128, rank=0, world_size=2, decode_gather="nccl"
         )
@@ -691,3 +697,29 @@ def test_the_l2_prefetch_compiles_to_l2_only_16_byte_loads() -> None:
     )
     accesses = Counter(re.findall(r"(?:ld|st)\.global[.\w]*", kernel.asm["ptx"]))
     assert accesses == {"ld.global.cg.v4.b32": 8, "st.global.b32": 1}, accesses
+
+
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_the_fused_gather_compiles_to_16_byte_tiles(qk_norm: bool) -> None:
+    """``gather_rope``'s kernel (dl.wait, dl.symm_at, the epoch's arrival) compiles for sm_90 at a Llama-3-8B rank's
+    heads (16 q, 4 k, 4 v per block, D 128, aligned rows): each of its two [32, 64] tiles of a block's row loaded
+    with 16-byte accesses (2 a thread each), the tables' halves (and the QK norm weights) too, and the two rotated
+    halves stored so (2 a thread each)."""
+    import re
+    from collections import Counter
+
+    from triton_dist import testing
+    from triton_dist.layers._kernels import _gather_rope_kernel
+
+    pointers = {name: "*bf16" for name in ("sym_ptr", "qw_ptr", "kw_ptr", "q_ptr", "k_ptr", "v_ptr")}
+    pointers |= {"flags_ptr": "*i32", "state_ptr": "*i64", "cos_ptr": "*fp32", "sin_ptr": "*fp32", "slots_ptr": "*i32"}
+    strides = [f"stride_{name}" for name in ("sr", "sb", "cb", "qb", "qh", "kb", "kh", "ks", "vb", "vh", "vs")]
+    kernel = testing.compile_for(
+        _gather_rope_kernel,
+        {**pointers, "batch": "i32", "eps": "fp32", **dict.fromkeys(strides, "i32")},
+        constexprs={"HQ": 16, "HKV": 4, "D": 128, "BLOCK_H": 32, "QK_NORM": qk_norm},
+        aligned=[*pointers, *strides],
+    )
+    accesses = Counter(re.findall(r"(?:ld|st)\.global[.\w]*", kernel.asm["ptx"]))
+    assert accesses["ld.global.v4.b32"] == 2 * 2 + 2 * 2 + 4 * qk_norm, accesses
+    assert accesses["st.global.v4.b32"] == 2 * 2, accesses

@@ -30,6 +30,8 @@ import torch
 import triton
 import triton.language as tl
 
+import triton_dist.language as dl
+
 
 @triton.jit
 def _rope_scatter_kernel(
@@ -319,6 +321,145 @@ def silu_mul(gate_up: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
         grid = (rows, triton.cdiv(cols, SILU_BLOCK))
         _silu_mul_kernel[grid](gate_up, out, cols, gate_up.stride(0), out.stride(0), BLOCK=SILU_BLOCK, num_warps=4)
     return out
+
+
+@triton.jit
+def _arrive(state_ptr, programs):
+    """(arrival ticket, epoch) of this program in a launch of ``programs``, from the int64 ``state``: the last call's
+    epoch in its high 32 bits, this call's arrivals in its low 32 (zero between calls). One atomic add of 1 gives
+    both; the program with the last ticket adds ``2^32 - programs`` (the epoch moves on, the arrivals go back to 0),
+    after every program of the call read the state, and the next call starts after this kernel ends (stream order):
+    eager calls and CUDA-graph replays alike see one epoch per call."""
+    state = tl.atomic_add(state_ptr, 1, sem="relaxed", scope="gpu")
+    ticket = (state & 0xFFFFFFFF).to(tl.int32)
+    if ticket == programs - 1:
+        tl.atomic_add(state_ptr, tl.full([], 1 << 32, tl.int64) - programs, sem="relaxed", scope="gpu")
+    return ticket, (state >> 32).to(tl.int32) + 1
+
+
+@triton.jit
+def _gather_rope_kernel(
+    sym_ptr,
+    flags_ptr,
+    state_ptr,
+    cos_ptr,
+    sin_ptr,
+    qw_ptr,
+    kw_ptr,
+    slots_ptr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    batch,
+    eps,
+    stride_sr,
+    stride_sb,
+    stride_cb,
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kh,
+    stride_ks,
+    stride_vb,
+    stride_vh,
+    stride_vs,
+    HQ: tl.constexpr,
+    HKV: tl.constexpr,
+    D: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    QK_NORM: tl.constexpr,
+):
+    """Program ``r * batch + b``: token ``b``'s row of rank ``r``'s block (its HQ q, HKV k and HKV v heads), read
+    from rank ``r``'s copy of the symmetric buffer (over NVLink for a peer, after its flag) as two [BLOCK_H, D/2]
+    tiles (each head's halves, which rotate together); q and k normed (QK_NORM) and rotated, v as it is; stored
+    where they go, as ``_rope_scatter_kernel`` does. The first program to arrive tells every rank this rank's block
+    is in place (the QKV GEMM before this kernel wrote it)."""
+    ticket, epoch = _arrive(state_ptr, tl.num_programs(0))
+    me = dl.rank()
+    if ticket == 0:  # flags[me] = epoch on every rank (release: after the GEMM that wrote this rank's block)
+        for peer in range(0, dl.num_ranks()):
+            dl.notify(flags_ptr + me, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+    pid = tl.program_id(0)
+    r = pid // batch
+    b = (pid % batch).to(tl.int64)
+    heads = tl.arange(0, BLOCK_H)
+    cols = tl.arange(0, D // 2)
+    keep = (heads < HQ + 2 * HKV)[:, None] & (cols < D // 2)[None, :]
+    first = sym_ptr + r.to(tl.int64) * stride_sr + b * stride_sb + heads[:, None] * D + cols[None, :]
+    if r != me:
+        token = dl.wait(flags_ptr + r, 1, "sys", "acquire", waitValue=epoch)
+        first = dl.consume_token(first, token)  # the loads below stay after the wait
+    src = dl.symm_at(first, r)
+    x1 = tl.load(src, mask=keep, other=0.0)
+    x2 = tl.load(src + D // 2, mask=keep, other=0.0)
+    is_q = heads < HQ
+    rotated = (heads < HQ + HKV)[:, None]
+    n1, n2 = x1, x2
+    if QK_NORM:
+        xf1, xf2 = x1.to(tl.float32), x2.to(tl.float32)
+        inv = 1.0 / tl.sqrt((tl.sum(xf1 * xf1, axis=1) + tl.sum(xf2 * xf2, axis=1)) / D + eps)
+        w1 = tl.where(is_q[:, None], tl.load(qw_ptr + cols)[None, :], tl.load(kw_ptr + cols)[None, :])
+        w2 = tl.where(is_q[:, None], tl.load(qw_ptr + D // 2 + cols)[None, :], tl.load(kw_ptr + D // 2 + cols)[None, :])
+        n1 = ((xf1 * inv[:, None]).to(x1.dtype).to(tl.float32) * w1.to(tl.float32)).to(x1.dtype)
+        n2 = ((xf2 * inv[:, None]).to(x1.dtype).to(tl.float32) * w2.to(tl.float32)).to(x1.dtype)
+    # The tables' second halves (rope_rows' reasoning): the cosine of both halves, the sine with its sign.
+    c = tl.load(cos_ptr + b * stride_cb + D // 2 + cols)[None, :]
+    s = tl.load(sin_ptr + b * stride_cb + D // 2 + cols)[None, :]
+    y1 = (n1.to(tl.float32) * c - n2.to(tl.float32) * s).to(x1.dtype)
+    y2 = (n2.to(tl.float32) * c + n1.to(tl.float32) * s).to(x1.dtype)
+    out1 = tl.where(rotated, y1, x1)
+    out2 = tl.where(rotated, y2, x2)
+    slot = tl.load(slots_ptr + b).to(tl.int64)
+    q_row = q_ptr + b * stride_qb + (r * HQ + heads).to(tl.int64) * stride_qh
+    k_row = k_ptr + b * stride_kb + (r * HKV + heads - HQ).to(tl.int64) * stride_kh + slot * stride_ks
+    v_row = v_ptr + b * stride_vb + (r * HKV + heads - HQ - HKV).to(tl.int64) * stride_vh + slot * stride_vs
+    dest = tl.where(is_q, q_row, tl.where(heads < HQ + HKV, k_row, v_row))[:, None] + cols[None, :]
+    tl.store(dest, out1, mask=keep)
+    tl.store(dest + D // 2, out2, mask=keep)
+
+
+def gather_rope(
+    sym: torch.Tensor,
+    flags: torch.Tensor,
+    state: torch.Tensor,
+    cos: torch.Tensor,
+    signed_sin: torch.Tensor,
+    slots: torch.Tensor,
+    q_out: torch.Tensor,
+    k_store: torch.Tensor,
+    v_store: torch.Tensor,
+    heads: tuple[int, int],
+    qk_norm: tuple[torch.Tensor, torch.Tensor, float] | None = None,
+) -> None:
+    """``rope_scatter`` of every rank's block, gathered inside the kernel: one launch in place of the sequence-split
+    decode's all-reduce of a zero-padded buffer and ``rope_scatter`` (``TensorParallelAttention(decode_gather=
+    "fused")``). Every rank calls it together (a collective).
+
+    ``sym`` [W, B, (Hq + 2 * Hkv) * D] on the symmetric heap, rows contiguous: this rank's block ``sym[rank]``
+    holds its new q, k, v (written before the call, e.g. by the QKV GEMM); every rank's copy is read only at its own
+    block. ``flags`` int32 [W] on the heap, zeroed (and a barrier) before the first call; ``state`` int64 [1] on
+    this GPU, zeroed (``_arrive``): both this call site's own, every rank calling it the same number
+    of times. The rest as ``rope_scatter`` with R = W. Program ``r * B + b`` reads token ``b``'s row of rank
+    ``r``'s block from rank ``r``'s memory, after rank ``r``'s flag holds this call's epoch (its first program to
+    arrive sets it on every rank); the block a peer reads is rewritten only by this rank's next call's GEMM, after
+    something that waits for the peer's later work (the decode step's flash_decode, whose combine waits for every
+    rank's records): the caller's ordering, not checked. Enqueued on the current stream; no host synchronization.
+    """
+    world, batch = int(sym.shape[0]), int(sym.shape[1])
+    hq, hkv = heads
+    d = int(q_out.shape[-1])
+    qw, kw, eps = qk_norm if qk_norm is not None else (q_out, q_out, 0.0)  # unread without QK norm
+    if batch:
+        _gather_rope_kernel[(world * batch,)](
+            sym, flags, state, cos, signed_sin, qw, kw, slots, q_out, k_store, v_store,
+            batch, float(eps),
+            sym.stride(0), sym.stride(1), cos.stride(0),
+            q_out.stride(0), q_out.stride(1),
+            k_store.stride(0), k_store.stride(1), k_store.stride(2),
+            v_store.stride(0), v_store.stride(1), v_store.stride(2),
+            HQ=hq, HKV=hkv, D=d, BLOCK_H=triton.next_power_of_2(hq + 2 * hkv), QK_NORM=qk_norm is not None,
+            num_warps=4,
+        )  # fmt: skip
 
 
 @triton.jit

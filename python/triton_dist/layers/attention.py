@@ -16,7 +16,8 @@ from torch import nn
 from torch.nn import functional
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from triton_dist.layers._kernels import fused_kernels, rope_rows, rope_scatter
+from triton_dist import runtime as rt
+from triton_dist.layers._kernels import fused_kernels, gather_rope, rope_rows, rope_scatter
 from triton_dist.layers.linear import (
     ColumnParallelLinear,
     LayerError,
@@ -30,7 +31,7 @@ from triton_dist.ops import all_gather, all_reduce, flash_decode, gemm_ar
 KV_LAYOUTS = ("heads", "sequence")
 """How a KV cache is split over the ranks: by KV heads (each rank holds its own heads at every position) or by
 sequence (each rank holds every KV head at its block of positions; decode attention is ``ops.flash_decode``)."""
-DECODE_GATHERS = ("all_reduce", "all_gather")
+DECODE_GATHERS = ("all_reduce", "all_gather", "fused")
 """How the sequence-split decode gathers every rank's new q, k, v (``TensorParallelAttention.decode_gather``)."""
 DECODE_SDPA_BACKENDS = {
     "cudnn": SDPBackend.CUDNN_ATTENTION,
@@ -203,10 +204,13 @@ class TensorParallelAttention(nn.Module):
     1.28x / 1.15x for Qwen3-32B, against 1.09-1.18x with both off, and the same output difference (0.009;
     docs/results/2026-11-27-session22.md).
     Two decode options, off by default until measured (docs/design.md, "The decode step at batch 64"; attributes
-    too): ``decode_gather`` ("all_reduce", the default, or "all_gather"): how the sequence-split decode gathers every
-    rank's new q, k, v: one ``ops.all_reduce`` of a kept buffer that is zero outside this rank's block (each rank
-    receives W x the block), or ``ops.all_gather`` of this rank's block (each rank receives (W - 1) x the block, no
-    zeros). ``decode_sdpa_backend`` (None, the default: torch's choice; or a name of ``DECODE_SDPA_BACKENDS``:
+    too): ``decode_gather`` ("all_reduce", the default, "all_gather" or "fused"): how the sequence-split decode
+    gathers every rank's new q, k, v: one ``ops.all_reduce`` of a kept buffer that is zero outside this rank's block
+    (each rank receives W x the block), ``ops.all_gather`` of this rank's block (each rank receives (W - 1) x the
+    block, no zeros), or "fused": the QKV GEMM writes this rank's block of a kept buffer on the symmetric heap and one
+    kernel (``_kernels.gather_rope``) reads every rank's block (a peer's over NVLink, after its flag), norms, rotates
+    and places q, k, v: one launch in place of the all-reduce and ``rope_scatter``. ``decode_sdpa_backend`` (None,
+    the default: torch's choice; or a name of ``DECODE_SDPA_BACKENDS``:
     "cudnn", "efficient", "flash", "math"): the head-split decode's SDPA pinned to that backend
     (``torch.nn.attention.sdpa_kernel``; a backend that cannot take the call raises torch's RuntimeError). A value
     outside these raises LayerError at the next decode.
@@ -345,6 +349,7 @@ class TensorParallelAttention(nn.Module):
         # _decode_tables, _gather_buffer, _qk_norm_weight). Derived, so not in the state dict.
         self._tables: dict[tuple, tuple[torch.Tensor, ...]] = {}
         self._gather: dict[tuple, torch.Tensor] = {}
+        self._fused: dict[tuple, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self._qk_norm: tuple[tuple, torch.Tensor] | None = None
         self.o = RowParallelLinear.from_shard(o, rank=rank, world_size=world_size)
         if (q_norm_weight is None) != (k_norm_weight is None):
@@ -718,14 +723,20 @@ class TensorParallelAttention(nn.Module):
         # one launch norms (QK norm) and rotates every head's q and k, stores q contiguous for flash_decode and
         # each new token's k, v into its slot here (the spare one where another rank holds its position). With
         # decode_gather "all_gather": the QKV GEMM into a new [B, cols] tensor, gathered into a new [W, B, cols].
+        q_all = torch.empty(batch, self.num_heads, d, dtype=x.dtype, device=x.device)
+        stores = (cache.k_store, cache.v_store)
+        if self.decode_gather == "fused":
+            sym, flags, state = self._fused_buffers(batch, x)
+            torch.matmul(x, self.qkv.weight, out=sym[self.rank])
+            gather_rope(sym, flags, state, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
+            out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
+            return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)
         if self.decode_gather == "all_gather":  # this rank's block alone crosses the links, no zeros
             gathered = all_gather(torch.matmul(x, self.qkv.weight)).view(self.world_size, batch, -1)
         else:
             gather = self._gather_buffer(batch, x)
             torch.matmul(x, self.qkv.weight, out=gather[self.rank])
             gathered = all_reduce(gather)
-        q_all = torch.empty(batch, self.num_heads, d, dtype=x.dtype, device=x.device)
-        stores = (cache.k_store, cache.v_store)
         rope_scatter(gathered, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
         out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
         return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)  # a view: rows of stride Hq*D
@@ -735,6 +746,22 @@ class TensorParallelAttention(nn.Module):
         if self.q_norm_weight is None or self.k_norm_weight is None:
             return None
         return (self.q_norm_weight, self.k_norm_weight, self.rms_eps)
+
+    def _fused_buffers(self, batch: int, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``decode_gather="fused"``'s kept ``(sym, flags, state)`` for ``gather_rope``: sym [W, B, cols] in x's
+        dtype and flags int32 [W] (zeroed) on the symmetric heap, state int64 [1] (zeroed) on x's device. Made on
+        a decode's first call at this batch (eagerly, before any CUDA-graph capture of the step: a collective with
+        a barrier, every rank in the same order) and kept; this block's calls only (the epochs count them)."""
+        key = ("fused", batch, x.dtype, x.device)
+        kept = self._fused.get(key)
+        if kept is None:
+            cols = (self.local_heads + 2 * self.local_kv_heads) * self.head_dim
+            sym = rt.empty(self.world_size, batch, cols, dtype=x.dtype)
+            flags = rt.zeros(self.world_size, dtype=torch.int32)
+            state = torch.zeros(1, dtype=torch.int64, device=x.device)
+            rt.barrier()  # zeroed flags everywhere before any rank's kernel sets one
+            kept = self._fused[key] = (sym, flags, state)
+        return kept
 
     def _gather_buffer(self, batch: int, x: torch.Tensor) -> torch.Tensor:
         """The sequence-split decode's all-gather buffer [W, B, (Hq/W + 2*Hkv/W)*D] in x's dtype on x's device,
