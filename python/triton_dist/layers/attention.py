@@ -722,22 +722,22 @@ class TensorParallelAttention(nn.Module):
         # another's block) and the QKV GEMM writes this rank's block, so the gather costs no fill and no copy. Then
         # one launch norms (QK norm) and rotates every head's q and k, stores q contiguous for flash_decode and
         # each new token's k, v into its slot here (the spare one where another rank holds its position). With
-        # decode_gather "all_gather": the QKV GEMM into a new [B, cols] tensor, gathered into a new [W, B, cols].
+        # decode_gather "all_gather": the QKV GEMM into a new [B, cols] tensor, gathered into a new [W, B, cols]; with
+        # "fused": into this rank's block of a kept symmetric buffer, which gather_rope reads on every rank.
         q_all = torch.empty(batch, self.num_heads, d, dtype=x.dtype, device=x.device)
         stores = (cache.k_store, cache.v_store)
-        if self.decode_gather == "fused":
+        if self.decode_gather == "fused":  # the gather inside the RoPE kernel: one launch, no zeros
             sym, flags, state = self._fused_buffers(batch, x)
             torch.matmul(x, self.qkv.weight, out=sym[self.rank])
             gather_rope(sym, flags, state, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
-            out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
-            return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)
-        if self.decode_gather == "all_gather":  # this rank's block alone crosses the links, no zeros
-            gathered = all_gather(torch.matmul(x, self.qkv.weight)).view(self.world_size, batch, -1)
         else:
-            gather = self._gather_buffer(batch, x)
-            torch.matmul(x, self.qkv.weight, out=gather[self.rank])
-            gathered = all_reduce(gather)
-        rope_scatter(gathered, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
+            if self.decode_gather == "all_gather":  # this rank's block alone crosses the links, no zeros
+                gathered = all_gather(torch.matmul(x, self.qkv.weight)).view(self.world_size, batch, -1)
+            else:
+                gather = self._gather_buffer(batch, x)
+                torch.matmul(x, self.qkv.weight, out=gather[self.rank])
+                gathered = all_reduce(gather)
+            rope_scatter(gathered, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
         out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
         return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)  # a view: rows of stride Hq*D
 
