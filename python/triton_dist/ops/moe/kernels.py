@@ -1083,6 +1083,71 @@ def _expand_kernel(
             tl.store(weight_ptr + r, tl.zeros([FILL], dtype=tl.float32), mask=empty)
 
 
+@triton.jit
+def _combine_slot(
+    i,
+    y_ptr,
+    weight_ptr,
+    comb_rows_ptr,
+    comb_src_ptr,
+    comb_dst_ptr,
+    partials,
+    send_ptr,
+    combine_signals_ptr,
+    parity,
+    epoch,
+    me,
+    h,
+    H,
+    CAP,
+    K: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    WHOLE_ROW: tl.constexpr,
+    NODES: tl.constexpr,
+    LOCAL: tl.constexpr,
+    PACK: tl.constexpr,
+):
+    """The combine push of received token slot ``i``: ``sum_k w_k * y[row_k]`` in fp32 over its rows here, stored
+    into slot ``comb_dst[i]`` of its home's ``partials`` (in the partials' dtype; across nodes staged, then put)."""
+    home = tl.load(comb_src_ptr + i)
+    if home >= 0:
+        if NODES > 1:  # a home on another node: the partial staged in row i of my send buffer, then put
+            dst = tl.load(comb_dst_ptr + i)
+            if home // LOCAL == me // LOCAL:
+                remote = dl.symm_at(partials + dst.to(tl.int64) * H, home)
+            else:
+                remote = send_ptr + tl.cast(i, tl.int64) * H
+        else:
+            remote = dl.symm_at(partials + tl.load(comb_dst_ptr + i).to(tl.int64) * H, home)
+        if WHOLE_ROW:  # every k's row index, weight and row loaded without a branch: all in flight together
+            acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+            for k in tl.static_range(K):  # k order, as the reference adds; a missing row adds 0 * 0
+                row = tl.load(comb_rows_ptr + i * K + k)
+                present = row >= 0
+                at = tl.maximum(row, 0).to(tl.int64)
+                weight = tl.load(weight_ptr + at, mask=present, other=0.0)
+                values = tl.load(y_ptr + at * H + h, mask=(h < H) & present, other=0.0)
+                acc += weight * values.to(tl.float32)
+            tl.store(remote + h, acc.to(remote.dtype.element_ty), mask=h < H)
+        else:
+            for h0 in range(0, H, BLOCK_H):
+                offs = h0 + h
+                acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+                for k in range(0, K):  # k order, as the reference adds
+                    row = tl.load(comb_rows_ptr + i * K + k)
+                    if row >= 0:
+                        weight = tl.load(weight_ptr + row)
+                        values = tl.load(y_ptr + row.to(tl.int64) * H + offs, mask=offs < H, other=0.0)
+                        acc += weight * values.to(tl.float32)
+                tl.store(remote + offs, acc.to(remote.dtype.element_ty), mask=offs < H)
+        if NODES > 1:
+            if home // LOCAL != me // LOCAL:
+                signal = combine_signals_ptr + tl.cast(parity, tl.int64) * CAP + dst
+                dl.put_signal(
+                    partials + dst.to(tl.int64) * H, remote, H * (4 // PACK), signal, epoch, home, sig_op="set"
+                )
+
+
 @triton.jit(do_not_specialize=["slots"])  # one compiled kernel for every slots
 def _combine_push_kernel(
     y_ptr,
@@ -1108,6 +1173,11 @@ def _combine_push_kernel(
     LOCAL: tl.constexpr = 1,
     PACK: tl.constexpr = 1,
     SPREAD: tl.constexpr = False,
+    waves_ptr=None,
+    WAVES: tl.constexpr = 0,
+    WAVE_SLOTS: tl.constexpr = 16,
+    WP: tl.constexpr = 2,
+    SCAN: tl.constexpr = 1024,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -1119,68 +1189,80 @@ def _combine_push_kernel(
     # parity's half is CAP * H fp32 words, a partial's row H elements.
     partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK
     h = tl.arange(0, BLOCK_H)
-    count = (slots - pid + programs - 1) // programs  # this program's slots: pid, pid + programs, ...
-    first = 0
-    if SPREAD:  # start at the floor((pid + 1) * count / (programs + 1))-th of them, wrapping around
-        first = (pid + 1) * count // (programs + 1)
-    for j in range(0, count):
-        step = j + first
-        if SPREAD:
-            step = step % count
-        i = pid + step * programs
-        home = tl.load(comb_src_ptr + i)
-        if home >= 0:
-            if NODES > 1:  # a home on another node: the partial staged in row i of my send buffer, then put
-                dst = tl.load(comb_dst_ptr + i)
-                if home // LOCAL == me // LOCAL:
-                    remote = dl.symm_at(partials + dst.to(tl.int64) * H, home)
-                else:
-                    remote = send_ptr + tl.cast(i, tl.int64) * H
+    if WAVES > 0:  # op.REDUCE_OVERLAPS_PUSH (one node): each home's partials in WAVES waves, a flag per wave
+        tl.static_assert(NODES == 1, "the waves are one node's")
+        # The slots are grouped by home in rank order: where each home's start, and how many it has (N[home, me]).
+        sources = tl.arange(0, WP)
+        starts = tl.zeros([WP], dtype=tl.int32)
+        counts = tl.zeros([WP], dtype=tl.int32)
+        scan = tl.arange(0, SCAN)
+        for s0 in range(0, slots, SCAN):
+            homes = tl.load(comb_src_ptr + s0 + scan, mask=s0 + scan < slots, other=WP)
+            starts += tl.sum((homes[None, :] < sources[:, None]).to(tl.int32), axis=1)
+            counts += tl.sum((homes[None, :] == sources[:, None]).to(tl.int32), axis=1)
+        wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * programs)
+        for wave in range(0, WAVES):
+            # Wave w of home s: its positions [w n_s / WAVES, (w + 1) n_s / WAVES), the home's tok_pos[t, me] of them
+            # (what the reduce there computes back from tok_pos), concatenated over the homes in rank order.
+            lo = wave * counts // WAVES
+            size = (wave + 1) * counts // WAVES - lo
+            before = tl.cumsum(size, axis=0) - size
+            total = tl.sum(size, axis=0)
+            count = (total - pid + programs - 1) // programs  # this program's slots of the wave: pid, pid + programs,
+            first = 0
+            if SPREAD:  # as below, within the wave
+                first = (pid + 1) * count // (programs + 1)
+            for j in range(0, count):
+                step = j + first
+                if SPREAD:
+                    step = step % count
+                v = pid + step * programs
+                home = tl.sum(((before + size <= v) & (sources < ranks)).to(tl.int32), axis=0)
+                i = tl.sum(tl.where(sources == home, starts + lo - before, 0), axis=0) + v
+                _combine_slot(
+                    i, y_ptr, weight_ptr, comb_rows_ptr, comb_src_ptr, comb_dst_ptr, partials, send_ptr,
+                    combine_signals_ptr, parity, epoch, me, h, H, CAP, K, BLOCK_H, WHOLE_ROW, NODES, LOCAL, PACK,
+                )  # fmt: skip
+            flag = wave_flags + (me * WAVE_SLOTS + wave) * programs + pid  # (source me, wave, program) on every rank
+            if WORLD > 0:
+                dl.notify(flag, tl.arange(0, WORLD), signal=epoch, sig_op="set", comm_scope="intra_node")
             else:
-                remote = dl.symm_at(partials + tl.load(comb_dst_ptr + i).to(tl.int64) * H, home)
-            if WHOLE_ROW:  # every k's row index, weight and row loaded without a branch: all in flight together
-                acc = tl.zeros([BLOCK_H], dtype=tl.float32)
-                for k in tl.static_range(K):  # k order, as the reference adds; a missing row adds 0 * 0
-                    row = tl.load(comb_rows_ptr + i * K + k)
-                    present = row >= 0
-                    at = tl.maximum(row, 0).to(tl.int64)
-                    weight = tl.load(weight_ptr + at, mask=present, other=0.0)
-                    values = tl.load(y_ptr + at * H + h, mask=(h < H) & present, other=0.0)
-                    acc += weight * values.to(tl.float32)
-                tl.store(remote + h, acc.to(remote.dtype.element_ty), mask=h < H)
-            else:
-                for h0 in range(0, H, BLOCK_H):
-                    offs = h0 + h
-                    acc = tl.zeros([BLOCK_H], dtype=tl.float32)
-                    for k in range(0, K):  # k order, as the reference adds
-                        row = tl.load(comb_rows_ptr + i * K + k)
-                        if row >= 0:
-                            weight = tl.load(weight_ptr + row)
-                            values = tl.load(y_ptr + row.to(tl.int64) * H + offs, mask=offs < H, other=0.0)
-                            acc += weight * values.to(tl.float32)
-                    tl.store(remote + offs, acc.to(remote.dtype.element_ty), mask=offs < H)
-            if NODES > 1:
-                if home // LOCAL != me // LOCAL:
-                    signal = combine_signals_ptr + tl.cast(parity, tl.int64) * CAP + dst
-                    dl.put_signal(
-                        partials + dst.to(tl.int64) * H, remote, H * (4 // PACK), signal, epoch, home, sig_op="set"
-                    )
-    combine_flags = flags_ptr + parity * FLAGS + COMBINE_FLAGS
-    if NODES > 1:  # the ranks of my node (the homes on other nodes wait for each partial's signal)
-        for j in range(0, LOCAL):
-            peer = (me // LOCAL) * LOCAL + j
-            dl.notify(combine_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
-    elif WORLD > 0:  # notify_every_rank, inlined
-        dl.notify(
-            combine_flags + me * programs + pid,
-            tl.arange(0, WORLD),
-            signal=epoch,
-            sig_op="set",
-            comm_scope="intra_node",
-        )
+                for peer in range(0, ranks):
+                    dl.notify(flag, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
     else:
-        for peer in range(0, ranks):
-            dl.notify(combine_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+        count = (slots - pid + programs - 1) // programs  # this program's slots: pid, pid + programs, ...
+        first = 0
+        if SPREAD:  # start at the floor((pid + 1) * count / (programs + 1))-th of them, wrapping around
+            first = (pid + 1) * count // (programs + 1)
+        for j in range(0, count):
+            step = j + first
+            if SPREAD:
+                step = step % count
+            i = pid + step * programs
+            _combine_slot(
+                i, y_ptr, weight_ptr, comb_rows_ptr, comb_src_ptr, comb_dst_ptr, partials, send_ptr,
+                combine_signals_ptr, parity, epoch, me, h, H, CAP, K, BLOCK_H, WHOLE_ROW, NODES, LOCAL, PACK,
+            )  # fmt: skip
+        combine_flags = flags_ptr + parity * FLAGS + COMBINE_FLAGS
+        if NODES > 1:  # the ranks of my node (the homes on other nodes wait for each partial's signal)
+            for j in range(0, LOCAL):
+                peer = (me // LOCAL) * LOCAL + j
+                dl.notify(
+                    combine_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node"
+                )
+        elif WORLD > 0:  # notify_every_rank, inlined
+            dl.notify(
+                combine_flags + me * programs + pid,
+                tl.arange(0, WORLD),
+                signal=epoch,
+                sig_op="set",
+                comm_scope="intra_node",
+            )
+        else:
+            for peer in range(0, ranks):
+                dl.notify(
+                    combine_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node"
+                )
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
@@ -1205,21 +1287,48 @@ def _combine_reduce_kernel(
     LOCAL: tl.constexpr = 1,
     PACK: tl.constexpr = 1,
     UNROLL: tl.constexpr = 0,
+    waves_ptr=None,
+    WAVES: tl.constexpr = 0,
+    WAVE_SLOTS: tl.constexpr = 16,
+    SENDERS: tl.constexpr = 1,
+    WP: tl.constexpr = 2,
 ):
     pid = tl.program_id(0)
     ranks = dl.num_ranks()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
-    if NODES > 1:  # the combine flags of my node's ranks; each partial put from another node has its own signal
+    if WAVES > 0:  # op.REDUCE_OVERLAPS_PUSH (one node): no wait here; per token, for the waves its partials are in
+        tl.static_assert(NODES == 1, "the waves are one node's")
+        dests = tl.arange(0, WP)
+        sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)  # N[me, d]: my tokens' partials on rank d
+        wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * SENDERS)
+        awaited = tl.full([WP], -1, tl.int32)  # per rank, the last wave whose flags this program waited for
+        partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK
+    elif NODES > 1:  # the combine flags of my node's ranks; each partial put from another node has its own signal
         node = dl.rank() // LOCAL
         mine_first = flags_ptr + parity * FLAGS + COMBINE_FLAGS + node * LOCAL * PROGRAMS
         token = dl.wait(mine_first, LOCAL * PROGRAMS, "sys", "acquire", waitValue=epoch)
         signals = combine_signals_ptr + tl.cast(parity, tl.int64) * CAP
+        partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK, token)
     else:
         token = dl.wait(flags_ptr + parity * FLAGS + COMBINE_FLAGS, ranks * PROGRAMS, "sys", "acquire", waitValue=epoch)
-    partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK, token)
+        partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK, token)
     h = tl.arange(0, BLOCK_H)
     for t in range(pid, T, tl.num_programs(0)):
+        ready = partials
+        if WAVES > 0:  # rank d pushes its partial of token t (place p = tok_pos[t, d] of N[me, d]) in wave
+            # ((p + 1) WAVES - 1) // N[me, d] (kernels' combine push: positions [w n / WAVES, (w + 1) n / WAVES));
+            # the waves of each rank come in order, so each wave's flags are awaited once per program.
+            places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
+            need = tl.where(places >= 0, ((places + 1) * WAVES - 1) // tl.maximum(sent, 1), -1)
+            if tl.max(need - awaited, axis=0) > 0:
+                for d in range(0, ranks):
+                    wave = tl.max(tl.where(dests == d, need, -1), axis=0)
+                    if wave > tl.max(tl.where(dests == d, awaited, -1), axis=0):
+                        flags = wave_flags + (d * WAVE_SLOTS + wave) * SENDERS
+                        token = dl.wait(flags, SENDERS, "sys", "acquire", waitValue=epoch)
+                        ready = dl.consume_token(ready, token)
+                awaited = tl.maximum(awaited, need)
         for h0 in range(0, H, BLOCK_H):
             offs = h0 + h
             acc = tl.zeros([BLOCK_H], dtype=tl.float32)
@@ -1231,7 +1340,7 @@ def _combine_reduce_kernel(
                     if LOW_LATENCY:
                         start = d * M
                     at = (start + tl.maximum(place, 0)).to(tl.int64) * H
-                    values = tl.load(partials + at + offs, mask=(offs < H) & (place >= 0), other=0.0)
+                    values = tl.load(ready + at + offs, mask=(offs < H) & (place >= 0), other=0.0)
                     acc += values.to(tl.float32)
                     if not LOW_LATENCY:
                         start += tl.load(row_ptr + d, mask=there, other=0)
@@ -1241,7 +1350,7 @@ def _combine_reduce_kernel(
                     if LOW_LATENCY:
                         start = d * M
                     if place >= 0:
-                        landed = partials
+                        landed = ready
                         if NODES > 1:
                             if d // LOCAL != node:
                                 landed = dl.consume_token(partials, dl.signal_wait(signals + start + place, epoch))

@@ -246,6 +246,72 @@ def set_phase_hook(hook: Callable[[str], object] | None) -> Callable[[str], obje
     return previous
 
 
+COMBINE_PHASES = ("start", "push", "reduce")
+"""The points of a normal-mode combine a combine phase hook is called at (:func:`set_combine_phase_hook`): ``start`` on
+entry (the plan found, before the output's allocation), ``push`` after the push kernel's launch, ``reduce`` after the
+reduce kernel's launch. A hook that records a CUDA event at each point measures the push kernel (``push``) and the
+reduce kernel after it (``reduce``: its wait for every rank's flags, the other ranks' pushes, included); with
+:data:`REDUCE_OVERLAPS_PUSH` the reduce runs beside the push and ``reduce`` is how long it ran after the push ended."""
+_combine_phase_hook: Callable[[str], object] | None = None
+
+
+def set_combine_phase_hook(hook: Callable[[str], object] | None) -> Callable[[str], object] | None:
+    """Call ``hook(phase)`` at each of :data:`COMBINE_PHASES` in every normal-mode combine from now on (None: stop);
+    returns the hook it replaces. For measurements (``bench/moe.py --only-combine`` records a CUDA event at each
+    point); the hook runs on the host, inside the combine."""
+    global _combine_phase_hook
+    previous, _combine_phase_hook = _combine_phase_hook, hook
+    return previous
+
+
+REDUCE_OVERLAPS_PUSH = False
+"""An option (default off; :func:`set_reduce_overlaps_push`): a normal-mode combine on one node launches its reduce
+kernel beside its push kernel (on the plan's side stream, the current stream waiting for it), and the reduce of each
+home token starts as soon as every rank's partial of it has landed, instead of after every rank's whole push (issue
+27: at 4096 tokens per rank, H 7168, top-8 of 256 on 2 x H200 the default combine took 331.2 µs against the 227 µs
+of 75% of the push all-gather's bandwidth; docs/design.md, "MoE combine at 4096 tokens").
+
+- The push (``WAVES`` = :data:`COMBINE_WAVES`) takes its received tokens' slots in waves: wave ``w`` holds, of each
+  home ``s``'s ``n_s`` slots here (consecutive, in the home's token order), the positions ``[w n_s / WAVES, (w + 1)
+  n_s / WAVES)``; each program sets its flag ``(me, w, program)`` on every rank (release) once it has pushed its
+  share of wave ``w``, and no combine flag.
+- The reduce (``WAVES``) takes its tokens as before; for token ``t`` and each rank ``d`` holding it (place ``p =
+  tok_pos[t, d]`` of the ``n = N[me, d]`` this rank sent there) the wave is ``((p + 1) WAVES - 1) // n``, and it waits
+  (acquire) for that wave's flags of every push program of ``d``, once per wave and program (the waves of a rank
+  complete in order: a program's later flag covers its earlier waves).
+- Progress: the reduce's programs spin on flags only the pushes set, and the pushes wait for nothing; on sm_90 (H =
+  7168, k = 8, bf16 partials) the push with its waves takes 132 registers per thread and the reduce 80, neither shared
+  memory beyond its reductions: two of each per SM (``NORMAL_PROGRAMS_PER_SM``) use 55,296 of 65,536 registers, so
+  both launches are resident together whichever starts first (``test_ops_moe_kernels.py`` checks it).
+- Every rank sets the same (checked at a plan's first combine with each setting, with ``combine_partials``).
+
+Low-latency mode and worlds across nodes ignore it. Same results, bit for bit (each token's partials are added in
+rank order, as without it)."""
+COMBINE_WAVES = 8
+"""Waves of the combine push with :data:`REDUCE_OVERLAPS_PUSH` (:func:`set_combine_waves`): more leave a smaller last
+wave for the reduce after the push, at one more flag round per push program each."""
+MAX_COMBINE_WAVES = 16
+"""The most :data:`COMBINE_WAVES`: the ``combine_waves`` workspace is laid out for it (the kernels' ``WAVE_SLOTS``)
+whatever the call's waves, so a wave's flags keep their place when the waves change between calls."""
+
+
+def set_reduce_overlaps_push(on: bool) -> bool:
+    """Turn :data:`REDUCE_OVERLAPS_PUSH` on or off for every combine from now on; returns the previous setting. Every
+    rank sets the same (checked at a plan's first combine with it). Raises :class:`MoeError` if ``on`` is not a
+    bool."""
+    return _switch("REDUCE_OVERLAPS_PUSH", on)
+
+
+def set_combine_waves(waves: int) -> int:
+    """Set :data:`COMBINE_WAVES` for every combine from now on (every rank the same); returns the previous one. Raises
+    :class:`MoeError` unless ``waves`` is an int in [1, ``MAX_COMBINE_WAVES``]."""
+    global COMBINE_WAVES
+    if type(waves) is not int or waves < 1 or waves > MAX_COMBINE_WAVES:
+        raise MoeError(f"set_combine_waves: waves must be an int in [1, {MAX_COMBINE_WAVES}], got {waves!r}")
+    previous, COMBINE_WAVES = COMBINE_WAVES, waves
+    return previous
+
+
 INFO_WORDS = 8
 """The route kernel's summary: rows received, tokens received, token slots and combine slots the busiest rank
 needs, then the status (this rank's bad ids at 4, the world's at 5 in normal mode)."""
@@ -269,6 +335,9 @@ class _Workspace:
     """Pipelined on one node (else None): int32 [2, pow2(W) * MAX_EXPAND_WAVES * (programs + 1)] (symmetric), per
     parity the push's wave flags ``(source, wave, program)`` then each source's slot count at each wave's end
     (:data:`EXPAND_OVERLAPS_PUSH`)."""
+    combine_waves: torch.Tensor | None = None
+    """Normal mode on one node (else None): int32 [2, pow2(W) * MAX_COMBINE_WAVES * programs] (symmetric), per parity
+    the combine push's wave flags ``(source, wave, program)`` (:data:`REDUCE_OVERLAPS_PUSH`)."""
 
 
 @dataclass(frozen=True)
@@ -362,9 +431,9 @@ class _Plan:
     """Pipelined, on GPUs (else 0): its copy programs (``OVERLAP_COPIERS_PER_SM`` per SM)."""
     side: Any = None
     """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
-    combines: set[tuple[torch.dtype, bool]] = field(default_factory=set)
-    """The (partials' dtype, ``combine_spread``) pairs this plan's combines ran with, each agreed with every rank at
-    its first call (``_combine``)."""
+    combines: set[tuple[torch.dtype, bool, int]] = field(default_factory=set)
+    """The (partials' dtype, ``combine_spread``, waves) this plan's combines ran with (waves: :data:`COMBINE_WAVES`
+    with :data:`REDUCE_OVERLAPS_PUSH`, else 0), each agreed with every rank at its first call (``_combine``)."""
     host_info: torch.Tensor | None = None
     """Pipelined (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -469,6 +538,9 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             parts=torch.empty(route_programs, row_stride(size, num_experts), dtype=torch.int32, device=world.device),
             count_signals=rt.zeros(2, pow2(size), dtype=torch.int64) if world.num_nodes > 1 else None,
             waves=rt.zeros(2, pow2(size) * MAX_EXPAND_WAVES * (programs + 1), dtype=torch.int32) if pipelined else None,
+            combine_waves=rt.zeros(2, pow2(size) * MAX_COMBINE_WAVES * programs, dtype=torch.int32)
+            if mode == "normal" and world.num_nodes == 1
+            else None,
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
         return made
@@ -619,14 +691,15 @@ def _launch(
     gather: bool = False,
     self_mode: int = 0,
     waves: int = 0,
-    combine: tuple[torch.dtype, bool] = (torch.float32, False),
+    combine: tuple[torch.dtype, bool, int] = (torch.float32, False, 0),
 ) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
     ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written);
     ``self_mode`` (``_self_push``): 1, the push without this rank's own payload and the expand kernel's copy without
     those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only; ``waves`` > 0
     (:data:`EXPAND_OVERLAPS_PUSH`): the push's wave flags, and the expand kernel that waits for them beside it;
-    ``combine`` (the combine kernels): ``MoeConfig.partial_dtype`` of the payload's dtype and ``combine_spread``."""
+    ``combine`` (the combine kernels): ``MoeConfig.partial_dtype`` of the payload's dtype, ``combine_spread`` and the
+    waves of :data:`REDUCE_OVERLAPS_PUSH` (0: off)."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
     dtypes = [v.dtype for v in leading.values() if isinstance(v, torch.Tensor)]
@@ -709,17 +782,22 @@ def _launch(
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
-            partial, spread = combine  # the fp32 buffers viewed in the partials' dtype (PACK of them per word)
+            partial, spread, combine_waves = combine  # the fp32 buffers viewed in the partials' dtype (PACK per word)
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
-            fixed |= {"CAP": buffers.combine_slots, **world, **_combine_constexprs(partial, spread, plan)}
+            fixed |= {"CAP": buffers.combine_slots, **world}
+            fixed |= _combine_constexprs(partial, spread, plan, waves=combine_waves)
+            if combine_waves:
+                fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
                 fixed |= {"send_ptr": across.combine_send.view(partial), **topology}
                 fixed |= {"combine_signals_ptr": across.combine_signals}
         else:
-            partial, spread = combine
+            partial, spread, combine_waves = combine
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
-            fixed |= _combine_constexprs(partial, spread, plan, reduce=True)
+            fixed |= _combine_constexprs(partial, spread, plan, reduce=True, waves=combine_waves)
+            if combine_waves:
+                fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
                 fixed |= {"combine_signals_ptr": across.combine_signals, **topology}
         grid = (plan.expanders if name == "expand" and plan.expanders else plan.programs, 1, 1)
@@ -743,12 +821,19 @@ def _launch(
         launch.launch(device, *leading.values())
 
 
-def _combine_constexprs(partial: torch.dtype, spread: bool, plan: _Plan, reduce: bool = False) -> dict[str, Any]:
+def _combine_constexprs(
+    partial: torch.dtype, spread: bool, plan: Any, reduce: bool = False, waves: int = 0
+) -> dict[str, Any]:
     """The combine kernels' constants for partials of dtype ``partial`` (``PACK``: partials per fp32 word of the
-    combine buffers) and ``MoeConfig.combine_spread`` (the push's ``SPREAD``; the reduce's ``UNROLL``, on one node of
-    at most ``SPREAD_REDUCE_RANKS`` ranks: ``pow2(W)``); only those that differ from the kernels' defaults, so the
-    default config compiles the kernels as before."""
+    combine buffers), ``MoeConfig.combine_spread`` (the push's ``SPREAD``; the reduce's ``UNROLL``, on one node of
+    at most ``SPREAD_REDUCE_RANKS`` ranks: ``pow2(W)``) and ``waves`` (:data:`REDUCE_OVERLAPS_PUSH`: ``WAVES``, laid
+    out for ``MAX_COMBINE_WAVES``, the reduce waiting for the push's ``plan.programs`` programs); only those that
+    differ from the kernels' defaults, so the default config compiles the kernels as before."""
     fixed: dict[str, Any] = {}
+    if waves:
+        fixed |= {"WAVES": waves, "WAVE_SLOTS": MAX_COMBINE_WAVES, "WP": pow2(plan.world_size)}
+        if reduce:
+            fixed["SENDERS"] = plan.programs
     if partial != torch.float32:
         fixed["PACK"] = 4 // partial.itemsize
     if spread and not reduce:
@@ -791,6 +876,13 @@ def _waves(plan: _Plan) -> int:
     """The push's waves with :data:`EXPAND_OVERLAPS_PUSH` (``EXPAND_WAVES``, at most the route count programs; both
     powers of two, so a wave is a whole number of route count programs' token ranges)."""
     return min(EXPAND_WAVES, plan.route_programs)
+
+
+def _combine_waves(plan: _Plan) -> int:
+    """The combine push's waves (:data:`REDUCE_OVERLAPS_PUSH`: :data:`COMBINE_WAVES`) for ``plan``'s combines, or 0:
+    the option off, or a plan without the ``combine_waves`` workspace (low-latency mode, a world across nodes)."""
+    on = REDUCE_OVERLAPS_PUSH and not plan.low_latency and plan.nodes == 1
+    return COMBINE_WAVES if on and plan.workspace.combine_waves is not None else 0
 
 
 def _aligned(t: torch.Tensor) -> torch.Tensor:
@@ -1125,20 +1217,40 @@ def _combine(
     if plan is None:
         raise MoeError("moe_combine: no dispatch of this signature in the current world (call moe_dispatch first)")
     config = MoeConfig(combine_partials=partials, combine_spread=spread)
-    combine = (config.partial_dtype(plan.dtype), spread)
+    waves = _combine_waves(plan)
+    combine = (config.partial_dtype(plan.dtype), spread, waves)
     if combine not in plan.combines and not _capturing():
-        # Every rank's partials land in its peers' buffers: the ranks agree on their dtype (once per plan and option;
-        # the device, index 6 of the key, differs between ranks).
+        # Every rank's partials land in its peers' buffers: the ranks agree on their dtype and the waves (once per
+        # plan and option; the device, index 6 of the key, differs between ranks).
         described = {"combine_partials": partials, "combine_spread": spread, "plan": repr(key[:6] + key[7:])}
+        if waves:  # REDUCE_OVERLAPS_PUSH (described only when on: the default's agreement is as it was)
+            described["reduce_overlaps_push_waves"] = waves
         _plans.agree(described)
         plan.combines.add(combine)
+    mark = None if plan.low_latency else _combine_phase_hook
+    if mark is not None:
+        mark("start")
     device, y = y.device, _aligned(y)
     out = torch.empty(tok_pos.shape[0], plan.hidden, dtype=plan.dtype, device=device)
     push = {"y_ptr": y, "weight_ptr": weights, "comb_rows_ptr": comb_rows, "comb_src_ptr": comb_src}
-    _launch(plan, "combine_push", {**push, "comb_dst_ptr": comb_dst, "epoch_ptr": epoch, "slots": comb_src.numel()},
-            device, combine=combine)  # fmt: skip
+    push |= {"comb_dst_ptr": comb_dst, "epoch_ptr": epoch, "slots": comb_src.numel()}
     reduce = {"out_ptr": out, "tok_pos_ptr": tok_pos, "row_ptr": row, "epoch_ptr": epoch, "T": out.shape[0]}
-    _launch(plan, "combine_reduce", reduce, device, combine=combine)
+    if waves:  # the reduce beside the push: on the side stream after what the current stream ran before the push
+        before = None
+        if device.type == "cuda":
+            before = torch.cuda.Event()
+            before.record()
+        _launch(plan, "combine_push", push, device, combine=combine)
+        if mark is not None:
+            mark("push")
+        _on_side_stream(plan, device, before, lambda: _launch(plan, "combine_reduce", reduce, device, combine=combine))
+    else:
+        _launch(plan, "combine_push", push, device, combine=combine)
+        if mark is not None:
+            mark("push")
+        _launch(plan, "combine_reduce", reduce, device, combine=combine)
+    if mark is not None:
+        mark("reduce")
     return out
 
 

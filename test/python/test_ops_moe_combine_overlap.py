@@ -1,0 +1,109 @@
+"""``ops.moe.op.REDUCE_OVERLAPS_PUSH`` on CPU ranks: the normal-mode combine whose push sets a flag per wave and whose
+reduce waits, per token, for the waves its partials are in (``kernels._combine_push_kernel`` /
+``_combine_reduce_kernel`` with ``WAVES``), under the emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, gloo)
+at 2 ranks, against the torch reference, every output allocated poisoned (``test_ops_moe_emulation``'s cases and
+checks: dispatch exactly, combine the reference's bits).
+
+Cases (``OVERLAP_CASES``, one run of ranks: each start costs about 10 s here): every token to the last rank (only it
+pushes partials, and each home waits for its waves alone), T = 0 on rank 1 (a home that waits for nothing, whose
+push has no slot of its own) with fp32 partials and without ``combine_spread`` (the reduce's loop over ranks) at 3
+waves, k = 8 with bf16 partials, and 16 waves (``op.set_combine_waves``) on 19, 13 and 7 tokens (most waves of a home
+hold one slot or none). Each combine is checked to have launched both kernels with its waves (a spy on
+``op._launch``), so a combine that ignored the option fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from emulated_ranks import run_ranks
+
+from triton_dist.ops.moe.config import MoeConfig
+
+SPREAD = MoeConfig(combine_partials="fp32", combine_spread=True)
+INPUT = MoeConfig(combine_partials="input", combine_spread=True)
+PLAIN = MoeConfig(combine_partials="fp32", combine_spread=False)
+OVERLAP_CASES: tuple[tuple[str, str, Any, int], ...] = (
+    ("one_rank", "one_rank", SPREAD, 8),
+    ("t0/plain", "t0", PLAIN, 3),
+    ("k8/input", "k8", INPUT, 8),
+    ("waves16", "variants", SPREAD, 16),
+)
+"""(label, ``test_ops_moe_emulation`` case, config, waves), in this order on the default dispatch's plans (bf16
+partials on k = 8 only, where every token has rows on every rank: ``_case`` checks that they differ)."""
+
+
+def _worker() -> dict[str, list[str]]:
+    """Every ``OVERLAP_CASES`` entry with ``op.REDUCE_OVERLAPS_PUSH`` on: what this rank's dispatch and combine got
+    that the reference did not, and whether both combine kernels were launched with the case's waves."""
+    import test_ops_moe_emulation as emulation
+
+    from triton_dist.ops.moe import op as moe_op
+
+    record: dict[str, list[str]] = {}
+    launched: list[tuple[str, int]] = []
+    launch = moe_op._launch
+
+    def spy(plan: Any, name: str, *args: Any, **kwargs: Any) -> None:
+        if name.startswith("combine"):
+            launched.append((name, kwargs.get("combine", (None, None, 0))[2]))
+        launch(plan, name, *args, **kwargs)
+
+    moe_op._launch = spy  # type: ignore[assignment]
+    previous = moe_op.set_reduce_overlaps_push(True)
+    waves_before = moe_op.COMBINE_WAVES
+    try:
+        for number, (label, name, config, waves) in enumerate(OVERLAP_CASES):
+            moe_op.set_combine_waves(waves)
+            launched.clear()
+            with emulation._PoisonedEmpty():
+                problems = emulation._case(rank_of(), size_of(), name, 100 + number, "normal", config)
+            if launched != [("combine_push", waves), ("combine_reduce", waves)]:
+                problems.append(f"combine launches {launched}, not both kernels at {waves} waves")
+            record[f"{label}#{number}"] = problems
+    finally:
+        moe_op.set_reduce_overlaps_push(previous)
+        moe_op.set_combine_waves(waves_before)
+        moe_op._launch = launch  # type: ignore[assignment]
+    return record
+
+
+def rank_of() -> int:
+    """This rank (the emulation's world)."""
+    import triton_dist.runtime as rt
+
+    return rt.current_world().rank
+
+
+def size_of() -> int:
+    """The world's size (the emulation's world)."""
+    import triton_dist.runtime as rt
+
+    return rt.current_world().world_size
+
+
+def test_the_reduce_beside_the_push_matches_the_reference() -> None:
+    """The combine with its reduce waiting for the push's waves gives the reference's bits on every rank, in every
+    ``OVERLAP_CASES`` entry, with both kernels launched at the case's waves."""
+    records = run_ranks(_worker, 2, heap_size="16M").results
+    for rank, record in enumerate(records):
+        assert sorted(record) == sorted(f"{label}#{n}" for n, (label, *_) in enumerate(OVERLAP_CASES))
+        failed = {key: problems for key, problems in record.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
+    """Off by default; its setters check their values and return the previous setting."""
+    from triton_dist.ops.moe import MoeError
+    from triton_dist.ops.moe import op as moe_op
+
+    assert moe_op.REDUCE_OVERLAPS_PUSH is False and moe_op.COMBINE_WAVES == 8
+    with pytest.raises(MoeError, match="set_reduce_overlaps_push: on must be True or False, got 1"):
+        moe_op.set_reduce_overlaps_push(1)  # type: ignore[arg-type]
+    assert moe_op.set_reduce_overlaps_push(True) is False
+    assert moe_op.set_reduce_overlaps_push(False) is True
+    for bad in (0, moe_op.MAX_COMBINE_WAVES + 1, 2.0):
+        with pytest.raises(MoeError, match=r"set_combine_waves: waves must be an int in \[1, 16\], got"):
+            moe_op.set_combine_waves(bad)  # type: ignore[arg-type]
+    assert moe_op.set_combine_waves(3) == 8 and moe_op.set_combine_waves(8) == 3
