@@ -100,6 +100,14 @@ gather dispatch (bf16 and fp8) with ``MoeConfig(route_programs=R)``, ``MoeConfig
 both (``option_configs``) beside the default, in the same run: their verification, totals, phases, speed against that
 default and bars.
 
+``--only-combine`` (a minute): only ours' normal combine (the default config, the experts the identity: ``y`` =
+``recv_x``) at ``--tokens`` (default 128 and 4096), beside ``ours reduce-overlap`` (``ops.moe.op.REDUCE_OVERLAPS_PUSH``:
+the reduce kernel beside the push, on its wave flags, at ``COMBINE_WAVES``; ``--combine-waves 4,16`` adds rows at those
+waves), each checked once against the reference at ``--ll-tokens`` per rank and at every size against the identity
+expert's closed form, then its device µs (the dispatch before each call untimed) and phases (``Bench.combine_phases``:
+push, then reduce = how long the reduce ran after the push ended), the push all-gather and the bar (normal combine at
+4096 tokens >= 75% of the all-gather's bandwidth, bf16 bytes); RESULT lines only, no results files.
+
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves bf16 partials back by default, fp32 ones in
 the ``combine-partials=fp32`` rows). Every path is checked once against ``triton_dist.ops.moe.reference_*`` before
@@ -174,6 +182,11 @@ COMBINE_FP32, COMBINE_FP32_NO_SPREAD = f"{OURS} combine-partials=fp32", f"{OURS}
 combine_spread=True)``, ``OURS``): ``MoeConfig(combine_partials="fp32")``, and with ``combine_spread=False`` too (the
 defaults before the 2 x H200 run of 2026-11-27)."""
 COMBINE_PATHS = (COMBINE_FP32, COMBINE_FP32_NO_SPREAD)
+REDUCE_OVERLAP = f"{OURS} reduce-overlap"
+"""``--only-combine``: the path label of the combine with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` on (the reduce kernel
+beside the push, on its wave flags), timed beside the default's (off)."""
+COMBINE_TOKENS = (128, 4096)
+"""``--only-combine``'s default ``--tokens``."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -245,6 +258,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="only ours' normal dispatch (bf16 / fp8, expanded / gather): totals and phases at "
                         f"--tokens (default {','.join(map(str, QUICK_TOKENS))}), and the push all-gather; no "
                         "results files")  # fmt: skip
+    parser.add_argument("--only-combine", action="store_true",
+                        help="only ours' normal combine, the default and with ops.moe.op.REDUCE_OVERLAPS_PUSH: totals "
+                        f"and phases at --tokens (default {','.join(map(str, COMBINE_TOKENS))}), and the push "
+                        "all-gather; no results files")  # fmt: skip
+    parser.add_argument(
+        "--combine-waves",
+        type=_positive_ints,
+        default=[],
+        help="--only-combine: also time the reduce-overlap row with ops.moe.op.set_combine_waves(N) for each N",
+    )
     parser.add_argument("--only-layer", action="store_true",
                         help="only the EP MoE layer rows (and their bar); writes the results files")  # fmt: skip
     parser.add_argument("--route-programs", type=_positive_ints, default=[],
@@ -270,6 +293,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         )
     if args.only_dispatch and args.tokens == list(TOKENS):
         args.tokens = list(QUICK_TOKENS)
+    if args.combine_waves and not args.only_combine:
+        parser.error("--combine-waves times an option of --only-combine: pass --only-combine too")
+    if args.only_combine and (args.only_dispatch or args.only_layer):
+        parser.error("--only-combine runs only the combine rows: leave out --only-dispatch and --only-layer")
+    if args.only_combine and args.tokens == list(TOKENS):
+        args.tokens = list(COMBINE_TOKENS)
     if args.only_layer and (args.only_dispatch or args.skip_layer):
         parser.error("--only-layer runs only the layer rows: leave out --only-dispatch and --skip-layer")
     if args.only_layer and args.tokens == list(TOKENS):
@@ -332,6 +361,21 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
         moe_op.set_expand_overlaps_push(overlapped)
         moe_op.set_fp8_overlaps_push(fp8_overlapped)
         moe_op.set_expand_waves(waves)
+
+
+def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int]) -> torch.Tensor:
+    """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]`` and
+    ``COMBINE_WAVES`` to ``setting[1]`` for the call (both restored after, also if it raises)."""
+    import triton_dist
+    from triton_dist.ops.moe import op as moe_op
+
+    overlap = moe_op.set_reduce_overlaps_push(setting[0])
+    waves = moe_op.set_combine_waves(setting[1])
+    try:
+        return triton_dist.ops.moe_combine(y, handle)
+    finally:
+        moe_op.set_reduce_overlaps_push(overlap)
+        moe_op.set_combine_waves(waves)
 
 
 def make_inputs(
@@ -1273,7 +1317,7 @@ class Bench:
         return f"FAILED: {problem}" if problem else "FAILED on another rank"
 
     def save(self) -> None:
-        if self.rank == 0 and not self.args.only_dispatch:  # --only-dispatch: RESULT lines only
+        if self.rank == 0 and not (self.args.only_dispatch or self.args.only_combine):  # RESULT lines only
             path = write_results(
                 Path(self.args.out_dir), self.slug, self.rows, self.extras, self.header, self.started,
                 self.args.ll_tokens,
@@ -1809,6 +1853,123 @@ class Bench:
                 log0(f"RESULT bar {fp8} T={tokens}: {ratio:.2f}x faster than {bf16} (>= 1.6: "
                      f"{'PASS' if ratio >= 1.6 else 'FAIL'})")  # fmt: skip
 
+    # - --only-combine -
+
+    def only_combine(self) -> None:
+        """``--only-combine``: ours' normal combine with the default config, ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` off
+        (``ours``) and on (``ours reduce-overlap``, at ``COMBINE_WAVES`` and at each ``--combine-waves``), each
+        checked once against the reference at ``--ll-tokens`` per rank (as ``verify``) and at every ``--tokens``
+        against the identity expert's closed form, then its device µs (``device_us``, a fresh dispatch before each
+        call, untimed) and phases (:meth:`combine_phases`); then the push all-gather, the bar at the largest size at
+        most 4096 (75% of the all-gather's per-rank bandwidth) and each option's speed against the default. RESULT
+        lines only (no results files)."""
+        import triton_dist
+        from triton_dist.ops.moe import op as moe_op
+
+        a = self.args
+        settings: dict[str, tuple[bool, int]] = {OURS: (False, moe_op.COMBINE_WAVES)}
+        settings[REDUCE_OVERLAP] = (True, moe_op.COMBINE_WAVES)
+        for waves in a.combine_waves:
+            settings[f"{REDUCE_OVERLAP} {waves} waves"] = (True, waves)
+
+        xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
+        refs, exact = reference_results(xs, idxs, ws, a.experts)
+        want_rows, want = refs[self.rank]
+        vx, vidx, vw = (t.to(self.device) for t in (xs[self.rank], idxs[self.rank], ws[self.rank]))
+        verified: dict[str, str] = {}
+        for label, setting in settings.items():
+            try:
+                recv_x, handle = triton_dist.ops.moe_dispatch(vx, vidx, vw, a.experts)
+                recv_x = expanded(recv_x, handle)
+                combined = combine_with(scaled_experts(recv_x, handle.recv_expert), handle, setting)
+                result = _ours_result(recv_x, handle, combined)
+                problem = compare(result, want_rows, want, exact[self.rank], combine_rtol(None))
+            except Exception as error:  # noqa: BLE001 (the reason is the result)
+                problem = f"{type(error).__name__}: {error}"[:300]
+            verified[label] = self.agreed(problem)
+            log0(f"RESULT verify {label}/normal combine: {verified[label]}")
+        totals: dict[tuple[str, int], float] = {}
+        sizes: dict[int, float] = {}
+        state: dict[str, Any] = {}  # the latest dispatch, which each combine reads
+        for tokens in a.tokens:
+            x, idx, w = self.inputs(tokens)
+            sizes[tokens] = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
+
+            def dispatch(inputs: tuple[torch.Tensor, ...] = (x, idx, w)) -> None:
+                state["d"] = triton_dist.ops.moe_dispatch(*inputs, a.experts)
+
+            for label, setting in settings.items():
+
+                def combine(setting: tuple[bool, int] = setting) -> None:
+                    combine_with(*state["d"], setting)
+
+                dispatch()
+                out = combine_with(*state["d"], setting)  # compiled, and checked at this size
+                ok = self.agreed(closed_form_problem(out, x, idx, w, combine_rtol(None)))
+                us = totals[label, tokens] = device_us(combine, self.barrier, a.reps, prepare=dispatch)
+                log0(f"RESULT {label} normal T={tokens}: combine {us:.1f} µs device, {sizes[tokens] / us / 1e3:.1f} "
+                     f"GB/s per rank at bf16 bytes (verified: {verified[label]}; this size: {ok})")  # fmt: skip
+                self.combine_phases(tokens, combine, dispatch, label)
+            torch.cuda.empty_cache()
+        for (label, tokens), us in totals.items():
+            if label != OURS and (OURS, tokens) in totals:
+                log0(f"RESULT against the default: {label} T={tokens}: combine {totals[OURS, tokens] / us:.2f}x the "
+                     f"speed of {OURS} (the default)")  # fmt: skip
+        self.allgather()
+        gbps = self.extras.get("allgather_gbps")
+        tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])
+        for label in settings:
+            if (label, tokens) in totals and gbps:
+                share = sizes[tokens] / totals[label, tokens] / 1e3 / gbps
+                log0(f"RESULT bar {label} combine normal T={tokens}: {100 * share:.0f}% of the push all-gather's "
+                     f"{gbps:.1f} GB/s per rank (>= 75%: {'PASS' if share >= 0.75 else 'FAIL'})")  # fmt: skip
+
+    def combine_phases(
+        self, tokens: int, combine: Callable[[], object], prepare: Callable[[], object], label: str = OURS
+    ) -> dict[str, float]:
+        """Normal combine split into its phases: a CUDA event at each point ``op.set_combine_phase_hook`` names
+        (``op.COMBINE_PHASES``) over ``--reps`` calls, each after ``prepare`` (a fresh dispatch, untimed), a GPU spin
+        that keeps the GPU behind the host and a device barrier (as ``device_us``); per interval, named by the point it
+        ends at, the median, max over ranks, and ``total``; printed as a RESULT line. ``push``: the push kernel (each
+        received token's partial into its home's buffer, over the links or locally); ``reduce``: the reduce kernel
+        after it, its wait for every rank's push included (``ops.moe.op.REDUCE_OVERLAPS_PUSH``: how long the reduce,
+        launched beside the push, ran after the push ended)."""
+        from triton_dist.ops.moe import op as moe_op
+        from triton_dist.runtime.world.host_lead import lead_host
+        from triton_dist.testing import max_over_ranks
+
+        events: list[tuple[str, torch.cuda.Event]] = []
+
+        def hook(phase: str) -> None:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            events.append((phase, event))
+
+        samples: dict[str, list[float]] = {}
+        previous = moe_op.set_combine_phase_hook(hook)
+        try:
+            for rep in range(self.args.reps + 2):  # the first two: warm-up
+                prepare()
+                lead_host()
+                self.barrier()
+                events.clear()
+                combine()
+                torch.cuda.synchronize()
+                if rep < 2:
+                    continue
+                for (_, begin), (phase, end) in zip(events, events[1:], strict=False):
+                    samples.setdefault(phase, []).append(begin.elapsed_time(end) * 1e3)
+                samples.setdefault("total", []).append(events[0][1].elapsed_time(events[-1][1]) * 1e3)
+        finally:
+            moe_op.set_combine_phase_hook(previous)
+        names = [*moe_op.COMBINE_PHASES[1:], "total"]  # every rank takes part in the same collectives
+        medians = {phase: max_over_ranks(statistics.median(samples[phase]) if phase in samples else -1.0)
+                   for phase in names}  # fmt: skip
+        medians = {phase: us for phase, us in medians.items() if us >= 0}
+        text = ", ".join(f"{phase} {us:.1f}" for phase, us in medians.items())
+        log0(f"RESULT {label} normal T={tokens} combine phases µs (device, median, max over ranks): {text}")
+        return medians
+
     def layer(self) -> None:
         """The EP MoE layer's rows (see the module docstring) at every ``--layer-tokens``; its weights (about
         ``3 * E/W * H * I * 2`` bytes per rank, 11 GiB at the defaults on 2 ranks) are freed afterwards. A failure
@@ -2274,6 +2435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     log0(f"moe bench: {bench.size} ranks, H {args.hidden}, top-{args.topk} of {args.experts}, tokens {args.tokens}")
     if args.only_dispatch:
         bench.only_dispatch()
+        bench.rt.barrier()
+        teardown()
+        return 0
+    if args.only_combine:
+        bench.only_combine()
         bench.rt.barrier()
         teardown()
         return 0

@@ -107,3 +107,44 @@ def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
         with pytest.raises(MoeError, match=r"set_combine_waves: waves must be an int in \[1, 16\], got"):
             moe_op.set_combine_waves(bad)  # type: ignore[arg-type]
     assert moe_op.set_combine_waves(3) == 8 and moe_op.set_combine_waves(8) == 3
+
+
+def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench/moe.py --only-combine``: its own default sizes (128 and 4096), ``--combine-waves`` only with it, and
+    each row's setting of ``op.REDUCE_OVERLAPS_PUSH`` / ``COMBINE_WAVES`` for its call only (restored after, also if
+    the combine raises)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import triton_dist.ops
+    from triton_dist.ops.moe import MoeError
+    from triton_dist.ops.moe import op as moe_op
+
+    spec = importlib.util.spec_from_file_location("bench_moe_combine", Path(__file__).parents[2] / "bench" / "moe.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench
+    spec.loader.exec_module(bench)
+    assert not bench.parse_args([]).only_combine
+    assert bench.parse_args(["--only-combine"]).tokens == [128, 4096]
+    assert bench.parse_args(["--only-combine", "--tokens", "512"]).tokens == [512]
+    assert bench.parse_args(["--only-combine", "--combine-waves", "16,4"]).combine_waves == [4, 16]
+    for wrong in (["--combine-waves", "4"], ["--only-combine", "--only-dispatch"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(wrong)
+    seen: list[tuple[bool, int]] = []
+
+    def fake(y: Any, handle: Any) -> str:
+        seen.append((moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES))
+        if handle == "bad":
+            raise MoeError("refused")
+        return "combined"
+
+    monkeypatch.setattr(triton_dist.ops, "moe_combine", fake)
+    assert bench.combine_with("y", "handle", (True, 4)) == "combined"
+    with pytest.raises(MoeError, match="refused"):
+        bench.combine_with("y", "bad", (True, 16))
+    assert bench.combine_with("y", "handle", (False, 8)) == "combined"
+    assert seen == [(True, 4), (True, 16), (False, 8)]
+    assert (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES) == (False, 8)
