@@ -118,6 +118,8 @@ def _compile(
         constexprs |= combine
         if combine.get("PACK") == 2:
             signature["combine_ptr"] = "*bf16"
+        if combine.get("WAVES"):  # op.REDUCE_OVERLAPS_PUSH: the combine waves' flags
+            signature["waves_ptr"] = _I32
     if name == "route":
         constexprs["EXCHANGE"] = not low_latency
         if not low_latency:  # the summary also into host-mapped memory
@@ -859,6 +861,41 @@ def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_
     per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
     used = allocated(pushed, FP8_PUSH_WARPS) + per_sm * allocated(expanded, 4)
     assert used <= 65536 and (FP8_PUSH_WARPS + 4 * per_sm) * 32 <= 2048, (pushed, expanded, used)
+
+
+def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave(tmp_path: Any) -> None:
+    """``op.REDUCE_OVERLAPS_PUSH`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps), k = 8 on 2 ranks (132 SMs, two programs
+    per SM each), bf16 partials and ``combine_spread`` (the default options): the push with its waves still loads all
+    k rows before its first store, stores the partial in bf16 before its first release, and releases once per wave
+    (one notify to both ranks) with no combine flag after; the reduce beside it acquires a wave's flags before it
+    loads a partial; neither spills, and two programs of each fit on an SM together (64K registers, 2048 threads), so
+    whichever launch starts first the push's programs find room while the reduce's spin. At 3 ranks the reduce's loop
+    over ranks (fp32 partials) does not spill either."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    waves = {"WAVES": moe_op.COMBINE_WAVES, "WAVE_SLOTS": moe_op.MAX_COMBINE_WAVES, "WP": 2}
+    push = _compile("combine_push", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "SPREAD": True, **waves})
+    reduce = _compile(
+        "combine_reduce", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "UNROLL": 2, "SENDERS": 264, **waves}
+    )  # fmt: skip
+    lines = push.splitlines()
+    releases = [i for i, line in enumerate(lines) if re.search(r"atom\.global\.sys\.release", line)]
+    stores = [i for i, line in enumerate(lines) if re.search(r"st\.global\.v4\.", line)]
+    assert len(releases) == 1, "one notify, in the loop over waves (to both ranks at once); no combine flag after"
+    assert stores and stores[0] < releases[0], "the partials, then the wave's flag"
+    assert _loads_before_first_store(push) == 64 and re.search(r"cvt\.rn\.bf16x2\.f32", push)
+    acquire, load = _order(reduce, r"ld\.acquire\.sys", r"ld\.global(\.nc)?\.v4\.b32")
+    assert 0 <= acquire < load, "a wave's flags acquired before its partials are read"
+    assert _v4(reduce, "ld") == 16, "both ranks' bf16 partials, unrolled (8 vectors each)"
+
+    def allocated(registers: int) -> int:  # per program of 4 warps: a warp's registers come in units of 256
+        return 4 * -(-registers * 32 // 256) * 256
+
+    pushed, reduced = _registers(push, tmp_path), _registers(reduce, tmp_path)
+    assert pushed <= 136 and reduced <= 96, (pushed, reduced)
+    assert 2 * (allocated(pushed) + allocated(reduced)) <= 65536 and 4 * 128 <= 2048, (pushed, reduced)
+    loop = _compile("combine_reduce", "sm_90", False, 3, row_block=block, combine={**waves, "WP": 4, "SENDERS": 264})
+    _registers(loop, tmp_path)
 
 
 def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
