@@ -102,11 +102,13 @@ default and bars.
 
 ``--only-combine`` (a minute): only ours' normal combine (the default config, the experts the identity: ``y`` =
 ``recv_x``) at ``--tokens`` (default 128 and 4096), beside ``ours reduce-overlap`` (``ops.moe.op.REDUCE_OVERLAPS_PUSH``:
-the reduce kernel beside the push, on its wave flags, at ``COMBINE_WAVES``; ``--combine-waves 4,16`` adds rows at those
-waves), each checked once against the reference at ``--ll-tokens`` per rank and at every size against the identity
-expert's closed form, then its device µs (the dispatch before each call untimed) and phases (``Bench.combine_phases``:
-push, then reduce = how long the reduce ran after the push ended), the push all-gather and the bar (normal combine at
-4096 tokens >= 75% of the all-gather's bandwidth, bf16 bytes); RESULT lines only, no results files.
+the reduce kernel beside the push, on its wave flags, at ``COMBINE_WAVES``) and ``ours reduce-overlap own-partials``
+(with ``ops.moe.op.OWN_PARTIALS_IN_REDUCE``: the reduce sums this rank's own partials itself; ``--combine-waves 4,16``
+adds both at those waves), each checked once against the reference at ``--ll-tokens`` per rank and at every size
+against the identity expert's closed form, then its device µs (the dispatch before each call untimed) and phases
+(``Bench.combine_phases``: push, then reduce = how long the reduce ran after the push ended), the push all-gather and
+the bar (normal combine at 4096 tokens >= 75% of the all-gather's bandwidth, bf16 bytes); RESULT lines only, no
+results files.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves bf16 partials back by default, fp32 ones in
@@ -185,6 +187,9 @@ COMBINE_PATHS = (COMBINE_FP32, COMBINE_FP32_NO_SPREAD)
 REDUCE_OVERLAP = f"{OURS} reduce-overlap"
 """``--only-combine``: the path label of the combine with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` on (the reduce kernel
 beside the push, on its wave flags), timed beside the default's (off)."""
+OWN_PARTIALS = "own-partials"
+"""``--only-combine``: the suffix of the reduce-overlap rows with ``ops.moe.op.OWN_PARTIALS_IN_REDUCE`` on too (the
+reduce sums this rank's own tokens' partials itself; the push stores only the other ranks')."""
 COMBINE_TOKENS = (128, 4096)
 """``--only-combine``'s default ``--tokens``."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
@@ -363,19 +368,22 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
         moe_op.set_expand_waves(waves)
 
 
-def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int]) -> torch.Tensor:
-    """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]`` and
-    ``COMBINE_WAVES`` to ``setting[1]`` for the call (both restored after, also if it raises)."""
+def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool]) -> torch.Tensor:
+    """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]``,
+    ``COMBINE_WAVES`` to ``setting[1]`` and ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]`` for the call (all restored
+    after, also if it raises)."""
     import triton_dist
     from triton_dist.ops.moe import op as moe_op
 
     overlap = moe_op.set_reduce_overlaps_push(setting[0])
     waves = moe_op.set_combine_waves(setting[1])
+    own = moe_op.set_own_partials_in_reduce(setting[2])
     try:
         return triton_dist.ops.moe_combine(y, handle)
     finally:
         moe_op.set_reduce_overlaps_push(overlap)
         moe_op.set_combine_waves(waves)
+        moe_op.set_own_partials_in_reduce(own)
 
 
 def make_inputs(
@@ -1857,7 +1865,8 @@ class Bench:
 
     def only_combine(self) -> None:
         """``--only-combine``: ours' normal combine with the default config, ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` off
-        (``ours``) and on (``ours reduce-overlap``, at ``COMBINE_WAVES`` and at each ``--combine-waves``), each
+        (``ours``) and on (``ours reduce-overlap``, at ``COMBINE_WAVES`` and at each ``--combine-waves``, each also
+        with ``OWN_PARTIALS_IN_REDUCE``), each
         checked once against the reference at ``--ll-tokens`` per rank (as ``verify``) and at every ``--tokens``
         against the identity expert's closed form, then its device µs (``device_us``, a fresh dispatch before each
         call, untimed) and phases (:meth:`combine_phases`); then the push all-gather, the bar at the largest size at
@@ -1867,10 +1876,12 @@ class Bench:
         from triton_dist.ops.moe import op as moe_op
 
         a = self.args
-        settings: dict[str, tuple[bool, int]] = {OURS: (False, moe_op.COMBINE_WAVES)}
-        settings[REDUCE_OVERLAP] = (True, moe_op.COMBINE_WAVES)
+        settings: dict[str, tuple[bool, int, bool]] = {OURS: (False, moe_op.COMBINE_WAVES, False)}
+        settings[REDUCE_OVERLAP] = (True, moe_op.COMBINE_WAVES, False)
+        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, moe_op.COMBINE_WAVES, True)
         for waves in a.combine_waves:
-            settings[f"{REDUCE_OVERLAP} {waves} waves"] = (True, waves)
+            settings[f"{REDUCE_OVERLAP} {waves} waves"] = (True, waves, False)
+            settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {waves} waves"] = (True, waves, True)
 
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
@@ -1900,7 +1911,7 @@ class Bench:
 
             for label, setting in settings.items():
 
-                def combine(setting: tuple[bool, int] = setting) -> None:
+                def combine(setting: tuple[bool, int, bool] = setting) -> None:
                     combine_with(*state["d"], setting)
 
                 dispatch()

@@ -8,8 +8,9 @@ Cases (``OVERLAP_CASES``, one run of ranks: each start costs about 10 s here): e
 pushes partials, and each home waits for its waves alone), T = 0 on rank 1 (a home that waits for nothing, whose
 push has no slot of its own) with fp32 partials and without ``combine_spread`` (the reduce's loop over ranks) at 3
 waves, k = 8 with bf16 partials, and 16 waves (``op.set_combine_waves``) on 19, 13 and 7 tokens (most waves of a home
-hold one slot or none). Each combine is checked to have launched both kernels with its waves (a spy on
-``op._launch``), so a combine that ignored the option fails.
+hold one slot or none); then three of them with ``op.OWN_PARTIALS_IN_REDUCE`` (the reduce sums its own tokens'
+partials itself, the push stores only the others'). Each combine is checked to have launched both kernels with its
+waves and own setting (a spy on ``op._launch``), so a combine that ignored the options fails.
 """
 
 from __future__ import annotations
@@ -24,14 +25,18 @@ from triton_dist.ops.moe.config import MoeConfig
 SPREAD = MoeConfig(combine_partials="fp32", combine_spread=True)
 INPUT = MoeConfig(combine_partials="input", combine_spread=True)
 PLAIN = MoeConfig(combine_partials="fp32", combine_spread=False)
-OVERLAP_CASES: tuple[tuple[str, str, Any, int], ...] = (
-    ("one_rank", "one_rank", SPREAD, 8),
-    ("t0/plain", "t0", PLAIN, 3),
-    ("k8/input", "k8", INPUT, 8),
-    ("waves16", "variants", SPREAD, 16),
+OVERLAP_CASES: tuple[tuple[str, str, Any, int, bool], ...] = (
+    ("one_rank", "one_rank", SPREAD, 8, False),
+    ("t0/plain", "t0", PLAIN, 3, False),
+    ("k8/input", "k8", INPUT, 8, False),
+    ("waves16", "variants", SPREAD, 16, False),
+    ("own/one_rank", "one_rank", SPREAD, 8, True),
+    ("own/t0/plain", "t0", PLAIN, 3, True),
+    ("own/k8/input", "k8", INPUT, 8, True),
 )
-"""(label, ``test_ops_moe_emulation`` case, config, waves), in this order on the default dispatch's plans (bf16
-partials on k = 8 only, where every token has rows on every rank: ``_case`` checks that they differ)."""
+"""(label, ``test_ops_moe_emulation`` case, config, waves, ``op.OWN_PARTIALS_IN_REDUCE``), in this order on the default
+dispatch's plans (bf16 partials on k = 8 only, where every token has rows on every rank: ``_case`` checks that they
+differ)."""
 
 
 def _worker() -> dict[str, list[str]]:
@@ -42,29 +47,32 @@ def _worker() -> dict[str, list[str]]:
     from triton_dist.ops.moe import op as moe_op
 
     record: dict[str, list[str]] = {}
-    launched: list[tuple[str, int]] = []
+    launched: list[tuple[str, int, bool]] = []
     launch = moe_op._launch
 
     def spy(plan: Any, name: str, *args: Any, **kwargs: Any) -> None:
         if name.startswith("combine"):
-            launched.append((name, kwargs.get("combine", (None, None, 0))[2]))
+            combine = kwargs.get("combine", (None, None, 0, False))
+            launched.append((name, combine[2], combine[3]))
         launch(plan, name, *args, **kwargs)
 
     moe_op._launch = spy  # type: ignore[assignment]
     previous = moe_op.set_reduce_overlaps_push(True)
-    waves_before = moe_op.COMBINE_WAVES
+    waves_before, own_before = moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE
     try:
-        for number, (label, name, config, waves) in enumerate(OVERLAP_CASES):
+        for number, (label, name, config, waves, own) in enumerate(OVERLAP_CASES):
             moe_op.set_combine_waves(waves)
+            moe_op.set_own_partials_in_reduce(own)
             launched.clear()
             with emulation._PoisonedEmpty():
                 problems = emulation._case(rank_of(), size_of(), name, 100 + number, "normal", config)
-            if launched != [("combine_push", waves), ("combine_reduce", waves)]:
-                problems.append(f"combine launches {launched}, not both kernels at {waves} waves")
+            if launched != [("combine_push", waves, own), ("combine_reduce", waves, own)]:
+                problems.append(f"combine launches {launched}, not both kernels at {waves} waves, own {own}")
             record[f"{label}#{number}"] = problems
     finally:
         moe_op.set_reduce_overlaps_push(previous)
         moe_op.set_combine_waves(waves_before)
+        moe_op.set_own_partials_in_reduce(own_before)
         moe_op._launch = launch  # type: ignore[assignment]
     return record
 
@@ -107,6 +115,9 @@ def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
         with pytest.raises(MoeError, match=r"set_combine_waves: waves must be an int in \[1, 16\], got"):
             moe_op.set_combine_waves(bad)  # type: ignore[arg-type]
     assert moe_op.set_combine_waves(3) == 8 and moe_op.set_combine_waves(8) == 3
+    assert moe_op.OWN_PARTIALS_IN_REDUCE is False
+    with pytest.raises(MoeError, match="set_own_partials_in_reduce: on must be True or False, got None"):
+        moe_op.set_own_partials_in_reduce(None)  # type: ignore[arg-type]
 
 
 def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -133,18 +144,18 @@ def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pyt
     for wrong in (["--combine-waves", "4"], ["--only-combine", "--only-dispatch"]):
         with pytest.raises(SystemExit):
             bench.parse_args(wrong)
-    seen: list[tuple[bool, int]] = []
+    seen: list[tuple[bool, int, bool]] = []
 
     def fake(y: Any, handle: Any) -> str:
-        seen.append((moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES))
+        seen.append((moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE))
         if handle == "bad":
             raise MoeError("refused")
         return "combined"
 
     monkeypatch.setattr(triton_dist.ops, "moe_combine", fake)
-    assert bench.combine_with("y", "handle", (True, 4)) == "combined"
+    assert bench.combine_with("y", "handle", (True, 4, True)) == "combined"
     with pytest.raises(MoeError, match="refused"):
-        bench.combine_with("y", "bad", (True, 16))
-    assert bench.combine_with("y", "handle", (False, 8)) == "combined"
-    assert seen == [(True, 4), (True, 16), (False, 8)]
-    assert (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES) == (False, 8)
+        bench.combine_with("y", "bad", (True, 16, False))
+    assert bench.combine_with("y", "handle", (False, 8, False)) == "combined"
+    assert seen == [(True, 4, True), (True, 16, False), (False, 8, False)]
+    assert (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE) == (False, 8, False)

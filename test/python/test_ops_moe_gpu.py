@@ -94,6 +94,64 @@ def _graphed(fn: Callable[[], Any]) -> Callable[[], Any]:
     return replay
 
 
+def _reduce_overlap_checks(
+    rank: int, size: int, cuda: torch.device, record: dict[str, list[str]], check: Any, hidden: int = 7168
+) -> None:
+    """``op.REDUCE_OVERLAPS_PUSH`` (the combine's reduce beside its push, on the push's wave flags) at H = 7168 in
+    normal mode (``large``: 700 and 333 tokens, k = 4; the default combine options at ``COMBINE_WAVES``, and fp32
+    partials without ``combine_spread`` at 3 waves; each also with ``op.OWN_PARTIALS_IN_REDUCE``): against the
+    reference, and the same bits as the same dispatch's combine without the option (a fresh dispatch of the same
+    inputs); then two dispatches in flight and their combines with both options (the wave flags' two halves).
+    ``check``: the worker's, which records under ``reduce-overlap/...``; the settings are restored after."""
+    from test_ops_moe_emulation import _case_inputs, _experts
+
+    import triton_dist
+    from triton_dist.ops.moe import MoeConfig, reference_dispatch
+    from triton_dist.ops.moe import op as moe_op
+
+    def inputs(seed: int) -> tuple[tuple[Any, ...], Any]:
+        xs, idxs, weights, experts = _case_inputs("large", size, seed, hidden=hidden)
+        args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, "normal", None)
+        return args, reference_dispatch(xs, idxs, weights, experts, mode="normal")
+
+    def combined(dispatched: tuple[torch.Tensor, Any]) -> torch.Tensor:
+        return triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
+
+    previous, waves, own = moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE
+    try:
+        plain = MoeConfig(combine_partials="fp32", combine_spread=False)
+        cases = [("default", MoeConfig(), waves, False), ("fp32", plain, 3, False)]
+        cases += [(f"{label}/own", config, count, True) for label, config, count, _ in cases]
+        for number, (label, config, count, own_partials) in enumerate(cases):
+            partials = config.combine_partials == "input"
+            args, refs = inputs(90 + number)
+            moe_op.set_reduce_overlaps_push(False)
+            baseline = combined(triton_dist.ops.moe_dispatch(*args, config=config))
+            moe_op.set_reduce_overlaps_push(True)
+            moe_op.set_combine_waves(count)
+            moe_op.set_own_partials_in_reduce(own_partials)
+            dispatched = triton_dist.ops.moe_dispatch(*args, config=config)
+            out = combined(dispatched)
+            key = f"reduce-overlap/{label}/waves-{count}/large-{hidden}/normal"
+            check(key, args, refs, dispatched, out, partials)
+            if not torch.equal(out, baseline):
+                record[key].append("not the bits of the combine without the option")
+        moe_op.set_reduce_overlaps_push(True)
+        moe_op.set_combine_waves(waves)
+        moe_op.set_own_partials_in_reduce(True)
+        (args_a, refs_a), (args_b, refs_b) = inputs(95), inputs(96)
+        first = triton_dist.ops.moe_dispatch(*args_a)  # two dispatches in flight, then their combines
+        second = triton_dist.ops.moe_dispatch(*args_b)
+        out_a, out_b = combined(first), combined(second)
+        partials = MoeConfig().combine_partials == "input"
+        check(f"reduce-overlap/in-flight-a/large-{hidden}/normal", args_a, refs_a, first, out_a, partials)
+        check(f"reduce-overlap/in-flight-b/large-{hidden}/normal", args_b, refs_b, second, out_b, partials)
+    finally:
+        moe_op.set_reduce_overlaps_push(previous)
+        moe_op.set_combine_waves(waves)
+        moe_op.set_own_partials_in_reduce(own)
+
+
 def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
     """fp8 dispatch: normal mode's fp8 rows and scales bit-exact against reference.quantize_fp8 (both round to
     nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; at H = 7168
@@ -585,6 +643,7 @@ def _worker(out_dir: str) -> None:
             option = f"options/{config.route_programs}-{config.expand_block}"
             check_gathered(f"{option}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, config))
     _combine_option_checks(rank, size, cuda, record, check)
+    _reduce_overlap_checks(rank, size, cuda, record, check)
     for name, checks in (
         ("fp8", lambda: _fp8_checks(rank, size, cuda, record)),
         ("grouped_gemm", lambda: _grouped_gemm_checks(cuda, record)),

@@ -78,6 +78,10 @@ SIGNATURES: dict[str, dict[str, str]] = {
         "out_ptr": "*bf16",
         **{n: _I32 for n in ("tok_pos_ptr", "row_ptr", "epoch_ptr")},
         "T": "i32",
+        "y_ptr": "*bf16",
+        "weight_ptr": "*fp32",
+        **{n: _I32 for n in ("comb_rows_ptr", "comb_src_ptr")},
+        "slots": "i32",
         "combine_ptr": "*fp32",
         "flags_ptr": _I32,
         **{n: "i32" for n in ("H", "CAP", "M")},
@@ -870,7 +874,8 @@ def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave
     (one notify to both ranks) with no combine flag after; the reduce beside it acquires a wave's flags before it
     loads a partial; neither spills, and two programs of each fit on an SM together (64K registers, 2048 threads), so
     whichever launch starts first the push's programs find room while the reduce's spin. At 3 ranks the reduce's loop
-    over ranks (fp32 partials) does not spill either."""
+    over ranks (fp32 partials) does not spill either. With ``op.OWN_PARTIALS_IN_REDUCE`` (the reduce summing its own
+    tokens' rows of ``y``) the same holds."""
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
     waves = {"WAVES": moe_op.COMBINE_WAVES, "WAVE_SLOTS": moe_op.MAX_COMBINE_WAVES, "WP": 2}
@@ -896,6 +901,18 @@ def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave
     assert 2 * (allocated(pushed) + allocated(reduced)) <= 65536 and 4 * 128 <= 2048, (pushed, reduced)
     loop = _compile("combine_reduce", "sm_90", False, 3, row_block=block, combine={**waves, "WP": 4, "SENDERS": 264})
     _registers(loop, tmp_path)
+    # op.OWN_PARTIALS_IN_REDUCE: the push leaves my own slots out, the reduce sums my own tokens' k rows of y itself,
+    # a quarter of a row a step (its k rows' 16-byte loads before the step's store); two of each still fit an SM.
+    own = {**waves, "OWN": True}
+    push = _compile("combine_push", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "SPREAD": True, **own})
+    reduce = _compile(
+        "combine_reduce", "sm_90", False, 2, row_block=block,
+        combine={"PACK": 2, "UNROLL": 2, "SENDERS": 264, **own, "K": 8, "SPLIT": moe_op.OWN_SPLIT},
+    )  # fmt: skip
+    assert _loads_before_first_store(reduce) >= 16, "the k rows of y (2 vectors each) and the peer's partial"
+    pushed, reduced = _registers(push, tmp_path), _registers(reduce, tmp_path)
+    assert pushed <= 136 and reduced <= 104, (pushed, reduced)
+    assert 2 * (allocated(pushed) + allocated(reduced)) <= 65536, (pushed, reduced)
 
 
 def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:

@@ -1178,6 +1178,7 @@ def _combine_push_kernel(
     WAVE_SLOTS: tl.constexpr = 16,
     WP: tl.constexpr = 2,
     SCAN: tl.constexpr = 1024,
+    OWN: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -1200,6 +1201,8 @@ def _combine_push_kernel(
             homes = tl.load(comb_src_ptr + s0 + scan, mask=s0 + scan < slots, other=WP)
             starts += tl.sum((homes[None, :] < sources[:, None]).to(tl.int32), axis=1)
             counts += tl.sum((homes[None, :] == sources[:, None]).to(tl.int32), axis=1)
+        if OWN:  # op.OWN_PARTIALS_IN_REDUCE: my own tokens' partials are the reduce's (none stored, flags still set)
+            counts = tl.where(sources == me, 0, counts)
         wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * programs)
         for wave in range(0, WAVES):
             # Wave w of home s: its positions [w n_s / WAVES, (w + 1) n_s / WAVES), the home's tok_pos[t, me] of them
@@ -1230,6 +1233,7 @@ def _combine_push_kernel(
                 for peer in range(0, ranks):
                     dl.notify(flag, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
     else:
+        tl.static_assert(not OWN, "the own partials in the reduce: with the waves only")
         count = (slots - pid + programs - 1) // programs  # this program's slots: pid, pid + programs, ...
         first = 0
         if SPREAD:  # start at the floor((pid + 1) * count / (programs + 1))-th of them, wrapping around
@@ -1272,6 +1276,11 @@ def _combine_reduce_kernel(
     row_ptr,
     epoch_ptr,
     T,
+    y_ptr,
+    weight_ptr,
+    comb_rows_ptr,
+    comb_src_ptr,
+    slots,
     combine_ptr,
     flags_ptr,
     H,
@@ -1292,11 +1301,23 @@ def _combine_reduce_kernel(
     WAVE_SLOTS: tl.constexpr = 16,
     SENDERS: tl.constexpr = 1,
     WP: tl.constexpr = 2,
+    OWN: tl.constexpr = False,
+    K: tl.constexpr = 1,
+    SCAN: tl.constexpr = 1024,
+    SPLIT: tl.constexpr = 1,
 ):
     pid = tl.program_id(0)
     ranks = dl.num_ranks()
+    me = dl.rank()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
+    if OWN:  # op.OWN_PARTIALS_IN_REDUCE: where my own tokens' slots start among those I received (grouped by source)
+        tl.static_assert(WAVES > 0, "the own partials in the reduce: with the waves only")
+        scan = tl.arange(0, SCAN)
+        own_start = tl.sum(tl.zeros([SCAN], dtype=tl.int32), axis=0)
+        for s0 in range(0, slots, SCAN):
+            homes = tl.load(comb_src_ptr + s0 + scan, mask=s0 + scan < slots, other=WP)
+            own_start += tl.sum((homes < me).to(tl.int32), axis=0)
     if WAVES > 0:  # op.REDUCE_OVERLAPS_PUSH (one node): no wait here; per token, for the waves its partials are in
         tl.static_assert(NODES == 1, "the waves are one node's")
         dests = tl.arange(0, WP)
@@ -1313,7 +1334,8 @@ def _combine_reduce_kernel(
     else:
         token = dl.wait(flags_ptr + parity * FLAGS + COMBINE_FLAGS, ranks * PROGRAMS, "sys", "acquire", waitValue=epoch)
         partials = dl.consume_token(combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK, token)
-    h = tl.arange(0, BLOCK_H)
+    HB: tl.constexpr = BLOCK_H // SPLIT  # the row's elements a step (OWN: part of a row, the k rows' loads fit)
+    h = tl.arange(0, HB)
     for t in range(pid, T, tl.num_programs(0)):
         ready = partials
         if WAVES > 0:  # rank d pushes its partial of token t (place p = tok_pos[t, d] of N[me, d]) in wave
@@ -1321,6 +1343,8 @@ def _combine_reduce_kernel(
             # the waves of each rank come in order, so each wave's flags are awaited once per program.
             places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
             need = tl.where(places >= 0, ((places + 1) * WAVES - 1) // tl.maximum(sent, 1), -1)
+            if OWN:  # my own partials: summed here, awaited from nobody
+                need = tl.where(dests == me, -1, need)
             if tl.max(need - awaited, axis=0) > 0:
                 for d in range(0, ranks):
                     wave = tl.max(tl.where(dests == d, need, -1), axis=0)
@@ -1329,10 +1353,22 @@ def _combine_reduce_kernel(
                         token = dl.wait(flags, SENDERS, "sys", "acquire", waitValue=epoch)
                         ready = dl.consume_token(ready, token)
                 awaited = tl.maximum(awaited, need)
-        for h0 in range(0, H, BLOCK_H):
+        for h0 in range(0, H, HB):
             offs = h0 + h
-            acc = tl.zeros([BLOCK_H], dtype=tl.float32)
+            acc = tl.zeros([HB], dtype=tl.float32)
             start = 0
+            own = tl.zeros([HB], dtype=tl.float32)
+            if OWN:  # my own partial of token t, as the push computes one (k order, fp32, rounded as stored)
+                mine = tl.load(tok_pos_ptr + t * ranks + me)
+                i = own_start + tl.maximum(mine, 0)
+                for k in tl.static_range(K):  # a missing row (or token) adds 0 * 0
+                    row = tl.load(comb_rows_ptr + i * K + k, mask=mine >= 0, other=-1)
+                    present = row >= 0
+                    at = tl.maximum(row, 0).to(tl.int64)
+                    weight = tl.load(weight_ptr + at, mask=present, other=0.0)
+                    rows = tl.load(y_ptr + at * H + offs, mask=(offs < H) & present, other=0.0)
+                    own += weight * rows.to(tl.float32)
+                own = own.to(combine_ptr.dtype.element_ty).to(tl.float32)
             if UNROLL > 0:  # one node, at most UNROLL ranks: every rank's partial loaded without a branch
                 for d in tl.static_range(UNROLL):  # rank order, as the reference adds; a missing one adds +0.0
                     there = d < ranks
@@ -1340,8 +1376,14 @@ def _combine_reduce_kernel(
                     if LOW_LATENCY:
                         start = d * M
                     at = (start + tl.maximum(place, 0)).to(tl.int64) * H
-                    values = tl.load(ready + at + offs, mask=(offs < H) & (place >= 0), other=0.0)
-                    acc += values.to(tl.float32)
+                    wanted = place >= 0
+                    if OWN:
+                        wanted = wanted & (d != me)
+                    values = tl.load(ready + at + offs, mask=(offs < H) & wanted, other=0.0)
+                    if OWN:
+                        acc += tl.where(d == me, own, values.to(tl.float32))
+                    else:
+                        acc += values.to(tl.float32)
                     if not LOW_LATENCY:
                         start += tl.load(row_ptr + d, mask=there, other=0)
             else:
@@ -1354,7 +1396,14 @@ def _combine_reduce_kernel(
                         if NODES > 1:
                             if d // LOCAL != node:
                                 landed = dl.consume_token(partials, dl.signal_wait(signals + start + place, epoch))
-                        values = tl.load(landed + (start + place).to(tl.int64) * H + offs, mask=offs < H, other=0.0)
+                        if OWN:
+                            if d == me:
+                                values = own
+                            else:
+                                values = tl.load(landed + (start + place).to(tl.int64) * H + offs, mask=offs < H)
+                                values = values.to(tl.float32)
+                        else:
+                            values = tl.load(landed + (start + place).to(tl.int64) * H + offs, mask=offs < H, other=0.0)
                         acc += values.to(tl.float32)
                     if not LOW_LATENCY:
                         start += tl.load(row_ptr + d)  # this rank's tokens sent to d: d's partials come next

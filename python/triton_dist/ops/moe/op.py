@@ -295,6 +295,30 @@ MAX_COMBINE_WAVES = 16
 whatever the call's waves, so a wave's flags keep their place when the waves change between calls."""
 
 
+OWN_PARTIALS_IN_REDUCE = False
+"""An option (default off; :func:`set_own_partials_in_reduce`), with :data:`REDUCE_OVERLAPS_PUSH` only: this rank's own
+tokens' partials skip the combine buffer. The push stores only the partials bound for other ranks (``OWN``: its waves
+leave this rank's own slots out, their flags still set), and the reduce sums each own token's rows of ``y`` itself (k
+order, fp32, rounded to the partials' dtype as a stored partial is) and adds that partial at its place in rank order:
+the same bits. At 4096 tokens per rank on 2 ranks (docs/design.md, "MoE combine at 4096 tokens") that takes half the
+partials' local writes and reads off HBM (117 MB of 763) and half the push's rows to the reduce, which runs beside
+the push on the other half of ``y``. The reduce then loads k rows of ``y`` a step: it moves a quarter of a row a step
+(``SPLIT`` = 4), at 96 registers per thread on sm_90 against the push's 133, so two programs of each still fit on an
+SM together (59,392 of 65,536 registers; ``test_ops_moe_kernels.py``). Every rank sets the same (agreed with the
+waves at a plan's first combine with it)."""
+
+
+def set_own_partials_in_reduce(on: bool) -> bool:
+    """Turn :data:`OWN_PARTIALS_IN_REDUCE` on or off for every combine from now on (it applies with
+    :data:`REDUCE_OVERLAPS_PUSH` on); returns the previous setting. Every rank sets the same. Raises :class:`MoeError`
+    if ``on`` is not a bool."""
+    return _switch("OWN_PARTIALS_IN_REDUCE", on)
+
+
+OWN_SPLIT = 4
+"""With :data:`OWN_PARTIALS_IN_REDUCE`: the reduce kernel's steps per whole-row block (``SPLIT``)."""
+
+
 def set_reduce_overlaps_push(on: bool) -> bool:
     """Turn :data:`REDUCE_OVERLAPS_PUSH` on or off for every combine from now on; returns the previous setting. Every
     rank sets the same (checked at a plan's first combine with it). Raises :class:`MoeError` if ``on`` is not a
@@ -431,9 +455,10 @@ class _Plan:
     """Pipelined, on GPUs (else 0): its copy programs (``OVERLAP_COPIERS_PER_SM`` per SM)."""
     side: Any = None
     """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
-    combines: set[tuple[torch.dtype, bool, int]] = field(default_factory=set)
-    """The (partials' dtype, ``combine_spread``, waves) this plan's combines ran with (waves: :data:`COMBINE_WAVES`
-    with :data:`REDUCE_OVERLAPS_PUSH`, else 0), each agreed with every rank at its first call (``_combine``)."""
+    combines: set[tuple[torch.dtype, bool, int, bool]] = field(default_factory=set)
+    """The (partials' dtype, ``combine_spread``, waves, own) this plan's combines ran with (waves: :data:`COMBINE_WAVES`
+    with :data:`REDUCE_OVERLAPS_PUSH`, else 0; own: :data:`OWN_PARTIALS_IN_REDUCE` with it), each agreed with every
+    rank at its first call (``_combine``)."""
     host_info: torch.Tensor | None = None
     """Pipelined (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -691,15 +716,15 @@ def _launch(
     gather: bool = False,
     self_mode: int = 0,
     waves: int = 0,
-    combine: tuple[torch.dtype, bool, int] = (torch.float32, False, 0),
+    combine: tuple[torch.dtype, bool, int, bool] = (torch.float32, False, 0, False),
 ) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
     ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written);
     ``self_mode`` (``_self_push``): 1, the push without this rank's own payload and the expand kernel's copy without
     those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only; ``waves`` > 0
     (:data:`EXPAND_OVERLAPS_PUSH`): the push's wave flags, and the expand kernel that waits for them beside it;
-    ``combine`` (the combine kernels): ``MoeConfig.partial_dtype`` of the payload's dtype, ``combine_spread`` and the
-    waves of :data:`REDUCE_OVERLAPS_PUSH` (0: off)."""
+    ``combine`` (the combine kernels): ``MoeConfig.partial_dtype`` of the payload's dtype, ``combine_spread``, the
+    waves of :data:`REDUCE_OVERLAPS_PUSH` (0: off) and :data:`OWN_PARTIALS_IN_REDUCE`."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
     dtypes = [v.dtype for v in leading.values() if isinstance(v, torch.Tensor)]
@@ -782,20 +807,20 @@ def _launch(
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
-            partial, spread, combine_waves = combine  # the fp32 buffers viewed in the partials' dtype (PACK per word)
+            partial, spread, combine_waves, own = combine  # the fp32 buffers viewed in the partials' dtype (PACK)
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, **world}
-            fixed |= _combine_constexprs(partial, spread, plan, waves=combine_waves)
+            fixed |= _combine_constexprs(partial, spread, plan, waves=combine_waves, own=own)
             if combine_waves:
                 fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
                 fixed |= {"send_ptr": across.combine_send.view(partial), **topology}
                 fixed |= {"combine_signals_ptr": across.combine_signals}
         else:
-            partial, spread, combine_waves = combine
+            partial, spread, combine_waves, own = combine
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
-            fixed |= _combine_constexprs(partial, spread, plan, reduce=True, waves=combine_waves)
+            fixed |= _combine_constexprs(partial, spread, plan, reduce=True, waves=combine_waves, own=own)
             if combine_waves:
                 fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
@@ -822,18 +847,23 @@ def _launch(
 
 
 def _combine_constexprs(
-    partial: torch.dtype, spread: bool, plan: Any, reduce: bool = False, waves: int = 0
+    partial: torch.dtype, spread: bool, plan: Any, reduce: bool = False, waves: int = 0, own: bool = False
 ) -> dict[str, Any]:
     """The combine kernels' constants for partials of dtype ``partial`` (``PACK``: partials per fp32 word of the
     combine buffers), ``MoeConfig.combine_spread`` (the push's ``SPREAD``; the reduce's ``UNROLL``, on one node of
     at most ``SPREAD_REDUCE_RANKS`` ranks: ``pow2(W)``) and ``waves`` (:data:`REDUCE_OVERLAPS_PUSH`: ``WAVES``, laid
-    out for ``MAX_COMBINE_WAVES``, the reduce waiting for the push's ``plan.programs`` programs); only those that
-    differ from the kernels' defaults, so the default config compiles the kernels as before."""
+    out for ``MAX_COMBINE_WAVES``, the reduce waiting for the push's ``plan.programs`` programs) and ``own`` (with
+    waves: :data:`OWN_PARTIALS_IN_REDUCE`, ``OWN``; the reduce's ``k`` rows in ``OWN_SPLIT`` steps a row); only those
+    that differ from the kernels' defaults, so the default config compiles the kernels as before."""
     fixed: dict[str, Any] = {}
     if waves:
         fixed |= {"WAVES": waves, "WAVE_SLOTS": MAX_COMBINE_WAVES, "WP": pow2(plan.world_size)}
         if reduce:
             fixed["SENDERS"] = plan.programs
+        if own:
+            fixed["OWN"] = True
+            if reduce:
+                fixed |= {"K": plan.topk, "SPLIT": OWN_SPLIT}
     if partial != torch.float32:
         fixed["PACK"] = 4 // partial.itemsize
     if spread and not reduce:
@@ -1218,13 +1248,14 @@ def _combine(
         raise MoeError("moe_combine: no dispatch of this signature in the current world (call moe_dispatch first)")
     config = MoeConfig(combine_partials=partials, combine_spread=spread)
     waves = _combine_waves(plan)
-    combine = (config.partial_dtype(plan.dtype), spread, waves)
+    own = bool(waves) and OWN_PARTIALS_IN_REDUCE
+    combine = (config.partial_dtype(plan.dtype), spread, waves, own)
     if combine not in plan.combines and not _capturing():
         # Every rank's partials land in its peers' buffers: the ranks agree on their dtype and the waves (once per
         # plan and option; the device, index 6 of the key, differs between ranks).
         described = {"combine_partials": partials, "combine_spread": spread, "plan": repr(key[:6] + key[7:])}
         if waves:  # REDUCE_OVERLAPS_PUSH (described only when on: the default's agreement is as it was)
-            described["reduce_overlaps_push_waves"] = waves
+            described |= {"reduce_overlaps_push_waves": waves, "own_partials_in_reduce": own}
         _plans.agree(described)
         plan.combines.add(combine)
     mark = None if plan.low_latency else _combine_phase_hook
@@ -1235,6 +1266,8 @@ def _combine(
     push = {"y_ptr": y, "weight_ptr": weights, "comb_rows_ptr": comb_rows, "comb_src_ptr": comb_src}
     push |= {"comb_dst_ptr": comb_dst, "epoch_ptr": epoch, "slots": comb_src.numel()}
     reduce = {"out_ptr": out, "tok_pos_ptr": tok_pos, "row_ptr": row, "epoch_ptr": epoch, "T": out.shape[0]}
+    reduce |= {"y_ptr": y, "weight_ptr": weights, "comb_rows_ptr": comb_rows, "comb_src_ptr": comb_src}
+    reduce["slots"] = comb_src.numel()  # (the reduce reads y and the rows only with OWN_PARTIALS_IN_REDUCE)
     if waves:  # the reduce beside the push: on the side stream after what the current stream ran before the push
         before = None
         if device.type == "cuda":
