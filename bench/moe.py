@@ -93,7 +93,9 @@ bf16); RESULT lines only, no results files. Beside the gather rows, the default 
 side-stream`` (neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``: this rank's own rows stored by a push launch
 on a side stream), ``ours gather own-in-push`` (``OWN_ROWS_IN_PUSH`` alone: by the push's one launch), and beside ``ours
 fp8 gather`` (fp8 rows kept: by default the expand after the push) ``ours fp8 gather overlap`` (the option
-``ops.moe.op.FP8_OVERLAPS_PUSH``: fp8 joins the expand beside the push), each with its speed against the default;
+``ops.moe.op.FP8_OVERLAPS_PUSH``: fp8 joins the expand beside the push) and the fp8 push's options (``FP8_PUSH_ROWS``:
+``... reciprocal``, ``ops.moe.op.FP8_RECIPROCAL``; ``... narrow``, ``ops.moe.op.FP8_NARROW_PUSH``; ``...
+prequantized``, ``ops.moe.op.FP8_PREQUANTIZE``), each with its speed against the default and its fp8 bar;
 ``--expand-waves 8,16`` adds the default at those waves (``ours gather overlap N waves``,
 ``ops.moe.op.set_expand_waves``). With ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the
 gather dispatch (bf16 and fp8) with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of
@@ -173,6 +175,28 @@ FP8_OVERLAP = "fp8-overlap"
 """``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_OVERLAPS_PUSH`` for its calls (the
 option, off by default: fp8 rows kept join the expand beside the push; ``dispatch_with``): ``ours fp8 gather
 overlap``, timed beside ``ours fp8 gather`` (the default: the expand after the push)."""
+FP8_RECIPROCAL = "fp8-reciprocal"
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_RECIPROCAL`` for its calls (an option,
+off by default: the fp8 push multiplies each value by 448 / amax, one division per group; ``dispatch_with``)."""
+FP8_NARROW = "fp8-narrow"
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_NARROW_PUSH`` for its calls (an option,
+off by default: the fp8 push at 4 warps, so two of its programs per SM fit beside the expand; ``dispatch_with``)."""
+FP8_PREQUANTIZE = "fp8-prequantize"
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_PREQUANTIZE`` for its calls (an option,
+off by default: the rows quantized by a kernel of their own beside the route kernels; ``dispatch_with``)."""
+FP8_PUSH_ROWS = {
+    "reciprocal": {FP8_RECIPROCAL: True},
+    "prequantized": {FP8_PREQUANTIZE: True},
+    f"{OVERLAP} narrow": {FP8_OVERLAP: True, FP8_NARROW: True},
+    f"{OVERLAP} reciprocal": {FP8_OVERLAP: True, FP8_RECIPROCAL: True},
+    f"{OVERLAP} reciprocal narrow": {FP8_OVERLAP: True, FP8_RECIPROCAL: True, FP8_NARROW: True},
+    f"{OVERLAP} prequantized": {FP8_OVERLAP: True, FP8_PREQUANTIZE: True},
+    f"{OVERLAP} prequantized reciprocal": {FP8_OVERLAP: True, FP8_PREQUANTIZE: True, FP8_RECIPROCAL: True},
+}
+"""``--only-dispatch``: the fp8 push's option rows beside ``ours fp8 gather`` (the default), by suffix: without the
+overlap with ``FP8_RECIPROCAL`` or ``FP8_PREQUANTIZE``; with ``FP8_OVERLAPS_PUSH`` at 4 warps (``FP8_NARROW_PUSH``),
+with the reciprocal, with both, prequantized, and prequantized with the reciprocal (docs/design.md, "fp8 dispatch at
+4096 tokens")."""
 SIDE_STREAM = "side-stream"
 """``--only-dispatch``: the suffix of the gather row with neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``
 (the own rows stored by a push launch on a side stream: the pipelined default before the overlap)."""
@@ -341,7 +365,9 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
     """``triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)``; an ``OWN_IN_PUSH`` key in ``options`` is not
     passed on but sets ``ops.moe.op.OWN_ROWS_IN_PUSH`` for the call, an ``OVERLAP`` key likewise
     ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` (an int: that many waves, ``set_expand_waves``), an ``FP8_OVERLAP`` key
-    ``ops.moe.op.FP8_OVERLAPS_PUSH`` (all restored after; an absent key leaves its setting as it is)."""
+    ``ops.moe.op.FP8_OVERLAPS_PUSH``, ``FP8_RECIPROCAL``, ``FP8_NARROW`` and ``FP8_PREQUANTIZE`` keys
+    ``ops.moe.op.FP8_RECIPROCAL``, ``FP8_NARROW_PUSH`` and ``FP8_PREQUANTIZE`` (all restored after; an absent key
+    leaves its setting as it is)."""
     import triton_dist
     from triton_dist.ops.moe import op as moe_op
 
@@ -349,13 +375,19 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
     own = options.pop(OWN_IN_PUSH, None)
     overlap = options.pop(OVERLAP, None)
     fp8_overlap = options.pop(FP8_OVERLAP, None)
-    if own is None and overlap is None and fp8_overlap is None:
+    reciprocal = options.pop(FP8_RECIPROCAL, None)
+    narrow = options.pop(FP8_NARROW, None)
+    prequantize = options.pop(FP8_PREQUANTIZE, None)
+    if all(key is None for key in (own, overlap, fp8_overlap, reciprocal, narrow, prequantize)):
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
     previous = moe_op.set_own_rows_in_push(moe_op.OWN_ROWS_IN_PUSH if own is None else bool(own))
     overlapped = moe_op.set_expand_overlaps_push(moe_op.EXPAND_OVERLAPS_PUSH if overlap is None else bool(overlap))
     fp8_overlapped = moe_op.set_fp8_overlaps_push(
         moe_op.FP8_OVERLAPS_PUSH if fp8_overlap is None else bool(fp8_overlap)
     )
+    reciprocated = moe_op.set_fp8_reciprocal(moe_op.FP8_RECIPROCAL if reciprocal is None else bool(reciprocal))
+    narrowed = moe_op.set_fp8_narrow_push(moe_op.FP8_NARROW_PUSH if narrow is None else bool(narrow))
+    prequantized = moe_op.set_fp8_prequantize(moe_op.FP8_PREQUANTIZE if prequantize is None else bool(prequantize))
     waves = moe_op.EXPAND_WAVES
     try:
         if type(overlap) is int:
@@ -365,6 +397,9 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
         moe_op.set_own_rows_in_push(previous)
         moe_op.set_expand_overlaps_push(overlapped)
         moe_op.set_fp8_overlaps_push(fp8_overlapped)
+        moe_op.set_fp8_reciprocal(reciprocated)
+        moe_op.set_fp8_narrow_push(narrowed)
+        moe_op.set_fp8_prequantize(prequantized)
         moe_op.set_expand_waves(waves)
 
 
@@ -1783,9 +1818,12 @@ class Bench:
                         variants[f"{GATHER} {OVERLAP} {waves} waves"] = {**options, OVERLAP: waves}
                 if label == f"{FP8} gather":
                     variants[f"{label} {OVERLAP}"] = {**options, FP8_OVERLAP: True}
+                    for suffix, keys in FP8_PUSH_ROWS.items():  # the fp8 push's options
+                        variants[f"{label} {suffix}"] = {**options, **keys}
             compared |= {f"{GATHER} {SIDE_STREAM}": GATHER, f"{GATHER} {OWN_IN_PUSH}": GATHER}
             compared |= {f"{GATHER} {OVERLAP} {n} waves": GATHER for n in a.expand_waves}
             compared[f"{FP8} gather {OVERLAP}"] = f"{FP8} gather"
+            compared |= {f"{FP8} gather {suffix}": f"{FP8} gather" for suffix in FP8_PUSH_ROWS}
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
             for label in (GATHER, f"{FP8} gather"):
@@ -1855,6 +1893,7 @@ class Bench:
         pairs += [(f"{b} unpipelined", f"{f} unpipelined") for b, f in pairs[:2]]
         pairs.append((f"{GATHER} {SIDE_STREAM}", f"{FP8} gather"))  # neither with the expand beside the push
         pairs.append((GATHER, f"{FP8} gather {OVERLAP}"))  # both with it (fp8: the option)
+        pairs += [(GATHER, f"{FP8} gather {suffix}") for suffix in FP8_PUSH_ROWS]  # the fp8 push's options
         for bf16, fp8 in pairs:
             if (bf16, tokens) in totals and (fp8, tokens) in totals:
                 ratio = totals[bf16, tokens] / totals[fp8, tokens]

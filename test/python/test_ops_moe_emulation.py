@@ -300,8 +300,9 @@ def _fp8(
 
 def _fp8_call(rank: int, inputs: tuple[Any, ...], mode: str, dequantize: bool, config: Any, gather: bool) -> list[str]:
     """One fp8 dispatch of ``inputs`` (every rank's x, ids and weights, and E) and its combine: what differs from the
-    reference (see ``_fp8``)."""
+    reference (see ``_fp8``; quantized as ``op.FP8_RECIPROCAL`` says)."""
     import triton_dist
+    from triton_dist.ops.moe import op as moe_op
     from triton_dist.ops.moe import reference_combine, reference_dispatch
     from triton_dist.ops.moe.reference import dequantize_fp8
 
@@ -312,7 +313,7 @@ def _fp8_call(rank: int, inputs: tuple[Any, ...], mode: str, dequantize: bool, c
             xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize,
             config=config, layout="gather" if gather else "expanded",
         )  # fmt: skip
-        refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
+        refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True, fp8_reciprocal=moe_op.FP8_RECIPROCAL)
         want, ref = refs[rank]
         counts = ref.expert_counts.tolist()
         rows = [slice(None)] if mode == "normal" else [(e, slice(0, c)) for e, c in enumerate(counts)]

@@ -5,6 +5,7 @@ first, ranks that disagree on H / dtype / E on every rank)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import re
@@ -64,6 +65,7 @@ SIGNATURES: dict[str, dict[str, str]] = {
         **{n: _I32 for n in ("meta_ptr", "counts_ptr", "flags_ptr", "table_ptr")},
         **{n: "i32" for n in ("H", "CAP", "M", "L")},
     },
+    "quantize": {"x_ptr": "*bf16", "T": "i32", "q_ptr": "*fp8e4nv", "scales_ptr": "*fp32", "H": "i32"},
     "combine_push": {
         "y_ptr": "*bf16",
         "weight_ptr": "*fp32",
@@ -106,6 +108,8 @@ def _compile(
     stage: str = "",
     waves: int = 0,
     combine: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+    prequant: bool = False,
 ) -> str:
     """The final assembly of kernel ``name`` for ``world_size`` ranks (3: the loop-of-notifies path), with every
     pointer and H 16-byte aligned, as the op launches it on one node; ``scales`` > 0: an fp8 payload
@@ -115,9 +119,19 @@ def _compile(
     ``self_mode``: the push's ``SELF`` (1: without this rank's own payload, 2: only that, into ``self_ptr``), and for
     expand ``SELF_DIRECT`` (its block copy without those rows); ``stage``: that stage's text instead (``"ttgir"``);
     ``waves``: ``op.EXPAND_OVERLAPS_PUSH``'s push and expand (``WAVES``; expand beside the push: 64 senders);
-    ``combine``: the combine kernels' option constants (``op._combine_constexprs``; ``PACK`` 2: bf16 partials)."""
-    constexprs: dict[str, Any] = dict(kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)[name])
+    ``combine``: the combine kernels' option constants (``op._combine_constexprs``; ``PACK`` 2: bf16 partials);
+    ``extra``: more constants (the push's ``RECIPROCAL``); ``prequant``: the push that loads the rows
+    ``_quantize_kernel`` quantized (``PREQUANT``; ``name`` "quantize": that kernel, for ``scales`` scales)."""
+    constants = kernel_constexprs(world_size, 24, 8, 64, scales, dequantize, row_block)
+    if name == "quantize":
+        constexprs: dict[str, Any] = {"BLOCK_H": constants["push"]["BLOCK_H"], "SCALES": scales}
+    else:
+        constexprs = dict(constants[name])
     signature = dict(SIGNATURES[name])
+    constexprs |= extra or {}
+    if prequant:
+        constexprs["PREQUANT"] = True
+        signature |= {"pre_ptr": "*fp8e4nv", "pre_scales_ptr": "*fp32"}
     if combine:
         constexprs |= combine
         if combine.get("PACK") == 2:
@@ -151,7 +165,7 @@ def _compile(
             signature["COMBINE_CAP"] = "i32"
     if name in ("route", "push", "combine_push"):
         constexprs["WORLD"] = notify_world(world_size)
-    if scales:
+    if scales and name != "quantize":
         signature["tokens_ptr"] = "*fp8e4nv"
         if name == "push" and self_mode == 3:  # recv_x of fp8 rows, which the push stores this rank's own rows into
             signature["self_ptr"] = "*fp8e4nv"
@@ -1137,6 +1151,24 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
     with pytest.raises(MoeError, match="refused"):
         bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, bench.FP8_OVERLAP: True})
     assert fp8_seen == [(True, True, False)] and moe_op.FP8_OVERLAPS_PUSH is False
+
+    def settings() -> tuple[bool, ...]:  # the fp8 push's option rows' keys set their options for the call only
+        return moe_op.FP8_OVERLAPS_PUSH, moe_op.FP8_RECIPROCAL, moe_op.FP8_NARROW_PUSH, moe_op.FP8_PREQUANTIZE
+
+    push_seen: list[tuple[bool, ...]] = []
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: push_seen.append(settings()))
+    for keys in bench.FP8_PUSH_ROWS.values():
+        bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, **keys})
+    assert push_seen == [
+        (False, True, False, False),
+        (False, False, False, True),
+        (True, False, True, False),
+        (True, True, False, False),
+        (True, True, True, False),
+        (True, False, False, True),
+        (True, True, False, True),
+    ]
+    assert settings() == (False, False, False, False)
     assert bench.parse_args(["--only-dispatch", "--expand-waves", "8,16"]).expand_waves == [8, 16]
     with pytest.raises(SystemExit):
         bench.parse_args(["--expand-waves", "8"])  # only with --only-dispatch
@@ -1346,3 +1378,182 @@ def test_fp8_rounding_matches_torch_cast_bit_for_bit(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "mismatches 0" in result.stdout, result.stdout
+
+
+def _push_divisions(ptx: str) -> int:
+    """The fp32 divisions (``div.rn.f32``) in ``ptx``."""
+    return sum(1 for line in ptx.splitlines() if re.search(r"\bdiv\.rn\.f32\b", line))
+
+
+@functools.cache
+def _fp8_push(warps: int, overlap: bool, reciprocal: bool) -> str:
+    """The PTX of the fp8 push at H = 7168 (whole rows), E = 24, k = 8 on 2 ranks at ``warps`` warps, with the
+    overlap's wave flags and own rows (``op.FP8_OVERLAPS_PUSH``) or as the default fp8 gather dispatch launches it
+    (the early push), with ``RECIPROCAL`` or not (compiled once per test session)."""
+    block = MoeConfig(whole_row=True).row_block(7168)
+    waves, self_mode = (moe_op.EXPAND_WAVES, 3) if overlap else (0, 0)
+    extra = {"RECIPROCAL": True} if reciprocal else None
+    return _compile(
+        "push", "sm_90", False, world_size=2, row_block=block, scales=56, num_warps=warps, waves=waves,
+        self_mode=self_mode, extra=extra,
+    )  # fmt: skip
+
+
+def test_sm90_fp8_reciprocal_push_divides_once_per_group(tmp_path: Any) -> None:
+    """``op.FP8_RECIPROCAL`` (``RECIPROCAL``): at H = 7168 (whole rows of 8192 lanes) the fp8 push divides twice per
+    group a thread holds (the scale, and 448 over the group's amax) and multiplies each value, where the default
+    divides each of its values too (16 a thread at ``FP8_PUSH_WARPS`` = 16, 64 at 4 warps): at most a quarter of the
+    divisions; it still casts with the hardware, spills nothing and takes no more registers (4 at most: a multiple
+    of 8 is allocated), at 16 warps (the default path's push) and at the narrow push's 4 (with the overlap's waves
+    and own rows)."""
+    from triton_dist.ops.moe.config import FP8_PUSH_WARPS
+
+    need_real_library("sm_90")
+    for warps, overlap in ((FP8_PUSH_WARPS, False), (4, True)):
+        per_thread = MoeConfig(whole_row=True).row_block(7168) // (32 * warps)
+        divided, multiplied = _fp8_push(warps, overlap, False), _fp8_push(warps, overlap, True)
+        assert _push_divisions(divided) >= per_thread, (warps, _push_divisions(divided))
+        assert 4 * _push_divisions(multiplied) <= _push_divisions(divided), (warps, _push_divisions(multiplied))
+        muls = sum(1 for line in multiplied.splitlines() if re.search(r"\bmul(\.rn)?\.f32\b", line))
+        assert muls >= per_thread, (warps, muls)
+        assert "cvt.rn.satfinite.e4m3x2.f32" in multiplied
+        assert _registers(multiplied, tmp_path) <= _registers(divided, tmp_path) + 4, warps
+
+
+def test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand(tmp_path: Any) -> None:
+    """``op.FP8_NARROW_PUSH`` (with ``FP8_OVERLAPS_PUSH`` and ``FP8_RECIPROCAL``): at H = 7168, k = 8 on 2 ranks the
+    push with its wave flags and own rows at 4 warps leaves room on an SM for two of its programs (the push's
+    ``NORMAL_PROGRAMS_PER_SM``) beside the expand kernel's ``EXPAND_OVERLAP_PER_SM + OVERLAP_COPIERS_PER_SM`` programs
+    (64K registers, 2048 threads); at ``FP8_PUSH_WARPS`` = 16 only one fits there (the push beside the expand ran at
+    most one program per SM: 211.5 µs against 110.8 alone on 2 x H200). Nothing spills."""
+    from triton_dist.ops.moe.config import FP8_PUSH_WARPS, NORMAL_PROGRAMS_PER_SM
+
+    need_real_library("sm_90")
+
+    def allocated(registers: int, warps: int) -> int:  # per program: a warp's registers come in units of 256
+        return warps * -(-registers * 32 // 256) * 256
+
+    expand = _compile(
+        "expand", "sm_90", False, world_size=2, row_block=MoeConfig(whole_row=True).row_block(7168), gather=True,
+        bulk=True, scales=56, copiers=moe_op.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=moe_op.EXPAND_WAVES,
+    )  # fmt: skip
+    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    beside = per_sm * allocated(_expand_beside_push_registers(expand, tmp_path), 4)
+    wide = allocated(_registers(_fp8_push(FP8_PUSH_WARPS, True, False), tmp_path), FP8_PUSH_WARPS)
+    narrow = allocated(_registers(_fp8_push(4, True, True), tmp_path), 4)
+    assert beside + NORMAL_PROGRAMS_PER_SM * wide > 65536 >= beside + wide, (beside, wide)
+    assert beside + NORMAL_PROGRAMS_PER_SM * narrow <= 65536, (beside, narrow)
+    assert (4 * per_sm + 4 * NORMAL_PROGRAMS_PER_SM) * 32 <= 2048
+
+
+def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(tmp_path: Any) -> None:
+    """``op.FP8_PREQUANTIZE``: ``_quantize_kernel`` (at 4 warps, H = 7168) quantizes with the push's operations (its
+    divisions, or with ``RECIPROCAL`` two per group a thread holds) and hardware casts, storing 16-byte vectors, and
+    spills nothing; the push that loads its rows (``PREQUANT``) divides nothing, needs no shared memory (the default
+    fp8 push sends each scale through it, two barriers per destination), stores the rows as 16-byte vectors, and with
+    the overlap's waves and own rows takes at most 64 registers at 4 warps: two of its programs fit on an SM beside the
+    expand kernel's four."""
+    from triton_dist.ops.moe.config import NORMAL_PROGRAMS_PER_SM
+
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+    for reciprocal in (False, True):
+        quantize = _compile(
+            "quantize", "sm_90", False, world_size=2, row_block=block, scales=56,
+            extra={"RECIPROCAL": True} if reciprocal else None,
+        )  # fmt: skip
+        assert "cvt.rn.satfinite.e4m3x2.f32" in quantize and "st.global.v4.b32" in quantize
+        assert _push_divisions(quantize) >= (8 if reciprocal else block // 128), _push_divisions(quantize)
+        assert not reciprocal or _push_divisions(quantize) <= 8, _push_divisions(quantize)
+        _registers(quantize, tmp_path)
+    push = _compile(
+        "push", "sm_90", False, world_size=2, row_block=block, scales=56, self_mode=3, waves=moe_op.EXPAND_WAVES,
+        prequant=True,
+    )  # fmt: skip
+    assert _push_divisions(push) == 0 and "st.shared" not in push and "st.global.v4.b32" in push
+    registers = _registers(push, tmp_path)
+    assert registers <= 64, registers
+    expand = _compile(
+        "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, scales=56,
+        copiers=moe_op.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=moe_op.EXPAND_WAVES,
+    )  # fmt: skip
+    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    beside = per_sm * 4 * -(-_expand_beside_push_registers(expand, tmp_path) * 32 // 256) * 256
+    assert beside + NORMAL_PROGRAMS_PER_SM * 4 * -(-registers * 32 // 256) * 256 <= 65536
+
+
+def test_fp8_push_options_are_off_by_default_and_reach_the_push(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``op.FP8_RECIPROCAL``, ``op.FP8_NARROW_PUSH`` and ``op.FP8_PREQUANTIZE``: off by default, their setters return
+    the previous setting and refuse a non-bool; on, the pipelined fp8 push is compiled with ``RECIPROCAL`` and / or at
+    4 warps (off: without it, at ``FP8_PUSH_WARPS``), a launch plan per setting (switching back reuses the first); a
+    bf16 push takes neither. ``FP8_PREQUANTIZE`` (normal mode, fp8): the quantize kernel writes the plan's staging
+    buffers (a power of two of rows, grown with T) with the reciprocal if set, and the push, at 4 warps, loads them
+    (``PREQUANT``, not ``RECIPROCAL``); its launch plans are keyed by the staging rows."""
+    assert moe_op.FP8_RECIPROCAL is False and moe_op.FP8_NARROW_PUSH is False and moe_op.FP8_PREQUANTIZE is False
+    with pytest.raises(MoeError, match="set_fp8_reciprocal: on must be True or False, got 1"):
+        moe_op.set_fp8_reciprocal(1)  # type: ignore[arg-type]
+    with pytest.raises(MoeError, match="set_fp8_narrow_push: on must be True or False, got 'on'"):
+        moe_op.set_fp8_narrow_push("on")  # type: ignore[arg-type]
+    with pytest.raises(MoeError, match="set_fp8_prequantize: on must be True or False, got None"):
+        moe_op.set_fp8_prequantize(None)  # type: ignore[arg-type]
+    compiled: list[tuple[bool, int]] = []
+    named_of: dict[str, dict[str, Any]] = {}
+
+    class Recorded:
+        def launch(self, device: torch.device, *leading: Any) -> None:
+            return None
+
+    def compile_plan(kernel: Any, grid: Any, named: dict[str, Any], leading: int, **options: Any) -> Recorded:
+        compiled.append((named.get("RECIPROCAL", False), options["num_warps"]))
+        named_of[kernel.__name__] = named
+        return Recorded()
+
+    monkeypatch.setattr(moe_op, "compile_plan", compile_plan)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: _Nothing())
+    meta = torch.device("meta")
+    workspace = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
+    buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
+    plan = moe_op._Plan(("key",), "normal", 2, 8, 2, 64, torch.bfloat16, 0, 4, workspace, buffers)
+    x = {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}
+    moe_op._launch(plan, "push", x, meta)
+    assert compiled == [(False, 4)], "bf16"
+    plan.fp8 = plan.pipelined = True
+    wide = moe_op.FP8_PUSH_WARPS
+    for reciprocal, narrow, want in ((False, False, (False, wide)), (True, False, (True, wide)),
+                                     (True, True, (True, 4)), (False, True, (False, 4))):  # fmt: skip
+        previous = moe_op.set_fp8_reciprocal(reciprocal), moe_op.set_fp8_narrow_push(narrow)
+        try:
+            compiled.clear()
+            moe_op._launch(plan, "push", x, meta)
+            assert compiled == [want], (reciprocal, narrow, compiled)
+        finally:
+            assert (moe_op.set_fp8_reciprocal(previous[0]), moe_op.set_fp8_narrow_push(previous[1])) == (
+                reciprocal,
+                narrow,
+            )
+    compiled.clear()
+    moe_op._launch(plan, "push", x, meta)
+    assert compiled == [], "the default's launch plan, kept"
+    plan.hidden = 256  # two scales a row
+    previous = moe_op.set_fp8_prequantize(True), moe_op.set_fp8_reciprocal(True)
+    try:
+        assert moe_op._prequantized(plan)
+        staged = moe_op._staging(plan, 5, meta)
+        assert staged[0].shape == (8, 256) and staged[0].dtype == moe_op.FP8_DTYPE and staged[1].shape == (8, 2)
+        assert moe_op._staging(plan, 8, meta) is staged and moe_op._staging(plan, 9, meta)[0].shape == (16, 256)
+        compiled.clear()
+        moe_op._launch(plan, "quantize", {"x_ptr": x["x_ptr"], "T": 9}, meta)
+        moe_op._launch(plan, "push", x, meta)
+        assert compiled == [(True, 4), (False, 4)], compiled
+        quantized, pushed = named_of["_quantize_kernel"], named_of["_push_kernel"]
+        assert quantized["q_ptr"] is plan.staged[0] and quantized["scales_ptr"] is plan.staged[1]
+        assert pushed["PREQUANT"] and pushed["pre_ptr"] is plan.staged[0] and pushed["pre_scales_ptr"] is plan.staged[1]
+        moe_op._staging(plan, 17, meta)
+        compiled.clear()
+        moe_op._launch(plan, "push", x, meta)
+        assert compiled == [(False, 4)] and named_of["_push_kernel"]["pre_ptr"] is plan.staged[0], "grown: compiled"
+        plan.mode = "low_latency"
+        assert not moe_op._prequantized(plan), "low-latency mode quantizes in the push"
+    finally:
+        moe_op.set_fp8_prequantize(previous[0])
+        moe_op.set_fp8_reciprocal(previous[1])

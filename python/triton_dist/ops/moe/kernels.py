@@ -18,28 +18,31 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    writes the summary the host reads in its one synchronization (rows and tokens it receives, the buffer sizes
    every rank needs, the bad ids of the whole world).
 3. ``_push_kernel`` (``P`` programs): each token's positions get its count program's prefixes added (``tok_pos`` is
-   written back final: combine's reduce reads it); each token goes once to each destination rank ``d`` it is bound
-   for, into slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t | topk_idx[t] |
-   weights (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots are packed by
-   source); low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the data. Then each
-   program sets its data flag ``(me, program)`` on every rank (release: its pushes come first). With fp8 (``SCALES``
-   > 0) each chunk of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4) / 448``, IEEE division,
-   rounded to nearest even in fp32 so the cast to e4m3 is exact) and pushed to every destination, its scales written
-   at the end of the meta row. ``SELF`` (one node; 1 and 2 not with fp8: ``op._self_push``): 1 leaves this rank's own
-   tokens' payload out (their meta rows still go), 2 is a second launch, beside the first on a side stream, that
-   stores only that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no flag; neither writes
-   ``tok_pos``'s column ``me`` (both read its local places while they run), which the expand kernel (``SELF_DIRECT``)
-   writes from the slots it reads, and its block copy leaves those rows out. 3 (``op.OWN_ROWS_IN_PUSH``) is one
-   launch doing both: the other ranks' rows as with 1, and this rank's own tokens' payload stored into ``recv_x``
-   from the row it loaded for them (fp8: the row it quantized, its scales still in the meta row; ``recv_x`` allocated
-   before the launch), leaving ``tok_pos``'s column ``me`` to the expand kernel as 1 does. ``WAVES`` > 0
-   (``op.EXPAND_OVERLAPS_PUSH``, the early push only): the tokens form ``WAVES`` waves of ``PARTS / WAVES`` route
-   count programs' ranges each; program 0 first stores into every rank ``d`` this rank's tokens bound for ``d``
-   before each wave's end (its ``parts`` prefix at the next wave's first count program, or ``N[me, d]``: the
-   receiver's slots of each wave, consecutive); each program sets its wave flag ``(me, wave, program)`` on every rank
-   (release) once its next token lies past the wave, the rest after its loop, before its data flag (in the ``waves``
-   workspace, two parities, epoch values as every flag; laid out for ``WAVE_SLOTS`` waves, ``op.MAX_EXPAND_WAVES``,
-   whatever ``WAVES``, so a call with other waves than the last one's finds no slot count where it waits for a flag).
+   written back final: combine's reduce reads it); each token goes once to each destination rank ``d`` it is bound for,
+   into slot ``base(d) + tok_pos[t, d]`` of ``d``'s symmetric token buffer, with a meta row ``[t | topk_idx[t] | weights
+   (fp32 bits) | pair_pos[t]]``. Normal mode: ``base(d) = sum_{s < me} N[s, d]`` (the slots are packed by source);
+   low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the data. Then each program sets
+   its data flag ``(me, program)`` on every rank (release: its pushes come first). With fp8 (``SCALES`` > 0) each chunk
+   of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4) / 448``, each value divided by it, IEEE
+   division; ``RECIPROCAL``, ``op.FP8_RECIPROCAL``: times ``448 / max(amax, 1e-4)``, one division per group; cast to
+   e4m3 rounding to nearest even) and pushed to every destination, its scales written at the end of the meta row;
+   ``PREQUANT`` (``op.FP8_PREQUANTIZE``): ``_quantize_kernel`` quantized the rows with the same operations beside the
+   route kernels, into the plan's staging buffers (``pre_ptr``, ``pre_scales_ptr``), and the push loads those bytes and
+   scales as they are. ``SELF`` (one node; 1 and 2 not with fp8: ``op._self_push``): 1 leaves this rank's own tokens'
+   payload out (their meta rows still go), 2 is a second launch, beside the first on a side stream, that stores only
+   that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no flag; neither writes ``tok_pos``'s
+   column ``me`` (both read its local places while they run), which the expand kernel (``SELF_DIRECT``) writes from the
+   slots it reads, and its block copy leaves those rows out. 3 (``op.OWN_ROWS_IN_PUSH``) is one launch doing both: the
+   other ranks' rows as with 1, and this rank's own tokens' payload stored into ``recv_x`` from the row it loaded for
+   them (fp8: the row it quantized, its scales still in the meta row; ``recv_x`` allocated before the launch), leaving
+   ``tok_pos``'s column ``me`` to the expand kernel as 1 does. ``WAVES`` > 0 (``op.EXPAND_OVERLAPS_PUSH``, the early
+   push only): the tokens form ``WAVES`` waves of ``PARTS / WAVES`` route count programs' ranges each; program 0 first
+   stores into every rank ``d`` this rank's tokens bound for ``d`` before each wave's end (its ``parts`` prefix at the
+   next wave's first count program, or ``N[me, d]``: the receiver's slots of each wave, consecutive); each program sets
+   its wave flag ``(me, wave, program)`` on every rank (release) once its next token lies past the wave, the rest after
+   its loop, before its data flag (in the ``waves`` workspace, two parities, epoch values as every flag; laid out for
+   ``WAVE_SLOTS`` waves, ``op.MAX_EXPAND_WAVES``, whatever ``WAVES``, so a call with other waves than the last one's
+   finds no slot count where it waits for a flag).
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -323,6 +326,45 @@ def round_to_e4m3(v):
 
 
 @triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
+def _quantize_kernel(
+    x_ptr,
+    T,
+    q_ptr,
+    scales_ptr,
+    H,
+    BLOCK_H: tl.constexpr,
+    SCALES: tl.constexpr,
+    RECIPROCAL: tl.constexpr = False,
+):
+    """``op.FP8_PREQUANTIZE``: rows ``[0, T)`` of ``x`` quantized as the push quantizes them (the same operations,
+    so the same bits), into ``q`` ([>= T, H] fp8) and their scales into ``scales`` ([>= T, SCALES] fp32); programs
+    stride over the tokens, ``BLOCK_H`` channels a step. Local: no primitive, no flag (the op orders it before the
+    push with an event, beside the route kernels)."""
+    pid = tl.program_id(0)
+    programs = tl.num_programs(0)
+    h = tl.arange(0, BLOCK_H)
+    GB: tl.constexpr = BLOCK_H // 128
+    groups = tl.arange(0, GB)
+    for t in range(pid, T, programs):
+        for h0 in range(0, H, BLOCK_H):
+            offs = h0 + h
+            values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H, other=0.0).to(tl.float32)
+            grouped = tl.reshape(values, [GB, 128])
+            amax = tl.maximum(tl.max(tl.abs(grouped), axis=1), 1e-4)  # config.FP8_AMAX_FLOOR
+            scale = tl.div_rn(amax, 448.0)  # config.FP8_MAX
+            if RECIPROCAL:
+                v = grouped * tl.div_rn(448.0, amax)[:, None]
+            else:
+                v = tl.div_rn(grouped, scale[:, None])
+            if INTERPRETED:  # Triton 3.6's interpreter rounds fp8 casts wrongly; a GPU's cast is exact
+                v = round_to_e4m3(v)
+            q = tl.reshape(tl.minimum(tl.maximum(v, -448.0), 448.0), [BLOCK_H]).to(q_ptr.dtype.element_ty)
+            tl.store(q_ptr + tl.cast(t, tl.int64) * H + offs, q, mask=offs < H)
+            group_ids = h0 // 128 + groups
+            tl.store(scales_ptr + t * SCALES + group_ids, scale, mask=group_ids < SCALES)
+
+
+@triton.jit(do_not_specialize=["T"])  # one compiled kernel for every T
 def _push_kernel(
     x_ptr,
     idx_ptr,
@@ -368,6 +410,10 @@ def _push_kernel(
     waves_ptr=None,
     WAVES: tl.constexpr = 0,
     WAVE_SLOTS: tl.constexpr = 16,
+    RECIPROCAL: tl.constexpr = False,
+    pre_ptr=None,
+    pre_scales_ptr=None,
+    PREQUANT: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -435,8 +481,10 @@ def _push_kernel(
                             comm_scope="intra_node",
                         )
             wave = tl.maximum(wave, passed)
-        if WHOLE_ROW:  # the row loaded once, before any store, then stored to every destination
+        if WHOLE_ROW and not PREQUANT:  # the row loaded once, before any store, then stored to every destination
             values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H, other=0.0)
+        if WHOLE_ROW and PREQUANT:  # the row quantized by _quantize_kernel, and its scales
+            q = tl.load(pre_ptr + tl.cast(t, tl.int64) * H + h, mask=h < H)
         is_idx = (cols >= 1) & (cols <= K)
         is_w = (cols > K) & (cols <= 2 * K)
         is_pos = (cols > 2 * K) & (cols < 1 + 3 * K)  # (META also counts the fp8 scales)
@@ -556,20 +604,30 @@ def _push_kernel(
             groups = tl.arange(0, GB)
             for h0 in range(0, H, BLOCK_H):
                 offs = h0 + h
-                if WHOLE_ROW:  # loaded at the top (the loop runs once)
-                    chunk_values = values.to(tl.float32)
-                else:
-                    chunk_values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H, other=0.0)
-                    chunk_values = chunk_values.to(tl.float32)
-                grouped = tl.reshape(chunk_values, [GB, 128])
-                amax = tl.maximum(tl.max(tl.abs(grouped), axis=1), 1e-4)  # config.FP8_AMAX_FLOOR
-                scale = tl.div_rn(amax, 448.0)  # config.FP8_MAX
-                v = tl.div_rn(grouped, scale[:, None])
-                if INTERPRETED:  # Triton 3.6's interpreter rounds fp8 casts wrongly; a GPU's cast is exact
-                    v = round_to_e4m3(v)
-                q = tl.reshape(tl.minimum(tl.maximum(v, -448.0), 448.0), [BLOCK_H]).to(token_buf.dtype.element_ty)
                 group_ids = h0 // 128 + groups
-                scale_bits = scale.to(tl.int32, bitcast=True)
+                if PREQUANT:  # op.FP8_PREQUANTIZE: quantized beside the route kernels; loaded as they are
+                    if not WHOLE_ROW:  # (whole rows: loaded at the top)
+                        q = tl.load(pre_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
+                    pre_scales = tl.load(pre_scales_ptr + t * SCALES + group_ids, mask=group_ids < SCALES, other=0.0)
+                    scale_bits = pre_scales.to(tl.int32, bitcast=True)
+                else:
+                    if WHOLE_ROW:  # loaded at the top (the loop runs once)
+                        chunk_values = values.to(tl.float32)
+                    else:
+                        chunk_values = tl.load(x_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H, other=0.0)
+                        chunk_values = chunk_values.to(tl.float32)
+                    grouped = tl.reshape(chunk_values, [GB, 128])
+                    amax = tl.maximum(tl.max(tl.abs(grouped), axis=1), 1e-4)  # config.FP8_AMAX_FLOOR
+                    scale = tl.div_rn(amax, 448.0)  # config.FP8_MAX
+                    if RECIPROCAL:
+                        v = grouped * tl.div_rn(448.0, amax)[:, None]
+                    else:
+                        v = tl.div_rn(grouped, scale[:, None])
+                    if INTERPRETED:  # Triton 3.6's interpreter rounds fp8 casts wrongly; a GPU's cast is exact
+                        v = round_to_e4m3(v)
+                    v = tl.reshape(tl.minimum(tl.maximum(v, -448.0), 448.0), [BLOCK_H])
+                    q = v.to(token_buf.dtype.element_ty)
+                    scale_bits = scale.to(tl.int32, bitcast=True)
                 for dest in range(0, ranks):
                     place = tl.sum(tl.where(dests == dest, places, 0), axis=0)
                     if place >= 0:

@@ -220,6 +220,84 @@ def set_fp8_overlaps_push(on: bool) -> bool:
     return _switch("FP8_OVERLAPS_PUSH", on)
 
 
+FP8_RECIPROCAL = False
+"""An option (default off; :func:`set_fp8_reciprocal`): the fp8 push quantizes each group of 128 channels with one
+IEEE division, ``448 / max(amax, 1e-4)``, and an fp32 multiply per element, instead of a division per element (the
+scales are the same, ``max(amax, 1e-4) / 448``; a value may round to the next fp8 step, about 3 in 10,000 at random
+bf16 rows: ``reference.quantize_fp8(x, reciprocal=True)`` gives the option's bits, ``reference_dispatch(...,
+fp8_reciprocal=True)`` its rows). On sm_90 a ``div.rn.f32`` is a reciprocal, four dependent FMAs and a branch to a
+slow path in a convergence region of its own (11 SASS instructions, one division after the other); at H = 7168 the
+16-warp push spends 17 of them per thread and row, the 4-warp push (:data:`FP8_NARROW_PUSH`) 65. An option until a
+GPU measures it (``bench/moe.py --only-dispatch``'s ``ours fp8 gather reciprocal`` rows); only the sender's
+quantization changes (the ranks need not agree)."""
+
+
+def set_fp8_reciprocal(on: bool) -> bool:
+    """Turn :data:`FP8_RECIPROCAL` on or off for every fp8 dispatch from now on; returns the previous setting (a
+    setting's push is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool."""
+    return _switch("FP8_RECIPROCAL", on)
+
+
+FP8_NARROW_PUSH = False
+"""An option (default off; :func:`set_fp8_narrow_push`): the pipelined fp8 push runs 4 warps a program, as every
+other kernel, instead of ``FP8_PUSH_WARPS`` (16). Beside the expand kernel (:data:`FP8_OVERLAPS_PUSH`) the 16-warp
+push cannot keep its two programs per SM: at H = 7168 it takes 62 registers a thread, 32,768 a program (64 rounded
+up, 512 threads), and the expand's four programs per SM (56 registers, 128 threads) take 28,672 of the SM's 65,536,
+which leaves room for one push program; whichever kernel the GPU places first, the push then runs its 264 programs
+at most one per SM, and its time doubles (2 x H200, 2026-11-27: 211.5 µs beside the expand against 110.8 alone). At
+4 warps the push with its wave flags takes 121 registers (16,384 a program): two fit beside the expand (61,440).
+Its quantization is then four times the work per thread (64 channels), which :data:`FP8_RECIPROCAL` makes 64 fp32
+multiplies instead of 64 divisions. Same results, bit for bit; an option until a GPU measures it (``bench/moe.py
+--only-dispatch``'s ``... narrow`` rows)."""
+
+
+def set_fp8_narrow_push(on: bool) -> bool:
+    """Turn :data:`FP8_NARROW_PUSH` on or off for every fp8 dispatch from now on; returns the previous setting (a
+    setting's push is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool."""
+    return _switch("FP8_NARROW_PUSH", on)
+
+
+FP8_PREQUANTIZE = False
+"""An option (default off; :func:`set_fp8_prequantize`): normal mode's fp8 rows are quantized by a kernel of their
+own (``_quantize_kernel``: the push's operations, the same bits, :data:`FP8_RECIPROCAL` included) on the plan's side
+stream beside the route kernels, into the plan's staging buffers (a row of fp8 and its scales per token, grown to a
+power of two of tokens), and the push, which waits for it with an event, loads those rows and scales and stores them
+as they are: no quantization on the push's path (at 4 warps, as the bf16 push) and half of its loads from HBM. The
+route kernels (32 µs on 2 x H200 at 4096 tokens per rank) leave most SMs idle, and reading the bf16 rows and writing
+the fp8 ones (88 MB at 4096 x 7168) takes about as long at HBM's rate. Same results, bit for bit; an option until a GPU
+measures it (``bench/moe.py --only-dispatch``'s ``... prequantized`` rows)."""
+
+
+def set_fp8_prequantize(on: bool) -> bool:
+    """Turn :data:`FP8_PREQUANTIZE` on or off for every fp8 dispatch from now on; returns the previous setting (a
+    setting's push is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool."""
+    return _switch("FP8_PREQUANTIZE", on)
+
+
+def _fp8_push_warps(plan: _Plan, prequantized: bool = False) -> int:
+    """Warps of ``plan``'s push kernel: ``FP8_PUSH_WARPS`` for the pipelined fp8 push that quantizes (not
+    ``prequantized``) unless :data:`FP8_NARROW_PUSH`, else 4."""
+    return FP8_PUSH_WARPS if plan.fp8 and plan.pipelined and not FP8_NARROW_PUSH and not prequantized else 4
+
+
+def _prequantized(plan: _Plan) -> bool:
+    """Whether this call's fp8 rows are quantized beside the route kernels (:data:`FP8_PREQUANTIZE`, normal mode)."""
+    return plan.fp8 and FP8_PREQUANTIZE and not plan.low_latency
+
+
+def _staging(plan: _Plan, tokens: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``plan``'s staging buffers of :data:`FP8_PREQUANTIZE` for at least ``tokens`` rows (fp8 rows and fp32 scales),
+    grown to the next power of two (the launch plans that name them are keyed by their rows)."""
+    staged = plan.staged
+    if staged is None or staged[0].shape[0] < max(tokens, 1):
+        rows = pow2(max(tokens, 1))
+        staged = plan.staged = (
+            torch.empty(rows, plan.hidden, dtype=FP8_DTYPE, device=device),
+            torch.empty(rows, plan.scales, dtype=torch.float32, device=device),
+        )
+    return staged
+
+
 def set_expand_waves(waves: int) -> int:
     """Set :data:`EXPAND_WAVES` for every dispatch from now on (every rank the same); returns the previous one. Raises
     :class:`MoeError` unless ``waves`` is a power of two in [1, ``MAX_EXPAND_WAVES``]."""
@@ -455,6 +533,8 @@ class _Plan:
     """Pipelined, on GPUs (else 0): its copy programs (``OVERLAP_COPIERS_PER_SM`` per SM)."""
     side: Any = None
     """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
+    staged: tuple[torch.Tensor, torch.Tensor] | None = None
+    """:data:`FP8_PREQUANTIZE`'s staging buffers (``_staging``): this rank's quantized rows and their scales, local."""
     combines: set[tuple[torch.dtype, bool, int, bool]] = field(default_factory=set)
     """The (partials' dtype, ``combine_spread``, waves, own) this plan's combines ran with (waves: :data:`COMBINE_WAVES`
     with :data:`REDUCE_OVERLAPS_PUSH`, else 0; own: :data:`OWN_PARTIALS_IN_REDUCE` with it), each agreed with every
@@ -731,6 +811,11 @@ def _launch(
     launch_key = _launch_key(name, gather, self_mode, dtypes, waves)
     if name.startswith("combine"):  # MoeConfig.combine_partials / combine_spread: a launch plan each
         launch_key += combine
+    fp8_push = name == "push" and plan.fp8 and self_mode != 2
+    # FP8_RECIPROCAL / FP8_NARROW_PUSH / FP8_PREQUANTIZE (its staging rows): a launch plan each
+    staged = plan.staged if (fp8_push or name == "quantize") and _prequantized(plan) else None
+    if fp8_push or name == "quantize":
+        launch_key += (FP8_RECIPROCAL, FP8_NARROW_PUSH, 0 if staged is None else staged[0].shape[0])
     found = plan.launches.get(launch_key)
     if found is not None:
         found.launch(device, *leading.values())
@@ -747,14 +832,19 @@ def _launch(
         dequantize,
         plan.row_block,
         plan.route_programs,
-    )[name]
+    )["push" if name == "quantize" else name]
     world = {"WORLD": notify_world(plan.world_size)}
     # Across nodes, each kernel's path to other nodes (NODES > 1); one node passes none of it (the defaults: the
     # kernels compile as they always have).
     topology = {"NODES": plan.nodes, "LOCAL": plan.local} if plan.nodes > 1 else {}
     across = buffers.across if buffers is not None else None
     fixed: dict[str, Any]
-    if name == "route_count":  # local: no world constants
+    if name == "quantize":  # FP8_PREQUANTIZE: local, into the staging buffers, the push's BLOCK_H
+        assert staged is not None
+        constexprs = {"BLOCK_H": constexprs["BLOCK_H"], "SCALES": plan.scales, "RECIPROCAL": FP8_RECIPROCAL}
+        fixed = {"q_ptr": staged[0], "scales_ptr": staged[1], "H": plan.hidden}
+        grid = (plan.programs, 1, 1)
+    elif name == "route_count":  # local: no world constants
         fixed = {"part_ptr": ws.parts, "W": plan.world_size, "E": plan.num_experts, "L": plan.local_experts}
         grid = (plan.route_programs, 1, 1)
     elif name == "route":
@@ -778,6 +868,10 @@ def _launch(
                 fixed |= {"SELF": self_mode}
             if waves:  # EXPAND_OVERLAPS_PUSH: a flag per wave as well (the early push only)
                 fixed |= {"waves_ptr": ws.waves, "WAVES": waves, "WAVE_SLOTS": MAX_EXPAND_WAVES}
+            if staged is not None:  # quantized beside the route kernels: the push loads the staged rows
+                fixed |= {"pre_ptr": staged[0], "pre_scales_ptr": staged[1], "PREQUANT": True}
+            elif fp8_push and FP8_RECIPROCAL:
+                fixed |= {"RECIPROCAL": True}
             if across is not None:
                 fixed |= {"send_ptr": across.send, "send_meta_ptr": across.send_meta, **topology}
                 fixed |= {"slot_signals_ptr": across.slot_signals, "ELEM": buffers.tokens.element_size()}
@@ -839,7 +933,7 @@ def _launch(
         if param.name not in named and param.has_default:
             named[param.name] = param.default
     with torch.cuda.device(device):
-        warps = FP8_PUSH_WARPS if name == "push" and plan.fp8 and plan.pipelined else 4
+        warps = _fp8_push_warps(plan, staged is not None) if name == "push" else 4
         if name == "route" and constexprs["PB"] * constexprs["EP"] > 4096:  # MoeConfig.route_programs' longer steps
             warps = ROUTE_WARPS
         launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=warps)
@@ -998,9 +1092,15 @@ def _dispatch(
     host = plan.host_info
     if host is not None:
         host.fill_(-1)  # every word the route kernel writes is >= 0: -1 is "not landed yet"
+    quantized = None  # FP8_PREQUANTIZE: the rows quantized beside the route kernels (on GPUs: its event)
+    if _prequantized(plan):
+        _staging(plan, tokens, device)
+        quantized = _quantize_beside(plan, x, device)
     route = {"idx_ptr": topk_idx, "tok_pos_ptr": tok_pos, "pair_pos_ptr": pair_pos, "T": tokens}
     _launch(plan, "route_count", route, device)
     _launch(plan, "route", {"row_ptr": row, "info_ptr": info, "epoch_ptr": epoch}, device)
+    if quantized is not None:  # every push after the quantization (the route kernels beside it)
+        torch.cuda.current_stream(device).wait_event(quantized)
     gather = layout == "gather"  # normal mode only (check_inputs): recv_x holds each received token once
     # OWN_ROWS_IN_PUSH: the push's one launch stores them (SELF = 3; fp8 kept only with FP8_OVERLAPS_PUSH)
     inline = _own_in_push(plan, gather, dequantize, fp8)
@@ -1123,6 +1223,26 @@ def _dispatch(
     weights, scales = weight_bits.view(torch.float32), scale_bits.view(torch.float32)
     return (recv_x, counts, offsets, src_offsets, src_rank, src_token, expert, weights, slot, recv_tokens, status,
             tok_pos, row, epoch, comb_rows, comb_src, comb_dst, scales, gather_rows)  # fmt: skip
+
+
+def _quantize_beside(plan: _Plan, x: torch.Tensor, device: torch.device) -> torch.cuda.Event | None:
+    """Launch :data:`FP8_PREQUANTIZE`'s quantization of ``x`` into ``plan``'s staging buffers (``_staging``, sized
+    before) on ``plan``'s side stream, after the current stream's work so far (``x``, and the last call's push, which
+    read the staging buffers); returns the event the push must wait for. On the CPU (the emulation) it runs in order
+    and returns None."""
+    leading = {"x_ptr": x, "T": x.shape[0]}
+    if device.type != "cuda":
+        _launch(plan, "quantize", leading, device)
+        return None
+    if plan.side is None:
+        plan.side = torch.cuda.Stream(device)
+    side = plan.side
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        _launch(plan, "quantize", leading, device)
+    done = torch.cuda.Event()
+    done.record(side)
+    return done
 
 
 def _expand_places(gather: bool, kept_scales: bool) -> tuple[int, ...]:

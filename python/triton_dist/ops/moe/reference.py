@@ -25,15 +25,24 @@ from triton_dist.ops.moe.config import (
 )
 
 
-def quantize_fp8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def quantize_fp8(x: torch.Tensor, reciprocal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``x`` [..., H] as the fp8 dispatch quantizes it: ``(q, scales)``, q float8_e4m3fn [..., H], scales fp32
     [..., ceil(H / 128)]. Per group of 128 channels (the last may be shorter): ``scale = max(amax, 1e-4) / 448``
-    and ``q = x / scale`` rounded to nearest even (fp32 arithmetic, IEEE division, as the kernel does)."""
+    and ``q = x / scale`` clamped to [-448, 448] and rounded to nearest even (fp32 arithmetic, IEEE division, as the
+    kernel does by default). ``reciprocal`` (the push's option ``op.FP8_RECIPROCAL``): ``q = x * (448 / max(amax,
+    1e-4))`` instead, one IEEE division per group and an fp32 multiply per element, as the kernel then does (the same
+    scales; a value may land one fp8 step away from the division's where the two fp32 results straddle a rounding
+    boundary of e4m3)."""
     hidden, groups = x.shape[-1], fp8_groups(x.shape[-1])
     padded = torch.nn.functional.pad(x.float(), (0, groups * FP8_GROUP - hidden))
     grouped = padded.reshape(*x.shape[:-1], groups, FP8_GROUP)
-    scales = grouped.abs().amax(dim=-1).clamp(min=FP8_AMAX_FLOOR) / FP8_MAX
-    q = (grouped / scales.unsqueeze(-1)).clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
+    amax = grouped.abs().amax(dim=-1).clamp(min=FP8_AMAX_FLOOR)
+    scales = amax / FP8_MAX
+    if reciprocal:  # a tensor divided, not `448 / amax` (torch computes that as amax.reciprocal() * 448)
+        values = grouped * (torch.full_like(amax, FP8_MAX) / amax).unsqueeze(-1)
+    else:
+        values = grouped / scales.unsqueeze(-1)
+    q = values.clamp(-FP8_MAX, FP8_MAX).to(FP8_DTYPE)
     return q.reshape(*x.shape[:-1], groups * FP8_GROUP)[..., :hidden].contiguous(), scales
 
 
@@ -65,12 +74,14 @@ def reference_dispatch(
     max_tokens_per_rank: int | None = None,
     fp8: bool = False,
     dequantize: bool = False,
+    fp8_reciprocal: bool = False,
 ) -> list[tuple[torch.Tensor, MoeHandle]]:
     """``moe_dispatch`` on every rank at once: ``xs[r]``, ``topk_idxs[r]``, ``topk_weights[r]`` are rank ``r``'s
     arguments (the world size is ``len(xs)``). Returns rank ``r``'s ``(recv_x, handle)`` at index ``r``.
 
     ``fp8``: the rows are ``quantize_fp8``'s fp8 values, their scales in ``handle.recv_scales`` (zero past a
-    low-latency expert's count), or with ``dequantize`` the dequantized values in x's dtype.
+    low-latency expert's count), or with ``dequantize`` the dequantized values in x's dtype; ``fp8_reciprocal``:
+    quantized as ``quantize_fp8(x, reciprocal=True)`` (the push's option ``op.FP8_RECIPROCAL``).
 
     Raises :class:`MoeError` as the op does: bad arguments, ranks whose H or dtype differ, and an expert id
     outside ``[-1, E)`` (which the kernels report through ``MoeHandle.status`` instead).
@@ -91,7 +102,7 @@ def reference_dispatch(
     experts = local_experts(num_experts, world)
     hidden, dtype = xs[0].shape[1], xs[0].dtype
     groups = fp8_groups(hidden) if fp8 else 0
-    quantized = [quantize_fp8(x.cpu()) for x in xs] if fp8 else []
+    quantized = [quantize_fp8(x.cpu(), fp8_reciprocal) for x in xs] if fp8 else []
     results = []
     for dest in range(world):
         # Every (source, token, k) pair routed to one of dest's experts, in (source, token, k) order.

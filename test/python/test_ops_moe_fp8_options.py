@@ -1,0 +1,97 @@
+"""The fp8 push's options (``op.FP8_RECIPROCAL``, ``op.FP8_NARROW_PUSH``, ``op.FP8_PREQUANTIZE``; docs/design.md, "fp8
+dispatch at 4096 tokens") on 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, gloo),
+against the torch reference, bit for bit: the fp8 gather dispatch with ``op.FP8_OVERLAPS_PUSH`` on (fp8 rows kept with
+their scales, the expand beside the push), every output allocated poisoned, with the helpers of
+``test_ops_moe_emulation.py`` (its ``_fp8_call`` quantizes the reference as ``op.FP8_RECIPROCAL`` says).
+
+``CASES``, in order on one plan: its first call (no buffers: the push after the summary) with the reciprocal and the
+4-warp push; then the expand beside the early push with both; then with the rows quantized beside the route kernels
+and the reciprocal. Each case's inputs quantize differently with the reciprocal than with the division on every rank
+(checked), so a push or a quantize kernel that ignores ``RECIPROCAL`` fails. Run as a script under torchrun (the test
+below does), this file is the worker; its own world, so the long emulation worker of ``test_ops_moe_emulation.py``
+stays within its time limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+from emulated_ranks import run_script
+
+CASES = (("first", 24, False), ("reciprocal", 25, False), ("prequantized", 27, True))
+"""(name, seed of ``variants``' inputs, ``op.FP8_PREQUANTIZE``): ``op.FP8_RECIPROCAL`` is on in each, and
+``op.FP8_NARROW_PUSH`` where the push quantizes (the first two)."""
+
+
+def _case(rank: int, name: str, seed: int, prequantize: bool) -> list[str]:
+    """Case ``name``: what this rank's fp8 gather dispatch (and its combine) got that the reference did not."""
+    from test_ops_moe_emulation import OVERLAP_CONFIG, _case_inputs, _fp8_call, _PoisonedEmpty
+
+    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe.reference import quantize_fp8
+
+    xs, idxs, weights, experts = _case_inputs("variants", 2, seed=seed, hidden=160)
+    xs = [x * 40 for x in xs]  # beyond e4m3's range unscaled: the scales matter
+    problems = []
+    for x in xs:
+        if torch.equal(quantize_fp8(x)[0].view(torch.uint8), quantize_fp8(x, True)[0].view(torch.uint8)):
+            problems.append("a rank's rows quantize alike with and without the reciprocal: they cannot tell them")
+    phases: list[str] = []
+    hook = moe_op.set_phase_hook(phases.append)
+    previous = (
+        moe_op.set_fp8_overlaps_push(True),
+        moe_op.set_fp8_reciprocal(True),
+        moe_op.set_fp8_narrow_push(not prequantize),
+        moe_op.set_fp8_prequantize(prequantize),
+    )
+    try:
+        with _PoisonedEmpty():
+            problems += _fp8_call(rank, (xs, idxs, weights, experts), "normal", False, OVERLAP_CONFIG, True)
+    finally:
+        moe_op.set_phase_hook(hook)
+        moe_op.set_fp8_overlaps_push(previous[0])
+        moe_op.set_fp8_reciprocal(previous[1])
+        moe_op.set_fp8_narrow_push(previous[2])
+        moe_op.set_fp8_prequantize(previous[3])
+    beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
+    if beside == (name == "first"):
+        problems.append(f"phases {phases}: the expand {'' if name == 'first' else 'not '}beside the push")
+    return problems
+
+
+def _worker(out_dir: str) -> None:
+    import torch.distributed as dist
+
+    import triton_dist
+
+    dist.init_process_group("gloo")
+    world = triton_dist.init(heap_size="16M", device="cpu")
+    record = {name: _case(world.rank, name, seed, prequantize) for name, seed, prequantize in CASES}
+    Path(out_dir, f"rank{world.rank}.json").write_text(json.dumps(record))
+    triton_dist.finalize()
+    dist.barrier()
+    dist.destroy_process_group()
+    # Leave without the interpreter's teardown, where a gloo world's C++ destructors sometimes abort (as
+    # test_ops_moe_emulation.py does).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def test_fp8_push_options_match_the_reference(tmp_path: Path) -> None:
+    """``CASES`` on 2 emulated ranks: each rank's fp8 rows, scales, meta and combine are the reference's (quantized
+    with the reciprocal), and the expand ran beside the push from the second call on."""
+    run_script(Path(__file__), 2, [str(tmp_path)])
+    for rank in range(2):
+        record = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert sorted(record) == sorted(name for name, _, _ in CASES)
+        failed = {name: problems for name, problems in record.items() if problems}
+        assert not failed, f"rank {rank}: {failed}"
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
