@@ -13,7 +13,8 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
 (``VARIANT_CONFIGS``) in the gather layout at H = 7168 and in fp8; and at H = 7168 in the gather layout
 ``op.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept with
-their scales under the option ``op.FP8_OVERLAPS_PUSH``), the dispatch without it (``op.OWN_ROWS_IN_PUSH``: the push
+their scales under the option ``op.FP8_OVERLAPS_PUSH``, also with the fp8 push's options ``op.FP8_RECIPROCAL``,
+``FP8_NARROW_PUSH`` and ``FP8_PREQUANTIZE``), the dispatch without it (``op.OWN_ROWS_IN_PUSH``: the push
 storing this rank's own rows itself; neither: a push launch on a side stream; fp8's default: the expand after the push),
 against the reference too. Combine runs its defaults everywhere (``MoeConfig(combine_partials="input",
 combine_spread=True)``: bf16 partials, checked against the reference with each rank's partial rounded, within one
@@ -175,7 +176,8 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
     def compare(key: str, got: tuple[torch.Tensor, Any], out: torch.Tensor, xs: Any, idxs: Any, weights: Any,
                 experts: int, mode: str, cap: int | None, dequantize: bool) -> None:  # fmt: skip
         recv_x, handle = got
-        refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True)
+        reciprocal = moe_op.FP8_RECIPROCAL  # the option's quantization (the caller keeps it set while comparing)
+        refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True, fp8_reciprocal=reciprocal)
         want, ref = refs[rank]
         sync(key)
         problems = []
@@ -252,6 +254,28 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
             first = key == "overlap" and seed == 74  # perhaps the plan's first call: no buffers, nothing beside
             if not first and beside != (key == "overlap"):
                 record[name].append(f"phases {phases}: the expand {'' if beside else 'not '}beside the push")
+    # The fp8 push's options (docs/design.md, "fp8 dispatch at 4096 tokens") on the same plan, fp8 rows kept in the
+    # gather layout at H = 7168: op.FP8_RECIPROCAL (against reference_dispatch(..., fp8_reciprocal=True)),
+    # FP8_NARROW_PUSH and FP8_PREQUANTIZE, with and without the expand beside the push; each set for its call only.
+    xs, idxs, weights, experts = inputs(75, "large", 7168)  # seed 75's: the buffers fit (no growth)
+    setters = (moe_op.set_fp8_overlaps_push, moe_op.set_fp8_reciprocal, moe_op.set_fp8_narrow_push,
+               moe_op.set_fp8_prequantize)  # fmt: skip
+    for key, options in (("reciprocal", (False, True, False, False)), ("prequantized", (False, False, False, True)),
+                         ("overlap-reciprocal-narrow", (True, True, True, False)),
+                         ("overlap-prequantized-reciprocal", (True, True, False, True))):  # fmt: skip
+        previous = [setter(on) for setter, on in zip(setters, options, strict=True)]
+        phases = []
+        hook = moe_op.set_phase_hook(phases.append)
+        try:
+            got, out = run(xs, idxs, weights, experts, "normal", None, False, "gather")
+            name = f"options/{key}/fp8/gather/large-7168#75/normal"
+            compare(name, got, out, xs, idxs, weights, experts, "normal", None, False)
+        finally:
+            moe_op.set_phase_hook(hook)
+            for setter, on in zip(setters, previous, strict=True):
+                setter(on)
+        if (phases[:5] == ["start", "route", "push", "expand", "sync"]) != options[0]:
+            record[name].append(f"phases {phases}: the expand {'not ' if options[0] else ''}beside the push")
     xs, idxs, weights, experts = inputs(50)
     cap = max(x.shape[0] for x in xs)
     static = [xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda)]
