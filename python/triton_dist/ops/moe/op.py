@@ -1571,11 +1571,12 @@ def moe_dispatch(
     double-buffered): combine step n before dispatching step n + 2.
 
     ``fp8=True`` quantizes each token inside the push kernel to float8_e4m3fn with one fp32 scale per 128 channels
-    (``scale = max(amax, 1e-4) / 448``, values rounded to nearest even; ``reference.quantize_fp8`` is the same in
-    torch), so about half the bytes cross the links. The receiver gets ``recv_x`` in fp8 and the scales in
-    ``handle.recv_scales`` (for an fp8 expert GEMM: ``ops.grouped_gemm``), or, with ``dequantize=True``, ``recv_x``
-    dequantized to x's dtype. Combine still takes ``y`` in x's dtype. fp8 needs an NVIDIA GPU of sm_89 or later (or
-    the CPU emulation).
+    (``scale = max(amax, 1e-4) / 448``, values rounded to nearest even; ``reference.quantize_fp8`` is the same in torch;
+    with the option :data:`FP8_RECIPROCAL` each value is multiplied by ``448 / max(amax, 1e-4)`` instead,
+    ``quantize_fp8(x, reciprocal=True)``), so about half the bytes cross the links. The receiver gets ``recv_x`` in fp8
+    and the scales in ``handle.recv_scales`` (for an fp8 expert GEMM: ``ops.grouped_gemm``), or, with
+    ``dequantize=True``, ``recv_x`` dequantized to x's dtype. Combine still takes ``y`` in x's dtype. fp8 needs an
+    NVIDIA GPU of sm_89 or later (or the CPU emulation).
 
     An expert id out of range: normal mode raises :class:`MoeStatusError` on every rank at its synchronization;
     low-latency mode skips it and counts it in ``handle.status`` (:func:`check_status`). A low-latency expert that
