@@ -33,8 +33,8 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   ``config=MoeConfig(pipelined=False)`` in normal mode at every ``--tokens``, expanded and gather layouts, with their
   phases: the path before the pipelined default (which "ours" is since 2026-11-27: the push before the host's wait,
   the summary polled in pinned memory, more expand programs, the gather layout's payload copied as one block by copy
-  programs of the expand kernel, which runs beside the push: ``ops.moe.op.EXPAND_OVERLAPS_PUSH``; fp8 rows kept only
-  with the option ``ops.moe.op.FP8_OVERLAPS_PUSH``).
+  programs of the expand kernel, which runs beside the push: ``ops.moe.op.EXPAND_OVERLAPS_PUSH``; fp8 rows kept with
+  ``ops.moe.op.FP8_OVERLAPS_PUSH``, on by default, at 4 warps: ``FP8_NARROW_PUSH``).
 - **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
   ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
   expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
@@ -92,10 +92,11 @@ below too), each checked once against the reference, then its device µs and pha
 bf16); RESULT lines only, no results files. Beside the gather rows, the default without the overlap: ``ours gather
 side-stream`` (neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``: this rank's own rows stored by a push launch
 on a side stream), ``ours gather own-in-push`` (``OWN_ROWS_IN_PUSH`` alone: by the push's one launch), and beside ``ours
-fp8 gather`` (fp8 rows kept: by default the expand after the push) ``ours fp8 gather overlap`` (the option
-``ops.moe.op.FP8_OVERLAPS_PUSH``: fp8 joins the expand beside the push) and the fp8 push's options (``FP8_PUSH_ROWS``:
-``... reciprocal``, ``ops.moe.op.FP8_RECIPROCAL``; ``... narrow``, ``ops.moe.op.FP8_NARROW_PUSH``; ``...
-prequantized``, ``ops.moe.op.FP8_PREQUANTIZE``), each with its speed against the default and its fp8 bar;
+fp8 gather`` (fp8 rows kept: by default the expand beside the 4-warp push, ``ops.moe.op.FP8_OVERLAPS_PUSH`` and
+``FP8_NARROW_PUSH``) the fp8 push's options (``FP8_PUSH_ROWS``: ``... expand-after``, both off, the default before
+2026-11-27; ``... overlap wide``, the overlap at ``FP8_PUSH_WARPS``; ``... reciprocal``, ``ops.moe.op.FP8_RECIPROCAL``;
+``... prequantized``, ``ops.moe.op.FP8_PREQUANTIZE``; and their pairs), each with its speed against the default and its
+fp8 bar;
 ``--expand-waves 8,16`` adds the default at those waves (``ours gather overlap N waves``,
 ``ops.moe.op.set_expand_waves``). With ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the
 gather dispatch (bf16 and fp8) with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of
@@ -170,33 +171,41 @@ second launch on a side stream, and the expand after the push), and the key of i
 OVERLAP = "overlap"
 """``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` for its calls (the
 default: on; an int: on at that many waves; ``dispatch_with``), and the suffix of the gather rows at other waves and of
-the fp8 gather row with ``FP8_OVERLAP``."""
+the fp8 gather rows with ``FP8_OVERLAP`` at 16 warps (``WIDE``)."""
 FP8_OVERLAP = "fp8-overlap"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_OVERLAPS_PUSH`` for its calls (the
-option, off by default: fp8 rows kept join the expand beside the push; ``dispatch_with``): ``ours fp8 gather
-overlap``, timed beside ``ours fp8 gather`` (the default: the expand after the push)."""
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_OVERLAPS_PUSH`` for its calls (on by
+default: fp8 rows kept join the expand beside the push; off: the expand after the push; ``dispatch_with``)."""
 FP8_RECIPROCAL = "fp8-reciprocal"
 """``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_RECIPROCAL`` for its calls (an option,
 off by default: the fp8 push multiplies each value by 448 / amax, one division per group; ``dispatch_with``)."""
 FP8_NARROW = "fp8-narrow"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_NARROW_PUSH`` for its calls (an option,
-off by default: the fp8 push at 4 warps, so two of its programs per SM fit beside the expand; ``dispatch_with``)."""
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_NARROW_PUSH`` for its calls (on by
+default: the fp8 push at 4 warps, so two of its programs per SM fit beside the expand; off: ``FP8_PUSH_WARPS``;
+``dispatch_with``)."""
 FP8_PREQUANTIZE = "fp8-prequantize"
 """``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_PREQUANTIZE`` for its calls (an option,
 off by default: the rows quantized by a kernel of their own beside the route kernels; ``dispatch_with``)."""
+EXPAND_AFTER = "expand-after"
+"""``--only-dispatch``: the suffix of the fp8 gather rows with ``FP8_OVERLAPS_PUSH`` and ``FP8_NARROW_PUSH`` off (the
+expand after the 16-warp push: fp8's default before 2026-11-27)."""
+WIDE = f"{OVERLAP} wide"
+"""``--only-dispatch``: the suffix of the fp8 gather rows with ``FP8_OVERLAPS_PUSH`` on and ``FP8_NARROW_PUSH`` off (the
+expand beside the push at ``FP8_PUSH_WARPS``)."""
 FP8_PUSH_ROWS = {
+    EXPAND_AFTER: {FP8_OVERLAP: False, FP8_NARROW: False},
+    WIDE: {FP8_OVERLAP: True, FP8_NARROW: False},
     "reciprocal": {FP8_RECIPROCAL: True},
+    f"{WIDE} reciprocal": {FP8_OVERLAP: True, FP8_NARROW: False, FP8_RECIPROCAL: True},
+    f"{EXPAND_AFTER} reciprocal": {FP8_OVERLAP: False, FP8_NARROW: False, FP8_RECIPROCAL: True},
     "prequantized": {FP8_PREQUANTIZE: True},
-    f"{OVERLAP} narrow": {FP8_OVERLAP: True, FP8_NARROW: True},
-    f"{OVERLAP} reciprocal": {FP8_OVERLAP: True, FP8_RECIPROCAL: True},
-    f"{OVERLAP} reciprocal narrow": {FP8_OVERLAP: True, FP8_RECIPROCAL: True, FP8_NARROW: True},
-    f"{OVERLAP} prequantized": {FP8_OVERLAP: True, FP8_PREQUANTIZE: True},
-    f"{OVERLAP} prequantized reciprocal": {FP8_OVERLAP: True, FP8_PREQUANTIZE: True, FP8_RECIPROCAL: True},
+    "prequantized reciprocal": {FP8_PREQUANTIZE: True, FP8_RECIPROCAL: True},
+    f"{EXPAND_AFTER} prequantized": {FP8_OVERLAP: False, FP8_NARROW: False, FP8_PREQUANTIZE: True},
 }
-"""``--only-dispatch``: the fp8 push's option rows beside ``ours fp8 gather`` (the default), by suffix: without the
-overlap with ``FP8_RECIPROCAL`` or ``FP8_PREQUANTIZE``; with ``FP8_OVERLAPS_PUSH`` at 4 warps (``FP8_NARROW_PUSH``),
-with the reciprocal, with both, prequantized, and prequantized with the reciprocal (docs/design.md, "fp8 dispatch at
-4096 tokens")."""
+"""``--only-dispatch``: the fp8 push's option rows beside ``ours fp8 gather`` (the default: ``FP8_OVERLAPS_PUSH`` and
+``FP8_NARROW_PUSH`` on), by suffix: both off (``EXPAND_AFTER``, the default before 2026-11-27), the overlap at 16 warps
+(``WIDE``), the default with ``FP8_RECIPROCAL``, the reciprocal at 16 warps with and without the overlap, the default
+with ``FP8_PREQUANTIZE``, with the reciprocal too, and prequantized without the overlap: with the default, the nine
+configurations of the 2 x H200 run of 2026-11-27 (docs/design.md, "fp8 dispatch at 4096 tokens")."""
 SIDE_STREAM = "side-stream"
 """``--only-dispatch``: the suffix of the gather row with neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``
 (the own rows stored by a push launch on a side stream: the pipelined default before the overlap)."""
@@ -1334,7 +1343,7 @@ class Bench:
                 "the summary, read by a copy and a stream synchronization; the expand after the push), with its "
                 "phases. Ours (the default) pushes before that wait, polls the summary in pinned host memory, and in "
                 "the gather layout runs the expand kernel beside the push (ops.moe.op.EXPAND_OVERLAPS_PUSH; fp8 rows "
-                "kept only with the option ops.moe.op.FP8_OVERLAPS_PUSH, off here)."
+                "kept too, ops.moe.op.FP8_OVERLAPS_PUSH, their push at 4 warps: FP8_NARROW_PUSH)."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk,
@@ -1805,8 +1814,8 @@ class Bench:
         variants = dict(plain)
         # Beside each default row, its path before the pipelined default; beside the gather layout's, the default
         # without op.EXPAND_OVERLAPS_PUSH (the same plan: the own rows from a side stream, or with op.OWN_ROWS_IN_PUSH
-        # from the push's one launch) and at --expand-waves; beside fp8's (the expand after the push), the option
-        # op.FP8_OVERLAPS_PUSH (the expand beside the push, not measured yet).
+        # from the push's one launch) and at --expand-waves; beside fp8's (the expand beside the 4-warp push), the fp8
+        # push's options (FP8_PUSH_ROWS: among them the expand after the push, fp8's default before 2026-11-27).
         compared = {f"{label} unpipelined": label for label in plain}
         if not a.skip_pipelined:
             for label, options in plain.items():
@@ -1817,12 +1826,10 @@ class Bench:
                     for waves in a.expand_waves:  # --expand-waves: the default with that many waves
                         variants[f"{GATHER} {OVERLAP} {waves} waves"] = {**options, OVERLAP: waves}
                 if label == f"{FP8} gather":
-                    variants[f"{label} {OVERLAP}"] = {**options, FP8_OVERLAP: True}
                     for suffix, keys in FP8_PUSH_ROWS.items():  # the fp8 push's options
                         variants[f"{label} {suffix}"] = {**options, **keys}
             compared |= {f"{GATHER} {SIDE_STREAM}": GATHER, f"{GATHER} {OWN_IN_PUSH}": GATHER}
             compared |= {f"{GATHER} {OVERLAP} {n} waves": GATHER for n in a.expand_waves}
-            compared[f"{FP8} gather {OVERLAP}"] = f"{FP8} gather"
             compared |= {f"{FP8} gather {suffix}": f"{FP8} gather" for suffix in FP8_PUSH_ROWS}
         options_of = option_configs(a.route_programs, a.expand_block)  # the gather layout's, beside its default
         for suffix, config in options_of.items():
@@ -1891,8 +1898,7 @@ class Bench:
         pairs = [(OURS, FP8), (GATHER, f"{FP8} gather")]
         pairs += [(f"{GATHER} {suffix}", f"{FP8} gather {suffix}") for suffix in options_of]
         pairs += [(f"{b} unpipelined", f"{f} unpipelined") for b, f in pairs[:2]]
-        pairs.append((f"{GATHER} {SIDE_STREAM}", f"{FP8} gather"))  # neither with the expand beside the push
-        pairs.append((GATHER, f"{FP8} gather {OVERLAP}"))  # both with it (fp8: the option)
+        pairs.append((f"{GATHER} {SIDE_STREAM}", f"{FP8} gather {EXPAND_AFTER}"))  # neither with the expand beside
         pairs += [(GATHER, f"{FP8} gather {suffix}") for suffix in FP8_PUSH_ROWS]  # the fp8 push's options
         for bf16, fp8 in pairs:
             if (bf16, tokens) in totals and (fp8, tokens) in totals:

@@ -17,7 +17,8 @@ side stream: ``SIDE_CASES``), ``MoeConfig(whole_row=False)``'s chunked kernels (
 then fp8 both ways: the same bits as the default's whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch
 and combine once. The default (``MoeConfig(pipelined=True)``, and ``op.EXPAND_OVERLAPS_PUSH`` in the gather layout)
 runs ``CASES``; the options' own cases: ``_variants``, ``_own_rows_in_push``, ``_overlap`` (with fp8 rows kept under
-``op.FP8_OVERLAPS_PUSH``, an option; fp8's default, the expand after the push: ``_fp8``). Normal mode's
+``op.FP8_OVERLAPS_PUSH``, on by default, and once with it and ``op.FP8_NARROW_PUSH`` off: the expand after the push,
+fp8's default before 2026-11-27). Normal mode's
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
 ranks also chunked k = 8, fp8 kept and dequantized).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
@@ -160,13 +161,13 @@ tokens, 4 route count programs under the emulation); at 2 ranks last (``OVERLAP_
 expand beside it doing nothing while the combine slots grow (both go again after the summary); then ``variants`` in two
 waves (``op.set_expand_waves(2)``: two route count programs' ranges a wave)."""
 OVERLAP_AT_TWO = ("grow_combine",)
-OVERLAP_FP8 = (("first", False), ("beside", False))
-"""At 2 ranks with ``op.FP8_OVERLAPS_PUSH`` on (an option: off, fp8 takes the path before it, which ``_fp8``'s
-``fp8/pipelined/gather/normal`` checks), fp8 rows kept (H = 160: a full and a short scale group) on ``OVERLAP_CONFIG``'s
-k = 3 plan of fp8, ``variants``' inputs each call fresh: its first call (no buffers: the push and the expand after the
-summary), then the expand beside the push (checked to have run beside it: the phases); each against the reference, bit
-for bit (rows and scales), every output allocated poisoned. (Dequantized on receipt the expand stays after the push,
-whatever the options.)"""
+OVERLAP_FP8 = (("first", True), ("beside", True), ("expand-after", False))
+"""At 2 ranks, fp8 rows kept (H = 160: a full and a short scale group) on ``OVERLAP_CONFIG``'s k = 3 plan of fp8,
+``variants``' inputs each call fresh, with ``op.FP8_OVERLAPS_PUSH`` and ``op.FP8_NARROW_PUSH`` as the second item says
+(True: their defaults, on; False: both off for the call): its first call (no buffers: the push and the expand after
+the summary), then the expand beside the push, then with both off the path before them (the early push, the expand
+after it): each checked by its phases, and against the reference, bit for bit (rows and scales), every output
+allocated poisoned. (Dequantized on receipt the expand stays after the push, whatever the options.)"""
 
 
 def _experts(recv_x: torch.Tensor, expert: torch.Tensor) -> torch.Tensor:
@@ -274,8 +275,8 @@ def _fp8(
     ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/chunked/`` for a chunked one). ``gather``:
     normal mode only, with ``layout="gather"``, kept and dequantized (keys ``fp8/gather/normal[/dequantize]``).
     ``pipelined``: ``MoeConfig(pipelined=True)``, gather, kept only, after ``gather``'s calls of the same plan (its
-    block copy of the rows and scales; the default's early push and, ``op.FP8_OVERLAPS_PUSH`` being off, the expand
-    after it, not beside it: checked by the phases; key ``fp8/pipelined/gather/normal``)."""
+    block copy of the rows and scales; the default's early push and, ``op.FP8_OVERLAPS_PUSH`` being on by default, the
+    expand beside it: checked by the phases; key ``fp8/pipelined/gather/normal``)."""
     from triton_dist.ops.moe import op as moe_op
 
     xs, idxs, weights, experts = _case_inputs("random", size, seed=5, hidden=160)
@@ -293,8 +294,8 @@ def _fp8(
             record[key] = _fp8_call(rank, (xs, idxs, weights, experts), mode, dequantize, config, gather)
         finally:
             moe_op.set_phase_hook(hook)
-        if pipelined and phases[:4] != ["start", "route", "push", "sync"]:  # the early push, then the summary
-            record[key].append(f"phases {phases}: not the early push with the expand after it (FP8_OVERLAPS_PUSH off)")
+        if pipelined and phases[:5] != ["start", "route", "push", "expand", "sync"]:  # both before the summary
+            record[key].append(f"phases {phases}: not the early push with the expand beside it (FP8_OVERLAPS_PUSH)")
     return record
 
 
@@ -536,29 +537,32 @@ def _overlap(rank: int, size: int) -> dict[str, list[str]]:
 
 
 def _overlap_fp8(rank: int, size: int) -> dict[str, list[str]]:
-    """``OVERLAP_FP8``: the fp8 gather dispatch with ``op.EXPAND_OVERLAPS_PUSH`` and ``op.FP8_OVERLAPS_PUSH`` on (the
-    latter an option, off by default; restored after), against the reference."""
+    """``OVERLAP_FP8``: the fp8 gather dispatch with ``op.EXPAND_OVERLAPS_PUSH`` on and ``op.FP8_OVERLAPS_PUSH`` /
+    ``op.FP8_NARROW_PUSH`` at their defaults (on), then both off (restored after), against the reference."""
     from triton_dist.ops.moe import op as moe_op
 
     record: dict[str, list[str]] = {}
-    fp8_overlaps = moe_op.set_fp8_overlaps_push(True)
-    try:
-        for number, (name, dequantize) in enumerate(OVERLAP_FP8):
-            xs, idxs, weights, experts = _case_inputs("variants", size, seed=21 + number, hidden=160)
-            inputs = ([x * 40 for x in xs], idxs, weights, experts)  # beyond e4m3's range unscaled: the scales matter
-            phases: list[str] = []
-            hook = moe_op.set_phase_hook(phases.append)
-            try:
-                with _PoisonedEmpty():
-                    problems = _fp8_call(rank, inputs, "normal", dequantize, OVERLAP_CONFIG, True)
-            finally:
-                moe_op.set_phase_hook(hook)
-            beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
-            if beside != (name == "beside"):
-                problems.append(f"phases {phases}: the expand {'not ' if name == 'beside' else ''}beside the push")
-            record[f"overlap/fp8/{name}#{number}/normal"] = problems
-    finally:
-        moe_op.set_fp8_overlaps_push(fp8_overlaps)
+    for number, (name, defaults) in enumerate(OVERLAP_FP8):
+        xs, idxs, weights, experts = _case_inputs("variants", size, seed=21 + number, hidden=160)
+        inputs = ([x * 40 for x in xs], idxs, weights, experts)  # beyond e4m3's range unscaled: the scales matter
+        phases: list[str] = []
+        hook = moe_op.set_phase_hook(phases.append)
+        previous = (moe_op.FP8_OVERLAPS_PUSH, moe_op.FP8_NARROW_PUSH)
+        if not defaults:
+            previous = (moe_op.set_fp8_overlaps_push(False), moe_op.set_fp8_narrow_push(False))
+        try:
+            with _PoisonedEmpty():
+                problems = _fp8_call(rank, inputs, "normal", False, OVERLAP_CONFIG, True)
+        finally:
+            moe_op.set_phase_hook(hook)
+            moe_op.set_fp8_overlaps_push(previous[0])
+            moe_op.set_fp8_narrow_push(previous[1])
+        beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
+        if beside != (name == "beside"):
+            problems.append(f"phases {phases}: the expand {'not ' if name == 'beside' else ''}beside the push")
+        if name == "expand-after" and phases[:4] != ["start", "route", "push", "sync"]:
+            problems.append(f"phases {phases}: not the early push with the expand after it (both options off)")
+        record[f"overlap/fp8/{name}#{number}/normal"] = problems
     return record
 
 
@@ -768,7 +772,7 @@ def test_the_expand_beside_the_push_matches_the_reference(records: list[dict[str
     """``op.EXPAND_OVERLAPS_PUSH`` (``OVERLAP_CASES``, 2 and 3 ranks): the push's wave flags and slot counts, and the
     expand kernel waiting for each (wave, source) beside it, give the gather dispatch and its combine the reference's
     results exactly, every output allocated poisoned, through the first calls, the overlap and a growth; at 2 ranks
-    fp8 rows kept with their scales too, with ``op.FP8_OVERLAPS_PUSH`` on (``OVERLAP_FP8``)."""
+    fp8 rows kept with their scales too, with ``op.FP8_OVERLAPS_PUSH`` on (the default) and off (``OVERLAP_FP8``)."""
     for rank, record in enumerate(records):
         got = {key: problems for key, problems in record.items() if key.startswith("overlap/")}
         want = [f"overlap/{name}#{n}/normal" for n, name in enumerate(OVERLAP_CASES)

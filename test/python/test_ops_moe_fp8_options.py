@@ -1,7 +1,8 @@
 """The fp8 push's options (``op.FP8_RECIPROCAL``, ``op.FP8_NARROW_PUSH``, ``op.FP8_PREQUANTIZE``; docs/design.md, "fp8
 dispatch at 4096 tokens") on 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, gloo),
-against the torch reference, bit for bit: the fp8 gather dispatch with ``op.FP8_OVERLAPS_PUSH`` on (fp8 rows kept with
-their scales, the expand beside the push), every output allocated poisoned, with the helpers of
+against the torch reference, bit for bit: the fp8 gather dispatch with ``op.FP8_OVERLAPS_PUSH`` on (the default, set
+for each case all the same: fp8 rows kept with their scales, the expand beside the push), every output allocated
+poisoned, with the helpers of
 ``test_ops_moe_emulation.py`` (its ``_fp8_call`` quantizes the reference as ``op.FP8_RECIPROCAL`` says).
 
 ``CASES``, in order on one plan: its first call (no buffers: the push after the summary) with the reciprocal and the
@@ -24,7 +25,8 @@ from emulated_ranks import run_script
 
 CASES = (("first", 24, False), ("reciprocal", 25, False), ("prequantized", 27, True))
 """(name, seed of ``variants``' inputs, ``op.FP8_PREQUANTIZE``): ``op.FP8_RECIPROCAL`` is on in each, and
-``op.FP8_NARROW_PUSH`` where the push quantizes (the first two)."""
+``op.FP8_NARROW_PUSH`` (on by default) where the push quantizes (the first two; off in the third, whose push runs 4
+warps whatever it says)."""
 
 
 def _case(rank: int, name: str, seed: int, prequantize: bool) -> list[str]:

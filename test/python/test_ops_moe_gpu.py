@@ -13,10 +13,11 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
 (``VARIANT_CONFIGS``) in the gather layout at H = 7168 and in fp8; and at H = 7168 in the gather layout
 ``op.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept with
-their scales under the option ``op.FP8_OVERLAPS_PUSH``, also with the fp8 push's options ``op.FP8_RECIPROCAL``,
-``FP8_NARROW_PUSH`` and ``FP8_PREQUANTIZE``), the dispatch without it (``op.OWN_ROWS_IN_PUSH``: the push
-storing this rank's own rows itself; neither: a push launch on a side stream; fp8's default: the expand after the push),
-against the reference too. Combine runs its defaults everywhere (``MoeConfig(combine_partials="input",
+their scales under ``op.FP8_OVERLAPS_PUSH``, on by default with the 4-warp push ``op.FP8_NARROW_PUSH``, also with the
+fp8 push's options ``op.FP8_RECIPROCAL`` and ``FP8_PREQUANTIZE`` and at 16 warps), the dispatch without it
+(``op.OWN_ROWS_IN_PUSH``: the push storing this rank's own rows itself; neither: a push launch on a side stream; fp8
+with both options off, ``expand-after``: the expand after the push, fp8's default before 2026-11-27), against the
+reference too. Combine runs its defaults everywhere (``MoeConfig(combine_partials="input",
 combine_spread=True)``: bf16 partials, checked against the reference with each rank's partial rounded, within one
 flipped bf16 rounding of each); at H = 7168, normal and low-latency graphed, also ``combine_partials="fp32"`` (the
 reference's fp32 sums, and different from the default's bits somewhere) and ``combine_spread=False`` (the same bits
@@ -156,9 +157,10 @@ def _reduce_overlap_checks(
 def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
     """fp8 dispatch: normal mode's fp8 rows and scales bit-exact against reference.quantize_fp8 (both round to
     nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; at H = 7168
-    in the gather layout with the expand beside the push (the option ``op.FP8_OVERLAPS_PUSH``) and without (the
-    default), checked by the phases too; then a low-latency fp8 dispatch +
-    combine in a CUDA graph with fresh routing per replay; then an expert over its low-latency capacity."""
+    in the gather layout with the expand beside the push (``op.FP8_OVERLAPS_PUSH`` and ``op.FP8_NARROW_PUSH``, the
+    default) and without (both off: ``expand-after``), checked by the phases too, and with the fp8 push's options; then
+    a low-latency fp8 dispatch + combine in a CUDA graph with fresh routing per replay; then an expert over its
+    low-latency capacity."""
     from test_ops_moe_emulation import UNPIPELINED, VARIANT_CONFIGS, _case_inputs, _experts
 
     import triton_dist
@@ -232,36 +234,40 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
                     got, out = run(xs, idxs, weights, experts, mode, cap, dequantize, "gather", config)
                     option = f"options/{config.route_programs}-{config.expand_block}/gather/{key}"
                     compare(option, got, out, xs, idxs, weights, experts, mode, cap, dequantize)
-    # H = 7168, hundreds of tokens: fp8 rows kept in the gather layout with the expand beside the push (the option
-    # op.FP8_OVERLAPS_PUSH on; the plan's first call has no buffers yet: both after the summary), the default (the
-    # option off: the early push, the expand after it), and dequantized on receipt (the expand after the push,
-    # widening each row; the option on, which it ignores), on one plan; the phases say where the expand ran.
+    # H = 7168, hundreds of tokens: fp8 rows kept in the gather layout with the expand beside the 4-warp push (the
+    # default: op.FP8_OVERLAPS_PUSH and op.FP8_NARROW_PUSH on, set explicitly; the plan's first call has no buffers
+    # yet: both after the summary), with both off (expand-after: the early push at 16 warps, the expand after it,
+    # fp8's default before 2026-11-27), and dequantized on receipt (the expand after the push, widening each row, at the
+    # defaults: FP8_OVERLAPS_PUSH, which it ignores), on one plan; the phases say where the expand ran.
     for seed in (74, 75):
         xs, idxs, weights, experts = inputs(seed, "large", 7168)
-        for key, fp8_overlap, dequantize in (("overlap", True, False), ("default", False, False),
-                                             ("dequantize", True, True)):  # fmt: skip
-            previous = moe_op.set_fp8_overlaps_push(fp8_overlap)
+        for key, on, dequantize in (("default", True, False), ("expand-after", False, False),
+                                    ("dequantize", True, True)):  # fmt: skip
+            previous = moe_op.set_fp8_overlaps_push(on), moe_op.set_fp8_narrow_push(on)
             phases: list[str] = []
             hook = moe_op.set_phase_hook(phases.append)
             try:
                 got, out = run(xs, idxs, weights, experts, "normal", None, dequantize, "gather")
             finally:
                 moe_op.set_phase_hook(hook)
-                moe_op.set_fp8_overlaps_push(previous)
+                moe_op.set_fp8_overlaps_push(previous[0])
+                moe_op.set_fp8_narrow_push(previous[1])
             name = f"{key}/fp8/gather/large-7168#{seed}/normal"
             compare(name, got, out, xs, idxs, weights, experts, "normal", None, dequantize)
             beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
-            first = key == "overlap" and seed == 74  # perhaps the plan's first call: no buffers, nothing beside
-            if not first and beside != (key == "overlap"):
+            first = key == "default" and seed == 74  # perhaps the plan's first call: no buffers, nothing beside
+            if not first and beside != (key == "default"):
                 record[name].append(f"phases {phases}: the expand {'' if beside else 'not '}beside the push")
     # The fp8 push's options (docs/design.md, "fp8 dispatch at 4096 tokens") on the same plan, fp8 rows kept in the
     # gather layout at H = 7168: op.FP8_RECIPROCAL (against reference_dispatch(..., fp8_reciprocal=True)),
-    # FP8_NARROW_PUSH and FP8_PREQUANTIZE, with and without the expand beside the push; each set for its call only.
+    # FP8_PREQUANTIZE and the 16-warp push (FP8_NARROW_PUSH off), with and without the expand beside the push; each
+    # set for its call only (all four set: (FP8_OVERLAPS_PUSH, FP8_RECIPROCAL, FP8_NARROW_PUSH, FP8_PREQUANTIZE)).
     xs, idxs, weights, experts = inputs(75, "large", 7168)  # seed 75's: the buffers fit (no growth)
     setters = (moe_op.set_fp8_overlaps_push, moe_op.set_fp8_reciprocal, moe_op.set_fp8_narrow_push,
                moe_op.set_fp8_prequantize)  # fmt: skip
     for key, options in (("reciprocal", (False, True, False, False)), ("prequantized", (False, False, False, True)),
                          ("overlap-reciprocal-narrow", (True, True, True, False)),
+                         ("overlap-wide", (True, False, False, False)),
                          ("overlap-prequantized-reciprocal", (True, True, False, True))):  # fmt: skip
         previous = [setter(on) for setter, on in zip(setters, options, strict=True)]
         phases = []

@@ -843,10 +843,11 @@ def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
 
 def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_path: Any) -> None:
     """``op.EXPAND_OVERLAPS_PUSH`` with fp8 rows kept (``op.FP8_OVERLAPS_PUSH``): at H = 7168, E = 256, k = 8 on 2 ranks
-    (132 SMs), the fp8 push with its wave flags and ``SELF = 3`` (``FP8_PUSH_WARPS`` warps) spills nothing and takes at
-    most 64 registers per thread, so that however the expand kernel beside it (fp8 kept: ``EXPAND_OVERLAP_PER_SM`` meta
-    and ``OVERLAP_COPIERS_PER_SM`` copy programs per SM, 4 per SM on average) places its programs, some SM holds at most
-    4 of them and has room for a push program (64K registers, 2048 threads): the push, which waits for nothing, keeps
+    (132 SMs), the fp8 push with its wave flags and ``SELF = 3`` at ``FP8_PUSH_WARPS`` warps (``op.FP8_NARROW_PUSH``
+    off; on, ``test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand``) spills nothing and takes at most 64
+    registers per thread, so that however the expand kernel beside it (fp8 kept: ``EXPAND_OVERLAP_PER_SM`` meta and
+    ``OVERLAP_COPIERS_PER_SM`` copy programs per SM, 4 per SM on average) places its programs, some SM holds at most 4
+    of them and has room for a push program (64K registers, 2048 threads): the push, which waits for nothing, keeps
     running while the expand's programs spin on its flags. The push stores the quantized rows (and this rank's own into
     ``self_ptr``) before it releases its flags."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
@@ -958,34 +959,40 @@ def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
         assert moe_op.set_expand_overlaps_push(True) is False
 
 
-def test_fp8_overlaps_push_is_an_option_off_by_default() -> None:
-    """``op.FP8_OVERLAPS_PUSH``: off by default (the fp8 overlap has not run on a GPU), so fp8 rows kept take the path
-    before it (no own rows in the push, hence no expand beside it) whatever ``EXPAND_OVERLAPS_PUSH`` and
-    ``OWN_ROWS_IN_PUSH`` say, while bf16 keeps the overlap; on, fp8 rows kept join (not dequantized ones, nor the
-    expanded layout); ``set_fp8_overlaps_push`` returns the previous setting and refuses a non-bool."""
-    assert moe_op.FP8_OVERLAPS_PUSH is False and moe_op.EXPAND_OVERLAPS_PUSH is True
+def test_fp8_overlaps_push_and_narrow_push_are_on_by_default() -> None:
+    """``op.FP8_OVERLAPS_PUSH`` and ``op.FP8_NARROW_PUSH``: on by default (measured fastest on 2 x H200: 196.9 µs
+    against 336.7 for the expand after the 16-warp push, the same bits), so fp8 rows kept join the own rows in the push
+    and the expand beside it (not dequantized ones, nor the expanded layout, nor with ``EXPAND_OVERLAPS_PUSH`` off) and
+    the pipelined fp8 push runs 4 warps; off, fp8 rows kept take the path before (no own rows in the push, hence no
+    expand beside it) whatever ``OWN_ROWS_IN_PUSH`` says, while bf16 keeps the overlap, and the push runs
+    ``FP8_PUSH_WARPS``; the setters return the previous setting and refuse a non-bool."""
+    assert moe_op.FP8_OVERLAPS_PUSH is True and moe_op.FP8_NARROW_PUSH is True and moe_op.EXPAND_OVERLAPS_PUSH is True
     with pytest.raises(MoeError, match="set_fp8_overlaps_push: on must be True or False, got 1"):
         moe_op.set_fp8_overlaps_push(1)  # type: ignore[arg-type]
-    plan = SimpleNamespace(pipelined=True, nodes=1)
+    plan = SimpleNamespace(pipelined=True, nodes=1, fp8=True)
     assert moe_op._own_in_push(plan, True, False, False), "bf16: the overlap's own rows"  # type: ignore[arg-type]
-    assert not moe_op._own_in_push(plan, True, False, True), "fp8 kept: the path before"  # type: ignore[arg-type]
-    own = moe_op.set_own_rows_in_push(True)
+    assert moe_op._own_in_push(plan, True, False, True), "fp8 kept joins"  # type: ignore[arg-type]
+    assert not moe_op._own_in_push(plan, True, True, True), "dequantized: the expand after"  # type: ignore[arg-type]
+    assert not moe_op._own_in_push(plan, False, False, True), "the expanded layout"  # type: ignore[arg-type]
+    assert moe_op._fp8_push_warps(plan) == 4 and moe_op._fp8_push_warps(plan, True) == 4  # type: ignore[arg-type]
+    overlapped = moe_op.set_expand_overlaps_push(False)
     try:
-        assert not moe_op._own_in_push(plan, True, False, True), "OWN_ROWS_IN_PUSH alone: not fp8"  # type: ignore[arg-type]
+        assert not moe_op._own_in_push(plan, True, False, True), "neither overlap nor own rows"  # type: ignore[arg-type]
     finally:
-        moe_op.set_own_rows_in_push(own)
-    assert moe_op.set_fp8_overlaps_push(True) is False
+        moe_op.set_expand_overlaps_push(overlapped)
+    assert moe_op.set_fp8_overlaps_push(False) is True and moe_op.set_fp8_narrow_push(False) is True
     try:
-        assert moe_op._own_in_push(plan, True, False, True), "fp8 kept joins"  # type: ignore[arg-type]
-        assert not moe_op._own_in_push(plan, True, True, True), "dequantized: the expand after"  # type: ignore[arg-type]
-        assert not moe_op._own_in_push(plan, False, False, True), "the expanded layout"  # type: ignore[arg-type]
-        overlapped = moe_op.set_expand_overlaps_push(False)
+        assert not moe_op._own_in_push(plan, True, False, True), "fp8 kept: the path before"  # type: ignore[arg-type]
+        assert moe_op._own_in_push(plan, True, False, False), "bf16 keeps the overlap"  # type: ignore[arg-type]
+        own = moe_op.set_own_rows_in_push(True)
         try:
-            assert not moe_op._own_in_push(plan, True, False, True), "neither overlap nor own rows"  # type: ignore[arg-type]
+            assert not moe_op._own_in_push(plan, True, False, True), "OWN_ROWS_IN_PUSH alone: not fp8"  # type: ignore[arg-type]
         finally:
-            moe_op.set_expand_overlaps_push(overlapped)
+            moe_op.set_own_rows_in_push(own)
+        assert moe_op._fp8_push_warps(plan) == moe_op.FP8_PUSH_WARPS > 4  # type: ignore[arg-type]
+        assert moe_op._fp8_push_warps(plan, True) == 4, "prequantized: 4 warps whatever the option"  # type: ignore[arg-type]
     finally:
-        assert moe_op.set_fp8_overlaps_push(False) is True
+        assert moe_op.set_fp8_overlaps_push(True) is False and moe_op.set_fp8_narrow_push(True) is False
 
 
 def test_own_rows_in_push_is_an_option_off_by_default() -> None:
@@ -1140,7 +1147,7 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: waves.append(moe_op.EXPAND_WAVES))
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: 16})
     assert waves == [16] and moe_op.EXPAND_WAVES == 8
-    # The fp8 overlap row: its key sets op.FP8_OVERLAPS_PUSH (an option, off) for the call only, the others untouched
+    # An fp8 row's FP8_OVERLAP key sets op.FP8_OVERLAPS_PUSH (on by default) for the call only, the others untouched
     fp8_seen: list[tuple[bool, bool, bool]] = []
 
     def fp8_fake(*args: Any, **kwargs: Any) -> None:
@@ -1149,8 +1156,8 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
 
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", fp8_fake)
     with pytest.raises(MoeError, match="refused"):
-        bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, bench.FP8_OVERLAP: True})
-    assert fp8_seen == [(True, True, False)] and moe_op.FP8_OVERLAPS_PUSH is False
+        bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, bench.FP8_OVERLAP: False})
+    assert fp8_seen == [(False, True, False)] and moe_op.FP8_OVERLAPS_PUSH is True
 
     def settings() -> tuple[bool, ...]:  # the fp8 push's option rows' keys set their options for the call only
         return moe_op.FP8_OVERLAPS_PUSH, moe_op.FP8_RECIPROCAL, moe_op.FP8_NARROW_PUSH, moe_op.FP8_PREQUANTIZE
@@ -1159,24 +1166,26 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: push_seen.append(settings()))
     for keys in bench.FP8_PUSH_ROWS.values():
         bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, **keys})
-    assert push_seen == [
-        (False, True, False, False),
-        (False, False, False, True),
-        (True, False, True, False),
+    assert list(bench.FP8_PUSH_ROWS)[:2] == ["expand-after", "overlap wide"]
+    assert push_seen == [  # (overlap, reciprocal, narrow, prequantize)
+        (False, False, False, False),  # expand-after: fp8's default before 2026-11-27
+        (True, False, False, False),  # overlap wide
+        (True, True, True, False),  # reciprocal (beside the default's overlap and narrow push)
         (True, True, False, False),
-        (True, True, True, False),
-        (True, False, False, True),
-        (True, True, False, True),
+        (False, True, False, False),
+        (True, False, True, True),
+        (True, True, True, True),
+        (False, False, False, True),
     ]
-    assert settings() == (False, False, False, False)
+    assert settings() == (True, False, True, False), "the default: the expand beside the 4-warp push"
     assert bench.parse_args(["--only-dispatch", "--expand-waves", "8,16"]).expand_waves == [8, 16]
     with pytest.raises(SystemExit):
         bench.parse_args(["--expand-waves", "8"])  # only with --only-dispatch
 
 
 def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path: Any) -> None:
-    """The fp8 push runs ``FP8_PUSH_WARPS`` warps: at H = 7168 (whole rows) each thread quantizes a quarter of what
-    it does at 4 warps (fewer than half the PTX instructions), and nothing spills."""
+    """With ``op.FP8_NARROW_PUSH`` off the fp8 push runs ``FP8_PUSH_WARPS`` warps: at H = 7168 (whole rows) each thread
+    quantizes a quarter of what it does at 4 warps (fewer than half the PTX instructions), and nothing spills."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
 
     need_real_library("sm_90")
@@ -1225,9 +1234,15 @@ def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flag
         plan.launches.clear()
         moe_op._launch(plan, "expand", {"recv_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
         assert launched["_expand_kernel"] == ((expanders or 4, 1, 1), senders, 4)
-    plan.fp8 = plan.pipelined = True  # the pipelined fp8 push runs more warps
+    plan.fp8 = plan.pipelined = True  # the pipelined fp8 push: 4 warps (FP8_NARROW_PUSH), more with it off
     moe_op._launch(plan, "push", {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
-    assert launched["_push_kernel"][::2] == ((4, 1, 1), moe_op.FP8_PUSH_WARPS)
+    assert launched["_push_kernel"][::2] == ((4, 1, 1), 4)
+    narrow = moe_op.set_fp8_narrow_push(False)
+    try:
+        moe_op._launch(plan, "push", {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
+        assert launched["_push_kernel"][::2] == ((4, 1, 1), moe_op.FP8_PUSH_WARPS)
+    finally:
+        moe_op.set_fp8_narrow_push(narrow)
     # Pipelined, the gather layout's expand (fp8 kept) gets its copy programs after the meta programs, which still
     # wait for the push's programs; dequantizing, it copies each row itself and gets none.
     plan.expanders, plan.copiers = 4 * EXPAND_PER_SM, 6
@@ -1387,8 +1402,8 @@ def _push_divisions(ptx: str) -> int:
 
 @functools.cache
 def _fp8_push(warps: int, overlap: bool, reciprocal: bool) -> str:
-    """The PTX of the fp8 push at H = 7168 (whole rows), E = 24, k = 8 on 2 ranks at ``warps`` warps, with the
-    overlap's wave flags and own rows (``op.FP8_OVERLAPS_PUSH``) or as the default fp8 gather dispatch launches it
+    """The PTX of the fp8 push at H = 7168 (whole rows), E = 24, k = 8 on 2 ranks at ``warps`` warps, with the overlap's
+    wave flags and own rows (``op.FP8_OVERLAPS_PUSH``) or as the fp8 gather dispatch launches it with that option off
     (the early push), with ``RECIPROCAL`` or not (compiled once per test session)."""
     block = MoeConfig(whole_row=True).row_block(7168)
     waves, self_mode = (moe_op.EXPAND_WAVES, 3) if overlap else (0, 0)
@@ -1401,11 +1416,11 @@ def _fp8_push(warps: int, overlap: bool, reciprocal: bool) -> str:
 
 def test_sm90_fp8_reciprocal_push_divides_once_per_group(tmp_path: Any) -> None:
     """``op.FP8_RECIPROCAL`` (``RECIPROCAL``): at H = 7168 (whole rows of 8192 lanes) the fp8 push divides twice per
-    group a thread holds (the scale, and 448 over the group's amax) and multiplies each value, where the default
-    divides each of its values too (16 a thread at ``FP8_PUSH_WARPS`` = 16, 64 at 4 warps): at most a quarter of the
-    divisions; it still casts with the hardware, spills nothing and takes no more registers (4 at most: a multiple
-    of 8 is allocated), at 16 warps (the default path's push) and at the narrow push's 4 (with the overlap's waves
-    and own rows)."""
+    group a thread holds (the scale, and 448 over the group's amax) and multiplies each value, where the default divides
+    each of its values too (16 a thread at ``FP8_PUSH_WARPS`` = 16, 64 at 4 warps): at most a quarter of the divisions;
+    it still casts with the hardware, spills nothing and takes no more registers (4 at most: a multiple of 8 is
+    allocated), at 16 warps (the push with ``FP8_OVERLAPS_PUSH`` and ``FP8_NARROW_PUSH`` off) and at the narrow push's 4
+    (with the overlap's waves and own rows: the default)."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
 
     need_real_library("sm_90")
@@ -1421,11 +1436,11 @@ def test_sm90_fp8_reciprocal_push_divides_once_per_group(tmp_path: Any) -> None:
 
 
 def test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand(tmp_path: Any) -> None:
-    """``op.FP8_NARROW_PUSH`` (with ``FP8_OVERLAPS_PUSH`` and ``FP8_RECIPROCAL``): at H = 7168, k = 8 on 2 ranks the
-    push with its wave flags and own rows at 4 warps leaves room on an SM for two of its programs (the push's
-    ``NORMAL_PROGRAMS_PER_SM``) beside the expand kernel's ``EXPAND_OVERLAP_PER_SM + OVERLAP_COPIERS_PER_SM`` programs
-    (64K registers, 2048 threads); at ``FP8_PUSH_WARPS`` = 16 only one fits there (the push beside the expand ran at
-    most one program per SM: 211.5 µs against 110.8 alone on 2 x H200). Nothing spills."""
+    """``op.FP8_NARROW_PUSH`` (on by default, with ``FP8_OVERLAPS_PUSH``; here with ``FP8_RECIPROCAL`` too, the larger
+    of the two): at H = 7168, k = 8 on 2 ranks the push with its wave flags and own rows at 4 warps leaves room on an SM
+    for two of its programs (the push's ``NORMAL_PROGRAMS_PER_SM``) beside the expand kernel's ``EXPAND_OVERLAP_PER_SM +
+    OVERLAP_COPIERS_PER_SM`` programs (64K registers, 2048 threads); at ``FP8_PUSH_WARPS`` = 16 only one fits there (the
+    push beside the expand ran at most one program per SM: 211.5 µs against 110.8 alone on 2 x H200). Nothing spills."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS, NORMAL_PROGRAMS_PER_SM
 
     need_real_library("sm_90")
@@ -1449,7 +1464,7 @@ def test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand(tmp_path: Any) ->
 def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(tmp_path: Any) -> None:
     """``op.FP8_PREQUANTIZE``: ``_quantize_kernel`` (at 4 warps, H = 7168) quantizes with the push's operations (its
     divisions, or with ``RECIPROCAL`` two per group a thread holds) and hardware casts, storing 16-byte vectors, and
-    spills nothing; the push that loads its rows (``PREQUANT``) divides nothing, needs no shared memory (the default
+    spills nothing; the push that loads its rows (``PREQUANT``) divides nothing, needs no shared memory (the quantizing
     fp8 push sends each scale through it, two barriers per destination), stores the rows as 16-byte vectors, and with
     the overlap's waves and own rows takes at most 64 registers at 4 warps: two of its programs fit on an SM beside the
     expand kernel's four."""
@@ -1482,14 +1497,14 @@ def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(
     assert beside + NORMAL_PROGRAMS_PER_SM * 4 * -(-registers * 32 // 256) * 256 <= 65536
 
 
-def test_fp8_push_options_are_off_by_default_and_reach_the_push(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``op.FP8_RECIPROCAL``, ``op.FP8_NARROW_PUSH`` and ``op.FP8_PREQUANTIZE``: off by default, their setters return
-    the previous setting and refuse a non-bool; on, the pipelined fp8 push is compiled with ``RECIPROCAL`` and / or at
-    4 warps (off: without it, at ``FP8_PUSH_WARPS``), a launch plan per setting (switching back reuses the first); a
-    bf16 push takes neither. ``FP8_PREQUANTIZE`` (normal mode, fp8): the quantize kernel writes the plan's staging
-    buffers (a power of two of rows, grown with T) with the reciprocal if set, and the push, at 4 warps, loads them
-    (``PREQUANT``, not ``RECIPROCAL``); its launch plans are keyed by the staging rows."""
-    assert moe_op.FP8_RECIPROCAL is False and moe_op.FP8_NARROW_PUSH is False and moe_op.FP8_PREQUANTIZE is False
+def test_fp8_push_options_have_their_defaults_and_reach_the_push(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``op.FP8_RECIPROCAL`` and ``op.FP8_PREQUANTIZE`` off by default, ``op.FP8_NARROW_PUSH`` on; their setters return
+    the previous setting and refuse a non-bool; the pipelined fp8 push is compiled with ``RECIPROCAL`` if set and at 4
+    warps with ``FP8_NARROW_PUSH`` (off: at ``FP8_PUSH_WARPS``), a launch plan per setting (switching back reuses the
+    first); a bf16 push takes neither. ``FP8_PREQUANTIZE`` (normal mode, fp8): the quantize kernel writes the plan's
+    staging buffers (a power of two of rows, grown with T) with the reciprocal if set, and the push, at 4 warps, loads
+    them (``PREQUANT``, not ``RECIPROCAL``); its launch plans are keyed by the staging rows."""
+    assert moe_op.FP8_RECIPROCAL is False and moe_op.FP8_NARROW_PUSH is True and moe_op.FP8_PREQUANTIZE is False
     with pytest.raises(MoeError, match="set_fp8_reciprocal: on must be True or False, got 1"):
         moe_op.set_fp8_reciprocal(1)  # type: ignore[arg-type]
     with pytest.raises(MoeError, match="set_fp8_narrow_push: on must be True or False, got 'on'"):

@@ -124,7 +124,7 @@ beside its stores over the links, and nothing waits for the host but the expand 
 for bit. Measured on 2 x H200 (2026-11-27, ``bench/moe.py --only-dispatch``, 4096 tokens per rank, bf16, alone,
 without :data:`EXPAND_OVERLAPS_PUSH`): 249.5 / 278.3 µs in two runs against the side stream's 357.1 / 383.6 µs.
 Dequantized on receipt (``moe_dispatch(..., dequantize=True)``) the expand copies each row itself and this does not
-apply; fp8 rows kept take it only with :data:`FP8_OVERLAPS_PUSH` (an option, off by default)."""
+apply; fp8 rows kept take it only with :data:`FP8_OVERLAPS_PUSH` (on by default)."""
 
 
 EXPAND_OVERLAPS_PUSH = True
@@ -136,11 +136,11 @@ of the token buffer as soon as it has landed instead of after the whole push (is
 H200 (2026-11-27, ``bench/moe.py --only-dispatch --expand-waves 8,16``, 4096 tokens per rank, H 7168, top-8 of 256,
 bf16, two runs of the same code): 228.9 / 230.8 µs at 4 waves, 224.3 / 225.3 at 8 (:data:`EXPAND_WAVES`; 76% of the push
 all-gather's bandwidth, the bar's 75% met), 225.5 / 225.8 at 16, against 357.1 / 383.6 µs for the pipelined gather
-dispatch without it and 249.5 / 278.3 with :data:`OWN_ROWS_IN_PUSH` alone. Measured for bf16 only: fp8 rows kept take it
-only with :data:`FP8_OVERLAPS_PUSH` (an option, off by default, until a GPU has run it; without it their pipelined
-gather dispatch keeps the expand after the push: 285.8 / 341.5 µs in that run); dequantized on receipt the expand copies
-and widens each row itself, after the push, as before (the expand beside the push copies the payload only as flat blocks
-of the token buffer, which a widened row is not).
+dispatch without it and 249.5 / 278.3 with :data:`OWN_ROWS_IN_PUSH` alone. fp8 rows kept take it only with
+:data:`FP8_OVERLAPS_PUSH` (on by default, with :data:`FP8_NARROW_PUSH`: 196.9 µs against 336.7 for the expand after the
+16-warp push, 2 x H200, 2026-11-27; off, their pipelined gather dispatch keeps the expand after the push: 285.8 / 341.5
+µs in those two runs); dequantized on receipt the expand copies and widens each row itself, after the push, as before
+(the expand beside the push copies the payload only as flat blocks of the token buffer, which a widened row is not).
 
 - The push (``WAVES``) splits its tokens into :data:`EXPAND_WAVES` waves of consecutive tokens (whole route count
   programs' ranges) and each program sets a flag per (wave, every rank) once it has pushed its tokens of that wave;
@@ -157,14 +157,14 @@ of the token buffer, which a widened row is not).
   kernel's, complete before the launch: the side stream waits for the route kernels' event) and, like the early
   push, does nothing if the buffers must grow (the summary's sizes); then both go again after it, as without the
   option.
-- Progress: the expand's programs spin on flags only the pushes set, and the push waits for nothing, so the push
-  needs SMs to run on, one program at a time at least. On sm_90 (H = 7168, k = 8) the bf16 push with its waves takes
-  96 registers per thread, the expand beside it 56, neither shared memory: two push and four expand programs of 128
-  threads per SM use 53,248 of 65,536 registers and 768 of 2,048 threads, so both launches are resident together
-  whichever the GPU starts first; and however it places the expand's programs (4 per SM on average), some SM holds
-  at most 4 of them and has room for a push program (``test_ops_moe_kernels.py`` checks the registers, bf16's and
-  fp8's, whose push runs ``FP8_PUSH_WARPS`` warps). Nothing else may fill the SMs meanwhile (another stream's
-  spinning kernels).
+- Progress: the expand's programs spin on flags only the pushes set, and the push waits for nothing, so the push needs
+  SMs to run on, one program at a time at least. On sm_90 (H = 7168, k = 8) the bf16 push with its waves takes 96
+  registers per thread, the expand beside it 56, neither shared memory: two push and four expand programs of 128 threads
+  per SM use 53,248 of 65,536 registers and 768 of 2,048 threads, so both launches are resident together whichever the
+  GPU starts first; and however it places the expand's programs (4 per SM on average), some SM holds at most 4 of them
+  and has room for a push program (``test_ops_moe_kernels.py`` checks the registers, bf16's and fp8's, whose push runs 4
+  warps with :data:`FP8_NARROW_PUSH`, ``FP8_PUSH_WARPS`` without). Nothing else may fill the SMs meanwhile (another
+  stream's spinning kernels).
 - ``MoeConfig.expand_block`` is ignored by the expand beside the push (one token's meta a step).
 
 Same results, bit for bit."""
@@ -201,17 +201,17 @@ def set_expand_overlaps_push(on: bool) -> bool:
     return _switch("EXPAND_OVERLAPS_PUSH", on)
 
 
-FP8_OVERLAPS_PUSH = False
-"""An option (default off; :func:`set_fp8_overlaps_push`): fp8 rows kept with their scales (``moe_dispatch(...,
-fp8=True)`` without ``dequantize``) in the pipelined gather dispatch take :data:`EXPAND_OVERLAPS_PUSH`'s expand beside
-the push and the own rows stored by the push's one launch that it implies (``SELF = 3``: this rank's quantized rows
-into ``recv_x``, their scales via the meta row; the expand beside the push writes each token slot's scales). Off, fp8
-takes the path it took before (the push without this rank's own rows' store, the expand after it), whatever
-:data:`EXPAND_OVERLAPS_PUSH` and :data:`OWN_ROWS_IN_PUSH` say; bf16 / fp16 / fp32 keep those options' defaults. The
-overlap is measured for bf16 only (:data:`EXPAND_OVERLAPS_PUSH`'s numbers, 2 x H200); fp8's is an option until
-``torchrun --nproc-per-node=2 test/python/test_ops_moe_gpu.py OUT`` checks it on GPUs and ``bench/moe.py
---only-dispatch --tokens 4096`` times it (``ours fp8 gather overlap`` beside ``ours fp8 gather``). Same results, bit
-for bit."""
+FP8_OVERLAPS_PUSH = True
+"""On by default (:func:`set_fp8_overlaps_push` turns it off), with :data:`FP8_NARROW_PUSH`: fp8 rows kept with their
+scales (``moe_dispatch(..., fp8=True)`` without ``dequantize``) in the pipelined gather dispatch take
+:data:`EXPAND_OVERLAPS_PUSH`'s expand beside the push and the own rows stored by the push's one launch that it implies
+(``SELF = 3``: this rank's quantized rows into ``recv_x``, their scales via the meta row; the expand beside the push
+writes each token slot's scales). Off, fp8 takes the path it took before (the push without this rank's own rows' store,
+the expand after it), whatever :data:`EXPAND_OVERLAPS_PUSH` and :data:`OWN_ROWS_IN_PUSH` say; bf16 / fp16 / fp32 keep
+those options' defaults. The overlap with the 4-warp push took 196.9 µs at 4096 tokens per rank (H 7168, top-8 of 256)
+against 336.7 without either (1.71x; 247.9 with the overlap at 16 warps), 2 x H200, 2026-11-27 ~18:35 UTC,
+``bench/moe.py --only-dispatch --tokens 4096`` (docs/results/2026-11-27-session28.md), and the GPU test passed it
+(165/165). Same results, bit for bit."""
 
 
 def set_fp8_overlaps_push(on: bool) -> bool:
@@ -238,8 +238,8 @@ def set_fp8_reciprocal(on: bool) -> bool:
     return _switch("FP8_RECIPROCAL", on)
 
 
-FP8_NARROW_PUSH = False
-"""An option (default off; :func:`set_fp8_narrow_push`): the pipelined fp8 push runs 4 warps a program, as every
+FP8_NARROW_PUSH = True
+"""On by default (:func:`set_fp8_narrow_push` turns it off): the pipelined fp8 push runs 4 warps a program, as every
 other kernel, instead of ``FP8_PUSH_WARPS`` (16). Beside the expand kernel (:data:`FP8_OVERLAPS_PUSH`) the 16-warp
 push cannot keep its two programs per SM: at H = 7168 it takes 62 registers a thread, 32,768 a program (64 rounded
 up, 512 threads), and the expand's four programs per SM (56 registers, 128 threads) take 28,672 of the SM's 65,536,
@@ -247,8 +247,8 @@ which leaves room for one push program; whichever kernel the GPU places first, t
 at most one per SM, and its time doubles (2 x H200, 2026-11-27: 211.5 µs beside the expand against 110.8 alone). At
 4 warps the push with its wave flags takes 121 registers (16,384 a program): two fit beside the expand (61,440).
 Its quantization is then four times the work per thread (64 channels), which :data:`FP8_RECIPROCAL` makes 64 fp32
-multiplies instead of 64 divisions. Same results, bit for bit; an option until a GPU measures it (``bench/moe.py
---only-dispatch``'s ``... narrow`` rows)."""
+multiplies instead of 64 divisions. Same results, bit for bit. Measured with :data:`FP8_OVERLAPS_PUSH` (see there):
+196.9 µs against 247.9 at 16 warps."""
 
 
 def set_fp8_narrow_push(on: bool) -> bool:
@@ -519,7 +519,7 @@ class _Plan:
     pipelined: bool = False
     """``MoeConfig(pipelined=True)`` in normal mode on one node (else False): the early push (``_early_push``), the
     host-polled summary (``host_info``), ``expanders``, the gather layout's block copy (``_bulk_copy``) and the fp8
-    push's ``FP8_PUSH_WARPS``."""
+    push's warps (``_fp8_push_warps``)."""
     expanders: int = 0
     """The expand kernel's programs (0: ``programs``): pipelined, on GPUs, ``EXPAND_PER_SM`` per SM (at least
     ``programs``), each waiting for the push's ``programs`` flags per rank (``SENDERS``)."""
@@ -991,7 +991,7 @@ def _own_in_push(plan: _Plan, gather: bool, dequantize: bool, fp8: bool = False)
     """Whether this call's push stores this rank's own tokens' payload into ``recv_x`` itself (``SELF = 3``):
     :data:`OWN_ROWS_IN_PUSH` (or :data:`EXPAND_OVERLAPS_PUSH`) on, and the gather layout's block copy, which a
     payload dequantized on receipt (``dequantize``) does not take (where ``_self_push`` applies, at any size; ``fp8``
-    rows kept with their scales only with :data:`FP8_OVERLAPS_PUSH`, else as before it: not)."""
+    rows kept with their scales only with :data:`FP8_OVERLAPS_PUSH`, on by default; off, as before it: not)."""
     fp8_joins = not fp8 or FP8_OVERLAPS_PUSH
     return (OWN_ROWS_IN_PUSH or EXPAND_OVERLAPS_PUSH) and fp8_joins and _bulk_copy(plan, gather, dequantize)
 
