@@ -56,25 +56,29 @@ def _case_inputs(
     """Every rank's (x, topk_idx, topk_weights) and E for case ``name`` at ``world`` ranks."""
     gen = torch.Generator().manual_seed(seed)
     experts, k, none_rate = 4 * world, 2, 0.0
-    counts = [5, 9, 3][:world]
+
+    def per_rank(pattern: list[int]) -> list[int]:  # any world size: the pattern repeated over the ranks
+        return [pattern[r % len(pattern)] for r in range(world)]
+
+    counts = per_rank([5, 9, 3])
     if name == "random":
         none_rate = 0.25
     elif name == "k1":
         k, counts = 1, [6] * world
     elif name == "k8":
-        k, counts = 8, [4, 7, 2][:world]
+        k, counts = 8, per_rank([4, 7, 2])
     elif name == "t0":
-        counts = [6, 0, 4][:world]
+        counts = per_rank([6, 0, 4])
     elif name == "grow":
         k, counts = 3, [40] * world
     elif name == "grow_combine":  # rank 0's tokens need more combine slots than 64; no rank receives 64 tokens
-        counts = [60, 0, 0][:world]
+        counts = [60] + [0] * (world - 1)
     elif name == "grow_tokens":  # then every rank receives more than 64 tokens (combine: within the 128 above)
         counts = [70] * world
     elif name == "variants":  # VARIANT_CONFIGS': several tokens per route count program, -1 slots
-        k, counts, none_rate = 3, [19, 13, 7][:world], 0.2
+        k, counts, none_rate = 3, per_rank([19, 13, 7]), 0.2
     elif name == "large":  # the GPU test's: several tokens per route count program (64 of them), uneven chunks
-        k, counts = 4, [700, 333, 517][:world]
+        k, counts = 4, per_rank([700, 333, 517])
     xs, idxs, weights = [], [], []
     for tokens in counts:
         xs.append(torch.randn(tokens, hidden, generator=gen).to(torch.bfloat16))
@@ -787,3 +791,17 @@ def test_the_expand_beside_the_push_matches_the_reference(records: list[dict[str
 
 if __name__ == "__main__":
     _worker(sys.argv[1])
+
+
+@pytest.mark.parametrize("world", [2, 3, 4, 5])
+def test_every_case_gives_inputs_to_every_rank_of_any_world(world: int) -> None:
+    """The cases (here and in the GPU test's worker, which runs at every GPU of its machine) give each of ``world``
+    ranks its x, ids and weights, with expert ids in [-1, E) and E a multiple of the world (the 4-GPU run of
+    2026-11-27 stopped at 4 ranks: the case lists had 3 entries)."""
+    for name in (*CASES, "large", "variants", "grow_combine", "grow_tokens", "k1"):
+        xs, idxs, weights, experts = _case_inputs(name, world, 1, hidden=8)
+        assert len(xs) == len(idxs) == len(weights) == world, name
+        assert experts % world == 0, name
+        for x, idx, w in zip(xs, idxs, weights, strict=True):
+            assert idx.shape == w.shape and idx.shape[0] == x.shape[0], name
+            assert idx.numel() == 0 or (int(idx.min()) >= -1 and int(idx.max()) < experts), name
