@@ -9,9 +9,9 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 
 - **ours**: ``triton_dist.ops.moe_dispatch`` / ``moe_combine``, ``mode="normal"`` at every ``--tokens`` (one host
   synchronization per dispatch, by design), and ``mode="low_latency"`` at ``--ll-tokens`` per rank, both CUDA-graphed
-  (one dispatch per graph, one combine per graph) and eager; fp8 dispatch rows (dispatch only; fp8 rows with their
-  scales, and dequantized on receipt) where ``moe_dispatch`` takes an fp8 option that works (otherwise the reason is
-  printed and written).
+  (``GRAPHED_CALLS`` calls per graph, the device µs per call; ``Bench.graphed_calls``) and eager; fp8 dispatch rows
+  (dispatch only; fp8 rows with their scales, and dequantized on receipt) where ``moe_dispatch`` takes an fp8 option
+  that works (otherwise the reason is printed and written).
 - **ours chunked** (``--chunked``): the same calls with ``config=MoeConfig(whole_row=False)`` (1024-element copy
   steps, the default before whole rows), normal mode at every ``--tokens`` and low-latency mode graphed and eager,
   each row beside the default's. Its plan has buffers of its own: at 16384 tokens per rank and H 7168 both plans
@@ -69,7 +69,13 @@ uniform; the verification inputs also carry some ids of -1). Paths:
 Per row: dispatch and combine µs three ways (max over ranks of the median of ``--reps`` >= 20 calls):
 
 - **device**: CUDA events around one call, a device barrier across ranks before each (``rt.barrier_on_device``;
-  an NCCL one-element all-reduce in the NVSHMEM phase); a combine's dispatch runs before its barrier, untimed;
+  an NCCL one-element all-reduce in the NVSHMEM phase); a combine's dispatch runs before its barrier, untimed. The
+  low-latency graphed rows instead: µs per call in CUDA graphs of ``GRAPHED_CALLS`` calls, what a model's graphed step
+  sees (one graph launch, many ops): dispatch = ``testing.timing.graphed_us`` of ``GRAPHED_CALLS`` dispatches in one
+  graph / ``GRAPHED_CALLS``; combine = that of ``GRAPHED_CALLS`` dispatch + combine steps in one graph, minus the
+  dispatch's (combines of one handle cannot repeat: ``Bench.graphed_calls``). The one-call graphs' device µs (events
+  around one replay after a device barrier, the graph's launch on the GPU included) are kept beside them
+  (``ONE_CALL`` columns, a table of their own);
 - **from idle**: events around one call after a host synchronize and a ``dist.barrier`` (the host path included);
 - **host**: CPU µs to enqueue one call while the GPU is busy (``testing.host_us``); a call that synchronizes with
   the host (normal-mode dispatch, ours and the baselines) has none, nor does the NVSHMEM phase. Host µs of a
@@ -151,6 +157,14 @@ from triton_dist.ops.moe import MoeConfig, reference_combine, reference_dispatch
 TOKENS = (1, 128, 512, 2048, 4096, 16384)
 HIDDEN, EXPERTS, TOPK = 7168, 256, 8
 LL_TOKENS = 128
+GRAPHED_CALLS = 10
+"""Calls per CUDA graph in the low-latency graphed rows' device µs (``Bench.graphed_calls``): a model's graphed step
+launches one graph of many ops, so each op's time per call in a graph of several is what it pays; one call per graph
+adds the graph's launch on the GPU to every call (the default combine: 29.6 µs in one-call graphs, 25.0 eager, on 2 x
+H200, 2026-11-27)."""
+ONE_CALL = "1-call graph"
+"""The suffix of the low-latency graphed rows' columns that keep the one-call graphs' device µs (``dispatch device
+1-call graph``: events around one replay of a graph of one call after a device barrier)."""
 QUICK_TOKENS = (1, 4096)
 """``--only-dispatch``'s default ``--tokens``."""
 NONE_RATE = 0.03
@@ -889,9 +903,70 @@ def _ratio(base: object, ours: object) -> str:
     return f"{base / ours:.2f}" if isinstance(base, float) and isinstance(ours, float) and ours > 0 else "—"
 
 
+def graphed_per_call(dispatch_us: float, step_us: float) -> dict[str, float | None]:
+    """The low-latency graphed rows' device µs per call from two graphs of ``GRAPHED_CALLS`` calls each: ``dispatch``
+    (a graph of dispatches), ``step`` (a graph of dispatch + combine steps) and ``combine`` = step - dispatch (None
+    where that is not positive: the two medians' noise exceeds the combine, which no real run shows)."""
+    combine = step_us - dispatch_us
+    return {"dispatch": dispatch_us, "combine": combine if combine > 0 else None, "step": step_us}
+
+
+def with_graphed_calls(row: dict[str, Any], per_call: dict[str, float | None]) -> dict[str, Any]:
+    """A low-latency graphed row (``timed_row``'s, on one-call graphs) with its device µs per call in graphs of
+    ``GRAPHED_CALLS`` calls (``graphed_per_call``): ``dispatch device`` / ``combine device`` (what the bars read) and
+    the GB/s become the per-call ones, ``step device`` is the dispatch + combine step's, and the one-call graphs'
+    device µs move to ``dispatch device 1-call graph`` / ``combine device 1-call graph`` (``ONE_CALL``). The from-idle
+    and host columns stay (one call's). Returns a new row; raises KeyError if ``per_call`` lacks an op."""
+    out = dict(row)
+    nbytes = row.get("bytes per rank")
+    for op in COLUMNS:
+        value = per_call[op]
+        out[f"{op} device {ONE_CALL}"] = row.get(f"{op} device")
+        out[f"{op} device"] = value
+        out[f"{op} GB/s"] = nbytes / value / 1e3 if nbytes and isinstance(value, float) else None
+    out["step device"] = per_call["step"]
+    return out
+
+
+def graphed_table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The markdown cells of the low-latency graphed rows that carry both timings (``with_graphed_calls``): path,
+    tokens, then dispatch, combine and step µs per call in graphs of ``GRAPHED_CALLS`` beside the one-call graphs'."""
+    cells = []
+    for r in rows:
+        if f"dispatch device {ONE_CALL}" not in r:
+            continue
+        one_d, one_c = (r.get(f"{op} device {ONE_CALL}") for op in COLUMNS)
+        step = one_d + one_c if isinstance(one_d, float) and isinstance(one_c, float) else None
+        line = [r["path"], str(r["tokens"])]
+        line += [f"{_us(r.get(f'{op} device'))} / {_us(r.get(f'{op} device {ONE_CALL}'))}" for op in COLUMNS]
+        line.append(f"{_us(r.get('step device'))} / {_us(step)}")
+        cells.append(line)
+    return cells
+
+
+GRAPHED_HEADERS = [
+    "path", "tokens/rank", f"dispatch µs: {GRAPHED_CALLS} per graph / 1 per graph",
+    f"combine µs: {GRAPHED_CALLS} per graph / 1 per graph",
+    f"dispatch + combine µs: {GRAPHED_CALLS} steps per graph / the two 1-call graphs",
+]  # fmt: skip
+
+
 def nccl_row(rows: Sequence[dict[str, Any]], tokens: int) -> dict[str, Any] | None:
     """The NCCL row at ``tokens`` per rank, if any."""
     return next((r for r in rows if r["path"] == NCCL and r["tokens"] == tokens), None)
+
+
+def _per_call(row: dict[str, Any]) -> str:
+    """' (per call, N calls per graph)' for a low-latency graphed row timed so (``with_graphed_calls``), else ''."""
+    return f" (per call, {GRAPHED_CALLS} calls per graph)" if f"dispatch device {ONE_CALL}" in row else ""
+
+
+def _one_call(row: dict[str, Any]) -> str:
+    """' (one call per graph: dispatch D, combine C µs)' for a row with the one-call graphs' µs, else ''."""
+    if f"dispatch device {ONE_CALL}" not in row:
+        return ""
+    d, c = (row.get(f"{op} device {ONE_CALL}") for op in COLUMNS)
+    return f" (one call per graph: dispatch {_us(d)}, combine {_us(c)} µs)"
 
 
 def bars(rows: Sequence[dict[str, Any]], extras: dict[str, Any], ll_tokens: int) -> list[str]:
@@ -906,8 +981,8 @@ def bars(rows: Sequence[dict[str, Any]], extras: dict[str, Any], ll_tokens: int)
     if ll is not None:
         d, c = ll.get("dispatch device"), ll.get("combine device")
         ok = isinstance(d, float) and isinstance(c, float) and d <= 40 and c <= 50
-        lines.append(f"- low-latency, {ll_tokens} tokens, graphed: dispatch {_us(d)} µs (≤ 40), combine {_us(c)} µs "
-                     f"(≤ 50): {verdict(ok)}")  # fmt: skip
+        lines.append(f"- low-latency, {ll_tokens} tokens, graphed{_per_call(ll)}: dispatch {_us(d)} µs (≤ 40), combine "
+                     f"{_us(c)} µs (≤ 50): {verdict(ok)}{_one_call(ll)}")  # fmt: skip
         if base is not None:
             speed = [
                 base[f"{op} {t}"] / ll[f"{op} {t}"]
@@ -916,7 +991,7 @@ def bars(rows: Sequence[dict[str, Any]], extras: dict[str, Any], ll_tokens: int)
                 if isinstance(base.get(f"{op} {t}"), float) and isinstance(ll.get(f"{op} {t}"), float)
             ]
             lines.append(
-                f"- low-latency ≥ 5x the NCCL dispatcher (device and from idle, dispatch and combine): "
+                f"- low-latency{_per_call(ll)} ≥ 5x the NCCL dispatcher (device and from idle, dispatch and combine): "
                 f"{', '.join(f'{s:.1f}x' for s in speed) or '—'}: {verdict(bool(speed) and min(speed) >= 5)}"
             )
     ag = extras.get("allgather_gbps")
@@ -977,9 +1052,10 @@ def combine_bars(rows: Sequence[dict[str, Any]], extras: dict[str, Any], ll_toke
                 and isinstance(ll.get(f"combine {t}"), float)
             ]  # fmt: skip
             ok = isinstance(us, float) and us <= 50 and len(speed) == 2 and min(speed) >= 5
-            lines.append(f"{path} combine low-latency T={ll_tokens} graphed: {_us(us)} µs device (≤ 50), "
-                         f"{', '.join(f'{v:.1f}x' for v in speed) or '—'} the NCCL dispatcher's combine (device, "
-                         f"idle; ≥ 5x): {verdict(ok)}")  # fmt: skip
+            one = f" (one call per graph: {_us(ll[f'combine device {ONE_CALL}'])} µs)" if _per_call(ll) else ""
+            lines.append(f"{path} combine low-latency T={ll_tokens} graphed{_per_call(ll)}: {_us(us)} µs device (≤ "
+                         f"50), {', '.join(f'{v:.1f}x' for v in speed) or '—'} the NCCL dispatcher's combine (device, "
+                         f"idle; ≥ 5x): {verdict(ok)}{one}")  # fmt: skip
     return lines
 
 
@@ -1102,10 +1178,14 @@ def write_results(
     lines += [
         f"H {extras.get('hidden', HIDDEN)} bf16, top-{extras.get('topk', TOPK)} of {extras.get('experts', EXPERTS)} "
         "experts, random routing. µs: max over ranks of the median of >= 20 calls; device: events around one call "
-        "after a device barrier (graphed rows: one op per CUDA graph, replayed); from idle: after a host sync and a "
-        "barrier; host: CPU µs to enqueue one call while the GPU is busy (— where the call synchronizes with the "
-        "host). GB/s per rank: tokens sent to other ranks (once per destination) x H x 2 B / device µs. Speedup: "
-        "NCCL's µs / this row's, NCCL at the same tokens per rank.",
+        f"after a device barrier, except the low-latency graphed rows: µs per call in CUDA graphs of {GRAPHED_CALLS} "
+        "calls (testing.timing.graphed_us, lead=True: replays back to back after a GPU spin; dispatch: "
+        f"{GRAPHED_CALLS} dispatches per graph; combine: {GRAPHED_CALLS} dispatch + combine steps per graph minus "
+        "the dispatch's), what a model's graphed step sees, their one-call graphs' device µs in the table after this "
+        "one; from idle: after a host sync and a barrier (graphed rows: one replay of a one-call graph); host: CPU µs "
+        "to enqueue one call while the GPU is busy (— where the call synchronizes with the host). GB/s per rank: "
+        "tokens sent to other ranks (once per destination) x H x 2 B / device µs. Speedup: NCCL's µs / this row's, "
+        "NCCL at the same tokens per rank.",
         "",
         "## Bars (issue 27)",
         "",
@@ -1115,6 +1195,19 @@ def write_results(
     ]
     if main_rows or not layer:  # --only-layer: no dispatch table
         lines += [markdown_table(HEADERS, table_rows(main_rows)), ""]
+    graphed = graphed_table_rows(main_rows)
+    if graphed:
+        lines += [
+            f"## Low-latency graphed: {GRAPHED_CALLS} calls per graph against one",
+            "",
+            f"Device µs per call in CUDA graphs of {GRAPHED_CALLS} calls (the table's and the bars' graphed numbers) / "
+            "events around one replay of a one-call graph after a device barrier (the graph's launch on the GPU "
+            f"included, the graphed rows' device µs before {GRAPHED_CALLS}-call graphs). Every graph on the same "
+            "static inputs; the experts the identity (combine's y = recv_x).",
+            "",
+            markdown_table(GRAPHED_HEADERS, graphed),
+            "",
+        ]
     if layer:
         lines += [
             "## The EP MoE layer",
@@ -1427,7 +1520,8 @@ class Bench:
     def ll_graphs(
         self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, options: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        """Static inputs, one CUDA graph with a low-latency dispatch, one with its combine (of a static ``y``);
+        """Static inputs, one CUDA graph with a low-latency dispatch, one with its combine (of a static ``y``, a
+        copy of the dispatch graph's ``recv_x`` after one replay: the identity experts, never zeros);
         ``options``: more keyword arguments of the dispatch (the chunked rows' config)."""
         import triton_dist
 
@@ -1441,9 +1535,12 @@ class Bench:
         dispatch_graph, combine_graph = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
         with torch.cuda.graph(dispatch_graph, capture_error_mode="thread_local"):
             recv_x, handle = triton_dist.ops.moe_dispatch(*args, **kwargs)
-        y = torch.zeros_like(recv_x)
+        y = torch.empty_like(recv_x)
         with torch.cuda.graph(combine_graph, pool=dispatch_graph.pool(), capture_error_mode="thread_local"):
             out = triton_dist.ops.moe_combine(y, handle)
+        dispatch_graph.replay()  # the same static inputs give the same rows at every replay (a dispatch alone is
+        y.copy_(recv_x)  # legal: only a combine must come before the dispatch two steps later)
+        torch.cuda.synchronize()
         return {**static, "dispatch": dispatch_graph, "combine": combine_graph, "recv_x": recv_x, "handle": handle,
                 "y": y, "out": out}  # fmt: skip
 
@@ -1466,6 +1563,105 @@ class Bench:
         except Exception as error:  # noqa: BLE001 (reported in the table)
             problem = f"{type(error).__name__}: {error}"[:300]
         return self.agreed(problem)
+
+    def graphed_calls(
+        self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, options: dict[str, Any] | None = None
+    ) -> dict[str, float | None]:
+        """Low-latency dispatch's and combine's device µs per call in CUDA graphs of ``GRAPHED_CALLS`` calls
+        (``graphed_per_call``): ``testing.timing.graphed_us(fn, calls=GRAPHED_CALLS, lead=True)``, the project's
+        timing of graphed ops (all_reduce's bench too), of ``GRAPHED_CALLS`` dispatches and of ``GRAPHED_CALLS``
+        dispatch + combine steps (``x``, ``idx``, ``w`` static, the experts the identity: combine's y = recv_x);
+        combine = the steps' µs - the dispatches'. ``lead``: a GPU spin first, so every timed replay is submitted
+        before the GPU reaches it and each span holds the graph's GPU work only, back to back as in a model's step.
+        Not ``device_us`` over a graph / ``GRAPHED_CALLS``: its device barrier before each replay would time a share
+        of the graph's launch on the GPU into every call and line the ranks up before each graph, where a model's
+        step runs its ops back to back (the one-call graphs' device µs, launch included, are kept: ``ONE_CALL``).
+
+        A combine cannot repeat alone: each call waits for its peers' combine flags to equal its dispatch's epoch
+        (``ops/moe/kernels.py``), which the first combine of a handle already set, so a second combine of the same
+        handle would not wait for its peers' partials (the same bytes here, so still the right sums, but unsynchronized
+        and so too fast). Each dispatch advances the device's epoch counter, so the graphs' calls are each a fresh
+        epoch, as a model's steps; ``check_steps_graph`` checks such a graph's every output. ``options``: more keyword
+        arguments of the dispatch (a variant's config). A collective; raises what the ops raise."""
+        import triton_dist
+        from triton_dist.testing.timing import graphed_us
+
+        a = self.args
+        kwargs = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **(options or {})}
+
+        def dispatch() -> None:
+            triton_dist.ops.moe_dispatch(x, idx, w, a.experts, **kwargs)
+
+        def step() -> None:
+            triton_dist.ops.moe_combine(*triton_dist.ops.moe_dispatch(x, idx, w, a.experts, **kwargs))
+
+        dispatch_us = graphed_us(dispatch, calls=GRAPHED_CALLS, replays=a.reps, lead=True)
+        step_us = graphed_us(step, calls=GRAPHED_CALLS, replays=a.reps, lead=True)
+        return graphed_per_call(dispatch_us, step_us)
+
+    def check_steps_graph(
+        self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, options: dict[str, Any] | None = None
+    ) -> str:
+        """``GRAPHED_CALLS`` low-latency dispatch + combine steps (identity experts) captured in one CUDA graph and
+        replayed twice, on ``x`` then on ``-x`` (a step that read a stale partial or row would keep the other sign),
+        every step's output poisoned with NaN before each replay and checked against the identity expert's closed form
+        (``closed_form_problem``); 'ok' or what was wrong (``agreed``; an exception is reported, not raised)."""
+        import triton_dist
+
+        a = self.args
+        kwargs = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **(options or {})}
+        static = x.clone()
+        outs: list[torch.Tensor] = []
+        problem = ""
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+                for _ in range(GRAPHED_CALLS):
+                    outs.append(triton_dist.ops.moe_combine(*triton_dist.ops.moe_dispatch(static, idx, w, a.experts,
+                                                                                           **kwargs)))  # fmt: skip
+            for sign in (1, -1):
+                static.copy_(x * sign)
+                for out in outs:
+                    out.fill_(float("nan"))
+                graph.replay()
+                torch.cuda.synchronize()
+                found = [
+                    (i, closed_form_problem(out, static, idx, w, combine_rtol(options))) for i, out in enumerate(outs)
+                ]
+                bad = [f"step {i} of {GRAPHED_CALLS} (x * {sign}): {why}" for i, why in found if why]
+                if bad:
+                    problem = bad[0]
+                    break
+        except Exception as error:  # noqa: BLE001 (reported in the table)
+            problem = f"{type(error).__name__}: {error}"[:300]
+        return self.agreed(problem)
+
+    def graphed_row(
+        self,
+        label: str,
+        graphs: dict[str, Any],
+        inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        nbytes: float,
+        host: tuple[Callable[[], object], Callable[[], object]],
+        verified: dict[str, str],
+        options: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``label``'s low-latency graphed row: ``timed_row`` on the one-call graphs (from idle, host, and the
+        one-call device µs), then the device µs per call in graphs of ``GRAPHED_CALLS`` (``graphed_calls``,
+        ``with_graphed_calls``), verified by the one-call graphs' check and ``check_steps_graph``."""
+        a = self.args
+        row = self.timed_row(label, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
+                             graphs["combine"].replay, nbytes, host=host)  # fmt: skip
+        row = with_graphed_calls(row, self.graphed_calls(*inputs, options))
+        steps = self.check_steps_graph(*inputs, options)
+        row["verified"] = (
+            f"{verified.get(f'{label}/low_latency graphed', '—')}; {GRAPHED_CALLS} steps in one graph: {steps}"
+        )
+        log0(f"RESULT {label} low_latency graphed T={a.ll_tokens}: per call in graphs of {GRAPHED_CALLS}: dispatch "
+             f"{_us(row['dispatch device'])}, combine {_us(row['combine device'])}, step {_us(row['step device'])} µs; "
+             f"one call per graph: dispatch {_us(row[f'dispatch device {ONE_CALL}'])}, combine "
+             f"{_us(row[f'combine device {ONE_CALL}'])} µs; {GRAPHED_CALLS} steps in one graph: {steps}")  # fmt: skip
+        return row
 
     # - the sweeps -
 
@@ -1682,10 +1878,7 @@ class Bench:
         host = (eager_dispatch, eager_combine)
         eager_dispatch()
         torch.cuda.synchronize()
-        row = self.timed_row(OURS, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
-                             graphs["combine"].replay, nbytes, host=host)  # fmt: skip
-        row["verified"] = verified.get(f"{OURS}/low_latency graphed", "—")
-        self.rows.append(row)
+        self.rows.append(self.graphed_row(OURS, graphs, (x, idx, w), nbytes, host, verified))
         row = self.timed_row(OURS, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes, host=host)
         row["verified"] = verified.get(f"{OURS}/low_latency", "—")
         self.rows.append(row)
@@ -1720,10 +1913,7 @@ class Bench:
         host = (eager_dispatch, eager_combine)
         eager_dispatch()
         torch.cuda.synchronize()
-        row = self.timed_row(label, "low_latency graphed", a.ll_tokens, graphs["dispatch"].replay,
-                             graphs["combine"].replay, nbytes, host=host)  # fmt: skip
-        row["verified"] = verified.get(f"{label}/low_latency graphed", "—")
-        self.rows.append(row)
+        self.rows.append(self.graphed_row(label, graphs, (x, idx, w), nbytes, host, verified, self.variants[label]))
         row = self.timed_row(label, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes,
                              host=host)  # fmt: skip
         row["verified"] = verified.get(f"{label}/low_latency", "—")

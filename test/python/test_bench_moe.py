@@ -342,3 +342,138 @@ def test_the_expert_gemms_are_the_layers_expert_compute() -> None:
     assert moe.layer_problem(got, want, "gemms") == ""
     swapped = moe.expert_gemms(rows, gate_up.flip(0), down, count, offsets, _grouped_gemm)  # the check must see it
     assert moe.layer_problem(swapped, want, "swapped") != ""
+
+
+def _graphed(path: str, one_call: tuple[float, float], per_call: tuple[float, float]) -> dict[str, Any]:
+    """A low-latency graphed row as ``Bench.graphed_row`` makes it: ``timed_row``'s on one-call graphs, then the
+    device µs per call in graphs of ``GRAPHED_CALLS`` (a step = dispatch + combine)."""
+    row = _row(path, "low_latency graphed", 128, *one_call)
+    return moe.with_graphed_calls(row, moe.graphed_per_call(per_call[0], per_call[0] + per_call[1]))
+
+
+def test_graphed_rows_keep_both_timings_and_the_bars_read_the_per_call_one(tmp_path: Path) -> None:
+    """The low-latency graphed rows' device µs are per call in graphs of ``GRAPHED_CALLS`` (combine = the steps'
+    µs - the dispatches'), the one-call graphs' kept beside them; the bars (<= 40 / 50 µs, >= 5x NCCL) read the
+    per-call µs (here they pass where the one-call ones fail), and the results name both."""
+    assert moe.GRAPHED_CALLS == 10
+    assert moe.graphed_per_call(20.0, 45.5) == {"dispatch": 20.0, "combine": 25.5, "step": 45.5}
+    assert moe.graphed_per_call(20.0, 19.0)["combine"] is None  # noise above the combine: no number, no bar pass
+    one = _row(moe.OURS, "low_latency graphed", 128, 42.0, 55.0)
+    row = moe.with_graphed_calls(one, moe.graphed_per_call(22.0, 46.0))
+    assert one["dispatch device"] == 42.0 and "step device" not in one  # the input row is left as it was
+    assert (row["dispatch device"], row["combine device"], row["step device"]) == (22.0, 24.0, 46.0)
+    assert (row["dispatch device 1-call graph"], row["combine device 1-call graph"]) == (42.0, 55.0)
+    assert (row["dispatch idle"], row["combine idle"], row["combine host"]) == (84.0, 110.0, 5.0)  # one call's, kept
+    assert row["dispatch GB/s"] == pytest.approx(1e6 / 22.0 / 1e3) and row["combine GB/s"] == pytest.approx(1e3 / 24)
+    noisy = moe.with_graphed_calls(one, moe.graphed_per_call(22.0, 21.0))
+    assert noisy["combine device"] is None and noisy["combine GB/s"] is None
+    rows = [_row(moe.NCCL, "normal", 128, 500.0, 300.0), row, _graphed(moe.COMBINE_FP32, (40.0, 60.0), (21.0, 70.0))]
+    lines = moe.bars(rows, {}, 128)
+    assert lines[0] == (
+        "- low-latency, 128 tokens, graphed (per call, 10 calls per graph): dispatch 22.0 µs (≤ 40), combine 24.0 µs "
+        "(≤ 50): PASS (one call per graph: dispatch 42.0, combine 55.0 µs)"
+    )
+    assert lines[1].endswith("(device and from idle, dispatch and combine): 22.7x, 11.9x, 12.5x, 5.5x: PASS")
+    assert lines[1].startswith("- low-latency (per call, 10 calls per graph) ≥ 5x the NCCL dispatcher")
+    combine = moe.combine_bars(rows, {}, 128)
+    assert combine == [
+        f"{moe.OURS} combine low-latency T=128 graphed (per call, 10 calls per graph): 24.0 µs device (≤ 50), 12.5x, "
+        "5.5x the NCCL dispatcher's combine (device, idle; ≥ 5x): PASS (one call per graph: 55.0 µs)",
+        f"{moe.COMBINE_FP32} combine low-latency T=128 graphed (per call, 10 calls per graph): 70.0 µs device (≤ 50), "
+        "4.3x, 5.0x the NCCL dispatcher's combine (device, idle; ≥ 5x): FAIL (one call per graph: 60.0 µs)",
+    ]
+    assert moe.graphed_table_rows(rows) == [
+        [moe.OURS, "128", "22.0 / 42.0", "24.0 / 55.0", "46.0 / 97.0"],
+        [moe.COMBINE_FP32, "128", "21.0 / 40.0", "70.0 / 60.0", "91.0 / 100.0"],
+    ]
+    text = moe.write_results(tmp_path, "2xTEST", rows, {"title": "t", "notes": []}, [], 0.0).read_text()
+    assert "## Low-latency graphed: 10 calls per graph against one" in text
+    assert "| ours | 128 | 22.0 / 42.0 | 24.0 / 55.0 | 46.0 / 97.0 |" in text
+    assert "| ours | low_latency graphed | 128 | 22.0 / 84.0 / — | 24.0 / 110.0 / 5.0 |" in text  # the main table
+    assert "µs per call in CUDA graphs of 10 calls" in text
+    plain = moe.write_results(tmp_path, "2xOLD", rows[:1], {"title": "t", "notes": []}, [], 0.0).read_text()
+    assert "## Low-latency graphed" not in plain  # no graphed rows: no such table
+
+
+class _FakeOps:
+    """``triton_dist.ops``' MoE calls for ``Bench.graphed_calls`` on the CPU: each dispatch returns a fresh
+    ``recv_x`` and handle; a combine checks it got a dispatch's own ``recv_x`` (the identity experts, never a zeros
+    stand-in) and handle, at most once per handle."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.kwargs: list[dict[str, Any]] = []
+        self.combined: set[int] = set()
+
+    def moe_dispatch(self, x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: int, **kwargs: Any) -> Any:
+        self.log.append("d")
+        self.kwargs.append(kwargs)
+        return x.repeat(2, 1), {"id": len(self.log), "x": x}
+
+    def moe_combine(self, y: torch.Tensor, handle: dict[str, Any]) -> torch.Tensor:
+        assert torch.equal(y, handle["x"].repeat(2, 1)), "combine's y is not its dispatch's recv_x"
+        assert handle["id"] not in self.combined, "a handle combined twice"
+        self.combined.add(handle["id"])
+        self.log.append("c")
+        return y[: handle["x"].shape[0]]
+
+
+def test_graphed_calls_time_dispatches_and_steps_in_graphs_of_ten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Bench.graphed_calls`` through ``testing.timing.graphed_us`` (a fake that runs ``fn`` ``calls`` times and
+    returns µs per call from what it ran: 20 per dispatch, 25 per combine): a graph of 10 dispatches and one of 10
+    dispatch + combine steps, each combine of its own dispatch's recv_x and handle, lead=True, ``--reps`` replays,
+    the variant's options passed to every dispatch; combine = steps - dispatches."""
+    import triton_dist
+    import triton_dist.testing.timing as timing
+
+    fake = _FakeOps()
+    seen: list[dict[str, Any]] = []
+
+    def graphed_us(fn: Any, calls: int = 10, replays: int = 20, warmup: int = 3, *, lead: bool = False) -> float:
+        seen.append({"calls": calls, "replays": replays, "lead": lead})
+        start = len(fake.log)
+        for _ in range(calls):
+            fn()
+        ran = fake.log[start:]
+        return (20.0 * ran.count("d") + 25.0 * ran.count("c")) / calls
+
+    monkeypatch.setattr(timing, "graphed_us", graphed_us)
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", fake.moe_dispatch)
+    monkeypatch.setattr(triton_dist.ops, "moe_combine", fake.moe_combine)
+    bench = object.__new__(moe.Bench)
+    bench.args = moe.parse_args(["--ll-tokens", "4", "--reps", "30", "--experts", "8"])
+    x, idx, w = moe.make_inputs(4, 8, 8, 2, torch.Generator().manual_seed(5))
+    got = bench.graphed_calls(x, idx, w, {"config": "variant"})
+    assert got == {"dispatch": 20.0, "combine": 25.0, "step": 45.0}
+    assert seen == [{"calls": 10, "replays": 30, "lead": True}] * 2
+    assert "".join(fake.log) == "d" * 10 + "dc" * 10
+    want = {"mode": "low_latency", "max_tokens_per_rank": 4, "config": "variant"}
+    assert fake.kwargs == [want] * 20
+
+
+def test_graphed_row_keeps_the_one_call_graph_timing_and_both_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Bench.graphed_row``: ``timed_row`` on the one-call graphs (its device µs kept as the 1-call columns), the
+    per-call µs of ``graphed_calls`` as the device columns, and the verification of the one-call graphs with the
+    10-step graph's check (``check_steps_graph``) in ``verified``."""
+    bench = object.__new__(moe.Bench)
+    bench.args = moe.parse_args(["--ll-tokens", "128"])
+    replays: list[str] = []
+    graphs = {"dispatch": type("G", (), {"replay": lambda self: replays.append("d")})(),
+              "combine": type("G", (), {"replay": lambda self: replays.append("c")})()}  # fmt: skip
+
+    def timed_row(path: str, mode: str, tokens: int, dispatch: Any, combine: Any, nbytes: float, **_: Any) -> Any:
+        dispatch()
+        combine()
+        return _row(path, mode, tokens, 31.0, 29.0)
+
+    monkeypatch.setattr(bench, "timed_row", timed_row, raising=False)
+    monkeypatch.setattr(bench, "graphed_calls", lambda *a: moe.graphed_per_call(18.0, 40.0), raising=False)
+    monkeypatch.setattr(bench, "check_steps_graph", lambda *a: "FAILED on another rank", raising=False)
+    inputs = (torch.zeros(1), torch.zeros(1), torch.zeros(1))
+    verified = {f"{moe.OURS}/low_latency graphed": "ok"}
+    row = bench.graphed_row(moe.OURS, graphs, inputs, 1e6, (print, print), verified)
+    assert replays == ["d", "c"], "timed_row times the one-call graphs' replays"
+    assert (row["dispatch device"], row["combine device"], row["step device"]) == (18.0, 22.0, 40.0)
+    assert (row["dispatch device 1-call graph"], row["combine device 1-call graph"]) == (31.0, 29.0)
+    assert row["verified"] == "ok; 10 steps in one graph: FAILED on another rank"
+    assert moe.combine_bars([row], {}, 128)[0].endswith("FAIL (one call per graph: 29.0 µs)")  # no NCCL row: FAIL
