@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 28, call 3 (scratch): MoE after edde54f (fp8 push casts on GPUs), 34ae7c6 (combine's bf16 partials and
+# Session 28, call 3 (scratch): MoE after edde54f (fp8 push casts on GPUs), 4c0e3d5 (combine's bf16 partials and
 # spread by default), helper AR's fp8 push options and helper AS's reduce beside the combine push: the GPU test, then
 # the dispatch rows at 4096 tokens and the combine rows with phases.
 set -u
