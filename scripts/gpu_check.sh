@@ -252,6 +252,10 @@ for n in $SIZES; do
   run_step check "$n" ar_rmsnorm 420 test/gpu/check_ar_rmsnorm.py
   run_step check "$n" gemm_rs 300 test/gpu/check_gemm_rs.py $QUICK_ARG
   run_step check "$n" layers 300 test/gpu/check_layers.py
+  # MoE at more than 2 ranks (the "moe" step below runs 2): the GPU test's worker at every rank of the world.
+  if [ "$n" -gt 2 ]; then
+    run_step check "$n" moe_ranks 300 test/python/test_ops_moe_gpu.py "$LOGDIR/moe_ranks_$n"
+  fi
 done
 first=$(echo $SIZES | awk '{print $1}')
 last=$(echo $SIZES | awk '{print $NF}')

@@ -72,6 +72,8 @@ CHECK_STEPS = [
     "gemm_rs",
     "layers",
 ]
+MORE_RANKS_STEPS = ["moe_ranks"]
+"""Check steps of each size above 2 (the MoE GPU test's worker at every rank; its 2-rank run is the ``moe`` step)."""
 ONCE_STEPS = ["guards", "guard_cost", "watchdog", "watchdog_cost", "round_trip_variants"]
 ONCE_STEPS += ["primitives_nvshmem", "ping_pong_nvshmem", "allgather_push_nvshmem", "nvshmem_put"]
 ONCE_STEPS += [
@@ -118,7 +120,8 @@ def dry_run(tmp_path: Path, **env: str) -> tuple[int, str, list[tuple[str, str, 
 def test_dry_run_lists_the_checks_on_each_size(tmp_path):
     code, output, rows = dry_run(tmp_path, GPU_CHECK_SIZES="2 4")
     assert code == 0, output
-    expected = [(n, s) for n in ("2", "4") for s in CHECK_STEPS] + [("2", s) for s in ONCE_STEPS]
+    expected = [(n, s) for n in ("2", "4") for s in CHECK_STEPS + MORE_RANKS_STEPS * (n != "2")]
+    expected += [("2", s) for s in ONCE_STEPS]
     expected += [("1", s) for s in ONE_GPU_STEPS]
     assert [(r[0], r[1]) for r in rows] == expected
     assert all(r[2] == "DRY" for r in rows)
