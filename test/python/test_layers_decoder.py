@@ -156,6 +156,9 @@ def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
         k, v = (torch.full((batch, blocks * hkv, slots_len, d), float("nan"), dtype=torch.bfloat16) for _ in "kv")
         norm = (weights[0], weights[1], 1e-6) if qk_norm else None
         rope_scatter(src, cos, sin, slots, q, k, v, (hq, hkv), norm)
+        # decode_rope_tiles' kernel: one program per token and block, its heads as tiles, into poisoned tensors too
+        tiled = [torch.full_like(t, float("nan")) for t in (q, k, v)]
+        rope_scatter(src, cos, sin, slots, *tiled, (hq, hkv), norm, tiled=True)
         want_q, want_k, want_v = q.clone().fill_(float("nan")), k.clone().fill_(float("nan")), v.clone()
         want_v.fill_(float("nan"))
         for r in range(blocks):
@@ -170,6 +173,9 @@ def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
         for name, got, want in (("q", q, want_q), ("k", k, want_k), ("v", v, want_v)):
             if not torch.allclose(got.float(), want.float(), atol=BF16_ULPS, rtol=BF16_ULPS, equal_nan=True):
                 record[f"kernels/rope_scatter{'_qk_norm' if qk_norm else ''}"] = [f"{name} differs from torch's"]
+        for name, got, want in zip("qkv", tiled, (want_q, want_k, want_v), strict=True):
+            if not torch.allclose(got.float(), want.float(), atol=BF16_ULPS, rtol=BF16_ULPS, equal_nan=True):
+                record[f"kernels/rope_scatter tiled{' qk_norm' if qk_norm else ''}"] = [f"{name} differs from torch's"]
     gate_up = torch.randn(3, 2 * 1500, generator=gen).to(torch.bfloat16)
     gate, up = gate_up.chunk(2, dim=1)
     if not torch.allclose(silu_mul(gate_up).float(), (functional.silu(gate) * up).float(), atol=0, rtol=BF16_ULPS):
@@ -290,6 +296,11 @@ def _worker() -> dict[str, list[str]]:
                 same = layer.decode_positions(at8, cache, same_position=PREFILL + 1)
                 got = layer.decode_hidden(tokens[:, PREFILL + 1].contiguous(), same, cache)
                 record["heads/decode@8 same_position"] = _problems(got, want[:, PREFILL + 1])
+                # and with the options head-same-pos-cublas-o-tiles times: cuBLAS O, RoPE as one program per token
+                layer.decode_cublas_o = layer.attention.decode_rope_tiles = True
+                got = layer.decode_hidden(tokens[:, PREFILL + 1].contiguous(), same, cache)
+                record["heads/decode@8 same_position tiles"] = _problems(got, want[:, PREFILL + 1])
+                layer.decode_cublas_o = layer.attention.decode_rope_tiles = False
             # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
             # cache), sequence 1 restarts at 3 (rank 0's), as if its prompt had been 3 tokens.
             new = tokens[:, PREFILL + 2]
@@ -303,10 +314,11 @@ def _worker() -> dict[str, list[str]]:
             layer.decode_cublas_o, layer.decode_prefetch_bytes = True, DECODE_PREFETCH_BYTES
             layer.attention.decode_gather = "all_gather"
             layer.attention.decode_sdpa_backend = "math"
+            layer.attention.decode_rope_tiles = True  # rope_scatter as one program per token (both layouts)
             got = layer.decode_hidden(new, torch.tensor([PREFILL + 2, 3]), cache)
             record[f"{layout}/decode@9,3 options"] = _problems(got, want_mixed)
             if layout == "sequence":  # and the gather fused with RoPE (gather_rope: peers' blocks after a flag)
-                layer.attention.decode_gather = "fused"
+                layer.attention.decode_gather, layer.attention.decode_rope_tiles = "fused", False
                 got = layer.decode_hidden(new, torch.tensor([PREFILL + 2, 3]), cache)
                 record["sequence/decode@9,3 fused"] = _problems(got, want_mixed)
             print(f"rank {rank}: {layout} done at {time.perf_counter() - began:.1f} s", flush=True)
@@ -319,6 +331,7 @@ def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
     names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill", "kernels/rope_rows"}
     names |= {"kernels/l2_prefetch", "heads/decode@8 same_position", "sequence/decode@9,3 fused"}
+    names |= {"heads/decode@8 same_position tiles"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
@@ -508,7 +521,8 @@ def test_the_decode_options_are_off_by_default_and_refuse_bad_values() -> None:
     assert (layer.decode_cublas_o, layer.decode_prefetch_bytes) == (False, 0)
     assert (layer.attention.decode_gather, layer.attention.decode_sdpa_backend) == ("all_reduce", None)
     assert "decode_cublas_o=False, decode_prefetch_bytes=0" in repr(layer)
-    assert "decode_gather='all_reduce', decode_sdpa_backend=None" in repr(layer.attention)
+    assert "decode_gather='all_reduce', decode_sdpa_backend=None, decode_rope_tiles=False" in repr(layer.attention)
+    assert layer.attention.decode_rope_tiles is False
     again = TensorParallelDecoderLayer.from_shards(
         TINY, layer.state_dict(), rank=0, world_size=2, decode_cublas_o=True, decode_prefetch_bytes=1 << 20
     )
@@ -530,6 +544,14 @@ def test_the_decode_options_are_off_by_default_and_refuse_bad_values() -> None:
     positions = torch.tensor([1, 2])
     with pytest.raises(LayerError, match=r"decode_sdpa_backend must be None or one of \['cudnn', 'efficient'"):
         block.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), positions, block.new_cache(2, 8, "heads"))
+    block.decode_sdpa_backend, block.decode_rope_tiles = None, 1  # type: ignore[assignment]
+    with pytest.raises(LayerError, match=r"TensorParallelAttention: decode_rope_tiles must be a bool, got 1"):
+        block.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), positions, block.new_cache(2, 8, "heads"))
+    shards = TensorParallelAttention.from_shards(
+        block.qkv.weight, block.o.weight, num_heads=4, num_kv_heads=2, head_dim=128, rank=0, world_size=2,
+        decode_rope_tiles=True,
+    )  # fmt: skip
+    assert shards.decode_rope_tiles is True
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:

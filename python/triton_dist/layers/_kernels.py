@@ -6,6 +6,8 @@ shape ran eagerly, which compiles them).
   copy of every head's q into one contiguous tensor, the two cache writes) and 8 with QK norm (its RMSNorm and
   weight product): each program takes one head's row of one token, norms it (QK norm) and rotates it (q and k) and
   stores it where it goes: q into ``q_out``, k and v into the token's slot of the KV cache.
+- ``_rope_tiles_kernel`` (``rope_scatter(..., tiled=True)``): the same work with one 4-warp program per token, its
+  heads as [heads, D/2] tiles (an option of the decode, ``TensorParallelAttention.decode_rope_tiles``).
 - ``_rope_rows_kernel`` (``rope_rows``): prefill's QK norm and RoPE of every token's q and k heads (an option of
   ``TensorParallelAttention``, ``prefill_fused_rope``), which torch runs as a copy and a roll of q and k, a product
   into fp32 and a multiply-add (two more launches with QK norm): each program takes a tile of tokens of one head,
@@ -102,6 +104,80 @@ def _rope_scatter_kernel(
         tl.store(v_ptr + b * stride_vb + head * stride_vh + slot * stride_vs + offs, x, mask=keep)
 
 
+@triton.jit
+def _rope_tiles_kernel(
+    src_ptr,
+    cos_ptr,
+    sin_ptr,
+    qw_ptr,
+    kw_ptr,
+    slots_ptr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    batch,
+    eps,
+    stride_sr,
+    stride_sb,
+    stride_cb,
+    stride_qb,
+    stride_qh,
+    stride_kb,
+    stride_kh,
+    stride_ks,
+    stride_vb,
+    stride_vh,
+    stride_vs,
+    HQ: tl.constexpr,
+    HKV: tl.constexpr,
+    D: tl.constexpr,
+    BLOCK_H: tl.constexpr,
+    BLOCK_HALF: tl.constexpr,
+    QK_NORM: tl.constexpr,
+):
+    """Program ``r * batch + b``: token ``b``'s row of block ``r`` (its HQ q, HKV k and HKV v heads) as two
+    [BLOCK_H, BLOCK_HALF] tiles (each head's halves, D/2 each, which rotate together), as ``_gather_rope_kernel``
+    takes a row but from this GPU's memory: q and k normed (QK_NORM) and rotated, v as it is, each stored where
+    ``_rope_scatter_kernel`` stores it."""
+    pid = tl.program_id(0)
+    r = pid // batch
+    b = (pid % batch).to(tl.int64)
+    heads = tl.arange(0, BLOCK_H)
+    cols = tl.arange(0, BLOCK_HALF)  # D/2, padded to a power of two
+    half = cols < D // 2
+    keep = (heads < HQ + 2 * HKV)[:, None] & half[None, :]
+    first = src_ptr + r.to(tl.int64) * stride_sr + b * stride_sb + heads[:, None] * D + cols[None, :]
+    x1 = tl.load(first, mask=keep, other=0.0)
+    x2 = tl.load(first + D // 2, mask=keep, other=0.0)
+    is_q = heads < HQ
+    rotated = (heads < HQ + HKV)[:, None]
+    n1, n2 = x1, x2
+    if QK_NORM:
+        xf1, xf2 = x1.to(tl.float32), x2.to(tl.float32)
+        inv = 1.0 / tl.sqrt((tl.sum(xf1 * xf1, axis=1) + tl.sum(xf2 * xf2, axis=1)) / D + eps)
+        qw1, kw1 = tl.load(qw_ptr + cols, mask=half, other=0.0), tl.load(kw_ptr + cols, mask=half, other=0.0)
+        qw2 = tl.load(qw_ptr + D // 2 + cols, mask=half, other=0.0)
+        kw2 = tl.load(kw_ptr + D // 2 + cols, mask=half, other=0.0)
+        w1 = tl.where(is_q[:, None], qw1[None, :], kw1[None, :])
+        w2 = tl.where(is_q[:, None], qw2[None, :], kw2[None, :])
+        n1 = ((xf1 * inv[:, None]).to(x1.dtype).to(tl.float32) * w1.to(tl.float32)).to(x1.dtype)
+        n2 = ((xf2 * inv[:, None]).to(x1.dtype).to(tl.float32) * w2.to(tl.float32)).to(x1.dtype)
+    # The tables' second halves (rope_rows' reasoning): the cosine of both halves, the sine with its sign.
+    c = tl.load(cos_ptr + b * stride_cb + D // 2 + cols, mask=half, other=0.0)[None, :]
+    s = tl.load(sin_ptr + b * stride_cb + D // 2 + cols, mask=half, other=0.0)[None, :]
+    y1 = (n1.to(tl.float32) * c - n2.to(tl.float32) * s).to(x1.dtype)
+    y2 = (n2.to(tl.float32) * c + n1.to(tl.float32) * s).to(x1.dtype)
+    out1 = tl.where(rotated, y1, x1)
+    out2 = tl.where(rotated, y2, x2)
+    slot = tl.load(slots_ptr + b).to(tl.int64)
+    q_row = q_ptr + b * stride_qb + (r * HQ + heads).to(tl.int64) * stride_qh
+    k_row = k_ptr + b * stride_kb + (r * HKV + heads - HQ).to(tl.int64) * stride_kh + slot * stride_ks
+    v_row = v_ptr + b * stride_vb + (r * HKV + heads - HQ - HKV).to(tl.int64) * stride_vh + slot * stride_vs
+    dest = tl.where(is_q, q_row, tl.where(heads < HQ + HKV, k_row, v_row))[:, None] + cols[None, :]
+    tl.store(dest, out1, mask=keep)
+    tl.store(dest + D // 2, out2, mask=keep)
+
+
 def rope_scatter(
     src: torch.Tensor,
     cos: torch.Tensor,
@@ -112,6 +188,7 @@ def rope_scatter(
     v_store: torch.Tensor,
     heads: tuple[int, int],
     qk_norm: tuple[torch.Tensor, torch.Tensor, float] | None = None,
+    tiled: bool = False,
 ) -> None:
     """Rotate and place the new tokens' q, k, v in one launch.
 
@@ -122,11 +199,29 @@ def rope_scatter(
     Hq)``) with q rotated, and ``k_store`` / ``v_store`` [B, R * Hkv, S, D] at ``[b, :, slots[b]]`` with k rotated
     and v as it is. ``qk_norm`` ``(q_weight [D], k_weight [D], eps)``: q and k are RMS-normed per head and scaled by
     their weight first. Every tensor on one device, D even, with a contiguous last dim everywhere (the caller's
-    layouts; not checked here). Enqueued on the current stream."""
+    layouts; not checked here). Enqueued on the current stream.
+
+    ``tiled`` (``TensorParallelAttention.decode_rope_tiles``): one 4-warp program per token of each block, which
+    takes the token's heads as two [heads, D/2] tiles (``_rope_tiles_kernel``: R x B programs, 64 at the head-split
+    decode's batch 64) instead of one 1-warp program per head and token (R x B x (Hq + 2 * Hkv): 1536 for
+    Llama-3-8B's rank at W = 2); the same results up to the last bit (the fp32 operations in another order)."""
     blocks, batch = int(src.shape[0]), int(src.shape[1])
     hq, hkv = heads
     d = int(q_out.shape[-1])
     qw, kw, eps = qk_norm if qk_norm is not None else (cos, cos, 0.0)  # unread without QK norm
+    if tiled:
+        if blocks * batch:
+            _rope_tiles_kernel[(blocks * batch,)](
+                src, cos, signed_sin, qw, kw, slots, q_out, k_store, v_store,
+                batch, float(eps),
+                src.stride(0), src.stride(1), cos.stride(0),
+                q_out.stride(0), q_out.stride(1),
+                k_store.stride(0), k_store.stride(1), k_store.stride(2),
+                v_store.stride(0), v_store.stride(1), v_store.stride(2),
+                HQ=hq, HKV=hkv, D=d, BLOCK_H=triton.next_power_of_2(hq + 2 * hkv),
+                BLOCK_HALF=triton.next_power_of_2(d // 2), QK_NORM=qk_norm is not None, num_warps=4,
+            )  # fmt: skip
+        return
     grid = (blocks * batch * (hq + 2 * hkv),)
     _rope_scatter_kernel[grid](
         src, cos, signed_sin, qw, kw, slots, q_out, k_store, v_store,
