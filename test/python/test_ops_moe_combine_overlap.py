@@ -9,8 +9,13 @@ pushes partials, and each home waits for its waves alone), T = 0 on rank 1 (a ho
 push has no slot of its own) with fp32 partials and without ``combine_spread`` (the reduce's loop over ranks) at 3
 waves, k = 8 with bf16 partials, and 16 waves (``op.set_combine_waves``) on 19, 13 and 7 tokens (most waves of a home
 hold one slot or none); then three of them with ``op.OWN_PARTIALS_IN_REDUCE`` (the reduce sums its own tokens'
-partials itself, the push stores only the others'). Each combine is checked to have launched both kernels with its
-waves and own setting (a spy on ``op._launch``), so a combine that ignored the options fails.
+partials itself, the push stores only the others'). Those run at ``op.COMBINE_WAVE_MIN_SLOTS`` 0 (every pair all
+its waves); two more at 1 and 4 (each (home, holder) pair its own waves, fewer than the call's: 16 waves on 7 to 19
+tokens, 8 on k = 8's few). Then ``op.COMBINE_AUTO`` with the options themselves off, on "one_rank" (5 and 9 tokens:
+a choice on each rank's own combine slots would differ at 7) at a threshold of 7, below the busiest rank's 9 slots
+(the pair on both ranks), and of 10, above them (the default on both). Each combine is checked to have launched both
+kernels with its waves, own and wave-minimum setting (a spy on ``op._launch``), so a combine that ignored the options
+fails.
 """
 
 from __future__ import annotations
@@ -25,18 +30,29 @@ from triton_dist.ops.moe.config import MoeConfig
 SPREAD = MoeConfig(combine_partials="fp32", combine_spread=True)
 INPUT = MoeConfig(combine_partials="input", combine_spread=True)
 PLAIN = MoeConfig(combine_partials="fp32", combine_spread=False)
-OVERLAP_CASES: tuple[tuple[str, str, Any, int, bool], ...] = (
-    ("one_rank", "one_rank", SPREAD, 8, False),
-    ("t0/plain", "t0", PLAIN, 3, False),
-    ("k8/input", "k8", INPUT, 8, False),
-    ("waves16", "variants", SPREAD, 16, False),
-    ("own/one_rank", "one_rank", SPREAD, 8, True),
-    ("own/t0/plain", "t0", PLAIN, 3, True),
-    ("own/k8/input", "k8", INPUT, 8, True),
+OVERLAP_CASES: tuple[tuple[str, str, Any, int, bool, int], ...] = (
+    ("one_rank", "one_rank", SPREAD, 8, False, 0),
+    ("t0/plain", "t0", PLAIN, 3, False, 0),
+    ("k8/input", "k8", INPUT, 8, False, 0),
+    ("waves16", "variants", SPREAD, 16, False, 0),
+    ("own/one_rank", "one_rank", SPREAD, 8, True, 0),
+    ("own/t0/plain", "t0", PLAIN, 3, True, 0),
+    ("own/k8/input", "k8", INPUT, 8, True, 0),
+    ("least1/waves16", "variants", SPREAD, 16, True, 1),
+    ("least4/k8/input", "k8", INPUT, 8, False, 4),
 )
-"""(label, ``test_ops_moe_emulation`` case, config, waves, ``op.OWN_PARTIALS_IN_REDUCE``), in this order on the default
-dispatch's plans (bf16 partials on k = 8 only, where every token has rows on every rank: ``_case`` checks that they
-differ)."""
+"""(label, ``test_ops_moe_emulation`` case, config, waves, ``op.OWN_PARTIALS_IN_REDUCE``,
+``op.COMBINE_WAVE_MIN_SLOTS``), in this order on the default dispatch's plans (bf16 partials on k = 8 only, where every
+token has rows on every rank: ``_case`` checks that they differ)."""
+AUTO_CASES: tuple[tuple[str, int, tuple[int, bool, int]], ...] = (
+    ("auto/below", 7, (8, True, 256)),
+    ("auto/above", 10, (0, False, 0)),
+)
+"""(label, ``op.COMBINE_AUTO_MIN_SLOTS``, the launches' (waves, own, wave minimum) expected on every rank) on
+"one_rank" at 2 ranks (5 + 9 tokens, every one held by rank 1: rank 0's partials need 5 combine slots, rank 1's 9,
+the busiest rank's, which both ranks decide on; a choice on a rank's own 5 or 9 would differ at 7), with
+``op.COMBINE_AUTO`` on and ``op.REDUCE_OVERLAPS_PUSH`` / ``OWN_PARTIALS_IN_REDUCE`` off, 8 waves and the wave minimum
+at 256."""
 
 
 def _worker() -> dict[str, list[str]]:
@@ -47,32 +63,53 @@ def _worker() -> dict[str, list[str]]:
     from triton_dist.ops.moe import op as moe_op
 
     record: dict[str, list[str]] = {}
-    launched: list[tuple[str, int, bool]] = []
+    launched: list[tuple[str, int, bool, int]] = []
     launch = moe_op._launch
 
     def spy(plan: Any, name: str, *args: Any, **kwargs: Any) -> None:
         if name.startswith("combine"):
-            combine = kwargs.get("combine", (None, None, 0, False))
-            launched.append((name, combine[2], combine[3]))
+            combine = kwargs.get("combine", (None, None, 0, False, 0))
+            launched.append((name, combine[2], combine[3], combine[4]))
         launch(plan, name, *args, **kwargs)
 
     moe_op._launch = spy  # type: ignore[assignment]
     previous = moe_op.set_reduce_overlaps_push(True)
     waves_before, own_before = moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE
+    least_before, auto_before = moe_op.COMBINE_WAVE_MIN_SLOTS, moe_op.COMBINE_AUTO
+    threshold_before = moe_op.COMBINE_AUTO_MIN_SLOTS
     try:
-        for number, (label, name, config, waves, own) in enumerate(OVERLAP_CASES):
+        for number, (label, name, config, waves, own, least) in enumerate(OVERLAP_CASES):
             moe_op.set_combine_waves(waves)
             moe_op.set_own_partials_in_reduce(own)
+            moe_op.set_combine_wave_min_slots(least)
             launched.clear()
             with emulation._PoisonedEmpty():
                 problems = emulation._case(rank_of(), size_of(), name, 100 + number, "normal", config)
-            if launched != [("combine_push", waves, own), ("combine_reduce", waves, own)]:
-                problems.append(f"combine launches {launched}, not both kernels at {waves} waves, own {own}")
+            expected = [(kernel, waves, own, least) for kernel in ("combine_push", "combine_reduce")]
+            if launched != expected:
+                problems.append(f"combine launches {launched}, not {expected}")
+            record[f"{label}#{number}"] = problems
+        moe_op.set_reduce_overlaps_push(False)
+        moe_op.set_own_partials_in_reduce(False)
+        moe_op.set_combine_waves(8)
+        moe_op.set_combine_wave_min_slots(256)
+        moe_op.set_combine_auto(True)
+        for number, (label, threshold, (waves, own, least)) in enumerate(AUTO_CASES, start=len(OVERLAP_CASES)):
+            moe_op.set_combine_auto_min_slots(threshold)
+            launched.clear()
+            with emulation._PoisonedEmpty():
+                problems = emulation._case(rank_of(), size_of(), "one_rank", 100 + number, "normal", SPREAD)
+            expected = [(kernel, waves, own, least) for kernel in ("combine_push", "combine_reduce")]
+            if launched != expected:
+                problems.append(f"combine launches {launched}, not {expected}")
             record[f"{label}#{number}"] = problems
     finally:
         moe_op.set_reduce_overlaps_push(previous)
         moe_op.set_combine_waves(waves_before)
         moe_op.set_own_partials_in_reduce(own_before)
+        moe_op.set_combine_wave_min_slots(least_before)
+        moe_op.set_combine_auto(auto_before)
+        moe_op.set_combine_auto_min_slots(threshold_before)
         moe_op._launch = launch  # type: ignore[assignment]
     return record
 
@@ -96,7 +133,8 @@ def test_the_reduce_beside_the_push_matches_the_reference() -> None:
     ``OVERLAP_CASES`` entry, with both kernels launched at the case's waves."""
     records = run_ranks(_worker, 2, heap_size="16M").results
     for rank, record in enumerate(records):
-        assert sorted(record) == sorted(f"{label}#{n}" for n, (label, *_) in enumerate(OVERLAP_CASES))
+        labels = [label for label, *_ in OVERLAP_CASES] + [label for label, *_ in AUTO_CASES]
+        assert sorted(record) == sorted(f"{label}#{n}" for n, label in enumerate(labels))
         failed = {key: problems for key, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
 
@@ -118,6 +156,16 @@ def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
     assert moe_op.OWN_PARTIALS_IN_REDUCE is False
     with pytest.raises(MoeError, match="set_own_partials_in_reduce: on must be True or False, got None"):
         moe_op.set_own_partials_in_reduce(None)  # type: ignore[arg-type]
+    assert moe_op.COMBINE_AUTO is False and moe_op.COMBINE_WAVE_MIN_SLOTS == 256
+    with pytest.raises(MoeError, match="set_combine_auto: on must be True or False, got 1"):
+        moe_op.set_combine_auto(1)  # type: ignore[arg-type]
+    for setter in (moe_op.set_combine_wave_min_slots, moe_op.set_combine_auto_min_slots):
+        for bad in (-1, 2.0, True):
+            with pytest.raises(MoeError, match=f"{setter.__name__}: slots must be an int >= 0, got"):
+                setter(bad)  # type: ignore[arg-type]
+    assert moe_op.set_combine_wave_min_slots(0) == 256 and moe_op.set_combine_wave_min_slots(256) == 0
+    threshold = moe_op.COMBINE_AUTO_MIN_SLOTS
+    assert moe_op.set_combine_auto_min_slots(5) == threshold and moe_op.set_combine_auto_min_slots(threshold) == 5
 
 
 def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1237,6 +1237,7 @@ def _combine_push_kernel(
     WP: tl.constexpr = 2,
     SCAN: tl.constexpr = 1024,
     OWN: tl.constexpr = False,
+    WAVE_MIN: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -1261,12 +1262,19 @@ def _combine_push_kernel(
             counts += tl.sum((homes[None, :] == sources[:, None]).to(tl.int32), axis=1)
         if OWN:  # op.OWN_PARTIALS_IN_REDUCE: my own tokens' partials are the reduce's (none stored, flags still set)
             counts = tl.where(sources == me, 0, counts)
+        # Home s's waves: WAVES, or (WAVE_MIN > 0, op.COMBINE_WAVE_MIN_SLOTS) one per WAVE_MIN of its n_s slots, at
+        # least 1 and at most WAVES: the home computes the same from N[s, me] (its row), so nothing is exchanged, and
+        # a small push sets fewer flag rounds (each a barrier and a system-scope release to every rank).
+        per = tl.full([WP], WAVES, tl.int32)
+        if WAVE_MIN > 0:
+            per = tl.minimum(tl.maximum(counts // WAVE_MIN, 1), WAVES)
         wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * programs)
-        for wave in range(0, WAVES):
-            # Wave w of home s: its positions [w n_s / WAVES, (w + 1) n_s / WAVES), the home's tok_pos[t, me] of them
-            # (what the reduce there computes back from tok_pos), concatenated over the homes in rank order.
-            lo = wave * counts // WAVES
-            size = (wave + 1) * counts // WAVES - lo
+        for wave in range(0, tl.max(per, axis=0)):
+            # Wave w of home s: its positions [w n_s / W_s, (w + 1) n_s / W_s) (none from w = W_s on), the home's
+            # tok_pos[t, me] of them (what the reduce there computes back from tok_pos), concatenated over the homes
+            # in rank order.
+            lo = wave * counts // per
+            size = tl.where(wave < per, (wave + 1) * counts // per - lo, 0)
             before = tl.cumsum(size, axis=0) - size
             total = tl.sum(size, axis=0)
             count = (total - pid + programs - 1) // programs  # this program's slots of the wave: pid, pid + programs,
@@ -1363,6 +1371,7 @@ def _combine_reduce_kernel(
     K: tl.constexpr = 1,
     SCAN: tl.constexpr = 1024,
     SPLIT: tl.constexpr = 1,
+    WAVE_MIN: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     ranks = dl.num_ranks()
@@ -1380,6 +1389,9 @@ def _combine_reduce_kernel(
         tl.static_assert(NODES == 1, "the waves are one node's")
         dests = tl.arange(0, WP)
         sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)  # N[me, d]: my tokens' partials on rank d
+        per = tl.full([WP], WAVES, tl.int32)  # rank d's waves of my partials, as its push counts them (WAVE_MIN)
+        if WAVE_MIN > 0:
+            per = tl.minimum(tl.maximum(sent // WAVE_MIN, 1), WAVES)
         wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * SENDERS)
         awaited = tl.full([WP], -1, tl.int32)  # per rank, the last wave whose flags this program waited for
         partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK
@@ -1397,10 +1409,11 @@ def _combine_reduce_kernel(
     for t in range(pid, T, tl.num_programs(0)):
         ready = partials
         if WAVES > 0:  # rank d pushes its partial of token t (place p = tok_pos[t, d] of N[me, d]) in wave
-            # ((p + 1) WAVES - 1) // N[me, d] (kernels' combine push: positions [w n / WAVES, (w + 1) n / WAVES));
-            # the waves of each rank come in order, so each wave's flags are awaited once per program.
+            # ((p + 1) W_d - 1) // N[me, d] (kernels' combine push: positions [w n / W_d, (w + 1) n / W_d), W_d its
+            # waves of my partials); the waves of each rank come in order, so each wave's flags are awaited once per
+            # program.
             places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
-            need = tl.where(places >= 0, ((places + 1) * WAVES - 1) // tl.maximum(sent, 1), -1)
+            need = tl.where(places >= 0, ((places + 1) * per - 1) // tl.maximum(sent, 1), -1)
             if OWN:  # my own partials: summed here, awaited from nobody
                 need = tl.where(dests == me, -1, need)
             if tl.max(need - awaited, axis=0) > 0:

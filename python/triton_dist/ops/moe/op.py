@@ -371,6 +371,61 @@ wave for the reduce after the push, at one more flag round per push program each
 MAX_COMBINE_WAVES = 16
 """The most :data:`COMBINE_WAVES`: the ``combine_waves`` workspace is laid out for it (the kernels' ``WAVE_SLOTS``)
 whatever the call's waves, so a wave's flags keep their place when the waves change between calls."""
+COMBINE_WAVE_MIN_SLOTS = 256
+"""With :data:`REDUCE_OVERLAPS_PUSH`: the partials a wave of one (home, holder) pair holds at least (the kernels'
+``WAVE_MIN``; :func:`set_combine_wave_min_slots`; 0: every pair :data:`COMBINE_WAVES` waves). A pair of ``n`` slots
+takes ``min(COMBINE_WAVES, max(1, n // COMBINE_WAVE_MIN_SLOTS))`` waves, which the home computes from its row
+``N[home, d]`` as the holder's push does from its slots: nothing is exchanged, and every rank sets the same.
+
+Why (issue 27, 2 x H200, cdc0041): at 128 tokens per rank the push with 8 waves took 60.9 µs against the default's
+17.5. Each wave ends, in every push program, with a barrier and ``dl.notify`` to every rank, a system-scope release
+(it waits until the program's partials stored over NVLink so far are visible) and a remote atomic: eight rounds of a
+link's latency in a row per program, where the default has one. At 128 tokens a home holds ~128 slots on each rank, so
+a wave has ~32 partials for 264 push programs: 7 of every 8 programs store nothing in a wave and still wait through
+its round. At 256 a 128-token pair takes one wave (the default's one round; the reduce then waits for the whole push,
+as the default's does), 4096 tokens (~4080 a pair) keep the 8 measured at 248.8 µs; 512 / 1024 / 2048 take 2 / 3 /
+7. To be set from the crossover measurement (``bench/moe.py --only-combine --tokens 128,512,1024,2048,4096``)."""
+COMBINE_AUTO = False
+"""An option (default off until a GPU run sets :data:`COMBINE_AUTO_MIN_SLOTS`; :func:`set_combine_auto`): each
+normal-mode combine on one node takes :data:`REDUCE_OVERLAPS_PUSH` with :data:`OWN_PARTIALS_IN_REDUCE` (the pair)
+where it wins, and the default push-then-reduce elsewhere, whatever those two options say. The choice must be the
+same on every rank (the push with waves sets wave flags and no combine flag: a default reduce would wait forever), and
+the ranks' token counts differ, so it is made on a number every rank holds alike: the combine slots the busiest rank
+needed at the plan's latest dispatch (the route kernel's exchanged summary, word 3, read by the host in every
+normal-mode dispatch; ``_Plan.busiest_slots``). The pair from :data:`COMBINE_AUTO_MIN_SLOTS` on. A combine of an
+earlier dispatch than the latest takes the latest's choice: still the same on every rank (every rank makes the same
+calls in the same order)."""
+COMBINE_AUTO_MIN_SLOTS = 2048
+"""With :data:`COMBINE_AUTO`: the busiest rank's combine slots (at 2 ranks about twice the tokens per rank) from which
+the combine takes the reduce beside the push with the own partials. Measured (2 x H200, cdc0041, before
+:data:`COMBINE_WAVE_MIN_SLOTS`): 0.41x at 128 tokens (~256 slots), 1.36x at 4096 (~8160); the crossover in between is
+for the next GPU run (``bench/moe.py --only-combine --tokens 128,512,1024,2048,4096``) to set."""
+
+
+def set_combine_wave_min_slots(slots: int) -> int:
+    """Set :data:`COMBINE_WAVE_MIN_SLOTS` for every combine from now on (every rank the same; agreed at a plan's first
+    combine with it); returns the previous one. Raises :class:`MoeError` unless ``slots`` is an int >= 0."""
+    global COMBINE_WAVE_MIN_SLOTS
+    if type(slots) is not int or slots < 0:
+        raise MoeError(f"set_combine_wave_min_slots: slots must be an int >= 0, got {slots!r}")
+    previous, COMBINE_WAVE_MIN_SLOTS = COMBINE_WAVE_MIN_SLOTS, slots
+    return previous
+
+
+def set_combine_auto(on: bool) -> bool:
+    """Turn :data:`COMBINE_AUTO` on or off for every combine from now on (every rank the same); returns the previous
+    setting. Raises :class:`MoeError` if ``on`` is not a bool."""
+    return _switch("COMBINE_AUTO", on)
+
+
+def set_combine_auto_min_slots(slots: int) -> int:
+    """Set :data:`COMBINE_AUTO_MIN_SLOTS` (every rank the same); returns the previous one. Raises :class:`MoeError`
+    unless ``slots`` is an int >= 0."""
+    global COMBINE_AUTO_MIN_SLOTS
+    if type(slots) is not int or slots < 0:
+        raise MoeError(f"set_combine_auto_min_slots: slots must be an int >= 0, got {slots!r}")
+    previous, COMBINE_AUTO_MIN_SLOTS = COMBINE_AUTO_MIN_SLOTS, slots
+    return previous
 
 
 OWN_PARTIALS_IN_REDUCE = False
@@ -535,10 +590,13 @@ class _Plan:
     """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
     staged: tuple[torch.Tensor, torch.Tensor] | None = None
     """:data:`FP8_PREQUANTIZE`'s staging buffers (``_staging``): this rank's quantized rows and their scales, local."""
-    combines: set[tuple[torch.dtype, bool, int, bool]] = field(default_factory=set)
-    """The (partials' dtype, ``combine_spread``, waves, own) this plan's combines ran with (waves: :data:`COMBINE_WAVES`
-    with :data:`REDUCE_OVERLAPS_PUSH`, else 0; own: :data:`OWN_PARTIALS_IN_REDUCE` with it), each agreed with every
-    rank at its first call (``_combine``)."""
+    combines: set[tuple[torch.dtype, bool, int, bool, int]] = field(default_factory=set)
+    """The (partials' dtype, ``combine_spread``, waves, own, wave minimum) this plan's combines ran with (waves:
+    :data:`COMBINE_WAVES` with :data:`REDUCE_OVERLAPS_PUSH`, else 0; own: :data:`OWN_PARTIALS_IN_REDUCE` with it;
+    :data:`COMBINE_WAVE_MIN_SLOTS` with waves, else 0), each agreed with every rank at its first call (``_combine``)."""
+    busiest_slots: int = 0
+    """The combine slots the busiest rank needed at this plan's latest normal-mode dispatch (the summary's word 3, the
+    same on every rank): what :data:`COMBINE_AUTO` decides on."""
     host_info: torch.Tensor | None = None
     """Pipelined (else None): int32 [INFO_WORDS] in pinned host memory (GPUs; a CPU tensor under the
     emulation), which the route kernel writes the summary into as well, and the host polls instead of copying the
@@ -796,7 +854,7 @@ def _launch(
     gather: bool = False,
     self_mode: int = 0,
     waves: int = 0,
-    combine: tuple[torch.dtype, bool, int, bool] = (torch.float32, False, 0, False),
+    combine: tuple[torch.dtype, bool, int, bool, int] = (torch.float32, False, 0, False, 0),
 ) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
     ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written);
@@ -804,7 +862,8 @@ def _launch(
     those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only; ``waves`` > 0
     (:data:`EXPAND_OVERLAPS_PUSH`): the push's wave flags, and the expand kernel that waits for them beside it;
     ``combine`` (the combine kernels): ``MoeConfig.partial_dtype`` of the payload's dtype, ``combine_spread``, the
-    waves of :data:`REDUCE_OVERLAPS_PUSH` (0: off) and :data:`OWN_PARTIALS_IN_REDUCE`."""
+    waves of :data:`REDUCE_OVERLAPS_PUSH` (0: off), :data:`OWN_PARTIALS_IN_REDUCE` and the waves' minimum
+    (:data:`COMBINE_WAVE_MIN_SLOTS`)."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
     dtypes = [v.dtype for v in leading.values() if isinstance(v, torch.Tensor)]
@@ -901,20 +960,20 @@ def _launch(
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
-            partial, spread, combine_waves, own = combine  # the fp32 buffers viewed in the partials' dtype (PACK)
+            partial, spread, combine_waves, own, least = combine  # the fp32 buffers viewed in the partials' dtype
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, **world}
-            fixed |= _combine_constexprs(partial, spread, plan, waves=combine_waves, own=own)
+            fixed |= _combine_constexprs(partial, spread, plan, waves=combine_waves, own=own, least=least)
             if combine_waves:
                 fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
                 fixed |= {"send_ptr": across.combine_send.view(partial), **topology}
                 fixed |= {"combine_signals_ptr": across.combine_signals}
         else:
-            partial, spread, combine_waves, own = combine
+            partial, spread, combine_waves, own, least = combine
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
-            fixed |= _combine_constexprs(partial, spread, plan, reduce=True, waves=combine_waves, own=own)
+            fixed |= _combine_constexprs(partial, spread, plan, reduce=True, waves=combine_waves, own=own, least=least)
             if combine_waves:
                 fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
@@ -941,17 +1000,26 @@ def _launch(
 
 
 def _combine_constexprs(
-    partial: torch.dtype, spread: bool, plan: Any, reduce: bool = False, waves: int = 0, own: bool = False
+    partial: torch.dtype,
+    spread: bool,
+    plan: Any,
+    reduce: bool = False,
+    waves: int = 0,
+    own: bool = False,
+    least: int = 0,
 ) -> dict[str, Any]:
     """The combine kernels' constants for partials of dtype ``partial`` (``PACK``: partials per fp32 word of the
     combine buffers), ``MoeConfig.combine_spread`` (the push's ``SPREAD``; the reduce's ``UNROLL``, on one node of
     at most ``SPREAD_REDUCE_RANKS`` ranks: ``pow2(W)``) and ``waves`` (:data:`REDUCE_OVERLAPS_PUSH`: ``WAVES``, laid
     out for ``MAX_COMBINE_WAVES``, the reduce waiting for the push's ``plan.programs`` programs) and ``own`` (with
-    waves: :data:`OWN_PARTIALS_IN_REDUCE`, ``OWN``; the reduce's ``k`` rows in ``OWN_SPLIT`` steps a row); only those
-    that differ from the kernels' defaults, so the default config compiles the kernels as before."""
+    waves: :data:`OWN_PARTIALS_IN_REDUCE`, ``OWN``; the reduce's ``k`` rows in ``OWN_SPLIT`` steps a row) and ``least``
+    (with waves: :data:`COMBINE_WAVE_MIN_SLOTS`, ``WAVE_MIN``); only those that differ from the kernels' defaults, so
+    the default config compiles the kernels as before."""
     fixed: dict[str, Any] = {}
     if waves:
         fixed |= {"WAVES": waves, "WAVE_SLOTS": MAX_COMBINE_WAVES, "WP": pow2(plan.world_size)}
+        if least:
+            fixed["WAVE_MIN"] = least
         if reduce:
             fixed["SENDERS"] = plan.programs
         if own:
@@ -1002,11 +1070,18 @@ def _waves(plan: _Plan) -> int:
     return min(EXPAND_WAVES, plan.route_programs)
 
 
-def _combine_waves(plan: _Plan) -> int:
-    """The combine push's waves (:data:`REDUCE_OVERLAPS_PUSH`: :data:`COMBINE_WAVES`) for ``plan``'s combines, or 0:
-    the option off, or a plan without the ``combine_waves`` workspace (low-latency mode, a world across nodes)."""
-    on = REDUCE_OVERLAPS_PUSH and not plan.low_latency and plan.nodes == 1
-    return COMBINE_WAVES if on and plan.workspace.combine_waves is not None else 0
+def _combine_waves(plan: _Plan) -> tuple[int, bool]:
+    """The combine push's waves (:data:`REDUCE_OVERLAPS_PUSH`: :data:`COMBINE_WAVES`) for ``plan``'s combines, or 0,
+    and whether the reduce sums the own partials (:data:`OWN_PARTIALS_IN_REDUCE`, with waves only). 0: the option
+    off, or a plan without the ``combine_waves`` workspace (low-latency mode, a world across nodes). With
+    :data:`COMBINE_AUTO` the pair from the agreed ``plan.busiest_slots`` >= :data:`COMBINE_AUTO_MIN_SLOTS` on, else
+    neither, the same on every rank."""
+    if plan.low_latency or plan.nodes != 1 or plan.workspace.combine_waves is None:
+        return 0, False
+    if COMBINE_AUTO:
+        pair = plan.busiest_slots >= COMBINE_AUTO_MIN_SLOTS
+        return (COMBINE_WAVES, True) if pair else (0, False)
+    return (COMBINE_WAVES, OWN_PARTIALS_IN_REDUCE) if REDUCE_OVERLAPS_PUSH else (0, False)
 
 
 def _aligned(t: torch.Tensor) -> torch.Tensor:
@@ -1152,6 +1227,7 @@ def _dispatch(
                 f"expert ids in [0, {num_experts}) or -1; nothing was received"
             )
         _grow(plan, summary[2], summary[3])
+        plan.busiest_slots = summary[3]  # the same on every rank: COMBINE_AUTO's choice
         rows_shape, received = (summary[0],), summary[1]
     recv_shape = (received,) if gather else rows_shape
     pushed = early and plan.buffers is sized  # the early push did nothing exactly when the buffers grew
@@ -1367,15 +1443,16 @@ def _combine(
     if plan is None:
         raise MoeError("moe_combine: no dispatch of this signature in the current world (call moe_dispatch first)")
     config = MoeConfig(combine_partials=partials, combine_spread=spread)
-    waves = _combine_waves(plan)
-    own = bool(waves) and OWN_PARTIALS_IN_REDUCE
-    combine = (config.partial_dtype(plan.dtype), spread, waves, own)
+    waves, own = _combine_waves(plan)
+    least = COMBINE_WAVE_MIN_SLOTS if waves else 0
+    combine = (config.partial_dtype(plan.dtype), spread, waves, own, least)
     if combine not in plan.combines and not _capturing():
         # Every rank's partials land in its peers' buffers: the ranks agree on their dtype and the waves (once per
         # plan and option; the device, index 6 of the key, differs between ranks).
         described = {"combine_partials": partials, "combine_spread": spread, "plan": repr(key[:6] + key[7:])}
         if waves:  # REDUCE_OVERLAPS_PUSH (described only when on: the default's agreement is as it was)
             described |= {"reduce_overlaps_push_waves": waves, "own_partials_in_reduce": own}
+            described |= {"combine_wave_min_slots": least}
         _plans.agree(described)
         plan.combines.add(combine)
     mark = None if plan.low_latency else _combine_phase_hook
