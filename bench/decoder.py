@@ -35,7 +35,10 @@ tensor-parallel baseline of the same weights, one run.
   (cuDNN, cuBLAS O, the prefetch), ``head-same-pos`` / ``head-same-pos-combined`` (the head-split cache with
   ``decode_positions(same_position=context)``: no mask, as the baseline; alone / with cuBLAS O and the prefetch),
   ``fused-gather`` / ``fused-combined`` (the sequence split's gather and RoPE as one kernel, ``decode_gather=
-  "fused"``; alone / with cuBLAS O and the prefetch).
+  "fused"``; alone / with cuBLAS O and the prefetch), ``head-same-pos-cublas-o`` / ``head-same-pos-rope-tiles`` /
+  ``head-same-pos-cublas-o-tiles`` (``head-same-pos`` with cuBLAS O and no prefetch / with the RoPE and cache
+  writes as one program per token, ``decode_rope_tiles`` / both), ``rope-tiles`` (the sequence split's default
+  with ``decode_rope_tiles``).
   For the batch-64 gap, in under 2 minutes:
   ``torchrun --nproc-per-node=2 bench/decoder.py --prefill "" --batches 64 --contexts 4096 --decode-variants all``.
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
@@ -134,13 +137,20 @@ DECODE_VARIANTS: dict[str, DecodeVariant] = {
     "head-combined": DecodeVariant("heads", {**_PREFETCH, "decode_sdpa_backend": "cudnn"}),
     "head-same-pos": DecodeVariant("heads", {}, same_position=True),
     "head-same-pos-combined": DecodeVariant("heads", _PREFETCH, same_position=True),
+    "head-same-pos-cublas-o": DecodeVariant("heads", {"decode_cublas_o": True}, same_position=True),
+    "head-same-pos-rope-tiles": DecodeVariant("heads", {"decode_rope_tiles": True}, same_position=True),
+    "head-same-pos-cublas-o-tiles": DecodeVariant(
+        "heads", {"decode_cublas_o": True, "decode_rope_tiles": True}, same_position=True
+    ),
+    "rope-tiles": DecodeVariant("sequence", {"decode_rope_tiles": True}),
     "fused-gather": DecodeVariant("sequence", {"decode_gather": "fused"}),
     "fused-combined": DecodeVariant("sequence", {**_PREFETCH, "decode_gather": "fused"}),
 }
 """Ours' decode with the layers' decode options on (``--decode-variants``; ``all``: every one), by name: the KV cache
 layout and the options (``TensorParallelDecoderLayer``'s ``decode_cublas_o`` and ``decode_prefetch_bytes``, the
-attention block's ``decode_gather`` and ``decode_sdpa_backend``; ``same_position``), each timed beside ours' default
-(``ours``, the sequence-split cache; ``ours head-KV``, the head-split one with a mask and torch's SDPA choice)."""
+attention block's ``decode_gather``, ``decode_sdpa_backend`` and ``decode_rope_tiles``; ``same_position``), each
+timed beside ours' default (``ours``, the sequence-split cache; ``ours head-KV``, the head-split one with a mask and
+torch's SDPA choice)."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline

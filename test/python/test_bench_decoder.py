@@ -151,10 +151,11 @@ def test_the_kernel_rows_time_each_fused_kernel_against_torch(monkeypatch: pytes
 
 
 def _decode_options(layers: list[TensorParallelDecoderLayer]) -> set[tuple[object, ...]]:
-    """(decode_cublas_o, decode_prefetch_bytes, decode_gather, decode_sdpa_backend) of each layer."""
+    """(decode_cublas_o, decode_prefetch_bytes, decode_gather, decode_sdpa_backend, decode_rope_tiles) of each
+    layer."""
     return {
         (layer.decode_cublas_o, layer.decode_prefetch_bytes, layer.attention.decode_gather,
-         layer.attention.decode_sdpa_backend)
+         layer.attention.decode_sdpa_backend, layer.attention.decode_rope_tiles)
         for layer in layers
     }  # fmt: skip
 
@@ -162,7 +163,7 @@ def _decode_options(layers: list[TensorParallelDecoderLayer]) -> set[tuple[objec
 def test_each_decode_variant_is_timed_with_its_options_and_layout(monkeypatch: pytest.MonkeyPatch) -> None:
     layers = _layers()
     default = _decode_options(layers)
-    assert default == {(False, 0, "all_reduce", None)}
+    assert default == {(False, 0, "all_reduce", None, False)}
     seen: list[tuple[str, tuple[object, ...]]] = []
 
     def ours(layout: str, same_position: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -177,7 +178,7 @@ def test_each_decode_variant_is_timed_with_its_options_and_layout(monkeypatch: p
             - (options[1] > 0)
             - (options[2] == "all_gather")
         )
-        ms -= 2.0 * (options[3] == "cudnn")
+        ms -= 2.0 * (options[3] == "cudnn") + 0.5 * options[4]
         return torch.zeros(1), torch.tensor([ms])
 
     def base(fn: object = None) -> torch.Tensor:
@@ -189,18 +190,20 @@ def test_each_decode_variant_is_timed_with_its_options_and_layout(monkeypatch: p
     monkeypatch.setattr(decoder, "graphed_us", lambda fn, replays: 1000 * float(timed(fn())[0]))
     monkeypatch.setattr(decoder, "difference", lambda got, want: float((got - want).abs().max()) / 100)
     variants = ["cublas-o", "all-gather", "combined", "head-cudnn", "head-combined", "head-same-pos"]
+    variants += ["head-same-pos-cublas-o-tiles"]
     args = argparse.Namespace(iters=20, layers=2, compile=False, decode_variants=variants)
     row = decoder.decode_case(TINY, layers, 64, 4096, None, args)
     assert _decode_options(layers) == default  # restored
     want_ms = {"cublas-o": 1.5, "all-gather": 1.5, "combined": 0.5, "head-cudnn": 2.0, "head-combined": 1.0}
-    want_ms["head-same-pos"] = 2.25
+    want_ms |= {"head-same-pos": 2.25, "head-same-pos-cublas-o-tiles": 1.5}
     assert {name: row[f"ours {name} ms"] for name in variants} == want_ms
     assert (row["ours ms"], row["ours head-KV ms"], row["torch ms"]) == (2.0, 3.0, 4.0)
     assert row["speedup combined"] == 8.0 and row["difference head-cudnn"] == 0.04 and row["difference"] == 0.07
     prefetch = decoder.DECODE_PREFETCH_BYTES
-    assert ("sequence", (True, prefetch, "all_gather", None)) in seen  # combined
-    assert ("heads", (True, prefetch, "all_reduce", "cudnn")) in seen  # head-combined
-    assert ("heads", (False, 0, "all_reduce", "cudnn")) in seen  # head-cudnn
+    assert ("sequence", (True, prefetch, "all_gather", None, False)) in seen  # combined
+    assert ("heads", (True, prefetch, "all_reduce", "cudnn", False)) in seen  # head-combined
+    assert ("heads", (False, 0, "all_reduce", "cudnn", False)) in seen  # head-cudnn
+    assert ("heads", (True, 0, "all_reduce", None, True)) in seen  # head-same-pos-cublas-o-tiles
 
 
 def test_decode_variants_parse_all_and_refuse_unknown_names(
