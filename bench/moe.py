@@ -110,14 +110,16 @@ both (``option_configs``) beside the default, in the same run: their verificatio
 default and bars.
 
 ``--only-combine`` (a minute): only ours' normal combine (the default config, the experts the identity: ``y`` =
-``recv_x``) at ``--tokens`` (default 128 and 4096), beside ``ours reduce-overlap`` (``ops.moe.op.REDUCE_OVERLAPS_PUSH``:
-the reduce kernel beside the push, on its wave flags, at ``COMBINE_WAVES``) and ``ours reduce-overlap own-partials``
-(with ``ops.moe.op.OWN_PARTIALS_IN_REDUCE``: the reduce sums this rank's own partials itself; ``--combine-waves 4,16``
-adds both at those waves), each checked once against the reference at ``--ll-tokens`` per rank and at every size
-against the identity expert's closed form, then its device µs (the dispatch before each call untimed) and phases
-(``Bench.combine_phases``: push, then reduce = how long the reduce ran after the push ended), the push all-gather and
-the bar (normal combine at 4096 tokens >= 75% of the all-gather's bandwidth, bf16 bytes); RESULT lines only, no
-results files.
+``recv_x``) at ``--tokens`` (default 128, 512, 1024, 2048 and 4096: the crossover of ``ops.moe.op.COMBINE_AUTO``),
+beside ``ours reduce-overlap`` (``ops.moe.op.REDUCE_OVERLAPS_PUSH``: the reduce kernel beside the push, on its wave
+flags, at ``COMBINE_WAVES`` and ``COMBINE_WAVE_MIN_SLOTS``), ``ours reduce-overlap own-partials`` (with
+``ops.moe.op.OWN_PARTIALS_IN_REDUCE``: the reduce sums this rank's own partials itself) and ``ours reduce-overlap
+own-partials all-waves`` (that with ``COMBINE_WAVE_MIN_SLOTS`` 0: every pair all its waves, as before it;
+``--combine-waves 4,16`` adds the first two at those waves), each checked once against the reference at
+``--ll-tokens`` per rank and at every size against the identity expert's closed form, then its device µs (the
+dispatch before each call untimed) and phases (``Bench.combine_phases``: push, then reduce = how long the reduce ran
+after the push ended), the push all-gather and the bar (normal combine at 4096 tokens >= 75% of the all-gather's
+bandwidth, bf16 bytes); RESULT lines only, no results files.
 
 GB/s per rank: tokens this rank sends to other ranks (once per destination rank) x H x 2 bytes / device µs, the
 same count for combine (what crosses the links at x's dtype; ours moves bf16 partials back by default, fp32 ones in
@@ -237,8 +239,11 @@ beside the push, on its wave flags), timed beside the default's (off)."""
 OWN_PARTIALS = "own-partials"
 """``--only-combine``: the suffix of the reduce-overlap rows with ``ops.moe.op.OWN_PARTIALS_IN_REDUCE`` on too (the
 reduce sums this rank's own tokens' partials itself; the push stores only the other ranks')."""
-COMBINE_TOKENS = (128, 4096)
-"""``--only-combine``'s default ``--tokens``."""
+ALL_WAVES = "all-waves"
+"""``--only-combine``: the suffix of the own-partials row with ``ops.moe.op.COMBINE_WAVE_MIN_SLOTS`` 0 (every (home,
+holder) pair ``COMBINE_WAVES`` waves, however few its slots)."""
+COMBINE_TOKENS = (128, 512, 1024, 2048, 4096)
+"""``--only-combine``'s default ``--tokens``: the sizes ``ops.moe.op.COMBINE_AUTO_MIN_SLOTS`` is set from."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -426,22 +431,24 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
         moe_op.set_expand_waves(waves)
 
 
-def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool]) -> torch.Tensor:
+def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, int]) -> torch.Tensor:
     """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]``,
-    ``COMBINE_WAVES`` to ``setting[1]`` and ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]`` for the call (all restored
-    after, also if it raises)."""
+    ``COMBINE_WAVES`` to ``setting[1]``, ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]`` and ``COMBINE_WAVE_MIN_SLOTS`` to
+    ``setting[3]`` for the call (all restored after, also if it raises)."""
     import triton_dist
     from triton_dist.ops.moe import op as moe_op
 
     overlap = moe_op.set_reduce_overlaps_push(setting[0])
     waves = moe_op.set_combine_waves(setting[1])
     own = moe_op.set_own_partials_in_reduce(setting[2])
+    least = moe_op.set_combine_wave_min_slots(setting[3])
     try:
         return triton_dist.ops.moe_combine(y, handle)
     finally:
         moe_op.set_reduce_overlaps_push(overlap)
         moe_op.set_combine_waves(waves)
         moe_op.set_own_partials_in_reduce(own)
+        moe_op.set_combine_wave_min_slots(least)
 
 
 def make_inputs(
@@ -2111,12 +2118,14 @@ class Bench:
         from triton_dist.ops.moe import op as moe_op
 
         a = self.args
-        settings: dict[str, tuple[bool, int, bool]] = {OURS: (False, moe_op.COMBINE_WAVES, False)}
-        settings[REDUCE_OVERLAP] = (True, moe_op.COMBINE_WAVES, False)
-        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, moe_op.COMBINE_WAVES, True)
+        least = moe_op.COMBINE_WAVE_MIN_SLOTS
+        settings: dict[str, tuple[bool, int, bool, int]] = {OURS: (False, moe_op.COMBINE_WAVES, False, least)}
+        settings[REDUCE_OVERLAP] = (True, moe_op.COMBINE_WAVES, False, least)
+        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, moe_op.COMBINE_WAVES, True, least)
+        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {ALL_WAVES}"] = (True, moe_op.COMBINE_WAVES, True, 0)
         for waves in a.combine_waves:
-            settings[f"{REDUCE_OVERLAP} {waves} waves"] = (True, waves, False)
-            settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {waves} waves"] = (True, waves, True)
+            settings[f"{REDUCE_OVERLAP} {waves} waves"] = (True, waves, False, least)
+            settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {waves} waves"] = (True, waves, True, least)
 
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
@@ -2140,13 +2149,17 @@ class Bench:
         for tokens in a.tokens:
             x, idx, w = self.inputs(tokens)
             sizes[tokens] = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
+            holders = (idx.long() // (a.experts // self.size)).clamp(min=0)  # the rank of each (token, k)'s expert
+            held = sum(int(((holders == d) & (idx >= 0)).any(dim=1).sum()) for d in range(self.size))
+            log0(f"RESULT combine slots T={tokens}: rank 0's partials need {held} (op.COMBINE_AUTO decides on the "
+                 f"busiest rank's; op.COMBINE_AUTO_MIN_SLOTS {moe_op.COMBINE_AUTO_MIN_SLOTS})")  # fmt: skip
 
             def dispatch(inputs: tuple[torch.Tensor, ...] = (x, idx, w)) -> None:
                 state["d"] = triton_dist.ops.moe_dispatch(*inputs, a.experts)
 
             for label, setting in settings.items():
 
-                def combine(setting: tuple[bool, int, bool] = setting) -> None:
+                def combine(setting: tuple[bool, int, bool, int] = setting) -> None:
                     combine_with(*state["d"], setting)
 
                 dispatch()

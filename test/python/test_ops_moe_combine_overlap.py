@@ -169,9 +169,10 @@ def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
 
 
 def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``bench/moe.py --only-combine``: its own default sizes (128 and 4096), ``--combine-waves`` only with it, and
-    each row's setting of ``op.REDUCE_OVERLAPS_PUSH`` / ``COMBINE_WAVES`` for its call only (restored after, also if
-    the combine raises)."""
+    """``bench/moe.py --only-combine``: its own default sizes (128 to 4096, the auto choice's crossover),
+    ``--combine-waves`` only with it, and each row's setting of ``op.REDUCE_OVERLAPS_PUSH`` / ``COMBINE_WAVES`` /
+    ``OWN_PARTIALS_IN_REDUCE`` / ``COMBINE_WAVE_MIN_SLOTS`` for its call only (restored after, also if the combine
+    raises)."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -186,24 +187,26 @@ def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pyt
     sys.modules[spec.name] = bench
     spec.loader.exec_module(bench)
     assert not bench.parse_args([]).only_combine
-    assert bench.parse_args(["--only-combine"]).tokens == [128, 4096]
+    assert bench.parse_args(["--only-combine"]).tokens == [128, 512, 1024, 2048, 4096]
     assert bench.parse_args(["--only-combine", "--tokens", "512"]).tokens == [512]
     assert bench.parse_args(["--only-combine", "--combine-waves", "16,4"]).combine_waves == [4, 16]
     for wrong in (["--combine-waves", "4"], ["--only-combine", "--only-dispatch"]):
         with pytest.raises(SystemExit):
             bench.parse_args(wrong)
-    seen: list[tuple[bool, int, bool]] = []
+    seen: list[tuple[bool, int, bool, int]] = []
 
     def fake(y: Any, handle: Any) -> str:
-        seen.append((moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE))
+        options = (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE)
+        seen.append((*options, moe_op.COMBINE_WAVE_MIN_SLOTS))
         if handle == "bad":
             raise MoeError("refused")
         return "combined"
 
     monkeypatch.setattr(triton_dist.ops, "moe_combine", fake)
-    assert bench.combine_with("y", "handle", (True, 4, True)) == "combined"
+    assert bench.combine_with("y", "handle", (True, 4, True, 0)) == "combined"
     with pytest.raises(MoeError, match="refused"):
-        bench.combine_with("y", "bad", (True, 16, False))
-    assert bench.combine_with("y", "handle", (False, 8, False)) == "combined"
-    assert seen == [(True, 4, True), (True, 16, False), (False, 8, False)]
-    assert (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE) == (False, 8, False)
+        bench.combine_with("y", "bad", (True, 16, False, 7))
+    assert bench.combine_with("y", "handle", (False, 8, False, 256)) == "combined"
+    assert seen == [(True, 4, True, 0), (True, 16, False, 7), (False, 8, False, 256)]
+    options = (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE)
+    assert (*options, moe_op.COMBINE_WAVE_MIN_SLOTS) == (False, 8, False, 256)
