@@ -28,7 +28,7 @@ the layer and the tensor.
   and ``CONFIGS`` (Llama-3-8B, Llama-3-70B, Qwen3-32B) give the shapes, ``random_weights`` full weights of one.
   Decode options, off by default until measured (docs/design.md, "The decode step at batch 64"): the layer's
   ``decode_cublas_o`` and ``decode_prefetch_bytes``, the attention block's ``decode_gather`` ("all_gather",
-  "fused") and ``decode_sdpa_backend``, and ``decode_positions(..., same_position=p)``.
+  "fused"), ``decode_sdpa_backend`` and ``decode_rope_tiles``, and ``decode_positions(..., same_position=p)``.
 
 Every rank must call ``forward`` together, with the same shapes (the ops synchronize with the peers).
 
