@@ -37,8 +37,10 @@ tensor-parallel baseline of the same weights, one run.
   ``fused-gather`` / ``fused-combined`` (the sequence split's gather and RoPE as one kernel, ``decode_gather=
   "fused"``; alone / with cuBLAS O and the prefetch), ``head-same-pos-cublas-o`` / ``head-same-pos-rope-tiles`` /
   ``head-same-pos-cublas-o-tiles`` (``head-same-pos`` with cuBLAS O and no prefetch / with the RoPE and cache
-  writes as one program per token, ``decode_rope_tiles`` / both), ``rope-tiles`` (the sequence split's default
-  with ``decode_rope_tiles``).
+  writes as one program per token, ``decode_rope_tiles`` / both), ``head-same-pos-k-major`` /
+  ``head-same-pos-cublas-o-tiles-k-major`` (cuBLAS O and every decode GEMM on a kept [N, K] copy of its weight,
+  ``decode_k_major``: cuBLAS's "TN" GEMM; without / with ``decode_rope_tiles``), ``rope-tiles`` (the sequence
+  split's default with ``decode_rope_tiles``).
   For the batch-64 gap, in under 2 minutes:
   ``torchrun --nproc-per-node=2 bench/decoder.py --prefill "" --batches 64 --contexts 4096 --decode-variants all``.
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
@@ -126,6 +128,7 @@ class DecodeVariant:
 
 
 _PREFETCH = {"decode_cublas_o": True, "decode_prefetch_bytes": DECODE_PREFETCH_BYTES}
+_K_MAJOR = {"decode_cublas_o": True, "decode_k_major": True}
 DECODE_VARIANTS: dict[str, DecodeVariant] = {
     "cublas-o": DecodeVariant("sequence", {"decode_cublas_o": True}),
     "all-gather": DecodeVariant("sequence", {"decode_gather": "all_gather"}),
@@ -142,15 +145,19 @@ DECODE_VARIANTS: dict[str, DecodeVariant] = {
     "head-same-pos-cublas-o-tiles": DecodeVariant(
         "heads", {"decode_cublas_o": True, "decode_rope_tiles": True}, same_position=True
     ),
+    "head-same-pos-k-major": DecodeVariant("heads", _K_MAJOR, same_position=True),
+    "head-same-pos-cublas-o-tiles-k-major": DecodeVariant(
+        "heads", {**_K_MAJOR, "decode_rope_tiles": True}, same_position=True
+    ),
     "rope-tiles": DecodeVariant("sequence", {"decode_rope_tiles": True}),
     "fused-gather": DecodeVariant("sequence", {"decode_gather": "fused"}),
     "fused-combined": DecodeVariant("sequence", {**_PREFETCH, "decode_gather": "fused"}),
 }
 """Ours' decode with the layers' decode options on (``--decode-variants``; ``all``: every one), by name: the KV cache
 layout and the options (``TensorParallelDecoderLayer``'s ``decode_cublas_o`` and ``decode_prefetch_bytes``, the
-attention block's ``decode_gather``, ``decode_sdpa_backend`` and ``decode_rope_tiles``; ``same_position``), each
-timed beside ours' default (``ours``, the sequence-split cache; ``ours head-KV``, the head-split one with a mask and
-torch's SDPA choice)."""
+attention block's ``decode_gather``, ``decode_sdpa_backend`` and ``decode_rope_tiles``; ``decode_k_major`` on
+both; ``same_position``), each timed beside ours' default (``ours``, the sequence-split cache; ``ours head-KV``, the
+head-split one with a mask and torch's SDPA choice)."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline

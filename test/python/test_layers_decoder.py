@@ -296,11 +296,18 @@ def _worker() -> dict[str, list[str]]:
                 same = layer.decode_positions(at8, cache, same_position=PREFILL + 1)
                 got = layer.decode_hidden(tokens[:, PREFILL + 1].contiguous(), same, cache)
                 record["heads/decode@8 same_position"] = _problems(got, want[:, PREFILL + 1])
-                # and with the options head-same-pos-cublas-o-tiles times: cuBLAS O, RoPE as one program per token
+                # and with the options head-same-pos-cublas-o-tiles-k-major times: cuBLAS O, RoPE as one program
+                # per token, every decode GEMM on a kept [N, K] copy of its weight
                 layer.decode_cublas_o = layer.attention.decode_rope_tiles = True
+                layer.decode_k_major = layer.attention.decode_k_major = True
                 got = layer.decode_hidden(tokens[:, PREFILL + 1].contiguous(), same, cache)
-                record["heads/decode@8 same_position tiles"] = _problems(got, want[:, PREFILL + 1])
+                problems = _problems(got, want[:, PREFILL + 1])
+                kept = {**layer._k_major, **layer.attention._k_major}
+                if sorted(kept) != ["down", "gate_up", "o", "qkv"] or kept["qkv"][1].shape[1] != config.hidden_size:
+                    problems.append(f"decode_k_major kept {[(n, list(c.shape)) for n, (_, c) in kept.items()]}")
+                record["heads/decode@8 same_position tiles"] = problems
                 layer.decode_cublas_o = layer.attention.decode_rope_tiles = False
+                layer.decode_k_major = layer.attention.decode_k_major = False
             # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
             # cache), sequence 1 restarts at 3 (rank 0's), as if its prompt had been 3 tokens.
             new = tokens[:, PREFILL + 2]
@@ -547,11 +554,30 @@ def test_the_decode_options_are_off_by_default_and_refuse_bad_values() -> None:
     block.decode_sdpa_backend, block.decode_rope_tiles = None, 1  # type: ignore[assignment]
     with pytest.raises(LayerError, match=r"TensorParallelAttention: decode_rope_tiles must be a bool, got 1"):
         block.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), positions, block.new_cache(2, 8, "heads"))
+    block.decode_rope_tiles, block.decode_k_major = False, "yes"  # type: ignore[assignment]
+    with pytest.raises(LayerError, match=r"TensorParallelAttention: decode_k_major must be a bool, got 'yes'"):
+        block.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), positions, block.new_cache(2, 8, "heads"))
+    layer.decode_k_major = 0  # type: ignore[assignment]
+    with pytest.raises(LayerError, match=r"TensorParallelDecoderLayer: decode_k_major must be a bool, got 0"):
+        layer.decode(torch.zeros(2, 32, dtype=torch.bfloat16), torch.zeros(2, 32, dtype=torch.bfloat16), positions,
+                     layer.new_cache(2, 8, "heads"))  # fmt: skip
     shards = TensorParallelAttention.from_shards(
         block.qkv.weight, block.o.weight, num_heads=4, num_kv_heads=2, head_dim=128, rank=0, world_size=2,
         decode_rope_tiles=True,
     )  # fmt: skip
     assert shards.decode_rope_tiles is True
+
+
+def test_k_major_weight_is_the_weight_stored_n_by_k_and_follows_changes() -> None:
+    from triton_dist.layers.attention import k_major_weight
+
+    weight = torch.randn(6, 10, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    kept: dict[str, tuple[tuple[int, int], torch.Tensor]] = {}
+    view = k_major_weight(kept, "w", weight)
+    assert torch.equal(view, weight) and view.stride() == (1, 6) and view.data_ptr() != weight.data_ptr()
+    assert k_major_weight(kept, "w", weight).data_ptr() == view.data_ptr()  # kept, not copied again
+    weight.mul_(2)  # changed in place: copied again
+    assert torch.equal(k_major_weight(kept, "w", weight), weight) and not torch.equal(view, weight)
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -56,6 +56,21 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None, eps: float) -> torch.
     return functional.rms_norm(x, (x.shape[-1],), weight, eps)
 
 
+def k_major_weight(
+    kept: dict[str, tuple[tuple[int, int], torch.Tensor]], name: str, weight: torch.Tensor
+) -> torch.Tensor:
+    """``weight`` [K, N] as a view of a copy stored [N, K] (K contiguous, nn.Linear's layout: cuBLAS runs
+    ``x @ view`` as its "TN" GEMM instead of "NN"), the values the same; for the decode options
+    ``decode_k_major``. The copy is made on the first call (eagerly, before any CUDA-graph capture of the step) and
+    kept in ``kept[name]``, made again when ``weight`` moved or was changed in place (its address or its
+    ``_version``); it doubles the memory of every weight it is made for."""
+    key = (weight.data_ptr(), weight._version)
+    entry = kept.get(name)
+    if entry is None or entry[0] != key:
+        entry = kept[name] = (key, weight.detach().t().contiguous())
+    return entry[1].t()
+
+
 def rope_inv_freq(head_dim: int, theta: float, device: torch.device | str | None = None) -> torch.Tensor:
     """fp32 [head_dim/2]: the rotary frequencies ``theta^(-2i/head_dim)``."""
     return 1.0 / theta ** (torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
@@ -217,7 +232,9 @@ class TensorParallelAttention(nn.Module):
     attribute too): the decode's RoPE and cache writes (``rope_scatter``, both cache layouts; not the fused gather,
     which is tiled already) as one 4-warp program per token that takes its heads as [heads, D/2] tiles, instead of
     one 1-warp program per head and token: 64 programs in place of 1536 (Llama-3-8B) / 2560 (Qwen3-32B) at the
-    head-split decode's batch 64 on 2 ranks. A value other than a bool raises LayerError at the next decode.
+    head-split decode's batch 64 on 2 ranks. ``decode_k_major`` (False, an attribute only): the decode's QKV
+    GEMM (and ``decode_partial``'s O) on a kept copy of the weight stored [N, K] (``k_major_weight``: cuBLAS's
+    "TN" GEMM; twice the weights' memory). A value other than a bool raises LayerError at the next decode.
     """
 
     def __init__(
@@ -349,6 +366,8 @@ class TensorParallelAttention(nn.Module):
         self.decode_gather = "all_reduce"
         self.decode_sdpa_backend = None
         self.decode_rope_tiles = False
+        self.decode_k_major = False
+        self._k_major: dict[str, tuple[tuple[int, int], torch.Tensor]] = {}
         self.qkv = ColumnParallelLinear.from_shard(qkv, rank=rank, world_size=world_size)
         self.inv_freq: torch.Tensor
         self.register_buffer("inv_freq", rope_inv_freq(head_dim, self.rope_theta, qkv.device), persistent=False)
@@ -400,11 +419,12 @@ class TensorParallelAttention(nn.Module):
         )
 
     def _decode_options(self) -> None:
-        """Raise LayerError unless ``decode_gather``, ``decode_sdpa_backend`` and ``decode_rope_tiles`` are values
-        they take."""
+        """Raise LayerError unless ``decode_gather``, ``decode_sdpa_backend``, ``decode_rope_tiles`` and
+        ``decode_k_major`` are values they take."""
         name = type(self).__name__
-        if not isinstance(self.decode_rope_tiles, bool):
-            raise LayerError(f"{name}: decode_rope_tiles must be a bool, got {self.decode_rope_tiles!r}")
+        for option in ("decode_rope_tiles", "decode_k_major"):
+            if not isinstance(getattr(self, option), bool):
+                raise LayerError(f"{name}: {option} must be a bool, got {getattr(self, option)!r}")
         if self.decode_gather not in DECODE_GATHERS:
             raise LayerError(f"{name}: decode_gather must be one of {list(DECODE_GATHERS)}, got {self.decode_gather!r}")
         if self.decode_sdpa_backend is not None and self.decode_sdpa_backend not in DECODE_SDPA_BACKENDS:
@@ -687,7 +707,7 @@ class TensorParallelAttention(nn.Module):
         "all_gather") and runs ``ops.flash_decode``. Raises LayerError for bad input or a bad decode option.
         """
         attn = self.decode_attention(x, positions, cache)
-        return torch.matmul(attn, self.o.weight)
+        return torch.matmul(attn, self._decode_weight("o", self.o.weight))
 
     def decode_attention(
         self, x: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
@@ -710,8 +730,9 @@ class TensorParallelAttention(nn.Module):
         self._decode_options()
         d, hq, hkv = self.head_dim, self.local_heads, self.local_kv_heads
         rope = (step.cos, step.signed_sin)
+        w_qkv = self._decode_weight("qkv", self.qkv.weight)
         if cache.layout == "heads":
-            qkv = torch.matmul(x, self.qkv.weight)
+            qkv = torch.matmul(x, w_qkv)
             if fused_kernels(x):  # RoPE (and QK norm) and the cache writes in one launch
                 q = torch.empty(batch, hq, d, dtype=x.dtype, device=x.device)
                 stores = (cache.k_store, cache.v_store)
@@ -744,14 +765,14 @@ class TensorParallelAttention(nn.Module):
         stores = (cache.k_store, cache.v_store)
         if self.decode_gather == "fused":  # the gather inside the RoPE kernel: one launch, no zeros
             sym, flags, state = self._fused_buffers(batch, x)
-            torch.matmul(x, self.qkv.weight, out=sym[self.rank])
+            torch.matmul(x, w_qkv, out=sym[self.rank])
             gather_rope(sym, flags, state, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
         else:
             if self.decode_gather == "all_gather":  # this rank's block alone crosses the links, no zeros
-                gathered = all_gather(torch.matmul(x, self.qkv.weight)).view(self.world_size, batch, -1)
+                gathered = all_gather(torch.matmul(x, w_qkv)).view(self.world_size, batch, -1)
             else:
                 gather = self._gather_buffer(batch, x)
-                torch.matmul(x, self.qkv.weight, out=gather[self.rank])
+                torch.matmul(x, w_qkv, out=gather[self.rank])
                 gathered = all_reduce(gather)
             rope_scatter(
                 gathered, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args(),
@@ -759,6 +780,10 @@ class TensorParallelAttention(nn.Module):
             )  # fmt: skip
         out = flash_decode(q_all, cache.k, cache.v, step.lengths, scale=d**-0.5)  # [B, Hq, D]
         return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)  # a view: rows of stride Hq*D
+
+    def _decode_weight(self, name: str, weight: torch.Tensor) -> torch.Tensor:
+        """``weight``, or with ``decode_k_major`` its K-major copy's view (``k_major_weight``)."""
+        return k_major_weight(self._k_major, name, weight) if self.decode_k_major else weight
 
     def _qk_norm_args(self) -> tuple[torch.Tensor, torch.Tensor, float] | None:
         """``rope_scatter``'s ``qk_norm``: the two weights and the epsilon, or None without QK norm."""

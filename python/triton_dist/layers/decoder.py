@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from triton_dist.layers._kernels import fused_kernels, l2_prefetch, silu_mul
-from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, rms_norm
+from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, k_major_weight, rms_norm
 from triton_dist.layers.linear import LayerError, world_position
 from triton_dist.layers.mlp import TensorParallelMLP
 from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm, gemm_ar
@@ -118,6 +118,11 @@ class TensorParallelDecoderLayer(nn.Module):
       next GEMM's weight into L2 (``_kernels.l2_prefetch``): the QKV weight during the first; gate/up's during the
       second, only with ``decode_cublas_o`` (else the second runs inside ``gemm_ar`` right after its GEMM).
       Under the CPU emulation the prefetch kernel runs inline on the current stream; on the CPU without it, not.
+    - ``decode_k_major`` (False; an attribute only): the decode's cuBLAS GEMMs of this layer (gate/up, down, and O
+      with ``decode_cublas_o``) on kept copies of their weights stored [N, K] (``attention.k_major_weight``:
+      cuBLAS's "TN" GEMM instead of "NN" at M = the batch; twice those weights' memory). The attention block's
+      attribute of the same name does its QKV GEMM; ``bench/decoder.py`` sets both. (``decode_prefetch_bytes``
+      still reads the [K, N] weights: the two are not meant together.)
     """
 
     def __init__(
@@ -226,14 +231,17 @@ class TensorParallelDecoderLayer(nn.Module):
         self.attention = attention
         self.post_norm_weight = nn.Parameter(post_norm.detach().contiguous().clone(), requires_grad=False)
         self.mlp = mlp
-        self.decode_cublas_o, self.decode_prefetch_bytes = False, 0
+        self.decode_cublas_o, self.decode_prefetch_bytes, self.decode_k_major = False, 0, False
+        self._k_major: dict[str, tuple[tuple[int, int], torch.Tensor]] = {}
         self._sinks: dict[torch.device, torch.Tensor] = {}  # l2_prefetch's per-program sums (never read)
 
     def _decode_options(self) -> None:
-        """Raise LayerError unless ``decode_cublas_o`` is a bool and ``decode_prefetch_bytes`` an int >= 0."""
+        """Raise LayerError unless ``decode_cublas_o`` and ``decode_k_major`` are bools and
+        ``decode_prefetch_bytes`` an int >= 0."""
         name = type(self).__name__
-        if not isinstance(self.decode_cublas_o, bool):
-            raise LayerError(f"{name}: decode_cublas_o must be a bool, got {self.decode_cublas_o!r}")
+        for option in ("decode_cublas_o", "decode_k_major"):
+            if not isinstance(getattr(self, option), bool):
+                raise LayerError(f"{name}: {option} must be a bool, got {getattr(self, option)!r}")
         prefetch = self.decode_prefetch_bytes
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0:
             raise LayerError(f"{name}: decode_prefetch_bytes must be an int >= 0 (0: off), got {prefetch!r}")
@@ -299,7 +307,7 @@ class TensorParallelDecoderLayer(nn.Module):
         self._join(prefetch)
         attn = self.attention.decode_attention(normed, positions, cache)
         if self.decode_cublas_o:
-            partial = torch.matmul(attn, self.attention.o.weight)
+            partial = torch.matmul(attn, self._decode_weight("o", self.attention.o.weight))
             prefetch = self._prefetch(self.mlp.gate_up.weight, x)
             normed, residual = all_reduce_residual_rmsnorm(partial, residual, self.post_norm_weight, eps)
             self._join(prefetch)
@@ -307,8 +315,12 @@ class TensorParallelDecoderLayer(nn.Module):
             normed, residual = gemm_ar(
                 attn, self.attention.o.weight, residual=residual, norm_weight=self.post_norm_weight, eps=eps
             )
-        gated = silu_mul(torch.matmul(normed, self.mlp.gate_up.weight))  # silu(gate) * up, one launch
-        return torch.matmul(gated, self.mlp.down.weight), residual
+        gated = silu_mul(torch.matmul(normed, self._decode_weight("gate_up", self.mlp.gate_up.weight)))  # one launch
+        return torch.matmul(gated, self._decode_weight("down", self.mlp.down.weight)), residual
+
+    def _decode_weight(self, name: str, weight: torch.Tensor) -> torch.Tensor:
+        """``weight``, or with ``decode_k_major`` its K-major copy's view (``attention.k_major_weight``)."""
+        return k_major_weight(self._k_major, name, weight) if self.decode_k_major else weight
 
     def _prefetch(self, weight: torch.Tensor, x: torch.Tensor) -> torch.cuda.Stream | None:
         """With ``decode_prefetch_bytes``: enqueue ``l2_prefetch`` of ``weight``'s first bytes. On a GPU on the
