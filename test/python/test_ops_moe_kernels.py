@@ -890,10 +890,12 @@ def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave
     loads a partial; neither spills, and two programs of each fit on an SM together (64K registers, 2048 threads), so
     whichever launch starts first the push's programs find room while the reduce's spin. At 3 ranks the reduce's loop
     over ranks (fp32 partials) does not spill either. With ``op.OWN_PARTIALS_IN_REDUCE`` (the reduce summing its own
-    tokens' rows of ``y``) the same holds."""
+    tokens' rows of ``y``) the same holds. All at ``op.COMBINE_WAVE_MIN_SLOTS`` (``WAVE_MIN``: a pair's waves from its
+    slots, the push's loop over waves to the most of its homes'), as the op launches them."""
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
     waves = {"WAVES": moe_op.COMBINE_WAVES, "WAVE_SLOTS": moe_op.MAX_COMBINE_WAVES, "WP": 2}
+    waves["WAVE_MIN"] = moe_op.COMBINE_WAVE_MIN_SLOTS  # each (home, holder) pair its own waves, as launched
     push = _compile("combine_push", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "SPREAD": True, **waves})
     reduce = _compile(
         "combine_reduce", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "UNROLL": 2, "SENDERS": 264, **waves}

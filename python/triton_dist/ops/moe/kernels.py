@@ -1389,9 +1389,6 @@ def _combine_reduce_kernel(
         tl.static_assert(NODES == 1, "the waves are one node's")
         dests = tl.arange(0, WP)
         sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)  # N[me, d]: my tokens' partials on rank d
-        per = tl.full([WP], WAVES, tl.int32)  # rank d's waves of my partials, as its push counts them (WAVE_MIN)
-        if WAVE_MIN > 0:
-            per = tl.minimum(tl.maximum(sent // WAVE_MIN, 1), WAVES)
         wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * SENDERS)
         awaited = tl.full([WP], -1, tl.int32)  # per rank, the last wave whose flags this program waited for
         partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK
@@ -1413,6 +1410,10 @@ def _combine_reduce_kernel(
             # waves of my partials); the waves of each rank come in order, so each wave's flags are awaited once per
             # program.
             places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
+            per = tl.full([WP], WAVES, tl.int32)  # rank d's waves of my partials, as its push counts them; N[me, d]
+            if WAVE_MIN > 0:  # loaded again here (the OWN reduce spilled with a second vector kept across tokens)
+                sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)
+                per = tl.minimum(tl.maximum(sent // WAVE_MIN, 1), WAVES)
             need = tl.where(places >= 0, ((places + 1) * per - 1) // tl.maximum(sent, 1), -1)
             if OWN:  # my own partials: summed here, awaited from nobody
                 need = tl.where(dests == me, -1, need)

@@ -354,12 +354,14 @@ of 75% of the push all-gather's bandwidth; docs/design.md, "MoE combine at 4096 
   n_s / WAVES)``; each program sets its flag ``(me, w, program)`` on every rank (release) once it has pushed its
   share of wave ``w``, and no combine flag.
 - The reduce (``WAVES``) takes its tokens as before; for token ``t`` and each rank ``d`` holding it (place ``p =
-  tok_pos[t, d]`` of the ``n = N[me, d]`` this rank sent there) the wave is ``((p + 1) WAVES - 1) // n``, and it waits
+  tok_pos[t, d]`` of the ``n = N[me, d]`` this rank sent there) the wave is ``((p + 1) W - 1) // n`` (``W``: the
+  pair's waves, :data:`COMBINE_WAVE_MIN_SLOTS`; ``WAVES`` where that is 0), and it waits
   (acquire) for that wave's flags of every push program of ``d``, once per wave and program (the waves of a rank
   complete in order: a program's later flag covers its earlier waves).
 - Progress: the reduce's programs spin on flags only the pushes set, and the pushes wait for nothing; on sm_90 (H =
-  7168, k = 8, bf16 partials) the push with its waves takes 132 registers per thread and the reduce 80, neither shared
-  memory beyond its reductions: two of each per SM (``NORMAL_PROGRAMS_PER_SM``) use 55,296 of 65,536 registers, so
+  7168, k = 8, bf16 partials) the push with its waves takes 128 registers per thread and the reduce 64 (at
+  :data:`COMBINE_WAVE_MIN_SLOTS`; 132 and 80 without), neither shared memory beyond its reductions: two of each per SM
+  (``NORMAL_PROGRAMS_PER_SM``) use at most 55,296 of 65,536 registers, so
   both launches are resident together whichever starts first (``test_ops_moe_kernels.py`` checks it).
 - Every rank sets the same (checked at a plan's first combine with each setting, with ``combine_partials``).
 
@@ -436,8 +438,9 @@ order, fp32, rounded to the partials' dtype as a stored partial is) and adds tha
 the same bits. At 4096 tokens per rank on 2 ranks (docs/design.md, "MoE combine at 4096 tokens") that takes half the
 partials' local writes and reads off HBM (117 MB of 763) and half the push's rows to the reduce, which runs beside
 the push on the other half of ``y``. The reduce then loads k rows of ``y`` a step: it moves a quarter of a row a step
-(``SPLIT`` = 4), at 96 registers per thread on sm_90 against the push's 133, so two programs of each still fit on an
-SM together (59,392 of 65,536 registers; ``test_ops_moe_kernels.py``). Every rank sets the same (agreed with the
+(``SPLIT`` = 4), at 96 registers per thread on sm_90 against the push's 133 (95 and 128 at
+:data:`COMBINE_WAVE_MIN_SLOTS`), so two programs of each still fit on an SM together (59,392 of 65,536 registers;
+``test_ops_moe_kernels.py``). Every rank sets the same (agreed with the
 waves at a plan's first combine with it)."""
 
 
