@@ -578,6 +578,9 @@ def test_k_major_weight_is_the_weight_stored_n_by_k_and_follows_changes() -> Non
     assert k_major_weight(kept, "w", weight).data_ptr() == view.data_ptr()  # kept, not copied again
     weight.mul_(2)  # changed in place: copied again
     assert torch.equal(k_major_weight(kept, "w", weight), weight) and not torch.equal(view, weight)
+    with torch.inference_mode():  # a weight made there has no version counter
+        frozen = torch.ones(3, 4)
+        assert torch.equal(k_major_weight(kept, "f", frozen), frozen)
 
 
 def _weights(**changes: torch.Tensor) -> dict[str, torch.Tensor]:

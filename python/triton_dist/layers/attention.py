@@ -63,8 +63,9 @@ def k_major_weight(
     ``x @ view`` as its "TN" GEMM instead of "NN"), the values the same; for the decode options
     ``decode_k_major``. The copy is made on the first call (eagerly, before any CUDA-graph capture of the step) and
     kept in ``kept[name]``, made again when ``weight`` moved or was changed in place (its address or its
-    ``_version``); it doubles the memory of every weight it is made for."""
-    key = (weight.data_ptr(), weight._version)
+    ``_version``; an inference tensor's in-place changes are not seen); it doubles the memory of every weight it is
+    made for."""
+    key = (weight.data_ptr(), 0 if weight.is_inference() else weight._version)  # inference tensors have none
     entry = kept.get(name)
     if entry is None or entry[0] != key:
         entry = kept[name] = (key, weight.detach().t().contiguous())
