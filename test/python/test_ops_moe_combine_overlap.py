@@ -13,7 +13,8 @@ partials itself, the push stores only the others'). Those run at ``op.COMBINE_WA
 its waves); two more at 1 and 4 (each (home, holder) pair its own waves, fewer than the call's: 16 waves on 7 to 19
 tokens, 8 on k = 8's few). Then ``op.COMBINE_AUTO`` with the options themselves off, on "one_rank" (5 and 9 tokens:
 a choice on each rank's own combine slots would differ at 7) at a threshold of 7, below the busiest rank's 9 slots
-(the pair on both ranks), and of 10, above them (the default on both). Each combine is checked to have launched both
+(the pair on both ranks), and of 10, above them (the default on both). Two cases run on a plan of three programs a
+kernel (``ROTATION_CASES``: the push's waves dealt round the programs). Each combine is checked to have launched both
 kernels with its waves, own and wave-minimum setting (a spy on ``op._launch``), so a combine that ignored the options
 fails.
 """
@@ -44,6 +45,14 @@ OVERLAP_CASES: tuple[tuple[str, str, Any, int, bool, int], ...] = (
 """(label, ``test_ops_moe_emulation`` case, config, waves, ``op.OWN_PARTIALS_IN_REDUCE``,
 ``op.COMBINE_WAVE_MIN_SLOTS``), in this order on the default dispatch's plans (bf16 partials on k = 8 only, where every
 token has rows on every rank: ``_case`` checks that they differ)."""
+THREE = MoeConfig(combine_partials="fp32", combine_spread=True, expand_block=4)
+"""``ROTATION_CASES``' config: a plan of its own (``expand_block``), made with three programs a kernel."""
+ROTATION_CASES: tuple[tuple[str, str, Any, int, bool, int], ...] = (
+    ("programs3/waves16", "variants", THREE, 16, False, 0),
+    ("programs3/own/least1", "variants", THREE, 16, True, 1),
+)
+"""As ``OVERLAP_CASES``, on a plan of three programs a kernel (``op.EMULATED_PROGRAMS``, else 1): the push deals each
+wave's slots round its programs from where the wave before ended (a wave of one slot to program 0, the next to 1)."""
 AUTO_CASES: tuple[tuple[str, int, tuple[int, bool, int]], ...] = (
     ("auto/below", 7, (8, True, 256)),
     ("auto/above", 10, (0, False, 0)),
@@ -78,7 +87,9 @@ def _worker() -> dict[str, list[str]]:
     least_before, auto_before = moe_op.COMBINE_WAVE_MIN_SLOTS, moe_op.COMBINE_AUTO
     threshold_before = moe_op.COMBINE_AUTO_MIN_SLOTS
     try:
-        for number, (label, name, config, waves, own, least) in enumerate(OVERLAP_CASES):
+        cases = [(case, 1) for case in OVERLAP_CASES] + [(case, 3) for case in ROTATION_CASES]
+        for number, ((label, name, config, waves, own, least), programs) in enumerate(cases):
+            moe_op.EMULATED_PROGRAMS = programs
             moe_op.set_combine_waves(waves)
             moe_op.set_own_partials_in_reduce(own)
             moe_op.set_combine_wave_min_slots(least)
@@ -94,7 +105,8 @@ def _worker() -> dict[str, list[str]]:
         moe_op.set_combine_waves(8)
         moe_op.set_combine_wave_min_slots(256)
         moe_op.set_combine_auto(True)
-        for number, (label, threshold, (waves, own, least)) in enumerate(AUTO_CASES, start=len(OVERLAP_CASES)):
+        moe_op.EMULATED_PROGRAMS = 1
+        for number, (label, threshold, (waves, own, least)) in enumerate(AUTO_CASES, start=len(cases)):
             moe_op.set_combine_auto_min_slots(threshold)
             launched.clear()
             with emulation._PoisonedEmpty():
@@ -104,6 +116,7 @@ def _worker() -> dict[str, list[str]]:
                 problems.append(f"combine launches {launched}, not {expected}")
             record[f"{label}#{number}"] = problems
     finally:
+        moe_op.EMULATED_PROGRAMS = 1
         moe_op.set_reduce_overlaps_push(previous)
         moe_op.set_combine_waves(waves_before)
         moe_op.set_own_partials_in_reduce(own_before)
@@ -133,7 +146,7 @@ def test_the_reduce_beside_the_push_matches_the_reference() -> None:
     ``OVERLAP_CASES`` entry, with both kernels launched at the case's waves."""
     records = run_ranks(_worker, 2, heap_size="16M").results
     for rank, record in enumerate(records):
-        labels = [label for label, *_ in OVERLAP_CASES] + [label for label, *_ in AUTO_CASES]
+        labels = [label for label, *_ in (*OVERLAP_CASES, *ROTATION_CASES, *AUTO_CASES)]
         assert sorted(record) == sorted(f"{label}#{n}" for n, label in enumerate(labels))
         failed = {key: problems for key, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"

@@ -1269,6 +1269,7 @@ def _combine_push_kernel(
         if WAVE_MIN > 0:
             per = tl.minimum(tl.maximum(counts // WAVE_MIN, 1), WAVES)
         wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * programs)
+        done = tl.sum(tl.zeros([WP], dtype=tl.int32), axis=0)  # the slots of the waves before this one
         for wave in range(0, tl.max(per, axis=0)):
             # Wave w of home s: its positions [w n_s / W_s, (w + 1) n_s / W_s) (none from w = W_s on), the home's
             # tok_pos[t, me] of them (what the reduce there computes back from tok_pos), concatenated over the homes
@@ -1277,15 +1278,20 @@ def _combine_push_kernel(
             size = tl.where(wave < per, (wave + 1) * counts // per - lo, 0)
             before = tl.cumsum(size, axis=0) - size
             total = tl.sum(size, axis=0)
-            count = (total - pid + programs - 1) // programs  # this program's slots of the wave: pid, pid + programs,
-            first = 0
+            # The wave's slots dealt round the programs from where the last wave's ended (lane 0: the program after
+            # the one with the last wave's last slot): a wave of fewer slots than programs goes to other programs
+            # than the wave before, not each wave to the first programs (which would push one slot a wave, each
+            # behind its own release, while the others push none).
+            lane = (pid - done % programs + programs) % programs
+            count = (total - lane + programs - 1) // programs  # this program's slots of the wave: lane, lane +
+            first = 0  # programs, ...
             if SPREAD:  # as below, within the wave
-                first = (pid + 1) * count // (programs + 1)
+                first = (lane + 1) * count // (programs + 1)
             for j in range(0, count):
                 step = j + first
                 if SPREAD:
                     step = step % count
-                v = pid + step * programs
+                v = lane + step * programs
                 home = tl.sum(((before + size <= v) & (sources < ranks)).to(tl.int32), axis=0)
                 i = tl.sum(tl.where(sources == home, starts + lo - before, 0), axis=0) + v
                 _combine_slot(
@@ -1298,6 +1304,7 @@ def _combine_push_kernel(
             else:
                 for peer in range(0, ranks):
                     dl.notify(flag, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+            done += total
     else:
         tl.static_assert(not OWN, "the own partials in the reduce: with the waves only")
         count = (slots - pid + programs - 1) // programs  # this program's slots: pid, pid + programs, ...
