@@ -380,13 +380,17 @@ takes ``min(COMBINE_WAVES, max(1, n // COMBINE_WAVE_MIN_SLOTS))`` waves, which t
 ``N[home, d]`` as the holder's push does from its slots: nothing is exchanged, and every rank sets the same.
 
 Why (issue 27, 2 x H200, cdc0041): at 128 tokens per rank the push with 8 waves took 60.9 µs against the default's
-17.5. Each wave ends, in every push program, with a barrier and ``dl.notify`` to every rank, a system-scope release
-(it waits until the program's partials stored over NVLink so far are visible) and a remote atomic: eight rounds of a
-link's latency in a row per program, where the default has one. At 128 tokens a home holds ~128 slots on each rank, so
-a wave has ~32 partials for 264 push programs: 7 of every 8 programs store nothing in a wave and still wait through
-its round. At 256 a 128-token pair takes one wave (the default's one round; the reduce then waits for the whole push,
-as the default's does), 4096 tokens (~4080 a pair) keep the 8 measured at 248.8 µs; 512 / 1024 / 2048 take 2 / 3 /
-7. To be set from the crossover measurement (``bench/moe.py --only-combine --tokens 128,512,1024,2048,4096``)."""
+17.5. Each wave ends, in every push program, with a barrier and ``dl.notify`` to every rank: a system-scope release
+(it waits until the program's partials stored over NVLink so far are visible) and a remote atomic, a link's round
+trip, where the default has one such round per program. At 128 tokens a home holds ~128 slots on each rank, so a wave
+has ~32 partials for 264 push programs, and the push gave wave ``w``'s slots to programs 0 .. 31 in every wave: those
+32 each loaded k rows, stored one partial over the link and waited for its release, eight times in a row, while the
+default spreads the 256 slots over 256 programs at once (~43 µs more: 7 more rounds of ~6 µs). The push now deals
+each wave's slots on from where the wave before ended (every program about one slot in all, as in the default), and
+a pair of few slots takes fewer waves, so fewer rounds: at 256 a 128-token pair takes one wave (the default's one
+round; the reduce then waits for the whole push, as the default's does), 4096 tokens (~4080 a pair) keep the 8
+measured at 248.8 µs; 512 / 1024 / 2048 take 2 / 3 / 7. To be set from the crossover measurement
+(``bench/moe.py --only-combine --tokens 128,512,1024,2048,4096``: its ``all-waves`` row is the dealt push at 0)."""
 COMBINE_AUTO = False
 """An option (default off until a GPU run sets :data:`COMBINE_AUTO_MIN_SLOTS`; :func:`set_combine_auto`): each
 normal-mode combine on one node takes :data:`REDUCE_OVERLAPS_PUSH` with :data:`OWN_PARTIALS_IN_REDUCE` (the pair)
