@@ -105,6 +105,45 @@ def _rope_scatter_kernel(
 
 
 @triton.jit
+def _norm_rotate_store(
+    x1, x2, r, b, heads, cols, half, keep, cos_ptr, sin_ptr, qw_ptr, kw_ptr, slots_ptr, q_ptr, k_ptr, v_ptr, eps,
+    stride_cb, stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs,
+    HQ: tl.constexpr, HKV: tl.constexpr, D: tl.constexpr, QK_NORM: tl.constexpr,
+):  # fmt: skip
+    """Token ``b``'s row of block ``r`` as two [heads, cols] tiles, ``x1`` / ``x2`` (each head's halves, which rotate
+    together; ``half``: the columns inside D / 2, ``keep``: the tile's live elements): q and k RMS-normed (QK_NORM)
+    and rotated, v as it is, each stored where ``_rope_scatter_kernel`` stores it (the tiled and gathering kernels'
+    shared tail)."""
+    is_q = heads < HQ
+    rotated = (heads < HQ + HKV)[:, None]
+    n1, n2 = x1, x2
+    if QK_NORM:
+        xf1, xf2 = x1.to(tl.float32), x2.to(tl.float32)
+        inv = 1.0 / tl.sqrt((tl.sum(xf1 * xf1, axis=1) + tl.sum(xf2 * xf2, axis=1)) / D + eps)
+        qw1, kw1 = tl.load(qw_ptr + cols, mask=half, other=0.0), tl.load(kw_ptr + cols, mask=half, other=0.0)
+        qw2 = tl.load(qw_ptr + D // 2 + cols, mask=half, other=0.0)
+        kw2 = tl.load(kw_ptr + D // 2 + cols, mask=half, other=0.0)
+        w1 = tl.where(is_q[:, None], qw1[None, :], kw1[None, :])
+        w2 = tl.where(is_q[:, None], qw2[None, :], kw2[None, :])
+        n1 = ((xf1 * inv[:, None]).to(x1.dtype).to(tl.float32) * w1.to(tl.float32)).to(x1.dtype)
+        n2 = ((xf2 * inv[:, None]).to(x1.dtype).to(tl.float32) * w2.to(tl.float32)).to(x1.dtype)
+    # The tables' second halves (rope_rows' reasoning): the cosine of both halves, the sine with its sign.
+    c = tl.load(cos_ptr + b * stride_cb + D // 2 + cols, mask=half, other=0.0)[None, :]
+    s = tl.load(sin_ptr + b * stride_cb + D // 2 + cols, mask=half, other=0.0)[None, :]
+    y1 = (n1.to(tl.float32) * c - n2.to(tl.float32) * s).to(x1.dtype)
+    y2 = (n2.to(tl.float32) * c + n1.to(tl.float32) * s).to(x1.dtype)
+    out1 = tl.where(rotated, y1, x1)
+    out2 = tl.where(rotated, y2, x2)
+    slot = tl.load(slots_ptr + b).to(tl.int64)
+    q_row = q_ptr + b * stride_qb + (r * HQ + heads).to(tl.int64) * stride_qh
+    k_row = k_ptr + b * stride_kb + (r * HKV + heads - HQ).to(tl.int64) * stride_kh + slot * stride_ks
+    v_row = v_ptr + b * stride_vb + (r * HKV + heads - HQ - HKV).to(tl.int64) * stride_vh + slot * stride_vs
+    dest = tl.where(is_q, q_row, tl.where(heads < HQ + HKV, k_row, v_row))[:, None] + cols[None, :]
+    tl.store(dest, out1, mask=keep)
+    tl.store(dest + D // 2, out2, mask=keep)
+
+
+@triton.jit
 def _rope_tiles_kernel(
     src_ptr,
     cos_ptr,
@@ -149,33 +188,11 @@ def _rope_tiles_kernel(
     first = src_ptr + r.to(tl.int64) * stride_sr + b * stride_sb + heads[:, None] * D + cols[None, :]
     x1 = tl.load(first, mask=keep, other=0.0)
     x2 = tl.load(first + D // 2, mask=keep, other=0.0)
-    is_q = heads < HQ
-    rotated = (heads < HQ + HKV)[:, None]
-    n1, n2 = x1, x2
-    if QK_NORM:
-        xf1, xf2 = x1.to(tl.float32), x2.to(tl.float32)
-        inv = 1.0 / tl.sqrt((tl.sum(xf1 * xf1, axis=1) + tl.sum(xf2 * xf2, axis=1)) / D + eps)
-        qw1, kw1 = tl.load(qw_ptr + cols, mask=half, other=0.0), tl.load(kw_ptr + cols, mask=half, other=0.0)
-        qw2 = tl.load(qw_ptr + D // 2 + cols, mask=half, other=0.0)
-        kw2 = tl.load(kw_ptr + D // 2 + cols, mask=half, other=0.0)
-        w1 = tl.where(is_q[:, None], qw1[None, :], kw1[None, :])
-        w2 = tl.where(is_q[:, None], qw2[None, :], kw2[None, :])
-        n1 = ((xf1 * inv[:, None]).to(x1.dtype).to(tl.float32) * w1.to(tl.float32)).to(x1.dtype)
-        n2 = ((xf2 * inv[:, None]).to(x1.dtype).to(tl.float32) * w2.to(tl.float32)).to(x1.dtype)
-    # The tables' second halves (rope_rows' reasoning): the cosine of both halves, the sine with its sign.
-    c = tl.load(cos_ptr + b * stride_cb + D // 2 + cols, mask=half, other=0.0)[None, :]
-    s = tl.load(sin_ptr + b * stride_cb + D // 2 + cols, mask=half, other=0.0)[None, :]
-    y1 = (n1.to(tl.float32) * c - n2.to(tl.float32) * s).to(x1.dtype)
-    y2 = (n2.to(tl.float32) * c + n1.to(tl.float32) * s).to(x1.dtype)
-    out1 = tl.where(rotated, y1, x1)
-    out2 = tl.where(rotated, y2, x2)
-    slot = tl.load(slots_ptr + b).to(tl.int64)
-    q_row = q_ptr + b * stride_qb + (r * HQ + heads).to(tl.int64) * stride_qh
-    k_row = k_ptr + b * stride_kb + (r * HKV + heads - HQ).to(tl.int64) * stride_kh + slot * stride_ks
-    v_row = v_ptr + b * stride_vb + (r * HKV + heads - HQ - HKV).to(tl.int64) * stride_vh + slot * stride_vs
-    dest = tl.where(is_q, q_row, tl.where(heads < HQ + HKV, k_row, v_row))[:, None] + cols[None, :]
-    tl.store(dest, out1, mask=keep)
-    tl.store(dest + D // 2, out2, mask=keep)
+    _norm_rotate_store(
+        x1, x2, r, b, heads, cols, half, keep, cos_ptr, sin_ptr, qw_ptr, kw_ptr, slots_ptr, q_ptr, k_ptr, v_ptr, eps,
+        stride_cb, stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs,
+        HQ, HKV, D, QK_NORM,
+    )  # fmt: skip
 
 
 def rope_scatter(
@@ -487,30 +504,12 @@ def _gather_rope_kernel(
     src = dl.symm_at(first, r)
     x1 = tl.load(src, mask=keep, other=0.0)
     x2 = tl.load(src + D // 2, mask=keep, other=0.0)
-    is_q = heads < HQ
-    rotated = (heads < HQ + HKV)[:, None]
-    n1, n2 = x1, x2
-    if QK_NORM:
-        xf1, xf2 = x1.to(tl.float32), x2.to(tl.float32)
-        inv = 1.0 / tl.sqrt((tl.sum(xf1 * xf1, axis=1) + tl.sum(xf2 * xf2, axis=1)) / D + eps)
-        w1 = tl.where(is_q[:, None], tl.load(qw_ptr + cols)[None, :], tl.load(kw_ptr + cols)[None, :])
-        w2 = tl.where(is_q[:, None], tl.load(qw_ptr + D // 2 + cols)[None, :], tl.load(kw_ptr + D // 2 + cols)[None, :])
-        n1 = ((xf1 * inv[:, None]).to(x1.dtype).to(tl.float32) * w1.to(tl.float32)).to(x1.dtype)
-        n2 = ((xf2 * inv[:, None]).to(x1.dtype).to(tl.float32) * w2.to(tl.float32)).to(x1.dtype)
-    # The tables' second halves (rope_rows' reasoning): the cosine of both halves, the sine with its sign.
-    c = tl.load(cos_ptr + b * stride_cb + D // 2 + cols)[None, :]
-    s = tl.load(sin_ptr + b * stride_cb + D // 2 + cols)[None, :]
-    y1 = (n1.to(tl.float32) * c - n2.to(tl.float32) * s).to(x1.dtype)
-    y2 = (n2.to(tl.float32) * c + n1.to(tl.float32) * s).to(x1.dtype)
-    out1 = tl.where(rotated, y1, x1)
-    out2 = tl.where(rotated, y2, x2)
-    slot = tl.load(slots_ptr + b).to(tl.int64)
-    q_row = q_ptr + b * stride_qb + (r * HQ + heads).to(tl.int64) * stride_qh
-    k_row = k_ptr + b * stride_kb + (r * HKV + heads - HQ).to(tl.int64) * stride_kh + slot * stride_ks
-    v_row = v_ptr + b * stride_vb + (r * HKV + heads - HQ - HKV).to(tl.int64) * stride_vh + slot * stride_vs
-    dest = tl.where(is_q, q_row, tl.where(heads < HQ + HKV, k_row, v_row))[:, None] + cols[None, :]
-    tl.store(dest, out1, mask=keep)
-    tl.store(dest + D // 2, out2, mask=keep)
+    _norm_rotate_store(
+        x1, x2, r, b, heads, cols, cols < D // 2, keep, cos_ptr, sin_ptr, qw_ptr, kw_ptr, slots_ptr, q_ptr, k_ptr,
+        v_ptr, eps,
+        stride_cb, stride_qb, stride_qh, stride_kb, stride_kh, stride_ks, stride_vb, stride_vh, stride_vs,
+        HQ, HKV, D, QK_NORM,
+    )  # fmt: skip
 
 
 def gather_rope(
