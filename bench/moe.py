@@ -376,8 +376,6 @@ def option_configs(route_programs: Sequence[int], expand_blocks: Sequence[int]) 
     """``--route-programs`` / ``--expand-block``: the ``MoeConfig(pipelined=True, ...)`` to time beside the pipelined
     default, by label suffix (``route R``, ``expand B``, and ``route R expand B`` for each pair). Raises
     ``triton_dist.ops.moe.MoeError`` for a value ``MoeConfig`` refuses."""
-    from triton_dist.ops.moe import MoeConfig
-
     configs: dict[str, Any] = {}
     for r in route_programs:
         configs[f"route {r}"] = MoeConfig(pipelined=True, route_programs=r)
@@ -1395,8 +1393,6 @@ class Bench:
                 else f"{CHUNKED} rows skipped: {why}"
             )
         if not args.skip_programs:
-            from triton_dist.ops.moe import MoeConfig
-
             self.variants[PER_SM2] = {"config": MoeConfig(programs_per_sm=2)}
             self.variant_sizes[PER_SM2] = max([t for t in args.tokens if t <= 4096] or [min(args.tokens)])
             self.extras["notes"].append(
@@ -1430,8 +1426,6 @@ class Bench:
                 "bits); without the spread, the kernels' order before it (both: the defaults before that run)."
             )
         if not args.skip_pipelined:
-            from triton_dist.ops.moe import MoeConfig
-
             unpipelined = MoeConfig(pipelined=False)
             self.variants[UNPIPELINED], self.variant_sizes[UNPIPELINED] = {"config": unpipelined}, None
             self.variants[UNPIPELINED_GATHER] = {"config": unpipelined, "layout": "gather"}
@@ -2000,8 +1994,6 @@ class Bench:
         from triton_dist.testing import all_ranks_true
 
         a = self.args
-        from triton_dist.ops.moe import MoeConfig
-
         plain: dict[str, dict[str, Any]] = {
             OURS: {},
             GATHER: {"layout": "gather"},

@@ -477,3 +477,23 @@ def test_graphed_row_keeps_the_one_call_graph_timing_and_both_checks(monkeypatch
     assert (row["dispatch device 1-call graph"], row["combine device 1-call graph"]) == (31.0, 29.0)
     assert row["verified"] == "ok; 10 steps in one graph: FAILED on another rank"
     assert moe.combine_bars([row], {}, 128)[0].endswith("FAIL (one call per graph: 29.0 µs)")  # no NCCL row: FAIL
+
+
+def test_the_bench_sets_up_under_every_skip_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Bench.__init__`` (its world and GPU name faked) under each ``--skip-*`` flag alone and all together: every
+    variant it registers has its options and its size. (``--skip-programs`` once left ``MoeConfig`` unbound: a local
+    import in one branch shadowed the module's.)"""
+    import triton_dist.testing as testing
+
+    class World:
+        rank, world_size, device = 0, 2, torch.device("cpu")
+
+    monkeypatch.setattr(testing, "setup_distributed", lambda heap_size=None: World())
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA Fake GPU")
+    monkeypatch.setattr(moe, "TorchComm", lambda: ThreadComm(0, 2, {}))
+    skips = ["--skip-nvshmem", "--skip-layer", "--skip-gather", "--skip-pipelined", "--skip-programs",
+             "--skip-combine-options"]  # fmt: skip
+    for argv in [[], *([flag] for flag in skips), skips]:
+        bench = moe.Bench(moe.parse_args([*argv, "--tokens", "4", "--ll-tokens", "4", "--layer-tokens", "4"]))
+        assert set(bench.variants) <= set(bench.variant_sizes), argv
+        assert bench.slug == "2xFake", argv
