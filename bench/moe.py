@@ -33,8 +33,8 @@ uniform; the verification inputs also carry some ids of -1). Paths:
   ``config=MoeConfig(pipelined=False)`` in normal mode at every ``--tokens``, expanded and gather layouts, with their
   phases: the path before the pipelined default (which "ours" is since 2026-11-27: the push before the host's wait,
   the summary polled in pinned memory, more expand programs, the gather layout's payload copied as one block by copy
-  programs of the expand kernel, which runs beside the push: ``ops.moe.op.EXPAND_OVERLAPS_PUSH``; fp8 rows kept with
-  ``ops.moe.op.FP8_OVERLAPS_PUSH``, on by default, at 4 warps: ``FP8_NARROW_PUSH``).
+  programs of the expand kernel, which runs beside the push: ``ops.moe.switches.EXPAND_OVERLAPS_PUSH``; fp8 rows kept
+  with ``ops.moe.switches.FP8_OVERLAPS_PUSH``, on by default, at 4 warps: ``FP8_NARROW_PUSH``).
 - **ours gather** (unless ``--skip-gather``): ``moe_dispatch(..., layout="gather")``, normal mode only, at every
   ``--tokens``, with its phases: the dispatch returns each received token once and ``handle.gather_rows`` (the
   expert GEMM reads through it: ``grouped_gemm(..., gather_rows=...)``), skipping the default's per-expert copy;
@@ -90,30 +90,30 @@ phases`` lines and kept as notes.
 ``--only-layer``: only the EP MoE layer's rows and its bar (results files written as usual).
 
 ``--only-dispatch`` (a minute or two): only ours' normal dispatch, bf16 and fp8, expanded and gather layouts (the
-default config: pipelined, and in the gather layout ``ops.moe.op.EXPAND_OVERLAPS_PUSH``'s expand beside the push at
-``EXPAND_WAVES``; its phases are route, push, expand = how long the expand ran after the push ended, sync), each also
+default config: pipelined, and in the gather layout ``ops.moe.switches.EXPAND_OVERLAPS_PUSH``'s expand beside the push
+at ``EXPAND_WAVES``; its phases are route, push, expand = how long the expand ran after the push ended, sync), each also
 with ``MoeConfig(pipelined=False)`` (``... unpipelined``; unless ``--skip-pipelined``, which leaves out the option rows
 below too), each checked once against the reference, then its device µs and phases at ``--tokens`` (default 1 and
 4096), the push all-gather and the two dispatch bars (gather at 75% of the all-gather's bandwidth; fp8 1.6x faster than
 bf16); RESULT lines only, no results files. Beside the gather rows, the default without the overlap: ``ours gather
 side-stream`` (neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``: this rank's own rows stored by a push launch
 on a side stream), ``ours gather own-in-push`` (``OWN_ROWS_IN_PUSH`` alone: by the push's one launch), and beside ``ours
-fp8 gather`` (fp8 rows kept: by default the expand beside the 4-warp push, ``ops.moe.op.FP8_OVERLAPS_PUSH`` and
+fp8 gather`` (fp8 rows kept: by default the expand beside the 4-warp push, ``ops.moe.switches.FP8_OVERLAPS_PUSH`` and
 ``FP8_NARROW_PUSH``) the fp8 push's options (``FP8_PUSH_ROWS``: ``... expand-after``, both off, the default before
-2026-11-27; ``... overlap wide``, the overlap at ``FP8_PUSH_WARPS``; ``... reciprocal``, ``ops.moe.op.FP8_RECIPROCAL``;
-``... prequantized``, ``ops.moe.op.FP8_PREQUANTIZE``; and their pairs), each with its speed against the default and its
-fp8 bar;
+2026-11-27; ``... overlap wide``, the overlap at ``FP8_PUSH_WARPS``; ``... reciprocal``,
+``ops.moe.switches.FP8_RECIPROCAL``; ``... prequantized``, ``ops.moe.switches.FP8_PREQUANTIZE``; and their pairs), each
+with its speed against the default and its fp8 bar;
 ``--expand-waves 8,16`` adds the default at those waves (``ours gather overlap N waves``,
-``ops.moe.op.set_expand_waves``). With ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times the
-gather dispatch (bf16 and fp8) with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of
+``ops.moe.switches.set_expand_waves``). With ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times
+the gather dispatch (bf16 and fp8) with ``MoeConfig(route_programs=R)``, ``MoeConfig(expand_block=B)`` and each pair of
 both (``option_configs``) beside the default, in the same run: their verification, totals, phases, speed against that
 default and bars.
 
 ``--only-combine`` (a minute): only ours' normal combine (the default config, the experts the identity: ``y`` =
-``recv_x``) at ``--tokens`` (default 128, 512, 1024, 2048 and 4096: the crossover of ``ops.moe.op.COMBINE_AUTO``),
-beside ``ours reduce-overlap`` (``ops.moe.op.REDUCE_OVERLAPS_PUSH``: the reduce kernel beside the push, on its wave
-flags, at ``COMBINE_WAVES`` and ``COMBINE_WAVE_MIN_SLOTS``), ``ours reduce-overlap own-partials`` (with
-``ops.moe.op.OWN_PARTIALS_IN_REDUCE``: the reduce sums this rank's own partials itself) and ``ours reduce-overlap
+``recv_x``) at ``--tokens`` (default 128, 512, 1024, 2048 and 4096: the crossover of ``ops.moe.switches.COMBINE_AUTO``),
+beside ``ours reduce-overlap`` (``ops.moe.switches.REDUCE_OVERLAPS_PUSH``: the reduce kernel beside the push, on its
+wave flags, at ``COMBINE_WAVES`` and ``COMBINE_WAVE_MIN_SLOTS``), ``ours reduce-overlap own-partials`` (with
+``ops.moe.switches.OWN_PARTIALS_IN_REDUCE``: the reduce sums this rank's own partials itself) and ``ours reduce-overlap
 own-partials all-waves`` (that with ``COMBINE_WAVE_MIN_SLOTS`` 0: every pair all its waves, as before it;
 ``--combine-waves 4,16`` adds the first two at those waves), each checked once against the reference at
 ``--ll-tokens`` per rank and at every size against the identity expert's closed form, then its device µs (the
@@ -180,27 +180,27 @@ GATHER = "ours gather"
 """The path label of ``moe_dispatch(..., layout="gather")``'s rows (normal mode: each received token once, no
 per-expert copy; ``handle.gather_rows`` for the expert GEMM)."""
 OWN_IN_PUSH = "own-in-push"
-"""``--only-dispatch``: the suffix of the gather row with ``ops.moe.op.OWN_ROWS_IN_PUSH`` on and
+"""``--only-dispatch``: the suffix of the gather row with ``ops.moe.switches.OWN_ROWS_IN_PUSH`` on and
 ``EXPAND_OVERLAPS_PUSH`` off (this rank's own tokens' rows stored into ``recv_x`` by the push's one launch, not by a
 second launch on a side stream, and the expand after the push), and the key of its options that says so
 (``dispatch_with``)."""
 OVERLAP = "overlap"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` for its calls (the
-default: on; an int: on at that many waves; ``dispatch_with``), and the suffix of the gather rows at other waves and of
-the fp8 gather rows with ``FP8_OVERLAP`` at 16 warps (``WIDE``)."""
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.EXPAND_OVERLAPS_PUSH`` for its calls
+(the default: on; an int: on at that many waves; ``dispatch_with``), and the suffix of the gather rows at other waves
+and of the fp8 gather rows with ``FP8_OVERLAP`` at 16 warps (``WIDE``)."""
 FP8_OVERLAP = "fp8-overlap"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_OVERLAPS_PUSH`` for its calls (on by
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_OVERLAPS_PUSH`` for its calls (on by
 default: fp8 rows kept join the expand beside the push; off: the expand after the push; ``dispatch_with``)."""
 FP8_RECIPROCAL = "fp8-reciprocal"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_RECIPROCAL`` for its calls (an option,
-off by default: the fp8 push multiplies each value by 448 / amax, one division per group; ``dispatch_with``)."""
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_RECIPROCAL`` for its calls (an
+option, off by default: the fp8 push multiplies each value by 448 / amax, one division per group; ``dispatch_with``)."""
 FP8_NARROW = "fp8-narrow"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_NARROW_PUSH`` for its calls (on by
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_NARROW_PUSH`` for its calls (on by
 default: the fp8 push at 4 warps, so two of its programs per SM fit beside the expand; off: ``FP8_PUSH_WARPS``;
 ``dispatch_with``)."""
 FP8_PREQUANTIZE = "fp8-prequantize"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.op.FP8_PREQUANTIZE`` for its calls (an option,
-off by default: the rows quantized by a kernel of their own beside the route kernels; ``dispatch_with``)."""
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_PREQUANTIZE`` for its calls (an
+option, off by default: the rows quantized by a kernel of their own beside the route kernels; ``dispatch_with``)."""
 EXPAND_AFTER = "expand-after"
 """``--only-dispatch``: the suffix of the fp8 gather rows with ``FP8_OVERLAPS_PUSH`` and ``FP8_NARROW_PUSH`` off (the
 expand after the 16-warp push: fp8's default before 2026-11-27)."""
@@ -234,16 +234,16 @@ combine_spread=True)``, ``OURS``): ``MoeConfig(combine_partials="fp32")``, and w
 defaults before the 2 x H200 run of 2026-11-27)."""
 COMBINE_PATHS = (COMBINE_FP32, COMBINE_FP32_NO_SPREAD)
 REDUCE_OVERLAP = f"{OURS} reduce-overlap"
-"""``--only-combine``: the path label of the combine with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` on (the reduce kernel
-beside the push, on its wave flags), timed beside the default's (off)."""
+"""``--only-combine``: the path label of the combine with ``ops.moe.switches.REDUCE_OVERLAPS_PUSH`` on (the reduce
+kernel beside the push, on its wave flags), timed beside the default's (off)."""
 OWN_PARTIALS = "own-partials"
-"""``--only-combine``: the suffix of the reduce-overlap rows with ``ops.moe.op.OWN_PARTIALS_IN_REDUCE`` on too (the
-reduce sums this rank's own tokens' partials itself; the push stores only the other ranks')."""
+"""``--only-combine``: the suffix of the reduce-overlap rows with ``ops.moe.switches.OWN_PARTIALS_IN_REDUCE`` on too
+(the reduce sums this rank's own tokens' partials itself; the push stores only the other ranks')."""
 ALL_WAVES = "all-waves"
-"""``--only-combine``: the suffix of the own-partials row with ``ops.moe.op.COMBINE_WAVE_MIN_SLOTS`` 0 (every (home,
-holder) pair ``COMBINE_WAVES`` waves, however few its slots)."""
+"""``--only-combine``: the suffix of the own-partials row with ``ops.moe.switches.COMBINE_WAVE_MIN_SLOTS`` 0 (every
+(home, holder) pair ``COMBINE_WAVES`` waves, however few its slots)."""
 COMBINE_TOKENS = (128, 512, 1024, 2048, 4096)
-"""``--only-combine``'s default ``--tokens``: the sizes ``ops.moe.op.COMBINE_AUTO_MIN_SLOTS`` is set from."""
+"""``--only-combine``'s default ``--tokens``: the sizes ``ops.moe.switches.COMBINE_AUTO_MIN_SLOTS`` is set from."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
 LAYER_NCCL = "layer: NCCL dispatcher + same GEMM"
 """The path labels of the EP MoE layer's rows (mode ``"layer"``): ``ExpertParallelMoE`` with the default layout,
@@ -316,14 +316,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         f"--tokens (default {','.join(map(str, QUICK_TOKENS))}), and the push all-gather; no "
                         "results files")  # fmt: skip
     parser.add_argument("--only-combine", action="store_true",
-                        help="only ours' normal combine, the default and with ops.moe.op.REDUCE_OVERLAPS_PUSH: totals "
-                        f"and phases at --tokens (default {','.join(map(str, COMBINE_TOKENS))}), and the push "
-                        "all-gather; no results files")  # fmt: skip
+                        help="only ours' normal combine, the default and with "
+                        "ops.moe.switches.REDUCE_OVERLAPS_PUSH: totals and phases at --tokens (default "
+                        f"{','.join(map(str, COMBINE_TOKENS))}), and the push all-gather; no results "
+                        "files")  # fmt: skip
     parser.add_argument(
         "--combine-waves",
         type=_positive_ints,
         default=[],
-        help="--only-combine: also time the reduce-overlap row with ops.moe.op.set_combine_waves(N) for each N",
+        help="--only-combine: also time the reduce-overlap row with ops.moe.switches.set_combine_waves(N) for each N",
     )
     parser.add_argument("--only-layer", action="store_true",
                         help="only the EP MoE layer rows (and their bar); writes the results files")  # fmt: skip
@@ -340,7 +341,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--expand-waves",
         type=_positive_ints,
         default=[],
-        help="--only-dispatch: also time the overlap row with ops.moe.op.set_expand_waves(N) for each N",
+        help="--only-dispatch: also time the overlap row with ops.moe.switches.set_expand_waves(N) for each N",
     )
     args = parser.parse_args(argv)
     if (args.route_programs or args.expand_block or args.expand_waves) and not args.only_dispatch:
@@ -389,13 +390,13 @@ def option_configs(route_programs: Sequence[int], expand_blocks: Sequence[int]) 
 
 def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: int, options: dict[str, Any]) -> Any:
     """``triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)``; an ``OWN_IN_PUSH`` key in ``options`` is not
-    passed on but sets ``ops.moe.op.OWN_ROWS_IN_PUSH`` for the call, an ``OVERLAP`` key likewise
-    ``ops.moe.op.EXPAND_OVERLAPS_PUSH`` (an int: that many waves, ``set_expand_waves``), an ``FP8_OVERLAP`` key
-    ``ops.moe.op.FP8_OVERLAPS_PUSH``, ``FP8_RECIPROCAL``, ``FP8_NARROW`` and ``FP8_PREQUANTIZE`` keys
-    ``ops.moe.op.FP8_RECIPROCAL``, ``FP8_NARROW_PUSH`` and ``FP8_PREQUANTIZE`` (all restored after; an absent key
+    passed on but sets ``ops.moe.switches.OWN_ROWS_IN_PUSH`` for the call, an ``OVERLAP`` key likewise
+    ``ops.moe.switches.EXPAND_OVERLAPS_PUSH`` (an int: that many waves, ``set_expand_waves``), an ``FP8_OVERLAP`` key
+    ``ops.moe.switches.FP8_OVERLAPS_PUSH``, ``FP8_RECIPROCAL``, ``FP8_NARROW`` and ``FP8_PREQUANTIZE`` keys
+    ``ops.moe.switches.FP8_RECIPROCAL``, ``FP8_NARROW_PUSH`` and ``FP8_PREQUANTIZE`` (all restored after; an absent key
     leaves its setting as it is)."""
     import triton_dist
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import switches
 
     options = dict(options)
     own = options.pop(OWN_IN_PUSH, None)
@@ -406,47 +407,47 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
     prequantize = options.pop(FP8_PREQUANTIZE, None)
     if all(key is None for key in (own, overlap, fp8_overlap, reciprocal, narrow, prequantize)):
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
-    previous = moe_op.set_own_rows_in_push(moe_op.OWN_ROWS_IN_PUSH if own is None else bool(own))
-    overlapped = moe_op.set_expand_overlaps_push(moe_op.EXPAND_OVERLAPS_PUSH if overlap is None else bool(overlap))
-    fp8_overlapped = moe_op.set_fp8_overlaps_push(
-        moe_op.FP8_OVERLAPS_PUSH if fp8_overlap is None else bool(fp8_overlap)
+    previous = switches.set_own_rows_in_push(switches.OWN_ROWS_IN_PUSH if own is None else bool(own))
+    overlapped = switches.set_expand_overlaps_push(switches.EXPAND_OVERLAPS_PUSH if overlap is None else bool(overlap))
+    fp8_overlapped = switches.set_fp8_overlaps_push(
+        switches.FP8_OVERLAPS_PUSH if fp8_overlap is None else bool(fp8_overlap)
     )
-    reciprocated = moe_op.set_fp8_reciprocal(moe_op.FP8_RECIPROCAL if reciprocal is None else bool(reciprocal))
-    narrowed = moe_op.set_fp8_narrow_push(moe_op.FP8_NARROW_PUSH if narrow is None else bool(narrow))
-    prequantized = moe_op.set_fp8_prequantize(moe_op.FP8_PREQUANTIZE if prequantize is None else bool(prequantize))
-    waves = moe_op.EXPAND_WAVES
+    reciprocated = switches.set_fp8_reciprocal(switches.FP8_RECIPROCAL if reciprocal is None else bool(reciprocal))
+    narrowed = switches.set_fp8_narrow_push(switches.FP8_NARROW_PUSH if narrow is None else bool(narrow))
+    prequantized = switches.set_fp8_prequantize(switches.FP8_PREQUANTIZE if prequantize is None else bool(prequantize))
+    waves = switches.EXPAND_WAVES
     try:
         if type(overlap) is int:
-            moe_op.set_expand_waves(overlap)
+            switches.set_expand_waves(overlap)
         return triton_dist.ops.moe_dispatch(x, idx, w, experts, **options)
     finally:
-        moe_op.set_own_rows_in_push(previous)
-        moe_op.set_expand_overlaps_push(overlapped)
-        moe_op.set_fp8_overlaps_push(fp8_overlapped)
-        moe_op.set_fp8_reciprocal(reciprocated)
-        moe_op.set_fp8_narrow_push(narrowed)
-        moe_op.set_fp8_prequantize(prequantized)
-        moe_op.set_expand_waves(waves)
+        switches.set_own_rows_in_push(previous)
+        switches.set_expand_overlaps_push(overlapped)
+        switches.set_fp8_overlaps_push(fp8_overlapped)
+        switches.set_fp8_reciprocal(reciprocated)
+        switches.set_fp8_narrow_push(narrowed)
+        switches.set_fp8_prequantize(prequantized)
+        switches.set_expand_waves(waves)
 
 
 def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, int]) -> torch.Tensor:
-    """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]``,
+    """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.switches.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]``,
     ``COMBINE_WAVES`` to ``setting[1]``, ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]`` and ``COMBINE_WAVE_MIN_SLOTS`` to
     ``setting[3]`` for the call (all restored after, also if it raises)."""
     import triton_dist
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import switches
 
-    overlap = moe_op.set_reduce_overlaps_push(setting[0])
-    waves = moe_op.set_combine_waves(setting[1])
-    own = moe_op.set_own_partials_in_reduce(setting[2])
-    least = moe_op.set_combine_wave_min_slots(setting[3])
+    overlap = switches.set_reduce_overlaps_push(setting[0])
+    waves = switches.set_combine_waves(setting[1])
+    own = switches.set_own_partials_in_reduce(setting[2])
+    least = switches.set_combine_wave_min_slots(setting[3])
     try:
         return triton_dist.ops.moe_combine(y, handle)
     finally:
-        moe_op.set_reduce_overlaps_push(overlap)
-        moe_op.set_combine_waves(waves)
-        moe_op.set_own_partials_in_reduce(own)
-        moe_op.set_combine_wave_min_slots(least)
+        switches.set_reduce_overlaps_push(overlap)
+        switches.set_combine_waves(waves)
+        switches.set_own_partials_in_reduce(own)
+        switches.set_combine_wave_min_slots(least)
 
 
 def make_inputs(
@@ -1436,8 +1437,8 @@ class Bench:
                 "False)) in normal mode, the path before the pipelined default (the push after the host's wait for "
                 "the summary, read by a copy and a stream synchronization; the expand after the push), with its "
                 "phases. Ours (the default) pushes before that wait, polls the summary in pinned host memory, and in "
-                "the gather layout runs the expand kernel beside the push (ops.moe.op.EXPAND_OVERLAPS_PUSH; fp8 rows "
-                "kept too, ops.moe.op.FP8_OVERLAPS_PUSH, their push at 4 warps: FP8_NARROW_PUSH)."
+                "the gather layout runs the expand kernel beside the push (ops.moe.switches.EXPAND_OVERLAPS_PUSH; "
+                "fp8 rows kept too, ops.moe.switches.FP8_OVERLAPS_PUSH, their push at 4 warps: FP8_NARROW_PUSH)."
             )
         self.nccl = A2ADispatcher(
             TorchComm(), args.experts, args.hidden, args.topk,
@@ -1759,8 +1760,8 @@ class Bench:
         second call of a plan on (one node), or after it; ``sync``: what the host's wait for the summary adds;
         ``alloc``: what the host's allocations add; ``own`` (the pipelined gather layout): what waiting for this
         rank's own tokens' push from the side stream adds; ``expand``: the expand kernel (pipelined, the default,
-        in the gather layout the payload's block copy too; beside the push, ``ops.moe.op.EXPAND_OVERLAPS_PUSH``, how
-        long it ran after the push ended).
+        in the gather layout the payload's block copy too; beside the push, ``ops.moe.switches.EXPAND_OVERLAPS_PUSH``,
+        how long it ran after the push ended).
 
         A second RESULT line gives the host's side: when the host reached each point after ``sync`` (the summary
         landed, about when the push starts on the GPU), in µs after it (median, max over ranks). A point the host
@@ -2002,9 +2003,10 @@ class Bench:
         }
         variants = dict(plain)
         # Beside each default row, its path before the pipelined default; beside the gather layout's, the default
-        # without op.EXPAND_OVERLAPS_PUSH (the same plan: the own rows from a side stream, or with op.OWN_ROWS_IN_PUSH
-        # from the push's one launch) and at --expand-waves; beside fp8's (the expand beside the 4-warp push), the fp8
-        # push's options (FP8_PUSH_ROWS: among them the expand after the push, fp8's default before 2026-11-27).
+        # without switches.EXPAND_OVERLAPS_PUSH (the same plan: the own rows from a side stream, or with
+        # switches.OWN_ROWS_IN_PUSH from the push's one launch) and at --expand-waves; beside fp8's (the expand beside
+        # the 4-warp push), the fp8 push's options (FP8_PUSH_ROWS: among them the expand after the push, fp8's default
+        # before 2026-11-27).
         compared = {f"{label} unpipelined": label for label in plain}
         if not a.skip_pipelined:
             for label, options in plain.items():
@@ -2098,8 +2100,8 @@ class Bench:
     # - --only-combine -
 
     def only_combine(self) -> None:
-        """``--only-combine``: ours' normal combine with the default config, ``ops.moe.op.REDUCE_OVERLAPS_PUSH`` off
-        (``ours``) and on (``ours reduce-overlap``, at ``COMBINE_WAVES`` and at each ``--combine-waves``, each also
+        """``--only-combine``: ours' normal combine with the default config, ``ops.moe.switches.REDUCE_OVERLAPS_PUSH``
+        off (``ours``) and on (``ours reduce-overlap``, at ``COMBINE_WAVES`` and at each ``--combine-waves``, each also
         with ``OWN_PARTIALS_IN_REDUCE``), each
         checked once against the reference at ``--ll-tokens`` per rank (as ``verify``) and at every ``--tokens``
         against the identity expert's closed form, then its device µs (``device_us``, a fresh dispatch before each
@@ -2107,14 +2109,14 @@ class Bench:
         most 4096 (75% of the all-gather's per-rank bandwidth) and each option's speed against the default. RESULT
         lines only (no results files)."""
         import triton_dist
-        from triton_dist.ops.moe import op as moe_op
+        from triton_dist.ops.moe import switches
 
         a = self.args
-        least = moe_op.COMBINE_WAVE_MIN_SLOTS
-        settings: dict[str, tuple[bool, int, bool, int]] = {OURS: (False, moe_op.COMBINE_WAVES, False, least)}
-        settings[REDUCE_OVERLAP] = (True, moe_op.COMBINE_WAVES, False, least)
-        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, moe_op.COMBINE_WAVES, True, least)
-        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {ALL_WAVES}"] = (True, moe_op.COMBINE_WAVES, True, 0)
+        least = switches.COMBINE_WAVE_MIN_SLOTS
+        settings: dict[str, tuple[bool, int, bool, int]] = {OURS: (False, switches.COMBINE_WAVES, False, least)}
+        settings[REDUCE_OVERLAP] = (True, switches.COMBINE_WAVES, False, least)
+        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, switches.COMBINE_WAVES, True, least)
+        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {ALL_WAVES}"] = (True, switches.COMBINE_WAVES, True, 0)
         for waves in a.combine_waves:
             settings[f"{REDUCE_OVERLAP} {waves} waves"] = (True, waves, False, least)
             settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {waves} waves"] = (True, waves, True, least)
@@ -2143,8 +2145,8 @@ class Bench:
             sizes[tokens] = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
             holders = (idx.long() // (a.experts // self.size)).clamp(min=0)  # the rank of each (token, k)'s expert
             held = sum(int(((holders == d) & (idx >= 0)).any(dim=1).sum()) for d in range(self.size))
-            log0(f"RESULT combine slots T={tokens}: rank 0's partials need {held} (op.COMBINE_AUTO decides on the "
-                 f"busiest rank's; op.COMBINE_AUTO_MIN_SLOTS {moe_op.COMBINE_AUTO_MIN_SLOTS})")  # fmt: skip
+            log0(f"RESULT combine slots T={tokens}: rank 0's partials need {held} (switches.COMBINE_AUTO decides on "
+                 f"the busiest rank's; switches.COMBINE_AUTO_MIN_SLOTS {switches.COMBINE_AUTO_MIN_SLOTS})")  # fmt: skip
 
             def dispatch(inputs: tuple[torch.Tensor, ...] = (x, idx, w)) -> None:
                 state["d"] = triton_dist.ops.moe_dispatch(*inputs, a.experts)
@@ -2183,8 +2185,8 @@ class Bench:
         that keeps the GPU behind the host and a device barrier (as ``device_us``); per interval, named by the point it
         ends at, the median, max over ranks, and ``total``; printed as a RESULT line. ``push``: the push kernel (each
         received token's partial into its home's buffer, over the links or locally); ``reduce``: the reduce kernel
-        after it, its wait for every rank's push included (``ops.moe.op.REDUCE_OVERLAPS_PUSH``: how long the reduce,
-        launched beside the push, ran after the push ended)."""
+        after it, its wait for every rank's push included (``ops.moe.switches.REDUCE_OVERLAPS_PUSH``: how long the
+        reduce, launched beside the push, ran after the push ended)."""
         from triton_dist.ops.moe import op as moe_op
         from triton_dist.runtime.world.host_lead import lead_host
         from triton_dist.testing import max_over_ranks

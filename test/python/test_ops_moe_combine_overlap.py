@@ -1,5 +1,5 @@
-"""``ops.moe.op.REDUCE_OVERLAPS_PUSH`` on CPU ranks: the normal-mode combine whose push sets a flag per wave and whose
-reduce waits, per token, for the waves its partials are in (``kernels._combine_push_kernel`` /
+"""``ops.moe.switches.REDUCE_OVERLAPS_PUSH`` on CPU ranks: the normal-mode combine whose push sets a flag per wave and
+whose reduce waits, per token, for the waves its partials are in (``kernels._combine_push_kernel`` /
 ``_combine_reduce_kernel`` with ``WAVES``), under the emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, gloo)
 at 2 ranks, against the torch reference, every output allocated poisoned (``test_ops_moe_emulation``'s cases and
 checks: dispatch exactly, combine the reference's bits).
@@ -7,13 +7,13 @@ checks: dispatch exactly, combine the reference's bits).
 Cases (``OVERLAP_CASES``, one run of ranks: each start costs about 10 s here): every token to the last rank (only it
 pushes partials, and each home waits for its waves alone), T = 0 on rank 1 (a home that waits for nothing, whose
 push has no slot of its own) with fp32 partials and without ``combine_spread`` (the reduce's loop over ranks) at 3
-waves, k = 8 with bf16 partials, and 16 waves (``op.set_combine_waves``) on 19, 13 and 7 tokens (most waves of a home
-hold one slot or none); then three of them with ``op.OWN_PARTIALS_IN_REDUCE`` (the reduce sums its own tokens'
-partials itself, the push stores only the others'). Those run at ``op.COMBINE_WAVE_MIN_SLOTS`` 0 (every pair all
-its waves); two more at 1 and 4 (each (home, holder) pair its own waves, fewer than the call's: 16 waves on 7 to 19
-tokens, 8 on k = 8's few). Then ``op.COMBINE_AUTO`` with the options themselves off, on "one_rank" (5 and 9 tokens:
-a choice on each rank's own combine slots would differ at 7) at a threshold of 7, below the busiest rank's 9 slots
-(the pair on both ranks), and of 10, above them (the default on both). Two cases run on a plan of three programs a
+waves, k = 8 with bf16 partials, and 16 waves (``switches.set_combine_waves``) on 19, 13 and 7 tokens (most waves of a
+home hold one slot or none); then three of them with ``switches.OWN_PARTIALS_IN_REDUCE`` (the reduce sums its own
+tokens' partials itself, the push stores only the others'). Those run at ``switches.COMBINE_WAVE_MIN_SLOTS`` 0 (every
+pair all its waves); two more at 1 and 4 (each (home, holder) pair its own waves, fewer than the call's: 16 waves on 7
+to 19 tokens, 8 on k = 8's few). Then ``switches.COMBINE_AUTO`` with the options themselves off, on "one_rank" (5 and 9
+tokens: a choice on each rank's own combine slots would differ at 7) at a threshold of 7, below the busiest rank's 9
+slots (the pair on both ranks), and of 10, above them (the default on both). Two cases run on a plan of three programs a
 kernel (``ROTATION_CASES``: the push's waves dealt round the programs). Each combine is checked to have launched both
 kernels with its waves, own and wave-minimum setting (a spy on ``op._launch``), so a combine that ignored the options
 fails.
@@ -42,9 +42,9 @@ OVERLAP_CASES: tuple[tuple[str, str, Any, int, bool, int], ...] = (
     ("least1/waves16", "variants", SPREAD, 16, True, 1),
     ("least4/k8/input", "k8", INPUT, 8, False, 4),
 )
-"""(label, ``test_ops_moe_emulation`` case, config, waves, ``op.OWN_PARTIALS_IN_REDUCE``,
-``op.COMBINE_WAVE_MIN_SLOTS``), in this order on the default dispatch's plans (bf16 partials on k = 8 only, where every
-token has rows on every rank: ``_case`` checks that they differ)."""
+"""(label, ``test_ops_moe_emulation`` case, config, waves, ``switches.OWN_PARTIALS_IN_REDUCE``,
+``switches.COMBINE_WAVE_MIN_SLOTS``), in this order on the default dispatch's plans (bf16 partials on k = 8 only, where
+every token has rows on every rank: ``_case`` checks that they differ)."""
 THREE = MoeConfig(combine_partials="fp32", combine_spread=True, expand_block=4)
 """``ROTATION_CASES``' config: a plan of its own (``expand_block``), made with three programs a kernel."""
 ROTATION_CASES: tuple[tuple[str, str, Any, int, bool, int], ...] = (
@@ -57,19 +57,20 @@ AUTO_CASES: tuple[tuple[str, int, tuple[int, bool, int]], ...] = (
     ("auto/below", 7, (8, True, 256)),
     ("auto/above", 10, (0, False, 0)),
 )
-"""(label, ``op.COMBINE_AUTO_MIN_SLOTS``, the launches' (waves, own, wave minimum) expected on every rank) on
+"""(label, ``switches.COMBINE_AUTO_MIN_SLOTS``, the launches' (waves, own, wave minimum) expected on every rank) on
 "one_rank" at 2 ranks (5 + 9 tokens, every one held by rank 1: rank 0's partials need 5 combine slots, rank 1's 9,
 the busiest rank's, which both ranks decide on; a choice on a rank's own 5 or 9 would differ at 7), with
-``op.COMBINE_AUTO`` on and ``op.REDUCE_OVERLAPS_PUSH`` / ``OWN_PARTIALS_IN_REDUCE`` off, 8 waves and the wave minimum
-at 256."""
+``switches.COMBINE_AUTO`` on and ``switches.REDUCE_OVERLAPS_PUSH`` / ``OWN_PARTIALS_IN_REDUCE`` off, 8 waves and the
+wave minimum at 256."""
 
 
 def _worker() -> dict[str, list[str]]:
-    """Every ``OVERLAP_CASES`` entry with ``op.REDUCE_OVERLAPS_PUSH`` on: what this rank's dispatch and combine got
-    that the reference did not, and whether both combine kernels were launched with the case's waves."""
+    """Every ``OVERLAP_CASES`` entry with ``switches.REDUCE_OVERLAPS_PUSH`` on: what this rank's dispatch and combine
+    got that the reference did not, and whether both combine kernels were launched with the case's waves."""
     import test_ops_moe_emulation as emulation
 
     from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import switches
 
     record: dict[str, list[str]] = {}
     launched: list[tuple[str, int, bool, int]] = []
@@ -82,17 +83,17 @@ def _worker() -> dict[str, list[str]]:
         launch(plan, name, *args, **kwargs)
 
     moe_op._launch = spy  # type: ignore[assignment]
-    previous = moe_op.set_reduce_overlaps_push(True)
-    waves_before, own_before = moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE
-    least_before, auto_before = moe_op.COMBINE_WAVE_MIN_SLOTS, moe_op.COMBINE_AUTO
-    threshold_before = moe_op.COMBINE_AUTO_MIN_SLOTS
+    previous = switches.set_reduce_overlaps_push(True)
+    waves_before, own_before = switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE
+    least_before, auto_before = switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO
+    threshold_before = switches.COMBINE_AUTO_MIN_SLOTS
     try:
         cases = [(case, 1) for case in OVERLAP_CASES] + [(case, 3) for case in ROTATION_CASES]
         for number, ((label, name, config, waves, own, least), programs) in enumerate(cases):
             moe_op.EMULATED_PROGRAMS = programs
-            moe_op.set_combine_waves(waves)
-            moe_op.set_own_partials_in_reduce(own)
-            moe_op.set_combine_wave_min_slots(least)
+            switches.set_combine_waves(waves)
+            switches.set_own_partials_in_reduce(own)
+            switches.set_combine_wave_min_slots(least)
             launched.clear()
             with emulation._PoisonedEmpty():
                 problems = emulation._case(rank_of(), size_of(), name, 100 + number, "normal", config)
@@ -100,14 +101,14 @@ def _worker() -> dict[str, list[str]]:
             if launched != expected:
                 problems.append(f"combine launches {launched}, not {expected}")
             record[f"{label}#{number}"] = problems
-        moe_op.set_reduce_overlaps_push(False)
-        moe_op.set_own_partials_in_reduce(False)
-        moe_op.set_combine_waves(8)
-        moe_op.set_combine_wave_min_slots(256)
-        moe_op.set_combine_auto(True)
+        switches.set_reduce_overlaps_push(False)
+        switches.set_own_partials_in_reduce(False)
+        switches.set_combine_waves(8)
+        switches.set_combine_wave_min_slots(256)
+        switches.set_combine_auto(True)
         moe_op.EMULATED_PROGRAMS = 1
         for number, (label, threshold, (waves, own, least)) in enumerate(AUTO_CASES, start=len(cases)):
-            moe_op.set_combine_auto_min_slots(threshold)
+            switches.set_combine_auto_min_slots(threshold)
             launched.clear()
             with emulation._PoisonedEmpty():
                 problems = emulation._case(rank_of(), size_of(), "one_rank", 100 + number, "normal", SPREAD)
@@ -117,12 +118,12 @@ def _worker() -> dict[str, list[str]]:
             record[f"{label}#{number}"] = problems
     finally:
         moe_op.EMULATED_PROGRAMS = 1
-        moe_op.set_reduce_overlaps_push(previous)
-        moe_op.set_combine_waves(waves_before)
-        moe_op.set_own_partials_in_reduce(own_before)
-        moe_op.set_combine_wave_min_slots(least_before)
-        moe_op.set_combine_auto(auto_before)
-        moe_op.set_combine_auto_min_slots(threshold_before)
+        switches.set_reduce_overlaps_push(previous)
+        switches.set_combine_waves(waves_before)
+        switches.set_own_partials_in_reduce(own_before)
+        switches.set_combine_wave_min_slots(least_before)
+        switches.set_combine_auto(auto_before)
+        switches.set_combine_auto_min_slots(threshold_before)
         moe_op._launch = launch  # type: ignore[assignment]
     return record
 
@@ -154,36 +155,35 @@ def test_the_reduce_beside_the_push_matches_the_reference() -> None:
 
 def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
     """Off by default; its setters check their values and return the previous setting."""
-    from triton_dist.ops.moe import MoeError
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import MoeError, switches
 
-    assert moe_op.REDUCE_OVERLAPS_PUSH is False and moe_op.COMBINE_WAVES == 8
+    assert switches.REDUCE_OVERLAPS_PUSH is False and switches.COMBINE_WAVES == 8
     with pytest.raises(MoeError, match="set_reduce_overlaps_push: on must be True or False, got 1"):
-        moe_op.set_reduce_overlaps_push(1)  # type: ignore[arg-type]
-    assert moe_op.set_reduce_overlaps_push(True) is False
-    assert moe_op.set_reduce_overlaps_push(False) is True
-    for bad in (0, moe_op.MAX_COMBINE_WAVES + 1, 2.0):
+        switches.set_reduce_overlaps_push(1)  # type: ignore[arg-type]
+    assert switches.set_reduce_overlaps_push(True) is False
+    assert switches.set_reduce_overlaps_push(False) is True
+    for bad in (0, switches.MAX_COMBINE_WAVES + 1, 2.0):
         with pytest.raises(MoeError, match=r"set_combine_waves: waves must be an int in \[1, 16\], got"):
-            moe_op.set_combine_waves(bad)  # type: ignore[arg-type]
-    assert moe_op.set_combine_waves(3) == 8 and moe_op.set_combine_waves(8) == 3
-    assert moe_op.OWN_PARTIALS_IN_REDUCE is False
+            switches.set_combine_waves(bad)  # type: ignore[arg-type]
+    assert switches.set_combine_waves(3) == 8 and switches.set_combine_waves(8) == 3
+    assert switches.OWN_PARTIALS_IN_REDUCE is False
     with pytest.raises(MoeError, match="set_own_partials_in_reduce: on must be True or False, got None"):
-        moe_op.set_own_partials_in_reduce(None)  # type: ignore[arg-type]
-    assert moe_op.COMBINE_AUTO is False and moe_op.COMBINE_WAVE_MIN_SLOTS == 256
+        switches.set_own_partials_in_reduce(None)  # type: ignore[arg-type]
+    assert switches.COMBINE_AUTO is False and switches.COMBINE_WAVE_MIN_SLOTS == 256
     with pytest.raises(MoeError, match="set_combine_auto: on must be True or False, got 1"):
-        moe_op.set_combine_auto(1)  # type: ignore[arg-type]
-    for setter in (moe_op.set_combine_wave_min_slots, moe_op.set_combine_auto_min_slots):
+        switches.set_combine_auto(1)  # type: ignore[arg-type]
+    for setter in (switches.set_combine_wave_min_slots, switches.set_combine_auto_min_slots):
         for bad in (-1, 2.0, True):
             with pytest.raises(MoeError, match=f"{setter.__name__}: slots must be an int >= 0, got"):
                 setter(bad)  # type: ignore[arg-type]
-    assert moe_op.set_combine_wave_min_slots(0) == 256 and moe_op.set_combine_wave_min_slots(256) == 0
-    threshold = moe_op.COMBINE_AUTO_MIN_SLOTS
-    assert moe_op.set_combine_auto_min_slots(5) == threshold and moe_op.set_combine_auto_min_slots(threshold) == 5
+    assert switches.set_combine_wave_min_slots(0) == 256 and switches.set_combine_wave_min_slots(256) == 0
+    threshold = switches.COMBINE_AUTO_MIN_SLOTS
+    assert switches.set_combine_auto_min_slots(5) == threshold and switches.set_combine_auto_min_slots(threshold) == 5
 
 
 def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bench/moe.py --only-combine``: its own default sizes (128 to 4096, the auto choice's crossover),
-    ``--combine-waves`` only with it, and each row's setting of ``op.REDUCE_OVERLAPS_PUSH`` / ``COMBINE_WAVES`` /
+    ``--combine-waves`` only with it, and each row's setting of ``switches.REDUCE_OVERLAPS_PUSH`` / ``COMBINE_WAVES`` /
     ``OWN_PARTIALS_IN_REDUCE`` / ``COMBINE_WAVE_MIN_SLOTS`` for its call only (restored after, also if the combine
     raises)."""
     import importlib.util
@@ -191,8 +191,7 @@ def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pyt
     from pathlib import Path
 
     import triton_dist.ops
-    from triton_dist.ops.moe import MoeError
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import MoeError, switches
 
     spec = importlib.util.spec_from_file_location("bench_moe_combine", Path(__file__).parents[2] / "bench" / "moe.py")
     assert spec is not None and spec.loader is not None
@@ -209,8 +208,8 @@ def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pyt
     seen: list[tuple[bool, int, bool, int]] = []
 
     def fake(y: Any, handle: Any) -> str:
-        options = (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE)
-        seen.append((*options, moe_op.COMBINE_WAVE_MIN_SLOTS))
+        options = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
+        seen.append((*options, switches.COMBINE_WAVE_MIN_SLOTS))
         if handle == "bad":
             raise MoeError("refused")
         return "combined"
@@ -221,5 +220,5 @@ def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pyt
         bench.combine_with("y", "bad", (True, 16, False, 7))
     assert bench.combine_with("y", "handle", (False, 8, False, 256)) == "combined"
     assert seen == [(True, 4, True, 0), (True, 16, False, 7), (False, 8, False, 256)]
-    options = (moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE)
-    assert (*options, moe_op.COMBINE_WAVE_MIN_SLOTS) == (False, 8, False, 256)
+    options = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
+    assert (*options, switches.COMBINE_WAVE_MIN_SLOTS) == (False, 8, False, 256)

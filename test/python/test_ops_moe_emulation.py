@@ -12,13 +12,13 @@ its buffers; the first case again (the epochs and buffer halves moved on); an ex
 at 2 ranks, fp8 payloads (``_fp8``: H = 160, a full and a short scale group; normal mode keeping fp8 and scales,
 low-latency mode dequantizing), a low-latency expert over its capacity (``_overflow``), ``MoeConfig(pipelined=False)``
 (``PIPELINED_CASES`` in both layouts: the path before the pipelined default), the pipelined default's early push when
-the buffers must grow (``EARLY_CASES``) and its gather layout without ``op.EXPAND_OVERLAPS_PUSH`` (the own rows from a
-side stream: ``SIDE_CASES``), ``MoeConfig(whole_row=False)``'s chunked kernels (``CHUNKED_CASES`` in both modes,
+the buffers must grow (``EARLY_CASES``) and its gather layout without ``switches.EXPAND_OVERLAPS_PUSH`` (the own rows
+from a side stream: ``SIDE_CASES``), ``MoeConfig(whole_row=False)``'s chunked kernels (``CHUNKED_CASES`` in both modes,
 then fp8 both ways: the same bits as the default's whole rows), and ``MoeConfig(programs_per_sm=2)`` through dispatch
-and combine once. The default (``MoeConfig(pipelined=True)``, and ``op.EXPAND_OVERLAPS_PUSH`` in the gather layout)
-runs ``CASES``; the options' own cases: ``_variants``, ``_own_rows_in_push``, ``_overlap`` (with fp8 rows kept under
-``op.FP8_OVERLAPS_PUSH``, on by default, and once with it and ``op.FP8_NARROW_PUSH`` off: the expand after the push,
-fp8's default before 2026-11-27). Normal mode's
+and combine once. The default (``MoeConfig(pipelined=True)``, and ``switches.EXPAND_OVERLAPS_PUSH`` in the gather
+layout) runs ``CASES``; the options' own cases: ``_variants``, ``_own_rows_in_push``, ``_overlap`` (with fp8 rows kept
+under ``switches.FP8_OVERLAPS_PUSH``, on by default, and once with it and ``switches.FP8_NARROW_PUSH`` off: the expand
+after the push, fp8's default before 2026-11-27). Normal mode's
 ``layout="gather"`` (each token once, ``recv_x[handle.gather_rows]`` the expanded rows): ``GATHER_CASES`` (at 2
 ranks also chunked k = 8, fp8 kept and dequantized).
 Dispatch must match the reference exactly (rows, counts, offsets, per-row meta); combine, whose experts scale by
@@ -103,7 +103,8 @@ buffers of 64 slots): its push goes before the host reads the summary, and does 
 PIPELINED_CASES = ("random", "t0")
 """Run again at 2 ranks in normal mode with ``MoeConfig(pipelined=False)`` (the summary copied after a stream
 synchronization, the push after it), expanded and gather; and (``SIDE_CASES``) with the default in the gather layout
-with ``op.EXPAND_OVERLAPS_PUSH`` off (the own rows stored by a push launch on a side stream), the first of them."""
+with ``switches.EXPAND_OVERLAPS_PUSH`` off (the own rows stored by a push launch on a side stream), the first of
+them."""
 SIDE_CASES = ("random",)
 GATHER_CASES = {2: ("random", "k1", "k8", "one_rank", "t0", "empty_expert"), 3: ("t0",)}
 """The cases run again in normal mode with ``layout="gather"``, per world size (their first place in ``CASES``); at
@@ -147,29 +148,30 @@ checks that they do: a combine ignoring ``combine_partials`` fails)."""
 
 
 OWN_CONFIG = MoeConfig(pipelined=True, programs_per_sm=3)
-"""``op.OWN_ROWS_IN_PUSH``'s plan (``_own_rows_in_push``): a signature of its own (under the emulation the same kernels
-as ``PIPELINED``'s, one program each), so its first call has no buffers yet."""
+"""``switches.OWN_ROWS_IN_PUSH``'s plan (``_own_rows_in_push``): a signature of its own (under the emulation the same
+kernels as ``PIPELINED``'s, one program each), so its first call has no buffers yet."""
 OWN_CASES = ("random", "t0", "grow_combine", "grow_tokens")
-"""``op.OWN_ROWS_IN_PUSH`` on, in this order on ``OWN_CONFIG``'s plan: the push after the summary (no buffers yet),
-the early push filling the rows of a ``recv_x`` of the plan's 64 token slots, and the early push doing nothing while
-the combine slots, then the token slots grow (the push then goes again, into a ``recv_x`` of the received rows)."""
+"""``switches.OWN_ROWS_IN_PUSH`` on, in this order on ``OWN_CONFIG``'s plan: the push after the summary (no buffers
+yet), the early push filling the rows of a ``recv_x`` of the plan's 64 token slots, and the early push doing nothing
+while the combine slots, then the token slots grow (the push then goes again, into a ``recv_x`` of the received
+rows)."""
 
 OVERLAP_CONFIG = MoeConfig(pipelined=True, programs_per_sm=4)
-"""``op.EXPAND_OVERLAPS_PUSH``'s plans (``_overlap``): signatures of their own, so each k's first call has no buffers
-(the push and the expand after the summary, as without the option)."""
+"""``switches.EXPAND_OVERLAPS_PUSH``'s plans (``_overlap``): signatures of their own, so each k's first call has no
+buffers (the push and the expand after the summary, as without the option)."""
 OVERLAP_CASES = ("random", "variants", "random", "one_rank", "t0", "variants", "grow_combine")
-"""``op.EXPAND_OVERLAPS_PUSH`` on, in this order on ``OVERLAP_CONFIG``'s plans (k = 2 and k = 3), at 2 and 3 ranks:
-each k's first call without buffers; then the expand beside the early push with uneven T, a rank receiving nothing
-(``one_rank``), a rank sending nothing (``t0``) and four waves of several tokens each (``variants``: 19, 13 and 7
-tokens, 4 route count programs under the emulation); at 2 ranks last (``OVERLAP_AT_TWO``) the early push and the
+"""``switches.EXPAND_OVERLAPS_PUSH`` on, in this order on ``OVERLAP_CONFIG``'s plans (k = 2 and k = 3), at 2 and 3
+ranks: each k's first call without buffers; then the expand beside the early push with uneven T, a rank receiving
+nothing (``one_rank``), a rank sending nothing (``t0``) and four waves of several tokens each (``variants``: 19, 13 and
+7 tokens, 4 route count programs under the emulation); at 2 ranks last (``OVERLAP_AT_TWO``) the early push and the
 expand beside it doing nothing while the combine slots grow (both go again after the summary); then ``variants`` in two
-waves (``op.set_expand_waves(2)``: two route count programs' ranges a wave)."""
+waves (``switches.set_expand_waves(2)``: two route count programs' ranges a wave)."""
 OVERLAP_AT_TWO = ("grow_combine",)
 OVERLAP_FP8 = (("first", True), ("beside", True), ("expand-after", False))
 """At 2 ranks, fp8 rows kept (H = 160: a full and a short scale group) on ``OVERLAP_CONFIG``'s k = 3 plan of fp8,
-``variants``' inputs each call fresh, with ``op.FP8_OVERLAPS_PUSH`` and ``op.FP8_NARROW_PUSH`` as the second item says
-(True: their defaults, on; False: both off for the call): its first call (no buffers: the push and the expand after
-the summary), then the expand beside the push, then with both off the path before them (the early push, the expand
+``variants``' inputs each call fresh, with ``switches.FP8_OVERLAPS_PUSH`` and ``switches.FP8_NARROW_PUSH`` as the second
+item says (True: their defaults, on; False: both off for the call): its first call (no buffers: the push and the expand
+after the summary), then the expand beside the push, then with both off the path before them (the early push, the expand
 after it): each checked by its phases, and against the reference, bit for bit (rows and scales), every output
 allocated poisoned. (Dequantized on receipt the expand stays after the push, whatever the options.)"""
 
@@ -279,8 +281,8 @@ def _fp8(
     ``config``: the ``MoeConfig`` both run with (its keys start ``fp8/chunked/`` for a chunked one). ``gather``:
     normal mode only, with ``layout="gather"``, kept and dequantized (keys ``fp8/gather/normal[/dequantize]``).
     ``pipelined``: ``MoeConfig(pipelined=True)``, gather, kept only, after ``gather``'s calls of the same plan (its
-    block copy of the rows and scales; the default's early push and, ``op.FP8_OVERLAPS_PUSH`` being on by default, the
-    expand beside it: checked by the phases; key ``fp8/pipelined/gather/normal``)."""
+    block copy of the rows and scales; the default's early push and, ``switches.FP8_OVERLAPS_PUSH`` being on by default,
+    the expand beside it: checked by the phases; key ``fp8/pipelined/gather/normal``)."""
     from triton_dist.ops.moe import op as moe_op
 
     xs, idxs, weights, experts = _case_inputs("random", size, seed=5, hidden=160)
@@ -305,10 +307,9 @@ def _fp8(
 
 def _fp8_call(rank: int, inputs: tuple[Any, ...], mode: str, dequantize: bool, config: Any, gather: bool) -> list[str]:
     """One fp8 dispatch of ``inputs`` (every rank's x, ids and weights, and E) and its combine: what differs from the
-    reference (see ``_fp8``; quantized as ``op.FP8_RECIPROCAL`` says)."""
+    reference (see ``_fp8``; quantized as ``switches.FP8_RECIPROCAL`` says)."""
     import triton_dist
-    from triton_dist.ops.moe import op as moe_op
-    from triton_dist.ops.moe import reference_combine, reference_dispatch
+    from triton_dist.ops.moe import reference_combine, reference_dispatch, switches
     from triton_dist.ops.moe.reference import dequantize_fp8
 
     xs, idxs, weights, experts = inputs
@@ -318,7 +319,9 @@ def _fp8_call(rank: int, inputs: tuple[Any, ...], mode: str, dequantize: bool, c
             xs[rank], idxs[rank], weights[rank], experts, mode, cap, fp8=True, dequantize=dequantize,
             config=config, layout="gather" if gather else "expanded",
         )  # fmt: skip
-        refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True, fp8_reciprocal=moe_op.FP8_RECIPROCAL)
+        refs = reference_dispatch(
+            xs, idxs, weights, experts, mode, cap, fp8=True, fp8_reciprocal=switches.FP8_RECIPROCAL
+        )
         want, ref = refs[rank]
         counts = ref.expert_counts.tolist()
         rows = [slice(None)] if mode == "normal" else [(e, slice(0, c)) for e, c in enumerate(counts)]
@@ -474,32 +477,32 @@ def _variants(rank: int, size: int) -> dict[str, list[str]]:
 
 
 def _own_rows_in_push(rank: int, size: int) -> dict[str, list[str]]:
-    """``op.OWN_ROWS_IN_PUSH`` on and ``op.EXPAND_OVERLAPS_PUSH`` off (``OWN_CASES``): the pipelined gather dispatch
-    whose push stores this rank's own tokens' rows into ``recv_x`` itself (``SELF = 3``), and its combine, against the
-    reference, outputs allocated poisoned; the settings restored after."""
-    from triton_dist.ops.moe import op as moe_op
+    """``switches.OWN_ROWS_IN_PUSH`` on and ``switches.EXPAND_OVERLAPS_PUSH`` off (``OWN_CASES``): the pipelined gather
+    dispatch whose push stores this rank's own tokens' rows into ``recv_x`` itself (``SELF = 3``), and its combine,
+    against the reference, outputs allocated poisoned; the settings restored after."""
+    from triton_dist.ops.moe import switches
 
     record: dict[str, list[str]] = {}
-    previous = moe_op.set_own_rows_in_push(True)
-    overlapped = moe_op.set_expand_overlaps_push(False)  # the own rows alone
+    previous = switches.set_own_rows_in_push(True)
+    overlapped = switches.set_expand_overlaps_push(False)  # the own rows alone
     try:
         for number, name in enumerate(OWN_CASES):
             with _PoisonedEmpty():
                 problems = _case(rank, size, name, number, "normal", OWN_CONFIG, "gather")
             record[f"own_in_push/{name}#{number}/normal"] = problems
     finally:
-        moe_op.set_own_rows_in_push(previous)
-        moe_op.set_expand_overlaps_push(overlapped)
+        switches.set_own_rows_in_push(previous)
+        switches.set_expand_overlaps_push(overlapped)
     return record
 
 
 def _side_stream(rank: int, size: int) -> dict[str, list[str]]:
-    """``SIDE_CASES``: the pipelined gather dispatch with ``op.EXPAND_OVERLAPS_PUSH`` off (this rank's own rows
+    """``SIDE_CASES``: the pipelined gather dispatch with ``switches.EXPAND_OVERLAPS_PUSH`` off (this rank's own rows
     stored by a second push launch, ``_self_push``), against the reference; the setting restored after."""
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import switches
 
     record: dict[str, list[str]] = {}
-    previous = moe_op.set_expand_overlaps_push(False)
+    previous = switches.set_expand_overlaps_push(False)
     try:
         for name in SIDE_CASES:
             number = CASES.index(name)
@@ -507,18 +510,18 @@ def _side_stream(rank: int, size: int) -> dict[str, list[str]]:
                 rank, size, name, number, "normal", PIPELINED, "gather"
             )
     finally:
-        moe_op.set_expand_overlaps_push(previous)
+        switches.set_expand_overlaps_push(previous)
     return record
 
 
 def _overlap(rank: int, size: int) -> dict[str, list[str]]:
-    """``op.EXPAND_OVERLAPS_PUSH`` on (``OVERLAP_CASES``): the pipelined gather dispatch whose expand kernel runs
+    """``switches.EXPAND_OVERLAPS_PUSH`` on (``OVERLAP_CASES``): the pipelined gather dispatch whose expand kernel runs
     beside the early push, waiting for each (wave, source) of it, and its combine, against the reference, outputs
     allocated poisoned; the setting restored after."""
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import switches
 
     record: dict[str, list[str]] = {}
-    previous = moe_op.set_expand_overlaps_push(True)
+    previous = switches.set_expand_overlaps_push(True)
     try:
         for number, name in enumerate(OVERLAP_CASES):
             if name in OVERLAP_AT_TWO and size != 2:
@@ -526,24 +529,26 @@ def _overlap(rank: int, size: int) -> dict[str, list[str]]:
             with _PoisonedEmpty():
                 problems = _case(rank, size, name, number, "normal", OVERLAP_CONFIG, "gather")
             record[f"overlap/{name}#{number}/normal"] = problems
-        waves = moe_op.set_expand_waves(2)  # two route count programs a wave
+        waves = switches.set_expand_waves(2)  # two route count programs a wave
         try:
             with _PoisonedEmpty():
                 problems = _case(rank, size, "variants", len(OVERLAP_CASES), "normal", OVERLAP_CONFIG, "gather")
             record[f"overlap/waves2/variants#{len(OVERLAP_CASES)}/normal"] = problems
         finally:
-            moe_op.set_expand_waves(waves)
+            switches.set_expand_waves(waves)
         if size == 2:
             record |= _overlap_fp8(rank, size)
     finally:
-        moe_op.set_expand_overlaps_push(previous)
+        switches.set_expand_overlaps_push(previous)
     return record
 
 
 def _overlap_fp8(rank: int, size: int) -> dict[str, list[str]]:
-    """``OVERLAP_FP8``: the fp8 gather dispatch with ``op.EXPAND_OVERLAPS_PUSH`` on and ``op.FP8_OVERLAPS_PUSH`` /
-    ``op.FP8_NARROW_PUSH`` at their defaults (on), then both off (restored after), against the reference."""
+    """``OVERLAP_FP8``: the fp8 gather dispatch with ``switches.EXPAND_OVERLAPS_PUSH`` on and
+    ``switches.FP8_OVERLAPS_PUSH`` / ``switches.FP8_NARROW_PUSH`` at their defaults (on), then both off (restored
+    after), against the reference."""
     from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import switches
 
     record: dict[str, list[str]] = {}
     for number, (name, defaults) in enumerate(OVERLAP_FP8):
@@ -551,16 +556,16 @@ def _overlap_fp8(rank: int, size: int) -> dict[str, list[str]]:
         inputs = ([x * 40 for x in xs], idxs, weights, experts)  # beyond e4m3's range unscaled: the scales matter
         phases: list[str] = []
         hook = moe_op.set_phase_hook(phases.append)
-        previous = (moe_op.FP8_OVERLAPS_PUSH, moe_op.FP8_NARROW_PUSH)
+        previous = (switches.FP8_OVERLAPS_PUSH, switches.FP8_NARROW_PUSH)
         if not defaults:
-            previous = (moe_op.set_fp8_overlaps_push(False), moe_op.set_fp8_narrow_push(False))
+            previous = (switches.set_fp8_overlaps_push(False), switches.set_fp8_narrow_push(False))
         try:
             with _PoisonedEmpty():
                 problems = _fp8_call(rank, inputs, "normal", False, OVERLAP_CONFIG, True)
         finally:
             moe_op.set_phase_hook(hook)
-            moe_op.set_fp8_overlaps_push(previous[0])
-            moe_op.set_fp8_narrow_push(previous[1])
+            switches.set_fp8_overlaps_push(previous[0])
+            switches.set_fp8_narrow_push(previous[1])
         beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
         if beside != (name == "beside"):
             problems.append(f"phases {phases}: the expand {'not ' if name == 'beside' else ''}beside the push")
@@ -760,7 +765,7 @@ def test_route_and_expand_options_match_the_default_bit_for_bit(records: list[di
 
 
 def test_own_rows_stored_by_the_push_match_the_reference(records: list[dict[str, list[str]]]) -> None:
-    """``op.OWN_ROWS_IN_PUSH`` (``OWN_CASES``, 2 ranks): the push's one launch stores this rank's own rows into
+    """``switches.OWN_ROWS_IN_PUSH`` (``OWN_CASES``, 2 ranks): the push's one launch stores this rank's own rows into
     ``recv_x`` (allocated before the early push, or after the summary when there is none or it did nothing) and the
     gather dispatch and its combine match the reference exactly, every output allocated poisoned."""
     if len(records) != 2:
@@ -773,10 +778,11 @@ def test_own_rows_stored_by_the_push_match_the_reference(records: list[dict[str,
 
 
 def test_the_expand_beside_the_push_matches_the_reference(records: list[dict[str, list[str]]]) -> None:
-    """``op.EXPAND_OVERLAPS_PUSH`` (``OVERLAP_CASES``, 2 and 3 ranks): the push's wave flags and slot counts, and the
-    expand kernel waiting for each (wave, source) beside it, give the gather dispatch and its combine the reference's
-    results exactly, every output allocated poisoned, through the first calls, the overlap and a growth; at 2 ranks
-    fp8 rows kept with their scales too, with ``op.FP8_OVERLAPS_PUSH`` on (the default) and off (``OVERLAP_FP8``)."""
+    """``switches.EXPAND_OVERLAPS_PUSH`` (``OVERLAP_CASES``, 2 and 3 ranks): the push's wave flags and slot counts, and
+    the expand kernel waiting for each (wave, source) beside it, give the gather dispatch and its combine the
+    reference's results exactly, every output allocated poisoned, through the first calls, the overlap and a growth; at
+    2 ranks fp8 rows kept with their scales too, with ``switches.FP8_OVERLAPS_PUSH`` on (the default) and off
+    (``OVERLAP_FP8``)."""
     for rank, record in enumerate(records):
         got = {key: problems for key, problems in record.items() if key.startswith("overlap/")}
         want = [f"overlap/{name}#{n}/normal" for n, name in enumerate(OVERLAP_CASES)

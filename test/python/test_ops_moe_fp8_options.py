@@ -1,9 +1,9 @@
-"""The fp8 push's options (``op.FP8_RECIPROCAL``, ``op.FP8_NARROW_PUSH``, ``op.FP8_PREQUANTIZE``; docs/design.md, "fp8
-dispatch at 4096 tokens") on 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``, ``init(device="cpu")``, gloo),
-against the torch reference, bit for bit: the fp8 gather dispatch with ``op.FP8_OVERLAPS_PUSH`` on (the default, set
-for each case all the same: fp8 rows kept with their scales, the expand beside the push), every output allocated
-poisoned, with the helpers of
-``test_ops_moe_emulation.py`` (its ``_fp8_call`` quantizes the reference as ``op.FP8_RECIPROCAL`` says).
+"""The fp8 push's options (``switches.FP8_RECIPROCAL``, ``switches.FP8_NARROW_PUSH``, ``switches.FP8_PREQUANTIZE``;
+docs/design.md, "fp8 dispatch at 4096 tokens") on 2 CPU ranks under the emulation (``TRITON_INTERPRET=1``,
+``init(device="cpu")``, gloo), against the torch reference, bit for bit: the fp8 gather dispatch with
+``switches.FP8_OVERLAPS_PUSH`` on (the default, set for each case all the same: fp8 rows kept with their scales, the
+expand beside the push), every output allocated poisoned, with the helpers of
+``test_ops_moe_emulation.py`` (its ``_fp8_call`` quantizes the reference as ``switches.FP8_RECIPROCAL`` says).
 
 ``CASES``, in order on one plan: its first call (no buffers: the push after the summary) with the reciprocal and the
 4-warp push; then the expand beside the early push with both; then with the rows quantized beside the route kernels
@@ -24,9 +24,9 @@ import torch
 from emulated_ranks import run_script
 
 CASES = (("first", 24, False), ("reciprocal", 25, False), ("prequantized", 27, True))
-"""(name, seed of ``variants``' inputs, ``op.FP8_PREQUANTIZE``): ``op.FP8_RECIPROCAL`` is on in each, and
-``op.FP8_NARROW_PUSH`` (on by default) where the push quantizes (the first two; off in the third, whose push runs 4
-warps whatever it says)."""
+"""(name, seed of ``variants``' inputs, ``switches.FP8_PREQUANTIZE``): ``switches.FP8_RECIPROCAL`` is on in each, and
+``switches.FP8_NARROW_PUSH`` (on by default) where the push quantizes (the first two; off in the third, whose push runs
+4 warps whatever it says)."""
 
 
 def _case(rank: int, name: str, seed: int, prequantize: bool) -> list[str]:
@@ -34,6 +34,7 @@ def _case(rank: int, name: str, seed: int, prequantize: bool) -> list[str]:
     from test_ops_moe_emulation import OVERLAP_CONFIG, _case_inputs, _fp8_call, _PoisonedEmpty
 
     from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import switches
     from triton_dist.ops.moe.reference import quantize_fp8
 
     xs, idxs, weights, experts = _case_inputs("variants", 2, seed=seed, hidden=160)
@@ -45,20 +46,20 @@ def _case(rank: int, name: str, seed: int, prequantize: bool) -> list[str]:
     phases: list[str] = []
     hook = moe_op.set_phase_hook(phases.append)
     previous = (
-        moe_op.set_fp8_overlaps_push(True),
-        moe_op.set_fp8_reciprocal(True),
-        moe_op.set_fp8_narrow_push(not prequantize),
-        moe_op.set_fp8_prequantize(prequantize),
+        switches.set_fp8_overlaps_push(True),
+        switches.set_fp8_reciprocal(True),
+        switches.set_fp8_narrow_push(not prequantize),
+        switches.set_fp8_prequantize(prequantize),
     )
     try:
         with _PoisonedEmpty():
             problems += _fp8_call(rank, (xs, idxs, weights, experts), "normal", False, OVERLAP_CONFIG, True)
     finally:
         moe_op.set_phase_hook(hook)
-        moe_op.set_fp8_overlaps_push(previous[0])
-        moe_op.set_fp8_reciprocal(previous[1])
-        moe_op.set_fp8_narrow_push(previous[2])
-        moe_op.set_fp8_prequantize(previous[3])
+        switches.set_fp8_overlaps_push(previous[0])
+        switches.set_fp8_reciprocal(previous[1])
+        switches.set_fp8_narrow_push(previous[2])
+        switches.set_fp8_prequantize(previous[3])
     beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
     if beside == (name == "first"):
         problems.append(f"phases {phases}: the expand {'' if name == 'first' else 'not '}beside the push")

@@ -12,12 +12,12 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 ``layers.ExpertParallelMoE`` against a dense torch reference (normal, low-latency graphed with fresh routing, fp8,
 ``dispatch_layout="gather"`` in bf16 and fp8). ``MoeConfig(route_programs=..., expand_block=...)``
 (``VARIANT_CONFIGS``) in the gather layout at H = 7168 and in fp8; and at H = 7168 in the gather layout
-``op.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept with
-their scales under ``op.FP8_OVERLAPS_PUSH``, on by default with the 4-warp push ``op.FP8_NARROW_PUSH``, also with the
-fp8 push's options ``op.FP8_RECIPROCAL`` and ``FP8_PREQUANTIZE`` and at 16 warps), the dispatch without it
-(``op.OWN_ROWS_IN_PUSH``: the push storing this rank's own rows itself; neither: a push launch on a side stream; fp8
-with both options off, ``expand-after``: the expand after the push, fp8's default before 2026-11-27), against the
-reference too. Combine runs its defaults everywhere (``MoeConfig(combine_partials="input",
+``switches.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept
+with their scales under ``switches.FP8_OVERLAPS_PUSH``, on by default with the 4-warp push ``switches.FP8_NARROW_PUSH``,
+also with the fp8 push's options ``switches.FP8_RECIPROCAL`` and ``FP8_PREQUANTIZE`` and at 16 warps), the dispatch
+without it (``switches.OWN_ROWS_IN_PUSH``: the push storing this rank's own rows itself; neither: a push launch on a
+side stream; fp8 with both options off, ``expand-after``: the expand after the push, fp8's default before 2026-11-27),
+against the reference too. Combine runs its defaults everywhere (``MoeConfig(combine_partials="input",
 combine_spread=True)``: bf16 partials, checked against the reference with each rank's partial rounded, within one
 flipped bf16 rounding of each); at H = 7168, normal and low-latency graphed, also ``combine_partials="fp32"`` (the
 reference's fp32 sums, and different from the default's bits somewhere) and ``combine_spread=False`` (the same bits
@@ -99,17 +99,16 @@ def _graphed(fn: Callable[[], Any]) -> Callable[[], Any]:
 def _reduce_overlap_checks(
     rank: int, size: int, cuda: torch.device, record: dict[str, list[str]], check: Any, hidden: int = 7168
 ) -> None:
-    """``op.REDUCE_OVERLAPS_PUSH`` (the combine's reduce beside its push, on the push's wave flags) at H = 7168 in
+    """``switches.REDUCE_OVERLAPS_PUSH`` (the combine's reduce beside its push, on the push's wave flags) at H = 7168 in
     normal mode (``large``: 700 and 333 tokens, k = 4; the default combine options at ``COMBINE_WAVES``, and fp32
-    partials without ``combine_spread`` at 3 waves; each also with ``op.OWN_PARTIALS_IN_REDUCE``): against the
+    partials without ``combine_spread`` at 3 waves; each also with ``switches.OWN_PARTIALS_IN_REDUCE``): against the
     reference, and the same bits as the same dispatch's combine without the option (a fresh dispatch of the same
     inputs); then two dispatches in flight and their combines with both options (the wave flags' two halves).
     ``check``: the worker's, which records under ``reduce-overlap/...``; the settings are restored after."""
     from test_ops_moe_emulation import _case_inputs, _experts
 
     import triton_dist
-    from triton_dist.ops.moe import MoeConfig, reference_dispatch
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import MoeConfig, reference_dispatch, switches
 
     def inputs(seed: int) -> tuple[tuple[Any, ...], Any]:
         xs, idxs, weights, experts = _case_inputs("large", size, seed, hidden=hidden)
@@ -119,7 +118,7 @@ def _reduce_overlap_checks(
     def combined(dispatched: tuple[torch.Tensor, Any]) -> torch.Tensor:
         return triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
 
-    previous, waves, own = moe_op.REDUCE_OVERLAPS_PUSH, moe_op.COMBINE_WAVES, moe_op.OWN_PARTIALS_IN_REDUCE
+    previous, waves, own = switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE
     try:
         plain = MoeConfig(combine_partials="fp32", combine_spread=False)
         cases = [("default", MoeConfig(), waves, False), ("fp32", plain, 3, False)]
@@ -127,20 +126,20 @@ def _reduce_overlap_checks(
         for number, (label, config, count, own_partials) in enumerate(cases):
             partials = config.combine_partials == "input"
             args, refs = inputs(90 + number)
-            moe_op.set_reduce_overlaps_push(False)
+            switches.set_reduce_overlaps_push(False)
             baseline = combined(triton_dist.ops.moe_dispatch(*args, config=config))
-            moe_op.set_reduce_overlaps_push(True)
-            moe_op.set_combine_waves(count)
-            moe_op.set_own_partials_in_reduce(own_partials)
+            switches.set_reduce_overlaps_push(True)
+            switches.set_combine_waves(count)
+            switches.set_own_partials_in_reduce(own_partials)
             dispatched = triton_dist.ops.moe_dispatch(*args, config=config)
             out = combined(dispatched)
             key = f"reduce-overlap/{label}/waves-{count}/large-{hidden}/normal"
             check(key, args, refs, dispatched, out, partials)
             if not torch.equal(out, baseline):
                 record[key].append("not the bits of the combine without the option")
-        moe_op.set_reduce_overlaps_push(True)
-        moe_op.set_combine_waves(waves)
-        moe_op.set_own_partials_in_reduce(True)
+        switches.set_reduce_overlaps_push(True)
+        switches.set_combine_waves(waves)
+        switches.set_own_partials_in_reduce(True)
         (args_a, refs_a), (args_b, refs_b) = inputs(95), inputs(96)
         first = triton_dist.ops.moe_dispatch(*args_a)  # two dispatches in flight, then their combines
         second = triton_dist.ops.moe_dispatch(*args_b)
@@ -149,22 +148,22 @@ def _reduce_overlap_checks(
         check(f"reduce-overlap/in-flight-a/large-{hidden}/normal", args_a, refs_a, first, out_a, partials)
         check(f"reduce-overlap/in-flight-b/large-{hidden}/normal", args_b, refs_b, second, out_b, partials)
     finally:
-        moe_op.set_reduce_overlaps_push(previous)
-        moe_op.set_combine_waves(waves)
-        moe_op.set_own_partials_in_reduce(own)
+        switches.set_reduce_overlaps_push(previous)
+        switches.set_combine_waves(waves)
+        switches.set_own_partials_in_reduce(own)
 
 
 def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:
     """fp8 dispatch: normal mode's fp8 rows and scales bit-exact against reference.quantize_fp8 (both round to
     nearest even in fp32 with IEEE division), low-latency dequantized rows exact in bf16, combine of them; at H = 7168
-    in the gather layout with the expand beside the push (``op.FP8_OVERLAPS_PUSH`` and ``op.FP8_NARROW_PUSH``, the
-    default) and without (both off: ``expand-after``), checked by the phases too, and with the fp8 push's options; then
-    a low-latency fp8 dispatch + combine in a CUDA graph with fresh routing per replay; then an expert over its
-    low-latency capacity."""
+    in the gather layout with the expand beside the push (``switches.FP8_OVERLAPS_PUSH`` and
+    ``switches.FP8_NARROW_PUSH``, the default) and without (both off: ``expand-after``), checked by the phases too, and
+    with the fp8 push's options; then a low-latency fp8 dispatch + combine in a CUDA graph with fresh routing per
+    replay; then an expert over its low-latency capacity."""
     from test_ops_moe_emulation import UNPIPELINED, VARIANT_CONFIGS, _case_inputs, _experts
 
     import triton_dist
-    from triton_dist.ops.moe import MoeStatusError, check_status, reference_dispatch
+    from triton_dist.ops.moe import MoeStatusError, check_status, reference_dispatch, switches
     from triton_dist.ops.moe import op as moe_op
     from triton_dist.ops.moe.reference import dequantize_fp8
     from triton_dist.testing import sync
@@ -178,7 +177,7 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
     def compare(key: str, got: tuple[torch.Tensor, Any], out: torch.Tensor, xs: Any, idxs: Any, weights: Any,
                 experts: int, mode: str, cap: int | None, dequantize: bool) -> None:  # fmt: skip
         recv_x, handle = got
-        reciprocal = moe_op.FP8_RECIPROCAL  # the option's quantization (the caller keeps it set while comparing)
+        reciprocal = switches.FP8_RECIPROCAL  # the option's quantization (the caller keeps it set while comparing)
         refs = reference_dispatch(xs, idxs, weights, experts, mode, cap, fp8=True, fp8_reciprocal=reciprocal)
         want, ref = refs[rank]
         sync(key)
@@ -235,23 +234,23 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
                     option = f"options/{config.route_programs}-{config.expand_block}/gather/{key}"
                     compare(option, got, out, xs, idxs, weights, experts, mode, cap, dequantize)
     # H = 7168, hundreds of tokens: fp8 rows kept in the gather layout with the expand beside the 4-warp push (the
-    # default: op.FP8_OVERLAPS_PUSH and op.FP8_NARROW_PUSH on, set explicitly; the plan's first call has no buffers
-    # yet: both after the summary), with both off (expand-after: the early push at 16 warps, the expand after it,
-    # fp8's default before 2026-11-27), and dequantized on receipt (the expand after the push, widening each row, at the
-    # defaults: FP8_OVERLAPS_PUSH, which it ignores), on one plan; the phases say where the expand ran.
+    # default: switches.FP8_OVERLAPS_PUSH and switches.FP8_NARROW_PUSH on, set explicitly; the plan's first call has no
+    # buffers yet: both after the summary), with both off (expand-after: the early push at 16 warps, the expand after
+    # it, fp8's default before 2026-11-27), and dequantized on receipt (the expand after the push, widening each row, at
+    # the defaults: FP8_OVERLAPS_PUSH, which it ignores), on one plan; the phases say where the expand ran.
     for seed in (74, 75):
         xs, idxs, weights, experts = inputs(seed, "large", 7168)
         for key, on, dequantize in (("default", True, False), ("expand-after", False, False),
                                     ("dequantize", True, True)):  # fmt: skip
-            previous = moe_op.set_fp8_overlaps_push(on), moe_op.set_fp8_narrow_push(on)
+            previous = switches.set_fp8_overlaps_push(on), switches.set_fp8_narrow_push(on)
             phases: list[str] = []
             hook = moe_op.set_phase_hook(phases.append)
             try:
                 got, out = run(xs, idxs, weights, experts, "normal", None, dequantize, "gather")
             finally:
                 moe_op.set_phase_hook(hook)
-                moe_op.set_fp8_overlaps_push(previous[0])
-                moe_op.set_fp8_narrow_push(previous[1])
+                switches.set_fp8_overlaps_push(previous[0])
+                switches.set_fp8_narrow_push(previous[1])
             name = f"{key}/fp8/gather/large-7168#{seed}/normal"
             compare(name, got, out, xs, idxs, weights, experts, "normal", None, dequantize)
             beside = phases[:5] == ["start", "route", "push", "expand", "sync"]
@@ -259,12 +258,12 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
             if not first and beside != (key == "default"):
                 record[name].append(f"phases {phases}: the expand {'' if beside else 'not '}beside the push")
     # The fp8 push's options (docs/design.md, "fp8 dispatch at 4096 tokens") on the same plan, fp8 rows kept in the
-    # gather layout at H = 7168: op.FP8_RECIPROCAL (against reference_dispatch(..., fp8_reciprocal=True)),
+    # gather layout at H = 7168: switches.FP8_RECIPROCAL (against reference_dispatch(..., fp8_reciprocal=True)),
     # FP8_PREQUANTIZE and the 16-warp push (FP8_NARROW_PUSH off), with and without the expand beside the push; each
     # set for its call only (all four set: (FP8_OVERLAPS_PUSH, FP8_RECIPROCAL, FP8_NARROW_PUSH, FP8_PREQUANTIZE)).
     xs, idxs, weights, experts = inputs(75, "large", 7168)  # seed 75's: the buffers fit (no growth)
-    setters = (moe_op.set_fp8_overlaps_push, moe_op.set_fp8_reciprocal, moe_op.set_fp8_narrow_push,
-               moe_op.set_fp8_prequantize)  # fmt: skip
+    setters = (switches.set_fp8_overlaps_push, switches.set_fp8_reciprocal, switches.set_fp8_narrow_push,
+               switches.set_fp8_prequantize)  # fmt: skip
     for key, options in (("reciprocal", (False, True, False, False)), ("prequantized", (False, False, False, True)),
                          ("overlap-reciprocal-narrow", (True, True, True, False)),
                          ("overlap-wide", (True, False, False, False)),
@@ -533,8 +532,7 @@ def _worker(out_dir: str) -> None:
     )
 
     import triton_dist
-    from triton_dist.ops.moe import MoeConfig, reference_dispatch
-    from triton_dist.ops.moe import op as moe_op
+    from triton_dist.ops.moe import MoeConfig, reference_dispatch, switches
     from triton_dist.testing import setup_distributed, sync
 
     world = setup_distributed(heap_size="2G")
@@ -654,21 +652,21 @@ def _worker(out_dir: str) -> None:
                 check_gathered(f"gather/{key}", args, refs, *gathered(args, config))
     # The gather layout's block copy at H = 7168 over about 1000 received tokens: more 4096-element blocks than the
     # expand kernel has copy programs (BULK_COPIERS_PER_SM per SM), the last one partial; the plan's first call (its
-    # push and expand after the summary), then its early push with the expand beside it (op.EXPAND_OVERLAPS_PUSH, the
-    # default, by waves), and the same plan without it: the push storing my own rows itself (op.OWN_ROWS_IN_PUSH),
-    # then neither (a push launch on a side stream).
+    # push and expand after the summary), then its early push with the expand beside it (switches.EXPAND_OVERLAPS_PUSH,
+    # the default, by waves), and the same plan without it: the push storing my own rows itself
+    # (switches.OWN_ROWS_IN_PUSH), then neither (a push launch on a side stream).
     for seed in (72, 73):
         xs, idxs, weights, experts = _case_inputs("large", size, seed, hidden=7168)
         args = (xs[rank].to(cuda), idxs[rank].to(cuda), weights[rank].to(cuda), experts, "normal", None)
         refs = reference_dispatch(xs, idxs, weights, experts, mode="normal")
         check_gathered(f"overlap/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
         for key, own in (("own_in_push", True), ("side", False)):
-            previous = moe_op.set_own_rows_in_push(own), moe_op.set_expand_overlaps_push(False)
+            previous = switches.set_own_rows_in_push(own), switches.set_expand_overlaps_push(False)
             try:
                 check_gathered(f"{key}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, PIPELINED))
             finally:
-                moe_op.set_own_rows_in_push(previous[0])
-                moe_op.set_expand_overlaps_push(previous[1])
+                switches.set_own_rows_in_push(previous[0])
+                switches.set_expand_overlaps_push(previous[1])
         for config in VARIANT_CONFIGS:  # the route and expand options: their plan's first call, then its early push
             option = f"options/{config.route_programs}-{config.expand_block}"
             check_gathered(f"{option}/gather/large-7168#{seed}/normal", args, refs, *gathered(args, config))

@@ -25,7 +25,7 @@ import triton_dist.ops
 from triton_dist import runtime as rt
 from triton_dist.ops.common import dispatch
 from triton_dist.ops.common.flags import notify_world
-from triton_dist.ops.moe import MoeConfig, MoeError, kernels
+from triton_dist.ops.moe import MoeConfig, MoeError, kernels, switches
 from triton_dist.ops.moe.config import BLOCK_H, MAX_ROW_BLOCK, kernel_constexprs
 
 moe_op = importlib.import_module("triton_dist.ops.moe.op")
@@ -118,7 +118,7 @@ def _compile(
     by ``copiers`` copy programs after the meta programs, or with none by every program after its meta rows);
     ``self_mode``: the push's ``SELF`` (1: without this rank's own payload, 2: only that, into ``self_ptr``), and for
     expand ``SELF_DIRECT`` (its block copy without those rows); ``stage``: that stage's text instead (``"ttgir"``);
-    ``waves``: ``op.EXPAND_OVERLAPS_PUSH``'s push and expand (``WAVES``; expand beside the push: 64 senders);
+    ``waves``: ``switches.EXPAND_OVERLAPS_PUSH``'s push and expand (``WAVES``; expand beside the push: 64 senders);
     ``combine``: the combine kernels' option constants (``op._combine_constexprs``; ``PACK`` 2: bf16 partials);
     ``extra``: more constants (the push's ``RECIPROCAL``); ``prequant``: the push that loads the rows
     ``_quantize_kernel`` quantized (``PREQUANT``; ``name`` "quantize": that kernel, for ``scales`` scales)."""
@@ -136,7 +136,7 @@ def _compile(
         constexprs |= combine
         if combine.get("PACK") == 2:
             signature["combine_ptr"] = "*bf16"
-        if combine.get("WAVES"):  # op.REDUCE_OVERLAPS_PUSH: the combine waves' flags
+        if combine.get("WAVES"):  # switches.REDUCE_OVERLAPS_PUSH: the combine waves' flags
             signature["waves_ptr"] = _I32
     if name == "route":
         constexprs["EXCHANGE"] = not low_latency
@@ -154,7 +154,7 @@ def _compile(
         constexprs["GATHER"] = gather
         constexprs["BULK"] = bulk
         if bulk:
-            block = moe_op.bulk_copy_block(scales > 0)
+            block = switches.bulk_copy_block(scales > 0)
             constexprs |= {"COPIERS": copiers, "COPY_BLOCK": block, "SELF_DIRECT": bool(self_mode)}
         if not low_latency:  # EXPAND_PER_SM programs per SM: it waits for the push's 64 per rank
             constexprs["SENDERS"] = 64
@@ -435,7 +435,7 @@ def test_sm90_expand_block_and_many_route_programs_fit_without_spilling(tmp_path
     block = MoeConfig().row_block(7168)
     constexprs = dict(kernel_constexprs(2, 256, 8, 264, 0, False, block)["expand"])
     constexprs |= {"LOW_LATENCY": False, "GATHER": True, "BULK": True, "COPIERS": 528, "SENDERS": 264}
-    constexprs |= {"COPY_BLOCK": moe_op.BULK_COPY_BLOCK, "SELF_DIRECT": True, "META_BLOCK": 16}
+    constexprs |= {"COPY_BLOCK": switches.BULK_COPY_BLOCK, "SELF_DIRECT": True, "META_BLOCK": 16}
     signature = dict(SIGNATURES["expand"])
     aligned = tuple(arg for arg in signature if arg.endswith("_ptr")) + ("H",)
     expand = assembly(compile_kernel(kernels._expand_kernel, signature, "sm_90", constexprs, aligned=aligned), "sm_90")
@@ -756,7 +756,7 @@ def test_sm90_own_tokens_go_straight_into_recv_x_beside_the_push(tmp_path: Any) 
     copy = _compile(
         "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, copiers=528, self_mode=1
     )
-    vectors = moe_op.BULK_COPY_BLOCK * 2 // (128 * 16)
+    vectors = switches.BULK_COPY_BLOCK * 2 // (128 * 16)
     assert sum(1 for line in copy.splitlines() if re.search(r"ld\.global(\.nc)?\.v4\.", line)) == vectors
     info = ptxas_info(copy, tmp_path)
     # (Without the wait's watchdog, as the tests compile, ptxas keeps one value across the copy loop in 4 bytes of
@@ -779,8 +779,8 @@ def test_sm90_the_own_rows_launch_fits_beside_the_push_and_the_push_can_store_th
     7168, E = 256, k = 8 on 2 ranks (132 SMs, two push programs per SM), the early ``SELF = 1`` push takes at most 80
     registers per thread at 4 warps and no shared memory, and ``SELF = 2`` at most 64, so all of the second launch's
     programs fit on the SMs beside the first's (64K registers, 2048 threads per SM) the moment it is launched: its
-    start waits only for the host (``op.OWN_ROWS_IN_PUSH``). ``SELF = 3`` (that option's one launch) stores each own
-    row into ``self_ptr`` and each other rank's into the token buffer from the one load (16 vectors of 16 bytes per
+    start waits only for the host (``switches.OWN_ROWS_IN_PUSH``). ``SELF = 3`` (that option's one launch) stores each
+    own row into ``self_ptr`` and each other rank's into the token buffer from the one load (16 vectors of 16 bytes per
     thread: 8 each), releases its flags after every store, and spills nothing within the first's registers."""
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
@@ -811,7 +811,7 @@ def _expand_beside_push_registers(expand: str, tmp_path: Any) -> int:
 
 
 def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
-    """``op.EXPAND_OVERLAPS_PUSH``: at H = 7168, E = 256, k = 8 on 2 ranks (132 SMs), the push with its wave flags
+    """``switches.EXPAND_OVERLAPS_PUSH``: at H = 7168, E = 256, k = 8 on 2 ranks (132 SMs), the push with its wave flags
     (``WAVES``, ``SELF = 3``) and the expand kernel beside it (``EXPAND_OVERLAP_PER_SM`` meta and
     ``OVERLAP_COPIERS_PER_SM`` copy programs per SM) fit on every SM together, two push programs with them (64K
     registers, 2048 threads): whichever launch starts first, the push's programs find room while the expand's spin
@@ -819,7 +819,7 @@ def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
     expand copies 16-byte vectors and acquires its flags before its loads."""
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
-    waves = moe_op.EXPAND_WAVES
+    waves = switches.EXPAND_WAVES
 
     def allocated(registers: int) -> int:  # per program of 4 warps: a warp's registers come in units of 256
         return 4 * -(-registers * 32 // 256) * 256
@@ -830,31 +830,31 @@ def test_sm90_the_expand_beside_the_push_fits_with_it(tmp_path: Any) -> None:
     assert pushed <= 96, (pushed, plain)
     releases = [i for i, line in enumerate(push.splitlines()) if re.search(r"atom\.global\.sys\.release", line)]
     assert len(releases) >= 2, "the waves' flags and the data flags"
-    copiers = moe_op.OVERLAP_COPIERS_PER_SM * 132
+    copiers = switches.OVERLAP_COPIERS_PER_SM * 132
     expand = _compile(
         "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, copiers=copiers, self_mode=1,
         waves=waves,
     )  # fmt: skip
     expanded = _expand_beside_push_registers(expand, tmp_path)
-    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    per_sm = switches.EXPAND_OVERLAP_PER_SM + switches.OVERLAP_COPIERS_PER_SM
     used = 2 * allocated(pushed) + per_sm * allocated(expanded)
     assert used <= 65536 and (2 + per_sm) * 128 <= 2048, (pushed, expanded, used)
 
 
 def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_path: Any) -> None:
-    """``op.EXPAND_OVERLAPS_PUSH`` with fp8 rows kept (``op.FP8_OVERLAPS_PUSH``): at H = 7168, E = 256, k = 8 on 2 ranks
-    (132 SMs), the fp8 push with its wave flags and ``SELF = 3`` at ``FP8_PUSH_WARPS`` warps (``op.FP8_NARROW_PUSH``
-    off; on, ``test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand``) spills nothing and takes at most 64
-    registers per thread, so that however the expand kernel beside it (fp8 kept: ``EXPAND_OVERLAP_PER_SM`` meta and
-    ``OVERLAP_COPIERS_PER_SM`` copy programs per SM, 4 per SM on average) places its programs, some SM holds at most 4
-    of them and has room for a push program (64K registers, 2048 threads): the push, which waits for nothing, keeps
-    running while the expand's programs spin on its flags. The push stores the quantized rows (and this rank's own into
-    ``self_ptr``) before it releases its flags."""
+    """``switches.EXPAND_OVERLAPS_PUSH`` with fp8 rows kept (``switches.FP8_OVERLAPS_PUSH``): at H = 7168, E = 256, k =
+    8 on 2 ranks (132 SMs), the fp8 push with its wave flags and ``SELF = 3`` at ``FP8_PUSH_WARPS`` warps
+    (``switches.FP8_NARROW_PUSH`` off; on, ``test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand``) spills
+    nothing and takes at most 64 registers per thread, so that however the expand kernel beside it (fp8 kept:
+    ``EXPAND_OVERLAP_PER_SM`` meta and ``OVERLAP_COPIERS_PER_SM`` copy programs per SM, 4 per SM on average) places its
+    programs, some SM holds at most 4 of them and has room for a push program (64K registers, 2048 threads): the push,
+    which waits for nothing, keeps running while the expand's programs spin on its flags. The push stores the quantized
+    rows (and this rank's own into ``self_ptr``) before it releases its flags."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
 
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
-    waves = moe_op.EXPAND_WAVES
+    waves = switches.EXPAND_WAVES
 
     def allocated(registers: int, warps: int) -> int:  # per program: a warp's registers come in units of 256
         return warps * -(-registers * 32 // 256) * 256
@@ -874,28 +874,28 @@ def test_sm90_the_fp8_expand_beside_the_push_leaves_room_for_a_push_program(tmp_
     assert len(releases) >= 2 and stores and stores[0] < releases[0], "the rows, then the waves' and data flags"
     expand = _compile(
         "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, scales=56,
-        copiers=moe_op.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=waves,
+        copiers=switches.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=waves,
     )  # fmt: skip
     expanded = _expand_beside_push_registers(expand, tmp_path)
-    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    per_sm = switches.EXPAND_OVERLAP_PER_SM + switches.OVERLAP_COPIERS_PER_SM
     used = allocated(pushed, FP8_PUSH_WARPS) + per_sm * allocated(expanded, 4)
     assert used <= 65536 and (FP8_PUSH_WARPS + 4 * per_sm) * 32 <= 2048, (pushed, expanded, used)
 
 
 def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave(tmp_path: Any) -> None:
-    """``op.REDUCE_OVERLAPS_PUSH`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps), k = 8 on 2 ranks (132 SMs, two programs
-    per SM each), bf16 partials and ``combine_spread`` (the default options): the push with its waves still loads all
-    k rows before its first store, stores the partial in bf16 before its first release, and releases once per wave
-    (one notify to both ranks) with no combine flag after; the reduce beside it acquires a wave's flags before it
+    """``switches.REDUCE_OVERLAPS_PUSH`` at H = 7168 bf16 (BLOCK_H 8192, 4 warps), k = 8 on 2 ranks (132 SMs, two
+    programs per SM each), bf16 partials and ``combine_spread`` (the default options): the push with its waves still
+    loads all k rows before its first store, stores the partial in bf16 before its first release, and releases once per
+    wave (one notify to both ranks) with no combine flag after; the reduce beside it acquires a wave's flags before it
     loads a partial; neither spills, and two programs of each fit on an SM together (64K registers, 2048 threads), so
     whichever launch starts first the push's programs find room while the reduce's spin. At 3 ranks the reduce's loop
-    over ranks (fp32 partials) does not spill either. With ``op.OWN_PARTIALS_IN_REDUCE`` (the reduce summing its own
-    tokens' rows of ``y``) the same holds. All at ``op.COMBINE_WAVE_MIN_SLOTS`` (``WAVE_MIN``: a pair's waves from its
-    slots, the push's loop over waves to the most of its homes'), as the op launches them."""
+    over ranks (fp32 partials) does not spill either. With ``switches.OWN_PARTIALS_IN_REDUCE`` (the reduce summing its
+    own tokens' rows of ``y``) the same holds. All at ``switches.COMBINE_WAVE_MIN_SLOTS`` (``WAVE_MIN``: a pair's waves
+    from its slots, the push's loop over waves to the most of its homes'), as the op launches them."""
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
-    waves = {"WAVES": moe_op.COMBINE_WAVES, "WAVE_SLOTS": moe_op.MAX_COMBINE_WAVES, "WP": 2}
-    waves["WAVE_MIN"] = moe_op.COMBINE_WAVE_MIN_SLOTS  # each (home, holder) pair its own waves, as launched
+    waves = {"WAVES": switches.COMBINE_WAVES, "WAVE_SLOTS": switches.MAX_COMBINE_WAVES, "WP": 2}
+    waves["WAVE_MIN"] = switches.COMBINE_WAVE_MIN_SLOTS  # each (home, holder) pair its own waves, as launched
     push = _compile("combine_push", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "SPREAD": True, **waves})
     reduce = _compile(
         "combine_reduce", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "UNROLL": 2, "SENDERS": 264, **waves}
@@ -918,13 +918,14 @@ def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave
     assert 2 * (allocated(pushed) + allocated(reduced)) <= 65536 and 4 * 128 <= 2048, (pushed, reduced)
     loop = _compile("combine_reduce", "sm_90", False, 3, row_block=block, combine={**waves, "WP": 4, "SENDERS": 264})
     _registers(loop, tmp_path)
-    # op.OWN_PARTIALS_IN_REDUCE: the push leaves my own slots out, the reduce sums my own tokens' k rows of y itself,
-    # a quarter of a row a step (its k rows' 16-byte loads before the step's store); two of each still fit an SM.
+    # switches.OWN_PARTIALS_IN_REDUCE: the push leaves my own slots out, the reduce sums my own tokens' k rows of y
+    # itself, a quarter of a row a step (its k rows' 16-byte loads before the step's store); two of each still fit an
+    # SM.
     own = {**waves, "OWN": True}
     push = _compile("combine_push", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "SPREAD": True, **own})
     reduce = _compile(
         "combine_reduce", "sm_90", False, 2, row_block=block,
-        combine={"PACK": 2, "UNROLL": 2, "SENDERS": 264, **own, "K": 8, "SPLIT": moe_op.OWN_SPLIT},
+        combine={"PACK": 2, "UNROLL": 2, "SENDERS": 264, **own, "K": 8, "SPLIT": switches.OWN_SPLIT},
     )  # fmt: skip
     assert _loads_before_first_store(reduce) >= 16, "the k rows of y (2 vectors each) and the peer's partial"
     pushed, reduced = _registers(push, tmp_path), _registers(reduce, tmp_path)
@@ -933,13 +934,13 @@ def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave
 
 
 def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
-    """``op.EXPAND_OVERLAPS_PUSH``: on by default at ``EXPAND_WAVES = 8`` (measured fastest);
+    """``switches.EXPAND_OVERLAPS_PUSH``: on by default at ``EXPAND_WAVES = 8`` (measured fastest);
     ``set_expand_overlaps_push`` returns the previous setting and refuses a non-bool; on, it turns on the own rows in
     the push where those apply (the pipelined gather layout on one node, bf16, or fp8 rows kept with
     ``FP8_OVERLAPS_PUSH``, not dequantized on receipt); the push's waves are at most the route count programs."""
-    assert moe_op.EXPAND_OVERLAPS_PUSH is True and moe_op.EXPAND_WAVES == 8
+    assert switches.EXPAND_OVERLAPS_PUSH is True and switches.EXPAND_WAVES == 8
     with pytest.raises(MoeError, match="on must be True or False, got 'yes'"):
-        moe_op.set_expand_overlaps_push("yes")  # type: ignore[arg-type]
+        switches.set_expand_overlaps_push("yes")  # type: ignore[arg-type]
     plan = SimpleNamespace(pipelined=True, nodes=1, route_programs=2)
     assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
     assert not moe_op._own_in_push(plan, True, True), "dequantized on receipt: the expand copies each row"  # type: ignore[arg-type]
@@ -947,84 +948,89 @@ def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
     assert not moe_op._own_in_push(SimpleNamespace(pipelined=False, nodes=1), True, False)  # type: ignore[arg-type]
     assert not moe_op._own_in_push(SimpleNamespace(pipelined=True, nodes=2), True, False), "across nodes"  # type: ignore[arg-type]
     assert moe_op._waves(plan) == 2 and moe_op._waves(SimpleNamespace(route_programs=64)) == 8  # type: ignore[arg-type]
-    assert moe_op.set_expand_waves(16) == 8 and moe_op._waves(SimpleNamespace(route_programs=64)) == 16  # type: ignore[arg-type]
+    assert switches.set_expand_waves(16) == 8 and moe_op._waves(SimpleNamespace(route_programs=64)) == 16  # type: ignore[arg-type]
     try:
         for wrong in (0, 3, 32, True):
             with pytest.raises(MoeError, match=f"waves must be a power of two in \\[1, 16\\], got {wrong!r}"):
-                moe_op.set_expand_waves(wrong)
+                switches.set_expand_waves(wrong)
     finally:
-        assert moe_op.set_expand_waves(8) == 16
-    assert moe_op.set_expand_overlaps_push(False) is True
+        assert switches.set_expand_waves(8) == 16
+    assert switches.set_expand_overlaps_push(False) is True
     try:
         assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
     finally:
-        assert moe_op.set_expand_overlaps_push(True) is False
+        assert switches.set_expand_overlaps_push(True) is False
 
 
 def test_fp8_overlaps_push_and_narrow_push_are_on_by_default() -> None:
-    """``op.FP8_OVERLAPS_PUSH`` and ``op.FP8_NARROW_PUSH``: on by default (measured fastest on 2 x H200: 196.9 µs
-    against 336.7 for the expand after the 16-warp push, the same bits), so fp8 rows kept join the own rows in the push
-    and the expand beside it (not dequantized ones, nor the expanded layout, nor with ``EXPAND_OVERLAPS_PUSH`` off) and
-    the pipelined fp8 push runs 4 warps; off, fp8 rows kept take the path before (no own rows in the push, hence no
-    expand beside it) whatever ``OWN_ROWS_IN_PUSH`` says, while bf16 keeps the overlap, and the push runs
+    """``switches.FP8_OVERLAPS_PUSH`` and ``switches.FP8_NARROW_PUSH``: on by default (measured fastest on 2 x H200:
+    196.9 µs against 336.7 for the expand after the 16-warp push, the same bits), so fp8 rows kept join the own rows in
+    the push and the expand beside it (not dequantized ones, nor the expanded layout, nor with ``EXPAND_OVERLAPS_PUSH``
+    off) and the pipelined fp8 push runs 4 warps; off, fp8 rows kept take the path before (no own rows in the push,
+    hence no expand beside it) whatever ``OWN_ROWS_IN_PUSH`` says, while bf16 keeps the overlap, and the push runs
     ``FP8_PUSH_WARPS``; the setters return the previous setting and refuse a non-bool."""
-    assert moe_op.FP8_OVERLAPS_PUSH is True and moe_op.FP8_NARROW_PUSH is True and moe_op.EXPAND_OVERLAPS_PUSH is True
+    assert (
+        switches.FP8_OVERLAPS_PUSH is True
+        and switches.FP8_NARROW_PUSH is True
+        and switches.EXPAND_OVERLAPS_PUSH is True
+    )
     with pytest.raises(MoeError, match="set_fp8_overlaps_push: on must be True or False, got 1"):
-        moe_op.set_fp8_overlaps_push(1)  # type: ignore[arg-type]
+        switches.set_fp8_overlaps_push(1)  # type: ignore[arg-type]
     plan = SimpleNamespace(pipelined=True, nodes=1, fp8=True)
     assert moe_op._own_in_push(plan, True, False, False), "bf16: the overlap's own rows"  # type: ignore[arg-type]
     assert moe_op._own_in_push(plan, True, False, True), "fp8 kept joins"  # type: ignore[arg-type]
     assert not moe_op._own_in_push(plan, True, True, True), "dequantized: the expand after"  # type: ignore[arg-type]
     assert not moe_op._own_in_push(plan, False, False, True), "the expanded layout"  # type: ignore[arg-type]
     assert moe_op._fp8_push_warps(plan) == 4 and moe_op._fp8_push_warps(plan, True) == 4  # type: ignore[arg-type]
-    overlapped = moe_op.set_expand_overlaps_push(False)
+    overlapped = switches.set_expand_overlaps_push(False)
     try:
         assert not moe_op._own_in_push(plan, True, False, True), "neither overlap nor own rows"  # type: ignore[arg-type]
     finally:
-        moe_op.set_expand_overlaps_push(overlapped)
-    assert moe_op.set_fp8_overlaps_push(False) is True and moe_op.set_fp8_narrow_push(False) is True
+        switches.set_expand_overlaps_push(overlapped)
+    assert switches.set_fp8_overlaps_push(False) is True and switches.set_fp8_narrow_push(False) is True
     try:
         assert not moe_op._own_in_push(plan, True, False, True), "fp8 kept: the path before"  # type: ignore[arg-type]
         assert moe_op._own_in_push(plan, True, False, False), "bf16 keeps the overlap"  # type: ignore[arg-type]
-        own = moe_op.set_own_rows_in_push(True)
+        own = switches.set_own_rows_in_push(True)
         try:
             assert not moe_op._own_in_push(plan, True, False, True), "OWN_ROWS_IN_PUSH alone: not fp8"  # type: ignore[arg-type]
         finally:
-            moe_op.set_own_rows_in_push(own)
+            switches.set_own_rows_in_push(own)
         assert moe_op._fp8_push_warps(plan) == moe_op.FP8_PUSH_WARPS > 4  # type: ignore[arg-type]
         assert moe_op._fp8_push_warps(plan, True) == 4, "prequantized: 4 warps whatever the option"  # type: ignore[arg-type]
     finally:
-        assert moe_op.set_fp8_overlaps_push(True) is False and moe_op.set_fp8_narrow_push(True) is False
+        assert switches.set_fp8_overlaps_push(True) is False and switches.set_fp8_narrow_push(True) is False
 
 
 def test_own_rows_in_push_is_an_option_off_by_default() -> None:
-    """``op.OWN_ROWS_IN_PUSH``: off unless set (``EXPAND_OVERLAPS_PUSH``, on by default, implies it: off here);
+    """``switches.OWN_ROWS_IN_PUSH``: off unless set (``EXPAND_OVERLAPS_PUSH``, on by default, implies it: off here);
     ``set_own_rows_in_push`` returns the previous setting and refuses a non-bool; it applies where the side stream's
     launch would (the pipelined gather layout) and (with ``FP8_OVERLAPS_PUSH``) to fp8 rows kept, not dequantized on
     receipt, at any T."""
-    assert moe_op.OWN_ROWS_IN_PUSH is False
+    assert switches.OWN_ROWS_IN_PUSH is False
     with pytest.raises(MoeError, match="on must be True or False, got 1"):
-        moe_op.set_own_rows_in_push(1)  # type: ignore[arg-type]
+        switches.set_own_rows_in_push(1)  # type: ignore[arg-type]
     plan = SimpleNamespace(pipelined=True, nodes=1)
-    overlapped = moe_op.set_expand_overlaps_push(False)
+    overlapped = switches.set_expand_overlaps_push(False)
     try:
         assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
-        assert moe_op.set_own_rows_in_push(True) is False
+        assert switches.set_own_rows_in_push(True) is False
         try:
             assert moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
             assert not moe_op._own_in_push(plan, False, False) and not moe_op._own_in_push(plan, True, True)  # type: ignore[arg-type]
             assert not moe_op._own_in_push(SimpleNamespace(pipelined=False, nodes=1), True, False)  # type: ignore[arg-type]
         finally:
-            assert moe_op.set_own_rows_in_push(False) is True
+            assert switches.set_own_rows_in_push(False) is True
         assert not moe_op._own_in_push(plan, True, False)  # type: ignore[arg-type]
     finally:
-        moe_op.set_expand_overlaps_push(overlapped)
+        switches.set_expand_overlaps_push(overlapped)
 
 
 @pytest.mark.parametrize("scales", [0, 56])
 def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_programs(tmp_path: Any, scales: int) -> None:
     """``MoeConfig(pipelined=True)``'s gather layout on one node: the expand kernel's copy programs move the payload
-    as one flat block of 16-byte vectors (a thread's ``op.bulk_copy_block`` / 128 elements per step, 8 KB a program:
+    as one flat block of 16-byte vectors (a thread's ``switches.bulk_copy_block`` / 128 elements per step, 8 KB a
+    program:
     4 loads and stores of bf16 or of fp8, and no other 16-byte load: the meta programs copy no row), and at most 64
     registers per thread, so ``EXPAND_PER_SM`` meta and ``BULK_COPIERS_PER_SM`` copy programs of 128 threads fit
     on an SM together (64K registers) and copy while the meta is written; nothing spills."""
@@ -1032,7 +1038,7 @@ def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_program
 
     need_real_library("sm_90")
     block = MoeConfig(whole_row=True).row_block(7168)
-    copiers = moe_op.BULK_COPIERS_PER_SM * 132
+    copiers = switches.BULK_COPIERS_PER_SM * 132
     bulk = _compile(
         "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, copiers=copiers, scales=scales
     )
@@ -1040,13 +1046,13 @@ def test_sm90_bulk_gather_expand_copies_one_flat_block_and_fits_its_copy_program
     def count(pattern: str) -> int:
         return sum(1 for line in bulk.splitlines() if re.search(pattern, line))
 
-    vectors = moe_op.bulk_copy_block(scales > 0) * (1 if scales else 2) // (128 * 16)
+    vectors = switches.bulk_copy_block(scales > 0) * (1 if scales else 2) // (128 * 16)
     assert vectors == 4, "8 KB a step: four 16-byte vectors per thread, bf16 or fp8"
     assert count(r"ld\.global(\.nc)?\.v4\.") == vectors and count(r"st\.global\.v4\.") == vectors, bulk[-3000:]
     info = ptxas_info(bulk, tmp_path)
     assert "0 bytes spill stores, 0 bytes spill loads" in info, info
     registers = int(re.search(r"Used (\d+) registers", info).group(1))  # type: ignore[union-attr]
-    assert (EXPAND_PER_SM + moe_op.BULK_COPIERS_PER_SM) * 128 * -(-registers // 8) * 8 <= 65536, info
+    assert (EXPAND_PER_SM + switches.BULK_COPIERS_PER_SM) * 128 * -(-registers // 8) * 8 <= 65536, info
 
 
 def test_pooled_outputs_are_aligned_disjoint_views() -> None:
@@ -1123,11 +1129,11 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
     }
     with pytest.raises(MoeError, match="route_programs must be None or a power of two"):
         bench.option_configs([96], [])
-    # The own-in-push row: its key sets op.OWN_ROWS_IN_PUSH for the call only (restored after, also if it raises)
+    # The own-in-push row: its key sets switches.OWN_ROWS_IN_PUSH for the call only (restored after, also if it raises)
     seen: list[tuple[bool, dict[str, Any]]] = []
 
     def fake(*args: Any, **kwargs: Any) -> str:
-        seen.append((moe_op.OWN_ROWS_IN_PUSH, kwargs))
+        seen.append((switches.OWN_ROWS_IN_PUSH, kwargs))
         if kwargs.get("layout") == "expanded":
             raise MoeError("refused")
         return "dispatched"
@@ -1138,31 +1144,32 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
     with pytest.raises(MoeError, match="refused"):
         bench.dispatch_with(0, 1, 2, 8, {"layout": "expanded", bench.OWN_IN_PUSH: True})
     assert seen == [(True, {"layout": "gather"}), (False, {"layout": "gather"}), (True, {"layout": "expanded"})]
-    assert moe_op.OWN_ROWS_IN_PUSH is False
-    # The rows without the overlap (the default): its key sets op.EXPAND_OVERLAPS_PUSH for the call only, likewise
+    assert switches.OWN_ROWS_IN_PUSH is False
+    # The rows without the overlap (the default): its key sets switches.EXPAND_OVERLAPS_PUSH for the call only, likewise
     overlaps: list[bool] = []
-    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: overlaps.append(moe_op.EXPAND_OVERLAPS_PUSH))
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: overlaps.append(switches.EXPAND_OVERLAPS_PUSH))
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: False})
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather"})
-    assert overlaps == [False, True] and moe_op.EXPAND_OVERLAPS_PUSH is True
+    assert overlaps == [False, True] and switches.EXPAND_OVERLAPS_PUSH is True
     waves: list[int] = []
-    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: waves.append(moe_op.EXPAND_WAVES))
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: waves.append(switches.EXPAND_WAVES))
     bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", bench.OVERLAP: 16})
-    assert waves == [16] and moe_op.EXPAND_WAVES == 8
-    # An fp8 row's FP8_OVERLAP key sets op.FP8_OVERLAPS_PUSH (on by default) for the call only, the others untouched
+    assert waves == [16] and switches.EXPAND_WAVES == 8
+    # An fp8 row's FP8_OVERLAP key sets switches.FP8_OVERLAPS_PUSH (on by default) for the call only, the others
+    # untouched
     fp8_seen: list[tuple[bool, bool, bool]] = []
 
     def fp8_fake(*args: Any, **kwargs: Any) -> None:
-        fp8_seen.append((moe_op.FP8_OVERLAPS_PUSH, moe_op.EXPAND_OVERLAPS_PUSH, moe_op.OWN_ROWS_IN_PUSH))
+        fp8_seen.append((switches.FP8_OVERLAPS_PUSH, switches.EXPAND_OVERLAPS_PUSH, switches.OWN_ROWS_IN_PUSH))
         raise MoeError("refused")
 
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", fp8_fake)
     with pytest.raises(MoeError, match="refused"):
         bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, bench.FP8_OVERLAP: False})
-    assert fp8_seen == [(False, True, False)] and moe_op.FP8_OVERLAPS_PUSH is True
+    assert fp8_seen == [(False, True, False)] and switches.FP8_OVERLAPS_PUSH is True
 
     def settings() -> tuple[bool, ...]:  # the fp8 push's option rows' keys set their options for the call only
-        return moe_op.FP8_OVERLAPS_PUSH, moe_op.FP8_RECIPROCAL, moe_op.FP8_NARROW_PUSH, moe_op.FP8_PREQUANTIZE
+        return switches.FP8_OVERLAPS_PUSH, switches.FP8_RECIPROCAL, switches.FP8_NARROW_PUSH, switches.FP8_PREQUANTIZE
 
     push_seen: list[tuple[bool, ...]] = []
     monkeypatch.setattr(triton_dist.ops, "moe_dispatch", lambda *a, **k: push_seen.append(settings()))
@@ -1186,8 +1193,8 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
 
 
 def test_sm90_fp8_push_splits_each_row_over_more_warps_without_spilling(tmp_path: Any) -> None:
-    """With ``op.FP8_NARROW_PUSH`` off the fp8 push runs ``FP8_PUSH_WARPS`` warps: at H = 7168 (whole rows) each thread
-    quantizes a quarter of what it does at 4 warps (fewer than half the PTX instructions), and nothing spills."""
+    """With ``switches.FP8_NARROW_PUSH`` off the fp8 push runs ``FP8_PUSH_WARPS`` warps: at H = 7168 (whole rows) each
+    thread quantizes a quarter of what it does at 4 warps (fewer than half the PTX instructions), and nothing spills."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
 
     need_real_library("sm_90")
@@ -1239,12 +1246,12 @@ def test_normal_expand_runs_more_programs_than_push_and_waits_for_the_pushs_flag
     plan.fp8 = plan.pipelined = True  # the pipelined fp8 push: 4 warps (FP8_NARROW_PUSH), more with it off
     moe_op._launch(plan, "push", {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
     assert launched["_push_kernel"][::2] == ((4, 1, 1), 4)
-    narrow = moe_op.set_fp8_narrow_push(False)
+    narrow = switches.set_fp8_narrow_push(False)
     try:
         moe_op._launch(plan, "push", {"x_ptr": torch.empty(1, 64, dtype=torch.bfloat16, device=meta)}, meta)
         assert launched["_push_kernel"][::2] == ((4, 1, 1), moe_op.FP8_PUSH_WARPS)
     finally:
-        moe_op.set_fp8_narrow_push(narrow)
+        switches.set_fp8_narrow_push(narrow)
     # Pipelined, the gather layout's expand (fp8 kept) gets its copy programs after the meta programs, which still
     # wait for the push's programs; dequantizing, it copies each row itself and gets none.
     plan.expanders, plan.copiers = 4 * EXPAND_PER_SM, 6
@@ -1276,8 +1283,8 @@ def test_pipelined_gather_pushes_its_own_tokens_straight_into_recv_x(monkeypatch
     workspace = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
     buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
     plan = moe_op._Plan(("key",), "normal", 2, 8, 2, 64, torch.bfloat16, 0, 4, workspace, buffers)
-    small = torch.empty(moe_op.SELF_PUSH_MIN_ELEMENTS // 64 - 1, 64, dtype=torch.bfloat16, device=meta)
-    large = torch.empty(moe_op.SELF_PUSH_MIN_ELEMENTS // 64, 64, dtype=torch.bfloat16, device=meta)
+    small = torch.empty(switches.SELF_PUSH_MIN_ELEMENTS // 64 - 1, 64, dtype=torch.bfloat16, device=meta)
+    large = torch.empty(switches.SELF_PUSH_MIN_ELEMENTS // 64, 64, dtype=torch.bfloat16, device=meta)
     assert not moe_op._self_push(plan, True, False, large), "not pipelined"
     plan.pipelined = True
     assert moe_op._self_push(plan, True, False, large) and moe_op._self_push(plan, True, False, torch.zeros(1, 64))
@@ -1326,7 +1333,7 @@ def test_expand_launched_from_addresses_gets_the_outputs_it_returns(
 
     monkeypatch.setattr(moe_op, "_launch", launch)
     monkeypatch.setattr(moe_op, "_by_address", lambda device: True)
-    monkeypatch.setattr(moe_op, "EXPAND_OVERLAPS_PUSH", False)  # the expand after the push (the gather layout's)
+    monkeypatch.setattr(switches, "EXPAND_OVERLAPS_PUSH", False)  # the expand after the push (the gather layout's)
     ws = moe_op._Workspace(*(torch.zeros(1) for _ in range(5)))
     buffers = moe_op._Buffers(torch.zeros(2, 64, 8), torch.zeros(2, 64, 7), torch.zeros(2, 64, 8))
     plan = moe_op._Plan(("k",), "normal", 2, 8, 2, 256, torch.bfloat16, 0, 1, ws, buffers, fp8=fp8)
@@ -1405,10 +1412,10 @@ def _push_divisions(ptx: str) -> int:
 @functools.cache
 def _fp8_push(warps: int, overlap: bool, reciprocal: bool) -> str:
     """The PTX of the fp8 push at H = 7168 (whole rows), E = 24, k = 8 on 2 ranks at ``warps`` warps, with the overlap's
-    wave flags and own rows (``op.FP8_OVERLAPS_PUSH``) or as the fp8 gather dispatch launches it with that option off
-    (the early push), with ``RECIPROCAL`` or not (compiled once per test session)."""
+    wave flags and own rows (``switches.FP8_OVERLAPS_PUSH``) or as the fp8 gather dispatch launches it with that option
+    off (the early push), with ``RECIPROCAL`` or not (compiled once per test session)."""
     block = MoeConfig(whole_row=True).row_block(7168)
-    waves, self_mode = (moe_op.EXPAND_WAVES, 3) if overlap else (0, 0)
+    waves, self_mode = (switches.EXPAND_WAVES, 3) if overlap else (0, 0)
     extra = {"RECIPROCAL": True} if reciprocal else None
     return _compile(
         "push", "sm_90", False, world_size=2, row_block=block, scales=56, num_warps=warps, waves=waves,
@@ -1417,12 +1424,12 @@ def _fp8_push(warps: int, overlap: bool, reciprocal: bool) -> str:
 
 
 def test_sm90_fp8_reciprocal_push_divides_once_per_group(tmp_path: Any) -> None:
-    """``op.FP8_RECIPROCAL`` (``RECIPROCAL``): at H = 7168 (whole rows of 8192 lanes) the fp8 push divides twice per
-    group a thread holds (the scale, and 448 over the group's amax) and multiplies each value, where the default divides
-    each of its values too (16 a thread at ``FP8_PUSH_WARPS`` = 16, 64 at 4 warps): at most a quarter of the divisions;
-    it still casts with the hardware, spills nothing and takes no more registers (4 at most: a multiple of 8 is
-    allocated), at 16 warps (the push with ``FP8_OVERLAPS_PUSH`` and ``FP8_NARROW_PUSH`` off) and at the narrow push's 4
-    (with the overlap's waves and own rows: the default)."""
+    """``switches.FP8_RECIPROCAL`` (``RECIPROCAL``): at H = 7168 (whole rows of 8192 lanes) the fp8 push divides twice
+    per group a thread holds (the scale, and 448 over the group's amax) and multiplies each value, where the default
+    divides each of its values too (16 a thread at ``FP8_PUSH_WARPS`` = 16, 64 at 4 warps): at most a quarter of the
+    divisions; it still casts with the hardware, spills nothing and takes no more registers (4 at most: a multiple of 8
+    is allocated), at 16 warps (the push with ``FP8_OVERLAPS_PUSH`` and ``FP8_NARROW_PUSH`` off) and at the narrow
+    push's 4 (with the overlap's waves and own rows: the default)."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
 
     need_real_library("sm_90")
@@ -1438,11 +1445,12 @@ def test_sm90_fp8_reciprocal_push_divides_once_per_group(tmp_path: Any) -> None:
 
 
 def test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand(tmp_path: Any) -> None:
-    """``op.FP8_NARROW_PUSH`` (on by default, with ``FP8_OVERLAPS_PUSH``; here with ``FP8_RECIPROCAL`` too, the larger
-    of the two): at H = 7168, k = 8 on 2 ranks the push with its wave flags and own rows at 4 warps leaves room on an SM
-    for two of its programs (the push's ``NORMAL_PROGRAMS_PER_SM``) beside the expand kernel's ``EXPAND_OVERLAP_PER_SM +
-    OVERLAP_COPIERS_PER_SM`` programs (64K registers, 2048 threads); at ``FP8_PUSH_WARPS`` = 16 only one fits there (the
-    push beside the expand ran at most one program per SM: 211.5 µs against 110.8 alone on 2 x H200). Nothing spills."""
+    """``switches.FP8_NARROW_PUSH`` (on by default, with ``FP8_OVERLAPS_PUSH``; here with ``FP8_RECIPROCAL`` too, the
+    larger of the two): at H = 7168, k = 8 on 2 ranks the push with its wave flags and own rows at 4 warps leaves room
+    on an SM for two of its programs (the push's ``NORMAL_PROGRAMS_PER_SM``) beside the expand kernel's
+    ``EXPAND_OVERLAP_PER_SM + OVERLAP_COPIERS_PER_SM`` programs (64K registers, 2048 threads); at ``FP8_PUSH_WARPS`` =
+    16 only one fits there (the push beside the expand ran at most one program per SM: 211.5 µs against 110.8 alone on 2
+    x H200). Nothing spills."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS, NORMAL_PROGRAMS_PER_SM
 
     need_real_library("sm_90")
@@ -1452,9 +1460,9 @@ def test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand(tmp_path: Any) ->
 
     expand = _compile(
         "expand", "sm_90", False, world_size=2, row_block=MoeConfig(whole_row=True).row_block(7168), gather=True,
-        bulk=True, scales=56, copiers=moe_op.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=moe_op.EXPAND_WAVES,
+        bulk=True, scales=56, copiers=switches.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=switches.EXPAND_WAVES,
     )  # fmt: skip
-    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    per_sm = switches.EXPAND_OVERLAP_PER_SM + switches.OVERLAP_COPIERS_PER_SM
     beside = per_sm * allocated(_expand_beside_push_registers(expand, tmp_path), 4)
     wide = allocated(_registers(_fp8_push(FP8_PUSH_WARPS, True, False), tmp_path), FP8_PUSH_WARPS)
     narrow = allocated(_registers(_fp8_push(4, True, True), tmp_path), 4)
@@ -1464,12 +1472,12 @@ def test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand(tmp_path: Any) ->
 
 
 def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(tmp_path: Any) -> None:
-    """``op.FP8_PREQUANTIZE``: ``_quantize_kernel`` (at 4 warps, H = 7168) quantizes with the push's operations (its
-    divisions, or with ``RECIPROCAL`` two per group a thread holds) and hardware casts, storing 16-byte vectors, and
-    spills nothing; the push that loads its rows (``PREQUANT``) divides nothing, needs no shared memory (the quantizing
-    fp8 push sends each scale through it, two barriers per destination), stores the rows as 16-byte vectors, and with
-    the overlap's waves and own rows takes at most 64 registers at 4 warps: two of its programs fit on an SM beside the
-    expand kernel's four."""
+    """``switches.FP8_PREQUANTIZE``: ``_quantize_kernel`` (at 4 warps, H = 7168) quantizes with the push's operations
+    (its divisions, or with ``RECIPROCAL`` two per group a thread holds) and hardware casts, storing 16-byte vectors,
+    and spills nothing; the push that loads its rows (``PREQUANT``) divides nothing, needs no shared memory (the
+    quantizing fp8 push sends each scale through it, two barriers per destination), stores the rows as 16-byte vectors,
+    and with the overlap's waves and own rows takes at most 64 registers at 4 warps: two of its programs fit on an SM
+    beside the expand kernel's four."""
     from triton_dist.ops.moe.config import NORMAL_PROGRAMS_PER_SM
 
     need_real_library("sm_90")
@@ -1484,7 +1492,7 @@ def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(
         assert not reciprocal or _push_divisions(quantize) <= 8, _push_divisions(quantize)
         _registers(quantize, tmp_path)
     push = _compile(
-        "push", "sm_90", False, world_size=2, row_block=block, scales=56, self_mode=3, waves=moe_op.EXPAND_WAVES,
+        "push", "sm_90", False, world_size=2, row_block=block, scales=56, self_mode=3, waves=switches.EXPAND_WAVES,
         prequant=True,
     )  # fmt: skip
     assert _push_divisions(push) == 0 and "st.shared" not in push and "st.global.v4.b32" in push
@@ -1492,27 +1500,28 @@ def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(
     assert registers <= 64, registers
     expand = _compile(
         "expand", "sm_90", False, world_size=2, row_block=block, gather=True, bulk=True, scales=56,
-        copiers=moe_op.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=moe_op.EXPAND_WAVES,
+        copiers=switches.OVERLAP_COPIERS_PER_SM * 132, self_mode=1, waves=switches.EXPAND_WAVES,
     )  # fmt: skip
-    per_sm = moe_op.EXPAND_OVERLAP_PER_SM + moe_op.OVERLAP_COPIERS_PER_SM
+    per_sm = switches.EXPAND_OVERLAP_PER_SM + switches.OVERLAP_COPIERS_PER_SM
     beside = per_sm * 4 * -(-_expand_beside_push_registers(expand, tmp_path) * 32 // 256) * 256
     assert beside + NORMAL_PROGRAMS_PER_SM * 4 * -(-registers * 32 // 256) * 256 <= 65536
 
 
 def test_fp8_push_options_have_their_defaults_and_reach_the_push(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``op.FP8_RECIPROCAL`` and ``op.FP8_PREQUANTIZE`` off by default, ``op.FP8_NARROW_PUSH`` on; their setters return
-    the previous setting and refuse a non-bool; the pipelined fp8 push is compiled with ``RECIPROCAL`` if set and at 4
-    warps with ``FP8_NARROW_PUSH`` (off: at ``FP8_PUSH_WARPS``), a launch plan per setting (switching back reuses the
-    first); a bf16 push takes neither. ``FP8_PREQUANTIZE`` (normal mode, fp8): the quantize kernel writes the plan's
-    staging buffers (a power of two of rows, grown with T) with the reciprocal if set, and the push, at 4 warps, loads
-    them (``PREQUANT``, not ``RECIPROCAL``); its launch plans are keyed by the staging rows."""
-    assert moe_op.FP8_RECIPROCAL is False and moe_op.FP8_NARROW_PUSH is True and moe_op.FP8_PREQUANTIZE is False
+    """``switches.FP8_RECIPROCAL`` and ``switches.FP8_PREQUANTIZE`` off by default, ``switches.FP8_NARROW_PUSH`` on;
+    their setters return the previous setting and refuse a non-bool; the pipelined fp8 push is compiled with
+    ``RECIPROCAL`` if set and at 4 warps with ``FP8_NARROW_PUSH`` (off: at ``FP8_PUSH_WARPS``), a launch plan per
+    setting (switching back reuses the first); a bf16 push takes neither. ``FP8_PREQUANTIZE`` (normal mode, fp8): the
+    quantize kernel writes the plan's staging buffers (a power of two of rows, grown with T) with the reciprocal if set,
+    and the push, at 4 warps, loads them (``PREQUANT``, not ``RECIPROCAL``); its launch plans are keyed by the staging
+    rows."""
+    assert switches.FP8_RECIPROCAL is False and switches.FP8_NARROW_PUSH is True and switches.FP8_PREQUANTIZE is False
     with pytest.raises(MoeError, match="set_fp8_reciprocal: on must be True or False, got 1"):
-        moe_op.set_fp8_reciprocal(1)  # type: ignore[arg-type]
+        switches.set_fp8_reciprocal(1)  # type: ignore[arg-type]
     with pytest.raises(MoeError, match="set_fp8_narrow_push: on must be True or False, got 'on'"):
-        moe_op.set_fp8_narrow_push("on")  # type: ignore[arg-type]
+        switches.set_fp8_narrow_push("on")  # type: ignore[arg-type]
     with pytest.raises(MoeError, match="set_fp8_prequantize: on must be True or False, got None"):
-        moe_op.set_fp8_prequantize(None)  # type: ignore[arg-type]
+        switches.set_fp8_prequantize(None)  # type: ignore[arg-type]
     compiled: list[tuple[bool, int]] = []
     named_of: dict[str, dict[str, Any]] = {}
 
@@ -1538,13 +1547,13 @@ def test_fp8_push_options_have_their_defaults_and_reach_the_push(monkeypatch: py
     wide = moe_op.FP8_PUSH_WARPS
     for reciprocal, narrow, want in ((False, False, (False, wide)), (True, False, (True, wide)),
                                      (True, True, (True, 4)), (False, True, (False, 4))):  # fmt: skip
-        previous = moe_op.set_fp8_reciprocal(reciprocal), moe_op.set_fp8_narrow_push(narrow)
+        previous = switches.set_fp8_reciprocal(reciprocal), switches.set_fp8_narrow_push(narrow)
         try:
             compiled.clear()
             moe_op._launch(plan, "push", x, meta)
             assert compiled == [want], (reciprocal, narrow, compiled)
         finally:
-            assert (moe_op.set_fp8_reciprocal(previous[0]), moe_op.set_fp8_narrow_push(previous[1])) == (
+            assert (switches.set_fp8_reciprocal(previous[0]), switches.set_fp8_narrow_push(previous[1])) == (
                 reciprocal,
                 narrow,
             )
@@ -1552,7 +1561,7 @@ def test_fp8_push_options_have_their_defaults_and_reach_the_push(monkeypatch: py
     moe_op._launch(plan, "push", x, meta)
     assert compiled == [], "the default's launch plan, kept"
     plan.hidden = 256  # two scales a row
-    previous = moe_op.set_fp8_prequantize(True), moe_op.set_fp8_reciprocal(True)
+    previous = switches.set_fp8_prequantize(True), switches.set_fp8_reciprocal(True)
     try:
         assert moe_op._prequantized(plan)
         staged = moe_op._staging(plan, 5, meta)
@@ -1572,5 +1581,5 @@ def test_fp8_push_options_have_their_defaults_and_reach_the_push(monkeypatch: py
         plan.mode = "low_latency"
         assert not moe_op._prequantized(plan), "low-latency mode quantizes in the push"
     finally:
-        moe_op.set_fp8_prequantize(previous[0])
-        moe_op.set_fp8_reciprocal(previous[1])
+        switches.set_fp8_prequantize(previous[0])
+        switches.set_fp8_reciprocal(previous[1])

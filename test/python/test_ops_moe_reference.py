@@ -155,10 +155,10 @@ def test_quantize_fp8_by_hand() -> None:
 
 
 def test_quantize_fp8_with_the_reciprocal_by_hand() -> None:
-    """``quantize_fp8(x, reciprocal=True)`` (``op.FP8_RECIPROCAL``): the same scales, each value times ``448 / amax``
-    (fp32) instead of divided by ``amax / 448``. With amax 13, x = 39 / 4096 divided by the scale is 0.328125 exactly,
-    a tie between the e4m3 values 0.3125 and 0.34375 (to the even one, 0.3125), and times the reciprocal one fp32 step
-    above it (to 0.34375)."""
+    """``quantize_fp8(x, reciprocal=True)`` (``switches.FP8_RECIPROCAL``): the same scales, each value times ``448 /
+    amax`` (fp32) instead of divided by ``amax / 448``. With amax 13, x = 39 / 4096 divided by the scale is 0.328125
+    exactly, a tie between the e4m3 values 0.3125 and 0.34375 (to the even one, 0.3125), and times the reciprocal one
+    fp32 step above it (to 0.34375)."""
     from triton_dist.ops.moe.reference import quantize_fp8
 
     x = torch.zeros(1, 128)

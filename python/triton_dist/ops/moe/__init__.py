@@ -28,6 +28,8 @@ holds each received token once and ``handle.gather_rows`` the row each expert-gr
   ordering argument.
 - ``op.py``: the checks, the per-signature plan and workspace, ``torch.ops.triton_dist.moe_dispatch`` /
   ``moe_combine``, the public functions and :func:`check_status`.
+- ``switches.py``: the tuning switches ``op.py`` reads at each call (the overlaps, their waves, the fp8 push's options),
+  each with the measurements behind its default, and their setters (``switches.set_expand_overlaps_push``, ...).
 - ``reference.py``: the torch reference (one process, every rank's inputs as lists), which the tests hold the
   kernels to.
 """

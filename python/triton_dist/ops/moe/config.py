@@ -148,20 +148,20 @@ class MoeConfig:
     kernel's summary overlaps the push (the push is launched before the wait, checks the buffer sizes itself and does
     nothing if they must grow, then goes again), the host polls the summary in pinned host memory instead of a copy and
     a stream synchronization, the expand kernel runs ``EXPAND_PER_SM`` programs per SM, ``layout="gather"``'s expand
-    kernel copies the payload as one flat block in copy programs of its own (``op.BULK_COPIERS_PER_SM``) beside the meta
-    programs instead of row by row (and with ``op.EXPAND_OVERLAPS_PUSH``, on by default, without fp8 - fp8 rows kept
-    join with ``op.FP8_OVERLAPS_PUSH``, on by default too, and dequantized never: this rank's own tokens skip the token
-    buffer and the expand kernel runs beside the push), the expand kernel is launched from its outputs' addresses once
-    its launch plan exists (their views made after it, off the GPU's critical path), and the fp8 push runs 4 warps
-    (``op.FP8_NARROW_PUSH``; off, ``FP8_PUSH_WARPS``). Same results, bit for bit. The default since a 2 x H200 run
-    (2026-11-27, ``bench/moe.py --only-dispatch``, 4096 tokens per rank, H 7168, top-8 of 256, two runs of the same
-    code): the expanded layout's dispatch took 378.4 / 379.3 µs pipelined against 474.5 / 476.3 µs without, fp8 287.1 /
-    308.4 µs pipelined, and the whole ``bench/moe.py`` run had it faster at every size from 1 to 16384 tokens (device µs
-    289 against 362 at 1 token, 167 / 205 at 128, 249 / 269 at 2048, 382 / 443 at 4096, 1418 / 1538 at 16384); the
-    gather layout with ``op.EXPAND_OVERLAPS_PUSH`` at 8 waves took 224.3 / 225.3 µs (76% of the push all-gather's
-    bandwidth), against 334.5 / 377.5 µs unpipelined and 357.1 / 383.6 µs pipelined without the overlap (bf16); fp8's
-    gather dispatch with the overlap and the 4-warp push took 196.9 µs against 336.7 for the expand after the 16-warp
-    push (2 x H200, 2026-11-27).
+    kernel copies the payload as one flat block in copy programs of its own (``switches.BULK_COPIERS_PER_SM``) beside
+    the meta programs instead of row by row (and with ``switches.EXPAND_OVERLAPS_PUSH``, on by default, without fp8 -
+    fp8 rows kept join with ``switches.FP8_OVERLAPS_PUSH``, on by default too, and dequantized never: this rank's own
+    tokens skip the token buffer and the expand kernel runs beside the push), the expand kernel is launched from its
+    outputs' addresses once its launch plan exists (their views made after it, off the GPU's critical path), and the fp8
+    push runs 4 warps (``switches.FP8_NARROW_PUSH``; off, ``FP8_PUSH_WARPS``). Same results, bit for bit. The default
+    since a 2 x H200 run (2026-11-27, ``bench/moe.py --only-dispatch``, 4096 tokens per rank, H 7168, top-8 of 256, two
+    runs of the same code): the expanded layout's dispatch took 378.4 / 379.3 µs pipelined against 474.5 / 476.3 µs
+    without, fp8 287.1 / 308.4 µs pipelined, and the whole ``bench/moe.py`` run had it faster at every size from 1 to
+    16384 tokens (device µs 289 against 362 at 1 token, 167 / 205 at 128, 249 / 269 at 2048, 382 / 443 at 4096, 1418 /
+    1538 at 16384); the gather layout with ``switches.EXPAND_OVERLAPS_PUSH`` at 8 waves took 224.3 / 225.3 µs (76% of
+    the push all-gather's bandwidth), against 334.5 / 377.5 µs unpipelined and 357.1 / 383.6 µs pipelined without the
+    overlap (bf16); fp8's gather dispatch with the overlap and the 4-warp push took 196.9 µs against 336.7 for the
+    expand after the 16-warp push (2 x H200, 2026-11-27).
     """
 
     whole_row: bool = True

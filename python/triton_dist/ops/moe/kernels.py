@@ -24,25 +24,25 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    low-latency: ``base(d) = me * M``, and program 0 pushes this rank's counts row with the data. Then each program sets
    its data flag ``(me, program)`` on every rank (release: its pushes come first). With fp8 (``SCALES`` > 0) each chunk
    of the row is quantized once (per 128 channels: ``scale = max(amax, 1e-4) / 448``, each value divided by it, IEEE
-   division; ``RECIPROCAL``, ``op.FP8_RECIPROCAL``: times ``448 / max(amax, 1e-4)``, one division per group; cast to
-   e4m3 rounding to nearest even) and pushed to every destination, its scales written at the end of the meta row;
-   ``PREQUANT`` (``op.FP8_PREQUANTIZE``): ``_quantize_kernel`` quantized the rows with the same operations beside the
-   route kernels, into the plan's staging buffers (``pre_ptr``, ``pre_scales_ptr``), and the push loads those bytes and
-   scales as they are. ``SELF`` (one node; 1 and 2 not with fp8: ``op._self_push``): 1 leaves this rank's own tokens'
-   payload out (their meta rows still go), 2 is a second launch, beside the first on a side stream, that stores only
-   that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no flag; neither writes ``tok_pos``'s
-   column ``me`` (both read its local places while they run), which the expand kernel (``SELF_DIRECT``) writes from the
-   slots it reads, and its block copy leaves those rows out. 3 (``op.OWN_ROWS_IN_PUSH``) is one launch doing both: the
-   other ranks' rows as with 1, and this rank's own tokens' payload stored into ``recv_x`` from the row it loaded for
-   them (fp8: the row it quantized, its scales still in the meta row; ``recv_x`` allocated before the launch), leaving
-   ``tok_pos``'s column ``me`` to the expand kernel as 1 does. ``WAVES`` > 0 (``op.EXPAND_OVERLAPS_PUSH``, the early
-   push only): the tokens form ``WAVES`` waves of ``PARTS / WAVES`` route count programs' ranges each; program 0 first
-   stores into every rank ``d`` this rank's tokens bound for ``d`` before each wave's end (its ``parts`` prefix at the
-   next wave's first count program, or ``N[me, d]``: the receiver's slots of each wave, consecutive); each program sets
-   its wave flag ``(me, wave, program)`` on every rank (release) once its next token lies past the wave, the rest after
-   its loop, before its data flag (in the ``waves`` workspace, two parities, epoch values as every flag; laid out for
-   ``WAVE_SLOTS`` waves, ``op.MAX_EXPAND_WAVES``, whatever ``WAVES``, so a call with other waves than the last one's
-   finds no slot count where it waits for a flag).
+   division; ``RECIPROCAL``, ``switches.FP8_RECIPROCAL``: times ``448 / max(amax, 1e-4)``, one division per group; cast
+   to e4m3 rounding to nearest even) and pushed to every destination, its scales written at the end of the meta row;
+   ``PREQUANT`` (``switches.FP8_PREQUANTIZE``): ``_quantize_kernel`` quantized the rows with the same operations beside
+   the route kernels, into the plan's staging buffers (``pre_ptr``, ``pre_scales_ptr``), and the push loads those bytes
+   and scales as they are. ``SELF`` (one node; 1 and 2 not with fp8: ``op._self_push``): 1 leaves this rank's own
+   tokens' payload out (their meta rows still go), 2 is a second launch, beside the first on a side stream, that stores
+   only that payload, straight into ``recv_x`` (``self_ptr``: row = slot), and sets no flag; neither writes
+   ``tok_pos``'s column ``me`` (both read its local places while they run), which the expand kernel (``SELF_DIRECT``)
+   writes from the slots it reads, and its block copy leaves those rows out. 3 (``switches.OWN_ROWS_IN_PUSH``) is one
+   launch doing both: the other ranks' rows as with 1, and this rank's own tokens' payload stored into ``recv_x`` from
+   the row it loaded for them (fp8: the row it quantized, its scales still in the meta row; ``recv_x`` allocated before
+   the launch), leaving ``tok_pos``'s column ``me`` to the expand kernel as 1 does. ``WAVES`` > 0
+   (``switches.EXPAND_OVERLAPS_PUSH``, the early push only): the tokens form ``WAVES`` waves of ``PARTS / WAVES`` route
+   count programs' ranges each; program 0 first stores into every rank ``d`` this rank's tokens bound for ``d`` before
+   each wave's end (its ``parts`` prefix at the next wave's first count program, or ``N[me, d]``: the receiver's slots
+   of each wave, consecutive); each program sets its wave flag ``(me, wave, program)`` on every rank (release) once its
+   next token lies past the wave, the rest after its loop, before its data flag (in the ``waves`` workspace, two
+   parities, epoch values as every flag; laid out for ``WAVE_SLOTS`` waves, ``switches.MAX_EXPAND_WAVES``, whatever
+   ``WAVES``, so a call with other waves than the last one's finds no slot count where it waits for a flag).
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -63,7 +63,7 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    consecutive slots a step as the rows of one ``[META_BLOCK, KP]`` tile (each slot's source, meta row, table
    lookups and stores as tile operations), so the loads of all of them are in flight together instead of one
    token's chain of dependent loads after another's; every output word is written once, from the same values.
-   ``WAVES`` > 0 (``op.EXPAND_OVERLAPS_PUSH``: ``BULK``, ``SELF_DIRECT``, no ``META_BLOCK``; launched beside the
+   ``WAVES`` > 0 (``switches.EXPAND_OVERLAPS_PUSH``: ``BULK``, ``SELF_DIRECT``, no ``META_BLOCK``; launched beside the
    early push, after the route kernels): no wait at the start (the counts matrix is complete once the route kernel
    ended); nothing if the summary's sizes do not fit the buffers (as the push); the meta programs, then the copy
    programs, take the units ``(wave, source)`` wave by wave, each after waiting for that unit's ``SENDERS`` wave
@@ -336,7 +336,7 @@ def _quantize_kernel(
     SCALES: tl.constexpr,
     RECIPROCAL: tl.constexpr = False,
 ):
-    """``op.FP8_PREQUANTIZE``: rows ``[0, T)`` of ``x`` quantized as the push quantizes them (the same operations,
+    """``switches.FP8_PREQUANTIZE``: rows ``[0, T)`` of ``x`` quantized as the push quantizes them (the same operations,
     so the same bits), into ``q`` ([>= T, H] fp8) and their scales into ``scales`` ([>= T, SCALES] fp32); programs
     stride over the tokens, ``BLOCK_H`` channels a step. Local: no primitive, no flag (the op orders it before the
     push with an event, beside the route kernels)."""
@@ -444,7 +444,7 @@ def _push_kernel(
     cols = tl.arange(0, MP)
     h = tl.arange(0, BLOCK_H)
     chunk = tl.cdiv(T, PARTS)  # the route count programs' token ranges
-    if WAVES > 0:  # op.EXPAND_OVERLAPS_PUSH (one node, CHECK_CAP): a flag per (source, wave, program) as it goes
+    if WAVES > 0:  # switches.EXPAND_OVERLAPS_PUSH (one node, CHECK_CAP): a flag per (source, wave, program) as it goes
         tl.static_assert(CHECK_CAP, "the waves are the early push's")
         PPW: tl.constexpr = PARTS // WAVES  # route count programs per wave: wave w is tokens [w, w + 1) * PPW * chunk
         wave_tokens = PPW * chunk
@@ -605,7 +605,7 @@ def _push_kernel(
             for h0 in range(0, H, BLOCK_H):
                 offs = h0 + h
                 group_ids = h0 // 128 + groups
-                if PREQUANT:  # op.FP8_PREQUANTIZE: quantized beside the route kernels; loaded as they are
+                if PREQUANT:  # switches.FP8_PREQUANTIZE: quantized beside the route kernels; loaded as they are
                     if not WHOLE_ROW:  # (whole rows: loaded at the top)
                         q = tl.load(pre_ptr + tl.cast(t, tl.int64) * H + offs, mask=offs < H)
                     pre_scales = tl.load(pre_scales_ptr + t * SCALES + group_ids, mask=group_ids < SCALES, other=0.0)
@@ -1249,7 +1249,7 @@ def _combine_push_kernel(
     # parity's half is CAP * H fp32 words, a partial's row H elements.
     partials = combine_ptr + tl.cast(parity, tl.int64) * CAP * H * PACK
     h = tl.arange(0, BLOCK_H)
-    if WAVES > 0:  # op.REDUCE_OVERLAPS_PUSH (one node): each home's partials in WAVES waves, a flag per wave
+    if WAVES > 0:  # switches.REDUCE_OVERLAPS_PUSH (one node): each home's partials in WAVES waves, a flag per wave
         tl.static_assert(NODES == 1, "the waves are one node's")
         # The slots are grouped by home in rank order: where each home's start, and how many it has (N[home, me]).
         sources = tl.arange(0, WP)
@@ -1260,10 +1260,11 @@ def _combine_push_kernel(
             homes = tl.load(comb_src_ptr + s0 + scan, mask=s0 + scan < slots, other=WP)
             starts += tl.sum((homes[None, :] < sources[:, None]).to(tl.int32), axis=1)
             counts += tl.sum((homes[None, :] == sources[:, None]).to(tl.int32), axis=1)
-        if OWN:  # op.OWN_PARTIALS_IN_REDUCE: my own tokens' partials are the reduce's (none stored, flags still set)
+        # switches.OWN_PARTIALS_IN_REDUCE: my own tokens' partials are the reduce's (none stored, flags still set)
+        if OWN:
             counts = tl.where(sources == me, 0, counts)
-        # Home s's waves: WAVES, or (WAVE_MIN > 0, op.COMBINE_WAVE_MIN_SLOTS) one per WAVE_MIN of its n_s slots, at
-        # least 1 and at most WAVES: the home computes the same from N[s, me] (its row), so nothing is exchanged, and
+        # Home s's waves: WAVES, or (WAVE_MIN > 0, switches.COMBINE_WAVE_MIN_SLOTS) one per WAVE_MIN of its n_s slots,
+        # at least 1 and at most WAVES: the home computes the same from N[s, me] (its row), so nothing is exchanged, and
         # a small push sets fewer flag rounds (each a barrier and a system-scope release to every rank).
         per = tl.full([WP], WAVES, tl.int32)
         if WAVE_MIN > 0:
@@ -1385,14 +1386,16 @@ def _combine_reduce_kernel(
     me = dl.rank()
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
-    if OWN:  # op.OWN_PARTIALS_IN_REDUCE: where my own tokens' slots start among those I received (grouped by source)
+    # switches.OWN_PARTIALS_IN_REDUCE: where my own tokens' slots start among those I received (grouped by source)
+    if OWN:
         tl.static_assert(WAVES > 0, "the own partials in the reduce: with the waves only")
         scan = tl.arange(0, SCAN)
         own_start = tl.sum(tl.zeros([SCAN], dtype=tl.int32), axis=0)
         for s0 in range(0, slots, SCAN):
             homes = tl.load(comb_src_ptr + s0 + scan, mask=s0 + scan < slots, other=WP)
             own_start += tl.sum((homes < me).to(tl.int32), axis=0)
-    if WAVES > 0:  # op.REDUCE_OVERLAPS_PUSH (one node): no wait here; per token, for the waves its partials are in
+    # switches.REDUCE_OVERLAPS_PUSH (one node): no wait here; per token, for the waves its partials are in
+    if WAVES > 0:
         tl.static_assert(NODES == 1, "the waves are one node's")
         dests = tl.arange(0, WP)
         sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)  # N[me, d]: my tokens' partials on rank d

@@ -29,7 +29,7 @@ def quantize_fp8(x: torch.Tensor, reciprocal: bool = False) -> tuple[torch.Tenso
     """``x`` [..., H] as the fp8 dispatch quantizes it: ``(q, scales)``, q float8_e4m3fn [..., H], scales fp32
     [..., ceil(H / 128)]. Per group of 128 channels (the last may be shorter): ``scale = max(amax, 1e-4) / 448``
     and ``q = x / scale`` clamped to [-448, 448] and rounded to nearest even (fp32 arithmetic, IEEE division, as the
-    kernel does by default). ``reciprocal`` (the push's option ``op.FP8_RECIPROCAL``): ``q = x * (448 / max(amax,
+    kernel does by default). ``reciprocal`` (the push's option ``switches.FP8_RECIPROCAL``): ``q = x * (448 / max(amax,
     1e-4))`` instead, one IEEE division per group and an fp32 multiply per element, as the kernel then does (the same
     scales; a value may land one fp8 step away from the division's where the two fp32 results straddle a rounding
     boundary of e4m3)."""
@@ -81,7 +81,7 @@ def reference_dispatch(
 
     ``fp8``: the rows are ``quantize_fp8``'s fp8 values, their scales in ``handle.recv_scales`` (zero past a
     low-latency expert's count), or with ``dequantize`` the dequantized values in x's dtype; ``fp8_reciprocal``:
-    quantized as ``quantize_fp8(x, reciprocal=True)`` (the push's option ``op.FP8_RECIPROCAL``).
+    quantized as ``quantize_fp8(x, reciprocal=True)`` (the push's option ``switches.FP8_RECIPROCAL``).
 
     Raises :class:`MoeError` as the op does: bad arguments, ranks whose H or dtype differ, and an expert id
     outside ``[-1, E)`` (which the kernels report through ``MoeHandle.status`` instead).
