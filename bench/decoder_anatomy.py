@@ -122,6 +122,8 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 names hold "gemm" or "rmsnorm", so they come first; flash attention's hold "cutlass", so attention precedes GEMM)."""
 HARNESS = re.compile(r"spin_kernel|(?<![A-Za-z0-9])_barrier_kernel$")
 """The kernels each profiled run starts with (``lead_host``'s spin and ``barrier_on_device``), not counted."""
+TRANSFER = re.compile(r"Mem(cpy|set) ")
+"""The profiler's names of copies and fills (not kernels): among the harness kernels they are the harness's."""
 
 
 def categorize(name: str) -> str:
@@ -181,6 +183,8 @@ class Breakdown:
     """The full names of the kernels no rule knows."""
     rank: int = 0
     note: str = ""
+    run_shapes: list[tuple[int, float]] = field(default_factory=list)
+    """Each run's kernel count and span in µs, in order (where a profile splits into more runs than profiled)."""
 
     @property
     def idle(self) -> float:
@@ -209,25 +213,35 @@ def breakdown(kernels: Sequence[Kernel], per_run: int, top: int = 8) -> Breakdow
 
     A run starts when the first non-harness kernel follows harness kernels (``HARNESS``: each profiled run is a spin,
     a device barrier, then the work) and lasts until the next harness kernel; its span runs from the end of its
-    harness kernels to the end of its last kernel. Every value is the total over the runs / (runs x ``per_run``,
-    the layers a run covers). Kernels before the first harness kernel belong to no run and are ignored. Raises
-    ValueError for a ``per_run`` below 1.
+    harness kernels to the end of its last kernel. Copies and fills (``Memcpy ...``, ``Memset ...``) that land among
+    the harness kernels belong to the harness (the barrier's own transfers); those after the last harness kernel
+    belong to the run. Every value is the total over the runs / (runs x ``per_run``, the layers a run covers).
+    Kernels before the first harness kernel belong to no run and are ignored. Raises ValueError for a ``per_run``
+    below 1.
     """
     if per_run < 1:
         raise ValueError(f"per_run must be >= 1 (the layers one run covers), got {per_run}")
     runs: list[list[Kernel]] = []
     starts: list[float] = []
     harness_end: float | None = None
+    waiting: list[Kernel] = []  # transfers after a harness kernel, before the run's first kernel: whose are they?
     for kernel in sorted(kernels, key=lambda k: (k.start, k.end)):
         if HARNESS.search(kernel.name):
             harness_end = kernel.end if harness_end is None else max(harness_end, kernel.end)
+            waiting = []  # a harness kernel after them: they were the harness's
+            continue
+        if harness_end is not None and TRANSFER.match(kernel.name):
+            waiting.append(kernel)
             continue
         if harness_end is not None:  # the first kernel after a harness block opens a run
-            runs.append([])
+            runs.append(waiting)
             starts.append(harness_end)
-            harness_end = None
+            harness_end, waiting = None, []
         if runs:
             runs[-1].append(kernel)
+    if harness_end is not None and waiting:  # transfers alone after the last harness block: a run of their own
+        runs.append(waiting)
+        starts.append(harness_end)
     count = max(1, len(runs) * per_run)
     categories = dict.fromkeys(CATEGORIES, 0.0)
     by_name: dict[str, list[float]] = {}
@@ -250,6 +264,7 @@ def breakdown(kernels: Sequence[Kernel], per_run: int, top: int = 8) -> Breakdow
         span=span / count,
         top=[(name, categorize(name), time / count, calls / count) for name, (time, calls) in longest],
         unknown=sorted(name for name in by_name if categorize(name) == "unknown"),
+        run_shapes=[(len(work), max(k.end for k in work) - start) for start, work in zip(starts, runs, strict=True)],
     )
 
 
@@ -574,7 +589,15 @@ def checked(result: Breakdown, kernels: Sequence[Kernel], runs: int) -> Breakdow
     were not found, so the per-layer values are off."""
     if result.runs != runs:
         names = sorted({short_name(k.name) for k in kernels})[:12]
-        print(f"WARN rank {rt.current_world().rank}: {result.runs} profiled runs found, not {runs}; names: {names}")
+        shapes = ", ".join(f"{n} kernels / {us:.1f} µs" for n, us in result.run_shapes)
+        print(
+            f"WARN rank {rt.current_world().rank}: {result.runs} profiled runs found, not {runs} ({shapes}); "
+            f"names: {names}"
+        )
+        result.note = (
+            f"the profile split into {result.runs} runs, not {runs}: its per-layer kernel times and idle are off "
+            f"by about {runs / max(result.runs, 1):.2f}x"
+        )
     return result
 
 

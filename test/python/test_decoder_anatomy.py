@@ -168,6 +168,27 @@ def test_breakdown_splits_runs_at_the_harness_and_sums_per_layer() -> None:
     assert [name for name, *_ in b.top] == [NCCL, GEMM, ADD, "mystery_kernel"]
 
 
+def test_transfers_among_the_harness_kernels_open_no_run() -> None:
+    """A copy between the spin and the barrier is the harness's (one run, as profiled); one after the barrier is
+    the run's; a run never splits at one (2 x H200, session 29: 6 runs found for 5, every value 5/6 of its due)."""
+    copy = "Memcpy HtoD (Pageable -> Device)"
+    kernels = [
+        _k(SPIN, 0.0, 90.0),
+        _k(copy, 90.0, 91.0),  # the harness's
+        _k(BARRIER, 91.0, 100.0),
+        _k(copy, 100.0, 102.0),  # the run's
+        _k(GEMM, 102.0, 110.0),
+        _k(SPIN, 200.0, 290.0),
+        _k(BARRIER, 290.0, 300.0),
+        _k(GEMM, 300.0, 310.0),
+    ]
+    b = anatomy.breakdown(kernels, per_run=1)
+    assert b.runs == 2
+    assert b.categories["GEMM"] == pytest.approx((8 + 10) / 2)
+    assert b.kernels == pytest.approx((2 + 8 + 10) / 2)
+    assert b.span == pytest.approx((10 + 10) / 2)
+
+
 def test_breakdown_of_a_profile_without_work_is_empty_and_per_run_is_checked() -> None:
     b = anatomy.breakdown([_k(SPIN, 0.0, 90.0), _k(BARRIER, 90.0, 100.0)], per_run=1)
     assert (b.runs, b.kernels, b.span, b.busy) == (0, 0.0, 0.0, 0.0)
