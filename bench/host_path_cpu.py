@@ -216,7 +216,7 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
         ]
         rows = [slice(s * m_double, (s + 1) * m_double) for s in range(w)]
         wait = None if scheme == "memops" else _launch(3 if scheme == "kernels" else 2)
-        double_waits = tuple((s, wait, (recv[0][rows[s]], recv[1][rows[s]])) for s in range(1, w))
+        double_waits = tuple((s, s, wait, (recv[0][rows[s]], recv[1][rows[s]])) for s in range(1, w))
         plan = ag.CublasPlan(
             workspace=ws_double, rank=0, m_local=m_double, rows=w * m_double, n=n, begin=_launch(2), waits=(),
             copies=(), side=side, stream_ops=ops, double=double, double_waits=double_waits,

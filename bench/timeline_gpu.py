@@ -360,7 +360,7 @@ def build_row(row: str, w: int, device: torch.device, dtype: torch.dtype) -> Row
             torch.matmul(g, b, out=c)
 
         path = ag_op.path_of(a, b)
-        plan = ag_op.plan_for(a, b) if path == "cublas" else None
+        plan = ag_op.plan_for(a, b) if path.startswith("cublas") else None
         return Row(op, dims, path, functools.partial(ag_gemm, a, b), unfused_ag, c, plan)
     if op == "rs":
         a = torch.randn(m, k // w, device=device, dtype=dtype)

@@ -191,6 +191,6 @@ def test_cublas_backend_config_validates_and_round_trips() -> None:
 
 def test_wait_shard_kernel_compiles_to_an_acquire_of_the_flag() -> None:
     need_library("sm_90")
-    compiled = compile_kernel(ag._wait_shard_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32", "segment": "i32"},
+    compiled = compile_kernel(ag._wait_shard_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32", "flag_index": "i32"},
                               "sm_90", {}, num_warps=1)  # fmt: skip
     assert "ld.acquire.sys" in assembly(compiled, "sm_90"), "the shard's rows are read after an acquire of its flag"

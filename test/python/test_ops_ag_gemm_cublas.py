@@ -1,13 +1,16 @@
 """ag_gemm's cuBLAS path (``OverlapConfig(backend="cublas")``) on CPU ranks under the emulation, against torch.
 
 Per world size (2 and 4 ranks, one process each, ``emulated_ranks.run_ranks``) every rank draws every rank's A and
-the shared B from one seed, fresh per call, and runs the path: the begin kernel's barrier in Triton's interpreter,
-the copy-engine producer as host copies into the peers' mapped receive slots each followed by its flag write, the
-own shard's ``torch.mm``, then per peer its wait kernel (interpreted) and ``torch.mm``. Before each call the
-receive buffer is poisoned (NaN: a GEMM that read a shard before it landed fails) and so is every new tensor the
-call allocates (its output: a row block left unwritten fails). Two calls in a row with different data reuse the
-plan and the receive slots; the second returns the gathered A too. ``clear_workspaces()`` then returns every block
-the calls took to the symmetric heap.
+the shared B from one seed, fresh per call, and runs the path: the copy-engine producer as host copies into the
+peers' mapped receive slots each followed by its flag write, the own shard's ``torch.mm``, then per chunk of each
+peer's shard its wait kernel (interpreted) and ``torch.mm`` of its rows. Four configurations, each on a shard
+height of its own (so each has its own plan and buffers): one chunk per shard; two chunks (24 rows: 16 + 8);
+three chunks (20 rows: 8 + 8 + 4, the last one shorter); three chunks on the begin barrier's path (no double
+buffers, as captured calls run: 36 rows, 16 + 16 + 4). Before each call the receive buffer the call will fill is
+poisoned where no peer can be writing it (NaN: a GEMM that read a chunk before it landed fails), and so is every
+new tensor the call allocates (its output: a row block left unwritten fails). Three calls per configuration with
+different data reuse the plan and the receive slots (both double buffers); the second returns the gathered A too.
+``clear_workspaces()`` then returns every block the calls took to the symmetric heap.
 """
 
 from __future__ import annotations
@@ -17,6 +20,12 @@ import torch
 from emulated_ranks import run_ranks
 
 HEAP = "8M"
+CASES = (  # (cuBLAS chunks asked for, rows per shard, double buffers, the chunks' rows)
+    (1, 5, True, [5]),
+    (2, 24, True, [16, 8]),
+    (3, 20, True, [8, 8, 4]),
+    (3, 36, False, [16, 16, 4]),
+)
 
 
 def _worker() -> list[str]:
@@ -30,8 +39,7 @@ def _worker() -> list[str]:
     rank, size = world.rank, world.world_size
     used_before = world.heap.stats()["used"]
     gen = torch.Generator().manual_seed(4321)  # every rank draws every rank's inputs alike
-    config = OverlapConfig(backend="cublas")
-    m_local, n, k = 5, 12, 16
+    n, k = 12, 16
     problems: list[str] = []
     real_empty = torch.empty
 
@@ -39,35 +47,54 @@ def _worker() -> list[str]:
         tensor = real_empty(*args, **kwargs)  # type: ignore[call-overload]
         return tensor.fill_(float("nan")) if tensor.is_floating_point() else tensor
 
-    for call in range(2):
-        a_s = [torch.randn(m_local, k, generator=gen).to(torch.bfloat16) for _ in range(size)]
-        b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
-        if call:  # the first call built the plan; this rank's slots are free until it passes the next barrier
-            op.workspace(world, a_s[rank]).recv.fill_(float("nan"))
-        torch.empty = poisoned_empty  # type: ignore[assignment]
+    for chunks, m_local, double_buffers, chunk_rows in CASES:
+        case = f"{chunks} chunks, {m_local} rows{'' if double_buffers else ', begin barrier'}"
+        config = OverlapConfig(backend="cublas", cublas_chunks=chunks)
+        op.CUBLAS_DOUBLE_BUFFER = double_buffers  # read when the plan is built (this shape's first call)
         try:
-            c, gathered = op.ag_gemm_impl(a_s[rank], b, return_gathered=call == 1, config=config)
+            for call in range(3):
+                a_s = [torch.randn(m_local, k, generator=gen).to(torch.bfloat16) for _ in range(size)]
+                b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
+                if call:  # the first call built the plan
+                    plan = op.plan_for(a_s[rank], b, config)
+                    assert isinstance(plan, op.CublasPlan)
+                    if plan.double is None:  # this rank's slots are free until it passes the next barrier
+                        plan.workspace.recv.fill_(float("nan"))
+                    else:  # the buffer after this call's: no peer writes it before this call's flags are set
+                        plan.double.recv[(plan.double.calls + 1) % 2].fill_(float("nan"))
+                torch.empty = poisoned_empty  # type: ignore[assignment]
+                try:
+                    c, gathered = op.ag_gemm_impl(a_s[rank], b, return_gathered=call == 1, config=config)
+                finally:
+                    torch.empty = real_empty  # type: ignore[assignment]
+                want = torch.cat(a_s)
+                if c.shape != (size * m_local, n) or c.dtype != torch.bfloat16:
+                    problems.append(f"{case}, call {call}: C is {list(c.shape)} {c.dtype}")
+                elif torch.isnan(c.float()).any():
+                    bad = int(torch.isnan(c.float()).sum())
+                    problems.append(f"{case}, call {call}: {bad} NaN elements of C (rows read early or unwritten?)")
+                elif not torch.allclose(c.float(), want.float() @ b.float(), atol=0.1, rtol=2e-2):
+                    error = (c.float() - want.float() @ b.float()).abs().max()
+                    problems.append(f"{case}, call {call}: max error {error:.3g}")
+                if call == 1 and (gathered is None or not torch.equal(gathered, want)):
+                    problems.append(f"{case}: the gathered A differs from torch.cat of every rank's A")
+                if call != 1 and gathered is not None:
+                    problems.append(f"{case}: a gathered A returned without return_gathered")
         finally:
-            torch.empty = real_empty  # type: ignore[assignment]
-        want = torch.cat(a_s)
-        if c.shape != (size * m_local, n) or c.dtype != torch.bfloat16:
-            problems.append(f"call {call}: C is {list(c.shape)} {c.dtype}")
-        elif torch.isnan(c.float()).any():
-            problems.append(f"call {call}: {int(torch.isnan(c.float()).sum())} NaN elements of C (unwritten rows?)")
-        elif not torch.allclose(c.float(), want.float() @ b.float(), atol=0.1, rtol=2e-2):
-            problems.append(f"call {call}: max error {(c.float() - want.float() @ b.float()).abs().max():.3g}")
-        if call == 1 and (gathered is None or not torch.equal(gathered, want)):
-            problems.append("the gathered A differs from torch.cat of every rank's A")
-        if call == 0 and gathered is not None:
-            problems.append("a gathered A returned without return_gathered")
-    plan = op.plan_for(a_s[rank], b, config)
-    if not isinstance(plan, op.CublasPlan):
-        problems.append(f"the plan is a {type(plan).__name__}")
-    elif [segment for segment, _, _ in plan.waits] != [(rank + s) % size for s in range(1, size)]:
-        problems.append(f"peers waited for in the order {[s for s, _, _ in plan.waits]}, not arrival order")
-    elif plan.double is None:
-        problems.append("the plan has no double receive buffers")
-    del plan
+            op.CUBLAS_DOUBLE_BUFFER = True
+        plan = op.plan_for(a_s[rank], b, config)
+        arrival = [(rank + s) % size for s in range(1, size)]
+        bounds = [(sum(chunk_rows[:i]), sum(chunk_rows[: i + 1])) for i in range(len(chunk_rows))]
+        expected = [(peer, lo, hi) for lo, hi in bounds for peer in arrival]  # chunk by chunk, arrival order
+        if not isinstance(plan, op.CublasPlan):
+            problems.append(f"{case}: the plan is a {type(plan).__name__}")
+        elif [(chunk.segment, chunk.lo, chunk.hi) for chunk in plan.peer_chunks] != expected:
+            problems.append(f"{case}: chunks waited for {plan.peer_chunks}, expected {expected}")
+        elif plan.chunks != len(chunk_rows) or op.path_name(plan) != ("cublas" if chunks == 1 else f"cublas/{chunks}"):
+            problems.append(f"{case}: the plan has {plan.chunks} chunks per shard, path {op.path_name(plan)}")
+        elif (plan.double is None) == double_buffers:
+            problems.append(f"{case}: the plan's double receive buffers are {plan.double}")
+        del plan
     op.clear_workspaces()  # every ag_gemm buffer goes, the double receive buffers too
     left = resources.workspaces("ag_gemm") + resources.workspaces("ag_gemm.double")
     if left or world.heap.stats()["used"] != used_before:
@@ -80,3 +107,23 @@ def test_cublas_path_matches_torch_on_emulated_ranks(ranks: int) -> None:
     results = run_ranks(_worker, ranks, heap_size=HEAP).results
     failed = {rank: problems for rank, problems in enumerate(results) if problems}
     assert not failed, failed
+
+
+def test_cublas_chunks_are_whole_rows_multiples_of_8_and_never_empty() -> None:
+    from triton_dist.ops.ag_gemm import op
+    from triton_dist.ops.tuning import OverlapConfig
+    from triton_dist.ops.tuning.overlap import MAX_CUBLAS_CHUNKS
+
+    for m_local in (1, 5, 8, 20, 24, 64, 100, 512, 1000):
+        for chunks in range(1, MAX_CUBLAS_CHUNKS + 1):
+            rows = op.cublas_chunk_rows(m_local, chunks)
+            count = -(-m_local // rows)
+            last = m_local - (count - 1) * rows
+            assert rows % 8 == 0 and 1 <= count <= chunks and 0 < last <= rows, (m_local, chunks, rows)
+            assert chunks > 1 or count == 1, "one chunk asked: the whole shard"
+    assert [op.cublas_flag_index(s, c, 4) for c in range(2) for s in range(4)] == list(range(8))
+    assert OverlapConfig(backend="cublas", cublas_chunks=2).short() == "cublas-ce/2"
+    with pytest.raises(ValueError, match="backend='cublas' only"):
+        OverlapConfig(cublas_chunks=2)
+    with pytest.raises(ValueError, match=r"cublas_chunks must be in \[1, 16\]"):
+        OverlapConfig(backend="cublas", cublas_chunks=0)

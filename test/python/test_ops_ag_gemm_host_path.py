@@ -254,7 +254,8 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
         double=double,
         double_waits=tuple(
             (
-                peer,
+                peer,  # its part of C: one chunk per shard
+                peer,  # its flag: one chunk per shard
                 None if scheme == "memops" else _Launch(f"wait {peer}", log),
                 (double.recv[0][rows[peer]], double.recv[1][rows[peer]]),
             )

@@ -110,7 +110,7 @@ def _ag_gemm() -> None:
     compile_kernel(kernels._push_kernel, push, "sm_90", {"BLOCK": PUSH_BLOCK}, num_warps=16)
     # The one-program kernels, each with the one warp the op launches it with.
     compile_kernel(kernels._begin_kernel, {"epoch_ptr": "*i32", "barrier_ptr": "*i32"}, "sm_90", num_warps=1)
-    wait = {"flags_ptr": "*i32", "epoch_ptr": "*i32", "segment": "i32"}
+    wait = {"flags_ptr": "*i32", "epoch_ptr": "*i32", "flag_index": "i32"}
     compile_kernel(kernels._wait_shard_kernel, wait, "sm_90", num_warps=1)
     compile_kernel(kernels._wait_shard_then_advance_kernel, wait, "sm_90", {"ADVANCE": True}, num_warps=1)
     compile_kernel(kernels._advance_epoch_kernel, {"epoch_ptr": "*i32"}, "sm_90", num_warps=1)

@@ -341,7 +341,7 @@ def test_a_cublas_path_call_writes_each_shard_into_out(monkeypatch, double: bool
                 recv=buffers, flags=torch.zeros(w, dtype=torch.int32), send_epoch=torch.ones(1, dtype=torch.int32),
                 recv_epoch=torch.ones(1, dtype=torch.int32), peer_recv={}, peer_flags={}, flags_by="kernels",
             ),
-            "double_waits": ((1, _Launch("wait", log), (buffers[0][m_local:], buffers[1][m_local:])),),
+            "double_waits": ((1, 1, _Launch("wait", log), (buffers[0][m_local:], buffers[1][m_local:])),),
             "advance": _Launch("advance", log),
         }  # fmt: skip
     plan = ag.CublasPlan(

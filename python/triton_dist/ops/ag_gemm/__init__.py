@@ -4,7 +4,7 @@ Rank r holds A_r [M_local, K] and B [K, N]; the result is C [W * M_local, N] (ro
 optionally with the gathered A [W * M_local, K]. bf16 or fp16, any world size.
 
 - ``kernels.py``: the device code (epoch and barrier, SM producer, the persistent GEMMs that wait per chunk, the
-  cuBLAS path's wait per shard);
+  cuBLAS path's wait per chunk of a shard);
 - ``selection.py``: which configuration runs (tuned table, else the calibrated cost model);
 - ``op.py``: input checks, the workspace, one plan per call signature, the custom op.
 

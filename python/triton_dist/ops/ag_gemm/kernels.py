@@ -1,6 +1,6 @@
 """AllGather + GEMM device code: the call's epoch and barrier, the SM producer, the persistent GEMMs that wait
-per chunk (TMA and pointer variants), and the cuBLAS path's one-program wait per shard (and its double-buffered
-variant's epoch counters)."""
+per chunk (TMA and pointer variants), and the cuBLAS path's one-program wait per chunk of a shard (and its
+double-buffered variant's epoch counters)."""
 
 from __future__ import annotations
 
@@ -24,33 +24,34 @@ def _begin_kernel(epoch_ptr, barrier_ptr):
     dl.wait(barrier_ptr, world, "sys", "acquire", waitValue=epoch, cmp="ge")
 
 
-@triton.jit(do_not_specialize=["segment"])
-def _wait_shard_kernel(flags_ptr, epoch_ptr, segment):
-    """One program (the cuBLAS path): wait until rank ``segment``'s whole shard has landed in this rank's receive
-    buffer, i.e. its flag (one chunk per shard: flag ``segment``) holds this call's epoch, read from device memory
-    so that CUDA-graph replays wait for their own call. The cuBLAS GEMM of that shard follows on the stream."""
-    dl.wait(flags_ptr + segment, 1, "sys", "acquire", waitValue=tl.load(epoch_ptr))
+@triton.jit(do_not_specialize=["flag_index"])
+def _wait_shard_kernel(flags_ptr, epoch_ptr, flag_index):
+    """One program (the cuBLAS path): wait until one chunk of a peer's shard has landed in this rank's receive
+    buffer, i.e. its flag ``flag_index`` (``op.cublas_flag_index``: chunk c of rank s is flag s + W * c, so with
+    one chunk per shard flag s) holds this call's epoch, read from device memory so that CUDA-graph replays wait for
+    their own call. The cuBLAS GEMM of that chunk's rows follows on the stream."""
+    dl.wait(flags_ptr + flag_index, 1, "sys", "acquire", waitValue=tl.load(epoch_ptr))
 
 
-@triton.jit(do_not_specialize=["segment"])
-def _wait_shard_then_advance_kernel(flags_ptr, epoch_ptr, segment, ADVANCE: tl.constexpr):
+@triton.jit(do_not_specialize=["flag_index"])
+def _wait_shard_then_advance_kernel(flags_ptr, epoch_ptr, flag_index, ADVANCE: tl.constexpr):
     """One program (the cuBLAS path with double buffers, eager calls): as ``_wait_shard_kernel`` on the receive
     epoch, but with ``>=``: without a barrier the peer may already have sent its next call's flag. The call's last
     wait (``ADVANCE``) then moves that epoch to the next call's, after every thread has read it (stream order gives
     the next call's waits the new value)."""
     epoch = tl.load(epoch_ptr)
-    dl.wait(flags_ptr + segment, 1, "sys", "acquire", waitValue=epoch, cmp="ge")
+    dl.wait(flags_ptr + flag_index, 1, "sys", "acquire", waitValue=epoch, cmp="ge")
     if ADVANCE:
         tl.debug_barrier()
         tl.store(epoch_ptr, epoch + 1)
 
 
-@triton.jit(do_not_specialize=["value", "segment"])
-def _wait_shard_value_kernel(value, flags_ptr, segment):
+@triton.jit(do_not_specialize=["value", "flag_index"])
+def _wait_shard_value_kernel(value, flags_ptr, flag_index):
     """One program (the double-buffered cuBLAS path whose flags are written by stream memory operations): wait until
-    rank ``segment``'s flag is at least ``value``, the call count the host passes. Unlike a memory-operation wait,
-    the wait watchdog can stop it if the peer never arrives."""
-    dl.wait(flags_ptr + segment, 1, "sys", "acquire", waitValue=value, cmp="ge")
+    flag ``flag_index`` (one chunk of a peer's shard) is at least ``value``, the call count the host passes. Unlike
+    a memory-operation wait, the wait watchdog can stop it if the peer never arrives."""
+    dl.wait(flags_ptr + flag_index, 1, "sys", "acquire", waitValue=value, cmp="ge")
 
 
 @triton.jit

@@ -16,12 +16,17 @@ How one call runs (all on the GPU, no host synchronization, so it can be capture
    peers' rows in arrival order, each tile after ``dl.wait`` on its chunk's flags; the side stream joins after.
 
 The cuBLAS path (``OverlapConfig(backend="cublas")``, :class:`CublasPlan`) keeps steps 1 and 2 (the copy-engine
-producer, one chunk per shard) and replaces step 3 by cuBLAS on the current stream: ``torch.mm`` of the own rows
-straight from ``a`` into their rows of C, then per peer in arrival order a one-program kernel that waits for that
-peer's flag and ``torch.mm`` of its received rows into their rows of C; the side stream joins after. It trades the
-fused kernel's per-tile overlap for cuBLAS's GEMM speed, which wins where the fused kernel's fixed cost and partly
-filled last wave dominate (small M, small N x K). With ``CUBLAS_DOUBLE_BUFFER`` (the default) its eager calls skip
-step 1: they alternate between two receive buffers (:class:`DoubleBuffer` says why no barrier is then needed).
+producer, ``cublas_chunks`` chunks per shard: one by default) and replaces step 3 by cuBLAS on the current stream:
+``torch.mm`` of the own rows straight from ``a`` into their rows of C, then per chunk in arrival order (chunk 0 of
+every peer, then chunk 1, ...) a one-program kernel that waits for that chunk's flag and ``torch.mm`` of its
+received rows into their rows of C; the side stream joins after. It trades the fused kernel's per-tile overlap for
+cuBLAS's GEMM speed, which wins where the fused kernel's fixed cost and partly filled last wave dominate (small M,
+small N x K). Chunks (``cublas_chunk_rows``: whole multiples of 8 rows, the last one shorter, never empty) let a
+peer's first rows be multiplied while its last ones are still on the way: where the pushes outlast the own GEMM,
+one chunk per shard ends at about comm + GEMM / W, c chunks at about comm + GEMM / (W c), for one more copy, flag,
+wait and cuBLAS launch per chunk and smaller GEMMs (the cost model weighs both: ``cost_model.ag_gemm_cublas_ms``).
+With ``CUBLAS_DOUBLE_BUFFER`` (the default) its eager calls skip step 1: they alternate between two receive buffers
+(:class:`DoubleBuffer` says why no barrier is then needed).
 
 The first call of a signature (shapes, dtypes, strides, device, the operands' 16-byte alignment, the world) builds a
 plan: the configuration, the workspace, the compiled kernels with their grids and constants, every copy's address,
@@ -33,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import triton
@@ -72,6 +77,7 @@ from triton_dist.ops.common.outputs import check_out
 from triton_dist.ops.common.stream_ops import StreamOps, stream_ops
 from triton_dist.ops.matmul import MatmulConfig, check_operands, config_for_target, num_sms
 from triton_dist.ops.tuning import OverlapConfig
+from triton_dist.ops.tuning.overlap import MAX_CUBLAS_CHUNKS
 
 MAX_PUSH_CTAS = 64
 PUSH_BLOCK = 8192
@@ -206,7 +212,8 @@ class DoubleBuffer:
     """
 
     recv: torch.Tensor  # [2, W * M_local, K], symmetric
-    flags: torch.Tensor  # int32 [W], symmetric: rank s's shard of the call whose send epoch it holds has landed
+    flags: torch.Tensor  # int32 [W * MAX_CUBLAS_CHUNKS], symmetric: flag cublas_flag_index(s, c, W) holds the
+    # send epoch (count) of the last call whose chunk c of rank s has landed
     send_epoch: torch.Tensor  # int32 [1]
     recv_epoch: torch.Tensor  # int32 [1]
     peer_recv: dict[int, torch.Tensor]
@@ -243,7 +250,7 @@ def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
 
     def create(world: rt.World) -> DoubleBuffer:
         recv = rt.empty(2, w * m_local, k, dtype=a.dtype)
-        flags = rt.zeros(w, dtype=torch.int32)
+        flags = rt.zeros(w * MAX_CUBLAS_CHUNKS, dtype=torch.int32)  # room for every chunk count (cublas_flag_index)
         send_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
         recv_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
         uses_driver = a.device.type == "cuda" and stream_ops(a.device).uses_driver
@@ -452,12 +459,41 @@ def _gathered(recv: torch.Tensor, a: torch.Tensor, rank: int) -> torch.Tensor:
     return gathered
 
 
+class CublasChunk(NamedTuple):
+    """One chunk of a peer's shard on the cuBLAS path: the peer (``segment``), its rows ``lo:hi`` within the shard,
+    and its flag's index in the flags (``cublas_flag_index``)."""
+
+    segment: int
+    lo: int
+    hi: int
+    flag: int
+
+
+def cublas_chunk_rows(m_local: int, chunks: int) -> int:
+    """Rows per chunk where the cuBLAS path splits shards of ``m_local`` rows ``chunks`` ways: ``ceil(m_local /
+    chunks)`` rounded up to a multiple of 8, the last chunk taking what is left. A multiple of 8 rows keeps every
+    chunk's rows of A, of the receive buffer and of C as aligned as the shard's first row whatever K and N are
+    (8 rows of 2-byte elements are a multiple of 16 bytes), as cuBLAS's fastest kernels want; the copy engine needs
+    no alignment. A shard too small for ``chunks`` chunks of that size gets fewer (never an empty one):
+    ``cdiv(m_local, cublas_chunk_rows(m_local, chunks))`` of them; one chunk (``chunks = 1``) is the whole shard."""
+    rows = triton.cdiv(max(m_local, 1), max(chunks, 1))
+    return triton.cdiv(rows, 8) * 8
+
+
+def cublas_flag_index(segment: int, chunk: int, world_size: int) -> int:
+    """The flag of chunk ``chunk`` of rank ``segment``'s shard on the cuBLAS path: ``segment + world_size * chunk``.
+    Chunk-major, so one chunk per shard uses flags 0..W-1 as before chunks existed, and a flag's meaning does not
+    depend on the chunk count: plans of one problem with different counts share the double buffers' flags, whose
+    values only grow, without one plan's flag standing for another's chunk."""
+    return segment + world_size * chunk
+
+
 @dataclasses.dataclass
 class CublasPlan:
     """Everything one call of the cuBLAS path launches, resolved at its first call: the begin kernel, the
-    copy-engine producer on the side stream (one chunk per shard and peer, each followed by its flag copy), and on
-    the current stream the own shard's ``torch.mm``, then per peer in arrival order its wait kernel and its
-    ``torch.mm``."""
+    copy-engine producer on the side stream (``chunks`` chunks per shard and peer, each followed by its flag copy),
+    and on the current stream the own shard's ``torch.mm``, then per chunk in arrival order its wait kernel and the
+    ``torch.mm`` of its rows."""
 
     workspace: Workspace
     rank: int
@@ -466,8 +502,9 @@ class CublasPlan:
     n: int
     begin: LaunchPlan | EmulatedLaunch
     waits: tuple[tuple[int, LaunchPlan | EmulatedLaunch, torch.Tensor], ...]
-    """Per peer in arrival order (rank + 1, rank + 2, ...): its rank, the kernel that waits for its shard's flag,
-    and its rows of the receive buffer."""
+    """Per chunk in arrival order (chunk 0 of rank + 1, of rank + 2, ..., then chunk 1 of each, ...: every rank
+    pushes chunk by chunk, to rank - 1 first): its part of C (``parts``), the kernel that waits for its flag, and
+    its rows of the receive buffer."""
     copies: tuple[_Copy, ...]
     side: torch.cuda.Stream | None  # None under the CPU emulation (as stream_ops)
     stream_ops: StreamOps | None
@@ -485,19 +522,32 @@ class CublasPlan:
     """The side stream of ``begin_on_side``: the device's highest priority (None under the CPU emulation)."""
     double: DoubleBuffer | None = None
     """Eager calls' double receive buffers (no begin barrier), or None: every call as a captured one."""
-    double_waits: tuple[tuple[int, LaunchPlan | EmulatedLaunch | None, tuple[torch.Tensor, torch.Tensor]], ...] = ()
-    """With ``double``: per peer in arrival order, its rank, the kernel that waits for its flag (``"kernels"``: the
-    last one also advances the receive epoch; ``"memop_write"``: the call count its first argument; ``"memops"``:
-    None), and its rows of each receive buffer."""
+    double_waits: tuple[
+        tuple[int, int, LaunchPlan | EmulatedLaunch | None, tuple[torch.Tensor, torch.Tensor]], ...
+    ] = ()
+    """With ``double``: per chunk in arrival order (as ``waits``), its part of C, its flag's index, the kernel that
+    waits for its flag (``"kernels"``: the last one also advances the receive epoch; ``"memop_write"``: the call
+    count its first argument; ``"memops"``: None), and its rows of each receive buffer."""
     double_copies: tuple[tuple[_Copy, ...], tuple[_Copy, ...]] = ((), ())
     """With ``double``: the copies into the peers' buffer 0, then buffer 1 (their flags copy the send epoch)."""
     double_host_copies: tuple[tuple[_HostCopy, ...], tuple[_HostCopy, ...]] = ((), ())
     """``double_copies`` under the CPU emulation."""
     advance: LaunchPlan | EmulatedLaunch | None = None
     """With ``double``: the kernel that moves the send epoch on, after the flag copies."""
+    chunks: int = 1
+    """Chunks per peer shard (``OverlapConfig.cublas_chunks``, fewer where the shard is too small for them)."""
+    part_rows: tuple[int, ...] = ()
+    """C's row blocks, the parts ``waits`` name: the own shard whole, each peer's shard by chunks (in row order).
+    Empty: one chunk per shard, C's W blocks of ``m_local`` rows (part s is rank s's shard)."""
+    own_part: int | None = None
+    """The part of C the own shard's GEMM writes (None: ``rank``, as with one chunk per shard)."""
+    peer_chunks: tuple[CublasChunk, ...] = ()
+    """Every peer chunk in the order of ``waits`` (what is waited for, where; for tests and tools)."""
     _call: _CallConstants = dataclasses.field(init=False, repr=False)
     _copies: tuple[tuple[int, int, int, int], ...] = dataclasses.field(init=False, repr=False)
     _world_size: int = dataclasses.field(init=False, repr=False)
+    _split: list[int] | None = dataclasses.field(init=False, repr=False)
+    _own: int = dataclasses.field(init=False, repr=False)
     _priority_side: int = dataclasses.field(init=False, repr=False)
     _double_copies: tuple[tuple[tuple[int, int, int, int], ...], ...] = dataclasses.field(init=False, repr=False)
     _send_epoch: int = dataclasses.field(init=False, repr=False)
@@ -512,12 +562,19 @@ class CublasPlan:
         self._call = _CallConstants.of(self.workspace, self.rows, self.n, self.side, self.begin)
         self._copies = _copy_arguments(self.copies)
         self._world_size = self.rows // self.m_local
+        self._split = list(self.part_rows) if self.part_rows else None
+        self._own = self.rank if self.own_part is None else self.own_part
         self._priority_side = 0 if self.priority_side is None else self.priority_side.cuda_stream
         self._double_copies = tuple(_copy_arguments(copies) for copies in self.double_copies)
         self._send_epoch = 0 if self.double is None else self.double.send_epoch.data_ptr()
         self._double_flags = 0 if self.double is None else self.double.flags.data_ptr()
         self._double_recv = () if self.double is None else tuple(self.double.recv.unbind())
         self._last_recv = self.workspace.recv
+
+    def _parts(self, c: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """C's parts (``part_rows``): one dispatcher op (rows = W * m_local: W parts of m_local rows, or the
+        chunks' sizes)."""
+        return c.chunk(self._world_size) if self._split is None else c.split(self._split)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """C = all_gather(a) @ b: enqueues the call on the current stream and the side stream (joined back). C is
@@ -535,7 +592,7 @@ class CublasPlan:
             return self._run_double(a, b, ops, self.double, out)
         self._last_recv = self.workspace.recv
         c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device) if out is None else out
-        parts = c.chunk(self._world_size)  # rows = W * m_local: W parts of m_local rows (one dispatcher op)
+        parts = self._parts(c)
         main = current_raw_stream(call.device.index)
         side = call.side
         if self.begin_on_side:
@@ -544,17 +601,17 @@ class CublasPlan:
             side = self._priority_side
             ops.order("ag_gemm.cublas.fork", main, side)
             self.begin.launch_on(side)
-            torch.mm(a, b, out=parts[self.rank])
+            torch.mm(a, b, out=parts[self._own])
             ops.order("ag_gemm.cublas.begun", side, main)  # before the copies are enqueued: waits for begin alone
             _enqueue_copies(ops, self._copies, a.data_ptr(), call.epoch, side)
         else:
             self.begin.launch_on(main)
             ops.order("ag_gemm.cublas.fork", main, side)
             _enqueue_copies(ops, self._copies, a.data_ptr(), call.epoch, side)
-            torch.mm(a, b, out=parts[self.rank])
-        for segment, wait, received in self.waits:
+            torch.mm(a, b, out=parts[self._own])
+        for part, wait, received in self.waits:
             wait.launch_on(main)
-            torch.mm(received, b, out=parts[segment])
+            torch.mm(received, b, out=parts[part])
         ops.order("ag_gemm.cublas.join", side, main)
         return c
 
@@ -580,18 +637,18 @@ class CublasPlan:
         self, a: torch.Tensor, b: torch.Tensor, ops: StreamOps, double: DoubleBuffer, out: torch.Tensor | None
     ) -> torch.Tensor:
         """An eager call on the double buffers: no begin kernel; the side stream forks at once and copies into the
-        peers' buffer ``calls % 2``; the current stream runs the own GEMM, then per peer its wait and its GEMM (C:
+        peers' buffer ``calls % 2``; the current stream runs the own GEMM, then per chunk its wait and its GEMM (C:
         ``out``, else a new tensor).
 
         With the driver, the flags are stream memory operations carrying the host's count of calls (this call's
-        ``calls + 1``, what the device epochs would hold): a write into each peer's flag after its copy, a wait on
-        each peer's flag before its GEMM; no kernel. Without it, the send epoch is copied into the peers' flags and
+        ``calls + 1``, what the device epochs would hold): a write into the peer's flag after each copy, a wait on
+        each chunk's flag before its GEMM; no kernel. Without it, the send epoch is copied into the peers' flags and
         advanced by a kernel, and the wait kernels (the last one advances the receive epoch)."""
         call = self._call
         parity = double.calls & 1
         double.calls += 1
         c = torch.empty(call.c_shape, dtype=call.dtype, device=call.device) if out is None else out
-        parts = c.chunk(self._world_size)
+        parts = self._parts(c)
         main = current_raw_stream(call.device.index)
         side = call.side
         ops.order("ag_gemm.cublas.fork", main, side)
@@ -601,11 +658,11 @@ class CublasPlan:
             assert advance is not None, "a double-buffered plan has its advance kernel"
             _enqueue_copies(ops, self._double_copies[parity], a.data_ptr(), self._send_epoch, side)
             advance.launch_on(side)
-            torch.mm(a, b, out=parts[self.rank])
-            for segment, wait, received in self.double_waits:
+            torch.mm(a, b, out=parts[self._own])
+            for part, _, wait, received in self.double_waits:
                 assert wait is not None, "the kernel scheme has its wait kernels"
                 wait.launch_on(main)
-                torch.mm(received[parity], b, out=parts[segment])
+                torch.mm(received[parity], b, out=parts[part])
         else:
             value = double.calls & 0xFFFFFFFF  # the waits compare cyclically
             copy, write_value, wait_value = ops.copy, ops.write_value, ops.wait_value
@@ -613,21 +670,21 @@ class CublasPlan:
             for destination, offset, nbytes, flag in self._double_copies[parity]:
                 copy(destination, base + offset, nbytes, side)
                 write_value(flag, value, side)
-            torch.mm(a, b, out=parts[self.rank])
+            torch.mm(a, b, out=parts[self._own])
             flags = self._double_flags
-            for segment, wait, received in self.double_waits:
+            for part, flag_index, wait, received in self.double_waits:
                 if wait is None:  # "memops"
-                    wait_value(flags + 4 * segment, value, main)
+                    wait_value(flags + 4 * flag_index, value, main)
                 else:  # "memop_write": a kernel the watchdog watches
                     wait.launch_on(main, value)
-                torch.mm(received[parity], b, out=parts[segment])
+                torch.mm(received[parity], b, out=parts[part])
         ops.order("ag_gemm.cublas.join", side, main)
         self._last_recv = self._double_recv[parity]
         return c
 
     def _run_emulated(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         """The call under the CPU emulation, every step in order on the host: the begin kernel, the producer (host
-        copies each followed by its flag write), the own GEMM, then each peer's wait kernel and GEMM (with double
+        copies each followed by its flag write), the own GEMM, then each chunk's wait kernel and GEMM (with double
         buffers: the producer into buffer ``calls % 2`` and the send epoch's advance, then the GEMMs and waits); C
         is ``out``, else a new tensor."""
         double = self.double
@@ -640,25 +697,25 @@ class CublasPlan:
             assert self.advance is not None, "a double-buffered plan has its advance kernel"
             self.advance.launch_on(0)
             c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
-            parts = c.split(self.m_local)
-            torch.mm(a, b, out=parts[self.rank])
-            for segment, wait, received in self.double_waits:
+            parts = self._parts(c)
+            torch.mm(a, b, out=parts[self._own])
+            for part, _, wait, received in self.double_waits:
                 assert wait is not None, "the emulation's buffers use the kernel scheme"
                 wait.launch_on(0)
-                torch.mm(received[parity], b, out=parts[segment])
+                torch.mm(received[parity], b, out=parts[part])
             self._last_recv = self._double_recv[parity]
             return c
         c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
-        parts = c.split(self.m_local)
+        parts = self._parts(c)
         ws = self.workspace
         self.begin.launch_on(0)
         for copy in self.host_copies:
             copy.destination.copy_(a[copy.lo : copy.hi])
             copy.flag.copy_(ws.epoch)  # after the rows: the peer's GEMM reads them once it sees the epoch
-        torch.mm(a, b, out=parts[self.rank])
-        for segment, wait, received in self.waits:
+        torch.mm(a, b, out=parts[self._own])
+        for part, wait, received in self.waits:
             wait.launch_on(0)
-            torch.mm(received, b, out=parts[segment])
+            torch.mm(received, b, out=parts[part])
         return c
 
     def gathered(self, a: torch.Tensor, rank: int) -> torch.Tensor:
@@ -803,11 +860,13 @@ def _producer_copies(
     w: int,
     chunk_rows: int,
     emulated: bool,
+    cublas_flags: bool = False,
 ) -> tuple[tuple[_Copy, ...], tuple[_HostCopy, ...]]:
     """The copy-engine producer's copies: per chunk of ``chunk_rows`` rows of ``a`` and per peer (rank - 1 first,
     then rank - 2, ...), the rows into slot ``me`` of that peer's receive buffer (``peer_recv``, [W * M_local, K]),
-    then its flag ``me * num_chunks + chunk`` (``peer_flags``). On a GPU by address (``_Copy``), under the CPU
-    emulation through the peers' mappings (``_HostCopy``)."""
+    then its flag (``peer_flags``): the fused kernel's ``me * num_chunks + chunk``, or with ``cublas_flags`` the
+    cuBLAS path's ``cublas_flag_index(me, chunk, W)``. On a GPU by address (``_Copy``), under the CPU emulation
+    through the peers' mappings (``_HostCopy``)."""
     m_local, k = a.shape
     num_chunks = triton.cdiv(m_local, chunk_rows)
     row_bytes = k * a.element_size()
@@ -817,7 +876,7 @@ def _producer_copies(
         hi = min(lo + chunk_rows, m_local)
         for step in range(1, w):
             dst = (me - step) % w
-            flag = me * num_chunks + chunk
+            flag = cublas_flag_index(me, chunk, w) if cublas_flags else me * num_chunks + chunk
             if emulated:
                 rows = peer_recv[dst][me * m_local + lo : me * m_local + hi]
                 host_copies.append(_HostCopy(rows, lo, hi, peer_flags[dst][flag : flag + 1]))
@@ -833,43 +892,69 @@ def _producer_copies(
     return tuple(copies), tuple(host_copies)
 
 
-def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPlan:
-    """The cuBLAS path's plan: the shared workspace, the begin and wait kernels compiled, every copy's address;
-    with ``CUBLAS_DOUBLE_BUFFER`` also the eager calls' :class:`DoubleBuffer`, their waits, copies per buffer and
-    the send epoch's advance kernel."""
+def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, chunks: int = 1) -> CublasPlan:
+    """The cuBLAS path's plan with ``chunks`` chunks per peer shard (``cublas_chunk_rows`` says how many it gets):
+    the shared workspace, the begin and wait kernels compiled, every copy's address; with ``CUBLAS_DOUBLE_BUFFER``
+    also the eager calls' :class:`DoubleBuffer`, their waits, copies per buffer and the send epoch's advance
+    kernel."""
     m_local, k = a.shape
     w, me = world.world_size, world.rank
     ws = workspace(world, a)
     device = a.device
     emulated = device.type == "cpu"
     one = (1, 1, 1)
+    chunk_rows = cublas_chunk_rows(m_local, chunks)
+    num_chunks = triton.cdiv(m_local, chunk_rows)
+    part_rows: list[int] = []
+    part_of: dict[tuple[int, int], int] = {}
+    own_part = 0
+    for segment in range(w):  # C's row blocks in row order: the own shard whole, each peer's by chunks
+        if segment == me:
+            own_part = len(part_rows)
+            part_rows.append(m_local)
+            continue
+        for chunk in range(num_chunks):
+            part_of[segment, chunk] = len(part_rows)
+            part_rows.append(min(chunk_rows, m_local - chunk * chunk_rows))
+    # Arrival order: every rank pushes chunk by chunk, to rank - 1 first, so rank r receives chunk 0 from r + 1,
+    # then from r + 2, ..., then chunk 1 from r + 1, ...
+    order = [
+        CublasChunk(
+            segment, chunk * chunk_rows, min((chunk + 1) * chunk_rows, m_local), cublas_flag_index(segment, chunk, w)
+        )
+        for chunk in range(num_chunks)
+        for segment in ((me + step) % w for step in range(1, w))
+    ]
     begin = compile_plan(_begin_kernel, one, {"epoch_ptr": ws.epoch, "barrier_ptr": ws.barrier}, 0, num_warps=1)
     waits = []
-    for step in range(1, w):  # arrival order: rank r receives from r + 1 first (every rank pushes to r - 1 first)
-        segment = (me + step) % w
-        named = {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "segment": segment}
+    for piece in order:
+        named = {"flags_ptr": ws.flags, "epoch_ptr": ws.epoch, "flag_index": piece.flag}
         wait = compile_plan(_wait_shard_kernel, one, named, 0, num_warps=1)
-        waits.append((segment, wait, ws.recv[segment * m_local : (segment + 1) * m_local]))
-    copies, host_copies = _producer_copies(ws.peer_recv, ws.peer_flags, a, me, w, m_local, emulated)
+        rows = slice(piece.segment * m_local + piece.lo, piece.segment * m_local + piece.hi)
+        waits.append((part_of[piece.segment, piece.lo // chunk_rows], wait, ws.recv[rows]))
+    copies, host_copies = _producer_copies(
+        ws.peer_recv, ws.peer_flags, a, me, w, chunk_rows, emulated, cublas_flags=True
+    )
     double = double_buffer(world, a) if CUBLAS_DOUBLE_BUFFER and w > 1 else None
     double_parts: dict[str, Any] = {}
     if double is not None:
-        double_waits: list[tuple[int, LaunchPlan | EmulatedLaunch | None, tuple[torch.Tensor, torch.Tensor]]] = []
-        for index, (segment, _, _) in enumerate(waits):
+        double_waits: list[tuple[int, int, LaunchPlan | EmulatedLaunch | None, tuple[torch.Tensor, torch.Tensor]]] = []
+        for index, piece in enumerate(order):
             double_wait: LaunchPlan | EmulatedLaunch | None = None
             if double.flags_by == "kernels":
-                named = {"flags_ptr": double.flags, "epoch_ptr": double.recv_epoch, "segment": segment}
-                named["ADVANCE"] = index == len(waits) - 1
+                named = {"flags_ptr": double.flags, "epoch_ptr": double.recv_epoch, "flag_index": piece.flag}
+                named["ADVANCE"] = index == len(order) - 1
                 double_wait = compile_plan(_wait_shard_then_advance_kernel, one, named, 0, num_warps=1)
             elif double.flags_by == "memop_write":
-                named = {"value": 1, "flags_ptr": double.flags, "segment": segment}
+                named = {"value": 1, "flags_ptr": double.flags, "flag_index": piece.flag}
                 double_wait = compile_plan(_wait_shard_value_kernel, one, named, 1, num_warps=1)
-            rows = slice(segment * m_local, (segment + 1) * m_local)
-            double_waits.append((segment, double_wait, (double.recv[0][rows], double.recv[1][rows])))
+            rows = slice(piece.segment * m_local + piece.lo, piece.segment * m_local + piece.hi)
+            part = part_of[piece.segment, piece.lo // chunk_rows]
+            double_waits.append((part, piece.flag, double_wait, (double.recv[0][rows], double.recv[1][rows])))
         per_buffer = [
             _producer_copies(
                 {r: buffers[parity] for r, buffers in double.peer_recv.items()}, double.peer_flags, a, me, w,
-                m_local, emulated,
+                chunk_rows, emulated, cublas_flags=True,
             )
             for parity in (0, 1)
         ]  # fmt: skip
@@ -894,6 +979,10 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor) -> CublasPl
         host_copies=host_copies,
         begin_on_side=CUBLAS_BEGIN_ON_SIDE,
         priority_side=None if emulated else resources.side_stream(device, "ag_gemm.priority", high_priority=True),
+        chunks=num_chunks,
+        part_rows=() if num_chunks == 1 else tuple(part_rows),
+        own_part=None if num_chunks == 1 else own_part,
+        peer_chunks=tuple(order),
         **double_parts,
     )
 
@@ -928,7 +1017,7 @@ def plan_for(a: torch.Tensor, b: torch.Tensor, config: OverlapConfig | None = No
             return UnfusedPlan(*all_gather_method(world.group), w * m_local, n, k)
         with on_device(a.device):
             if config.backend == "cublas":
-                return _build_cublas(world, a, b)
+                return _build_cublas(world, a, b, config.cublas_chunks)
             return _build_fused(world, a, b, config, no_comm)
 
     return _plans.build(signature, described, make)
@@ -983,12 +1072,19 @@ def ag_gemm_impl(
 
 
 def path_of(a: torch.Tensor, b: torch.Tensor) -> str:
-    """Which path a call with these operands runs: ``"fused"``, ``"cublas"`` or ``"nccl+cublas"`` (benchmarks'
-    rows)."""
-    plan = plan_for(a, b)
+    """Which path a call with these operands runs: ``"fused"``, ``"cublas"`` (``"cublas/<c>"`` with c > 1 chunks
+    per peer shard) or ``"nccl+cublas"`` (benchmarks' rows)."""
+    return path_name(plan_for(a, b))
+
+
+def path_name(plan: Plan) -> str:
+    """The name ``path_of`` gives ``plan``'s path: ``"fused"``, ``"cublas"``, ``"cublas/<c>"`` (the cuBLAS path with
+    c > 1 chunks per peer shard) or ``"nccl+cublas"``."""
     if isinstance(plan, UnfusedPlan):
         return "nccl+cublas"
-    return "cublas" if isinstance(plan, CublasPlan) else "fused"
+    if isinstance(plan, CublasPlan):
+        return "cublas" if plan.chunks == 1 else f"cublas/{plan.chunks}"
+    return "fused"
 
 
 # -------------------------------------------------------------------------------------------- the custom op

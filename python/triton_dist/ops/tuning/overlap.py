@@ -10,6 +10,9 @@ from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig
 
 PRODUCERS = ("ce", "sm")
 BACKENDS = ("fused", "nccl", "cublas")
+MAX_CUBLAS_CHUNKS = 16
+"""The most chunks per peer shard the cuBLAS path takes (``OverlapConfig.cublas_chunks``): its flags have room for
+this many per shard, at fixed places, so plans of different chunk counts can share them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,6 +22,10 @@ class OverlapConfig:
     - ``backend``: ``"fused"`` (our overlapped kernels), ``"nccl"`` (NCCL all-gather + cuBLAS, where fusion cannot
       win) or ``"cublas"`` (the copy-engine producer with one chunk per shard, and one cuBLAS GEMM per shard as it
       lands; ``matmul``, ``chunk_tiles`` and ``push_ctas`` do not apply, the producer must be ``"ce"``);
+    - ``cublas_chunks``: the cuBLAS path only: into how many row ranges each peer's shard is split (one copy, one
+      flag, one wait and one cuBLAS GEMM each, so the GEMM of a chunk starts once that chunk has landed), 1 to
+      ``MAX_CUBLAS_CHUNKS``; 1 (the default) is one chunk per shard. A shard of fewer rows gets fewer chunks (chunks
+      are whole multiples of 8 rows, never empty: ``ops.ag_gemm.op.cublas_chunk_rows``);
     - ``matmul``: the GEMM tile configuration (:class:`triton_dist.ops.matmul.MatmulConfig`);
     - ``chunk_tiles``: how many BLOCK_M tile rows one communication chunk (one flag) covers;
     - ``producer``: ``"ce"`` (copy engine: one copy per chunk and peer on a side stream, then a flag copy) or
@@ -33,6 +40,7 @@ class OverlapConfig:
     producer: str = "ce"
     push_ctas: int = 16
     flatten_peers: bool = False
+    cublas_chunks: int = 1
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -46,6 +54,15 @@ class OverlapConfig:
             )
         if self.chunk_tiles < 1 or self.push_ctas < 1:
             raise ValueError("OverlapConfig.chunk_tiles and push_ctas must be >= 1")
+        if not 1 <= self.cublas_chunks <= MAX_CUBLAS_CHUNKS:
+            raise ValueError(
+                f"OverlapConfig.cublas_chunks must be in [1, {MAX_CUBLAS_CHUNKS}], got {self.cublas_chunks!r}"
+            )
+        if self.cublas_chunks != 1 and self.backend != "cublas":
+            raise ValueError(
+                f"OverlapConfig.cublas_chunks applies to backend='cublas' only; got {self.cublas_chunks} chunks "
+                f"with backend={self.backend!r}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         values = dataclasses.asdict(self)
@@ -65,7 +82,7 @@ class OverlapConfig:
         if self.backend == "nccl":
             return "nccl+cublas"
         if self.backend == "cublas":
-            return "cublas-ce"
+            return "cublas-ce" if self.cublas_chunks == 1 else f"cublas-ce/{self.cublas_chunks}"
         producer = "ce" if self.producer == "ce" else f"sm{self.push_ctas}"
         flat = "/flat" if self.flatten_peers else ""
         return f"{self.matmul.short()}/c{self.chunk_tiles}/{producer}{flat}"
