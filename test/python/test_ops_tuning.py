@@ -318,3 +318,89 @@ def test_ag_gemm_choice_picks_the_fastest_of_three_paths() -> None:
     fast_fused = cm.with_extra(cal, ours=cal.cublas, ag_fused_extra_ms=0.0)
     config, estimate = tuning.cost_model("ag_gemm", 64, 65536, 8192, 2, 2, fast_fused)
     assert config.backend == "cublas" and estimate["fused_ms"] < estimate["cublas_ms"], estimate
+
+
+def test_ag_gemm_cublas_path_prices_chunks() -> None:
+    cal = cm.with_extra(tuning.REFERENCE, ag_cublas_extra_ms=0.01)
+    old = cal.as_dict()
+    del old["ag_cublas_chunk_ms"]
+    assert tuning.Calibration.from_dict(old) == cal, "a calibration older than the chunk cost still loads"
+    assert math.isclose(cm.ag_cublas_chunk_ms(cal, 2), 0.005), "unmeasured: the extra's share of one of W GEMMs"
+    assert cm.ag_cublas_chunk_ms(cm.with_extra(cal, ag_cublas_chunk_ms=0.002), 2) == 0.002, "measured: as measured"
+    m, n, k, chunk_cost = 4096, 8192, 4096, 0.003
+    priced = cm.with_extra(cal, ag_cublas_chunk_ms=chunk_cost)
+
+    def gemm(rows: float, c: tuning.Calibration) -> float:
+        return c.cublas.ms(2.0 * rows * (n / 4) * k)
+
+    # Fast links at four ranks, four chunks: every GEMM back to back, plus 3 peers x 3 more chunks' cost.
+    fast = dataclasses.replace(priced, push=tuning.Rate(0.0, 1e15))
+    want = gemm(m / 4, fast) + 12 * gemm(m / 16, fast) + 0.01 + 9 * chunk_cost
+    assert math.isclose(cm.ag_gemm_cublas_ms(m, n, k, 2, 4, fast, 4), want)
+    # Slow links: the last chunk's GEMM follows the last arrival, a quarter of one shard's GEMM after it.
+    slow = dataclasses.replace(priced, push=tuning.Rate(0.0, priced.push.per_ms / 100))
+    push = slow.push.ms(m / 4 * k * 2)
+    want = 3 * push + gemm(m / 16, slow) + 0.01 + 9 * chunk_cost
+    assert math.isclose(cm.ag_gemm_cublas_ms(m, n, k, 2, 4, slow, 4), want)
+    assert cm.ag_gemm_cublas_ms(m, n, k, 2, 4, slow, 1) == cm.ag_gemm_cublas_ms(m, n, k, 2, 4, slow), "1: as before"
+
+
+def test_ag_gemm_cublas_chunks_are_chosen_only_where_they_pay_on_the_committed_h100_calibration() -> None:
+    entry = tuning.read_table(cal_mod.PACKAGE_CALIBRATIONS)[cal_mod.calibration_key("NVIDIA H100 80GB HBM3", 2)]
+    cal = tuning.Calibration.from_dict(entry["config"])
+    assert cal.ag_cublas_chunk_ms < 0, "committed before the chunk cost was measured: derived from the extra"
+    # Comm-bound: a K/V-sized N against a large K, the push of each 2048-row shard (96 us) outlasts its GEMM (44 us).
+    config, estimate = tuning.cost_model("ag_gemm", 4096, 2048, 8192, 2, 2, cal)
+    assert config == tuning.OverlapConfig(backend="cublas", cublas_chunks=2), estimate
+    assert estimate["cublas_chunks"] == 2 and estimate["cublas_ms"] < cm.MARGIN * cm.ag_gemm_cublas_ms(
+        4096, 2048, 8192, 2, 2, cal
+    )
+    # Llama-3-8B qkv at M = 1024 (issue 24's row): the pushes outlast the own GEMM by 6 us, less than a chunk costs.
+    config, estimate = tuning.cost_model("ag_gemm", 1024, 6144, 4096, 2, 2, cal)
+    assert config == tuning.OverlapConfig(backend="cublas"), estimate
+    # GEMM-bound (Llama-3-8B qkv at M = 4096): every chunk would have landed before its GEMM could start anyway.
+    assert tuning.cost_model("ag_gemm", 4096, 6144, 4096, 2, 2, cal)[0] == tuning.OverlapConfig(backend="cublas")
+    # Cheaper chunks (as a calibration could measure them) split issue 24's row; never below 64 rows a chunk.
+    cheap = cm.with_extra(cal, ag_cublas_chunk_ms=0.001)
+    assert tuning.cost_model("ag_gemm", 1024, 6144, 4096, 2, 2, cheap)[0].cublas_chunks == 2
+    assert cm.ag_gemm_cublas_choice(4096, 2048, 8192, 2, 2, cheap) == (
+        4,
+        cm.ag_gemm_cublas_ms(4096, 2048, 8192, 2, 2, cheap, 4),
+    )
+    assert cm.ag_gemm_cublas_choice(4 * 63, 2048, 8192, 2, 2, cheap)[0] == 1, "126 rows a shard: no 64-row chunks"
+
+
+def test_the_ag_calibration_probe_measures_the_cublas_chunk_cost(monkeypatch) -> None:
+    from triton_dist.ops.ag_gemm import op as ag_op
+
+    assert cal_mod._fused_probes["ag_gemm"] is ag_op._calibration_probe, "ag_gemm registers its probe"
+    monkeypatch.setattr(cal_mod, "CAL_AG", (1024, 256, 128))  # small operands: the probe allocates them
+    monkeypatch.setattr(ag_op, "clear_workspaces", lambda: None)
+    world = SimpleNamespace(world_size=2, rank=0, device=torch.device("cpu"))
+    partial = dataclasses.replace(tuning.REFERENCE, version=2)
+    m, n, k = cal_mod.CAL_AG
+    extra, chunk_cost = 0.014, 0.004
+    truth = cm.with_extra(partial, ag_cublas_extra_ms=extra, ag_cublas_chunk_ms=chunk_cost)
+    ran: list[tuning.OverlapConfig] = []
+
+    def fake_impl(a: torch.Tensor, b: torch.Tensor, config: tuning.OverlapConfig) -> None:
+        ran.append(config)
+
+    def fake_timed(world_: object, fn: object) -> float:
+        fn()  # type: ignore[operator]
+        config = ran[-1]
+        if config.backend == "fused":
+            return cm.ag_gemm_estimate(m, n, k, 2, 2, partial)["fused_ms"] + 0.02
+        predicted = cm.ag_gemm_cublas_ms(m, n, k, 2, 2, truth, config.cublas_chunks)
+        assert predicted is not None
+        return predicted
+
+    monkeypatch.setattr(ag_op, "ag_gemm_impl", fake_impl)
+    monkeypatch.setattr(cal_mod, "timed", fake_timed)
+    measured = ag_op._calibration_probe(world, partial)
+    assert [config.cublas_chunks for config in ran if config.backend == "cublas"] == [1, max(cm.CUBLAS_CHUNK_CHOICES)]
+    assert math.isclose(measured["ag_fused_extra_ms"], 0.02)
+    assert math.isclose(measured["ag_cublas_extra_ms"], extra)
+    assert math.isclose(measured["ag_cublas_chunk_ms"], chunk_cost), measured
+    calibrated = dataclasses.replace(partial, **measured)  # as _measure_fused folds it in; stored and read back
+    assert tuning.Calibration.from_dict(json.loads(json.dumps(calibrated.as_dict()))) == calibrated

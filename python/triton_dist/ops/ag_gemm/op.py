@@ -1189,9 +1189,16 @@ def _eager_call(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor 
 
 def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str, float]:
     """The fused path's and the cuBLAS path's times beyond their models at the calibration shape
-    (``Calibration.ag_fused_extra_ms`` and ``ag_cublas_extra_ms``)."""
+    (``Calibration.ag_fused_extra_ms`` and ``ag_cublas_extra_ms``), and what each chunk per peer shard beyond one
+    costs the cuBLAS path beyond its model (``ag_cublas_chunk_ms``: the path with the most chunks the model weighs
+    against its prediction with the extra just measured, per added chunk and peer)."""
     from triton_dist.ops.tuning import calibration
-    from triton_dist.ops.tuning.cost_model import ag_gemm_cublas_ms, ag_gemm_estimate, ag_gemm_fused_config
+    from triton_dist.ops.tuning.cost_model import (
+        CUBLAS_CHUNK_CHOICES,
+        ag_gemm_cublas_ms,
+        ag_gemm_estimate,
+        ag_gemm_fused_config,
+    )
 
     m, n, k = calibration.CAL_AG
     w = world.world_size
@@ -1205,7 +1212,14 @@ def _calibration_probe(world: rt.World, partial: tuning.Calibration) -> dict[str
     if cublas_modelled is not None:
         cublas_config = OverlapConfig(backend="cublas")
         cublas = calibration.timed(world, lambda: ag_gemm_impl(a, b, config=cublas_config))
-        measured["ag_cublas_extra_ms"] = max(0.0, cublas - cublas_modelled)
+        extra = measured["ag_cublas_extra_ms"] = max(0.0, cublas - cublas_modelled)
+        chunks = max(CUBLAS_CHUNK_CHOICES)
+        with_extra = dataclasses.replace(partial, ag_cublas_extra_ms=extra, ag_cublas_chunk_ms=0.0)
+        chunked_modelled = ag_gemm_cublas_ms(m, n, k, 2, w, with_extra, chunks)
+        assert chunked_modelled is not None, "priced: the extra is measured and there are peers"
+        chunked_config = OverlapConfig(backend="cublas", cublas_chunks=chunks)
+        chunked = calibration.timed(world, lambda: ag_gemm_impl(a, b, config=chunked_config))
+        measured["ag_cublas_chunk_ms"] = max(0.0, chunked - chunked_modelled) / ((w - 1) * (chunks - 1))
     clear_workspaces()
     return measured
 

@@ -81,8 +81,8 @@ def _autotune(
     gpu: str,
     run: RunConfig,
 ) -> OverlapConfig:
-    """Time the model's pick, the unfused path, the cuBLAS path and neighbours of the fused pick on this shape; keep
-    and store the best."""
+    """Time the model's pick, the unfused path, the cuBLAS path (with each chunk count the model weighs where the
+    shard has the rows for it) and neighbours of the fused pick on this shape; keep and store the best."""
     world = rt.current_world()
     fused = (
         modelled
@@ -93,7 +93,13 @@ def _autotune(
     )
     tile_rows = max(1, -(-m_local // fused.matmul.block_m))
     candidates = [modelled]
-    for other in (OverlapConfig(backend="nccl"), OverlapConfig(backend="cublas"), fused):
+    cost_model = tuning.cost_model_module
+    cublas = [
+        OverlapConfig(backend="cublas", cublas_chunks=chunks)
+        for chunks in cost_model.CUBLAS_CHUNK_CHOICES
+        if chunks == 1 or m_local >= chunks * cost_model.MIN_CUBLAS_CHUNK_ROWS
+    ]
+    for other in (OverlapConfig(backend="nccl"), *cublas, fused):
         if other not in candidates:
             candidates.append(other)
     for chunk_tiles in sorted({tile_rows, max(1, -(-tile_rows // 4))} - {fused.chunk_tiles}):

@@ -86,6 +86,11 @@ class Calibration:
     ag_cublas_extra_ms: float = -1.0
     """What AllGather + GEMM's cuBLAS path (copy-engine pushes, one cuBLAS GEMM per shard as it lands) costs beyond
     ``cost_model.ag_gemm_cublas_ms`` without it (launches, waits); negative: not measured, the path is not chosen."""
+    ag_cublas_chunk_ms: float = -1.0
+    """What each chunk per peer shard beyond the first costs the AG cuBLAS path beyond its model (one more copy,
+    flag, wait and GEMM launch, smaller GEMMs), measured at ``CAL_AG`` with four chunks per shard against one;
+    negative: not measured (calibrations before it), ``cost_model.ag_cublas_chunk_ms`` derives it from
+    ``ag_cublas_extra_ms``."""
     pull: Rate | None = None
     """GEMM + ReduceScatter's cuBLAS "pull" producer (one GEMM of all rows, then each rank pulls its shard rows of
     the peers' partials): its time beyond its one GEMM of all rows (timed ``torch.matmul`` at the same shape), per
@@ -341,6 +346,7 @@ def _measure_fused(world: Any, partial: Calibration) -> Calibration:
         "rs_fused_over_cublas_small_k",
         "rs_cublas_extra_ms",
         "ag_cublas_extra_ms",
+        "ag_cublas_chunk_ms",
         "pull",
     }
     if unknown:

@@ -127,23 +127,67 @@ def ag_gemm_fused_config(m: int, n: int, k: int, itemsize: int, w: int, cal: Cal
     return OverlapConfig(matmul=HOPPER_CANDIDATES[0], chunk_tiles=chunk_tiles, producer="ce")
 
 
-def ag_gemm_cublas_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> float | None:
-    """Predicted ms of ``ag_gemm``'s cuBLAS path (``OverlapConfig(backend="cublas")``; n global), or None where
-    ``cal`` has not measured it (no ``ag_cublas_extra_ms``) or there is one rank.
+CUBLAS_CHUNK_CHOICES = (1, 2, 4)
+"""The chunk counts per peer shard the model weighs for the AG cuBLAS path (``OverlapConfig.cublas_chunks``)."""
+MIN_CUBLAS_CHUNK_ROWS = 64
+"""The model splits a shard into chunks only where each chunk keeps at least this many rows: below that a chunk's
+cuBLAS GEMM is mostly its fixed cost, which the calibration's rate (fitted on large GEMMs) does not see."""
 
-    The own shard's cuBLAS GEMM (M/W rows) runs first; the peers' shards arrive one after another at the push rate
-    (the copy engine pushes one shard per peer, as the fused model assumes), and each peer's GEMM starts when both
-    its shard has landed and the previous GEMM is done. Plus the measured extra (launches, the wait kernels).
+
+def ag_cublas_chunk_ms(cal: Calibration, w: int) -> float:
+    """What one more chunk per peer costs the AG cuBLAS path beyond its share of the GEMM and the push: one more
+    copy and flag, wait and cuBLAS launch, and a smaller GEMM's lower efficiency.
+
+    ``Calibration.ag_cublas_chunk_ms`` where the calibration measured it; else ``ag_cublas_extra_ms / W``: that
+    extra was measured with one chunk per shard, i.e. W cuBLAS GEMMs (the own one, then per peer a wait and a GEMM),
+    so each GEMM with what comes with it is charged an equal share, and a chunk adds one such GEMM."""
+    if cal.ag_cublas_chunk_ms >= 0:
+        return cal.ag_cublas_chunk_ms
+    return max(cal.ag_cublas_extra_ms, 0.0) / w
+
+
+def ag_gemm_cublas_ms(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration, chunks: int = 1) -> float | None:
+    """Predicted ms of ``ag_gemm``'s cuBLAS path with ``chunks`` chunks per peer shard (``OverlapConfig(backend=
+    "cublas", cublas_chunks=chunks)``; n global), or None where ``cal`` has not measured the path (no
+    ``ag_cublas_extra_ms``) or there is one rank.
+
+    The own shard's cuBLAS GEMM (M/W rows) runs first. The peers' chunks arrive one after another at the push rate
+    (the copy engine pushes chunk by chunk, each to every peer, as the fused model assumes): the j-th of the (W - 1)
+    chunks a rank receives lands at ``j / chunks`` times one shard's push time, and its GEMM (M / (W chunks) rows,
+    the calibrated cuBLAS rate) starts when both it has landed and the previous GEMM is done. Plus the measured
+    extra (launches, the wait kernels; measured with one chunk per shard), and ``ag_cublas_chunk_ms`` for each
+    chunk beyond one per peer. With one chunk: the shards' arrivals at multiples of the push time, one GEMM each.
+    Where the pushes outlast the own GEMM, one chunk ends near comm + GEMM / W and c chunks near comm + GEMM / (W c)
+    plus (c - 1)(W - 1) chunk costs.
     """
     if cal.ag_cublas_extra_ms < 0 or w < 2:
         return None
     m_local, n_local = m / w, n / w
     t_shard = cal.cublas.ms(2.0 * m_local * n_local * k)
+    t_chunk = cal.cublas.ms(2.0 * (m_local / chunks) * n_local * k)
     t_push = cal.push.ms(m_local * k * itemsize)
     done = t_shard
-    for arrived in range(1, w):
-        done = max(done, arrived * t_push) + t_shard
-    return done + cal.ag_cublas_extra_ms
+    for arrived in range(1, (w - 1) * chunks + 1):
+        done = max(done, arrived * t_push / chunks) + t_chunk
+    return done + cal.ag_cublas_extra_ms + (chunks - 1) * (w - 1) * ag_cublas_chunk_ms(cal, w)
+
+
+def ag_gemm_cublas_choice(m: int, n: int, k: int, itemsize: int, w: int, cal: Calibration) -> tuple[int, float] | None:
+    """The chunk count per peer shard the AG cuBLAS path runs with and its predicted ms, or None where ``cal`` does
+    not price the path: the fastest of ``CUBLAS_CHUNK_CHOICES`` that leave every chunk ``MIN_CUBLAS_CHUNK_ROWS``
+    rows, more than one chunk only where predicted at most ``MARGIN`` of one chunk's time (each chunk costs the
+    host a copy, a flag, a wait and a GEMM launch more, which the device-time model does not see)."""
+    single = ag_gemm_cublas_ms(m, n, k, itemsize, w, cal)
+    if single is None:
+        return None
+    best = (1, single)
+    for chunks in CUBLAS_CHUNK_CHOICES:
+        if chunks == 1 or m // w < chunks * MIN_CUBLAS_CHUNK_ROWS:
+            continue
+        predicted = ag_gemm_cublas_ms(m, n, k, itemsize, w, cal, chunks)
+        if predicted is not None and predicted <= MARGIN * single and predicted < best[1]:
+            best = (chunks, predicted)
+    return best
 
 
 def ag_gemm_choice(
@@ -152,16 +196,22 @@ def ag_gemm_choice(
     """The configuration for an untuned ``ag_gemm`` problem and the estimate behind it (with ``cublas_ms`` where the
     calibration predicts the cuBLAS path).
 
-    The fastest prediction of NCCL + cuBLAS, the fused Triton kernel and the cuBLAS path; either fused path only
-    where it is predicted at most ``MARGIN`` of the NCCL path's time, the Triton kernel only with at least one
-    ``BLOCK_M`` tile row per shard.
+    The fastest prediction of NCCL + cuBLAS, the fused Triton kernel and the cuBLAS path (with the chunk count
+    ``ag_gemm_cublas_choice`` picks: ``cublas_chunks`` in the estimate); either fused path only where it is
+    predicted at most ``MARGIN`` of the NCCL path's time, the Triton kernel only with at least one ``BLOCK_M`` tile
+    row per shard.
     """
     estimate = ag_gemm_estimate(m, n, k, itemsize, w, cal)
-    cublas = ag_gemm_cublas_ms(m, n, k, itemsize, w, cal)
+    chosen = ag_gemm_cublas_choice(m, n, k, itemsize, w, cal)
+    chunks, cublas = chosen if chosen is not None else (1, None)
+    if chosen is not None:
+        estimate["cublas_chunks"] = chunks
     fused_ok = w > 1 and m // w >= _BLOCK_M
     path = _fastest("nccl", estimate, {"fused": estimate["fused_ms"] if fused_ok else None, "cublas": cublas}, m // w)
     if path == "fused":
         return ag_gemm_fused_config(m, n, k, itemsize, w, cal), estimate
+    if path == "cublas":
+        return OverlapConfig(backend="cublas", cublas_chunks=chunks), estimate
     return OverlapConfig(backend=path), estimate
 
 
