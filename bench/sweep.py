@@ -33,12 +33,14 @@ overlap of those two parts would give. Issue 24's bar per op (``bar_verdict``): 
 (1.30x AG+GEMM, 1.08x GEMM+RS), or, where the geo-mean bound is lower than the goal, within 5% (AG) / 3% (RS) of
 it; and no row below 0.98x (device barrier) or 0.95x (from idle) (``floor_line``).
 
-The path ours ran (``fused``, ``cublas``, gemm_rs's ``cublas-pull``, or the ``nccl``/``matmul+nccl`` fallback) is
-named per row; where it was the fallback, the fused kernel's default configuration is timed too (``fused ms``), and on
-every row (both ops) the cuBLAS path is timed and checked (``cublas_ms``, ``cublas_error``), so the selection can be
-judged. On every RS row the cuBLAS path's "pull" producer too (``CUBLAS_PULL``, which the selection takes only on a
-calibration that measured it; issue 24's candidate for the fallback rows): ``pull_ms``, ``pull_error``, and from
-idle ``pull_idle_ms`` beside the baseline's ``pull_idle_base_ms``, sampled in turns.
+The path ours ran (``fused``, ``cublas``, ag_gemm's ``cublas/<c>`` with c chunks per peer shard, gemm_rs's
+``cublas-pull``, or the ``nccl``/``matmul+nccl`` fallback) is named per row; where it was the fallback, the fused
+kernel's default configuration is timed too (``fused ms``), and on every row (both ops) the cuBLAS path is timed and
+checked (``cublas_ms``, ``cublas_error``; AG: with one chunk per shard), so the selection can be judged. On every AG
+row the cuBLAS path with two chunks per peer shard too (``cublas2_ms``, ``cublas2_error``: what the cost model's
+chunk count is judged by). On every RS row the cuBLAS path's "pull" producer too (``CUBLAS_PULL``, which the
+selection takes only on a calibration that measured it; issue 24's candidate for the fallback rows): ``pull_ms``,
+``pull_error``, and from idle ``pull_idle_ms`` beside the baseline's ``pull_idle_base_ms``, sampled in turns.
 Writes bench/results/sweep_<gpu>.md, .json and .png (speedup per row, both timings).
 """
 
@@ -342,6 +344,9 @@ def run_row(
         def cublas() -> torch.Tensor:
             return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig(backend="cublas"), out=ours_c)[0]
 
+        def cublas_chunked() -> torch.Tensor:
+            return ag_mod.ag_gemm_impl(a, b, config=OverlapConfig(backend="cublas", cublas_chunks=2), out=ours_c)[0]
+
         pull = None
 
         path = ag_mod.path_of(a, b)
@@ -383,6 +388,8 @@ def run_row(
         def pull() -> torch.Tensor:  # the cuBLAS path's pull producer: an option the selection does not take
             return rs_mod.gemm_rs_with(a, b, rs_mod.CUBLAS_PULL, out=ours_out)
 
+        cublas_chunked = None
+
         path = rs_mod.path_of(a, b)
     expected = baseline().float()
     got = ours().float()
@@ -422,6 +429,8 @@ def run_row(
             row["fused_error"] = f"{type(error).__name__}: {error}"[:200]
     if m // w > 0:  # the cuBLAS path too, timed and checked on every row (the cost model's third choice)
         _cublas_path(row, path, cublas, expected, reps)
+    if cublas_chunked is not None and m // w > 0:  # and with two chunks per peer shard (AG)
+        _cublas_path(row, path, cublas_chunked, expected, reps, chunks=2)
     if pull is not None and m // w > 0:
         _pull_path(row, pull, baseline, expected, reps)
     (ag_mod if op == "ag" else rs_mod).clear_workspaces()
@@ -429,21 +438,43 @@ def run_row(
 
 
 def _cublas_path(
-    row: dict[str, object], path: str, cublas: Callable[[], torch.Tensor], expected: torch.Tensor, reps: int
+    row: dict[str, object],
+    path: str,
+    cublas: Callable[[], torch.Tensor],
+    expected: torch.Tensor,
+    reps: int,
+    chunks: int = 1,
 ) -> None:
-    """Time and check the op's cuBLAS path on this row (either op): ``cublas_ms`` (ours where the selection ran it),
-    ``cublas_error`` (relative Frobenius error against the baseline's ``expected``), or ``cublas_failure`` saying
-    why it could not run."""
-    row["cublas_ms"] = row["ours_ms"] if path == "cublas" else float("nan")
-    if path == "cublas":
+    """Time and check the op's cuBLAS path on this row (either op; AG with ``chunks`` chunks per peer shard):
+    ``cublas_ms`` (``cublas2_ms`` with two chunks, ...; ours where the selection ran it), ``cublas_error``
+    (relative Frobenius error against the baseline's ``expected``), or ``cublas_failure`` saying why it could not
+    run."""
+    prefix = "cublas" if chunks == 1 else f"cublas{chunks}"
+    ran = "cublas" if chunks == 1 else f"cublas/{chunks}"  # ag_gemm.path_of's name of that path
+    row[f"{prefix}_ms"] = row["ours_ms"] if path == ran else float("nan")
+    if path == ran:
         return
     try:
         got = cublas().float()
         torch.cuda.synchronize()
-        row["cublas_error"] = max_over_ranks(((got - expected).norm() / expected.norm().clamp_min(1e-6)).item())
-        row["cublas_ms"] = _median_ms(cublas, reps)
+        row[f"{prefix}_error"] = max_over_ranks(((got - expected).norm() / expected.norm().clamp_min(1e-6)).item())
+        row[f"{prefix}_ms"] = _median_ms(cublas, reps)
     except Exception as error:  # say so in the row
-        row["cublas_failure"] = f"{type(error).__name__}: {error}"[:200]
+        row[f"{prefix}_failure"] = f"{type(error).__name__}: {error}"[:200]
+
+
+def _chunked_note(row: dict[str, object]) -> str:
+    """The RESULT line's words on the AG cuBLAS path with two chunks per peer shard; empty where the row has none
+    (RS)."""
+    if "cublas2_ms" not in row:
+        return ""
+    failure = row.get("cublas2_failure")
+    if failure:
+        return f"cublas/2 failed ({failure}); "
+    return (
+        f"cublas/2 {float(row['cublas2_ms']):.3f} "  # type: ignore[arg-type]
+        f"(err {float(row.get('cublas2_error', float('nan'))):.1e}); "  # type: ignore[arg-type]
+    )
 
 
 def _pull_path(
@@ -510,7 +541,8 @@ def write(
         "cuBLAS path's (AG: shards gathered by the copy engine, one cuBLAS GEMM per shard as it lands; RS: peers'",
         'partials written by cuBLAS into their memory); RS also the pull ms of its "pull" producer (CUBLAS_PULL, an',
         "option: one GEMM of all rows, the peers' shard rows pulled; its from-idle time is in the JSON and the RESULT",
-        "lines). Error: relative Frobenius error against the baseline's result.",
+        "lines); AG also the cuBLAS path's ms with two chunks per peer shard (cublas/2: a copy, flag, wait and GEMM",
+        "per chunk). Error: relative Frobenius error against the baseline's result.",
         "",
         "Overlap bound = baseline / max(comm, GEMM): comm and GEMM are the baseline's collective",
         "(all_gather_into_tensor / reduce_scatter_tensor) and its torch.matmul, each timed alone like the baseline",
@@ -542,7 +574,8 @@ def write(
                     f"{r['ours_ms']:.3f} / {r['ours_ms_2']:.3f}",
                     f"**{r['speedup']:.2f}** / {r['speedup_2']:.2f}", f"{r['bound']:.2f} ({r['of_bound']:.2f})",
                     f"{r['fused_ms']:.3f} / {r.get('cublas_ms', float('nan')):.3f}"
-                    + (f" / {float(r.get('pull_ms', float('nan'))):.3f}" if op == "rs" else ""),  # type: ignore[arg-type]
+                    + (f" / {float(r.get('pull_ms', float('nan'))):.3f}" if op == "rs" else "")  # type: ignore[arg-type]
+                    + (f" / {float(r.get('cublas2_ms', float('nan'))):.3f}" if op == "ag" else ""),  # type: ignore[arg-type]
                     f"{r['ours_idle_ms']:.3f} / {r['base_idle_ms']:.3f} ({r['idle_speedup']:.2f})"
                     + (f" [{r['idle_replays']}/{r['idle_calls']} replayed]" if "idle_calls" in r else ""),
                     f"{r['ours_host_us']:.0f} / {float(r.get('ours_alloc_host_us', float('nan'))):.0f} / "  # type: ignore[arg-type]
@@ -553,7 +586,7 @@ def write(
         headers = [
             "model", "layer", "M,N,K", "path", "baseline ms", "comm / GEMM ms", "ours ms (1st / 2nd)",
             "speedup (1st / 2nd)", "bound (speedup / bound)",
-            "fused ms / cuBLAS path ms" + (" / pull ms" if op == "rs" else ""),
+            "fused ms / cuBLAS path ms" + (" / pull ms" if op == "rs" else " / cublas/2 ms"),
             "from idle ms ours / base (x)",
             "host µs ours / ours alloc / unfused / base", "error", "ours SM MHz 1st / 2nd (min)", "ours W 1st / 2nd",
         ]  # fmt: skip
@@ -679,6 +712,7 @@ def main() -> int:
             f"{row['ours_ms']:.3f}/{row['ours_ms_2']:.3f} ms ({row['speedup']:.2f}x/{row['speedup_2']:.2f}x) fused "
             f"{row['fused_ms']:.3f} cublas {float(row.get('cublas_ms', float('nan'))):.3f} "  # type: ignore[arg-type]
             f"(err {float(row.get('cublas_error', float('nan'))):.1e}); {_pull_note(row)}"  # type: ignore[arg-type]
+            f"{_chunked_note(row)}"
             f"comm {row['comm_ms']:.3f} gemm {row['gemm_ms']:.3f} bound {row['bound']:.2f}x; "
             f"idle {row['ours_idle_ms']:.3f}/{row['base_idle_ms']:.3f}; host "
             f"{row['ours_host_us']:.0f}/{row['ours_alloc_host_us']:.0f}/{row['unfused_host_us']:.0f}/"

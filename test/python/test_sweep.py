@@ -174,22 +174,27 @@ def test_the_results_carry_the_bound_and_the_bar_lines(tmp_path: Path) -> None:
 
 def test_rs_rows_carry_the_pull_producers_time(tmp_path: Path) -> None:
     """RS tables show ``pull_ms`` beside the fused and cuBLAS path times (nan where it could not run); AG tables
-    keep their two; the RESULT line's words on it carry the from-idle pair and any failure."""
+    the cuBLAS path's time with two chunks per peer shard instead; the RESULT line's words on each carry the
+    from-idle pair (pull) and any failure."""
     rng = random.Random()
     results = [_measured(rng, op, f"M{i}", 1024 * (i + 1)) for op in ("ag", "rs") for i in range(2)]
-    pull_ms = rng.uniform(0.05, 1.0)
+    pull_ms, chunked_ms = rng.uniform(0.05, 1.0), rng.uniform(0.05, 1.0)
     for row in results:
         sweep.derive(row)
         row["cublas_ms"] = 0.25
+    results[0].update(cublas2_ms=chunked_ms, cublas2_error=2e-3)
+    results[1].update(cublas2_ms=float("nan"), cublas2_failure="AgGemmError: no")
     results[2].update(pull_ms=pull_ms, pull_idle_ms=0.125, pull_idle_base_ms=0.5, pull_error=1e-3)
     results[3].update(pull_ms=float("nan"), pull_failure="GemmRsError: no")
     sweep.write(results, 0.0, tmp_path, "2xTEST", gpu="TEST GPU", world_size=2)
     text = (tmp_path / "sweep_2xTEST.md").read_text()
-    assert (
-        text.count("| fused ms / cuBLAS path ms / pull ms |") == 1 and text.count("| fused ms / cuBLAS path ms |") == 1
-    )
+    assert text.count("| fused ms / cuBLAS path ms / pull ms |") == 1
+    assert text.count("| fused ms / cuBLAS path ms / cublas/2 ms |") == 1
     assert f"| 0.500 / 0.250 / {pull_ms:.3f} |" in text and "| 0.500 / 0.250 / nan |" in text
-    assert text.count("| 0.500 / 0.250 |") == 2  # the AG rows
+    assert f"| 0.500 / 0.250 / {chunked_ms:.3f} |" in text and text.count("| 0.500 / 0.250 / nan |") == 2
+    assert sweep._chunked_note(results[0]) == f"cublas/2 {chunked_ms:.3f} (err 2.0e-03); "
+    assert sweep._chunked_note(results[1]) == "cublas/2 failed (AgGemmError: no); "
+    assert sweep._chunked_note(results[2]) == ""
     assert sweep._pull_note(results[0]) == ""
     assert sweep._pull_note(results[2]) == f"pull {pull_ms:.3f} idle 0.125/0.500 (err 1.0e-03); "
     assert sweep._pull_note(results[3]) == "pull nan idle nan/nan (err nan, GemmRsError: no); "
