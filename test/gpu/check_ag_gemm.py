@@ -6,7 +6,8 @@ Every case uses fresh random data (a different seed per rank and case), poisons 
 op allocates its output; the receive buffer is filled with NaN before the first call), and compares with a
 torch reference: bf16 and fp16; shapes that are multiples of the tiles and shapes that are not (M_local, N, K);
 both producers (copy engine, SM push), both GEMM paths (TMA, masked pointers) and the cuBLAS path
-(``OverlapConfig(backend="cublas")``: copy-engine gather, one cuBLAS GEMM per shard); return_gathered; the
+(``OverlapConfig(backend="cublas")``: copy-engine gather, one cuBLAS GEMM per shard, and with 2 or 3 chunks per
+shard, one GEMM per chunk, the last chunk shorter); return_gathered; the
 torch custom op under torch.compile; replays of a captured CUDA graph with new inputs each time (the epochs
 advance on the device); the cuBLAS path's eager calls of two signatures interleaved with graph replays, the ranks
 skewed (with ``--double-buffer``, on double receive buffers: ``ops.ag_gemm.op.CUBLAS_DOUBLE_BUFFER``); ``out=``
@@ -148,13 +149,15 @@ def capture(a: torch.Tensor, b: torch.Tensor, config: OverlapConfig) -> tuple[to
 
 
 def check_cuda_graph(checks: Checks, producer: str) -> None:
-    """``producer``: "ce" or "sm" (the fused path's), or "cublas" (the cuBLAS path)."""
+    """``producer``: "ce" or "sm" (the fused path's), or "cublas" / "cublas/<c>" (the cuBLAS path, c chunks per
+    shard)."""
     name = f"CUDA graph, 5 replays with new inputs ({producer})"
 
     def body() -> None:
         dtype = torch.bfloat16
-        if producer == "cublas":
-            config = OverlapConfig(backend="cublas")
+        if producer.startswith("cublas"):
+            chunks = int(producer.partition("/")[2] or 1)
+            config = OverlapConfig(backend="cublas", cublas_chunks=chunks)
         else:
             config = OverlapConfig(producer=producer, chunk_tiles=2, push_ctas=8)
         a, b = make_inputs(2048, 2048, 1024, dtype, 90)
@@ -421,8 +424,10 @@ def main() -> int:
     pointer = OverlapConfig(matmul=MatmulConfig(use_tma=False, block_n=128, block_k=32, num_stages=2), chunk_tiles=3)
     small_tiles = OverlapConfig(matmul=HOPPER_CANDIDATES[2], chunk_tiles=1, producer="sm", push_ctas=4)
     cublas = OverlapConfig(backend="cublas")
+    cublas2 = OverlapConfig(backend="cublas", cublas_chunks=2)
+    cublas3 = OverlapConfig(backend="cublas", cublas_chunks=3)
     nccl = OverlapConfig(backend="nccl")
-    graph_paths = [("cuBLAS", cublas)]
+    graph_paths = [("cuBLAS", cublas), ("cuBLAS, 3 chunks per shard", cublas3)]
     if not args.cublas_only:
         graph_paths += [("fused TMA, ce", ce), ("fused sm push", sm), ("fused pointer", pointer), ("nccl", nccl)]
     check_eager_graphs(checks, graph_paths)
@@ -448,11 +453,14 @@ def main() -> int:
         ("cuBLAS path", 1024, 2048, 2048, cublas),
         ("cuBLAS path, M_local, N, K not multiples of anything", 1000, 1001, 1003, cublas),
         ("cuBLAS path, one row per rank", 1, 512, 256, cublas),
+        ("cuBLAS path, 2 chunks per shard", 1024, 2048, 2048, cublas2),
+        ("cuBLAS path, 3 chunks per shard (336 + 336 + 328 rows), nothing a multiple", 1000, 1001, 1003, cublas3),
+        ("cuBLAS path, 3 chunks asked, 5 rows per rank (one chunk)", 5, 512, 256, cublas3),
     ]
     if args.quick:
         cases = cases[:4] + cases[-4:]
     if args.cublas_only:
-        cases = [entry for entry in cases if entry[-1] == cublas]
+        cases = [entry for entry in cases if entry[-1] is not None and entry[-1].backend == "cublas"]
     for dtype in (torch.bfloat16, torch.float16):
         for label, m_local, n, k, config in cases:
             seed += 2
@@ -463,25 +471,27 @@ def main() -> int:
         case(checks, "return_gathered, nccl", 1000, 1024, 1536, torch.bfloat16, nccl, 202, return_gathered=True)
 
     outs = [("fused TMA, ce", ce), ("fused pointer", pointer), ("cuBLAS path", cublas), ("nccl", nccl)]
+    outs.append(("cuBLAS path, 2 chunks per shard", cublas2))
     for label, config in [*outs, ("eager fast path, tuned choice", None)]:
-        if not args.cublas_only or config is cublas:
+        if not args.cublas_only or config in (cublas, cublas2):
             check_out(checks, label, config)
 
     # Many calls back to back without host synchronization (epochs, barrier, buffer reuse).
     def back_to_back() -> None:
         inputs = [make_inputs(2048, 2048, 2048, torch.bfloat16, 300 + i) for i in range(8)]
-        paths = (ce, sm, cublas)
-        outs = [ag_gemm_impl(a, b, config=paths[i % 3])[0] for i, (a, b) in enumerate(inputs)]
+        paths = (ce, sm, cublas, cublas3)
+        outs = [ag_gemm_impl(a, b, config=paths[i % 4])[0] for i, (a, b) in enumerate(inputs)]
         sync("back-to-back calls")
         results = [close(c, reference(a, b)[0], torch.bfloat16) for c, (a, b) in zip(outs, inputs, strict=True)]
         checks.check(
-            "8 calls back to back, paths alternating (ce, sm, cuBLAS)",
+            "8 calls back to back, paths alternating (ce, sm, cuBLAS, cuBLAS in 3 chunks per shard)",
             all(r[0] for r in results),
             "; ".join(r[1] for r in results[:3]),
         )
 
     checks.run("back to back", back_to_back)
     check_cuda_graph(checks, "cublas")
+    check_cuda_graph(checks, "cublas/3")
     check_cublas_interleaved(checks)
     if not args.cublas_only:
         for dtype in (torch.bfloat16, torch.float16):
