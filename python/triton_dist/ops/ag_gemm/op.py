@@ -174,8 +174,9 @@ def workspace(world: rt.World, a: torch.Tensor) -> Workspace:
     """The buffers for shards like ``a`` ([M_local, K], its dtype), allocated on first use and kept.
 
     The flags have room for the finest chunking (one ``MIN_BLOCK_M`` tile row per chunk) times the most pushing
-    programs, so every configuration shares them: a flag counts only when it equals the current epoch, and the
-    epoch moves on every call, so a flag left by another configuration never matches.
+    programs, so every configuration shares them (the cuBLAS path's ``cublas_flag_index`` layout, at most W x
+    ``MAX_CUBLAS_CHUNKS`` flags, fits too): a flag counts only when it equals the current epoch, and the epoch moves
+    on every call, so a flag left by another configuration never matches.
     """
     m_local, k = a.shape
 
