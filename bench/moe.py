@@ -242,6 +242,9 @@ OWN_PARTIALS = "own-partials"
 ALL_WAVES = "all-waves"
 """``--only-combine``: the suffix of the own-partials row with ``ops.moe.switches.COMBINE_WAVE_MIN_SLOTS`` 0 (every
 (home, holder) pair ``COMBINE_WAVES`` waves, however few its slots)."""
+AUTO = f"{OURS} auto"
+"""``--only-combine``: the label of the combine with ``ops.moe.switches.COMBINE_AUTO`` on (the default since session
+29), beside ``ours`` with it off (push, then reduce) and the reduce-overlap rows (it off too)."""
 COMBINE_TOKENS = (128, 512, 1024, 2048, 4096)
 """``--only-combine``'s default ``--tokens``: the sizes ``ops.moe.switches.COMBINE_AUTO_MIN_SLOTS`` is set from."""
 LAYER_OURS, LAYER_GATHER = "layer: ours", "layer: ours gather"
@@ -430,10 +433,11 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
         switches.set_expand_waves(waves)
 
 
-def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, int]) -> torch.Tensor:
+def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, int, bool]) -> torch.Tensor:
     """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.switches.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]``,
-    ``COMBINE_WAVES`` to ``setting[1]``, ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]`` and ``COMBINE_WAVE_MIN_SLOTS`` to
-    ``setting[3]`` for the call (all restored after, also if it raises)."""
+    ``COMBINE_WAVES`` to ``setting[1]``, ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]``, ``COMBINE_WAVE_MIN_SLOTS`` to
+    ``setting[3]`` and ``COMBINE_AUTO`` to ``setting[4]`` (on, it overrides the first and third) for the call (all
+    restored after, also if it raises)."""
     import triton_dist
     from triton_dist.ops.moe import switches
 
@@ -441,6 +445,7 @@ def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, i
     waves = switches.set_combine_waves(setting[1])
     own = switches.set_own_partials_in_reduce(setting[2])
     least = switches.set_combine_wave_min_slots(setting[3])
+    auto = switches.set_combine_auto(setting[4])
     try:
         return triton_dist.ops.moe_combine(y, handle)
     finally:
@@ -448,6 +453,7 @@ def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, i
         switches.set_combine_waves(waves)
         switches.set_own_partials_in_reduce(own)
         switches.set_combine_wave_min_slots(least)
+        switches.set_combine_auto(auto)
 
 
 def make_inputs(
@@ -2113,13 +2119,15 @@ class Bench:
 
         a = self.args
         least = switches.COMBINE_WAVE_MIN_SLOTS
-        settings: dict[str, tuple[bool, int, bool, int]] = {OURS: (False, switches.COMBINE_WAVES, False, least)}
-        settings[REDUCE_OVERLAP] = (True, switches.COMBINE_WAVES, False, least)
-        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, switches.COMBINE_WAVES, True, least)
-        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {ALL_WAVES}"] = (True, switches.COMBINE_WAVES, True, 0)
-        for waves in a.combine_waves:
-            settings[f"{REDUCE_OVERLAP} {waves} waves"] = (True, waves, False, least)
-            settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {waves} waves"] = (True, waves, True, least)
+        waves = switches.COMBINE_WAVES
+        settings: dict[str, tuple[bool, int, bool, int, bool]] = {OURS: (False, waves, False, least, False)}
+        settings[AUTO] = (False, waves, False, least, True)
+        settings[REDUCE_OVERLAP] = (True, waves, False, least, False)
+        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, waves, True, least, False)
+        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {ALL_WAVES}"] = (True, waves, True, 0, False)
+        for extra in a.combine_waves:
+            settings[f"{REDUCE_OVERLAP} {extra} waves"] = (True, extra, False, least, False)
+            settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {extra} waves"] = (True, extra, True, least, False)
 
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
@@ -2166,8 +2174,8 @@ class Bench:
             torch.cuda.empty_cache()
         for (label, tokens), us in totals.items():
             if label != OURS and (OURS, tokens) in totals:
-                log0(f"RESULT against the default: {label} T={tokens}: combine {totals[OURS, tokens] / us:.2f}x the "
-                     f"speed of {OURS} (the default)")  # fmt: skip
+                log0(f"RESULT against push then reduce: {label} T={tokens}: combine {totals[OURS, tokens] / us:.2f}x "
+                     f"the speed of {OURS} (COMBINE_AUTO and the options off)")  # fmt: skip
         self.allgather()
         gbps = self.extras.get("allgather_gbps")
         tokens = max([t for t in a.tokens if t <= 4096] or [min(a.tokens)])

@@ -88,6 +88,7 @@ def _worker() -> dict[str, list[str]]:
     least_before, auto_before = switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO
     threshold_before = switches.COMBINE_AUTO_MIN_SLOTS
     try:
+        switches.set_combine_auto(False)  # the options as set, not the auto choice (its cases follow)
         cases = [(case, 1) for case in OVERLAP_CASES] + [(case, 3) for case in ROTATION_CASES]
         for number, ((label, name, config, waves, own, least), programs) in enumerate(cases):
             moe_op.EMULATED_PROGRAMS = programs
@@ -169,7 +170,7 @@ def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
     assert switches.OWN_PARTIALS_IN_REDUCE is False
     with pytest.raises(MoeError, match="set_own_partials_in_reduce: on must be True or False, got None"):
         switches.set_own_partials_in_reduce(None)  # type: ignore[arg-type]
-    assert switches.COMBINE_AUTO is False and switches.COMBINE_WAVE_MIN_SLOTS == 256
+    assert switches.COMBINE_AUTO is True and switches.COMBINE_WAVE_MIN_SLOTS == 256
     with pytest.raises(MoeError, match="set_combine_auto: on must be True or False, got 1"):
         switches.set_combine_auto(1)  # type: ignore[arg-type]
     for setter in (switches.set_combine_wave_min_slots, switches.set_combine_auto_min_slots):
@@ -205,20 +206,22 @@ def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pyt
     for wrong in (["--combine-waves", "4"], ["--only-combine", "--only-dispatch"]):
         with pytest.raises(SystemExit):
             bench.parse_args(wrong)
-    seen: list[tuple[bool, int, bool, int]] = []
+    seen: list[tuple[bool, int, bool, int, bool]] = []
 
     def fake(y: Any, handle: Any) -> str:
         options = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
-        seen.append((*options, switches.COMBINE_WAVE_MIN_SLOTS))
+        seen.append((*options, switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO))
         if handle == "bad":
             raise MoeError("refused")
         return "combined"
 
     monkeypatch.setattr(triton_dist.ops, "moe_combine", fake)
-    assert bench.combine_with("y", "handle", (True, 4, True, 0)) == "combined"
+    before = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
+    before += (switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO)  # type: ignore[assignment]
+    assert bench.combine_with("y", "handle", (True, 4, True, 0, False)) == "combined"
     with pytest.raises(MoeError, match="refused"):
-        bench.combine_with("y", "bad", (True, 16, False, 7))
-    assert bench.combine_with("y", "handle", (False, 8, False, 256)) == "combined"
-    assert seen == [(True, 4, True, 0), (True, 16, False, 7), (False, 8, False, 256)]
+        bench.combine_with("y", "bad", (True, 16, False, 7, True))
+    assert bench.combine_with("y", "handle", (False, 8, False, 256, not before[4])) == "combined"
+    assert seen == [(True, 4, True, 0, False), (True, 16, False, 7, True), (False, 8, False, 256, not before[4])]
     options = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
-    assert (*options, switches.COMBINE_WAVE_MIN_SLOTS) == (False, 8, False, 256)
+    assert (*options, switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO) == before

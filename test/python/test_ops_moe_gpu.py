@@ -119,6 +119,7 @@ def _reduce_overlap_checks(
         return triton_dist.ops.moe_combine(_experts(dispatched[0], dispatched[1].recv_expert), dispatched[1])
 
     previous, waves, own = switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE
+    auto, threshold = switches.set_combine_auto(False), switches.COMBINE_AUTO_MIN_SLOTS  # the options as set
     try:
         plain = MoeConfig(combine_partials="fp32", combine_spread=False)
         cases = [("default", MoeConfig(), waves, False), ("fp32", plain, 3, False)]
@@ -147,10 +148,21 @@ def _reduce_overlap_checks(
         partials = MoeConfig().combine_partials == "input"
         check(f"reduce-overlap/in-flight-a/large-{hidden}/normal", args_a, refs_a, first, out_a, partials)
         check(f"reduce-overlap/in-flight-b/large-{hidden}/normal", args_b, refs_b, second, out_b, partials)
+        # COMBINE_AUTO (the default) with the options off: from 0 slots the pair, below an unreachable count not
+        args, refs = inputs(97)
+        switches.set_reduce_overlaps_push(False)
+        switches.set_own_partials_in_reduce(False)
+        switches.set_combine_auto(True)
+        for label, slots in (("pair", 0), ("push-then-reduce", 1 << 30)):
+            switches.set_combine_auto_min_slots(slots)
+            dispatched = triton_dist.ops.moe_dispatch(*args)
+            check(f"combine-auto/{label}/large-{hidden}/normal", args, refs, dispatched, combined(dispatched), partials)
     finally:
         switches.set_reduce_overlaps_push(previous)
         switches.set_combine_waves(waves)
         switches.set_own_partials_in_reduce(own)
+        switches.set_combine_auto(auto)
+        switches.set_combine_auto_min_slots(threshold)
 
 
 def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list[str]]) -> None:

@@ -347,10 +347,11 @@ OWN_SPLIT = 4
 """With :data:`OWN_PARTIALS_IN_REDUCE`: the reduce kernel's steps per whole-row block (``SPLIT``)."""
 
 
-COMBINE_AUTO = False
-"""An option (default off until a GPU run sets :data:`COMBINE_AUTO_MIN_SLOTS`; :func:`set_combine_auto`): each
-normal-mode combine on one node takes :data:`REDUCE_OVERLAPS_PUSH` with :data:`OWN_PARTIALS_IN_REDUCE` (the pair)
-where it wins, and the default push-then-reduce elsewhere, whatever those two options say. The choice must be the
+COMBINE_AUTO = True
+"""On by default since session 29 (:func:`set_combine_auto` turns it off; measured in
+:data:`COMBINE_AUTO_MIN_SLOTS`): each normal-mode combine on one node takes :data:`REDUCE_OVERLAPS_PUSH` with
+:data:`OWN_PARTIALS_IN_REDUCE` (the pair) where it wins, and push-then-reduce elsewhere, whatever those two options
+say. The choice must be the
 same on every rank (the push with waves sets wave flags and no combine flag: a default reduce would wait forever), and
 the ranks' token counts differ, so it is made on a number every rank holds alike: the combine slots the busiest rank
 needed at the plan's latest dispatch (the route kernel's exchanged summary, word 3, read by the host in every
@@ -365,11 +366,14 @@ def set_combine_auto(on: bool) -> bool:
     return _switch("COMBINE_AUTO", on)
 
 
-COMBINE_AUTO_MIN_SLOTS = 2048
+COMBINE_AUTO_MIN_SLOTS = 1536
 """With :data:`COMBINE_AUTO`: the busiest rank's combine slots (at 2 ranks about twice the tokens per rank) from which
-the combine takes the reduce beside the push with the own partials. Measured (2 x H200, cdc0041, before
-:data:`COMBINE_WAVE_MIN_SLOTS`): 0.41x at 128 tokens (~256 slots), 1.36x at 4096 (~8160); the crossover in between is
-for the next GPU run (``bench/moe.py --only-combine --tokens 128,512,1024,2048,4096``) to set."""
+the combine takes the reduce beside the push with the own partials. The crossover (2 x H100, 2026-11-27 20:1x,
+6a44934, ``bench/moe.py --only-combine --heap 12G``, H 7168, top-8 of 256; docs/results/2026-11-27-session29/
+moe_combine_2xH100_6a44934.log): the pair against push-then-reduce at 128 / 512 / 1024 / 2048 / 4096 tokens per rank
+(255 / 1018 / 2040 / 4079 / 8151 slots on the busiest rank) 0.99x / 0.95x / 1.07x / 1.15x / 1.25x (383.2 -> 307.6 µs
+at 4096); so from 1536 slots, between the last loss and the first win. (2 x H200, cdc0041, before
+:data:`COMBINE_WAVE_MIN_SLOTS`: 0.41x at 128 tokens, 1.36x at 4096.)"""
 
 
 def set_combine_auto_min_slots(slots: int) -> int:
