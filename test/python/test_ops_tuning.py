@@ -348,12 +348,16 @@ def test_ag_gemm_cublas_path_prices_chunks() -> None:
 def test_ag_gemm_cublas_chunks_are_chosen_only_where_they_pay_on_the_committed_h100_calibration() -> None:
     entry = tuning.read_table(cal_mod.PACKAGE_CALIBRATIONS)[cal_mod.calibration_key("NVIDIA H100 80GB HBM3", 2)]
     cal = tuning.Calibration.from_dict(entry["config"])
-    assert cal.ag_cublas_chunk_ms < 0, "committed before the chunk cost was measured: derived from the extra"
+    assert cal.ag_cublas_chunk_ms < 0, "committed before the chunk cost was measured"
     # Comm-bound: a K/V-sized N against a large K, the push of each 2048-row shard (96 us) outlasts its GEMM (44 us).
+    # Unmeasured, a chunk's derived cost was half the real one on H100: one chunk until a calibration measures it.
     config, estimate = tuning.cost_model("ag_gemm", 4096, 2048, 8192, 2, 2, cal)
+    assert config == tuning.OverlapConfig(backend="cublas"), estimate
+    measured = cm.with_extra(cal, ag_cublas_chunk_ms=cm.ag_cublas_chunk_ms(cal, 2))  # the derived cost, as measured
+    config, estimate = tuning.cost_model("ag_gemm", 4096, 2048, 8192, 2, 2, measured)
     assert config == tuning.OverlapConfig(backend="cublas", cublas_chunks=2), estimate
     assert estimate["cublas_chunks"] == 2 and estimate["cublas_ms"] < cm.MARGIN * cm.ag_gemm_cublas_ms(
-        4096, 2048, 8192, 2, 2, cal
+        4096, 2048, 8192, 2, 2, measured
     )
     # Llama-3-8B qkv at M = 1024 (issue 24's row): the pushes outlast the own GEMM by 6 us, less than a chunk costs.
     config, estimate = tuning.cost_model("ag_gemm", 1024, 6144, 4096, 2, 2, cal)

@@ -176,11 +176,16 @@ def ag_gemm_cublas_choice(m: int, n: int, k: int, itemsize: int, w: int, cal: Ca
     """The chunk count per peer shard the AG cuBLAS path runs with and its predicted ms, or None where ``cal`` does
     not price the path: the fastest of ``CUBLAS_CHUNK_CHOICES`` that leave every chunk ``MIN_CUBLAS_CHUNK_ROWS``
     rows, more than one chunk only where predicted at most ``MARGIN`` of one chunk's time (each chunk costs the
-    host a copy, a flag, a wait and a GEMM launch more, which the device-time model does not see)."""
+    host a copy, a flag, a wait and a GEMM launch more, which the device-time model does not see). One chunk where
+    the calibration has not measured what a chunk costs (``Calibration.ag_cublas_chunk_ms`` negative): the derived
+    share (``ag_cublas_chunk_ms``) was half the measured cost on 2 x H100 (session 29: the sweep's cublas/2 column,
+    Llama-3-8B qkv M = 1024 0.069 ms against 0.054 with one chunk, about 15 µs a chunk against the 7.4 derived)."""
     single = ag_gemm_cublas_ms(m, n, k, itemsize, w, cal)
     if single is None:
         return None
     best = (1, single)
+    if cal.ag_cublas_chunk_ms < 0:
+        return best
     for chunks in CUBLAS_CHUNK_CHOICES:
         if chunks == 1 or m // w < chunks * MIN_CUBLAS_CHUNK_ROWS:
             continue
