@@ -43,6 +43,8 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    next token lies past the wave, the rest after its loop, before its data flag (in the ``waves`` workspace, two
    parities, epoch values as every flag; laid out for ``WAVE_SLOTS`` waves, ``switches.MAX_EXPAND_WAVES``, whatever
    ``WAVES``, so a call with other waves than the last one's finds no slot count where it waits for a flag).
+   ``STARTED`` (``switches.PUSH_RESIDENT_FIRST``, with ``WAVES``): each program first adds 1 to the plan's ``started``
+   word; ``_push_started_kernel``, on the side stream before the expand kernel, waits for all of them.
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -414,11 +416,15 @@ def _push_kernel(
     pre_ptr=None,
     pre_scales_ptr=None,
     PREQUANT: tl.constexpr = False,
+    started_ptr=None,
+    STARTED: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     me = dl.rank()
     ranks = dl.num_ranks()
+    if STARTED:  # switches.PUSH_RESIDENT_FIRST: this program is resident (_push_started_kernel counts them all in)
+        dl.notify(started_ptr, me, signal=1, sig_op="add", comm_scope="gpu")
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
     tokens = T
@@ -736,6 +742,18 @@ def _push_kernel(
     else:
         for peer in range(0, ranks):
             dl.notify(data_flags + me * programs + pid, peer, signal=epoch, sig_op="set", comm_scope="intra_node")
+
+
+@triton.jit
+def _push_started_kernel(started_ptr, PROGRAMS: tl.constexpr):
+    """``switches.PUSH_RESIDENT_FIRST``: one program, on the side stream right before the expand kernel beside the push;
+    it returns once every one of the push's ``PROGRAMS`` programs has started (each added 1 to ``started`` first thing,
+    so each holds its SM slot), and sets ``started`` back to 0 for the next call's push (stream-ordered after this
+    call's expand, which follows this kernel). The expand's programs are then placed into what the push left free,
+    never before the push's: the two kernels' placement no longer depends on which the GPU dispatched first. It cannot
+    wait forever: the push waits for nothing, so a push program that found no SM slot starts once another ends."""
+    token = dl.wait(started_ptr, 1, "gpu", "acquire", waitValue=PROGRAMS, cmp="ge")
+    tl.store(dl.consume_token(started_ptr, token), 0)
 
 
 @triton.jit

@@ -163,6 +163,9 @@ class _Workspace:
     combine_waves: torch.Tensor | None = None
     """Normal mode on one node (else None): int32 [2, pow2(W) * MAX_COMBINE_WAVES * programs] (symmetric), per parity
     the combine push's wave flags ``(source, wave, program)`` (:data:`switches.REDUCE_OVERLAPS_PUSH`)."""
+    started: torch.Tensor | None = None
+    """Pipelined on one node (else None): int32 [1] (on the heap, used locally), the push programs that have started
+    in this call, 0 between calls (:data:`switches.PUSH_RESIDENT_FIRST`)."""
 
 
 @dataclass(frozen=True)
@@ -376,6 +379,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
             combine_waves=rt.zeros(2, pow2(size) * switches.MAX_COMBINE_WAVES * programs, dtype=torch.int32)
             if mode == "normal" and world.num_nodes == 1
             else None,
+            started=rt.zeros(1, dtype=torch.int32) if pipelined else None,
         )
         rt.barrier()  # every rank's zeroed flags are in place before any rank's kernel notifies them
         return made
@@ -542,6 +546,9 @@ def _launch(
     launch_key = _launch_key(name, gather, self_mode, dtypes, waves)
     if name.startswith("combine"):  # MoeConfig.combine_partials / combine_spread: a launch plan each
         launch_key += combine
+    started = name == "push" and waves > 0 and switches.PUSH_RESIDENT_FIRST  # the push counts its programs in
+    if started:
+        launch_key += ("started",)
     fp8_push = name == "push" and plan.fp8 and self_mode != 2
     # FP8_RECIPROCAL / FP8_NARROW_PUSH / FP8_PREQUANTIZE (its staging rows): a launch plan each
     staged = plan.staged if (fp8_push or name == "quantize") and _prequantized(plan) else None
@@ -563,7 +570,7 @@ def _launch(
         dequantize,
         plan.row_block,
         plan.route_programs,
-    )["push" if name == "quantize" else name]
+    )["push" if name in ("quantize", "push_started") else name]
     world = {"WORLD": notify_world(plan.world_size)}
     # Across nodes, each kernel's path to other nodes (NODES > 1); one node passes none of it (the defaults: the
     # kernels compile as they always have).
@@ -575,6 +582,8 @@ def _launch(
         constexprs = {"BLOCK_H": constexprs["BLOCK_H"], "SCALES": plan.scales, "RECIPROCAL": switches.FP8_RECIPROCAL}
         fixed = {"q_ptr": staged[0], "scales_ptr": staged[1], "H": plan.hidden}
         grid = (plan.programs, 1, 1)
+    elif name == "push_started":  # PUSH_RESIDENT_FIRST: waits for every program of the push, one program
+        constexprs, fixed, grid = {"PROGRAMS": plan.programs}, {"started_ptr": ws.started}, (1, 1, 1)
     elif name == "route_count":  # local: no world constants
         fixed = {"part_ptr": ws.parts, "W": plan.world_size, "E": plan.num_experts, "L": plan.local_experts}
         grid = (plan.route_programs, 1, 1)
@@ -599,6 +608,8 @@ def _launch(
                 fixed |= {"SELF": self_mode}
             if waves:  # EXPAND_OVERLAPS_PUSH: a flag per wave as well (the early push only)
                 fixed |= {"waves_ptr": ws.waves, "WAVES": waves, "WAVE_SLOTS": switches.MAX_EXPAND_WAVES}
+            if started:
+                fixed |= {"started_ptr": ws.started, "STARTED": True}
             if staged is not None:  # quantized beside the route kernels: the push loads the staged rows
                 fixed |= {"pre_ptr": staged[0], "pre_scales_ptr": staged[1], "PREQUANT": True}
             elif fp8_push and switches.FP8_RECIPROCAL:
@@ -664,7 +675,7 @@ def _launch(
         if param.name not in named and param.has_default:
             named[param.name] = param.default
     with torch.cuda.device(device):
-        warps = _fp8_push_warps(plan, staged is not None) if name == "push" else 4
+        warps = _fp8_push_warps(plan, staged is not None) if name == "push" else 1 if name == "push_started" else 4
         if name == "route" and constexprs["PB"] * constexprs["EP"] > 4096:  # MoeConfig.route_programs' longer steps
             warps = ROUTE_WARPS
         launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=warps)
@@ -1032,9 +1043,14 @@ def _expand_beside(
     arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
                  for name, place in zip(_EXPAND_OUTPUTS, _expand_places(True, fp8), strict=True)]  # fmt: skip
     expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True)), **trailing}
-    _on_side_stream(
-        plan, device, routed, lambda: _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
-    )
+    gated = switches.PUSH_RESIDENT_FIRST
+
+    def launch() -> None:
+        if gated:  # PUSH_RESIDENT_FIRST: every push program on its SM first (the push counted them in)
+            _launch(plan, "push_started", {}, device)
+        _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
+
+    _on_side_stream(plan, device, routed, launch)
     return outs
 
 

@@ -240,6 +240,27 @@ def set_fp8_prequantize(on: bool) -> bool:
     return _switch("FP8_PREQUANTIZE", on)
 
 
+PUSH_RESIDENT_FIRST = False
+"""An option (default off; :func:`set_push_resident_first`; docs/design.md, "Which kernel the GPU places first"): where
+the expand kernel runs beside the push (:data:`EXPAND_OVERLAPS_PUSH`, fp8 with :data:`FP8_OVERLAPS_PUSH`), the push's
+programs are all on their SMs before any of the expand's is placed. Without it both launches become ready when the
+route kernels end (the push next on the current stream, the expand on the side stream after the route's event), and
+which of their programs the GPU places first varies from call to call; the 4-warp fp8 push (two programs of 118-121
+registers) and the expand (four of 56) fill 59,392 of an SM's 65,536 registers, so any other split than two and four
+leaves programs of one of them without a slot until the push ends: the push stretches (its waves need every program)
+or the expand's share of every wave runs after it. With the option each push program first adds 1 to a word of the
+plan (``STARTED``), and a one-program kernel on the side stream (``_push_started_kernel``) waits for all of them,
+then resets the word, before the expand is launched. It costs a launch on the side stream and nothing on the push's
+path; the push never waits for it (no deadlock: a push program without a slot starts when another ends). Same results,
+bit for bit. Only the sender's launches change (the ranks need not agree)."""
+
+
+def set_push_resident_first(on: bool) -> bool:
+    """Turn :data:`PUSH_RESIDENT_FIRST` on or off for every dispatch from now on; returns the previous setting (the
+    push with it is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool."""
+    return _switch("PUSH_RESIDENT_FIRST", on)
+
+
 REDUCE_OVERLAPS_PUSH = False
 """An option (default off; :func:`set_reduce_overlaps_push`): a normal-mode combine on one node launches its reduce
 kernel beside its push kernel (on the plan's side stream, the current stream waiting for it), and the reduce of each
