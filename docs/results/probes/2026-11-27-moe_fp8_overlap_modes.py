@@ -1,0 +1,209 @@
+"""Probe (session 29): the two modes of the fp8 dispatch with the expand beside the push, and ``PUSH_RESIDENT_FIRST``.
+
+The fp8 default (``op.FP8_OVERLAPS_PUSH`` + ``FP8_NARROW_PUSH``) at 4096 tokens, H 7168, top-8 of 256, 2 ranks timed
+~197 µs device and ~226 in its phase run on 2 x H200 in session 28, ~241 and ~199 in session 29 (the same code);
+``FP8_PREQUANTIZE`` + ``FP8_RECIPROCAL`` 199 / 166 then 167 / 167; bf16 gather 222 / 227 both times
+(docs/design.md, "Which kernel the GPU places first"). This probe times each configuration in one process, in
+``ROUNDS`` rounds, each round both ways ``bench/moe.py --only-dispatch`` times it:
+
+- ``device``: as ``Bench``'s ``device_us`` (``testing.timing.bench_samples``): per call a GPU spin (``lead_host``) and
+  the device barrier, a start event, the dispatch, an end event; no host synchronization between calls;
+- ``phases``: as ``Bench.phases``: the same, with ``op.set_phase_hook`` recording an event at each point, and a
+  ``torch.cuda.synchronize()`` after each call; per call also ``span`` (the first to the last point: the bench's
+  phase ``total``) and the intervals ``route`` (start to the route kernels' end), ``push``, ``tail`` (how long the
+  expand ran after the push ended) and ``host`` (from the ``sync`` event to an event recorded after the dispatch
+  returned: > a few µs means the host's work after the summary was on the device's path), each as median/max.
+
+Each line: per rank the median and the 10th / 90th percentiles of the calls' totals (start to end event) and how many
+calls were more than ``SLOW_US`` over the block's fastest (a bimodal block has some, a stable one ~none), and the max
+over ranks of the medians (what the bench prints). Before the timing, each configuration's dispatch with the option
+on is checked against the same inputs' dispatch with it off (every output tensor bit for bit).
+
+Run from the repository root (about 60-90 s on 2 GPUs, most of it compiling):
+
+    NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONPATH=$PWD/python \\
+        python3 -m torch.distributed.run --standalone --nproc-per-node=2 \\
+        docs/results/probes/2026-11-27-moe_fp8_overlap_modes.py
+
+Expected, if the cause is which kernel's programs the GPU places first (the design section's argument): without the
+option the fp8 default's blocks disagree (medians in both ~197-205 and ~225-245 µs across rounds, or between
+``device`` and ``phases`` in a round, and / or slow calls inside blocks, their ``push`` or ``tail`` long, ``host``
+small); with ``+first`` every block of it within 5% of the others, both ways, at the fast mode's ~197-205 µs (tail
+~10-15 µs in every call), prequantized + reciprocal ``+first`` likewise at ~166; bf16 gather stable with and without
+(~222). If instead ``host`` is tens of µs in the slow calls, the host's path after the summary is what varies (the
+option does not touch it).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+import triton_dist
+from triton_dist import runtime as rt
+from triton_dist.ops.moe import op as moe_op
+from triton_dist.runtime.world.host_lead import lead_host
+from triton_dist.testing import max_over_ranks, setup_distributed
+
+TOKENS, HIDDEN, EXPERTS, TOPK = 4096, 7168, 256, 8
+ROUNDS = 5
+CALLS = 30
+WARMUP = 3
+SLOW_US = 15.0
+CONFIGS: dict[str, tuple[bool, dict[str, bool]]] = {
+    "fp8 default": (True, {}),
+    "fp8 default +first": (True, {"PUSH_RESIDENT_FIRST": True}),
+    "fp8 prequant recip": (True, {"FP8_PREQUANTIZE": True, "FP8_RECIPROCAL": True}),
+    "fp8 prequant recip +first": (True, {"FP8_PREQUANTIZE": True, "FP8_RECIPROCAL": True, "PUSH_RESIDENT_FIRST": True}),
+    "bf16 gather": (False, {}),
+    "bf16 gather +first": (False, {"PUSH_RESIDENT_FIRST": True}),
+}
+"""label -> (fp8, the ``op`` options set for its calls (``set_<name lowercased>``), restored after)."""
+
+
+def log0(text: str) -> None:
+    if dist.get_rank() == 0:
+        print(text, flush=True)
+
+
+def with_options(options: dict[str, bool], call: Callable[[], Any]) -> Any:
+    setters = [getattr(moe_op, f"set_{name.lower()}") for name in options]
+    previous = [setter(value) for setter, value in zip(setters, options.values(), strict=True)]
+    try:
+        return call()
+    finally:
+        for setter, value in zip(setters, previous, strict=True):
+            setter(value)
+
+
+def dispatch(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, fp8: bool) -> Any:
+    return triton_dist.ops.moe_dispatch(x, idx, w, EXPERTS, fp8=fp8, layout="gather")
+
+
+def tensors(result: Any) -> dict[str, torch.Tensor]:
+    recv_x, handle = result
+    found = {"recv_x": recv_x.view(torch.uint8) if recv_x.dtype.itemsize == 1 else recv_x}
+    for name, value in vars(handle).items():
+        if isinstance(value, torch.Tensor):
+            found[name] = value
+        elif isinstance(value, tuple):
+            found |= {f"{name}[{i}]": v for i, v in enumerate(value) if isinstance(v, torch.Tensor)}
+    return found
+
+
+def same_bits(label: str, fp8: bool, options: dict[str, bool], inputs: tuple[torch.Tensor, ...]) -> None:
+    """The dispatch with ``options`` against the one without ``PUSH_RESIDENT_FIRST`` (both from the second call of
+    their plan on, so the expand runs beside the push), every output tensor bit for bit."""
+    plain = {k: v for k, v in options.items() if k != "PUSH_RESIDENT_FIRST"}
+    for _ in range(2):
+        want = {k: v.clone() for k, v in tensors(with_options(plain, lambda: dispatch(*inputs, fp8))).items()}
+        got = tensors(with_options(options, lambda: dispatch(*inputs, fp8)))
+    torch.cuda.synchronize()
+    wrong = [k for k in want if k != "state[5]" and not torch.equal(want[k], got[k])]  # state[5]: the call's epoch
+    verdict = "ok" if max_over_ranks(float(len(wrong))) == 0.0 else f"DIFFER (rank {dist.get_rank()}: {wrong})"
+    log0(f"same bits {label}: {verdict}")
+
+
+def block(fp8: bool, options: dict[str, bool], inputs: tuple[torch.Tensor, ...], phases: bool) -> dict[str, Any]:
+    """``CALLS`` timed calls one way (``phases`` or not); per call its total and (phases) its intervals (µs)."""
+    marks: list[tuple[str, torch.cuda.Event]] = []
+
+    def hook(phase: str) -> None:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        marks.append((phase, event))
+
+    calls: list[tuple[torch.cuda.Event, torch.cuda.Event, list[tuple[str, torch.cuda.Event]]]] = []
+
+    def run() -> None:
+        for number in range(WARMUP + CALLS):
+            lead_host()
+            rt.barrier_on_device()
+            marks.clear()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dispatch(*inputs, fp8)
+            end.record()
+            if phases:
+                torch.cuda.synchronize()
+            if number >= WARMUP:
+                calls.append((start, end, list(marks)))
+        torch.cuda.synchronize()
+
+    previous = moe_op.set_phase_hook(hook if phases else None)
+    try:
+        with_options(options, run)
+    finally:
+        moe_op.set_phase_hook(previous)
+    totals, parts = [], []
+    for start, end, points in calls:
+        totals.append(start.elapsed_time(end) * 1e3)
+        if points:
+            at = dict(points)
+            parts.append({
+                "route": at["start"].elapsed_time(at["route"]) * 1e3,
+                "push": at["route"].elapsed_time(at["push"]) * 1e3,
+                "tail": at["push"].elapsed_time(at["expand"]) * 1e3 if "expand" in at else -1.0,
+                "host": at["sync"].elapsed_time(end) * 1e3,
+                "span": at["start"].elapsed_time(at["sync"]) * 1e3,
+            })  # fmt: skip
+    return {"totals": totals, "parts": parts}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    world = setup_distributed(heap_size="12G")
+    rank = world.rank
+    gen = torch.Generator(device="cuda").manual_seed(1000 * TOKENS + rank)
+    x = torch.randn(TOKENS, HIDDEN, generator=gen, device="cuda").to(torch.bfloat16)
+    idx = torch.rand(TOKENS, EXPERTS, generator=gen, device="cuda").topk(TOPK, dim=1).indices.to(torch.int32)
+    w = torch.rand(TOKENS, TOPK, generator=gen, device="cuda")
+    inputs = (x, idx, w)
+    log0(f"probe: {world.world_size} x {torch.cuda.get_device_name()}, T {TOKENS}, H {HIDDEN}, top-{TOPK} of {EXPERTS}")
+    for label, (fp8, options) in CONFIGS.items():
+        if "PUSH_RESIDENT_FIRST" in options:
+            same_bits(label, fp8, options, inputs)
+    medians: dict[tuple[str, str], list[float]] = {}
+    for round_ in range(ROUNDS):
+        for label, (fp8, options) in CONFIGS.items():
+            for phases in (round_ % 2 == 1, round_ % 2 == 0):  # which way first alternates between rounds
+                way = "phases" if phases else "device"
+                got = block(fp8, options, inputs, phases)
+                totals = got["totals"]
+                median = statistics.median(totals)
+                slow = sum(1 for t in totals if t > min(totals) + SLOW_US)
+                mine = f"{median:6.1f} [{percentile(totals, 0.1):6.1f}, {percentile(totals, 0.9):6.1f}] slow {slow:2d}"
+                if got["parts"]:
+                    keys = ("span", "route", "push", "tail", "host")
+                    mine += " | " + " ".join(
+                        f"{k} {statistics.median(p[k] for p in got['parts']):5.1f}"
+                        f"/{max(p[k] for p in got['parts']):5.1f}"
+                        for k in keys
+                    )  # fmt: skip
+                everyone: list[Any] = [None] * world.world_size
+                dist.all_gather_object(everyone, mine)
+                worst = max_over_ranks(median)
+                medians.setdefault((label, way), []).append(worst)
+                log0(f"R{round_} {label:26} {way:6} {worst:6.1f} µs | " + " || ".join(
+                    f"r{r}: {text}" for r, text in enumerate(everyone)
+                ))  # fmt: skip
+    log0("summary (max over ranks of each block's median, µs; spread = (max - min) / min over the rounds):")
+    for label in CONFIGS:
+        for way in ("device", "phases"):
+            values = medians[(label, way)]
+            spread = (max(values) - min(values)) / min(values)
+            log0(f"  {label:26} {way:6} " + " ".join(f"{v:6.1f}" for v in values) + f"  spread {100 * spread:4.1f}%")
+    triton_dist.finalize()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
