@@ -1,7 +1,7 @@
 """Probe (session 29): the two modes of the fp8 dispatch with the expand beside the push, and ``PUSH_RESIDENT_FIRST``.
 
-The fp8 default (``op.FP8_OVERLAPS_PUSH`` + ``FP8_NARROW_PUSH``) at 4096 tokens, H 7168, top-8 of 256, 2 ranks timed
-~197 µs device and ~226 in its phase run on 2 x H200 in session 28, ~241 and ~199 in session 29 (the same code);
+The fp8 default (``switches.FP8_OVERLAPS_PUSH`` + ``FP8_NARROW_PUSH``) at 4096 tokens, H 7168, top-8 of 256, 2 ranks
+timed ~197 µs device and ~226 in its phase run on 2 x H200 in session 28, ~241 and ~199 in session 29 (the same code);
 ``FP8_PREQUANTIZE`` + ``FP8_RECIPROCAL`` 199 / 166 then 167 / 167; bf16 gather 222 / 227 both times
 (docs/design.md, "Which kernel the GPU places first"). This probe times each configuration in one process, in
 ``ROUNDS`` rounds, each round both ways ``bench/moe.py --only-dispatch`` times it:
@@ -46,6 +46,7 @@ import torch.distributed as dist
 import triton_dist
 from triton_dist import runtime as rt
 from triton_dist.ops.moe import op as moe_op
+from triton_dist.ops.moe import switches
 from triton_dist.runtime.world.host_lead import lead_host
 from triton_dist.testing import max_over_ranks, setup_distributed
 
@@ -62,7 +63,7 @@ CONFIGS: dict[str, tuple[bool, dict[str, bool]]] = {
     "bf16 gather": (False, {}),
     "bf16 gather +first": (False, {"PUSH_RESIDENT_FIRST": True}),
 }
-"""label -> (fp8, the ``op`` options set for its calls (``set_<name lowercased>``), restored after)."""
+"""label -> (fp8, the ``switches`` options set for its calls (``set_<name lowercased>``), restored after)."""
 
 
 def log0(text: str) -> None:
@@ -71,7 +72,7 @@ def log0(text: str) -> None:
 
 
 def with_options(options: dict[str, bool], call: Callable[[], Any]) -> Any:
-    setters = [getattr(moe_op, f"set_{name.lower()}") for name in options]
+    setters = [getattr(switches, f"set_{name.lower()}") for name in options]
     previous = [setter(value) for setter, value in zip(setters, options.values(), strict=True)]
     try:
         return call()
