@@ -44,7 +44,7 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    parities, epoch values as every flag; laid out for ``WAVE_SLOTS`` waves, ``switches.MAX_EXPAND_WAVES``, whatever
    ``WAVES``, so a call with other waves than the last one's finds no slot count where it waits for a flag).
    ``STARTED`` (``switches.PUSH_RESIDENT_FIRST``, with ``WAVES``): each program first adds 1 to the plan's ``started``
-   word; ``_push_started_kernel``, on the side stream before the expand kernel, waits for all of them.
+   word; ``_started_kernel``, on the side stream before the expand kernel, waits for all of them.
 4. ``_expand_kernel`` (``P`` programs; pipelined ``EXPAND_PER_SM`` per SM, ``SENDERS = P``): waits
    for every ``(source, program)`` data flag of the push (acquire), writes its own lookup table (``table``: per
    source and local expert the rows of the sources before it, the experts' starts and row counts, the home slot
@@ -71,7 +71,9 @@ A call moves through six kernels (``op.py`` launches them; ``R`` is the ``ROW`` 
    programs, take the units ``(wave, source)`` wave by wave, each after waiting for that unit's ``SENDERS`` wave
    flags (acquire): its slots (from the source's slot counts) get their meta, and their payload is copied (not
    this rank's own, already in ``recv_x``). ``tok_pos[t, me]`` of an own slot is written after its wave's flags, so
-   after every push program read it.
+   after every push program read it. ``STARTED`` (``switches.EXPAND_RESIDENT_FIRST``, with ``WAVES``): each program
+   first adds 1 to the plan's ``started`` word; ``_started_kernel``, on the current stream between this launch (on
+   the side stream) and the push's, waits for all of them.
 5. ``_combine_push_kernel`` (``P`` programs): per received token, ``sum_k w_k * y[row_k]`` in fp32 over its rows
    here, stored into slot ``comb_dst`` of the home rank's symmetric combine buffer (fp32 words; ``PACK`` = 2:
    ``MoeConfig(combine_partials="input")``, the buffer viewed in y's 16-bit dtype and the partial rounded to it,
@@ -423,7 +425,7 @@ def _push_kernel(
     programs = tl.num_programs(0)
     me = dl.rank()
     ranks = dl.num_ranks()
-    if STARTED:  # switches.PUSH_RESIDENT_FIRST: this program is resident (_push_started_kernel counts them all in)
+    if STARTED:  # switches.PUSH_RESIDENT_FIRST: this program is resident (_started_kernel counts them all in)
         dl.notify(started_ptr, me, signal=1, sig_op="add", comm_scope="gpu")
     epoch = tl.load(epoch_ptr)
     parity = epoch % 2
@@ -745,13 +747,18 @@ def _push_kernel(
 
 
 @triton.jit
-def _push_started_kernel(started_ptr, PROGRAMS: tl.constexpr):
-    """``switches.PUSH_RESIDENT_FIRST``: one program, on the side stream right before the expand kernel beside the push;
-    it returns once every one of the push's ``PROGRAMS`` programs has started (each added 1 to ``started`` first thing,
-    so each holds its SM slot), and sets ``started`` back to 0 for the next call's push (stream-ordered after this
-    call's expand, which follows this kernel). The expand's programs are then placed into what the push left free,
-    never before the push's: the two kernels' placement no longer depends on which the GPU dispatched first. It cannot
-    wait forever: the push waits for nothing, so a push program that found no SM slot starts once another ends."""
+def _started_kernel(started_ptr, PROGRAMS: tl.constexpr):
+    """One program that returns once all ``PROGRAMS`` programs of the kernel launched with ``STARTED`` have started
+    (each added 1 to ``started`` first thing, so each holds its SM slot), and sets ``started`` back to 0 for the next
+    call (no program of this call adds to it any more). The kernel launched after this one on its stream is placed
+    into what those programs left free, never before them: which kernel the GPU places first no longer varies.
+
+    - ``switches.PUSH_RESIDENT_FIRST``: the push's programs, this kernel on the side stream before the expand kernel.
+      It cannot wait forever: the push waits for nothing, so a push program that found no SM slot starts once another
+      ends.
+    - ``switches.EXPAND_RESIDENT_FIRST``: the expand kernel's programs (launched first, on the side stream), this
+      kernel on the current stream before the push. It needs every expand program resident at once while nothing of
+      the push is (they spin on its flags): the switch's docstring gives the arithmetic."""
     token = dl.wait(started_ptr, 1, "gpu", "acquire", waitValue=PROGRAMS, cmp="ge")
     tl.store(dl.consume_token(started_ptr, token), 0)
 
@@ -813,7 +820,12 @@ def _expand_kernel(
     WAVES: tl.constexpr = 0,
     COMBINE_CAP=0,
     WAVE_SLOTS: tl.constexpr = 16,
+    started_ptr=None,
+    STARTED: tl.constexpr = False,
 ):
+    if STARTED:  # switches.EXPAND_RESIDENT_FIRST: this program is resident (_started_kernel counts them all in; one
+        # thread's relaxed add: it orders no data, and the push's waves are what the expand then waits for)
+        tl.atomic_add(started_ptr, 1, sem="relaxed", scope="gpu")
     pid = tl.program_id(0)
     programs = tl.num_programs(0) - COPIERS  # the meta programs; BULK's copy programs come after them
     me = dl.rank()

@@ -516,6 +516,11 @@ def _grow(plan: _Plan, token_slots: int, combine_slots: int) -> None:
     plan.buffers = resources.workspace(key, create, what=f"moe_dispatch {plan.mode} buffers")
 
 
+_GATES = ("push_started", "expand_started")
+"""``_launch``'s names of ``kernels._started_kernel``'s two launches: after every program of the push
+(:data:`switches.PUSH_RESIDENT_FIRST`), of the expand beside it (:data:`switches.EXPAND_RESIDENT_FIRST`)."""
+
+
 def _launch_key(name: str, gather: bool, self_mode: int, dtypes: list[torch.dtype], waves: int = 0) -> tuple[Any, ...]:
     """The key of a kernel's launch plan in ``_Plan.launches``: one per kernel, layout, ``self_mode``, ``waves`` and
     the dtypes of its leading tensor arguments, in order."""
@@ -531,8 +536,10 @@ def _launch(
     self_mode: int = 0,
     waves: int = 0,
     combine: tuple[torch.dtype, bool, int, bool, int] = (torch.float32, False, 0, False, 0),
+    compile_only: bool = False,
 ) -> None:
-    """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use);
+    """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use; with
+    ``compile_only`` only that, its module loaded, nothing launched: under the emulation nothing at all);
     ``gather``: the expand kernel of ``layout="gather"`` (each token copied once, its rows' indices written);
     ``self_mode`` (``_self_push``): 1, the push without this rank's own payload and the expand kernel's copy without
     those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only; ``waves`` > 0
@@ -546,7 +553,10 @@ def _launch(
     launch_key = _launch_key(name, gather, self_mode, dtypes, waves)
     if name.startswith("combine"):  # MoeConfig.combine_partials / combine_spread: a launch plan each
         launch_key += combine
-    started = name == "push" and waves > 0 and switches.PUSH_RESIDENT_FIRST  # the push counts its programs in
+    # PUSH_RESIDENT_FIRST / EXPAND_RESIDENT_FIRST: the push or the expand beside it counts its programs in
+    started = waves > 0 and (
+        (name == "push" and switches.PUSH_RESIDENT_FIRST) or (name == "expand" and switches.EXPAND_RESIDENT_FIRST)
+    )
     if started:
         launch_key += ("started",)
     fp8_push = name == "push" and plan.fp8 and self_mode != 2
@@ -556,7 +566,8 @@ def _launch(
         launch_key += (switches.FP8_RECIPROCAL, switches.FP8_NARROW_PUSH, 0 if staged is None else staged[0].shape[0])
     found = plan.launches.get(launch_key)
     if found is not None:
-        found.launch(device, *leading.values())
+        if not compile_only:
+            found.launch(device, *leading.values())
         return
     ws, buffers = plan.workspace, plan.buffers
     # An fp8 plan's expand writes fp8 rows and their scales, or dequantizes into recv_x's dtype (a launch each).
@@ -570,7 +581,7 @@ def _launch(
         dequantize,
         plan.row_block,
         plan.route_programs,
-    )["push" if name in ("quantize", "push_started") else name]
+    )["push" if name in ("quantize", *_GATES) else name]
     world = {"WORLD": notify_world(plan.world_size)}
     # Across nodes, each kernel's path to other nodes (NODES > 1); one node passes none of it (the defaults: the
     # kernels compile as they always have).
@@ -582,8 +593,9 @@ def _launch(
         constexprs = {"BLOCK_H": constexprs["BLOCK_H"], "SCALES": plan.scales, "RECIPROCAL": switches.FP8_RECIPROCAL}
         fixed = {"q_ptr": staged[0], "scales_ptr": staged[1], "H": plan.hidden}
         grid = (plan.programs, 1, 1)
-    elif name == "push_started":  # PUSH_RESIDENT_FIRST: waits for every program of the push, one program
-        constexprs, fixed, grid = {"PROGRAMS": plan.programs}, {"started_ptr": ws.started}, (1, 1, 1)
+    elif name in _GATES:  # one program waiting for every program of the push or of the expand beside it
+        counted = plan.programs if name == "push_started" else plan.overlap_programs + plan.overlap_copiers
+        constexprs, fixed, grid = {"PROGRAMS": counted}, {"started_ptr": ws.started}, (1, 1, 1)
     elif name == "route_count":  # local: no world constants
         fixed = {"part_ptr": ws.parts, "W": plan.world_size, "E": plan.num_experts, "L": plan.local_experts}
         grid = (plan.route_programs, 1, 1)
@@ -640,6 +652,8 @@ def _launch(
                     "COMBINE_CAP": buffers.combine_slots,
                     "COPIERS": plan.overlap_copiers,
                 }
+                if started:
+                    fixed |= {"started_ptr": ws.started, "STARTED": True}
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
@@ -666,20 +680,22 @@ def _launch(
             grid = (plan.overlap_programs, 1, 1)
         if name == "expand" and fixed.get("COPIERS"):
             grid = (grid[0] + fixed["COPIERS"], 1, 1)
-    kernel = getattr(kernels, f"_{name}_kernel")
+    kernel = kernels._started_kernel if name in _GATES else getattr(kernels, f"_{name}_kernel")
     named = {**leading, **fixed, **constexprs}
     if device.type == "cpu":  # the emulation: Triton's interpreter, every launch through its generic path
-        kernel[grid](**named)
+        if not compile_only:
+            kernel[grid](**named)
         return
     for param in kernel.params:  # one node: the defaults of the parameters of the paths across nodes
         if param.name not in named and param.has_default:
             named[param.name] = param.default
     with torch.cuda.device(device):
-        warps = _fp8_push_warps(plan, staged is not None) if name == "push" else 1 if name == "push_started" else 4
+        warps = _fp8_push_warps(plan, staged is not None) if name == "push" else 1 if name in _GATES else 4
         if name == "route" and constexprs["PB"] * constexprs["EP"] > 4096:  # MoeConfig.route_programs' longer steps
             warps = ROUTE_WARPS
         launch = plan.launches[launch_key] = compile_plan(kernel, grid, named, len(leading), num_warps=warps)
-        launch.launch(device, *leading.values())
+        if not compile_only:
+            launch.launch(device, *leading.values())
 
 
 def _combine_constexprs(
@@ -893,13 +909,28 @@ def _dispatch(
             slots_x = torch.empty(sized.token_slots, plan.hidden, dtype=payload, device=device)
             push["self_ptr"] = slots_x
         waves = _waves(plan) if overlap else 0
+        bounds = {"status_ptr": status, "epoch_ptr": epoch, "tok_pos_ptr": tok_pos}
+        # EXPAND_RESIDENT_FIRST on GPUs: the expand (side stream) and its gate (this stream) before the push
+        expanded = None
+        if overlap and _resident_first() == "expand" and device.type == "cuda":  # (raises if both are on)
+            assert sized is not None and slots_x is not None
+            # The gate and the push compiled and their modules loaded first: a module load may wait for the kernels
+            # running on the device (CUDA's lazy loading), and the expand, once launched, waits for this push.
+            _launch(plan, "expand_started", {}, device, compile_only=True)
+            _launch(plan, "push", push, device, self_mode=push_mode, waves=waves, compile_only=True)
+            beside, expanded = _expand_beside(
+                plan, slots_x, sized.token_slots, bounds, device, routed, pooled, waves, fp8, before_push=True
+            )
+            _launch(plan, "expand_started", {}, device)  # the push, next on this stream, after every expand program
         _launch(plan, "push", push, device, self_mode=push_mode, waves=waves)
         if mark is not None:
             mark("push")
         if overlap:
             assert sized is not None and slots_x is not None
-            slots, bounds = sized.token_slots, {"status_ptr": status, "epoch_ptr": epoch, "tok_pos_ptr": tok_pos}
-            beside = _expand_beside(plan, slots_x, slots, bounds, device, routed, pooled, waves, fp8)
+            if expanded is not None:  # nothing follows on this stream in this call: the push is before
+                torch.cuda.current_stream(device).wait_event(expanded)
+            else:
+                beside, _ = _expand_beside(plan, slots_x, sized.token_slots, bounds, device, routed, pooled, waves, fp8)
             if mark is not None:
                 mark("expand")
     if plan.low_latency:
@@ -1016,6 +1047,17 @@ def _expand_places(gather: bool, kept_scales: bool) -> tuple[int, ...]:
     return (1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11, 12, 13 if kept_scales else 5, 0 if gather else 4)
 
 
+def _resident_first() -> str | None:
+    """Which kernel's programs the expand beside the push waits to see resident before the other is placed: "push"
+    (:data:`switches.PUSH_RESIDENT_FIRST`), "expand" (:data:`switches.EXPAND_RESIDENT_FIRST`) or None. Raises
+    :class:`MoeError` if both are on (the setters refuse it; an assignment to the module's names does not)."""
+    if switches.PUSH_RESIDENT_FIRST and switches.EXPAND_RESIDENT_FIRST:
+        raise MoeError("moe_dispatch: switches.PUSH_RESIDENT_FIRST and EXPAND_RESIDENT_FIRST are both on; turn one off")
+    if switches.PUSH_RESIDENT_FIRST:
+        return "push"
+    return "expand" if switches.EXPAND_RESIDENT_FIRST else None
+
+
 def _expand_beside(
     plan: _Plan,
     recv_x: torch.Tensor,
@@ -1026,15 +1068,21 @@ def _expand_beside(
     pooled: bool,
     waves: int,
     fp8: bool = False,
-) -> list[torch.Tensor]:
+    before_push: bool = False,
+) -> tuple[list[torch.Tensor], torch.cuda.Event | None]:
     """Launch the gather layout's expand kernel beside the early push (:data:`switches.EXPAND_OVERLAPS_PUSH`), into
     outputs sized by the plan's ``slots`` token slots (``recv_x``: a row per slot, this rank's own rows stored by the
     push; the per-row outputs ``slots * k`` rows, the per-token ones ``slots``, ``fp8``'s scales of the kept rows
     ``slots`` rows of ``plan.scales``), and return those outputs in the order of ``_dispatch``'s int32 list (the caller
-    keeps their first rows once the summary says how many). ``trailing``: the kernel's status, epoch and ``tok_pos``
-    arguments. On GPUs on ``plan``'s side stream after ``routed`` (the route kernels' event: the counts matrix and the
-    summary it reads), the current stream waiting for it at once (nothing follows on it in this call, the push is
-    before); on the CPU (the emulation) in order, after the push."""
+    keeps their first rows once the summary says how many) and None, or with ``before_push`` the expand's event.
+    ``trailing``: the kernel's status, epoch and ``tok_pos`` arguments. On GPUs on ``plan``'s side stream after
+    ``routed`` (the route kernels' event: the counts matrix and the summary it reads), after the push's launch, the
+    current stream waiting for it at once (nothing follows on it in this call, the push is before); with
+    ``before_push`` (GPUs, :data:`switches.EXPAND_RESIDENT_FIRST`) before the push's launch, the current stream not
+    waiting: the caller launches the gate that waits for every expand program to be resident, then the push, and makes
+    the current stream wait for the returned event after them. On the CPU (the emulation) in order,
+    after the push (with :data:`switches.EXPAND_RESIDENT_FIRST` the gate after the expand: a kernel runs to its end
+    there, and the expand would wait forever for a push after it)."""
     experts, size, topk = plan.local_experts, plan.world_size, plan.topk
     rows = (slots * topk,)
     scales = (slots, plan.scales) if fp8 else (0,)
@@ -1043,15 +1091,16 @@ def _expand_beside(
     arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
                  for name, place in zip(_EXPAND_OUTPUTS, _expand_places(True, fp8), strict=True)]  # fmt: skip
     expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True)), **trailing}
-    gated = switches.PUSH_RESIDENT_FIRST
+    first = _resident_first()
 
     def launch() -> None:
-        if gated:  # PUSH_RESIDENT_FIRST: every push program on its SM first (the push counted them in)
+        if first == "push":  # PUSH_RESIDENT_FIRST: every push program on its SM first (the push counted them in)
             _launch(plan, "push_started", {}, device)
         _launch(plan, "expand", expand, device, True, self_mode=1, waves=waves)
+        if first == "expand" and not before_push:  # the emulation: the expand counted itself in, the gate checks
+            _launch(plan, "expand_started", {}, device)
 
-    _on_side_stream(plan, device, routed, launch)
-    return outs
+    return outs, _on_side_stream(plan, device, routed, launch, join=not before_push)
 
 
 _EXPAND_OUTPUTS = (
@@ -1091,14 +1140,20 @@ def _push_own(plan: _Plan, push: dict[str, Any], device: torch.device, routed: t
 
 
 def _on_side_stream(
-    plan: _Plan, device: torch.device, routed: torch.cuda.Event | None, launch: Callable[[], None]
-) -> None:
+    plan: _Plan,
+    device: torch.device,
+    routed: torch.cuda.Event | None,
+    launch: Callable[[], None],
+    join: bool = True,
+) -> torch.cuda.Event | None:
     """Run ``launch`` on ``plan``'s side stream after ``routed`` (the route kernels' event; None: after the current
-    stream's work so far), the current stream then waiting for it: beside whatever the current stream runs meanwhile,
-    before what it runs next. On the CPU (the emulation) ``launch`` runs in order."""
+    stream's work so far), the current stream then waiting for it (``join``; else the caller makes it wait for the
+    returned event where it must): beside whatever the current stream runs meanwhile, before what it runs next. On the
+    CPU (the emulation) ``launch`` runs in order. Returns the side stream's event after ``launch`` where it is not
+    joined, else None."""
     if device.type != "cuda":
         launch()
-        return
+        return None
     current = torch.cuda.current_stream(device)
     if plan.side is None:
         plan.side = torch.cuda.Stream(device)
@@ -1111,7 +1166,10 @@ def _on_side_stream(
         launch()
     done = torch.cuda.Event()
     done.record(side)
+    if not join:
+        return done
     current.wait_event(done)
+    return None
 
 
 def _capturing() -> bool:

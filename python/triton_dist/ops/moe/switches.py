@@ -11,7 +11,8 @@ not defined here are ``op.py``'s (``_self_push``, ``_Plan.busiest_slots``) or th
 - Dispatch: the gather layout's block copy (:data:`BULK_COPIERS_PER_SM`), this rank's own rows
   (:data:`SELF_PUSH_MIN_ELEMENTS`, :data:`OWN_ROWS_IN_PUSH`), the expand beside the push (:data:`EXPAND_OVERLAPS_PUSH`,
   :data:`EXPAND_WAVES`), the fp8 push (:data:`FP8_OVERLAPS_PUSH`, :data:`FP8_NARROW_PUSH`, :data:`FP8_RECIPROCAL`,
-  :data:`FP8_PREQUANTIZE`).
+  :data:`FP8_PREQUANTIZE`), which kernel's programs are placed first (:data:`PUSH_RESIDENT_FIRST`,
+  :data:`EXPAND_RESIDENT_FIRST`).
 - Combine: the reduce beside the push (:data:`REDUCE_OVERLAPS_PUSH`, :data:`COMBINE_WAVES`,
   :data:`COMBINE_WAVE_MIN_SLOTS`), the own partials in the reduce (:data:`OWN_PARTIALS_IN_REDUCE`), the choice by
   size (:data:`COMBINE_AUTO`).
@@ -249,16 +250,65 @@ which of their programs the GPU places first varies from call to call; the 4-war
 registers) and the expand (four of 56) fill 59,392 of an SM's 65,536 registers, so any other split than two and four
 leaves programs of one of them without a slot until the push ends: the push stretches (its waves need every program)
 or the expand's share of every wave runs after it. With the option each push program first adds 1 to a word of the
-plan (``STARTED``), and a one-program kernel on the side stream (``_push_started_kernel``) waits for all of them,
+plan (``STARTED``), and a one-program kernel on the side stream (``_started_kernel``) waits for all of them,
 then resets the word, before the expand is launched. It costs a launch on the side stream and nothing on the push's
 path; the push never waits for it (no deadlock: a push program without a slot starts when another ends). Same results,
-bit for bit. Only the sender's launches change (the ranks need not agree)."""
+bit for bit. Only the sender's launches change (the ranks need not agree). Not with :data:`EXPAND_RESIDENT_FIRST`.
+
+Measured (2 x H200, 2026-11-27, a7f2cb2, docs/results/probes/2026-11-27-moe_fp8_overlap_modes.py, 4096 tokens per
+rank, H 7168, top-8 of 256): the fp8 default took the slow mode in every call, 243-245 µs (push 141-143, the expand's
+tail after it 68-72 µs), where without the option each call took either mode (~187-200 µs: push ~153, tail ~6; or
+~240-255: push ~141, tail ~71): placing the push first is the slow order. With its programs first at 118-121 registers
+(15,360-16,384 a program) an SM may take 3 or 4 of them (4 x 15,360 = 61,440), and then none of the expand's."""
 
 
 def set_push_resident_first(on: bool) -> bool:
     """Turn :data:`PUSH_RESIDENT_FIRST` on or off for every dispatch from now on; returns the previous setting (the
-    push with it is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool."""
+    push with it is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool, or is True while
+    :data:`EXPAND_RESIDENT_FIRST` is on."""
+    if on is True and EXPAND_RESIDENT_FIRST:
+        raise MoeError("set_push_resident_first: EXPAND_RESIDENT_FIRST is on; turn it off first")
     return _switch("PUSH_RESIDENT_FIRST", on)
+
+
+EXPAND_RESIDENT_FIRST = False
+"""An option (default off; :func:`set_expand_resident_first`; docs/design.md, "Which kernel the GPU places first"), the
+mirror of :data:`PUSH_RESIDENT_FIRST` (not with it: the setters refuse both on, a dispatch with both raises
+:class:`MoeError`): where the expand kernel runs beside the push (:data:`EXPAND_OVERLAPS_PUSH`, fp8 with
+:data:`FP8_OVERLAPS_PUSH`), every program of the expand is on its SM before any of the push's is placed, the order of
+the fast calls that :data:`PUSH_RESIDENT_FIRST`'s measurement left (the expand keeps pace with each wave; the push runs
+two programs per SM). On GPUs the expand is launched first (on the side stream, after the route kernels' event, as
+without the option), each of its programs first adding 1 to the plan's ``started`` word (``STARTED``); then, on the
+current stream, a one-program kernel (``_started_kernel``, one warp) waits until all of them have, and sets the word
+back to 0; then the push (stream order: none of its programs is placed before that kernel ends). It puts a launch and
+a kernel boundary on the push's path, after the route kernels. Under the CPU emulation (a kernel runs to its end there)
+the order stays push, expand, and that kernel after the expand checks the count. Same results, bit for bit; only
+this rank's launches change (the ranks need not agree).
+
+Progress: the expand's programs spin on the push's wave flags and the push is launched only once all of them have
+started, so all of them must be resident at once with nothing else on the GPU (a push program then needs one slot
+left anywhere; the push waits for nothing). On sm_90 at H = 7168, k = 8, 2 ranks the expand beside the push has
+(:data:`EXPAND_OVERLAP_PER_SM` + :data:`OVERLAP_COPIERS_PER_SM`) x SMs = 4 x 132 = 528 programs of 128 threads at 56
+registers, with ``STARTED`` as without (its add, by one thread, relaxed, comes before any load; bf16 and fp8 alike),
+and no shared memory: 7,168 registers a program, so an SM holds 9 of them (65,536 registers; 16 by threads, 32 by
+blocks), the GPU 1,188, and the gate's one warp fits beside. The GPU places a grid's programs while any SM has room:
+all 528 start, the gate returns. Spread four per SM (the usual placement of a grid on an idle GPU; an SM with fewer
+takes more of the push), they leave 36,864 registers and 1,536 threads per SM: two 4-warp fp8 push programs (118-121
+registers: 15,360-16,384 each), not three; three bf16 push programs (96: 12,288), its grid two per SM. A cap on
+the gate's count would not make a larger grid safe: were the expand's programs more than fit, those resident would
+hold their slots spinning, and the rest and the push would wait for them; that is the overlap's own requirement (the
+expand's grid fits with room for a push program), which ``test_ops_moe_kernels.py`` and
+``test_ops_moe_push_first.py`` check by registers. Nothing else may fill the SMs meanwhile (another stream's
+spinning kernels), as for the overlap."""
+
+
+def set_expand_resident_first(on: bool) -> bool:
+    """Turn :data:`EXPAND_RESIDENT_FIRST` on or off for every dispatch from now on; returns the previous setting (the
+    expand with it is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool, or is True while
+    :data:`PUSH_RESIDENT_FIRST` is on."""
+    if on is True and PUSH_RESIDENT_FIRST:
+        raise MoeError("set_expand_resident_first: PUSH_RESIDENT_FIRST is on; turn it off first")
+    return _switch("EXPAND_RESIDENT_FIRST", on)
 
 
 REDUCE_OVERLAPS_PUSH = False
