@@ -555,7 +555,8 @@ def _launch(
         launch_key += combine
     # PUSH_RESIDENT_FIRST / EXPAND_RESIDENT_FIRST: the push or the expand beside it counts its programs in
     started = waves > 0 and (
-        (name == "push" and switches.PUSH_RESIDENT_FIRST) or (name == "expand" and switches.EXPAND_RESIDENT_FIRST)
+        (name == "push" and switches.PUSH_RESIDENT_FIRST)
+        or (name == "expand" and switches.EXPAND_RESIDENT_FIRST and plan.fp8)
     )
     if started:
         launch_key += ("started",)
@@ -912,7 +913,7 @@ def _dispatch(
         bounds = {"status_ptr": status, "epoch_ptr": epoch, "tok_pos_ptr": tok_pos}
         # EXPAND_RESIDENT_FIRST on GPUs: the expand (side stream) and its gate (this stream) before the push
         expanded = None
-        if overlap and _resident_first() == "expand" and device.type == "cuda":  # (raises if both are on)
+        if overlap and _resident_first(fp8) == "expand" and device.type == "cuda":  # (raises if both are on)
             assert sized is not None and slots_x is not None
             # The gate and the push compiled and their modules loaded first: a module load may wait for the kernels
             # running on the device (CUDA's lazy loading), and the expand, once launched, waits for this push.
@@ -1047,15 +1048,16 @@ def _expand_places(gather: bool, kept_scales: bool) -> tuple[int, ...]:
     return (1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 11, 12, 13 if kept_scales else 5, 0 if gather else 4)
 
 
-def _resident_first() -> str | None:
+def _resident_first(fp8: bool) -> str | None:
     """Which kernel's programs the expand beside the push waits to see resident before the other is placed: "push"
-    (:data:`switches.PUSH_RESIDENT_FIRST`), "expand" (:data:`switches.EXPAND_RESIDENT_FIRST`) or None. Raises
-    :class:`MoeError` if both are on (the setters refuse it; an assignment to the module's names does not)."""
+    (:data:`switches.PUSH_RESIDENT_FIRST`), "expand" (:data:`switches.EXPAND_RESIDENT_FIRST`, fp8 rows kept only:
+    ``fp8``) or None. Raises :class:`MoeError` if both are on (the setters refuse it; an assignment to the module's
+    names does not)."""
     if switches.PUSH_RESIDENT_FIRST and switches.EXPAND_RESIDENT_FIRST:
         raise MoeError("moe_dispatch: switches.PUSH_RESIDENT_FIRST and EXPAND_RESIDENT_FIRST are both on; turn one off")
     if switches.PUSH_RESIDENT_FIRST:
         return "push"
-    return "expand" if switches.EXPAND_RESIDENT_FIRST else None
+    return "expand" if switches.EXPAND_RESIDENT_FIRST and fp8 else None
 
 
 def _expand_beside(
@@ -1091,7 +1093,7 @@ def _expand_beside(
     arguments = [outs[place].view(torch.float32) if name in _EXPAND_FP32 else outs[place]
                  for name, place in zip(_EXPAND_OUTPUTS, _expand_places(True, fp8), strict=True)]  # fmt: skip
     expand = {"recv_ptr": recv_x, **dict(zip(_EXPAND_OUTPUTS, arguments, strict=True)), **trailing}
-    first = _resident_first()
+    first = _resident_first(fp8)
 
     def launch() -> None:
         if first == "push":  # PUSH_RESIDENT_FIRST: every push program on its SM first (the push counted them in)
