@@ -115,3 +115,35 @@ def test_a_script_runs_as_torchrun_runs_it_and_a_failing_rank_is_named(monkeypat
 def test_a_function_that_is_not_at_module_level_is_refused():
     with pytest.raises(ValueError, match="not a module-level function"):
         run_ranks(lambda: None, 2)
+
+
+_DESCRIBE_THE_PROCESS = (
+    "import os, sys\n"
+    "print(sys.argv[1:], os.getcwd(), sys.path[0] == os.path.dirname(os.path.abspath(__file__)), flush=True)\n"
+    "print(sorted(path for path in os.environ['PYTHONPATH'].split(os.pathsep) if path not in sys.path), flush=True)\n"
+    "print(os.environ['RANK'], os.environ['TRITON_INTERPRET'], os.getsid(0) == os.getpid(), flush=True)\n"
+    "print('PARENT', os.getppid(), flush=True)\n"
+    "raise SystemExit(0 if __name__ == '__main__' else 5)\n"
+)
+
+
+def test_a_forked_rank_starts_as_a_fresh_interpreter_would(monkeypatch, tmp_path):
+    """The ranks fork from the zygote (its children: the CPU of importing torch once per launching process, not once
+    per rank) with the argv, working directory, ``sys.path`` (the script's directory, then ``PYTHONPATH``), variables
+    and session a fresh interpreter has; ``TRITON_DIST_TEST_FRESH_RANKS=1`` starts fresh interpreters instead, which
+    print the same."""
+    import emulated_ranks
+
+    script = tmp_path / "describe.py"
+    script.write_text(_DESCRIBE_THE_PROCESS)
+    monkeypatch.delenv(emulated_ranks.FRESH_RANKS_VARIABLE, raising=False)
+    forked = run_script(script, 2, ["a b"])
+    assert emulated_ranks._zygote is not None and emulated_ranks._zygote.usable()
+    parents = {line.split()[1] for line in forked.output.splitlines() if line.startswith("PARENT")}
+    assert parents == {str(emulated_ranks._zygote.process.pid)}, forked.output
+    monkeypatch.setenv(emulated_ranks.FRESH_RANKS_VARIABLE, "1")
+    fresh = run_script(script, 2, ["a b"])
+    assert {line.split()[1] for line in fresh.output.splitlines() if line.startswith("PARENT")} == {str(os.getpid())}
+    for rank in range(2):
+        want = f"['a b'] {emulated_ranks.REPO} True\n[]\n{rank} 1 True\n"
+        assert forked.outputs[rank].startswith(want) and fresh.outputs[rank].startswith(want), (forked, fresh)
