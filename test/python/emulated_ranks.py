@@ -32,17 +32,16 @@ How a run fails (``RankFailure``, a test failure naming the rank):
 Every rank runs in its own session and is killed with whatever it started; its output and results go through a
 temporary directory that is removed on every path out.
 
-How a rank starts: as a fork of the zygote, a process of this module (``python emulated_ranks.py --zygote``, one per
-launching process, started on first use) that imported torch once. The fork then becomes what ``python script
-args...`` would be (argv, environment, working directory, stdio, ``sys.path``: the script's directory and
-``PYTHONPATH`` first) and runs the script as ``__main__``; the zygote reaps it and reports its exit code (negative
-for a signal, as ``Popen``'s). Importing torch costs about 1.2 s of CPU, once per rank of a fresh interpreter: on
-2026-11-27 the tests of this launcher, ``test_runtime_world``, ``test_testing`` and ``test_nvshmem_team_device``
-took 45 s of CPU with fresh interpreters and 23 s with forks, and the whole pytest step (both sharing the machine
-with other work) 723 s and 642 s. What differs from a fresh interpreter: torch and its dependencies are imported
-already (with the zygote's ``OMP_*`` / ``TORCH_*`` / ... variables: a rank whose differ starts fresh,
-``IMPORT_TIME_PREFIXES``), and the ranks of a launching process share the zygote's hash seed.
-``TRITON_DIST_TEST_FRESH_RANKS=1`` starts every rank as a fresh interpreter.
+How a rank starts: as a fork of the zygote, a process of this module (``python emulated_ranks.py --zygote``, started
+on first use by a launching process) that imported torch once. The fork then becomes what ``python script args...``
+would be (argv, environment, working directory, stdio, ``sys.path``: the script's directory and ``PYTHONPATH``
+first) and runs the script as ``__main__``; the zygote reaps it and reports its exit code (negative for a signal, as
+``Popen``'s). Importing torch costs about 1.2 s of CPU, once per rank of a fresh interpreter: on 2026-11-27 the
+tests of this launcher, ``test_runtime_world``, ``test_testing`` and ``test_nvshmem_team_device`` took 45 s of CPU
+with fresh interpreters and 23 s with forks, and the whole pytest step (both sharing the machine with other work)
+723 s and 642 s. What differs from a fresh interpreter: torch and its dependencies are imported already (a zygote
+per set of ``OMP_*`` / ``TORCH_*`` / ... variables, ``IMPORT_TIME_PREFIXES``), and the ranks of a launching process
+share the zygote's hash seed. ``TRITON_DIST_TEST_FRESH_RANKS=1`` starts every rank as a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -240,8 +239,8 @@ class Rank(Protocol):
 FRESH_RANKS_VARIABLE = "TRITON_DIST_TEST_FRESH_RANKS"
 """Set to 1, every rank is a fresh interpreter (``subprocess.Popen``) instead of a fork of the zygote."""
 IMPORT_TIME_PREFIXES = ("OMP_", "MKL_", "KMP_", "OPENBLAS", "TORCH_", "PYTORCH_", "CUDA", "LD_", "PYTHON")
-"""Variables that torch (imported by the zygote) may read while it is imported: a rank whose value of one differs
-from the zygote's (``PYTHONPATH`` aside: the fork puts its entries on ``sys.path``) starts as a fresh interpreter."""
+"""Variables that torch (imported by the zygote) may read while it is imported: ranks fork from a zygote started
+with the same values of these (``PYTHONPATH`` aside: the fork puts its entries on ``sys.path``)."""
 
 
 def _start(command: list[str], env: dict[str, str], log: Path) -> Rank:
@@ -250,7 +249,7 @@ def _start(command: list[str], env: dict[str, str], log: Path) -> Rank:
 
     A fork of the zygote where it can (see ``_Zygote``): the same script, arguments, environment, working directory
     and ``sys.path`` as a fresh interpreter, without importing torch again (about 1.2 s of CPU a rank); else a fresh
-    interpreter (``TRITON_DIST_TEST_FRESH_RANKS=1``, no ``os.fork``, or an import-time variable that differs)."""
+    interpreter (``TRITON_DIST_TEST_FRESH_RANKS=1``, or no ``os.fork``)."""
     zygote = _zygote_for(env) if len(command) >= 2 and command[0] == sys.executable else None
     if zygote is not None:
         log.write_bytes(b"")  # there for the launcher to read even if the rank dies before it opens it
@@ -271,17 +270,24 @@ def _import_time(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES) and k != "PYTHONPATH"}
 
 
-_zygote: _Zygote | None = None
+MAX_ZYGOTES = 3
+"""Zygotes a launching process keeps (one per set of import-time variables; the oldest goes first)."""
+_zygotes: dict[tuple[tuple[str, str], ...], _Zygote] = {}
 
 
 def _zygote_for(env: dict[str, str]) -> _Zygote | None:
-    """This process's zygote (started on first use), or None where ``env`` needs a fresh interpreter."""
-    global _zygote
+    """This process's zygote for ``env``'s import-time variables (started on first use: a test may have set one,
+    as ``triton_dist.runtime.heap.symm_mem`` sets ``TORCH_SYMM_MEM_DISABLE_MULTICAST``), or None where ranks start
+    as fresh interpreters."""
     if os.environ.get(FRESH_RANKS_VARIABLE) == "1" or not hasattr(os, "fork"):
         return None
-    if _zygote is None or not _zygote.usable():
-        _zygote = _Zygote(_environment(None, None))
-    return _zygote if _import_time(_zygote.env) == _import_time(env) else None
+    key = tuple(sorted(_import_time(env).items()))
+    zygote = _zygotes.get(key)
+    if zygote is None or not zygote.usable():
+        if zygote is None and len(_zygotes) >= MAX_ZYGOTES:
+            _zygotes.pop(next(iter(_zygotes))).close()
+        zygote = _zygotes[key] = _Zygote(env)
+    return zygote
 
 
 _STARTED, _EXITED = b"P", b"X"
@@ -292,7 +298,8 @@ _MESSAGE = struct.Struct("<1sqq")
 
 class _Zygote:
     """A process that imported torch once and forks the ranks from there (``python emulated_ranks.py --zygote``,
-    ``_zygote_main``), one per launching process (a forked pytest child starts its own).
+    ``_zygote_main``), one per launching process and set of import-time variables (a forked pytest child starts its
+    own).
 
     A fork of a process that has only imported modules (one thread) is the rank a fresh interpreter would be, less
     the imports: the rank's process is the zygote's child, which reaps it and sends its exit code back."""
