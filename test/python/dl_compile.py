@@ -161,18 +161,17 @@ def ptxas_info(ptx: str, tmp_path: Any) -> str:
 
 def run_in_interpreter(script: str, request: Any) -> Any:
     """Run ``script`` (a test file that, as ``__main__``, reads a JSON request from argv[1] and prints a JSON result
-    as its last line) under ``TRITON_INTERPRET=1`` in a fresh process; returns the decoded result."""
+    as its last line) under ``TRITON_INTERPRET=1`` in a process of its own (``emulated_ranks.run_python``: a fork of
+    a process that imported torch); returns the decoded result."""
     import json
     import os
-    import subprocess
-    import sys
     from pathlib import Path
+
+    from emulated_ranks import run_python
 
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     src = str(Path(__file__).resolve().parents[2] / "python")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
-        [sys.executable, script, json.dumps(request)], capture_output=True, text=True, env=env, timeout=900
-    )
+    done = run_python(script, [json.dumps(request)], env, timeout_s=900)  # forked from a process that has torch
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -164,6 +164,30 @@ def run_script(
         return RankRun([None] * ranks, outputs)
 
 
+def run_python(
+    script: Path | str, args: Sequence[str], env: Mapping[str, str], timeout_s: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python script *args`` once, as ``subprocess.run(..., capture_output=True, text=True, env=env,
+    timeout=timeout_s)`` would in this process's working directory, but forked from the zygote as a rank is (a fresh
+    interpreter where ``TRITON_DIST_TEST_FRESH_RANKS=1``): ``env`` is the whole environment, nothing of the ranks'
+    is added. Returns the finished process (``returncode``, ``stdout``, ``stderr``); raises
+    ``subprocess.TimeoutExpired`` after ``timeout_s``, the process and what it started killed."""
+    command = [sys.executable, str(Path(script).resolve()), *map(str, args)]
+    with tempfile.TemporaryDirectory(prefix="emulated-ranks-") as directory:
+        out, err = Path(directory, "stdout"), Path(directory, "stderr")
+        process = _start(command, dict(env), out, err, Path.cwd())
+        deadline = time.monotonic() + timeout_s
+        try:
+            while process.poll() is None:
+                if time.monotonic() > deadline:
+                    raise subprocess.TimeoutExpired(command, timeout_s)
+                time.sleep(POLL_S)
+        finally:
+            _kill(process)
+        stdout, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+    return subprocess.CompletedProcess(command, process.wait(), stdout, stderr)
+
+
 def _environment(env: Mapping[str, str] | None, module_dir: str | None) -> dict[str, str]:
     """The environment every rank shares: this process's, without a launcher's variables, plus the emulation's."""
     from triton_dist.testing.distributed import env_without_launcher
@@ -243,25 +267,28 @@ IMPORT_TIME_PREFIXES = ("OMP_", "MKL_", "KMP_", "OPENBLAS", "TORCH_", "PYTORCH_"
 with the same values of these (``PYTHONPATH`` aside: the fork puts its entries on ``sys.path``)."""
 
 
-def _start(command: list[str], env: dict[str, str], log: Path) -> Rank:
-    """Start a rank: ``command`` (``[python, script, *args]``) in ``REPO`` with ``env``, stdin from /dev/null,
-    stdout and stderr into ``log``, in a session of its own (killed with whatever it started).
+def _start(command: list[str], env: dict[str, str], log: Path, err: Path | None = None, cwd: Path = REPO) -> Rank:
+    """Start a rank: ``command`` (``[python, script, *args]``) in ``cwd`` with ``env``, stdin from /dev/null,
+    stdout and stderr into ``log`` (stderr into ``err`` if given), in a session of its own (killed with whatever it
+    started).
 
     A fork of the zygote where it can (see ``_Zygote``): the same script, arguments, environment, working directory
     and ``sys.path`` as a fresh interpreter, without importing torch again (about 1.2 s of CPU a rank); else a fresh
     interpreter (``TRITON_DIST_TEST_FRESH_RANKS=1``, or no ``os.fork``)."""
     zygote = _zygote_for(env) if len(command) >= 2 and command[0] == sys.executable else None
+    for path in (log, err):
+        if path is not None:
+            path.write_bytes(b"")  # there for the launcher to read even if the rank dies before it opens it
     if zygote is not None:
-        log.write_bytes(b"")  # there for the launcher to read even if the rank dies before it opens it
-        return zygote.start(command[1:], env, str(REPO), str(log))
-    with open(log, "wb") as out:
+        return zygote.start(command[1:], env, str(cwd), str(log), None if err is None else str(err))
+    with open(log, "wb") as out, open(err or os.devnull, "wb") as errors:
         return subprocess.Popen(
             command,
             env=env,
-            cwd=REPO,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=out,
-            stderr=subprocess.STDOUT,
+            stderr=subprocess.STDOUT if err is None else errors,
             start_new_session=True,  # its own process group: killed with whatever it started
         )
 
@@ -270,7 +297,7 @@ def _import_time(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_PREFIXES) and k != "PYTHONPATH"}
 
 
-MAX_ZYGOTES = 3
+MAX_ZYGOTES = 4
 """Zygotes a launching process keeps (one per set of import-time variables; the oldest goes first)."""
 _zygotes: dict[tuple[tuple[str, str], ...], _Zygote] = {}
 
@@ -328,8 +355,8 @@ class _Zygote:
     def usable(self) -> bool:
         return self.owner == os.getpid() and self.process.poll() is None
 
-    def start(self, argv: list[str], env: dict[str, str], cwd: str, log: str) -> _ForkedRank:
-        request = pickle.dumps((argv, env, cwd, log))
+    def start(self, argv: list[str], env: dict[str, str], cwd: str, log: str, err: str | None) -> _ForkedRank:
+        request = pickle.dumps((argv, env, cwd, log, err))
         assert self.process.stdin is not None
         self.process.stdin.write(struct.pack("<I", len(request)) + request)
         self.process.stdin.flush()
@@ -563,7 +590,7 @@ def _zygote_main() -> None:
             buffer += chunk
             while len(buffer) >= 4 and len(buffer) >= 4 + struct.unpack("<I", buffer[:4])[0]:
                 size = struct.unpack("<I", buffer[:4])[0]
-                argv, env, cwd, log = pickle.loads(buffer[4 : 4 + size])
+                argv, env, cwd, log, err = pickle.loads(buffer[4 : 4 + size])
                 buffer = buffer[4 + size :]
                 in_session, told = os.pipe()
                 pid = os.fork()
@@ -573,7 +600,7 @@ def _zygote_main() -> None:
                     os.close(in_session)
                     os.setsid()  # its own session and process group: killed with whatever it starts
                     os.close(told)
-                    _become_the_rank(argv, env, cwd, log, base)
+                    _become_the_rank(argv, env, cwd, (log, err or log), base)
                     runpy.run_path(argv[0], run_name="__main__")
                     return  # the script ended: the interpreter exits as after it (atexit, finalization, status 0)
                 os.close(told)
@@ -588,15 +615,15 @@ def _zygote_main() -> None:
                 os.write(replies, _MESSAGE.pack(_EXITED, pid, os.waitstatus_to_exitcode(status)))
 
 
-def _become_the_rank(argv: list[str], env: dict[str, str], cwd: str, log: str, base: list[str]) -> None:
+def _become_the_rank(argv: list[str], env: dict[str, str], cwd: str, logs: tuple[str, str], base: list[str]) -> None:
     """In a fork of the zygote, in a session of its own: become what ``python argv...`` would be before it runs the
     script (stdio, working directory, environment, ``sys.argv``, ``sys.path``: the script's directory, ``PYTHONPATH``,
     then the interpreter's own). The script then runs as ``__main__`` in ``_zygote_main``'s frame, so that an
     uncaught exception or ``SystemExit`` ends the process as it ends a fresh interpreter's."""
-    out = os.open(log, os.O_WRONLY | os.O_APPEND)
-    os.dup2(out, 1)
-    os.dup2(out, 2)
-    os.close(out)
+    for fd, log in zip((1, 2), logs, strict=True):
+        out = os.open(log, os.O_WRONLY | os.O_APPEND)
+        os.dup2(out, fd)
+        os.close(out)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)

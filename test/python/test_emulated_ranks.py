@@ -147,3 +147,25 @@ def test_a_forked_rank_starts_as_a_fresh_interpreter_would(monkeypatch, tmp_path
     for rank in range(2):
         want = f"['a b'] {emulated_ranks.REPO} True\n[]\n{rank} 1 True\n"
         assert forked.outputs[rank].startswith(want) and fresh.outputs[rank].startswith(want), (forked, fresh)
+
+
+def test_run_python_keeps_stdout_and_stderr_apart_and_kills_at_its_timeout(tmp_path):
+    """``run_python`` (``dl_compile.run_in_interpreter``'s): ``subprocess.run``'s result, from a fork as the ranks'."""
+    import subprocess
+
+    from emulated_ranks import run_python
+
+    script = tmp_path / "talk.py"
+    script.write_text(
+        "import sys, time\n"
+        "print('out', sys.argv[1], flush=True)\n"
+        "print('err', file=sys.stderr, flush=True)\n"
+        "time.sleep(60 if sys.argv[1] == 'slow' else 0)\n"
+        "sys.exit(4)\n"
+    )
+    done = run_python(script, ["x y"], dict(os.environ), timeout_s=60)
+    assert (done.returncode, done.stdout, done.stderr) == (4, "out x y\n", "err\n")
+    began = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_python(script, ["slow"], dict(os.environ), timeout_s=2)
+    assert time.monotonic() - began < 30
