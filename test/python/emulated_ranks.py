@@ -38,10 +38,11 @@ would be (argv, environment, working directory, stdio, ``sys.path``: the script'
 first) and runs the script as ``__main__``; the zygote reaps it and reports its exit code (negative for a signal, as
 ``Popen``'s). Importing torch costs about 1.2 s of CPU, once per rank of a fresh interpreter: on 2026-11-27 the
 tests of this launcher, ``test_runtime_world``, ``test_testing`` and ``test_nvshmem_team_device`` took 45 s of CPU
-with fresh interpreters and 23 s with forks, and the whole pytest step (both sharing the machine with other work)
-723 s and 642 s. What differs from a fresh interpreter: torch and its dependencies are imported already (a zygote
-per set of ``OMP_*`` / ``TORCH_*`` / ... variables, ``IMPORT_TIME_PREFIXES``), and the ranks of a launching process
-share the zygote's hash seed. ``TRITON_DIST_TEST_FRESH_RANKS=1`` starts every rank as a fresh interpreter.
+with fresh interpreters and 23 s with forks, and the whole pytest step of scripts/test.sh 692 s of CPU (6:03 wall)
+and 596 s (5:17; with run_in_interpreter's runs forked too, ``run_python``). What differs from a fresh interpreter:
+torch and its dependencies are imported already (a zygote per set of ``OMP_*`` / ``TORCH_*`` / ... variables,
+``IMPORT_TIME_PREFIXES``), and the ranks of a launching process share the zygote's hash seed.
+``TRITON_DIST_TEST_FRESH_RANKS=1`` starts every rank as a fresh interpreter.
 """
 
 from __future__ import annotations
