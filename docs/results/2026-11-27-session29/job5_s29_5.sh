@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 29, call 5: helper BB's probe of the fp8 dispatch's two timing modes and PUSH_RESIDENT_FIRST (2df6bea),
+# Session 29, call 5: helper BB's probe of the fp8 dispatch's two timing modes and PUSH_RESIDENT_FIRST (4825740),
 # then the decode anatomy at batch 64 once more (c520259: a split profile now shows each run's kernels and span).
 set -u
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 29, call 6: helper BC's probe of EXPAND_RESIDENT_FIRST (e1d99f8), then the MoE GPU test with it on.
+# Session 29, call 6: helper BC's probe of EXPAND_RESIDENT_FIRST (877180b), then the MoE GPU test with it on.
 set -u
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD/python NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1

@@ -27,8 +27,8 @@ Run from the repository root (about 60-90 s on 2 GPUs, most of it compiling):
         python3 -m torch.distributed.run --standalone --nproc-per-node=2 \\
         docs/results/probes/2026-11-27-moe_fp8_overlap_modes.py
 
-Measured at a7f2cb2 (2 x H200, before ``EXPAND_RESIDENT_FIRST``; docs/results/2026-11-27-session29/
-probe_fp8_modes_2xH200_a7f2cb2.log): the fp8 default took either mode per call within a round (~187-200 µs: push ~153,
+Measured at 38890c4 (2 x H200, before ``EXPAND_RESIDENT_FIRST``; docs/results/2026-11-27-session29/
+probe_fp8_modes_2xH200_38890c4.log): the fp8 default took either mode per call within a round (~187-200 µs: push ~153,
 tail ~6; ~240-255: push ~141, tail ~71); ``+first`` the slow mode in every call (243-245 µs device, push 141-143, tail
 68-72, no slow call); bf16 gather ~222 either way; prequantized + reciprocal rank-dependent (r0 ~160, r1 ~181).
 
@@ -73,9 +73,9 @@ CONFIGS: dict[str, tuple[bool, dict[str, bool]]] = {
     "bf16 gather +expand-first": (False, {"EXPAND_RESIDENT_FIRST": True}),
 }
 """label -> (fp8, the ``switches`` options set for its calls (``set_<name lowercased>``, in this order), restored
-after). The labels are those of the runs of a7f2cb2 and e4402a8, when the options were all off by default: "default"
+after). The labels are those of the runs of 38890c4 and 31ba2dc, when the options were all off by default: "default"
 is the overlap without either option (``EXPAND_RESIDENT_FIRST``, fp8's default since, set off). (The prequantized and
-bf16 ``+first`` blocks of a7f2cb2's run are left out: both were as without it. Since ``EXPAND_RESIDENT_FIRST`` applies
+bf16 ``+first`` blocks of 38890c4's run are left out: both were as without it. Since ``EXPAND_RESIDENT_FIRST`` applies
 to fp8 only, "bf16 gather +expand-first" is now bf16 gather.)"""
 PLACEMENT = ("PUSH_RESIDENT_FIRST", "EXPAND_RESIDENT_FIRST")
 """The options ``same_bits`` checks against the dispatch without them."""
@@ -117,7 +117,7 @@ def must_match(name: str, value: torch.Tensor) -> torch.Tensor:
     ``state[4]``'s words past the counts row's live ones (``row``, ``ROW`` = ``config.row_stride`` = 272 words here:
     the route kernel writes ``N`` per rank at ``[0, W)``, ``C`` per expert at ``[pow2(W), pow2(W) + E)`` and the bad
     ids at ``pow2(W) + pow2(E)``, and nothing reads the rest: ``torch.empty``'s leftovers, whatever the allocator's
-    block held before). These are the words a7f2cb2's run saw differ ("status", bf16's "state[4]"): no bug."""
+    block held before). These are the words 38890c4's run saw differ ("status", bf16's "state[4]"): no bug."""
     if name == "state[5]":
         return value[:0]
     if name == "status":

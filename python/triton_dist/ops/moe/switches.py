@@ -255,7 +255,7 @@ then resets the word, before the expand is launched. It costs a launch on the si
 path; the push never waits for it (no deadlock: a push program without a slot starts when another ends). Same results,
 bit for bit. Only the sender's launches change (the ranks need not agree). Not with :data:`EXPAND_RESIDENT_FIRST`.
 
-Measured (2 x H200, 2026-11-27, a7f2cb2, docs/results/probes/2026-11-27-moe_fp8_overlap_modes.py, 4096 tokens per
+Measured (2 x H200, 2026-11-27, 38890c4, docs/results/probes/2026-11-27-moe_fp8_overlap_modes.py, 4096 tokens per
 rank, H 7168, top-8 of 256): the fp8 default took the slow mode in every call, 243-245 µs (push 141-143, the expand's
 tail after it 68-72 µs), where without the option each call took either mode (~187-200 µs: push ~153, tail ~6; or
 ~240-255: push ~141, tail ~71): placing the push first is the slow order. With its programs first at 118-121 registers
@@ -302,7 +302,7 @@ expand's grid fits with room for a push program), which ``test_ops_moe_kernels.p
 ``test_ops_moe_push_first.py`` check by registers. Nothing else may fill the SMs meanwhile (another stream's
 spinning kernels), as for the overlap.
 
-Measured (2 x H200, session 29 job 6, e4402a8, ``docs/results/probes/2026-11-27-moe_fp8_overlap_modes.py``, 4096
+Measured (2 x H200, session 29 job 6, 31ba2dc, ``docs/results/probes/2026-11-27-moe_fp8_overlap_modes.py``, 4096
 tokens, H 7168, top-8 of 256; 5 rounds of 30 calls): the fp8 default without it ran each call in one of two modes
 (~187-200 or ~240-245 µs; round medians 194.7-241.8 µs over ranks), with it 195.7-197.5 µs in every round, 0-2 slow
 calls of 30, the same bits; the GPU test passed 168/168 per rank with it on. bf16's push leaves 12,288 registers spare
