@@ -1868,13 +1868,32 @@ class Bench:
         self.rows.append(row)
 
     def low_latency(self, verified: dict[str, str]) -> None:
-        import triton_dist
-
+        """The low-latency rows, graphed and eager: the default's, then each variant's with a low-latency mode."""
         a = self.args
         x, idx, w = self.inputs(a.ll_tokens)
         nbytes = sent_bytes(idx, self.local, self.rank, self.size, a.hidden, x.element_size())
-        graphs = self.ll_graphs(x, idx, w)
-        kwargs = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens}
+        self.low_latency_rows(OURS, {}, (x, idx, w), nbytes, verified)
+        for label in self.variants:
+            if label not in self.normal_only:
+                self.low_latency_rows(label, self.variants[label], (x, idx, w), nbytes, verified)
+        self.save()
+
+    def low_latency_rows(
+        self,
+        label: str,
+        options: dict[str, Any],
+        inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        nbytes: float,
+        verified: dict[str, str],
+    ) -> None:
+        """``label``'s low-latency rows with ``moe_dispatch`` options ``options`` (the default's: none): graphed
+        (``graphed_row``) and eager (``timed_row``), each with its verification."""
+        import triton_dist
+
+        a = self.args
+        x, idx, w = inputs
+        kwargs = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **options}
+        graphs = self.ll_graphs(x, idx, w, options)
         state: dict[str, Any] = {}
 
         def eager_dispatch() -> None:
@@ -1886,42 +1905,7 @@ class Bench:
         host = (eager_dispatch, eager_combine)
         eager_dispatch()
         torch.cuda.synchronize()
-        self.rows.append(self.graphed_row(OURS, graphs, (x, idx, w), nbytes, host, verified))
-        row = self.timed_row(OURS, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes, host=host)
-        row["verified"] = verified.get(f"{OURS}/low_latency", "—")
-        self.rows.append(row)
-        for label in self.variants:
-            if label not in self.normal_only:
-                self.variant_low_latency(label, x, idx, w, nbytes, verified)
-        self.save()
-
-    def variant_low_latency(
-        self,
-        label: str,
-        x: torch.Tensor,
-        idx: torch.Tensor,
-        w: torch.Tensor,
-        nbytes: float,
-        verified: dict[str, str],
-    ) -> None:
-        """Variant ``label``'s rows in low-latency mode, graphed and eager, as the default's."""
-        import triton_dist
-
-        a = self.args
-        options = {"mode": "low_latency", "max_tokens_per_rank": a.ll_tokens, **self.variants[label]}
-        graphs = self.ll_graphs(x, idx, w, self.variants[label])
-        state: dict[str, Any] = {}
-
-        def eager_dispatch() -> None:
-            state["d"] = triton_dist.ops.moe_dispatch(x, idx, w, a.experts, **options)
-
-        def eager_combine() -> None:
-            triton_dist.ops.moe_combine(*state["d"])
-
-        host = (eager_dispatch, eager_combine)
-        eager_dispatch()
-        torch.cuda.synchronize()
-        self.rows.append(self.graphed_row(label, graphs, (x, idx, w), nbytes, host, verified, self.variants[label]))
+        self.rows.append(self.graphed_row(label, graphs, inputs, nbytes, host, verified, options))
         row = self.timed_row(label, "low_latency eager", a.ll_tokens, eager_dispatch, eager_combine, nbytes,
                              host=host)  # fmt: skip
         row["verified"] = verified.get(f"{label}/low_latency", "—")

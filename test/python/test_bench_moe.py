@@ -497,3 +497,51 @@ def test_the_bench_sets_up_under_every_skip_flag(monkeypatch: pytest.MonkeyPatch
         bench = moe.Bench(moe.parse_args([*argv, "--tokens", "4", "--ll-tokens", "4", "--layer-tokens", "4"]))
         assert set(bench.variants) <= set(bench.variant_sizes), argv
         assert bench.slug == "2xFake", argv
+
+
+def test_low_latency_rows_for_the_default_and_each_variant(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Bench.low_latency``: the default's rows (no options) and each variant's with a low-latency mode (its options
+    in every dispatch: graphs, graphed row, eager calls), graphed then eager, each eager row with its verification;
+    a normal-only variant gets none."""
+    import triton_dist
+
+    fake = _FakeOps()
+    monkeypatch.setattr(triton_dist.ops, "moe_dispatch", fake.moe_dispatch)
+    monkeypatch.setattr(triton_dist.ops, "moe_combine", fake.moe_combine)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(moe, "sent_bytes", lambda *args: 1000.0)  # its all_reduce wants a process group
+    bench = object.__new__(moe.Bench)
+    bench.args = moe.parse_args(["--ll-tokens", "4", "--experts", "8"])
+    bench.local, bench.rank, bench.size, bench.rows = 4, 0, 2, []
+    bench.variants = {"ours chunked": {"config": "chunks"}, "ours gather": {"layout": "gather"}}
+    bench.normal_only = {"ours gather"}
+    x, idx, w = moe.make_inputs(4, 8, 8, 2, torch.Generator().manual_seed(5))
+    bench.inputs = lambda tokens: (x, idx, w)  # type: ignore[method-assign]
+    graphs_of: list[Any] = []
+    bench.ll_graphs = lambda x, idx, w, options=None: graphs_of.append(options) or {"of": options}  # type: ignore
+    bench.save = lambda: None  # type: ignore[method-assign]
+
+    def graphed_row(label: str, graphs: Any, inputs: Any, nbytes: float, host: Any, verified: Any,
+                    options: Any = None) -> dict[str, Any]:  # fmt: skip
+        host[0]()
+        host[1]()
+        return {"path": label, "mode": "graphed", "graphs": graphs, "options": options}
+
+    def timed_row(label: str, mode: str, tokens: int, dispatch: Any, combine: Any, nbytes: float,
+                  host: Any = None) -> dict[str, Any]:  # fmt: skip
+        dispatch()
+        combine()
+        return {"path": label, "mode": mode, "tokens": tokens}
+
+    bench.graphed_row = graphed_row  # type: ignore[method-assign]
+    bench.timed_row = timed_row  # type: ignore[method-assign]
+    bench.low_latency({f"{moe.OURS}/low_latency": "ok", "ours chunked/low_latency": "ok chunked"})
+    assert [(r["path"], r["mode"]) for r in bench.rows] == [
+        (moe.OURS, "graphed"), (moe.OURS, "low_latency eager"),
+        ("ours chunked", "graphed"), ("ours chunked", "low_latency eager"),
+    ]  # fmt: skip
+    assert graphs_of == [{}, {"config": "chunks"}]
+    assert [r.get("options") for r in bench.rows[::2]] == [{}, {"config": "chunks"}]
+    assert [r.get("verified") for r in bench.rows[1::2]] == ["ok", "ok chunked"]
+    want = {"mode": "low_latency", "max_tokens_per_rank": 4}
+    assert fake.kwargs == [want] * 3 + [{**want, "config": "chunks"}] * 3  # the eager dispatch first, then 2 calls
