@@ -554,10 +554,7 @@ def _launch(
     if name.startswith("combine"):  # MoeConfig.combine_partials / combine_spread: a launch plan each
         launch_key += combine
     # PUSH_RESIDENT_FIRST / EXPAND_RESIDENT_FIRST: the push or the expand beside it counts its programs in
-    started = waves > 0 and (
-        (name == "push" and switches.PUSH_RESIDENT_FIRST)
-        or (name == "expand" and switches.EXPAND_RESIDENT_FIRST and plan.fp8)
-    )
+    started = waves > 0 and name in ("push", "expand") and _resident_first(plan.fp8) == name
     if started:
         launch_key += ("started",)
     fp8_push = name == "push" and plan.fp8 and self_mode != 2
