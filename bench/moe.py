@@ -433,6 +433,15 @@ def dispatch_with(x: torch.Tensor, idx: torch.Tensor, w: torch.Tensor, experts: 
         switches.set_expand_waves(waves)
 
 
+def add_phase_samples(samples: dict[str, list[float]], events: list[tuple[str, Any]]) -> None:
+    """Append one call's phases to ``samples``: per phase the µs from the event before it to its own (``events``:
+    (phase, CUDA event) in the order the hook recorded them, synchronized), and ``total`` from the first to the
+    last."""
+    for (_, begin), (phase, end) in zip(events, events[1:], strict=False):
+        samples.setdefault(phase, []).append(begin.elapsed_time(end) * 1e3)
+    samples.setdefault("total", []).append(events[0][1].elapsed_time(events[-1][1]) * 1e3)
+
+
 def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, int, bool]) -> torch.Tensor:
     """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.switches.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]``,
     ``COMBINE_WAVES`` to ``setting[1]``, ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]``, ``COMBINE_WAVE_MIN_SLOTS`` to
@@ -1800,9 +1809,7 @@ class Bench:
                 torch.cuda.synchronize()
                 if rep < 2:
                     continue
-                for (_, begin), (phase, end) in zip(events, events[1:], strict=False):
-                    samples.setdefault(phase, []).append(begin.elapsed_time(end) * 1e3)
-                samples.setdefault("total", []).append(events[0][1].elapsed_time(events[-1][1]) * 1e3)
+                add_phase_samples(samples, events)
                 if "sync" in clock:
                     for phase, _ in events[[p for p, _ in events].index("sync") + 1 :]:
                         host.setdefault(phase, []).append((clock[phase] - clock["sync"]) * 1e6)
@@ -2202,9 +2209,7 @@ class Bench:
                 torch.cuda.synchronize()
                 if rep < 2:
                     continue
-                for (_, begin), (phase, end) in zip(events, events[1:], strict=False):
-                    samples.setdefault(phase, []).append(begin.elapsed_time(end) * 1e3)
-                samples.setdefault("total", []).append(events[0][1].elapsed_time(events[-1][1]) * 1e3)
+                add_phase_samples(samples, events)
         finally:
             moe_op.set_combine_phase_hook(previous)
         names = [*moe_op.COMBINE_PHASES[1:], "total"]  # every rank takes part in the same collectives

@@ -545,3 +545,19 @@ def test_low_latency_rows_for_the_default_and_each_variant(monkeypatch: pytest.M
     assert [r.get("verified") for r in bench.rows[1::2]] == ["ok", "ok chunked"]
     want = {"mode": "low_latency", "max_tokens_per_rank": 4}
     assert fake.kwargs == [want] * 3 + [{**want, "config": "chunks"}] * 3  # the eager dispatch first, then 2 calls
+
+
+def test_phase_samples_are_the_gaps_between_the_hooks_events() -> None:
+    """``add_phase_samples``: each phase the µs since the event before it, ``total`` first to last (events stand in
+    with ``elapsed_time`` in ms, as CUDA events)."""
+
+    class Event:
+        def __init__(self, ms: float) -> None:
+            self.ms = ms
+
+        def elapsed_time(self, end: Event) -> float:
+            return end.ms - self.ms
+
+    samples: dict[str, list[float]] = {"push": [1.0]}
+    moe.add_phase_samples(samples, [("start", Event(0.0)), ("push", Event(0.25)), ("expand", Event(0.5))])
+    assert samples == {"push": [1.0, 250.0], "expand": [250.0], "total": [500.0]}
