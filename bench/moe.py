@@ -100,8 +100,8 @@ side-stream`` (neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``: this r
 on a side stream), ``ours gather own-in-push`` (``OWN_ROWS_IN_PUSH`` alone: by the push's one launch), and beside ``ours
 fp8 gather`` (fp8 rows kept: by default the expand beside the 4-warp push, ``ops.moe.switches.FP8_OVERLAPS_PUSH`` and
 ``FP8_NARROW_PUSH``) the fp8 push's options (``FP8_PUSH_ROWS``: ``... expand-after``, both off, the default before
-2026-11-27; ``... overlap wide``, the overlap at ``FP8_PUSH_WARPS``; ``... reciprocal``,
-``ops.moe.switches.FP8_RECIPROCAL``; ``... prequantized``, ``ops.moe.switches.FP8_PREQUANTIZE``; and their pairs), each
+2026-11-27; ``... overlap wide``, the overlap at ``FP8_PUSH_WARPS``; ``... division``,
+``ops.moe.switches.FP8_RECIPROCAL`` off; ``... prequantized``, ``ops.moe.switches.FP8_PREQUANTIZE``; and a pair), each
 with its speed against the default and its fp8 bar;
 ``--expand-waves 8,16`` adds the default at those waves (``ours gather overlap N waves``,
 ``ops.moe.switches.set_expand_waves``). With ``--route-programs 128,256`` and / or ``--expand-block 16`` it also times
@@ -192,8 +192,9 @@ FP8_OVERLAP = "fp8-overlap"
 """``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_OVERLAPS_PUSH`` for its calls (on by
 default: fp8 rows kept join the expand beside the push; off: the expand after the push; ``dispatch_with``)."""
 FP8_RECIPROCAL = "fp8-reciprocal"
-"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_RECIPROCAL`` for its calls (an
-option, off by default: the fp8 push multiplies each value by 448 / amax, one division per group; ``dispatch_with``)."""
+"""``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_RECIPROCAL`` for its calls (on by
+default: the fp8 push multiplies each value by 448 / amax, one division per group; off: a division per value;
+``dispatch_with``)."""
 FP8_NARROW = "fp8-narrow"
 """``--only-dispatch``: the key of a row's options that sets ``ops.moe.switches.FP8_NARROW_PUSH`` for its calls (on by
 default: the fp8 push at 4 warps, so two of its programs per SM fit beside the expand; off: ``FP8_PUSH_WARPS``;
@@ -210,18 +211,16 @@ expand beside the push at ``FP8_PUSH_WARPS``)."""
 FP8_PUSH_ROWS = {
     EXPAND_AFTER: {FP8_OVERLAP: False, FP8_NARROW: False},
     WIDE: {FP8_OVERLAP: True, FP8_NARROW: False},
-    "reciprocal": {FP8_RECIPROCAL: True},
-    f"{WIDE} reciprocal": {FP8_OVERLAP: True, FP8_NARROW: False, FP8_RECIPROCAL: True},
-    f"{EXPAND_AFTER} reciprocal": {FP8_OVERLAP: False, FP8_NARROW: False, FP8_RECIPROCAL: True},
+    "division": {FP8_RECIPROCAL: False},
     "prequantized": {FP8_PREQUANTIZE: True},
-    "prequantized reciprocal": {FP8_PREQUANTIZE: True, FP8_RECIPROCAL: True},
+    "prequantized division": {FP8_PREQUANTIZE: True, FP8_RECIPROCAL: False},
     f"{EXPAND_AFTER} prequantized": {FP8_OVERLAP: False, FP8_NARROW: False, FP8_PREQUANTIZE: True},
 }
 """``--only-dispatch``: the fp8 push's option rows beside ``ours fp8 gather`` (the default: ``FP8_OVERLAPS_PUSH`` and
-``FP8_NARROW_PUSH`` on), by suffix: both off (``EXPAND_AFTER``, the default before 2026-11-27), the overlap at 16 warps
-(``WIDE``), the default with ``FP8_RECIPROCAL``, the reciprocal at 16 warps with and without the overlap, the default
-with ``FP8_PREQUANTIZE``, with the reciprocal too, and prequantized without the overlap: with the default, the nine
-configurations of the 2 x H200 run of 2026-11-27 (docs/design.md, "fp8 dispatch at 4096 tokens")."""
+``FP8_NARROW_PUSH`` and ``FP8_RECIPROCAL`` on), by suffix: the first two off (``EXPAND_AFTER``, the default before
+2026-11-27), the overlap at 16 warps (``WIDE``), the default with ``FP8_RECIPROCAL`` off (the division per value, the
+default before session 30), the default with ``FP8_PREQUANTIZE``, with the division too, and prequantized without the
+overlap (docs/design.md, "fp8 dispatch at 4096 tokens")."""
 SIDE_STREAM = "side-stream"
 """``--only-dispatch``: the suffix of the gather row with neither ``EXPAND_OVERLAPS_PUSH`` nor ``OWN_ROWS_IN_PUSH``
 (the own rows stored by a push launch on a side stream: the pipelined default before the overlap)."""

@@ -14,7 +14,7 @@ flight, H = 7168 both ways, fp8 kept and dequantized: ``recv_x[gather_rows]`` ag
 (``VARIANT_CONFIGS``) in the gather layout at H = 7168 and in fp8; and at H = 7168 in the gather layout
 ``switches.EXPAND_OVERLAPS_PUSH`` (the default: the expand kernel beside the push, wave by wave; bf16, and fp8 rows kept
 with their scales under ``switches.FP8_OVERLAPS_PUSH``, on by default with the 4-warp push ``switches.FP8_NARROW_PUSH``,
-also with the fp8 push's options ``switches.FP8_RECIPROCAL`` and ``FP8_PREQUANTIZE`` and at 16 warps), the dispatch
+also with ``switches.FP8_RECIPROCAL`` off (the division), ``FP8_PREQUANTIZE`` and at 16 warps), the dispatch
 without it (``switches.OWN_ROWS_IN_PUSH``: the push storing this rank's own rows itself; neither: a push launch on a
 side stream; fp8 with both options off, ``expand-after``: the expand after the push, fp8's default before 2026-11-27),
 against the reference too. Combine runs its defaults everywhere (``MoeConfig(combine_partials="input",
@@ -270,14 +270,15 @@ def _fp8_checks(rank: int, size: int, cuda: torch.device, record: dict[str, list
             if not first and beside != (key == "default"):
                 record[name].append(f"phases {phases}: the expand {'' if beside else 'not '}beside the push")
     # The fp8 push's options (docs/design.md, "fp8 dispatch at 4096 tokens") on the same plan, fp8 rows kept in the
-    # gather layout at H = 7168: switches.FP8_RECIPROCAL (against reference_dispatch(..., fp8_reciprocal=True)),
-    # FP8_PREQUANTIZE and the 16-warp push (FP8_NARROW_PUSH off), with and without the expand beside the push; each
-    # set for its call only (all four set: (FP8_OVERLAPS_PUSH, FP8_RECIPROCAL, FP8_NARROW_PUSH, FP8_PREQUANTIZE)).
+    # gather layout at H = 7168: switches.FP8_RECIPROCAL off (the division, against reference_dispatch(...,
+    # fp8_reciprocal=False)), FP8_PREQUANTIZE and the 16-warp push (FP8_NARROW_PUSH off), with and without the expand
+    # beside the push; each set for its call only (all four set: (FP8_OVERLAPS_PUSH, FP8_RECIPROCAL, FP8_NARROW_PUSH,
+    # FP8_PREQUANTIZE)).
     xs, idxs, weights, experts = inputs(75, "large", 7168)  # seed 75's: the buffers fit (no growth)
     setters = (switches.set_fp8_overlaps_push, switches.set_fp8_reciprocal, switches.set_fp8_narrow_push,
                switches.set_fp8_prequantize)  # fmt: skip
-    for key, options in (("reciprocal", (False, True, False, False)), ("prequantized", (False, False, False, True)),
-                         ("overlap-reciprocal-narrow", (True, True, True, False)),
+    for key, options in (("division", (False, False, False, False)), ("prequantized", (False, False, False, True)),
+                         ("overlap-division-narrow", (True, False, True, False)),
                          ("overlap-wide", (True, False, False, False)),
                          ("overlap-prequantized-reciprocal", (True, True, False, True))):  # fmt: skip
         previous = [setter(on) for setter, on in zip(setters, options, strict=True)]

@@ -1177,16 +1177,14 @@ def test_bench_only_dispatch_times_the_four_variants_at_one_and_4096_tokens(monk
         bench.dispatch_with(0, 1, 2, 8, {"layout": "gather", "fp8": True, **keys})
     assert list(bench.FP8_PUSH_ROWS)[:2] == ["expand-after", "overlap wide"]
     assert push_seen == [  # (overlap, reciprocal, narrow, prequantize)
-        (False, False, False, False),  # expand-after: fp8's default before 2026-11-27
-        (True, False, False, False),  # overlap wide
-        (True, True, True, False),  # reciprocal (beside the default's overlap and narrow push)
-        (True, True, False, False),
-        (False, True, False, False),
-        (True, False, True, True),
-        (True, True, True, True),
-        (False, False, False, True),
+        (False, True, False, False),  # expand-after: fp8's default before 2026-11-27 (with the reciprocal)
+        (True, True, False, False),  # overlap wide
+        (True, False, True, False),  # division (beside the default's overlap and narrow push)
+        (True, True, True, True),  # prequantized
+        (True, False, True, True),  # prequantized division
+        (False, True, False, True),  # expand-after prequantized
     ]
-    assert settings() == (True, False, True, False), "the default: the expand beside the 4-warp push"
+    assert settings() == (True, True, True, False), "the default: the expand beside the 4-warp push, the reciprocal"
     assert bench.parse_args(["--only-dispatch", "--expand-waves", "8,16"]).expand_waves == [8, 16]
     with pytest.raises(SystemExit):
         bench.parse_args(["--expand-waves", "8"])  # only with --only-dispatch
@@ -1424,12 +1422,12 @@ def _fp8_push(warps: int, overlap: bool, reciprocal: bool) -> str:
 
 
 def test_sm90_fp8_reciprocal_push_divides_once_per_group(tmp_path: Any) -> None:
-    """``switches.FP8_RECIPROCAL`` (``RECIPROCAL``): at H = 7168 (whole rows of 8192 lanes) the fp8 push divides twice
-    per group a thread holds (the scale, and 448 over the group's amax) and multiplies each value, where the default
-    divides each of its values too (16 a thread at ``FP8_PUSH_WARPS`` = 16, 64 at 4 warps): at most a quarter of the
-    divisions; it still casts with the hardware, spills nothing and takes no more registers (4 at most: a multiple of 8
-    is allocated), at 16 warps (the push with ``FP8_OVERLAPS_PUSH`` and ``FP8_NARROW_PUSH`` off) and at the narrow
-    push's 4 (with the overlap's waves and own rows: the default)."""
+    """``switches.FP8_RECIPROCAL`` (``RECIPROCAL``, the default): at H = 7168 (whole rows of 8192 lanes) the fp8 push
+    divides twice per group a thread holds (the scale, and 448 over the group's amax) and multiplies each value, where
+    the division (the switch off) divides each of its values too (16 a thread at ``FP8_PUSH_WARPS`` = 16, 64 at 4
+    warps): at most a quarter of the divisions; it still casts with the hardware, spills nothing and takes no more
+    registers (4 at most: a multiple of 8 is allocated), at 16 warps (the push with ``FP8_OVERLAPS_PUSH`` and
+    ``FP8_NARROW_PUSH`` off) and at the narrow push's 4 (with the overlap's waves and own rows: the default)."""
     from triton_dist.ops.moe.config import FP8_PUSH_WARPS
 
     need_real_library("sm_90")
@@ -1508,14 +1506,14 @@ def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(
 
 
 def test_fp8_push_options_have_their_defaults_and_reach_the_push(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``switches.FP8_RECIPROCAL`` and ``switches.FP8_PREQUANTIZE`` off by default, ``switches.FP8_NARROW_PUSH`` on;
+    """``switches.FP8_RECIPROCAL`` and ``switches.FP8_NARROW_PUSH`` on by default, ``switches.FP8_PREQUANTIZE`` off;
     their setters return the previous setting and refuse a non-bool; the pipelined fp8 push is compiled with
     ``RECIPROCAL`` if set and at 4 warps with ``FP8_NARROW_PUSH`` (off: at ``FP8_PUSH_WARPS``), a launch plan per
     setting (switching back reuses the first); a bf16 push takes neither. ``FP8_PREQUANTIZE`` (normal mode, fp8): the
     quantize kernel writes the plan's staging buffers (a power of two of rows, grown with T) with the reciprocal if set,
     and the push, at 4 warps, loads them (``PREQUANT``, not ``RECIPROCAL``); its launch plans are keyed by the staging
     rows."""
-    assert switches.FP8_RECIPROCAL is False and switches.FP8_NARROW_PUSH is True and switches.FP8_PREQUANTIZE is False
+    assert switches.FP8_RECIPROCAL is True and switches.FP8_NARROW_PUSH is True and switches.FP8_PREQUANTIZE is False
     with pytest.raises(MoeError, match="set_fp8_reciprocal: on must be True or False, got 1"):
         switches.set_fp8_reciprocal(1)  # type: ignore[arg-type]
     with pytest.raises(MoeError, match="set_fp8_narrow_push: on must be True or False, got 'on'"):

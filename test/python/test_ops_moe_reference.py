@@ -155,16 +155,16 @@ def test_quantize_fp8_by_hand() -> None:
 
 
 def test_quantize_fp8_with_the_reciprocal_by_hand() -> None:
-    """``quantize_fp8(x, reciprocal=True)`` (``switches.FP8_RECIPROCAL``): the same scales, each value times ``448 /
-    amax`` (fp32) instead of divided by ``amax / 448``. With amax 13, x = 39 / 4096 divided by the scale is 0.328125
-    exactly, a tie between the e4m3 values 0.3125 and 0.34375 (to the even one, 0.3125), and times the reciprocal one
-    fp32 step above it (to 0.34375)."""
+    """``quantize_fp8(x)`` (``reciprocal=True``, the push's default ``switches.FP8_RECIPROCAL``): the same scales as
+    ``reciprocal=False``, each value times ``448 / amax`` (fp32) instead of divided by ``amax / 448``. With amax 13,
+    x = 39 / 4096 divided by the scale is 0.328125 exactly, a tie between the e4m3 values 0.3125 and 0.34375 (to the
+    even one, 0.3125), and times the reciprocal one fp32 step above it (to 0.34375)."""
     from triton_dist.ops.moe.reference import quantize_fp8
 
     x = torch.zeros(1, 128)
     x[0, 0], x[0, 1], x[0, 2] = 13.0, 39 / 4096, -13.0
-    divided, scales = quantize_fp8(x)
-    multiplied, same = quantize_fp8(x, reciprocal=True)
+    divided, scales = quantize_fp8(x, reciprocal=False)
+    multiplied, same = quantize_fp8(x)
     assert torch.equal(scales, same) and scales[0, 0] == torch.tensor(13.0) / 448
     assert (torch.tensor(39 / 4096) / scales[0, 0]).item() == 0.328125
     assert divided[0, :3].float().tolist() == [448.0, 0.3125, -448.0]

@@ -1398,9 +1398,10 @@ def moe_dispatch(
     double-buffered): combine step n before dispatching step n + 2.
 
     ``fp8=True`` quantizes each token inside the push kernel to float8_e4m3fn with one fp32 scale per 128 channels
-    (``scale = max(amax, 1e-4) / 448``, values rounded to nearest even; ``reference.quantize_fp8`` is the same in torch;
-    with the option :data:`switches.FP8_RECIPROCAL` each value is multiplied by ``448 / max(amax, 1e-4)`` instead,
-    ``quantize_fp8(x, reciprocal=True)``), so about half the bytes cross the links. The receiver gets ``recv_x`` in fp8
+    (``scale = max(amax, 1e-4) / 448``, each value multiplied by ``448 / max(amax, 1e-4)`` and rounded to nearest
+    even, as DeepEP's per-token cast; ``reference.quantize_fp8`` is the same in torch; with
+    :data:`switches.FP8_RECIPROCAL` off, each value is divided by the scale instead, ``quantize_fp8(x,
+    reciprocal=False)``), so about half the bytes cross the links. The receiver gets ``recv_x`` in fp8
     and the scales in ``handle.recv_scales`` (for an fp8 expert GEMM: ``ops.grouped_gemm``), or, with
     ``dequantize=True``, ``recv_x`` dequantized to x's dtype. Combine still takes ``y`` in x's dtype. fp8 needs an
     NVIDIA GPU of sm_89 or later (or the CPU emulation).

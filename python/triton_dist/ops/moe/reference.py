@@ -25,14 +25,14 @@ from triton_dist.ops.moe.config import (
 )
 
 
-def quantize_fp8(x: torch.Tensor, reciprocal: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def quantize_fp8(x: torch.Tensor, reciprocal: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """``x`` [..., H] as the fp8 dispatch quantizes it: ``(q, scales)``, q float8_e4m3fn [..., H], scales fp32
     [..., ceil(H / 128)]. Per group of 128 channels (the last may be shorter): ``scale = max(amax, 1e-4) / 448``
-    and ``q = x / scale`` clamped to [-448, 448] and rounded to nearest even (fp32 arithmetic, IEEE division, as the
-    kernel does by default). ``reciprocal`` (the push's option ``switches.FP8_RECIPROCAL``): ``q = x * (448 / max(amax,
-    1e-4))`` instead, one IEEE division per group and an fp32 multiply per element, as the kernel then does (the same
-    scales; a value may land one fp8 step away from the division's where the two fp32 results straddle a rounding
-    boundary of e4m3)."""
+    and ``q = x * (448 / max(amax, 1e-4))`` clamped to [-448, 448] and rounded to nearest even (fp32 arithmetic: one
+    IEEE division per group and an fp32 multiply per element, as the kernel does by default, the push's
+    ``switches.FP8_RECIPROCAL``, and as DeepEP's per-token cast does). ``reciprocal=False`` (that switch off):
+    ``q = x / scale``, an IEEE division per element (the same scales; a value may land one fp8 step away from the
+    reciprocal's where the two fp32 results straddle a rounding boundary of e4m3)."""
     hidden, groups = x.shape[-1], fp8_groups(x.shape[-1])
     padded = torch.nn.functional.pad(x.float(), (0, groups * FP8_GROUP - hidden))
     grouped = padded.reshape(*x.shape[:-1], groups, FP8_GROUP)
@@ -74,14 +74,15 @@ def reference_dispatch(
     max_tokens_per_rank: int | None = None,
     fp8: bool = False,
     dequantize: bool = False,
-    fp8_reciprocal: bool = False,
+    fp8_reciprocal: bool = True,
 ) -> list[tuple[torch.Tensor, MoeHandle]]:
     """``moe_dispatch`` on every rank at once: ``xs[r]``, ``topk_idxs[r]``, ``topk_weights[r]`` are rank ``r``'s
     arguments (the world size is ``len(xs)``). Returns rank ``r``'s ``(recv_x, handle)`` at index ``r``.
 
     ``fp8``: the rows are ``quantize_fp8``'s fp8 values, their scales in ``handle.recv_scales`` (zero past a
     low-latency expert's count), or with ``dequantize`` the dequantized values in x's dtype; ``fp8_reciprocal``:
-    quantized as ``quantize_fp8(x, reciprocal=True)`` (the push's option ``switches.FP8_RECIPROCAL``).
+    quantized as ``quantize_fp8(x, reciprocal=fp8_reciprocal)`` (the push's ``switches.FP8_RECIPROCAL``, on by
+    default).
 
     Raises :class:`MoeError` as the op does: bad arguments, ranks whose H or dtype differ, and an expert id
     outside ``[-1, E)`` (which the kernels report through ``MoeHandle.status`` instead).
