@@ -202,20 +202,24 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
     c_cublas = torch.empty(w * m_local, n, dtype=dtype)
     calls["ag_gemm cuBLAS path, begin barrier, out="] = lambda: triton_dist.ops.ag_gemm(a_cublas, b, out=c_cublas)
     # The eager calls' default: double buffers, one row count per flag scheme (the signatures differ).
-    for m_double, scheme in ((5, "kernels"), (6, "memops"), (7, "memop_write")):
+    for m_double, scheme in ((5, "kernels"), (6, "memops"), (7, "memop_write"), (9, "memop_parity")):
         a_double = torch.randn(m_double, k, dtype=dtype)
         ws_double = ag_workspace(m_double)
         recv = torch.empty(2, w * m_double, k, dtype=dtype)
-        flags = torch.zeros(w, dtype=torch.int32)
+        flags = torch.zeros(2, w * ag.MAX_CUBLAS_CHUNKS, dtype=torch.int32)
+        row = (0, 1) if scheme == "memop_parity" else (0, 0)  # the flags of buffer p: row p, else row 0
         epochs = torch.ones(1, dtype=torch.int32), torch.ones(1, dtype=torch.int32)
         peers = {1: torch.empty_like(recv)}, {1: torch.zeros_like(flags)}
         double = ag.DoubleBuffer(recv, flags, *epochs, *peers, flags_by=scheme)
         per_buffer = [
-            ag._producer_copies({1: double.peer_recv[1][parity]}, double.peer_flags, a_double, 0, w, m_double, False)[0]
+            ag._producer_copies(
+                {1: double.peer_recv[1][parity]}, {1: double.peer_flags[1][row[parity]]}, a_double, 0, w, m_double,
+                False,
+            )[0]
             for parity in (0, 1)
-        ]
+        ]  # fmt: skip
         rows = [slice(s * m_double, (s + 1) * m_double) for s in range(w)]
-        wait = None if scheme == "memops" else _launch(3 if scheme == "kernels" else 2)
+        wait = None if scheme == "memops" else _launch({"kernels": 3, "memop_write": 2, "memop_parity": 1}[scheme])
         double_waits = tuple((s, s, wait, (recv[0][rows[s]], recv[1][rows[s]])) for s in range(1, w))
         plan = ag.CublasPlan(
             workspace=ws_double, rank=0, m_local=m_double, rows=w * m_double, n=n, begin=_launch(2), waits=(),
@@ -319,8 +323,9 @@ def main() -> int:
                 f"µs per eager call ({args.clock} time), host only (launch stubbed), min of {args.repeats} x "
                 f"{args.calls} calls:"
             )
+            width = max(map(len, calls), default=0)
             for name, call in calls.items():
-                print(f"  {name:54s} {us_per_call(call, args.calls, args.repeats, clock):7.2f}")
+                print(f"  {name:{width}s} {us_per_call(call, args.calls, args.repeats, clock):7.2f}")
             for name, call in calls.items():
                 if args.profile and name.startswith(args.profile):
                     profile = cProfile.Profile()

@@ -20,6 +20,7 @@ ROWS = (
     "ag_gemm cuBLAS path, double buffers, kernels flags",
     "ag_gemm cuBLAS path, double buffers, memops flags",
     "ag_gemm cuBLAS path, double buffers, memop_write flags",
+    "ag_gemm cuBLAS path, double buffers, memop_parity flags",
     "gemm_rs cuBLAS path, direct",
     "gemm_rs cuBLAS path, ce",
     "gemm_rs cuBLAS path, ce, out=",

@@ -194,3 +194,19 @@ def test_wait_shard_kernel_compiles_to_an_acquire_of_the_flag() -> None:
     compiled = compile_kernel(ag._wait_shard_kernel, {"flags_ptr": "*i32", "epoch_ptr": "*i32", "flag_index": "i32"},
                               "sm_90", {}, num_warps=1)  # fmt: skip
     assert "ld.acquire.sys" in assembly(compiled, "sm_90"), "the shard's rows are read after an acquire of its flag"
+
+
+def test_parity_wait_kernel_resets_its_flag_only_after_the_acquire_and_a_barrier() -> None:
+    """The ``"memop_parity"`` wait: the flag's acquire, then a barrier of the program's threads, then the store of 0
+    to that same flag (a thread still spinning must never see its own program's reset; the kernel's own
+    ``tl.debug_barrier`` makes sure of the barrier whatever ``dl.wait`` ends with)."""
+    need_library("sm_90")
+    kernels = importlib.import_module("triton_dist.ops.ag_gemm.kernels")
+    signature = {"flag_index": "i32", "flags_ptr": "*i32"}
+    text = assembly(compile_kernel(kernels._wait_flag_then_reset_kernel, signature, "sm_90", {}, num_warps=1), "sm_90")
+    acquire = re.search(r"ld\.acquire\.sys\.global\.b32\s+%r\d+, \[(%rd\d+)\]", text)
+    assert acquire is not None, "the flag is awaited with an acquire"
+    barrier = text.find("bar.sync", acquire.end())
+    assert barrier > 0, "a barrier after the wait"
+    reset = re.search(rf"st\.global\.b32\s+\[\s*{acquire.group(1)}(\s*\+\s*0)?\s*\]", text[barrier:])
+    assert reset is not None, f"the reset stores to the awaited flag after the barrier:\n{text[barrier:][:600]}"

@@ -193,6 +193,13 @@ def test_a_cublas_path_call_is_its_gemms_between_the_waits(monkeypatch, begin_on
     assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each shard's GEMM into its own rows"
 
 
+class _ArgumentsLaunch(_Launch):
+    """A recording launch that keeps the call's arguments."""
+
+    def launch_on(self, stream: int, *leading: object) -> None:
+        self.log.calls.append((self.name, stream, *leading))
+
+
 class _DriverStreamOps(_StreamOps):
     """The stand-in with the driver's stream memory operations."""
 
@@ -211,8 +218,9 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
     the buffer of this call's parity and its flag; the own GEMM; per peer the wait on its flag and the GEMM of its
     rows of that same buffer; the join. Two calls use the two buffers. ``"memops"``: the flags are stream memory
     operations carrying the call count (1, then 2) and no kernel runs; ``"memop_write"``: the same writes, and wait
-    kernels given the count; ``"kernels"``: the send epoch's copy, the advance kernel on the side stream and the wait
-    kernels."""
+    kernels given the count; ``"memop_parity"``: stream memory writes of 1 into the flags of the call's parity (row 0,
+    then row 1) and wait kernels given the flag's index in that row; ``"kernels"``: the send epoch's copy, the
+    advance kernel on the side stream and the wait kernels."""
     from dispatch_recording import DispatchRecording
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
@@ -224,9 +232,10 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
     gen = torch.Generator().manual_seed(11)
     arrival = [(rank + s) % world_size for s in range(1, world_size)]
     senders = [(rank - s) % world_size for s in range(1, world_size)]
+    per_parity = world_size * op.MAX_CUBLAS_CHUNKS
     double = op.DoubleBuffer(
         recv=torch.full((2, world_size * m_local, k), float("nan"), dtype=torch.bfloat16),
-        flags=torch.zeros(world_size, dtype=torch.int32),
+        flags=torch.zeros(2, per_parity, dtype=torch.int32),
         send_epoch=torch.ones(1, dtype=torch.int32),
         recv_epoch=torch.ones(1, dtype=torch.int32),
         peer_recv={},
@@ -234,9 +243,14 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
         flags_by=scheme,
     )
     rows = {peer: slice(peer * m_local, (peer + 1) * m_local) for peer in range(world_size)}
+    by_parity = scheme == "memop_parity"  # the flags of buffer p in row p (at 100 p here), else all in row 0
+
+    def flag_of(peer: int, parity: int) -> int:
+        return 2000 * peer + (100 * parity if by_parity else 0)
+
     copies = tuple(
         tuple(op._Copy(destination=10_000 * parity + 1000 * peer, source_offset=0, nbytes=m_local * k * 2,
-                       flag=2000 * peer) for peer in senders)
+                       flag=flag_of(peer, parity)) for peer in senders)
         for parity in (0, 1)
     )  # fmt: skip
     workspace = _workspace(torch.empty(world_size * m_local, k, dtype=torch.bfloat16), world_size)
@@ -256,7 +270,7 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
             (
                 peer,  # its part of C: one chunk per shard
                 peer,  # its flag: one chunk per shard
-                None if scheme == "memops" else _Launch(f"wait {peer}", log),
+                None if scheme == "memops" else _ArgumentsLaunch(f"wait {peer}", log),
                 (double.recv[0][rows[peer]], double.recv[1][rows[peer]]),
             )
             for peer in arrival
@@ -283,14 +297,20 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
                 + ["aten.mm.out"] + waits + ["order"]
             ), names  # fmt: skip
             writes = [entry for entry in recording.ops if entry[0] == "write_value"]
-            assert writes == [("write_value", 9, 2000 * peer, call + 1) for peer in senders]
+            value = 1 if by_parity else call + 1  # a constant (replayable), else the call count
+            assert writes == [("write_value", 9, flag_of(peer, call), value) for peer in senders]
             waited = [entry for entry in recording.ops if entry[0] in wait_names.values()]
             if scheme == "memops":
                 assert waited == [("wait_value", 7, flags + 4 * peer, call + 1) for peer in arrival]
+            elif by_parity:  # the kernel on the current stream, given the flag's index in this call's row
+                assert waited == [(f"wait {peer}", 7, call * per_parity + peer) for peer in arrival]
             else:  # the kernel on the current stream, the count its one leading argument
-                assert waited == [(f"wait {peer}", 7, 1) for peer in arrival]
+                assert waited == [(f"wait {peer}", 7, call + 1) for peer in arrival]
         else:
             waits = [x for peer in arrival for x in (f"wait {peer}", "aten.mm.out")]
+            assert [entry for entry in recording.ops if entry[0].startswith("wait")] == [
+                (f"wait {peer}", 7) for peer in arrival
+            ], "no argument: the kernels read the receive epoch"
             assert names == (
                 ["aten.empty.memory_format", "aten.split.Tensor", "order"]
                 + ["copy", "copy"] * len(senders)
@@ -301,21 +321,32 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
         copied = [entry for entry in recording.ops if entry[0] == "copy" and entry[4] > 4]
         assert [entry[2] for entry in copied] == [10_000 * call + 1000 * peer for peer in senders], "this call's buffer"
         assert "begin" not in names, "no begin kernel, no barrier"
+        replayable = scheme in ("memop_parity", "kernels")  # the next call's phase: its buffer, or None (eager)
+        assert plan.graph_phase() == ((call + 1) % 2 if replayable else None)
         want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
         assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each GEMM read this call's buffer"
     assert double.calls == 2
 
 
-def test_the_flag_scheme_follows_the_watchdog_and_the_driver() -> None:
-    """``"auto"``: memory-operation flags only where the wait watchdog is off (nothing stops a memory-operation wait
-    whose peer never arrives), the kernels where it is on; no driver: the kernels whatever was asked; a forced scheme
-    otherwise as asked; anything else named in a ValueError."""
-    assert op.flag_scheme("auto", uses_driver=True, watchdog=False) == "memops"
-    assert op.flag_scheme("auto", uses_driver=True, watchdog=True) == "kernels"
-    assert all(op.flag_scheme(choice, False, False) == "kernels" for choice in ("auto", *op.FLAG_SCHEMES))
-    assert all(op.flag_scheme(choice, True, True) == choice for choice in op.FLAG_SCHEMES)
+def test_the_flag_scheme_is_the_replayable_memop_one_wherever_it_can_run(monkeypatch) -> None:
+    """``"auto"``: ``"memop_parity"`` wherever it can run (a GPU whose stream operations reach the driver, the
+    watchdog on or off, since its wait is a watched kernel; the CPU emulation), else ``"kernels"``; a scheme asked for
+    where it can run, ``"kernels"`` where it cannot (no driver; ``"memops"`` and ``"memop_write"`` under the
+    emulation); anything else named in a ValueError."""
+    gpu = torch.device("cuda", 0)
+    for uses_driver, want in ((True, op.FLAG_SCHEMES), (False, ("kernels",))):
+        ops = SimpleNamespace(uses_driver=uses_driver)
+        monkeypatch.setattr(op, "stream_ops", lambda device, ops=ops: ops)
+        assert op.available_flag_schemes(gpu) == want
+    assert op.available_flag_schemes(torch.device("cpu")) == op.EMULATED_FLAG_SCHEMES == ("memop_parity", "kernels")
+    for available in (op.FLAG_SCHEMES, op.EMULATED_FLAG_SCHEMES):
+        assert op.flag_scheme("auto", available) == "memop_parity"
+        assert all(op.flag_scheme(choice, available) == choice for choice in available)
+    assert all(op.flag_scheme(choice, ("kernels",)) == "kernels" for choice in ("auto", *op.FLAG_SCHEMES))
+    assert [op.flag_scheme(choice, op.EMULATED_FLAG_SCHEMES) for choice in ("memops", "memop_write")] == ["kernels"] * 2
+    assert set(op.REPLAYABLE_FLAG_SCHEMES) == {"memop_parity", "kernels"} <= set(op.FLAG_SCHEMES)
     with pytest.raises(ValueError, match="DOUBLE_BUFFER_FLAGS.*'fast'"):
-        op.flag_scheme("fast", True, True)
+        op.flag_scheme("fast", op.FLAG_SCHEMES)
 
 
 def test_double_buffers_fall_back_to_the_barrier_when_the_heap_is_full(monkeypatch) -> None:

@@ -1,6 +1,6 @@
 """AllGather + GEMM device code: the call's epoch and barrier, the SM producer, the persistent GEMMs that wait
 per chunk (TMA and pointer variants), and the cuBLAS path's one-program wait per chunk of a shard (and its
-double-buffered variant's epoch counters)."""
+double-buffered variants': the epoch counters, the wait that resets its flag)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,19 @@ def _wait_shard_value_kernel(value, flags_ptr, flag_index):
     flag ``flag_index`` (one chunk of a peer's shard) is at least ``value``, the call count the host passes. Unlike
     a memory-operation wait, the wait watchdog can stop it if the peer never arrives."""
     dl.wait(flags_ptr + flag_index, 1, "sys", "acquire", waitValue=value, cmp="ge")
+
+
+@triton.jit(do_not_specialize=["flag_index"])
+def _wait_flag_then_reset_kernel(flag_index, flags_ptr):
+    """One program (the double-buffered cuBLAS path's ``"memop_parity"`` flags): wait until flag ``flag_index`` (one
+    chunk of a peer's shard, among the flags of this call's parity) is 1, which the peer's stream memory operation
+    wrote after the chunk's copy, then reset it to 0 once every thread has seen it, so that the next call of this
+    parity waits for its own write. The wait watchdog watches the wait. The index is the launch's one argument, the
+    parity's row chosen per call (``op.DoubleBuffer`` says why the reset cannot race the peer's next write)."""
+    flag = flags_ptr + flag_index
+    dl.wait(flag, 1, "sys", "acquire", waitValue=1)
+    tl.debug_barrier()
+    tl.store(flag, 0)
 
 
 @triton.jit

@@ -45,7 +45,6 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from triton_dist import runtime as rt
-from triton_dist.compiler.watchdog import watchdog_enabled
 from triton_dist.ops import tuning
 from triton_dist.ops.ag_gemm.kernels import (
     _advance_epoch_kernel,
@@ -53,6 +52,7 @@ from triton_dist.ops.ag_gemm.kernels import (
     _ag_gemm_tma_kernel,
     _begin_kernel,
     _push_kernel,
+    _wait_flag_then_reset_kernel,
     _wait_shard_kernel,
     _wait_shard_then_advance_kernel,
     _wait_shard_value_kernel,
@@ -91,13 +91,31 @@ default: on 2 x H100 every cuBLAS-path row of the AG sweep ran 0.3-8% faster wit
 2026-11-27-session23.md)."""
 DOUBLE_BUFFER_FLAGS = "auto"
 """How double-buffered eager calls set and await their flags (``DoubleBuffer.flags_by``, fixed when the buffers are
-made): ``"memops"``, a stream memory operation writes each flag and another waits for it (no kernel; measured the
-fastest, but nothing can stop a memory-operation wait whose peer never arrives); ``"memop_write"``, the write by a
-memory operation, the wait by a one-program kernel the wait watchdog watches; ``"kernels"``, the flag copies of a
-device epoch, the advance kernel and the wait kernels. ``"auto"``: ``"memops"`` where the wait watchdog is off
-(``TRITON_DIST_WAIT_TIMEOUT_S=0`` or ``init(wait_timeout_s=0)``), else ``"kernels"`` (both measured). Without the
-driver (cuda-bindings) every choice is ``"kernels"``."""
-FLAG_SCHEMES = ("memops", "memop_write", "kernels")
+made; :class:`DoubleBuffer` says why each scheme is safe):
+
+- ``"memop_parity"``: a stream memory operation (``cuStreamWriteValue32``) writes the constant 1 into the peer's
+  flag of this call's parity after each copy; a one-program kernel the wait watchdog watches waits for it and resets
+  it to 0 (``_wait_flag_then_reset_kernel``). The device work of ``"memop_write"`` (no flag copy, no advance
+  kernel), and its values are the same every call of a parity, so eager calls replay from the op's own CUDA graphs
+  (``ops.common.eager_graphs``) as ``"kernels"``' do.
+- ``"memops"``: the host's call count written and awaited by stream memory operations (no kernel; nothing can stop
+  a memory-operation wait whose peer never arrives, and host values cannot be replayed from a graph).
+- ``"memop_write"``: the call count written by a memory operation, awaited by a watched one-program kernel (no
+  replays either).
+- ``"kernels"``: 4-byte copies of a device send epoch, the kernel that advances it, the watched wait kernels.
+
+``"auto"``: ``"memop_parity"`` where it can run (the driver, cuda-bindings, is reachable; or the CPU emulation, whose
+host writes the 1 where the memory operation would), whether the watchdog is on or off; else ``"kernels"``. A scheme
+that cannot run here (any but ``"kernels"`` without the driver; ``"memops"`` and ``"memop_write"`` under the
+emulation) gives ``"kernels"`` (:func:`flag_scheme`)."""
+FLAG_SCHEMES = ("memop_parity", "memops", "memop_write", "kernels")
+"""Every scheme ``DOUBLE_BUFFER_FLAGS`` may name besides ``"auto"``."""
+REPLAYABLE_FLAG_SCHEMES = ("memop_parity", "kernels")
+"""The schemes whose eager calls enqueue the same work in every call of a parity (no host value), so the op's own
+CUDA graphs can replay them (``CublasPlan.graph_phase``)."""
+EMULATED_FLAG_SCHEMES = ("memop_parity", "kernels")
+"""The schemes the CPU emulation runs (``"memop_parity"``: the host writes the 1 where the GPU's memory operation
+would)."""
 DOUBLE_BUFFER_MAX_BYTES = 512 << 20
 """The largest pair of double receive buffers a cuBLAS plan allocates (bytes, per rank); larger problems keep the
 begin barrier."""
@@ -204,17 +222,36 @@ class DoubleBuffer:
     call's copies into a peer's buffer ``n % 2`` cannot overtake that peer's reading of it in call ``n - 2``: this
     rank's side stream starts call ``n`` after its current stream finished call ``n - 1``, whose wait saw the
     peer's flag of call ``n - 1``, which the peer's side stream set only after the peer's current stream finished
-    call ``n - 2``. A peer may thus run one call ahead, so the waits compare with ``>=``. The flags' values count
-    the calls: with the driver, the host writes and awaits ``calls + 1`` by stream memory operations; without it,
-    two device counters replace the begin kernel's epoch: ``send_epoch`` (what the flag copies send, advanced on
-    the side stream after them) and ``recv_epoch`` (what the wait kernels expect, advanced by the call's last
-    wait), moving in step on every rank. Calls captured in a CUDA graph replay with fixed
-    addresses, so they cannot alternate: they keep the begin barrier and the shared :class:`Workspace`.
+    call ``n - 2``. A peer may thus run one call ahead (it may set its flags of call ``n + 1`` while this rank still
+    waits in call ``n``), and the flag schemes (``flags_by``) differ in how a wait tells this call's flag from the
+    next one's:
+
+    - ``"kernels"``, ``"memops"``, ``"memop_write"``: the flags (row 0 of ``flags``) count the calls and the waits
+      compare with ``>=``. With the driver the host writes (and ``"memops"`` awaits) ``calls + 1`` by stream memory
+      operations; ``"kernels"`` keeps two device counters in step on every rank instead: ``send_epoch`` (what the
+      flag copies send, advanced on the side stream after them) and ``recv_epoch`` (what the wait kernels expect,
+      advanced by the call's last wait).
+    - ``"memop_parity"``: one row of flags per parity. The producer of call ``n`` writes 1 into the peer's flag of
+      (``n % 2``, its segment, the chunk) after the chunk's copy; this rank's wait kernel of call ``n`` waits for 1
+      and then resets the flag to 0. A peer one call ahead writes the other parity's row, which no wait of call ``n``
+      reads. The reset cannot race that producer's next write of the same flag, which comes in call ``n + 2``: by
+      the argument above (with the roles swapped), the producer's side stream starts call ``n + 2`` only after its
+      current stream finished call ``n + 1``, whose wait saw this rank's flag of call ``n + 1``, which this rank's
+      side stream wrote only after its current stream had finished call ``n``, the reset included. So each flag is
+      0 when its call's write comes, that write is the only one until this rank's wait resets it, and once a rank's
+      calls are done (stream-ordered) every flag on it is 0 again. Every plan of the problem writes exactly the
+      flags its waits reset (one per chunk and peer), so plans with different chunk counts can share the flags.
+      The values are constants, so a graph of a call replays it correctly.
+
+    Calls captured in a user's CUDA graph replay with fixed addresses, so they cannot alternate: they keep the begin
+    barrier and the shared :class:`Workspace`. The op's own graphs of eager calls (``ops.common.eager_graphs``)
+    capture one graph per parity, where the scheme replays (``REPLAYABLE_FLAG_SCHEMES``).
     """
 
     recv: torch.Tensor  # [2, W * M_local, K], symmetric
-    flags: torch.Tensor  # int32 [W * MAX_CUBLAS_CHUNKS], symmetric: flag cublas_flag_index(s, c, W) holds the
-    # send epoch (count) of the last call whose chunk c of rank s has landed
+    flags: torch.Tensor  # int32 [2, W * MAX_CUBLAS_CHUNKS], symmetric: flags[p, cublas_flag_index(s, c, W)] is
+    # chunk c of rank s's; "memop_parity" uses row p for calls of parity p (1 from the chunk's landing until this
+    # rank's wait resets it), the other schemes row 0 alone (the epoch or count of the last call whose chunk landed)
     send_epoch: torch.Tensor  # int32 [1]
     recv_epoch: torch.Tensor  # int32 [1]
     peer_recv: dict[int, torch.Tensor]
@@ -226,16 +263,23 @@ class DoubleBuffer:
     """Eager calls so far (the host's count, the same on every rank): call ``n`` fills buffer ``n % 2``."""
 
 
-def flag_scheme(choice: str, uses_driver: bool, watchdog: bool) -> str:
-    """The ``FLAG_SCHEMES`` entry of ``DOUBLE_BUFFER_FLAGS`` = ``choice`` (see there), given whether the driver is
-    reachable and the wait watchdog on. Raises ``ValueError`` for a choice that is not ``"auto"`` or a scheme."""
+def flag_scheme(choice: str, available: tuple[str, ...]) -> str:
+    """The ``FLAG_SCHEMES`` entry of ``DOUBLE_BUFFER_FLAGS`` = ``choice`` (see there) where the schemes in
+    ``available`` can run (:func:`available_flag_schemes`): ``"auto"`` gives ``"memop_parity"`` where available, a
+    scheme is taken where available, anything else gives ``"kernels"`` (which runs everywhere). Raises
+    ``ValueError`` for a choice that is not ``"auto"`` or a scheme."""
     if choice != "auto" and choice not in FLAG_SCHEMES:
         raise ValueError(f"ag_gemm: DOUBLE_BUFFER_FLAGS must be 'auto' or one of {FLAG_SCHEMES}, got {choice!r}")
-    if not uses_driver:
-        return "kernels"
-    if choice == "auto":
-        return "kernels" if watchdog else "memops"
-    return choice
+    wanted = "memop_parity" if choice == "auto" else choice
+    return wanted if wanted in available else "kernels"
+
+
+def available_flag_schemes(device: torch.device) -> tuple[str, ...]:
+    """The flag schemes that can run on ``device``: every one on a GPU whose stream operations reach the driver,
+    ``EMULATED_FLAG_SCHEMES`` under the CPU emulation, else ``"kernels"`` alone."""
+    if device.type == "cpu":
+        return EMULATED_FLAG_SCHEMES
+    return FLAG_SCHEMES if stream_ops(device).uses_driver else ("kernels",)
 
 
 def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
@@ -251,11 +295,11 @@ def double_buffer(world: rt.World, a: torch.Tensor) -> DoubleBuffer | None:
 
     def create(world: rt.World) -> DoubleBuffer:
         recv = rt.empty(2, w * m_local, k, dtype=a.dtype)
-        flags = rt.zeros(w * MAX_CUBLAS_CHUNKS, dtype=torch.int32)  # room for every chunk count (cublas_flag_index)
+        # Per parity, room for every chunk count (cublas_flag_index).
+        flags = rt.zeros(2, w * MAX_CUBLAS_CHUNKS, dtype=torch.int32)
         send_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
         recv_epoch = torch.ones(1, dtype=torch.int32, device=world.device)
-        uses_driver = a.device.type == "cuda" and stream_ops(a.device).uses_driver
-        scheme = flag_scheme(DOUBLE_BUFFER_FLAGS, uses_driver, watchdog_enabled())
+        scheme = flag_scheme(DOUBLE_BUFFER_FLAGS, available_flag_schemes(a.device))
         return DoubleBuffer(recv, flags, send_epoch, recv_epoch, *_peer_views(world, recv, flags), flags_by=scheme)
 
     try:
@@ -526,11 +570,14 @@ class CublasPlan:
     double_waits: tuple[
         tuple[int, int, LaunchPlan | EmulatedLaunch | None, tuple[torch.Tensor, torch.Tensor]], ...
     ] = ()
-    """With ``double``: per chunk in arrival order (as ``waits``), its part of C, its flag's index, the kernel that
-    waits for its flag (``"kernels"``: the last one also advances the receive epoch; ``"memop_write"``: the call
-    count its first argument; ``"memops"``: None), and its rows of each receive buffer."""
+    """With ``double``: per chunk in arrival order (as ``waits``), its part of C, its flag's index (in a row of
+    ``double.flags``), the kernel that waits for its flag (``"kernels"``: the last one also advances the receive
+    epoch; ``"memop_write"``: the call count its one argument; ``"memop_parity"``: the flag's index in the flags of
+    the call's parity its one argument, and it resets the flag; ``"memops"``: None), and its rows of each receive
+    buffer."""
     double_copies: tuple[tuple[_Copy, ...], tuple[_Copy, ...]] = ((), ())
-    """With ``double``: the copies into the peers' buffer 0, then buffer 1 (their flags copy the send epoch)."""
+    """With ``double``: the copies into the peers' buffer 0, then buffer 1, each with the peer's flag it sets (row 0
+    of the flags; ``"memop_parity"``: the row of the buffer's parity)."""
     double_host_copies: tuple[tuple[_HostCopy, ...], tuple[_HostCopy, ...]] = ((), ())
     """``double_copies`` under the CPU emulation."""
     advance: LaunchPlan | EmulatedLaunch | None = None
@@ -553,6 +600,8 @@ class CublasPlan:
     _double_copies: tuple[tuple[tuple[int, int, int, int], ...], ...] = dataclasses.field(init=False, repr=False)
     _send_epoch: int = dataclasses.field(init=False, repr=False)
     _double_flags: int = dataclasses.field(init=False, repr=False)
+    _flags_per_parity: int = dataclasses.field(init=False, repr=False)
+    """The flags in a row of ``double.flags`` (parity p's flag i is flag p * this + i)."""
     _double_recv: tuple[torch.Tensor, ...] = dataclasses.field(init=False, repr=False)
     _last_recv: torch.Tensor = dataclasses.field(init=False, repr=False)
     """The receive buffer the last call of this plan filled (``gathered``)."""
@@ -569,6 +618,7 @@ class CublasPlan:
         self._double_copies = tuple(_copy_arguments(copies) for copies in self.double_copies)
         self._send_epoch = 0 if self.double is None else self.double.send_epoch.data_ptr()
         self._double_flags = 0 if self.double is None else self.double.flags.data_ptr()
+        self._flags_per_parity = 0 if self.double is None else self.double.flags.shape[-1]
         self._double_recv = () if self.double is None else tuple(self.double.recv.unbind())
         self._last_recv = self.workspace.recv
 
@@ -617,12 +667,13 @@ class CublasPlan:
         return c
 
     def graph_phase(self) -> int | None:
-        """The host state an eager call's launches depend on (``eager_graphs``): which double buffer it fills,
-        0 without double buffers; None where the host writes the flags' values (those cannot be replayed)."""
+        """The host state an eager call's launches depend on (``eager_graphs``): which double buffer it fills (and,
+        with ``"memop_parity"``, which row of flags), 0 without double buffers; None where the host writes the
+        flags' values (``"memops"``, ``"memop_write"``: those cannot be replayed)."""
         double = self.double
         if double is None:
             return 0
-        return double.calls & 1 if double.flags_by == "kernels" else None
+        return double.calls & 1 if double.flags_by in REPLAYABLE_FLAG_SCHEMES else None
 
     def replayed(self, phase: Hashable) -> None:
         """The host-state change of an eager call of ``phase`` whose launches a graph replayed."""
@@ -641,10 +692,13 @@ class CublasPlan:
         peers' buffer ``calls % 2``; the current stream runs the own GEMM, then per chunk its wait and its GEMM (C:
         ``out``, else a new tensor).
 
-        With the driver, the flags are stream memory operations carrying the host's count of calls (this call's
-        ``calls + 1``, what the device epochs would hold): a write into the peer's flag after each copy, a wait on
-        each chunk's flag before its GEMM; no kernel. Without it, the send epoch is copied into the peers' flags and
-        advanced by a kernel, and the wait kernels (the last one advances the receive epoch)."""
+        The flags by ``double.flags_by``: ``"memop_parity"``, a stream memory write of 1 into the peer's flag of
+        this call's parity after each copy, a wait kernel per chunk (which resets its flag) before its GEMM;
+        ``"memops"``, stream memory operations carrying the host's count of calls (this call's ``calls + 1``, what
+        the device epochs would hold): a write into the peer's flag after each copy, a wait on each chunk's flag
+        before its GEMM, no kernel; ``"memop_write"``, those writes and a wait kernel given the count;
+        ``"kernels"``, the send epoch copied into the peers' flags and advanced by a kernel, and the wait kernels
+        (the last one advances the receive epoch)."""
         call = self._call
         parity = double.calls & 1
         double.calls += 1
@@ -663,6 +717,18 @@ class CublasPlan:
             for part, _, wait, received in self.double_waits:
                 assert wait is not None, "the kernel scheme has its wait kernels"
                 wait.launch_on(main)
+                torch.mm(received[parity], b, out=parts[part])
+        elif scheme == "memop_parity":
+            copy, write_value = ops.copy, ops.write_value
+            base = a.data_ptr()
+            for destination, offset, nbytes, flag in self._double_copies[parity]:  # flags of this parity's row
+                copy(destination, base + offset, nbytes, side)
+                write_value(flag, 1, side)  # a constant: a graph of this call replays it
+            torch.mm(a, b, out=parts[self._own])
+            row = parity * self._flags_per_parity
+            for part, flag_index, wait, received in self.double_waits:
+                assert wait is not None, "the parity scheme has its wait kernels"
+                wait.launch_on(main, row + flag_index)
                 torch.mm(received[parity], b, out=parts[part])
         else:
             value = double.calls & 0xFFFFFFFF  # the waits compare cyclically
@@ -686,23 +752,34 @@ class CublasPlan:
     def _run_emulated(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         """The call under the CPU emulation, every step in order on the host: the begin kernel, the producer (host
         copies each followed by its flag write), the own GEMM, then each chunk's wait kernel and GEMM (with double
-        buffers: the producer into buffer ``calls % 2`` and the send epoch's advance, then the GEMMs and waits); C
-        is ``out``, else a new tensor."""
+        buffers: the producer into buffer ``calls % 2``, each copy followed by the write of the send epoch, or with
+        ``"memop_parity"`` of 1 into the flag of the call's parity, where the GPU's memory operation would write it;
+        then the send epoch's advance (``"kernels"``), the own GEMM and per chunk its wait kernel and GEMM); C is
+        ``out``, else a new tensor."""
         double = self.double
         if double is not None:
             parity = double.calls & 1
             double.calls += 1
+            by_parity = double.flags_by == "memop_parity"
             for copy in self.double_host_copies[parity]:
                 copy.destination.copy_(a[copy.lo : copy.hi])
-                copy.flag.copy_(double.send_epoch)
-            assert self.advance is not None, "a double-buffered plan has its advance kernel"
-            self.advance.launch_on(0)
+                if by_parity:  # after the rows: the peer's GEMM reads them once it sees the flag
+                    copy.flag.fill_(1)
+                else:
+                    copy.flag.copy_(double.send_epoch)
+            if not by_parity:
+                assert self.advance is not None, "a double-buffered plan has its advance kernel"
+                self.advance.launch_on(0)
             c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
             parts = self._parts(c)
             torch.mm(a, b, out=parts[self._own])
-            for part, _, wait, received in self.double_waits:
-                assert wait is not None, "the emulation's buffers use the kernel scheme"
-                wait.launch_on(0)
+            row = parity * self._flags_per_parity
+            for part, flag_index, wait, received in self.double_waits:
+                assert wait is not None, "the emulation's schemes wait by kernels"
+                if by_parity:
+                    wait.launch_on(0, row + flag_index)
+                else:
+                    wait.launch_on(0)
                 torch.mm(received[parity], b, out=parts[part])
             self._last_recv = self._double_recv[parity]
             return c
@@ -949,12 +1026,17 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, chunks: int
             elif double.flags_by == "memop_write":
                 named = {"value": 1, "flags_ptr": double.flags, "flag_index": piece.flag}
                 double_wait = compile_plan(_wait_shard_value_kernel, one, named, 1, num_warps=1)
+            elif double.flags_by == "memop_parity":  # the flag's index in the whole of flags: a call's argument
+                named = {"flag_index": piece.flag, "flags_ptr": double.flags}
+                double_wait = compile_plan(_wait_flag_then_reset_kernel, one, named, 1, num_warps=1)
             rows = slice(piece.segment * m_local + piece.lo, piece.segment * m_local + piece.hi)
             part = part_of[piece.segment, piece.lo // chunk_rows]
             double_waits.append((part, piece.flag, double_wait, (double.recv[0][rows], double.recv[1][rows])))
+        by_parity = double.flags_by == "memop_parity"  # each buffer's flags in its own row, else both in row 0
         per_buffer = [
             _producer_copies(
-                {r: buffers[parity] for r, buffers in double.peer_recv.items()}, double.peer_flags, a, me, w,
+                {r: buffers[parity] for r, buffers in double.peer_recv.items()},
+                {r: flags[parity if by_parity else 0] for r, flags in double.peer_flags.items()}, a, me, w,
                 chunk_rows, emulated, cublas_flags=True,
             )
             for parity in (0, 1)
