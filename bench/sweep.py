@@ -675,7 +675,7 @@ def main() -> int:
     parser.add_argument(
         "--ag-flags",
         default="auto",
-        choices=["auto", "memops", "memop_write", "kernels"],
+        choices=["auto", *importlib.import_module("triton_dist.ops.ag_gemm.op").FLAG_SCHEMES],
         help="how the cuBLAS path's double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
     )
     args = parser.parse_args()

@@ -2,13 +2,15 @@
 microseconds go.
 
     torchrun --nproc-per-node=2 bench/timeline_gpu.py [--calls 9] [--rows ag:1024,6144,4096 rs:1024,4096,14336]
+        [--flags auto|memop_parity|memops|memop_write|kernels]
 
 Each call runs as the benchmarks time it (``testing.timing``): a GPU spin that keeps the host ahead, the device
 barrier across ranks, then the call. torch.profiler (CUDA activities only) records the calls; per row, rank 0
 prints the call whose span (barrier end to last GPU activity end) is the median, one line per kernel, memcpy or
 memset: its stream, start and end in µs after the barrier ended, and its name. The gaps between lines are what the
 sweep's cost model calls the paths' fixed costs (the begin barrier, the copy engine's start, the flag copies, the
-wait kernels).
+wait kernels). ``--flags`` picks how the AG cuBLAS path's double-buffered calls flag
+(``ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS``; the row's label names the scheme that ran).
 
     torchrun --nproc-per-node=2 bench/timeline_gpu.py --from-idle [--calls 9] [--rows ...]
 
@@ -420,9 +422,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=9, help="profiled calls per row (the median one is printed)")
     parser.add_argument("--rows", nargs="*", default=None, help="op:M,N,K with op ag or rs (default: per mode)")
     parser.add_argument("--from-idle", action="store_true", help="profile calls as idle_ms_samples times them")
+    parser.add_argument(
+        "--flags",
+        default="auto",
+        choices=["auto", *importlib.import_module("triton_dist.ops.ag_gemm.op").FLAG_SCHEMES],
+        help="how the AG cuBLAS path's double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
+    )
     args = parser.parse_args(argv)
     rows = args.rows if args.rows is not None else list(FROM_IDLE_ROWS if args.from_idle else DEFAULT_ROWS)
     require_gpu_ranks("bench/timeline_gpu.py")
+    importlib.import_module("triton_dist.ops.ag_gemm.op").DOUBLE_BUFFER_FLAGS = args.flags  # before any plan
     setup_distributed("8G")
     world = rt.current_world()
     w, device, dtype = world.world_size, world.device, torch.bfloat16

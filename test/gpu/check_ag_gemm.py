@@ -26,6 +26,7 @@ import torch.distributed as dist
 
 from triton_dist import runtime as rt
 from triton_dist.ops.ag_gemm import AgGemmError, ag_gemm, ag_gemm_impl
+from triton_dist.ops.ag_gemm.op import FLAG_SCHEMES
 from triton_dist.ops.common import eager_graphs, resources
 from triton_dist.ops.matmul import HOPPER_CANDIDATES, MatmulConfig, matmul
 from triton_dist.ops.tuning import OverlapConfig
@@ -335,8 +336,12 @@ def check_eager_graphs(checks: Checks, paths: list[tuple[str, OverlapConfig]]) -
                     failed.append(f"call {i}: {detail}")
             graphs = plan.graphs
             eager = config.backend == "nccl" and not eager_graphs.REPLAY_COLLECTIVES  # NCCL's collective: eager
+            double = getattr(plan, "double", None)
+            if double is not None and double.flags_by not in ag_op.REPLAYABLE_FLAG_SCHEMES:
+                eager = True  # flags carrying the host's call count: every call eager (CublasPlan.graph_phase)
+            flags = "" if double is None else f", {double.flags_by} flags"
             checks.check(
-                f"{name} ({len(results)} calls)",
+                f"{name} ({len(results)} calls{flags})",
                 not failed and (graphs.captures == graphs.replays == 0 if eager else graphs.replays >= 6),
                 "; ".join(failed[:3]) or f"{graphs.captures} captures, {graphs.replays} replays",
             )
@@ -400,7 +405,7 @@ def main() -> int:
     parser.add_argument(
         "--flags",
         default="auto",
-        choices=["auto", "memops", "memop_write", "kernels"],
+        choices=["auto", *FLAG_SCHEMES],
         help="how double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
     )
     parser.add_argument(
