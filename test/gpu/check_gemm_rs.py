@@ -43,7 +43,8 @@ TOLERANCE = {torch.bfloat16: (3e-2, 3e-2, 8e-3), torch.float16: (4e-3, 4e-3, 1.5
 # there (K = 528 only does so from 4 ranks, where it first failed).
 # (4096, 4096, 4096) gives every persistent program several pushed tiles before its own ones (512 work items at two
 # ranks): the shapes above have at most about one item per program, and the
-# quick run passed while the default kernel faulted there on H200.
+# quick run passed while the default kernel faulted there on H200. At 4 ranks it has 128 tiles per shard for 132
+# programs, where every rank hung while an own tile was awaited ahead of the previous item's flag (docs/design.md).
 SHAPES = [(1024, 768, 1024), (8 * 130, 8 * 75, 8 * 66), (8 * 65, 8 * 75, 536), (4096, 2048, 4096), (4096, 4096, 4096)]
 QUICK_SHAPES = [(1024, 768, 1024), (8 * 130, 8 * 75, 8 * 66), (8 * 65, 8 * 75, 536), (4096, 4096, 4096)]
 

@@ -64,18 +64,21 @@ def _store_tile(base, acc, row0, col0, num_rows, N, stride, SPLIT_N: tl.constexp
 
 
 @triton.jit
-def _await_received(scratch, tile_flags, me, W, epoch):
-    """``scratch``, readable once every peer's flag of the tile holds ``epoch`` (the waits' tokens consumed).
+def _await_received(scratch, tile_flags, me, W, epoch, awaited):
+    """``scratch``, readable once every peer's flag of the tile holds ``epoch`` (the waits' tokens consumed), where
+    ``awaited``; else ``scratch`` at once.
 
-    Called before the own tile's main loop, not after it: a watched wait (the watchdog's default) holds a path that
-    stops the kernel, and ptxas serializes every wgmma of a kernel where that path is reachable while MMA results are
-    live (info C7518; the right half of the tile waited while the left half's peers were awaited). The peers
-    flagged these tiles a whole step earlier (they compute this shard before their own), so nothing is lost."""
-    received = scratch
-    for s in range(1, W):
-        token = dl.wait(tile_flags + (me + s) % W, 1, "sys", "acquire", waitValue=epoch)
-        received = dl.consume_token(received, token)
-    return received
+    No branch and no loop: the fused kernel calls it at the end of an item of its flattened persistent loop, where
+    Triton 3.6's loop fusion (TritonGPUFuseNestedLoops) fails on a branch that yields a value to the next item, and
+    on a loop inside a branch. The peers' flags (all but this rank's own, which nobody sets) are awaited in two
+    waits over consecutive flags, of no flag each where not ``awaited``. Never called while MMA results are live: a
+    watched wait (the watchdog's default) holds a path that stops the kernel, and ptxas serializes every wgmma of a
+    kernel where that path is reachable while they are (info C7518)."""
+    before = tl.where(awaited, me, 0)
+    after = tl.where(awaited, W - 1 - me, 0)
+    received = dl.consume_token(scratch, dl.wait(tile_flags, before, "sys", "acquire", waitValue=epoch))
+    later = tile_flags + tl.minimum(me + 1, W - 1)  # (the last rank awaits no flag after its own)
+    return dl.consume_token(received, dl.wait(later, after, "sys", "acquire", waitValue=epoch))
 
 
 @triton.jit
@@ -140,17 +143,27 @@ def _gemm_rs_kernel(
         slots = W - 1
     flags = flags_ptr + parity * tiles * W
     scratch = scratch_ptr + parity * slots * slot_elems
-    for t in tl.range(tl.program_id(0), W * tiles, tl.num_programs(0), flatten=FLATTEN):
+    items = W * tiles
+    own_items = (W - 1) * tiles  # the first own item: the last step's tiles are this rank's shard
+    # A program awaits an own tile's peers only after it has flagged every tile it pushed before: at the end of the
+    # previous item (below), or here where its first item is own. Awaited at the top of the own item, the wait was
+    # part of what the flattened, pipelined loop computes num_stages - 1 iterations early (with the next item's
+    # load coordinates), so it ran before the previous item's push and flag. That flag then waited for the peers'
+    # flags of the own tile, which could wait the same way on their own tiles: a cycle through the ranks whenever
+    # tiles <= programs <= (W - 1) * tiles (4096^3 on 4 x H200: 128 tiles per shard for 132 programs, every rank
+    # hung; at 2 ranks only with exactly as many tiles as programs).
+    received = scratch
+    if FUSED and not LOCAL_ONLY:
+        first = tl.program_id(0)
+        own_tile = tl.maximum(first - own_items, 0)
+        received = _await_received(scratch, flags + own_tile * W, me, W, epoch, first >= own_items)
+    for t in tl.range(tl.program_id(0), items, tl.num_programs(0), flatten=FLATTEN):
         step = t // tiles
         local = t - step * tiles
         dest = (me + 1 + step) % W
         pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
-        received = scratch
-        if FUSED and not LOCAL_ONLY:
-            if dest == me:
-                received = _await_received(scratch, flags + local * W, me, W, epoch)
         if USE_TMA:
             acc = tma_mainloop(a, b, dest * shard_m + off_m, off_n, K, BLOCK_M, BLOCK_N, BLOCK_K)
         else:
@@ -189,6 +202,11 @@ def _gemm_rs_kernel(
                 _tile_part(out_ptr, right, off_m, right_n, shard_m, N, stride_om, False)
         else:
             _store_tile(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, SPLIT_N)
+        if FUSED and not LOCAL_ONLY:
+            following = t + tl.num_programs(0)
+            awaited = (following >= own_items) & (following < items)  # this program's next item is an own tile
+            own_tile = tl.where(awaited, following - own_items, 0)
+            received = _await_received(scratch, flags + own_tile * W, me, W, epoch, awaited)
 
 
 @triton.jit
@@ -220,7 +238,7 @@ def _reduce_partials_kernel(
         pid_m, pid_n = grouped_tile(local, num_m, num_n, GROUP_M)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
-        received = _await_received(scratch, flags + local * W, me, W, epoch)
+        received = _await_received(scratch, flags + local * W, me, W, epoch, True)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         acc = _tile_part(scratch + (W - 1) * slot_elems, acc, off_m, off_n, shard_m, N, N, True)
         acc = _add_received(acc, received, slot_elems, W, off_m, off_n, shard_m, N)
