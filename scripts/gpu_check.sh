@@ -39,6 +39,9 @@ REPO="$PWD"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONPATH="$REPO/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export TRITON_DIST_TIMEOUT_S="${TRITON_DIST_TIMEOUT_S:-90}"
+# The wait watchdog (default 600 s) below the host's device timeout, so a hung wait is stopped and named by the kernel
+# that waited, not only reported as device work that did not finish (session 30: a 4-rank gemm_rs deadlock).
+export TRITON_DIST_WAIT_TIMEOUT_S="${TRITON_DIST_WAIT_TIMEOUT_S:-60}"
 PYTHON="${PYTHON:-python3}"
 DRY="${GPU_CHECK_DRY_RUN:-0}"
 QUICK="${GPU_CHECK_QUICK:-0}"
