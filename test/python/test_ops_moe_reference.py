@@ -86,6 +86,28 @@ def test_low_latency_layout_is_the_normal_layout_padded_per_expert() -> None:
             assert (lh.recv_src_rank[e, count:] == -1).all() and (lx[e, count:] == 0).all()
 
 
+@pytest.mark.parametrize("rounding", [None, "bf16"])
+def test_low_latency_combine_reads_only_held_rows_and_gives_the_normal_layouts_bits(rounding: str | None) -> None:
+    """At 4 ranks, combine of the low-latency layout with NaN in every padding row: the same bits as combine of the
+    normal layout (the reference reads a rank's held rows only; the GPU test's checks widen just those), with fp32
+    partials and with each rank's partial rounded to bf16 first."""
+    counts, experts, world, cap = [7, 0, 12, 5], 16, 4, 12
+    xs, idxs, weights = _inputs(counts, 24, experts, 4, seed=11, none_rate=0.2)
+    normal = reference_dispatch(xs, idxs, weights, experts)
+    low = reference_dispatch(xs, idxs, weights, experts, mode="low_latency", max_tokens_per_rank=cap)
+    padded = []
+    for rx, h in low:
+        y = rx.clone()
+        y[h.recv_src_rank < 0] = float("nan")
+        padded.append(y)
+    round_partial = None if rounding is None else (lambda p: p.to(torch.bfloat16).float())
+    want = reference_combine([rx for rx, _ in normal], [h for _, h in normal], round_partial)
+    got = reference_combine(padded, [h for _, h in low], round_partial)
+    assert len(got) == world
+    for g, w in zip(got, want, strict=True):
+        assert not g.isnan().any() and torch.equal(g, w)
+
+
 def test_every_token_to_one_rank_and_a_rank_receiving_nothing() -> None:
     xs, idxs, weights = _inputs([8, 5], 8, 8, 2, seed=3)
     idxs = [torch.randint(4, 8, (t, 2), dtype=torch.int64) for t in (8, 5)]  # all on rank 1's experts
