@@ -126,6 +126,8 @@ def test_dry_run_lists_the_checks_on_each_size(tmp_path):
     assert [(r[0], r[1]) for r in rows] == expected
     assert all(r[2] == "DRY" for r in rows)
     assert "Overall: PASS" in (tmp_path / "gpu_check.md").read_text()
+    moe_ranks = [r for r in rows if r[1] == "moe_ranks"]  # at 4 ranks the defaults' paths only (its 2 ranks: moe)
+    assert len(moe_ranks) == 1 and "--quick`" in moe_ranks[0][3], moe_ranks
 
 
 def test_bench_and_tune_modes_add_their_steps_once(tmp_path):
