@@ -257,12 +257,11 @@ for n in $SIZES; do
   run_step check "$n" layers 300 test/gpu/check_layers.py
   # MoE at more than 2 ranks (the "moe" step below runs 2, every check): the GPU test's worker at every rank of the
   # world, --quick (the defaults' code paths at this size, not every option again: its QUICK_SKIPS; about half the
-  # checks and kernels), printing a line per group of checks so a timeout says where it stopped. The wait watchdog at
-  # 120 s (not its 600 s default, past the step's timeout): a kernel waiting for a flag no peer sets stops with a
-  # WaitTimeoutError naming the wait, where normal mode's host would poll the route kernel's summary unbounded.
+  # checks and kernels), printing a line per group of checks so a timeout says where it stopped. The wait watchdog
+  # (TRITON_DIST_WAIT_TIMEOUT_S, 60 s above) stops a kernel waiting for a flag no peer sets with a WaitTimeoutError
+  # naming the wait, where normal mode's host would poll the route kernel's summary unbounded.
   if [ "$n" -gt 2 ]; then
-    TRITON_DIST_WAIT_TIMEOUT_S="${TRITON_DIST_WAIT_TIMEOUT_S:-120}" \
-      run_step check "$n" moe_ranks 300 test/python/test_ops_moe_gpu.py "$LOGDIR/moe_ranks_$n" --quick
+    run_step check "$n" moe_ranks 300 test/python/test_ops_moe_gpu.py "$LOGDIR/moe_ranks_$n" --quick
   fi
 done
 first=$(echo $SIZES | awk '{print $1}')
