@@ -68,6 +68,16 @@ VARIANTS = [
 QUICK_VARIANTS = [VARIANTS[i] for i in (0, 1, 2, 11, 12, 3, 4, 5, 9, 10)]
 
 
+def tiles_as_programs_shape(world_size: int, sms: int, config: grs.GemmRSConfig) -> tuple[int, int, int]:
+    """(M, N, K) whose shards have exactly ``sms`` output tiles of ``config``'s tile: the fused kernel then runs
+    ``sms`` programs for ``sms`` tiles per shard, inside ``tiles <= programs <= (W - 1) * tiles`` at every world
+    size, where the kernel that awaited an own tile before the previous item's flag deadlocked (at 2 ranks only
+    here; at 4 ranks also at 4096^3: docs/design.md). The SMs split into the two factors nearest their root."""
+    rows = min((d for d in range(1, sms + 1) if sms % d == 0), key=lambda d: abs(d * d - sms))
+    block_m, block_n = config.matmul.block_m, config.matmul.block_n
+    return world_size * block_m * rows, block_n * (sms // rows), 512 * world_size
+
+
 def inputs(m: int, n: int, k: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """This rank's A_r [M, K/W], B_r [K/W, N], scaled so the reduced output is of unit scale."""
     world = rt.current_world()
@@ -443,6 +453,11 @@ def main() -> int:
         help="only the cuBLAS pull producer (CUBLAS_PULL): the quick shapes, a [4096, 4096] shard, eager graphs, out=",
     )
     parser.add_argument(
+        "--tiles-as-programs-only",
+        action="store_true",
+        help="only the fused kernel at the shape whose shards have as many tiles as the GPU has SMs",
+    )
+    parser.add_argument(
         "--replay-collectives",
         action="store_true",
         help="eager_graphs.REPLAY_COLLECTIVES on: the fallback replays too (one rank's replay, a peer's eager call)",
@@ -460,6 +475,14 @@ def main() -> int:
         check_out(checks, [grs.CUBLAS_PULL])
         log(f"RESULT gemm_rs pull checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
         return finish(checks)
+    fused = [grs.GemmRSConfig(), grs.GemmRSConfig(partial_dtype="input")]
+    tiles_as_programs = tiles_as_programs_shape(
+        world.world_size, torch.cuda.get_device_properties(0).multi_processor_count, fused[0]
+    )
+    if args.tiles_as_programs_only:
+        check_variants(checks, [tiles_as_programs], [torch.bfloat16], fused)
+        log(f"RESULT gemm_rs checks: {checks.passed} passed, {len(checks.failed)} failed on rank {world.rank}")
+        return finish(checks)
     check_eager_graphs(checks)
     check_graph_blas_workspaces(checks)
     if eager_graphs.REPLAY_COLLECTIVES:
@@ -474,6 +497,7 @@ def main() -> int:
     # The cuBLAS path at a [4096, 4096] shard: where waiting inside its wide reduction kernel once deadlocked.
     cublas = [grs.CUBLAS_CE, dataclasses.replace(grs.CUBLAS_CE, producer="direct"), grs.CUBLAS_PULL]
     check_variants(checks, [(8192, 4096, 2048)], [torch.bfloat16], cublas)
+    check_variants(checks, [tiles_as_programs], [torch.bfloat16], fused)
     check_out(checks, [*QUICK_VARIANTS, None])
     check_default_op(checks)
     check_bad_input(checks)
