@@ -5,6 +5,7 @@ first, ranks that disagree on H / dtype / E on every rank)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -1002,6 +1003,93 @@ def test_fp8_overlaps_push_and_narrow_push_are_on_by_default() -> None:
         assert switches.set_fp8_overlaps_push(True) is False and switches.set_fp8_narrow_push(True) is False
 
 
+def test_the_expand_beside_the_push_takes_its_per_sm_split_and_the_push_its_warps_at_the_next_dispatch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``switches.set_expand_overlap_per_sm`` / ``set_overlap_copiers_per_sm`` (defaults 2 and 2) and
+    ``set_fp8_narrow_push_warps`` (default 4): each checks its argument and returns the previous value, and the next
+    launch of the expand beside the push, of its gate (``EXPAND_RESIDENT_FIRST``) and of the fp8 push takes the new
+    value in a launch plan of its own, the plan kept: at 132 SMs the expand's grid is (meta + copy) programs per SM
+    times 132, its ``COPIERS`` the copy programs, the gate counts that grid; the fp8 push's warps
+    (``_fp8_push_warps``, in its launch plan's key). The two counts together stay within ``MAX_OVERLAP_PER_SM`` = 4.
+    (GPU launches, recorded instead of compiled; under the emulation the split is the push's programs and no copy
+    programs, whatever the setters say.)"""
+
+    def settings() -> tuple[int, int, int]:
+        return switches.EXPAND_OVERLAP_PER_SM, switches.OVERLAP_COPIERS_PER_SM, switches.FP8_NARROW_PUSH_WARPS
+
+    assert settings() == (2, 2, 4)
+    for setter in (switches.set_expand_overlap_per_sm, switches.set_overlap_copiers_per_sm):
+        for wrong in (0, True, 2.0):
+            with pytest.raises(MoeError, match=f"{setter.__name__}: count must be an int >= 1, got {wrong!r}"):
+                setter(wrong)  # type: ignore[arg-type]
+        # 3 beside the other's 2: 5 expand programs of 7,168 registers leave an SM 29,696, under the 16-warp push's
+        with pytest.raises(MoeError, match=f"{setter.__name__}: 3 with .* = 2 makes 5 .* than MAX_OVERLAP_PER_SM = 4"):
+            setter(3)
+    for wrong in (2, 16, True):
+        with pytest.raises(MoeError, match=f"set_fp8_narrow_push_warps: warps must be 4 or 8, got {wrong!r}"):
+            switches.set_fp8_narrow_push_warps(wrong)  # type: ignore[arg-type]
+    assert settings() == (2, 2, 4), "a refused setting changes nothing"
+
+    recorded: list[tuple[str, int, dict[str, Any], int]] = []
+
+    def compile_plan(kernel: Any, grid: Any, named: dict[str, Any], leading: int, num_warps: int) -> Any:
+        recorded.append((kernel.fn.__name__, grid[0], named, num_warps))
+        return SimpleNamespace(launch=lambda *args: None)
+
+    monkeypatch.setattr(moe_op, "compile_plan", compile_plan)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    zeros = functools.partial(torch.zeros, dtype=torch.int32)
+    workspace = SimpleNamespace(
+        started=zeros(1), flags=zeros(64), table=zeros(8 * 132, 64), waves=zeros(2, 4096), counts=zeros(2, 64)
+    )
+    buffers = SimpleNamespace(
+        tokens=torch.zeros(2, 64, 256, dtype=torch.uint8), meta=zeros(2, 64, 16), combine_slots=64, token_slots=64,
+        across=None,
+    )  # fmt: skip
+    plan = moe_op._Plan(
+        ("split",), "normal", 2, 16, 4, 256, torch.bfloat16, 0, 264, workspace, buffers, fp8=True, sms=132,  # type: ignore[arg-type]
+        pipelined=True,
+    )  # fmt: skip
+    device = torch.device("cuda")
+    recv = {"recv_ptr": torch.zeros(1, dtype=moe_op.FP8_DTYPE)}
+
+    def launch_expand_and_gate() -> list[tuple[int, int, int]]:
+        recorded.clear()
+        moe_op._launch(plan, "expand", recv, device, True, self_mode=1, waves=8)
+        moe_op._launch(plan, "expand_started", {}, device)
+        (expand, grid, named, _), (gate, _, counted, _) = recorded
+        assert (expand, gate) == ("_expand_kernel", "_started_kernel")
+        return [(grid, named["COPIERS"], counted["PROGRAMS"])]
+
+    assert plan.overlap_split() == (264, 264) and launch_expand_and_gate() == [(528, 264, 528)]
+    previous = (switches.set_expand_overlap_per_sm(1), switches.set_overlap_copiers_per_sm(3))
+    try:
+        assert previous == (2, 2) and plan.overlap_split() == (132, 396)
+        assert launch_expand_and_gate() == [(528, 396, 528)]
+        assert switches.set_overlap_copiers_per_sm(1) == 3 and launch_expand_and_gate() == [(264, 132, 264)]
+        emulated = moe_op._Plan(("split",), "normal", 2, 16, 4, 256, torch.bfloat16, 0, 4, workspace, sms=0)  # type: ignore[arg-type]
+        assert emulated.overlap_split() == (4, 0)
+    finally:
+        switches.set_expand_overlap_per_sm(2)
+        switches.set_overlap_copiers_per_sm(2)
+    recorded.clear()
+    moe_op._launch(plan, "expand", recv, device, True, self_mode=1, waves=8)
+    assert recorded == [], "the default split's launch plan was kept"
+    assert len(plan.launches) == 6, "three splits, the expand and its gate each"
+
+    assert moe_op._fp8_push_warps(plan) == 4 and switches.set_fp8_narrow_push_warps(8) == 4
+    try:
+        assert moe_op._fp8_push_warps(plan) == 8 and moe_op._fp8_push_warps(plan, True) == 4
+        narrow = switches.set_fp8_narrow_push(False)
+        try:
+            assert moe_op._fp8_push_warps(plan) == moe_op.FP8_PUSH_WARPS, "the wide push: 16 whatever the narrow's"
+        finally:
+            switches.set_fp8_narrow_push(narrow)
+    finally:
+        assert switches.set_fp8_narrow_push_warps(4) == 8
+
+
 def test_own_rows_in_push_is_an_option_off_by_default() -> None:
     """``switches.OWN_ROWS_IN_PUSH``: off unless set (``EXPAND_OVERLAPS_PUSH``, on by default, implies it: off here);
     ``set_own_rows_in_push`` returns the previous setting and refuses a non-bool; it applies where the side stream's
@@ -1467,6 +1555,41 @@ def test_sm90_the_narrow_fp8_push_fits_twice_beside_the_expand(tmp_path: Any) ->
     assert beside + NORMAL_PROGRAMS_PER_SM * wide > 65536 >= beside + wide, (beside, wide)
     assert beside + NORMAL_PROGRAMS_PER_SM * narrow <= 65536, (beside, narrow)
     assert (4 * per_sm + 4 * NORMAL_PROGRAMS_PER_SM) * 32 <= 2048
+
+
+def test_sm90_the_push_share_probes_splits_fit_and_the_8_warp_push_does_not_spill(tmp_path: Any) -> None:
+    """The splits of docs/results/probes/2026-11-27-moe_fp8_push_share.py (docs/design.md, "The fp8 push's share of
+    an SM"), at H = 7168, k = 8 on 2 ranks with the overlap's waves, own rows and ``FP8_RECIPROCAL``: three 4-warp
+    push programs fit beside one meta and one copy program of the expand (``MoeConfig(programs_per_sm=3)``,
+    ``EXPAND_OVERLAP_PER_SM`` = ``OVERLAP_COPIERS_PER_SM`` = 1), not beside its default four; the 8-warp push
+    (``switches.FP8_NARROW_PUSH_WARPS`` = 8) spills nothing, takes fewer registers a thread than at 4 warps and more
+    than at 16, and two of its programs fit beside three of the expand's (beside four only at the 48 registers the
+    expand takes here, 6,144 a program, not at the 56 of the op's 256 experts); and beside ``MAX_OVERLAP_PER_SM``
+    expand programs every push (4, 8 or 16 warps) has room for a program of its own."""
+    from triton_dist.ops.moe.config import FP8_PUSH_WARPS
+
+    need_real_library("sm_90")
+
+    def allocated(registers: int, warps: int) -> int:  # per program: a warp's registers come in units of 256
+        return warps * -(-registers * 32 // 256) * 256
+
+    expand = _compile(
+        "expand", "sm_90", False, world_size=2, row_block=MoeConfig(whole_row=True).row_block(7168), gather=True,
+        bulk=True, scales=56, copiers=132, self_mode=1, waves=switches.EXPAND_WAVES,
+    )  # fmt: skip
+    beside = allocated(_expand_beside_push_registers(expand, tmp_path), 4)
+    narrow = allocated(_registers(_fp8_push(4, True, True), tmp_path), 4)
+    eight = _registers(_fp8_push(8, True, True), tmp_path)
+    wide = allocated(_registers(_fp8_push(FP8_PUSH_WARPS, True, True), tmp_path), FP8_PUSH_WARPS)
+    assert 3 * narrow + 2 * beside <= 65536 < 3 * narrow + 4 * beside, (narrow, beside)
+    assert (
+        _registers(_fp8_push(FP8_PUSH_WARPS, True, True), tmp_path)
+        < eight
+        < _registers(_fp8_push(4, True, True), tmp_path)
+    )
+    assert 2 * allocated(eight, 8) + 3 * beside <= 65536, (eight, beside)
+    most = switches.MAX_OVERLAP_PER_SM * beside
+    assert all(most + push <= 65536 for push in (narrow, allocated(eight, 8), wide)), (most, narrow, eight, wide)
 
 
 def test_sm90_the_prequantized_push_only_moves_bytes_and_fits_beside_the_expand(tmp_path: Any) -> None:

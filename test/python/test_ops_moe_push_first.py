@@ -78,7 +78,7 @@ def _call(
 
     def counting_launch(plan: Any, kernel: str, *args: Any, **kwargs: Any) -> None:
         if kernel in GATES.values() and not kwargs.get("compile_only"):
-            grid = plan.programs if kernel == "push_started" else plan.overlap_programs + plan.overlap_copiers
+            grid = plan.programs if kernel == "push_started" else sum(plan.overlap_split())
             gates.append((kernel, word(), grid))
         launch(plan, kernel, *args, **kwargs)
 

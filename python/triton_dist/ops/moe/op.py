@@ -113,9 +113,12 @@ def set_combine_phase_hook(hook: Callable[[str], object] | None) -> Callable[[st
 
 
 def _fp8_push_warps(plan: _Plan, prequantized: bool = False) -> int:
-    """Warps of ``plan``'s push kernel: ``FP8_PUSH_WARPS`` for the pipelined fp8 push that quantizes (not
-    ``prequantized``) unless :data:`switches.FP8_NARROW_PUSH`, else 4."""
-    return FP8_PUSH_WARPS if plan.fp8 and plan.pipelined and not switches.FP8_NARROW_PUSH and not prequantized else 4
+    """Warps of ``plan``'s push kernel: for the pipelined fp8 push that quantizes (not ``prequantized``)
+    :data:`switches.FP8_NARROW_PUSH_WARPS` with :data:`switches.FP8_NARROW_PUSH`, ``FP8_PUSH_WARPS`` without; else
+    4."""
+    if not (plan.fp8 and plan.pipelined and not prequantized):
+        return 4
+    return switches.FP8_NARROW_PUSH_WARPS if switches.FP8_NARROW_PUSH else FP8_PUSH_WARPS
 
 
 def _prequantized(plan: _Plan) -> bool:
@@ -252,11 +255,9 @@ class _Plan:
     copiers: int = 0
     """Pipelined, on GPUs (else 0): the expand kernel's copy programs in the gather layout, after its ``expanders``
     (``BULK_COPIERS_PER_SM`` per SM; ``COPIERS``)."""
-    overlap_programs: int = 0
-    """Pipelined (else 0): the meta programs of the expand kernel beside the push
-    (:data:`switches.EXPAND_OVERLAPS_PUSH`): ``EXPAND_OVERLAP_PER_SM`` per SM (under the emulation ``programs``)."""
-    overlap_copiers: int = 0
-    """Pipelined, on GPUs (else 0): its copy programs (``OVERLAP_COPIERS_PER_SM`` per SM)."""
+    sms: int = 0
+    """The GPU's SMs (0 under the emulation): what the expand beside the push multiplies its per-SM counts by
+    (``overlap_split``)."""
     side: Any = None
     """The side stream of ``_self_push``'s launch (a ``torch.cuda.Stream``, made at the first one; None before)."""
     staged: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -278,6 +279,15 @@ class _Plan:
     @property
     def low_latency(self) -> bool:
         return self.mode == "low_latency"
+
+    def overlap_split(self) -> tuple[int, int]:
+        """The meta and copy programs of the expand kernel beside the push (:data:`switches.EXPAND_OVERLAPS_PUSH`),
+        read from :data:`switches.EXPAND_OVERLAP_PER_SM` and :data:`switches.OVERLAP_COPIERS_PER_SM` at each call
+        (their setters take effect from the next dispatch): those per SM, or under the emulation (``sms`` 0) the
+        push's ``programs`` and no copy programs."""
+        if not self.sms:
+            return self.programs, 0
+        return switches.EXPAND_OVERLAP_PER_SM * self.sms, switches.OVERLAP_COPIERS_PER_SM * self.sms
 
     @property
     def scales(self) -> int:
@@ -386,10 +396,7 @@ def _make_plan(key: tuple[Any, ...], world: rt.World, programs: int, route_progr
 
     workspace = resources.workspace(("moe", *key), create, what=f"moe_dispatch {mode} workspace")
     plan = _Plan(key, mode, size, num_experts, topk, hidden, dtype, max_tokens or 0, programs, workspace, fp8=fp8)
-    plan.expanders, plan.copiers = expanders, copiers
-    if pipelined:
-        plan.overlap_programs = switches.EXPAND_OVERLAP_PER_SM * sms or programs
-        plan.overlap_copiers = switches.OVERLAP_COPIERS_PER_SM * sms
+    plan.expanders, plan.copiers, plan.sms = expanders, copiers, sms
     plan.route_programs = route_programs
     plan.row_block = MoeConfig(whole_row=whole_row).row_block(hidden)
     plan.nodes, plan.local = world.num_nodes, world.ranks_per_node or size
@@ -557,11 +564,14 @@ def _launch(
     started = waves > 0 and name in ("push", "expand") and _resident_first(plan.fp8) == name
     if started:
         launch_key += ("started",)
+    if (name == "expand" and waves) or name == "expand_started":  # its grid: the per-SM split of this call
+        launch_key += plan.overlap_split()
     fp8_push = name == "push" and plan.fp8 and self_mode != 2
-    # FP8_RECIPROCAL / FP8_NARROW_PUSH / FP8_PREQUANTIZE (its staging rows): a launch plan each
+    # FP8_RECIPROCAL / FP8_NARROW_PUSH and its warps / FP8_PREQUANTIZE (its staging rows): a launch plan each
     staged = plan.staged if (fp8_push or name == "quantize") and _prequantized(plan) else None
     if fp8_push or name == "quantize":
-        launch_key += (switches.FP8_RECIPROCAL, switches.FP8_NARROW_PUSH, 0 if staged is None else staged[0].shape[0])
+        warps = _fp8_push_warps(plan, staged is not None)
+        launch_key += (switches.FP8_RECIPROCAL, warps, 0 if staged is None else staged[0].shape[0])
     found = plan.launches.get(launch_key)
     if found is not None:
         if not compile_only:
@@ -592,7 +602,7 @@ def _launch(
         fixed = {"q_ptr": staged[0], "scales_ptr": staged[1], "H": plan.hidden}
         grid = (plan.programs, 1, 1)
     elif name in _GATES:  # one program waiting for every program of the push or of the expand beside it
-        counted = plan.programs if name == "push_started" else plan.overlap_programs + plan.overlap_copiers
+        counted = plan.programs if name == "push_started" else sum(plan.overlap_split())
         constexprs, fixed, grid = {"PROGRAMS": counted}, {"started_ptr": ws.started}, (1, 1, 1)
     elif name == "route_count":  # local: no world constants
         fixed = {"part_ptr": ws.parts, "W": plan.world_size, "E": plan.num_experts, "L": plan.local_experts}
@@ -648,7 +658,7 @@ def _launch(
                 fixed |= {
                     "SENDERS": plan.programs,
                     "COMBINE_CAP": buffers.combine_slots,
-                    "COPIERS": plan.overlap_copiers,
+                    "COPIERS": plan.overlap_split()[1],
                 }
                 if started:
                     fixed |= {"started_ptr": ws.started, "STARTED": True}
@@ -675,7 +685,7 @@ def _launch(
                 fixed |= {"combine_signals_ptr": across.combine_signals, **topology}
         grid = (plan.expanders if name == "expand" and plan.expanders else plan.programs, 1, 1)
         if name == "expand" and waves:
-            grid = (plan.overlap_programs, 1, 1)
+            grid = (plan.overlap_split()[0], 1, 1)
         if name == "expand" and fixed.get("COPIERS"):
             grid = (grid[0] + fixed["COPIERS"], 1, 1)
     kernel = kernels._started_kernel if name in _GATES else getattr(kernels, f"_{name}_kernel")

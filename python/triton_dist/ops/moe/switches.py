@@ -162,10 +162,59 @@ def set_expand_waves(waves: int) -> int:
 
 
 EXPAND_OVERLAP_PER_SM = 2
-"""Meta programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`): ``NORMAL_PROGRAMS_PER_SM``,
-the push's by default."""
+"""Meta programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`; GPUs: under the CPU
+emulation the push's programs): ``NORMAL_PROGRAMS_PER_SM``, the push's by default (:func:`set_expand_overlap_per_sm`).
+Read when the expand is launched: a new value takes effect from the next dispatch (a launch plan of its own)."""
 OVERLAP_COPIERS_PER_SM = 2
-"""Copy programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`), after its meta programs."""
+"""Copy programs per SM of the expand kernel beside the push (:data:`EXPAND_OVERLAPS_PUSH`; GPUs: none under the CPU
+emulation), after its meta programs (:func:`set_overlap_copiers_per_sm`). Read when the expand is launched, as
+:data:`EXPAND_OVERLAP_PER_SM`."""
+MAX_OVERLAP_PER_SM = 4
+"""The most programs per SM of the expand kernel beside the push, :data:`EXPAND_OVERLAP_PER_SM` and
+:data:`OVERLAP_COPIERS_PER_SM` together (the setters refuse more). With :data:`EXPAND_RESIDENT_FIRST` every program
+of the expand is resident before any push program is placed, and the expand's programs spin until the push's waves
+land, so an SM must keep room for a push program beside them: on sm_90 at H = 7168 the expand takes 56 registers
+(7,168 a program of 4 warps) and 4 of them leave 36,864 of 65,536, enough for a push program at 4, 8 or 16 warps
+(16,384, 20,480 or 32,768: :data:`FP8_NARROW_PUSH_WARPS`, :data:`FP8_NARROW_PUSH` off); 5 would leave 29,696, and the
+16-warp push would never start (7: 15,360, nor the 4-warp push). (The plan's lookup table has a row per program for 8
+per SM.)"""
+
+
+def _per_sm(name: str, other: str, count: int) -> int:
+    """Set the module's programs-per-SM count ``name`` (the two setters' body) to ``count``, ``other`` being the
+    other count of the same kernel; returns the previous one. Raises :class:`MoeError` unless ``count`` is an int >= 1
+    and the two together are at most :data:`MAX_OVERLAP_PER_SM`."""
+    setter = f"set_{name.lower()}"
+    if type(count) is not int or count < 1:
+        raise MoeError(f"{setter}: count must be an int >= 1, got {count!r}")
+    together = count + globals()[other]
+    if together > MAX_OVERLAP_PER_SM:
+        raise MoeError(
+            f"{setter}: {count} with {other} = {globals()[other]} makes {together} expand programs per SM beside the "
+            f"push, more than MAX_OVERLAP_PER_SM = {MAX_OVERLAP_PER_SM} (an SM must keep room for a push program); "
+            f"lower {other} first"
+        )
+    previous = globals()[name]
+    globals()[name] = count
+    return previous
+
+
+def set_expand_overlap_per_sm(count: int) -> int:
+    """Set :data:`EXPAND_OVERLAP_PER_SM`, the meta programs per SM of the expand beside the push, for every dispatch
+    from now on (the plans are kept: the expand and its gate with each split are launch plans of their own); returns
+    the previous one. Only this rank's launches change (the ranks need not agree). For measurements (docs/design.md,
+    "The fp8 push's share of an SM"). Raises :class:`MoeError` unless ``count`` is an int >= 1 and ``count`` +
+    :data:`OVERLAP_COPIERS_PER_SM` <= :data:`MAX_OVERLAP_PER_SM`."""
+    return _per_sm("EXPAND_OVERLAP_PER_SM", "OVERLAP_COPIERS_PER_SM", count)
+
+
+def set_overlap_copiers_per_sm(count: int) -> int:
+    """Set :data:`OVERLAP_COPIERS_PER_SM`, the copy programs per SM of the expand beside the push, for every dispatch
+    from now on; returns the previous one. As :func:`set_expand_overlap_per_sm` (its launch plans, its ranks). At
+    least 1: without copy programs the meta programs would copy every wave after their last meta row, after the push.
+    Raises :class:`MoeError` unless ``count`` is an int >= 1 and :data:`EXPAND_OVERLAP_PER_SM` + ``count`` <=
+    :data:`MAX_OVERLAP_PER_SM`."""
+    return _per_sm("OVERLAP_COPIERS_PER_SM", "EXPAND_OVERLAP_PER_SM", count)
 
 
 FP8_OVERLAPS_PUSH = True
@@ -223,6 +272,26 @@ def set_fp8_narrow_push(on: bool) -> bool:
     """Turn :data:`FP8_NARROW_PUSH` on or off for every fp8 dispatch from now on; returns the previous setting (a
     setting's push is a launch plan of its own). Raises :class:`MoeError` if ``on`` is not a bool."""
     return _switch("FP8_NARROW_PUSH", on)
+
+
+FP8_NARROW_PUSH_WARPS = 4
+"""Warps a program of the narrow fp8 push runs (:data:`FP8_NARROW_PUSH`; :func:`set_fp8_narrow_push_warps`): 4 by
+default, or 8. On sm_90 at H = 7168 with the overlap's waves, own rows and :data:`FP8_RECIPROCAL` the push takes 121
+registers at 4 warps (16,384 a program), 78 at 8 (20,480), 61 at 16 (``FP8_PUSH_WARPS``: 32,768): two 8-warp programs
+fit beside at most 3 of the expand's programs (62,464 of 65,536 registers with :data:`EXPAND_OVERLAP_PER_SM` +
+:data:`OVERLAP_COPIERS_PER_SM` = 3), not beside its default 4. An option for measurements (docs/design.md, "The fp8
+push's share of an SM"); same results, bit for bit (a group's amax is a max, and each value is scaled alone)."""
+
+
+def set_fp8_narrow_push_warps(warps: int) -> int:
+    """Set :data:`FP8_NARROW_PUSH_WARPS` (4 or 8) for every fp8 dispatch from now on; returns the previous one (each
+    is a launch plan of its own). Only this rank's launches change. Raises :class:`MoeError` unless ``warps`` is the
+    int 4 or 8."""
+    global FP8_NARROW_PUSH_WARPS
+    if type(warps) is not int or warps not in (4, 8):
+        raise MoeError(f"set_fp8_narrow_push_warps: warps must be 4 or 8, got {warps!r}")
+    previous, FP8_NARROW_PUSH_WARPS = FP8_NARROW_PUSH_WARPS, warps
+    return previous
 
 
 FP8_PREQUANTIZE = False
