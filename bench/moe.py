@@ -114,8 +114,10 @@ default and bars.
 beside ``ours reduce-overlap`` (``ops.moe.switches.REDUCE_OVERLAPS_PUSH``: the reduce kernel beside the push, on its
 wave flags, at ``COMBINE_WAVES`` and ``COMBINE_WAVE_MIN_SLOTS``), ``ours reduce-overlap own-partials`` (with
 ``ops.moe.switches.OWN_PARTIALS_IN_REDUCE``: the reduce sums this rank's own partials itself) and ``ours reduce-overlap
-own-partials all-waves`` (that with ``COMBINE_WAVE_MIN_SLOTS`` 0: every pair all its waves, as before it;
-``--combine-waves 4,16`` adds the first two at those waves), each checked once against the reference at
+own-partials all-waves`` (that with ``COMBINE_WAVE_MIN_SLOTS`` 0: every pair all its waves, as before it), ``...
+own-partials by-programs`` (``COMBINE_WAVES_BY_PROGRAMS``: a pair's fewest waves of at most one slot per program) and
+``... own-partials again`` (the own-partials row once more, after those two; ``--combine-waves 4,16`` adds the
+reduce-overlap, own-partials and by-programs rows at those waves), each checked once against the reference at
 ``--ll-tokens`` per rank and at every size against the identity expert's closed form, then its device µs (the
 dispatch before each call untimed) and phases (``Bench.combine_phases``: push, then reduce = how long the reduce ran
 after the push ended), the push all-gather and the bar (normal combine at 4096 tokens >= 75% of the all-gather's
@@ -241,6 +243,13 @@ OWN_PARTIALS = "own-partials"
 ALL_WAVES = "all-waves"
 """``--only-combine``: the suffix of the own-partials row with ``ops.moe.switches.COMBINE_WAVE_MIN_SLOTS`` 0 (every
 (home, holder) pair ``COMBINE_WAVES`` waves, however few its slots)."""
+BY_PROGRAMS = "by-programs"
+"""``--only-combine``: the suffix of the own-partials rows with ``ops.moe.switches.COMBINE_WAVES_BY_PROGRAMS`` on (a
+pair's fewest waves of at most one slot per program: the last wave, which the reduce sums after the push, one token
+per reduce program)."""
+AGAIN = "again"
+"""``--only-combine``: the suffix of the own-partials row timed once more after the ``all-waves`` and ``by-programs``
+rows (how much the same setting moves between two places in one run)."""
 AUTO = f"{OURS} auto"
 """``--only-combine``: the label of the combine with ``ops.moe.switches.COMBINE_AUTO`` on (the default since session
 29), beside ``ours`` with it off (push, then reduce) and the reduce-overlap rows (it off too)."""
@@ -441,11 +450,16 @@ def add_phase_samples(samples: dict[str, list[float]], events: list[tuple[str, A
     samples.setdefault("total", []).append(events[0][1].elapsed_time(events[-1][1]) * 1e3)
 
 
-def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, int, bool]) -> torch.Tensor:
+CombineSetting = tuple[bool, int, bool, int, bool, bool]
+"""``combine_with``'s setting: ``ops.moe.switches`` ``REDUCE_OVERLAPS_PUSH``, ``COMBINE_WAVES``,
+``OWN_PARTIALS_IN_REDUCE``, ``COMBINE_WAVE_MIN_SLOTS``, ``COMBINE_AUTO``, ``COMBINE_WAVES_BY_PROGRAMS``."""
+
+
+def combine_with(y: torch.Tensor, handle: Any, setting: CombineSetting) -> torch.Tensor:
     """``triton_dist.ops.moe_combine(y, handle)`` with ``ops.moe.switches.REDUCE_OVERLAPS_PUSH`` set to ``setting[0]``,
     ``COMBINE_WAVES`` to ``setting[1]``, ``OWN_PARTIALS_IN_REDUCE`` to ``setting[2]``, ``COMBINE_WAVE_MIN_SLOTS`` to
-    ``setting[3]`` and ``COMBINE_AUTO`` to ``setting[4]`` (on, it overrides the first and third) for the call (all
-    restored after, also if it raises)."""
+    ``setting[3]``, ``COMBINE_AUTO`` to ``setting[4]`` (on, it overrides the first and third) and
+    ``COMBINE_WAVES_BY_PROGRAMS`` to ``setting[5]`` for the call (all restored after, also if it raises)."""
     import triton_dist
     from triton_dist.ops.moe import switches
 
@@ -454,6 +468,7 @@ def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, i
     own = switches.set_own_partials_in_reduce(setting[2])
     least = switches.set_combine_wave_min_slots(setting[3])
     auto = switches.set_combine_auto(setting[4])
+    by_programs = switches.set_combine_waves_by_programs(setting[5])
     try:
         return triton_dist.ops.moe_combine(y, handle)
     finally:
@@ -462,6 +477,7 @@ def combine_with(y: torch.Tensor, handle: Any, setting: tuple[bool, int, bool, i
         switches.set_own_partials_in_reduce(own)
         switches.set_combine_wave_min_slots(least)
         switches.set_combine_auto(auto)
+        switches.set_combine_waves_by_programs(by_programs)
 
 
 def make_inputs(
@@ -2110,14 +2126,19 @@ class Bench:
         a = self.args
         least = switches.COMBINE_WAVE_MIN_SLOTS
         waves = switches.COMBINE_WAVES
-        settings: dict[str, tuple[bool, int, bool, int, bool]] = {OURS: (False, waves, False, least, False)}
-        settings[AUTO] = (False, waves, False, least, True)
-        settings[REDUCE_OVERLAP] = (True, waves, False, least, False)
-        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS}"] = (True, waves, True, least, False)
-        settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {ALL_WAVES}"] = (True, waves, True, 0, False)
+        by = switches.COMBINE_WAVES_BY_PROGRAMS
+        settings: dict[str, CombineSetting] = {OURS: (False, waves, False, least, False, by)}
+        settings[AUTO] = (False, waves, False, least, True, by)
+        settings[REDUCE_OVERLAP] = (True, waves, False, least, False, False)
+        pair = f"{REDUCE_OVERLAP} {OWN_PARTIALS}"
+        settings[pair] = (True, waves, True, least, False, False)
+        settings[f"{pair} {ALL_WAVES}"] = (True, waves, True, 0, False, False)
+        settings[f"{pair} {BY_PROGRAMS}"] = (True, waves, True, max(least, 1), False, True)
+        settings[f"{pair} {AGAIN}"] = settings[pair]
         for extra in a.combine_waves:
-            settings[f"{REDUCE_OVERLAP} {extra} waves"] = (True, extra, False, least, False)
-            settings[f"{REDUCE_OVERLAP} {OWN_PARTIALS} {extra} waves"] = (True, extra, True, least, False)
+            settings[f"{REDUCE_OVERLAP} {extra} waves"] = (True, extra, False, least, False, False)
+            settings[f"{pair} {extra} waves"] = (True, extra, True, least, False, False)
+            settings[f"{pair} {BY_PROGRAMS} {extra} waves"] = (True, extra, True, max(least, 1), False, True)
 
         xs, idxs, ws = verification_inputs(self.size, a.ll_tokens, a.hidden, a.experts, a.topk)
         refs, exact = reference_results(xs, idxs, ws, a.experts)
@@ -2151,7 +2172,7 @@ class Bench:
 
             for label, setting in settings.items():
 
-                def combine(setting: tuple[bool, int, bool, int] = setting) -> None:
+                def combine(setting: CombineSetting = setting) -> None:
                     combine_with(*state["d"], setting)
 
                 dispatch()

@@ -14,9 +14,10 @@ pair all its waves); two more at 1 and 4 (each (home, holder) pair its own waves
 to 19 tokens, 8 on k = 8's few). Then ``switches.COMBINE_AUTO`` with the options themselves off, on "one_rank" (5 and 9
 tokens: a choice on each rank's own combine slots would differ at 7) at a threshold of 7, below the busiest rank's 9
 slots (the pair on both ranks), and of 10, above them (the default on both). Two cases run on a plan of three programs a
-kernel (``ROTATION_CASES``: the push's waves dealt round the programs). Each combine is checked to have launched both
-kernels with its waves, own and wave-minimum setting (a spy on ``op._launch``), so a combine that ignored the options
-fails.
+kernel (``ROTATION_CASES``: the push's waves dealt round the programs). ``BY_PROGRAMS_CASES`` run with
+``switches.COMBINE_WAVES_BY_PROGRAMS`` on plans of one and of three programs (a pair's waves: at most one slot per
+program each). Each combine is checked to have launched both kernels with its waves, own and wave-minimum (or
+-maximum) setting (a spy on ``op._launch``), so a combine that ignored the options fails.
 """
 
 from __future__ import annotations
@@ -53,6 +54,14 @@ ROTATION_CASES: tuple[tuple[str, str, Any, int, bool, int], ...] = (
 )
 """As ``OVERLAP_CASES``, on a plan of three programs a kernel (``op.EMULATED_PROGRAMS``, else 1): the push deals each
 wave's slots round its programs from where the wave before ended (a wave of one slot to program 0, the next to 1)."""
+BY_PROGRAMS_CASES: tuple[tuple[str, str, Any, int, bool, int], ...] = (
+    ("by_programs/own/waves16", "variants", SPREAD, 16, True, 1),
+    ("by_programs/k8/input", "k8", INPUT, 8, False, 3),
+)
+"""As ``OVERLAP_CASES`` (the wave minimum only switching the rule on) with ``switches.COMBINE_WAVES_BY_PROGRAMS``, each
+on a plan of one and of three programs a kernel: a pair of ``n`` slots takes ``min(waves, ceil(n / programs))``
+waves (one program: a wave per slot up to the call's waves), launched with the minimum 0 and the programs as
+``WAVE_MAX``."""
 AUTO_CASES: tuple[tuple[str, int, tuple[int, bool, int]], ...] = (
     ("auto/below", 7, (8, True, 256)),
     ("auto/above", 10, (0, False, 0)),
@@ -73,13 +82,13 @@ def _worker() -> dict[str, list[str]]:
     from triton_dist.ops.moe import switches
 
     record: dict[str, list[str]] = {}
-    launched: list[tuple[str, int, bool, int]] = []
+    launched: list[tuple[str, int, bool, int, int]] = []
     launch = moe_op._launch
 
     def spy(plan: Any, name: str, *args: Any, **kwargs: Any) -> None:
         if name.startswith("combine"):
-            combine = kwargs.get("combine", (None, None, 0, False, 0))
-            launched.append((name, combine[2], combine[3], combine[4]))
+            combine = kwargs.get("combine", (None, None, 0, False, 0, 0))
+            launched.append((name, combine[2], combine[3], combine[4], combine[5]))
         launch(plan, name, *args, **kwargs)
 
     moe_op._launch = spy  # type: ignore[assignment]
@@ -87,23 +96,30 @@ def _worker() -> dict[str, list[str]]:
     waves_before, own_before = switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE
     least_before, auto_before = switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO
     threshold_before = switches.COMBINE_AUTO_MIN_SLOTS
+    by_programs_before = switches.COMBINE_WAVES_BY_PROGRAMS
     try:
         switches.set_combine_auto(False)  # the options as set, not the auto choice (its cases follow)
-        cases = [(case, 1) for case in OVERLAP_CASES] + [(case, 3) for case in ROTATION_CASES]
-        for number, ((label, name, config, waves, own, least), programs) in enumerate(cases):
+        cases = [(case, 1, False) for case in OVERLAP_CASES] + [(case, 3, False) for case in ROTATION_CASES]
+        cases += [(case, programs, True) for programs in (1, 3) for case in BY_PROGRAMS_CASES]
+        for number, ((label, name, config, waves, own, least), programs, by_programs) in enumerate(cases):
             moe_op.EMULATED_PROGRAMS = programs
             switches.set_combine_waves(waves)
             switches.set_own_partials_in_reduce(own)
             switches.set_combine_wave_min_slots(least)
+            switches.set_combine_waves_by_programs(by_programs)
+            if programs == 3 and by_programs:  # a plan of its own (expand_block), made with three programs a kernel
+                config = MoeConfig(combine_partials=config.combine_partials, combine_spread=True, expand_block=8)
             launched.clear()
             with emulation._PoisonedEmpty():
                 problems = emulation._case(rank_of(), size_of(), name, 100 + number, "normal", config)
-            expected = [(kernel, waves, own, least) for kernel in ("combine_push", "combine_reduce")]
+            rule = (0, programs) if by_programs else (least, 0)
+            expected = [(kernel, waves, own, *rule) for kernel in ("combine_push", "combine_reduce")]
             if launched != expected:
                 problems.append(f"combine launches {launched}, not {expected}")
             record[f"{label}#{number}"] = problems
         switches.set_reduce_overlaps_push(False)
         switches.set_own_partials_in_reduce(False)
+        switches.set_combine_waves_by_programs(False)
         switches.set_combine_waves(8)
         switches.set_combine_wave_min_slots(256)
         switches.set_combine_auto(True)
@@ -113,7 +129,7 @@ def _worker() -> dict[str, list[str]]:
             launched.clear()
             with emulation._PoisonedEmpty():
                 problems = emulation._case(rank_of(), size_of(), "one_rank", 100 + number, "normal", SPREAD)
-            expected = [(kernel, waves, own, least) for kernel in ("combine_push", "combine_reduce")]
+            expected = [(kernel, waves, own, least, 0) for kernel in ("combine_push", "combine_reduce")]
             if launched != expected:
                 problems.append(f"combine launches {launched}, not {expected}")
             record[f"{label}#{number}"] = problems
@@ -125,6 +141,7 @@ def _worker() -> dict[str, list[str]]:
         switches.set_combine_wave_min_slots(least_before)
         switches.set_combine_auto(auto_before)
         switches.set_combine_auto_min_slots(threshold_before)
+        switches.set_combine_waves_by_programs(by_programs_before)
         moe_op._launch = launch  # type: ignore[assignment]
     return record
 
@@ -148,7 +165,9 @@ def test_the_reduce_beside_the_push_matches_the_reference() -> None:
     ``OVERLAP_CASES`` entry, with both kernels launched at the case's waves."""
     records = run_ranks(_worker, 2, heap_size="16M").results
     for rank, record in enumerate(records):
-        labels = [label for label, *_ in (*OVERLAP_CASES, *ROTATION_CASES, *AUTO_CASES)]
+        by_programs = [label for label, *_ in BY_PROGRAMS_CASES]
+        labels = [label for label, *_ in (*OVERLAP_CASES, *ROTATION_CASES)] + 2 * by_programs
+        labels += [label for label, *_ in AUTO_CASES]
         assert sorted(record) == sorted(f"{label}#{n}" for n, label in enumerate(labels))
         failed = {key: problems for key, problems in record.items() if problems}
         assert not failed, f"rank {rank}: {failed}"
@@ -185,8 +204,8 @@ def test_reduce_overlaps_push_is_an_option_off_by_default() -> None:
 def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bench/moe.py --only-combine``: its own default sizes (128 to 4096, the auto choice's crossover),
     ``--combine-waves`` only with it, and each row's setting of ``switches.REDUCE_OVERLAPS_PUSH`` / ``COMBINE_WAVES`` /
-    ``OWN_PARTIALS_IN_REDUCE`` / ``COMBINE_WAVE_MIN_SLOTS`` for its call only (restored after, also if the combine
-    raises)."""
+    ``OWN_PARTIALS_IN_REDUCE`` / ``COMBINE_WAVE_MIN_SLOTS`` / ``COMBINE_AUTO`` / ``COMBINE_WAVES_BY_PROGRAMS`` for its
+    call only (restored after, also if the combine raises)."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -206,22 +225,27 @@ def test_bench_only_combine_times_the_option_beside_the_default(monkeypatch: pyt
     for wrong in (["--combine-waves", "4"], ["--only-combine", "--only-dispatch"]):
         with pytest.raises(SystemExit):
             bench.parse_args(wrong)
-    seen: list[tuple[bool, int, bool, int, bool]] = []
+    seen: list[tuple[bool, int, bool, int, bool, bool]] = []
+
+    def now() -> tuple[bool, int, bool, int, bool, bool]:
+        options = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
+        return (*options, switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO, switches.COMBINE_WAVES_BY_PROGRAMS)
 
     def fake(y: Any, handle: Any) -> str:
-        options = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
-        seen.append((*options, switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO))
+        seen.append(now())
         if handle == "bad":
             raise MoeError("refused")
         return "combined"
 
     monkeypatch.setattr(triton_dist.ops, "moe_combine", fake)
-    before = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
-    before += (switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO)  # type: ignore[assignment]
-    assert bench.combine_with("y", "handle", (True, 4, True, 0, False)) == "combined"
+    before = now()
+    assert bench.combine_with("y", "handle", (True, 4, True, 0, False, False)) == "combined"
     with pytest.raises(MoeError, match="refused"):
-        bench.combine_with("y", "bad", (True, 16, False, 7, True))
-    assert bench.combine_with("y", "handle", (False, 8, False, 256, not before[4])) == "combined"
-    assert seen == [(True, 4, True, 0, False), (True, 16, False, 7, True), (False, 8, False, 256, not before[4])]
-    options = (switches.REDUCE_OVERLAPS_PUSH, switches.COMBINE_WAVES, switches.OWN_PARTIALS_IN_REDUCE)
-    assert (*options, switches.COMBINE_WAVE_MIN_SLOTS, switches.COMBINE_AUTO) == before
+        bench.combine_with("y", "bad", (True, 16, False, 7, True, True))
+    assert bench.combine_with("y", "handle", (False, 8, False, 256, not before[4], not before[5])) == "combined"
+    assert seen == [
+        (True, 4, True, 0, False, False),
+        (True, 16, False, 7, True, True),
+        (False, 8, False, 256, not before[4], not before[5]),
+    ]
+    assert now() == before

@@ -1268,6 +1268,7 @@ def _combine_push_kernel(
     SCAN: tl.constexpr = 1024,
     OWN: tl.constexpr = False,
     WAVE_MIN: tl.constexpr = 0,
+    WAVE_MAX: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -1296,8 +1297,12 @@ def _combine_push_kernel(
         # Home s's waves: WAVES, or (WAVE_MIN > 0, switches.COMBINE_WAVE_MIN_SLOTS) one per WAVE_MIN of its n_s slots,
         # at least 1 and at most WAVES: the home computes the same from N[s, me] (its row), so nothing is exchanged, and
         # a small push sets fewer flag rounds (each a barrier and a system-scope release to every rank).
+        # Or (WAVE_MAX > 0, switches.COMBINE_WAVES_BY_PROGRAMS: the programs) the fewest waves of at most WAVE_MAX slots
+        # (the last wave, reduced after the push ends, then gives each reduce program at most one token).
         per = tl.full([WP], WAVES, tl.int32)
-        if WAVE_MIN > 0:
+        if WAVE_MAX > 0:
+            per = tl.minimum(tl.maximum((counts + WAVE_MAX - 1) // WAVE_MAX, 1), WAVES)
+        elif WAVE_MIN > 0:
             per = tl.minimum(tl.maximum(counts // WAVE_MIN, 1), WAVES)
         wave_flags = waves_ptr + parity * (WP * WAVE_SLOTS * programs)
         done = tl.sum(tl.zeros([WP], dtype=tl.int32), axis=0)  # the slots of the waves before this one
@@ -1410,6 +1415,7 @@ def _combine_reduce_kernel(
     SCAN: tl.constexpr = 1024,
     SPLIT: tl.constexpr = 1,
     WAVE_MIN: tl.constexpr = 0,
+    WAVE_MAX: tl.constexpr = 0,
 ):
     pid = tl.program_id(0)
     ranks = dl.num_ranks()
@@ -1451,7 +1457,10 @@ def _combine_reduce_kernel(
             # program.
             places = tl.load(tok_pos_ptr + t * ranks + dests, mask=dests < ranks, other=-1)
             per = tl.full([WP], WAVES, tl.int32)  # rank d's waves of my partials, as its push counts them; N[me, d]
-            if WAVE_MIN > 0:  # loaded again here (the OWN reduce spilled with a second vector kept across tokens)
+            if WAVE_MAX > 0:  # as the push counts them (sent loaded again here, as below)
+                sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)
+                per = tl.minimum(tl.maximum((sent + WAVE_MAX - 1) // WAVE_MAX, 1), WAVES)
+            elif WAVE_MIN > 0:  # loaded again here (the OWN reduce spilled with a second vector kept across tokens)
                 sent = tl.load(row_ptr + dests, mask=dests < ranks, other=0)
                 per = tl.minimum(tl.maximum(sent // WAVE_MIN, 1), WAVES)
             need = tl.where(places >= 0, ((places + 1) * per - 1) // tl.maximum(sent, 1), -1)

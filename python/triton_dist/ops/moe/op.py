@@ -263,11 +263,12 @@ class _Plan:
     staged: tuple[torch.Tensor, torch.Tensor] | None = None
     """The staging buffers of :data:`switches.FP8_PREQUANTIZE` (``_staging``): this rank's quantized rows and their
     scales, local."""
-    combines: set[tuple[torch.dtype, bool, int, bool, int]] = field(default_factory=set)
-    """The (partials' dtype, ``combine_spread``, waves, own, wave minimum) this plan's combines ran with (waves:
-    :data:`switches.COMBINE_WAVES` with :data:`switches.REDUCE_OVERLAPS_PUSH`, else 0; own:
-    :data:`switches.OWN_PARTIALS_IN_REDUCE` with it; :data:`switches.COMBINE_WAVE_MIN_SLOTS` with waves, else 0), each
-    agreed with every rank at its first call (``_combine``)."""
+    combines: set[tuple[torch.dtype, bool, int, bool, int, int]] = field(default_factory=set)
+    """The (partials' dtype, ``combine_spread``, waves, own, wave minimum, wave maximum) this plan's combines ran with
+    (waves: :data:`switches.COMBINE_WAVES` with :data:`switches.REDUCE_OVERLAPS_PUSH`, else 0; own:
+    :data:`switches.OWN_PARTIALS_IN_REDUCE` with it; :data:`switches.COMBINE_WAVE_MIN_SLOTS` with waves, else 0; the
+    plan's programs with :data:`switches.COMBINE_WAVES_BY_PROGRAMS`, the minimum then 0), each agreed with every rank
+    at its first call (``_combine``)."""
     busiest_slots: int = 0
     """The combine slots the busiest rank needed at this plan's latest normal-mode dispatch (the summary's word 3, the
     same on every rank): what :data:`switches.COMBINE_AUTO` decides on."""
@@ -542,7 +543,7 @@ def _launch(
     gather: bool = False,
     self_mode: int = 0,
     waves: int = 0,
-    combine: tuple[torch.dtype, bool, int, bool, int] = (torch.float32, False, 0, False, 0),
+    combine: tuple[torch.dtype, bool, int, bool, int, int] = (torch.float32, False, 0, False, 0, 0),
     compile_only: bool = False,
 ) -> None:
     """Launch kernel ``name`` of ``plan`` with the call's ``leading`` arguments (compiling it on first use; with
@@ -552,8 +553,8 @@ def _launch(
     those rows; 2, the push of this rank's own payload into ``recv_x`` (``self_ptr``) only; ``waves`` > 0
     (:data:`switches.EXPAND_OVERLAPS_PUSH`): the push's wave flags, and the expand kernel that waits for them beside it;
     ``combine`` (the combine kernels): ``MoeConfig.partial_dtype`` of the payload's dtype, ``combine_spread``, the
-    waves of :data:`switches.REDUCE_OVERLAPS_PUSH` (0: off), :data:`switches.OWN_PARTIALS_IN_REDUCE` and the waves'
-    minimum (:data:`switches.COMBINE_WAVE_MIN_SLOTS`)."""
+    waves of :data:`switches.REDUCE_OVERLAPS_PUSH` (0: off), :data:`switches.OWN_PARTIALS_IN_REDUCE`, the waves'
+    minimum (:data:`switches.COMBINE_WAVE_MIN_SLOTS`) and maximum (:data:`switches.COMBINE_WAVES_BY_PROGRAMS`)."""
     # A launch plan is compiled for its arguments' dtypes (topk_idx int32 or int64, the weights' dtype): one each.
     # (The dtypes themselves, not their names: a call's host path is on the critical path of a small dispatch.)
     dtypes = [v.dtype for v in leading.values() if isinstance(v, torch.Tensor)]
@@ -665,20 +666,22 @@ def _launch(
             if across is not None:
                 fixed |= {"slot_signals_ptr": across.slot_signals, **topology}
         elif name == "combine_push":
-            partial, spread, combine_waves, own, least = combine  # the fp32 buffers viewed in the partials' dtype
+            partial, spread, combine_waves, own, least, most = combine  # the fp32 buffers viewed in the partials' dtype
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, **world}
-            fixed |= _combine_constexprs(partial, spread, plan, waves=combine_waves, own=own, least=least)
+            fixed |= _combine_constexprs(partial, spread, plan, waves=combine_waves, own=own, least=least, most=most)
             if combine_waves:
                 fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
                 fixed |= {"send_ptr": across.combine_send.view(partial), **topology}
                 fixed |= {"combine_signals_ptr": across.combine_signals}
         else:
-            partial, spread, combine_waves, own, least = combine
+            partial, spread, combine_waves, own, least, most = combine
             fixed = {"combine_ptr": buffers.combine.view(partial), "flags_ptr": ws.flags, "H": plan.hidden}
             fixed |= {"CAP": buffers.combine_slots, "M": plan.max_tokens, "LOW_LATENCY": plan.low_latency}
-            fixed |= _combine_constexprs(partial, spread, plan, reduce=True, waves=combine_waves, own=own, least=least)
+            fixed |= _combine_constexprs(
+                partial, spread, plan, reduce=True, waves=combine_waves, own=own, least=least, most=most
+            )
             if combine_waves:
                 fixed["waves_ptr"] = ws.combine_waves
             if across is not None:
@@ -714,19 +717,23 @@ def _combine_constexprs(
     waves: int = 0,
     own: bool = False,
     least: int = 0,
+    most: int = 0,
 ) -> dict[str, Any]:
     """The combine kernels' constants for partials of dtype ``partial`` (``PACK``: partials per fp32 word of the
     combine buffers), ``MoeConfig.combine_spread`` (the push's ``SPREAD``; the reduce's ``UNROLL``, on one node of
     at most ``SPREAD_REDUCE_RANKS`` ranks: ``pow2(W)``) and ``waves`` (:data:`switches.REDUCE_OVERLAPS_PUSH`: ``WAVES``,
     laid out for ``MAX_COMBINE_WAVES``, the reduce waiting for the push's ``plan.programs`` programs) and ``own`` (with
     waves: :data:`switches.OWN_PARTIALS_IN_REDUCE`, ``OWN``; the reduce's ``k`` rows in ``OWN_SPLIT`` steps a row) and
-    ``least`` (with waves: :data:`switches.COMBINE_WAVE_MIN_SLOTS`, ``WAVE_MIN``); only those that differ from the
-    kernels' defaults, so the default config compiles the kernels as before."""
+    ``least`` (with waves: :data:`switches.COMBINE_WAVE_MIN_SLOTS`, ``WAVE_MIN``) and ``most`` (with waves:
+    :data:`switches.COMBINE_WAVES_BY_PROGRAMS`' slots a wave holds at most, ``WAVE_MAX``); only those that differ
+    from the kernels' defaults, so the default config compiles the kernels as before."""
     fixed: dict[str, Any] = {}
     if waves:
         fixed |= {"WAVES": waves, "WAVE_SLOTS": switches.MAX_COMBINE_WAVES, "WP": pow2(plan.world_size)}
         if least:
             fixed["WAVE_MIN"] = least
+        if most:
+            fixed["WAVE_MAX"] = most
         if reduce:
             fixed["SENDERS"] = plan.programs
         if own:
@@ -1205,14 +1212,17 @@ def _combine(
     config = MoeConfig(combine_partials=partials, combine_spread=spread)
     waves, own = _combine_waves(plan)
     least = switches.COMBINE_WAVE_MIN_SLOTS if waves else 0
-    combine = (config.partial_dtype(plan.dtype), spread, waves, own, least)
+    most = 0
+    if least and switches.COMBINE_WAVES_BY_PROGRAMS:  # a pair's waves of at most one slot per program instead
+        least, most = 0, plan.programs
+    combine = (config.partial_dtype(plan.dtype), spread, waves, own, least, most)
     if combine not in plan.combines and not _capturing():
         # Every rank's partials land in its peers' buffers: the ranks agree on their dtype and the waves (once per
         # plan and option; the device, index 6 of the key, differs between ranks).
         described = {"combine_partials": partials, "combine_spread": spread, "plan": repr(key[:6] + key[7:])}
         if waves:  # REDUCE_OVERLAPS_PUSH (described only when on: the default's agreement is as it was)
             described |= {"reduce_overlaps_push_waves": waves, "own_partials_in_reduce": own}
-            described |= {"combine_wave_min_slots": least}
+            described |= {"combine_wave_min_slots": least, "combine_wave_max_slots": most}
         _plans.agree(described)
         plan.combines.add(combine)
     mark = None if plan.low_latency else _combine_phase_hook

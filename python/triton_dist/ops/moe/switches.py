@@ -14,8 +14,8 @@ not defined here are ``op.py``'s (``_self_push``, ``_Plan.busiest_slots``) or th
   :data:`FP8_PREQUANTIZE`), which kernel's programs are placed first (:data:`PUSH_RESIDENT_FIRST`,
   :data:`EXPAND_RESIDENT_FIRST`).
 - Combine: the reduce beside the push (:data:`REDUCE_OVERLAPS_PUSH`, :data:`COMBINE_WAVES`,
-  :data:`COMBINE_WAVE_MIN_SLOTS`), the own partials in the reduce (:data:`OWN_PARTIALS_IN_REDUCE`), the choice by
-  size (:data:`COMBINE_AUTO`).
+  :data:`COMBINE_WAVE_MIN_SLOTS`, :data:`COMBINE_WAVES_BY_PROGRAMS`), the own partials in the reduce
+  (:data:`OWN_PARTIALS_IN_REDUCE`), the choice by size (:data:`COMBINE_AUTO`).
 """
 
 from __future__ import annotations
@@ -402,7 +402,8 @@ of 75% of the push all-gather's bandwidth; docs/design.md, "MoE combine at 4096 
   share of wave ``w``, and no combine flag.
 - The reduce (``WAVES``) takes its tokens as before; for token ``t`` and each rank ``d`` holding it (place ``p =
   tok_pos[t, d]`` of the ``n = N[me, d]`` this rank sent there) the wave is ``((p + 1) W - 1) // n`` (``W``: the
-  pair's waves, :data:`COMBINE_WAVE_MIN_SLOTS`; ``WAVES`` where that is 0), and it waits
+  pair's waves, :data:`COMBINE_WAVE_MIN_SLOTS` or :data:`COMBINE_WAVES_BY_PROGRAMS`; ``WAVES`` where the minimum is
+  0), and it waits
   (acquire) for that wave's flags of every push program of ``d``, once per wave and program (the waves of a rank
   complete in order: a program's later flag covers its earlier waves).
 - Progress: the reduce's programs spin on flags only the pushes set, and the pushes wait for nothing; on sm_90 (H =
@@ -457,8 +458,12 @@ default spreads the 256 slots over 256 programs at once (~43 µs more: 7 more ro
 each wave's slots on from where the wave before ended (every program about one slot in all, as in the default), and
 a pair of few slots takes fewer waves, so fewer rounds: at 256 a 128-token pair takes one wave (the default's one
 round; the reduce then waits for the whole push, as the default's does), 4096 tokens (~4080 a pair) keep the 8
-measured at 248.8 µs; 512 / 1024 / 2048 take 2 / 3 / 7. To be set from the crossover measurement
-(``bench/moe.py --only-combine --tokens 128,512,1024,2048,4096``: its ``all-waves`` row is the dealt push at 0)."""
+measured at 248.8 µs; 512 / 1024 / 2048 (~510 / ~1020 / ~2040 a pair) take 1 / 3 / 7. To be set from the crossover
+measurement (``bench/moe.py --only-combine --tokens 128,512,1024,2048,4096``: its ``all-waves`` row is the dealt push
+at 0). At 4096 tokens 256 and 0 launch the same waves, slots and waits, and code of the same residency (the push 128
+registers either way, the reduce 94 / 96 with the wait watchdog: 96 allocated), so the ``all-waves`` row's 4.5% there
+(255.5 against 267.2 µs on 2 x H200) is the runs' spread, not the setting (docs/design.md, "MoE combine at 4096
+tokens"); at 2048 its win is the tail's (:data:`COMBINE_WAVES_BY_PROGRAMS`)."""
 
 
 def set_combine_wave_min_slots(slots: int) -> int:
@@ -469,6 +474,33 @@ def set_combine_wave_min_slots(slots: int) -> int:
         raise MoeError(f"set_combine_wave_min_slots: slots must be an int >= 0, got {slots!r}")
     previous, COMBINE_WAVE_MIN_SLOTS = COMBINE_WAVE_MIN_SLOTS, slots
     return previous
+
+
+COMBINE_WAVES_BY_PROGRAMS = False
+"""An option (default off until a GPU run times it; :func:`set_combine_waves_by_programs`), with
+:data:`REDUCE_OVERLAPS_PUSH` and :data:`COMBINE_WAVE_MIN_SLOTS` > 0 (0 keeps every pair at all its waves): a (home,
+holder) pair of ``n`` slots takes the fewest waves of at most ``P`` slots each, ``min(COMBINE_WAVES, max(1, ceil(n /
+P)))``, ``P`` the plan's programs per kernel (264 on 132 SMs; the kernels' ``WAVE_MAX``), instead of one per
+:data:`COMBINE_WAVE_MIN_SLOTS`. Computed alike by the holder's push and the home's reduce (nothing exchanged); every
+rank sets the same (agreed at a plan's first combine with it). It applies to the pair :data:`COMBINE_AUTO` picks as
+well. Same results, bit for bit: only when each partial's flag is set changes.
+
+Why (docs/design.md, "MoE combine at 4096 tokens", the tail): what the reduce does after the push ends is the last
+wave's tokens, and its programs take tokens ``pid, pid + P, ...``, so the last wave of ``L = n / W`` tokens gives some
+program ``ceil(L / P)`` of them, one after the other. The measured tails (the reduce after the push) follow that count:
+one token 7.6-19.0 µs, two 26.0-40.2 µs (2 x H200 ef82cce and 2 x H100 6a44934 / 60aa5e6, 128-4096 tokens). At 2048
+tokens (``n`` ~2040) the wave minimum gives 7 waves, 291 tokens in the last (two for some programs): 26.4 µs of tail
+on H200 against 12.7 for 8 waves (255 tokens, one each), the push 3.1 µs longer for the eighth flag round: 161.9
+against 150.4 µs (H100: 180.7 against 171.1), the ``all-waves`` row's win. This rule gives 8 there, 4 at 1024
+tokens (the wave minimum 3: 340 tokens, two for some programs), 1 at 128 and 2 at 512 (~510: 1 there); at 4096
+(~4080, ceil 16) it is capped at :data:`COMBINE_WAVES` (8, 510 tokens: two for some programs, as the wave minimum's),
+where 16 waves would leave one (``bench/moe.py --only-combine --combine-waves 16`` times it)."""
+
+
+def set_combine_waves_by_programs(on: bool) -> bool:
+    """Turn :data:`COMBINE_WAVES_BY_PROGRAMS` on or off for every combine from now on (every rank the same); returns
+    the previous setting. Raises :class:`MoeError` if ``on`` is not a bool."""
+    return _switch("COMBINE_WAVES_BY_PROGRAMS", on)
 
 
 OWN_PARTIALS_IN_REDUCE = False
