@@ -934,6 +934,40 @@ def test_sm90_the_reduce_beside_the_combine_push_fits_with_it_and_waits_per_wave
     assert 2 * (allocated(pushed) + allocated(reduced)) <= 65536, (pushed, reduced)
 
 
+def test_sm90_the_pair_s_wave_rules_compile_to_the_same_residency(tmp_path: Any) -> None:
+    """The pair (``REDUCE_OVERLAPS_PUSH`` + ``OWN_PARTIALS_IN_REDUCE``, H = 7168 bf16, k = 8, 2 ranks, 264 programs)
+    under each rule for a pair's waves: ``COMBINE_WAVE_MIN_SLOTS`` 256 (``WAVE_MIN``), 0 (every pair all its waves:
+    ``bench/moe.py``'s ``all-waves``) and ``COMBINE_WAVES_BY_PROGRAMS`` (``WAVE_MAX`` = the programs). All three give
+    the push 128 registers and the reduce the same 96-register allocation (warps take registers in units of 256), so
+    the same residency beside each other: at 4096 tokens, where every rule gives each pair 8 waves, they run the same
+    schedule on the same occupancy (docs/design.md, "MoE combine at 4096 tokens"). The rules' builds spill nothing
+    but the push at 0, which keeps at most 12 bytes of per-wave values on the stack; each releases once per wave."""
+    need_real_library("sm_90")
+    block = MoeConfig(whole_row=True).row_block(7168)
+
+    def allocated(registers: int) -> int:  # per program of 4 warps: a warp's registers come in units of 256
+        return 4 * -(-registers * 32 // 256) * 256
+
+    waves = {"WAVES": switches.COMBINE_WAVES, "WAVE_SLOTS": switches.MAX_COMBINE_WAVES, "WP": 2, "OWN": True}
+    reduce_constants = {"PACK": 2, "UNROLL": 2, "SENDERS": 264, "K": 8, "SPLIT": switches.OWN_SPLIT}
+    found: dict[str, tuple[int, int]] = {}
+    for label, rule in (("min256", {"WAVE_MIN": 256}), ("all", {}), ("by_programs", {"WAVE_MAX": 264})):
+        push = _compile(
+            "combine_push", "sm_90", False, 2, row_block=block, combine={"PACK": 2, "SPREAD": True, **waves, **rule}
+        )  # fmt: skip
+        reduce = _compile(
+            "combine_reduce", "sm_90", False, 2, row_block=block, combine={**reduce_constants, **waves, **rule}
+        )  # fmt: skip
+        assert len(re.findall(r"atom\.global\.sys\.release", push)) == 1, label
+        infos = [ptxas_info(ptx, tmp_path) for ptx in (push, reduce)]
+        used = [int(re.search(r"Used (\d+) registers", info).group(1)) for info in infos]  # type: ignore[union-attr]
+        spilled = [int(re.search(r"(\d+) bytes spill loads", info).group(1)) for info in infos]  # type: ignore[union-attr]
+        assert spilled[1] == 0 and (spilled[0] == 0 or (label == "all" and spilled[0] <= 12)), (label, infos)
+        found[label] = (used[0], allocated(used[1]))
+    assert set(found.values()) == {(128, allocated(96))}, found
+    assert 2 * (allocated(128) + allocated(96)) <= 65536
+
+
 def test_expand_overlaps_push_is_on_by_default_at_eight_waves() -> None:
     """``switches.EXPAND_OVERLAPS_PUSH``: on by default at ``EXPAND_WAVES = 8`` (measured fastest);
     ``set_expand_overlaps_push`` returns the previous setting and refuses a non-bool; on, it turns on the own rows in
