@@ -201,8 +201,11 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
     calls["ag_gemm cuBLAS path, begin barrier (captured calls)"] = lambda: triton_dist.ops.ag_gemm(a_cublas, b)
     c_cublas = torch.empty(w * m_local, n, dtype=dtype)
     calls["ag_gemm cuBLAS path, begin barrier, out="] = lambda: triton_dist.ops.ag_gemm(a_cublas, b, out=c_cublas)
-    # The eager calls' default: double buffers, one row count per flag scheme (the signatures differ).
-    for m_double, scheme in ((5, "kernels"), (6, "memops"), (7, "memop_write"), (9, "memop_parity")):
+    # The eager calls' default: double buffers, one row count per flag scheme (the signatures differ); the parity
+    # scheme once more with its waits on a waiter stream (CUBLAS_WAIT_BESIDE: one more fork, an order per chunk).
+    doubles = ((5, "kernels", False), (6, "memops", False), (7, "memop_write", False), (9, "memop_parity", False),
+               (10, "memop_parity", True))  # fmt: skip
+    for m_double, scheme, beside in doubles:
         a_double = torch.randn(m_double, k, dtype=dtype)
         ws_double = ag_workspace(m_double)
         recv = torch.empty(2, w * m_double, k, dtype=dtype)
@@ -223,11 +226,12 @@ def overlap_calls() -> dict[str, Callable[[], object]]:
         double_waits = tuple((s, s, wait, (recv[0][rows[s]], recv[1][rows[s]])) for s in range(1, w))
         plan = ag.CublasPlan(
             workspace=ws_double, rank=0, m_local=m_double, rows=w * m_double, n=n, begin=_launch(2), waits=(),
-            copies=(), side=side, stream_ops=ops, double=double, double_waits=double_waits,
-            double_copies=(per_buffer[0], per_buffer[1]), advance=_launch(1),
+            copies=(), side=side, stream_ops=ops, wait_beside=beside, waiter=side, double=double,
+            double_waits=double_waits, double_copies=(per_buffer[0], per_buffer[1]), advance=_launch(1),
         )  # fmt: skip
         _store(ag, a_double, b, plan, None, False)
-        calls[f"ag_gemm cuBLAS path, double buffers, {scheme} flags"] = lambda a=a_double: triton_dist.ops.ag_gemm(a, b)
+        label = f"ag_gemm cuBLAS path, double buffers, {scheme} flags{', waits beside' if beside else ''}"
+        calls[label] = lambda a=a_double: triton_dist.ops.ag_gemm(a, b)
 
     for producer in ("direct", "ce"):
         shard = 8 if producer == "direct" else 12

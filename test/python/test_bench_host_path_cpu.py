@@ -1,7 +1,7 @@
 """bench/host_path_cpu.py's overlap rows run: every GPU path of ag_gemm and gemm_rs the script builds by hand (the
-cuBLAS path with the begin barrier and on double buffers with each flag scheme) is called through the public op and
-timed. The script builds the plans with the op modules' own helpers, so a change of their signatures must show here,
-not on the next GPU-less profiling run."""
+cuBLAS path with the begin barrier and on double buffers with each flag scheme, and with the waits beside the own
+GEMM) is called through the public op and timed. The script builds the plans with the op modules' own helpers, so a
+change of their signatures must show here, not on the next GPU-less profiling run."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ ROWS = (
     "ag_gemm cuBLAS path, double buffers, memops flags",
     "ag_gemm cuBLAS path, double buffers, memop_write flags",
     "ag_gemm cuBLAS path, double buffers, memop_parity flags",
+    "ag_gemm cuBLAS path, double buffers, memop_parity flags, waits beside",
     "gemm_rs cuBLAS path, direct",
     "gemm_rs cuBLAS path, ce",
     "gemm_rs cuBLAS path, ce, out=",

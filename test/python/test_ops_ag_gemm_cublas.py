@@ -15,6 +15,11 @@ operation would; each wait resets its flag, so every flag is 0 after a rank's la
 peer chunk's flag then holds the call count). ``clear_workspaces()`` then returns every block the calls took to the
 symmetric heap. A second run holds one rank's wait until its peer, a call ahead, has set the next call's flag, and
 starts each rank late once: ``"memop_parity"``'s reset must keep both from reading a chunk early.
+
+Four more configurations build their plans with ``CUBLAS_WAIT_BESIDE`` (the waits on a waiter stream beside the own
+GEMM, which the emulation runs in host order: every wait before the own GEMM): one, two (``"kernels"``) and three
+chunks on double buffers, and the barrier path (which keeps its waits in place); the one-call-ahead run is repeated
+with it.
 """
 
 from __future__ import annotations
@@ -26,11 +31,16 @@ import torch
 from emulated_ranks import run_ranks
 
 HEAP = "8M"
-CASES = (  # (cuBLAS chunks asked for, rows per shard, the double buffers' flag scheme or None, the chunks' rows)
-    (1, 5, "memop_parity", [5]),
-    (2, 24, "kernels", [16, 8]),
-    (3, 20, "memop_parity", [8, 8, 4]),
-    (3, 36, None, [16, 16, 4]),
+CASES = (  # (cuBLAS chunks asked for, rows per shard, the double buffers' flag scheme or None, the chunks' rows,
+    # CUBLAS_WAIT_BESIDE when the plan is built)
+    (1, 5, "memop_parity", [5], False),
+    (2, 24, "kernels", [16, 8], False),
+    (3, 20, "memop_parity", [8, 8, 4], False),
+    (3, 36, None, [16, 16, 4], False),
+    (1, 13, "memop_parity", [13], True),
+    (2, 28, "kernels", [16, 12], True),
+    (3, 44, "memop_parity", [16, 16, 12], True),
+    (2, 40, None, [24, 16], True),
 )
 
 
@@ -53,12 +63,13 @@ def _worker() -> list[str]:
         tensor = real_empty(*args, **kwargs)  # type: ignore[call-overload]
         return tensor.fill_(float("nan")) if tensor.is_floating_point() else tensor
 
-    for chunks, m_local, scheme, chunk_rows in CASES:
+    for chunks, m_local, scheme, chunk_rows, beside in CASES:
         double_buffers = scheme is not None
-        case = f"{chunks} chunks, {m_local} rows, {scheme or 'begin barrier'}"
+        case = f"{chunks} chunks, {m_local} rows, {scheme or 'begin barrier'}{', waits beside' if beside else ''}"
         config = OverlapConfig(backend="cublas", cublas_chunks=chunks)
         op.CUBLAS_DOUBLE_BUFFER = double_buffers  # read when the plan is built (this shape's first call)
         op.DOUBLE_BUFFER_FLAGS = scheme or "auto"  # read when the double buffers are made (the same)
+        op.CUBLAS_WAIT_BESIDE = beside  # read when the plan is built
         try:
             for call in range(3):
                 a_s = [torch.randn(m_local, k, generator=gen).to(torch.bfloat16) for _ in range(size)]
@@ -89,7 +100,7 @@ def _worker() -> list[str]:
                 if call != 1 and gathered is not None:
                     problems.append(f"{case}: a gathered A returned without return_gathered")
         finally:
-            op.CUBLAS_DOUBLE_BUFFER, op.DOUBLE_BUFFER_FLAGS = True, "auto"
+            op.CUBLAS_DOUBLE_BUFFER, op.DOUBLE_BUFFER_FLAGS, op.CUBLAS_WAIT_BESIDE = True, "auto", False
         plan = op.plan_for(a_s[rank], b, config)
         arrival = [(rank + s) % size for s in range(1, size)]
         bounds = [(sum(chunk_rows[:i]), sum(chunk_rows[: i + 1])) for i in range(len(chunk_rows))]
@@ -102,6 +113,8 @@ def _worker() -> list[str]:
             problems.append(f"{case}: the plan has {plan.chunks} chunks per shard, path {op.path_name(plan)}")
         elif (plan.double is None) == double_buffers:
             problems.append(f"{case}: the plan's double receive buffers are {plan.double}")
+        elif plan.wait_beside != beside:
+            problems.append(f"{case}: the plan's wait_beside is {plan.wait_beside}")
         elif plan.double is not None:
             problems += _flag_problems(case, plan, scheme)
         del plan
@@ -187,12 +200,13 @@ class _HeldWait:
         self.launch.launch_on(stream, *leading)
 
 
-def _ahead_worker() -> list[str]:
+def _ahead_worker(wait_beside: bool = False) -> list[str]:
     """This rank's problems (empty: all as it should be) with ``"memop_parity"`` flags, two chunks per shard, over
     ``AHEAD_CALLS`` calls: in ``HELD_CALL`` this rank holds its first wait (on the host) until its peer, one call
     ahead, has set this rank's flag of the next call (the other parity's), then waits for this call's flag, resets
     it and reads this call's buffer; in ``LATE_CALL`` it starts late. Every call matches torch, and once this rank's
-    calls are done every flag on it is 0 again."""
+    calls are done every flag on it is 0 again. ``wait_beside``: the plan built with ``CUBLAS_WAIT_BESIDE`` (every
+    wait, the held one included, before the own GEMM)."""
     import time
 
     import triton_dist
@@ -206,6 +220,7 @@ def _ahead_worker() -> list[str]:
     m_local, n, k = 24, 12, 16
     config = OverlapConfig(backend="cublas", cublas_chunks=2)
     op.DOUBLE_BUFFER_FLAGS = "memop_parity"
+    op.CUBLAS_WAIT_BESIDE = wait_beside
     problems: list[str] = []
     held: list[int] = []
     plan: Any = None
@@ -228,7 +243,9 @@ def _ahead_worker() -> list[str]:
             if torch.isnan(c.float()).any() or not torch.allclose(c.float(), want, atol=0.1, rtol=2e-2):
                 problems.append(f"call {call}: C differs from torch (NaN: {int(torch.isnan(c.float()).sum())})")
     finally:
-        op.DOUBLE_BUFFER_FLAGS = "auto"
+        op.DOUBLE_BUFFER_FLAGS, op.CUBLAS_WAIT_BESIDE = "auto", False
+    if plan.wait_beside != wait_beside:
+        problems.append(f"the plan's wait_beside is {plan.wait_beside}, asked {wait_beside}")
     assert plan.double_waits[0][1] == op.cublas_flag_index(peer, 0, size), "the first wait is on the peer's chunk 0"
     if held != [HELD_CALL[rank]]:
         problems.append(f"held calls {held}, expected [{HELD_CALL[rank]}]")
@@ -237,9 +254,11 @@ def _ahead_worker() -> list[str]:
     return problems
 
 
-def test_parity_flags_let_a_peer_run_one_call_ahead_on_emulated_ranks() -> None:
+@pytest.mark.parametrize("wait_beside", [False, True])
+def test_parity_flags_let_a_peer_run_one_call_ahead_on_emulated_ranks(wait_beside: bool) -> None:
     """``"memop_parity"`` (``DoubleBuffer``): a peer's writes of the next call's flags while this rank still waits in
-    this call, and a peer that starts late, change nothing; each call's wait resets the flag it saw."""
-    results = run_ranks(_ahead_worker, 2, heap_size=HEAP).results
+    this call, and a peer that starts late, change nothing; each call's wait resets the flag it saw. The same with
+    the waits beside the own GEMM (``CUBLAS_WAIT_BESIDE``)."""
+    results = run_ranks(_ahead_worker, 2, wait_beside, heap_size=HEAP).results
     failed = {rank: problems for rank, problems in enumerate(results) if problems}
     assert not failed, failed

@@ -212,15 +212,22 @@ class _DriverStreamOps(_StreamOps):
         self.log.calls.append(("wait_value", stream, address, value))
 
 
+@pytest.mark.parametrize("wait_beside", [False, True])
 @pytest.mark.parametrize("scheme", op.FLAG_SCHEMES)
-def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, scheme: str) -> None:
+def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, scheme: str, wait_beside: bool) -> None:
     """The cuBLAS path's eager call on double buffers: no begin kernel; the fork, then per peer its shard copy into
     the buffer of this call's parity and its flag; the own GEMM; per peer the wait on its flag and the GEMM of its
     rows of that same buffer; the join. Two calls use the two buffers. ``"memops"``: the flags are stream memory
     operations carrying the call count (1, then 2) and no kernel runs; ``"memop_write"``: the same writes, and wait
     kernels given the count; ``"memop_parity"``: stream memory writes of 1 into the flags of the call's parity (row 0,
     then row 1) and wait kernels given the flag's index in that row; ``"kernels"``: the send epoch's copy, the
-    advance kernel on the side stream and the wait kernels."""
+    advance kernel on the side stream and the wait kernels.
+
+    With ``wait_beside``: the waiter stream forked from the current stream right after the side stream, every wait
+    on the waiter, the first one enqueued before the own GEMM, each later one right before the current stream's
+    order after the waiter (one per chunk, each right before its chunk's GEMM and after that chunk's wait was
+    enqueued), nothing on the waiter after the last such order (so the call's end includes every wait), and the
+    graph phase 2 above the buffer's (its own graphs)."""
     from dispatch_recording import DispatchRecording
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: None)
@@ -265,6 +272,8 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
         copies=(),
         side=SimpleNamespace(cuda_stream=9),
         stream_ops=_StreamOps(log) if scheme == "kernels" else _DriverStreamOps(log),
+        wait_beside=wait_beside,
+        waiter=SimpleNamespace(cuda_stream=13),
         double=double,
         double_waits=tuple(
             (
@@ -288,44 +297,70 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
         with recording:
             c = plan.run(shards[rank], b)
         names = [entry if isinstance(entry, str) else entry[0] for entry in recording.ops]
+        waits_on = 13 if wait_beside else 7
+        wait_names = {peer: "wait_value" if scheme == "memops" else f"wait {peer}" for peer in arrival}
+        if scheme == "kernels":
+            producer = ["copy", "copy"] * len(senders) + ["advance"]
+        else:
+            producer = ["copy", "write_value"] * len(senders)
+        if wait_beside:
+            forks = ["order", "order"]
+            chunks = [wait_names[arrival[0]], "aten.mm.out"]
+            for index, peer in enumerate(arrival):
+                chunks += ([wait_names[peer]] if index else []) + ["order", "aten.mm.out"]
+        else:
+            forks = ["order"]
+            chunks = ["aten.mm.out"] + [x for peer in arrival for x in (wait_names[peer], "aten.mm.out")]
+        assert names == ["aten.empty.memory_format", "aten.split.Tensor", *forks, *producer, *chunks, "order"], names
+        orders = [entry[1:] for entry in recording.ops if entry[0] == "order"]
+        if wait_beside:
+            assert orders == [
+                ("ag_gemm.cublas.fork", 7, 9),
+                ("ag_gemm.cublas.waiter", 7, 13),
+                *[("ag_gemm.cublas.waited", 13, 7)] * len(arrival),
+                ("ag_gemm.cublas.join", 9, 7),
+            ]
+            at = {i: entry for i, entry in enumerate(recording.ops) if not isinstance(entry, str)}
+            on_waiter = [i for i, entry in at.items() if entry[0] != "order" and entry[1] == 13]
+            waited = [i for i, entry in at.items() if entry[:2] == ("order", "ag_gemm.cublas.waited")]
+            peer_gemms = [i for i, name in enumerate(names) if name == "aten.mm.out"][1:]
+            assert len(on_waiter) == len(waited) == len(peer_gemms) == len(arrival)
+            assert on_waiter[0] < names.index("aten.mm.out"), "the first wait enqueued before the own GEMM"
+            assert all(w < o < g for w, o, g in zip(on_waiter, waited, peer_gemms, strict=True)), (
+                "each chunk's GEMM after the order that follows its wait"
+            )
+            assert max(on_waiter) < waited[-1], "nothing on the waiter after the last join"
+        else:
+            assert orders == [("ag_gemm.cublas.fork", 7, 9), ("ag_gemm.cublas.join", 9, 7)]
         if scheme != "kernels":
-            wait_names = {peer: "wait_value" if scheme == "memops" else f"wait {peer}" for peer in arrival}
-            waits = [x for peer in arrival for x in (wait_names[peer], "aten.mm.out")]
-            assert names == (
-                ["aten.empty.memory_format", "aten.split.Tensor", "order"]
-                + ["copy", "write_value"] * len(senders)
-                + ["aten.mm.out"] + waits + ["order"]
-            ), names  # fmt: skip
             writes = [entry for entry in recording.ops if entry[0] == "write_value"]
             value = 1 if by_parity else call + 1  # a constant (replayable), else the call count
             assert writes == [("write_value", 9, flag_of(peer, call), value) for peer in senders]
-            waited = [entry for entry in recording.ops if entry[0] in wait_names.values()]
+            waited_for = [entry for entry in recording.ops if entry[0] in wait_names.values()]
             if scheme == "memops":
-                assert waited == [("wait_value", 7, flags + 4 * peer, call + 1) for peer in arrival]
-            elif by_parity:  # the kernel on the current stream, given the flag's index in this call's row
-                assert waited == [(f"wait {peer}", 7, call * per_parity + peer) for peer in arrival]
-            else:  # the kernel on the current stream, the count its one leading argument
-                assert waited == [(f"wait {peer}", 7, call + 1) for peer in arrival]
+                assert waited_for == [("wait_value", waits_on, flags + 4 * peer, call + 1) for peer in arrival]
+            elif by_parity:  # the kernel, given the flag's index in this call's row
+                assert waited_for == [(f"wait {peer}", waits_on, call * per_parity + peer) for peer in arrival]
+            else:  # the kernel, the count its one leading argument
+                assert waited_for == [(f"wait {peer}", waits_on, call + 1) for peer in arrival]
         else:
-            waits = [x for peer in arrival for x in (f"wait {peer}", "aten.mm.out")]
             assert [entry for entry in recording.ops if entry[0].startswith("wait")] == [
-                (f"wait {peer}", 7) for peer in arrival
+                (f"wait {peer}", waits_on) for peer in arrival
             ], "no argument: the kernels read the receive epoch"
-            assert names == (
-                ["aten.empty.memory_format", "aten.split.Tensor", "order"]
-                + ["copy", "copy"] * len(senders)
-                + ["advance", "aten.mm.out"] + waits + ["order"]
-            ), names  # fmt: skip
             flag_copies = [entry for entry in recording.ops if entry[0] == "copy"][1::2]
             assert [entry[3] for entry in flag_copies] == [double.send_epoch.data_ptr()] * len(senders)
         copied = [entry for entry in recording.ops if entry[0] == "copy" and entry[4] > 4]
         assert [entry[2] for entry in copied] == [10_000 * call + 1000 * peer for peer in senders], "this call's buffer"
         assert "begin" not in names, "no begin kernel, no barrier"
         replayable = scheme in ("memop_parity", "kernels")  # the next call's phase: its buffer, or None (eager)
-        assert plan.graph_phase() == ((call + 1) % 2 if replayable else None)
+        assert plan.graph_phase() == ((call + 1) % 2 + 2 * wait_beside if replayable else None)
         want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
         assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2), "each GEMM read this call's buffer"
     assert double.calls == 2
+    plan.replayed(1 + 2 * wait_beside)  # a replay of a call on buffer 1: the gathered A is read from buffer 1
+    assert double.calls == 3
+    gathered = plan.gathered(shards[rank], rank)
+    assert all(torch.equal(gathered[rows[peer]], double.recv[1][rows[peer]]) for peer in arrival)
 
 
 def test_the_flag_scheme_is_the_replayable_memop_one_wherever_it_can_run(monkeypatch) -> None:
@@ -365,3 +400,86 @@ def test_double_buffers_fall_back_to_the_barrier_when_the_heap_is_full(monkeypat
         assert op.double_buffer(world, a) is None
     monkeypatch.setattr(op, "DOUBLE_BUFFER_MAX_BYTES", 2 * 2 * 64 * 128 * 2 - 1)
     assert op.double_buffer(world, a) is None  # over the cap: no allocation, so no warning
+
+
+class _EmulatedBegin(op.EmulatedLaunch):
+    """A begin kernel's stand-in that marks the plan as the CPU emulation's (``_CallConstants.emulated``)."""
+
+    def __init__(self) -> None:  # no kernel: the double-buffered emulated call launches no begin kernel
+        pass
+
+
+@pytest.mark.parametrize("wait_beside", [False, True])
+def test_the_emulation_runs_the_waits_beside_the_own_gemm_in_host_order(wait_beside: bool) -> None:
+    """Under the CPU emulation (every stream's work in host order) a double-buffered ``"memop_parity"`` call: each
+    host copy into a peer's rows, then the 1 into its flag; then with ``wait_beside`` every chunk's wait kernel
+    before the own GEMM (the waiter stream's work, in arrival order) and the peer GEMMs after it, else the own GEMM
+    and per chunk its wait then its GEMM. Each wait is given its flag's index in the call's row; C matches torch."""
+    from dispatch_recording import DispatchRecording
+
+    world_size, rank, m_local, k, n = 3, 0, 4, 16, 8
+    recording = DispatchRecording()
+    log = SimpleNamespace(calls=recording.ops)
+    gen = torch.Generator().manual_seed(5)
+    arrival = [(rank + s) % world_size for s in range(1, world_size)]
+    senders = [(rank - s) % world_size for s in range(1, world_size)]
+    per_parity = world_size * op.MAX_CUBLAS_CHUNKS
+    double = op.DoubleBuffer(
+        recv=torch.full((2, world_size * m_local, k), float("nan"), dtype=torch.bfloat16),
+        flags=torch.zeros(2, per_parity, dtype=torch.int32),
+        send_epoch=torch.ones(1, dtype=torch.int32),
+        recv_epoch=torch.ones(1, dtype=torch.int32),
+        peer_recv={},
+        peer_flags={},
+        flags_by="memop_parity",
+    )
+    peer_rows = {peer: torch.zeros(m_local, k, dtype=torch.bfloat16) for peer in senders}  # the peers' slots
+    peer_flags = {peer: torch.zeros(2, 1, dtype=torch.int32) for peer in senders}
+    rows = {peer: slice(peer * m_local, (peer + 1) * m_local) for peer in range(world_size)}
+    plan = op.CublasPlan(
+        workspace=_workspace(torch.empty(world_size * m_local, k, dtype=torch.bfloat16), world_size),
+        rank=rank,
+        m_local=m_local,
+        rows=world_size * m_local,
+        n=n,
+        begin=_EmulatedBegin(),
+        waits=(),
+        copies=(),
+        side=None,
+        stream_ops=None,
+        wait_beside=wait_beside,
+        double=double,
+        double_waits=tuple(
+            (
+                peer,
+                peer,
+                _ArgumentsLaunch(f"wait {peer}", log),
+                (double.recv[0][rows[peer]], double.recv[1][rows[peer]]),
+            )
+            for peer in arrival
+        ),
+        double_host_copies=tuple(
+            tuple(op._HostCopy(peer_rows[peer], 0, m_local, peer_flags[peer][parity]) for peer in senders)
+            for parity in (0, 1)
+        ),
+    )
+    shards = [torch.randn(m_local, k, generator=gen).to(torch.bfloat16) for _ in range(world_size)]
+    for peer in arrival:  # what the peers' copies would have landed in this call's buffer (0)
+        double.recv[0][rows[peer]] = shards[peer]
+    b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
+    with recording:
+        c = plan.run(shards[rank], b)
+    steps = [entry if isinstance(entry, str) else entry[0] for entry in recording.ops]
+    steps = [step for step in steps if step.startswith("wait") or step == "aten.mm.out"]
+    waits = [f"wait {peer}" for peer in arrival]
+    if wait_beside:
+        assert steps == [*waits, "aten.mm.out", *["aten.mm.out"] * len(arrival)], steps
+    else:
+        assert steps == ["aten.mm.out", *[x for wait in waits for x in (wait, "aten.mm.out")]], steps
+    launched = [entry for entry in recording.ops if not isinstance(entry, str) and entry[0].startswith("wait")]
+    assert launched == [(f"wait {peer}", 0, peer) for peer in arrival], "parity 0's row: the flag's own index"
+    assert all(torch.equal(peer_rows[peer], shards[rank]) for peer in senders), "the shard copied to every peer"
+    assert all(peer_flags[peer].flatten().tolist() == [1, 0] for peer in senders), "then the 1 in parity 0's flag"
+    want = (torch.cat(shards).float() @ b.float()).to(torch.bfloat16)
+    assert torch.allclose(c.float(), want.float(), atol=1e-2, rtol=1e-2)
+    assert double.calls == 1

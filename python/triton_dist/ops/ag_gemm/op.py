@@ -26,7 +26,8 @@ peer's first rows be multiplied while its last ones are still on the way: where 
 one chunk per shard ends at about comm + GEMM / W, c chunks at about comm + GEMM / (W c), for one more copy, flag,
 wait and cuBLAS launch per chunk and smaller GEMMs (the cost model weighs both: ``cost_model.ag_gemm_cublas_ms``).
 With ``CUBLAS_DOUBLE_BUFFER`` (the default) its eager calls skip step 1: they alternate between two receive buffers
-(:class:`DoubleBuffer` says why no barrier is then needed).
+(:class:`DoubleBuffer` says why no barrier is then needed); with ``CUBLAS_WAIT_BESIDE`` (an option) their waits run
+on a high-priority stream beside the own GEMM (``CublasPlan.wait_beside``).
 
 The first call of a signature (shapes, dtypes, strides, device, the operands' 16-byte alignment, the world) builds a
 plan: the configuration, the workspace, the compiled kernels with their grids and constants, every copy's address,
@@ -85,6 +86,10 @@ MIN_BLOCK_M = 64
 SUPPORTED_DTYPES = (torch.bfloat16, torch.float16)
 CUBLAS_BEGIN_ON_SIDE = False
 """``CublasPlan.begin_on_side`` of the cuBLAS plans built from now on (an option until a GPU run decides)."""
+CUBLAS_WAIT_BESIDE = False
+"""``CublasPlan.wait_beside`` of the cuBLAS plans built from now on: the double-buffered eager calls' waits on a
+high-priority waiter stream beside the own GEMM (an option until a GPU run times it; ``CublasPlan.wait_beside``
+says why it is safe and what it should save)."""
 CUBLAS_DOUBLE_BUFFER = True
 """Whether the cuBLAS plans built from now on get :class:`DoubleBuffer` receive buffers for their eager calls. On by
 default: on 2 x H100 every cuBLAS-path row of the AG sweep ran 0.3-8% faster with them (docs/results/
@@ -565,6 +570,36 @@ class CublasPlan:
     that reason)."""
     priority_side: torch.cuda.Stream | None = None
     """The side stream of ``begin_on_side``: the device's highest priority (None under the CPU emulation)."""
+    wait_beside: bool = False
+    """Where the double-buffered eager calls (``_run_double``) wait for their chunks. False (the default): each
+    chunk's wait on the current stream right before its GEMM, after the own GEMM: on 2 x H200 at M = 1024 the
+    wait kernel's 1.7-2.1 µs sat on the chain between the own GEMM and the first peer GEMM although its flag had
+    been set long before (bench/timeline_gpu.py, session 30). True (an option until timed; ``CUBLAS_WAIT_BESIDE``):
+    the waits on ``waiter``, a high-priority stream forked from the current stream at the call's start, the first
+    one enqueued before the own GEMM, so it runs beside it; the current stream waits for chunk i's wait (an event)
+    only right before chunk i's GEMM, and the wait is off the chain wherever its flag is set before the own GEMM
+    ends. Every scheme of ``DOUBLE_BUFFER_FLAGS`` (the wait kernels, ``"memops"``'s memory-operation waits).
+
+    Safe as the waits on the current stream are (``DoubleBuffer``'s argument): chunk i's GEMM still starts after
+    its wait, and the current stream's last GEMM waits for the call's last wait, after which nothing is enqueued
+    on the waiter, so "the current stream finished call n" still includes every wait (and ``"memop_parity"``'s
+    reset) of call n: the side stream's copies and flag writes of call n + 1, forked after it, cannot come first.
+    The waiter of call n + 1 forks after the whole of call n too, so waits never run a call ahead. One waiter
+    stream holds every chunk's wait in arrival order, as the current stream did: the GEMMs consume the chunks in
+    that order anyway, so more waiter streams would start no GEMM earlier, and one 1-warp program at a time holds
+    one SM slot at most. The waiter joins the current stream through the last chunk's event, so a capture of the
+    call (the op's own graphs: one per parity and per ``wait_beside``, ``graph_phase``) has it fork from and join
+    back to the capturing stream. Calls captured in a user's CUDA graph keep the barrier path and its waits on the
+    current stream.
+
+    Its costs: one more fork (an event) and one cross-stream dependency per chunk (a graph edge in the replays),
+    and the first wait needs an SM slot while cuBLAS's own-GEMM grid runs. At M = 1024 on two ranks the own GEMM's
+    grid (512 rows) may leave SMs free, and torch instantiates graphs with node priorities, so the waiter keeps its
+    stream's priority in the replays; where cuBLAS's CTAs hold every SM's registers, the waiter starts when the
+    first CTA retires, still before the own GEMM ends. A wait whose flag is not yet set spins on its SM beside the
+    GEMM (one SM of the GEMM's grid lost only where the GEMM needs a further wave)."""
+    waiter: torch.cuda.Stream | None = None
+    """The waits' stream with ``wait_beside``: the device's highest priority (None under the CPU emulation)."""
     double: DoubleBuffer | None = None
     """Eager calls' double receive buffers (no begin barrier), or None: every call as a captured one."""
     double_waits: tuple[
@@ -597,6 +632,7 @@ class CublasPlan:
     _split: list[int] | None = dataclasses.field(init=False, repr=False)
     _own: int = dataclasses.field(init=False, repr=False)
     _priority_side: int = dataclasses.field(init=False, repr=False)
+    _waiter: int = dataclasses.field(init=False, repr=False)
     _double_copies: tuple[tuple[tuple[int, int, int, int], ...], ...] = dataclasses.field(init=False, repr=False)
     _send_epoch: int = dataclasses.field(init=False, repr=False)
     _double_flags: int = dataclasses.field(init=False, repr=False)
@@ -615,6 +651,7 @@ class CublasPlan:
         self._split = list(self.part_rows) if self.part_rows else None
         self._own = self.rank if self.own_part is None else self.own_part
         self._priority_side = 0 if self.priority_side is None else self.priority_side.cuda_stream
+        self._waiter = 0 if self.waiter is None else self.waiter.cuda_stream
         self._double_copies = tuple(_copy_arguments(copies) for copies in self.double_copies)
         self._send_epoch = 0 if self.double is None else self.double.send_epoch.data_ptr()
         self._double_flags = 0 if self.double is None else self.double.flags.data_ptr()
@@ -668,12 +705,15 @@ class CublasPlan:
 
     def graph_phase(self) -> int | None:
         """The host state an eager call's launches depend on (``eager_graphs``): which double buffer it fills (and,
-        with ``"memop_parity"``, which row of flags), 0 without double buffers; None where the host writes the
-        flags' values (``"memops"``, ``"memop_write"``: those cannot be replayed)."""
+        with ``"memop_parity"``, which row of flags), plus 2 with ``wait_beside`` (where its waits run, which a tool
+        may switch on a built plan); 0 without double buffers; None where the host writes the flags' values
+        (``"memops"``, ``"memop_write"``: those cannot be replayed)."""
         double = self.double
         if double is None:
             return 0
-        return double.calls & 1 if double.flags_by in REPLAYABLE_FLAG_SCHEMES else None
+        if double.flags_by not in REPLAYABLE_FLAG_SCHEMES:
+            return None
+        return (double.calls & 1) + (2 if self.wait_beside else 0)
 
     def replayed(self, phase: Hashable) -> None:
         """The host-state change of an eager call of ``phase`` whose launches a graph replayed."""
@@ -681,16 +721,18 @@ class CublasPlan:
         if double is None:
             self._last_recv = self.workspace.recv
         else:
-            assert isinstance(phase, int), "a double-buffered call's phase is its buffer"
+            assert isinstance(phase, int), "a double-buffered call's phase is its buffer (+ 2 with wait_beside)"
             double.calls += 1
-            self._last_recv = self._double_recv[phase]
+            self._last_recv = self._double_recv[phase & 1]
 
     def _run_double(
         self, a: torch.Tensor, b: torch.Tensor, ops: StreamOps, double: DoubleBuffer, out: torch.Tensor | None
     ) -> torch.Tensor:
         """An eager call on the double buffers: no begin kernel; the side stream forks at once and copies into the
         peers' buffer ``calls % 2``; the current stream runs the own GEMM, then per chunk its wait and its GEMM (C:
-        ``out``, else a new tensor).
+        ``out``, else a new tensor). With ``wait_beside`` the waits run on the waiter stream instead, forked right
+        after the side stream, the first one enqueued before the own GEMM; the current stream waits for each (an
+        event recorded after it) right before its chunk's GEMM.
 
         The flags by ``double.flags_by``: ``"memop_parity"``, a stream memory write of 1 into the peer's flag of
         this call's parity after each copy, a wait kernel per chunk (which resets its flag) before its GEMM;
@@ -706,46 +748,52 @@ class CublasPlan:
         parts = self._parts(c)
         main = current_raw_stream(call.device.index)
         side = call.side
+        waits = self.double_waits
+        beside = self.wait_beside and bool(waits)
+        waiter = self._waiter if beside else main
         ops.order("ag_gemm.cublas.fork", main, side)
+        if beside:  # after the current stream's earlier work, as the side stream: no wait runs a call ahead
+            ops.order("ag_gemm.cublas.waiter", main, waiter)
         scheme = double.flags_by
+        base = a.data_ptr()
+        value = 1 if scheme == "memop_parity" else double.calls & 0xFFFFFFFF  # the count: waits compare cyclically
         if scheme == "kernels":
             advance = self.advance
             assert advance is not None, "a double-buffered plan has its advance kernel"
-            _enqueue_copies(ops, self._double_copies[parity], a.data_ptr(), self._send_epoch, side)
+            _enqueue_copies(ops, self._double_copies[parity], base, self._send_epoch, side)
             advance.launch_on(side)
-            torch.mm(a, b, out=parts[self._own])
-            for part, _, wait, received in self.double_waits:
-                assert wait is not None, "the kernel scheme has its wait kernels"
-                wait.launch_on(main)
-                torch.mm(received[parity], b, out=parts[part])
-        elif scheme == "memop_parity":
+        else:  # memory-operation writes: "memop_parity"'s constant 1 (a graph replays it) into its parity's row
             copy, write_value = ops.copy, ops.write_value
-            base = a.data_ptr()
-            for destination, offset, nbytes, flag in self._double_copies[parity]:  # flags of this parity's row
-                copy(destination, base + offset, nbytes, side)
-                write_value(flag, 1, side)  # a constant: a graph of this call replays it
-            torch.mm(a, b, out=parts[self._own])
-            row = parity * self._flags_per_parity
-            for part, flag_index, wait, received in self.double_waits:
-                assert wait is not None, "the parity scheme has its wait kernels"
-                wait.launch_on(main, row + flag_index)
-                torch.mm(received[parity], b, out=parts[part])
-        else:
-            value = double.calls & 0xFFFFFFFF  # the waits compare cyclically
-            copy, write_value, wait_value = ops.copy, ops.write_value, ops.wait_value
-            base = a.data_ptr()
             for destination, offset, nbytes, flag in self._double_copies[parity]:
                 copy(destination, base + offset, nbytes, side)
                 write_value(flag, value, side)
-            torch.mm(a, b, out=parts[self._own])
-            flags = self._double_flags
-            for part, flag_index, wait, received in self.double_waits:
-                if wait is None:  # "memops"
-                    wait_value(flags + 4 * flag_index, value, main)
-                else:  # "memop_write": a kernel the watchdog watches
-                    wait.launch_on(main, value)
-                torch.mm(received[parity], b, out=parts[part])
-        ops.order("ag_gemm.cublas.join", side, main)
+        row = parity * self._flags_per_parity
+        flags = self._double_flags
+
+        def enqueue_wait(flag_index: int, wait: LaunchPlan | EmulatedLaunch | None) -> None:
+            if scheme == "memop_parity":
+                assert wait is not None, "the parity scheme has its wait kernels"
+                wait.launch_on(waiter, row + flag_index)
+            elif scheme == "kernels":
+                assert wait is not None, "the kernel scheme has its wait kernels"
+                wait.launch_on(waiter)
+            elif wait is None:  # "memops"
+                ops.wait_value(flags + 4 * flag_index, value, waiter)
+            else:  # "memop_write": a kernel the watchdog watches
+                wait.launch_on(waiter, value)
+
+        if beside:  # the first wait before the own GEMM: its program is pending before cuBLAS's grid
+            enqueue_wait(waits[0][1], waits[0][2])
+        torch.mm(a, b, out=parts[self._own])
+        for index, (part, flag_index, wait, received) in enumerate(waits):
+            if not beside:
+                enqueue_wait(flag_index, wait)
+            else:
+                if index:  # behind the previous wait on the waiter, whatever the host's order
+                    enqueue_wait(flag_index, wait)
+                ops.order("ag_gemm.cublas.waited", waiter, main)  # this chunk's wait and every one before it
+            torch.mm(received[parity], b, out=parts[part])
+        ops.order("ag_gemm.cublas.join", side, main)  # the waiter joined at the last chunk's order above
         self._last_recv = self._double_recv[parity]
         return c
 
@@ -755,7 +803,13 @@ class CublasPlan:
         buffers: the producer into buffer ``calls % 2``, each copy followed by the write of the send epoch, or with
         ``"memop_parity"`` of 1 into the flag of the call's parity, where the GPU's memory operation would write it;
         then the send epoch's advance (``"kernels"``), the own GEMM and per chunk its wait kernel and GEMM); C is
-        ``out``, else a new tensor."""
+        ``out``, else a new tensor.
+
+        With ``wait_beside`` every wait kernel runs before the own GEMM: the waiter stream's work in host order, an
+        order the GPU may take too. It cannot deadlock: a wait needs only its peer's copy and flag write of the same
+        call, which every rank makes at its call's start, before its own waits, and a rank starts call n + 1 only
+        once call n (waits included) is done, so no rank waits for a flag that its peer sets only after a wait of
+        its own."""
         double = self.double
         if double is not None:
             parity = double.calls & 1
@@ -772,14 +826,23 @@ class CublasPlan:
                 self.advance.launch_on(0)
             c = torch.empty((self.rows, self.n), dtype=a.dtype, device=a.device) if out is None else out
             parts = self._parts(c)
-            torch.mm(a, b, out=parts[self._own])
             row = parity * self._flags_per_parity
-            for part, flag_index, wait, received in self.double_waits:
+
+            def await_chunk(flag_index: int, wait: LaunchPlan | EmulatedLaunch | None) -> None:
                 assert wait is not None, "the emulation's schemes wait by kernels"
                 if by_parity:
                     wait.launch_on(0, row + flag_index)
                 else:
                     wait.launch_on(0)
+
+            beside = self.wait_beside
+            if beside:  # the waiter stream's work in host order: every wait before the own GEMM (see above)
+                for _, flag_index, wait, _ in self.double_waits:
+                    await_chunk(flag_index, wait)
+            torch.mm(a, b, out=parts[self._own])
+            for part, flag_index, wait, received in self.double_waits:
+                if not beside:
+                    await_chunk(flag_index, wait)
                 torch.mm(received[parity], b, out=parts[part])
             self._last_recv = self._double_recv[parity]
             return c
@@ -1062,6 +1125,8 @@ def _build_cublas(world: rt.World, a: torch.Tensor, b: torch.Tensor, chunks: int
         host_copies=host_copies,
         begin_on_side=CUBLAS_BEGIN_ON_SIDE,
         priority_side=None if emulated else resources.side_stream(device, "ag_gemm.priority", high_priority=True),
+        wait_beside=CUBLAS_WAIT_BESIDE,
+        waiter=None if emulated else resources.side_stream(device, "ag_gemm.waiter", high_priority=True),
         chunks=num_chunks,
         part_rows=() if num_chunks == 1 else tuple(part_rows),
         own_part=None if num_chunks == 1 else own_part,
