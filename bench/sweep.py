@@ -678,12 +678,19 @@ def main() -> int:
         choices=["auto", *importlib.import_module("triton_dist.ops.ag_gemm.op").FLAG_SCHEMES],
         help="how the cuBLAS path's double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
     )
+    parser.add_argument(
+        "--ag-wait-beside",
+        action="store_true",
+        help="ag_gemm's cuBLAS path with its double-buffered calls' waits on a waiter stream beside the own GEMM "
+        "(ops.ag_gemm.op.CUBLAS_WAIT_BESIDE; an option until timed)",
+    )
     args = parser.parse_args()
     started = time.time()
     importlib.import_module("triton_dist.ops.ag_gemm.op").DOUBLE_BUFFER_FLAGS = args.ag_flags
     if args.ag_begin_on_side:
         importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_BEGIN_ON_SIDE = True
     importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_DOUBLE_BUFFER = args.ag_double_buffer
+    importlib.import_module("triton_dist.ops.ag_gemm.op").CUBLAS_WAIT_BESIDE = args.ag_wait_beside
     setup_distributed("24G")
     dtype = getattr(torch, args.dtype)
     world = rt.current_world()

@@ -2,7 +2,7 @@
 microseconds go.
 
     torchrun --nproc-per-node=2 bench/timeline_gpu.py [--calls 9] [--rows ag:1024,6144,4096 rs:1024,4096,14336]
-        [--flags auto|memop_parity|memops|memop_write|kernels]
+        [--flags auto|memop_parity|memops|memop_write|kernels] [--wait-beside off|on|both]
 
 Each call runs as the benchmarks time it (``testing.timing``): a GPU spin that keeps the host ahead, the device
 barrier across ranks, then the call. torch.profiler (CUDA activities only) records the calls; per row, rank 0
@@ -10,7 +10,10 @@ prints the call whose span (barrier end to last GPU activity end) is the median,
 memset: its stream, start and end in µs after the barrier ended, and its name. The gaps between lines are what the
 sweep's cost model calls the paths' fixed costs (the begin barrier, the copy engine's start, the flag copies, the
 wait kernels). ``--flags`` picks how the AG cuBLAS path's double-buffered calls flag
-(``ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS``; the row's label names the scheme that ran).
+(``ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS``; the row's label names the scheme that ran). ``--wait-beside`` where their
+waits run (``CublasPlan.wait_beside``, ``ops.ag_gemm.op.CUBLAS_WAIT_BESIDE``): ``both`` times each such row twice,
+the waits on the current stream, then beside the own GEMM on the waiter stream (label ", waits beside"), each run
+checked against the unfused path first.
 
     torchrun --nproc-per-node=2 bench/timeline_gpu.py --from-idle [--calls 9] [--rows ...]
 
@@ -66,6 +69,9 @@ OP_CATEGORY = "cpu_op"
 BARRIER_KERNEL = "_barrier_kernel"
 BEGIN_KERNEL = "begin"
 """The ops' begin kernels (``_begin_kernel``, ``_cublas_begin_kernel``, ``_cublas_begin_wait_kernel``) hold it."""
+WAIT_BESIDE = {"off": (False,), "on": (True,), "both": (False, True)}
+"""``--wait-beside``'s choices: the ``CublasPlan.wait_beside`` settings each double-buffered AG cuBLAS row is timed
+with."""
 CALL_MARK = "timeline_gpu.idle_call"
 """The ``record_function`` range around each from-idle call (its events, the call, the end event)."""
 
@@ -323,26 +329,37 @@ class Row:
     want: torch.Tensor
     """The unfused path's output (after ``unfused()``)."""
     plan: Any
-    """The AG cuBLAS path's plan (its ``begin_on_side`` is set per run unless its eager calls use double buffers),
-    else None."""
+    """The AG cuBLAS path's plan (its ``begin_on_side`` is set per run unless its eager calls use double buffers,
+    then its ``wait_beside``), else None."""
+    wait_beside: tuple[bool, ...] = (False,)
+    """The ``CublasPlan.wait_beside`` settings a double-buffered cuBLAS plan is timed with, in order."""
 
-    def runs(self) -> list[tuple[str, Callable[[], object], bool | None]]:
-        """(label, call, the cuBLAS plan's ``begin_on_side`` or None) of each path the row times, in order."""
+    def runs(self) -> list[tuple[str, Callable[[], object], dict[str, bool] | None]]:
+        """(label, call, the cuBLAS plan's attributes to set before it or None) of each path the row times, in
+        order: ``begin_on_side`` False and True on the begin barrier's path; each of ``wait_beside`` on double
+        buffers (whose calls run no begin kernel)."""
         prefix = f"{self.op} {self.dims}"
-        ours: list[tuple[str, Callable[[], object], bool | None]]
+        ours: list[tuple[str, Callable[[], object], dict[str, bool] | None]]
         double = getattr(self.plan, "double", None)
-        if double is not None:  # eager calls on double buffers: no begin kernel, so begin_on_side changes nothing
-            ours = [(f"{prefix} ours (cublas, double buffers, {double.flags_by} flags)", self.ours, False)]
+        if double is not None:  # no begin kernel: begin_on_side changes nothing, where the waits run may
+            ours = []
+            for beside in self.wait_beside:
+                label = f"{prefix} ours (cublas, double buffers, {double.flags_by} flags{', waits beside' * beside})"
+                ours.append((label, self.ours, {"begin_on_side": False, "wait_beside": beside}))
         elif self.plan is not None:  # the begin kernel's placement (CublasPlan.begin_on_side), both timed
-            ours = [(f"{prefix} ours (cublas, begin_on_side={s})", self.ours, s) for s in (False, True)]
+            ours = [
+                (f"{prefix} ours (cublas, begin_on_side={s})", self.ours, {"begin_on_side": s}) for s in (False, True)
+            ]
         else:
             ours = [(f"{prefix} ours ({self.path})", self.ours, None)]
         return [*ours, (f"{prefix} unfused", self.unfused, None)]
 
 
-def build_row(row: str, w: int, device: torch.device, dtype: torch.dtype) -> Row:
-    """The operands of ``row`` (``op:M,N,K``, op ag or rs, N and K global) on ``w`` ranks; SystemExit when the
-    row is malformed."""
+def build_row(
+    row: str, w: int, device: torch.device, dtype: torch.dtype, wait_beside: tuple[bool, ...] = (False,)
+) -> Row:
+    """The operands of ``row`` (``op:M,N,K``, op ag or rs, N and K global) on ``w`` ranks, an AG cuBLAS plan on
+    double buffers timed with each of ``wait_beside``; SystemExit when the row is malformed."""
     ag_op = importlib.import_module("triton_dist.ops.ag_gemm.op")
     rs_op = importlib.import_module("triton_dist.ops.gemm_rs.op")
     try:
@@ -363,7 +380,7 @@ def build_row(row: str, w: int, device: torch.device, dtype: torch.dtype) -> Row
 
         path = ag_op.path_of(a, b)
         plan = ag_op.plan_for(a, b) if path.startswith("cublas") else None
-        return Row(op, dims, path, functools.partial(ag_gemm, a, b), unfused_ag, c, plan)
+        return Row(op, dims, path, functools.partial(ag_gemm, a, b), unfused_ag, c, plan, wait_beside)
     if op == "rs":
         a = torch.randn(m, k // w, device=device, dtype=dtype)
         b = torch.randn(k // w, n, device=device, dtype=dtype)
@@ -428,6 +445,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=["auto", *importlib.import_module("triton_dist.ops.ag_gemm.op").FLAG_SCHEMES],
         help="how the AG cuBLAS path's double-buffered calls flag (ops.ag_gemm.op.DOUBLE_BUFFER_FLAGS)",
     )
+    parser.add_argument(
+        "--wait-beside",
+        default="off",
+        choices=list(WAIT_BESIDE),
+        help="where the AG cuBLAS path's double-buffered calls wait (CublasPlan.wait_beside): on the current stream "
+        "(off), beside the own GEMM on a waiter stream (on), or each row timed both ways (both)",
+    )
     args = parser.parse_args(argv)
     rows = args.rows if args.rows is not None else list(FROM_IDLE_ROWS if args.from_idle else DEFAULT_ROWS)
     require_gpu_ranks("bench/timeline_gpu.py")
@@ -437,10 +461,10 @@ def main(argv: list[str] | None = None) -> int:
     w, device, dtype = world.world_size, world.device, torch.bfloat16
     reports: list[str] = []
     for text in rows:
-        row = build_row(text, w, device, dtype)
-        for label, fn, on_side in row.runs():
-            if row.plan is not None:
-                row.plan.begin_on_side = bool(on_side)
+        row = build_row(text, w, device, dtype, WAIT_BESIDE[args.wait_beside])
+        for label, fn, settings in row.runs():
+            for name, value in (settings or {}).items():  # the op's own graphs are keyed by wait_beside too
+                setattr(row.plan, name, value)
             if args.from_idle:
                 split, exits, elapsed = profile_from_idle(fn, args.calls)
                 everyone: list[list[int] | None] = [None] * w
@@ -448,9 +472,9 @@ def main(argv: list[str] | None = None) -> int:
                 offsets = barrier_offsets_us([x for x in everyone if x is not None], world.rank)
                 reports.append(describe_idle(label, world.rank, split, offsets, elapsed))
                 continue
-            if on_side is not None:
-                reports.append(check_against(row.ours, row.unfused, row.want, f"{row.op} {row.dims} "
-                                             f"begin_on_side={on_side}"))  # fmt: skip
+            if settings is not None:
+                named = ", ".join(f"{name}={value}" for name, value in settings.items())
+                reports.append(check_against(row.ours, row.unfused, row.want, f"{row.op} {row.dims} {named}"))
             events, spans = timeline(fn, args.calls)
             reports.append(describe(label, events, spans))
     if args.from_idle:  # every rank's lines, rank 0 prints them per path

@@ -169,20 +169,31 @@ def test_a_row_times_its_cublas_plan_as_its_eager_calls_run_then_the_unfused_pat
     timeline = load_bench("timeline_gpu.py")
     want = timeline.torch.empty(1)
     plain = timeline.Row("rs", "1,2,3", "fused", lambda: want, lambda: None, want, None)
-    assert [(label, on_side) for label, _, on_side in plain.runs()] == [
+    assert [(label, settings) for label, _, settings in plain.runs()] == [
         ("rs 1,2,3 ours (fused)", None),
         ("rs 1,2,3 unfused", None),
     ]
     cublas = timeline.Row("ag", "1,2,3", "cublas", lambda: want, lambda: None, want, object())
-    assert [(label, on_side) for label, _, on_side in cublas.runs()] == [
-        ("ag 1,2,3 ours (cublas, begin_on_side=False)", False),
-        ("ag 1,2,3 ours (cublas, begin_on_side=True)", True),
+    assert [(label, settings) for label, _, settings in cublas.runs()] == [
+        ("ag 1,2,3 ours (cublas, begin_on_side=False)", {"begin_on_side": False}),
+        ("ag 1,2,3 ours (cublas, begin_on_side=True)", {"begin_on_side": True}),
         ("ag 1,2,3 unfused", None),
     ]
-    # Eager calls on double buffers run no begin kernel: one run of ours, named with its flag scheme.
+    # Eager calls on double buffers run no begin kernel: one run of ours per wait_beside setting asked for (the
+    # waits on the current stream alone by default), named with its flag scheme.
     plan = SimpleNamespace(double=SimpleNamespace(flags_by="kernels"))
     double = timeline.Row("ag", "1,2,3", "cublas", lambda: want, lambda: None, want, plan)
-    assert [(label, on_side) for label, _, on_side in double.runs()] == [
-        ("ag 1,2,3 ours (cublas, double buffers, kernels flags)", False),
+    assert [(label, settings) for label, _, settings in double.runs()] == [
+        ("ag 1,2,3 ours (cublas, double buffers, kernels flags)", {"begin_on_side": False, "wait_beside": False}),
         ("ag 1,2,3 unfused", None),
     ]
+    both = timeline.Row("ag", "1,2,3", "cublas", lambda: want, lambda: None, want, plan, timeline.WAIT_BESIDE["both"])
+    assert [(label, settings) for label, _, settings in both.runs()] == [
+        ("ag 1,2,3 ours (cublas, double buffers, kernels flags)", {"begin_on_side": False, "wait_beside": False}),
+        (
+            "ag 1,2,3 ours (cublas, double buffers, kernels flags, waits beside)",
+            {"begin_on_side": False, "wait_beside": True},
+        ),
+        ("ag 1,2,3 unfused", None),
+    ]
+    assert timeline.WAIT_BESIDE == {"off": (False,), "on": (True,), "both": (False, True)}
