@@ -1,8 +1,11 @@
 """triton_dist.ops: overlapped communication + GEMM operators built from plain ``@triton.jit`` kernels.
 
-The ops (each importable from here; all but ``matmul`` also registered as ``torch.ops.triton_dist.<name>``):
+The ops (each importable from here; all but ``matmul`` and ``skinny_matmul`` also registered as
+``torch.ops.triton_dist.<name>``):
 
 - :func:`matmul`: the persistent Hopper GEMM the fused ops are built from, standalone.
+- :func:`skinny_matmul`: C = A @ B for A of at most 64 rows (the decode step's GEMMs), made to stream B at HBM
+  speed; split-K summed in a fixed order (deterministic). The layers' decode option ``decode_triton_gemm``.
 - :func:`ag_gemm`: C = all_gather(A) @ B, overlapping the gather with the GEMM.
 - :func:`gemm_rs`: this rank's row shard of sum over ranks of A_r @ B_r (GEMM + reduce-scatter).
 - :func:`all_gather`: every rank's tensor concatenated along dim 0; load/store within a node, NVSHMEM puts across
@@ -49,7 +52,7 @@ from triton_dist.ops.flash_decode import flash_decode
 from triton_dist.ops.gemm_ar import gemm_ar
 from triton_dist.ops.gemm_rs import gemm_rs
 from triton_dist.ops.grouped_gemm import grouped_gemm, quantize_weights_fp8
-from triton_dist.ops.matmul import MatmulConfig, matmul
+from triton_dist.ops.matmul import MatmulConfig, matmul, skinny_matmul
 from triton_dist.ops.moe import check_status as moe_check_status
 from triton_dist.ops.moe import moe_combine, moe_dispatch, quantize_fp8
 
@@ -70,4 +73,5 @@ __all__ = [
     "moe_dispatch",
     "quantize_fp8",
     "quantize_weights_fp8",
+    "skinny_matmul",
 ]

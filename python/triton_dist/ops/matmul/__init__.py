@@ -26,6 +26,15 @@ Host side:
 - ``num_sms(device)``: the SM count the persistent grids are sized by.
 
 The kernel is persistent: ``min(num_sms, tiles)`` programs each walk tiles ``pid, pid + num_programs, ...``.
+
+The skinny GEMM, for the decode step's products with few rows (``skinny_kernels``, ``skinny_config``,
+``skinny_op``):
+
+- ``skinny_matmul(a, b, *, out=None, config=None) -> c``: C = A @ B for A [M <= 64, K], made to stream B at HBM
+  speed (one pass over B in large blocks, split over K to fill the SMs, split-K partials summed in a fixed order:
+  deterministic).
+- ``SkinnyConfig`` and ``skinny_config(m, n, k, sms, use_tma)``: its configuration and the cost model's choice
+  (``skinny_cost_us``).
 """
 
 from __future__ import annotations
@@ -59,16 +68,21 @@ from triton_dist.ops.matmul.op import (
     matmul,
     num_sms,
 )
+from triton_dist.ops.matmul.skinny_config import SkinnyConfig, skinny_config, skinny_cost_us, split_blocks
+from triton_dist.ops.matmul.skinny_kernels import _skinny_ptr_kernel, _skinny_tma_kernel
+from triton_dist.ops.matmul.skinny_op import default_skinny_config, skinny_matmul
 
 __all__ = [
     "FALLBACK_CONFIG",
     "HOPPER_CANDIDATES",
     "SUPPORTED_DTYPES",
     "MatmulConfig",
+    "SkinnyConfig",
     "check_matrix",
     "check_operands",
     "config_for_target",
     "default_config",
+    "default_skinny_config",
     "grouped_tile",
     "launch_matmul",
     "make_descriptors",
@@ -78,10 +92,16 @@ __all__ = [
     "ptr_mainloop",
     "ptr_store",
     "rows_fit_tma",
+    "skinny_config",
+    "skinny_cost_us",
+    "skinny_matmul",
+    "split_blocks",
     "target_has_tma",
     "tma_mainloop",
     "tma_store",
     "_matmul_ptr_kernel",
     "_matmul_tma_kernel",
+    "_skinny_ptr_kernel",
+    "_skinny_tma_kernel",
     "_set_tma_allocator",
 ]
