@@ -12,6 +12,7 @@ and returns what differed from the reference.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -228,6 +229,20 @@ def _check_kernels(gen: torch.Generator) -> dict[str, list[str]]:
     return record
 
 
+def _skinny_products(step: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
+    """``step()``'s result and the address of the B operand of each ``skinny_matmul`` it ran, in order."""
+    from triton_dist.layers import attention
+
+    real, seen = attention.skinny_matmul, []
+
+    def recorded(a: torch.Tensor, b: torch.Tensor, **kwargs: object) -> torch.Tensor:
+        seen.append(b.data_ptr())
+        return real(a, b, **kwargs)
+
+    with mock.patch.object(attention, "skinny_matmul", recorded):
+        return step(), seen
+
+
 def _worker() -> dict[str, list[str]]:
     """This rank's problems per step (empty: it matched), on the world ``run_ranks`` set up."""
     import triton_dist
@@ -306,6 +321,19 @@ def _worker() -> dict[str, list[str]]:
                 if sorted(kept) != ["down", "gate_up", "o", "qkv"] or kept["qkv"][1].shape[1] != config.hidden_size:
                     problems.append(f"decode_k_major kept {[(n, list(c.shape)) for n, (_, c) in kept.items()]}")
                 record["heads/decode@8 same_position tiles"] = problems
+                # and with decode_triton_gemm: QKV, O (cuBLAS O's place), gate/up and down by skinny_matmul (in the
+                # interpreter) on the [K, N] weights, decode_k_major left on (the option overrides it)
+                layer.decode_triton_gemm = layer.attention.decode_triton_gemm = True
+                got, products = _skinny_products(
+                    functools.partial(layer.decode_hidden, tokens[:, PREFILL + 1].contiguous(), same, cache)
+                )
+                problems = _problems(got, want[:, PREFILL + 1])
+                weights_used = [layer.attention.qkv.weight, layer.attention.o.weight, layer.mlp.gate_up.weight]
+                weights_used.append(layer.mlp.down.weight)
+                if products != [w.data_ptr() for w in weights_used]:
+                    problems.append(f"skinny_matmul ran on {len(products)} weights, not QKV, O, gate/up, down's")
+                record["heads/decode@8 triton gemm"] = problems
+                layer.decode_triton_gemm = layer.attention.decode_triton_gemm = False
                 layer.decode_cublas_o = layer.attention.decode_rope_tiles = False
                 layer.decode_k_major = layer.attention.decode_k_major = False
             # Positions that differ per sequence: sequence 0 goes on at 9 (rank 1's block of the sequence-split
@@ -328,6 +356,16 @@ def _worker() -> dict[str, list[str]]:
                 layer.attention.decode_gather, layer.attention.decode_rope_tiles = "fused", False
                 got = layer.decode_hidden(new, torch.tensor([PREFILL + 2, 3]), cache)
                 record["sequence/decode@9,3 fused"] = _problems(got, want_mixed)
+                # and the QKV GEMM (into this rank's block of the symmetric buffer), O, gate/up, down by skinny_matmul
+                layer.decode_triton_gemm = layer.attention.decode_triton_gemm = True
+                got, products = _skinny_products(
+                    functools.partial(layer.decode_hidden, new, torch.tensor([PREFILL + 2, 3]), cache)
+                )
+                problems = _problems(got, want_mixed)
+                if len(products) != 4:
+                    problems.append(f"skinny_matmul ran {len(products)} times, not 4")
+                record["sequence/decode@9,3 fused triton gemm"] = problems
+                layer.decode_triton_gemm = layer.attention.decode_triton_gemm = False
             print(f"rank {rank}: {layout} done at {time.perf_counter() - began:.1f} s", flush=True)
     except Exception as error:  # noqa: BLE001 (recorded for the test)
         record["raised"] = [f"{type(error).__name__}: {error}"]
@@ -338,7 +376,8 @@ def test_the_decoder_layer_at_2_ranks_matches_torch() -> None:
     records = run_ranks(_worker, 2, heap_size=HEAP).results
     names = {"attention/decode_gemm_ar", "attention/decode_fused", "kernels/silu_mul_prefill", "kernels/rope_rows"}
     names |= {"kernels/l2_prefetch", "heads/decode@8 same_position", "sequence/decode@9,3 fused"}
-    names |= {"heads/decode@8 same_position tiles"}
+    names |= {"heads/decode@8 same_position tiles", "heads/decode@8 triton gemm"}
+    names |= {"sequence/decode@9,3 fused triton gemm"}
     names |= {
         f"{layout}/{what}"
         for layout in ("heads", "sequence")
@@ -557,6 +596,15 @@ def test_the_decode_options_are_off_by_default_and_refuse_bad_values() -> None:
     block.decode_rope_tiles, block.decode_k_major = False, "yes"  # type: ignore[assignment]
     with pytest.raises(LayerError, match=r"TensorParallelAttention: decode_k_major must be a bool, got 'yes'"):
         block.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), positions, block.new_cache(2, 8, "heads"))
+    block.decode_k_major, block.decode_triton_gemm = False, "on"  # type: ignore[assignment]
+    with pytest.raises(LayerError, match=r"TensorParallelAttention: decode_triton_gemm must be a bool, got 'on'"):
+        block.decode_partial(torch.zeros(2, 32, dtype=torch.bfloat16), positions, block.new_cache(2, 8, "heads"))
+    assert layer.decode_triton_gemm is False and layer.attention.decode_triton_gemm is False
+    layer.decode_triton_gemm = 1  # type: ignore[assignment]
+    with pytest.raises(LayerError, match=r"TensorParallelDecoderLayer: decode_triton_gemm must be a bool, got 1"):
+        layer.decode(torch.zeros(2, 32, dtype=torch.bfloat16), torch.zeros(2, 32, dtype=torch.bfloat16), positions,
+                     layer.new_cache(2, 8, "heads"))  # fmt: skip
+    layer.decode_triton_gemm = False
     layer.decode_k_major = 0  # type: ignore[assignment]
     with pytest.raises(LayerError, match=r"TensorParallelDecoderLayer: decode_k_major must be a bool, got 0"):
         layer.decode(torch.zeros(2, 32, dtype=torch.bfloat16), torch.zeros(2, 32, dtype=torch.bfloat16), positions,

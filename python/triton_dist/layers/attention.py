@@ -26,7 +26,7 @@ from triton_dist.layers.linear import (
     shard_of,
     world_position,
 )
-from triton_dist.ops import all_gather, all_reduce, flash_decode, gemm_ar
+from triton_dist.ops import all_gather, all_reduce, flash_decode, gemm_ar, skinny_matmul
 
 KV_LAYOUTS = ("heads", "sequence")
 """How a KV cache is split over the ranks: by KV heads (each rank holds its own heads at every position) or by
@@ -70,6 +70,21 @@ def k_major_weight(
     if entry is None or entry[0] != key:
         entry = kept[name] = (key, weight.detach().t().contiguous())
     return entry[1].t()
+
+
+SKINNY_MAX_ROWS = 64
+"""The most rows ``ops.skinny_matmul`` takes (``decode_product`` gives larger batches to cuBLAS)."""
+
+
+def decode_product(
+    x: torch.Tensor, weight: torch.Tensor, skinny: bool, out: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``x @ weight`` for a decode GEMM (into ``out`` when given): with ``skinny`` (the decode option
+    ``decode_triton_gemm``) by ``ops.matmul.skinny_matmul`` wherever it takes the call (at most 64 rows, on a GPU or
+    under the emulation, ``weight`` row-major), else by ``torch.matmul`` (cuBLAS)."""
+    if skinny and x.shape[0] <= SKINNY_MAX_ROWS and fused_kernels(x) and weight.stride(1) == 1:
+        return skinny_matmul(x, weight, out=out)
+    return torch.matmul(x, weight) if out is None else torch.matmul(x, weight, out=out)
 
 
 def rope_inv_freq(head_dim: int, theta: float, device: torch.device | str | None = None) -> torch.Tensor:
@@ -235,7 +250,11 @@ class TensorParallelAttention(nn.Module):
     one 1-warp program per head and token: 64 programs in place of 1536 (Llama-3-8B) / 2560 (Qwen3-32B) at the
     head-split decode's batch 64 on 2 ranks. ``decode_k_major`` (False, an attribute only): the decode's QKV
     GEMM (and ``decode_partial``'s O) on a kept copy of the weight stored [N, K] (``k_major_weight``: cuBLAS's
-    "TN" GEMM; twice the weights' memory). A value other than a bool raises LayerError at the next decode.
+    "TN" GEMM; twice the weights' memory). ``decode_triton_gemm`` (False, an attribute only): the same GEMMs by
+    ``ops.matmul.skinny_matmul`` (a Triton GEMM for at most 64 rows that streams the weight once, split over K to
+    fill the SMs; ``decode_product``) on the [K, N] weight (it overrides ``decode_k_major``); above 64 rows, and
+    on the CPU without the emulation, cuBLAS as before. A value other than a bool raises LayerError at the next
+    decode.
     """
 
     def __init__(
@@ -368,6 +387,7 @@ class TensorParallelAttention(nn.Module):
         self.decode_sdpa_backend = None
         self.decode_rope_tiles = False
         self.decode_k_major = False
+        self.decode_triton_gemm = False
         self._k_major: dict[str, tuple[tuple[int, int], torch.Tensor]] = {}
         self.qkv = ColumnParallelLinear.from_shard(qkv, rank=rank, world_size=world_size)
         self.inv_freq: torch.Tensor
@@ -420,10 +440,10 @@ class TensorParallelAttention(nn.Module):
         )
 
     def _decode_options(self) -> None:
-        """Raise LayerError unless ``decode_gather``, ``decode_sdpa_backend``, ``decode_rope_tiles`` and
-        ``decode_k_major`` are values they take."""
+        """Raise LayerError unless ``decode_gather``, ``decode_sdpa_backend``, ``decode_rope_tiles``,
+        ``decode_k_major`` and ``decode_triton_gemm`` are values they take."""
         name = type(self).__name__
-        for option in ("decode_rope_tiles", "decode_k_major"):
+        for option in ("decode_rope_tiles", "decode_k_major", "decode_triton_gemm"):
             if not isinstance(getattr(self, option), bool):
                 raise LayerError(f"{name}: {option} must be a bool, got {getattr(self, option)!r}")
         if self.decode_gather not in DECODE_GATHERS:
@@ -708,7 +728,7 @@ class TensorParallelAttention(nn.Module):
         "all_gather") and runs ``ops.flash_decode``. Raises LayerError for bad input or a bad decode option.
         """
         attn = self.decode_attention(x, positions, cache)
-        return torch.matmul(attn, self._decode_weight("o", self.o.weight))
+        return decode_product(attn, self._decode_weight("o", self.o.weight), self.decode_triton_gemm)
 
     def decode_attention(
         self, x: torch.Tensor, positions: torch.Tensor | DecodePositions, cache: KVCache
@@ -733,7 +753,7 @@ class TensorParallelAttention(nn.Module):
         rope = (step.cos, step.signed_sin)
         w_qkv = self._decode_weight("qkv", self.qkv.weight)
         if cache.layout == "heads":
-            qkv = torch.matmul(x, w_qkv)
+            qkv = decode_product(x, w_qkv, self.decode_triton_gemm)
             if fused_kernels(x):  # RoPE (and QK norm) and the cache writes in one launch
                 q = torch.empty(batch, hq, d, dtype=x.dtype, device=x.device)
                 stores = (cache.k_store, cache.v_store)
@@ -766,14 +786,16 @@ class TensorParallelAttention(nn.Module):
         stores = (cache.k_store, cache.v_store)
         if self.decode_gather == "fused":  # the gather inside the RoPE kernel: one launch, no zeros
             sym, flags, state = self._fused_buffers(batch, x)
-            torch.matmul(x, w_qkv, out=sym[self.rank])
+            decode_product(x, w_qkv, self.decode_triton_gemm, out=sym[self.rank])
             gather_rope(sym, flags, state, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args())
         else:
             if self.decode_gather == "all_gather":  # this rank's block alone crosses the links, no zeros
-                gathered = all_gather(torch.matmul(x, w_qkv)).view(self.world_size, batch, -1)
+                gathered = all_gather(decode_product(x, w_qkv, self.decode_triton_gemm)).view(
+                    self.world_size, batch, -1
+                )
             else:
                 gather = self._gather_buffer(batch, x)
-                torch.matmul(x, w_qkv, out=gather[self.rank])
+                decode_product(x, w_qkv, self.decode_triton_gemm, out=gather[self.rank])
                 gathered = all_reduce(gather)
             rope_scatter(
                 gathered, *rope, step.slots, q_all, *stores, (hq, hkv), self._qk_norm_args(),
@@ -783,8 +805,11 @@ class TensorParallelAttention(nn.Module):
         return out[:, self.rank * hq : (self.rank + 1) * hq].reshape(batch, hq * d)  # a view: rows of stride Hq*D
 
     def _decode_weight(self, name: str, weight: torch.Tensor) -> torch.Tensor:
-        """``weight``, or with ``decode_k_major`` its K-major copy's view (``k_major_weight``)."""
-        return k_major_weight(self._k_major, name, weight) if self.decode_k_major else weight
+        """``weight``, or with ``decode_k_major`` (and not ``decode_triton_gemm``, which reads the [K, N] weight)
+        its K-major copy's view (``k_major_weight``)."""
+        if self.decode_k_major and not self.decode_triton_gemm:
+            return k_major_weight(self._k_major, name, weight)
+        return weight
 
     def _qk_norm_args(self) -> tuple[torch.Tensor, torch.Tensor, float] | None:
         """``rope_scatter``'s ``qk_norm``: the two weights and the epsilon, or None without QK norm."""

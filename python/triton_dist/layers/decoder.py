@@ -10,7 +10,14 @@ import torch
 from torch import nn
 
 from triton_dist.layers._kernels import fused_kernels, l2_prefetch, silu_mul
-from triton_dist.layers.attention import DecodePositions, KVCache, TensorParallelAttention, k_major_weight, rms_norm
+from triton_dist.layers.attention import (
+    DecodePositions,
+    KVCache,
+    TensorParallelAttention,
+    decode_product,
+    k_major_weight,
+    rms_norm,
+)
 from triton_dist.layers.linear import LayerError, world_position
 from triton_dist.layers.mlp import TensorParallelMLP
 from triton_dist.ops import all_reduce, all_reduce_residual_rmsnorm, gemm_ar
@@ -123,6 +130,12 @@ class TensorParallelDecoderLayer(nn.Module):
       cuBLAS's "TN" GEMM instead of "NN" at M = the batch; twice those weights' memory). The attention block's
       attribute of the same name does its QKV GEMM; ``bench/decoder.py`` sets both. (``decode_prefetch_bytes``
       still reads the [K, N] weights: the two are not meant together.)
+    - ``decode_triton_gemm`` (False; an attribute only): the decode's cuBLAS GEMMs of this layer (gate/up, down,
+      and O with ``decode_cublas_o``; ``gemm_ar``'s own GEMM stays) by ``ops.matmul.skinny_matmul``, a Triton GEMM
+      for at most 64 rows made to stream the weight at HBM speed (``attention.decode_product``: above 64 rows, and
+      on the CPU without the emulation, cuBLAS as before); it reads the [K, N] weights, so it overrides
+      ``decode_k_major``. The attention block's attribute of the same name does its QKV GEMM; ``bench/decoder.py``
+      sets both.
     """
 
     def __init__(
@@ -232,14 +245,15 @@ class TensorParallelDecoderLayer(nn.Module):
         self.post_norm_weight = nn.Parameter(post_norm.detach().contiguous().clone(), requires_grad=False)
         self.mlp = mlp
         self.decode_cublas_o, self.decode_prefetch_bytes, self.decode_k_major = False, 0, False
+        self.decode_triton_gemm = False
         self._k_major: dict[str, tuple[tuple[int, int], torch.Tensor]] = {}
         self._sinks: dict[torch.device, torch.Tensor] = {}  # l2_prefetch's per-program sums (never read)
 
     def _decode_options(self) -> None:
-        """Raise LayerError unless ``decode_cublas_o`` and ``decode_k_major`` are bools and
+        """Raise LayerError unless ``decode_cublas_o``, ``decode_k_major`` and ``decode_triton_gemm`` are bools and
         ``decode_prefetch_bytes`` an int >= 0."""
         name = type(self).__name__
-        for option in ("decode_cublas_o", "decode_k_major"):
+        for option in ("decode_cublas_o", "decode_k_major", "decode_triton_gemm"):
             if not isinstance(getattr(self, option), bool):
                 raise LayerError(f"{name}: {option} must be a bool, got {getattr(self, option)!r}")
         prefetch = self.decode_prefetch_bytes
@@ -307,7 +321,7 @@ class TensorParallelDecoderLayer(nn.Module):
         self._join(prefetch)
         attn = self.attention.decode_attention(normed, positions, cache)
         if self.decode_cublas_o:
-            partial = torch.matmul(attn, self._decode_weight("o", self.attention.o.weight))
+            partial = decode_product(attn, self._decode_weight("o", self.attention.o.weight), self.decode_triton_gemm)
             prefetch = self._prefetch(self.mlp.gate_up.weight, x)
             normed, residual = all_reduce_residual_rmsnorm(partial, residual, self.post_norm_weight, eps)
             self._join(prefetch)
@@ -315,12 +329,20 @@ class TensorParallelDecoderLayer(nn.Module):
             normed, residual = gemm_ar(
                 attn, self.attention.o.weight, residual=residual, norm_weight=self.post_norm_weight, eps=eps
             )
-        gated = silu_mul(torch.matmul(normed, self._decode_weight("gate_up", self.mlp.gate_up.weight)))  # one launch
-        return torch.matmul(gated, self._decode_weight("down", self.mlp.down.weight)), residual
+        gate_up = decode_product(
+            normed, self._decode_weight("gate_up", self.mlp.gate_up.weight), self.decode_triton_gemm
+        )
+        gated = silu_mul(gate_up)  # one launch
+        return decode_product(
+            gated, self._decode_weight("down", self.mlp.down.weight), self.decode_triton_gemm
+        ), residual
 
     def _decode_weight(self, name: str, weight: torch.Tensor) -> torch.Tensor:
-        """``weight``, or with ``decode_k_major`` its K-major copy's view (``attention.k_major_weight``)."""
-        return k_major_weight(self._k_major, name, weight) if self.decode_k_major else weight
+        """``weight``, or with ``decode_k_major`` (and not ``decode_triton_gemm``, which reads the [K, N] weight)
+        its K-major copy's view (``attention.k_major_weight``)."""
+        if self.decode_k_major and not self.decode_triton_gemm:
+            return k_major_weight(self._k_major, name, weight)
+        return weight
 
     def _prefetch(self, weight: torch.Tensor, x: torch.Tensor) -> torch.cuda.Stream | None:
         """With ``decode_prefetch_bytes``: enqueue ``l2_prefetch`` of ``weight``'s first bytes. On a GPU on the
