@@ -40,7 +40,10 @@ tensor-parallel baseline of the same weights, one run.
   writes as one program per token, ``decode_rope_tiles`` / both), ``head-same-pos-k-major`` /
   ``head-same-pos-cublas-o-tiles-k-major`` (cuBLAS O and every decode GEMM on a kept [N, K] copy of its weight,
   ``decode_k_major``: cuBLAS's "TN" GEMM; without / with ``decode_rope_tiles``), ``rope-tiles`` (the sequence
-  split's default with ``decode_rope_tiles``).
+  split's default with ``decode_rope_tiles``), ``triton-gemm`` / ``triton-gemm-o`` (the decode GEMMs QKV, gate/up
+  and down by the skinny Triton GEMM, ``decode_triton_gemm``; O in ``gemm_ar`` / O by the skinny GEMM too, then the
+  fused all-reduce + RMSNorm), ``head-same-pos-triton-gemm`` / ``head-same-pos-triton-gemm-o-tiles`` (the same on
+  ``head-same-pos``; the second with O by the skinny GEMM and ``decode_rope_tiles``).
   For the batch-64 gap, in under 2 minutes:
   ``torchrun --nproc-per-node=2 bench/decoder.py --prefill "" --batches 64 --contexts 4096 --decode-variants all``.
 - ``--compile``: also the baseline's layer under ``torch.compile`` (graphed for decode), where it compiles.
@@ -129,6 +132,7 @@ class DecodeVariant:
 
 _PREFETCH = {"decode_cublas_o": True, "decode_prefetch_bytes": DECODE_PREFETCH_BYTES}
 _K_MAJOR = {"decode_cublas_o": True, "decode_k_major": True}
+_TRITON_GEMM = {"decode_triton_gemm": True}
 DECODE_VARIANTS: dict[str, DecodeVariant] = {
     "cublas-o": DecodeVariant("sequence", {"decode_cublas_o": True}),
     "all-gather": DecodeVariant("sequence", {"decode_gather": "all_gather"}),
@@ -152,12 +156,18 @@ DECODE_VARIANTS: dict[str, DecodeVariant] = {
     "rope-tiles": DecodeVariant("sequence", {"decode_rope_tiles": True}),
     "fused-gather": DecodeVariant("sequence", {"decode_gather": "fused"}),
     "fused-combined": DecodeVariant("sequence", {**_PREFETCH, "decode_gather": "fused"}),
+    "triton-gemm": DecodeVariant("sequence", _TRITON_GEMM),
+    "triton-gemm-o": DecodeVariant("sequence", {**_TRITON_GEMM, "decode_cublas_o": True}),
+    "head-same-pos-triton-gemm": DecodeVariant("heads", _TRITON_GEMM, same_position=True),
+    "head-same-pos-triton-gemm-o-tiles": DecodeVariant(
+        "heads", {**_TRITON_GEMM, "decode_cublas_o": True, "decode_rope_tiles": True}, same_position=True
+    ),
 }
 """Ours' decode with the layers' decode options on (``--decode-variants``; ``all``: every one), by name: the KV cache
 layout and the options (``TensorParallelDecoderLayer``'s ``decode_cublas_o`` and ``decode_prefetch_bytes``, the
-attention block's ``decode_gather``, ``decode_sdpa_backend`` and ``decode_rope_tiles``; ``decode_k_major`` on
-both; ``same_position``), each timed beside ours' default (``ours``, the sequence-split cache; ``ours head-KV``, the
-head-split one with a mask and torch's SDPA choice)."""
+attention block's ``decode_gather``, ``decode_sdpa_backend`` and ``decode_rope_tiles``; ``decode_k_major`` and
+``decode_triton_gemm`` on both; ``same_position``), each timed beside ours' default (``ours``, the sequence-split
+cache; ``ours head-KV``, the head-split one with a mask and torch's SDPA choice)."""
 
 
 # --------------------------------------------------------------------------------------------- the torch baseline
