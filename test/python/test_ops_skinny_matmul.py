@@ -1,8 +1,8 @@
 """triton_dist.ops.matmul's skinny GEMM (``skinny_matmul``, A [M <= 64, K] @ B [K, N]) without a GPU: its kernels
-against torch in Triton's interpreter (``TRITON_INTERPRET=1``, a process of its own) at M = 1, 8, 64 and ragged N
-and K, with and without split-K, both the TMA-descriptor and the pointer kernel; their sm_90 compilation at the
-configurations the cost model picks for the decode shapes (wgmma and TMA, no spills); the cost model's choices; and
-the operand errors."""
+against torch in Triton's interpreter (``TRITON_INTERPRET=1``, a process of its own) at M = 1, 8, 64 (bf16, one
+case fp16) and ragged N and K, with and without split-K, both the TMA-descriptor and the pointer kernel; their sm_90
+compilation at the configurations the cost model picks for the decode shapes (wgmma and TMA, no spills); the cost
+model's choices; and the operand errors."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ skinny_config = importlib.import_module("triton_dist.ops.matmul.skinny_config")
 skinny_kernels = importlib.import_module("triton_dist.ops.matmul.skinny_kernels")
 
 CASES = [
-    # (M, K, N, config fields or None for the default under the interpreter)
+    # (M, K, N, config fields or None for the default under the interpreter; bf16 unless the fields name a dtype)
     (1, 200, 72, dict(block_m=16, block_n=32, block_k=32, split_k=1, use_tma=False)),
     (1, 200, 72, dict(block_m=64, block_n=32, block_k=32, split_k=3, use_tma=True)),
     (8, 136, 40, dict(block_m=16, block_n=32, block_k=16, split_k=4, use_tma=False)),
@@ -27,6 +27,7 @@ CASES = [
     (64, 264, 56, dict(block_m=64, block_n=32, block_k=32, split_k=5, use_tma=True)),
     (64, 264, 56, dict(block_m=64, block_n=32, block_k=64, split_k=2, use_tma=False)),
     (5, 96, 24, None),
+    (3, 72, 48, dict(block_m=64, block_n=16, block_k=16, split_k=2, use_tma=True, dtype="float16")),
 ]
 """Ragged N and K (not multiples of the blocks), splits that divide K's blocks unevenly (K = 264 in 32-blocks: 9
 blocks, 5 splits of 2 and the last of 1), a split-K count above the blocks' (200 in 32-blocks: 7 blocks, 3 splits)."""
@@ -43,10 +44,12 @@ def _interpreted(request: dict) -> list[dict]:
     gen = torch.Generator().manual_seed(request["seed"])
     results = []
     for m, k, n, fields in request["cases"]:
-        config = None if fields is None else dataclasses.replace(SkinnyConfig(num_stages=1), **fields)
-        a = torch.randn(m, k, generator=gen).to(torch.bfloat16)
-        b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
-        wide = torch.full((m, n + 8), float("nan"), dtype=torch.bfloat16)
+        fields = dict(fields or {})
+        dtype = getattr(torch, fields.pop("dtype", "bfloat16"))
+        config = dataclasses.replace(SkinnyConfig(num_stages=1), **fields) if fields else None
+        a = torch.randn(m, k, generator=gen).to(dtype)
+        b = torch.randn(k, n, generator=gen).to(dtype)
+        wide = torch.full((m, n + 8), float("nan"), dtype=dtype)
         got = skinny_matmul(a, b, out=wide[:, :n], config=config)
         again = skinny_matmul(a, b, config=config)
         want = a.float() @ b.float()
@@ -72,7 +75,8 @@ def test_the_kernels_match_torch_in_the_interpreter() -> None:
         assert got["error"] < 2**-7, f"{case}: {got}"  # a bf16 rounding of the output (the interpreter truncates)
         assert got["repeatable"] and got["in_place"] and got["padding_untouched"], f"{case}: {got}"
         assert got["counters_zero"], f"{case}: the split-K counters were not reset: {got}"
-        assert got["dtype"] == "torch.bfloat16", f"{case}: {got}"
+        want_dtype = f"torch.{(case[3] or {}).get('dtype', 'bfloat16')}"
+        assert got["dtype"] == want_dtype, f"{case}: {got}"
 
 
 DECODE_SHAPES = {

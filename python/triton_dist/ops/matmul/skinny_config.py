@@ -17,6 +17,7 @@ bench (``bench/matmul.py --decode``) times the choice against its neighbours.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import triton
@@ -123,6 +124,7 @@ def skinny_candidates(m: int, use_tma: bool = True) -> list[SkinnyConfig]:
     return out
 
 
+@functools.cache  # ranks ~160 candidates: once per shape, not per call
 def skinny_config(m: int, n: int, k: int, sms: int, use_tma: bool = True) -> SkinnyConfig:
     """The cheapest of ``skinny_candidates`` by ``skinny_cost_us`` for an [m, k] x [k, n] GEMM on ``sms`` SMs
     (ties: fewer splits, then the earlier tile), with splits that would be empty dropped; TMA loads or (``use_tma``

@@ -58,8 +58,11 @@ def _check(a: Any, b: Any, out: Any) -> None:
 
 
 def _rows_fit_tma(*tensors: Any) -> bool:
-    """Whether each tensor's row stride is a multiple of 16 bytes and its base 16-byte aligned (TMA's rules)."""
-    return all((t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0 for t in tensors)
+    """Whether TensorDescriptor takes each tensor: unit column stride, the row stride a multiple of 16 bytes, the
+    base 16-byte aligned."""
+    return all(
+        t.stride(1) == 1 and (t.stride(0) * t.element_size()) % 16 == 0 and t.data_ptr() % 16 == 0 for t in tensors
+    )
 
 
 def skinny_workspace(device: Any, partial_elements: int, tiles: int) -> tuple[Any, Any]:
