@@ -160,6 +160,11 @@ def decode_rows(args: argparse.Namespace) -> int:
             if args.sweep:
                 for config in sweep_configs(m, k, n, chosen):
                     try:
+                        check = skinny_matmul(x, weights[0], config=config).float() - want.float()
+                        if not float(check.abs().max() / want.float().abs().max()) < 2**-6:
+                            print(f"{label} M={m} {config.short()}: WRONG", flush=True)
+                            failures += 1
+                            continue
                         us = graph_us(
                             [functools.partial(skinny_matmul, x, w, out=out, config=config) for w in weights], args.reps
                         )
