@@ -86,6 +86,19 @@ def _plan(log: _Recorder, world_size: int, chunks: int, m_local: int, k: int) ->
     )
 
 
+def _host_double_buffer(world_size: int, m_local: int, k: int, scheme: str) -> op.DoubleBuffer:
+    """A ``DoubleBuffer`` on the host for ``scheme``: NaN receive buffers, per-parity flags at 0, no peers' views."""
+    return op.DoubleBuffer(
+        recv=torch.full((2, world_size * m_local, k), float("nan"), dtype=torch.bfloat16),
+        flags=torch.zeros(2, world_size * op.MAX_CUBLAS_CHUNKS, dtype=torch.int32),
+        send_epoch=torch.ones(1, dtype=torch.int32),
+        recv_epoch=torch.ones(1, dtype=torch.int32),
+        peer_recv={},
+        peer_flags={},
+        flags_by=scheme,
+    )
+
+
 def test_a_call_enqueues_a_short_fixed_sequence(monkeypatch) -> None:
     monkeypatch.setattr(torch.cuda, "current_device", lambda: None)  # a CPU tensor's device.index
     monkeypatch.setattr(op, "current_raw_stream", lambda index: 7)
@@ -239,16 +252,8 @@ def test_an_eager_cublas_call_on_double_buffers_has_no_barrier(monkeypatch, sche
     gen = torch.Generator().manual_seed(11)
     arrival = [(rank + s) % world_size for s in range(1, world_size)]
     senders = [(rank - s) % world_size for s in range(1, world_size)]
-    per_parity = world_size * op.MAX_CUBLAS_CHUNKS
-    double = op.DoubleBuffer(
-        recv=torch.full((2, world_size * m_local, k), float("nan"), dtype=torch.bfloat16),
-        flags=torch.zeros(2, per_parity, dtype=torch.int32),
-        send_epoch=torch.ones(1, dtype=torch.int32),
-        recv_epoch=torch.ones(1, dtype=torch.int32),
-        peer_recv={},
-        peer_flags={},
-        flags_by=scheme,
-    )
+    double = _host_double_buffer(world_size, m_local, k, scheme)
+    per_parity = double.flags.shape[1]
     rows = {peer: slice(peer * m_local, (peer + 1) * m_local) for peer in range(world_size)}
     by_parity = scheme == "memop_parity"  # the flags of buffer p in row p (at 100 p here), else all in row 0
 
@@ -423,16 +428,7 @@ def test_the_emulation_runs_the_waits_beside_the_own_gemm_in_host_order(wait_bes
     gen = torch.Generator().manual_seed(5)
     arrival = [(rank + s) % world_size for s in range(1, world_size)]
     senders = [(rank - s) % world_size for s in range(1, world_size)]
-    per_parity = world_size * op.MAX_CUBLAS_CHUNKS
-    double = op.DoubleBuffer(
-        recv=torch.full((2, world_size * m_local, k), float("nan"), dtype=torch.bfloat16),
-        flags=torch.zeros(2, per_parity, dtype=torch.int32),
-        send_epoch=torch.ones(1, dtype=torch.int32),
-        recv_epoch=torch.ones(1, dtype=torch.int32),
-        peer_recv={},
-        peer_flags={},
-        flags_by="memop_parity",
-    )
+    double = _host_double_buffer(world_size, m_local, k, "memop_parity")
     peer_rows = {peer: torch.zeros(m_local, k, dtype=torch.bfloat16) for peer in senders}  # the peers' slots
     peer_flags = {peer: torch.zeros(2, 1, dtype=torch.int32) for peer in senders}
     rows = {peer: slice(peer * m_local, (peer + 1) * m_local) for peer in range(world_size)}

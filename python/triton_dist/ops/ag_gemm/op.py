@@ -786,11 +786,9 @@ class CublasPlan:
             enqueue_wait(waits[0][1], waits[0][2])
         torch.mm(a, b, out=parts[self._own])
         for index, (part, flag_index, wait, received) in enumerate(waits):
-            if not beside:
+            if index or not beside:  # beside: the first is enqueued above, the later ones behind it on the waiter
                 enqueue_wait(flag_index, wait)
-            else:
-                if index:  # behind the previous wait on the waiter, whatever the host's order
-                    enqueue_wait(flag_index, wait)
+            if beside:
                 ops.order("ag_gemm.cublas.waited", waiter, main)  # this chunk's wait and every one before it
             torch.mm(received[parity], b, out=parts[part])
         ops.order("ag_gemm.cublas.join", side, main)  # the waiter joined at the last chunk's order above
